@@ -1,0 +1,155 @@
+//! The `Engine` trait: where the partition core and the BPMN engine meet.
+//!
+//! The stream processor hands each committed command to [`Engine::process`] with the
+//! entry's timestamp and the command's position; the engine reads and writes state only
+//! through the given transaction and describes everything else as data: records, the
+//! response, and leader-only [`Action`]s. The processor commits state, records and the
+//! applied index in one batch; only then does the leader carry out the actions.
+
+use std::fmt::Debug;
+
+use rill_protocol::{PartitionId, Position, RecordDraft, Timestamp};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::state::{StateError, StateRead, StateTxn};
+
+/// Identifies a waiting client request on the leader that proposed a command. Only
+/// meaningful on that leader; a new leader never sees a request id it issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct RequestId(pub u64);
+
+/// Everything the engine may know about the command being applied. All of it comes from
+/// the log entry, so it is identical on every replica.
+#[derive(Clone, Debug)]
+pub struct ProcessingContext {
+    pub partition_id: PartitionId,
+    pub partition_count: u16,
+    /// The position the command's own record gets; follow-up records come after it.
+    pub position: Position,
+    /// The leader's timestamp for the entry (monotonic within the partition).
+    pub timestamp: Timestamp,
+    /// The replicated engine version gating behaviour changes across upgrades.
+    pub engine_version: u32,
+    /// The client request waiting for this command, if any.
+    pub request: Option<RequestId>,
+}
+
+/// Side effects the leader carries out after the batch is committed. Followers drop
+/// them. Each must be safe to lose (a new leader recomputes what it needs from state).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action<C, R> {
+    /// Answer a client request that was waiting for a later event (create-and-await).
+    Respond { request: RequestId, response: R },
+    /// Jobs of this type became activatable: wake long-polling workers.
+    JobsAvailable { job_type: String },
+    /// Something is due at this time: ask [`Engine::due_commands`] then.
+    WakeAt { due: Timestamp },
+    /// Deliver a command to another partition (the engine keeps it in its outbox until
+    /// acknowledged, and lists it again from [`Engine::pending_sends`]).
+    Send {
+        partition: PartitionId,
+        command: C,
+    },
+}
+
+/// What applying one command produced.
+#[derive(Debug)]
+pub struct ProcessingOutput<C, R> {
+    /// Records in order. The first is the command's own record (or its rejection), at
+    /// `ctx.position`; the rest follow from it.
+    pub records: Vec<RecordDraft>,
+    /// The answer for `ctx.request`, if the command is answered now.
+    pub response: Option<R>,
+    pub actions: Vec<Action<C, R>>,
+}
+
+impl<C, R> Default for ProcessingOutput<C, R> {
+    fn default() -> Self {
+        ProcessingOutput {
+            records: Vec::new(),
+            response: None,
+            actions: Vec::new(),
+        }
+    }
+}
+
+impl<C, R> ProcessingOutput<C, R> {
+    pub fn clear(&mut self) {
+        self.records.clear();
+        self.response = None;
+        self.actions.clear();
+    }
+}
+
+/// Why processing a command failed outright.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// Reading or writing state failed on this replica: stop the partition.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// A deterministic failure (corrupt value, broken invariant). The processor rolls
+    /// the command's changes back and writes a `PROCESSING_ERROR` rejection instead.
+    #[error("processing error: {0}")]
+    Processing(String),
+}
+
+pub type EngineResult<T> = Result<T, EngineError>;
+
+/// A deterministic state machine over commands. No clock, no I/O, no threads: the same
+/// commands with the same contexts on the same state give the same state, records,
+/// response and actions on every replica.
+pub trait Engine: Send + 'static {
+    /// What the log carries.
+    type Command: Serialize + DeserializeOwned + Clone + Debug + Send + Sync + 'static;
+    /// What a client hears back.
+    type Response: Clone + Debug + Send + Sync + 'static;
+    /// Read-only questions answered from state (the leader's state after apply).
+    type Query: Debug + Send + 'static;
+    type QueryResult: Debug + Send + 'static;
+
+    /// Applies one command.
+    fn process(
+        &mut self,
+        ctx: &ProcessingContext,
+        state: &mut dyn StateTxn,
+        command: &Self::Command,
+        out: &mut ProcessingOutput<Self::Command, Self::Response>,
+    ) -> EngineResult<()>;
+
+    /// The response for a command whose processing failed with
+    /// [`EngineError::Processing`] (its changes were rolled back).
+    fn processing_error_response(&self, reason: &str) -> Self::Response;
+
+    /// The record written in place of a command whose processing failed with
+    /// [`EngineError::Processing`].
+    fn processing_error_record(&self, command: &Self::Command, reason: &str) -> RecordDraft;
+
+    /// Commands the leader should propose because their time has come (timers due, job
+    /// deadlines passed, messages expired), at most `limit`. Also returns when the next
+    /// such command will be due, if known.
+    fn due_commands(
+        &mut self,
+        state: &dyn StateRead,
+        now: Timestamp,
+        limit: usize,
+        out: &mut Vec<Self::Command>,
+    ) -> EngineResult<Option<Timestamp>>;
+
+    /// Cross-partition sends not yet acknowledged, for the leader to (re)deliver.
+    fn pending_sends(
+        &mut self,
+        state: &dyn StateRead,
+        limit: usize,
+        out: &mut Vec<(PartitionId, Self::Command)>,
+    ) -> EngineResult<()>;
+
+    /// Answers a read-only query from state.
+    fn query(&mut self, state: &dyn StateRead, query: &Self::Query) -> EngineResult<Self::QueryResult>;
+
+    /// True for commands that finish admitted work; flow control never rejects them.
+    fn is_never_rejected(command: &Self::Command) -> bool;
+
+    /// Forget caches derived from state (after a snapshot was installed).
+    fn reset_caches(&mut self) {}
+}

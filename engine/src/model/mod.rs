@@ -1,0 +1,221 @@
+//! The executable process graph: parsed once at deploy time, immutable afterwards.
+//!
+//! Elements and flows live in arenas indexed by [`ElementIdx`] and [`FlowIdx`];
+//! expressions are compiled. The parser (`crate::parse`) builds it and validation
+//! guarantees what the processors rely on: ids are unique, every flow has a source and
+//! a target, every scope has exactly one none start event, service tasks have a job
+//! type, boundary events are attached to tasks or subprocesses.
+
+use std::collections::HashMap;
+
+use rill_feel::Expression;
+use rill_feel::temporal::{IsoCycle, IsoDuration};
+use rill_protocol::value::{BpmnElementType, BpmnEventType};
+
+/// Index of an element in [`ProcessModel::elements`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ElementIdx(pub u32);
+
+/// Index of a sequence flow in [`ProcessModel::flows`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FlowIdx(pub u32);
+
+/// A static value from the model, or a FEEL expression (`=...`) evaluated on entry.
+#[derive(Clone, Debug)]
+pub enum ValueOrExpr<T> {
+    Static(T),
+    Expr(Expression),
+}
+
+/// One executable process (`bpmn:process` with `isExecutable="true"`).
+#[derive(Debug)]
+pub struct ProcessModel {
+    pub bpmn_process_id: String,
+    pub name: Option<String>,
+    /// All flow nodes, the process itself first (index 0).
+    pub elements: Vec<Element>,
+    pub flows: Vec<SequenceFlow>,
+    /// Element id -> index, for elements and flows alike lookups go through these.
+    pub element_index: HashMap<String, ElementIdx>,
+    pub flow_index: HashMap<String, FlowIdx>,
+}
+
+impl ProcessModel {
+    /// The process element itself.
+    pub const ROOT: ElementIdx = ElementIdx(0);
+
+    pub fn element(&self, idx: ElementIdx) -> &Element {
+        &self.elements[idx.0 as usize]
+    }
+
+    pub fn flow(&self, idx: FlowIdx) -> &SequenceFlow {
+        &self.flows[idx.0 as usize]
+    }
+
+    pub fn element_by_id(&self, id: &str) -> Option<ElementIdx> {
+        self.element_index.get(id).copied()
+    }
+}
+
+/// A flow node (or the process itself).
+#[derive(Debug)]
+pub struct Element {
+    pub id: String,
+    pub name: Option<String>,
+    pub kind: ElementKind,
+    /// The enclosing process or subprocess; `None` only for the process.
+    pub flow_scope: Option<ElementIdx>,
+    pub incoming: Vec<FlowIdx>,
+    pub outgoing: Vec<FlowIdx>,
+    /// `zeebe:ioMapping` inputs, applied on activation into the element's local scope.
+    pub inputs: Vec<Mapping>,
+    /// `zeebe:ioMapping` outputs, applied on completion into the flow scope.
+    pub outputs: Vec<Mapping>,
+    /// Boundary events attached to this element, in document order.
+    pub boundary_events: Vec<ElementIdx>,
+}
+
+impl Element {
+    pub fn element_type(&self) -> BpmnElementType {
+        self.kind.element_type()
+    }
+
+    pub fn event_type(&self) -> BpmnEventType {
+        self.kind.event_type()
+    }
+}
+
+#[derive(Debug)]
+pub enum ElementKind {
+    Process {
+        /// The none start event.
+        start_event: ElementIdx,
+        children: Vec<ElementIdx>,
+    },
+    SubProcess {
+        start_event: ElementIdx,
+        children: Vec<ElementIdx>,
+    },
+    StartEvent,
+    EndEvent(EndEventKind),
+    ServiceTask(JobDefinition),
+    ReceiveTask(MessageDefinition),
+    ExclusiveGateway {
+        default_flow: Option<FlowIdx>,
+    },
+    ParallelGateway,
+    IntermediateCatchEvent(CatchEventDefinition),
+    BoundaryEvent {
+        attached_to: ElementIdx,
+        /// `cancelActivity`: interrupting (the default) or not.
+        interrupting: bool,
+        definition: BoundaryDefinition,
+    },
+}
+
+impl ElementKind {
+    pub fn element_type(&self) -> BpmnElementType {
+        match self {
+            ElementKind::Process { .. } => BpmnElementType::Process,
+            ElementKind::SubProcess { .. } => BpmnElementType::SubProcess,
+            ElementKind::StartEvent => BpmnElementType::StartEvent,
+            ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
+            ElementKind::ServiceTask(_) => BpmnElementType::ServiceTask,
+            ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
+            ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
+            ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
+            ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
+            ElementKind::BoundaryEvent { .. } => BpmnElementType::BoundaryEvent,
+        }
+    }
+
+    pub fn event_type(&self) -> BpmnEventType {
+        match self {
+            ElementKind::StartEvent => BpmnEventType::None,
+            ElementKind::EndEvent(EndEventKind::None) => BpmnEventType::None,
+            ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
+            ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
+            ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(_)) => {
+                BpmnEventType::Timer
+            }
+            ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(_)) => {
+                BpmnEventType::Message
+            }
+            ElementKind::BoundaryEvent {
+                definition: BoundaryDefinition::Timer(_),
+                ..
+            } => BpmnEventType::Timer,
+            ElementKind::BoundaryEvent {
+                definition: BoundaryDefinition::Error { .. },
+                ..
+            } => BpmnEventType::Error,
+            ElementKind::ReceiveTask(_) => BpmnEventType::Message,
+            _ => BpmnEventType::Unspecified,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum EndEventKind {
+    None,
+    Terminate,
+    /// Throws the error with this code (from the referenced `bpmn:error`).
+    Error {
+        error_code: ValueOrExpr<String>,
+    },
+}
+
+/// `zeebe:taskDefinition` plus `zeebe:taskHeaders`.
+#[derive(Debug)]
+pub struct JobDefinition {
+    pub job_type: ValueOrExpr<String>,
+    /// Defaults to 3, as in Zeebe.
+    pub retries: ValueOrExpr<i32>,
+    pub headers: Vec<(String, String)>,
+}
+
+/// A message to wait for: the `bpmn:message` name and its `zeebe:subscription`.
+#[derive(Debug)]
+pub struct MessageDefinition {
+    pub message_name: ValueOrExpr<String>,
+    /// Evaluated when the element is entered.
+    pub correlation_key: Expression,
+}
+
+#[derive(Debug)]
+pub enum TimerDefinition {
+    Duration(ValueOrExpr<IsoDuration>),
+    /// An absolute date-time, ms since the epoch.
+    Date(ValueOrExpr<i64>),
+    Cycle(ValueOrExpr<IsoCycle>),
+}
+
+#[derive(Debug)]
+pub enum CatchEventDefinition {
+    Timer(TimerDefinition),
+    Message(MessageDefinition),
+}
+
+#[derive(Debug)]
+pub enum BoundaryDefinition {
+    Timer(TimerDefinition),
+    /// Catches errors with this code, or any error when `None`.
+    Error { error_code: Option<String> },
+}
+
+/// A sequence flow, with its condition when it leaves an exclusive gateway.
+#[derive(Debug)]
+pub struct SequenceFlow {
+    pub id: String,
+    pub source: ElementIdx,
+    pub target: ElementIdx,
+    pub condition: Option<Expression>,
+}
+
+/// A `zeebe:input` or `zeebe:output`: evaluate `source`, write it at `target`
+/// (a dotted path: `payment.transactionId` writes into a context `payment`).
+#[derive(Debug)]
+pub struct Mapping {
+    pub source: Expression,
+    pub target: Vec<String>,
+}

@@ -1,0 +1,211 @@
+//! Commands: what a partition's log carries and its engine applies.
+//!
+//! Client commands come through the gateway; internal ones are proposed by the
+//! partition leader when wall-clock work is due (timers, job deadlines, TTLs) or arrive
+//! from another partition. Applying a command re-checks its condition, so a duplicate
+//! proposal is harmless.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Key, PartitionId};
+use crate::json::{Blob, JsonValue};
+use crate::record::{Intent, RejectionType, ValueType};
+use crate::value::RecordValue;
+
+/// One resource of a deployment (a `.bpmn` file).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Resource {
+    pub name: String,
+    pub content: Blob,
+}
+
+/// Which process definition to start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ProcessSelector {
+    /// By BPMN process id; `None` is the latest version.
+    ById {
+        bpmn_process_id: String,
+        version: Option<i32>,
+    },
+    ByKey(Key),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CreateProcessInstance {
+    pub process: ProcessSelector,
+    pub variables: JsonValue,
+    /// Answer when the instance completes instead of when it starts.
+    pub await_result: bool,
+    /// With `await_result`: the variables to return (empty = all).
+    pub fetch_variables: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivateJobs {
+    pub job_type: String,
+    pub worker: String,
+    /// Activation timeout in ms.
+    pub timeout: i64,
+    pub max_jobs: i32,
+    /// Variables to include (empty = all visible at the job's element).
+    pub fetch_variables: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailJob {
+    pub job_key: Key,
+    pub retries: i32,
+    pub error_message: String,
+    /// Milliseconds before the job can be activated again.
+    pub retry_backoff: i64,
+    pub variables: JsonValue,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThrowError {
+    pub job_key: Key,
+    pub error_code: String,
+    pub error_message: String,
+    pub variables: JsonValue,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UpdateJob {
+    pub job_key: Key,
+    pub retries: Option<i32>,
+    /// New activation timeout in ms, counted from now.
+    pub timeout: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PublishMessage {
+    pub name: String,
+    pub correlation_key: String,
+    /// Time to live in ms; 0 means "correlate now or never".
+    pub time_to_live: i64,
+    /// Optional id; a second message with the same id is rejected while the first is
+    /// buffered.
+    pub message_id: String,
+    pub variables: JsonValue,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetVariables {
+    pub element_instance_key: Key,
+    pub variables: JsonValue,
+    /// Set on the given scope only, instead of Zeebe's propagation.
+    pub local: bool,
+}
+
+/// A command sent by one partition to another through the replicated outbox. The
+/// receiver de-duplicates on `(source partition, sequence)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterPartitionCommand {
+    pub source: PartitionId,
+    pub sequence: u64,
+    pub value_type: ValueType,
+    pub intent: Intent,
+    pub key: Key,
+    pub value: RecordValue,
+}
+
+/// Everything an engine can be asked to do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Command {
+    // --- from clients ---
+    Deploy { resources: Vec<Resource> },
+    CreateProcessInstance(CreateProcessInstance),
+    CancelProcessInstance { process_instance_key: Key },
+    ActivateJobs(ActivateJobs),
+    CompleteJob { job_key: Key, variables: JsonValue },
+    FailJob(FailJob),
+    ThrowError(ThrowError),
+    UpdateJob(UpdateJob),
+    PublishMessage(PublishMessage),
+    ResolveIncident { incident_key: Key },
+    SetVariables(SetVariables),
+
+    // --- proposed by the leader when wall-clock work is due ---
+    TriggerTimer { timer_key: Key },
+    TimeOutJob { job_key: Key },
+    RecurJob { job_key: Key },
+    ExpireMessage { message_key: Key },
+    /// Removes a finished instance's summary once its read retention has passed.
+    ExpireInstanceSummary { process_instance_key: Key },
+
+    // --- from other partitions ---
+    FromPartition(InterPartitionCommand),
+    /// The receiver has applied the command `sequence` sent by this partition.
+    AcknowledgeSend { target: PartitionId, sequence: u64 },
+}
+
+impl Command {
+    /// Commands that finish or advance work already admitted. Flow control never
+    /// rejects them: rejecting a completion only makes the backlog larger.
+    pub fn is_never_rejected(&self) -> bool {
+        matches!(
+            self,
+            Command::CompleteJob { .. }
+                | Command::FailJob(_)
+                | Command::ThrowError(_)
+                | Command::TriggerTimer { .. }
+                | Command::TimeOutJob { .. }
+                | Command::RecurJob { .. }
+                | Command::ExpireMessage { .. }
+                | Command::ExpireInstanceSummary { .. }
+                | Command::FromPartition(_)
+                | Command::AcknowledgeSend { .. }
+        )
+    }
+
+    /// The partition-routing key of a command addressed to an existing entity.
+    pub fn target_key(&self) -> Option<Key> {
+        match self {
+            Command::CancelProcessInstance {
+                process_instance_key,
+            } => Some(*process_instance_key),
+            Command::CompleteJob { job_key, .. }
+            | Command::TimeOutJob { job_key }
+            | Command::RecurJob { job_key } => Some(*job_key),
+            Command::FailJob(c) => Some(c.job_key),
+            Command::ThrowError(c) => Some(c.job_key),
+            Command::UpdateJob(c) => Some(c.job_key),
+            Command::ResolveIncident { incident_key } => Some(*incident_key),
+            Command::SetVariables(c) => Some(c.element_instance_key),
+            Command::TriggerTimer { timer_key } => Some(*timer_key),
+            Command::ExpireMessage { message_key } => Some(*message_key),
+            Command::CreateProcessInstance(CreateProcessInstance {
+                process: ProcessSelector::ByKey(key),
+                ..
+            }) => Some(*key),
+            _ => None,
+        }
+    }
+}
+
+/// A rejected command: a type and a reason the user can act on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rejection {
+    pub rejection_type: RejectionType,
+    pub reason: String,
+}
+
+impl Rejection {
+    pub fn new(rejection_type: RejectionType, reason: impl Into<String>) -> Rejection {
+        Rejection {
+            rejection_type,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What the client hears back: the event that answered its command, or a rejection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CommandResponse {
+    Accepted {
+        key: Key,
+        intent: Intent,
+        value: RecordValue,
+    },
+    Rejected(Rejection),
+}

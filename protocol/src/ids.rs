@@ -1,0 +1,170 @@
+//! Identifiers with meaning: partitions, keys, positions, timestamps.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Number of low bits of a [`Key`] that hold the partition-local counter (Zeebe's layout:
+/// 13 partition bits above 51 counter bits).
+pub const KEY_LOCAL_BITS: u32 = 51;
+/// The largest partition id whose keys stay positive. Zeebe reserves 13 bits, but with
+/// a signed 64-bit key only 12 of them keep the sign bit clear.
+pub const MAX_PARTITION_ID: u16 = (1 << 12) - 1;
+
+/// A partition, numbered from 1 as in Zeebe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PartitionId(pub u16);
+
+impl PartitionId {
+    pub const fn get(self) -> u16 {
+        self.0
+    }
+}
+
+impl fmt::Display for PartitionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A broker in the cluster, numbered from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A globally unique key: `(partition_id << 51) | local counter`.
+///
+/// Keys travel as JSON strings in the REST API; inside records they are plain `i64`s as
+/// in Zeebe, where `-1` means "no key".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Key(pub i64);
+
+impl Key {
+    /// The "no key" marker used in record values, as in Zeebe.
+    pub const NONE: Key = Key(-1);
+
+    /// Builds the key for `local` on `partition`.
+    pub const fn new(partition: PartitionId, local: u64) -> Key {
+        Key(((partition.0 as i64) << KEY_LOCAL_BITS) | (local as i64 & ((1 << KEY_LOCAL_BITS) - 1)))
+    }
+
+    /// The partition that generated this key (and owns what it names).
+    pub const fn partition(self) -> PartitionId {
+        PartitionId((self.0 >> KEY_LOCAL_BITS) as u16)
+    }
+
+    /// The partition-local counter value.
+    pub const fn local(self) -> u64 {
+        (self.0 & ((1 << KEY_LOCAL_BITS) - 1)) as u64
+    }
+
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    pub const fn is_none(self) -> bool {
+        self.0 < 0
+    }
+
+    /// Parses a key as a client sends it (a decimal string). Returns `None` for anything
+    /// that is not a positive key with a valid partition.
+    pub fn parse(text: &str) -> Option<Key> {
+        let value: i64 = text.trim().parse().ok()?;
+        let key = Key(value);
+        if value <= 0 || key.partition().0 == 0 {
+            return None;
+        }
+        Some(key)
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The position of a record in a partition's record stream. Dense, starting at 1, and
+/// identical on every replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Position(pub u64);
+
+impl Position {
+    pub const ZERO: Position = Position(0);
+
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
+    pub const fn next(self) -> Position {
+        Position(self.0 + 1)
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Milliseconds since the Unix epoch. Inside the engine this only ever comes from a log
+/// entry (stamped by the leader), never from the machine clock.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    pub const fn millis(self) -> i64 {
+        self.0
+    }
+
+    pub const fn plus_millis(self, millis: i64) -> Timestamp {
+        Timestamp(self.0.saturating_add(millis))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_round_trips_partition_and_local() {
+        let key = Key::new(PartitionId(3), 42);
+        assert_eq!(key.partition(), PartitionId(3));
+        assert_eq!(key.local(), 42);
+        assert_eq!(key.get(), (3_i64 << 51) | 42);
+    }
+
+    #[test]
+    fn key_matches_zeebe_layout_for_max_partition() {
+        let key = Key::new(PartitionId(MAX_PARTITION_ID), (1 << 51) - 1);
+        assert_eq!(key.partition(), PartitionId(MAX_PARTITION_ID));
+        assert_eq!(key.local(), (1 << 51) - 1);
+        assert!(key.get() > 0);
+    }
+
+    #[test]
+    fn key_parse_rejects_garbage_and_partition_zero() {
+        assert_eq!(Key::parse("2251799813685249"), Some(Key(2251799813685249)));
+        assert_eq!(Key::parse("abc"), None);
+        assert_eq!(Key::parse("-5"), None);
+        assert_eq!(Key::parse("17"), None, "partition 0 does not exist");
+    }
+}

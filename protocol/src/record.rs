@@ -1,0 +1,289 @@
+//! The record envelope: what every applied command produces, in Zeebe's shape.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Key, PartitionId, Position, Timestamp};
+use crate::value::RecordValue;
+
+/// Command, event, or the rejection of a command (Zeebe's `RecordType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RecordType {
+    Command,
+    Event,
+    CommandRejection,
+}
+
+/// What a record is about (Zeebe's `ValueType` names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ValueType {
+    Deployment,
+    Process,
+    ProcessInstance,
+    ProcessInstanceCreation,
+    ProcessInstanceResult,
+    Job,
+    JobBatch,
+    Variable,
+    VariableDocument,
+    Incident,
+    Message,
+    MessageSubscription,
+    ProcessMessageSubscription,
+    Timer,
+    Error,
+    CommandDistribution,
+}
+
+impl ValueType {
+    pub const ALL: [ValueType; 16] = [
+        ValueType::Deployment,
+        ValueType::Process,
+        ValueType::ProcessInstance,
+        ValueType::ProcessInstanceCreation,
+        ValueType::ProcessInstanceResult,
+        ValueType::Job,
+        ValueType::JobBatch,
+        ValueType::Variable,
+        ValueType::VariableDocument,
+        ValueType::Incident,
+        ValueType::Message,
+        ValueType::MessageSubscription,
+        ValueType::ProcessMessageSubscription,
+        ValueType::Timer,
+        ValueType::Error,
+        ValueType::CommandDistribution,
+    ];
+
+    /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::Deployment => "DEPLOYMENT",
+            ValueType::Process => "PROCESS",
+            ValueType::ProcessInstance => "PROCESS_INSTANCE",
+            ValueType::ProcessInstanceCreation => "PROCESS_INSTANCE_CREATION",
+            ValueType::ProcessInstanceResult => "PROCESS_INSTANCE_RESULT",
+            ValueType::Job => "JOB",
+            ValueType::JobBatch => "JOB_BATCH",
+            ValueType::Variable => "VARIABLE",
+            ValueType::VariableDocument => "VARIABLE_DOCUMENT",
+            ValueType::Incident => "INCIDENT",
+            ValueType::Message => "MESSAGE",
+            ValueType::MessageSubscription => "MESSAGE_SUBSCRIPTION",
+            ValueType::ProcessMessageSubscription => "PROCESS_MESSAGE_SUBSCRIPTION",
+            ValueType::Timer => "TIMER",
+            ValueType::Error => "ERROR",
+            ValueType::CommandDistribution => "COMMAND_DISTRIBUTION",
+        }
+    }
+}
+
+/// What happened (or is asked for). One flat list of Zeebe's intent names; which ones
+/// apply to a value type follows Zeebe's per-type intent enums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Intent {
+    // Commands
+    Create,
+    CreateWithAwaitingResult,
+    Cancel,
+    ActivateElement,
+    CompleteElement,
+    TerminateElement,
+    Activate,
+    Complete,
+    Fail,
+    ThrowError,
+    TimeOut,
+    UpdateRetries,
+    UpdateTimeout,
+    RecurAfterBackoff,
+    Update,
+    Resolve,
+    Publish,
+    Expire,
+    Correlate,
+    Reject,
+    Delete,
+    Trigger,
+    Distribute,
+    Acknowledge,
+    // Events
+    Created,
+    Creating,
+    Canceled,
+    SequenceFlowTaken,
+    ElementActivating,
+    ElementActivated,
+    ElementCompleting,
+    ElementCompleted,
+    ElementTerminating,
+    ElementTerminated,
+    Activated,
+    Completed,
+    Failed,
+    ErrorThrown,
+    TimedOut,
+    RetriesUpdated,
+    TimeoutUpdated,
+    RecurredAfterBackoff,
+    Updated,
+    Resolved,
+    Published,
+    Expired,
+    Correlating,
+    Correlated,
+    Rejected,
+    Deleting,
+    Deleted,
+    Triggered,
+    Distributing,
+    Distributed,
+    Acknowledged,
+    FullyDistributed,
+}
+
+impl Intent {
+    /// Zeebe's name, e.g. `ELEMENT_ACTIVATED`.
+    pub fn name(self) -> String {
+        // serde_json writes a unit variant as a bare string; strip the quotes.
+        let quoted = serde_json::to_string(&self).unwrap_or_default();
+        quoted.trim_matches('"').to_owned()
+    }
+}
+
+/// Why a command was rejected (Zeebe's `RejectionType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RejectionType {
+    /// Not a rejection; the value Zeebe writes on commands and events.
+    NullVal,
+    InvalidArgument,
+    NotFound,
+    AlreadyExists,
+    InvalidState,
+    ProcessingError,
+    ExceededBatchRecordSize,
+    Unauthorized,
+}
+
+/// One record of a partition's stream, as exported and as stored for export.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub position: Position,
+    /// The position of the command this record follows from; `None` for a command
+    /// written by a client.
+    pub source_record_position: Option<Position>,
+    pub key: Key,
+    pub timestamp: Timestamp,
+    pub record_type: RecordType,
+    pub value_type: ValueType,
+    pub intent: Intent,
+    pub partition_id: PartitionId,
+    pub rejection_type: RejectionType,
+    pub rejection_reason: String,
+    pub broker_version: String,
+    pub value: RecordValue,
+}
+
+/// A record as the engine emits it, before the stream processor gives it a position,
+/// timestamp and partition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordDraft {
+    pub key: Key,
+    pub record_type: RecordType,
+    pub intent: Intent,
+    pub rejection_type: RejectionType,
+    pub rejection_reason: String,
+    pub value: RecordValue,
+}
+
+impl RecordDraft {
+    pub fn event(key: Key, intent: Intent, value: impl Into<RecordValue>) -> RecordDraft {
+        RecordDraft {
+            key,
+            record_type: RecordType::Event,
+            intent,
+            rejection_type: RejectionType::NullVal,
+            rejection_reason: String::new(),
+            value: value.into(),
+        }
+    }
+
+    pub fn command(key: Key, intent: Intent, value: impl Into<RecordValue>) -> RecordDraft {
+        RecordDraft {
+            record_type: RecordType::Command,
+            ..RecordDraft::event(key, intent, value)
+        }
+    }
+
+    pub fn rejection(
+        key: Key,
+        intent: Intent,
+        value: impl Into<RecordValue>,
+        rejection_type: RejectionType,
+        reason: impl Into<String>,
+    ) -> RecordDraft {
+        RecordDraft {
+            key,
+            record_type: RecordType::CommandRejection,
+            intent,
+            rejection_type,
+            rejection_reason: reason.into(),
+            value: value.into(),
+        }
+    }
+
+    pub fn value_type(&self) -> ValueType {
+        self.value.value_type()
+    }
+
+    /// Completes the draft into a record.
+    pub fn into_record(
+        self,
+        position: Position,
+        source_record_position: Option<Position>,
+        timestamp: Timestamp,
+        partition_id: PartitionId,
+        broker_version: &str,
+    ) -> Record {
+        Record {
+            position,
+            source_record_position,
+            key: self.key,
+            timestamp,
+            record_type: self.record_type,
+            value_type: self.value.value_type(),
+            intent: self.intent,
+            partition_id,
+            rejection_type: self.rejection_type,
+            rejection_reason: self.rejection_reason,
+            broker_version: broker_version.to_owned(),
+            value: self.value,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_zeebe() {
+        assert_eq!(Intent::ElementActivated.name(), "ELEMENT_ACTIVATED");
+        assert_eq!(Intent::CreateWithAwaitingResult.name(), "CREATE_WITH_AWAITING_RESULT");
+        assert_eq!(ValueType::ProcessInstance.name(), "PROCESS_INSTANCE");
+        for vt in ValueType::ALL {
+            assert_eq!(
+                serde_json::to_string(&vt).unwrap(),
+                format!("\"{}\"", vt.name())
+            );
+        }
+        assert_eq!(
+            serde_json::to_string(&RejectionType::NullVal).unwrap(),
+            "\"NULL_VAL\""
+        );
+    }
+}

@@ -1,0 +1,413 @@
+//! Record values, one struct per value type, with Zeebe's field names (camelCase in
+//! JSON) so the exporter can write Zeebe's document shape directly.
+//!
+//! Keys inside values are plain `i64`s where Zeebe uses `-1` for "none".
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::json::{Blob, JsonValue};
+use crate::record::ValueType;
+
+/// The tenant every value carries while Rill is single-tenant (Zeebe's default).
+pub const DEFAULT_TENANT: &str = "<default>";
+
+fn default_tenant() -> String {
+    DEFAULT_TENANT.to_owned()
+}
+
+/// A record's value, tagged by its value type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RecordValue {
+    Deployment(DeploymentRecord),
+    Process(ProcessRecord),
+    ProcessInstance(ProcessInstanceRecord),
+    ProcessInstanceCreation(ProcessInstanceCreationRecord),
+    ProcessInstanceResult(ProcessInstanceResultRecord),
+    Job(JobRecord),
+    JobBatch(JobBatchRecord),
+    Variable(VariableRecord),
+    VariableDocument(VariableDocumentRecord),
+    Incident(IncidentRecord),
+    Message(MessageRecord),
+    MessageSubscription(MessageSubscriptionRecord),
+    ProcessMessageSubscription(ProcessMessageSubscriptionRecord),
+    Timer(TimerRecord),
+    Error(ErrorRecord),
+    CommandDistribution(CommandDistributionRecord),
+}
+
+impl RecordValue {
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            RecordValue::Deployment(_) => ValueType::Deployment,
+            RecordValue::Process(_) => ValueType::Process,
+            RecordValue::ProcessInstance(_) => ValueType::ProcessInstance,
+            RecordValue::ProcessInstanceCreation(_) => ValueType::ProcessInstanceCreation,
+            RecordValue::ProcessInstanceResult(_) => ValueType::ProcessInstanceResult,
+            RecordValue::Job(_) => ValueType::Job,
+            RecordValue::JobBatch(_) => ValueType::JobBatch,
+            RecordValue::Variable(_) => ValueType::Variable,
+            RecordValue::VariableDocument(_) => ValueType::VariableDocument,
+            RecordValue::Incident(_) => ValueType::Incident,
+            RecordValue::Message(_) => ValueType::Message,
+            RecordValue::MessageSubscription(_) => ValueType::MessageSubscription,
+            RecordValue::ProcessMessageSubscription(_) => ValueType::ProcessMessageSubscription,
+            RecordValue::Timer(_) => ValueType::Timer,
+            RecordValue::Error(_) => ValueType::Error,
+            RecordValue::CommandDistribution(_) => ValueType::CommandDistribution,
+        }
+    }
+
+    /// The value as Zeebe's JSON object (the `value` field of an exported record).
+    pub fn to_json(&self) -> serde_json::Value {
+        let result = match self {
+            RecordValue::Deployment(v) => serde_json::to_value(v),
+            RecordValue::Process(v) => serde_json::to_value(v),
+            RecordValue::ProcessInstance(v) => serde_json::to_value(v),
+            RecordValue::ProcessInstanceCreation(v) => serde_json::to_value(v),
+            RecordValue::ProcessInstanceResult(v) => serde_json::to_value(v),
+            RecordValue::Job(v) => serde_json::to_value(v),
+            RecordValue::JobBatch(v) => serde_json::to_value(v),
+            RecordValue::Variable(v) => serde_json::to_value(v),
+            RecordValue::VariableDocument(v) => serde_json::to_value(v),
+            RecordValue::Incident(v) => serde_json::to_value(v),
+            RecordValue::Message(v) => serde_json::to_value(v),
+            RecordValue::MessageSubscription(v) => serde_json::to_value(v),
+            RecordValue::ProcessMessageSubscription(v) => serde_json::to_value(v),
+            RecordValue::Timer(v) => serde_json::to_value(v),
+            RecordValue::Error(v) => serde_json::to_value(v),
+            RecordValue::CommandDistribution(v) => serde_json::to_value(v),
+        };
+        // Serializing plain structs of strings and numbers into a Value cannot fail.
+        result.unwrap_or(serde_json::Value::Null)
+    }
+}
+
+macro_rules! impl_from_value {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        $(impl From<$ty> for RecordValue {
+            fn from(value: $ty) -> Self {
+                RecordValue::$variant(value)
+            }
+        })*
+    };
+}
+
+impl_from_value!(
+    Deployment(DeploymentRecord),
+    Process(ProcessRecord),
+    ProcessInstance(ProcessInstanceRecord),
+    ProcessInstanceCreation(ProcessInstanceCreationRecord),
+    ProcessInstanceResult(ProcessInstanceResultRecord),
+    Job(JobRecord),
+    JobBatch(JobBatchRecord),
+    Variable(VariableRecord),
+    VariableDocument(VariableDocumentRecord),
+    Incident(IncidentRecord),
+    Message(MessageRecord),
+    MessageSubscription(MessageSubscriptionRecord),
+    ProcessMessageSubscription(ProcessMessageSubscriptionRecord),
+    Timer(TimerRecord),
+    Error(ErrorRecord),
+    CommandDistribution(CommandDistributionRecord),
+);
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentResource {
+    pub resource_name: String,
+    pub resource: Blob,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessMetadata {
+    pub bpmn_process_id: String,
+    pub version: i32,
+    pub process_definition_key: i64,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentRecord {
+    pub resources: Vec<DeploymentResource>,
+    pub processes_metadata: Vec<ProcessMetadata>,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessRecord {
+    pub bpmn_process_id: String,
+    pub version: i32,
+    pub process_definition_key: i64,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub resource: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// Zeebe's `BpmnElementType` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BpmnElementType {
+    Unspecified,
+    Process,
+    SubProcess,
+    StartEvent,
+    IntermediateCatchEvent,
+    BoundaryEvent,
+    EndEvent,
+    ServiceTask,
+    ReceiveTask,
+    ExclusiveGateway,
+    ParallelGateway,
+    SequenceFlow,
+}
+
+/// Zeebe's `BpmnEventType` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BpmnEventType {
+    Unspecified,
+    None,
+    Timer,
+    Message,
+    Error,
+    Terminate,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessInstanceRecord {
+    pub bpmn_element_type: BpmnElementType,
+    pub element_id: String,
+    pub bpmn_process_id: String,
+    pub version: i32,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub flow_scope_key: i64,
+    pub bpmn_event_type: BpmnEventType,
+    pub parent_process_instance_key: i64,
+    pub parent_element_instance_key: i64,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessInstanceCreationRecord {
+    pub bpmn_process_id: String,
+    /// `-1` for "the latest version".
+    pub version: i32,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub variables: JsonValue,
+    pub fetch_variables: Vec<String>,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessInstanceResultRecord {
+    pub bpmn_process_id: String,
+    pub version: i32,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub variables: JsonValue,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobRecord {
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub element_id: String,
+    pub element_instance_key: i64,
+    pub bpmn_process_id: String,
+    pub process_definition_version: i32,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub worker: String,
+    pub retries: i32,
+    /// Milliseconds to wait before a failed job can be activated again.
+    pub retry_backoff: i64,
+    /// When a job that failed with a backoff becomes activatable (ms since epoch), or -1.
+    pub recurring_time: i64,
+    /// When an activated job times out (ms since epoch), or -1.
+    pub deadline: i64,
+    /// The activation timeout in ms, or -1.
+    pub timeout: i64,
+    pub error_message: String,
+    pub error_code: String,
+    pub custom_headers: BTreeMap<String, String>,
+    pub variables: JsonValue,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobBatchRecord {
+    #[serde(rename = "type")]
+    pub job_type: String,
+    pub worker: String,
+    pub timeout: i64,
+    pub max_jobs_to_activate: i32,
+    pub job_keys: Vec<i64>,
+    pub jobs: Vec<JobRecord>,
+    pub truncated: bool,
+    #[serde(default)]
+    pub tenant_ids: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariableRecord {
+    pub name: String,
+    /// The value as JSON text, as Zeebe exports it.
+    pub value: String,
+    pub scope_key: i64,
+    pub process_instance_key: i64,
+    pub process_definition_key: i64,
+    pub bpmn_process_id: String,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum VariableUpdateSemantics {
+    Local,
+    Propagate,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariableDocumentRecord {
+    pub scope_key: i64,
+    pub update_semantics: VariableUpdateSemantics,
+    pub variables: JsonValue,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// Zeebe's `ErrorType` names for incidents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum IncidentErrorType {
+    Unknown,
+    IoMappingError,
+    JobNoRetries,
+    ConditionError,
+    ExtractValueError,
+    UnhandledErrorEvent,
+    MessageSizeExceeded,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncidentRecord {
+    pub error_type: IncidentErrorType,
+    pub error_message: String,
+    pub bpmn_process_id: String,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub element_id: String,
+    pub element_instance_key: i64,
+    pub job_key: i64,
+    pub variable_scope_key: i64,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRecord {
+    pub name: String,
+    pub correlation_key: String,
+    pub message_id: String,
+    /// Time to live in ms.
+    pub time_to_live: i64,
+    /// When the message expires (ms since epoch), or -1.
+    pub deadline: i64,
+    pub variables: JsonValue,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSubscriptionRecord {
+    pub process_instance_key: i64,
+    pub element_instance_key: i64,
+    pub bpmn_process_id: String,
+    pub message_name: String,
+    pub correlation_key: String,
+    pub message_key: i64,
+    pub variables: JsonValue,
+    pub is_interrupting: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessMessageSubscriptionRecord {
+    pub subscription_partition_id: i32,
+    pub process_instance_key: i64,
+    pub element_instance_key: i64,
+    pub bpmn_process_id: String,
+    pub element_id: String,
+    pub message_name: String,
+    pub correlation_key: String,
+    pub message_key: i64,
+    pub variables: JsonValue,
+    pub is_interrupting: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimerRecord {
+    pub element_instance_key: i64,
+    pub process_instance_key: i64,
+    pub process_definition_key: i64,
+    /// When the timer fires (ms since epoch).
+    pub due_date: i64,
+    pub target_element_id: String,
+    pub repetitions: i32,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorRecord {
+    pub exception_message: String,
+    pub stacktrace: String,
+    pub error_event_position: i64,
+    pub process_instance_key: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandDistributionRecord {
+    pub partition_id: i32,
+    pub value_type: ValueType,
+    pub intent: crate::record::Intent,
+}
