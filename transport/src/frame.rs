@@ -27,12 +27,16 @@ pub const FRAME_HEADER_LEN: usize = 24;
 /// The transport protocol version this build speaks.
 pub const PROTOCOL_VERSION: u8 = 1;
 
+/// In a hello's target field: "whichever node listens here" (used to discover a node id).
+pub(crate) const ANY_NODE: u32 = u32::MAX;
+
 const MAGIC: [u8; 2] = *b"RL";
 const CHECKSUMMED_HEADER_LEN: usize = 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FrameKind {
-    /// Client → server, payload: sender node id (u32), node id it expects to reach (u32).
+    /// Client → server, payload: sender node id (u32), node id it expects to reach (u32;
+    /// `u32::MAX` for any).
     Hello = 1,
     /// Server → client, payload: server node id (u32).
     HelloAck = 2,

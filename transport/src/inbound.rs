@@ -17,7 +17,7 @@ use tokio::time::timeout;
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{Frame, FrameDecoder, FrameKind, read_u32};
+use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, read_u32};
 use crate::metrics::{Direction, GaugeGuard};
 use crate::transport::Shared;
 use crate::writer::write_frames;
@@ -142,7 +142,7 @@ async fn accept_handshake(
         hello.payload.get(4..).unwrap_or_default(),
         "hello target",
     )?);
-    if target != own {
+    if target != own && target.0 != ANY_NODE {
         let reason = format!("this is node {own}, not node {target}");
         reject(writer, reason.clone(), shared).await;
         return Err(TransportError::InvalidFrame {

@@ -31,7 +31,7 @@ use tokio::time::{Instant, timeout, timeout_at};
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{Frame, FrameDecoder, FrameKind, read_u32};
+use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, read_u32};
 use crate::metrics::{Direction, GaugeGuard};
 use crate::transport::Shared;
 use crate::writer::write_frames;
@@ -275,10 +275,10 @@ async fn run(
         let connected = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => break,
-            connected = connect(&shared, node, target) => connected,
+            connected = connect(&shared, Some(node), target) => connected,
         };
         match connected {
-            Ok((reader, writer)) => {
+            Ok((reader, writer, _node)) => {
                 if failures > 0 {
                     info!(%node, addr = %target, failures, "connected after failed attempts");
                 } else {
@@ -328,15 +328,16 @@ async fn run(
     peer.fail_pending(|| TransportError::ShuttingDown);
 }
 
-type Reader = FramedRead<OwnedReadHalf, FrameDecoder>;
+pub(crate) type Reader = FramedRead<OwnedReadHalf, FrameDecoder>;
 
-/// TCP connect plus handshake, within `connect_timeout`. The error is a reason for logs
-/// and for `Unreachable`.
-async fn connect(
+/// TCP connect plus handshake, within `connect_timeout`. `expected` is the node that
+/// must answer (`None`: whichever node listens there). The error is a reason for logs and
+/// for `Unreachable`.
+pub(crate) async fn connect(
     shared: &Shared,
-    node: NodeId,
+    expected: Option<NodeId>,
     addr: SocketAddr,
-) -> std::result::Result<(Reader, OwnedWriteHalf), String> {
+) -> std::result::Result<(Reader, OwnedWriteHalf, NodeId), String> {
     let attempt = async {
         let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         // Latency matters more than packet count; the writer batches by itself.
@@ -344,10 +345,10 @@ async fn connect(
         let (read, mut writer) = stream.into_split();
         let decoder = FrameDecoder::new(shared.config.max_frame_size);
         let mut reader = FramedRead::with_capacity(read, decoder, READ_BUFFER_BYTES);
-        handshake(&mut reader, &mut writer, shared, node)
+        let node = handshake(&mut reader, &mut writer, shared, expected)
             .await
             .map_err(|e| format!("handshake failed: {e}"))?;
-        Ok((reader, writer))
+        Ok((reader, writer, node))
     };
     let limit = shared.config.connect_timeout;
     match timeout(limit, attempt).await {
@@ -356,15 +357,16 @@ async fn connect(
     }
 }
 
+/// Returns the node id the listener gave.
 async fn handshake(
     reader: &mut Reader,
     writer: &mut OwnedWriteHalf,
     shared: &Shared,
-    expected: NodeId,
-) -> Result<()> {
+    expected: Option<NodeId>,
+) -> Result<NodeId> {
     let mut hello = BytesMut::with_capacity(8);
     hello.put_u32(shared.config.node_id.0);
-    hello.put_u32(expected.0);
+    hello.put_u32(expected.map_or(ANY_NODE, |node| node.0));
     let mut buf = BytesMut::new();
     Frame::control(FrameKind::Hello, hello.freeze()).encode(&mut buf);
     writer.write_all(&buf).await?;
@@ -381,15 +383,14 @@ async fn handshake(
     match reply.kind {
         FrameKind::HelloAck => {
             let actual = NodeId(read_u32(&reply.payload, "hello-ack")?);
-            if actual == expected {
-                Ok(())
-            } else {
-                Err(TransportError::InvalidFrame {
+            match expected {
+                Some(expected) if expected != actual => Err(TransportError::InvalidFrame {
                     reason: format!(
                         "the address belongs to node {actual}, not node {expected} \
                          (stale peer address?)"
                     ),
-                })
+                }),
+                _ => Ok(actual),
             }
         }
         FrameKind::HelloReject => Err(TransportError::InvalidFrame {

@@ -17,7 +17,7 @@ use tracing::{info, warn};
 use crate::frame::FRAME_HEADER_LEN;
 use crate::inbound::accept_loop;
 use crate::metrics::{TransportMetrics, TransportStats};
-use crate::outbound::Peer;
+use crate::outbound::{Peer, connect};
 use crate::{Handler, Result, ServiceId, TransportConfig, TransportError};
 
 /// What every task of one transport shares.
@@ -122,6 +122,20 @@ impl Transport {
             None => {
                 peers.insert(node, Peer::start(node, addr, self.inner.shared.clone()));
             }
+        }
+    }
+
+    /// Asks whichever node listens at `addr` for its id (a gateway that knows only
+    /// contact-point addresses uses this before `set_peer`). Opens and closes a
+    /// connection of its own, within `connect_timeout`.
+    pub async fn probe(&self, addr: SocketAddr) -> Result<NodeId> {
+        let shared = &self.inner.shared;
+        if shared.cancel.is_cancelled() {
+            return Err(TransportError::ShuttingDown);
+        }
+        match connect(shared, None, addr).await {
+            Ok((_reader, _writer, node)) => Ok(node),
+            Err(reason) => Err(TransportError::Probe { addr, reason }),
         }
     }
 

@@ -894,3 +894,98 @@ async fn shutdown_lets_running_handlers_answer_within_the_grace() {
     );
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_learns_the_node_id_behind_an_address() {
+    let (client, server) = pair().await;
+    assert_eq!(
+        client.probe(server.local_addr()).await.expect("probe"),
+        NodeId(1)
+    );
+    let down = closed_port().await;
+    let error = client.probe(down).await.expect_err("nobody there");
+    assert!(
+        matches!(&error, TransportError::Probe { addr, .. } if *addr == down),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains(&down.to_string()), "{error}");
+    client.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_racing_a_restart_all_resolve_within_their_timeout() {
+    let (client, server) = pair().await;
+    let addr = server.local_addr();
+    let timeout = Duration::from_millis(300);
+    let run_until = Instant::now() + Duration::from_millis(1500);
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..100u16 {
+        let client = client.clone();
+        workers.spawn(async move {
+            let (mut ok, mut failed) = (0u32, 0u32);
+            while Instant::now() < run_until {
+                let started = Instant::now();
+                let partition = PartitionId(worker % 16 + 1);
+                let result = client
+                    .request(
+                        NodeId(1),
+                        ServiceId::RAFT_APPEND,
+                        partition,
+                        "x".into(),
+                        timeout,
+                    )
+                    .await;
+                let took = started.elapsed();
+                assert!(
+                    took < timeout + Duration::from_millis(250),
+                    "took {took:?}: {result:?}"
+                );
+                match result {
+                    Ok(_) => ok += 1,
+                    Err(
+                        TransportError::Unreachable { .. }
+                        | TransportError::ConnectionLost { .. }
+                        | TransportError::Timeout { .. }
+                        | TransportError::Backpressure { .. },
+                    ) => {
+                        failed += 1;
+                        // Do not spin while the peer is down.
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    Err(other) => panic!("unexpected error: {other:?}"),
+                }
+            }
+            (ok, failed)
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut restarted_config = config(1);
+    restarted_config.listen = addr;
+    let restarted = start(restarted_config, echo()).await;
+    let restarted_at = Instant::now();
+
+    let (mut ok, mut failed) = (0, 0);
+    while let Some(joined) = workers.join_next().await {
+        let (worker_ok, worker_failed) = joined.expect("worker");
+        ok += worker_ok;
+        failed += worker_failed;
+    }
+    assert!(ok > 0 && failed > 0, "ok {ok}, failed {failed}");
+    assert!(
+        restarted_at.elapsed() > Duration::from_millis(100),
+        "workers ran past the restart"
+    );
+    let served_after_restart = restarted.stats().frames_received;
+    assert!(
+        served_after_restart > 1,
+        "the restarted node served requests"
+    );
+    let stats = client.stats();
+    assert_eq!(stats.requests_in_flight, 0, "{stats:?}");
+    assert_eq!(stats.outbound_connections_open, 1, "{stats:?}");
+    client.shutdown().await;
+    restarted.shutdown().await;
+}
