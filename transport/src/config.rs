@@ -28,6 +28,10 @@ pub struct TransportConfig {
     /// Handlers running at once for one inbound connection. When all are busy the
     /// connection stops reading, and TCP flow control pushes back on the sender.
     pub max_concurrent_handlers_per_connection: usize,
+    /// Inbound connections open at once (handshaking or established); one more is closed
+    /// as soon as it is accepted. Together with the per-connection handler bound this caps
+    /// the work peers can start on this node.
+    pub max_inbound_connections: usize,
     /// Time allowed for the TCP connect plus the handshake (both directions).
     pub connect_timeout: Duration,
     /// First delay before retrying a failed connect; it doubles per failure...
@@ -46,7 +50,7 @@ pub struct TransportConfig {
 
 impl TransportConfig {
     /// Defaults: 16 MiB frames, 1024 requests in flight per peer, 256 concurrent handlers
-    /// per connection, 1 s connect timeout, reconnect backoff 10 ms doubling to 1 s,
+    /// per connection, 256 inbound connections, 1 s connect timeout, reconnect backoff 10 ms doubling to 1 s,
     /// 256 KiB write batches, 1 s shutdown grace.
     pub fn new(node_id: NodeId, listen: SocketAddr) -> TransportConfig {
         TransportConfig {
@@ -55,6 +59,7 @@ impl TransportConfig {
             max_frame_size: 16 * 1024 * 1024,
             max_in_flight_per_peer: 1024,
             max_concurrent_handlers_per_connection: 256,
+            max_inbound_connections: 256,
             connect_timeout: Duration::from_secs(1),
             reconnect_backoff_min: Duration::from_millis(10),
             reconnect_backoff_max: Duration::from_secs(1),
@@ -80,6 +85,9 @@ impl TransportConfig {
         }
         if self.max_concurrent_handlers_per_connection == 0 {
             problems.push("max_concurrent_handlers_per_connection must be at least 1".to_owned());
+        }
+        if self.max_inbound_connections == 0 {
+            problems.push("max_inbound_connections must be at least 1".to_owned());
         }
         if self.connect_timeout.is_zero() {
             problems.push("connect_timeout must be above zero".to_owned());

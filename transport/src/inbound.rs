@@ -30,6 +30,7 @@ const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 type Reader = FramedRead<tokio::net::tcp::OwnedReadHalf, FrameDecoder>;
 
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let connection_slots = Arc::new(Semaphore::new(shared.config.max_inbound_connections));
     loop {
         let accepted = tokio::select! {
             biased;
@@ -37,7 +38,23 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, remote)) => shared.spawn(serve_connection(stream, remote, shared.clone())),
+            Ok((stream, remote)) => match connection_slots.clone().try_acquire_owned() {
+                Ok(slot) => {
+                    let shared_for_task = shared.clone();
+                    shared.spawn(async move {
+                        serve_connection(stream, remote, shared_for_task).await;
+                        drop(slot);
+                    });
+                }
+                Err(_) => {
+                    warn!(
+                        %remote,
+                        limit = shared.config.max_inbound_connections,
+                        "too many inbound transport connections; closing the new one"
+                    );
+                    drop(stream);
+                }
+            },
             Err(error) => {
                 warn!(%error, "accepting a transport connection failed");
                 tokio::time::sleep(ACCEPT_RETRY_DELAY).await;

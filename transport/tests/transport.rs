@@ -989,3 +989,45 @@ async fn requests_racing_a_restart_all_resolve_within_their_timeout() {
     client.shutdown().await;
     restarted.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_connections_beyond_the_limit_are_closed() {
+    let mut limited = config(1);
+    limited.max_inbound_connections = 1;
+    let server = start(limited, echo()).await;
+    let client = start(config(0), echo()).await;
+    client.set_peer(NodeId(1), server.local_addr());
+    client
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "x".into(),
+            LONG,
+        )
+        .await
+        .expect("first connection is accepted");
+
+    let mut second = TcpStream::connect(server.local_addr())
+        .await
+        .expect("tcp connect");
+    second.write_all(&raw_hello(5, 1)).await.ok();
+    assert!(
+        read_until_closed(&mut second).await.is_empty(),
+        "closed without a hello-ack"
+    );
+
+    // The first connection is unaffected.
+    client
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "y".into(),
+            LONG,
+        )
+        .await
+        .expect("still served");
+    client.shutdown().await;
+    server.shutdown().await;
+}
