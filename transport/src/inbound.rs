@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures::{FutureExt, StreamExt};
 use rill_protocol::NodeId;
 use tokio::io::AsyncWriteExt;
@@ -17,9 +17,9 @@ use tokio::time::timeout;
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, read_u32};
+use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, Hello, HelloAck};
 use crate::metrics::{Direction, GaugeGuard};
-use crate::transport::Shared;
+use crate::transport::{Shared, duplicate_node_id};
 use crate::writer::write_frames;
 use crate::{Result, TransportError};
 
@@ -154,22 +154,30 @@ async fn accept_handshake(
             reason: format!("expected a hello frame first, got {:?}", hello.kind),
         });
     }
-    let from = NodeId(read_u32(&hello.payload, "hello sender")?);
-    let target = NodeId(read_u32(
-        hello.payload.get(4..).unwrap_or_default(),
-        "hello target",
-    )?);
-    if target != own && target.0 != ANY_NODE {
-        let reason = format!("this is node {own}, not node {target}");
+    let Hello {
+        from,
+        target,
+        instance,
+    } = Hello::decode(hello.payload)?;
+    let refusal = if target != own.0 && target != ANY_NODE {
+        Some(format!("this is node {own}, not node {target}"))
+    } else if from == own && instance != shared.instance {
+        Some(duplicate_node_id(own))
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
         reject(writer, reason.clone(), shared).await;
         return Err(TransportError::InvalidFrame {
-            reason: format!("node {from} {reason}"),
+            reason: format!("refused node {from}: {reason}"),
         });
     }
-    let mut ack = BytesMut::with_capacity(4);
-    ack.put_u32(own.0);
+    let ack = HelloAck {
+        node: own,
+        instance: shared.instance,
+    };
     let mut buf = BytesMut::new();
-    Frame::control(FrameKind::HelloAck, ack.freeze()).encode(&mut buf);
+    Frame::control(FrameKind::HelloAck, ack.encode()).encode(&mut buf);
     writer.write_all(&buf).await?;
     shared.metrics.control_frame_sent(buf.len());
     Ok(from)

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use rill_protocol::{NodeId, PartitionId};
@@ -31,9 +31,9 @@ use tokio::time::{Instant, timeout, timeout_at};
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, read_u32};
+use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, Hello, HelloAck};
 use crate::metrics::{Direction, GaugeGuard};
-use crate::transport::Shared;
+use crate::transport::{Shared, duplicate_node_id};
 use crate::writer::write_frames;
 use crate::{PROTOCOL_VERSION, Result, ServiceId, TransportError};
 
@@ -364,11 +364,14 @@ async fn handshake(
     shared: &Shared,
     expected: Option<NodeId>,
 ) -> Result<NodeId> {
-    let mut hello = BytesMut::with_capacity(8);
-    hello.put_u32(shared.config.node_id.0);
-    hello.put_u32(expected.map_or(ANY_NODE, |node| node.0));
+    let own = shared.config.node_id;
+    let hello = Hello {
+        from: own,
+        target: expected.map_or(ANY_NODE, |node| node.0),
+        instance: shared.instance,
+    };
     let mut buf = BytesMut::new();
-    Frame::control(FrameKind::Hello, hello.freeze()).encode(&mut buf);
+    Frame::control(FrameKind::Hello, hello.encode()).encode(&mut buf);
     writer.write_all(&buf).await?;
     shared.metrics.control_frame_sent(buf.len());
     let reply = match reader.next().await {
@@ -382,7 +385,13 @@ async fn handshake(
     shared.metrics.frame_received(reply.wire_len());
     match reply.kind {
         FrameKind::HelloAck => {
-            let actual = NodeId(read_u32(&reply.payload, "hello-ack")?);
+            let ack = HelloAck::decode(reply.payload)?;
+            let actual = ack.node;
+            if actual == own && ack.instance != shared.instance {
+                return Err(TransportError::InvalidFrame {
+                    reason: duplicate_node_id(own),
+                });
+            }
             match expected {
                 Some(expected) if expected != actual => Err(TransportError::InvalidFrame {
                     reason: format!(

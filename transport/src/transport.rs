@@ -31,6 +31,25 @@ pub(crate) struct Shared {
     pub tasks: TaskTracker,
     /// The runtime `start` was called on; all network I/O runs there.
     pub runtime: Handle,
+    /// Distinguishes this process from another one configured with the same node id.
+    pub instance: u64,
+}
+
+/// Why a handshake between two processes with the same node id is refused.
+pub(crate) fn duplicate_node_id(node: NodeId) -> String {
+    format!(
+        "another process also has node id {node}: two nodes are configured with the same id; \
+         give each broker a distinct cluster.node-id"
+    )
+}
+
+/// A per-process random number, from the standard library's randomly seeded hasher. It
+/// only tells processes apart in the handshake and never reaches replicated state.
+fn instance_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.finish()
 }
 
 impl Shared {
@@ -92,6 +111,7 @@ impl Transport {
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
             runtime: Handle::current(),
+            instance: instance_id(),
         });
         shared.spawn(accept_loop(listener, shared.clone()));
         Ok(Transport {

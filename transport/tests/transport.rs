@@ -562,8 +562,12 @@ fn raw_frame(version: u8, kind: u8, request_id: u64, payload: &[u8]) -> Vec<u8> 
 fn raw_hello(from: u32, to: u32) -> Vec<u8> {
     let mut payload = from.to_be_bytes().to_vec();
     payload.extend_from_slice(&to.to_be_bytes());
+    payload.extend_from_slice(&0x1234_5678_u64.to_be_bytes()); // instance id
     raw_frame(1, 1, 0, &payload)
 }
+
+/// Bytes of the hello-ack a server answers a raw hello with.
+const ACK_LEN: usize = 24 + 12;
 
 /// Reads until the server closes the connection; returns what it sent.
 async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
@@ -613,7 +617,7 @@ async fn garbage_oversized_and_truncated_frames_close_the_connection_only() {
         let received = read_until_closed(&mut stream).await;
         if !hello.is_empty() {
             // Only the hello-ack came back, no response to anything after it.
-            assert_eq!(received.len(), 24 + 4, "{name}: {received:?}");
+            assert_eq!(received.len(), ACK_LEN, "{name}: {received:?}");
             assert_eq!(received[3], 2, "{name}: hello-ack");
         }
     }
@@ -623,20 +627,21 @@ async fn garbage_oversized_and_truncated_frames_close_the_connection_only() {
     stream.write_all(&raw_hello(5, 1)).await.expect("hello");
     stream.write_all(&truncated).await.expect("partial frame");
     stream.shutdown().await.expect("half close");
-    assert_eq!(read_until_closed(&mut stream).await.len(), 28);
+    assert_eq!(read_until_closed(&mut stream).await.len(), ACK_LEN);
 
     // A well-formed raw exchange works, proving the checks above are not over-eager.
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(&raw_hello(5, 1)).await.expect("hello");
     stream.write_all(&request).await.expect("request");
-    let mut reply = vec![0u8; 28 + 24 + "5/16/1/ping".len()];
+    let mut reply = vec![0u8; ACK_LEN + 24 + "5/16/1/ping".len()];
     stream
         .read_exact(&mut reply)
         .await
         .expect("ack and response");
-    assert_eq!(reply[3 + 28], 5, "response kind");
-    assert_eq!(&reply[28 + 8..28 + 16], &42u64.to_be_bytes());
-    assert_eq!(&reply[28 + 24..], b"5/16/1/ping");
+    assert_eq!(&reply[24..28], &1u32.to_be_bytes(), "the ack names node 1");
+    assert_eq!(reply[3 + ACK_LEN], 5, "response kind");
+    assert_eq!(&reply[ACK_LEN + 8..ACK_LEN + 16], &42u64.to_be_bytes());
+    assert_eq!(&reply[ACK_LEN + 24..], b"5/16/1/ping");
 
     // The server is unharmed and still serves real clients.
     let response = client
@@ -1030,4 +1035,59 @@ async fn inbound_connections_beyond_the_limit_are_closed() {
         .expect("still served");
     client.shutdown().await;
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_with_the_same_node_id_are_refused_but_a_node_may_call_itself() {
+    let first = start(config(1), echo()).await;
+    let second = start(config(1), echo()).await;
+    // Requests from one to the other: whichever side notices, the error says why.
+    first.set_peer(NodeId(1), second.local_addr());
+    let error = first
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "x".into(),
+            LONG,
+        )
+        .await
+        .expect_err("duplicate id");
+    let message = error.to_string();
+    assert!(
+        matches!(error, TransportError::Unreachable { .. }),
+        "{message}"
+    );
+    assert!(
+        message.contains("two nodes are configured with the same id"),
+        "{message}"
+    );
+    let probed = first
+        .probe(second.local_addr())
+        .await
+        .expect_err("duplicate id");
+    assert!(
+        probed.to_string().contains("distinct cluster.node-id"),
+        "{probed}"
+    );
+
+    // A node reaching itself through its own address is fine.
+    second.set_peer(NodeId(1), second.local_addr());
+    let own = second
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(2),
+            "me".into(),
+            LONG,
+        )
+        .await
+        .expect("self request");
+    assert_eq!(own, Bytes::from("1/16/2/me"));
+    assert_eq!(
+        second.probe(second.local_addr()).await.expect("self probe"),
+        NodeId(1)
+    );
+    first.shutdown().await;
+    second.shutdown().await;
 }
