@@ -4,7 +4,8 @@
 //! offset size  field
 //!   0     2    magic "RL"
 //!   2     1    protocol version (1)
-//!   3     1    kind: 1 hello, 2 hello-ack, 3 hello-reject, 4 request, 5 response, 6 failure
+//!   3     1    kind: 1 hello, 2 hello-ack, 3 hello-reject, 4 request, 5 response,
+//!                6 failure, 7 heartbeat
 //!   4     2    service id
 //!   6     2    partition id
 //!   8     8    request id
@@ -47,6 +48,9 @@ pub(crate) enum FrameKind {
     Response = 5,
     /// Handler failed, payload is its UTF-8 error message.
     Failure = 6,
+    /// Either direction, every keepalive interval, empty: proves the sender is alive even
+    /// when it has nothing else to say (or its reader is paused by back-pressure).
+    Heartbeat = 7,
 }
 
 impl FrameKind {
@@ -58,6 +62,7 @@ impl FrameKind {
             4 => FrameKind::Request,
             5 => FrameKind::Response,
             6 => FrameKind::Failure,
+            7 => FrameKind::Heartbeat,
             _ => return None,
         })
     }
@@ -73,6 +78,10 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
+    pub fn heartbeat() -> Frame {
+        Frame::control(FrameKind::Heartbeat, Bytes::new())
+    }
+
     pub fn control(kind: FrameKind, payload: Bytes) -> Frame {
         Frame {
             kind,

@@ -110,6 +110,22 @@ async fn serve_connection(stream: TcpStream, remote: SocketAddr, shared: Arc<Sha
         Some,
     );
     tokio::pin!(write);
+    // Heartbeats come from the writer side, so they keep flowing while the reader waits
+    // for a handler slot; the peer then knows this node is alive, only busy.
+    let heartbeats = {
+        let responses = responses.clone();
+        let interval = shared.config.keepalive_interval;
+        async move {
+            let start = tokio::time::Instant::now() + interval;
+            let mut ticks = tokio::time::interval_at(start, interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                // A full queue means frames are going out anyway.
+                let _ = responses.try_send(Frame::heartbeat());
+            }
+        }
+    };
     let read = read_requests(reader, from, remote, responses, slots, &shared);
     tokio::select! {
         written = &mut write => {
@@ -119,6 +135,7 @@ async fn serve_connection(stream: TcpStream, remote: SocketAddr, shared: Arc<Sha
             return;
         }
         () = read => {}
+        () = heartbeats => {}
     }
     // Reading stopped (peer closed, bad frame or shutdown): the writer ends once every
     // running handler has queued its response, or when the grace runs out.
@@ -205,10 +222,15 @@ async fn read_requests(
 ) {
     let metrics = &shared.metrics;
     loop {
+        let limit = shared.config.keepalive_timeout;
         let next = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => return,
-            next = reader.next() => next,
+            next = timeout(limit, reader.next()) => next,
+        };
+        let Ok(next) = next else {
+            info!(%remote, node = %from, "peer sent nothing for {limit:?}; closing");
+            return;
         };
         let request = match next {
             None => return,
@@ -224,6 +246,9 @@ async fn read_requests(
             }
         };
         metrics.frame_received(request.wire_len());
+        if request.kind == FrameKind::Heartbeat {
+            continue;
+        }
         if request.kind != FrameKind::Request {
             metrics.invalid_frames.inc();
             warn!(%remote, node = %from, kind = ?request.kind, "protocol violation; closing");

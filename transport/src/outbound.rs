@@ -51,10 +51,24 @@ struct Pending {
 
 /// A request waiting in the peer's queue for the writer.
 struct QueuedRequest {
+    /// [`HEARTBEAT_ID`] for a heartbeat; requests are numbered from 1.
     id: u64,
     service: ServiceId,
     partition: PartitionId,
     payload: Bytes,
+}
+
+const HEARTBEAT_ID: u64 = 0;
+
+impl QueuedRequest {
+    fn heartbeat() -> QueuedRequest {
+        QueuedRequest {
+            id: HEARTBEAT_ID,
+            service: ServiceId(0),
+            partition: PartitionId(0),
+            payload: Bytes::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -187,6 +201,9 @@ impl Peer {
 
     /// The frame for a queued request, marked as sent, unless its requester has given up.
     fn frame_if_pending(&self, request: QueuedRequest) -> Option<Frame> {
+        if request.id == HEARTBEAT_ID {
+            return Some(Frame::heartbeat());
+        }
         let mut pending = self.pending.lock();
         let entry = pending.get_mut(&request.id)?;
         entry.sent = true;
@@ -432,9 +449,15 @@ async fn serve(
         metrics,
         |request| peer.frame_if_pending(request),
     );
+    // Milliseconds since `started` at which the last frame arrived (an atomic, not a
+    // Cell, so this future stays `Send`).
+    let started = Instant::now();
+    let last_received = AtomicU64::new(0);
     let read = async {
         loop {
-            let frame = match reader.next().await {
+            let next = reader.next().await;
+            last_received.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            let frame = match next {
                 None => return "peer closed the connection".to_owned(),
                 Some(Err(TransportError::Io(error))) => return format!("read failed: {error}"),
                 Some(Err(error)) => {
@@ -450,11 +473,30 @@ async fn serve(
                     let message = String::from_utf8_lossy(&frame.payload).into_owned();
                     peer.complete(frame.request_id, Err(TransportError::Remote(message)));
                 }
+                FrameKind::Heartbeat => {}
                 kind => {
                     metrics.invalid_frames.inc();
                     return format!("protocol violation: peer sent a {kind:?} frame");
                 }
             }
+        }
+    };
+    let keepalive = async {
+        let (interval, limit) = (
+            shared.config.keepalive_interval,
+            shared.config.keepalive_timeout,
+        );
+        let mut ticks = tokio::time::interval_at(started + interval, interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let heard = Duration::from_millis(last_received.load(Ordering::Relaxed));
+            let silent = started.elapsed().saturating_sub(heard);
+            if silent >= limit {
+                return format!("peer sent nothing for {silent:?} (keepalive timeout {limit:?})");
+            }
+            // A full queue means frames are going out anyway.
+            let _ = peer.queue.try_send(QueuedRequest::heartbeat());
         }
     };
     // Cancellation safety: every branch ends the connection, and the caller fails all
@@ -463,6 +505,7 @@ async fn serve(
         biased;
         _ = shared.cancel.cancelled() => "the transport is shutting down".to_owned(),
         _ = addr.changed() => format!("peer address changed to {}", *addr.borrow()),
+        reason = keepalive => reason,
         written = write => match written {
             Ok(()) => "request queue closed".to_owned(),
             Err(error) => format!("write failed: {error}"),

@@ -1091,3 +1091,127 @@ async fn two_processes_with_the_same_node_id_are_refused_but_a_node_may_call_its
     first.shutdown().await;
     second.shutdown().await;
 }
+
+fn keepalive(mut config: TransportConfig) -> TransportConfig {
+    config.keepalive_interval = Duration::from_millis(50);
+    config.keepalive_timeout = Duration::from_millis(400);
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_goes_silent_after_the_handshake_is_dropped_by_the_keepalive() {
+    // Completes the handshake as node 1, then reads and ignores everything.
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let silent_addr = silent.local_addr().expect("addr");
+    let hung = tokio::spawn(async move {
+        let (mut stream, _) = silent.accept().await.expect("accept");
+        let mut hello = vec![0u8; 24 + 16];
+        stream.read_exact(&mut hello).await.expect("hello");
+        let mut ack = 1u32.to_be_bytes().to_vec();
+        ack.extend_from_slice(&99u64.to_be_bytes());
+        stream
+            .write_all(&raw_frame(1, 2, 0, &ack))
+            .await
+            .expect("ack");
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink).await;
+    });
+    let client = start(keepalive(config(0)), echo()).await;
+    client.set_peer(NodeId(1), silent_addr);
+    let started = Instant::now();
+    let error = client
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "x".into(),
+            LONG,
+        )
+        .await
+        .expect_err("never answered");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let message = error.to_string();
+    assert!(
+        matches!(error, TransportError::ConnectionLost { .. }),
+        "{message}"
+    );
+    assert!(message.contains("peer sent nothing for"), "{message}");
+    client.shutdown().await;
+    hung.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_silent_is_disconnected_by_the_server() {
+    let server = start(keepalive(config(1)), echo()).await;
+    let mut stream = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    stream.write_all(&raw_hello(5, 1)).await.expect("hello");
+    let started = Instant::now();
+    let received = read_until_closed(&mut stream).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(received[3], 2, "hello-ack first");
+    // Then only heartbeats (kind 7) until the server gives up.
+    let heartbeats = &received[ACK_LEN..];
+    assert!(
+        !heartbeats.is_empty() && heartbeats.len() % 24 == 0,
+        "{received:?}"
+    );
+    assert!(
+        heartbeats.chunks(24).all(|frame| frame[3] == 7),
+        "{received:?}"
+    );
+    wait_until("the server closed its side", || {
+        server.stats().inbound_connections_open == 0
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_handlers_longer_than_the_keepalive_timeout_keep_the_connection() {
+    let gated = Gated::new();
+    let mut server_config = keepalive(config(1));
+    server_config.max_concurrent_handlers_per_connection = 2;
+    let server = start(server_config, Arc::new(GatedHandler(gated.clone()))).await;
+    let client = start(keepalive(config(0)), echo()).await;
+    client.set_peer(NodeId(1), server.local_addr());
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..4u32 {
+        let client = client.clone();
+        requests.spawn(async move {
+            let payload = Bytes::from(i.to_string());
+            client
+                .request(NodeId(1), ServiceId::COMMAND, PartitionId(1), payload, LONG)
+                .await
+        });
+    }
+    wait_until("both handler slots are busy", || {
+        gated.running.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    // Twice the keepalive timeout with the server's reader paused and no responses.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    gated.gate.add_permits(1000);
+    while let Some(joined) = requests.join_next().await {
+        joined
+            .expect("task")
+            .expect("answered on the same connection");
+    }
+    assert_eq!(client.stats().outbound_connections_opened, 1);
+    assert!(
+        client.stats().frames_received > 4,
+        "heartbeats arrived: {:?}",
+        client.stats()
+    );
+    client.shutdown().await;
+    server.shutdown().await;
+}
