@@ -200,7 +200,9 @@ pub enum CatchEventDefinition {
 pub enum BoundaryDefinition {
     Timer(TimerDefinition),
     /// Catches errors with this code, or any error when `None`.
-    Error { error_code: Option<String> },
+    Error {
+        error_code: Option<String>,
+    },
 }
 
 /// A sequence flow, with its condition when it leaves an exclusive gateway.
