@@ -64,6 +64,15 @@ pub(super) fn bpmn_children<'a, 'input>(
         .filter(|child| child.is_element() && child.tag_name().namespace() == Some(BPMN_NS))
 }
 
+/// "a" or "an" before an element name: "an exclusiveGateway", "a serviceTask".
+pub(super) fn article(name: &str) -> &'static str {
+    if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// All text inside `node` (text and CDATA, across comments), trimmed.
 pub(super) fn text_of(node: Node<'_, '_>) -> String {
     let text: String = node
