@@ -576,8 +576,14 @@ fn negate(value: Value) -> Outcome {
     match value {
         Value::Null => Ok(Value::Null),
         Value::Number(number) => Ok(Value::Number(-number)),
-        Value::DayTime(millis) => Ok(Value::DayTime(-millis)),
-        Value::YearMonth(months) => Ok(Value::YearMonth(-months)),
+        Value::DayTime(millis) => millis
+            .checked_neg()
+            .map(Value::DayTime)
+            .ok_or_else(overflow),
+        Value::YearMonth(months) => months
+            .checked_neg()
+            .map(Value::YearMonth)
+            .ok_or_else(overflow),
         other => Err(format!("can't negate {}", other.describe())),
     }
 }

@@ -11,7 +11,7 @@ use crate::builtins::Builtin;
 use crate::calendar::{self, MILLIS_PER_DAY, MILLIS_PER_SECOND};
 use crate::eval::{self, Evaluator, Outcome, integer, number};
 use crate::temporal;
-use crate::value::{DateTime, Time, Value, Zone};
+use crate::value::{self, DateTime, Time, Value, Zone};
 
 /// Compiled regular expressions are bounded so a pattern from a model cannot take
 /// unbounded memory; the regex crate matches in linear time.
@@ -60,7 +60,7 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             evaluator.now_millis,
             &Zone::Offset(0),
         )?)),
-        B::Today => Ok(Value::Date(evaluator.now_millis.div_euclid(MILLIS_PER_DAY))),
+        B::Today => value::checked_date(evaluator.now_millis.div_euclid(MILLIS_PER_DAY)),
         B::DayOfWeek => args.with_date(0, |days| {
             const NAMES: [&str; 7] = [
                 "Monday",
@@ -921,9 +921,9 @@ fn time(args: &mut Arguments) -> Outcome {
         let (Some(hour), Some(minute)) = (integer(*hour), integer(*minute)) else {
             return Err(format!("{name}() expects integers for hour and minute"));
         };
-        let second_millis = (*second * Decimal::from(1000))
-            .trunc()
-            .to_i64()
+        let second_millis = second
+            .checked_mul(Decimal::from(1000))
+            .and_then(|millis| millis.trunc().to_i64())
             .unwrap_or(-1);
         if !(0..24).contains(&hour)
             || !(0..60).contains(&minute)

@@ -241,10 +241,13 @@ impl Parser {
                 source
             };
             bindings.push((name, source));
+            // Evaluation recurses once per binding.
+            self.enter_chain()?;
             if !self.eat_symbol(Symbol::Comma) {
                 break;
             }
         }
+        self.leave_chain(bindings.len());
         self.expect_word("return")?;
         let body = self.expression()?;
         Ok(Expr::For(bindings, Box::new(body)))
@@ -256,10 +259,12 @@ impl Parser {
             let name = self.binding_name()?;
             self.expect_word("in")?;
             bindings.push((name, self.expression()?));
+            self.enter_chain()?;
             if !self.eat_symbol(Symbol::Comma) {
                 break;
             }
         }
+        self.leave_chain(bindings.len());
         self.expect_word("satisfies")?;
         let condition = self.expression()?;
         Ok(Expr::Quantified {
