@@ -56,6 +56,11 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             _ => Value::Null,
         }),
         B::IsDefined => Ok(Value::Bool(args.take(0) != Value::Null)),
+        // Camunda's extension: the value, or the default when the value is null.
+        B::GetOrElse => Ok(match args.take(0) {
+            Value::Null => args.take(1),
+            value => value,
+        }),
         B::Now => Ok(Value::DateTime(DateTime::at_instant(
             evaluator.now_millis,
             &Zone::Offset(0),
@@ -447,6 +452,25 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                 Some(reason) => Err(format!("{name}(): {reason}")),
                 None => Ok(Value::List(items)),
             }
+        }
+        // Camunda's extension: consecutive sublists of `size` items.
+        B::Partition => {
+            let Some(items) = args.list_or_null(0)? else {
+                return Ok(Value::Null);
+            };
+            let size = args.integer(1)?;
+            let Ok(size) = usize::try_from(size) else {
+                return Err(format!("{name}(): the size {size} is not positive"));
+            };
+            if size == 0 {
+                return Err(format!("{name}(): the size 0 is not positive"));
+            }
+            Ok(Value::List(
+                items
+                    .chunks(size)
+                    .map(|chunk| Value::List(chunk.to_vec()))
+                    .collect(),
+            ))
         }
         B::Decimal => round(&mut args, RoundingStrategy::MidpointNearestEven, true),
         B::Floor => round(&mut args, RoundingStrategy::ToNegativeInfinity, false),

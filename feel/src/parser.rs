@@ -510,7 +510,14 @@ impl Parser {
                         return Err(format!("expected a name after '.' but {}", self.here()));
                     }
                 };
-                expr = Expr::Path(Box::new(expr), name);
+                expr = match expr {
+                    Expr::Name(root) => Expr::NamePath(root, vec![name]),
+                    Expr::NamePath(root, mut keys) => {
+                        keys.push(name);
+                        Expr::NamePath(root, keys)
+                    }
+                    other => Expr::Path(Box::new(other), name),
+                };
             } else if self.eat_symbol(Symbol::OpenBracket) {
                 self.enter_chain()?;
                 levels += 1;

@@ -140,6 +140,8 @@ fn missing_values_are_null_as_in_camunda() {
             ("is defined(x)", J("true")),
             ("is defined(order.note)", J("true")),
             ("is defined(order.nope)", J("false")),
+            ("get or else(missing, \"default\")", J("\"default\"")),
+            ("get or else(name, \"default\")", J("\"Ada\"")),
             ("missing[1]", J("null")),
             ("x.field", J("null")),
         ],
@@ -281,6 +283,13 @@ fn in_ranges_and_lists() {
             ("x in > 3", J("true")),
             ("x in (< 3, > 4)", J("true")),
             ("name in (\"Ada\", \"Bob\")", J("true")),
+            ("name in (1, \"Ada\")", J("true")),
+            ("x in (\"a\", 5)", J("true")),
+            ("x in [\"a\", \"b\"]", J("false")),
+            (
+                "name in < 3",
+                Failure("can't compare string \"Ada\" with number 3"),
+            ),
             ("\"gift\" in tags", J("true")),
             (
                 "date(\"2026-06-01\") in [date(\"2026-01-01\")..date(\"2026-12-31\")]",
@@ -442,6 +451,8 @@ fn list_functions() {
             ("is empty(empty)", J("true")),
             ("sort(numbers)", J("[1,1,2,3,4,5,6,9]")),
             ("sort([\"b\", \"a\"])", J("[\"a\",\"b\"]")),
+            ("partition([1, 2, 3, 4, 5], 2)", J("[[1,2],[3,4],[5]]")),
+            ("partition([1], 0)", Failure("not positive")),
             (
                 "count(x)",
                 Failure("count() expects a list, but got number 5"),
