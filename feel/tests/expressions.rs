@@ -888,7 +888,11 @@ fn outputs_are_stable_and_deterministic() {
 }
 
 #[test]
-fn expressions_are_shareable_across_threads() {
+fn expressions_are_shareable_across_threads_and_comparable() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Expression>();
+    let compile = |source: &str| Expression::compile(source).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(compile("x + 1"), compile("x + 1"));
+    assert_ne!(compile("x + 1"), compile("x + 2"));
+    assert_eq!(format!("{:?}", compile("x")), "Expression(\"x\")");
 }

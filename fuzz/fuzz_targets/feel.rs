@@ -22,7 +22,8 @@ fuzz_target!(|data: &[u8]| {
     let (source, variables) = match text.split_once('\0') {
         Some((source, json)) => (
             source,
-            serde_json::from_str::<Map<String, Value>>(json).unwrap_or_else(|_| default_variables()),
+            serde_json::from_str::<Map<String, Value>>(json)
+                .unwrap_or_else(|_| default_variables()),
         ),
         None => (text, default_variables()),
     };
@@ -33,15 +34,17 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = expression.variable_names();
-    for now in [1_796_032_800_000, 0, -62_135_596_800_000, i64::MAX, i64::MIN] {
+    for now in [0, i64::MAX, i64::MIN] {
         let _ = expression.evaluate(&variables, now);
-        let _ = expression.evaluate_condition(&variables, now);
-        let _ = expression.evaluate_correlation_key(&variables, now);
-        let _ = expression.evaluate_integer(&variables, now);
-        if let Ok(duration) = expression.evaluate_duration(&variables, now) {
-            let _ = temporal::add_duration(now, duration);
-        }
-        let _ = expression.evaluate_date_time(&variables, now);
-        let _ = expression.evaluate_cycle(&variables, now);
     }
+    let now = 1_796_032_800_000;
+    let _ = expression.evaluate(&variables, now);
+    let _ = expression.evaluate_condition(&variables, now);
+    let _ = expression.evaluate_correlation_key(&variables, now);
+    let _ = expression.evaluate_integer(&variables, now);
+    if let Ok(duration) = expression.evaluate_duration(&variables, now) {
+        let _ = temporal::add_duration(now, duration);
+    }
+    let _ = expression.evaluate_date_time(&variables, now);
+    let _ = expression.evaluate_cycle(&variables, now);
 });
