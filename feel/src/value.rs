@@ -388,10 +388,13 @@ pub(crate) fn to_json(value: &Value) -> Result<Json, String> {
 
 pub(crate) fn number_to_json(number: Decimal) -> Json {
     let normalized = number.normalize();
-    if normalized.scale() == 0
-        && let Some(integer) = normalized.to_i64()
-    {
-        return Json::Number(Number::from(integer));
+    if normalized.scale() == 0 {
+        if let Some(integer) = normalized.to_i64() {
+            return Json::Number(Number::from(integer));
+        }
+        if let Some(integer) = normalized.to_u64() {
+            return Json::Number(Number::from(integer));
+        }
     }
     let Some(float) = normalized.to_f64() else {
         return Json::Null;
