@@ -14,6 +14,7 @@ pub(crate) enum Builtin {
     // Boolean
     Not,
     IsDefined,
+    GetOrElse,
     // Temporal
     Now,
     Today,
@@ -63,6 +64,7 @@ pub(crate) enum Builtin {
     Flatten,
     IsEmpty,
     Sort,
+    Partition,
     // Number
     Decimal,
     Floor,
@@ -101,6 +103,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ),
     ("not", Builtin::Not, 1, 1),
     ("is defined", Builtin::IsDefined, 1, 1),
+    ("get or else", Builtin::GetOrElse, 2, 2),
     ("now", Builtin::Now, 0, 0),
     ("today", Builtin::Today, 0, 0),
     ("day of week", Builtin::DayOfWeek, 1, 1),
@@ -122,7 +125,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("split", Builtin::Split, 2, 2),
     ("extract", Builtin::Extract, 2, 2),
     ("trim", Builtin::Trim, 1, 1),
-    ("string join", Builtin::StringJoin, 1, 3),
+    ("string join", Builtin::StringJoin, 1, 4),
     ("is blank", Builtin::IsBlank, 1, 1),
     ("list contains", Builtin::ListContains, 2, 2),
     ("count", Builtin::Count, 1, 1),
@@ -147,6 +150,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("flatten", Builtin::Flatten, 1, 1),
     ("is empty", Builtin::IsEmpty, 1, 1),
     ("sort", Builtin::Sort, 1, 1),
+    ("partition", Builtin::Partition, 2, 2),
     ("decimal", Builtin::Decimal, 2, 2),
     ("floor", Builtin::Floor, 1, 2),
     ("ceiling", Builtin::Ceiling, 1, 2),
