@@ -355,7 +355,7 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             let Some(mut items) = args.list_or_null(0)? else {
                 return Ok(Value::Null);
             };
-            let at = position(name, args.integer(1)?, items.len() + 1)?;
+            let at = position(name, args.integer(1)?, items.len())?;
             items.insert(at, args.take(2));
             Ok(Value::List(items))
         }

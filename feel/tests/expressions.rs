@@ -442,6 +442,16 @@ fn list_functions() {
             ("append(tags, \"new\")", J("[\"rush\",\"gift\",\"new\"]")),
             ("concatenate([1], [2, 3], [])", J("[1,2,3]")),
             ("insert before([1, 3], 2, 2)", J("[1,2,3]")),
+            ("insert before([1, 3], -1, 2)", J("[1,2,3]")),
+            ("insert before([1], 2, 0)", J("[1,0]")),
+            (
+                "insert before([1], 3, 0)",
+                Failure("position 3 is outside the list"),
+            ),
+            (
+                "insert before([1], -3, 0)",
+                Failure("position -3 is outside the list"),
+            ),
             ("remove([1, 2, 3], 2)", J("[1,3]")),
             ("remove([1, 2, 3], 4)", Failure("outside the list")),
             ("reverse([1, 2, 3])", J("[3,2,1]")),
