@@ -144,6 +144,15 @@ fn missing_values_are_null_as_in_camunda() {
             ("is defined(order.nope)", J("false")),
             ("get or else(missing, \"default\")", J("\"default\"")),
             ("get or else(name, \"default\")", J("\"Ada\"")),
+            ("assert(x, x > 3)", J("5")),
+            (
+                "assert(x, x > 9, \"x must be above 9\")",
+                Failure("x must be above 9"),
+            ),
+            (
+                "assert(missing, missing != null)",
+                Failure("the assertion failed for null"),
+            ),
             ("missing[1]", J("null")),
             ("x.field", J("null")),
         ],
