@@ -15,6 +15,7 @@ pub(crate) enum Builtin {
     Not,
     IsDefined,
     GetOrElse,
+    Assert,
     // Temporal
     Now,
     Today,
@@ -85,6 +86,7 @@ pub(crate) enum Builtin {
     GetEntries,
     ContextPut,
     ContextMerge,
+    Context,
 }
 
 /// (name, builtin, fewest arguments, most arguments; `usize::MAX` for any number).
@@ -104,6 +106,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("not", Builtin::Not, 1, 1),
     ("is defined", Builtin::IsDefined, 1, 1),
     ("get or else", Builtin::GetOrElse, 2, 2),
+    ("assert", Builtin::Assert, 2, 3),
     ("now", Builtin::Now, 0, 0),
     ("today", Builtin::Today, 0, 0),
     ("day of week", Builtin::DayOfWeek, 1, 1),
@@ -169,6 +172,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("get entries", Builtin::GetEntries, 1, 1),
     ("context put", Builtin::ContextPut, 3, 3),
     ("context merge", Builtin::ContextMerge, 1, 1),
+    ("context", Builtin::Context, 1, 1),
 ];
 
 impl Builtin {

@@ -355,7 +355,7 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             let Some(mut items) = args.list_or_null(0)? else {
                 return Ok(Value::Null);
             };
-            let at = position(name, args.integer(1)?, items.len() + 1)?;
+            let at = position(name, args.integer(1)?, items.len())?;
             items.insert(at, args.take(2));
             Ok(Value::List(items))
         }
@@ -452,6 +452,19 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                 Some(reason) => Err(format!("{name}(): {reason}")),
                 None => Ok(Value::List(items)),
             }
+        }
+        // Camunda's extension: the value if the condition holds, else a failure whose
+        // message is the cause (so a model can raise a clear incident).
+        B::Assert => {
+            let (value, condition) = (args.take(0), args.take(1));
+            if condition == Value::Bool(true) {
+                return Ok(value);
+            }
+            Err(match args.take(2) {
+                Value::String(cause) => cause,
+                Value::Null => format!("the assertion failed for {}", value.describe()),
+                other => format!("the assertion failed: {}", other.to_feel_string()),
+            })
         }
         // Camunda's extension: consecutive sublists of `size` items.
         B::Partition => {
@@ -586,6 +599,32 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                 (Value::Context(_), other) => Err(args.wrong(&other, "a string key")),
                 (other, _) => Err(args.wrong(&other, "a context")),
             }
+        }
+        // The inverse of `get entries`: a list of {key, value} contexts to a context.
+        B::Context => {
+            let Some(entries) = args.list_or_null(0)? else {
+                return Ok(Value::Null);
+            };
+            let mut context: Vec<(String, Value)> = Vec::new();
+            for entry in entries {
+                let Value::Context(fields) = &entry else {
+                    return Err(args.wrong(&entry, "a list of {key, value} contexts"));
+                };
+                let field = |name: &str| {
+                    fields
+                        .iter()
+                        .find(|(key, _)| key == name)
+                        .map(|(_, value)| value.clone())
+                };
+                let (Some(Value::String(key)), Some(value)) = (field("key"), field("value")) else {
+                    return Err(args.wrong(&entry, "a list of {key, value} contexts"));
+                };
+                match context.iter_mut().find(|(existing, _)| *existing == key) {
+                    Some(existing) => existing.1 = value,
+                    None => context.push((key, value)),
+                }
+            }
+            Ok(Value::Context(context))
         }
         B::ContextMerge => {
             let Some(contexts) = args.list_or_null(0)? else {

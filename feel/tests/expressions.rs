@@ -144,6 +144,15 @@ fn missing_values_are_null_as_in_camunda() {
             ("is defined(order.nope)", J("false")),
             ("get or else(missing, \"default\")", J("\"default\"")),
             ("get or else(name, \"default\")", J("\"Ada\"")),
+            ("assert(x, x > 3)", J("5")),
+            (
+                "assert(x, x > 9, \"x must be above 9\")",
+                Failure("x must be above 9"),
+            ),
+            (
+                "assert(missing, missing != null)",
+                Failure("the assertion failed for null"),
+            ),
             ("missing[1]", J("null")),
             ("x.field", J("null")),
         ],
@@ -442,6 +451,16 @@ fn list_functions() {
             ("append(tags, \"new\")", J("[\"rush\",\"gift\",\"new\"]")),
             ("concatenate([1], [2, 3], [])", J("[1,2,3]")),
             ("insert before([1, 3], 2, 2)", J("[1,2,3]")),
+            ("insert before([1, 3], -1, 2)", J("[1,2,3]")),
+            ("insert before([1], 2, 0)", J("[1,0]")),
+            (
+                "insert before([1], 3, 0)",
+                Failure("position 3 is outside the list"),
+            ),
+            (
+                "insert before([1], -3, 0)",
+                Failure("position -3 is outside the list"),
+            ),
             ("remove([1, 2, 3], 2)", J("[1,3]")),
             ("remove([1, 2, 3], 4)", Failure("outside the list")),
             ("reverse([1, 2, 3])", J("[3,2,1]")),

@@ -152,7 +152,11 @@ proptest! {
         "1", "0", "-1", "2.5", "\"a\"", "null", "true", "date(\"2026-01-31\")", "now()",
         "duration(\"P1M\")", "duration(\"PT1H\")", "date and time(\"2026-03-29T02:30:00@Europe/Berlin\")",
         "sum(", "count(", "substring(", "string join(", "sort(", "flatten(", "time(\"10:00:00\")",
-    ]), 0..14)) {
+        "insert before(", "remove(", "sublist(", "index of(", "partition(", "modulo(", "decimal(",
+        "round up(", "date(", "time(", "date and time(", "years and months duration(", "split(",
+        "replace(", "matches(", "[1, 2]", "3", "-3", "100000", "\"\"", "\"P1Y\"", "\".*\"",
+        "min(", "max(", "median(", "get value(", "context put(", "string(", "number(", "abs(",
+    ]), 0..16)) {
         let source = tokens.join(" ");
         let vars = serde_json::from_str::<Map<String, Json>>(
             r#"{"x": 5, "order": {"total": 10, "items": [{"total": 1}, 2, null]}}"#,
