@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rill_protocol::value::IncidentErrorType;
-use rill_protocol::{Command, CommandResponse, Key, NodeId, PartitionId, Timestamp};
+use rill_engine::{Query, QueryResult};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId};
 use tokio::sync::broadcast;
 
 /// Why a request could not be answered by a partition.
@@ -55,85 +55,6 @@ impl BackendError {
 pub struct JobsAvailable {
     pub partition: PartitionId,
     pub job_type: String,
-}
-
-/// Read-only questions answered from a partition's state (not from a search engine).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Query {
-    /// A process instance, running or finished within the read retention.
-    ProcessInstance { process_instance_key: Key },
-    /// The incidents (open and, while retained, resolved) of one process instance.
-    IncidentsOfInstance { process_instance_key: Key },
-    /// One incident by its key.
-    Incident { incident_key: Key },
-    /// All variables of a process instance, in every scope.
-    VariablesOfInstance { process_instance_key: Key },
-}
-
-/// The answer to a [`Query`]; `None` / empty when nothing matches.
-#[derive(Clone, Debug, PartialEq)]
-pub enum QueryResult {
-    ProcessInstance(Option<ProcessInstanceView>),
-    Incidents(Vec<IncidentView>),
-    Incident(Option<IncidentView>),
-    Variables(Vec<VariableView>),
-}
-
-/// The lifecycle state of a process instance as the REST API reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InstanceState {
-    Active,
-    Completed,
-    Terminated,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ProcessInstanceView {
-    pub process_instance_key: Key,
-    pub bpmn_process_id: String,
-    pub process_definition_name: Option<String>,
-    pub version: i32,
-    pub process_definition_key: Key,
-    pub state: InstanceState,
-    pub has_incident: bool,
-    pub start_date: Timestamp,
-    pub end_date: Option<Timestamp>,
-    pub parent_process_instance_key: Option<Key>,
-    pub parent_element_instance_key: Option<Key>,
-    pub tenant_id: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IncidentState {
-    Active,
-    Resolved,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct IncidentView {
-    pub incident_key: Key,
-    pub process_instance_key: Key,
-    pub process_definition_key: Key,
-    pub bpmn_process_id: String,
-    pub element_id: String,
-    pub element_instance_key: Key,
-    pub job_key: Option<Key>,
-    pub error_type: IncidentErrorType,
-    pub error_message: String,
-    pub creation_time: Timestamp,
-    pub state: IncidentState,
-    pub tenant_id: String,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct VariableView {
-    pub variable_key: Key,
-    pub name: String,
-    /// The value as JSON text.
-    pub value: String,
-    pub scope_key: Key,
-    pub process_instance_key: Key,
-    pub tenant_id: String,
 }
 
 /// A broker's role for one partition.
@@ -207,7 +128,8 @@ pub trait GatewayBackend: Send + Sync + 'static {
         timeout: Duration,
     ) -> BoxFuture<'_, Result<CommandResponse, BackendError>>;
 
-    /// Answers a read-only question from the state of `partition`.
+    /// Answers a read-only question from the state of `partition` (the engine's query
+    /// API: process instances, incidents, variables).
     fn query(
         &self,
         partition: PartitionId,

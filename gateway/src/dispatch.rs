@@ -12,7 +12,9 @@ use std::time::Duration;
 use rill_protocol::{Command, CommandResponse, Key, PartitionId, RecordValue};
 use tokio::time::Instant;
 
-use crate::backend::{BackendError, GatewayBackend, Query, QueryResult};
+use rill_engine::{Query, QueryResult};
+
+use crate::backend::{BackendError, GatewayBackend};
 use crate::problem::Problem;
 
 /// First pause before sending a command again to a partition without a leader.

@@ -26,6 +26,17 @@ pub fn parse_optional_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Proble
 }
 
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
+    // Request bodies are objects. Serde would read a struct from an array too, by
+    // position; say plainly what is wrong instead.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(value) => Problem::invalid_argument(format!(
+                "Invalid request body: expected a JSON object, but got {}",
+                kind_of(&value)
+            )),
+            Err(e) => Problem::invalid_argument(format!("The request body is not valid JSON: {e}")),
+        });
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();

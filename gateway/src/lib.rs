@@ -12,9 +12,8 @@ mod problem;
 mod server;
 
 pub use backend::{
-    BackendError, BrokerInfo, GatewayBackend, IncidentState, IncidentView, InstanceState,
-    JobsAvailable, PartitionHealth, PartitionInfo, PartitionRole, ProcessInstanceView, Query,
-    QueryResult, Topology, VariableView,
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
+    PartitionRole, Topology,
 };
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;

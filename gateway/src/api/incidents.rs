@@ -5,13 +5,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rill_engine::{IncidentView, Query, QueryResult};
 use rill_protocol::Command;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::search::{SearchRequest, SearchResult};
-use super::{Body, KeyParam, SharedState, date_text, key_text};
-use crate::backend::{IncidentState, IncidentView, Query, QueryResult};
+use super::{Body, KeyParam, SharedState, key_text, optional_key_text};
 use crate::json::parse_optional_body;
 use crate::problem::Problem;
 
@@ -65,7 +65,8 @@ pub struct IncidentResult {
     error_type: Value,
     error_message: String,
     element_id: String,
-    creation_time: String,
+    /// Not known yet: the engine does not keep when an incident was raised.
+    creation_time: Option<String>,
     state: &'static str,
     tenant_id: String,
     incident_key: String,
@@ -78,24 +79,23 @@ pub struct IncidentResult {
 
 impl From<IncidentView> for IncidentResult {
     fn from(view: IncidentView) -> Self {
+        let record = view.record;
         IncidentResult {
-            process_definition_id: view.bpmn_process_id,
+            process_definition_id: record.bpmn_process_id,
             // Zeebe's error type names, e.g. JOB_NO_RETRIES.
-            error_type: serde_json::to_value(view.error_type).unwrap_or(Value::Null),
-            error_message: view.error_message,
-            element_id: view.element_id,
-            creation_time: date_text(view.creation_time),
-            state: match view.state {
-                IncidentState::Active => "ACTIVE",
-                IncidentState::Resolved => "RESOLVED",
-            },
-            tenant_id: view.tenant_id,
-            incident_key: key_text(view.incident_key),
-            process_definition_key: key_text(view.process_definition_key),
-            process_instance_key: key_text(view.process_instance_key),
-            root_process_instance_key: Some(key_text(view.process_instance_key)),
-            element_instance_key: key_text(view.element_instance_key),
-            job_key: view.job_key.map(key_text),
+            error_type: serde_json::to_value(record.error_type).unwrap_or(Value::Null),
+            error_message: record.error_message,
+            element_id: record.element_id,
+            creation_time: None,
+            // The engine keeps open incidents only; a resolved one is gone.
+            state: "ACTIVE",
+            tenant_id: record.tenant_id,
+            incident_key: key_text(view.key),
+            process_definition_key: record.process_definition_key.to_string(),
+            process_instance_key: record.process_instance_key.to_string(),
+            root_process_instance_key: optional_key_text(record.process_instance_key),
+            element_instance_key: record.element_instance_key.to_string(),
+            job_key: optional_key_text(record.job_key),
         }
     }
 }
@@ -113,7 +113,7 @@ pub async fn get(
         .dispatch
         .query(
             partition,
-            Query::Incident { incident_key },
+            Query::Incident { key: incident_key },
             state.settings.request_timeout,
         )
         .await?
@@ -176,7 +176,7 @@ async fn run_search(
         let Ok(partition) = state.dispatch.partition_of(incident_key, "incident") else {
             return Ok(Json(request.apply(Vec::new())?));
         };
-        let query = Query::Incident { incident_key };
+        let query = Query::Incident { key: incident_key };
         match state.dispatch.query(partition, query, timeout).await? {
             QueryResult::Incident(view) => view.into_iter().collect(),
             _ => return Err(wrong_result()),

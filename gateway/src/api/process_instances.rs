@@ -4,6 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rill_engine::{InstanceState, ProcessInstanceView, Query, QueryResult};
+use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{Command, CreateProcessInstance, JsonValue, ProcessSelector, RecordValue};
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +13,6 @@ use super::{
     Body, KeyParam, SharedState, check_tenant, date_text, key_text, timeout_or_default,
     unexpected_answer, unsupported,
 };
-use crate::backend::{InstanceState, ProcessInstanceView, Query, QueryResult};
 use crate::json::{KeyString, Variables, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
@@ -218,13 +219,9 @@ pub struct InstanceResult {
 
 impl From<ProcessInstanceView> for InstanceResult {
     fn from(view: ProcessInstanceView) -> Self {
-        let root = view
-            .parent_process_instance_key
-            .is_none()
-            .then(|| key_text(view.process_instance_key));
         InstanceResult {
             process_definition_id: view.bpmn_process_id,
-            process_definition_name: view.process_definition_name,
+            process_definition_name: None,
             process_definition_version: view.version,
             process_definition_version_tag: None,
             start_date: date_text(view.start_date),
@@ -236,12 +233,13 @@ impl From<ProcessInstanceView> for InstanceResult {
             },
             suspended_date: None,
             has_incident: view.has_incident,
-            tenant_id: view.tenant_id,
-            process_instance_key: key_text(view.process_instance_key),
+            tenant_id: DEFAULT_TENANT.to_owned(),
+            process_instance_key: key_text(view.key),
             process_definition_key: key_text(view.process_definition_key),
-            parent_process_instance_key: view.parent_process_instance_key.map(key_text),
-            parent_element_instance_key: view.parent_element_instance_key.map(key_text),
-            root_process_instance_key: root,
+            // Rill has no call activities yet: every instance is a root instance.
+            parent_process_instance_key: None,
+            parent_element_instance_key: None,
+            root_process_instance_key: Some(key_text(view.key)),
             tags: Vec::new(),
             business_id: None,
         }
@@ -266,9 +264,7 @@ pub async fn get(
         .dispatch
         .query(
             partition,
-            Query::ProcessInstance {
-                process_instance_key: key,
-            },
+            Query::ProcessInstance { key },
             state.settings.request_timeout,
         )
         .await?;

@@ -4,12 +4,13 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use rill_engine::{Query, QueryResult, VariableView};
+use rill_protocol::value::DEFAULT_TENANT;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::search::{SearchRequest, SearchResult};
 use super::{Body, SharedState, key_text};
-use crate::backend::{Query, QueryResult, VariableView};
 use crate::json::parse_optional_body;
 use crate::problem::Problem;
 
@@ -52,8 +53,8 @@ impl From<VariableView> for VariableResult {
             value: view.value,
             is_truncated: false,
             name: view.name,
-            tenant_id: view.tenant_id,
-            variable_key: key_text(view.variable_key),
+            tenant_id: DEFAULT_TENANT.to_owned(),
+            variable_key: key_text(view.key),
             scope_key: key_text(view.scope_key),
             process_instance_key: key_text(view.process_instance_key),
             root_process_instance_key: Some(key_text(view.process_instance_key)),
@@ -83,8 +84,9 @@ pub async fn search(
     let Ok(partition) = state.dispatch.partition_of(instance, "process instance") else {
         return Ok(Json(request.apply(Vec::new())?));
     };
-    let query = Query::VariablesOfInstance {
+    let query = Query::Variables {
         process_instance_key: instance,
+        scope_key: None,
     };
     let views = match state
         .dispatch
