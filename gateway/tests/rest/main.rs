@@ -5,5 +5,6 @@
 mod bad_input;
 mod engine_flows;
 mod long_polling;
+mod python_client;
 mod routing;
 mod support;
