@@ -122,7 +122,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("split", Builtin::Split, 2, 2),
     ("extract", Builtin::Extract, 2, 2),
     ("trim", Builtin::Trim, 1, 1),
-    ("string join", Builtin::StringJoin, 1, 3),
+    ("string join", Builtin::StringJoin, 1, 4),
     ("is blank", Builtin::IsBlank, 1, 1),
     ("list contains", Builtin::ListContains, 2, 2),
     ("count", Builtin::Count, 1, 1),

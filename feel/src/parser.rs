@@ -9,9 +9,13 @@ use crate::ast::{ArithmeticOp, CompareOp, Expr, RangeExpr, TypeName, UnaryTest};
 use crate::builtins::Builtin;
 use crate::lexer::{Spanned, Symbol, Token, tokenize};
 
-/// Deeper nesting is rejected: it keeps parsing and evaluation recursion well inside a
-/// thread's stack, and no real expression comes close.
-const MAX_DEPTH: usize = 100;
+/// Deeper nesting (parentheses, lists, calls, `if` inside `if` …) is rejected: it keeps
+/// parsing and evaluation recursion well inside a thread's stack (a nesting level costs
+/// ~20 KB of stack in a debug build), and no real expression comes close.
+const MAX_NESTING: usize = 40;
+
+/// Operator chains (`a + b + c …`) nest the tree too, but cost less stack per link.
+const MAX_CHAIN: usize = 256;
 
 const KEYWORDS: &[&str] = &[
     "and",
@@ -43,6 +47,7 @@ pub(crate) fn parse(source: &str) -> Result<Expr, String> {
         tokens,
         position: 0,
         depth: 0,
+        chain: 0,
         source_chars: source.chars().count(),
     };
     let expr = parser.expression()?;
@@ -69,6 +74,7 @@ struct Parser {
     tokens: Vec<Spanned>,
     position: usize,
     depth: usize,
+    chain: usize,
     source_chars: usize,
 }
 
@@ -148,9 +154,9 @@ impl Parser {
 
     fn enter(&mut self) -> Result<(), String> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > MAX_NESTING {
             return Err(format!(
-                "the expression is nested too deeply (more than {MAX_DEPTH} levels)"
+                "the expression is nested too deeply (more than {MAX_NESTING} levels)"
             ));
         }
         Ok(())
@@ -158,6 +164,20 @@ impl Parser {
 
     fn leave(&mut self, levels: usize) {
         self.depth -= levels;
+    }
+
+    fn enter_chain(&mut self) -> Result<(), String> {
+        self.chain += 1;
+        if self.chain > MAX_CHAIN {
+            return Err(format!(
+                "the expression chains too many operators (more than {MAX_CHAIN})"
+            ));
+        }
+        Ok(())
+    }
+
+    fn leave_chain(&mut self, links: usize) {
+        self.chain -= links;
     }
 
     fn expression(&mut self) -> Parsed {
@@ -253,12 +273,12 @@ impl Parser {
         let mut left = self.conjunction()?;
         let mut levels = 0;
         while self.eat_word("or") {
-            self.enter()?;
+            self.enter_chain()?;
             levels += 1;
             let right = self.conjunction()?;
             left = Expr::Or(Box::new(left), Box::new(right));
         }
-        self.leave(levels);
+        self.leave_chain(levels);
         Ok(left)
     }
 
@@ -266,12 +286,12 @@ impl Parser {
         let mut left = self.comparison()?;
         let mut levels = 0;
         while self.eat_word("and") {
-            self.enter()?;
+            self.enter_chain()?;
             levels += 1;
             let right = self.comparison()?;
             left = Expr::And(Box::new(left), Box::new(right));
         }
-        self.leave(levels);
+        self.leave_chain(levels);
         Ok(left)
     }
 
@@ -415,12 +435,12 @@ impl Parser {
             } else {
                 break;
             };
-            self.enter()?;
+            self.enter_chain()?;
             levels += 1;
             let right = self.multiplicative()?;
             left = Expr::Arithmetic(op, Box::new(left), Box::new(right));
         }
-        self.leave(levels);
+        self.leave_chain(levels);
         Ok(left)
     }
 
@@ -435,12 +455,12 @@ impl Parser {
             } else {
                 break;
             };
-            self.enter()?;
+            self.enter_chain()?;
             levels += 1;
             let right = self.power()?;
             left = Expr::Arithmetic(op, Box::new(left), Box::new(right));
         }
-        self.leave(levels);
+        self.leave_chain(levels);
         Ok(left)
     }
 
@@ -448,20 +468,20 @@ impl Parser {
         let mut left = self.unary()?;
         let mut levels = 0;
         while self.eat_symbol(Symbol::StarStar) {
-            self.enter()?;
+            self.enter_chain()?;
             levels += 1;
             let right = self.unary()?;
             left = Expr::Arithmetic(ArithmeticOp::Power, Box::new(left), Box::new(right));
         }
-        self.leave(levels);
+        self.leave_chain(levels);
         Ok(left)
     }
 
     fn unary(&mut self) -> Parsed {
         if self.eat_symbol(Symbol::Minus) {
-            self.enter()?;
+            self.enter_chain()?;
             let operand = self.unary();
-            self.leave(1);
+            self.leave_chain(1);
             return Ok(match operand? {
                 Expr::Number(number) => Expr::Number(-number),
                 other => Expr::Negate(Box::new(other)),
@@ -475,10 +495,11 @@ impl Parser {
         let mut levels = 0;
         loop {
             if self.eat_symbol(Symbol::Dot) {
-                self.enter()?;
+                self.enter_chain()?;
                 levels += 1;
                 let name = match self.advance() {
-                    Some(Token::Name(name) | Token::QuotedName(name)) => name,
+                    Some(Token::Name(name)) => self.multi_word_property(name),
+                    Some(Token::QuotedName(name)) => name,
                     _ => {
                         self.position = self.position.saturating_sub(1);
                         return Err(format!("expected a name after '.' but {}", self.here()));
@@ -486,7 +507,7 @@ impl Parser {
                 };
                 expr = Expr::Path(Box::new(expr), name);
             } else if self.eat_symbol(Symbol::OpenBracket) {
-                self.enter()?;
+                self.enter_chain()?;
                 levels += 1;
                 let filter = self.expression()?;
                 self.expect_symbol(Symbol::CloseBracket)?;
@@ -500,8 +521,24 @@ impl Parser {
                 break;
             }
         }
-        self.leave(levels);
+        self.leave_chain(levels);
         Ok(expr)
+    }
+
+    /// Joins `time offset`, `start included`, `end included` after a `.`.
+    fn multi_word_property(&mut self, first: String) -> String {
+        const SECOND_WORDS: &[(&str, &str)] = &[
+            ("time", "offset"),
+            ("start", "included"),
+            ("end", "included"),
+        ];
+        for (word, second) in SECOND_WORDS {
+            if first == *word && self.at_word(second) {
+                self.position += 1;
+                return format!("{first} {second}");
+            }
+        }
+        first
     }
 
     fn primary(&mut self) -> Parsed {

@@ -391,8 +391,12 @@ pub(crate) fn number_to_json(number: Decimal) -> Json {
     {
         return Json::Number(Number::from(integer));
     }
-    normalized
-        .to_f64()
-        .and_then(Number::from_f64)
-        .map_or(Json::Null, Json::Number)
+    let Some(float) = normalized.to_f64() else {
+        return Json::Null;
+    };
+    // 1/3*3 is 0.999…9 in 28 digits and 1.0 as a double: print it as the integer.
+    if float.fract() == 0.0 && float.abs() < 9.0e15 {
+        return Json::Number(Number::from(float as i64));
+    }
+    Number::from_f64(float).map_or(Json::Null, Json::Number)
 }
