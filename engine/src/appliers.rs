@@ -225,10 +225,10 @@ fn instance_created(state: &mut Writer<'_>, value: &ProcessInstanceCreationRecor
     Ok(())
 }
 
-/// The job as stored: its record without variables.
+/// The job as stored: its record without variables (`null` decodes for free).
 fn stored_record(value: &JobRecord) -> JobRecord {
     JobRecord {
-        variables: JsonValue::empty_object(),
+        variables: JsonValue::null(),
         ..value.clone()
     }
 }

@@ -134,9 +134,15 @@ impl Engine for BpmnEngine {
         out: &mut ProcessingOutput<Command, CommandResponse>,
     ) -> EngineResult<()> {
         let mut processing = Processing::new(ctx, state, &mut self.models, &self.elements, out);
-        processors::process(&mut processing, command)?;
-        processing.finish()?;
-        Ok(())
+        let result =
+            processors::process(&mut processing, command).and_then(|()| processing.finish());
+        if result.is_err() {
+            // The command's writes are rolled back, and keys will be handed out again:
+            // forget anything cached from it.
+            self.models.clear();
+            self.elements.clear();
+        }
+        Ok(result?)
     }
 
     fn processing_error_response(&self, reason: &str) -> CommandResponse {

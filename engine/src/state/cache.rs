@@ -20,11 +20,15 @@ use crate::error::Result;
 struct Entry {
     value: Option<ElementInstance>,
     dirty: bool,
+    /// Created by this command: not in the store yet, so deleting it writes nothing.
+    fresh: bool,
 }
 
 #[derive(Default)]
 pub struct ElementCache {
     entries: RefCell<BTreeMap<i64, Entry>>,
+    /// Child index changes of this command: `(scope, child) -> present`.
+    children: RefCell<BTreeMap<(i64, i64), bool>>,
 }
 
 impl ElementCache {
@@ -43,6 +47,7 @@ impl ElementCache {
             Entry {
                 value: value.clone(),
                 dirty: false,
+                fresh: false,
             },
         );
         Ok(value)
@@ -54,6 +59,7 @@ impl ElementCache {
             Entry {
                 value: Some(instance),
                 dirty: true,
+                fresh: true,
             },
         );
     }
@@ -71,6 +77,7 @@ impl ElementCache {
             std::collections::btree_map::Entry::Vacant(slot) => slot.insert(Entry {
                 value: load()?,
                 dirty: false,
+                fresh: false,
             }),
         };
         match &mut entry.value {
@@ -84,17 +91,52 @@ impl ElementCache {
     }
 
     pub(super) fn delete(&self, key: i64) {
-        self.entries.borrow_mut().insert(
+        let mut entries = self.entries.borrow_mut();
+        let fresh = entries.get(&key).is_some_and(|e| e.fresh);
+        entries.insert(
             key,
             Entry {
                 value: None,
-                dirty: true,
+                dirty: !fresh,
+                fresh,
             },
         );
     }
 
+    pub(super) fn set_child(&self, scope: i64, child: i64, present: bool) {
+        let mut children = self.children.borrow_mut();
+        // A child added and removed within the command never reaches the store.
+        if !present && children.get(&(scope, child)) == Some(&true) {
+            children.remove(&(scope, child));
+        } else {
+            children.insert((scope, child), present);
+        }
+    }
+
+    /// Applies this command's child changes of `scope` to the stored list.
+    pub(super) fn merge_children(&self, scope: i64, stored: &mut Vec<i64>) {
+        let children = self.children.borrow();
+        for (&(_, child), &present) in children.range((scope, i64::MIN)..=(scope, i64::MAX)) {
+            match (present, stored.binary_search(&child)) {
+                (true, Err(at)) => stored.insert(at, child),
+                (false, Ok(at)) => {
+                    stored.remove(at);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Writes the changed instances to `txn` and empties the cache.
     pub fn flush(&self, txn: &mut dyn StateTxn) -> Result<()> {
+        for ((scope, child), present) in std::mem::take(&mut *self.children.borrow_mut()) {
+            let key = KeyBuf::new(table::ELEMENT_CHILD).i64(scope).i64(child);
+            if present {
+                txn.put(key.bytes(), &[]);
+            } else {
+                txn.delete(key.bytes());
+            }
+        }
         let entries = std::mem::take(&mut *self.entries.borrow_mut());
         let mut buffer = Vec::with_capacity(256);
         for (key, entry) in entries {
@@ -117,5 +159,6 @@ impl ElementCache {
     /// Forgets everything (after a failed command: its writes are dropped anyway).
     pub fn clear(&self) {
         self.entries.borrow_mut().clear();
+        self.children.borrow_mut().clear();
     }
 }

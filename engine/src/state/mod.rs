@@ -147,10 +147,12 @@ impl<'a> Reader<'a> {
 
     /// Keys of the live child element instances of a scope, in creation order.
     pub fn children(&self, scope_key: i64) -> Result<Vec<i64>> {
-        self.trailing_keys(
-            &KeyBuf::new(table::ELEMENT_CHILD).i64(scope_key),
-            usize::MAX,
-        )
+        let prefix = KeyBuf::new(table::ELEMENT_CHILD).i64(scope_key);
+        let mut children = self.trailing_keys(&prefix, usize::MAX)?;
+        if let Some(cache) = self.cache {
+            cache.merge_children(scope_key, &mut children);
+        }
+        Ok(children)
     }
 
     /// Tokens waiting at a parallel join: `(incoming flow id, count)`.
@@ -216,7 +218,11 @@ impl<'a> Reader<'a> {
     // --- jobs ---
 
     pub fn job(&self, key: i64) -> Result<Option<StoredJob>> {
-        self.get(KeyBuf::new(table::JOB).i64(key))
+        let mut job: Option<StoredJob> = self.get(KeyBuf::new(table::JOB).i64(key))?;
+        if let Some(job) = &mut job {
+            job.record.variables = rill_protocol::JsonValue::empty_object();
+        }
+        Ok(job)
     }
 
     /// Activatable jobs of a type, oldest first.
@@ -536,19 +542,11 @@ impl<'a> Writer<'a> {
     }
 
     pub fn add_child(&mut self, scope_key: i64, child_key: i64) {
-        self.mark(
-            KeyBuf::new(table::ELEMENT_CHILD)
-                .i64(scope_key)
-                .i64(child_key),
-        );
+        self.cache.set_child(scope_key, child_key, true);
     }
 
     pub fn remove_child(&mut self, scope_key: i64, child_key: i64) {
-        self.delete(
-            KeyBuf::new(table::ELEMENT_CHILD)
-                .i64(scope_key)
-                .i64(child_key),
-        );
+        self.cache.set_child(scope_key, child_key, false);
     }
 
     pub fn set_join_tokens(
