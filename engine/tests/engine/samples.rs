@@ -83,7 +83,10 @@ fn order_fulfilment_large_order_goes_through_review() {
 
     let (charge, job) = rule.job("charge-card");
     assert_eq!(job.retries, 5);
-    assert_eq!(job.custom_headers.get("provider").map(String::as_str), Some("acme-pay"));
+    assert_eq!(
+        job.custom_headers.get("provider").map(String::as_str),
+        Some("acme-pay")
+    );
     // Input mappings are local to the task and visible to the worker.
     assert_eq!(job.variables.0["amount"], json!(1250.5));
     assert_eq!(job.variables.0["customerId"], json!("c-9"));
@@ -91,8 +94,14 @@ fn order_fulfilment_large_order_goes_through_review() {
 
     let vars = rule.variables(instance);
     assert_eq!(vars["payment"], json!({"transactionId": "tx-7"}));
-    assert!(vars.get("amount").is_none(), "input mappings stay local: {vars}");
-    assert!(vars.get("transactionId").is_none(), "outputs replace the merge: {vars}");
+    assert!(
+        vars.get("amount").is_none(),
+        "input mappings stay local: {vars}"
+    );
+    assert!(
+        vars.get("transactionId").is_none(),
+        "outputs replace the merge: {vars}"
+    );
 
     assert!(rule.activate("pack", 10).is_empty(), "review comes first");
     let (review, _) = rule.job("review");
@@ -112,7 +121,10 @@ fn order_fulfilment_large_order_goes_through_review() {
             .count(),
         1
     );
-    assert_eq!(rule.instance_state(instance).unwrap().state, InstanceState::Active);
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Active
+    );
     rule.publish("shipment-confirmed", "o-1", 0, json!({"carrier": "dhl"}));
     let view = rule.instance_state(instance).unwrap();
     assert_eq!(view.state, InstanceState::Completed);
@@ -129,13 +141,22 @@ fn order_fulfilment_small_order_skips_review_and_takes_a_buffered_message() {
     let instance = rule.create("order-fulfilment", order(80.0));
     let (charge, _) = rule.job("charge-card");
     rule.complete(charge, json!({"transactionId": "tx-1"}));
-    assert!(rule.activate("review", 10).is_empty(), "no review for small orders");
-    assert!(rule.records().element("F4").exists(), "the default flow was taken");
+    assert!(
+        rule.activate("review", 10).is_empty(),
+        "no review for small orders"
+    );
+    assert!(
+        rule.records().element("F4").exists(),
+        "the default flow was taken"
+    );
     for job_type in ["pack", "invoice"] {
         let (key, _) = rule.job(job_type);
         rule.complete(key, json!({}));
     }
-    assert_eq!(rule.instance_state(instance).unwrap().state, InstanceState::Completed);
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
     assert_eq!(rule.variables(instance)["early"], json!(true));
     rule.assert_replay_matches();
 }
@@ -147,7 +168,10 @@ fn payment_retry_completes_normally() {
     let instance = rule.create("payment-retry", json!({}));
     let (pay, _) = rule.job("take-payment");
     rule.complete(pay, json!({}));
-    assert_eq!(rule.instance_state(instance).unwrap().state, InstanceState::Completed);
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
     assert!(rule.records().element("Done").exists());
     // The boundary timer was cancelled with the task.
     assert_eq!(
@@ -166,16 +190,21 @@ fn payment_retry_card_declined_is_caught() {
     rule.deploy_fixture("payment-retry.bpmn");
     let instance = rule.create("payment-retry", json!({}));
     let (pay, _) = rule.job("take-payment");
-    let outcome = rule.process(rill_protocol::Command::ThrowError(rill_protocol::ThrowError {
-        job_key: pay,
-        error_code: "CARD_DECLINED".into(),
-        error_message: "insufficient funds".into(),
-        variables: rill_protocol::JsonValue(json!({"reason": "funds"})),
-    }));
+    let outcome = rule.process(rill_protocol::Command::ThrowError(
+        rill_protocol::ThrowError {
+            job_key: pay,
+            error_code: "CARD_DECLINED".into(),
+            error_message: "insufficient funds".into(),
+            variables: rill_protocol::JsonValue(json!({"reason": "funds"})),
+        },
+    ));
     assert!(!outcome.is_rejected());
     let (notify, _) = rule.job("notify");
     rule.complete(notify, json!({}));
-    assert_eq!(rule.instance_state(instance).unwrap().state, InstanceState::Completed);
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
     assert!(rule.records().element("Failed").exists());
     assert_eq!(rule.variables(instance)["reason"], json!("funds"));
     rule.assert_replay_matches();
@@ -195,13 +224,22 @@ fn payment_retry_times_out_after_thirty_seconds() {
     let fired = rule.fire_due();
     let accepted: Vec<_> = fired.iter().filter(|o| !o.is_rejected()).collect();
     assert_eq!(accepted.len(), 1, "{fired:?}");
-    assert!(matches!(accepted[0].value(), rill_protocol::RecordValue::Timer(_)));
+    assert!(matches!(
+        accepted[0].value(),
+        rill_protocol::RecordValue::Timer(_)
+    ));
     // The job was cancelled with the task.
     let late = rule.complete(pay, json!({}));
-    assert_eq!(late.rejection().rejection_type, rill_protocol::RejectionType::NotFound);
+    assert_eq!(
+        late.rejection().rejection_type,
+        rill_protocol::RejectionType::NotFound
+    );
     let (escalate, _) = rule.job("escalate");
     rule.complete(escalate, json!({}));
-    assert_eq!(rule.instance_state(instance).unwrap().state, InstanceState::Completed);
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
     assert!(rule.records().element("TimedOut").exists());
     rule.assert_replay_matches();
 }
@@ -226,7 +264,10 @@ fn payment_retry_exhausted_retries_raise_an_incident_that_resolves() {
     let incidents = rule.incidents(instance);
     assert_eq!(incidents.len(), 1);
     let incident = &incidents[0];
-    assert_eq!(incident.record.error_type, rill_protocol::value::IncidentErrorType::JobNoRetries);
+    assert_eq!(
+        incident.record.error_type,
+        rill_protocol::value::IncidentErrorType::JobNoRetries
+    );
     assert_eq!(incident.record.element_id, "Pay");
     assert_eq!(incident.record.error_message, "card service down");
     assert!(rule.instance_state(instance).unwrap().has_incident);
@@ -236,15 +277,24 @@ fn payment_retry_exhausted_retries_raise_an_incident_that_resolves() {
     let early = rule.process(rill_protocol::Command::ResolveIncident {
         incident_key: incident.key,
     });
-    assert_eq!(early.rejection().rejection_type, rill_protocol::RejectionType::InvalidState);
-    assert!(early.rejection().reason.contains("retries"), "{}", early.rejection().reason);
+    assert_eq!(
+        early.rejection().rejection_type,
+        rill_protocol::RejectionType::InvalidState
+    );
+    assert!(
+        early.rejection().reason.contains("retries"),
+        "{}",
+        early.rejection().reason
+    );
 
     let job_key = rill_protocol::Key(incident.record.job_key);
-    let update = rule.process(rill_protocol::Command::UpdateJob(rill_protocol::UpdateJob {
-        job_key,
-        retries: Some(2),
-        timeout: None,
-    }));
+    let update = rule.process(rill_protocol::Command::UpdateJob(
+        rill_protocol::UpdateJob {
+            job_key,
+            retries: Some(2),
+            timeout: None,
+        },
+    ));
     assert!(!update.is_rejected());
     let resolved = rule.process(rill_protocol::Command::ResolveIncident {
         incident_key: incident.key,
@@ -254,7 +304,10 @@ fn payment_retry_exhausted_retries_raise_an_incident_that_resolves() {
     let (pay, job) = rule.job("take-payment");
     assert_eq!(job.retries, 2);
     rule.complete(pay, json!({}));
-    assert_eq!(rule.instance_state(instance).unwrap().state, InstanceState::Completed);
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
     rule.assert_replay_matches();
 }
 
@@ -272,6 +325,9 @@ fn wait_timer_creates_the_job_only_after_two_seconds() {
     assert_eq!(rule.fire_due().len(), 1);
     let (work, _) = rule.job("work");
     rule.complete(work, json!({}));
-    assert_eq!(rule.instance_state(instance).unwrap().state, InstanceState::Completed);
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
     rule.assert_replay_matches();
 }
