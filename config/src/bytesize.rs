@@ -29,7 +29,11 @@ impl ByteSize {
             "k" | "kb" | "kib" => 1 << 10,
             "m" | "mb" | "mib" => 1 << 20,
             "g" | "gb" | "gib" => 1 << 30,
-            other => return Err(format!("unknown size unit '{other}' in '{text}' (use B, KB, MB or GB)")),
+            other => {
+                return Err(format!(
+                    "unknown size unit '{other}' in '{text}' (use B, KB, MB or GB)"
+                ));
+            }
         };
         number
             .checked_mul(factor)

@@ -54,13 +54,6 @@ pub(crate) fn apply(
     }
 }
 
-fn element_instance(state: &Writer<'_>, key: i64) -> Result<ElementInstance> {
-    state
-        .read()
-        .element_instance(key)?
-        .ok_or_else(|| inconsistent(format!("element instance {key} not found")))
-}
-
 fn process_instance(
     state: &mut Writer<'_>,
     models: &mut ModelCache,
@@ -93,14 +86,15 @@ fn element_activating(
     value: &ProcessInstanceRecord,
     timestamp: Timestamp,
 ) -> Result<()> {
-    state.put_element_instance(&ElementInstance {
+    state.insert_element_instance(ElementInstance {
         key,
         state: ElementState::Activating,
         record: value.clone(),
         active_children: 0,
         active_flows: 0,
         job_key: -1,
-    })?;
+        has_variables: false,
+    });
     if value.bpmn_element_type == BpmnElementType::Process {
         return state.put_summary(&InstanceSummary {
             process_instance_key: key,
@@ -112,8 +106,6 @@ fn element_activating(
             end_date: -1,
         });
     }
-    let mut scope = element_instance(state, value.flow_scope_key)?;
-    scope.active_children += 1;
     // A token that arrived over sequence flows is consumed now: one per incoming
     // flow for a parallel join, one otherwise. Start and boundary events have none.
     let process = models.get(state.read(), value.process_definition_key)?;
@@ -122,26 +114,37 @@ fn element_activating(
         .element_by_id(&value.element_id)
         .ok_or_else(|| inconsistent(format!("element '{}' not in model", value.element_id)))?;
     let element = model.element(element);
+    let scope_key = value.flow_scope_key;
+    let mut consumed = 0;
     if matches!(element.kind, ElementKind::ParallelGateway) && element.incoming.len() > 1 {
         for flow in &element.incoming {
             let flow_id = &model.flow(*flow).id;
-            let count = state.join_token_count(scope.key, &element.id, flow_id)?;
+            let count = state.join_token_count(scope_key, &element.id, flow_id)?;
             if count > 0 {
-                state.set_join_tokens(scope.key, &element.id, flow_id, count - 1)?;
-                scope.active_flows = scope.active_flows.saturating_sub(1);
+                state.set_join_tokens(scope_key, &element.id, flow_id, count - 1)?;
+                consumed += 1;
             }
         }
     } else if !element.incoming.is_empty() {
-        scope.active_flows = scope.active_flows.saturating_sub(1);
+        consumed = 1;
     }
-    state.add_child(scope.key, key);
-    state.put_element_instance(&scope)
+    state.add_child(scope_key, key);
+    let found = state.update_element_instance(scope_key, |scope| {
+        scope.active_children += 1;
+        scope.active_flows = scope.active_flows.saturating_sub(consumed);
+    })?;
+    if !found {
+        return Err(inconsistent(format!("flow scope {scope_key} not found")));
+    }
+    Ok(())
 }
 
 fn set_element_state(state: &mut Writer<'_>, key: i64, new_state: ElementState) -> Result<()> {
-    let mut instance = element_instance(state, key)?;
-    instance.state = new_state;
-    state.put_element_instance(&instance)
+    if state.update_element_instance(key, |instance| instance.state = new_state)? {
+        Ok(())
+    } else {
+        Err(inconsistent(format!("element instance {key} not found")))
+    }
 }
 
 fn element_ended(
@@ -151,8 +154,17 @@ fn element_ended(
     timestamp: Timestamp,
     ending: InstanceState,
 ) -> Result<()> {
+    let has_variables = state
+        .read()
+        .element_instance(key)?
+        .is_some_and(|i| i.has_variables);
     state.delete_element_instance(key);
-    state.delete_join_tokens(key)?;
+    if matches!(
+        value.bpmn_element_type,
+        BpmnElementType::Process | BpmnElementType::SubProcess
+    ) {
+        state.delete_join_tokens(key)?;
+    }
     if value.bpmn_element_type == BpmnElementType::Process {
         // The process scope's variables stay readable with the summary.
         state.delete_await_registration(key);
@@ -163,11 +175,14 @@ fn element_ended(
         }
         return Ok(());
     }
-    state.delete_scope_variables(value.process_instance_key, key)?;
-    let mut scope = element_instance(state, value.flow_scope_key)?;
-    scope.active_children = scope.active_children.saturating_sub(1);
-    state.remove_child(scope.key, key);
-    state.put_element_instance(&scope)
+    if has_variables {
+        state.delete_scope_variables(value.process_instance_key, key)?;
+    }
+    state.remove_child(value.flow_scope_key, key);
+    state.update_element_instance(value.flow_scope_key, |scope| {
+        scope.active_children = scope.active_children.saturating_sub(1);
+    })?;
+    Ok(())
 }
 
 fn sequence_flow_taken(
@@ -175,8 +190,7 @@ fn sequence_flow_taken(
     models: &mut ModelCache,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
-    let mut scope = element_instance(state, value.flow_scope_key)?;
-    scope.active_flows += 1;
+    let scope_key = value.flow_scope_key;
     let process = models.get(state.read(), value.process_definition_key)?;
     let model = &process.model;
     let flow = model
@@ -184,10 +198,11 @@ fn sequence_flow_taken(
         .ok_or_else(|| inconsistent(format!("flow '{}' not in model", value.element_id)))?;
     let target = model.element(model.flow(flow).target);
     if matches!(target.kind, ElementKind::ParallelGateway) && target.incoming.len() > 1 {
-        let count = state.join_token_count(scope.key, &target.id, &value.element_id)?;
-        state.set_join_tokens(scope.key, &target.id, &value.element_id, count + 1)?;
+        let count = state.join_token_count(scope_key, &target.id, &value.element_id)?;
+        state.set_join_tokens(scope_key, &target.id, &value.element_id, count + 1)?;
     }
-    state.put_element_instance(&scope)
+    state.update_element_instance(scope_key, |scope| scope.active_flows += 1)?;
+    Ok(())
 }
 
 fn instance_deleted(state: &mut Writer<'_>, key: i64) -> Result<()> {
@@ -210,24 +225,38 @@ fn instance_created(state: &mut Writer<'_>, value: &ProcessInstanceCreationRecor
     Ok(())
 }
 
-/// The job as stored: its record without variables.
+/// The job as stored: its record without variables (`null` decodes for free).
 fn stored_record(value: &JobRecord) -> JobRecord {
     JobRecord {
-        variables: JsonValue::empty_object(),
+        variables: JsonValue::null(),
         ..value.clone()
     }
 }
 
 fn job(state: &mut Writer<'_>, key: i64, intent: Intent, value: &JobRecord) -> Result<()> {
+    match intent {
+        Intent::Created => {
+            state.update_element_instance(value.element_instance_key, |i| i.job_key = key)?;
+            let job = StoredJob {
+                state: JobState::Activatable,
+                record: stored_record(value),
+            };
+            return state.put_job(key, &job, None);
+        }
+        Intent::Completed | Intent::Canceled => {
+            // The record is the job as stored: it tells which indexes hold it.
+            state.delete_job_record(key, value);
+            state.update_element_instance(value.element_instance_key, |i| {
+                if i.job_key == key {
+                    i.job_key = -1;
+                }
+            })?;
+            return Ok(());
+        }
+        _ => {}
+    }
     let previous = state.read().job(key)?;
     let new_state = match intent {
-        Intent::Created => {
-            if let Some(mut instance) = state.read().element_instance(value.element_instance_key)? {
-                instance.job_key = key;
-                state.put_element_instance(&instance)?;
-            }
-            JobState::Activatable
-        }
         Intent::TimedOut | Intent::RecurredAfterBackoff => JobState::Activatable,
         Intent::Failed if value.retries > 0 && value.recurring_time < 0 => JobState::Activatable,
         Intent::Failed => JobState::Failed,
@@ -236,17 +265,6 @@ fn job(state: &mut Writer<'_>, key: i64, intent: Intent, value: &JobRecord) -> R
             Some(previous) => previous.state,
             None => return Err(inconsistent(format!("job {key} not found"))),
         },
-        Intent::Completed | Intent::Canceled => {
-            let previous = previous.ok_or_else(|| inconsistent(format!("job {key} not found")))?;
-            state.delete_job(key, &previous);
-            if let Some(mut instance) = state.read().element_instance(value.element_instance_key)?
-                && instance.job_key == key
-            {
-                instance.job_key = -1;
-                state.put_element_instance(&instance)?;
-            }
-            return Ok(());
-        }
         _ => return Ok(()),
     };
     let job = StoredJob {
@@ -258,17 +276,21 @@ fn job(state: &mut Writer<'_>, key: i64, intent: Intent, value: &JobRecord) -> R
 
 fn jobs_activated(state: &mut Writer<'_>, batch: &JobBatchRecord) -> Result<()> {
     for (key, value) in batch.job_keys.iter().zip(&batch.jobs) {
-        let previous = state.read().job(*key)?;
+        // Only activatable jobs are activated: that is the one index entry to remove.
+        state.remove_activatable(*key, &value.job_type);
         let job = StoredJob {
             state: JobState::Activated,
             record: stored_record(value),
         };
-        state.put_job(*key, &job, previous.as_ref())?;
+        state.put_job(*key, &job, None)?;
     }
     Ok(())
 }
 
 fn variable(state: &mut Writer<'_>, key: i64, value: &VariableRecord) -> Result<()> {
+    if value.scope_key != value.process_instance_key {
+        state.update_element_instance(value.scope_key, |i| i.has_variables = true)?;
+    }
     state.put_variable(
         value.process_instance_key,
         value.scope_key,

@@ -13,7 +13,7 @@ use crate::models::ModelCache;
 use crate::processing::Processing;
 use crate::processors;
 use crate::query::{self, Query, QueryResult};
-use crate::state::{DueIndex, Reader, Writer};
+use crate::state::{DueIndex, ElementCache, Reader, Writer};
 
 /// Options of the engine. They only steer leader-side timing (never what a command
 /// does), so replicas with different options still apply commands identically.
@@ -37,6 +37,7 @@ impl Default for EngineOptions {
 pub struct BpmnEngine {
     options: EngineOptions,
     models: ModelCache,
+    elements: ElementCache,
 }
 
 impl BpmnEngine {
@@ -44,6 +45,7 @@ impl BpmnEngine {
         BpmnEngine {
             options,
             models: ModelCache::default(),
+            elements: ElementCache::default(),
         }
     }
 
@@ -60,8 +62,10 @@ impl BpmnEngine {
         record: &RecordDraft,
         timestamp: Timestamp,
     ) -> EngineResult<()> {
-        let mut writer = Writer::new(state);
+        self.elements.clear();
+        let mut writer = Writer::new(state, &self.elements);
         appliers::apply(&mut writer, &mut self.models, record, timestamp)?;
+        self.elements.flush(state)?;
         Ok(())
     }
 
@@ -129,10 +133,16 @@ impl Engine for BpmnEngine {
         command: &Command,
         out: &mut ProcessingOutput<Command, CommandResponse>,
     ) -> EngineResult<()> {
-        let mut processing = Processing::new(ctx, state, &mut self.models, out);
-        processors::process(&mut processing, command)?;
-        processing.finish()?;
-        Ok(())
+        let mut processing = Processing::new(ctx, state, &mut self.models, &self.elements, out);
+        let result =
+            processors::process(&mut processing, command).and_then(|()| processing.finish());
+        if result.is_err() {
+            // The command's writes are rolled back, and keys will be handed out again:
+            // forget anything cached from it.
+            self.models.clear();
+            self.elements.clear();
+        }
+        Ok(result?)
     }
 
     fn processing_error_response(&self, reason: &str) -> CommandResponse {

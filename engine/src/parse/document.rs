@@ -64,6 +64,15 @@ pub(super) fn bpmn_children<'a, 'input>(
         .filter(|child| child.is_element() && child.tag_name().namespace() == Some(BPMN_NS))
 }
 
+/// "a" or "an" before an element name: "an exclusiveGateway", "a serviceTask".
+pub(super) fn article(name: &str) -> &'static str {
+    if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// All text inside `node` (text and CDATA, across comments), trimmed.
 pub(super) fn text_of(node: Node<'_, '_>) -> String {
     let text: String = node
@@ -222,4 +231,25 @@ fn root_elements_by_id<'a, 'input>(
         }
     }
     by_id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_index_counts_lines_from_one() {
+        let lines = LineIndex::new("a\nbc\n\nd");
+        let expected = [(0, 1), (1, 1), (2, 2), (4, 2), (5, 3), (6, 4), (7, 4)];
+        for (offset, line) in expected {
+            assert_eq!(lines.line(offset), line, "offset {offset}");
+        }
+    }
+
+    #[test]
+    fn articles_follow_the_first_letter() {
+        assert_eq!(article("exclusiveGateway"), "an");
+        assert_eq!(article("intermediateCatchEvent"), "an");
+        assert_eq!(article("serviceTask"), "a");
+    }
 }

@@ -18,14 +18,21 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "'{}'", self.resource_name)?;
+        let mut place = Vec::new();
+        if !self.resource_name.is_empty() {
+            place.push(format!("'{}'", self.resource_name));
+        }
         if let Some(line) = self.line {
-            write!(f, " line {line}")?;
+            place.push(format!("line {line}"));
         }
         if let Some(id) = &self.element_id {
-            write!(f, " element '{id}'")?;
+            place.push(format!("element '{id}'"));
         }
-        write!(f, ": {}", self.message)
+        if place.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", place.join(" "), self.message)
+        }
     }
 }
 
@@ -126,5 +133,46 @@ impl Problems {
             problems: self.found,
             omitted: self.omitted,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(resource: &str, id: Option<&str>, line: Option<u32>) -> Problem {
+        Problem {
+            resource_name: resource.to_owned(),
+            element_id: id.map(str::to_owned),
+            line,
+            message: "it is wrong".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_problem_names_what_is_known_of_its_place() {
+        let full = problem("a.bpmn", Some("Task_1"), Some(7));
+        assert_eq!(
+            full.to_string(),
+            "'a.bpmn' line 7 element 'Task_1': it is wrong"
+        );
+        assert_eq!(
+            problem("a.bpmn", None, None).to_string(),
+            "'a.bpmn': it is wrong"
+        );
+        assert_eq!(problem("", None, None).to_string(), "it is wrong");
+    }
+
+    #[test]
+    fn problems_sort_by_line_and_keep_their_order_on_one_line() {
+        let mut problems = Problems::new("a.bpmn");
+        problems.add(Some("late"), Some(9), "third".to_owned());
+        problems.add(None, None, "last".to_owned());
+        problems.add(Some("x"), Some(2), "first".to_owned());
+        problems.add(Some("y"), Some(2), "second".to_owned());
+        let error = problems.into_result(()).expect_err("problems were added");
+        let order: Vec<&str> = error.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(order, ["first", "second", "third", "last"]);
+        assert_eq!(Problems::new("b.bpmn").into_result(5), Ok(5));
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::document::article;
 use super::process::Builder;
 use super::values;
 use crate::model::{
@@ -107,8 +108,9 @@ impl Linker {
                         Some(raw.id),
                         *condition_node,
                         format!(
-                            "the flow has a condition but leaves a {source_kind} ('{source_id}'); \
-                             only flows leaving an exclusive gateway can have conditions"
+                            "the flow has a condition but leaves {} {source_kind} ('{source_id}'); \
+                             only flows leaving an exclusive gateway can have conditions",
+                            article(source_kind)
                         ),
                     );
                 } else if let Some(source) = text.strip_prefix('=') {
@@ -347,8 +349,9 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 Some(&boundary_id),
                 node,
                 format!(
-                    "the boundary event is attached to '{attached_ref}', a {host_kind}; boundary \
-                     events can only be attached to service tasks, receive tasks and subprocesses"
+                    "the boundary event is attached to '{attached_ref}', {} {host_kind}; boundary \
+                     events can only be attached to service tasks, receive tasks and subprocesses",
+                    article(host_kind)
                 ),
             );
             continue;

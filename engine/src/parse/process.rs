@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use rill_feel::temporal::IsoDuration;
 use roxmltree::Node;
 
-use super::document::{Context, ZEEBE_NS, bpmn_children, text_of};
+use super::document::{Context, ZEEBE_NS, article, bpmn_children, text_of};
 use super::error::Problems;
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
@@ -177,24 +177,26 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 _ if READ_PAST_IN_SCOPE.contains(&name) => {}
                 _ => {
                     let id = child.attribute("id");
-                    self.unsupported(id, child, format!("{name} is not supported"));
+                    let message = format!("{name} is not supported (Rill runs: {SUPPORTED})");
+                    self.unsupported(id, child, message);
                 }
             }
         }
     }
 
-    /// Reports an element Rill cannot run, naming what it can.
-    fn unsupported(&mut self, id: Option<&'a str>, node: Node<'a, 'input>, what: String) {
+    /// Reports an element Rill cannot run; flows to and from it raise nothing more.
+    fn unsupported(&mut self, id: Option<&'a str>, node: Node<'a, 'input>, message: String) {
         if let Some(id) = id {
             self.unsupported.insert(id);
         }
-        self.problem(id, node, format!("{what} (Rill runs: {SUPPORTED})"));
+        self.problem(id, node, message);
     }
 
     fn add_flow_node(&mut self, scope: ElementIdx, node: Node<'a, 'input>, depth: usize) {
         let name = node.tag_name().name();
         let Some(id) = node.attribute("id").filter(|id| !id.trim().is_empty()) else {
-            self.problem(None, node, format!("a {name} has no id; give it one"));
+            let a = article(name);
+            self.problem(None, node, format!("{a} {name} has no id; give it one"));
             return;
         };
         if self.element_index.contains_key(id) {
@@ -202,18 +204,27 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             return;
         }
         if name == "subProcess" && node.attribute("triggeredByEvent") == Some("true") {
-            self.unsupported(
-                Some(id),
-                node,
-                "an event subprocess is not supported".to_owned(),
-            );
+            let message = "an event subprocess is not supported; use boundary events on a \
+                           subprocess instead";
+            self.unsupported(Some(id), node, message.to_owned());
             return;
+        }
+        if name == "startEvent" {
+            // Only none start events run; any other kind is not built at all, so it
+            // cannot count as the scope's start event.
+            if let Some(definition) = self.event_definition(id, node) {
+                let kind = definition.tag_name().name();
+                let message =
+                    format!("a start event with a {kind} is not supported; use a none start event");
+                self.unsupported(Some(id), definition, message);
+                return;
+            }
         }
         self.check_loops(id, node);
         let extensions = self.extensions(id, node, name);
         let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
         let kind = match name {
-            "startEvent" => self.start_event(id, node),
+            "startEvent" => ElementKind::StartEvent,
             "endEvent" => self.end_event(id, node),
             "serviceTask" => self.service_task(id, node, &extensions),
             "receiveTask" => {
@@ -344,7 +355,10 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     self.problem(
                         Some(id),
                         extension,
-                        format!("zeebe:{name} is not supported on a {element_name}"),
+                        format!(
+                            "zeebe:{name} is not supported on {} {element_name}",
+                            article(element_name)
+                        ),
                     );
                     continue;
                 }
@@ -579,20 +593,6 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             );
         }
         Some(first)
-    }
-
-    fn start_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
-        if let Some(definition) = self.event_definition(id, node) {
-            self.problem(
-                Some(id),
-                definition,
-                format!(
-                    "a start event with a {} is not supported; use a none start event",
-                    definition.tag_name().name()
-                ),
-            );
-        }
-        ElementKind::StartEvent
     }
 
     fn end_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {

@@ -78,22 +78,25 @@ pub(super) fn timer(kind: TimerKind, raw: &str) -> Result<TimerDefinition, Strin
             TimerKind::Cycle => TimerDefinition::Cycle(ValueOrExpr::Expr(expr)),
         });
     }
-    let malformed = |error: FeelError, example: &str| {
-        format!(
-            "malformed {field} '{raw}': {}; expected e.g. '{example}'",
-            feel_reason(&error)
-        )
+    // The reason from rill-feel usually quotes the value already.
+    let malformed = |error: FeelError| {
+        let reason = feel_reason(&error);
+        if reason.contains(raw) {
+            format!("malformed {field}: {reason}")
+        } else {
+            format!("malformed {field} '{raw}': {reason}")
+        }
     };
     match kind {
         TimerKind::Duration => parse_duration(raw)
             .map(|d| TimerDefinition::Duration(ValueOrExpr::Static(d)))
-            .map_err(|e| malformed(e, "PT30S")),
+            .map_err(malformed),
         TimerKind::Date => parse_date_time(raw)
             .map(|d| TimerDefinition::Date(ValueOrExpr::Static(d)))
-            .map_err(|e| malformed(e, "2026-11-30T10:00:00Z")),
+            .map_err(malformed),
         TimerKind::Cycle => parse_cycle(raw)
             .map(|c| TimerDefinition::Cycle(ValueOrExpr::Static(c)))
-            .map_err(|e| malformed(e, "R3/PT10S")),
+            .map_err(malformed),
     }
 }
 

@@ -281,8 +281,7 @@ impl Processing<'_> {
                 }
             }
         }
-        self.cancel_timers(active.key())?;
-        self.close_message_subscriptions(active.key())?;
+        self.leave_events(&active)?;
         let record = active.record();
         if record.bpmn_element_type == BpmnElementType::Process {
             let registration = self.read().await_registration(active.key())?;
@@ -352,16 +351,42 @@ impl Processing<'_> {
             self.mark(&active, Intent::ElementTerminating)?;
         }
         self.cancel_job(&active)?;
-        self.cancel_timers(key)?;
-        self.close_message_subscriptions(key)?;
+        self.leave_events(&active)?;
         self.resolve_element_incident(key)?;
-        self.terminate_children(key)?;
+        if matches!(
+            active.element().kind,
+            ElementKind::Process { .. } | ElementKind::SubProcess { .. }
+        ) {
+            self.terminate_children(key)?;
+        }
         if active.record().bpmn_element_type == BpmnElementType::Process {
             let registration = self.read().await_registration(key)?;
             self.mark(&active, Intent::ElementTerminated)?;
             return self.instance_finished(key, registration, false);
         }
         self.mark(&active, Intent::ElementTerminated)
+    }
+
+    /// Cancels the timers and closes the message subscriptions an element holds (only
+    /// elements that can hold them are looked at).
+    fn leave_events(&mut self, active: &Active) -> Result<()> {
+        let element = active.element();
+        let timers = !element.boundary_events.is_empty()
+            || matches!(
+                element.kind,
+                ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(_))
+            );
+        if timers {
+            self.cancel_timers(active.key())?;
+        }
+        if matches!(
+            element.kind,
+            ElementKind::ReceiveTask(_)
+                | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(_))
+        ) {
+            self.close_message_subscriptions(active.key())?;
+        }
+        Ok(())
     }
 
     /// Terminates every live child of a scope.

@@ -23,7 +23,7 @@ use crate::appliers;
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx};
 use crate::models::{DeployedProcess, ModelCache};
-use crate::state::{ElementInstance, Reader, Writer};
+use crate::state::{ElementCache, ElementInstance, Reader, Writer};
 
 pub(crate) use variables::json_type_name;
 
@@ -76,7 +76,10 @@ pub(crate) struct Processing<'a> {
     pub ctx: &'a ProcessingContext,
     txn: &'a mut dyn StateTxn,
     models: &'a mut ModelCache,
+    cache: &'a ElementCache,
     pub out: &'a mut Output,
+    /// The next local key value, read once and written back at the end.
+    next_key: Option<u64>,
     steps: VecDeque<Step>,
     jobs_available: Vec<String>,
     wake_at: Option<i64>,
@@ -87,13 +90,17 @@ impl<'a> Processing<'a> {
         ctx: &'a ProcessingContext,
         txn: &'a mut dyn StateTxn,
         models: &'a mut ModelCache,
+        cache: &'a ElementCache,
         out: &'a mut Output,
     ) -> Processing<'a> {
+        cache.clear();
         Processing {
             ctx,
             txn,
             models,
+            cache,
             out,
+            next_key: None,
             steps: VecDeque::new(),
             jobs_available: Vec::new(),
             wake_at: None,
@@ -101,7 +108,7 @@ impl<'a> Processing<'a> {
     }
 
     pub fn read(&self) -> Reader<'_> {
-        Reader::new(&*self.txn)
+        Reader::with_cache(&*self.txn, self.cache)
     }
 
     /// The entry's timestamp in ms: the only clock the engine has.
@@ -109,8 +116,15 @@ impl<'a> Processing<'a> {
         self.ctx.timestamp.millis()
     }
 
+    /// A fresh key from the partition's counter (`keys::next_key`'s layout; the
+    /// counter is written back once, in [`Processing::finish`]).
     pub fn next_key(&mut self) -> Result<i64> {
-        Ok(keys::next_key(self.txn, self.ctx.partition_id)?.get())
+        let next = match self.next_key {
+            Some(next) => next,
+            None => keys::peek_counter(&*self.txn)?,
+        };
+        self.next_key = Some(next + 1);
+        Ok(rill_protocol::Key::new(self.ctx.partition_id, next).get())
     }
 
     pub fn model(&mut self, definition_key: i64) -> Result<Arc<DeployedProcess>> {
@@ -131,7 +145,7 @@ impl<'a> Processing<'a> {
     /// Writes an event and applies it to state.
     pub fn event(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
         let draft = RecordDraft::event(Key(key), intent, value);
-        let mut writer = Writer::new(&mut *self.txn);
+        let mut writer = Writer::new(&mut *self.txn, self.cache);
         appliers::apply(&mut writer, self.models, &draft, self.ctx.timestamp)?;
         self.out.records.push(draft);
         Ok(())
@@ -208,6 +222,10 @@ impl<'a> Processing<'a> {
                     &message_name,
                 )?,
             }
+        }
+        self.cache.flush(self.txn)?;
+        if let Some(next) = self.next_key {
+            self.txn.put(keys::KEY_COUNTER, &next.to_be_bytes());
         }
         for job_type in std::mem::take(&mut self.jobs_available) {
             self.out.actions.push(Action::JobsAvailable { job_type });

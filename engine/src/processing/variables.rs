@@ -55,6 +55,18 @@ impl Processing<'_> {
         Ok(chain)
     }
 
+    /// The scope chain of a job's element: known from the model when the task sits
+    /// directly in the process (no state read), else walked.
+    pub fn job_scope_chain(&mut self, job: &rill_protocol::value::JobRecord) -> Result<Vec<i64>> {
+        let process = self.model(job.process_definition_key)?;
+        if let Some(idx) = process.model.element_by_id(&job.element_id)
+            && process.model.element(idx).flow_scope == Some(crate::model::ProcessModel::ROOT)
+        {
+            return Ok(vec![job.element_instance_key, job.process_instance_key]);
+        }
+        self.scope_chain(job.element_instance_key)
+    }
+
     /// The value of `name` as seen from the first scope of `chain`.
     fn visible_variable(&self, instance: i64, chain: &[i64], name: &str) -> Result<Option<Value>> {
         for scope in chain {

@@ -117,7 +117,7 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
             continue;
         };
         let record = job.record;
-        let chain = p.scope_chain(record.element_instance_key)?;
+        let chain = p.job_scope_chain(&record)?;
         let variables = if command.fetch_variables.is_empty() {
             p.all_variables(record.process_instance_key, &chain)?
         } else {

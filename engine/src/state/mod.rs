@@ -4,6 +4,7 @@
 //! the mutations, and only event appliers get one: state changes only by applying
 //! event records, so replaying the events rebuilds the state.
 
+mod cache;
 mod keys;
 mod types;
 
@@ -15,6 +16,7 @@ use rill_protocol::value::{IncidentRecord, ProcessRecord, TimerRecord};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub(crate) use cache::ElementCache;
 pub(crate) use keys::{KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
@@ -32,11 +34,20 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 #[derive(Clone, Copy)]
 pub struct Reader<'a> {
     raw: &'a dyn StateRead,
+    /// Element instances changed by the command being processed, not yet written.
+    cache: Option<&'a ElementCache>,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(raw: &'a dyn StateRead) -> Reader<'a> {
-        Reader { raw }
+        Reader { raw, cache: None }
+    }
+
+    pub(crate) fn with_cache(raw: &'a dyn StateRead, cache: &'a ElementCache) -> Reader<'a> {
+        Reader {
+            raw,
+            cache: Some(cache),
+        }
     }
 
     fn get<T: DeserializeOwned>(&self, key: KeyBuf) -> Result<Option<T>> {
@@ -127,15 +138,21 @@ impl<'a> Reader<'a> {
     // --- element instances ---
 
     pub fn element_instance(&self, key: i64) -> Result<Option<ElementInstance>> {
-        self.get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key))
+        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        match self.cache {
+            Some(cache) => cache.get(key, load),
+            None => load(),
+        }
     }
 
     /// Keys of the live child element instances of a scope, in creation order.
     pub fn children(&self, scope_key: i64) -> Result<Vec<i64>> {
-        self.trailing_keys(
-            &KeyBuf::new(table::ELEMENT_CHILD).i64(scope_key),
-            usize::MAX,
-        )
+        let prefix = KeyBuf::new(table::ELEMENT_CHILD).i64(scope_key);
+        let mut children = self.trailing_keys(&prefix, usize::MAX)?;
+        if let Some(cache) = self.cache {
+            cache.merge_children(scope_key, &mut children);
+        }
+        Ok(children)
     }
 
     /// Tokens waiting at a parallel join: `(incoming flow id, count)`.
@@ -201,7 +218,11 @@ impl<'a> Reader<'a> {
     // --- jobs ---
 
     pub fn job(&self, key: i64) -> Result<Option<StoredJob>> {
-        self.get(KeyBuf::new(table::JOB).i64(key))
+        let mut job: Option<StoredJob> = self.get(KeyBuf::new(table::JOB).i64(key))?;
+        if let Some(job) = &mut job {
+            job.record.variables = rill_protocol::JsonValue::empty_object();
+        }
+        Ok(job)
     }
 
     /// Activatable jobs of a type, oldest first.
@@ -433,15 +454,16 @@ const EMPTY: &[u8] = &[];
 /// Mutable typed access. Only event appliers construct one.
 pub struct Writer<'a> {
     raw: &'a mut dyn StateTxn,
+    cache: &'a ElementCache,
 }
 
 impl<'a> Writer<'a> {
-    pub(crate) fn new(raw: &'a mut dyn StateTxn) -> Writer<'a> {
-        Writer { raw }
+    pub(crate) fn new(raw: &'a mut dyn StateTxn, cache: &'a ElementCache) -> Writer<'a> {
+        Writer { raw, cache }
     }
 
     pub fn read(&self) -> Reader<'_> {
-        Reader::new(&*self.raw)
+        Reader::with_cache(&*self.raw, self.cache)
     }
 
     fn put<T: Serialize>(&mut self, key: KeyBuf, value: &T) -> Result<()> {
@@ -500,31 +522,31 @@ impl<'a> Writer<'a> {
 
     // --- element instances ---
 
-    pub fn put_element_instance(&mut self, instance: &ElementInstance) -> Result<()> {
-        self.put(
-            KeyBuf::new(table::ELEMENT_INSTANCE).i64(instance.key),
-            instance,
-        )
+    pub fn insert_element_instance(&mut self, instance: ElementInstance) {
+        self.cache.insert(instance);
+    }
+
+    /// Changes a live element instance in place; false if there is none.
+    pub fn update_element_instance(
+        &mut self,
+        key: i64,
+        change: impl FnOnce(&mut ElementInstance),
+    ) -> Result<bool> {
+        let raw: &dyn StateRead = &*self.raw;
+        let load = || Reader::new(raw).get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        self.cache.update(key, load, change)
     }
 
     pub fn delete_element_instance(&mut self, key: i64) {
-        self.delete(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        self.cache.delete(key);
     }
 
     pub fn add_child(&mut self, scope_key: i64, child_key: i64) {
-        self.mark(
-            KeyBuf::new(table::ELEMENT_CHILD)
-                .i64(scope_key)
-                .i64(child_key),
-        );
+        self.cache.set_child(scope_key, child_key, true);
     }
 
     pub fn remove_child(&mut self, scope_key: i64, child_key: i64) {
-        self.delete(
-            KeyBuf::new(table::ELEMENT_CHILD)
-                .i64(scope_key)
-                .i64(child_key),
-        );
+        self.cache.set_child(scope_key, child_key, false);
     }
 
     pub fn set_join_tokens(
@@ -594,8 +616,28 @@ impl<'a> Writer<'a> {
         self.put(KeyBuf::new(table::JOB).i64(key), job)
     }
 
-    pub fn delete_job(&mut self, key: i64, previous: &StoredJob) {
-        self.unindex_job(key, previous);
+    /// Removes every index entry a job with this record can have, without reading
+    /// its stored state (the record carries the type, deadline and back-off time).
+    pub fn unindex_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
+        self.delete(
+            KeyBuf::new(table::JOB_ACTIVATABLE)
+                .str(&record.job_type)
+                .i64(key),
+        );
+        if record.deadline >= 0 {
+            self.delete(due_key(DueIndex::JobDeadlines, record.deadline, key));
+        }
+        if record.recurring_time >= 0 {
+            self.delete(due_key(DueIndex::JobBackoffs, record.recurring_time, key));
+        }
+    }
+
+    pub fn remove_activatable(&mut self, key: i64, job_type: &str) {
+        self.delete(KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type).i64(key));
+    }
+
+    pub fn delete_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
+        self.unindex_job_record(key, record);
         self.delete(KeyBuf::new(table::JOB).i64(key));
     }
 

@@ -42,6 +42,8 @@ pub struct ElementInstance {
     pub active_flows: u32,
     /// The job of a service task, or -1.
     pub job_key: i64,
+    /// Whether variables were ever set in this scope (so leaving it must drop them).
+    pub has_variables: bool,
 }
 
 /// A variable in a scope: its key and its value as JSON text.

@@ -97,12 +97,12 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "timer-malformed",
         Some("Wait"),
-        "malformed timeDuration 'PT3X'",
+        "malformed timeDuration: 'PT3X': unexpected 'X'",
     ),
     (
         "timer-date-malformed",
         Some("Wait"),
-        "malformed timeDate 'next tuesday'",
+        "malformed timeDate: 'next tuesday' is not an ISO 8601 date-time",
     ),
     (
         "timer-without-value",
@@ -152,7 +152,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "boundary-on-gateway",
         Some("OnGateway"),
-        "attached to 'Split', a exclusiveGateway; boundary events can only be attached to service tasks",
+        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to service tasks",
     ),
     (
         "boundary-unattached",
@@ -282,7 +282,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "mapping-on-gateway",
         Some("Split"),
-        "zeebe:ioMapping is not supported on a exclusiveGateway",
+        "zeebe:ioMapping is not supported on an exclusiveGateway",
     ),
     (
         "only-non-executable",
@@ -296,6 +296,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     ),
 ];
 
+/// Each fixture has one mistake, and one mistake gives one problem (no follow-on noise).
 #[test]
 fn every_kind_of_bad_model_is_rejected_with_element_line_and_reason() {
     let mut failures = Vec::new();
@@ -316,6 +317,9 @@ fn every_kind_of_bad_model_is_rejected_with_element_line_and_reason() {
             None => failures.push(format!(
                 "{name}: no problem on {element_id:?} containing {fragment:?}; got:\n{error}"
             )),
+            Some(_) if error.problems.len() != 1 => {
+                failures.push(format!("{name}: expected one problem, got:\n{error}"));
+            }
             Some(problem) => {
                 assert_eq!(problem.resource_name, path);
                 if element_id.is_some() && problem.line.is_none() {
@@ -359,7 +363,10 @@ fn all_problems_are_reported_at_once_in_line_order() {
     let expected = [
         ("NoType", "a service task needs a job type"),
         ("Human", "userTask is not supported"),
-        ("BadTimer", "malformed timeDuration 'soon'"),
+        (
+            "BadTimer",
+            "malformed timeDuration: 'soon' is not an ISO 8601 duration",
+        ),
     ];
     assert_eq!(error.problems.len(), expected.len(), "{error}");
     for (problem, (id, fragment)) in error.problems.iter().zip(expected) {
