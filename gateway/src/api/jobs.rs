@@ -27,6 +27,9 @@ use crate::backend::{BackendError, JobsAvailable};
 use crate::json::{Variables, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
+/// The least time given to one partition's activation, even at the end of a long poll.
+const MIN_PARTITION_TIMEOUT: Duration = Duration::from_millis(100);
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ActivationRequest {
@@ -170,7 +173,14 @@ pub async fn activate(
     let mut shutdown = state.shutdown.clone();
     let mut waiting = None;
     loop {
-        let jobs = poll_partitions(&state, &template).await?;
+        // A partition without a leader is retried, but not past the long poll's end.
+        let timeout = match long_poll_until {
+            Some(until) => until
+                .saturating_duration_since(Instant::now())
+                .clamp(MIN_PARTITION_TIMEOUT, state.settings.request_timeout),
+            None => state.settings.request_timeout,
+        };
+        let jobs = poll_partitions(&state, &template, timeout).await?;
         if !jobs.is_empty() {
             state.metrics.jobs_activated(jobs.len());
             return Ok(Json(ActivationResult { jobs }));
@@ -211,6 +221,7 @@ async fn wait_for_jobs(wake: &mut broadcast::Receiver<JobsAvailable>, job_type: 
 async fn poll_partitions(
     state: &SharedState,
     template: &ActivateJobs,
+    timeout: Duration,
 ) -> Result<Vec<ActivatedJob>, Problem> {
     let count = state.dispatch.partition_count();
     let first = state.dispatch.round_robin().get();
@@ -229,7 +240,7 @@ async fn poll_partitions(
         });
         match state
             .dispatch
-            .submit_raw(partition, &command, state.settings.request_timeout)
+            .submit_raw(partition, &command, timeout)
             .await
         {
             Ok(CommandResponse::Accepted {
