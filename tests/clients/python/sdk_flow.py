@@ -8,12 +8,13 @@ errors. Exits non-zero on the first failed check.
 Usage: CAMUNDA_REST_ADDRESS=http://127.0.0.1:8080 python sdk_flow.py EXAMPLES_DIR
 """
 
+import asyncio
 import sys
 import threading
 import time
 from pathlib import Path
 
-from camunda_orchestration_sdk import CamundaClient, errors
+from camunda_orchestration_sdk import CamundaAsyncClient, CamundaClient, WorkerConfig, errors
 from camunda_orchestration_sdk.models import (
     IncidentFilter,
     IncidentSearchQuery,
@@ -54,6 +55,33 @@ def complete_jobs(client, job_type, count, variables=None):
             )
             done += 1
     return done
+
+
+async def run_with_sdk_worker():
+    """Starts an instance and lets an SDK job worker do its jobs; True once COMPLETED."""
+    handled = []
+
+    async def handle(job):
+        handled.append(job.job_key)
+        return {"handledBy": "sdk-worker"}
+
+    async with CamundaAsyncClient() as client:
+        client.create_job_worker(
+            config=WorkerConfig(job_type="restCall", job_timeout_milliseconds=30_000),
+            callback=handle,
+        )
+        created = await client.create_process_instance(
+            data=ProcessCreationById.from_dict({"processDefinitionId": "two-rest-calls"})
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            instance = await client.get_process_instance(
+                process_instance_key=created.process_instance_key
+            )
+            if str(instance.state.value) == "COMPLETED":
+                return True, len(handled)
+            await asyncio.sleep(0.1)
+    return False, len(handled)
 
 
 def main():
@@ -120,6 +148,10 @@ def main():
     )
     names = sorted(v.name for v in found.items)
     check(names == ["orderId"], f"variables of a running instance: {names}")
+
+    # The SDK's own job worker (long polling with requestTimeout 0 = the server's default).
+    completed, handled = asyncio.run(run_with_sdk_worker())
+    check(completed, f"the SDK's job worker completed an instance ({handled} jobs)")
 
     published = client.publish_message(
         data=MessagePublicationRequest.from_dict({"name": "nobody-waits", "correlationKey": "k"})
