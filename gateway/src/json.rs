@@ -84,6 +84,43 @@ impl<'de> Deserialize<'de> for KeyString {
     }
 }
 
+/// A 64-bit integer (a duration in ms, a reference). Camunda's npm SDK sends int64
+/// values as strings of digits (JavaScript has no 64-bit integers), so both forms are
+/// accepted, as Camunda's gateway does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Long(pub i64);
+
+impl<'de> Deserialize<'de> for Long {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let parsed = match &value {
+            serde_json::Value::Number(n) => n.as_i64(),
+            serde_json::Value::String(text) => text.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        parsed.map(Long).ok_or_else(|| {
+            D::Error::custom(format!(
+                "expected a 64-bit integer (a number or a string of digits), but got {}",
+                match &value {
+                    serde_json::Value::Number(n) => n.to_string(),
+                    serde_json::Value::String(t) => format!("\"{t}\""),
+                    other => kind_of(other).to_owned(),
+                }
+            ))
+        })
+    }
+}
+
+/// `deserialize_with` for an `i64` field that may come as a string of digits.
+pub fn long<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    Long::deserialize(deserializer).map(|l| l.0)
+}
+
+/// `deserialize_with` for an optional `i64` field (with `#[serde(default)]`).
+pub fn optional_long<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    Option::<Long>::deserialize(deserializer).map(|l| l.map(|l| l.0))
+}
+
 /// Variables: must be a JSON object (`null` is taken as "none").
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Variables(pub serde_json::Map<String, serde_json::Value>);

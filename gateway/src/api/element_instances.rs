@@ -7,7 +7,7 @@ use rill_protocol::{Command, JsonValue, SetVariables};
 use serde::Deserialize;
 
 use super::{Body, KeyParam, SharedState};
-use crate::json::{Variables, parse_body};
+use crate::json::{Variables, optional_long, parse_body};
 use crate::problem::Problem;
 
 #[derive(Deserialize)]
@@ -17,6 +17,7 @@ struct SetVariableRequest {
     local: Option<bool>,
     /// Accepted and ignored: Rill's records carry no operation reference.
     #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
 

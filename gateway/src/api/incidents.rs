@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::search::{SearchRequest, SearchResult};
 use super::{Body, KeyParam, SharedState, key_text, optional_key_text};
-use crate::json::parse_optional_body;
+use crate::json::{optional_long, parse_optional_body};
 use crate::problem::Problem;
 
 #[derive(Deserialize)]
@@ -20,6 +20,7 @@ use crate::problem::Problem;
 struct ResolutionRequest {
     /// Accepted and ignored: Rill's records carry no operation reference.
     #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
 

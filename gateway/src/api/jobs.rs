@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 use super::{Body, KeyParam, SharedState, check_tenant, optional_key_text, unsupported};
 use crate::backend::{BackendError, JobsAvailable};
-use crate::json::{Variables, parse_body, parse_optional_body};
+use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
 /// The least time given to one partition's activation, even at the end of a long poll.
@@ -35,10 +35,12 @@ const MIN_PARTITION_TIMEOUT: Duration = Duration::from_millis(100);
 struct ActivationRequest {
     #[serde(rename = "type")]
     job_type: String,
+    #[serde(deserialize_with = "long")]
     timeout: i64,
     max_jobs_to_activate: i32,
     worker: Option<String>,
     fetch_variable: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "optional_long")]
     request_timeout: Option<i64>,
     tenant_ids: Option<Vec<String>>,
     /// `PROVIDED` or `ASSIGNED`; with a single tenant both mean the same.
@@ -323,6 +325,7 @@ pub async fn complete(
 struct FailRequest {
     retries: Option<i32>,
     error_message: Option<String>,
+    #[serde(default, deserialize_with = "optional_long")]
     retry_back_off: Option<i64>,
     #[serde(default)]
     variables: Variables,
@@ -409,6 +412,7 @@ struct UpdateRequest {
     changeset: Changeset,
     /// Accepted and ignored: Rill's records carry no operation reference.
     #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
     job_lease_token: Option<String>,
 }
@@ -417,6 +421,7 @@ struct UpdateRequest {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Changeset {
     retries: Option<i32>,
+    #[serde(default, deserialize_with = "optional_long")]
     timeout: Option<i64>,
     priority: Option<i32>,
 }

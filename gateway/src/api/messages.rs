@@ -6,7 +6,7 @@ use rill_protocol::{Command, JsonValue, PublishMessage, message_partition};
 use serde::{Deserialize, Serialize};
 
 use super::{Body, SharedState, check_tenant, key_text, unsupported};
-use crate::json::{Variables, parse_body};
+use crate::json::{Variables, optional_long, parse_body};
 use crate::problem::Problem;
 
 #[derive(Deserialize)]
@@ -14,6 +14,7 @@ use crate::problem::Problem;
 struct PublicationRequest {
     name: String,
     correlation_key: Option<String>,
+    #[serde(default, deserialize_with = "optional_long")]
     time_to_live: Option<i64>,
     message_id: Option<String>,
     #[serde(default)]

@@ -13,7 +13,7 @@ use super::{
     Body, KeyParam, SharedState, check_tenant, date_text, key_text, timeout_or_default,
     unexpected_answer, unsupported,
 };
-use crate::json::{KeyString, Variables, parse_body, parse_optional_body};
+use crate::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
 /// `ProcessCreationById` and `ProcessCreationByKey` in one: exactly one of the two
@@ -29,11 +29,13 @@ struct CreateRequest {
     tenant_id: Option<String>,
     /// Accepted and ignored: Rill's records carry no operation reference.
     #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
     start_instructions: Option<Vec<serde_json::Value>>,
     runtime_instructions: Option<Vec<serde_json::Value>>,
     await_completion: Option<bool>,
     fetch_variables: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "optional_long")]
     request_timeout: Option<i64>,
     tags: Option<Vec<String>>,
     business_id: Option<String>,
@@ -172,6 +174,7 @@ pub async fn create(
 struct CancelRequest {
     /// Accepted and ignored: Rill's records carry no operation reference.
     #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
 

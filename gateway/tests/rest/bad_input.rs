@@ -28,7 +28,7 @@ async fn malformed_and_mistyped_json_is_a_400_naming_the_field() {
         400,
         "INVALID_ARGUMENT",
         path,
-        &["'timeout'", "invalid type"],
+        &["'timeout'", "64-bit integer", "soon"],
     );
 
     let reply = gateway

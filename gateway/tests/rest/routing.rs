@@ -194,7 +194,8 @@ async fn request_fields_reach_the_command() {
     gateway
         .post(
             &format!("/v2/jobs/{job}/failure"),
-            json!({"retries": 2, "errorMessage": "boom", "retryBackOff": 1500,
+            // int64 fields as strings of digits, as Camunda's npm SDK sends them.
+            json!({"retries": 2, "errorMessage": "boom", "retryBackOff": "1500",
                    "variables": {"attempt": 1}}),
         )
         .await;
@@ -227,8 +228,8 @@ async fn request_fields_reach_the_command() {
     gateway
         .post(
             "/v2/jobs/activation",
-            json!({"type": "t", "worker": "w1", "timeout": 2500, "maxJobsToActivate": 7,
-                   "fetchVariable": ["a", "b"], "requestTimeout": -1}),
+            json!({"type": "t", "worker": "w1", "timeout": "2500", "maxJobsToActivate": 7,
+                   "fetchVariable": ["a", "b"], "requestTimeout": "-1"}),
         )
         .await;
 
