@@ -24,6 +24,7 @@ struct CreateRequest {
     process_definition_id: Option<String>,
     process_definition_key: Option<KeyString>,
     process_definition_version: Option<i32>,
+    process_definition_version_tag: Option<String>,
     #[serde(default)]
     variables: Variables,
     tenant_id: Option<String>,
@@ -76,6 +77,10 @@ pub async fn create(
     )?;
     unsupported(request.tags.as_ref().is_some_and(|v| !v.is_empty()), "tags")?;
     unsupported(request.business_id.is_some(), "businessId")?;
+    unsupported(
+        request.process_definition_version_tag.is_some(),
+        "Selecting a process by processDefinitionVersionTag",
+    )?;
     if let Some(reference) = request.operation_reference
         && reference <= 0
     {

@@ -424,6 +424,19 @@ async fn unknown_endpoints_methods_and_unsupported_features() {
         &["startInstructions", "not supported"],
     );
 
+    let reply = gateway
+        .post(
+            path,
+            json!({"processDefinitionId": "p", "processDefinitionVersionTag": "v1"}),
+        )
+        .await;
+    reply.assert_problem(
+        400,
+        "INVALID_ARGUMENT",
+        path,
+        &["processDefinitionVersionTag"],
+    );
+
     let path = "/v2/jobs/activation";
     let reply = gateway
         .post(
