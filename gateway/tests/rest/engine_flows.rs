@@ -476,7 +476,7 @@ async fn job_timeout_update_and_topology() {
         .await;
     assert_eq!(updated.status, 204, "{:?}", updated.body);
     let mut again = Vec::new();
-    for _ in 0..50 {
+    for _ in 0..250 {
         again = activate(&gateway, "slow", 1).await;
         if !again.is_empty() {
             break;
