@@ -97,10 +97,12 @@ impl Dispatcher {
     ) -> Result<CommandResponse, BackendError> {
         let deadline = Instant::now() + timeout;
         let mut delay = FIRST_RETRY_DELAY;
+        // Once time is up after retries, the answer is why the partition was unusable.
+        let mut last_error = None;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
-                return Err(BackendError::Timeout);
+                return Err(last_error.unwrap_or(BackendError::Timeout));
             }
             let attempt = self.backend.submit(partition, command.clone(), remaining);
             let result = match tokio::time::timeout(remaining, attempt).await {
@@ -114,6 +116,7 @@ impl Dispatcher {
                         return Err(error);
                     }
                     tracing::debug!(%partition, %error, "retrying command");
+                    last_error = Some(error);
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(MAX_RETRY_DELAY);
                 }
@@ -131,8 +134,14 @@ impl Dispatcher {
     ) -> Result<QueryResult, Problem> {
         let deadline = Instant::now() + timeout;
         let mut delay = FIRST_RETRY_DELAY;
+        let mut last_error = None;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(Problem::from_backend(
+                    &last_error.unwrap_or(BackendError::Timeout),
+                ));
+            }
             let attempt = self.backend.query(partition, query.clone(), remaining);
             let result = match tokio::time::timeout(remaining, attempt).await {
                 Ok(result) => result,
@@ -145,6 +154,7 @@ impl Dispatcher {
                     if remaining <= delay {
                         return Err(Problem::from_backend(&error));
                     }
+                    last_error = Some(error);
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(MAX_RETRY_DELAY);
                 }
