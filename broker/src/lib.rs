@@ -7,6 +7,8 @@ mod clock;
 mod error;
 mod flow_control;
 pub mod metrics;
+mod monitoring;
+mod node;
 mod partition;
 mod processor;
 mod runtime;
@@ -19,6 +21,8 @@ pub use flow_control::{
     VegasLimit, limit_from_config,
 };
 pub use metrics::BrokerMetrics;
+pub use monitoring::{HealthCheck, MonitoringServer};
+pub use node::{BrokerNode, partitions_of, replicas_of, single_node_transport};
 pub use partition::{
     DEFAULT_MAX_INFLIGHT_PROPOSALS, JobsAvailable, Partition, PartitionConfig, PartitionEnv,
     PartitionStatus, Role, StateDigest,

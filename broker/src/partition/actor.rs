@@ -53,6 +53,8 @@ const DUE_LIMIT: usize = 1000;
 pub(crate) enum Msg<E: Engine> {
     Submit {
         command: E::Command,
+        /// How long the request may wait for its answer.
+        timeout: Duration,
         reply: oneshot::Sender<Result<E::Response>>,
     },
     Query {
@@ -310,7 +312,11 @@ impl<E: Engine> Actor for PartitionActor<E> {
         st: &mut PartitionState<E>,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            Msg::Submit { command, reply } => st.submit(&myself, command, reply),
+            Msg::Submit {
+                command,
+                timeout,
+                reply,
+            } => st.submit(&myself, command, timeout, reply),
             Msg::Query { query, reply } => {
                 let _ = reply.send(st.query(&query));
             }
@@ -475,6 +481,7 @@ impl<E: Engine> PartitionState<E> {
         &mut self,
         myself: &ActorRef<Msg<E>>,
         command: E::Command,
+        timeout: Duration,
         reply: oneshot::Sender<Result<E::Response>>,
     ) {
         self.metrics.received.inc();
@@ -501,7 +508,7 @@ impl<E: Engine> PartitionState<E> {
             Pending {
                 reply,
                 permit,
-                deadline: now + self.config.request_timeout,
+                deadline: now + timeout,
                 phase: Phase::Queued,
             },
         );

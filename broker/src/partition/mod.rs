@@ -285,10 +285,24 @@ impl<E: Engine> Partition<E> {
     /// applied; back off and retry), `Timeout` and `ShuttingDown` (may or may not have
     /// been applied).
     pub async fn submit(&self, command: E::Command) -> Result<E::Response> {
-        let timeout = self.config.request_timeout;
+        self.submit_with_timeout(command, self.config.request_timeout)
+            .await
+    }
+
+    /// [`Partition::submit`] with its own timeout (a create-and-await request waits
+    /// as long as its client asked).
+    pub async fn submit_with_timeout(
+        &self,
+        command: E::Command,
+        timeout: Duration,
+    ) -> Result<E::Response> {
         // A little more than the actor's own deadline, which answers with Timeout itself.
         self.ask(
-            |reply| Msg::Submit { command, reply },
+            |reply| Msg::Submit {
+                command,
+                timeout,
+                reply,
+            },
             timeout + Duration::from_millis(500),
         )
         .await?
