@@ -551,3 +551,109 @@ async fn bad_configuration_is_reported_before_any_io() {
         .expect("a missing CA file is an error");
     assert!(error.to_string().contains("/nonexistent/ca.pem"), "{error}");
 }
+
+#[tokio::test]
+async fn whole_request_429s_and_5xx_are_retried_until_they_pass() {
+    let server = TestServer::start().await.unwrap();
+    let (mut exporter, metrics) = open(es_config(&server.url())).await;
+    server.fail_next_requests(3, 429);
+    exporter.export(&events(1, 30)).await.unwrap();
+    exporter.flush().await.unwrap();
+    server.fail_next_requests(2, 502);
+    exporter.export(&events(31, 40)).await.unwrap();
+    exporter.flush().await.unwrap();
+
+    assert_eq!(
+        metrics.failed_requests("elasticsearch", 1, &["http-429"]),
+        3
+    );
+    assert_eq!(
+        metrics.failed_requests("elasticsearch", 1, &["http-5xx"]),
+        2
+    );
+    assert_eq!(exporter.exported_position(), Position(40));
+    assert_eq!(
+        ids(&server.url(), "zeebe-record*").await,
+        expected_ids(1, 40)
+    );
+}
+
+#[tokio::test]
+async fn slow_answers_time_out_and_the_resend_overwrites_the_same_documents() {
+    let server = TestServer::start().await.unwrap();
+    let mut config = es_config(&server.url());
+    config.request_timeout = Duration::from_millis(200);
+    let (mut exporter, metrics) = open(config).await;
+    server.set_delay(Duration::from_millis(400));
+    exporter.export(&events(1, 20)).await.unwrap();
+    let slow = tokio::time::timeout(Duration::from_millis(700), exporter.flush()).await;
+    assert!(
+        slow.is_err(),
+        "no answer arrives in time while the server is slow"
+    );
+    assert_eq!(exporter.exported_position(), Position::ZERO);
+    server.set_delay(Duration::ZERO);
+    exporter.flush().await.unwrap();
+
+    assert!(metrics.failed_requests("elasticsearch", 1, &["timeout"]) >= 1);
+    assert_eq!(exporter.exported_position(), Position(20));
+    let documents = server.document_versions("zeebe-record*");
+    assert_eq!(documents.len(), 20, "one document per position");
+    assert!(
+        documents.iter().all(|(_, _, version)| *version >= 2),
+        "the timed-out request was indexed and sent again: {documents:?}"
+    );
+}
+
+#[tokio::test]
+async fn configured_exporters_run_in_a_spawned_task() {
+    use rill_config::{ExportersConfig, JsonlExporterConfig};
+    use rill_exporter::AnyExporter;
+
+    let server = TestServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = ExportersConfig {
+        elasticsearch: Some(es_config(&server.url())),
+        jsonl: Some(JsonlExporterConfig {
+            path: dir.path().join("records.jsonl"),
+            ..Default::default()
+        }),
+    };
+    let metrics = ExporterMetrics::new().unwrap();
+    let registry = prometheus::Registry::new();
+    metrics.register(&registry).unwrap();
+    let exporters = AnyExporter::from_config(&config, &metrics).unwrap();
+    assert_eq!(
+        exporters.iter().map(|e| e.id()).collect::<Vec<_>>(),
+        vec!["elasticsearch", "jsonl"]
+    );
+    // What the director does: one task per exporter.
+    let tasks: Vec<_> = exporters
+        .into_iter()
+        .map(|mut exporter| {
+            tokio::spawn(async move {
+                exporter.open(context()).await?;
+                exporter.export(&events(1, 10)).await?;
+                exporter.flush().await?;
+                exporter.close().await?;
+                Ok::<_, Error>(exporter.exported_position())
+            })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(task.await.unwrap().unwrap(), Position(10));
+    }
+    let text = prometheus::TextEncoder::new()
+        .encode_to_string(&registry.gather())
+        .unwrap();
+    assert!(
+        text.contains(
+            "rill_exporter_last_exported_position{exporter=\"jsonl\",partition=\"1\"} 10"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("rill_exporter_lag_records{exporter=\"elasticsearch\",partition=\"1\"} 0"),
+        "{text}"
+    );
+}

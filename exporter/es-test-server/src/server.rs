@@ -119,9 +119,14 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Starts on a free port.
+    /// Starts on a free port of 127.0.0.1.
     pub async fn start() -> std::io::Result<TestServer> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        TestServer::start_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts on `addr` (port 0 picks a free one).
+    pub async fn start_on(addr: SocketAddr) -> std::io::Result<TestServer> {
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let server = TestServer {
             addr,
