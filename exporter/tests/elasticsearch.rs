@@ -657,3 +657,45 @@ async fn configured_exporters_run_in_a_spawned_task() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_record_too_large_for_any_request_is_skipped_but_small_ones_are_not() {
+    use rill_protocol::value::RecordValue;
+
+    let server = TestServer::start().await.unwrap();
+    let mut config = es_config(&server.url());
+    config.bulk_memory_limit = ByteSize(4 * 1024);
+    let (mut exporter, metrics) = open(config).await;
+    server.set_max_content_length(Some(4 * 1024));
+
+    let mut records = events(1, 10);
+    let RecordValue::Variable(mut huge) = value_of(ValueType::Variable) else {
+        unreachable!()
+    };
+    huge.value = format!("\"{}\"", "x".repeat(6 * 1024));
+    records[5] = record(6, RecordType::Event, RecordValue::Variable(huge));
+    exporter.export(&records).await.unwrap();
+    exporter.flush().await.unwrap();
+    assert_eq!(exporter.exported_position(), Position(10));
+    assert_eq!(
+        metrics.dropped_records("elasticsearch", 1, "request_too_large"),
+        1
+    );
+    let indexed = ids(&server.url(), "zeebe-record*").await;
+    assert_eq!(indexed.len(), 9);
+    assert!(!indexed.contains(&"1-6".to_owned()));
+
+    // A limit no record fits under is a misconfiguration: keep the records and retry.
+    server.set_max_content_length(Some(10));
+    exporter.export(&events(11, 12)).await.unwrap();
+    let stuck = tokio::time::timeout(Duration::from_millis(300), exporter.flush()).await;
+    assert!(stuck.is_err());
+    assert_eq!(exporter.exported_position(), Position(10));
+    assert_eq!(
+        metrics.dropped_records("elasticsearch", 1, "request_too_large"),
+        1
+    );
+    server.set_max_content_length(None);
+    exporter.flush().await.unwrap();
+    assert_eq!(exporter.exported_position(), Position(12));
+}

@@ -93,6 +93,7 @@ struct Switches {
     item_fault: Option<ItemFault>,
     required_authorization: Option<String>,
     last_authorization: Option<String>,
+    max_content_length: Option<usize>,
 }
 
 #[derive(Default)]
@@ -199,6 +200,12 @@ impl TestServer {
     /// Makes single bulk items fail, as decided by `fault`.
     pub fn set_item_fault(&self, fault: Option<ItemFault>) {
         self.shared.switches.lock().item_fault = fault;
+    }
+
+    /// Answers 413 to bulk requests with a larger body (Elasticsearch's
+    /// `http.max_content_length`).
+    pub fn set_max_content_length(&self, bytes: Option<usize>) {
+        self.shared.switches.lock().max_content_length = bytes;
     }
 
     /// Refuses (401) requests whose `Authorization` header is not exactly `expected`.
@@ -410,6 +417,14 @@ fn parse_json(body: &Bytes) -> Result<Value, Response> {
 
 async fn bulk(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     shared.bulk_requests.fetch_add(1, AtomicOrdering::Relaxed);
+    let limit = shared.switches.lock().max_content_length;
+    if limit.is_some_and(|limit| body.len() > limit) {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "content_too_long_exception",
+            format!("request body of {} bytes is too large", body.len()),
+        );
+    }
     let text = match std::str::from_utf8(&body) {
         Ok(text) => text,
         Err(_) => {

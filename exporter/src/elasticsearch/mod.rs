@@ -195,7 +195,8 @@ fn bulk_lines(router: &IndexRouter, record: &Record) -> Vec<u8> {
 ///
 /// Cancellation safety: `state` changes only between awaits, after a complete answer was
 /// read, so dropping this future leaves every unsettled entry pending.
-async fn flush(client: &EsClient, mut backoff: Backoff, state: &mut OpenState) {
+async fn flush(client: &EsClient, config: &ElasticsearchExporterConfig, state: &mut OpenState) {
+    let mut backoff = backoff(config);
     if state.pending.is_empty() {
         return;
     }
@@ -219,10 +220,11 @@ async fn flush(client: &EsClient, mut backoff: Backoff, state: &mut OpenState) {
                 }),
                 Err(failure) => Some(failure),
             },
-            Err(failure) if failure.too_large => {
+            Err(failure) if failure.too_large && count > 1 => {
                 shrink_requests(state, count);
                 continue;
             }
+            Err(failure) if failure.too_large && drop_oversized(state, config) => continue,
             Err(failure) => Some(failure),
         };
         state.metrics.positions(
@@ -317,28 +319,36 @@ fn settle(
     Ok(retried)
 }
 
-/// HTTP 413: send fewer records per request; a single record that is still too large is
-/// refused for good.
+/// HTTP 413: send fewer records per request.
 fn shrink_requests(state: &mut OpenState, count: usize) {
-    if count > 1 {
-        state.request_limit = (count / 2).max(1);
-        warn!(
-            partition = state.partition_id.get(),
-            limit = state.request_limit,
-            "Elasticsearch says the bulk request is too large; sending fewer records per request"
-        );
-        return;
+    state.request_limit = (count / 2).max(1);
+    warn!(
+        partition = state.partition_id.get(),
+        limit = state.request_limit,
+        "Elasticsearch says the bulk request is too large; sending fewer records per request"
+    );
+}
+
+/// HTTP 413 for a request with one record: skip the record if it alone exceeds the
+/// configured bulk memory limit (it cannot ever be shipped). A smaller record is kept
+/// and retried: the limit is then somewhere else (a proxy, a cluster setting) and an
+/// operator can raise it, so dropping records one by one would lose them for nothing.
+fn drop_oversized(state: &mut OpenState, config: &ElasticsearchExporterConfig) -> bool {
+    let Some(entry) = state.pending.front(1).next() else {
+        return false;
+    };
+    if (entry.bytes.len() as u64) < config.bulk_memory_limit.bytes() {
+        return false;
     }
-    if let Some(entry) = state.pending.front(1).next() {
-        error!(
-            partition = state.partition_id.get(),
-            position = entry.position.get(),
-            bytes = entry.bytes.len(),
-            "a single record is larger than Elasticsearch accepts; it is skipped"
-        );
-    }
+    error!(
+        partition = state.partition_id.get(),
+        position = entry.position.get(),
+        bytes = entry.bytes.len(),
+        "a single record is larger than Elasticsearch accepts; it is skipped"
+    );
     state.metrics.dropped("request_too_large");
     state.pending.settle_front(&[true]);
+    true
 }
 
 impl Exporter for ElasticsearchExporter {
@@ -373,7 +383,7 @@ impl Exporter for ElasticsearchExporter {
                 bytes: bulk_lines(&self.router, record),
             });
             if needs_flush(&self.config, &state.pending) {
-                flush(&self.client, backoff(&self.config), state).await;
+                flush(&self.client, &self.config, state).await;
             }
         }
         state.metrics.positions(
@@ -385,7 +395,7 @@ impl Exporter for ElasticsearchExporter {
 
     async fn flush(&mut self) -> Result<()> {
         let state = self.open.as_mut().ok_or(Error::NotOpen { exporter: ID })?;
-        flush(&self.client, backoff(&self.config), state).await;
+        flush(&self.client, &self.config, state).await;
         Ok(())
     }
 
@@ -403,7 +413,7 @@ impl Exporter for ElasticsearchExporter {
 
     async fn close(&mut self) -> Result<()> {
         if let Some(mut state) = self.open.take() {
-            let attempt = flush(&self.client, backoff(&self.config), &mut state);
+            let attempt = flush(&self.client, &self.config, &mut state);
             if tokio::time::timeout(self.config.request_timeout, attempt)
                 .await
                 .is_err()
