@@ -699,3 +699,39 @@ async fn a_record_too_large_for_any_request_is_skipped_but_small_ones_are_not() 
     exporter.flush().await.unwrap();
     assert_eq!(exporter.exported_position(), Position(12));
 }
+
+#[tokio::test]
+async fn https_with_a_custom_ca_and_without_verification() {
+    let server = TestServer::start_tls().await.unwrap();
+    assert!(server.url().starts_with("https://"));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, rill_es_test_server::CA_CERTIFICATE_PEM).unwrap();
+
+    // Trusting the test CA: everything works.
+    let mut config = es_config(&server.url());
+    config.tls.ca_certificate = Some(ca);
+    let (mut exporter, _) = open(config).await;
+    exporter.export(&events(1, 5)).await.unwrap();
+    exporter.flush().await.unwrap();
+    assert_eq!(server.stats().indexed_items, 5);
+
+    // The system's roots do not know the test CA: nothing gets through (it keeps retrying).
+    let metrics = ExporterMetrics::new().unwrap();
+    let mut untrusting =
+        ElasticsearchExporter::new(es_config(&server.url()), metrics.clone()).unwrap();
+    let opened = tokio::time::timeout(Duration::from_millis(500), untrusting.open(context())).await;
+    assert!(
+        opened.is_err(),
+        "open must not succeed against an unknown CA"
+    );
+    assert!(metrics.failed_requests("elasticsearch", 1, &["connect"]) > 0);
+
+    // Verification off (tests only): works again.
+    let mut config = es_config(&server.url());
+    config.tls.verify_certificates = false;
+    let (mut exporter, _) = open(config).await;
+    exporter.export(&events(6, 6)).await.unwrap();
+    exporter.flush().await.unwrap();
+    assert_eq!(server.stats().indexed_items, 6);
+}

@@ -13,4 +13,4 @@ mod query;
 mod server;
 mod store;
 
-pub use server::{ItemError, ItemFault, ItemRequest, Stats, TestServer};
+pub use server::{CA_CERTIFICATE_PEM, ItemError, ItemFault, ItemRequest, Stats, TestServer};

@@ -11,16 +11,23 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use axum::serve::ListenerExt;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::query;
 use crate::store::{Indexed, Store};
@@ -112,11 +119,67 @@ struct Running {
     task: JoinHandle<()>,
 }
 
+/// The CA that signed the TLS test server's certificate (for `localhost` and 127.0.0.1).
+pub const CA_CERTIFICATE_PEM: &[u8] = include_bytes!("../tls/ca.pem");
+const SERVER_CERTIFICATE_PEM: &[u8] = include_bytes!("../tls/server.pem");
+const SERVER_KEY_PEM: &[u8] = include_bytes!("../tls/server.key");
+
 /// A running test server on `127.0.0.1`. Dropping it stops it.
 pub struct TestServer {
     addr: SocketAddr,
+    tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     running: Mutex<Option<Running>>,
+}
+
+/// Accepts TCP connections and completes a TLS handshake before handing them to axum.
+struct TlsListener {
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (tcp, addr) = match self.tcp.accept().await {
+                Ok(accepted) => accepted,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let _ = tcp.set_nodelay(true);
+            // A client that refuses the certificate ends the handshake; wait for the next.
+            let handshake = self.acceptor.accept(tcp);
+            if let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(5), handshake).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+}
+
+fn tls_acceptor() -> std::io::Result<TlsAcceptor> {
+    let invalid =
+        |e: &dyn std::fmt::Display| std::io::Error::other(format!("test TLS material: {e}"));
+    let certificates = CertificateDer::pem_slice_iter(SERVER_CERTIFICATE_PEM)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(&e))?;
+    let key = PrivateKeyDer::from_pem_slice(SERVER_KEY_PEM).map_err(|e| invalid(&e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid(&e))?
+        .with_no_client_auth()
+        .with_single_cert(certificates, key)
+        .map_err(|e| invalid(&e))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
 impl TestServer {
@@ -127,10 +190,22 @@ impl TestServer {
 
     /// Starts on `addr` (port 0 picks a free one).
     pub async fn start_on(addr: SocketAddr) -> std::io::Result<TestServer> {
+        TestServer::bind(addr, None).await
+    }
+
+    /// Starts with HTTPS on a free port of 127.0.0.1, with a certificate signed by
+    /// [`CA_CERTIFICATE_PEM`].
+    pub async fn start_tls() -> std::io::Result<TestServer> {
+        let acceptor = tls_acceptor()?;
+        TestServer::bind(SocketAddr::from(([127, 0, 0, 1], 0)), Some(acceptor)).await
+    }
+
+    async fn bind(addr: SocketAddr, tls: Option<TlsAcceptor>) -> std::io::Result<TestServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let server = TestServer {
             addr,
+            tls,
             shared: Arc::new(Shared::default()),
             running: Mutex::new(None),
         };
@@ -141,21 +216,41 @@ impl TestServer {
     fn serve(&self, listener: TcpListener) {
         let app = router(self.shared.clone());
         let (shutdown, signal) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = signal.await;
-                })
-                .await;
-            if let Err(error) = served {
-                tracing::warn!(%error, "test server stopped with an error");
-            }
-        });
+        let shutdown_signal = async move {
+            let _ = signal.await;
+        };
+        let task = match self.tls.clone() {
+            Some(acceptor) => tokio::spawn(async move {
+                let listener = TlsListener {
+                    tcp: listener,
+                    acceptor,
+                };
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown_signal)
+                    .await;
+                if let Err(error) = served {
+                    tracing::warn!(%error, "test server stopped with an error");
+                }
+            }),
+            None => tokio::spawn(async move {
+                // No Nagle delay: small answers would otherwise wait for delayed ACKs.
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown_signal)
+                    .await;
+                if let Err(error) = served {
+                    tracing::warn!(%error, "test server stopped with an error");
+                }
+            }),
+        };
         *self.running.lock() = Some(Running { shutdown, task });
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -326,6 +421,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/_alias", get(aliases_all))
         .route("/{target}/_alias", get(aliases))
         .layer(middleware::from_fn_with_state(shared.clone(), switches))
+        // Elasticsearch's default http.max_content_length.
+        .layer(DefaultBodyLimit::max(100 * 1024 * 1024))
         .with_state(shared)
 }
 
