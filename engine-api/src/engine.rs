@@ -47,10 +47,7 @@ pub enum Action<C, R> {
     WakeAt { due: Timestamp },
     /// Deliver a command to another partition (the engine keeps it in its outbox until
     /// acknowledged, and lists it again from [`Engine::pending_sends`]).
-    Send {
-        partition: PartitionId,
-        command: C,
-    },
+    Send { partition: PartitionId, command: C },
 }
 
 /// What applying one command produced.
@@ -145,7 +142,11 @@ pub trait Engine: Send + 'static {
     ) -> EngineResult<()>;
 
     /// Answers a read-only query from state.
-    fn query(&mut self, state: &dyn StateRead, query: &Self::Query) -> EngineResult<Self::QueryResult>;
+    fn query(
+        &mut self,
+        state: &dyn StateRead,
+        query: &Self::Query,
+    ) -> EngineResult<Self::QueryResult>;
 
     /// True for commands that finish admitted work; flow control never rejects them.
     fn is_never_rejected(command: &Self::Command) -> bool;

@@ -55,9 +55,11 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CodecError> {
 /// Appends the encoding of `value` (with its format byte) to `out`.
 pub fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
     out.push(CURRENT_FORMAT);
-    bincode::serde::encode_into_std_write(value, out, config()).map_err(|e| CodecError::Encode {
-        type_name: std::any::type_name::<T>(),
-        reason: e.to_string(),
+    bincode::serde::encode_into_std_write(value, out, config()).map_err(|e| {
+        CodecError::Encode {
+            type_name: std::any::type_name::<T>(),
+            reason: e.to_string(),
+        }
     })?;
     Ok(())
 }

@@ -113,30 +113,52 @@ pub struct InterPartitionCommand {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Command {
     // --- from clients ---
-    Deploy { resources: Vec<Resource> },
+    Deploy {
+        resources: Vec<Resource>,
+    },
     CreateProcessInstance(CreateProcessInstance),
-    CancelProcessInstance { process_instance_key: Key },
+    CancelProcessInstance {
+        process_instance_key: Key,
+    },
     ActivateJobs(ActivateJobs),
-    CompleteJob { job_key: Key, variables: JsonValue },
+    CompleteJob {
+        job_key: Key,
+        variables: JsonValue,
+    },
     FailJob(FailJob),
     ThrowError(ThrowError),
     UpdateJob(UpdateJob),
     PublishMessage(PublishMessage),
-    ResolveIncident { incident_key: Key },
+    ResolveIncident {
+        incident_key: Key,
+    },
     SetVariables(SetVariables),
 
     // --- proposed by the leader when wall-clock work is due ---
-    TriggerTimer { timer_key: Key },
-    TimeOutJob { job_key: Key },
-    RecurJob { job_key: Key },
-    ExpireMessage { message_key: Key },
+    TriggerTimer {
+        timer_key: Key,
+    },
+    TimeOutJob {
+        job_key: Key,
+    },
+    RecurJob {
+        job_key: Key,
+    },
+    ExpireMessage {
+        message_key: Key,
+    },
     /// Removes a finished instance's summary once its read retention has passed.
-    ExpireInstanceSummary { process_instance_key: Key },
+    ExpireInstanceSummary {
+        process_instance_key: Key,
+    },
 
     // --- from other partitions ---
     FromPartition(InterPartitionCommand),
     /// The receiver has applied the command `sequence` sent by this partition.
-    AcknowledgeSend { target: PartitionId, sequence: u64 },
+    AcknowledgeSend {
+        target: PartitionId,
+        sequence: u64,
+    },
 }
 
 impl Command {
@@ -200,6 +222,9 @@ impl Rejection {
 }
 
 /// What the client hears back: the event that answered its command, or a rejection.
+// Responses are built once and moved to the waiting request; boxing the value would
+// only add an allocation per command.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum CommandResponse {
     Accepted {

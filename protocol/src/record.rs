@@ -273,7 +273,10 @@ mod tests {
     #[test]
     fn names_match_zeebe() {
         assert_eq!(Intent::ElementActivated.name(), "ELEMENT_ACTIVATED");
-        assert_eq!(Intent::CreateWithAwaitingResult.name(), "CREATE_WITH_AWAITING_RESULT");
+        assert_eq!(
+            Intent::CreateWithAwaitingResult.name(),
+            "CREATE_WITH_AWAITING_RESULT"
+        );
         assert_eq!(ValueType::ProcessInstance.name(), "PROCESS_INSTANCE");
         for vt in ValueType::ALL {
             assert_eq!(

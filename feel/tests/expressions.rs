@@ -1,0 +1,919 @@
+//! Table-driven tests: (expression, variables, expected JSON or expected error).
+//! `now()` is 2026-11-30T10:00:00Z unless a case says otherwise.
+
+use rill_feel::{Expression, FeelError};
+use serde_json::{Map, Value as Json};
+
+const NOW: i64 = 1_796_032_800_000; // 2026-11-30T10:00:00Z
+
+/// The variables most cases read, shaped like the sample order model's.
+const ORDER: &str = r#"{
+    "order": {
+        "id": "o-1",
+        "total": 1250.5,
+        "customer": {"id": "c-9", "name": "Ada Lovelace", "vip": true},
+        "items": [
+            {"sku": "a-1", "qty": 2, "price": 10},
+            {"sku": "b-2", "qty": 1, "price": 99.99},
+            {"sku": "c-3", "qty": 5, "price": 1.5}
+        ],
+        "placed": "2026-11-28T09:30:00Z",
+        "note": null
+    },
+    "x": 5,
+    "y": 2.5,
+    "big": 9007199254740993,
+    "name": "Ada",
+    "flag": false,
+    "tags": ["rush", "gift"],
+    "numbers": [3, 1, 4, 1, 5, 9, 2, 6],
+    "amount": 0.1,
+    "empty": [],
+    "nothing": null
+}"#;
+
+enum Expect {
+    /// The JSON result, written as JSON text.
+    Json(&'static str),
+    /// A compile error whose reason contains the text.
+    Syntax(&'static str),
+    /// An evaluation error whose reason contains the text.
+    Failure(&'static str),
+}
+
+use Expect::{Failure, Json as J, Syntax};
+
+fn variables(text: &str) -> Map<String, Json> {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("bad test variables: {e}"))
+}
+
+fn check(cases: &[(&str, Expect)], vars: &str, now: i64) {
+    let vars = variables(vars);
+    let mut failures = Vec::new();
+    for (source, expected) in cases {
+        let outcome = Expression::compile(source).and_then(|e| e.evaluate(&vars, now));
+        let ok = match (expected, &outcome) {
+            (J(text), Ok(actual)) => {
+                let wanted: Json = serde_json::from_str(text)
+                    .unwrap_or_else(|e| panic!("bad expected JSON for {source}: {e}"));
+                // Compare the text too, so 3 and 3.0 are told apart.
+                *actual == wanted
+                    && serde_json::to_string(actual).ok() == serde_json::to_string(&wanted).ok()
+            }
+            (Syntax(part), Err(FeelError::Syntax { reason, .. })) => reason.contains(part),
+            (Failure(part), Err(FeelError::Evaluation { reason, .. })) => reason.contains(part),
+            _ => false,
+        };
+        if !ok {
+            let wanted = match expected {
+                J(text) => format!("Ok({text})"),
+                Syntax(part) => format!("syntax error containing {part:?}"),
+                Failure(part) => format!("evaluation error containing {part:?}"),
+            };
+            failures.push(format!(
+                "  {source}\n    expected {wanted}\n    got      {outcome:?}"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn literals_and_paths() {
+    check(
+        &[
+            ("1", J("1")),
+            ("1.5", J("1.5")),
+            ("-3", J("-3")),
+            (".5", J("0.5")),
+            ("1e3", J("1000")),
+            ("\"text\"", J("\"text\"")),
+            ("\"quote \\\" and \\u00e9\"", J("\"quote \\\" and é\"")),
+            ("true", J("true")),
+            ("null", J("null")),
+            ("order.id", J("\"o-1\"")),
+            ("order.customer.id", J("\"c-9\"")),
+            ("order.total", J("1250.5")),
+            ("order.items[1].sku", J("\"a-1\"")),
+            ("order.items.sku", J("[\"a-1\",\"b-2\",\"c-3\"]")),
+            ("order.note", J("null")),
+            ("big", J("9007199254740993")),
+            ("18446744073709551615", J("18446744073709551615")),
+            ("18446744073709551616", J("18446744073709552000")),
+            ("x", J("5")),
+            ("`x`", J("5")),
+            ("(x)", J("5")),
+            ("{a: 1}.a", J("1")),
+            ("{\"key with space\": 1}", J("{\"key with space\":1}")),
+            ("{first name: \"Ada\"}", J("{\"first name\":\"Ada\"}")),
+            ("[1, \"a\", null, [true]]", J("[1,\"a\",null,[true]]")),
+            ("[]", J("[]")),
+            ("{}", J("{}")),
+            ("// comment\n x /* inline */ + 1", J("6")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn missing_values_are_null_as_in_camunda() {
+    check(
+        &[
+            ("missing", J("null")),
+            ("missing.deeper.still", J("null")),
+            ("order.missing", J("null")),
+            ("order.customer.missing.id", J("null")),
+            ("nothing.field", J("null")),
+            ("missing + 1", J("null")),
+            ("missing > 3", J("null")),
+            ("3 <= missing", J("null")),
+            ("missing = null", J("true")),
+            ("missing != null", J("false")),
+            ("x = null", J("false")),
+            ("null = null", J("true")),
+            ("order.note = null", J("true")),
+            ("is defined(missing)", J("false")),
+            ("is defined(x)", J("true")),
+            ("is defined(order.note)", J("true")),
+            ("is defined(order.nope)", J("false")),
+            ("get or else(missing, \"default\")", J("\"default\"")),
+            ("get or else(name, \"default\")", J("\"Ada\"")),
+            ("assert(x, x > 3)", J("5")),
+            (
+                "assert(x, x > 9, \"x must be above 9\")",
+                Failure("x must be above 9"),
+            ),
+            (
+                "assert(missing, missing != null)",
+                Failure("the assertion failed for null"),
+            ),
+            ("missing[1]", J("null")),
+            ("x.field", J("null")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn comparisons() {
+    check(
+        &[
+            ("order.total > 1000", J("true")),
+            ("order.total < 1000", J("false")),
+            ("x >= 5", J("true")),
+            ("x <= 4", J("false")),
+            ("x = 5", J("true")),
+            ("x != 5", J("false")),
+            ("x = 5.0", J("true")),
+            ("name = \"Ada\"", J("true")),
+            ("name != \"Bob\"", J("true")),
+            ("name < \"Bob\"", J("true")),
+            ("flag = false", J("true")),
+            ("tags = [\"rush\", \"gift\"]", J("true")),
+            ("{a: 1, b: 2} = {b: 2, a: 1}", J("true")),
+            ("date(\"2026-01-02\") > date(\"2026-01-01\")", J("true")),
+            ("duration(\"PT1H\") < duration(\"PT61M\")", J("true")),
+            (
+                "date and time(\"2026-11-30T11:00:00+01:00\") = date and time(\"2026-11-30T10:00:00Z\")",
+                J("true"),
+            ),
+            ("x between 1 and 10", J("true")),
+            ("x between 6 and 10", J("false")),
+            (
+                "order.total > \"1000\"",
+                Failure("can't compare number 1250.5 with string \"1000\""),
+            ),
+            (
+                "x = \"5\"",
+                Failure("can't compare number 5 with string \"5\""),
+            ),
+            (
+                "true < false",
+                Failure("can't compare boolean true with boolean false"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn arithmetic() {
+    check(
+        &[
+            ("x + 1", J("6")),
+            ("x - 7", J("-2")),
+            ("x * y", J("12.5")),
+            ("x / 2", J("2.5")),
+            ("x / 5", J("1")),
+            ("10 / 4", J("2.5")),
+            ("1 / 3 * 3", J("1")),
+            ("2 ** 10", J("1024")),
+            ("2 ** -1", J("0.5")),
+            ("-x", J("-5")),
+            ("- -x", J("5")),
+            ("1 + 2 * 3", J("7")),
+            ("(1 + 2) * 3", J("9")),
+            ("amount + 0.2", J("0.3")),
+            ("amount + 0.2 = 0.3", J("true")),
+            ("0.1 * 3", J("0.3")),
+            ("1.10 + 1.20", J("2.3")),
+            ("order.total * 2", J("2501")),
+            (
+                "sum(for i in order.items return i.qty * i.price)",
+                J("127.49"),
+            ),
+            ("\"a\" + \"b\"", J("\"ab\"")),
+            ("name + \" \" + \"Lovelace\"", J("\"Ada Lovelace\"")),
+            ("\"total: \" + string(order.total)", J("\"total: 1250.5\"")),
+            ("\"a\" + 1", Failure("can't add string \"a\" and number 1")),
+            (
+                "x - \"1\"",
+                Failure("can't subtract string \"1\" from number 5"),
+            ),
+            ("[1] * 2", Failure("can't multiply list and number 2")),
+            ("1 / 0", Failure("division by zero")),
+            ("99999999999999999999999999999 * 10", Syntax("out of range")),
+            ("79228162514264337593543950335 * 10", Failure("too large")),
+            ("-true", Failure("can't negate boolean true")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn logic_and_conditionals() {
+    check(
+        &[
+            ("x > 3 and name = \"Ada\"", J("true")),
+            ("x > 3 and flag", J("false")),
+            ("x > 9 or flag", J("false")),
+            ("x > 9 or order.customer.vip", J("true")),
+            ("not(flag)", J("true")),
+            ("not(x > 3)", J("false")),
+            ("not(missing)", J("null")),
+            // Three-valued logic: false wins in `and`, true wins in `or`.
+            ("missing > 1 and false", J("false")),
+            ("missing > 1 and true", J("null")),
+            ("missing > 1 or true", J("true")),
+            ("missing > 1 or false", J("null")),
+            ("if x > 3 then \"big\" else \"small\"", J("\"big\"")),
+            ("if missing then 1 else 2", J("2")),
+            (
+                "if x > 3 then if x > 4 then \"huge\" else \"big\" else \"small\"",
+                J("\"huge\""),
+            ),
+            ("1 + (if flag then 1 else 2)", J("3")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn in_ranges_and_lists() {
+    check(
+        &[
+            ("x in [1..10]", J("true")),
+            ("x in [1..5]", J("true")),
+            ("x in [1..5)", J("false")),
+            ("x in (5..10]", J("false")),
+            ("x in ]5..10]", J("false")),
+            ("x in [6..10]", J("false")),
+            ("x in (1, 5, 7)", J("true")),
+            ("x in (1, 2)", J("false")),
+            ("x in [1, 5, 7]", J("true")),
+            ("x in > 3", J("true")),
+            ("x in (< 3, > 4)", J("true")),
+            ("name in (\"Ada\", \"Bob\")", J("true")),
+            ("name in (1, \"Ada\")", J("true")),
+            ("x in (\"a\", 5)", J("true")),
+            ("x in [\"a\", \"b\"]", J("false")),
+            (
+                "name in < 3",
+                Failure("can't compare string \"Ada\" with number 3"),
+            ),
+            ("\"gift\" in tags", J("true")),
+            (
+                "date(\"2026-06-01\") in [date(\"2026-01-01\")..date(\"2026-12-31\")]",
+                J("true"),
+            ),
+            ("missing in [1..10]", J("null")),
+            ("[1..10].start", J("1")),
+            ("[1..10]", Failure("has no JSON form")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn string_functions() {
+    check(
+        &[
+            ("string length(name)", J("3")),
+            ("string length(\"héllo\")", J("5")),
+            ("upper case(name)", J("\"ADA\"")),
+            ("lower case(\"ABC\")", J("\"abc\"")),
+            ("substring(\"foobar\", 3)", J("\"obar\"")),
+            ("substring(\"foobar\", 3, 2)", J("\"ob\"")),
+            ("substring(\"foobar\", -2, 1)", J("\"a\"")),
+            ("substring(\"foobar\", 10)", J("\"\"")),
+            ("substring(\"foobar\", 0)", Failure("positions start at 1")),
+            ("substring before(\"foobar\", \"bar\")", J("\"foo\"")),
+            ("substring after(\"foobar\", \"ob\")", J("\"ar\"")),
+            ("substring after(\"foobar\", \"zz\")", J("\"\"")),
+            ("contains(order.customer.name, \"Love\")", J("true")),
+            ("starts with(name, \"A\")", J("true")),
+            ("ends with(name, \"x\")", J("false")),
+            ("matches(order.id, \"^o-\\\\d+$\")", J("true")),
+            ("matches(\"ABC\", \"abc\", \"i\")", J("true")),
+            (
+                "matches(\"abc\", \"(\")",
+                Failure("invalid regular expression"),
+            ),
+            ("replace(\"abc\", \"b\", \"x\")", J("\"axc\"")),
+            (
+                "replace(\"2026-11-30\", \"(\\\\d+)-(\\\\d+)-(\\\\d+)\", \"$3.$2.$1\")",
+                J("\"30.11.2026\""),
+            ),
+            ("split(\"a,b,,c\", \",\")", J("[\"a\",\"b\",\"\",\"c\"]")),
+            (
+                "extract(\"a1b22c333\", \"\\\\d+\")",
+                J("[\"1\",\"22\",\"333\"]"),
+            ),
+            ("trim(\"  x  \")", J("\"x\"")),
+            ("string join(tags)", J("\"rushgift\"")),
+            ("string join(tags, \", \")", J("\"rush, gift\"")),
+            ("string join([\"a\", null, \"b\"], \"-\")", J("\"a-b\"")),
+            (
+                "string join(tags, \", \", \"[\", \"]\")",
+                J("\"[rush, gift]\""),
+            ),
+            ("is blank(\" \")", J("true")),
+            ("string(1.50)", J("\"1.5\"")),
+            ("string(x)", J("\"5\"")),
+            ("string(true)", J("\"true\"")),
+            ("string(null)", J("null")),
+            ("string(date(\"2026-11-30\"))", J("\"2026-11-30\"")),
+            ("string([1, \"a\"])", J("\"[1, \\\"a\\\"]\"")),
+            (
+                "upper case(x)",
+                Failure("upper case() expects a string, but got number 5"),
+            ),
+            ("upper case(missing)", J("null")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn number_functions() {
+    check(
+        &[
+            ("number(\"12.50\")", J("12.5")),
+            ("number(\"-3\")", J("-3")),
+            ("number(\"1e2\")", J("100")),
+            ("number(\"abc\")", Failure("\"abc\" is not a number")),
+            ("decimal(1/3, 2)", J("0.33")),
+            ("decimal(2.5, 0)", J("2")),
+            ("decimal(3.5, 0)", J("4")),
+            ("floor(1.5)", J("1")),
+            ("floor(-1.5)", J("-2")),
+            ("floor(1.56, 1)", J("1.5")),
+            ("ceiling(1.2)", J("2")),
+            ("ceiling(-1.5)", J("-1")),
+            ("round up(5.5, 0)", J("6")),
+            ("round up(-5.5, 0)", J("-6")),
+            ("round down(5.5, 0)", J("5")),
+            ("round half up(5.5, 0)", J("6")),
+            ("round half down(5.5, 0)", J("5")),
+            ("round half up(1.125, 2)", J("1.13")),
+            ("abs(-3)", J("3")),
+            ("abs(duration(\"-PT5M\"))", J("\"PT5M\"")),
+            ("modulo(10, 3)", J("1")),
+            ("modulo(-5, 3)", J("1")),
+            ("modulo(5, -3)", J("-1")),
+            ("modulo(5, 0)", Failure("division by zero")),
+            ("sqrt(16)", J("4")),
+            ("sqrt(-1)", Failure("is negative")),
+            ("exp(0)", J("1")),
+            ("log(1)", J("0")),
+            ("log(0)", Failure("is not positive")),
+            ("odd(5)", J("true")),
+            ("even(5)", J("false")),
+            ("even(2.5)", Failure("is not an integer")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn list_functions() {
+    check(
+        &[
+            ("count(numbers)", J("8")),
+            ("count(empty)", J("0")),
+            ("min(numbers)", J("1")),
+            ("max(numbers)", J("9")),
+            ("max(1, 7, 3)", J("7")),
+            ("min([])", J("null")),
+            ("max([\"b\", \"a\"])", J("\"b\"")),
+            ("max([1, \"a\"])", Failure("can't compare")),
+            ("sum(numbers)", J("31")),
+            ("sum([])", J("null")),
+            ("sum([1, null])", J("null")),
+            ("sum([1, \"a\"])", Failure("sum() expects numbers")),
+            ("mean([1, 2, 3, 4])", J("2.5")),
+            ("median(numbers)", J("3.5")),
+            ("median([3, 1, 2])", J("2")),
+            ("product([2, 3, 4])", J("24")),
+            ("all([true, true])", J("true")),
+            ("all([true, false])", J("false")),
+            ("all([true, null])", J("null")),
+            ("all([])", J("true")),
+            ("any([false, true])", J("true")),
+            ("any([])", J("false")),
+            ("list contains(tags, \"gift\")", J("true")),
+            ("list contains(numbers, 7)", J("false")),
+            ("sublist(numbers, 2, 3)", J("[1,4,1]")),
+            ("sublist(numbers, -2)", J("[2,6]")),
+            ("append(tags, \"new\")", J("[\"rush\",\"gift\",\"new\"]")),
+            ("concatenate([1], [2, 3], [])", J("[1,2,3]")),
+            ("insert before([1, 3], 2, 2)", J("[1,2,3]")),
+            ("insert before([1, 3], -1, 2)", J("[1,2,3]")),
+            ("insert before([1], 2, 0)", J("[1,0]")),
+            (
+                "insert before([1], 3, 0)",
+                Failure("position 3 is outside the list"),
+            ),
+            (
+                "insert before([1], -3, 0)",
+                Failure("position -3 is outside the list"),
+            ),
+            ("remove([1, 2, 3], 2)", J("[1,3]")),
+            ("remove([1, 2, 3], 4)", Failure("outside the list")),
+            ("reverse([1, 2, 3])", J("[3,2,1]")),
+            ("index of(numbers, 1)", J("[2,4]")),
+            ("union([1, 2], [2, 3])", J("[1,2,3]")),
+            ("distinct values(numbers)", J("[3,1,4,5,9,2,6]")),
+            ("duplicate values(numbers)", J("[1]")),
+            ("flatten([[1, [2]], 3])", J("[1,2,3]")),
+            ("is empty(empty)", J("true")),
+            ("sort(numbers)", J("[1,1,2,3,4,5,6,9]")),
+            ("sort([\"b\", \"a\"])", J("[\"a\",\"b\"]")),
+            ("partition([1, 2, 3, 4, 5], 2)", J("[[1,2],[3,4],[5]]")),
+            ("partition([1], 0)", Failure("not positive")),
+            (
+                "count(x)",
+                Failure("count() expects a list, but got number 5"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn filters_iteration_and_quantifiers() {
+    check(
+        &[
+            ("numbers[item > 4]", J("[5,9,6]")),
+            ("numbers[1]", J("3")),
+            ("numbers[-1]", J("6")),
+            ("numbers[0]", J("null")),
+            ("numbers[100]", J("null")),
+            ("numbers[x]", J("5")),
+            ("order.items[qty > 1].sku", J("[\"a-1\",\"c-3\"]")),
+            ("order.items[price > 50 and qty = 1][1].sku", J("\"b-2\"")),
+            ("order.items[item.qty >= 5].sku", J("[\"c-3\"]")),
+            ("count(order.items[price < 0])", J("0")),
+            ("for i in 1..3 return i * 2", J("[2,4,6]")),
+            ("for i in 3..1 return i", J("[3,2,1]")),
+            (
+                "for i in [1, 2], j in [10, 20] return i + j",
+                J("[11,21,12,22]"),
+            ),
+            (
+                "for item in order.items return item.sku",
+                J("[\"a-1\",\"b-2\",\"c-3\"]"),
+            ),
+            (
+                "for t in tags return upper case(t)",
+                J("[\"RUSH\",\"GIFT\"]"),
+            ),
+            ("for i in empty return i", J("[]")),
+            ("some i in order.items satisfies i.price > 50", J("true")),
+            ("some n in numbers satisfies n > 100", J("false")),
+            ("every n in numbers satisfies n > 0", J("true")),
+            ("every t in tags satisfies string length(t) = 4", J("true")),
+            ("every n in empty satisfies n > 0", J("true")),
+            ("some a in [1, 2], b in [2, 3] satisfies a = b", J("true")),
+            (
+                "for i in missing return i",
+                Failure("can't iterate over null"),
+            ),
+            ("for i in 1..2000000 return i", Failure("more than 1000000")),
+            (
+                "count(for i in 1..1000, j in 1..1000 return 1)",
+                Failure("more than 1000000 steps"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn contexts() {
+    check(
+        &[
+            ("{a: 1, b: a + 1}", J("{\"a\":1,\"b\":2}")),
+            ("{z: 1, a: 2, m: 3}", J("{\"z\":1,\"a\":2,\"m\":3}")),
+            (
+                "{total: order.total, vip: order.customer.vip}",
+                J("{\"total\":1250.5,\"vip\":true}"),
+            ),
+            ("{a: {b: [1, {c: 2}]}}.a.b[2].c", J("2")),
+            ("get value({a: 1}, \"a\")", J("1")),
+            ("get value({a: 1}, \"b\")", J("null")),
+            ("get entries({a: 1})", J("[{\"key\":\"a\",\"value\":1}]")),
+            ("context put({a: 1}, \"b\", 2)", J("{\"a\":1,\"b\":2}")),
+            (
+                "context put({a: 1, b: 2}, \"a\", 3)",
+                J("{\"a\":3,\"b\":2}"),
+            ),
+            (
+                "context merge([{a: 1}, {b: 2}, {a: 3}])",
+                J("{\"a\":3,\"b\":2}"),
+            ),
+            (
+                "order.customer",
+                J("{\"id\":\"c-9\",\"name\":\"Ada Lovelace\",\"vip\":true}"),
+            ),
+            ("{a: 1, a: 2}", Syntax("the key 'a' twice")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn dates_times_and_durations() {
+    check(
+        &[
+            ("now()", J("\"2026-11-30T10:00:00Z\"")),
+            ("today()", J("\"2026-11-30\"")),
+            (
+                "now() + duration(\"PT1H30M\")",
+                J("\"2026-11-30T11:30:00Z\""),
+            ),
+            ("now() - duration(\"P1D\")", J("\"2026-11-29T10:00:00Z\"")),
+            ("now() + duration(\"P1M\")", J("\"2026-12-30T10:00:00Z\"")),
+            ("today() + duration(\"P2D\")", J("\"2026-12-02\"")),
+            (
+                "date(\"2026-01-31\") + duration(\"P1M\")",
+                J("\"2026-02-28\""),
+            ),
+            (
+                "date(\"2028-02-29\") + duration(\"P1Y\")",
+                J("\"2029-02-28\""),
+            ),
+            ("date(2026, 11, 30)", J("\"2026-11-30\"")),
+            ("date(2026, 2, 30)", Failure("not a valid date")),
+            ("date(\"2026-13-01\")", Failure("not a valid calendar date")),
+            ("date(\"yesterday\")", Failure("not a date")),
+            (
+                "date(date and time(\"2026-11-30T23:00:00Z\"))",
+                J("\"2026-11-30\""),
+            ),
+            ("time(\"10:30:00\")", J("\"10:30:00\"")),
+            ("time(\"10:30:00+02:00\")", J("\"10:30:00+02:00\"")),
+            ("time(10, 30, 15)", J("\"10:30:15\"")),
+            ("time(\"23:00:00\") + duration(\"PT2H\")", J("\"01:00:00\"")),
+            (
+                "date and time(\"2026-11-30T10:00:00\")",
+                J("\"2026-11-30T10:00:00\""),
+            ),
+            (
+                "date and time(\"2026-11-30T10:00:00.250+01:00\")",
+                J("\"2026-11-30T10:00:00.250+01:00\""),
+            ),
+            (
+                "date and time(\"2026-11-30T10:00:00@Europe/Berlin\")",
+                J("\"2026-11-30T10:00:00+01:00[Europe/Berlin]\""),
+            ),
+            (
+                "date and time(\"2026-07-01T10:00:00[Europe/Berlin]\")",
+                J("\"2026-07-01T10:00:00+02:00[Europe/Berlin]\""),
+            ),
+            // Adding across the switch to summer time keeps the zone's rules.
+            (
+                "date and time(\"2026-03-28T12:00:00@Europe/Berlin\") + duration(\"PT24H\")",
+                J("\"2026-03-29T13:00:00+02:00[Europe/Berlin]\""),
+            ),
+            (
+                "date and time(\"2026-03-28T12:00:00@Europe/Berlin\") + duration(\"P1M\")",
+                J("\"2026-04-28T12:00:00+02:00[Europe/Berlin]\""),
+            ),
+            (
+                "date and time(date(\"2026-11-30\"), time(\"08:00:00Z\"))",
+                J("\"2026-11-30T08:00:00Z\""),
+            ),
+            (
+                "date and time(\"2026-11-30T10:00:00[Mars/Base]\")",
+                Failure("unknown time zone 'Mars/Base'"),
+            ),
+            ("date and time(order.placed) < now()", J("true")),
+            ("now() - date and time(order.placed)", J("\"P2DT30M\"")),
+            ("date(\"2026-03-01\") - date(\"2026-02-01\")", J("\"P28D\"")),
+            (
+                "years and months duration(date(\"2025-01-15\"), date(\"2026-03-14\"))",
+                J("\"P1Y1M\""),
+            ),
+            ("duration(\"P1DT2H\")", J("\"P1DT2H\"")),
+            ("duration(\"PT36H\")", J("\"P1DT12H\"")),
+            ("duration(\"PT0.5S\")", J("\"PT0.5S\"")),
+            ("duration(\"P1Y2M\")", J("\"P1Y2M\"")),
+            ("duration(\"P14M\")", J("\"P1Y2M\"")),
+            ("duration(\"P1Y2M\") * 2", J("\"P2Y4M\"")),
+            ("duration(\"PT1H\") * 1.5", J("\"PT1H30M\"")),
+            ("duration(\"PT1H\") / 4", J("\"PT15M\"")),
+            ("duration(\"PT1H\") / duration(\"PT15M\")", J("4")),
+            ("duration(\"PT1H\") + duration(\"PT30M\")", J("\"PT1H30M\"")),
+            ("-duration(\"PT1H\")", J("\"-PT1H\"")),
+            (
+                "duration(\"P1Y1D\")",
+                Failure("mixes years or months with days or time"),
+            ),
+            ("duration(\"soon\")", Failure("must start with 'P'")),
+            ("date(\"2026-11-30\").year", J("2026")),
+            ("date(\"2026-11-30\").month", J("11")),
+            ("date(\"2026-11-30\").weekday", J("1")),
+            ("now().hour", J("10")),
+            (
+                "date and time(\"2026-11-30T10:00:00@Europe/Berlin\").timezone",
+                J("\"Europe/Berlin\""),
+            ),
+            (
+                "date and time(\"2026-11-30T10:00:00+01:00\").time offset",
+                J("\"PT1H\""),
+            ),
+            ("duration(\"P2DT3H\").days", J("2")),
+            ("duration(\"P2DT3H\").hours", J("3")),
+            ("duration(\"P1Y2M\").months", J("2")),
+            ("day of week(date(\"2026-11-30\"))", J("\"Monday\"")),
+            ("day of year(date(\"2026-02-01\"))", J("32")),
+            ("month of year(date(\"2026-11-30\"))", J("\"November\"")),
+            ("week of year(date(\"2026-01-01\"))", J("1")),
+            ("week of year(date(\"2027-01-01\"))", J("53")),
+            (
+                "last day of month(date(\"2028-02-10\"))",
+                J("\"2028-02-29\""),
+            ),
+            (
+                "date and time(\"2026-11-30T10:00:00\") < date and time(\"2026-11-30T10:00:00Z\")",
+                Failure("one has a zone and the other has none"),
+            ),
+            ("now() > date(\"2026-01-01\")", Failure("can't compare")),
+            ("now() instance of date and time", J("true")),
+            ("today() instance of date", J("true")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn now_comes_from_the_caller() {
+    let expression = Expression::compile("now()").unwrap_or_else(|e| panic!("{e}"));
+    let vars = Map::new();
+    let at = |millis| {
+        expression
+            .evaluate(&vars, millis)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    assert_eq!(at(0), Json::from("1970-01-01T00:00:00Z"));
+    assert_eq!(at(NOW + 1_500), Json::from("2026-11-30T10:00:01.500Z"));
+    assert_eq!(at(-86_400_000), Json::from("1969-12-31T00:00:00Z"));
+    // Far outside the calendar range FEEL supports: an error, not a panic.
+    assert!(expression.evaluate(&vars, i64::MAX).is_err());
+    assert!(expression.evaluate(&vars, i64::MIN).is_err());
+}
+
+#[test]
+fn syntax_errors_name_the_problem() {
+    check(
+        &[
+            ("", Syntax("the expression is empty")),
+            ("   ", Syntax("the expression is empty")),
+            (
+                "x +",
+                Syntax("expected a value but found the end of the expression at position 3"),
+            ),
+            ("x y", Syntax("unexpected 'y' at position 2")),
+            ("(x", Syntax("expected ')'")),
+            ("[1, 2", Syntax("expected ']'")),
+            ("{a 1}", Syntax("expected ':'")),
+            ("\"open", Syntax("unclosed string")),
+            ("x # 1", Syntax("unexpected character '#' at position 2")),
+            ("foo(1)", Syntax("no function found with name 'foo'")),
+            (
+                "substring(\"a\")",
+                Syntax("function 'substring' takes 2 to 3 arguments, but 1 were given"),
+            ),
+            ("now(1)", Syntax("function 'now' takes 0 arguments")),
+            ("if x then 1", Syntax("expected 'else'")),
+            ("for in [1] return 1", Syntax("expected a variable name")),
+            ("some x in [1] satisfies", Syntax("expected a value")),
+            (
+                "function(a) a + 1",
+                Syntax("function definitions are not supported"),
+            ),
+            (
+                "substring(string: \"a\", start position: 1)",
+                Syntax("named arguments are not supported"),
+            ),
+            ("x instance of thing", Syntax("expected a type name")),
+            ("=x", Syntax("expected a value but found '='")),
+            ("x.", Syntax("expected a name after '.'")),
+            ("[1..", Syntax("expected a value")),
+            ("and", Syntax("expected a value but found 'and'")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn deep_nesting_is_rejected_not_a_stack_overflow() {
+    let deep = format!("{}1{}", "(".repeat(5_000), ")".repeat(5_000));
+    match Expression::compile(&deep) {
+        Err(FeelError::Syntax { reason, .. }) => {
+            assert!(reason.contains("nested too deeply"), "{reason}")
+        }
+        other => panic!("expected a nesting error, got {other:?}"),
+    }
+    let long_chain = vec!["1"; 5_000].join(" + ");
+    assert!(Expression::compile(&long_chain).is_err());
+    let minus_chain = format!("{}1", "-".repeat(5_000));
+    assert!(Expression::compile(&minus_chain).is_err());
+    // The deepest nesting and the longest chain accepted still compile and evaluate on
+    // a 2 MiB thread stack (a tokio worker's), even in a debug build.
+    let nested = format!("{}x{}", "[".repeat(39), "]".repeat(39));
+    let chained = format!("x{}", " + 1".repeat(255));
+    let mixed = format!("{}1{}", "(-".repeat(39), ")".repeat(39));
+    let vars = variables(ORDER);
+    let result = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            [nested, chained, mixed]
+                .iter()
+                .map(|source| Expression::compile(source).and_then(|e| e.evaluate(&vars, NOW)))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join()
+        .unwrap_or_else(|_| panic!("evaluation panicked"));
+    assert!(
+        matches!(&result[0], Ok(value) if serde_json::to_string(value).ok() == Some(format!("{}5{}", "[".repeat(39), "]".repeat(39)))),
+        "{:?}",
+        result[0]
+    );
+    assert_eq!(result[1], Ok(Json::from(260)));
+    assert_eq!(result[2], Ok(Json::from(-1)));
+}
+
+#[test]
+fn variable_names_are_the_free_top_level_names() {
+    let cases: &[(&str, &[&str])] = &[
+        ("order.total > 1000", &["order"]),
+        ("b + a + a", &["a", "b"]),
+        ("for i in items return i.price * rate", &["items", "rate"]),
+        ("some x in xs satisfies x > limit", &["limit", "xs"]),
+        ("{a: 1, b: a + c}", &["c"]),
+        ("list[item > min]", &["list", "min"]),
+        ("date and time(start) + duration(\"PT1H\")", &["start"]),
+        ("`order id` = \"x\"", &["order id"]),
+        ("1 + 2", &[]),
+        ("now()", &[]),
+    ];
+    for (source, expected) in cases {
+        let expression = Expression::compile(source).unwrap_or_else(|e| panic!("{source}: {e}"));
+        assert_eq!(expression.variable_names(), *expected, "{source}");
+        assert_eq!(expression.source(), *source);
+    }
+}
+
+#[test]
+fn typed_helpers() {
+    let vars = variables(ORDER);
+    let compile =
+        |source: &str| Expression::compile(source).unwrap_or_else(|e| panic!("{source}: {e}"));
+    assert_eq!(
+        compile("order.total > 1000").evaluate_condition(&vars, NOW),
+        Ok(true)
+    );
+    assert_eq!(
+        compile("missing > 1000").evaluate_condition(&vars, NOW),
+        Ok(false)
+    );
+    let not_boolean = compile("x").evaluate_condition(&vars, NOW);
+    assert!(
+        matches!(&not_boolean, Err(FeelError::Evaluation { reason, .. }) if reason == "expected a boolean, but the result was number 5"),
+        "{not_boolean:?}"
+    );
+
+    assert_eq!(
+        compile("\"pay-\" + name").evaluate_string(&vars, NOW),
+        Ok("pay-Ada".to_owned())
+    );
+    let missing = compile("jobType").evaluate_string(&vars, NOW);
+    assert!(
+        matches!(&missing, Err(error) if error.reason() == "expected a string, but the result was null (no variable found with name 'jobType')"),
+        "{missing:?}"
+    );
+    assert_eq!(
+        compile("order.id").evaluate_correlation_key(&vars, NOW),
+        Ok("o-1".to_owned())
+    );
+    assert_eq!(
+        compile("x * 2").evaluate_correlation_key(&vars, NOW),
+        Ok("10".to_owned())
+    );
+    assert_eq!(
+        compile("y").evaluate_correlation_key(&vars, NOW),
+        Ok("2.5".to_owned())
+    );
+    assert!(
+        compile("flag")
+            .evaluate_correlation_key(&vars, NOW)
+            .is_err()
+    );
+
+    assert_eq!(compile("x - 2").evaluate_integer(&vars, NOW), Ok(3));
+    assert!(compile("y").evaluate_integer(&vars, NOW).is_err());
+
+    let duration = |source: &str| compile(source).evaluate_duration(&vars, NOW);
+    assert_eq!(duration("duration(\"PT5S\")").map(|d| d.millis), Ok(5_000));
+    assert_eq!(duration("\"PT5S\"").map(|d| d.millis), Ok(5_000));
+    assert_eq!(duration("duration(\"P2M\")").map(|d| d.months), Ok(2));
+    assert!(duration("\"5 seconds\"").is_err());
+
+    let date_time = |source: &str| compile(source).evaluate_date_time(&vars, NOW);
+    assert_eq!(date_time("now() + duration(\"PT1M\")"), Ok(NOW + 60_000));
+    assert_eq!(date_time("\"2026-11-30T11:00:00+01:00\""), Ok(NOW));
+    assert_eq!(
+        date_time("order.placed"),
+        Ok(NOW - 2 * 86_400_000 - 30 * 60_000)
+    );
+    assert!(date_time("date and time(\"2026-11-30T10:00:00\")").is_err());
+
+    let cycle = compile("\"R3/PT10S\"").evaluate_cycle(&vars, NOW);
+    assert_eq!(
+        cycle.map(|c| (c.repetitions, c.interval.millis)),
+        Ok((3, 10_000))
+    );
+}
+
+#[test]
+fn outputs_are_stable_and_deterministic() {
+    let vars = variables(ORDER);
+    let expression = Expression::compile(
+        "{z: order.customer, a: for i in order.items return {sku: i.sku, cost: i.qty * i.price}}",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let first = expression
+        .evaluate(&vars, NOW)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        first.to_string(),
+        r#"{"z":{"id":"c-9","name":"Ada Lovelace","vip":true},"a":[{"sku":"a-1","cost":20},{"sku":"b-2","cost":99.99},{"sku":"c-3","cost":7.5}]}"#
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            expression.evaluate(&vars, NOW).map(|v| v.to_string()),
+            Ok(first.to_string())
+        );
+    }
+}
+
+#[test]
+fn expressions_are_shareable_across_threads_and_comparable() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Expression>();
+    let compile = |source: &str| Expression::compile(source).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(compile("x + 1"), compile("x + 1"));
+    assert_ne!(compile("x + 1"), compile("x + 2"));
+    assert_eq!(format!("{:?}", compile("x")), "Expression(\"x\")");
+}
