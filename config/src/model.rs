@@ -426,9 +426,6 @@ pub struct ElasticsearchExporterConfig {
     pub tls: ElasticsearchTlsConfig,
     /// Put the component and index templates at start.
     pub create_template: bool,
-    /// Index settings for new record indices (unset = Elasticsearch's defaults).
-    pub number_of_shards: Option<u32>,
-    pub number_of_replicas: Option<u32>,
     /// Delete indices older than this through an ILM policy (unset = keep).
     #[serde(with = "humantime_serde")]
     pub retention: Option<Duration>,
@@ -455,8 +452,6 @@ impl Default for ElasticsearchExporterConfig {
             bearer_token: None,
             tls: ElasticsearchTlsConfig::default(),
             create_template: true,
-            number_of_shards: None,
-            number_of_replicas: None,
             retention: None,
             retention_policy_name: "zeebe-record-retention-policy".to_owned(),
             filter: RecordFilterConfig::default(),
