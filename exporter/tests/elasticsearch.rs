@@ -41,7 +41,6 @@ async fn open_puts_component_and_index_templates_and_ilm_policy() {
     let server = TestServer::start().await.unwrap();
     let mut config = es_config(&server.url());
     config.retention = Some(Duration::from_secs(30 * 24 * 3600));
-    config.number_of_replicas = Some(0);
     let (_exporter, _) = open(config).await;
 
     let component = server
@@ -57,7 +56,7 @@ async fn open_puts_component_and_index_templates_and_ilm_policy() {
         settings["index.lifecycle.name"],
         "zeebe-record-retention-policy"
     );
-    assert_eq!(settings["number_of_replicas"], 0);
+    assert_eq!(settings["index.queries.cache.enabled"], false);
 
     // One index template per value type the default filter exports.
     let names = server.index_template_names();

@@ -17,12 +17,6 @@ const INDEX_TEMPLATE_PRIORITY: u32 = 20;
 /// The component template named `<prefix>`: settings and the envelope's mapping.
 pub fn component_template(config: &ElasticsearchExporterConfig) -> Value {
     let mut settings = Map::new();
-    if let Some(shards) = config.number_of_shards {
-        settings.insert("number_of_shards".into(), json!(shards));
-    }
-    if let Some(replicas) = config.number_of_replicas {
-        settings.insert("number_of_replicas".into(), json!(replicas));
-    }
     settings.insert("index.queries.cache.enabled".into(), json!(false));
     if config.retention.is_some() {
         settings.insert(
