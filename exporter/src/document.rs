@@ -61,10 +61,12 @@ pub fn write_record_document(record: &Record, out: &mut Vec<u8>) {
 }
 
 /// The value object with Zeebe's field names. Rill's value structs already use them,
-/// except where Zeebe's JSON drops the `is` of a boolean getter.
+/// except where Zeebe's JSON drops the `is` of a boolean getter; fields only Rill has for
+/// its own bookkeeping are left out (the strict mappings would refuse them).
 fn zeebe_value(record: &Record) -> Value {
     let mut value = record.value.to_json();
     match record.value_type {
+        ValueType::ProcessInstanceCreation => remove(&mut value, "awaitRequestId"),
         ValueType::Process => rename(&mut value, "isDuplicate", "duplicate"),
         ValueType::Deployment => {
             if let Some(Value::Array(processes)) = value.get_mut("processesMetadata") {
@@ -79,6 +81,12 @@ fn zeebe_value(record: &Record) -> Value {
         _ => {}
     }
     value
+}
+
+fn remove(object: &mut Value, field: &str) {
+    if let Value::Object(map) = object {
+        map.shift_remove(field);
+    }
 }
 
 fn rename(object: &mut Value, from: &str, to: &str) {

@@ -94,6 +94,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             variables: vars(),
             fetch_variables: vec!["orderId".into()],
             tenant_id: DEFAULT_TENANT.into(),
+            await_request_id: Some(7),
         }
         .into(),
         ValueType::ProcessInstanceResult => ProcessInstanceResultRecord {
