@@ -24,6 +24,31 @@
 //!   change. The Elasticsearch document id `{partitionId}-{position}` makes that
 //!   idempotent.
 //!
+//! # How the director drives an exporter
+//!
+//! ```text
+//! exporter.open(ExportContext { partition_id, last_exported_position: replicated }).await?;
+//! let mut next = replicated.next();
+//! loop {
+//!     select! {
+//!         records = read_records(next, 1_000) => {        // from the export column family
+//!             exporter.export(&records).await?;            // awaited in the branch body
+//!             next = last(&records).next();
+//!         }
+//!         _ = sleep_until(deadline), if let Some(deadline) = exporter.flush_deadline() => {
+//!             exporter.flush().await?;
+//!         }
+//!         _ = lost_leadership => break,
+//!     }
+//!     let exported = exporter.exported_position();
+//!     if exported > replicated { propose(UpdateExportedPosition { id, exported }); … }
+//! }
+//! exporter.close().await?;   // then replicate exported_position() one last time
+//! ```
+//!
+//! If a call is abandoned (its future dropped), feed again from
+//! `exported_position().next()`: what was handed over already is skipped.
+//!
 //! # Faults and cancellation
 //!
 //! Transient failures (Elasticsearch down, slow, 429, 5xx, items of a bulk failing) are

@@ -34,6 +34,8 @@ pub struct JsonlExporter {
     /// fsyncs done, for operators and tests.
     syncs: Arc<AtomicU64>,
     open: Option<OpenState>,
+    /// The exported position as of `close`, readable after the file is released.
+    closed_at: Position,
 }
 
 struct OpenState {
@@ -67,6 +69,7 @@ impl JsonlExporter {
             metrics,
             syncs: Arc::new(AtomicU64::new(0)),
             open: None,
+            closed_at: Position::ZERO,
         })
     }
 
@@ -210,12 +213,12 @@ impl Exporter for JsonlExporter {
     fn exported_position(&self) -> Position {
         self.open
             .as_ref()
-            .map_or(Position::ZERO, |state| state.pending.exported_position())
+            .map_or(self.closed_at, |state| state.pending.exported_position())
     }
 
     async fn close(&mut self) -> Result<()> {
-        if let Some(state) = self.open.as_mut() {
-            let attempt = flush(&self.config.path, &self.syncs, state);
+        if let Some(mut state) = self.open.take() {
+            let attempt = flush(&self.config.path, &self.syncs, &mut state);
             if tokio::time::timeout(std::time::Duration::from_secs(10), attempt)
                 .await
                 .is_err()
@@ -225,6 +228,8 @@ impl Exporter for JsonlExporter {
                     "JSON-lines exporter closed with records not written; the next leader writes them"
                 );
             }
+            // Dropping the state closes the file.
+            self.closed_at = state.pending.exported_position();
         }
         Ok(())
     }

@@ -85,6 +85,15 @@ async fn flushes_at_the_flush_size_and_appends_after_reopen() {
     assert_eq!(exporter.exported_position(), Position(20));
     exporter.close().await.unwrap();
     assert_eq!(lines(&path).len(), 25, "close writes what is buffered");
+    assert_eq!(
+        exporter.exported_position(),
+        Position(25),
+        "readable after close"
+    );
+    assert!(matches!(
+        exporter.export(&events(26, 26)).await,
+        Err(rill_exporter::Error::NotOpen { .. })
+    ));
 
     // A new leader resumes after the replicated position and appends.
     let mut exporter = JsonlExporter::new(cfg, ExporterMetrics::new().unwrap()).unwrap();

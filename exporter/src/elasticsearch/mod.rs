@@ -44,6 +44,8 @@ pub struct ElasticsearchExporter {
     client: EsClient,
     metrics: ExporterMetrics,
     open: Option<OpenState>,
+    /// The exported position as of `close`.
+    closed_at: Position,
 }
 
 struct OpenState {
@@ -83,6 +85,7 @@ impl ElasticsearchExporter {
             metrics,
             config,
             open: None,
+            closed_at: Position::ZERO,
         })
     }
 
@@ -408,7 +411,7 @@ impl Exporter for ElasticsearchExporter {
     fn exported_position(&self) -> Position {
         self.open
             .as_ref()
-            .map_or(Position::ZERO, |state| state.pending.exported_position())
+            .map_or(self.closed_at, |state| state.pending.exported_position())
     }
 
     async fn close(&mut self) -> Result<()> {
@@ -424,8 +427,8 @@ impl Exporter for ElasticsearchExporter {
                     "Elasticsearch exporter closed with records not shipped; the next leader sends them"
                 );
             }
-            // Keep the position readable after close: the director replicates it last.
-            self.open = Some(state);
+            // The director replicates this last position after closing.
+            self.closed_at = state.pending.exported_position();
         }
         Ok(())
     }
