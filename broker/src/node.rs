@@ -35,12 +35,7 @@ pub fn partitions_of(node: NodeId, config: &RillConfig) -> Vec<PartitionId> {
     (1..=config.cluster.partitions_count)
         .map(PartitionId)
         .filter(|&p| {
-            replicas_of(
-                p,
-                config.cluster.size,
-                config.cluster.replication_factor,
-            )
-            .contains(&node)
+            replicas_of(p, config.cluster.size, config.cluster.replication_factor).contains(&node)
         })
         .collect()
 }
@@ -122,11 +117,10 @@ impl<E: Engine> BrokerNode<E> {
             let partition_config =
                 PartitionConfig::from_config(&config, partition_id, node_id, members);
             let engine = make_engine(partition_id);
-            let partition = runtimes.io().block_on(Partition::start(
-                partition_config,
-                engine,
-                env.clone(),
-            ))?;
+            let partition =
+                runtimes
+                    .io()
+                    .block_on(Partition::start(partition_config, engine, env.clone()))?;
             partitions.insert(partition_id, partition);
         }
         Ok(BrokerNode {

@@ -2,9 +2,7 @@
 //! under the reserved prefix `0x00`, and reading records back from the export column
 //! family.
 
-use std::ops::ControlFlow;
-
-use rill_engine_api::{StateError, StateRead};
+use rill_engine_api::{ScanVisitor, StateError, StateRead};
 use rill_protocol::{Position, Record, Timestamp, codec};
 use rill_raft::StateDb;
 use rocksdb::{DB, ReadOptions, WriteBatch};
@@ -48,7 +46,7 @@ impl StateRead for RocksState<'_> {
         &self,
         start: &[u8],
         end: &[u8],
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut ScanVisitor<'_>,
     ) -> Result<(), StateError> {
         let mut opts = ReadOptions::default();
         if !end.is_empty() {

@@ -54,12 +54,10 @@ impl LocalBackend {
     }
 
     fn partition(&self, id: PartitionId) -> Result<&Partition<BpmnEngine>, BackendError> {
-        self.node
-            .partition(id)
-            .ok_or(BackendError::Unavailable {
-                partition: id,
-                reason: format!("partition {id} is not hosted by this node"),
-            })
+        self.node.partition(id).ok_or(BackendError::Unavailable {
+            partition: id,
+            reason: format!("partition {id} is not hosted by this node"),
+        })
     }
 }
 
@@ -86,8 +84,7 @@ impl GatewayBackend for LocalBackend {
     ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
         Box::pin(async move {
             let target = self.partition(partition)?;
-            match tokio::time::timeout(timeout, target.submit_with_timeout(command, timeout))
-                .await
+            match tokio::time::timeout(timeout, target.submit_with_timeout(command, timeout)).await
             {
                 Ok(result) => result.map_err(|e| backend_error(partition, e)),
                 Err(_) => Err(BackendError::Timeout),

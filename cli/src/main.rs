@@ -15,7 +15,11 @@ use crate::client::{Client, ClientCommand};
 use crate::server::{ConfigArgs, validated};
 
 #[derive(Debug, Parser)]
-#[command(name = "rill", version, about = "Rill: a clustered BPMN workflow engine")]
+#[command(
+    name = "rill",
+    version,
+    about = "Rill: a clustered BPMN workflow engine"
+)]
 struct Cli {
     /// The gateway's REST address, for client commands.
     #[arg(
@@ -58,7 +62,7 @@ enum ConfigCommand {
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("RILL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -69,8 +73,18 @@ fn init_logging() {
     }
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` prints the whole chain of causes on one line, without a backtrace.
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Standalone { config } => {
             init_logging();
