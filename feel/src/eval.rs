@@ -24,6 +24,14 @@ pub(crate) const MAX_STEPS: u64 = 1_000_000;
 #[cfg(fuzzing)]
 pub(crate) const MAX_STEPS: u64 = 10_000;
 
+/// Upper bound on the bytes of strings and lists one evaluation may build (loop
+/// results, filter results, concatenations), so `for i in 1..100000 return big` or
+/// `replace(big, "", big)` fail with a message instead of exhausting memory.
+#[cfg(not(fuzzing))]
+pub(crate) const MAX_BYTES: usize = 256 << 20;
+#[cfg(fuzzing)]
+pub(crate) const MAX_BYTES: usize = 16 << 20;
+
 pub(crate) type Outcome = Result<Value, String>;
 
 pub(crate) struct Evaluator<'a> {
@@ -34,6 +42,8 @@ pub(crate) struct Evaluator<'a> {
     /// Why a `null` appeared (missing variables, missing entries), for messages.
     pub(crate) warnings: Vec<String>,
     steps: u64,
+    /// Bytes built so far, see [`MAX_BYTES`].
+    bytes: usize,
     /// How many lookups found nothing, for `is defined()`.
     missing: u64,
 }
@@ -46,6 +56,7 @@ impl<'a> Evaluator<'a> {
             locals: Vec::new(),
             warnings: Vec::new(),
             steps: 0,
+            bytes: 0,
             missing: 0,
         }
     }
@@ -55,6 +66,18 @@ impl<'a> Evaluator<'a> {
         if self.steps > MAX_STEPS {
             return Err(format!(
                 "the expression needs more than {MAX_STEPS} steps (loops, filters or list items)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Accounts for `size` more bytes built by this evaluation.
+    pub(crate) fn charge(&mut self, size: usize) -> Result<(), String> {
+        self.bytes = self.bytes.saturating_add(size);
+        if self.bytes > MAX_BYTES {
+            return Err(format!(
+                "the expression builds more than {} MiB of strings and lists",
+                MAX_BYTES >> 20
             ));
         }
         Ok(())
@@ -128,6 +151,10 @@ impl<'a> Evaluator<'a> {
             Expr::Arithmetic(op, left, right) => {
                 let left = self.eval(left)?;
                 let right = self.eval(right)?;
+                if let (ArithmeticOp::Add, Value::String(a), Value::String(b)) = (op, &left, &right)
+                {
+                    self.charge(a.len() + b.len())?;
+                }
                 arithmetic(*op, left, right)
             }
             Expr::Compare(op, left, right) => {
@@ -388,7 +415,10 @@ impl<'a> Evaluator<'a> {
             let result = self.eval(filter);
             self.locals.truncate(depth);
             match result? {
-                Value::Bool(true) => kept.push(item.clone()),
+                Value::Bool(true) => {
+                    self.charge(weight(item))?;
+                    kept.push(item.clone());
+                }
                 Value::Number(index) if position == 0 => return Ok(pick(&items, index)),
                 _ => {}
             }
@@ -461,7 +491,9 @@ impl<'a> Evaluator<'a> {
     ) -> Result<(), String> {
         let Some(((name, source), rest)) = bindings.split_first() else {
             self.step()?;
-            results.push(self.eval(body)?);
+            let result = self.eval(body)?;
+            self.charge(weight(&result))?;
+            results.push(result);
             return Ok(());
         };
         let items = self.iteration_items(source)?;
@@ -521,6 +553,22 @@ impl<'a> Evaluator<'a> {
                 )),
             },
         }
+    }
+}
+
+/// Roughly the bytes a value occupies: what copying it into a result costs.
+pub(crate) fn weight(value: &Value) -> usize {
+    const NODE: usize = 16;
+    match value {
+        Value::String(text) => NODE + text.len(),
+        Value::List(items) => items
+            .iter()
+            .fold(NODE, |total, item| total.saturating_add(weight(item))),
+        Value::Context(entries) => entries.iter().fold(NODE, |total, (key, item)| {
+            total.saturating_add(key.len()).saturating_add(weight(item))
+        }),
+        Value::Range(range) => NODE + weight(&range.start) + weight(&range.end),
+        _ => NODE,
     }
 }
 
