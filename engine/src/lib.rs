@@ -1,4 +1,32 @@
 //! The BPMN engine: parses Camunda Modeler models and runs them deterministically,
 //! with Zeebe's semantics, behind the [`rill_engine_api::Engine`] trait.
+//!
+//! ```text
+//! command ─► processor (validate; reject or write the command record)
+//!              └─► events ─► appliers ─► state        (the only writes to state)
+//!              └─► element behaviours, in-line steps   (more events)
+//!         ─► records, response, actions (JobsAvailable, WakeAt, Respond)
+//! ```
 
+mod appliers;
+mod engine;
+mod error;
 pub mod model;
+mod models;
+mod parse;
+mod processing;
+mod processors;
+mod query;
+mod state;
+
+pub use engine::{BpmnEngine, EngineOptions};
+pub use error::{Error, Result};
+pub use parse::{
+    Checksum, DeployError, MAX_PROBLEMS, MAX_RESOURCE_BYTES, MAX_SCOPE_DEPTH, MAX_XML_NODES,
+    ParsedResource, Problem, parse_bpmn, parse_deployment,
+};
+pub use query::{
+    ElementInstanceView, IncidentView, JobView, ProcessDefinitionView, ProcessInstanceView, Query,
+    QueryResult, VariableView,
+};
+pub use state::{ElementState, InstanceState, JobState};

@@ -216,6 +216,10 @@ pub struct ProcessInstanceCreationRecord {
     pub fetch_variables: Vec<String>,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// (Rill) For create-and-await: the request waiting on the leader that proposed the
+    /// command, so the engine can answer it when the instance completes.
+    #[serde(default)]
+    pub await_request_id: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

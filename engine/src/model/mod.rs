@@ -1,10 +1,34 @@
 //! The executable process graph: parsed once at deploy time, immutable afterwards.
 //!
 //! Elements and flows live in arenas indexed by [`ElementIdx`] and [`FlowIdx`];
-//! expressions are compiled. The parser (`crate::parse`) builds it and validation
-//! guarantees what the processors rely on: ids are unique, every flow has a source and
-//! a target, every scope has exactly one none start event, service tasks have a job
-//! type, boundary events are attached to tasks or subprocesses.
+//! expressions are compiled. The parser (`crate::parse_bpmn`) builds it, and a model it
+//! returns is guaranteed to satisfy everything the processors rely on:
+//!
+//! - ids are unique; [`ProcessModel::element_index`] and [`ProcessModel::flow_index`]
+//!   hold every element and flow (look up only: never iterate them, their order is
+//!   not deterministic);
+//! - elements are in document order, the process first, each subprocess directly
+//!   followed by its content; `incoming`/`outgoing` are in the document order of the
+//!   `sequenceFlow` elements (an exclusive gateway tries its conditions in that order);
+//! - every flow joins two elements of the same scope (no flow crosses a subprocess
+//!   boundary); no flow leaves an end event or enters a start or boundary event;
+//! - every scope (process, subprocess) has exactly one none start event, which is in
+//!   its `children`;
+//! - a flow has a `condition` only if it leaves an exclusive gateway; an exclusive
+//!   gateway with several outgoing flows has a condition on each of them except its
+//!   default flow, which is one of its outgoing flows and has no condition;
+//! - gateways and boundary events have at least one outgoing flow. Other elements may
+//!   have none: a token that reaches such an element ends there (Zeebe's implicit end),
+//!   and the scope completes when no token is left in it;
+//! - a boundary event is attached to a service task, receive task or subprocess of its
+//!   own scope and is listed in that element's `boundary_events`; an error boundary is
+//!   interrupting, and no two error boundaries of one element catch the same code;
+//! - a timer cycle appears only on a non-interrupting boundary event;
+//! - service tasks have a job type (static and non-empty, or an expression); static
+//!   retries are non-negative;
+//! - `inputs` appear only on tasks, subprocesses and intermediate catch events;
+//!   `outputs` only there and on boundary events. Mapping targets are non-empty
+//!   dotted paths of variable names.
 
 use std::collections::HashMap;
 
@@ -54,6 +78,30 @@ impl ProcessModel {
 
     pub fn element_by_id(&self, id: &str) -> Option<ElementIdx> {
         self.element_index.get(id).copied()
+    }
+
+    pub fn flow_by_id(&self, id: &str) -> Option<FlowIdx> {
+        self.flow_index.get(id).copied()
+    }
+
+    /// The elements directly inside a process or subprocess, in document order
+    /// (empty for any other element).
+    pub fn children(&self, scope: ElementIdx) -> &[ElementIdx] {
+        match &self.element(scope).kind {
+            ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } => {
+                children
+            }
+            _ => &[],
+        }
+    }
+
+    /// The none start event of a process or subprocess.
+    pub fn start_event(&self, scope: ElementIdx) -> Option<ElementIdx> {
+        match &self.element(scope).kind {
+            ElementKind::Process { start_event, .. }
+            | ElementKind::SubProcess { start_event, .. } => Some(*start_event),
+            _ => None,
+        }
     }
 }
 
@@ -114,6 +162,22 @@ pub enum ElementKind {
 }
 
 impl ElementKind {
+    /// The BPMN XML element name, for messages (`serviceTask`, `exclusiveGateway`...).
+    pub fn bpmn_name(&self) -> &'static str {
+        match self {
+            ElementKind::Process { .. } => "process",
+            ElementKind::SubProcess { .. } => "subProcess",
+            ElementKind::StartEvent => "startEvent",
+            ElementKind::EndEvent(_) => "endEvent",
+            ElementKind::ServiceTask(_) => "serviceTask",
+            ElementKind::ReceiveTask(_) => "receiveTask",
+            ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
+            ElementKind::ParallelGateway => "parallelGateway",
+            ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
+            ElementKind::BoundaryEvent { .. } => "boundaryEvent",
+        }
+    }
+
     pub fn element_type(&self) -> BpmnElementType {
         match self {
             ElementKind::Process { .. } => BpmnElementType::Process,
@@ -165,7 +229,7 @@ pub enum EndEventKind {
     },
 }
 
-/// `zeebe:taskDefinition` plus `zeebe:taskHeaders`.
+/// `zeebe:taskDefinition` plus `zeebe:taskHeaders` (headers in document order).
 #[derive(Debug)]
 pub struct JobDefinition {
     pub job_type: ValueOrExpr<String>,
@@ -178,8 +242,8 @@ pub struct JobDefinition {
 #[derive(Debug)]
 pub struct MessageDefinition {
     pub message_name: ValueOrExpr<String>,
-    /// Evaluated when the element is entered.
-    pub correlation_key: Expression,
+    /// Evaluated when the element is entered (a static value is used as it is).
+    pub correlation_key: ValueOrExpr<String>,
 }
 
 #[derive(Debug)]
@@ -216,6 +280,7 @@ pub struct SequenceFlow {
 
 /// A `zeebe:input` or `zeebe:output`: evaluate `source`, write it at `target`
 /// (a dotted path: `payment.transactionId` writes into a context `payment`).
+/// A mapping written without a source maps `null`.
 #[derive(Debug)]
 pub struct Mapping {
     pub source: Expression,

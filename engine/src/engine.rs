@@ -1,0 +1,198 @@
+//! [`BpmnEngine`]: the BPMN engine behind the [`Engine`] trait.
+
+use std::time::Duration;
+
+use rill_engine_api::{
+    Engine, EngineResult, ProcessingContext, ProcessingOutput, StateRead, StateTxn,
+};
+use rill_protocol::{Command, CommandResponse, PartitionId, RecordDraft, Timestamp};
+
+use crate::appliers;
+use crate::error::Result;
+use crate::models::ModelCache;
+use crate::processing::Processing;
+use crate::processors;
+use crate::query::{self, Query, QueryResult};
+use crate::state::{DueIndex, ElementCache, Reader, Writer};
+
+/// Options of the engine. They only steer leader-side timing (never what a command
+/// does), so replicas with different options still apply commands identically.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// How long a finished instance stays readable before the leader proposes its
+    /// removal (default one hour).
+    pub instance_retention: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            instance_retention: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// Runs BPMN processes with Zeebe's semantics, deterministically.
+#[derive(Default)]
+pub struct BpmnEngine {
+    options: EngineOptions,
+    models: ModelCache,
+    elements: ElementCache,
+}
+
+impl BpmnEngine {
+    pub fn new(options: EngineOptions) -> BpmnEngine {
+        BpmnEngine {
+            options,
+            models: ModelCache::default(),
+            elements: ElementCache::default(),
+        }
+    }
+
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// Applies one record to state as the event appliers do while processing (commands
+    /// and rejections change nothing). Replaying every record a partition wrote, in
+    /// order, on empty state rebuilds the engine's state (all but the key counter).
+    pub fn apply_record(
+        &mut self,
+        state: &mut dyn StateTxn,
+        record: &RecordDraft,
+        timestamp: Timestamp,
+    ) -> EngineResult<()> {
+        self.elements.clear();
+        let mut writer = Writer::new(state, &self.elements);
+        appliers::apply(&mut writer, &mut self.models, record, timestamp)?;
+        self.elements.flush(state)?;
+        Ok(())
+    }
+
+    fn retention_millis(&self) -> i64 {
+        i64::try_from(self.options.instance_retention.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn collect_due(
+        &self,
+        state: &dyn StateRead,
+        now: Timestamp,
+        limit: usize,
+        out: &mut Vec<Command>,
+    ) -> Result<Option<Timestamp>> {
+        let reader = Reader::new(state);
+        let now = now.millis();
+        let retention = self.retention_millis();
+        let mut next: Option<i64> = None;
+        let indexes = [
+            DueIndex::Timers,
+            DueIndex::JobDeadlines,
+            DueIndex::JobBackoffs,
+            DueIndex::MessageDeadlines,
+            DueIndex::FinishedInstances,
+        ];
+        for index in indexes {
+            let shift = if index == DueIndex::FinishedInstances {
+                retention
+            } else {
+                0
+            };
+            reader.scan_due(index, |due, key| {
+                let due = due.saturating_add(shift);
+                if due > now || out.len() >= limit {
+                    next = Some(next.map_or(due, |n| n.min(due)));
+                    return false;
+                }
+                let key = rill_protocol::Key(key);
+                out.push(match index {
+                    DueIndex::Timers => Command::TriggerTimer { timer_key: key },
+                    DueIndex::JobDeadlines => Command::TimeOutJob { job_key: key },
+                    DueIndex::JobBackoffs => Command::RecurJob { job_key: key },
+                    DueIndex::MessageDeadlines => Command::ExpireMessage { message_key: key },
+                    DueIndex::FinishedInstances => Command::ExpireInstanceSummary {
+                        process_instance_key: key,
+                    },
+                });
+                true
+            })?;
+        }
+        Ok(next.map(Timestamp))
+    }
+}
+
+impl Engine for BpmnEngine {
+    type Command = Command;
+    type Response = CommandResponse;
+    type Query = Query;
+    type QueryResult = QueryResult;
+
+    fn process(
+        &mut self,
+        ctx: &ProcessingContext,
+        state: &mut dyn StateTxn,
+        command: &Command,
+        out: &mut ProcessingOutput<Command, CommandResponse>,
+    ) -> EngineResult<()> {
+        let mut processing = Processing::new(ctx, state, &mut self.models, &self.elements, out);
+        let result =
+            processors::process(&mut processing, command).and_then(|()| processing.finish());
+        if result.is_err() {
+            // The command's writes are rolled back, and keys will be handed out again:
+            // forget anything cached from it.
+            self.models.clear();
+            self.elements.clear();
+        }
+        Ok(result?)
+    }
+
+    fn processing_error_response(&self, reason: &str) -> CommandResponse {
+        CommandResponse::Rejected(rill_protocol::Rejection::new(
+            rill_protocol::RejectionType::ProcessingError,
+            reason,
+        ))
+    }
+
+    fn processing_error_record(&self, command: &Command, reason: &str) -> RecordDraft {
+        let (key, intent, value) = processors::describe(command);
+        RecordDraft::rejection(
+            rill_protocol::Key(key),
+            intent,
+            value,
+            rill_protocol::RejectionType::ProcessingError,
+            reason,
+        )
+    }
+
+    fn due_commands(
+        &mut self,
+        state: &dyn StateRead,
+        now: Timestamp,
+        limit: usize,
+        out: &mut Vec<Command>,
+    ) -> EngineResult<Option<Timestamp>> {
+        Ok(self.collect_due(state, now, limit, out)?)
+    }
+
+    fn pending_sends(
+        &mut self,
+        _state: &dyn StateRead,
+        _limit: usize,
+        _out: &mut Vec<(PartitionId, Command)>,
+    ) -> EngineResult<()> {
+        // Every subscription and deployment is handled on the receiving partition so
+        // far; nothing waits in an outbox.
+        Ok(())
+    }
+
+    fn query(&mut self, state: &dyn StateRead, query: &Query) -> EngineResult<QueryResult> {
+        Ok(query::answer(Reader::new(state), query)?)
+    }
+
+    fn is_never_rejected(command: &Command) -> bool {
+        command.is_never_rejected()
+    }
+
+    fn reset_caches(&mut self) {
+        self.models.clear();
+    }
+}

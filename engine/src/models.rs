@@ -1,0 +1,67 @@
+//! Parsed process definitions, cached by definition key.
+//!
+//! The cache is derived state: state keeps the deployed XML, and a miss parses it
+//! again. Lookups only (no iteration), so the map's order never matters.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::model::ProcessModel;
+use crate::state::Reader;
+
+/// A deployed process: its model plus the identity records need.
+#[derive(Debug)]
+pub struct DeployedProcess {
+    pub key: i64,
+    pub version: i32,
+    pub model: ProcessModel,
+}
+
+#[derive(Default)]
+pub(crate) struct ModelCache {
+    models: HashMap<i64, Arc<DeployedProcess>>,
+}
+
+impl ModelCache {
+    pub fn get(&mut self, state: Reader<'_>, key: i64) -> Result<Arc<DeployedProcess>> {
+        if let Some(found) = self.models.get(&key) {
+            return Ok(found.clone());
+        }
+        let record = state.process(key)?.ok_or_else(|| Error::Definition {
+            key,
+            reason: "no such process definition in state".to_owned(),
+        })?;
+        let models = crate::parse_bpmn(&record.resource_name, &record.resource.0).map_err(|e| {
+            Error::Definition {
+                key,
+                reason: e.to_string(),
+            }
+        })?;
+        let model = models
+            .into_iter()
+            .find(|m| m.bpmn_process_id == record.bpmn_process_id)
+            .ok_or_else(|| Error::Definition {
+                key,
+                reason: format!(
+                    "the resource no longer defines '{}'",
+                    record.bpmn_process_id
+                ),
+            })?;
+        let deployed = Arc::new(DeployedProcess {
+            key,
+            version: record.version,
+            model,
+        });
+        self.models.insert(key, deployed.clone());
+        Ok(deployed)
+    }
+
+    pub fn insert(&mut self, deployed: DeployedProcess) {
+        self.models.insert(deployed.key, Arc::new(deployed));
+    }
+
+    pub fn clear(&mut self) {
+        self.models.clear();
+    }
+}

@@ -1,0 +1,493 @@
+//! Second pass over one process: resolve flow ends, attachments and default flows
+//! to indices, then check the graph rules that span several elements.
+
+use std::collections::{HashMap, HashSet};
+
+use super::document::article;
+use super::process::Builder;
+use super::values;
+use crate::model::{
+    BoundaryDefinition, ElementIdx, ElementKind, FlowIdx, ProcessModel, SequenceFlow,
+};
+
+/// Resolves references and checks the graph; the model is only used by the caller when
+/// no problem was found.
+pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
+    let mut linker = Linker::default();
+    linker.link_flows(&mut builder);
+    linker.check_declared_flows(&mut builder);
+    link_attachments(&mut builder);
+    linker.link_defaults(&mut builder);
+    linker.check_exclusive_gateways(&mut builder);
+    check_required_outgoing(&mut builder);
+    check_start_events(&mut builder);
+    ProcessModel {
+        bpmn_process_id: builder.process_id.to_owned(),
+        name: builder.elements[0].name.clone(),
+        elements: builder.elements,
+        flows: linker.flows,
+        element_index: builder.element_index,
+        flow_index: linker.flow_index,
+    }
+}
+
+#[derive(Default)]
+struct Linker {
+    flows: Vec<SequenceFlow>,
+    flow_index: HashMap<String, FlowIdx>,
+    /// Ids of every flow written, including those whose ends did not resolve.
+    written: HashSet<String>,
+    /// Flows that were written with a condition (even one that did not compile).
+    with_condition: HashSet<FlowIdx>,
+}
+
+impl Linker {
+    fn link_flows(&mut self, b: &mut Builder<'_, '_, '_>) {
+        let raw_flows = std::mem::take(&mut b.raw_flows);
+        for raw in raw_flows {
+            self.written.insert(raw.id.to_owned());
+            let source = resolve_end(b, raw.id, raw.node, "sourceRef", raw.source_ref);
+            let target = resolve_end(b, raw.id, raw.node, "targetRef", raw.target_ref);
+            let (Some(source), Some(target)) = (source, target) else {
+                continue;
+            };
+            let (source_el, target_el) = (
+                &b.elements[source.0 as usize],
+                &b.elements[target.0 as usize],
+            );
+            let source_kind = source_el.kind.bpmn_name();
+            let crosses_scope =
+                source_el.flow_scope != Some(raw.scope) || target_el.flow_scope != Some(raw.scope);
+            let leaves_end_event = matches!(source_el.kind, ElementKind::EndEvent(_));
+            let target_rule = match target_el.kind {
+                ElementKind::StartEvent => Some("a start event cannot have an incoming flow"),
+                ElementKind::BoundaryEvent { .. } => Some(
+                    "a boundary event cannot have an incoming flow; it is triggered by the \
+                     element it is attached to",
+                ),
+                _ => None,
+            };
+            let source_id = source_el.id.clone();
+            let target_id = target_el.id.clone();
+            let scope_id = b.elements[raw.scope.0 as usize].id.clone();
+            let mut sound = true;
+            if crosses_scope {
+                b.problem(
+                    Some(raw.id),
+                    raw.node,
+                    format!(
+                        "the sequence flow from '{source_id}' to '{target_id}' crosses a \
+                         subprocess boundary; a flow must connect elements inside '{scope_id}', \
+                         where it is defined"
+                    ),
+                );
+                sound = false;
+            }
+            if leaves_end_event {
+                b.problem(
+                    Some(&source_id),
+                    raw.node,
+                    format!(
+                        "an end event cannot have an outgoing flow ('{}'); remove it",
+                        raw.id
+                    ),
+                );
+                sound = false;
+            }
+            if let Some(rule) = target_rule {
+                b.problem(Some(&target_id), raw.node, format!("{rule} ('{}')", raw.id));
+                sound = false;
+            }
+
+            let mut condition = None;
+            let mut has_condition = false;
+            if let Some((text, condition_node)) = &raw.condition {
+                has_condition = true;
+                if source_kind != "exclusiveGateway" {
+                    b.problem(
+                        Some(raw.id),
+                        *condition_node,
+                        format!(
+                            "the flow has a condition but leaves {} {source_kind} ('{source_id}'); \
+                             only flows leaving an exclusive gateway can have conditions",
+                            article(source_kind)
+                        ),
+                    );
+                } else if let Some(source) = text.strip_prefix('=') {
+                    match values::expression("condition", source) {
+                        Ok(expression) => condition = Some(expression),
+                        Err(message) => b.problem(Some(raw.id), *condition_node, message),
+                    }
+                } else {
+                    b.problem(
+                        Some(raw.id),
+                        *condition_node,
+                        format!(
+                            "the condition '{text}' must be a FEEL expression starting with '=' \
+                             (e.g. '=amount > 100')"
+                        ),
+                    );
+                }
+            }
+            if !sound {
+                continue;
+            }
+            let idx = FlowIdx(u32::try_from(self.flows.len()).unwrap_or(u32::MAX));
+            if has_condition {
+                self.with_condition.insert(idx);
+            }
+            self.flow_index.insert(raw.id.to_owned(), idx);
+            self.flows.push(SequenceFlow {
+                id: raw.id.to_owned(),
+                source,
+                target,
+                condition,
+            });
+            b.elements[source.0 as usize].outgoing.push(idx);
+            b.elements[target.0 as usize].incoming.push(idx);
+        }
+    }
+
+    /// The `<incoming>`/`<outgoing>` an element lists must be flows that really enter
+    /// or leave it.
+    fn check_declared_flows(&self, b: &mut Builder<'_, '_, '_>) {
+        let declared = std::mem::take(&mut b.declared);
+        for entry in &declared {
+            let element_id = b.elements[entry.element.0 as usize].id.clone();
+            let node = b.nodes[entry.element.0 as usize];
+            for (direction, refs) in [("incoming", &entry.incoming), ("outgoing", &entry.outgoing)]
+            {
+                for flow_id in refs {
+                    let Some(&flow) = self.flow_index.get(flow_id) else {
+                        if !self.written.contains(flow_id) {
+                            b.problem(
+                                Some(&element_id),
+                                node,
+                                format!(
+                                    "lists the {direction} flow '{flow_id}', which does not exist"
+                                ),
+                            );
+                        }
+                        continue;
+                    };
+                    let flow = &self.flows[flow.0 as usize];
+                    let (end, end_name) = if direction == "incoming" {
+                        (flow.target, "targetRef")
+                    } else {
+                        (flow.source, "sourceRef")
+                    };
+                    if end != entry.element {
+                        let other = b.elements[end.0 as usize].id.clone();
+                        b.problem(
+                            Some(&element_id),
+                            node,
+                            format!(
+                                "lists the {direction} flow '{flow_id}', but that flow's \
+                                 {end_name} is '{other}'"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn link_defaults(&mut self, b: &mut Builder<'_, '_, '_>) {
+        let defaults = std::mem::take(&mut b.raw_defaults);
+        for (gateway, flow_id) in defaults {
+            let gateway_id = b.elements[gateway.0 as usize].id.clone();
+            let node = b.nodes[gateway.0 as usize];
+            let Some(&flow) = self.flow_index.get(flow_id) else {
+                if !self.written.contains(flow_id) {
+                    b.problem(
+                        Some(&gateway_id),
+                        node,
+                        format!("the default flow '{flow_id}' does not exist"),
+                    );
+                }
+                continue;
+            };
+            if self.flows[flow.0 as usize].source != gateway {
+                b.problem(
+                    Some(&gateway_id),
+                    node,
+                    format!(
+                        "the default flow '{flow_id}' is not one of the gateway's outgoing flows"
+                    ),
+                );
+                continue;
+            }
+            if self.with_condition.contains(&flow) {
+                b.problem(
+                    Some(flow_id),
+                    node,
+                    format!(
+                        "'{flow_id}' is the default flow of '{gateway_id}' and cannot also have \
+                         a condition; remove the condition"
+                    ),
+                );
+            }
+            if let ElementKind::ExclusiveGateway { default_flow } =
+                &mut b.elements[gateway.0 as usize].kind
+            {
+                *default_flow = Some(flow);
+            }
+        }
+    }
+
+    /// With several ways out, every flow but the default needs a condition.
+    fn check_exclusive_gateways(&self, b: &mut Builder<'_, '_, '_>) {
+        for idx in 0..b.elements.len() {
+            let element = &b.elements[idx];
+            let ElementKind::ExclusiveGateway { default_flow } = element.kind else {
+                continue;
+            };
+            if element.outgoing.len() < 2 {
+                continue;
+            }
+            let gateway_id = element.id.clone();
+            let unconditional: Vec<FlowIdx> = element
+                .outgoing
+                .iter()
+                .copied()
+                .filter(|&f| Some(f) != default_flow && !self.with_condition.contains(&f))
+                .collect();
+            for flow in unconditional {
+                let flow_id = self.flows[flow.0 as usize].id.clone();
+                b.problem(
+                    Some(&flow_id),
+                    b.nodes[idx],
+                    format!(
+                        "the flow leaves exclusive gateway '{gateway_id}', which has several \
+                         outgoing flows, and has no condition; add a condition or make it the \
+                         gateway's default flow"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Resolves a flow's `sourceRef` or `targetRef` to an element of this process.
+fn resolve_end(
+    b: &mut Builder<'_, '_, '_>,
+    flow_id: &str,
+    node: roxmltree::Node<'_, '_>,
+    attribute: &str,
+    reference: Option<&str>,
+) -> Option<ElementIdx> {
+    let Some(reference) = reference.filter(|r| !r.trim().is_empty()) else {
+        b.problem(
+            Some(flow_id),
+            node,
+            format!("the sequence flow has no {attribute}; connect both of its ends"),
+        );
+        return None;
+    };
+    if b.unsupported.contains(reference) {
+        return None;
+    }
+    match b.element_index.get(reference) {
+        Some(&idx) if idx != ProcessModel::ROOT => Some(idx),
+        _ => {
+            let process_id = b.process_id;
+            b.problem(
+                Some(flow_id),
+                node,
+                format!(
+                    "the sequence flow's {attribute} '{reference}' is not an element of process \
+                     '{process_id}' (a flow to nowhere)"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Attaches boundary events to their activities.
+fn link_attachments(b: &mut Builder<'_, '_, '_>) {
+    let attachments = std::mem::take(&mut b.raw_attachments);
+    for (boundary, attached_ref) in attachments {
+        let boundary_id = b.elements[boundary.0 as usize].id.clone();
+        let node = b.nodes[boundary.0 as usize];
+        let Some(attached_ref) = attached_ref.filter(|r| !r.trim().is_empty()) else {
+            b.problem(
+                Some(&boundary_id),
+                node,
+                "the boundary event is not attached to anything (attachedToRef); attach it to a \
+                 task or subprocess"
+                    .to_owned(),
+            );
+            continue;
+        };
+        if b.unsupported.contains(attached_ref) {
+            continue;
+        }
+        let host = match b.element_index.get(attached_ref) {
+            Some(&host) if host != ProcessModel::ROOT => host,
+            _ => {
+                b.problem(
+                    Some(&boundary_id),
+                    node,
+                    format!(
+                        "the boundary event is attached to '{attached_ref}', which is not an \
+                         element of this process"
+                    ),
+                );
+                continue;
+            }
+        };
+        let host_element = &b.elements[host.0 as usize];
+        let host_kind = host_element.kind.bpmn_name();
+        if !matches!(
+            host_element.kind,
+            ElementKind::ServiceTask(_)
+                | ElementKind::ReceiveTask(_)
+                | ElementKind::SubProcess { .. }
+        ) {
+            b.problem(
+                Some(&boundary_id),
+                node,
+                format!(
+                    "the boundary event is attached to '{attached_ref}', {} {host_kind}; boundary \
+                     events can only be attached to service tasks, receive tasks and subprocesses",
+                    article(host_kind)
+                ),
+            );
+            continue;
+        }
+        if host_element.flow_scope != b.elements[boundary.0 as usize].flow_scope {
+            b.problem(
+                Some(&boundary_id),
+                node,
+                format!(
+                    "the boundary event is attached to '{attached_ref}' in another scope; place \
+                     it in the same process or subprocess as '{attached_ref}'"
+                ),
+            );
+            continue;
+        }
+        if let ElementKind::BoundaryEvent { attached_to, .. } =
+            &mut b.elements[boundary.0 as usize].kind
+        {
+            *attached_to = host;
+        }
+        check_error_catch_unique(b, host, boundary);
+        b.elements[host.0 as usize].boundary_events.push(boundary);
+    }
+}
+
+/// An element catches each error code (and "any error") at most once.
+fn check_error_catch_unique(b: &mut Builder<'_, '_, '_>, host: ElementIdx, boundary: ElementIdx) {
+    let Some(BoundaryDefinition::Error { error_code }) = boundary_definition(b, boundary) else {
+        return;
+    };
+    let error_code = error_code.clone();
+    let earlier = b.elements[host.0 as usize]
+        .boundary_events
+        .iter()
+        .copied()
+        .find(|&other| {
+            matches!(boundary_definition(b, other),
+                Some(BoundaryDefinition::Error { error_code: code }) if *code == error_code)
+        });
+    if let Some(earlier) = earlier {
+        let earlier_id = b.elements[earlier.0 as usize].id.clone();
+        let boundary_id = b.elements[boundary.0 as usize].id.clone();
+        let host_id = b.elements[host.0 as usize].id.clone();
+        let what = match &error_code {
+            Some(code) => format!("the error code '{code}'"),
+            None => "any error".to_owned(),
+        };
+        b.problem(
+            Some(&boundary_id),
+            b.nodes[boundary.0 as usize],
+            format!(
+                "'{earlier_id}' on '{host_id}' already catches {what}; each error can be caught \
+                 once per element"
+            ),
+        );
+    }
+}
+
+fn boundary_definition<'m>(
+    b: &'m Builder<'_, '_, '_>,
+    idx: ElementIdx,
+) -> Option<&'m BoundaryDefinition> {
+    match &b.elements[idx.0 as usize].kind {
+        ElementKind::BoundaryEvent { definition, .. } => Some(definition),
+        _ => None,
+    }
+}
+
+/// Gateways route tokens and boundary events start a path: both need a way out.
+fn check_required_outgoing(b: &mut Builder<'_, '_, '_>) {
+    for idx in 0..b.elements.len() {
+        let element = &b.elements[idx];
+        let needs_outgoing = matches!(
+            element.kind,
+            ElementKind::ExclusiveGateway { .. }
+                | ElementKind::ParallelGateway
+                | ElementKind::BoundaryEvent { .. }
+        );
+        if needs_outgoing && element.outgoing.is_empty() {
+            let (id, kind) = (element.id.clone(), element.kind.bpmn_name());
+            b.problem(
+                Some(&id),
+                b.nodes[idx],
+                format!("the {kind} has no outgoing sequence flow; connect it to the next element"),
+            );
+        }
+    }
+}
+
+/// Each process and subprocess has exactly one none start event.
+fn check_start_events(b: &mut Builder<'_, '_, '_>) {
+    for idx in 0..b.elements.len() {
+        let (ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. }) =
+            &b.elements[idx].kind
+        else {
+            continue;
+        };
+        let starts: Vec<ElementIdx> = children
+            .iter()
+            .copied()
+            .filter(|c| matches!(b.elements[c.0 as usize].kind, ElementKind::StartEvent))
+            .collect();
+        let scope_id = b.elements[idx].id.clone();
+        let scope_kind = b.elements[idx].kind.bpmn_name();
+        match starts.as_slice() {
+            [] => b.problem(
+                Some(&scope_id),
+                b.nodes[idx],
+                format!("the {scope_kind} has no none start event; add one"),
+            ),
+            [only] => {
+                let only = *only;
+                if let ElementKind::Process { start_event, .. }
+                | ElementKind::SubProcess { start_event, .. } = &mut b.elements[idx].kind
+                {
+                    *start_event = only;
+                }
+            }
+            [_, extra @ ..] => {
+                let ids: Vec<String> = starts
+                    .iter()
+                    .map(|s| format!("'{}'", b.elements[s.0 as usize].id))
+                    .collect();
+                let listed = ids.join(", ");
+                for &start in extra {
+                    let id = b.elements[start.0 as usize].id.clone();
+                    b.problem(
+                        Some(&id),
+                        b.nodes[start.0 as usize],
+                        format!(
+                            "the {scope_kind} '{scope_id}' has several none start events \
+                             ({listed}); keep exactly one"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,844 @@
+//! One executable process: collect its elements and flows scope by scope, reading each
+//! element's definition and `zeebe:` extensions. References between elements are
+//! resolved afterwards (`link.rs`), once every element of the process is known.
+//!
+//! An element whose definition has a problem is still added, with a placeholder where
+//! the bad value would be, so that flows to it do not raise follow-on problems; the
+//! placeholders never escape because any problem rejects the whole resource.
+
+use std::collections::{HashMap, HashSet};
+
+use rill_feel::temporal::IsoDuration;
+use roxmltree::Node;
+
+use super::document::{Context, ZEEBE_NS, article, bpmn_children, text_of};
+use super::error::Problems;
+use super::values::{self, TimerKind};
+use super::{MAX_SCOPE_DEPTH, link};
+use crate::model::{
+    BoundaryDefinition, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
+    JobDefinition, Mapping, MessageDefinition, ProcessModel, TimerDefinition, ValueOrExpr,
+};
+
+/// Flow node types Rill runs, as named in BPMN XML.
+const SUPPORTED: &str = "startEvent, endEvent, serviceTask, receiveTask, exclusiveGateway, \
+                         parallelGateway, intermediateCatchEvent, boundaryEvent, subProcess";
+
+/// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
+/// data) or belong to the subprocess element itself; read past.
+const READ_PAST_IN_SCOPE: &[&str] = &[
+    "documentation",
+    "extensionElements",
+    "incoming",
+    "outgoing",
+    "laneSet",
+    "textAnnotation",
+    "association",
+    "group",
+    "dataObject",
+    "dataObjectReference",
+    "dataStoreReference",
+    "dataInputAssociation",
+    "dataOutputAssociation",
+    "ioSpecification",
+    "property",
+    "multiInstanceLoopCharacteristics",
+    "standardLoopCharacteristics",
+];
+
+/// Default job retries when `zeebe:taskDefinition` has none (as in Zeebe).
+const DEFAULT_RETRIES: i32 = 3;
+
+/// A sequence flow as written, before its ends are resolved.
+pub(super) struct RawFlow<'a, 'input> {
+    pub node: Node<'a, 'input>,
+    pub id: &'a str,
+    /// The process or subprocess the flow is written in.
+    pub scope: ElementIdx,
+    pub source_ref: Option<&'a str>,
+    pub target_ref: Option<&'a str>,
+    /// The `conditionExpression` text and its node, when there is one.
+    pub condition: Option<(String, Node<'a, 'input>)>,
+}
+
+/// The `<incoming>`/`<outgoing>` references an element lists (Modeler writes them).
+pub(super) struct DeclaredFlows {
+    pub element: ElementIdx,
+    pub incoming: Vec<String>,
+    pub outgoing: Vec<String>,
+}
+
+/// The `zeebe:` extension elements of one flow node.
+#[derive(Default)]
+struct Extensions<'a, 'input> {
+    task_definition: Option<Node<'a, 'input>>,
+    task_headers: Option<Node<'a, 'input>>,
+    io_mapping: Option<Node<'a, 'input>>,
+}
+
+pub(super) struct Builder<'c, 'a, 'input> {
+    pub ctx: &'c Context<'a, 'input>,
+    pub problems: &'c mut Problems,
+    pub process_id: &'a str,
+    pub elements: Vec<Element>,
+    /// The XML node of each element, by element index.
+    pub nodes: Vec<Node<'a, 'input>>,
+    pub element_index: HashMap<String, ElementIdx>,
+    /// Ids of unsupported elements already reported; flows to them raise nothing more.
+    pub unsupported: HashSet<&'a str>,
+    pub raw_flows: Vec<RawFlow<'a, 'input>>,
+    /// Boundary events with their `attachedToRef`.
+    pub raw_attachments: Vec<(ElementIdx, Option<&'a str>)>,
+    /// Exclusive gateways with their `default` attribute.
+    pub raw_defaults: Vec<(ElementIdx, &'a str)>,
+    pub declared: Vec<DeclaredFlows>,
+}
+
+/// Builds the model of one executable process, or reports why it cannot be built.
+pub(super) fn build<'a, 'input>(
+    ctx: &Context<'a, 'input>,
+    process_node: Node<'a, 'input>,
+    problems: &mut Problems,
+) -> Option<ProcessModel> {
+    let Some(process_id) = process_node
+        .attribute("id")
+        .filter(|id| !id.trim().is_empty())
+    else {
+        problems.add(
+            None,
+            ctx.line(process_node),
+            "an executable process has no id; set the process id (bpmnProcessId)".to_owned(),
+        );
+        return None;
+    };
+    let problems_before = problems.count();
+    let mut builder = Builder {
+        ctx,
+        problems,
+        process_id,
+        elements: Vec::new(),
+        nodes: Vec::new(),
+        element_index: HashMap::new(),
+        unsupported: HashSet::new(),
+        raw_flows: Vec::new(),
+        raw_attachments: Vec::new(),
+        raw_defaults: Vec::new(),
+        declared: Vec::new(),
+    };
+    builder.push_element(
+        process_node,
+        Element {
+            id: process_id.to_owned(),
+            name: process_node.attribute("name").map(str::to_owned),
+            kind: ElementKind::Process {
+                start_event: ProcessModel::ROOT,
+                children: Vec::new(),
+            },
+            flow_scope: None,
+            incoming: Vec::new(),
+            outgoing: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            boundary_events: Vec::new(),
+        },
+    );
+    builder.walk_scope(ProcessModel::ROOT, process_node, 0);
+    let model = link::link(builder);
+    (problems.count() == problems_before).then_some(model)
+}
+
+impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
+    pub fn problem(&mut self, element_id: Option<&str>, node: Node<'_, '_>, message: String) {
+        self.problems.add(element_id, self.ctx.line(node), message);
+    }
+
+    fn push_element(&mut self, node: Node<'a, 'input>, element: Element) -> ElementIdx {
+        let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
+        self.element_index.insert(element.id.clone(), idx);
+        self.elements.push(element);
+        self.nodes.push(node);
+        idx
+    }
+
+    fn walk_scope(&mut self, scope: ElementIdx, scope_node: Node<'a, 'input>, depth: usize) {
+        for child in bpmn_children(scope_node) {
+            let name = child.tag_name().name();
+            match name {
+                "startEvent"
+                | "endEvent"
+                | "serviceTask"
+                | "receiveTask"
+                | "exclusiveGateway"
+                | "parallelGateway"
+                | "intermediateCatchEvent"
+                | "boundaryEvent"
+                | "subProcess" => self.add_flow_node(scope, child, depth),
+                "sequenceFlow" => self.add_flow(scope, child),
+                _ if READ_PAST_IN_SCOPE.contains(&name) => {}
+                _ => {
+                    let id = child.attribute("id");
+                    let message = format!("{name} is not supported (Rill runs: {SUPPORTED})");
+                    self.unsupported(id, child, message);
+                }
+            }
+        }
+    }
+
+    /// Reports an element Rill cannot run; flows to and from it raise nothing more.
+    fn unsupported(&mut self, id: Option<&'a str>, node: Node<'a, 'input>, message: String) {
+        if let Some(id) = id {
+            self.unsupported.insert(id);
+        }
+        self.problem(id, node, message);
+    }
+
+    fn add_flow_node(&mut self, scope: ElementIdx, node: Node<'a, 'input>, depth: usize) {
+        let name = node.tag_name().name();
+        let Some(id) = node.attribute("id").filter(|id| !id.trim().is_empty()) else {
+            let a = article(name);
+            self.problem(None, node, format!("{a} {name} has no id; give it one"));
+            return;
+        };
+        if self.element_index.contains_key(id) {
+            // A duplicate id, already reported for the whole document.
+            return;
+        }
+        if name == "subProcess" && node.attribute("triggeredByEvent") == Some("true") {
+            let message = "an event subprocess is not supported; use boundary events on a \
+                           subprocess instead";
+            self.unsupported(Some(id), node, message.to_owned());
+            return;
+        }
+        if name == "startEvent" {
+            // Only none start events run; any other kind is not built at all, so it
+            // cannot count as the scope's start event.
+            if let Some(definition) = self.event_definition(id, node) {
+                let kind = definition.tag_name().name();
+                let message =
+                    format!("a start event with a {kind} is not supported; use a none start event");
+                self.unsupported(Some(id), definition, message);
+                return;
+            }
+        }
+        self.check_loops(id, node);
+        let extensions = self.extensions(id, node, name);
+        let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
+        let kind = match name {
+            "startEvent" => ElementKind::StartEvent,
+            "endEvent" => self.end_event(id, node),
+            "serviceTask" => self.service_task(id, node, &extensions),
+            "receiveTask" => {
+                let message = self.message(id, node, node.attribute("messageRef"));
+                ElementKind::ReceiveTask(message)
+            }
+            "exclusiveGateway" => {
+                if let Some(default) = node.attribute("default") {
+                    self.raw_defaults.push((idx, default));
+                }
+                ElementKind::ExclusiveGateway { default_flow: None }
+            }
+            "parallelGateway" => ElementKind::ParallelGateway,
+            "intermediateCatchEvent" => self.intermediate_catch_event(id, node),
+            "boundaryEvent" => self.boundary_event(idx, id, node),
+            _ => ElementKind::SubProcess {
+                start_event: idx,
+                children: Vec::new(),
+            },
+        };
+        let (inputs, outputs) = self.io_mapping(id, name, extensions.io_mapping);
+        let declared = DeclaredFlows {
+            element: idx,
+            incoming: flow_refs(node, "incoming"),
+            outgoing: flow_refs(node, "outgoing"),
+        };
+        self.declared.push(declared);
+        self.push_element(
+            node,
+            Element {
+                id: id.to_owned(),
+                name: node.attribute("name").map(str::to_owned),
+                kind,
+                flow_scope: Some(scope),
+                incoming: Vec::new(),
+                outgoing: Vec::new(),
+                inputs,
+                outputs,
+                boundary_events: Vec::new(),
+            },
+        );
+        if let ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } =
+            &mut self.elements[scope.0 as usize].kind
+        {
+            children.push(idx);
+        }
+        if name == "subProcess" {
+            if depth + 1 > MAX_SCOPE_DEPTH {
+                self.problem(
+                    Some(id),
+                    node,
+                    format!("subprocesses are nested more than {MAX_SCOPE_DEPTH} deep"),
+                );
+            } else {
+                self.walk_scope(idx, node, depth + 1);
+            }
+        }
+    }
+
+    fn add_flow(&mut self, scope: ElementIdx, node: Node<'a, 'input>) {
+        let Some(id) = node.attribute("id").filter(|id| !id.trim().is_empty()) else {
+            self.problem(
+                None,
+                node,
+                "a sequenceFlow has no id; give it one".to_owned(),
+            );
+            return;
+        };
+        let condition = bpmn_children(node)
+            .find(|child| child.tag_name().name() == "conditionExpression")
+            .map(|child| (text_of(child), child))
+            .filter(|(text, _)| !text.is_empty());
+        self.raw_flows.push(RawFlow {
+            node,
+            id,
+            scope,
+            source_ref: node.attribute("sourceRef"),
+            target_ref: node.attribute("targetRef"),
+            condition,
+        });
+    }
+
+    fn check_loops(&mut self, id: &str, node: Node<'a, 'input>) {
+        for child in bpmn_children(node) {
+            let what = match child.tag_name().name() {
+                "multiInstanceLoopCharacteristics" => "multi-instance",
+                "standardLoopCharacteristics" => "a standard loop",
+                _ => continue,
+            };
+            self.problem(
+                Some(id),
+                child,
+                format!("{what} is not supported; remove the loop marker"),
+            );
+        }
+    }
+
+    /// Reads the `zeebe:` extensions, reporting those this element cannot have.
+    /// Extensions of other vendors are read past, as is `zeebe:properties` (metadata).
+    fn extensions(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        element_name: &str,
+    ) -> Extensions<'a, 'input> {
+        let mut found = Extensions::default();
+        let containers = bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements");
+        for container in containers {
+            for extension in container.children().filter(|n| n.is_element()) {
+                if extension.tag_name().namespace() != Some(ZEEBE_NS) {
+                    continue;
+                }
+                let name = extension.tag_name().name();
+                let allowed = match name {
+                    "taskDefinition" | "taskHeaders" => element_name == "serviceTask",
+                    "ioMapping" => matches!(
+                        element_name,
+                        "serviceTask"
+                            | "receiveTask"
+                            | "subProcess"
+                            | "intermediateCatchEvent"
+                            | "boundaryEvent"
+                    ),
+                    "properties" => continue,
+                    _ => false,
+                };
+                if !allowed {
+                    self.problem(
+                        Some(id),
+                        extension,
+                        format!(
+                            "zeebe:{name} is not supported on {} {element_name}",
+                            article(element_name)
+                        ),
+                    );
+                    continue;
+                }
+                let slot = match name {
+                    "taskDefinition" => &mut found.task_definition,
+                    "taskHeaders" => &mut found.task_headers,
+                    _ => &mut found.io_mapping,
+                };
+                if slot.is_some() {
+                    self.problem(
+                        Some(id),
+                        extension,
+                        format!("zeebe:{name} appears more than once; merge them into one"),
+                    );
+                } else {
+                    *slot = Some(extension);
+                }
+            }
+        }
+        found
+    }
+
+    fn io_mapping(
+        &mut self,
+        id: &str,
+        element_name: &str,
+        io_mapping: Option<Node<'a, 'input>>,
+    ) -> (Vec<Mapping>, Vec<Mapping>) {
+        let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
+        let Some(io_mapping) = io_mapping else {
+            return (inputs, outputs);
+        };
+        for mapping in io_mapping.children().filter(|n| n.is_element()) {
+            let name = mapping.tag_name().name();
+            let is_zeebe = mapping.tag_name().namespace() == Some(ZEEBE_NS);
+            let into = match name {
+                "input" if is_zeebe && element_name == "boundaryEvent" => {
+                    self.problem(
+                        Some(id),
+                        mapping,
+                        "a boundaryEvent cannot have input mappings; use output mappings"
+                            .to_owned(),
+                    );
+                    continue;
+                }
+                "input" if is_zeebe => &mut inputs,
+                "output" if is_zeebe => &mut outputs,
+                _ => {
+                    self.problem(
+                        Some(id),
+                        mapping,
+                        format!("'{name}' is not expected in zeebe:ioMapping (only zeebe:input and zeebe:output)"),
+                    );
+                    continue;
+                }
+            };
+            let source = match mapping.attribute("source").map(str::trim) {
+                None | Some("") => values::expression("mapping source", "null"),
+                Some(raw) => match raw.strip_prefix('=') {
+                    Some(source) => values::expression(&format!("mapping source '{raw}'"), source),
+                    None => Err(format!(
+                        "the mapping source '{raw}' must be a FEEL expression starting with '=' \
+                         (e.g. '={raw}')"
+                    )),
+                },
+            };
+            let target = values::target_path(mapping.attribute("target").unwrap_or(""));
+            match (source, target) {
+                (Ok(source), Ok(target)) => into.push(Mapping { source, target }),
+                (source, target) => {
+                    for message in [source.err(), target.err()].into_iter().flatten() {
+                        self.problem(Some(id), mapping, message);
+                    }
+                }
+            }
+        }
+        (inputs, outputs)
+    }
+
+    fn service_task(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
+        let mut job = JobDefinition {
+            job_type: ValueOrExpr::Static(String::new()),
+            retries: ValueOrExpr::Static(DEFAULT_RETRIES),
+            headers: Vec::new(),
+        };
+        match extensions.task_definition {
+            None => self.problem(
+                Some(id),
+                node,
+                "a service task needs a job type; add zeebe:taskDefinition with a type".to_owned(),
+            ),
+            Some(definition) => {
+                match definition
+                    .attribute("type")
+                    .filter(|t| !t.trim().is_empty())
+                {
+                    None => self.problem(
+                        Some(id),
+                        definition,
+                        "zeebe:taskDefinition has no type; set the job type that workers \
+                         subscribe to"
+                            .to_owned(),
+                    ),
+                    Some(raw) => match values::string_or_expr("job type", raw) {
+                        Ok(job_type) => job.job_type = job_type,
+                        Err(message) => self.problem(Some(id), definition, message),
+                    },
+                }
+                if let Some(raw) = definition
+                    .attribute("retries")
+                    .filter(|r| !r.trim().is_empty())
+                {
+                    match values::retries(raw) {
+                        Ok(retries) => job.retries = retries,
+                        Err(message) => self.problem(Some(id), definition, message),
+                    }
+                }
+            }
+        }
+        if let Some(headers) = extensions.task_headers {
+            for header in headers.children().filter(|n| n.is_element()) {
+                if header.tag_name().namespace() != Some(ZEEBE_NS)
+                    || header.tag_name().name() != "header"
+                {
+                    continue;
+                }
+                let Some(key) = header.attribute("key").filter(|k| !k.is_empty()) else {
+                    self.problem(Some(id), header, "a task header has no key".to_owned());
+                    continue;
+                };
+                if job.headers.iter().any(|(existing, _)| existing == key) {
+                    self.problem(
+                        Some(id),
+                        header,
+                        format!("the task header '{key}' is defined twice"),
+                    );
+                    continue;
+                }
+                let value = header.attribute("value").unwrap_or("");
+                job.headers.push((key.to_owned(), value.to_owned()));
+            }
+        }
+        ElementKind::ServiceTask(job)
+    }
+
+    /// The message an event or receive task waits for: `messageRef` to a root-level
+    /// `bpmn:message` with a name and a `zeebe:subscription correlationKey`.
+    fn message(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        message_ref: Option<&str>,
+    ) -> MessageDefinition {
+        let mut definition = MessageDefinition {
+            message_name: ValueOrExpr::Static(String::new()),
+            correlation_key: ValueOrExpr::Static(String::new()),
+        };
+        let Some(message_ref) = message_ref.filter(|r| !r.trim().is_empty()) else {
+            self.problem(
+                Some(id),
+                node,
+                "no message is referenced; select a message (messageRef) with a name and a \
+                 correlation key"
+                    .to_owned(),
+            );
+            return definition;
+        };
+        let Some(&message) = self.ctx.messages.get(message_ref) else {
+            self.problem(
+                Some(id),
+                node,
+                format!("the referenced message '{message_ref}' does not exist in this file"),
+            );
+            return definition;
+        };
+        match message.attribute("name").filter(|n| !n.trim().is_empty()) {
+            None => self.problem(
+                Some(id),
+                node,
+                format!(
+                    "the message '{message_ref}' has no name; name the message that publishers send"
+                ),
+            ),
+            Some(raw) => match values::string_or_expr("message name", raw) {
+                Ok(name) => definition.message_name = name,
+                Err(text) => self.problem(Some(id), message, text),
+            },
+        }
+        let correlation_key = bpmn_children(message)
+            .filter(|n| n.tag_name().name() == "extensionElements")
+            .flat_map(|container| container.children())
+            .find(|n| {
+                n.tag_name().namespace() == Some(ZEEBE_NS) && n.tag_name().name() == "subscription"
+            })
+            .and_then(|subscription| subscription.attribute("correlationKey"))
+            .filter(|key| !key.trim().is_empty());
+        match correlation_key {
+            None => self.problem(
+                Some(id),
+                node,
+                format!(
+                    "the message '{message_ref}' has no correlation key; add zeebe:subscription \
+                     with a correlationKey (e.g. '=orderId')"
+                ),
+            ),
+            Some(raw) => match values::string_or_expr("correlation key", raw) {
+                Ok(key) => definition.correlation_key = key,
+                Err(text) => self.problem(Some(id), message, text),
+            },
+        }
+        definition
+    }
+
+    /// The single event definition of an event, or `None` for a none event. More than
+    /// one is reported.
+    fn event_definition(&mut self, id: &str, node: Node<'a, 'input>) -> Option<Node<'a, 'input>> {
+        let mut definitions = bpmn_children(node).filter(|n| {
+            let name = n.tag_name().name();
+            name.ends_with("EventDefinition") || name == "eventDefinitionRef"
+        });
+        let first = definitions.next()?;
+        if let Some(second) = definitions.next() {
+            self.problem(
+                Some(id),
+                second,
+                "an event with several event definitions is not supported; keep one".to_owned(),
+            );
+        }
+        Some(first)
+    }
+
+    fn end_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+        let Some(definition) = self.event_definition(id, node) else {
+            return ElementKind::EndEvent(EndEventKind::None);
+        };
+        match definition.tag_name().name() {
+            "terminateEventDefinition" => ElementKind::EndEvent(EndEventKind::Terminate),
+            "errorEventDefinition" => {
+                let error_code = self.thrown_error_code(id, definition);
+                ElementKind::EndEvent(EndEventKind::Error { error_code })
+            }
+            other => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    format!(
+                        "an end event with a {other} is not supported; Rill runs none, \
+                         terminate and error end events"
+                    ),
+                );
+                ElementKind::EndEvent(EndEventKind::None)
+            }
+        }
+    }
+
+    /// The code an error end event throws: from its `errorRef`, required.
+    fn thrown_error_code(&mut self, id: &str, definition: Node<'a, 'input>) -> ValueOrExpr<String> {
+        let placeholder = ValueOrExpr::Static(String::new());
+        let Some(error_ref) = definition
+            .attribute("errorRef")
+            .filter(|r| !r.trim().is_empty())
+        else {
+            self.problem(
+                Some(id),
+                definition,
+                "an error end event needs an error to throw; select an error (errorRef) with an \
+                 error code"
+                    .to_owned(),
+            );
+            return placeholder;
+        };
+        let Some(&error) = self.ctx.errors.get(error_ref) else {
+            self.problem(
+                Some(id),
+                definition,
+                format!("the referenced error '{error_ref}' does not exist in this file"),
+            );
+            return placeholder;
+        };
+        match error
+            .attribute("errorCode")
+            .filter(|c| !c.trim().is_empty())
+        {
+            None => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    format!("the error '{error_ref}' has no error code; set the code to throw"),
+                );
+                placeholder
+            }
+            Some(raw) => values::string_or_expr("error code", raw).unwrap_or_else(|message| {
+                self.problem(Some(id), error, message);
+                placeholder
+            }),
+        }
+    }
+
+    fn intermediate_catch_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+        let placeholder = CatchEventDefinition::Timer(TimerDefinition::Duration(
+            ValueOrExpr::Static(IsoDuration {
+                months: 0,
+                millis: 0,
+            }),
+        ));
+        let Some(definition) = self.event_definition(id, node) else {
+            self.problem(
+                Some(id),
+                node,
+                "an intermediate catch event needs a timer or message definition".to_owned(),
+            );
+            return ElementKind::IntermediateCatchEvent(placeholder);
+        };
+        let caught = match definition.tag_name().name() {
+            "timerEventDefinition" => {
+                CatchEventDefinition::Timer(self.timer(id, definition, false))
+            }
+            "messageEventDefinition" => {
+                let message = self.message(id, definition, definition.attribute("messageRef"));
+                CatchEventDefinition::Message(message)
+            }
+            other => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    format!(
+                        "an intermediate catch event with a {other} is not supported; use a \
+                         timer or a message"
+                    ),
+                );
+                placeholder
+            }
+        };
+        ElementKind::IntermediateCatchEvent(caught)
+    }
+
+    fn boundary_event(&mut self, idx: ElementIdx, id: &str, node: Node<'a, 'input>) -> ElementKind {
+        let interrupting = node.attribute("cancelActivity").map(str::trim) != Some("false");
+        self.raw_attachments
+            .push((idx, node.attribute("attachedToRef")));
+        let placeholder = BoundaryDefinition::Error { error_code: None };
+        let definition = match self.event_definition(id, node) {
+            None => {
+                self.problem(
+                    Some(id),
+                    node,
+                    "a boundary event needs a timer or error definition".to_owned(),
+                );
+                placeholder
+            }
+            Some(definition) => match definition.tag_name().name() {
+                "timerEventDefinition" => {
+                    BoundaryDefinition::Timer(self.timer(id, definition, !interrupting))
+                }
+                "errorEventDefinition" => {
+                    if !interrupting {
+                        self.problem(
+                            Some(id),
+                            node,
+                            "an error boundary event must be interrupting; remove \
+                             cancelActivity=\"false\""
+                                .to_owned(),
+                        );
+                    }
+                    let error_code = self.caught_error_code(id, definition);
+                    BoundaryDefinition::Error { error_code }
+                }
+                other => {
+                    self.problem(
+                        Some(id),
+                        definition,
+                        format!(
+                            "a boundary event with a {other} is not supported; use a timer or \
+                             an error boundary event"
+                        ),
+                    );
+                    placeholder
+                }
+            },
+        };
+        ElementKind::BoundaryEvent {
+            attached_to: idx,
+            interrupting,
+            definition,
+        }
+    }
+
+    /// The code an error boundary catches: `None` (any error) without an `errorRef` or
+    /// when the error has no code.
+    fn caught_error_code(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<String> {
+        let error_ref = definition
+            .attribute("errorRef")
+            .filter(|r| !r.trim().is_empty())?;
+        let Some(&error) = self.ctx.errors.get(error_ref) else {
+            self.problem(
+                Some(id),
+                definition,
+                format!("the referenced error '{error_ref}' does not exist in this file"),
+            );
+            return None;
+        };
+        let code = error
+            .attribute("errorCode")
+            .filter(|c| !c.trim().is_empty())?;
+        if code.starts_with('=') {
+            self.problem(
+                Some(id),
+                error,
+                format!(
+                    "the error code '{code}' of a catching event must be static text, not an \
+                     expression"
+                ),
+            );
+            return None;
+        }
+        Some(code.to_owned())
+    }
+
+    /// A `timerEventDefinition`: exactly one of `timeDuration`, `timeDate` and, where
+    /// `allow_cycle`, `timeCycle`.
+    fn timer(
+        &mut self,
+        id: &str,
+        definition: Node<'a, 'input>,
+        allow_cycle: bool,
+    ) -> TimerDefinition {
+        let placeholder = TimerDefinition::Duration(ValueOrExpr::Static(IsoDuration {
+            months: 0,
+            millis: 0,
+        }));
+        let accepted = if allow_cycle {
+            "timeDuration, timeDate or timeCycle"
+        } else {
+            "timeDuration or timeDate"
+        };
+        let mut values = bpmn_children(definition)
+            .filter_map(|n| TimerKind::from_element_name(n.tag_name().name()).map(|k| (k, n)));
+        let Some((kind, value_node)) = values.next() else {
+            self.problem(
+                Some(id),
+                definition,
+                format!("the timer has no value; set one of {accepted}"),
+            );
+            return placeholder;
+        };
+        if values.next().is_some() {
+            self.problem(
+                Some(id),
+                definition,
+                format!("the timer has several values; keep one of {accepted}"),
+            );
+            return placeholder;
+        }
+        if kind == TimerKind::Cycle && !allow_cycle {
+            self.problem(
+                Some(id),
+                value_node,
+                "timeCycle is only supported on non-interrupting boundary events; use \
+                 timeDuration or timeDate"
+                    .to_owned(),
+            );
+            return placeholder;
+        }
+        values::timer(kind, &text_of(value_node)).unwrap_or_else(|message| {
+            self.problem(Some(id), value_node, message);
+            placeholder
+        })
+    }
+}
+
+/// The flow ids listed in an element's `<incoming>` or `<outgoing>` children.
+fn flow_refs(node: Node<'_, '_>, direction: &str) -> Vec<String> {
+    bpmn_children(node)
+        .filter(|n| n.tag_name().name() == direction)
+        .map(text_of)
+        .filter(|id| !id.is_empty())
+        .collect()
+}

@@ -1,0 +1,109 @@
+//! Jobs of service tasks: created on activation, cancelled on termination.
+
+use std::collections::BTreeMap;
+
+use rill_protocol::value::JobRecord;
+use rill_protocol::{Intent, JsonValue};
+use serde_json::Value;
+
+use super::variables::json_type_name;
+use super::{Active, Processing};
+use crate::error::Result;
+use crate::model::{JobDefinition, ValueOrExpr};
+
+/// A job's type and retries, evaluated.
+pub(crate) struct NewJob {
+    job_type: String,
+    retries: i32,
+}
+
+impl Processing<'_> {
+    pub fn evaluate_job(
+        &self,
+        definition: &JobDefinition,
+        active: &Active,
+    ) -> Result<Result<NewJob, String>> {
+        let job_type = match self.evaluate_string(&definition.job_type, active)? {
+            Ok(job_type) if !job_type.is_empty() => job_type,
+            Ok(_) => {
+                return Ok(Err(format!(
+                    "Expected the job type of service task '{}' not to be empty",
+                    active.element().id
+                )));
+            }
+            Err(message) => return Ok(Err(message)),
+        };
+        let retries = match &definition.retries {
+            ValueOrExpr::Static(retries) => *retries,
+            ValueOrExpr::Expr(expression) => match self.evaluate_at(expression, active)? {
+                Ok(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+                    n.as_f64()
+                        .unwrap_or(0.0)
+                        .clamp(i32::MIN as f64, i32::MAX as f64) as i32
+                }
+                Ok(other) => {
+                    return Ok(Err(format!(
+                        "Expected result of the expression '{}' to be an integer 'NUMBER', \
+                         but was '{}'",
+                        expression.source(),
+                        json_type_name(&other)
+                    )));
+                }
+                Err(message) => return Ok(Err(message)),
+            },
+        };
+        Ok(Ok(NewJob { job_type, retries }))
+    }
+
+    pub fn create_job(&mut self, active: &Active, job: NewJob) -> Result<()> {
+        let record = active.record();
+        let headers = match &active.element().kind {
+            crate::model::ElementKind::ServiceTask(definition) => definition
+                .headers
+                .iter()
+                .cloned()
+                .collect::<BTreeMap<String, String>>(),
+            _ => BTreeMap::new(),
+        };
+        let value = JobRecord {
+            job_type: job.job_type,
+            element_id: record.element_id.clone(),
+            element_instance_key: active.key(),
+            bpmn_process_id: record.bpmn_process_id.clone(),
+            process_definition_version: record.version,
+            process_definition_key: record.process_definition_key,
+            process_instance_key: record.process_instance_key,
+            worker: String::new(),
+            retries: job.retries,
+            retry_backoff: 0,
+            recurring_time: -1,
+            deadline: -1,
+            timeout: -1,
+            error_message: String::new(),
+            error_code: String::new(),
+            custom_headers: headers,
+            variables: JsonValue::empty_object(),
+            tenant_id: record.tenant_id.clone(),
+        };
+        let key = self.next_key()?;
+        self.notify_jobs_available(&value.job_type);
+        self.event(key, Intent::Created, value)
+    }
+
+    /// Cancels the job of a terminated task, and resolves its incident.
+    pub fn cancel_job(&mut self, active: &Active) -> Result<()> {
+        let job_key = active.instance.job_key;
+        if job_key < 0 {
+            return Ok(());
+        }
+        if let Some(incident_key) = self.read().incident_of_job(job_key)?
+            && let Some(incident) = self.read().incident(incident_key)?
+        {
+            self.event(incident_key, Intent::Resolved, incident.record)?;
+        }
+        if let Some(job) = self.read().job(job_key)? {
+            self.event(job_key, Intent::Canceled, job.record)?;
+        }
+        Ok(())
+    }
+}

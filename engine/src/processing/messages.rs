@@ -1,0 +1,210 @@
+//! Message subscriptions and correlation.
+//!
+//! Zeebe splits a subscription in two: the instance's side (PROCESS_MESSAGE_SUBSCRIPTION)
+//! and the side on the message's partition (MESSAGE_SUBSCRIPTION), talking through
+//! commands. Here both sides run in-line in one command, with the same records, so
+//! the instance's side can later be routed to another partition.
+//!
+//! ```text
+//! enter catch event: PMS CREATING ─► MS CREATED ─► PMS CREATED ─► (buffered message?)
+//! correlate:         MS CORRELATING ─► PMS CORRELATED + complete element ─► MS CORRELATED
+//! leave element:     PMS DELETING ─► MS DELETED ─► PMS DELETED
+//! ```
+
+use rill_protocol::value::{MessageSubscriptionRecord, ProcessMessageSubscriptionRecord};
+use rill_protocol::{Intent, JsonValue, message_partition};
+use serde_json::Value;
+
+use super::variables::json_type_name;
+use super::{Active, Processing, Step};
+use crate::error::Result;
+use crate::model::{MessageDefinition, ValueOrExpr};
+use crate::state::StoredMessageSubscription;
+
+/// A subscription's message name and correlation key, evaluated.
+pub(crate) struct NewSubscription {
+    message_name: String,
+    correlation_key: String,
+}
+
+impl Processing<'_> {
+    pub fn evaluate_subscription(
+        &self,
+        definition: &MessageDefinition,
+        active: &Active,
+    ) -> Result<Result<NewSubscription, String>> {
+        let message_name = match self.evaluate_string(&definition.message_name, active)? {
+            Ok(name) => name,
+            Err(message) => return Ok(Err(message)),
+        };
+        let correlation_key = match &definition.correlation_key {
+            ValueOrExpr::Static(key) => key.clone(),
+            ValueOrExpr::Expr(expression) => match self.evaluate_at(expression, active)? {
+                Ok(Value::String(key)) => key,
+                Ok(Value::Number(n)) => n.to_string(),
+                Ok(other) => {
+                    return Ok(Err(format!(
+                        "Failed to extract the correlation key for '{}': The value must be \
+                         either a string or a number, but was '{}'.",
+                        expression.source(),
+                        json_type_name(&other)
+                    )));
+                }
+                Err(message) => {
+                    return Ok(Err(format!(
+                        "Failed to extract the correlation key for '{}': {message}",
+                        expression.source()
+                    )));
+                }
+            },
+        };
+        Ok(Ok(NewSubscription {
+            message_name,
+            correlation_key,
+        }))
+    }
+
+    pub fn create_process_message_subscription(
+        &mut self,
+        active: &Active,
+        subscription: NewSubscription,
+    ) -> Result<()> {
+        let record = active.record();
+        let partition = message_partition(&subscription.correlation_key, self.ctx.partition_count);
+        let value = ProcessMessageSubscriptionRecord {
+            subscription_partition_id: i32::from(partition.get()),
+            process_instance_key: record.process_instance_key,
+            element_instance_key: active.key(),
+            bpmn_process_id: record.bpmn_process_id.clone(),
+            element_id: record.element_id.clone(),
+            message_name: subscription.message_name.clone(),
+            correlation_key: subscription.correlation_key,
+            message_key: -1,
+            variables: JsonValue::empty_object(),
+            is_interrupting: true,
+            tenant_id: record.tenant_id.clone(),
+        };
+        let key = self.next_key()?;
+        self.event(key, Intent::Creating, value)?;
+        self.push_step(Step::OpenMessageSubscription {
+            process_message_subscription_key: key,
+            element_instance_key: active.key(),
+            message_name: subscription.message_name,
+        });
+        Ok(())
+    }
+
+    /// The message side opens the subscription, confirms it, and correlates the
+    /// oldest buffered message this process has not received yet.
+    pub fn open_message_subscription(
+        &mut self,
+        process_subscription_key: i64,
+        element_instance_key: i64,
+        message_name: &str,
+    ) -> Result<()> {
+        let Some(process_subscription) = self
+            .read()
+            .process_message_subscription(element_instance_key, message_name)?
+        else {
+            return Ok(());
+        };
+        if process_subscription.closing {
+            return Ok(());
+        }
+        let p = &process_subscription.record;
+        let value = MessageSubscriptionRecord {
+            process_instance_key: p.process_instance_key,
+            element_instance_key,
+            bpmn_process_id: p.bpmn_process_id.clone(),
+            message_name: p.message_name.clone(),
+            correlation_key: p.correlation_key.clone(),
+            message_key: -1,
+            variables: JsonValue::empty_object(),
+            is_interrupting: p.is_interrupting,
+            tenant_id: p.tenant_id.clone(),
+        };
+        let key = self.next_key()?;
+        self.event(key, Intent::Created, value.clone())?;
+        self.event(process_subscription_key, Intent::Created, p.clone())?;
+
+        let now = self.now();
+        for message_key in self
+            .read()
+            .messages_for(&value.message_name, &value.correlation_key)?
+        {
+            let Some(message) = self.read().message(message_key)? else {
+                continue;
+            };
+            if message.record.deadline < now
+                || self
+                    .read()
+                    .message_correlated(message_key, &value.bpmn_process_id)?
+            {
+                continue;
+            }
+            let subscription = StoredMessageSubscription {
+                key,
+                record: value,
+                correlating: false,
+            };
+            return self.correlate(subscription, message_key, message.record.variables);
+        }
+        Ok(())
+    }
+
+    /// Delivers a message to a waiting subscription and completes its element.
+    pub fn correlate(
+        &mut self,
+        subscription: StoredMessageSubscription,
+        message_key: i64,
+        variables: JsonValue,
+    ) -> Result<()> {
+        let value = MessageSubscriptionRecord {
+            message_key,
+            variables: variables.clone(),
+            ..subscription.record
+        };
+        self.event(subscription.key, Intent::Correlating, value.clone())?;
+
+        // The instance's side.
+        let element_key = value.element_instance_key;
+        if let Some(process_subscription) = self
+            .read()
+            .process_message_subscription(element_key, &value.message_name)?
+        {
+            let correlated = ProcessMessageSubscriptionRecord {
+                message_key,
+                variables: variables.clone(),
+                ..process_subscription.record
+            };
+            self.event(process_subscription.key, Intent::Correlated, correlated)?;
+            let trigger = match variables.0 {
+                Value::Object(map) => Some(map),
+                _ => None,
+            };
+            self.complete_with(element_key, trigger)?;
+        }
+
+        self.event(subscription.key, Intent::Correlated, value)
+    }
+
+    /// Closes the subscriptions of an element instance that is left.
+    pub fn close_message_subscriptions(&mut self, element_instance_key: i64) -> Result<()> {
+        for subscription in self
+            .read()
+            .process_message_subscriptions(element_instance_key)?
+        {
+            let record = subscription.record;
+            self.event(subscription.key, Intent::Deleting, record.clone())?;
+            if let Some(message_side) = self.read().message_subscription(
+                &record.message_name,
+                &record.correlation_key,
+                element_instance_key,
+            )? {
+                self.event(message_side.key, Intent::Deleted, message_side.record)?;
+            }
+            self.event(subscription.key, Intent::Deleted, record)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,293 @@
+//! The per-command processing context: what processors and element behaviours use to
+//! read state, emit records (each event is applied to state at once by the appliers),
+//! and queue the in-line follow-up steps of a command.
+
+mod elements;
+mod errors;
+mod jobs;
+mod messages;
+mod timers;
+mod variables;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rill_engine_api::{Action, ProcessingContext, ProcessingOutput, StateTxn, keys};
+use rill_protocol::value::{IncidentErrorType, IncidentRecord, ProcessInstanceRecord};
+use rill_protocol::{
+    Command, CommandResponse, Intent, Key, RecordDraft, RecordValue, Rejection, RejectionType,
+};
+use serde_json::{Map, Value};
+
+use crate::appliers;
+use crate::error::{Result, inconsistent};
+use crate::model::{Element, ElementIdx};
+use crate::models::{DeployedProcess, ModelCache};
+use crate::state::{ElementCache, ElementInstance, Reader, Writer};
+
+pub(crate) use variables::json_type_name;
+
+pub(crate) type Output = ProcessingOutput<Command, CommandResponse>;
+
+/// Work a command causes inside the engine, done in order after the processor (Zeebe
+/// writes these as internal commands; here they never reach the log).
+pub(crate) enum Step {
+    /// Enter `element` in the scope `scope_key`, with variables of the event that
+    /// triggered it (a caught error).
+    Activate {
+        scope_key: i64,
+        process: Arc<DeployedProcess>,
+        element: ElementIdx,
+        trigger: Option<Map<String, Value>>,
+    },
+    /// Complete an element instance whose work is done (a scope with no token left).
+    Complete { key: i64 },
+    /// The message partition's side of a new subscription: record it and correlate a
+    /// buffered message if there is one.
+    OpenMessageSubscription {
+        process_message_subscription_key: i64,
+        element_instance_key: i64,
+        message_name: String,
+    },
+}
+
+/// A live element instance together with its model element.
+pub(crate) struct Active {
+    pub instance: ElementInstance,
+    pub process: Arc<DeployedProcess>,
+    pub idx: ElementIdx,
+}
+
+impl Active {
+    pub fn element(&self) -> &Element {
+        self.process.model.element(self.idx)
+    }
+
+    pub fn key(&self) -> i64 {
+        self.instance.key
+    }
+
+    pub fn record(&self) -> &ProcessInstanceRecord {
+        &self.instance.record
+    }
+}
+
+pub(crate) struct Processing<'a> {
+    pub ctx: &'a ProcessingContext,
+    txn: &'a mut dyn StateTxn,
+    models: &'a mut ModelCache,
+    cache: &'a ElementCache,
+    pub out: &'a mut Output,
+    /// The next local key value, read once and written back at the end.
+    next_key: Option<u64>,
+    steps: VecDeque<Step>,
+    jobs_available: Vec<String>,
+    wake_at: Option<i64>,
+}
+
+impl<'a> Processing<'a> {
+    pub fn new(
+        ctx: &'a ProcessingContext,
+        txn: &'a mut dyn StateTxn,
+        models: &'a mut ModelCache,
+        cache: &'a ElementCache,
+        out: &'a mut Output,
+    ) -> Processing<'a> {
+        cache.clear();
+        Processing {
+            ctx,
+            txn,
+            models,
+            cache,
+            out,
+            next_key: None,
+            steps: VecDeque::new(),
+            jobs_available: Vec::new(),
+            wake_at: None,
+        }
+    }
+
+    pub fn read(&self) -> Reader<'_> {
+        Reader::with_cache(&*self.txn, self.cache)
+    }
+
+    /// The entry's timestamp in ms: the only clock the engine has.
+    pub fn now(&self) -> i64 {
+        self.ctx.timestamp.millis()
+    }
+
+    /// A fresh key from the partition's counter (`keys::next_key`'s layout; the
+    /// counter is written back once, in [`Processing::finish`]).
+    pub fn next_key(&mut self) -> Result<i64> {
+        let next = match self.next_key {
+            Some(next) => next,
+            None => keys::peek_counter(&*self.txn)?,
+        };
+        self.next_key = Some(next + 1);
+        Ok(rill_protocol::Key::new(self.ctx.partition_id, next).get())
+    }
+
+    pub fn model(&mut self, definition_key: i64) -> Result<Arc<DeployedProcess>> {
+        self.models.get(Reader::new(&*self.txn), definition_key)
+    }
+
+    pub fn cache_model(&mut self, deployed: DeployedProcess) {
+        self.models.insert(deployed);
+    }
+
+    /// Writes the command's own record (the first record of an accepted command).
+    pub fn command(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) {
+        self.out
+            .records
+            .push(RecordDraft::command(Key(key), intent, value));
+    }
+
+    /// Writes an event and applies it to state.
+    pub fn event(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
+        let draft = RecordDraft::event(Key(key), intent, value);
+        let mut writer = Writer::new(&mut *self.txn, self.cache);
+        appliers::apply(&mut writer, self.models, &draft, self.ctx.timestamp)?;
+        self.out.records.push(draft);
+        Ok(())
+    }
+
+    /// Rejects the command: a rejection record in place of the command record, and the
+    /// rejection as the response.
+    pub fn reject(
+        &mut self,
+        key: i64,
+        intent: Intent,
+        value: impl Into<RecordValue>,
+        rejection_type: RejectionType,
+        reason: impl Into<String>,
+    ) {
+        let reason = reason.into();
+        self.out.records.push(RecordDraft::rejection(
+            Key(key),
+            intent,
+            value,
+            rejection_type,
+            reason.clone(),
+        ));
+        self.out.response = Some(CommandResponse::Rejected(Rejection::new(
+            rejection_type,
+            reason,
+        )));
+    }
+
+    /// Answers the command with an event's key, intent and value.
+    pub fn respond(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) {
+        self.out.response = Some(CommandResponse::Accepted {
+            key: Key(key),
+            intent,
+            value: value.into(),
+        });
+    }
+
+    pub fn push_step(&mut self, step: Step) {
+        self.steps.push_back(step);
+    }
+
+    /// Wake job workers waiting for this type once the command is committed.
+    pub fn notify_jobs_available(&mut self, job_type: &str) {
+        if !self.jobs_available.iter().any(|t| t == job_type) {
+            self.jobs_available.push(job_type.to_owned());
+        }
+    }
+
+    /// Ask the leader to look for due work at `due`.
+    pub fn wake_at(&mut self, due: i64) {
+        self.wake_at = Some(self.wake_at.map_or(due, |at| at.min(due)));
+    }
+
+    /// Runs the queued steps until none is left, then turns the collected side effects
+    /// into actions.
+    pub fn finish(mut self) -> Result<()> {
+        while let Some(step) = self.steps.pop_front() {
+            match step {
+                Step::Activate {
+                    scope_key,
+                    process,
+                    element,
+                    trigger,
+                } => self.activate(scope_key, &process, element, trigger)?,
+                Step::Complete { key } => self.complete_scope(key)?,
+                Step::OpenMessageSubscription {
+                    process_message_subscription_key,
+                    element_instance_key,
+                    message_name,
+                } => self.open_message_subscription(
+                    process_message_subscription_key,
+                    element_instance_key,
+                    &message_name,
+                )?,
+            }
+        }
+        self.cache.flush(self.txn)?;
+        if let Some(next) = self.next_key {
+            self.txn.put(keys::KEY_COUNTER, &next.to_be_bytes());
+        }
+        for job_type in std::mem::take(&mut self.jobs_available) {
+            self.out.actions.push(Action::JobsAvailable { job_type });
+        }
+        if let Some(due) = self.wake_at {
+            self.out.actions.push(Action::WakeAt {
+                due: rill_protocol::Timestamp(due),
+            });
+        }
+        Ok(())
+    }
+
+    /// Loads a live element instance with its model element.
+    pub fn active(&mut self, key: i64) -> Result<Option<Active>> {
+        let Some(instance) = self.read().element_instance(key)? else {
+            return Ok(None);
+        };
+        let process = self.model(instance.record.process_definition_key)?;
+        let idx = if instance.record.bpmn_element_type
+            == rill_protocol::value::BpmnElementType::Process
+        {
+            crate::model::ProcessModel::ROOT
+        } else {
+            process
+                .model
+                .element_by_id(&instance.record.element_id)
+                .ok_or_else(|| {
+                    inconsistent(format!(
+                        "element '{}' of instance {key} is not in its process model",
+                        instance.record.element_id
+                    ))
+                })?
+        };
+        Ok(Some(Active {
+            instance,
+            process,
+            idx,
+        }))
+    }
+
+    /// Raises an incident on an element instance (and its job, if `job_key` > 0).
+    pub fn raise_incident(
+        &mut self,
+        at: &ProcessInstanceRecord,
+        element_instance_key: i64,
+        error_type: IncidentErrorType,
+        message: String,
+        job_key: i64,
+    ) -> Result<()> {
+        let key = self.next_key()?;
+        let record = IncidentRecord {
+            error_type,
+            error_message: message,
+            bpmn_process_id: at.bpmn_process_id.clone(),
+            process_definition_key: at.process_definition_key,
+            process_instance_key: at.process_instance_key,
+            element_id: at.element_id.clone(),
+            element_instance_key,
+            job_key,
+            variable_scope_key: element_instance_key,
+            tenant_id: at.tenant_id.clone(),
+        };
+        self.event(key, Intent::Created, record)
+    }
+}

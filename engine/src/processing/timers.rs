@@ -1,0 +1,215 @@
+//! Timers: intermediate timer catch events and timer boundary events.
+
+use rill_feel::temporal::{self, IsoDuration};
+use rill_protocol::Intent;
+use rill_protocol::value::{IncidentErrorType, TimerRecord};
+use serde_json::Value;
+
+use super::variables::json_type_name;
+use super::{Active, Processing};
+use crate::error::Result;
+use crate::model::{BoundaryDefinition, ElementKind, TimerDefinition, ValueOrExpr};
+
+/// When a timer fires, and how often (-1 = forever, 1 = once).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Due {
+    pub due_date: i64,
+    pub repetitions: i32,
+    /// For cycles: the interval to the next firing.
+    pub interval: Option<IsoDuration>,
+}
+
+impl Processing<'_> {
+    fn timer_text(
+        &self,
+        expression: &rill_feel::Expression,
+        active: &Active,
+    ) -> Result<Result<String, String>> {
+        Ok(match self.evaluate_at(expression, active)? {
+            Ok(Value::String(text)) => Ok(text),
+            Ok(other) => Err(format!(
+                "Expected result of the expression '{}' to be 'STRING', but was '{}'",
+                expression.source(),
+                json_type_name(&other)
+            )),
+            Err(message) => Err(message),
+        })
+    }
+
+    pub fn evaluate_timer(
+        &self,
+        definition: &TimerDefinition,
+        active: &Active,
+    ) -> Result<Result<Due, String>> {
+        let now = self.now();
+        let once = |due_date| Due {
+            due_date,
+            repetitions: 1,
+            interval: None,
+        };
+        Ok(match definition {
+            TimerDefinition::Duration(ValueOrExpr::Static(duration)) => {
+                Ok(once(temporal::add_duration(now, *duration)))
+            }
+            TimerDefinition::Duration(ValueOrExpr::Expr(expression)) => {
+                match self.timer_text(expression, active)? {
+                    Ok(text) => match temporal::parse_duration(&text) {
+                        Ok(duration) => Ok(once(temporal::add_duration(now, duration))),
+                        Err(e) => Err(format!("Invalid timer duration '{text}': {e}")),
+                    },
+                    Err(message) => Err(message),
+                }
+            }
+            TimerDefinition::Date(ValueOrExpr::Static(date)) => Ok(once(*date)),
+            TimerDefinition::Date(ValueOrExpr::Expr(expression)) => {
+                match self.timer_text(expression, active)? {
+                    Ok(text) => match temporal::parse_date_time(&text) {
+                        Ok(date) => Ok(once(date)),
+                        Err(e) => Err(format!("Invalid timer date '{text}': {e}")),
+                    },
+                    Err(message) => Err(message),
+                }
+            }
+            TimerDefinition::Cycle(value) => {
+                let cycle = match value {
+                    ValueOrExpr::Static(cycle) => Ok(*cycle),
+                    ValueOrExpr::Expr(expression) => match self.timer_text(expression, active)? {
+                        Ok(text) => temporal::parse_cycle(&text)
+                            .map_err(|e| format!("Invalid timer cycle '{text}': {e}")),
+                        Err(message) => Err(message),
+                    },
+                };
+                cycle.map(|cycle| Due {
+                    due_date: temporal::add_duration(now, cycle.interval),
+                    repetitions: cycle.repetitions,
+                    interval: Some(cycle.interval),
+                })
+            }
+        })
+    }
+
+    pub fn create_timer(
+        &mut self,
+        active: &Active,
+        target_element_id: &str,
+        due: Due,
+    ) -> Result<()> {
+        let record = active.record();
+        let timer = TimerRecord {
+            element_instance_key: active.key(),
+            process_instance_key: record.process_instance_key,
+            process_definition_key: record.process_definition_key,
+            due_date: due.due_date,
+            target_element_id: target_element_id.to_owned(),
+            repetitions: due.repetitions,
+            tenant_id: record.tenant_id.clone(),
+        };
+        let key = self.next_key()?;
+        self.wake_at(due.due_date);
+        self.event(key, Intent::Created, timer)
+    }
+
+    /// Creates the timers of an activity's timer boundary events. Returns false (and
+    /// raises an incident) when one cannot be evaluated; nothing is created then.
+    pub fn arm_boundary_timers(&mut self, active: &Active) -> Result<bool> {
+        let process = active.process.clone();
+        let mut timers = Vec::new();
+        for boundary in &active.element().boundary_events {
+            let element = process.model.element(*boundary);
+            if let ElementKind::BoundaryEvent {
+                definition: BoundaryDefinition::Timer(definition),
+                ..
+            } = &element.kind
+            {
+                match self.evaluate_timer(definition, active)? {
+                    Ok(due) => timers.push((element.id.clone(), due)),
+                    Err(message) => {
+                        self.raise_incident(
+                            active.record(),
+                            active.key(),
+                            IncidentErrorType::ExtractValueError,
+                            message,
+                            -1,
+                        )?;
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        for (target, due) in timers {
+            self.create_timer(active, &target, due)?;
+        }
+        Ok(true)
+    }
+
+    /// Cancels the timers that belong to an element instance.
+    pub fn cancel_timers(&mut self, element_instance_key: i64) -> Result<()> {
+        for key in self.read().timers_of_element(element_instance_key)? {
+            if let Some(timer) = self.read().timer(key)? {
+                self.event(key, Intent::Canceled, timer)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A due timer fires: completes its catch event, or triggers its boundary event.
+    pub fn fire_timer(&mut self, key: i64, timer: TimerRecord) -> Result<()> {
+        let element_key = timer.element_instance_key;
+        self.event(key, Intent::Triggered, timer.clone())?;
+        let Some(active) = self.active(element_key)? else {
+            return Ok(());
+        };
+        if active.element().id == timer.target_element_id {
+            return self.complete_with(element_key, None);
+        }
+        let process = active.process.clone();
+        let Some(boundary) = process.model.element_by_id(&timer.target_element_id) else {
+            return Ok(());
+        };
+        let (interrupting, cycle) = match &process.model.element(boundary).kind {
+            ElementKind::BoundaryEvent {
+                interrupting,
+                definition: BoundaryDefinition::Timer(definition),
+                ..
+            } => (
+                *interrupting,
+                matches!(definition, TimerDefinition::Cycle(_)),
+            ),
+            _ => return Ok(()),
+        };
+        if interrupting {
+            return self.interrupt_and_activate_boundary(&active, boundary, None);
+        }
+        if cycle && timer.repetitions != 1 {
+            if let ElementKind::BoundaryEvent {
+                definition: BoundaryDefinition::Timer(definition),
+                ..
+            } = &process.model.element(boundary).kind
+                && let Ok(due) = self.evaluate_timer(definition, &active)?
+            {
+                let repetitions = if timer.repetitions < 0 {
+                    -1
+                } else {
+                    timer.repetitions - 1
+                };
+                self.create_timer(
+                    &active,
+                    &timer.target_element_id,
+                    Due {
+                        due_date: temporal::add_duration(
+                            timer.due_date,
+                            due.interval.unwrap_or(IsoDuration {
+                                months: 0,
+                                millis: 0,
+                            }),
+                        ),
+                        repetitions,
+                        interval: due.interval,
+                    },
+                )?;
+            }
+        }
+        let scope_key = active.record().flow_scope_key;
+        self.activate(scope_key, &process, boundary, None)
+    }
+}

@@ -1,0 +1,390 @@
+//! Variables: reading the scope chain for expressions, input and output mappings, and
+//! writing with Zeebe's propagation (a variable goes to the nearest scope that holds
+//! it, else to the process scope).
+
+use rill_engine_api::Action;
+use rill_feel::Expression;
+use rill_protocol::value::{ProcessInstanceRecord, ProcessInstanceResultRecord, VariableRecord};
+use rill_protocol::{CommandResponse, Intent, JsonValue, Key, Rejection, RejectionType};
+use serde_json::{Map, Value};
+
+use super::{Active, Processing};
+use crate::error::Result;
+use crate::model::{FlowIdx, Mapping, ValueOrExpr};
+use crate::state::{AwaitRegistration, ElementInstance};
+
+/// A type name for messages about values.
+pub(crate) fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "NULL",
+        Value::Bool(_) => "BOOLEAN",
+        Value::Number(_) => "NUMBER",
+        Value::String(_) => "STRING",
+        Value::Array(_) => "ARRAY",
+        Value::Object(_) => "OBJECT",
+    }
+}
+
+/// Sets `value` at `path` inside `base` (creating contexts on the way).
+fn put_path(base: Option<Value>, path: &[String], value: Value) -> Value {
+    let Some((first, rest)) = path.split_first() else {
+        return value;
+    };
+    let mut object = match base {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let inner = object.remove(first);
+    object.insert(first.clone(), put_path(inner, rest, value));
+    Value::Object(object)
+}
+
+impl Processing<'_> {
+    /// Scope keys from `key` up to the process instance.
+    pub fn scope_chain(&self, key: i64) -> Result<Vec<i64>> {
+        let mut chain = vec![key];
+        let mut current = key;
+        while let Some(instance) = self.read().element_instance(current)? {
+            let parent = instance.record.flow_scope_key;
+            if parent < 0 {
+                break;
+            }
+            chain.push(parent);
+            current = parent;
+        }
+        Ok(chain)
+    }
+
+    /// The scope chain of a job's element: known from the model when the task sits
+    /// directly in the process (no state read), else walked.
+    pub fn job_scope_chain(&mut self, job: &rill_protocol::value::JobRecord) -> Result<Vec<i64>> {
+        let process = self.model(job.process_definition_key)?;
+        if let Some(idx) = process.model.element_by_id(&job.element_id)
+            && process.model.element(idx).flow_scope == Some(crate::model::ProcessModel::ROOT)
+        {
+            return Ok(vec![job.element_instance_key, job.process_instance_key]);
+        }
+        self.scope_chain(job.element_instance_key)
+    }
+
+    /// The value of `name` as seen from the first scope of `chain`.
+    fn visible_variable(&self, instance: i64, chain: &[i64], name: &str) -> Result<Option<Value>> {
+        for scope in chain {
+            if let Some(variable) = self.read().variable(instance, *scope, name)? {
+                return Ok(Some(
+                    serde_json::from_str(&variable.value).unwrap_or(Value::Null),
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The variables `names` as seen from the first scope of `chain`.
+    pub fn variables_named(
+        &self,
+        instance: i64,
+        chain: &[i64],
+        names: &[String],
+    ) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        for name in names {
+            if let Some(value) = self.visible_variable(instance, chain, name)? {
+                out.insert(name.clone(), value);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every variable visible from the first scope of `chain` (inner scopes win).
+    pub fn all_variables(&self, instance: i64, chain: &[i64]) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        for scope in chain.iter().rev() {
+            for (name, variable) in self.read().scope_variables(instance, *scope)? {
+                out.insert(
+                    name,
+                    serde_json::from_str(&variable.value).unwrap_or(Value::Null),
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// Evaluates an expression with the variables it reads, as seen from `chain`.
+    /// The inner `Err` is a message for an incident.
+    pub fn evaluate_in(
+        &self,
+        expression: &Expression,
+        instance: i64,
+        chain: &[i64],
+    ) -> Result<Result<Value, String>> {
+        let context = self.variables_named(instance, chain, expression.variable_names())?;
+        Ok(expression
+            .evaluate(&context, self.now())
+            .map_err(|e| e.to_string()))
+    }
+
+    /// Evaluates an expression in an element's own scope.
+    pub fn evaluate_at(
+        &self,
+        expression: &Expression,
+        active: &Active,
+    ) -> Result<Result<Value, String>> {
+        let chain = self.scope_chain(active.key())?;
+        self.evaluate_in(expression, active.record().process_instance_key, &chain)
+    }
+
+    pub fn evaluate_string(
+        &self,
+        value: &ValueOrExpr<String>,
+        active: &Active,
+    ) -> Result<Result<String, String>> {
+        let expression = match value {
+            ValueOrExpr::Static(text) => return Ok(Ok(text.clone())),
+            ValueOrExpr::Expr(expression) => expression,
+        };
+        Ok(match self.evaluate_at(expression, active)? {
+            Ok(Value::String(text)) => Ok(text),
+            Ok(other) => Err(format!(
+                "Expected result of the expression '{}' to be 'STRING', but was '{}'",
+                expression.source(),
+                json_type_name(&other)
+            )),
+            Err(message) => Err(message),
+        })
+    }
+
+    /// Input mappings: evaluated in the flow scope, each seeing the earlier ones,
+    /// written as the element's local variables.
+    pub fn evaluate_inputs(&self, active: &Active) -> Result<Result<Map<String, Value>, String>> {
+        let instance = active.record().process_instance_key;
+        let chain = self.scope_chain(active.record().flow_scope_key)?;
+        self.evaluate_mappings(&active.element().inputs, instance, &chain, false)
+    }
+
+    /// Output mappings: evaluated in the element's scope; nested targets merge into the
+    /// visible value of the target variable.
+    pub fn evaluate_outputs(&self, active: &Active) -> Result<Result<Map<String, Value>, String>> {
+        let instance = active.record().process_instance_key;
+        let chain = self.scope_chain(active.key())?;
+        self.evaluate_mappings(&active.element().outputs, instance, &chain, true)
+    }
+
+    fn evaluate_mappings(
+        &self,
+        mappings: &[Mapping],
+        instance: i64,
+        chain: &[i64],
+        merge_visible: bool,
+    ) -> Result<Result<Map<String, Value>, String>> {
+        let mut result = Map::new();
+        for mapping in mappings {
+            let Some(root) = mapping.target.first() else {
+                continue;
+            };
+            let mut context =
+                self.variables_named(instance, chain, mapping.source.variable_names())?;
+            if !merge_visible {
+                // Inputs see the locals mapped before them.
+                for (name, value) in &result {
+                    context.insert(name.clone(), value.clone());
+                }
+            }
+            let value = match mapping.source.evaluate(&context, self.now()) {
+                Ok(value) => value,
+                Err(e) => return Ok(Err(e.to_string())),
+            };
+            let base = match result.remove(root) {
+                Some(existing) => Some(existing),
+                None if merge_visible && mapping.target.len() > 1 => {
+                    self.visible_variable(instance, chain, root)?
+                }
+                None => None,
+            };
+            let merged = put_path(base, &mapping.target[1..], value);
+            result.insert(root.clone(), merged);
+        }
+        Ok(Ok(result))
+    }
+
+    /// Creates or updates one variable in a scope (no event if the value is unchanged).
+    pub fn set_variable(
+        &mut self,
+        at: &ProcessInstanceRecord,
+        scope_key: i64,
+        name: &str,
+        value: &Value,
+    ) -> Result<()> {
+        let instance = at.process_instance_key;
+        let text = value.to_string();
+        let (key, intent) = match self.read().variable(instance, scope_key, name)? {
+            Some(existing) if existing.value == text => return Ok(()),
+            Some(existing) => (existing.key, Intent::Updated),
+            None => (self.next_key()?, Intent::Created),
+        };
+        let record = VariableRecord {
+            name: name.to_owned(),
+            value: text,
+            scope_key,
+            process_instance_key: instance,
+            process_definition_key: at.process_definition_key,
+            bpmn_process_id: at.bpmn_process_id.clone(),
+            tenant_id: at.tenant_id.clone(),
+        };
+        self.event(key, intent, record)
+    }
+
+    /// Sets variables in the scope of `at` itself.
+    pub fn set_local_variables(
+        &mut self,
+        at: &ElementInstance,
+        variables: Map<String, Value>,
+    ) -> Result<()> {
+        for (name, value) in &variables {
+            self.set_variable(&at.record, at.key, name, value)?;
+        }
+        Ok(())
+    }
+
+    /// Sets each variable in the nearest scope from `start` upwards that holds it, or
+    /// else in the process scope.
+    pub fn propagate_variables(
+        &mut self,
+        start: i64,
+        at: &ElementInstance,
+        variables: Map<String, Value>,
+    ) -> Result<()> {
+        if variables.is_empty() {
+            return Ok(());
+        }
+        let instance = at.record.process_instance_key;
+        let chain = self.scope_chain(start)?;
+        for (name, value) in &variables {
+            let mut target = instance;
+            for scope in &chain {
+                if self.read().variable(instance, *scope, name)?.is_some() {
+                    target = *scope;
+                    break;
+                }
+            }
+            self.set_variable(&at.record, target, name, value)?;
+        }
+        Ok(())
+    }
+
+    /// Picks the flow an exclusive gateway takes: the first whose condition is true,
+    /// else the default flow.
+    pub fn choose_flow(
+        &self,
+        active: &Active,
+        default_flow: Option<FlowIdx>,
+    ) -> Result<Result<FlowIdx, String>> {
+        let model = &active.process.model;
+        let element = active.element();
+        let instance = active.record().process_instance_key;
+        let chain = self.scope_chain(active.key())?;
+        for flow_idx in &element.outgoing {
+            if Some(*flow_idx) == default_flow {
+                continue;
+            }
+            let flow = model.flow(*flow_idx);
+            let Some(condition) = &flow.condition else {
+                return Ok(Ok(*flow_idx));
+            };
+            match self.evaluate_in(condition, instance, &chain)? {
+                Ok(Value::Bool(true)) => return Ok(Ok(*flow_idx)),
+                Ok(Value::Bool(false)) => {}
+                Ok(other) => {
+                    return Ok(Err(format!(
+                        "Expected result of the expression '{}' to be 'BOOLEAN', but was '{}'",
+                        condition.source(),
+                        json_type_name(&other)
+                    )));
+                }
+                Err(message) => return Ok(Err(message)),
+            }
+        }
+        Ok(match default_flow {
+            Some(flow) => Ok(flow),
+            None => Err(format!(
+                "Expected at least one condition to evaluate to true, or to have a default \
+                 flow, but no condition of exclusive gateway '{}' was true",
+                element.id
+            )),
+        })
+    }
+
+    /// An instance ended: answer the client awaiting its result, if any. The
+    /// registration must be read before the ending event removed it.
+    pub fn instance_finished(
+        &mut self,
+        process_instance_key: i64,
+        registration: Option<AwaitRegistration>,
+        completed: bool,
+    ) -> Result<()> {
+        if let Some(registration) = registration {
+            let response = self.await_response(
+                process_instance_key,
+                &registration.fetch_variables,
+                completed,
+            )?;
+            self.answer_waiting(registration.request_id, response);
+        }
+        Ok(())
+    }
+
+    /// Builds the answer for a client awaiting the result of an instance.
+    pub fn await_response(
+        &self,
+        process_instance_key: i64,
+        fetch_variables: &[String],
+        completed: bool,
+    ) -> Result<CommandResponse> {
+        if !completed {
+            return Ok(CommandResponse::Rejected(Rejection::new(
+                RejectionType::InvalidState,
+                format!(
+                    "Expected process instance with key '{process_instance_key}' to complete, \
+                     but it was terminated"
+                ),
+            )));
+        }
+        let Some(summary) = self.read().summary(process_instance_key)? else {
+            return Ok(CommandResponse::Rejected(Rejection::new(
+                RejectionType::NotFound,
+                format!("Process instance with key '{process_instance_key}' is gone"),
+            )));
+        };
+        let chain = [process_instance_key];
+        let variables = if fetch_variables.is_empty() {
+            self.all_variables(process_instance_key, &chain)?
+        } else {
+            self.variables_named(process_instance_key, &chain, fetch_variables)?
+        };
+        Ok(CommandResponse::Accepted {
+            key: Key(process_instance_key),
+            intent: Intent::Completed,
+            value: ProcessInstanceResultRecord {
+                bpmn_process_id: summary.bpmn_process_id,
+                version: summary.version,
+                process_definition_key: summary.process_definition_key,
+                process_instance_key,
+                variables: JsonValue(Value::Object(variables)),
+                tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
+            }
+            .into(),
+        })
+    }
+
+    /// Sends the answer to the waiting request: now if it waits on this very command,
+    /// else once this command is committed.
+    pub fn answer_waiting(&mut self, request_id: u64, response: CommandResponse) {
+        if self.ctx.request.map(|r| r.0) == Some(request_id) {
+            self.out.response = Some(response);
+        } else {
+            self.out.actions.push(Action::Respond {
+                request: rill_engine_api::RequestId(request_id),
+                response,
+            });
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! DEPLOYMENT CREATE: parse and validate every resource, then a new version of each
+//! process whose resource changed (the same XML again keeps its version).
+
+use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
+use rill_protocol::{Blob, Intent, RejectionType, Resource};
+
+use super::tenant;
+use crate::error::Result;
+use crate::models::DeployedProcess;
+use crate::processing::Processing;
+
+pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
+    let mut record = DeploymentRecord {
+        resources: resources
+            .iter()
+            .map(|r| DeploymentResource {
+                resource_name: r.name.clone(),
+                resource: r.content.clone(),
+            })
+            .collect(),
+        processes_metadata: Vec::new(),
+        tenant_id: tenant(),
+    };
+    if resources.is_empty() {
+        p.reject(
+            -1,
+            Intent::Create,
+            record,
+            RejectionType::InvalidArgument,
+            "Expected to deploy at least one resource, but none was given",
+        );
+        return Ok(());
+    }
+    if let Some(bad) = resources
+        .iter()
+        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml")))
+    {
+        let reason = format!(
+            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml'), but '{}' is \
+             neither",
+            bad.name
+        );
+        p.reject(
+            -1,
+            Intent::Create,
+            record,
+            RejectionType::InvalidArgument,
+            reason,
+        );
+        return Ok(());
+    }
+    let parsed = match crate::parse_deployment(
+        resources
+            .iter()
+            .map(|r| (r.name.as_str(), r.content.0.as_slice())),
+    ) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            let reason = error.to_string();
+            p.reject(
+                -1,
+                Intent::Create,
+                record,
+                RejectionType::InvalidArgument,
+                reason,
+            );
+            return Ok(());
+        }
+    };
+
+    p.command(-1, Intent::Create, record.clone());
+    let deployment_key = p.next_key()?;
+    for (resource, content) in parsed.into_iter().zip(resources) {
+        let checksum = resource.checksum.as_bytes().to_vec();
+        for model in resource.processes {
+            let id = model.bpmn_process_id.clone();
+            let latest = p.read().latest_process(&id)?;
+            let mut duplicate_of = None;
+            if let Some((version, key)) = latest
+                && let Some(existing) = p.read().process(key)?
+                && existing.checksum.0 == checksum
+                && existing.resource_name == resource.resource_name
+                && existing.resource == content.content
+            {
+                duplicate_of = Some((version, key));
+            }
+            let (version, key, is_duplicate) = match duplicate_of {
+                Some((version, key)) => (version, key, true),
+                None => {
+                    let version = latest.map_or(1, |(v, _)| v + 1);
+                    let key = p.next_key()?;
+                    let process = ProcessRecord {
+                        bpmn_process_id: id.clone(),
+                        version,
+                        process_definition_key: key,
+                        resource_name: resource.resource_name.clone(),
+                        checksum: Blob(checksum.clone()),
+                        resource: content.content.clone(),
+                        is_duplicate: false,
+                        tenant_id: tenant(),
+                    };
+                    p.event(key, Intent::Created, process)?;
+                    p.cache_model(DeployedProcess {
+                        key,
+                        version,
+                        model,
+                    });
+                    (version, key, false)
+                }
+            };
+            record.processes_metadata.push(ProcessMetadata {
+                bpmn_process_id: id,
+                version,
+                process_definition_key: key,
+                resource_name: resource.resource_name.clone(),
+                checksum: Blob(checksum.clone()),
+                is_duplicate,
+                tenant_id: tenant(),
+            });
+        }
+    }
+    p.event(deployment_key, Intent::Created, record.clone())?;
+    p.respond(deployment_key, Intent::Created, record);
+    Ok(())
+}

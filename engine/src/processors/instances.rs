@@ -1,0 +1,172 @@
+//! PROCESS_INSTANCE_CREATION CREATE, PROCESS_INSTANCE CANCEL, and the expiry of a
+//! finished instance's summary.
+
+use rill_protocol::value::{
+    BpmnElementType, BpmnEventType, ProcessInstanceCreationRecord, ProcessInstanceRecord,
+};
+use rill_protocol::{CreateProcessInstance, Intent, ProcessSelector, RejectionType};
+
+use super::{tenant, variables_document};
+use crate::error::Result;
+use crate::processing::Processing;
+use crate::state::InstanceState;
+
+pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> Result<()> {
+    let intent = if create.await_result {
+        Intent::CreateWithAwaitingResult
+    } else {
+        Intent::Create
+    };
+    let (bpmn_process_id, version) = match &create.process {
+        ProcessSelector::ById {
+            bpmn_process_id,
+            version,
+        } => (bpmn_process_id.clone(), version.unwrap_or(-1)),
+        ProcessSelector::ByKey(_) => (String::new(), -1),
+    };
+    let mut record = ProcessInstanceCreationRecord {
+        bpmn_process_id,
+        version,
+        process_definition_key: match create.process {
+            ProcessSelector::ByKey(key) => key.get(),
+            ProcessSelector::ById { .. } => -1,
+        },
+        process_instance_key: -1,
+        variables: create.variables.clone(),
+        fetch_variables: create.fetch_variables.clone(),
+        tenant_id: tenant(),
+        await_request_id: None,
+    };
+    let variables = match variables_document(&create.variables, "the variables") {
+        Ok(variables) => variables,
+        Err(reason) => {
+            p.reject(-1, intent, record, RejectionType::InvalidArgument, reason);
+            return Ok(());
+        }
+    };
+    let definition_key = match &create.process {
+        ProcessSelector::ById {
+            bpmn_process_id,
+            version: None,
+        } => p
+            .read()
+            .latest_process(bpmn_process_id)?
+            .map(|(_, key)| key),
+        ProcessSelector::ById {
+            bpmn_process_id,
+            version: Some(version),
+        } => p.read().process_key_by_version(bpmn_process_id, *version)?,
+        ProcessSelector::ByKey(key) => p.read().process(key.get())?.map(|_| key.get()),
+    };
+    let Some(definition_key) = definition_key else {
+        let reason = match &create.process {
+            ProcessSelector::ById {
+                bpmn_process_id,
+                version: None,
+            } => format!(
+                "Expected to find process definition with process ID '{bpmn_process_id}', but \
+                 none found"
+            ),
+            ProcessSelector::ById {
+                bpmn_process_id,
+                version: Some(version),
+            } => format!(
+                "Expected to find process definition with process ID '{bpmn_process_id}' and \
+                 version '{version}', but none found"
+            ),
+            ProcessSelector::ByKey(key) => {
+                format!("Expected to find process definition with key '{key}', but none found")
+            }
+        };
+        p.reject(-1, intent, record, RejectionType::NotFound, reason);
+        return Ok(());
+    };
+    let process = p.model(definition_key)?;
+
+    p.command(-1, intent, record.clone());
+    let instance_key = p.next_key()?;
+    record.bpmn_process_id = process.model.bpmn_process_id.clone();
+    record.version = process.version;
+    record.process_definition_key = process.key;
+    record.process_instance_key = instance_key;
+    if create.await_result {
+        record.await_request_id = p.ctx.request.map(|r| r.0);
+    }
+    let root = Processing::root_record(&process, instance_key);
+    for (name, value) in &variables {
+        p.set_variable(&root, instance_key, name, value)?;
+    }
+    p.event(instance_key, Intent::Created, record.clone())?;
+    if !create.await_result {
+        p.respond(instance_key, Intent::Created, record);
+    }
+    p.activate_process(instance_key, root)
+}
+
+pub(super) fn placeholder(key: i64) -> ProcessInstanceRecord {
+    ProcessInstanceRecord {
+        bpmn_element_type: BpmnElementType::Process,
+        element_id: String::new(),
+        bpmn_process_id: String::new(),
+        version: -1,
+        process_definition_key: -1,
+        process_instance_key: key,
+        flow_scope_key: -1,
+        bpmn_event_type: BpmnEventType::Unspecified,
+        parent_process_instance_key: -1,
+        parent_element_instance_key: -1,
+        tenant_id: tenant(),
+    }
+}
+
+pub(super) fn cancel(p: &mut Processing<'_>, key: i64) -> Result<()> {
+    let instance = p
+        .read()
+        .element_instance(key)?
+        .filter(|i| i.record.bpmn_element_type == BpmnElementType::Process);
+    let Some(instance) = instance else {
+        p.reject(
+            key,
+            Intent::Cancel,
+            placeholder(key),
+            RejectionType::NotFound,
+            format!(
+                "Expected to cancel a process instance with key '{key}', but no such process \
+                 instance was found"
+            ),
+        );
+        return Ok(());
+    };
+    p.command(key, Intent::Cancel, instance.record.clone());
+    p.respond(key, Intent::ElementTerminating, instance.record);
+    p.terminate(key)
+}
+
+pub(super) fn expire_summary(p: &mut Processing<'_>, key: i64) -> Result<()> {
+    let finished = p
+        .read()
+        .summary(key)?
+        .filter(|s| s.state != InstanceState::Active);
+    let Some(summary) = finished else {
+        p.reject(
+            key,
+            Intent::Delete,
+            placeholder(key),
+            RejectionType::NotFound,
+            format!(
+                "Expected to delete the finished process instance with key '{key}', but no \
+                 finished instance with that key exists"
+            ),
+        );
+        return Ok(());
+    };
+    let record = ProcessInstanceRecord {
+        bpmn_process_id: summary.bpmn_process_id.clone(),
+        element_id: summary.bpmn_process_id,
+        version: summary.version,
+        process_definition_key: summary.process_definition_key,
+        ..placeholder(key)
+    };
+    p.command(key, Intent::Delete, record.clone());
+    p.event(key, Intent::Deleted, record)
+}

@@ -1,0 +1,183 @@
+//! One processor per command. A processor validates (rejecting with a reason the user
+//! can act on, changing nothing), then writes the command's record and the events that
+//! follow; the element behaviours in `processing` do the rest in-line.
+
+mod deployment;
+mod incidents;
+mod instances;
+mod jobs;
+mod messages;
+mod timers;
+mod variables;
+
+use rill_protocol::value::{CommandDistributionRecord, DEFAULT_TENANT};
+use rill_protocol::{Command, Intent, JsonValue, RejectionType};
+use serde_json::{Map, Value};
+
+use crate::error::Result;
+use crate::processing::{Processing, json_type_name};
+
+pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
+    match command {
+        Command::Deploy { resources } => deployment::deploy(p, resources),
+        Command::CreateProcessInstance(create) => instances::create(p, create),
+        Command::CancelProcessInstance {
+            process_instance_key,
+        } => instances::cancel(p, process_instance_key.get()),
+        Command::ExpireInstanceSummary {
+            process_instance_key,
+        } => instances::expire_summary(p, process_instance_key.get()),
+        Command::ActivateJobs(activate) => jobs::activate(p, activate),
+        Command::CompleteJob { job_key, variables } => jobs::complete(p, job_key.get(), variables),
+        Command::FailJob(fail) => jobs::fail(p, fail),
+        Command::ThrowError(throw) => jobs::throw_error(p, throw),
+        Command::UpdateJob(update) => jobs::update(p, update),
+        Command::TimeOutJob { job_key } => jobs::time_out(p, job_key.get()),
+        Command::RecurJob { job_key } => jobs::recur(p, job_key.get()),
+        Command::PublishMessage(publish) => messages::publish(p, publish),
+        Command::ExpireMessage { message_key } => messages::expire(p, message_key.get()),
+        Command::ResolveIncident { incident_key } => incidents::resolve(p, incident_key.get()),
+        Command::SetVariables(set) => variables::set(p, set),
+        Command::TriggerTimer { timer_key } => timers::trigger(p, timer_key.get()),
+        Command::FromPartition(_) | Command::AcknowledgeSend { .. } => {
+            p.reject(
+                -1,
+                Intent::Distribute,
+                CommandDistributionRecord {
+                    partition_id: i32::from(p.ctx.partition_id.get()),
+                    value_type: rill_protocol::ValueType::CommandDistribution,
+                    intent: Intent::Distribute,
+                },
+                RejectionType::InvalidArgument,
+                "Cross-partition commands are not supported by this engine version yet",
+            );
+            Ok(())
+        }
+    }
+}
+
+/// A variables document from a client: a JSON object, or nothing (`null`).
+pub(crate) fn variables_document(
+    variables: &JsonValue,
+    what: &str,
+) -> std::result::Result<Map<String, Value>, String> {
+    match &variables.0 {
+        Value::Object(map) => Ok(map.clone()),
+        Value::Null => Ok(Map::new()),
+        other => Err(format!(
+            "Expected {what} to be a JSON object, but it was '{}'",
+            json_type_name(other)
+        )),
+    }
+}
+
+pub(crate) fn tenant() -> String {
+    DEFAULT_TENANT.to_owned()
+}
+
+/// The key, intent and (placeholder) value of a command's record, for the rejection
+/// written when processing it failed.
+pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::RecordValue) {
+    use rill_protocol::value::*;
+    let job = |key: rill_protocol::Key, intent| (key.get(), intent, jobs::unknown_job().into());
+    match command {
+        Command::Deploy { .. } => (
+            -1,
+            Intent::Create,
+            DeploymentRecord {
+                resources: Vec::new(),
+                processes_metadata: Vec::new(),
+                tenant_id: tenant(),
+            }
+            .into(),
+        ),
+        Command::CreateProcessInstance(_) => (
+            -1,
+            Intent::Create,
+            ProcessInstanceCreationRecord {
+                bpmn_process_id: String::new(),
+                version: -1,
+                process_definition_key: -1,
+                process_instance_key: -1,
+                variables: JsonValue::empty_object(),
+                fetch_variables: Vec::new(),
+                tenant_id: tenant(),
+                await_request_id: None,
+            }
+            .into(),
+        ),
+        Command::CancelProcessInstance {
+            process_instance_key: key,
+        } => (
+            key.get(),
+            Intent::Cancel,
+            instances::placeholder(key.get()).into(),
+        ),
+        Command::ExpireInstanceSummary {
+            process_instance_key: key,
+        } => (
+            key.get(),
+            Intent::Delete,
+            instances::placeholder(key.get()).into(),
+        ),
+        Command::ActivateJobs(a) => (
+            -1,
+            Intent::Activate,
+            JobBatchRecord {
+                job_type: a.job_type.clone(),
+                worker: a.worker.clone(),
+                timeout: a.timeout,
+                max_jobs_to_activate: a.max_jobs,
+                job_keys: Vec::new(),
+                jobs: Vec::new(),
+                truncated: false,
+                tenant_ids: Vec::new(),
+            }
+            .into(),
+        ),
+        Command::CompleteJob { job_key, .. } => job(*job_key, Intent::Complete),
+        Command::FailJob(c) => job(c.job_key, Intent::Fail),
+        Command::ThrowError(c) => job(c.job_key, Intent::ThrowError),
+        Command::UpdateJob(c) => job(c.job_key, Intent::Update),
+        Command::TimeOutJob { job_key } => job(*job_key, Intent::TimeOut),
+        Command::RecurJob { job_key } => job(*job_key, Intent::RecurAfterBackoff),
+        Command::PublishMessage(_) | Command::ExpireMessage { .. } => {
+            let (key, intent) = match command {
+                Command::ExpireMessage { message_key } => (message_key.get(), Intent::Expire),
+                _ => (-1, Intent::Publish),
+            };
+            (key, intent, messages::placeholder().into())
+        }
+        Command::ResolveIncident { incident_key } => (
+            incident_key.get(),
+            Intent::Resolve,
+            incidents::placeholder().into(),
+        ),
+        Command::SetVariables(c) => (
+            c.element_instance_key.get(),
+            Intent::Update,
+            VariableDocumentRecord {
+                scope_key: c.element_instance_key.get(),
+                update_semantics: VariableUpdateSemantics::Propagate,
+                variables: JsonValue::empty_object(),
+                tenant_id: tenant(),
+            }
+            .into(),
+        ),
+        Command::TriggerTimer { timer_key } => (
+            timer_key.get(),
+            Intent::Trigger,
+            timers::placeholder().into(),
+        ),
+        Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
+            -1,
+            Intent::Distribute,
+            CommandDistributionRecord {
+                partition_id: 0,
+                value_type: rill_protocol::ValueType::CommandDistribution,
+                intent: Intent::Distribute,
+            }
+            .into(),
+        ),
+    }
+}

@@ -1,0 +1,59 @@
+//! VARIABLE_DOCUMENT UPDATE: set variables on a scope, locally or with propagation.
+
+use rill_protocol::value::{VariableDocumentRecord, VariableUpdateSemantics};
+use rill_protocol::{Intent, RejectionType, SetVariables};
+
+use super::{tenant, variables_document};
+use crate::error::Result;
+use crate::processing::Processing;
+
+pub(super) fn set(p: &mut Processing<'_>, command: &SetVariables) -> Result<()> {
+    let scope_key = command.element_instance_key.get();
+    let record = VariableDocumentRecord {
+        scope_key,
+        update_semantics: if command.local {
+            VariableUpdateSemantics::Local
+        } else {
+            VariableUpdateSemantics::Propagate
+        },
+        variables: command.variables.clone(),
+        tenant_id: tenant(),
+    };
+    let document = match variables_document(&command.variables, "the variables") {
+        Ok(document) => document,
+        Err(reason) => {
+            p.reject(
+                scope_key,
+                Intent::Update,
+                record,
+                RejectionType::InvalidArgument,
+                reason,
+            );
+            return Ok(());
+        }
+    };
+    let Some(scope) = p.read().element_instance(scope_key)? else {
+        let reason = format!(
+            "Expected to update variables for element with key '{scope_key}', but no such \
+             element was found"
+        );
+        p.reject(
+            scope_key,
+            Intent::Update,
+            record,
+            RejectionType::NotFound,
+            reason,
+        );
+        return Ok(());
+    };
+    p.command(scope_key, Intent::Update, record.clone());
+    let key = p.next_key()?;
+    if command.local {
+        p.set_local_variables(&scope, document)?;
+    } else {
+        p.propagate_variables(scope_key, &scope, document)?;
+    }
+    p.event(key, Intent::Updated, record.clone())?;
+    p.respond(key, Intent::Updated, record);
+    Ok(())
+}

@@ -1,0 +1,897 @@
+//! The engine's tables over ordered key-value state.
+//!
+//! [`Reader`] is the read-only view that processors and queries use. [`Writer`] adds
+//! the mutations, and only event appliers get one: state changes only by applying
+//! event records, so replaying the events rebuilds the state.
+
+mod cache;
+mod keys;
+mod types;
+
+use std::ops::ControlFlow;
+
+use rill_engine_api::{StateRead, StateTxn};
+use rill_protocol::codec;
+use rill_protocol::value::{IncidentRecord, ProcessRecord, TimerRecord};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub(crate) use cache::ElementCache;
+pub(crate) use keys::{KeyBuf, table};
+pub use types::{
+    AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
+    StoredIncident, StoredJob, StoredMessage, StoredMessageSubscription,
+    StoredProcessMessageSubscription, StoredVariable,
+};
+
+use crate::error::{Result, inconsistent};
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    Ok(codec::decode(bytes)?)
+}
+
+/// Read-only typed access to the engine's tables.
+#[derive(Clone, Copy)]
+pub struct Reader<'a> {
+    raw: &'a dyn StateRead,
+    /// Element instances changed by the command being processed, not yet written.
+    cache: Option<&'a ElementCache>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(raw: &'a dyn StateRead) -> Reader<'a> {
+        Reader { raw, cache: None }
+    }
+
+    pub(crate) fn with_cache(raw: &'a dyn StateRead, cache: &'a ElementCache) -> Reader<'a> {
+        Reader {
+            raw,
+            cache: Some(cache),
+        }
+    }
+
+    fn get<T: DeserializeOwned>(&self, key: KeyBuf) -> Result<Option<T>> {
+        match self.raw.get(key.bytes())? {
+            Some(bytes) => Ok(Some(decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn get_i64(&self, key: KeyBuf) -> Result<Option<i64>> {
+        match self.raw.get(key.bytes())? {
+            Some(bytes) => keys::decode_i64(&bytes, 0)
+                .map(Some)
+                .ok_or_else(|| inconsistent("index value is not a key")),
+            None => Ok(None),
+        }
+    }
+
+    fn exists(&self, key: KeyBuf) -> Result<bool> {
+        Ok(self.raw.get(key.bytes())?.is_some())
+    }
+
+    /// Visits every entry under `prefix` until `visit` breaks.
+    fn scan(
+        &self,
+        prefix: &KeyBuf,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        let mut failure = None;
+        self.raw
+            .scan_prefix(prefix.bytes(), &mut |k, v| match visit(k, v) {
+                Ok(flow) => flow,
+                Err(e) => {
+                    failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            })?;
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// The trailing keys of every entry under `prefix`, at most `limit`.
+    fn trailing_keys(&self, prefix: &KeyBuf, limit: usize) -> Result<Vec<i64>> {
+        let mut out = Vec::new();
+        self.scan(prefix, |k, _| {
+            if out.len() >= limit {
+                return Ok(ControlFlow::Break(()));
+            }
+            out.push(keys::trailing_i64(k).ok_or_else(|| inconsistent("short index key"))?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    // --- process definitions ---
+
+    pub fn process(&self, key: i64) -> Result<Option<ProcessRecord>> {
+        self.get(KeyBuf::new(table::PROCESS).i64(key))
+    }
+
+    pub fn process_key_by_version(
+        &self,
+        bpmn_process_id: &str,
+        version: i32,
+    ) -> Result<Option<i64>> {
+        self.get_i64(
+            KeyBuf::new(table::PROCESS_VERSION)
+                .str(bpmn_process_id)
+                .i32(version),
+        )
+    }
+
+    /// The latest version of a process id and its definition key.
+    pub fn latest_process(&self, bpmn_process_id: &str) -> Result<Option<(i32, i64)>> {
+        self.get(KeyBuf::new(table::PROCESS_LATEST).str(bpmn_process_id))
+    }
+
+    /// All process definitions, ordered by key.
+    pub fn processes(&self, mut visit: impl FnMut(ProcessRecord) -> bool) -> Result<()> {
+        self.scan(&KeyBuf::new(table::PROCESS), |_, v| {
+            Ok(if visit(decode(v)?) {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            })
+        })
+    }
+
+    // --- element instances ---
+
+    pub fn element_instance(&self, key: i64) -> Result<Option<ElementInstance>> {
+        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        match self.cache {
+            Some(cache) => cache.get(key, load),
+            None => load(),
+        }
+    }
+
+    /// Keys of the live child element instances of a scope, in creation order.
+    pub fn children(&self, scope_key: i64) -> Result<Vec<i64>> {
+        let prefix = KeyBuf::new(table::ELEMENT_CHILD).i64(scope_key);
+        let mut children = self.trailing_keys(&prefix, usize::MAX)?;
+        if let Some(cache) = self.cache {
+            cache.merge_children(scope_key, &mut children);
+        }
+        Ok(children)
+    }
+
+    /// Tokens waiting at a parallel join: `(incoming flow id, count)`.
+    pub fn join_tokens(&self, scope_key: i64, gateway_id: &str) -> Result<Vec<(String, u32)>> {
+        let prefix = KeyBuf::new(table::JOIN_TOKEN)
+            .i64(scope_key)
+            .str(gateway_id);
+        let at = prefix.bytes().len();
+        let mut out = Vec::new();
+        self.scan(&prefix, |k, v| {
+            let (flow, _) =
+                keys::decode_str(k, at).ok_or_else(|| inconsistent("bad join token key"))?;
+            out.push((flow.to_owned(), decode(v)?));
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    // --- variables ---
+
+    pub fn variable(
+        &self,
+        instance: i64,
+        scope: i64,
+        name: &str,
+    ) -> Result<Option<StoredVariable>> {
+        self.get(variable_key(instance, scope, name))
+    }
+
+    /// The variables of one scope, by name.
+    pub fn scope_variables(
+        &self,
+        instance: i64,
+        scope: i64,
+    ) -> Result<Vec<(String, StoredVariable)>> {
+        let prefix = KeyBuf::new(table::VARIABLE).i64(instance).i64(scope);
+        let at = prefix.bytes().len();
+        let mut out = Vec::new();
+        self.scan(&prefix, |k, v| {
+            let (name, _) =
+                keys::decode_str(k, at).ok_or_else(|| inconsistent("bad variable key"))?;
+            out.push((name.to_owned(), decode(v)?));
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// Every variable of a process instance: `(scope key, name, variable)`.
+    pub fn instance_variables(&self, instance: i64) -> Result<Vec<(i64, String, StoredVariable)>> {
+        let prefix = KeyBuf::new(table::VARIABLE).i64(instance);
+        let at = prefix.bytes().len();
+        let mut out = Vec::new();
+        self.scan(&prefix, |k, v| {
+            let scope = keys::decode_i64(k, at).ok_or_else(|| inconsistent("bad variable key"))?;
+            let (name, _) =
+                keys::decode_str(k, at + 8).ok_or_else(|| inconsistent("bad variable key"))?;
+            out.push((scope, name.to_owned(), decode(v)?));
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    // --- jobs ---
+
+    pub fn job(&self, key: i64) -> Result<Option<StoredJob>> {
+        let mut job: Option<StoredJob> = self.get(KeyBuf::new(table::JOB).i64(key))?;
+        if let Some(job) = &mut job {
+            job.record.variables = rill_protocol::JsonValue::empty_object();
+        }
+        Ok(job)
+    }
+
+    /// Activatable jobs of a type, oldest first.
+    pub fn activatable_jobs(&self, job_type: &str, limit: usize) -> Result<Vec<i64>> {
+        self.trailing_keys(&KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type), limit)
+    }
+
+    // --- timers ---
+
+    pub fn timer(&self, key: i64) -> Result<Option<TimerRecord>> {
+        self.get(KeyBuf::new(table::TIMER).i64(key))
+    }
+
+    pub fn timers_of_element(&self, element_instance_key: i64) -> Result<Vec<i64>> {
+        self.trailing_keys(
+            &KeyBuf::new(table::TIMER_BY_ELEMENT).i64(element_instance_key),
+            usize::MAX,
+        )
+    }
+
+    // --- messages ---
+
+    pub fn message(&self, key: i64) -> Result<Option<StoredMessage>> {
+        self.get(KeyBuf::new(table::MESSAGE).i64(key))
+    }
+
+    /// Buffered messages for a name and correlation key, oldest first.
+    pub fn messages_for(&self, name: &str, correlation_key: &str) -> Result<Vec<i64>> {
+        self.trailing_keys(
+            &KeyBuf::new(table::MESSAGE_BY_NAME)
+                .str(name)
+                .str(correlation_key),
+            usize::MAX,
+        )
+    }
+
+    pub fn message_with_id(
+        &self,
+        name: &str,
+        correlation_key: &str,
+        id: &str,
+    ) -> Result<Option<i64>> {
+        self.get_i64(
+            KeyBuf::new(table::MESSAGE_ID)
+                .str(name)
+                .str(correlation_key)
+                .str(id),
+        )
+    }
+
+    /// Whether the message was already correlated to an instance of this process.
+    pub fn message_correlated(&self, message_key: i64, bpmn_process_id: &str) -> Result<bool> {
+        self.exists(
+            KeyBuf::new(table::MESSAGE_CORRELATED)
+                .i64(message_key)
+                .str(bpmn_process_id),
+        )
+    }
+
+    /// Subscriptions waiting for `(name, correlation key)`, by element instance key.
+    pub fn message_subscriptions(
+        &self,
+        name: &str,
+        correlation_key: &str,
+    ) -> Result<Vec<StoredMessageSubscription>> {
+        let prefix = KeyBuf::new(table::MESSAGE_SUBSCRIPTION)
+            .str(name)
+            .str(correlation_key);
+        let mut out = Vec::new();
+        self.scan(&prefix, |_, v| {
+            out.push(decode(v)?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    pub fn message_subscription(
+        &self,
+        name: &str,
+        correlation_key: &str,
+        element_instance_key: i64,
+    ) -> Result<Option<StoredMessageSubscription>> {
+        self.get(message_subscription_key(
+            name,
+            correlation_key,
+            element_instance_key,
+        ))
+    }
+
+    pub fn process_message_subscriptions(
+        &self,
+        element_instance_key: i64,
+    ) -> Result<Vec<StoredProcessMessageSubscription>> {
+        let prefix = KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION).i64(element_instance_key);
+        let mut out = Vec::new();
+        self.scan(&prefix, |_, v| {
+            out.push(decode(v)?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    pub fn process_message_subscription(
+        &self,
+        element_instance_key: i64,
+        message_name: &str,
+    ) -> Result<Option<StoredProcessMessageSubscription>> {
+        self.get(
+            KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION)
+                .i64(element_instance_key)
+                .str(message_name),
+        )
+    }
+
+    // --- incidents ---
+
+    pub fn incident(&self, key: i64) -> Result<Option<StoredIncident>> {
+        self.get(KeyBuf::new(table::INCIDENT).i64(key))
+    }
+
+    pub fn incidents_of_instance(&self, process_instance_key: i64) -> Result<Vec<StoredIncident>> {
+        let keys = self.trailing_keys(
+            &KeyBuf::new(table::INCIDENT_BY_INSTANCE).i64(process_instance_key),
+            usize::MAX,
+        )?;
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            out.push(
+                self.incident(key)?
+                    .ok_or_else(|| inconsistent(format!("indexed incident {key} is missing")))?,
+            );
+        }
+        Ok(out)
+    }
+
+    pub fn has_incident(&self, process_instance_key: i64) -> Result<bool> {
+        Ok(!self
+            .trailing_keys(
+                &KeyBuf::new(table::INCIDENT_BY_INSTANCE).i64(process_instance_key),
+                1,
+            )?
+            .is_empty())
+    }
+
+    pub fn incident_of_element(&self, element_instance_key: i64) -> Result<Option<i64>> {
+        self.get_i64(KeyBuf::new(table::INCIDENT_BY_ELEMENT).i64(element_instance_key))
+    }
+
+    pub fn incident_of_job(&self, job_key: i64) -> Result<Option<i64>> {
+        self.get_i64(KeyBuf::new(table::INCIDENT_BY_JOB).i64(job_key))
+    }
+
+    // --- instance summaries and awaiting clients ---
+
+    pub fn summary(&self, process_instance_key: i64) -> Result<Option<InstanceSummary>> {
+        self.get(KeyBuf::new(table::INSTANCE_SUMMARY).i64(process_instance_key))
+    }
+
+    pub fn await_registration(
+        &self,
+        process_instance_key: i64,
+    ) -> Result<Option<AwaitRegistration>> {
+        self.get(KeyBuf::new(table::AWAIT_RESULT).i64(process_instance_key))
+    }
+
+    // --- due-date indexes ---
+
+    /// Visits `(due, key)` of a time index in due order until `visit` returns false.
+    pub fn scan_due(&self, index: DueIndex, mut visit: impl FnMut(i64, i64) -> bool) -> Result<()> {
+        self.scan(&KeyBuf::new(index.table()), |k, _| {
+            let due = keys::decode_i64(k, 1).ok_or_else(|| inconsistent("bad due index key"))?;
+            let key = keys::decode_i64(k, 9).ok_or_else(|| inconsistent("bad due index key"))?;
+            Ok(if visit(due, key) {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            })
+        })
+    }
+}
+
+/// The time-ordered indexes the leader polls for due work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DueIndex {
+    Timers,
+    JobDeadlines,
+    JobBackoffs,
+    MessageDeadlines,
+    /// Finished instance summaries by end date.
+    FinishedInstances,
+}
+
+impl DueIndex {
+    fn table(self) -> u8 {
+        match self {
+            DueIndex::Timers => table::TIMER_DUE,
+            DueIndex::JobDeadlines => table::JOB_DEADLINE,
+            DueIndex::JobBackoffs => table::JOB_BACKOFF,
+            DueIndex::MessageDeadlines => table::MESSAGE_DEADLINE,
+            DueIndex::FinishedInstances => table::INSTANCE_FINISHED,
+        }
+    }
+}
+
+fn variable_key(instance: i64, scope: i64, name: &str) -> KeyBuf {
+    KeyBuf::new(table::VARIABLE)
+        .i64(instance)
+        .i64(scope)
+        .str(name)
+}
+
+fn message_subscription_key(
+    name: &str,
+    correlation_key: &str,
+    element_instance_key: i64,
+) -> KeyBuf {
+    KeyBuf::new(table::MESSAGE_SUBSCRIPTION)
+        .str(name)
+        .str(correlation_key)
+        .i64(element_instance_key)
+}
+
+fn due_key(index: DueIndex, due: i64, key: i64) -> KeyBuf {
+    KeyBuf::new(index.table()).i64(due).i64(key)
+}
+
+const EMPTY: &[u8] = &[];
+
+/// Mutable typed access. Only event appliers construct one.
+pub struct Writer<'a> {
+    raw: &'a mut dyn StateTxn,
+    cache: &'a ElementCache,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) fn new(raw: &'a mut dyn StateTxn, cache: &'a ElementCache) -> Writer<'a> {
+        Writer { raw, cache }
+    }
+
+    pub fn read(&self) -> Reader<'_> {
+        Reader::with_cache(&*self.raw, self.cache)
+    }
+
+    fn put<T: Serialize>(&mut self, key: KeyBuf, value: &T) -> Result<()> {
+        let bytes = codec::encode(value)?;
+        self.raw.put(key.bytes(), &bytes);
+        Ok(())
+    }
+
+    fn put_i64(&mut self, key: KeyBuf, value: i64) {
+        self.raw.put(key.bytes(), &keys::encode_i64(value));
+    }
+
+    fn mark(&mut self, key: KeyBuf) {
+        self.raw.put(key.bytes(), EMPTY);
+    }
+
+    fn delete(&mut self, key: KeyBuf) {
+        self.raw.delete(key.bytes());
+    }
+
+    fn delete_prefix(&mut self, prefix: KeyBuf) -> Result<()> {
+        let mut doomed = Vec::new();
+        self.raw.scan_prefix(prefix.bytes(), &mut |k, _| {
+            doomed.push(k.to_vec());
+            ControlFlow::Continue(())
+        })?;
+        for key in doomed {
+            self.raw.delete(&key);
+        }
+        Ok(())
+    }
+
+    // --- process definitions ---
+
+    pub fn put_process(&mut self, record: &ProcessRecord) -> Result<()> {
+        let key = record.process_definition_key;
+        self.put(KeyBuf::new(table::PROCESS).i64(key), record)?;
+        self.put_i64(
+            KeyBuf::new(table::PROCESS_VERSION)
+                .str(&record.bpmn_process_id)
+                .i32(record.version),
+            key,
+        );
+        let newer = match self.read().latest_process(&record.bpmn_process_id)? {
+            Some((version, _)) => record.version > version,
+            None => true,
+        };
+        if newer {
+            self.put(
+                KeyBuf::new(table::PROCESS_LATEST).str(&record.bpmn_process_id),
+                &(record.version, key),
+            )?;
+        }
+        Ok(())
+    }
+
+    // --- element instances ---
+
+    pub fn insert_element_instance(&mut self, instance: ElementInstance) {
+        self.cache.insert(instance);
+    }
+
+    /// Changes a live element instance in place; false if there is none.
+    pub fn update_element_instance(
+        &mut self,
+        key: i64,
+        change: impl FnOnce(&mut ElementInstance),
+    ) -> Result<bool> {
+        let raw: &dyn StateRead = &*self.raw;
+        let load = || Reader::new(raw).get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        self.cache.update(key, load, change)
+    }
+
+    pub fn delete_element_instance(&mut self, key: i64) {
+        self.cache.delete(key);
+    }
+
+    pub fn add_child(&mut self, scope_key: i64, child_key: i64) {
+        self.cache.set_child(scope_key, child_key, true);
+    }
+
+    pub fn remove_child(&mut self, scope_key: i64, child_key: i64) {
+        self.cache.set_child(scope_key, child_key, false);
+    }
+
+    pub fn set_join_tokens(
+        &mut self,
+        scope_key: i64,
+        gateway_id: &str,
+        flow_id: &str,
+        count: u32,
+    ) -> Result<()> {
+        let key = KeyBuf::new(table::JOIN_TOKEN)
+            .i64(scope_key)
+            .str(gateway_id)
+            .str(flow_id);
+        if count == 0 {
+            self.delete(key);
+            Ok(())
+        } else {
+            self.put(key, &count)
+        }
+    }
+
+    pub fn join_token_count(&self, scope_key: i64, gateway_id: &str, flow_id: &str) -> Result<u32> {
+        let key = KeyBuf::new(table::JOIN_TOKEN)
+            .i64(scope_key)
+            .str(gateway_id)
+            .str(flow_id);
+        Ok(self.read().get(key)?.unwrap_or(0))
+    }
+
+    pub fn delete_join_tokens(&mut self, scope_key: i64) -> Result<()> {
+        self.delete_prefix(KeyBuf::new(table::JOIN_TOKEN).i64(scope_key))
+    }
+
+    // --- variables ---
+
+    pub fn put_variable(
+        &mut self,
+        instance: i64,
+        scope: i64,
+        name: &str,
+        variable: &StoredVariable,
+    ) -> Result<()> {
+        self.put(variable_key(instance, scope, name), variable)
+    }
+
+    pub fn delete_scope_variables(&mut self, instance: i64, scope: i64) -> Result<()> {
+        self.delete_prefix(KeyBuf::new(table::VARIABLE).i64(instance).i64(scope))
+    }
+
+    pub fn delete_instance_variables(&mut self, instance: i64) -> Result<()> {
+        self.delete_prefix(KeyBuf::new(table::VARIABLE).i64(instance))
+    }
+
+    // --- jobs ---
+
+    /// Stores a job and keeps its indexes in line with its state.
+    pub fn put_job(
+        &mut self,
+        key: i64,
+        job: &StoredJob,
+        previous: Option<&StoredJob>,
+    ) -> Result<()> {
+        if let Some(previous) = previous {
+            self.unindex_job(key, previous);
+        }
+        self.index_job(key, job);
+        self.put(KeyBuf::new(table::JOB).i64(key), job)
+    }
+
+    /// Removes every index entry a job with this record can have, without reading
+    /// its stored state (the record carries the type, deadline and back-off time).
+    pub fn unindex_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
+        self.delete(
+            KeyBuf::new(table::JOB_ACTIVATABLE)
+                .str(&record.job_type)
+                .i64(key),
+        );
+        if record.deadline >= 0 {
+            self.delete(due_key(DueIndex::JobDeadlines, record.deadline, key));
+        }
+        if record.recurring_time >= 0 {
+            self.delete(due_key(DueIndex::JobBackoffs, record.recurring_time, key));
+        }
+    }
+
+    pub fn remove_activatable(&mut self, key: i64, job_type: &str) {
+        self.delete(KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type).i64(key));
+    }
+
+    pub fn delete_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
+        self.unindex_job_record(key, record);
+        self.delete(KeyBuf::new(table::JOB).i64(key));
+    }
+
+    fn index_job(&mut self, key: i64, job: &StoredJob) {
+        match job.state {
+            JobState::Activatable => self.mark(
+                KeyBuf::new(table::JOB_ACTIVATABLE)
+                    .str(&job.record.job_type)
+                    .i64(key),
+            ),
+            JobState::Activated => {
+                self.mark(due_key(DueIndex::JobDeadlines, job.record.deadline, key))
+            }
+            JobState::Failed if job.record.retries > 0 && job.record.recurring_time >= 0 => self
+                .mark(due_key(
+                    DueIndex::JobBackoffs,
+                    job.record.recurring_time,
+                    key,
+                )),
+            JobState::Failed | JobState::ErrorThrown => {}
+        }
+    }
+
+    fn unindex_job(&mut self, key: i64, job: &StoredJob) {
+        match job.state {
+            JobState::Activatable => self.delete(
+                KeyBuf::new(table::JOB_ACTIVATABLE)
+                    .str(&job.record.job_type)
+                    .i64(key),
+            ),
+            JobState::Activated => {
+                self.delete(due_key(DueIndex::JobDeadlines, job.record.deadline, key))
+            }
+            JobState::Failed if job.record.retries > 0 && job.record.recurring_time >= 0 => self
+                .delete(due_key(
+                    DueIndex::JobBackoffs,
+                    job.record.recurring_time,
+                    key,
+                )),
+            JobState::Failed | JobState::ErrorThrown => {}
+        }
+    }
+
+    // --- timers ---
+
+    pub fn put_timer(&mut self, key: i64, timer: &TimerRecord) -> Result<()> {
+        self.mark(due_key(DueIndex::Timers, timer.due_date, key));
+        self.mark(
+            KeyBuf::new(table::TIMER_BY_ELEMENT)
+                .i64(timer.element_instance_key)
+                .i64(key),
+        );
+        self.put(KeyBuf::new(table::TIMER).i64(key), timer)
+    }
+
+    pub fn delete_timer(&mut self, key: i64, timer: &TimerRecord) {
+        self.delete(due_key(DueIndex::Timers, timer.due_date, key));
+        self.delete(
+            KeyBuf::new(table::TIMER_BY_ELEMENT)
+                .i64(timer.element_instance_key)
+                .i64(key),
+        );
+        self.delete(KeyBuf::new(table::TIMER).i64(key));
+    }
+
+    // --- messages ---
+
+    pub fn put_message(&mut self, message: &StoredMessage) -> Result<()> {
+        let r = &message.record;
+        self.mark(
+            KeyBuf::new(table::MESSAGE_BY_NAME)
+                .str(&r.name)
+                .str(&r.correlation_key)
+                .i64(message.key),
+        );
+        self.mark(due_key(DueIndex::MessageDeadlines, r.deadline, message.key));
+        if !r.message_id.is_empty() {
+            self.put_i64(
+                KeyBuf::new(table::MESSAGE_ID)
+                    .str(&r.name)
+                    .str(&r.correlation_key)
+                    .str(&r.message_id),
+                message.key,
+            );
+        }
+        self.put(KeyBuf::new(table::MESSAGE).i64(message.key), message)
+    }
+
+    pub fn delete_message(&mut self, message: &StoredMessage) -> Result<()> {
+        let r = &message.record;
+        self.delete(
+            KeyBuf::new(table::MESSAGE_BY_NAME)
+                .str(&r.name)
+                .str(&r.correlation_key)
+                .i64(message.key),
+        );
+        self.delete(due_key(DueIndex::MessageDeadlines, r.deadline, message.key));
+        if !r.message_id.is_empty() {
+            self.delete(
+                KeyBuf::new(table::MESSAGE_ID)
+                    .str(&r.name)
+                    .str(&r.correlation_key)
+                    .str(&r.message_id),
+            );
+        }
+        self.delete_prefix(KeyBuf::new(table::MESSAGE_CORRELATED).i64(message.key))?;
+        self.delete(KeyBuf::new(table::MESSAGE).i64(message.key));
+        Ok(())
+    }
+
+    pub fn mark_message_correlated(&mut self, message_key: i64, bpmn_process_id: &str) {
+        self.mark(
+            KeyBuf::new(table::MESSAGE_CORRELATED)
+                .i64(message_key)
+                .str(bpmn_process_id),
+        );
+    }
+
+    pub fn unmark_message_correlated(&mut self, message_key: i64, bpmn_process_id: &str) {
+        self.delete(
+            KeyBuf::new(table::MESSAGE_CORRELATED)
+                .i64(message_key)
+                .str(bpmn_process_id),
+        );
+    }
+
+    pub fn put_message_subscription(
+        &mut self,
+        subscription: &StoredMessageSubscription,
+    ) -> Result<()> {
+        let r = &subscription.record;
+        self.put(
+            message_subscription_key(&r.message_name, &r.correlation_key, r.element_instance_key),
+            subscription,
+        )
+    }
+
+    pub fn delete_message_subscription(
+        &mut self,
+        name: &str,
+        correlation_key: &str,
+        element_instance_key: i64,
+    ) {
+        self.delete(message_subscription_key(
+            name,
+            correlation_key,
+            element_instance_key,
+        ));
+    }
+
+    pub fn put_process_message_subscription(
+        &mut self,
+        subscription: &StoredProcessMessageSubscription,
+    ) -> Result<()> {
+        let r = &subscription.record;
+        self.put(
+            KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION)
+                .i64(r.element_instance_key)
+                .str(&r.message_name),
+            subscription,
+        )
+    }
+
+    pub fn delete_process_message_subscription(
+        &mut self,
+        element_instance_key: i64,
+        message_name: &str,
+    ) {
+        self.delete(
+            KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION)
+                .i64(element_instance_key)
+                .str(message_name),
+        );
+    }
+
+    // --- incidents ---
+
+    pub fn put_incident(&mut self, key: i64, record: &IncidentRecord) -> Result<()> {
+        self.mark(
+            KeyBuf::new(table::INCIDENT_BY_INSTANCE)
+                .i64(record.process_instance_key)
+                .i64(key),
+        );
+        if record.job_key > 0 {
+            self.put_i64(KeyBuf::new(table::INCIDENT_BY_JOB).i64(record.job_key), key);
+        } else {
+            self.put_i64(
+                KeyBuf::new(table::INCIDENT_BY_ELEMENT).i64(record.element_instance_key),
+                key,
+            );
+        }
+        self.put(
+            KeyBuf::new(table::INCIDENT).i64(key),
+            &StoredIncident {
+                key,
+                record: record.clone(),
+            },
+        )
+    }
+
+    pub fn delete_incident(&mut self, incident: &StoredIncident) {
+        let record = &incident.record;
+        self.delete(
+            KeyBuf::new(table::INCIDENT_BY_INSTANCE)
+                .i64(record.process_instance_key)
+                .i64(incident.key),
+        );
+        if record.job_key > 0 {
+            self.delete(KeyBuf::new(table::INCIDENT_BY_JOB).i64(record.job_key));
+        } else {
+            self.delete(KeyBuf::new(table::INCIDENT_BY_ELEMENT).i64(record.element_instance_key));
+        }
+        self.delete(KeyBuf::new(table::INCIDENT).i64(incident.key));
+    }
+
+    // --- summaries and awaiting clients ---
+
+    pub fn put_summary(&mut self, summary: &InstanceSummary) -> Result<()> {
+        if summary.end_date >= 0 {
+            self.mark(due_key(
+                DueIndex::FinishedInstances,
+                summary.end_date,
+                summary.process_instance_key,
+            ));
+        }
+        self.put(
+            KeyBuf::new(table::INSTANCE_SUMMARY).i64(summary.process_instance_key),
+            summary,
+        )
+    }
+
+    pub fn delete_summary(&mut self, summary: &InstanceSummary) {
+        if summary.end_date >= 0 {
+            self.delete(due_key(
+                DueIndex::FinishedInstances,
+                summary.end_date,
+                summary.process_instance_key,
+            ));
+        }
+        self.delete(KeyBuf::new(table::INSTANCE_SUMMARY).i64(summary.process_instance_key));
+    }
+
+    pub fn put_await_registration(
+        &mut self,
+        process_instance_key: i64,
+        registration: &AwaitRegistration,
+    ) -> Result<()> {
+        self.put(
+            KeyBuf::new(table::AWAIT_RESULT).i64(process_instance_key),
+            registration,
+        )
+    }
+
+    pub fn delete_await_registration(&mut self, process_instance_key: i64) {
+        self.delete(KeyBuf::new(table::AWAIT_RESULT).i64(process_instance_key));
+    }
+}

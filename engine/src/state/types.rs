@@ -1,0 +1,155 @@
+//! What the engine keeps in state, one struct per table value. Encoded with the
+//! protocol codec (a format byte, then bincode), so they can evolve like records.
+
+use rill_protocol::value::{
+    IncidentRecord, JobRecord, MessageRecord, MessageSubscriptionRecord, ProcessInstanceRecord,
+    ProcessMessageSubscriptionRecord,
+};
+use serde::{Deserialize, Serialize};
+
+/// Where an element instance is in Zeebe's lifecycle. Completed and terminated
+/// instances are removed from state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ElementState {
+    Activating,
+    Activated,
+    Completing,
+    Terminating,
+}
+
+impl ElementState {
+    pub fn name(self) -> &'static str {
+        match self {
+            ElementState::Activating => "ELEMENT_ACTIVATING",
+            ElementState::Activated => "ELEMENT_ACTIVATED",
+            ElementState::Completing => "ELEMENT_COMPLETING",
+            ElementState::Terminating => "ELEMENT_TERMINATING",
+        }
+    }
+}
+
+/// A live element instance (the process instance itself is one, keyed by its key).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ElementInstance {
+    pub key: i64,
+    pub state: ElementState,
+    /// The value of this instance's lifecycle records.
+    pub record: ProcessInstanceRecord,
+    /// Child element instances that are alive.
+    pub active_children: u32,
+    /// Sequence flows taken inside this scope whose target has not been entered yet
+    /// (tokens travelling, or waiting at a parallel join).
+    pub active_flows: u32,
+    /// The job of a service task, or -1.
+    pub job_key: i64,
+    /// Whether variables were ever set in this scope (so leaving it must drop them).
+    pub has_variables: bool,
+}
+
+/// A variable in a scope: its key and its value as JSON text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredVariable {
+    pub key: i64,
+    pub value: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    Activatable,
+    Activated,
+    /// Failed: waiting for its backoff (retries left) or for an incident (no retries).
+    Failed,
+    /// An error was thrown and nobody caught it: waiting for the incident.
+    ErrorThrown,
+}
+
+impl JobState {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Activatable => "ACTIVATABLE",
+            JobState::Activated => "ACTIVATED",
+            JobState::Failed => "FAILED",
+            JobState::ErrorThrown => "ERROR_THROWN",
+        }
+    }
+}
+
+/// A job. `record.variables` is not kept (variables are read at activation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredJob {
+    pub state: JobState,
+    pub record: JobRecord,
+}
+
+/// A buffered message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    pub key: i64,
+    pub record: MessageRecord,
+}
+
+/// A subscription on the message's partition: who waits for `(name, correlation key)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessageSubscription {
+    pub key: i64,
+    pub record: MessageSubscriptionRecord,
+    /// A message is on its way to the instance; do not correlate another one.
+    pub correlating: bool,
+}
+
+/// The instance side of a message subscription.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredProcessMessageSubscription {
+    pub key: i64,
+    pub record: ProcessMessageSubscriptionRecord,
+    /// `true` once the message partition confirmed the subscription.
+    pub opened: bool,
+    /// `true` while it is being closed.
+    pub closing: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredIncident {
+    pub key: i64,
+    pub record: IncidentRecord,
+}
+
+/// The state of a process instance as readers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InstanceState {
+    Active,
+    Completed,
+    Terminated,
+}
+
+impl InstanceState {
+    /// The name the REST API uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            InstanceState::Active => "ACTIVE",
+            InstanceState::Completed => "COMPLETED",
+            InstanceState::Terminated => "TERMINATED",
+        }
+    }
+}
+
+/// A process instance's summary for reads, kept after it ends until expired.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstanceSummary {
+    pub process_instance_key: i64,
+    pub bpmn_process_id: String,
+    pub version: i32,
+    pub process_definition_key: i64,
+    pub state: InstanceState,
+    /// ms since the epoch.
+    pub start_date: i64,
+    /// ms since the epoch, or -1 while active.
+    pub end_date: i64,
+}
+
+/// A client waiting for an instance to complete (create-and-await).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AwaitRegistration {
+    pub request_id: u64,
+    pub fetch_variables: Vec<String>,
+}

@@ -1,0 +1,422 @@
+//! Every kind of bad input is rejected with the element id, the line and a reason.
+
+use super::*;
+
+/// (fixture in `invalid/`, element the problem names, fragment of its message).
+const INVALID: &[(&str, Option<&str>, &str)] = &[
+    (
+        "user-task",
+        Some("Approve"),
+        "userTask is not supported (Rill runs: startEvent",
+    ),
+    (
+        "intermediate-throw",
+        Some("Signal"),
+        "intermediateThrowEvent is not supported",
+    ),
+    (
+        "service-task-without-definition",
+        Some("Work"),
+        "a service task needs a job type",
+    ),
+    (
+        "service-task-empty-type",
+        Some("Work"),
+        "zeebe:taskDefinition has no type",
+    ),
+    (
+        "service-task-bad-retries",
+        Some("Work"),
+        "retries 'many' is not a non-negative whole number",
+    ),
+    (
+        "service-task-invalid-feel-type",
+        Some("Work"),
+        "job type: invalid FEEL expression '1 +'",
+    ),
+    (
+        "task-header-without-key",
+        Some("Work"),
+        "a task header has no key",
+    ),
+    (
+        "flow-to-nowhere",
+        Some("Lost"),
+        "targetRef 'Nowhere' is not an element of process",
+    ),
+    (
+        "flow-without-source",
+        Some("NoSource"),
+        "the sequence flow has no sourceRef",
+    ),
+    (
+        "duplicate-ids",
+        Some("Work"),
+        "the id 'Work' is already used on line",
+    ),
+    (
+        "condition-invalid-feel",
+        Some("Cond"),
+        "condition: invalid FEEL expression 'amount >'",
+    ),
+    (
+        "condition-not-feel",
+        Some("Cond"),
+        "must be a FEEL expression starting with '='",
+    ),
+    (
+        "condition-on-task-flow",
+        Some("Cond"),
+        "only flows leaving an exclusive gateway can have conditions",
+    ),
+    (
+        "condition-missing",
+        Some("NoCond"),
+        "has no condition; add a condition or make it the gateway's default flow",
+    ),
+    (
+        "default-not-outgoing",
+        Some("Split"),
+        "the default flow 'F1' is not one of the gateway's outgoing flows",
+    ),
+    (
+        "default-with-condition",
+        Some("Cond"),
+        "is the default flow of 'Split' and cannot also have a condition",
+    ),
+    (
+        "default-unknown",
+        Some("Split"),
+        "the default flow 'Ghost' does not exist",
+    ),
+    (
+        "gateway-without-outgoing",
+        Some("DeadEnd"),
+        "the parallelGateway has no outgoing sequence flow",
+    ),
+    (
+        "timer-malformed",
+        Some("Wait"),
+        "malformed timeDuration: 'PT3X': unexpected 'X'",
+    ),
+    (
+        "timer-date-malformed",
+        Some("Wait"),
+        "malformed timeDate: 'next tuesday' is not an ISO 8601 date-time",
+    ),
+    (
+        "timer-without-value",
+        Some("Wait"),
+        "the timer has no value; set one of timeDuration or timeDate",
+    ),
+    (
+        "timer-cycle-on-catch-event",
+        Some("Wait"),
+        "timeCycle is only supported on non-interrupting boundary events",
+    ),
+    (
+        "timer-cycle-on-interrupting-boundary",
+        Some("Every"),
+        "timeCycle is only supported on non-interrupting boundary events",
+    ),
+    (
+        "catch-event-without-definition",
+        Some("Wait"),
+        "needs a timer or message definition",
+    ),
+    (
+        "catch-event-signal",
+        Some("Wait"),
+        "with a signalEventDefinition is not supported",
+    ),
+    (
+        "message-without-name",
+        Some("Await"),
+        "the message 'Msg_1' has no name",
+    ),
+    (
+        "message-without-correlation-key",
+        Some("Await"),
+        "the message 'Msg_1' has no correlation key",
+    ),
+    (
+        "message-not-referenced",
+        Some("Await"),
+        "no message is referenced",
+    ),
+    (
+        "message-unknown",
+        Some("Await"),
+        "the referenced message 'Msg_Ghost' does not exist",
+    ),
+    (
+        "boundary-on-gateway",
+        Some("OnGateway"),
+        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to service tasks",
+    ),
+    (
+        "boundary-unattached",
+        Some("Floating"),
+        "is not attached to anything",
+    ),
+    (
+        "boundary-attached-to-unknown",
+        Some("Lost"),
+        "attached to 'Ghost', which is not an element of this process",
+    ),
+    (
+        "boundary-without-outgoing",
+        Some("Stuck"),
+        "the boundaryEvent has no outgoing sequence flow",
+    ),
+    (
+        "boundary-message",
+        Some("OnMessage"),
+        "a boundary event with a messageEventDefinition is not supported",
+    ),
+    (
+        "boundary-incoming-flow",
+        Some("Entered"),
+        "a boundary event cannot have an incoming flow",
+    ),
+    (
+        "error-boundary-non-interrupting",
+        Some("Soft"),
+        "an error boundary event must be interrupting",
+    ),
+    (
+        "error-boundary-duplicate-code",
+        Some("Second"),
+        "'First' on 'Work' already catches the error code 'BOOM'",
+    ),
+    (
+        "error-end-without-error",
+        Some("Fail"),
+        "an error end event needs an error to throw",
+    ),
+    (
+        "error-end-without-code",
+        Some("Fail"),
+        "the error 'Err_1' has no error code",
+    ),
+    (
+        "end-event-message",
+        Some("Notify"),
+        "an end event with a messageEventDefinition is not supported",
+    ),
+    (
+        "end-event-with-outgoing",
+        Some("Early"),
+        "an end event cannot have an outgoing flow",
+    ),
+    (
+        "flow-into-start-event",
+        Some("Start"),
+        "a start event cannot have an incoming flow ('Back')",
+    ),
+    (
+        "no-start-event",
+        Some("no-start-event"),
+        "the process has no none start event",
+    ),
+    (
+        "two-start-events",
+        Some("SecondStart"),
+        "has several none start events ('Start', 'SecondStart')",
+    ),
+    (
+        "timer-start-event",
+        Some("Nightly"),
+        "a start event with a timerEventDefinition is not supported",
+    ),
+    (
+        "subprocess-without-start",
+        Some("Sub"),
+        "the subProcess has no none start event",
+    ),
+    (
+        "flow-crosses-subprocess",
+        Some("Sneak"),
+        "crosses a subprocess boundary",
+    ),
+    (
+        "join-lists-foreign-flow",
+        Some("Join"),
+        "lists the incoming flow 'F5', but that flow's targetRef is 'End2'",
+    ),
+    (
+        "multi-instance",
+        Some("Work"),
+        "multi-instance is not supported",
+    ),
+    (
+        "event-subprocess",
+        Some("OnError"),
+        "an event subprocess is not supported",
+    ),
+    (
+        "extension-on-wrong-element",
+        Some("Await"),
+        "zeebe:taskDefinition is not supported on a receiveTask",
+    ),
+    (
+        "execution-listener",
+        Some("Work"),
+        "zeebe:executionListeners is not supported on a serviceTask",
+    ),
+    (
+        "input-on-boundary",
+        Some("Late"),
+        "a boundaryEvent cannot have input mappings",
+    ),
+    (
+        "mapping-bad-target",
+        Some("Work"),
+        "the mapping target 'order total' is not a variable name",
+    ),
+    (
+        "mapping-static-source",
+        Some("Work"),
+        "the mapping source 'result' must be a FEEL expression starting with '='",
+    ),
+    (
+        "mapping-on-gateway",
+        Some("Split"),
+        "zeebe:ioMapping is not supported on an exclusiveGateway",
+    ),
+    (
+        "only-non-executable",
+        None,
+        "the resource contains no executable process",
+    ),
+    (
+        "lists-unknown-flow",
+        Some("Work"),
+        "lists the outgoing flow 'Phantom', which does not exist",
+    ),
+];
+
+/// Each fixture has one mistake, and one mistake gives one problem (no follow-on noise).
+#[test]
+fn every_kind_of_bad_model_is_rejected_with_element_line_and_reason() {
+    let mut failures = Vec::new();
+    for &(name, element_id, fragment) in INVALID {
+        let path = format!("invalid/{name}.bpmn");
+        let error = match parse_bpmn(&path, &fixture(&path)) {
+            Ok(_) => {
+                failures.push(format!("{name}: parsed, expected a problem"));
+                continue;
+            }
+            Err(error) => error,
+        };
+        let found = error
+            .problems
+            .iter()
+            .find(|p| p.element_id.as_deref() == element_id && p.message.contains(fragment));
+        match found {
+            None => failures.push(format!(
+                "{name}: no problem on {element_id:?} containing {fragment:?}; got:\n{error}"
+            )),
+            Some(_) if error.problems.len() != 1 => {
+                failures.push(format!("{name}: expected one problem, got:\n{error}"));
+            }
+            Some(problem) => {
+                assert_eq!(problem.resource_name, path);
+                if element_id.is_some() && problem.line.is_none() {
+                    failures.push(format!("{name}: the problem has no line: {problem}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_invalid_fixture_is_in_the_table() {
+    let dir = format!("{}/tests/fixtures/invalid", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("fixtures/invalid exists")
+        .map(|entry| {
+            entry
+                .expect("readable entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    files.sort();
+    for file in files {
+        let name = file.trim_end_matches(".bpmn");
+        if name == "several-problems" {
+            continue;
+        }
+        assert!(
+            INVALID.iter().any(|(n, _, _)| *n == name),
+            "{file} has no expectation"
+        );
+    }
+}
+
+#[test]
+fn all_problems_are_reported_at_once_in_line_order() {
+    let error = parse_err("invalid/several-problems.bpmn");
+    let expected = [
+        ("NoType", "a service task needs a job type"),
+        ("Human", "userTask is not supported"),
+        (
+            "BadTimer",
+            "malformed timeDuration: 'soon' is not an ISO 8601 duration",
+        ),
+    ];
+    assert_eq!(error.problems.len(), expected.len(), "{error}");
+    for (problem, (id, fragment)) in error.problems.iter().zip(expected) {
+        assert_eq!(problem.element_id.as_deref(), Some(id), "{error}");
+        assert!(problem.message.contains(fragment), "{error}");
+    }
+    let lines: Vec<u32> = error.problems.iter().filter_map(|p| p.line).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(
+        lines.windows(2).all(|w| w[0] < w[1]),
+        "sorted by line: {lines:?}"
+    );
+
+    // The message lists every problem with resource, line and element.
+    let text = error.to_string();
+    assert!(
+        text.starts_with("deployment rejected, 3 problems:"),
+        "{text}"
+    );
+    for problem in &error.problems {
+        assert!(text.contains(&problem.to_string()), "{text}");
+    }
+    let first = &error.problems[0];
+    assert_eq!(
+        first.to_string(),
+        format!(
+            "'invalid/several-problems.bpmn' line {} element 'NoType': {}",
+            first.line.unwrap_or_default(),
+            first.message
+        )
+    );
+}
+
+#[test]
+fn an_unsupported_element_raises_no_follow_on_flow_problems() {
+    // Flows into and out of the userTask point at an element that was not built; only
+    // the unsupported element itself is reported.
+    let error = parse_err("invalid/user-task.bpmn");
+    assert_eq!(error.problems.len(), 1, "{error}");
+}
+
+#[test]
+fn the_line_points_at_the_element() {
+    let path = "invalid/service-task-without-definition.bpmn";
+    let text = String::from_utf8(fixture(path)).expect("utf-8");
+    let expected_line = text
+        .lines()
+        .position(|line| line.contains("id=\"Work\""))
+        .expect("Work is in the file") as u32
+        + 1;
+    let error = parse_err(path);
+    assert_eq!(error.problems[0].line, Some(expected_line), "{error}");
+}

@@ -1,0 +1,685 @@
+//! Commands on their own: bad input is rejected with a reason and changes nothing;
+//! jobs, variables, deployments, create-and-await and reads behave as the gateway
+//! needs them to.
+
+use rill_engine::{InstanceState, JobState, Query, QueryResult};
+use rill_engine_api::{Action, state_digest};
+use rill_protocol::{
+    ActivateJobs, Command, CreateProcessInstance, FailJob, Intent, JsonValue, Key, ProcessSelector,
+    PublishMessage, RecordValue, RejectionType, SetVariables, ThrowError, UpdateJob,
+};
+use serde_json::json;
+
+use super::elements::{flow, model, task};
+use super::*;
+
+fn one_task() -> String {
+    model(
+        &[
+            r#"<bpmn:startEvent id="s" />"#,
+            &task("t", "t"),
+            r#"<bpmn:endEvent id="e" />"#,
+            &flow("f0", "s", "t"),
+            &flow("f1", "t", "e"),
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let instance = rule.create("p", json!({}));
+    let (job, _) = rule.job("t");
+    let unknown = Key::new(rill_protocol::PartitionId(1), 999_999);
+    let create = |process, variables| {
+        Command::CreateProcessInstance(CreateProcessInstance {
+            process,
+            variables: JsonValue(variables),
+            await_result: false,
+            fetch_variables: vec![],
+        })
+    };
+    let by_id = |id: &str, version| ProcessSelector::ById {
+        bpmn_process_id: id.into(),
+        version,
+    };
+    let activate = |job_type: &str, max_jobs, timeout| {
+        Command::ActivateJobs(ActivateJobs {
+            job_type: job_type.into(),
+            worker: "w".into(),
+            timeout,
+            max_jobs,
+            fetch_variables: vec![],
+        })
+    };
+    let cases: Vec<(&str, Command, RejectionType, &str)> = vec![
+        (
+            "variables not an object",
+            create(by_id("p", None), json!([1])),
+            RejectionType::InvalidArgument,
+            "JSON object",
+        ),
+        (
+            "unknown process id",
+            create(by_id("nope", None), json!({})),
+            RejectionType::NotFound,
+            "'nope'",
+        ),
+        (
+            "unknown version",
+            create(by_id("p", Some(7)), json!({})),
+            RejectionType::NotFound,
+            "version '7'",
+        ),
+        (
+            "unknown definition key",
+            create(ProcessSelector::ByKey(unknown), json!({})),
+            RejectionType::NotFound,
+            "key",
+        ),
+        (
+            "cancel unknown instance",
+            Command::CancelProcessInstance {
+                process_instance_key: unknown,
+            },
+            RejectionType::NotFound,
+            "no such process instance",
+        ),
+        (
+            "cancel a job key",
+            Command::CancelProcessInstance {
+                process_instance_key: job,
+            },
+            RejectionType::NotFound,
+            "no such process instance",
+        ),
+        (
+            "complete unknown job",
+            Command::CompleteJob {
+                job_key: unknown,
+                variables: JsonValue::null(),
+            },
+            RejectionType::NotFound,
+            "no such job was found",
+        ),
+        (
+            "complete with a string",
+            Command::CompleteJob {
+                job_key: job,
+                variables: JsonValue(json!("x")),
+            },
+            RejectionType::InvalidArgument,
+            "JSON object",
+        ),
+        (
+            "fail with negative retries",
+            Command::FailJob(FailJob {
+                job_key: job,
+                retries: -1,
+                error_message: String::new(),
+                retry_backoff: 0,
+                variables: JsonValue::null(),
+            }),
+            RejectionType::InvalidArgument,
+            "retries",
+        ),
+        (
+            "fail with negative backoff",
+            Command::FailJob(FailJob {
+                job_key: job,
+                retries: 1,
+                error_message: String::new(),
+                retry_backoff: -5,
+                variables: JsonValue::null(),
+            }),
+            RejectionType::InvalidArgument,
+            "back-off",
+        ),
+        (
+            "throw without a code",
+            Command::ThrowError(ThrowError {
+                job_key: job,
+                error_code: String::new(),
+                error_message: String::new(),
+                variables: JsonValue::null(),
+            }),
+            RejectionType::InvalidArgument,
+            "error code",
+        ),
+        (
+            "update retries to 0",
+            Command::UpdateJob(UpdateJob {
+                job_key: job,
+                retries: Some(0),
+                timeout: None,
+            }),
+            RejectionType::InvalidArgument,
+            "positive",
+        ),
+        (
+            "update nothing",
+            Command::UpdateJob(UpdateJob {
+                job_key: job,
+                retries: None,
+                timeout: None,
+            }),
+            RejectionType::InvalidArgument,
+            "neither",
+        ),
+        (
+            "update unknown job",
+            Command::UpdateJob(UpdateJob {
+                job_key: unknown,
+                retries: Some(1),
+                timeout: None,
+            }),
+            RejectionType::NotFound,
+            "no such job",
+        ),
+        (
+            "activate zero jobs",
+            activate("t", 0, 1000),
+            RejectionType::InvalidArgument,
+            "at least one job",
+        ),
+        (
+            "activate with no timeout",
+            activate("t", 1, 0),
+            RejectionType::InvalidArgument,
+            "timeout",
+        ),
+        (
+            "activate without a type",
+            activate("", 1, 1000),
+            RejectionType::InvalidArgument,
+            "type",
+        ),
+        (
+            "publish without a name",
+            Command::PublishMessage(PublishMessage {
+                name: String::new(),
+                correlation_key: "k".into(),
+                time_to_live: 0,
+                message_id: String::new(),
+                variables: JsonValue::null(),
+            }),
+            RejectionType::InvalidArgument,
+            "name",
+        ),
+        (
+            "publish with negative ttl",
+            Command::PublishMessage(PublishMessage {
+                name: "m".into(),
+                correlation_key: "k".into(),
+                time_to_live: -1,
+                message_id: String::new(),
+                variables: JsonValue::null(),
+            }),
+            RejectionType::InvalidArgument,
+            "time to live",
+        ),
+        (
+            "publish array variables",
+            Command::PublishMessage(PublishMessage {
+                name: "m".into(),
+                correlation_key: "k".into(),
+                time_to_live: 0,
+                message_id: String::new(),
+                variables: JsonValue(json!([])),
+            }),
+            RejectionType::InvalidArgument,
+            "JSON object",
+        ),
+        (
+            "resolve unknown incident",
+            Command::ResolveIncident {
+                incident_key: unknown,
+            },
+            RejectionType::NotFound,
+            "no such incident",
+        ),
+        (
+            "set variables on unknown scope",
+            Command::SetVariables(SetVariables {
+                element_instance_key: unknown,
+                variables: JsonValue(json!({"a": 1})),
+                local: true,
+            }),
+            RejectionType::NotFound,
+            "no such element",
+        ),
+        (
+            "set variables to a number",
+            Command::SetVariables(SetVariables {
+                element_instance_key: instance,
+                variables: JsonValue(json!(3)),
+                local: true,
+            }),
+            RejectionType::InvalidArgument,
+            "JSON object",
+        ),
+        (
+            "trigger unknown timer",
+            Command::TriggerTimer { timer_key: unknown },
+            RejectionType::NotFound,
+            "no such timer",
+        ),
+        (
+            "time out a job that is not due",
+            Command::TimeOutJob { job_key: job },
+            RejectionType::InvalidState,
+            "deadline",
+        ),
+        (
+            "recur a job that did not fail",
+            Command::RecurJob { job_key: job },
+            RejectionType::InvalidState,
+            "in state",
+        ),
+        (
+            "expire unknown message",
+            Command::ExpireMessage {
+                message_key: unknown,
+            },
+            RejectionType::NotFound,
+            "no such message",
+        ),
+        (
+            "expire an active instance's summary",
+            Command::ExpireInstanceSummary {
+                process_instance_key: instance,
+            },
+            RejectionType::NotFound,
+            "finished",
+        ),
+        (
+            "deploy nothing",
+            Command::Deploy { resources: vec![] },
+            RejectionType::InvalidArgument,
+            "at least one",
+        ),
+        (
+            "deploy a text file",
+            Command::Deploy {
+                resources: vec![rill_protocol::Resource {
+                    name: "notes.txt".into(),
+                    content: rill_protocol::Blob(b"hi".to_vec()),
+                }],
+            },
+            RejectionType::InvalidArgument,
+            "notes.txt",
+        ),
+        (
+            "deploy invalid BPMN",
+            Command::Deploy {
+                resources: vec![rill_protocol::Resource {
+                    name: "bad.bpmn".into(),
+                    content: rill_protocol::Blob(b"<nope".to_vec()),
+                }],
+            },
+            RejectionType::InvalidArgument,
+            "bad.bpmn",
+        ),
+        (
+            "cross-partition command",
+            Command::AcknowledgeSend {
+                target: rill_protocol::PartitionId(2),
+                sequence: 1,
+            },
+            RejectionType::InvalidArgument,
+            "not supported",
+        ),
+    ];
+    for (name, command, rejection_type, fragment) in cases {
+        let before = state_digest(&rule.state).unwrap();
+        let outcome = rule.process(command);
+        let (actual_type, reason) = rejection_of(&outcome);
+        assert_eq!(actual_type, rejection_type, "{name}: {reason}");
+        assert!(
+            reason.contains(fragment),
+            "{name}: '{reason}' lacks '{fragment}'"
+        );
+        assert_eq!(
+            outcome.records.len(),
+            1,
+            "{name}: only the rejection record"
+        );
+        assert_eq!(
+            state_digest(&rule.state).unwrap(),
+            before,
+            "{name} changed state"
+        );
+    }
+    // Completing twice: the second is refused.
+    assert!(!rule.complete(job, json!({})).is_rejected());
+    let twice = rule.complete(job, json!({}));
+    assert_eq!(twice.rejection().rejection_type, RejectionType::NotFound);
+}
+
+#[test]
+fn deploying_the_same_xml_again_keeps_the_version_and_a_change_makes_a_new_one() {
+    let mut rule = EngineRule::new();
+    let xml = one_task();
+    let first = rule.deploy_xml(&xml);
+    let second = rule.deploy_xml(&xml);
+    let meta = |o: &Outcome| match o.value() {
+        RecordValue::Deployment(d) => d.processes_metadata[0].clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(meta(&first).version, 1);
+    assert_eq!(meta(&second).version, 1);
+    assert!(meta(&second).is_duplicate);
+    assert_eq!(
+        meta(&first).process_definition_key,
+        meta(&second).process_definition_key
+    );
+    let changed = rule.deploy_xml(&xml.replace(r#"type="t""#, r#"type="t2""#));
+    assert_eq!(meta(&changed).version, 2);
+    assert!(!meta(&changed).is_duplicate);
+    // Latest by default, or a given version.
+    rule.create("p", json!({}));
+    assert_eq!(rule.activate("t2", 10).len(), 1);
+    let v1 = rule.process(Command::CreateProcessInstance(CreateProcessInstance {
+        process: ProcessSelector::ById {
+            bpmn_process_id: "p".into(),
+            version: Some(1),
+        },
+        variables: JsonValue::null(),
+        await_result: false,
+        fetch_variables: vec![],
+    }));
+    assert!(!v1.is_rejected());
+    assert_eq!(rule.activate("t", 10).len(), 1);
+    match rule.query(Query::ProcessDefinitions {
+        bpmn_process_id: Some("p".into()),
+    }) {
+        QueryResult::ProcessDefinitions(defs) => {
+            assert_eq!(
+                defs.iter().map(|d| d.version).collect::<Vec<_>>(),
+                vec![1, 2]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // A fresh engine (empty model cache) runs instances from the stored XML.
+    rule.engine = rill_engine::BpmnEngine::default();
+    rule.create("p", json!({}));
+    assert_eq!(rule.activate("t2", 10).len(), 1);
+}
+
+#[test]
+fn create_and_await_answers_with_the_fetched_variables_when_the_instance_completes() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let request = rule.new_request();
+    let outcome = rule.process_as(
+        Command::CreateProcessInstance(CreateProcessInstance {
+            process: ProcessSelector::ById {
+                bpmn_process_id: "p".into(),
+                version: None,
+            },
+            variables: JsonValue(json!({"a": 1, "b": 2})),
+            await_result: true,
+            fetch_variables: vec!["a".into(), "c".into()],
+        }),
+        Some(request),
+    );
+    assert!(
+        outcome.response.is_none(),
+        "answered only when the instance completes"
+    );
+    let (job, _) = rule.job("t");
+    let done = rule.complete(job, json!({"c": 3}));
+    let response = done
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Respond {
+                request: r,
+                response,
+            } if *r == request => Some(response.clone()),
+            _ => None,
+        })
+        .expect("a response for the waiting request");
+    match response {
+        rill_protocol::CommandResponse::Accepted {
+            value: RecordValue::ProcessInstanceResult(result),
+            ..
+        } => {
+            assert_eq!(result.variables.0, json!({"a": 1, "c": 3}));
+        }
+        other => panic!("{other:?}"),
+    }
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn create_and_await_on_an_instance_that_ends_at_once_answers_in_the_same_command() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&model(
+        &[
+            r#"<bpmn:startEvent id="s" />"#,
+            r#"<bpmn:endEvent id="e" />"#,
+            &flow("f", "s", "e"),
+        ]
+        .concat(),
+    ));
+    let request = rule.new_request();
+    let outcome = rule.process_as(
+        Command::CreateProcessInstance(CreateProcessInstance {
+            process: ProcessSelector::ById {
+                bpmn_process_id: "p".into(),
+                version: None,
+            },
+            variables: JsonValue(json!({"x": true})),
+            await_result: true,
+            fetch_variables: vec![],
+        }),
+        Some(request),
+    );
+    match outcome.response {
+        Some(rill_protocol::CommandResponse::Accepted {
+            intent: Intent::Completed,
+            value: RecordValue::ProcessInstanceResult(r),
+            ..
+        }) => {
+            assert_eq!(r.variables.0, json!({"x": true}));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn jobs_fail_with_backoff_time_out_and_update_their_timeout() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let instance = rule.create("p", json!({"keep": 1, "skip": 2}));
+    // Fetch filter.
+    let outcome = rule.process(Command::ActivateJobs(ActivateJobs {
+        job_type: "t".into(),
+        worker: "w1".into(),
+        timeout: 5_000,
+        max_jobs: 1,
+        fetch_variables: vec!["keep".into()],
+    }));
+    let (job, record) = match outcome.value() {
+        RecordValue::JobBatch(b) => (Key(b.job_keys[0]), b.jobs[0].clone()),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(record.variables.0, json!({"keep": 1}));
+    assert_eq!(record.worker, "w1");
+    assert_eq!(record.deadline, rule.now + 5_000);
+    assert!(outcome.actions.contains(&Action::WakeAt {
+        due: rill_protocol::Timestamp(rule.now + 5_000)
+    }));
+
+    // Fail with a back-off: not activatable until it passes.
+    rule.process(Command::FailJob(FailJob {
+        job_key: job,
+        retries: 2,
+        error_message: "flaky".into(),
+        retry_backoff: 1_000,
+        variables: JsonValue(json!({"attempt": 1})),
+    }));
+    assert!(rule.activate("t", 1).is_empty());
+    rule.advance(1_000);
+    assert_eq!(rule.fire_due().len(), 1);
+    let again = rule.activate("t", 1);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].1.retries, 2);
+    assert_eq!(
+        again[0].1.variables.0["attempt"],
+        json!(1),
+        "fail variables are local to the task"
+    );
+
+    // Time out: activatable again.
+    rule.advance(30_000);
+    let timed_out = rule.fire_due();
+    assert_eq!(timed_out.len(), 1);
+    assert!(timed_out[0].actions.contains(&Action::JobsAvailable {
+        job_type: "t".into()
+    }));
+    let third = rule.activate("t", 1);
+    assert_eq!(third.len(), 1);
+
+    // Update the timeout of the active job.
+    let update = rule.process(Command::UpdateJob(UpdateJob {
+        job_key: job,
+        retries: None,
+        timeout: Some(90_000),
+    }));
+    assert!(!update.is_rejected(), "{:?}", update.response);
+    match rule.query(Query::Job { key: job }) {
+        QueryResult::Job(Some(view)) => {
+            assert_eq!(view.state, JobState::Activated);
+            assert_eq!(view.record.deadline, rule.now + 90_000);
+        }
+        other => panic!("{other:?}"),
+    }
+    rule.complete(job, json!({}));
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
+    assert!(rule.variables(instance).get("attempt").is_none());
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn set_variables_local_or_propagated() {
+    let mut rule = EngineRule::new();
+    let xml = model(
+        &[
+            r#"<bpmn:startEvent id="s" />"#,
+            r#"<bpmn:serviceTask id="t"><bpmn:extensionElements><zeebe:taskDefinition type="t" /><zeebe:ioMapping><zeebe:input source="=1" target="mine" /></zeebe:ioMapping></bpmn:extensionElements></bpmn:serviceTask>"#,
+            &flow("f0", "s", "t"),
+        ]
+        .concat(),
+    );
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({"top": 0}));
+    let (_, job) = rule.job("t");
+    let task = Key(job.element_instance_key);
+    let set = |rule: &mut EngineRule, variables, local| {
+        let outcome = rule.process(Command::SetVariables(SetVariables {
+            element_instance_key: task,
+            variables: JsonValue(variables),
+            local,
+        }));
+        assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    };
+    set(&mut rule, json!({"top": 1, "mine": 2, "new": 3}), false);
+    assert_eq!(rule.variables(instance), json!({"top": 1, "new": 3}));
+    set(&mut rule, json!({"top": 9}), true);
+    assert_eq!(rule.variables(instance)["top"], json!(1));
+    match rule.query(Query::Variables {
+        process_instance_key: instance,
+        scope_key: Some(task),
+    }) {
+        QueryResult::Variables(vars) => {
+            let mut names: Vec<_> = vars
+                .iter()
+                .map(|v| (v.name.clone(), v.value.clone()))
+                .collect();
+            names.sort();
+            assert_eq!(
+                names,
+                vec![("mine".into(), "2".into()), ("top".into(), "9".into())]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn finished_instances_stay_readable_until_the_retention_passes() {
+    let mut rule = EngineRule::with_options(rill_engine::EngineOptions {
+        instance_retention: std::time::Duration::from_secs(60),
+    });
+    rule.deploy_xml(&one_task());
+    let instance = rule.create("p", json!({"a": 1}));
+    let (job, _) = rule.job("t");
+    let started = rule.now;
+    rule.advance(500);
+    rule.complete(job, json!({}));
+    let view = rule.instance_state(instance).unwrap();
+    assert_eq!(view.state, InstanceState::Completed);
+    assert_eq!(view.start_date.millis(), started);
+    assert_eq!(view.end_date.map(|d| d.millis()), Some(started + 500));
+    assert_eq!(
+        rule.variables(instance),
+        json!({"a": 1}),
+        "variables stay readable too"
+    );
+    rule.advance(59_999);
+    assert!(rule.fire_due().is_empty());
+    rule.advance(1);
+    assert_eq!(rule.fire_due().len(), 1);
+    assert!(rule.instance_state(instance).is_none());
+    assert_eq!(rule.variables(instance), json!({}));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn element_instances_and_incidents_are_readable_by_instance() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let instance = rule.create("p", json!({}));
+    let (job, _) = rule.job("t");
+    rule.process(Command::FailJob(FailJob {
+        job_key: job,
+        retries: 0,
+        error_message: String::new(),
+        retry_backoff: 0,
+        variables: JsonValue::null(),
+    }));
+    match rule.query(Query::ElementInstances {
+        process_instance_key: instance,
+    }) {
+        QueryResult::ElementInstances(list) => {
+            let ids: Vec<_> = list
+                .iter()
+                .map(|e| (e.element_id.clone(), e.has_incident))
+                .collect();
+            assert_eq!(ids, vec![("p".into(), false), ("t".into(), true)]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents[0].record.error_message, "No more retries left.");
+    assert!(rule.instance_state(instance).unwrap().has_incident);
+    // Cancelling resolves the incident with the instance.
+    rule.process(Command::CancelProcessInstance {
+        process_instance_key: instance,
+    });
+    assert!(rule.incidents(instance).is_empty());
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        InstanceState::Terminated
+    );
+    rule.assert_replay_matches();
+}

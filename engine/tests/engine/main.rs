@@ -1,0 +1,9 @@
+//! Engine tests: commands in, records out (Zeebe's EngineRule style).
+
+mod commands;
+mod elements;
+mod harness;
+mod interleavings;
+mod samples;
+
+pub use harness::*;

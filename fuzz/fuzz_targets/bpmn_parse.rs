@@ -1,0 +1,73 @@
+//! Arbitrary bytes into the BPMN parser: it must never panic, and every model it
+//! accepts must keep the promises `rill_engine::model` documents.
+//!
+//! Run from `fuzz/`: `cargo +nightly fuzz run bpmn_parse corpus/bpmn_parse ../engine/tests/fixtures
+//!       -- -dict=bpmn.dict` (seeds: the fixture models).
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rill_engine::model::{ElementKind, ProcessModel};
+
+fuzz_target!(|data: &[u8]| {
+    match rill_engine::parse_bpmn("fuzz.bpmn", data) {
+        Ok(models) => models.iter().for_each(check_promises),
+        Err(error) => {
+            assert!(!error.problems.is_empty());
+            let _ = error.to_string();
+        }
+    }
+});
+
+fn check_promises(model: &ProcessModel) {
+    let count = model.elements.len();
+    assert!(matches!(
+        model.elements[0].kind,
+        ElementKind::Process { .. }
+    ));
+    for (i, element) in model.elements.iter().enumerate() {
+        assert_eq!(
+            model.element_by_id(&element.id).map(|e| e.0 as usize),
+            Some(i)
+        );
+        if let Some(start) = model.start_event(rill_engine::model::ElementIdx(i as u32)) {
+            assert!(matches!(model.element(start).kind, ElementKind::StartEvent));
+            assert_eq!(
+                model.element(start).flow_scope.map(|s| s.0 as usize),
+                Some(i)
+            );
+        }
+        for &flow in element.outgoing.iter() {
+            assert_eq!(model.flow(flow).source.0 as usize, i);
+        }
+        for &flow in element.incoming.iter() {
+            assert_eq!(model.flow(flow).target.0 as usize, i);
+        }
+        match &element.kind {
+            ElementKind::BoundaryEvent { attached_to, .. } => {
+                let host = model.element(*attached_to);
+                assert!(host.boundary_events.iter().any(|b| b.0 as usize == i));
+                assert_eq!(host.flow_scope, element.flow_scope);
+                assert!(!element.outgoing.is_empty());
+            }
+            ElementKind::ExclusiveGateway { default_flow } => {
+                assert!(!element.outgoing.is_empty());
+                if let Some(default) = default_flow {
+                    assert!(element.outgoing.contains(default));
+                    assert!(model.flow(*default).condition.is_none());
+                }
+            }
+            ElementKind::ParallelGateway => assert!(!element.outgoing.is_empty()),
+            ElementKind::EndEvent(_) => assert!(element.outgoing.is_empty()),
+            _ => {}
+        }
+    }
+    for flow in &model.flows {
+        assert!((flow.source.0 as usize) < count && (flow.target.0 as usize) < count);
+        let source = model.element(flow.source);
+        assert_eq!(source.flow_scope, model.element(flow.target).flow_scope);
+        if flow.condition.is_some() {
+            assert!(matches!(source.kind, ElementKind::ExclusiveGateway { .. }));
+        }
+    }
+}
