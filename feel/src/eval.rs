@@ -24,16 +24,34 @@ pub(crate) const MAX_STEPS: u64 = 1_000_000;
 #[cfg(fuzzing)]
 pub(crate) const MAX_STEPS: u64 = 10_000;
 
+/// Upper bound on the bytes of strings and lists one evaluation may build (loop
+/// results, filter results, concatenations), so `for i in 1..100000 return big` or
+/// `replace(big, "", big)` fail with a message instead of exhausting memory.
+#[cfg(not(fuzzing))]
+pub(crate) const MAX_BYTES: usize = 256 << 20;
+#[cfg(fuzzing)]
+pub(crate) const MAX_BYTES: usize = 16 << 20;
+
 pub(crate) type Outcome = Result<Value, String>;
+
+/// A name bound inside the expression. Names borrow from the expression, so binding
+/// one per loop iteration allocates nothing.
+enum Local<'a> {
+    Named(&'a str, Value),
+    /// The element a filter is testing: `item`, and for a context also its entries.
+    Item(Value),
+}
 
 pub(crate) struct Evaluator<'a> {
     variables: &'a Map<String, Json>,
     pub(crate) now_millis: i64,
     /// Local bindings, innermost last: loop variables, `item`, context entries.
-    locals: Vec<(String, Value)>,
+    locals: Vec<Local<'a>>,
     /// Why a `null` appeared (missing variables, missing entries), for messages.
     pub(crate) warnings: Vec<String>,
     steps: u64,
+    /// Bytes built so far, see [`MAX_BYTES`].
+    bytes: usize,
     /// How many lookups found nothing, for `is defined()`.
     missing: u64,
 }
@@ -46,6 +64,7 @@ impl<'a> Evaluator<'a> {
             locals: Vec::new(),
             warnings: Vec::new(),
             steps: 0,
+            bytes: 0,
             missing: 0,
         }
     }
@@ -60,6 +79,18 @@ impl<'a> Evaluator<'a> {
         Ok(())
     }
 
+    /// Accounts for `size` more bytes built by this evaluation.
+    pub(crate) fn charge(&mut self, size: usize) -> Result<(), String> {
+        self.bytes = self.bytes.saturating_add(size);
+        if self.bytes > MAX_BYTES {
+            return Err(format!(
+                "the expression builds more than {} MiB of strings and lists",
+                MAX_BYTES >> 20
+            ));
+        }
+        Ok(())
+    }
+
     fn warn(&mut self, warning: String) {
         self.missing += 1;
         if self.warnings.len() < 8 && !self.warnings.contains(&warning) {
@@ -68,14 +99,18 @@ impl<'a> Evaluator<'a> {
     }
 
     fn local(&self, name: &str) -> Option<&Value> {
-        self.locals
-            .iter()
-            .rev()
-            .find(|(local, _)| local == name)
-            .map(|(_, value)| value)
+        self.locals.iter().rev().find_map(|local| match local {
+            Local::Named(bound, value) => (*bound == name).then_some(value),
+            Local::Item(item) if name == "item" => Some(item),
+            Local::Item(Value::Context(entries)) => entries
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value),
+            Local::Item(_) => None,
+        })
     }
 
-    pub(crate) fn eval(&mut self, expr: &Expr) -> Outcome {
+    pub(crate) fn eval(&mut self, expr: &'a Expr) -> Outcome {
         match expr {
             Expr::Null => Ok(Value::Null),
             Expr::Bool(value) => Ok(Value::Bool(*value)),
@@ -128,6 +163,10 @@ impl<'a> Evaluator<'a> {
             Expr::Arithmetic(op, left, right) => {
                 let left = self.eval(left)?;
                 let right = self.eval(right)?;
+                if let (ArithmeticOp::Add, Value::String(a), Value::String(b)) = (op, &left, &right)
+                {
+                    self.charge(a.len() + b.len())?;
+                }
                 arithmetic(*op, left, right)
             }
             Expr::Compare(op, left, right) => {
@@ -363,7 +402,7 @@ impl<'a> Evaluator<'a> {
 
     /// `list[condition]` keeps the items for which the condition is true;
     /// `list[n]` picks the n-th item (1-based, negative from the end).
-    fn filter(&mut self, base: Value, filter: &Expr) -> Outcome {
+    fn filter(&mut self, base: Value, filter: &'a Expr) -> Outcome {
         let items = match base {
             Value::Null => return Ok(Value::Null),
             Value::List(items) => items,
@@ -375,28 +414,36 @@ impl<'a> Evaluator<'a> {
         if let Expr::Number(index) = filter {
             return Ok(pick(&items, *index));
         }
-        let mut kept = Vec::new();
-        for (position, item) in items.iter().enumerate() {
+        let mut items = items;
+        let mut keep = Vec::with_capacity(items.len());
+        for position in 0..items.len() {
             self.step()?;
-            let depth = self.locals.len();
-            if let Value::Context(entries) = item {
-                for (key, value) in entries {
-                    self.locals.push((key.clone(), value.clone()));
-                }
-            }
-            self.locals.push(("item".to_owned(), item.clone()));
+            // The item moves into the binding and back, so testing it copies nothing.
+            let item = std::mem::take(&mut items[position]);
+            self.locals.push(Local::Item(item));
             let result = self.eval(filter);
-            self.locals.truncate(depth);
+            if let Some(Local::Item(item)) = self.locals.pop() {
+                items[position] = item;
+            }
             match result? {
-                Value::Bool(true) => kept.push(item.clone()),
+                Value::Bool(true) => {
+                    self.charge(weight(&items[position]))?;
+                    keep.push(true);
+                }
                 Value::Number(index) if position == 0 => return Ok(pick(&items, index)),
-                _ => {}
+                _ => keep.push(false),
             }
         }
-        Ok(Value::List(kept))
+        Ok(Value::List(
+            items
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(item, keep)| keep.then_some(item))
+                .collect(),
+        ))
     }
 
-    fn context(&mut self, entries: &[(String, Expr)]) -> Outcome {
+    fn context(&mut self, entries: &'a [(String, Expr)]) -> Outcome {
         let depth = self.locals.len();
         let mut result = Vec::with_capacity(entries.len());
         for (key, expr) in entries {
@@ -408,14 +455,14 @@ impl<'a> Evaluator<'a> {
                 }
             };
             // Later entries may refer to earlier ones: `{a: 1, b: a + 1}`.
-            self.locals.push((key.clone(), value.clone()));
+            self.locals.push(Local::Named(key, value.clone()));
             result.push((key.clone(), value));
         }
         self.locals.truncate(depth);
         Ok(Value::Context(result))
     }
 
-    fn iteration_items(&mut self, source: &Expr) -> Result<Vec<Value>, String> {
+    fn iteration_items(&mut self, source: &'a Expr) -> Result<Vec<Value>, String> {
         match self.eval(source)? {
             Value::List(items) => Ok(items),
             Value::Range(range) => {
@@ -455,18 +502,20 @@ impl<'a> Evaluator<'a> {
 
     fn for_loop(
         &mut self,
-        bindings: &[(String, Expr)],
-        body: &Expr,
+        bindings: &'a [(String, Expr)],
+        body: &'a Expr,
         results: &mut Vec<Value>,
     ) -> Result<(), String> {
         let Some(((name, source), rest)) = bindings.split_first() else {
             self.step()?;
-            results.push(self.eval(body)?);
+            let result = self.eval(body)?;
+            self.charge(weight(&result))?;
+            results.push(result);
             return Ok(());
         };
         let items = self.iteration_items(source)?;
         for item in items {
-            self.locals.push((name.clone(), item));
+            self.locals.push(Local::Named(name, item));
             let result = self.for_loop(rest, body, results);
             self.locals.pop();
             result?;
@@ -477,8 +526,8 @@ impl<'a> Evaluator<'a> {
     fn quantified(
         &mut self,
         every: bool,
-        bindings: &[(String, Expr)],
-        condition: &Expr,
+        bindings: &'a [(String, Expr)],
+        condition: &'a Expr,
     ) -> Outcome {
         let Some(((name, source), rest)) = bindings.split_first() else {
             self.step()?;
@@ -486,7 +535,7 @@ impl<'a> Evaluator<'a> {
         };
         let items = self.iteration_items(source)?;
         for item in items {
-            self.locals.push((name.clone(), item));
+            self.locals.push(Local::Named(name, item));
             let result = self.quantified(every, rest, condition);
             self.locals.pop();
             let satisfied = result? == Value::Bool(true);
@@ -497,7 +546,7 @@ impl<'a> Evaluator<'a> {
         Ok(Value::Bool(every))
     }
 
-    fn unary_test(&mut self, value: &Value, test: &UnaryTest) -> Outcome {
+    fn unary_test(&mut self, value: &Value, test: &'a UnaryTest) -> Outcome {
         match test {
             UnaryTest::Compare(op, operand) => {
                 let operand = self.eval(operand)?;
@@ -521,6 +570,22 @@ impl<'a> Evaluator<'a> {
                 )),
             },
         }
+    }
+}
+
+/// Roughly the bytes a value occupies: what copying it into a result costs.
+pub(crate) fn weight(value: &Value) -> usize {
+    const NODE: usize = 16;
+    match value {
+        Value::String(text) => NODE + text.len(),
+        Value::List(items) => items
+            .iter()
+            .fold(NODE, |total, item| total.saturating_add(weight(item))),
+        Value::Context(entries) => entries.iter().fold(NODE, |total, (key, item)| {
+            total.saturating_add(key.len()).saturating_add(weight(item))
+        }),
+        Value::Range(range) => NODE + weight(&range.start) + weight(&range.end),
+        _ => NODE,
     }
 }
 

@@ -151,6 +151,16 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             };
             let flags = args.optional_string(3)?;
             let regex = compile_regex(name, &pattern, flags.as_deref())?;
+            // Bound the result before building it: each match may add the replacement.
+            let mut matches = 0usize;
+            for _ in regex.find_iter(&text) {
+                evaluator.step()?;
+                matches += 1;
+            }
+            evaluator.charge(
+                text.len()
+                    .saturating_add(matches.saturating_mul(replacement.len())),
+            )?;
             Ok(Value::String(
                 regex.replace_all(&text, replacement.as_str()).into_owned(),
             ))
@@ -196,6 +206,11 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                     other => return Err(args.wrong(&other, "a list of strings")),
                 }
             }
+            let size = parts.iter().map(String::len).sum::<usize>()
+                + parts.len().saturating_mul(delimiter.len())
+                + prefix.len()
+                + suffix.len();
+            evaluator.charge(size)?;
             Ok(Value::String(format!(
                 "{prefix}{}{suffix}",
                 parts.join(&delimiter)

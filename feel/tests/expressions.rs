@@ -795,6 +795,33 @@ fn deep_nesting_is_rejected_not_a_stack_overflow() {
 }
 
 #[test]
+fn building_huge_values_fails_instead_of_exhausting_memory() {
+    let big = "x".repeat(1 << 20);
+    let vars = variables(&format!(r#"{{"big": "{big}"}}"#));
+    let cases = [
+        "for i in 1..300 return big",
+        "count(for i in 1..300 return [big])",
+        "string length(replace(big, \"\", big))",
+        "string length(big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big + big)",
+        "string length(string join(for i in 1..300 return big))",
+        "count((for i in 1..200 return big)[true])",
+    ];
+    for source in cases {
+        let outcome = Expression::compile(source).and_then(|e| e.evaluate(&vars, NOW));
+        assert!(
+            matches!(&outcome, Err(FeelError::Evaluation { reason, .. })
+                if reason.contains("MiB of strings and lists") || reason.contains("steps")),
+            "{source}: {:?}",
+            outcome.map(|v| v.to_string().len())
+        );
+    }
+    // Modest sizes are fine.
+    let outcome = Expression::compile("string length(string join(for i in 1..10 return big))")
+        .and_then(|e| e.evaluate(&vars, NOW));
+    assert_eq!(outcome, Ok(Json::from(10 << 20)));
+}
+
+#[test]
 fn variable_names_are_the_free_top_level_names() {
     let cases: &[(&str, &[&str])] = &[
         ("order.total > 1000", &["order"]),
