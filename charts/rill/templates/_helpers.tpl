@@ -1,0 +1,252 @@
+{{/* Names. Truncated to 40 so "<fullname>-gateway-<hash>" and pod names fit in 63. */}}
+{{- define "rill.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 40 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "rill.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The StatefulSet and its headless Service share this name. */}}
+{{- define "rill.brokerName" -}}
+{{- printf "%s-broker" (include "rill.fullname" .) }}
+{{- end }}
+
+{{- define "rill.gatewayName" -}}
+{{- printf "%s-gateway" (include "rill.fullname" .) }}
+{{- end }}
+
+{{- define "rill.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "rill.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "rill.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: rill
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels of one component: (dict "ctx" $ "component" "broker"). */}}
+{{- define "rill.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "rill.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "rill.componentLabels" -}}
+{{ include "rill.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Stable DNS name of broker i: (dict "ctx" $ "index" i). */}}
+{{- define "rill.brokerHost" -}}
+{{- $name := include "rill.brokerName" .ctx -}}
+{{- printf "%s-%d.%s.%s.svc.%s" $name (int .index) $name .ctx.Release.Namespace .ctx.Values.clusterDomain }}
+{{- end }}
+
+{{/* host:port of every broker on one port, comma-separated: (dict "ctx" $ "port" p). */}}
+{{- define "rill.brokerAddresses" -}}
+{{- $ctx := .ctx -}}
+{{- $port := int .port -}}
+{{- $addresses := list -}}
+{{- range $i := until (int $ctx.Values.clusterSize) -}}
+{{- $addresses = append $addresses (printf "%s:%d" (include "rill.brokerHost" (dict "ctx" $ctx "index" $i)) $port) -}}
+{{- end -}}
+{{- join "," $addresses -}}
+{{- end }}
+
+{{/*
+A scalar as Rill reads it from the environment. Values from YAML files arrive as float64,
+so whole numbers are printed without an exponent (1000000, not 1e+06).
+*/}}
+{{- define "rill.envValue" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+One RILL_… variable per option of a map, nested maps becoming sections:
+(dict "prefix" "RILL_FLOW_CONTROL__REQUEST__AIMD" "options" $map).
+camelCase keys become Rill's names: requestTimeout -> REQUEST_TIMEOUT.
+*/}}
+{{- define "rill.optionEnv" -}}
+{{- $prefix := .prefix -}}
+{{- range $key, $value := .options }}
+{{- $name := printf "%s__%s" $prefix ($key | snakecase | upper) }}
+{{- if kindIs "map" $value }}
+{{- include "rill.optionEnv" (dict "prefix" $name "options" $value) }}
+{{- else if not (kindIs "invalid" $value) }}
+- name: {{ $name }}
+  value: {{ include "rill.envValue" $value | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Settings both brokers and the separate gateway read. */}}
+{{- define "rill.commonEnv" -}}
+- name: RILL_LOG
+  value: {{ .Values.logLevel | quote }}
+- name: RILL_LOG_FORMAT
+  value: {{ .Values.logFormat | quote }}
+- name: RILL_CLUSTER__SIZE
+  value: {{ .Values.clusterSize | int | quote }}
+- name: RILL_CLUSTER__PARTITIONS_COUNT
+  value: {{ .Values.partitionCount | int | quote }}
+- name: RILL_CLUSTER__REPLICATION_FACTOR
+  value: {{ .Values.replicationFactor | int | quote }}
+- name: RILL_CLUSTER__COMMAND_PORT
+  value: {{ .Values.service.commandPort | int | quote }}
+- name: RILL_CLUSTER__INTERNAL_PORT
+  value: {{ .Values.service.internalPort | int | quote }}
+{{- with .Values.gateway.requestTimeout }}
+- name: RILL_GATEWAY__REQUEST_TIMEOUT
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.gateway.longPollingTimeout }}
+- name: RILL_GATEWAY__LONG_POLLING_TIMEOUT
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.gateway.maxMessageSize }}
+- name: RILL_GATEWAY__MAX_MESSAGE_SIZE
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The Elasticsearch exporter's settings, for brokers (the leader of a partition exports). */}}
+{{- define "rill.exporterEnv" -}}
+{{- $es := .Values.exporters.elasticsearch -}}
+{{- if $es.enabled }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__URL
+  value: {{ $es.url | quote }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__INDEX_PREFIX
+  value: {{ $es.indexPrefix | quote }}
+{{- $auth := $es.auth }}
+{{- if $auth.existingSecret }}
+{{- if eq $auth.type "basic" }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__USERNAME
+{{- if $auth.username }}
+  value: {{ $auth.username | quote }}
+{{- else }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $auth.existingSecret }}
+      key: {{ $auth.usernameKey }}
+{{- end }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $auth.existingSecret }}
+      key: {{ $auth.passwordKey }}
+{{- else if eq $auth.type "apiKey" }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $auth.existingSecret }}
+      key: {{ $auth.apiKeyKey }}
+{{- else if eq $auth.type "bearer" }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__BEARER_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ $auth.existingSecret }}
+      key: {{ $auth.bearerTokenKey }}
+{{- end }}
+{{- end }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__TLS__VERIFY_CERTIFICATES
+  value: {{ ne $es.tls.verifyCertificates false | toString | quote }}
+{{- if $es.tls.caSecret }}
+- name: RILL_EXPORTERS__ELASTICSEARCH__TLS__CA_CERTIFICATE
+  value: {{ printf "/usr/local/rill/elasticsearch-ca/%s" $es.tls.caSecretKey | quote }}
+{{- end }}
+{{- include "rill.optionEnv" (dict "prefix" "RILL_EXPORTERS__ELASTICSEARCH" "options" $es.options) }}
+{{- end }}
+{{- end }}
+
+{{/* Flow control: every option the values set, nothing else (Rill's defaults stay). */}}
+{{- define "rill.flowControlEnv" -}}
+{{- include "rill.optionEnv" (dict "prefix" "RILL_FLOW_CONTROL" "options" .Values.flowControl) }}
+{{- end }}
+
+{{/* Pod anti-affinity preset spreading one component over nodes. */}}
+{{- define "rill.antiAffinity" -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "rill.selectorLabels" . | fromYaml)) -}}
+{{- if eq .preset "hard" }}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - {{ toYaml $term | nindent 6 | trim }}
+{{- else if eq .preset "soft" }}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        {{- toYaml $term | nindent 8 }}
+{{- end }}
+{{- end }}
+
+{{/*
+Checks values.schema.json cannot express (it cannot compare two fields). Each message
+names the value at fault and the fix.
+*/}}
+{{- define "rill.validate" -}}
+{{- $size := int .Values.clusterSize -}}
+{{- $rf := int .Values.replicationFactor -}}
+{{- if gt $rf $size }}
+{{- fail (printf "replicationFactor (%d) is greater than clusterSize (%d): every replica of a partition needs a broker of its own. Lower replicationFactor to at most %d or raise clusterSize to at least %d." $rf $size $size $rf) }}
+{{- end }}
+{{- if .Values.podDisruptionBudget.enabled }}
+{{- $tolerated := div (sub $rf 1) 2 | int -}}
+{{- $allowed := max 1 $tolerated | int -}}
+{{- if gt (int .Values.podDisruptionBudget.maxUnavailable) $allowed }}
+{{- fail (printf "podDisruptionBudget.maxUnavailable (%d) would take more replicas of a partition down than its quorum allows with replicationFactor %d: use at most %d." (int .Values.podDisruptionBudget.maxUnavailable) $rf $allowed) }}
+{{- end }}
+{{- end }}
+{{- $es := .Values.exporters.elasticsearch -}}
+{{- if and $es.enabled (not $es.url) }}
+{{- fail "exporters.elasticsearch.enabled is true but exporters.elasticsearch.url is empty: set it to http://host:9200 or https://host:9200." }}
+{{- end }}
+{{- range $key := list "url" "indexPrefix" "username" "password" "apiKey" "bearerToken" "tls" }}
+{{- if hasKey $es.options $key }}
+{{- fail (printf "exporters.elasticsearch.options.%s is managed by the chart: set it through exporters.elasticsearch.url, indexPrefix, auth or tls instead." $key) }}
+{{- end }}
+{{- end }}
+{{- if and $es.auth.username (ne $es.auth.type "basic") }}
+{{- fail (printf "exporters.elasticsearch.auth.username is set but auth.type is %s: a username goes with basic auth only." $es.auth.type) }}
+{{- end }}
+{{- if and $es.auth.username (not $es.auth.existingSecret) }}
+{{- fail "exporters.elasticsearch.auth.username is set but auth.existingSecret is empty: name the Secret that holds the password." }}
+{{- end }}
+{{- if and .Values.gateway.ingress.enabled (not .Values.gateway.ingress.host) }}
+{{- fail "gateway.ingress.enabled is true but gateway.ingress.host is empty: set the host name the REST API is served on." }}
+{{- end }}
+{{- $ports := dict -}}
+{{- range $name, $port := dict "service.commandPort" .Values.service.commandPort "service.internalPort" .Values.service.internalPort "service.httpPort" .Values.service.httpPort -}}
+{{- $_ := set $ports (toString (int $port)) (append (get $ports (toString (int $port)) | default list) $name) -}}
+{{- end -}}
+{{- if .Values.gateway.embedded }}
+{{- range $name, $port := dict "gateway.service.restPort" .Values.gateway.service.restPort "gateway.service.grpcPort" .Values.gateway.service.grpcPort -}}
+{{- $_ := set $ports (toString (int $port)) (append (get $ports (toString (int $port)) | default list) $name) -}}
+{{- end -}}
+{{- end }}
+{{- range $port, $names := $ports }}
+{{- if gt (len $names) 1 }}
+{{- fail (printf "%s share port %s in the broker pods: give each a port of its own." (join " and " (sortAlpha $names)) $port) }}
+{{- end }}
+{{- end }}
+{{- end }}
