@@ -34,4 +34,4 @@ if [ -z "${RILL_BIN:-}" ]; then
 fi
 
 cd "$root"
-exec "$venv/bin/python" -m pytest "$here" -q -p no:cacheprovider "$@"
+exec "$venv/bin/python" -m pytest "$here" -q -rs -p no:cacheprovider "$@"

@@ -250,3 +250,32 @@ names the value at fault and the fix.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+On upgrade: the brokers' placement of partitions follows clusterSize, partitionCount and
+replicationFactor, and Rill cannot change them in a running cluster. `lookup` reads the
+StatefulSet in the cluster (it finds nothing in `helm template` or a dry run).
+*/}}
+{{- define "rill.checkTopology" -}}
+{{- $existing := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "rill.brokerName" .) -}}
+{{- if and $existing (not .Values.allowTopologyChange) }}
+{{- $before := dict -}}
+{{- range $container := $existing.spec.template.spec.containers }}
+{{- if eq $container.name "broker" }}
+{{- range $entry := $container.env }}
+{{- if hasKey $entry "value" }}
+{{- $_ := set $before $entry.name $entry.value -}}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $now := dict "clusterSize" (list "RILL_CLUSTER__SIZE" .Values.clusterSize) "partitionCount" (list "RILL_CLUSTER__PARTITIONS_COUNT" .Values.partitionCount) "replicationFactor" (list "RILL_CLUSTER__REPLICATION_FACTOR" .Values.replicationFactor) -}}
+{{- range $value, $pair := $now }}
+{{- $old := get $before (index $pair 0) -}}
+{{- $new := index $pair 1 | int | toString -}}
+{{- if and $old (ne $old $new) }}
+{{- fail (printf "%s is %s in the running cluster and would become %s: Rill cannot change the number of brokers, the number of partitions or the replication factor of an existing cluster, whose data was placed for the old values (docs/kubernetes.md, \"Scale out\"). Keep %s=%s. Only if the brokers' volumes were deleted, set allowTopologyChange=true." $value $old $new $value $old) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
