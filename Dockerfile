@@ -17,6 +17,8 @@ ARG RUST_VERSION
 # release, and naming it here keeps rustup from fetching components a build never uses.
 ENV RUSTUP_TOOLCHAIN=${RUST_VERSION} \
     CARGO_TERM_COLOR=never
+# Package versions follow the pinned Debian release of the base image.
+# hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       clang libclang-dev g++ make pkg-config \
@@ -33,6 +35,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 # tini reaps zombies and forwards SIGTERM, so `rill` shuts down gracefully as PID 1's child.
+# hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini \
  && rm -rf /var/lib/apt/lists/* \

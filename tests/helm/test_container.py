@@ -1,28 +1,59 @@
 """The Dockerfile, .dockerignore and docker-compose.yml agree with the chart and the code.
 
-No image is built here (that needs a Docker daemon and registries); these checks catch
-what drifts: the toolchain version, the non-root user the chart runs as, paths, ports, and
-the compose cluster's ids and contact points.
+No image is built here (that needs a Docker daemon and registries). The Dockerfile is
+parsed with Docker's own parser (PyPI `dockerfile`) and linted with hadolint; the compose
+files are checked against the Compose specification (PyPI `compose-spec`). The rest
+catches what drifts: the toolchain version, the non-root user the chart runs as, paths,
+ports, and the compose cluster's ids and contact points.
 """
 
 import fnmatch
+import json
+import pathlib
 import re
+import subprocess
+import sys
 import tomllib
 
+import dockerfile
 import yaml
+from compose_spec import PyCompose
 
 from conftest import ROOT, known_rill_options
 
+COMPOSE_FILES = [ROOT / "docker-compose.yml", *sorted((ROOT / "deploy/compose").glob("*.yml"))]
+COMPOSE_FILES = [p for p in COMPOSE_FILES if "services" in yaml.safe_load(p.read_text())]
+
 
 def dockerfile_stages():
+    """Instructions per stage, each as its original line ("FROM … AS build", "USER 1000:1000")."""
     stages = []
-    for line in (ROOT / "Dockerfile").read_text().splitlines():
-        line = line.strip()
-        if line.upper().startswith("FROM "):
+    for command in dockerfile.parse_file(str(ROOT / "Dockerfile")):
+        line = command.original.strip()
+        if command.cmd == "FROM":
             stages.append([line])
-        elif stages and line and not line.startswith("#"):
+        elif stages:
             stages[-1].append(line)
     return stages
+
+
+def test_dockerfile_passes_hadolint():
+    hadolint = pathlib.Path(sys.executable).parent / "hadolint"
+    done = subprocess.run([str(hadolint), "--no-color", str(ROOT / "Dockerfile")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def compose_with_defaults(path):
+    """The file as Compose reads it: ${VAR:-default} interpolated, YAML merge keys applied."""
+    text = re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: m.group(2), path.read_text())
+    return yaml.safe_load(text)
+
+
+def test_compose_files_follow_the_compose_specification():
+    for path in COMPOSE_FILES:
+        parsed = PyCompose.from_json(json.dumps(compose_with_defaults(path)))
+        assert parsed.service_names(), path
 
 
 def test_build_and_runtime_are_separate_stages():
@@ -33,7 +64,7 @@ def test_build_and_runtime_are_separate_stages():
     assert "rust" not in runtime[0] and "-slim" in runtime[0]
     runtime_text = "\n".join(runtime)
     # Only the binary comes over from the build stage; no compiler in the final image.
-    assert re.search(r"COPY --from=build \S*rill /usr/local/bin/rill", runtime_text)
+    assert re.search(r"COPY --from=build \S*rill /usr/local/bin/rill", runtime_text), runtime_text
     for tool in ("cargo", "clang", "g++"):
         assert tool not in runtime_text
 
@@ -100,8 +131,8 @@ def test_compose_is_a_three_broker_cluster():
 
 def test_compose_files_set_only_rill_options():
     known = known_rill_options() | {"RILL_LOG", "RILL_LOG_FORMAT"}
-    for path in [ROOT / "docker-compose.yml", *sorted((ROOT / "deploy/compose").glob("*.yml"))]:
-        for name, svc in (yaml.safe_load(path.read_text()).get("services") or {}).items():
+    for path in COMPOSE_FILES:
+        for name, svc in compose_with_defaults(path)["services"].items():
             for variable in svc.get("environment") or {}:
                 if variable.startswith("RILL_"):
                     assert variable in known, f"{path.name}: {name} sets {variable}, not a Rill option"

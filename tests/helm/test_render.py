@@ -319,3 +319,13 @@ def test_startup_script_change_rolls_the_brokers(render, chart):
     assert len(annotation) == 64
     other = brokers(render({"commonLabels": {"team": "x"}}))["spec"]["template"]["metadata"]["annotations"]
     assert other["checksum/startup-script"] != annotation
+
+
+def test_a_chart_upgrade_alone_restarts_no_broker(render):
+    """Pod templates carry no chart version: a new chart with the same settings rolls nothing."""
+    for kind in ("StatefulSet", "Deployment"):
+        for workload in render(load_values("gateway-elasticsearch")).all(kind):
+            labels = workload["spec"]["template"]["metadata"]["labels"]
+            assert "helm.sh/chart" not in labels
+            assert "app.kubernetes.io/version" not in labels
+            assert labels["app.kubernetes.io/part-of"] == "rill"

@@ -48,6 +48,15 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{/* Pod labels: no chart version, so a chart upgrade alone restarts no broker. */}}
+{{- define "rill.podLabels" -}}
+{{ include "rill.selectorLabels" . }}
+app.kubernetes.io/part-of: rill
+{{- with .ctx.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
 {{- define "rill.componentLabels" -}}
 {{ include "rill.labels" .ctx }}
 app.kubernetes.io/component: {{ .component }}
