@@ -180,34 +180,35 @@ impl Processing<'_> {
         if interrupting {
             return self.interrupt_and_activate_boundary(&active, boundary, None);
         }
-        if cycle && timer.repetitions != 1 {
-            if let ElementKind::BoundaryEvent {
+        // A cycle with firings left arms its next timer, counted from this due date.
+        if cycle
+            && timer.repetitions != 1
+            && let ElementKind::BoundaryEvent {
                 definition: BoundaryDefinition::Timer(definition),
                 ..
             } = &process.model.element(boundary).kind
-                && let Ok(due) = self.evaluate_timer(definition, &active)?
-            {
-                let repetitions = if timer.repetitions < 0 {
-                    -1
-                } else {
-                    timer.repetitions - 1
-                };
-                self.create_timer(
-                    &active,
-                    &timer.target_element_id,
-                    Due {
-                        due_date: temporal::add_duration(
-                            timer.due_date,
-                            due.interval.unwrap_or(IsoDuration {
-                                months: 0,
-                                millis: 0,
-                            }),
-                        ),
-                        repetitions,
-                        interval: due.interval,
-                    },
-                )?;
-            }
+            && let Ok(due) = self.evaluate_timer(definition, &active)?
+        {
+            let repetitions = if timer.repetitions < 0 {
+                -1
+            } else {
+                timer.repetitions - 1
+            };
+            self.create_timer(
+                &active,
+                &timer.target_element_id,
+                Due {
+                    due_date: temporal::add_duration(
+                        timer.due_date,
+                        due.interval.unwrap_or(IsoDuration {
+                            months: 0,
+                            millis: 0,
+                        }),
+                    ),
+                    repetitions,
+                    interval: due.interval,
+                },
+            )?;
         }
         let scope_key = active.record().flow_scope_key;
         self.activate(scope_key, &process, boundary, None)
