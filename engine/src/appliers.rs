@@ -94,6 +94,8 @@ fn element_activating(
         active_flows: 0,
         job_key: -1,
         has_variables: false,
+        awaited: false,
+        start_date: timestamp.millis(),
     });
     if value.bpmn_element_type == BpmnElementType::Process {
         return state.put_summary(&InstanceSummary {
@@ -154,10 +156,8 @@ fn element_ended(
     timestamp: Timestamp,
     ending: InstanceState,
 ) -> Result<()> {
-    let has_variables = state
-        .read()
-        .element_instance(key)?
-        .is_some_and(|i| i.has_variables);
+    let ended = state.read().element_instance(key)?;
+    let has_variables = ended.as_ref().is_some_and(|i| i.has_variables);
     state.delete_element_instance(key);
     if matches!(
         value.bpmn_element_type,
@@ -167,13 +167,21 @@ fn element_ended(
     }
     if value.bpmn_element_type == BpmnElementType::Process {
         // The process scope's variables stay readable with the summary.
-        state.delete_await_registration(key);
-        if let Some(mut summary) = state.read().summary(key)? {
-            summary.state = ending;
-            summary.end_date = timestamp.millis();
-            state.put_summary(&summary)?;
+        let Some(ended) = ended else {
+            return Err(inconsistent(format!("process instance {key} not found")));
+        };
+        if ended.awaited {
+            state.delete_await_registration(key);
         }
-        return Ok(());
+        return state.put_summary(&InstanceSummary {
+            process_instance_key: key,
+            bpmn_process_id: value.bpmn_process_id.clone(),
+            version: value.version,
+            process_definition_key: value.process_definition_key,
+            state: ending,
+            start_date: ended.start_date,
+            end_date: timestamp.millis(),
+        });
     }
     if has_variables {
         state.delete_scope_variables(value.process_instance_key, key)?;
@@ -214,6 +222,7 @@ fn instance_deleted(state: &mut Writer<'_>, key: i64) -> Result<()> {
 
 fn instance_created(state: &mut Writer<'_>, value: &ProcessInstanceCreationRecord) -> Result<()> {
     if let Some(request_id) = value.await_request_id {
+        state.update_element_instance(value.process_instance_key, |i| i.awaited = true)?;
         state.put_await_registration(
             value.process_instance_key,
             &AwaitRegistration {

@@ -75,9 +75,13 @@ impl Processing<'_> {
         self.run_activation(active, trigger)
     }
 
-    /// Starts a process instance: the process element, then its start event.
-    pub fn activate_process(&mut self, key: i64, record: ProcessInstanceRecord) -> Result<()> {
-        self.event(key, Intent::ElementActivating, record)?;
+    /// Enters a new process instance (ELEMENT_ACTIVATING of the process element).
+    pub fn enter_process(&mut self, key: i64, record: ProcessInstanceRecord) -> Result<()> {
+        self.event(key, Intent::ElementActivating, record)
+    }
+
+    /// Runs the activation of an entered process instance (then its start event).
+    pub fn start_process(&mut self, key: i64) -> Result<()> {
         let active = self
             .active(key)?
             .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
@@ -284,7 +288,11 @@ impl Processing<'_> {
         self.leave_events(&active)?;
         let record = active.record();
         if record.bpmn_element_type == BpmnElementType::Process {
-            let registration = self.read().await_registration(active.key())?;
+            let registration = if active.instance.awaited {
+                self.read().await_registration(active.key())?
+            } else {
+                None
+            };
             self.mark(&active, Intent::ElementCompleted)?;
             return self.instance_finished(active.key(), registration, true);
         }
@@ -360,7 +368,11 @@ impl Processing<'_> {
             self.terminate_children(key)?;
         }
         if active.record().bpmn_element_type == BpmnElementType::Process {
-            let registration = self.read().await_registration(key)?;
+            let registration = if active.instance.awaited {
+                self.read().await_registration(key)?
+            } else {
+                None
+            };
             self.mark(&active, Intent::ElementTerminated)?;
             return self.instance_finished(key, registration, false);
         }

@@ -131,6 +131,11 @@ impl<'a> Processing<'a> {
         self.models.get(Reader::new(&*self.txn), definition_key)
     }
 
+    /// The latest version of a process id and its definition key.
+    pub fn latest_process(&mut self, bpmn_process_id: &str) -> Result<Option<(i32, i64)>> {
+        self.models.latest(Reader::new(&*self.txn), bpmn_process_id)
+    }
+
     pub fn cache_model(&mut self, deployed: DeployedProcess) {
         self.models.insert(deployed);
     }

@@ -44,6 +44,10 @@ pub struct ElementInstance {
     pub job_key: i64,
     /// Whether variables were ever set in this scope (so leaving it must drop them).
     pub has_variables: bool,
+    /// Process instances only: a client awaits the result.
+    pub awaited: bool,
+    /// Process instances only: when it started (ms since the epoch).
+    pub start_date: i64,
 }
 
 /// A variable in a scope: its key and its value as JSON text.
