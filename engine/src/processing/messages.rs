@@ -15,7 +15,6 @@ use rill_protocol::value::{MessageSubscriptionRecord, ProcessMessageSubscription
 use rill_protocol::{Intent, JsonValue, message_partition};
 use serde_json::Value;
 
-use super::variables::json_type_name;
 use super::{Active, Processing, Step};
 use crate::error::Result;
 use crate::model::{MessageDefinition, ValueOrExpr};
@@ -39,24 +38,18 @@ impl Processing<'_> {
         };
         let correlation_key = match &definition.correlation_key {
             ValueOrExpr::Static(key) => key.clone(),
-            ValueOrExpr::Expr(expression) => match self.evaluate_at(expression, active)? {
-                Ok(Value::String(key)) => key,
-                Ok(Value::Number(n)) => n.to_string(),
-                Ok(other) => {
-                    return Ok(Err(format!(
-                        "Failed to extract the correlation key for '{}': The value must be \
-                         either a string or a number, but was '{}'.",
-                        expression.source(),
-                        json_type_name(&other)
-                    )));
+            ValueOrExpr::Expr(expression) => {
+                let context = self.context_at(expression, active)?;
+                match expression.evaluate_correlation_key(&context, self.now()) {
+                    Ok(key) => key,
+                    Err(e) => {
+                        return Ok(Err(format!(
+                            "Failed to extract the correlation key for '{}': {e}",
+                            expression.source()
+                        )));
+                    }
                 }
-                Err(message) => {
-                    return Ok(Err(format!(
-                        "Failed to extract the correlation key for '{}': {message}",
-                        expression.source()
-                    )));
-                }
-            },
+            }
         };
         Ok(Ok(NewSubscription {
             message_name,
