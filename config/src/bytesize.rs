@@ -45,11 +45,11 @@ impl ByteSize {
 impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        if b != 0 && b % (1 << 30) == 0 {
+        if b != 0 && b.is_multiple_of(1 << 30) {
             write!(f, "{}GB", b >> 30)
-        } else if b != 0 && b % (1 << 20) == 0 {
+        } else if b != 0 && b.is_multiple_of(1 << 20) {
             write!(f, "{}MB", b >> 20)
-        } else if b != 0 && b % (1 << 10) == 0 {
+        } else if b != 0 && b.is_multiple_of(1 << 10) {
             write!(f, "{}KB", b >> 10)
         } else {
             write!(f, "{b}B")

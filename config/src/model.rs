@@ -72,7 +72,7 @@ pub struct DataConfig {
     /// How often a partition takes a snapshot (and may purge its log).
     #[serde(with = "humantime_serde")]
     pub snapshot_period: Duration,
-    /// Stop accepting new work when free disk falls below this fraction (0..1).
+    /// Stop accepting new commands once this fraction of the disk is used (0..=1).
     pub disk_usage_command_watermark: f64,
 }
 
@@ -145,20 +145,11 @@ pub enum LimitAlgorithm {
     Gradient2,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct FlowControlConfig {
     pub request: RequestLimitConfig,
     pub write: WriteLimitConfig,
-}
-
-impl Default for FlowControlConfig {
-    fn default() -> Self {
-        FlowControlConfig {
-            request: RequestLimitConfig::default(),
-            write: WriteLimitConfig::default(),
-        }
-    }
 }
 
 /// The per-partition in-flight request limiter. Defaults are Zeebe's.

@@ -10,5 +10,6 @@ pub use engine::{
     Action, Engine, EngineError, EngineResult, ProcessingContext, ProcessingOutput, RequestId,
 };
 pub use state::{
-    MemoryState, Overlay, StateError, StateRead, StateTxn, merge_scan, prefix_end, state_digest,
+    MemoryState, Overlay, ScanVisitor, StateError, StateRead, StateTxn, merge_scan, prefix_end,
+    state_digest,
 };

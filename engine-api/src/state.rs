@@ -14,25 +14,20 @@ use std::ops::{Bound, ControlFlow};
 #[error("state storage error: {0}")]
 pub struct StateError(pub String);
 
+/// Called for each entry of a scan with key and value; breaks to stop the scan.
+pub type ScanVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
 /// Read access to ordered key-value state.
 pub trait StateRead {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
 
     /// Visits entries with `start <= key < end` in ascending key order until `visit`
     /// breaks. An empty `end` means "no upper bound".
-    fn scan(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
-    ) -> Result<(), StateError>;
+    fn scan(&self, start: &[u8], end: &[u8], visit: &mut ScanVisitor<'_>)
+    -> Result<(), StateError>;
 
     /// Visits every entry whose key starts with `prefix`.
-    fn scan_prefix(
-        &self,
-        prefix: &[u8],
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
-    ) -> Result<(), StateError> {
+    fn scan_prefix(&self, prefix: &[u8], visit: &mut ScanVisitor<'_>) -> Result<(), StateError> {
         let end = prefix_end(prefix);
         self.scan(prefix, &end, visit)
     }
@@ -114,7 +109,7 @@ impl<B: StateRead + ?Sized> StateRead for Overlay<'_, B> {
         &self,
         start: &[u8],
         end: &[u8],
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut ScanVisitor<'_>,
     ) -> Result<(), StateError> {
         merge_scan(&self.writes, self.base, start, end, visit)
     }
@@ -136,7 +131,7 @@ pub fn merge_scan<B: StateRead + ?Sized>(
     base: &B,
     start: &[u8],
     end: &[u8],
-    visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    visit: &mut ScanVisitor<'_>,
 ) -> Result<(), StateError> {
     let mut pending = writes.range(range(start, end)).peekable();
     let mut stopped = false;
@@ -236,7 +231,7 @@ impl StateRead for MemoryState {
         &self,
         start: &[u8],
         end: &[u8],
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut ScanVisitor<'_>,
     ) -> Result<(), StateError> {
         for (key, value) in self.entries.range(range(start, end)) {
             if visit(key, value).is_break() {

@@ -28,8 +28,17 @@ pub struct TransportConfig {
     /// Handlers running at once for one inbound connection. When all are busy the
     /// connection stops reading, and TCP flow control pushes back on the sender.
     pub max_concurrent_handlers_per_connection: usize,
+    /// Inbound connections open at once (handshaking or established); one more is closed
+    /// as soon as it is accepted. Together with the per-connection handler bound this caps
+    /// the work peers can start on this node.
+    pub max_inbound_connections: usize,
     /// Time allowed for the TCP connect plus the handshake (both directions).
     pub connect_timeout: Duration,
+    /// Each side of a connection sends a heartbeat this often...
+    pub keepalive_interval: Duration,
+    /// ...and closes the connection when nothing at all has arrived for this long (a
+    /// peer that hangs, or a host that vanished without closing its sockets).
+    pub keepalive_timeout: Duration,
     /// First delay before retrying a failed connect; it doubles per failure...
     pub reconnect_backoff_min: Duration,
     /// ...up to this.
@@ -46,7 +55,8 @@ pub struct TransportConfig {
 
 impl TransportConfig {
     /// Defaults: 16 MiB frames, 1024 requests in flight per peer, 256 concurrent handlers
-    /// per connection, 1 s connect timeout, reconnect backoff 10 ms doubling to 1 s,
+    /// per connection, 256 inbound connections, 1 s connect timeout, heartbeats every 1 s
+    /// with a 6 s keepalive timeout, reconnect backoff 10 ms doubling to 1 s,
     /// 256 KiB write batches, 1 s shutdown grace.
     pub fn new(node_id: NodeId, listen: SocketAddr) -> TransportConfig {
         TransportConfig {
@@ -55,7 +65,10 @@ impl TransportConfig {
             max_frame_size: 16 * 1024 * 1024,
             max_in_flight_per_peer: 1024,
             max_concurrent_handlers_per_connection: 256,
+            max_inbound_connections: 256,
             connect_timeout: Duration::from_secs(1),
+            keepalive_interval: Duration::from_secs(1),
+            keepalive_timeout: Duration::from_secs(6),
             reconnect_backoff_min: Duration::from_millis(10),
             reconnect_backoff_max: Duration::from_secs(1),
             max_write_batch_bytes: 256 * 1024,
@@ -81,8 +94,18 @@ impl TransportConfig {
         if self.max_concurrent_handlers_per_connection == 0 {
             problems.push("max_concurrent_handlers_per_connection must be at least 1".to_owned());
         }
+        if self.max_inbound_connections == 0 {
+            problems.push("max_inbound_connections must be at least 1".to_owned());
+        }
         if self.connect_timeout.is_zero() {
             problems.push("connect_timeout must be above zero".to_owned());
+        }
+        if self.keepalive_interval.is_zero() || self.keepalive_timeout <= self.keepalive_interval {
+            problems.push(format!(
+                "keepalive_interval ({:?}) must be above zero and below keepalive_timeout \
+                 ({:?})",
+                self.keepalive_interval, self.keepalive_timeout
+            ));
         }
         if self.reconnect_backoff_min.is_zero()
             || self.reconnect_backoff_min > self.reconnect_backoff_max

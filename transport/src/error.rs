@@ -52,8 +52,8 @@ pub enum TransportError {
         limit: usize,
     },
 
-    #[error("handshake with {addr} failed: {reason}")]
-    Handshake { addr: SocketAddr, reason: String },
+    #[error("cannot learn which node listens at {addr}: {reason}")]
+    Probe { addr: SocketAddr, reason: String },
 
     #[error("frame of {size} bytes exceeds the maximum frame size of {max} bytes")]
     FrameTooLarge { size: usize, max: usize },

@@ -4,7 +4,8 @@
 //! offset size  field
 //!   0     2    magic "RL"
 //!   2     1    protocol version (1)
-//!   3     1    kind: 1 hello, 2 hello-ack, 3 hello-reject, 4 request, 5 response, 6 failure
+//!   3     1    kind: 1 hello, 2 hello-ack, 3 hello-reject, 4 request, 5 response,
+//!                6 failure, 7 heartbeat
 //!   4     2    service id
 //!   6     2    partition id
 //!   8     8    request id
@@ -17,7 +18,7 @@
 //! change everything after them and still be recognised (and refused) by this one.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use rill_protocol::PartitionId;
+use rill_protocol::{NodeId, PartitionId};
 use tokio_util::codec::Decoder;
 
 use crate::{ServiceId, TransportError};
@@ -27,14 +28,18 @@ pub const FRAME_HEADER_LEN: usize = 24;
 /// The transport protocol version this build speaks.
 pub const PROTOCOL_VERSION: u8 = 1;
 
+/// In a hello's target field: "whichever node listens here" (used to discover a node id).
+pub(crate) const ANY_NODE: u32 = u32::MAX;
+
 const MAGIC: [u8; 2] = *b"RL";
 const CHECKSUMMED_HEADER_LEN: usize = 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FrameKind {
-    /// Client → server, payload: sender node id (u32), node id it expects to reach (u32).
+    /// Client → server, payload: sender node id (u32), node id it expects to reach (u32;
+    /// `u32::MAX` for any), sender instance id (u64).
     Hello = 1,
-    /// Server → client, payload: server node id (u32).
+    /// Server → client, payload: server node id (u32), server instance id (u64).
     HelloAck = 2,
     /// Server → client, payload: UTF-8 reason; the server closes the connection after it.
     HelloReject = 3,
@@ -43,6 +48,9 @@ pub(crate) enum FrameKind {
     Response = 5,
     /// Handler failed, payload is its UTF-8 error message.
     Failure = 6,
+    /// Either direction, every keepalive interval, empty: proves the sender is alive even
+    /// when it has nothing else to say (or its reader is paused by back-pressure).
+    Heartbeat = 7,
 }
 
 impl FrameKind {
@@ -54,6 +62,7 @@ impl FrameKind {
             4 => FrameKind::Request,
             5 => FrameKind::Response,
             6 => FrameKind::Failure,
+            7 => FrameKind::Heartbeat,
             _ => return None,
         })
     }
@@ -69,6 +78,10 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
+    pub fn heartbeat() -> Frame {
+        Frame::control(FrameKind::Heartbeat, Bytes::new())
+    }
+
     pub fn control(kind: FrameKind, payload: Bytes) -> Frame {
         Frame {
             kind,
@@ -197,13 +210,74 @@ impl Decoder for FrameDecoder {
     }
 }
 
-/// Reads the u32 at the start of a control payload (the node ids of the handshake).
-pub(crate) fn read_u32(payload: &[u8], what: &str) -> Result<u32, TransportError> {
-    match payload.get(..4) {
-        Some(bytes) => Ok(u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-        None => Err(TransportError::InvalidFrame {
-            reason: format!("{what}: payload of {} bytes, expected 4", payload.len()),
-        }),
+/// The dialer's first frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hello {
+    pub from: NodeId,
+    /// The node the dialer expects to reach, or [`ANY_NODE`].
+    pub target: u32,
+    /// Identifies the dialing process, so that a node meeting its own id from another
+    /// process knows two nodes share an id.
+    pub instance: u64,
+}
+
+/// The listener's answer to a hello it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HelloAck {
+    pub node: NodeId,
+    pub instance: u64,
+}
+
+impl Hello {
+    const LEN: usize = 16;
+
+    pub fn encode(&self) -> Bytes {
+        let mut payload = BytesMut::with_capacity(Self::LEN);
+        payload.put_u32(self.from.0);
+        payload.put_u32(self.target);
+        payload.put_u64(self.instance);
+        payload.freeze()
+    }
+
+    pub fn decode(mut payload: Bytes) -> Result<Hello, TransportError> {
+        check_len(&payload, Self::LEN, "hello")?;
+        Ok(Hello {
+            from: NodeId(payload.get_u32()),
+            target: payload.get_u32(),
+            instance: payload.get_u64(),
+        })
+    }
+}
+
+impl HelloAck {
+    const LEN: usize = 12;
+
+    pub fn encode(&self) -> Bytes {
+        let mut payload = BytesMut::with_capacity(Self::LEN);
+        payload.put_u32(self.node.0);
+        payload.put_u64(self.instance);
+        payload.freeze()
+    }
+
+    pub fn decode(mut payload: Bytes) -> Result<HelloAck, TransportError> {
+        check_len(&payload, Self::LEN, "hello-ack")?;
+        Ok(HelloAck {
+            node: NodeId(payload.get_u32()),
+            instance: payload.get_u64(),
+        })
+    }
+}
+
+fn check_len(payload: &[u8], expected: usize, what: &str) -> Result<(), TransportError> {
+    if payload.len() == expected {
+        Ok(())
+    } else {
+        Err(TransportError::InvalidFrame {
+            reason: format!(
+                "{what} payload of {} bytes, expected {expected}",
+                payload.len()
+            ),
+        })
     }
 }
 
@@ -327,8 +401,24 @@ mod tests {
     }
 
     #[test]
-    fn control_payload_needs_four_bytes() {
-        assert_eq!(read_u32(&[0, 0, 1, 0], "hello").expect("four bytes"), 256);
-        assert!(read_u32(&[1], "hello").is_err());
+    fn handshake_payloads_round_trip_and_reject_wrong_lengths() {
+        let hello = Hello {
+            from: NodeId(3),
+            target: ANY_NODE,
+            instance: 0xdead_beef_0000_0001,
+        };
+        assert_eq!(Hello::decode(hello.encode()).expect("valid"), hello);
+        let ack = HelloAck {
+            node: NodeId(9),
+            instance: 7,
+        };
+        assert_eq!(HelloAck::decode(ack.encode()).expect("valid"), ack);
+        let err = Hello::decode(Bytes::from_static(&[0, 0, 0, 1])).expect_err("short");
+        assert!(
+            err.to_string()
+                .contains("hello payload of 4 bytes, expected 16"),
+            "{err}"
+        );
+        assert!(HelloAck::decode(hello.encode()).is_err());
     }
 }

@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures::{FutureExt, StreamExt};
 use rill_protocol::NodeId;
 use tokio::io::AsyncWriteExt;
@@ -17,9 +17,9 @@ use tokio::time::timeout;
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{Frame, FrameDecoder, FrameKind, read_u32};
+use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, Hello, HelloAck};
 use crate::metrics::{Direction, GaugeGuard};
-use crate::transport::Shared;
+use crate::transport::{Shared, duplicate_node_id};
 use crate::writer::write_frames;
 use crate::{Result, TransportError};
 
@@ -30,6 +30,7 @@ const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
 type Reader = FramedRead<tokio::net::tcp::OwnedReadHalf, FrameDecoder>;
 
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let connection_slots = Arc::new(Semaphore::new(shared.config.max_inbound_connections));
     loop {
         let accepted = tokio::select! {
             biased;
@@ -37,7 +38,23 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, remote)) => shared.spawn(serve_connection(stream, remote, shared.clone())),
+            Ok((stream, remote)) => match connection_slots.clone().try_acquire_owned() {
+                Ok(slot) => {
+                    let shared_for_task = shared.clone();
+                    shared.spawn(async move {
+                        serve_connection(stream, remote, shared_for_task).await;
+                        drop(slot);
+                    });
+                }
+                Err(_) => {
+                    warn!(
+                        %remote,
+                        limit = shared.config.max_inbound_connections,
+                        "too many inbound transport connections; closing the new one"
+                    );
+                    drop(stream);
+                }
+            },
             Err(error) => {
                 warn!(%error, "accepting a transport connection failed");
                 tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
@@ -93,6 +110,22 @@ async fn serve_connection(stream: TcpStream, remote: SocketAddr, shared: Arc<Sha
         Some,
     );
     tokio::pin!(write);
+    // Heartbeats come from the writer side, so they keep flowing while the reader waits
+    // for a handler slot; the peer then knows this node is alive, only busy.
+    let heartbeats = {
+        let responses = responses.clone();
+        let interval = shared.config.keepalive_interval;
+        async move {
+            let start = tokio::time::Instant::now() + interval;
+            let mut ticks = tokio::time::interval_at(start, interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                // A full queue means frames are going out anyway.
+                let _ = responses.try_send(Frame::heartbeat());
+            }
+        }
+    };
     let read = read_requests(reader, from, remote, responses, slots, &shared);
     tokio::select! {
         written = &mut write => {
@@ -102,6 +135,7 @@ async fn serve_connection(stream: TcpStream, remote: SocketAddr, shared: Arc<Sha
             return;
         }
         () = read => {}
+        () = heartbeats => {}
     }
     // Reading stopped (peer closed, bad frame or shutdown): the writer ends once every
     // running handler has queued its response, or when the grace runs out.
@@ -137,22 +171,30 @@ async fn accept_handshake(
             reason: format!("expected a hello frame first, got {:?}", hello.kind),
         });
     }
-    let from = NodeId(read_u32(&hello.payload, "hello sender")?);
-    let target = NodeId(read_u32(
-        hello.payload.get(4..).unwrap_or_default(),
-        "hello target",
-    )?);
-    if target != own {
-        let reason = format!("this is node {own}, not node {target}");
+    let Hello {
+        from,
+        target,
+        instance,
+    } = Hello::decode(hello.payload)?;
+    let refusal = if target != own.0 && target != ANY_NODE {
+        Some(format!("this is node {own}, not node {target}"))
+    } else if from == own && instance != shared.instance {
+        Some(duplicate_node_id(own))
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
         reject(writer, reason.clone(), shared).await;
         return Err(TransportError::InvalidFrame {
-            reason: format!("node {from} {reason}"),
+            reason: format!("refused node {from}: {reason}"),
         });
     }
-    let mut ack = BytesMut::with_capacity(4);
-    ack.put_u32(own.0);
+    let ack = HelloAck {
+        node: own,
+        instance: shared.instance,
+    };
     let mut buf = BytesMut::new();
-    Frame::control(FrameKind::HelloAck, ack.freeze()).encode(&mut buf);
+    Frame::control(FrameKind::HelloAck, ack.encode()).encode(&mut buf);
     writer.write_all(&buf).await?;
     shared.metrics.control_frame_sent(buf.len());
     Ok(from)
@@ -180,10 +222,15 @@ async fn read_requests(
 ) {
     let metrics = &shared.metrics;
     loop {
+        let limit = shared.config.keepalive_timeout;
         let next = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => return,
-            next = reader.next() => next,
+            next = timeout(limit, reader.next()) => next,
+        };
+        let Ok(next) = next else {
+            info!(%remote, node = %from, "peer sent nothing for {limit:?}; closing");
+            return;
         };
         let request = match next {
             None => return,
@@ -199,6 +246,9 @@ async fn read_requests(
             }
         };
         metrics.frame_received(request.wire_len());
+        if request.kind == FrameKind::Heartbeat {
+            continue;
+        }
         if request.kind != FrameKind::Request {
             metrics.invalid_frames.inc();
             warn!(%remote, node = %from, kind = ?request.kind, "protocol violation; closing");

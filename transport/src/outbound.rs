@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use rill_protocol::{NodeId, PartitionId};
@@ -31,9 +31,9 @@ use tokio::time::{Instant, timeout, timeout_at};
 use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{Frame, FrameDecoder, FrameKind, read_u32};
+use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, Hello, HelloAck};
 use crate::metrics::{Direction, GaugeGuard};
-use crate::transport::Shared;
+use crate::transport::{Shared, duplicate_node_id};
 use crate::writer::write_frames;
 use crate::{PROTOCOL_VERSION, Result, ServiceId, TransportError};
 
@@ -51,10 +51,24 @@ struct Pending {
 
 /// A request waiting in the peer's queue for the writer.
 struct QueuedRequest {
+    /// [`HEARTBEAT_ID`] for a heartbeat; requests are numbered from 1.
     id: u64,
     service: ServiceId,
     partition: PartitionId,
     payload: Bytes,
+}
+
+const HEARTBEAT_ID: u64 = 0;
+
+impl QueuedRequest {
+    fn heartbeat() -> QueuedRequest {
+        QueuedRequest {
+            id: HEARTBEAT_ID,
+            service: ServiceId(0),
+            partition: PartitionId(0),
+            payload: Bytes::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -187,6 +201,9 @@ impl Peer {
 
     /// The frame for a queued request, marked as sent, unless its requester has given up.
     fn frame_if_pending(&self, request: QueuedRequest) -> Option<Frame> {
+        if request.id == HEARTBEAT_ID {
+            return Some(Frame::heartbeat());
+        }
         let mut pending = self.pending.lock();
         let entry = pending.get_mut(&request.id)?;
         entry.sent = true;
@@ -275,10 +292,10 @@ async fn run(
         let connected = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => break,
-            connected = connect(&shared, node, target) => connected,
+            connected = connect(&shared, Some(node), target) => connected,
         };
         match connected {
-            Ok((reader, writer)) => {
+            Ok((reader, writer, _node)) => {
                 if failures > 0 {
                     info!(%node, addr = %target, failures, "connected after failed attempts");
                 } else {
@@ -328,15 +345,16 @@ async fn run(
     peer.fail_pending(|| TransportError::ShuttingDown);
 }
 
-type Reader = FramedRead<OwnedReadHalf, FrameDecoder>;
+pub(crate) type Reader = FramedRead<OwnedReadHalf, FrameDecoder>;
 
-/// TCP connect plus handshake, within `connect_timeout`. The error is a reason for logs
-/// and for `Unreachable`.
-async fn connect(
+/// TCP connect plus handshake, within `connect_timeout`. `expected` is the node that
+/// must answer (`None`: whichever node listens there). The error is a reason for logs and
+/// for `Unreachable`.
+pub(crate) async fn connect(
     shared: &Shared,
-    node: NodeId,
+    expected: Option<NodeId>,
     addr: SocketAddr,
-) -> std::result::Result<(Reader, OwnedWriteHalf), String> {
+) -> std::result::Result<(Reader, OwnedWriteHalf, NodeId), String> {
     let attempt = async {
         let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         // Latency matters more than packet count; the writer batches by itself.
@@ -344,10 +362,10 @@ async fn connect(
         let (read, mut writer) = stream.into_split();
         let decoder = FrameDecoder::new(shared.config.max_frame_size);
         let mut reader = FramedRead::with_capacity(read, decoder, READ_BUFFER_BYTES);
-        handshake(&mut reader, &mut writer, shared, node)
+        let node = handshake(&mut reader, &mut writer, shared, expected)
             .await
             .map_err(|e| format!("handshake failed: {e}"))?;
-        Ok((reader, writer))
+        Ok((reader, writer, node))
     };
     let limit = shared.config.connect_timeout;
     match timeout(limit, attempt).await {
@@ -356,17 +374,21 @@ async fn connect(
     }
 }
 
+/// Returns the node id the listener gave.
 async fn handshake(
     reader: &mut Reader,
     writer: &mut OwnedWriteHalf,
     shared: &Shared,
-    expected: NodeId,
-) -> Result<()> {
-    let mut hello = BytesMut::with_capacity(8);
-    hello.put_u32(shared.config.node_id.0);
-    hello.put_u32(expected.0);
+    expected: Option<NodeId>,
+) -> Result<NodeId> {
+    let own = shared.config.node_id;
+    let hello = Hello {
+        from: own,
+        target: expected.map_or(ANY_NODE, |node| node.0),
+        instance: shared.instance,
+    };
     let mut buf = BytesMut::new();
-    Frame::control(FrameKind::Hello, hello.freeze()).encode(&mut buf);
+    Frame::control(FrameKind::Hello, hello.encode()).encode(&mut buf);
     writer.write_all(&buf).await?;
     shared.metrics.control_frame_sent(buf.len());
     let reply = match reader.next().await {
@@ -380,16 +402,21 @@ async fn handshake(
     shared.metrics.frame_received(reply.wire_len());
     match reply.kind {
         FrameKind::HelloAck => {
-            let actual = NodeId(read_u32(&reply.payload, "hello-ack")?);
-            if actual == expected {
-                Ok(())
-            } else {
-                Err(TransportError::InvalidFrame {
+            let ack = HelloAck::decode(reply.payload)?;
+            let actual = ack.node;
+            if actual == own && ack.instance != shared.instance {
+                return Err(TransportError::InvalidFrame {
+                    reason: duplicate_node_id(own),
+                });
+            }
+            match expected {
+                Some(expected) if expected != actual => Err(TransportError::InvalidFrame {
                     reason: format!(
                         "the address belongs to node {actual}, not node {expected} \
                          (stale peer address?)"
                     ),
-                })
+                }),
+                _ => Ok(actual),
             }
         }
         FrameKind::HelloReject => Err(TransportError::InvalidFrame {
@@ -422,9 +449,15 @@ async fn serve(
         metrics,
         |request| peer.frame_if_pending(request),
     );
+    // Milliseconds since `started` at which the last frame arrived (an atomic, not a
+    // Cell, so this future stays `Send`).
+    let started = Instant::now();
+    let last_received = AtomicU64::new(0);
     let read = async {
         loop {
-            let frame = match reader.next().await {
+            let next = reader.next().await;
+            last_received.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            let frame = match next {
                 None => return "peer closed the connection".to_owned(),
                 Some(Err(TransportError::Io(error))) => return format!("read failed: {error}"),
                 Some(Err(error)) => {
@@ -440,11 +473,30 @@ async fn serve(
                     let message = String::from_utf8_lossy(&frame.payload).into_owned();
                     peer.complete(frame.request_id, Err(TransportError::Remote(message)));
                 }
+                FrameKind::Heartbeat => {}
                 kind => {
                     metrics.invalid_frames.inc();
                     return format!("protocol violation: peer sent a {kind:?} frame");
                 }
             }
+        }
+    };
+    let keepalive = async {
+        let (interval, limit) = (
+            shared.config.keepalive_interval,
+            shared.config.keepalive_timeout,
+        );
+        let mut ticks = tokio::time::interval_at(started + interval, interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let heard = Duration::from_millis(last_received.load(Ordering::Relaxed));
+            let silent = started.elapsed().saturating_sub(heard);
+            if silent >= limit {
+                return format!("peer sent nothing for {silent:?} (keepalive timeout {limit:?})");
+            }
+            // A full queue means frames are going out anyway.
+            let _ = peer.queue.try_send(QueuedRequest::heartbeat());
         }
     };
     // Cancellation safety: every branch ends the connection, and the caller fails all
@@ -453,6 +505,7 @@ async fn serve(
         biased;
         _ = shared.cancel.cancelled() => "the transport is shutting down".to_owned(),
         _ = addr.changed() => format!("peer address changed to {}", *addr.borrow()),
+        reason = keepalive => reason,
         written = write => match written {
             Ok(()) => "request queue closed".to_owned(),
             Err(error) => format!("write failed: {error}"),

@@ -17,7 +17,7 @@ use tracing::{info, warn};
 use crate::frame::FRAME_HEADER_LEN;
 use crate::inbound::accept_loop;
 use crate::metrics::{TransportMetrics, TransportStats};
-use crate::outbound::Peer;
+use crate::outbound::{Peer, connect};
 use crate::{Handler, Result, ServiceId, TransportConfig, TransportError};
 
 /// What every task of one transport shares.
@@ -31,6 +31,25 @@ pub(crate) struct Shared {
     pub tasks: TaskTracker,
     /// The runtime `start` was called on; all network I/O runs there.
     pub runtime: Handle,
+    /// Distinguishes this process from another one configured with the same node id.
+    pub instance: u64,
+}
+
+/// Why a handshake between two processes with the same node id is refused.
+pub(crate) fn duplicate_node_id(node: NodeId) -> String {
+    format!(
+        "another process also has node id {node}: two nodes are configured with the same id; \
+         give each broker a distinct cluster.node-id"
+    )
+}
+
+/// A per-process random number, from the standard library's randomly seeded hasher. It
+/// only tells processes apart in the handshake and never reaches replicated state.
+fn instance_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.finish()
 }
 
 impl Shared {
@@ -92,6 +111,7 @@ impl Transport {
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
             runtime: Handle::current(),
+            instance: instance_id(),
         });
         shared.spawn(accept_loop(listener, shared.clone()));
         Ok(Transport {
@@ -122,6 +142,20 @@ impl Transport {
             None => {
                 peers.insert(node, Peer::start(node, addr, self.inner.shared.clone()));
             }
+        }
+    }
+
+    /// Asks whichever node listens at `addr` for its id (a gateway that knows only
+    /// contact-point addresses uses this before `set_peer`). Opens and closes a
+    /// connection of its own, within `connect_timeout`.
+    pub async fn probe(&self, addr: SocketAddr) -> Result<NodeId> {
+        let shared = &self.inner.shared;
+        if shared.cancel.is_cancelled() {
+            return Err(TransportError::ShuttingDown);
+        }
+        match connect(shared, None, addr).await {
+            Ok((_reader, _writer, node)) => Ok(node),
+            Err(reason) => Err(TransportError::Probe { addr, reason }),
         }
     }
 

@@ -562,8 +562,12 @@ fn raw_frame(version: u8, kind: u8, request_id: u64, payload: &[u8]) -> Vec<u8> 
 fn raw_hello(from: u32, to: u32) -> Vec<u8> {
     let mut payload = from.to_be_bytes().to_vec();
     payload.extend_from_slice(&to.to_be_bytes());
+    payload.extend_from_slice(&0x1234_5678_u64.to_be_bytes()); // instance id
     raw_frame(1, 1, 0, &payload)
 }
+
+/// Bytes of the hello-ack a server answers a raw hello with.
+const ACK_LEN: usize = 24 + 12;
 
 /// Reads until the server closes the connection; returns what it sent.
 async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
@@ -613,7 +617,7 @@ async fn garbage_oversized_and_truncated_frames_close_the_connection_only() {
         let received = read_until_closed(&mut stream).await;
         if !hello.is_empty() {
             // Only the hello-ack came back, no response to anything after it.
-            assert_eq!(received.len(), 24 + 4, "{name}: {received:?}");
+            assert_eq!(received.len(), ACK_LEN, "{name}: {received:?}");
             assert_eq!(received[3], 2, "{name}: hello-ack");
         }
     }
@@ -623,20 +627,21 @@ async fn garbage_oversized_and_truncated_frames_close_the_connection_only() {
     stream.write_all(&raw_hello(5, 1)).await.expect("hello");
     stream.write_all(&truncated).await.expect("partial frame");
     stream.shutdown().await.expect("half close");
-    assert_eq!(read_until_closed(&mut stream).await.len(), 28);
+    assert_eq!(read_until_closed(&mut stream).await.len(), ACK_LEN);
 
     // A well-formed raw exchange works, proving the checks above are not over-eager.
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(&raw_hello(5, 1)).await.expect("hello");
     stream.write_all(&request).await.expect("request");
-    let mut reply = vec![0u8; 28 + 24 + "5/16/1/ping".len()];
+    let mut reply = vec![0u8; ACK_LEN + 24 + "5/16/1/ping".len()];
     stream
         .read_exact(&mut reply)
         .await
         .expect("ack and response");
-    assert_eq!(reply[3 + 28], 5, "response kind");
-    assert_eq!(&reply[28 + 8..28 + 16], &42u64.to_be_bytes());
-    assert_eq!(&reply[28 + 24..], b"5/16/1/ping");
+    assert_eq!(&reply[24..28], &1u32.to_be_bytes(), "the ack names node 1");
+    assert_eq!(reply[3 + ACK_LEN], 5, "response kind");
+    assert_eq!(&reply[ACK_LEN + 8..ACK_LEN + 16], &42u64.to_be_bytes());
+    assert_eq!(&reply[ACK_LEN + 24..], b"5/16/1/ping");
 
     // The server is unharmed and still serves real clients.
     let response = client
@@ -893,4 +898,320 @@ async fn shutdown_lets_running_handlers_answer_within_the_grace() {
         Bytes::from("late")
     );
     client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_learns_the_node_id_behind_an_address() {
+    let (client, server) = pair().await;
+    assert_eq!(
+        client.probe(server.local_addr()).await.expect("probe"),
+        NodeId(1)
+    );
+    let down = closed_port().await;
+    let error = client.probe(down).await.expect_err("nobody there");
+    assert!(
+        matches!(&error, TransportError::Probe { addr, .. } if *addr == down),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains(&down.to_string()), "{error}");
+    client.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_racing_a_restart_all_resolve_within_their_timeout() {
+    let (client, server) = pair().await;
+    let addr = server.local_addr();
+    let timeout = Duration::from_millis(300);
+    let run_until = Instant::now() + Duration::from_millis(1500);
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..100u16 {
+        let client = client.clone();
+        workers.spawn(async move {
+            let (mut ok, mut failed) = (0u32, 0u32);
+            while Instant::now() < run_until {
+                let started = Instant::now();
+                let partition = PartitionId(worker % 16 + 1);
+                let result = client
+                    .request(
+                        NodeId(1),
+                        ServiceId::RAFT_APPEND,
+                        partition,
+                        "x".into(),
+                        timeout,
+                    )
+                    .await;
+                let took = started.elapsed();
+                assert!(
+                    took < timeout + Duration::from_millis(250),
+                    "took {took:?}: {result:?}"
+                );
+                match result {
+                    Ok(_) => ok += 1,
+                    Err(
+                        TransportError::Unreachable { .. }
+                        | TransportError::ConnectionLost { .. }
+                        | TransportError::Timeout { .. }
+                        | TransportError::Backpressure { .. },
+                    ) => {
+                        failed += 1;
+                        // Do not spin while the peer is down.
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    Err(other) => panic!("unexpected error: {other:?}"),
+                }
+            }
+            (ok, failed)
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut restarted_config = config(1);
+    restarted_config.listen = addr;
+    let restarted = start(restarted_config, echo()).await;
+    let restarted_at = Instant::now();
+
+    let (mut ok, mut failed) = (0, 0);
+    while let Some(joined) = workers.join_next().await {
+        let (worker_ok, worker_failed) = joined.expect("worker");
+        ok += worker_ok;
+        failed += worker_failed;
+    }
+    assert!(ok > 0 && failed > 0, "ok {ok}, failed {failed}");
+    assert!(
+        restarted_at.elapsed() > Duration::from_millis(100),
+        "workers ran past the restart"
+    );
+    let served_after_restart = restarted.stats().frames_received;
+    assert!(
+        served_after_restart > 1,
+        "the restarted node served requests"
+    );
+    let stats = client.stats();
+    assert_eq!(stats.requests_in_flight, 0, "{stats:?}");
+    assert_eq!(stats.outbound_connections_open, 1, "{stats:?}");
+    client.shutdown().await;
+    restarted.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_connections_beyond_the_limit_are_closed() {
+    let mut limited = config(1);
+    limited.max_inbound_connections = 1;
+    let server = start(limited, echo()).await;
+    let client = start(config(0), echo()).await;
+    client.set_peer(NodeId(1), server.local_addr());
+    client
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "x".into(),
+            LONG,
+        )
+        .await
+        .expect("first connection is accepted");
+
+    let mut second = TcpStream::connect(server.local_addr())
+        .await
+        .expect("tcp connect");
+    second.write_all(&raw_hello(5, 1)).await.ok();
+    assert!(
+        read_until_closed(&mut second).await.is_empty(),
+        "closed without a hello-ack"
+    );
+
+    // The first connection is unaffected.
+    client
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "y".into(),
+            LONG,
+        )
+        .await
+        .expect("still served");
+    client.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_with_the_same_node_id_are_refused_but_a_node_may_call_itself() {
+    let first = start(config(1), echo()).await;
+    let second = start(config(1), echo()).await;
+    // Requests from one to the other: whichever side notices, the error says why.
+    first.set_peer(NodeId(1), second.local_addr());
+    let error = first
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "x".into(),
+            LONG,
+        )
+        .await
+        .expect_err("duplicate id");
+    let message = error.to_string();
+    assert!(
+        matches!(error, TransportError::Unreachable { .. }),
+        "{message}"
+    );
+    assert!(
+        message.contains("two nodes are configured with the same id"),
+        "{message}"
+    );
+    let probed = first
+        .probe(second.local_addr())
+        .await
+        .expect_err("duplicate id");
+    assert!(
+        probed.to_string().contains("distinct cluster.node-id"),
+        "{probed}"
+    );
+
+    // A node reaching itself through its own address is fine.
+    second.set_peer(NodeId(1), second.local_addr());
+    let own = second
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(2),
+            "me".into(),
+            LONG,
+        )
+        .await
+        .expect("self request");
+    assert_eq!(own, Bytes::from("1/16/2/me"));
+    assert_eq!(
+        second.probe(second.local_addr()).await.expect("self probe"),
+        NodeId(1)
+    );
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+fn keepalive(mut config: TransportConfig) -> TransportConfig {
+    config.keepalive_interval = Duration::from_millis(50);
+    config.keepalive_timeout = Duration::from_millis(400);
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_goes_silent_after_the_handshake_is_dropped_by_the_keepalive() {
+    // Completes the handshake as node 1, then reads and ignores everything.
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let silent_addr = silent.local_addr().expect("addr");
+    let hung = tokio::spawn(async move {
+        let (mut stream, _) = silent.accept().await.expect("accept");
+        let mut hello = vec![0u8; 24 + 16];
+        stream.read_exact(&mut hello).await.expect("hello");
+        let mut ack = 1u32.to_be_bytes().to_vec();
+        ack.extend_from_slice(&99u64.to_be_bytes());
+        stream
+            .write_all(&raw_frame(1, 2, 0, &ack))
+            .await
+            .expect("ack");
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink).await;
+    });
+    let client = start(keepalive(config(0)), echo()).await;
+    client.set_peer(NodeId(1), silent_addr);
+    let started = Instant::now();
+    let error = client
+        .request(
+            NodeId(1),
+            ServiceId::COMMAND,
+            PartitionId(1),
+            "x".into(),
+            LONG,
+        )
+        .await
+        .expect_err("never answered");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let message = error.to_string();
+    assert!(
+        matches!(error, TransportError::ConnectionLost { .. }),
+        "{message}"
+    );
+    assert!(message.contains("peer sent nothing for"), "{message}");
+    client.shutdown().await;
+    hung.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_silent_is_disconnected_by_the_server() {
+    let server = start(keepalive(config(1)), echo()).await;
+    let mut stream = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    stream.write_all(&raw_hello(5, 1)).await.expect("hello");
+    let started = Instant::now();
+    let received = read_until_closed(&mut stream).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(received[3], 2, "hello-ack first");
+    // Then only heartbeats (kind 7) until the server gives up.
+    let heartbeats = &received[ACK_LEN..];
+    assert!(
+        !heartbeats.is_empty() && heartbeats.len() % 24 == 0,
+        "{received:?}"
+    );
+    assert!(
+        heartbeats.chunks(24).all(|frame| frame[3] == 7),
+        "{received:?}"
+    );
+    wait_until("the server closed its side", || {
+        server.stats().inbound_connections_open == 0
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_handlers_longer_than_the_keepalive_timeout_keep_the_connection() {
+    let gated = Gated::new();
+    let mut server_config = keepalive(config(1));
+    server_config.max_concurrent_handlers_per_connection = 2;
+    let server = start(server_config, Arc::new(GatedHandler(gated.clone()))).await;
+    let client = start(keepalive(config(0)), echo()).await;
+    client.set_peer(NodeId(1), server.local_addr());
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..4u32 {
+        let client = client.clone();
+        requests.spawn(async move {
+            let payload = Bytes::from(i.to_string());
+            client
+                .request(NodeId(1), ServiceId::COMMAND, PartitionId(1), payload, LONG)
+                .await
+        });
+    }
+    wait_until("both handler slots are busy", || {
+        gated.running.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    // Twice the keepalive timeout with the server's reader paused and no responses.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    gated.gate.add_permits(1000);
+    while let Some(joined) = requests.join_next().await {
+        joined
+            .expect("task")
+            .expect("answered on the same connection");
+    }
+    assert_eq!(client.stats().outbound_connections_opened, 1);
+    assert!(
+        client.stats().frames_received > 4,
+        "heartbeats arrived: {:?}",
+        client.stats()
+    );
+    client.shutdown().await;
+    server.shutdown().await;
 }

@@ -1,0 +1,113 @@
+//! Configurations shared by the unit tests.
+
+use std::time::Duration;
+
+use crate::model::{ElasticsearchExporterConfig, JsonlExporterConfig, RillConfig};
+
+/// Every optional value set, so every option appears in the serialized tree.
+pub(crate) fn everything_set() -> RillConfig {
+    let mut config = RillConfig::default();
+    config.cluster.advertised_host = Some("broker-0.example".to_owned());
+    let elastic = ElasticsearchExporterConfig {
+        username: Some("elastic".to_owned()),
+        password: Some("secret".to_owned()),
+        api_key: Some("key".to_owned()),
+        retention: Some(Duration::from_secs(30 * 24 * 3600)),
+        ..ElasticsearchExporterConfig::default()
+    };
+    config.exporters.elasticsearch = Some(elastic);
+    config.exporters.jsonl = Some(JsonlExporterConfig::default());
+    config
+}
+
+/// Every option changed from its default (exporters on), for layering tests.
+pub(crate) fn nothing_default() -> RillConfig {
+    let mut config = everything_set();
+    config.cluster.node_id = 2;
+    config.cluster.size = 5;
+    config.cluster.partitions_count = 12;
+    config.cluster.replication_factor = 3;
+    config.cluster.initial_contact_points = vec!["b0:26502".to_owned(), "b1:26502".to_owned()];
+    config.cluster.host = "10.0.0.2".to_owned();
+    config.cluster.command_port = 36501;
+    config.cluster.internal_port = 36502;
+    config.data.directory = "/var/lib/rill".into();
+    config.data.snapshot_period = Duration::from_secs(600);
+    config.data.disk_usage_command_watermark = 0.8;
+    config.threads.cpu_thread_count = 4;
+    config.threads.io_thread_count = 3;
+    config.raft.heartbeat_interval = Duration::from_millis(100);
+    config.raft.election_timeout = Duration::from_millis(1500);
+    config.raft.max_append_entries = 64;
+    config.raft.max_batch_commands = 32;
+    config.raft.max_batch_size = crate::ByteSize(1 << 20);
+    config.raft.log_retention_entries = 50;
+    let request = &mut config.flow_control.request;
+    request.enabled = false;
+    request.use_windowed = false;
+    request.algorithm = crate::LimitAlgorithm::Gradient2;
+    request.aimd.request_timeout = Duration::from_millis(500);
+    request.aimd.initial_limit = 50;
+    request.aimd.min_limit = 5;
+    request.aimd.max_limit = 500;
+    request.aimd.backoff_ratio = 0.75;
+    request.fixed.limit = 40;
+    request.vegas.alpha = 2;
+    request.vegas.beta = 8;
+    request.vegas.initial_limit = 30;
+    request.gradient.min_limit = 4;
+    request.gradient.initial_limit = 8;
+    request.gradient.rtt_tolerance = 1.5;
+    request.gradient2.min_limit = 5;
+    request.gradient2.initial_limit = 9;
+    request.gradient2.rtt_tolerance = 3.0;
+    request.gradient2.long_window = 100;
+    let write = &mut config.flow_control.write;
+    write.enabled = true;
+    write.limit = 5000;
+    write.ramp_up = Duration::from_secs(30);
+    write.throttling.enabled = true;
+    write.throttling.acceptable_backlog = 10;
+    write.throttling.minimum_limit = 50;
+    write.throttling.resolution = Duration::from_secs(5);
+    config.engine.instance_retention = Duration::from_secs(60);
+    config.gateway.enabled = false;
+    config.gateway.host = "127.0.0.1".to_owned();
+    config.gateway.rest_port = 18080;
+    config.gateway.grpc_port = 36500;
+    config.gateway.max_message_size = crate::ByteSize(8 << 20);
+    config.gateway.request_timeout = Duration::from_secs(20);
+    config.gateway.long_polling_timeout = Duration::from_secs(30);
+    config.gateway.contact_points = vec!["b0:26501".to_owned()];
+    config.monitoring.host = "127.0.0.2".to_owned();
+    config.monitoring.port = 19600;
+    if let Some(elastic) = &mut config.exporters.elasticsearch {
+        elastic.url = "https://es.example:9243".to_owned();
+        elastic.index_prefix = "rill".to_owned();
+        elastic.bulk_size = 10;
+        elastic.bulk_delay = Duration::from_secs(1);
+        elastic.bulk_memory_limit = crate::ByteSize(1 << 20);
+    }
+    config.exporters.jsonl = Some(JsonlExporterConfig {
+        path: "/tmp/records.jsonl".into(),
+    });
+    config
+}
+
+/// An option's value in `config` as text, the way an environment variable would hold it.
+pub(crate) fn as_text(config: &RillConfig, path: &str) -> String {
+    let tree = toml::Value::try_from(config).expect("config serializes");
+    let value = path
+        .split('.')
+        .try_fold(&tree, |node, segment| node.get(segment))
+        .unwrap_or_else(|| panic!("{path} is set"));
+    match value {
+        toml::Value::String(text) => text.clone(),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|item| item.as_str().expect("lists hold strings"))
+            .collect::<Vec<_>>()
+            .join(","),
+        other => other.to_string(),
+    }
+}

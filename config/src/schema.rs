@@ -1,0 +1,272 @@
+//! Every option, with its type and description: the source of the generated reference
+//! (`docs/configuration.md`) and of the typed parsing of environment variables and
+//! command-line overrides. A test checks that it lists exactly the options the model has.
+
+/// How a text value (from the environment or a `key=value` override) is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Bool,
+    U16,
+    U32,
+    U64,
+    Usize,
+    Float,
+    Text,
+    /// Text that may be left unset; an empty value unsets it.
+    OptionalText,
+    Path,
+    Duration,
+    /// A duration that may be left unset; an empty value unsets it.
+    OptionalDuration,
+    Size,
+    /// Comma-separated in the environment and in overrides.
+    List,
+    Choice(&'static [&'static str]),
+}
+
+impl Kind {
+    /// What a value must look like, for error messages and the reference.
+    pub fn expected(self) -> String {
+        match self {
+            Kind::Bool => "true or false".to_owned(),
+            Kind::U16 => format!("an integer from 0 to {}", u16::MAX),
+            Kind::U32 => format!("an integer from 0 to {}", u32::MAX),
+            Kind::U64 | Kind::Usize => format!("an integer from 0 to {}", i64::MAX),
+            Kind::Float => "a number such as 0.9".to_owned(),
+            Kind::Text | Kind::Path => "text".to_owned(),
+            Kind::OptionalText => "text (empty to unset)".to_owned(),
+            Kind::Duration => "a duration such as 250ms, 5s, 10m or 1h".to_owned(),
+            Kind::OptionalDuration => "a duration such as 30d or 12h (empty to unset)".to_owned(),
+            Kind::Size => "a size such as 4MB, 512KB or 100 (bytes)".to_owned(),
+            Kind::List => "a comma-separated list".to_owned(),
+            Kind::Choice(choices) => format!("one of {}", choices.join(", ")),
+        }
+    }
+
+    /// The type column of the reference.
+    pub fn type_name(self) -> String {
+        match self {
+            Kind::Bool => "boolean".to_owned(),
+            Kind::U16 | Kind::U32 | Kind::U64 | Kind::Usize => "integer".to_owned(),
+            Kind::Float => "number".to_owned(),
+            Kind::Text => "string".to_owned(),
+            Kind::OptionalText => "string, optional".to_owned(),
+            Kind::Path => "path".to_owned(),
+            Kind::Duration => "duration".to_owned(),
+            Kind::OptionalDuration => "duration, optional".to_owned(),
+            Kind::Size => "size".to_owned(),
+            Kind::List => "list of strings".to_owned(),
+            Kind::Choice(choices) => choices.join(" \\| "),
+        }
+    }
+}
+
+pub(crate) struct OptionSpec {
+    /// Dotted kebab-case path, as in the file: `cluster.node-id`.
+    pub path: &'static str,
+    pub kind: Kind,
+    pub description: &'static str,
+}
+
+impl OptionSpec {
+    /// `cluster.node-id` → `RILL_CLUSTER__NODE_ID`.
+    pub fn env_var(&self) -> String {
+        env_var_for(self.path)
+    }
+
+    pub fn section(&self) -> &'static str {
+        self.path
+            .rsplit_once('.')
+            .map_or("", |(section, _)| section)
+    }
+}
+
+pub(crate) fn env_var_for(path: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{}",
+        path.to_ascii_uppercase()
+            .replace('.', "__")
+            .replace('-', "_")
+    )
+}
+
+pub(crate) const ENV_PREFIX: &str = "RILL_";
+
+pub(crate) fn find(path: &str) -> Option<&'static OptionSpec> {
+    OPTIONS.iter().find(|option| option.path == path)
+}
+
+/// The option closest to a misspelt `path`, if one is close enough to be a likely typo.
+pub(crate) fn suggest(path: &str) -> Option<&'static str> {
+    let (best, distance) = OPTIONS
+        .iter()
+        .map(|option| (option.path, edit_distance(path, option.path)))
+        .min_by_key(|(_, distance)| *distance)?;
+    (distance <= 3.max(path.len() / 5)).then_some(best)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+pub(crate) const LIMIT_ALGORITHMS: &[&str] = &["aimd", "fixed", "vegas", "gradient", "gradient2"];
+
+/// Section descriptions for the reference, in the order sections appear there.
+#[rustfmt::skip]
+pub(crate) const SECTIONS: &[(&str, &str)] = &[
+    ("cluster", "Who this broker is, how many brokers and partitions there are, and its ports."),
+    ("data", "Where a broker keeps its data, and when it snapshots."),
+    ("threads", "The two thread pools of a broker."),
+    ("raft", "Replication of each partition's log."),
+    ("flow-control.request", "The per-partition in-flight request limiter on the leader. Defaults are Zeebe's."),
+    ("flow-control.request.aimd", "Additive increase, multiplicative decrease (the default algorithm)."),
+    ("flow-control.request.fixed", "A fixed in-flight limit."),
+    ("flow-control.request.vegas", "Limit adjusted from queueing delay, as in TCP Vegas."),
+    ("flow-control.request.gradient", "Limit adjusted from the gradient between short and long round-trip times."),
+    ("flow-control.request.gradient2", "Gradient with an averaged long window."),
+    ("flow-control.write", "Write-rate limit: records per second a partition accepts."),
+    ("flow-control.write.throttling", "Lowers the write limit while exporters fall behind, and raises it as they catch up."),
+    ("engine", "Process engine behaviour."),
+    ("gateway", "The client-facing gateway (REST and gRPC)."),
+    ("monitoring", "Metrics and health endpoints."),
+    ("exporters.elasticsearch", "Ships records to Elasticsearch in Zeebe's format. Off unless the section is present (or one of its options is set). Defaults are Zeebe's."),
+    ("exporters.jsonl", "Writes records as JSON lines to a file. Off unless the section is present (or its option is set)."),
+];
+
+// One line per option reads as a table; rustfmt would spread each over five lines.
+#[rustfmt::skip]
+pub(crate) const OPTIONS: &[OptionSpec] = &[
+    // cluster
+    OptionSpec { path: "cluster.node-id", kind: Kind::U32, description: "This broker's id, from 0 to `cluster.size - 1`. Unique in the cluster." },
+    OptionSpec { path: "cluster.size", kind: Kind::U32, description: "Number of brokers in the cluster." },
+    OptionSpec { path: "cluster.partitions-count", kind: Kind::U16, description: "Number of partitions, numbered from 1. At most 4095." },
+    OptionSpec { path: "cluster.replication-factor", kind: Kind::U16, description: "Replicas of each partition, placed round-robin over the brokers. At most `cluster.size`." },
+    OptionSpec { path: "cluster.initial-contact-points", kind: Kind::List, description: "`host:port` of the internal port of other brokers, used to join the cluster." },
+    OptionSpec { path: "cluster.host", kind: Kind::Text, description: "Interface the broker's ports bind to." },
+    OptionSpec { path: "cluster.advertised-host", kind: Kind::OptionalText, description: "Host other brokers and gateways use to reach this broker. Unset: `cluster.host`." },
+    OptionSpec { path: "cluster.command-port", kind: Kind::U16, description: "Command API port (gateway to broker)." },
+    OptionSpec { path: "cluster.internal-port", kind: Kind::U16, description: "Internal port for raft traffic between brokers." },
+    // data
+    OptionSpec { path: "data.directory", kind: Kind::Path, description: "Where partitions keep their raft log, state and snapshots." },
+    OptionSpec { path: "data.snapshot-period", kind: Kind::Duration, description: "How often a partition takes a snapshot and may purge its log." },
+    OptionSpec { path: "data.disk-usage-command-watermark", kind: Kind::Float, description: "Stop accepting new commands when this fraction of the disk is used (above 0, at most 1)." },
+    // threads
+    OptionSpec { path: "threads.cpu-thread-count", kind: Kind::Usize, description: "Threads of the runtime that runs partition actors (stream processing)." },
+    OptionSpec { path: "threads.io-thread-count", kind: Kind::Usize, description: "Threads of the runtime for network, disk flushes and exporters." },
+    // raft
+    OptionSpec { path: "raft.heartbeat-interval", kind: Kind::Duration, description: "How often a leader sends heartbeats to its followers." },
+    OptionSpec { path: "raft.election-timeout", kind: Kind::Duration, description: "A follower that hears no heartbeat for this long starts an election. Must exceed the heartbeat interval." },
+    OptionSpec { path: "raft.max-append-entries", kind: Kind::U64, description: "Most log entries sent in one append request." },
+    OptionSpec { path: "raft.max-batch-commands", kind: Kind::Usize, description: "Most commands batched into one log entry." },
+    OptionSpec { path: "raft.max-batch-size", kind: Kind::Size, description: "Most bytes batched into one log entry." },
+    OptionSpec { path: "raft.log-retention-entries", kind: Kind::U64, description: "Log entries kept after a snapshot before they are purged (lets lagging followers catch up without a snapshot)." },
+    // flow-control.request
+    OptionSpec { path: "flow-control.request.enabled", kind: Kind::Bool, description: "Limit the commands in flight per partition; excess requests are rejected with RESOURCE_EXHAUSTED." },
+    OptionSpec { path: "flow-control.request.use-windowed", kind: Kind::Bool, description: "Count commands that finish work (job completion, timer triggers, acknowledgements) against the limit; they are never rejected." },
+    OptionSpec { path: "flow-control.request.algorithm", kind: Kind::Choice(LIMIT_ALGORITHMS), description: "Which limit algorithm to use; its options are in the section of the same name." },
+    OptionSpec { path: "flow-control.request.aimd.request-timeout", kind: Kind::Duration, description: "A request slower than this counts as a drop and shrinks the limit." },
+    OptionSpec { path: "flow-control.request.aimd.initial-limit", kind: Kind::U32, description: "Limit at start." },
+    OptionSpec { path: "flow-control.request.aimd.min-limit", kind: Kind::U32, description: "The limit never falls below this." },
+    OptionSpec { path: "flow-control.request.aimd.max-limit", kind: Kind::U32, description: "The limit never grows above this." },
+    OptionSpec { path: "flow-control.request.aimd.backoff-ratio", kind: Kind::Float, description: "Factor the limit is multiplied by on a drop (strictly between 0 and 1)." },
+    OptionSpec { path: "flow-control.request.fixed.limit", kind: Kind::U32, description: "The in-flight limit." },
+    OptionSpec { path: "flow-control.request.vegas.alpha", kind: Kind::U32, description: "Queue size below which the limit grows." },
+    OptionSpec { path: "flow-control.request.vegas.beta", kind: Kind::U32, description: "Queue size above which the limit shrinks." },
+    OptionSpec { path: "flow-control.request.vegas.initial-limit", kind: Kind::U32, description: "Limit at start." },
+    OptionSpec { path: "flow-control.request.gradient.min-limit", kind: Kind::U32, description: "The limit never falls below this." },
+    OptionSpec { path: "flow-control.request.gradient.initial-limit", kind: Kind::U32, description: "Limit at start." },
+    OptionSpec { path: "flow-control.request.gradient.rtt-tolerance", kind: Kind::Float, description: "How much slower than the best round trip a request may be before the limit shrinks (at least 1)." },
+    OptionSpec { path: "flow-control.request.gradient2.min-limit", kind: Kind::U32, description: "The limit never falls below this." },
+    OptionSpec { path: "flow-control.request.gradient2.initial-limit", kind: Kind::U32, description: "Limit at start." },
+    OptionSpec { path: "flow-control.request.gradient2.rtt-tolerance", kind: Kind::Float, description: "How much slower than the long-term round trip a request may be before the limit shrinks (at least 1)." },
+    OptionSpec { path: "flow-control.request.gradient2.long-window", kind: Kind::U32, description: "Samples averaged into the long-term round trip." },
+    // flow-control.write
+    OptionSpec { path: "flow-control.write.enabled", kind: Kind::Bool, description: "Limit the rate of records written per partition." },
+    OptionSpec { path: "flow-control.write.limit", kind: Kind::U64, description: "Records per second (0 = unlimited)." },
+    OptionSpec { path: "flow-control.write.ramp-up", kind: Kind::Duration, description: "Time over which the limit ramps up after a start (0 = none)." },
+    OptionSpec { path: "flow-control.write.throttling.enabled", kind: Kind::Bool, description: "Lower the write limit while the exporter backlog is above the acceptable size." },
+    OptionSpec { path: "flow-control.write.throttling.acceptable-backlog", kind: Kind::U64, description: "Records not yet exported that are acceptable." },
+    OptionSpec { path: "flow-control.write.throttling.minimum-limit", kind: Kind::U64, description: "The throttled write limit never falls below this (records per second)." },
+    OptionSpec { path: "flow-control.write.throttling.resolution", kind: Kind::Duration, description: "How often the throttled limit is recomputed." },
+    // engine
+    OptionSpec { path: "engine.instance-retention", kind: Kind::Duration, description: "How long a finished process instance stays readable through the API." },
+    // gateway
+    OptionSpec { path: "gateway.enabled", kind: Kind::Bool, description: "Run the gateway in this process (standalone, or a broker hosting one)." },
+    OptionSpec { path: "gateway.host", kind: Kind::Text, description: "Interface the gateway's ports bind to." },
+    OptionSpec { path: "gateway.rest-port", kind: Kind::U16, description: "REST API port." },
+    OptionSpec { path: "gateway.grpc-port", kind: Kind::U16, description: "gRPC API port." },
+    OptionSpec { path: "gateway.max-message-size", kind: Kind::Size, description: "Largest request body accepted." },
+    OptionSpec { path: "gateway.request-timeout", kind: Kind::Duration, description: "Default timeout of a request to a broker." },
+    OptionSpec { path: "gateway.long-polling-timeout", kind: Kind::Duration, description: "Longest a job activation request waits for jobs." },
+    OptionSpec { path: "gateway.contact-points", kind: Kind::List, description: "`host:port` of brokers' command API, for a standalone gateway." },
+    // monitoring
+    OptionSpec { path: "monitoring.host", kind: Kind::Text, description: "Interface the monitoring port binds to." },
+    OptionSpec { path: "monitoring.port", kind: Kind::U16, description: "Port of `/metrics` (Prometheus), `/health`, `/ready` and `/startup`." },
+    // exporters
+    OptionSpec { path: "exporters.elasticsearch.url", kind: Kind::Text, description: "Elasticsearch URL, `http://` or `https://`." },
+    OptionSpec { path: "exporters.elasticsearch.index-prefix", kind: Kind::Text, description: "Prefix of the index names (lowercase)." },
+    OptionSpec { path: "exporters.elasticsearch.bulk-size", kind: Kind::Usize, description: "Records per bulk request." },
+    OptionSpec { path: "exporters.elasticsearch.bulk-delay", kind: Kind::Duration, description: "A bulk request is sent after this long even if not full." },
+    OptionSpec { path: "exporters.elasticsearch.bulk-memory-limit", kind: Kind::Size, description: "A bulk request is sent once it holds this many bytes." },
+    OptionSpec { path: "exporters.elasticsearch.username", kind: Kind::OptionalText, description: "Basic-auth user (needs `password`)." },
+    OptionSpec { path: "exporters.elasticsearch.password", kind: Kind::OptionalText, description: "Basic-auth password. Shown as `***` by `rill config show`." },
+    OptionSpec { path: "exporters.elasticsearch.api-key", kind: Kind::OptionalText, description: "API key, instead of user and password. Shown as `***` by `rill config show`." },
+    OptionSpec { path: "exporters.elasticsearch.retention", kind: Kind::OptionalDuration, description: "Delete indices older than this through an ILM policy. Unset: keep." },
+    OptionSpec { path: "exporters.jsonl.path", kind: Kind::Path, description: "File the records are appended to." },
+];
+
+/// Options whose values `to_toml` masks.
+pub(crate) const SECRETS: &[&str] = &[
+    "exporters.elasticsearch.password",
+    "exporters.elasticsearch.api-key",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_var_names_follow_the_double_underscore_convention() {
+        let spec = find("flow-control.request.algorithm").expect("known option");
+        assert_eq!(spec.env_var(), "RILL_FLOW_CONTROL__REQUEST__ALGORITHM");
+        assert_eq!(spec.section(), "flow-control.request");
+    }
+
+    #[test]
+    fn typos_get_a_suggestion_and_nonsense_does_not() {
+        assert_eq!(suggest("cluster.node-idd"), Some("cluster.node-id"));
+        assert_eq!(
+            suggest("cluster.partition-count"),
+            Some("cluster.partitions-count")
+        );
+        assert_eq!(suggest("completely.unrelated.thing"), None);
+    }
+
+    #[test]
+    fn every_section_of_an_option_is_described_once() {
+        for option in OPTIONS {
+            let described = SECTIONS
+                .iter()
+                .filter(|(name, _)| *name == option.section())
+                .count();
+            assert_eq!(described, 1, "section of {}", option.path);
+        }
+        for (i, option) in OPTIONS.iter().enumerate() {
+            assert!(
+                OPTIONS[..i].iter().all(|other| other.path != option.path),
+                "{} listed twice",
+                option.path
+            );
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! `validate()`: every problem at once, each with the option at fault and the fix.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rill_protocol::MAX_PARTITION_ID;
+
+use crate::model::RillConfig;
+use crate::{ConfigError, Problem, Result};
+
+impl RillConfig {
+    /// Checks the whole tree and reports every problem found, or `Ok`.
+    pub fn validate(&self) -> Result<()> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid { problems })
+        }
+    }
+
+    /// Every problem with this configuration (empty when it is valid).
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut found = Problems::default();
+        self.check_cluster(&mut found);
+        self.check_data_threads_raft(&mut found);
+        self.check_flow_control(&mut found);
+        self.check_gateway_and_monitoring(&mut found);
+        self.check_ports(&mut found);
+        self.check_exporters(&mut found);
+        found.0
+    }
+
+    fn check_cluster(&self, found: &mut Problems) {
+        let cluster = &self.cluster;
+        if cluster.size == 0 {
+            found.add(
+                "cluster.size",
+                "is 0",
+                "set it to the number of brokers, at least 1",
+            );
+        } else if cluster.node_id >= cluster.size {
+            found.add(
+                "cluster.node-id",
+                format!(
+                    "is {}, but node ids run from 0 to {} with cluster.size = {}",
+                    cluster.node_id,
+                    cluster.size - 1,
+                    cluster.size
+                ),
+                format!(
+                    "give each broker a distinct id below {}, or raise cluster.size",
+                    cluster.size
+                ),
+            );
+        }
+        if cluster.partitions_count == 0 || cluster.partitions_count > MAX_PARTITION_ID {
+            found.add(
+                "cluster.partitions-count",
+                format!("is {}", cluster.partitions_count),
+                format!("use 1 to {MAX_PARTITION_ID} (keys hold the partition id in 12 bits)"),
+            );
+        }
+        if cluster.replication_factor == 0 {
+            found.add(
+                "cluster.replication-factor",
+                "is 0",
+                "use at least 1 (3 tolerates one broker failure)",
+            );
+        } else if cluster.size > 0 && u32::from(cluster.replication_factor) > cluster.size {
+            found.add(
+                "cluster.replication-factor",
+                format!(
+                    "is {}, but the cluster has only {} broker(s) to hold the replicas",
+                    cluster.replication_factor, cluster.size
+                ),
+                format!(
+                    "lower it to at most {} or raise cluster.size to at least {}",
+                    cluster.size, cluster.replication_factor
+                ),
+            );
+        }
+        if cluster.host.trim().is_empty() {
+            found.add("cluster.host", "is empty", "set an interface, e.g. 0.0.0.0");
+        }
+        if cluster
+            .advertised_host
+            .as_deref()
+            .is_some_and(|h| h.trim().is_empty())
+        {
+            found.add(
+                "cluster.advertised-host",
+                "is empty",
+                "set a host name or address other brokers can reach, or leave it unset",
+            );
+        }
+        for (i, point) in cluster.initial_contact_points.iter().enumerate() {
+            if let Err(reason) = check_host_port(point) {
+                found.add(
+                    format!("cluster.initial-contact-points[{i}]"),
+                    format!("`{point}` {reason}"),
+                    "write host:port of another broker's internal port, e.g. broker-1:26502",
+                );
+            }
+        }
+    }
+
+    fn check_data_threads_raft(&self, found: &mut Problems) {
+        if self.data.directory.as_os_str().is_empty() {
+            found.add("data.directory", "is empty", "set a directory, e.g. ./data");
+        }
+        positive(found, "data.snapshot-period", self.data.snapshot_period);
+        let watermark = self.data.disk_usage_command_watermark;
+        if !(watermark > 0.0 && watermark <= 1.0) {
+            found.add(
+                "data.disk-usage-command-watermark",
+                format!("is {watermark}"),
+                "use a fraction above 0 and at most 1, e.g. 0.97",
+            );
+        }
+        at_least_one(
+            found,
+            "threads.cpu-thread-count",
+            self.threads.cpu_thread_count as u64,
+        );
+        at_least_one(
+            found,
+            "threads.io-thread-count",
+            self.threads.io_thread_count as u64,
+        );
+
+        let raft = &self.raft;
+        positive(found, "raft.heartbeat-interval", raft.heartbeat_interval);
+        if raft.election_timeout <= raft.heartbeat_interval {
+            found.add(
+                "raft.election-timeout",
+                format!(
+                    "is {}, not above raft.heartbeat-interval ({})",
+                    show(raft.election_timeout),
+                    show(raft.heartbeat_interval)
+                ),
+                "make it several heartbeat intervals long (the default is 10 intervals)",
+            );
+        }
+        at_least_one(found, "raft.max-append-entries", raft.max_append_entries);
+        at_least_one(
+            found,
+            "raft.max-batch-commands",
+            raft.max_batch_commands as u64,
+        );
+        at_least_one(found, "raft.max-batch-size", raft.max_batch_size.bytes());
+    }
+
+    fn check_flow_control(&self, found: &mut Problems) {
+        let request = &self.flow_control.request;
+        let aimd = &request.aimd;
+        positive(
+            found,
+            "flow-control.request.aimd.request-timeout",
+            aimd.request_timeout,
+        );
+        at_least_one(
+            found,
+            "flow-control.request.aimd.min-limit",
+            aimd.min_limit.into(),
+        );
+        if aimd.min_limit > aimd.max_limit {
+            found.add(
+                "flow-control.request.aimd.min-limit",
+                format!(
+                    "({}) is above max-limit ({})",
+                    aimd.min_limit, aimd.max_limit
+                ),
+                "make min-limit at most max-limit",
+            );
+        } else if aimd.initial_limit < aimd.min_limit || aimd.initial_limit > aimd.max_limit {
+            found.add(
+                "flow-control.request.aimd.initial-limit",
+                format!(
+                    "({}) is outside min-limit..max-limit ({}..{})",
+                    aimd.initial_limit, aimd.min_limit, aimd.max_limit
+                ),
+                "choose an initial limit between min-limit and max-limit",
+            );
+        }
+        if !(aimd.backoff_ratio > 0.0 && aimd.backoff_ratio < 1.0) {
+            found.add(
+                "flow-control.request.aimd.backoff-ratio",
+                format!("is {}", aimd.backoff_ratio),
+                "use a factor strictly between 0 and 1, e.g. 0.9",
+            );
+        }
+        at_least_one(
+            found,
+            "flow-control.request.fixed.limit",
+            request.fixed.limit.into(),
+        );
+        let vegas = &request.vegas;
+        at_least_one(
+            found,
+            "flow-control.request.vegas.initial-limit",
+            vegas.initial_limit.into(),
+        );
+        if vegas.alpha >= vegas.beta {
+            found.add(
+                "flow-control.request.vegas.alpha",
+                format!("({}) is not below beta ({})", vegas.alpha, vegas.beta),
+                "make alpha smaller than beta (Zeebe's defaults: 3 and 6)",
+            );
+        }
+        let gradients = [
+            (
+                "gradient",
+                request.gradient.min_limit,
+                request.gradient.initial_limit,
+                request.gradient.rtt_tolerance,
+            ),
+            (
+                "gradient2",
+                request.gradient2.min_limit,
+                request.gradient2.initial_limit,
+                request.gradient2.rtt_tolerance,
+            ),
+        ];
+        for (name, min_limit, initial_limit, rtt_tolerance) in gradients {
+            let path = |field: &str| format!("flow-control.request.{name}.{field}");
+            at_least_one(found, &path("min-limit"), min_limit.into());
+            if initial_limit < min_limit {
+                found.add(
+                    path("initial-limit"),
+                    format!("({initial_limit}) is below min-limit ({min_limit})"),
+                    "make initial-limit at least min-limit",
+                );
+            }
+            if !(rtt_tolerance >= 1.0 && rtt_tolerance.is_finite()) {
+                found.add(
+                    path("rtt-tolerance"),
+                    format!("is {rtt_tolerance}"),
+                    "use a factor of at least 1.0, e.g. 2.0",
+                );
+            }
+        }
+        at_least_one(
+            found,
+            "flow-control.request.gradient2.long-window",
+            request.gradient2.long_window.into(),
+        );
+        let write = &self.flow_control.write;
+        let throttling = &write.throttling;
+        if throttling.enabled {
+            positive(
+                found,
+                "flow-control.write.throttling.resolution",
+                throttling.resolution,
+            );
+            if write.limit > 0 && throttling.minimum_limit > write.limit {
+                found.add(
+                    "flow-control.write.throttling.minimum-limit",
+                    format!(
+                        "({}) is above flow-control.write.limit ({})",
+                        throttling.minimum_limit, write.limit
+                    ),
+                    "make the minimum at most the write limit",
+                );
+            }
+            if !write.enabled {
+                found.add(
+                    "flow-control.write.throttling.enabled",
+                    "is true, but flow-control.write.enabled is false",
+                    "enable flow-control.write too, or turn throttling off",
+                );
+            }
+        }
+    }
+
+    fn check_gateway_and_monitoring(&self, found: &mut Problems) {
+        let gateway = &self.gateway;
+        if gateway.enabled && gateway.host.trim().is_empty() {
+            found.add("gateway.host", "is empty", "set an interface, e.g. 0.0.0.0");
+        }
+        at_least_one(
+            found,
+            "gateway.max-message-size",
+            gateway.max_message_size.bytes(),
+        );
+        positive(found, "gateway.request-timeout", gateway.request_timeout);
+        positive(
+            found,
+            "gateway.long-polling-timeout",
+            gateway.long_polling_timeout,
+        );
+        for (i, point) in gateway.contact_points.iter().enumerate() {
+            if let Err(reason) = check_host_port(point) {
+                found.add(
+                    format!("gateway.contact-points[{i}]"),
+                    format!("`{point}` {reason}"),
+                    "write host:port of a broker's command API, e.g. broker-0:26501",
+                );
+            }
+        }
+        if self.monitoring.host.trim().is_empty() {
+            found.add(
+                "monitoring.host",
+                "is empty",
+                "set an interface, e.g. 0.0.0.0",
+            );
+        }
+    }
+
+    /// Two listeners on the same port and overlapping hosts cannot both bind.
+    fn check_ports(&self, found: &mut Problems) {
+        let mut listeners = vec![
+            (
+                "cluster.command-port",
+                &self.cluster.host,
+                self.cluster.command_port,
+            ),
+            (
+                "cluster.internal-port",
+                &self.cluster.host,
+                self.cluster.internal_port,
+            ),
+            (
+                "monitoring.port",
+                &self.monitoring.host,
+                self.monitoring.port,
+            ),
+        ];
+        if self.gateway.enabled {
+            listeners.push((
+                "gateway.rest-port",
+                &self.gateway.host,
+                self.gateway.rest_port,
+            ));
+            listeners.push((
+                "gateway.grpc-port",
+                &self.gateway.host,
+                self.gateway.grpc_port,
+            ));
+        }
+        let mut by_port: BTreeMap<u16, Vec<(&str, &String)>> = BTreeMap::new();
+        for (path, host, port) in listeners {
+            if port != 0 {
+                by_port.entry(port).or_default().push((path, host));
+            }
+        }
+        for (port, users) in by_port {
+            for (i, (path, host)) in users.iter().enumerate() {
+                let clash = users[..i]
+                    .iter()
+                    .find(|(_, other_host)| hosts_overlap(host, other_host));
+                if let Some((other_path, other_host)) = clash {
+                    found.add(
+                        *path,
+                        format!("is {port}, the same as {other_path}, on {host} and {other_host}"),
+                        format!("give {path} a port of its own"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn check_exporters(&self, found: &mut Problems) {
+        if let Some(elastic) = &self.exporters.elasticsearch {
+            let prefix = "exporters.elasticsearch";
+            if let Err(reason) = check_http_url(&elastic.url) {
+                found.add(
+                    format!("{prefix}.url"),
+                    format!("`{}` {reason}", elastic.url),
+                    "write http://host:port or https://host:port, e.g. http://localhost:9200",
+                );
+            }
+            let index = &elastic.index_prefix;
+            let bad_char = index.chars().find(|c| {
+                c.is_ascii_uppercase() || c.is_whitespace() || "\\/*?\"<>|,#:".contains(*c)
+            });
+            if index.is_empty() || index.starts_with(['-', '_', '+']) || bad_char.is_some() {
+                found.add(
+                    format!("{prefix}.index-prefix"),
+                    format!("`{index}` is not a valid Elasticsearch index name prefix"),
+                    "use lowercase letters, digits, - and _, not starting with -, _ or +",
+                );
+            }
+            at_least_one(
+                found,
+                &format!("{prefix}.bulk-size"),
+                elastic.bulk_size as u64,
+            );
+            positive(found, &format!("{prefix}.bulk-delay"), elastic.bulk_delay);
+            at_least_one(
+                found,
+                &format!("{prefix}.bulk-memory-limit"),
+                elastic.bulk_memory_limit.bytes(),
+            );
+            match (&elastic.username, &elastic.password) {
+                (Some(_), None) => found.add(
+                    format!("{prefix}.password"),
+                    "is unset, but username is set",
+                    "set the password too, or remove the username",
+                ),
+                (None, Some(_)) => found.add(
+                    format!("{prefix}.username"),
+                    "is unset, but password is set",
+                    "set the username too, or remove the password",
+                ),
+                _ => {}
+            }
+            if elastic.api_key.is_some() && elastic.username.is_some() {
+                found.add(
+                    format!("{prefix}.api-key"),
+                    "is set together with username and password",
+                    "use either an API key or a username and password",
+                );
+            }
+            if let Some(retention) = elastic.retention {
+                positive(found, &format!("{prefix}.retention"), retention);
+            }
+        }
+        if let Some(jsonl) = &self.exporters.jsonl
+            && jsonl.path.as_os_str().is_empty()
+        {
+            found.add(
+                "exporters.jsonl.path",
+                "is empty",
+                "set a file path, e.g. ./data/records.jsonl",
+            );
+        }
+    }
+}
+
+#[derive(Default)]
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>, fix: impl Into<String>) {
+        self.0.push(Problem {
+            path: path.into(),
+            message: message.into(),
+            fix: fix.into(),
+        });
+    }
+}
+
+fn positive(found: &mut Problems, path: &str, value: Duration) {
+    if value.is_zero() {
+        found.add(path, "is 0", "set a duration above zero, e.g. 5s");
+    }
+}
+
+fn at_least_one(found: &mut Problems, path: &str, value: u64) {
+    if value == 0 {
+        found.add(path, "is 0", "set it to at least 1");
+    }
+}
+
+fn show(duration: Duration) -> String {
+    humantime::format_duration(duration).to_string()
+}
+
+/// Wildcard addresses listen on every interface, so they overlap any host.
+fn hosts_overlap(a: &str, b: &str) -> bool {
+    let wildcard = |host: &str| matches!(host.trim(), "0.0.0.0" | "::" | "[::]" | "");
+    let a = a.trim().to_ascii_lowercase();
+    let b = b.trim().to_ascii_lowercase();
+    wildcard(&a) || wildcard(&b) || a == b
+}
+
+/// `host:port` with a non-empty host and a port from 1 to 65535 (`[v6]:port` too).
+fn check_host_port(text: &str) -> std::result::Result<(), String> {
+    let Some((host, port)) = text.trim().rsplit_once(':') else {
+        return Err("has no port (expected host:port)".to_owned());
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err("has no host".to_owned());
+    }
+    match port.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(()),
+        _ => Err(format!(
+            "has an invalid port `{port}` (expected 1 to 65535)"
+        )),
+    }
+}
+
+/// `http(s)://host[:port][/path]`.
+fn check_http_url(url: &str) -> std::result::Result<(), String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err("is not a URL (expected http:// or https://)".to_owned());
+    };
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return Err(format!("has scheme `{scheme}` (expected http or https)"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((host, after)) => (host, after.strip_prefix(':')),
+            None => return Err("has an unclosed [ in its host".to_owned()),
+        }
+    } else {
+        match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        }
+    };
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err("has no valid host".to_owned());
+    }
+    if let Some(port) = port
+        && !matches!(port.parse::<u16>(), Ok(p) if p > 0)
+    {
+        return Err(format!("has an invalid port `{port}`"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_port_forms() {
+        assert!(check_host_port("broker-1:26502").is_ok());
+        assert!(check_host_port("[::1]:26502").is_ok());
+        assert!(check_host_port("broker-1").is_err());
+        assert!(check_host_port(":26502").is_err());
+        assert!(check_host_port("broker:0").is_err());
+        assert!(check_host_port("broker:http").is_err());
+    }
+
+    #[test]
+    fn url_forms() {
+        for ok in [
+            "http://localhost:9200",
+            "https://es.example.com",
+            "https://user@es:443/prefix",
+            "http://[::1]:9200",
+        ] {
+            assert!(check_http_url(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "localhost:9200",
+            "ftp://es",
+            "http://",
+            "http://es:99999",
+            "http://[::1",
+        ] {
+            assert!(check_http_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wildcards_overlap_everything() {
+        assert!(hosts_overlap("0.0.0.0", "127.0.0.1"));
+        assert!(hosts_overlap("localhost", "LOCALHOST"));
+        assert!(!hosts_overlap("10.0.0.1", "10.0.0.2"));
+    }
+}

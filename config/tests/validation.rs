@@ -1,0 +1,236 @@
+//! `validate()` finds every problem at once and says how to fix each.
+
+use std::time::Duration;
+
+use rill_config::{ConfigError, ConfigLoader, ElasticsearchExporterConfig, Problem, RillConfig};
+
+fn problems(config: &RillConfig) -> Vec<Problem> {
+    match config.validate() {
+        Ok(()) => Vec::new(),
+        Err(ConfigError::Invalid { problems }) => problems,
+        Err(other) => panic!("unexpected error {other}"),
+    }
+}
+
+/// The single problem with `path`, which must be the only one.
+fn only_problem(config: &RillConfig, path: &str) -> Problem {
+    let found = problems(config);
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one problem at {path}, got {found:#?}"
+    );
+    assert_eq!(found[0].path, path, "{found:#?}");
+    assert!(!found[0].fix.is_empty());
+    found.into_iter().next().expect("one problem")
+}
+
+fn three_brokers() -> RillConfig {
+    ConfigLoader::new()
+        .overrides([
+            "cluster.size=3",
+            "cluster.replication-factor=3",
+            "cluster.node-id=2",
+        ])
+        .load()
+        .expect("valid overrides")
+}
+
+#[test]
+fn a_three_broker_cluster_is_valid() {
+    assert!(problems(&three_brokers()).is_empty());
+}
+
+#[test]
+fn replication_factor_above_cluster_size() {
+    let mut config = three_brokers();
+    config.cluster.replication_factor = 5;
+    let problem = only_problem(&config, "cluster.replication-factor");
+    assert_eq!(
+        problem.to_string(),
+        "cluster.replication-factor: is 5, but the cluster has only 3 broker(s) to hold the \
+         replicas. Fix: lower it to at most 3 or raise cluster.size to at least 5"
+    );
+}
+
+#[test]
+fn node_id_out_of_range() {
+    let mut config = three_brokers();
+    config.cluster.node_id = 3;
+    let problem = only_problem(&config, "cluster.node-id");
+    assert!(problem.message.contains("from 0 to 2"), "{problem}");
+    assert!(problem.fix.contains("below 3"), "{problem}");
+}
+
+#[test]
+fn partitions_count_zero_or_above_the_maximum() {
+    for count in [0, 4096, u16::MAX] {
+        let mut config = RillConfig::default();
+        config.cluster.partitions_count = count;
+        let problem = only_problem(&config, "cluster.partitions-count");
+        assert!(problem.fix.contains("1 to 4095"), "{problem}");
+    }
+    let mut config = RillConfig::default();
+    config.cluster.partitions_count = 4095;
+    assert!(problems(&config).is_empty());
+}
+
+#[test]
+fn zero_thread_counts() {
+    let mut config = RillConfig::default();
+    config.threads.cpu_thread_count = 0;
+    config.threads.io_thread_count = 0;
+    let paths: Vec<String> = problems(&config).into_iter().map(|p| p.path).collect();
+    assert_eq!(
+        paths,
+        ["threads.cpu-thread-count", "threads.io-thread-count"]
+    );
+}
+
+#[test]
+fn duplicate_ports_on_overlapping_hosts() {
+    let mut config = RillConfig::default();
+    config.gateway.rest_port = config.cluster.command_port;
+    let problem = only_problem(&config, "gateway.rest-port");
+    assert_eq!(
+        problem.message,
+        "is 26501, the same as cluster.command-port, on 0.0.0.0 and 0.0.0.0"
+    );
+
+    // Different specific interfaces can share a port...
+    let mut config = RillConfig::default();
+    config.cluster.host = "10.0.0.1".to_owned();
+    config.monitoring.host = "10.0.0.2".to_owned();
+    config.monitoring.port = config.cluster.internal_port;
+    config.gateway.enabled = false;
+    assert!(problems(&config).is_empty(), "{:#?}", problems(&config));
+    // ...but not the same one, and a disabled gateway binds nothing.
+    config.monitoring.host = "10.0.0.1".to_owned();
+    only_problem(&config, "monitoring.port");
+
+    // Port 0 picks a free port: never a clash.
+    let mut config = RillConfig::default();
+    config.cluster.command_port = 0;
+    config.cluster.internal_port = 0;
+    assert!(problems(&config).is_empty());
+}
+
+#[test]
+fn invalid_exporter_settings() {
+    let mut config = RillConfig::default();
+    config.exporters.elasticsearch = Some(ElasticsearchExporterConfig {
+        url: "localhost:9200".to_owned(),
+        ..ElasticsearchExporterConfig::default()
+    });
+    let problem = only_problem(&config, "exporters.elasticsearch.url");
+    assert!(
+        problem.message.contains("`localhost:9200` is not a URL"),
+        "{problem}"
+    );
+
+    let mut config = RillConfig::default();
+    config.exporters.elasticsearch = Some(ElasticsearchExporterConfig {
+        index_prefix: "Zeebe Record".to_owned(),
+        username: Some("elastic".to_owned()),
+        ..ElasticsearchExporterConfig::default()
+    });
+    let paths: Vec<String> = problems(&config).into_iter().map(|p| p.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "exporters.elasticsearch.index-prefix",
+            "exporters.elasticsearch.password"
+        ]
+    );
+}
+
+#[test]
+fn flow_control_limits() {
+    let mut config = RillConfig::default();
+    config.flow_control.request.aimd.min_limit = 2000;
+    let problem = only_problem(&config, "flow-control.request.aimd.min-limit");
+    assert_eq!(problem.message, "(2000) is above max-limit (1000)");
+
+    for ratio in [0.0, 1.0, 1.5, -0.1, f64::NAN] {
+        let mut config = RillConfig::default();
+        config.flow_control.request.aimd.backoff_ratio = ratio;
+        only_problem(&config, "flow-control.request.aimd.backoff-ratio");
+    }
+
+    let mut config = RillConfig::default();
+    config.flow_control.request.vegas.alpha = 6;
+    only_problem(&config, "flow-control.request.vegas.alpha");
+
+    let mut config = RillConfig::default();
+    config.flow_control.request.gradient2.rtt_tolerance = 0.5;
+    only_problem(&config, "flow-control.request.gradient2.rtt-tolerance");
+}
+
+#[test]
+fn raft_timing() {
+    let mut config = RillConfig::default();
+    config.raft.election_timeout = Duration::from_millis(250);
+    let problem = only_problem(&config, "raft.election-timeout");
+    assert_eq!(
+        problem.message,
+        "is 250ms, not above raft.heartbeat-interval (250ms)"
+    );
+}
+
+#[test]
+fn contact_points_need_a_host_and_port() {
+    let config = ConfigLoader::new()
+        .env([("RILL_CLUSTER__INITIAL_CONTACT_POINTS", "b0:26502,b1,:7")])
+        .load()
+        .expect("loads");
+    let paths: Vec<String> = problems(&config).into_iter().map(|p| p.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "cluster.initial-contact-points[1]",
+            "cluster.initial-contact-points[2]"
+        ]
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let config = ConfigLoader::new()
+        .overrides([
+            "cluster.size=2",
+            "cluster.node-id=7",
+            "cluster.replication-factor=3",
+            "cluster.partitions-count=0",
+            "threads.cpu-thread-count=0",
+            "gateway.grpc-port=9600",
+            "exporters.elasticsearch.url=ftp://es",
+            "flow-control.request.aimd.backoff-ratio=1",
+            "data.snapshot-period=0s",
+        ])
+        .load()
+        .expect("the values parse; they are just wrong together");
+    let error = config.validate().expect_err("invalid");
+    let message = error.to_string();
+    let ConfigError::Invalid { problems } = error else {
+        panic!("expected Invalid");
+    };
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "cluster.node-id",
+            "cluster.partitions-count",
+            "cluster.replication-factor",
+            "data.snapshot-period",
+            "threads.cpu-thread-count",
+            "flow-control.request.aimd.backoff-ratio",
+            "gateway.grpc-port",
+            "exporters.elasticsearch.url",
+        ]
+    );
+    assert!(
+        message.starts_with("invalid configuration:\n  - cluster.node-id: is 7"),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1 + problems.len(), "{message}");
+}
