@@ -98,15 +98,9 @@ fn element_activating(
         start_date: timestamp.millis(),
     });
     if value.bpmn_element_type == BpmnElementType::Process {
-        return state.put_summary(&InstanceSummary {
-            process_instance_key: key,
-            bpmn_process_id: value.bpmn_process_id.clone(),
-            version: value.version,
-            process_definition_key: value.process_definition_key,
-            state: InstanceState::Active,
-            start_date: timestamp.millis(),
-            end_date: -1,
-        });
+        // Readers see an active instance through its element instance; the summary is
+        // written when it ends.
+        return Ok(());
     }
     // A token that arrived over sequence flows is consumed now: one per incoming
     // flow for a parallel join, one otherwise. Start and boundary events have none.

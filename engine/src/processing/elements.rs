@@ -65,13 +65,25 @@ impl Processing<'_> {
             element_id: element.id.clone(),
             flow_scope_key: scope_key,
             bpmn_event_type: element.event_type(),
-            ..scope.record.clone()
+            ..scope.record
         };
         let key = self.next_key()?;
-        self.event(key, Intent::ElementActivating, record)?;
-        let active = self
-            .active(key)?
-            .ok_or_else(|| inconsistent(format!("element instance {key} vanished")))?;
+        self.event(key, Intent::ElementActivating, record.clone())?;
+        let active = Active {
+            instance: crate::state::ElementInstance {
+                key,
+                state: ElementState::Activating,
+                record,
+                active_children: 0,
+                active_flows: 0,
+                job_key: -1,
+                has_variables: false,
+                awaited: false,
+                start_date: self.now(),
+            },
+            process: process.clone(),
+            idx,
+        };
         self.run_activation(active, trigger)
     }
 
