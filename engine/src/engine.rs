@@ -133,7 +133,9 @@ impl Engine for BpmnEngine {
         command: &Command,
         out: &mut ProcessingOutput<Command, CommandResponse>,
     ) -> EngineResult<()> {
-        let mut processing = Processing::new(ctx, state, &mut self.models, &self.elements, out);
+        let retention = self.retention_millis();
+        let mut processing =
+            Processing::new(ctx, state, &mut self.models, &self.elements, out, retention);
         let result =
             processors::process(&mut processing, command).and_then(|()| processing.finish());
         if result.is_err() {

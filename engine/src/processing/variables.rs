@@ -320,6 +320,7 @@ impl Processing<'_> {
         registration: Option<AwaitRegistration>,
         completed: bool,
     ) -> Result<()> {
+        self.schedule_summary_expiry();
         if let Some(registration) = registration {
             let response = self.await_response(
                 process_instance_key,

@@ -625,7 +625,14 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
     let (job, _) = rule.job("t");
     let started = rule.now;
     rule.advance(500);
-    rule.complete(job, json!({}));
+    let done = rule.complete(job, json!({}));
+    assert!(
+        done.actions.contains(&Action::WakeAt {
+            due: rill_protocol::Timestamp(rule.now + 60_000)
+        }),
+        "the leader is told when the summary may go: {:?}",
+        done.actions
+    );
     let view = rule.instance_state(instance).unwrap();
     assert_eq!(view.state, InstanceState::Completed);
     assert_eq!(view.start_date.millis(), started);
