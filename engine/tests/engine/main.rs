@@ -4,6 +4,7 @@ mod commands;
 mod elements;
 mod harness;
 mod interleavings;
+mod random;
 mod samples;
 
 pub use harness::*;
