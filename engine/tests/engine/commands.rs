@@ -690,3 +690,32 @@ fn element_instances_and_incidents_are_readable_by_instance() {
     );
     rule.assert_replay_matches();
 }
+
+#[test]
+fn a_job_batch_stays_within_the_message_size() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let big = "x".repeat(1_500_000);
+    for _ in 0..3 {
+        rule.create("p", json!({ "blob": big }));
+    }
+    let outcome = rule.process(Command::ActivateJobs(ActivateJobs {
+        job_type: "t".into(),
+        worker: "w".into(),
+        timeout: 1_000,
+        max_jobs: 10,
+        fetch_variables: vec![],
+    }));
+    match outcome.value() {
+        RecordValue::JobBatch(batch) => {
+            assert_eq!(batch.jobs.len(), 2);
+            assert!(batch.truncated);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        rule.activate("t", 10).len(),
+        1,
+        "the third job is still there"
+    );
+}
