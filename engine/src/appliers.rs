@@ -8,15 +8,15 @@ use rill_protocol::value::{
     ProcessInstanceCreationRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
     TimerRecord, VariableRecord,
 };
-use rill_protocol::{Intent, JsonValue, RecordDraft, RecordType, RecordValue, Timestamp};
+use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp};
 
 use crate::error::{Result, inconsistent};
 use crate::model::ElementKind;
 use crate::models::ModelCache;
 use crate::state::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    StoredJob, StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
-    StoredVariable, Writer,
+    StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
+    Writer,
 };
 
 /// Applies one record to state. Commands and rejections change nothing.
@@ -228,23 +228,11 @@ fn instance_created(state: &mut Writer<'_>, value: &ProcessInstanceCreationRecor
     Ok(())
 }
 
-/// The job as stored: its record without variables (`null` decodes for free).
-fn stored_record(value: &JobRecord) -> JobRecord {
-    JobRecord {
-        variables: JsonValue::null(),
-        ..value.clone()
-    }
-}
-
 fn job(state: &mut Writer<'_>, key: i64, intent: Intent, value: &JobRecord) -> Result<()> {
     match intent {
         Intent::Created => {
             state.update_element_instance(value.element_instance_key, |i| i.job_key = key)?;
-            let job = StoredJob {
-                state: JobState::Activatable,
-                record: stored_record(value),
-            };
-            return state.put_job(key, &job, None);
+            return state.put_job(key, JobState::Activatable, value, None);
         }
         Intent::Completed | Intent::Canceled => {
             // The record is the job as stored: it tells which indexes hold it.
@@ -270,22 +258,14 @@ fn job(state: &mut Writer<'_>, key: i64, intent: Intent, value: &JobRecord) -> R
         },
         _ => return Ok(()),
     };
-    let job = StoredJob {
-        state: new_state,
-        record: stored_record(value),
-    };
-    state.put_job(key, &job, previous.as_ref())
+    state.put_job(key, new_state, value, previous.as_ref())
 }
 
 fn jobs_activated(state: &mut Writer<'_>, batch: &JobBatchRecord) -> Result<()> {
     for (key, value) in batch.job_keys.iter().zip(&batch.jobs) {
         // Only activatable jobs are activated: that is the one index entry to remove.
         state.remove_activatable(*key, &value.job_type);
-        let job = StoredJob {
-            state: JobState::Activated,
-            record: stored_record(value),
-        };
-        state.put_job(*key, &job, None)?;
+        state.put_job(*key, JobState::Activated, value, None)?;
     }
     Ok(())
 }
@@ -324,14 +304,11 @@ fn incident(
                 && matches!(job.state, JobState::Failed | JobState::ErrorThrown)
                 && job.record.retries > 0
             {
-                let resolved = StoredJob {
-                    state: JobState::Activatable,
-                    record: JobRecord {
-                        recurring_time: -1,
-                        ..job.record.clone()
-                    },
+                let record = JobRecord {
+                    recurring_time: -1,
+                    ..job.record.clone()
                 };
-                state.put_job(value.job_key, &resolved, Some(&job))?;
+                state.put_job(value.job_key, JobState::Activatable, &record, Some(&job))?;
             }
             Ok(())
         }

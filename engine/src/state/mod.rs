@@ -603,29 +603,37 @@ impl<'a> Writer<'a> {
     // --- jobs ---
 
     /// Stores a job and keeps its indexes in line with its state.
+    /// Stores a job (without its variables) and keeps its indexes in line with its
+    /// state; `previous` is what was stored before, if anything.
     pub fn put_job(
         &mut self,
         key: i64,
-        job: &StoredJob,
+        state: JobState,
+        record: &rill_protocol::value::JobRecord,
         previous: Option<&StoredJob>,
     ) -> Result<()> {
         if let Some(previous) = previous {
             self.unindex_job(key, previous);
         }
-        self.index_job(key, job);
-        self.put(KeyBuf::new(table::JOB).i64(key), job)
+        self.index_job(key, state, record);
+        self.put(
+            KeyBuf::new(table::JOB).i64(key),
+            &types::StoredJobRef::new(state, record),
+        )
     }
 
     /// Removes every index entry a job with this record can have, without reading
     /// its stored state (the record carries the type, deadline and back-off time).
     pub fn unindex_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
-        self.delete(
-            KeyBuf::new(table::JOB_ACTIVATABLE)
-                .str(&record.job_type)
-                .i64(key),
-        );
+        // An activated job (it has a deadline) is never in the activatable index.
         if record.deadline >= 0 {
             self.delete(due_key(DueIndex::JobDeadlines, record.deadline, key));
+        } else {
+            self.delete(
+                KeyBuf::new(table::JOB_ACTIVATABLE)
+                    .str(&record.job_type)
+                    .i64(key),
+            );
         }
         if record.recurring_time >= 0 {
             self.delete(due_key(DueIndex::JobBackoffs, record.recurring_time, key));
@@ -641,22 +649,17 @@ impl<'a> Writer<'a> {
         self.delete(KeyBuf::new(table::JOB).i64(key));
     }
 
-    fn index_job(&mut self, key: i64, job: &StoredJob) {
-        match job.state {
+    fn index_job(&mut self, key: i64, state: JobState, record: &rill_protocol::value::JobRecord) {
+        match state {
             JobState::Activatable => self.mark(
                 KeyBuf::new(table::JOB_ACTIVATABLE)
-                    .str(&job.record.job_type)
+                    .str(&record.job_type)
                     .i64(key),
             ),
-            JobState::Activated => {
-                self.mark(due_key(DueIndex::JobDeadlines, job.record.deadline, key))
+            JobState::Activated => self.mark(due_key(DueIndex::JobDeadlines, record.deadline, key)),
+            JobState::Failed if record.retries > 0 && record.recurring_time >= 0 => {
+                self.mark(due_key(DueIndex::JobBackoffs, record.recurring_time, key))
             }
-            JobState::Failed if job.record.retries > 0 && job.record.recurring_time >= 0 => self
-                .mark(due_key(
-                    DueIndex::JobBackoffs,
-                    job.record.recurring_time,
-                    key,
-                )),
             JobState::Failed | JobState::ErrorThrown => {}
         }
     }
