@@ -719,3 +719,109 @@ fn a_job_batch_stays_within_the_message_size() {
         "the third job is still there"
     );
 }
+
+#[test]
+fn due_commands_come_in_due_order_up_to_the_limit_with_the_next_due_time() {
+    use rill_engine_api::Engine;
+    let mut rule = EngineRule::new();
+    let xml = model(
+        &[
+            r#"<bpmn:startEvent id="s" />"#,
+            r#"<bpmn:intermediateCatchEvent id="w"><bpmn:timerEventDefinition><bpmn:timeDuration>=wait</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"#,
+            &flow("f0", "s", "w"),
+        ]
+        .concat(),
+    );
+    rule.deploy_xml(&xml);
+    for seconds in [30, 10, 20] {
+        rule.create("p", json!({ "wait": format!("PT{seconds}S") }));
+    }
+    let start = rule.now;
+    let mut out = Vec::new();
+    let next = rule
+        .engine
+        .due_commands(
+            &rule.state,
+            rill_protocol::Timestamp(start + 25_000),
+            1,
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(out.len(), 1, "the limit is respected");
+    assert_eq!(
+        next,
+        Some(rill_protocol::Timestamp(start + 20_000)),
+        "more is due already"
+    );
+    let first = out.remove(0);
+    let timer_key = match &first {
+        Command::TriggerTimer { timer_key } => *timer_key,
+        other => panic!("{other:?}"),
+    };
+    assert!(timer_key.get() > 0);
+    let next = rule
+        .engine
+        .due_commands(
+            &rule.state,
+            rill_protocol::Timestamp(start + 25_000),
+            10,
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(next, Some(rill_protocol::Timestamp(start + 30_000)));
+    // Triggering before the due time is refused; at it, accepted.
+    let early = rule.process(first.clone());
+    assert_eq!(
+        early.rejection().rejection_type,
+        RejectionType::InvalidState
+    );
+    rule.advance(10_000);
+    assert!(!rule.process(first.clone()).is_rejected());
+    let duplicate = rule.process(first);
+    assert_eq!(
+        duplicate.rejection().rejection_type,
+        RejectionType::NotFound
+    );
+}
+
+#[test]
+fn a_processing_error_record_has_the_commands_value_type() {
+    use rill_engine_api::Engine;
+    let engine = rill_engine::BpmnEngine::default();
+    let cases = [
+        (
+            Command::CompleteJob {
+                job_key: Key(5),
+                variables: JsonValue::null(),
+            },
+            rill_protocol::ValueType::Job,
+        ),
+        (
+            Command::CancelProcessInstance {
+                process_instance_key: Key(5),
+            },
+            rill_protocol::ValueType::ProcessInstance,
+        ),
+        (
+            Command::TriggerTimer { timer_key: Key(5) },
+            rill_protocol::ValueType::Timer,
+        ),
+        (
+            Command::ResolveIncident {
+                incident_key: Key(5),
+            },
+            rill_protocol::ValueType::Incident,
+        ),
+        (
+            Command::Deploy { resources: vec![] },
+            rill_protocol::ValueType::Deployment,
+        ),
+    ];
+    for (command, value_type) in cases {
+        let record = engine.processing_error_record(&command, "broken");
+        assert_eq!(record.value_type(), value_type);
+        assert_eq!(record.rejection_type, RejectionType::ProcessingError);
+        assert_eq!(record.rejection_reason, "broken");
+    }
+}
