@@ -49,6 +49,10 @@ pub(crate) fn apply(
             process_message_subscription(state, key, intent, value)
         }
         RecordValue::Timer(value) => timer(state, key, intent, value),
+        RecordValue::Deployment(value) if intent == Intent::Created => {
+            state.put_deployment(key, value)
+        }
+        RecordValue::CommandDistribution(value) => distribution(state, key, intent, value),
         // Deployments, variable documents and the rest only tell what happened.
         _ => Ok(()),
     }
@@ -439,6 +443,38 @@ fn timer(state: &mut Writer<'_>, key: i64, intent: Intent, value: &TimerRecord) 
             }
             Ok(())
         }
+        _ => Ok(()),
+    }
+}
+
+/// Commands between partitions: `DISTRIBUTING` queues one (key: the entity),
+/// `ACKNOWLEDGED` removes it (key: its sequence number), `DISTRIBUTED` records on the
+/// receiver that the sender's sequence number was applied (key: that number).
+fn distribution(
+    state: &mut Writer<'_>,
+    key: i64,
+    intent: Intent,
+    value: &rill_protocol::value::CommandDistributionRecord,
+) -> Result<()> {
+    let partition = u16::try_from(value.partition_id)
+        .map_err(|_| inconsistent(format!("partition {} out of range", value.partition_id)))?;
+    match intent {
+        Intent::Distributing => {
+            state.push_outbox(
+                partition,
+                &crate::state::OutboxEntry {
+                    value_type: value.value_type,
+                    intent: value.intent,
+                    key,
+                },
+            )?;
+            Ok(())
+        }
+        Intent::Acknowledged => {
+            state.remove_outbox(partition, key as u64);
+            Ok(())
+        }
+        Intent::Distributed => state.set_inbox_sequence(partition, key as u64),
         _ => Ok(()),
     }
 }

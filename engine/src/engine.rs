@@ -177,12 +177,16 @@ impl Engine for BpmnEngine {
 
     fn pending_sends(
         &mut self,
-        _state: &dyn StateRead,
-        _limit: usize,
-        _out: &mut Vec<(PartitionId, Command)>,
+        state: &dyn StateRead,
+        limit: usize,
+        out: &mut Vec<(PartitionId, Command)>,
     ) -> EngineResult<()> {
-        // Every subscription and deployment is handled on the receiving partition so
-        // far; nothing waits in an outbox.
+        let reader = Reader::new(state);
+        for (target, sequence, entry) in reader.outbox(limit)? {
+            if let Some(send) = processors::outgoing(reader, target, sequence, &entry)? {
+                out.push(send);
+            }
+        }
         Ok(())
     }
 

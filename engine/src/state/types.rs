@@ -258,3 +258,13 @@ mod tests {
         );
     }
 }
+
+/// A command waiting in the outbox for another partition to apply it. The payload is
+/// read from state when the command is (re)sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutboxEntry {
+    pub value_type: rill_protocol::ValueType,
+    pub intent: rill_protocol::Intent,
+    /// The distributed entity (a deployment key).
+    pub key: i64,
+}

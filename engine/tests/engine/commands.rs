@@ -323,13 +323,13 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "bad.bpmn",
         ),
         (
-            "cross-partition command",
+            "acknowledge a send that is not waiting",
             Command::AcknowledgeSend {
                 target: rill_protocol::PartitionId(2),
                 sequence: 1,
             },
-            RejectionType::InvalidArgument,
-            "not supported",
+            RejectionType::NotFound,
+            "not waiting",
         ),
     ];
     for (name, command, rejection_type, fragment) in cases {

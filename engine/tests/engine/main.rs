@@ -1,6 +1,7 @@
 //! Engine tests: commands in, records out (Zeebe's EngineRule style).
 
 mod commands;
+mod distribution;
 mod elements;
 mod harness;
 mod interleavings;
