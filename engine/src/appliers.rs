@@ -350,6 +350,18 @@ fn message_subscription(
             correlating: false,
         }),
         Intent::Correlating => {
+            let instance_partition = rill_protocol::Key(value.process_instance_key).partition();
+            if instance_partition != rill_protocol::Key(key).partition() {
+                state.push_outbox(
+                    instance_partition.get(),
+                    &crate::state::OutboxEntry {
+                        value_type: rill_protocol::ValueType::ProcessMessageSubscription,
+                        intent: Intent::Correlate,
+                        key,
+                        value: Some(RecordValue::MessageSubscription(value.clone())),
+                    },
+                )?;
+            }
             state.mark_message_correlated(value.message_key, &value.bpmn_process_id);
             if let Some(mut subscription) =
                 state
@@ -403,6 +415,39 @@ fn process_message_subscription(
 ) -> Result<()> {
     let element = value.element_instance_key;
     let name = &value.message_name;
+    // The message side lives on another partition: the command goes through the outbox.
+    let remote = rill_protocol::Key(value.process_instance_key)
+        .partition()
+        .get() as i32
+        != value.subscription_partition_id;
+    if remote && matches!(intent, Intent::Creating | Intent::Deleting) {
+        let command_intent = if intent == Intent::Creating {
+            Intent::Create
+        } else {
+            Intent::Delete
+        };
+        state.push_outbox(
+            value.subscription_partition_id as u16,
+            &crate::state::OutboxEntry {
+                value_type: rill_protocol::ValueType::MessageSubscription,
+                intent: command_intent,
+                key,
+                value: Some(RecordValue::MessageSubscription(
+                    MessageSubscriptionRecord {
+                        process_instance_key: value.process_instance_key,
+                        element_instance_key: value.element_instance_key,
+                        bpmn_process_id: value.bpmn_process_id.clone(),
+                        message_name: value.message_name.clone(),
+                        correlation_key: value.correlation_key.clone(),
+                        message_key: -1,
+                        variables: rill_protocol::JsonValue::empty_object(),
+                        is_interrupting: value.is_interrupting,
+                        tenant_id: value.tenant_id.clone(),
+                    },
+                )),
+            },
+        )?;
+    }
     match intent {
         Intent::Creating => {
             state.put_process_message_subscription(&StoredProcessMessageSubscription {
@@ -466,6 +511,7 @@ fn distribution(
                     value_type: value.value_type,
                     intent: value.intent,
                     key,
+                    value: None,
                 },
             )?;
             Ok(())

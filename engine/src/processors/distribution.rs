@@ -36,8 +36,9 @@ pub(crate) fn outgoing(
     sequence: u64,
     entry: &OutboxEntry,
 ) -> Result<Option<(PartitionId, Command)>> {
-    let value = match (entry.value_type, entry.intent) {
-        (ValueType::Deployment, Intent::Create) => match state.deployment(entry.key)? {
+    let value = match (&entry.value, entry.value_type, entry.intent) {
+        (Some(value), _, _) => value.clone(),
+        (None, ValueType::Deployment, Intent::Create) => match state.deployment(entry.key)? {
             Some(deployment) => RecordValue::Deployment(deployment),
             None => return Ok(None),
         },
@@ -78,6 +79,7 @@ pub(super) fn distribute(
             value_type,
             intent,
             key,
+            value: None,
         };
         if let Some((partition, command)) = outgoing(p.read(), target, sequence, &entry)? {
             p.out.actions.push(Action::Send { partition, command });
@@ -126,9 +128,24 @@ pub(super) fn from_partition(
     p.command(command.key.get(), Intent::Distribute, value.clone());
     // Anything this version does not understand is skipped (and still counted), so
     // the sender's later commands are not blocked behind it.
-    if let (RecordValue::Deployment(deployment), Intent::Create) = (&command.value, command.intent)
-    {
-        apply_deployment(p, command.key.get(), deployment)?;
+    match (&command.value, command.value_type, command.intent) {
+        (RecordValue::Deployment(deployment), _, Intent::Create) => {
+            apply_deployment(p, command.key.get(), deployment)?;
+        }
+        (RecordValue::MessageSubscription(s), ValueType::MessageSubscription, Intent::Create) => {
+            p.open_remote_subscription(s)?;
+        }
+        (RecordValue::MessageSubscription(s), ValueType::MessageSubscription, Intent::Delete) => {
+            p.delete_message_subscription(s)?;
+        }
+        (
+            RecordValue::MessageSubscription(s),
+            ValueType::ProcessMessageSubscription,
+            Intent::Correlate,
+        ) => {
+            p.correlate_here(s)?;
+        }
+        _ => {}
     }
     p.event(command.sequence as i64, Intent::Distributed, value.clone())?;
     p.respond(command.key.get(), Intent::Distributed, value);
@@ -191,5 +208,25 @@ pub(super) fn acknowledge(
     p.command(sequence as i64, Intent::Acknowledge, value.clone());
     p.event(sequence as i64, Intent::Acknowledged, value.clone())?;
     p.respond(sequence as i64, Intent::Acknowledged, value);
+    // The instance's partition has taken the message: the correlation is done here.
+    if let (
+        ValueType::ProcessMessageSubscription,
+        Intent::Correlate,
+        Some(RecordValue::MessageSubscription(sent)),
+    ) = (entry.value_type, entry.intent, &entry.value)
+    {
+        p.finish_remote_correlation(sent)?;
+    }
+    Ok(())
+}
+
+/// After an event queued an outbox entry for `target`, sends it at once.
+pub(crate) fn send_latest(p: &mut Processing<'_>, target: u16) -> Result<()> {
+    let sequence = p.read().outbox_sequence(target)?;
+    if let Some(entry) = p.read().outbox_entry(target, sequence)?
+        && let Some((partition, command)) = outgoing(p.read(), target, sequence, &entry)?
+    {
+        p.out.actions.push(Action::Send { partition, command });
+    }
     Ok(())
 }

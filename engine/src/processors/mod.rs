@@ -173,4 +173,4 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
     }
 }
 
-pub(crate) use distribution::outgoing;
+pub(crate) use distribution::{outgoing, send_latest};

@@ -265,6 +265,9 @@ mod tests {
 pub struct OutboxEntry {
     pub value_type: rill_protocol::ValueType,
     pub intent: rill_protocol::Intent,
-    /// The distributed entity (a deployment key).
+    /// The entity: a deployment key, a subscription key. Its partition bits name the
+    /// sending partition.
     pub key: i64,
+    /// The payload, when it is not read from state at send time.
+    pub value: Option<rill_protocol::RecordValue>,
 }

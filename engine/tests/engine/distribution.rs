@@ -133,3 +133,118 @@ fn a_single_partition_sends_nothing() {
     assert!(sends(&deployed).is_empty());
     assert!(pending(&mut rule).is_empty());
 }
+
+/// Applies on `to` every send of `outcome` addressed to it; returns the outcomes.
+fn deliver(outcome: &Outcome, to: &mut EngineRule) -> Vec<Outcome> {
+    let me = to.partition;
+    sends(outcome)
+        .into_iter()
+        .filter(|(p, _)| *p == me)
+        .map(|(_, command)| {
+            let applied = to.process(command);
+            assert!(!applied.is_rejected(), "{:?}", applied.response);
+            applied
+        })
+        .collect()
+}
+
+fn receive_task_model() -> String {
+    super::elements::model(
+        &[
+            r#"<bpmn:startEvent id="s" />"#,
+            r#"<bpmn:receiveTask id="r" messageRef="M" />"#,
+            r#"<bpmn:endEvent id="e" />"#,
+            &super::elements::flow("f0", "s", "r"),
+            &super::elements::flow("f1", "r", "e"),
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn a_message_published_on_its_partition_reaches_an_instance_on_another() {
+    // Correlation key "a" belongs to partition 2 of 2; the instance runs on partition 1.
+    assert_eq!(rill_protocol::message_partition("a", 2), PartitionId(2));
+    let mut first = EngineRule::on_partition(1, 2);
+    let mut second = EngineRule::on_partition(2, 2);
+    let deployed = first.deploy_xml(&receive_task_model());
+    deliver(&deployed, &mut second);
+
+    let created = first.process(EngineRule::create_command("p", json!({"key": "a"})));
+    let instance = created.key();
+    // The subscription is opened on the message's partition.
+    deliver(&created, &mut second);
+    assert!(
+        second
+            .records()
+            .of_type(rill_protocol::ValueType::MessageSubscription)
+            .with_intent(rill_protocol::Intent::Created)
+            .exists()
+    );
+
+    let published = second.publish("msg", "a", 0, json!({"paid": true}));
+    let correlated = deliver(&published, &mut first);
+    assert_eq!(correlated.len(), 1);
+    assert_eq!(
+        first.instance_state(instance).unwrap().state,
+        InstanceState::Completed
+    );
+    assert_eq!(first.variables(instance)["paid"], json!(true));
+
+    // The instance's partition acknowledges: the message side is done.
+    let sequence = match &sends(&published)[0].1 {
+        Command::FromPartition(c) => c.sequence,
+        other => panic!("{other:?}"),
+    };
+    let ack = second.process(Command::AcknowledgeSend {
+        target: PartitionId(1),
+        sequence,
+    });
+    assert!(!ack.is_rejected());
+    assert!(ack.records.iter().any(|r| r.value_type()
+        == rill_protocol::ValueType::MessageSubscription
+        && r.intent == rill_protocol::Intent::Correlated));
+    first.assert_replay_matches();
+    second.assert_replay_matches();
+}
+
+#[test]
+fn a_buffered_message_correlates_when_a_remote_subscription_opens_and_closing_reaches_it() {
+    let mut first = EngineRule::on_partition(1, 2);
+    let mut second = EngineRule::on_partition(2, 2);
+    let deployed = first.deploy_xml(&receive_task_model());
+    deliver(&deployed, &mut second);
+    second.publish("msg", "a", 60_000, json!({"early": 1}));
+
+    let created = first.process(EngineRule::create_command("p", json!({"key": "a"})));
+    let opened = deliver(&created, &mut second);
+    // The buffered message goes back to the instance at once.
+    for outcome in &opened {
+        deliver(outcome, &mut first);
+    }
+    assert_eq!(
+        first.instance_state(created.key()).unwrap().state,
+        InstanceState::Completed
+    );
+    assert_eq!(first.variables(created.key())["early"], json!(1));
+
+    // Another instance waits, then is cancelled: its subscription is closed remotely.
+    let waiting = first.process(EngineRule::create_command("p", json!({"key": "a"})));
+    deliver(&waiting, &mut second);
+    let cancelled = first.process(Command::CancelProcessInstance {
+        process_instance_key: waiting.key(),
+    });
+    deliver(&cancelled, &mut second);
+    assert!(
+        second
+            .records()
+            .of_type(rill_protocol::ValueType::MessageSubscription)
+            .with_intent(rill_protocol::Intent::Deleted)
+            .exists()
+    );
+    // A later message finds nobody waiting.
+    let late = second.publish("msg", "a", 0, json!({}));
+    assert!(sends(&late).is_empty());
+    first.assert_replay_matches();
+    second.assert_replay_matches();
+}
