@@ -2,8 +2,9 @@
 //!
 //! Zeebe splits a subscription in two: the instance's side (PROCESS_MESSAGE_SUBSCRIPTION)
 //! and the side on the message's partition (MESSAGE_SUBSCRIPTION), talking through
-//! commands. Here both sides run in-line in one command, with the same records, so
-//! the instance's side can later be routed to another partition.
+//! commands. When both sides are on this partition they run in-line in one command;
+//! otherwise the commands between them go through the outbox
+//! (`processors::distribution`), with the same records on each side.
 //!
 //! ```text
 //! enter catch event: PMS CREATING ─► MS CREATED ─► PMS CREATED ─► (buffered message?)

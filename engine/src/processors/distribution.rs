@@ -8,8 +8,9 @@
 //! ```
 //!
 //! The partition core delivers what `pending_sends` lists (again until acknowledged)
-//! and proposes `AcknowledgeSend` on the sender once the receiver applied it. Only
-//! deployments are distributed so far; message subscriptions across partitions are not.
+//! and proposes `AcknowledgeSend` on the sender once the receiver applied it. Carried:
+//! deployments, and the open/correlate/close commands of message subscriptions whose
+//! two sides live on different partitions.
 
 use rill_engine_api::Action;
 use rill_protocol::value::{CommandDistributionRecord, DeploymentRecord, ProcessRecord};
