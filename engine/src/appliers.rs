@@ -154,8 +154,10 @@ fn element_ended(
     timestamp: Timestamp,
     ending: InstanceState,
 ) -> Result<()> {
-    let ended = state.read().element_instance(key)?;
-    let has_variables = ended.as_ref().is_some_and(|i| i.has_variables);
+    let ended = state
+        .read()
+        .peek_element_instance(key, |i| (i.has_variables, i.awaited, i.start_date))?;
+    let has_variables = ended.is_some_and(|(has_variables, _, _)| has_variables);
     state.delete_element_instance(key);
     if matches!(
         value.bpmn_element_type,
@@ -165,10 +167,10 @@ fn element_ended(
     }
     if value.bpmn_element_type == BpmnElementType::Process {
         // The process scope's variables stay readable with the summary.
-        let Some(ended) = ended else {
+        let Some((_, awaited, start_date)) = ended else {
             return Err(inconsistent(format!("process instance {key} not found")));
         };
-        if ended.awaited {
+        if awaited {
             state.delete_await_registration(key);
         }
         return state.put_summary(&InstanceSummary {
@@ -177,7 +179,7 @@ fn element_ended(
             version: value.version,
             process_definition_key: value.process_definition_key,
             state: ending,
-            start_date: ended.start_date,
+            start_date,
             end_date: timestamp.millis(),
         });
     }

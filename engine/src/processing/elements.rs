@@ -322,11 +322,12 @@ impl Processing<'_> {
 
     /// A token ended in `scope_key`: complete the scope when it was the last one.
     fn token_ended(&mut self, scope_key: i64) -> Result<()> {
-        if let Some(scope) = self.read().element_instance(scope_key)?
-            && scope.state == ElementState::Activated
-            && scope.active_children == 0
-            && scope.active_flows == 0
-        {
+        let done = self.read().peek_element_instance(scope_key, |scope| {
+            scope.state == ElementState::Activated
+                && scope.active_children == 0
+                && scope.active_flows == 0
+        })?;
+        if done == Some(true) {
             self.push_step(Step::Complete { key: scope_key });
         }
         Ok(())

@@ -53,6 +53,29 @@ impl ElementCache {
         Ok(value)
     }
 
+    /// Looks at an instance without copying it (loading it into the cache if needed).
+    pub(super) fn peek<R>(
+        &self,
+        key: i64,
+        load: impl FnOnce() -> Result<Option<ElementInstance>>,
+        look: impl FnOnce(&ElementInstance) -> R,
+    ) -> Result<Option<R>> {
+        if let Some(entry) = self.entries.borrow().get(&key) {
+            return Ok(entry.value.as_ref().map(look));
+        }
+        let value = load()?;
+        let result = value.as_ref().map(look);
+        self.entries.borrow_mut().insert(
+            key,
+            Entry {
+                value,
+                dirty: false,
+                fresh: false,
+            },
+        );
+        Ok(result)
+    }
+
     pub(super) fn insert(&self, instance: ElementInstance) {
         self.entries.borrow_mut().insert(
             instance.key,

@@ -188,6 +188,19 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Looks at a live element instance without copying it.
+    pub fn peek_element_instance<R>(
+        &self,
+        key: i64,
+        look: impl FnOnce(&ElementInstance) -> R,
+    ) -> Result<Option<R>> {
+        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        match self.cache {
+            Some(cache) => cache.peek(key, load, look),
+            None => Ok(load()?.as_ref().map(look)),
+        }
+    }
+
     /// Keys of the live child element instances of a scope, in creation order.
     pub fn children(&self, scope_key: i64) -> Result<Vec<i64>> {
         let prefix = KeyBuf::new(table::ELEMENT_CHILD).i64(scope_key);
