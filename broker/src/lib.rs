@@ -1,1 +1,31 @@
-//! placeholder
+//! A Rill broker node's partition core: partitions as ractor actors that own a raft
+//! group and its state, the stream processor that applies committed commands through an
+//! [`rill_engine_api::Engine`], flow control, the node's thread pools and metrics.
+
+mod batch;
+mod clock;
+mod error;
+mod flow_control;
+pub mod metrics;
+mod monitoring;
+mod node;
+mod partition;
+mod processor;
+mod runtime;
+mod state;
+pub mod testing;
+
+pub use error::{Error, Result};
+pub use flow_control::{
+    AimdLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit, Permit, RequestLimiter,
+    VegasLimit, limit_from_config,
+};
+pub use metrics::BrokerMetrics;
+pub use monitoring::{HealthCheck, MonitoringServer};
+pub use node::{BrokerNode, partitions_of, replicas_of, single_node_transport};
+pub use partition::{
+    DEFAULT_MAX_INFLIGHT_PROPOSALS, JobsAvailable, Partition, PartitionConfig, PartitionEnv,
+    PartitionStatus, Role, StateDigest,
+};
+pub use runtime::Runtimes;
+pub use state::{INITIAL_ENGINE_VERSION, RocksState, read_records};

@@ -1,19 +1,21 @@
-//! `rill`: the one binary. Server roles (`standalone`, `broker`, `gateway`), configuration
-//! tools, and client commands against a running gateway.
+//! `rill`: the one binary. Server roles (`standalone`), configuration tools, and client
+//! commands against a running gateway.
 
+mod backend;
 mod client;
+mod server;
+
+use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use rill_config::ConfigLoader;
 
 use crate::client::{Client, ClientCommand};
+use crate::server::{ConfigArgs, validated};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "rill",
-    version,
-    about = "Rill: a clustered BPMN workflow engine"
-)]
+#[command(name = "rill", version, about = "Rill: a clustered BPMN workflow engine")]
 struct Cli {
     /// The gateway's REST address, for client commands.
     #[arg(
@@ -29,13 +31,63 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a broker and its gateway in one process (data in ./data by default).
+    Standalone {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Inspect or check configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     #[command(flatten)]
     Client(ClientCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the effective configuration (defaults, file, environment and flags).
+    Show {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Check a configuration file and report every mistake at once.
+    Validate { file: PathBuf },
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RILL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("RILL_LOG_FORMAT").as_deref() == Ok("json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Standalone { config } => {
+            init_logging();
+            server::standalone(config.load()?)
+        }
+        Command::Config { command } => match command {
+            ConfigCommand::Show { config } => {
+                print!("{}", config.load()?.to_toml()?);
+                Ok(())
+            }
+            ConfigCommand::Validate { file } => {
+                let config = ConfigLoader::new().file(&file).load()?;
+                validated(config)?;
+                println!("{}: valid", file.display());
+                Ok(())
+            }
+        },
         Command::Client(command) => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crate::model::{ElasticsearchExporterConfig, JsonlExporterConfig, RillConfig};
+use crate::model::{
+    ElasticsearchExporterConfig, JsonlExporterConfig, RecordFilterConfig, RillConfig,
+};
 
 /// Every optional value set, so every option appears in the serialized tree.
 pub(crate) fn everything_set() -> RillConfig {
@@ -12,12 +14,40 @@ pub(crate) fn everything_set() -> RillConfig {
         username: Some("elastic".to_owned()),
         password: Some("secret".to_owned()),
         api_key: Some("key".to_owned()),
+        bearer_token: Some("token".to_owned()),
         retention: Some(Duration::from_secs(30 * 24 * 3600)),
         ..ElasticsearchExporterConfig::default()
     };
+    let mut elastic = elastic;
+    elastic.tls.ca_certificate = Some("/etc/rill/es-ca.pem".into());
     config.exporters.elasticsearch = Some(elastic);
     config.exporters.jsonl = Some(JsonlExporterConfig::default());
     config
+}
+
+/// Every record and value type switched the other way.
+fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
+    RecordFilterConfig {
+        command: !filter.command,
+        event: !filter.event,
+        rejection: !filter.rejection,
+        deployment: !filter.deployment,
+        process: !filter.process,
+        process_instance: !filter.process_instance,
+        process_instance_creation: !filter.process_instance_creation,
+        process_instance_result: !filter.process_instance_result,
+        job: !filter.job,
+        job_batch: !filter.job_batch,
+        variable: !filter.variable,
+        variable_document: !filter.variable_document,
+        incident: !filter.incident,
+        message: !filter.message,
+        message_subscription: !filter.message_subscription,
+        process_message_subscription: !filter.process_message_subscription,
+        timer: !filter.timer,
+        error: !filter.error,
+        command_distribution: !filter.command_distribution,
+    }
 }
 
 /// Every option changed from its default (exporters on), for layering tests.
@@ -87,9 +117,20 @@ pub(crate) fn nothing_default() -> RillConfig {
         elastic.bulk_size = 10;
         elastic.bulk_delay = Duration::from_secs(1);
         elastic.bulk_memory_limit = crate::ByteSize(1 << 20);
+        elastic.request_timeout = Duration::from_secs(10);
+        elastic.retry_initial_backoff = Duration::from_millis(50);
+        elastic.retry_max_backoff = Duration::from_secs(30);
+        elastic.create_template = false;
+        elastic.retention_policy_name = "rill-retention".to_owned();
+        elastic.tls.verify_certificates = false;
+        elastic.filter = inverted(&elastic.filter);
     }
+    let jsonl = JsonlExporterConfig::default();
     config.exporters.jsonl = Some(JsonlExporterConfig {
         path: "/tmp/records.jsonl".into(),
+        flush_size: 10,
+        flush_delay: Duration::from_millis(100),
+        filter: inverted(&jsonl.filter),
     });
     config
 }

@@ -438,6 +438,7 @@ mod tests {
         if let Some(elastic) = &mut expected.exporters.elasticsearch {
             elastic.password = None;
             elastic.api_key = None;
+            elastic.bearer_token = None;
             elastic.username = None;
         }
         let shown = expected.to_toml().expect("renders");

@@ -401,16 +401,38 @@ pub struct ExportersConfig {
 pub struct ElasticsearchExporterConfig {
     pub url: String,
     pub index_prefix: String,
+    /// Flush when this many records are buffered.
     pub bulk_size: usize,
+    /// Flush when the oldest buffered record has waited this long.
     #[serde(with = "humantime_serde")]
     pub bulk_delay: Duration,
+    /// Flush when the buffered bulk request reaches this size.
     pub bulk_memory_limit: ByteSize,
+    /// Timeout of one request to Elasticsearch; a request that takes longer is retried.
+    #[serde(with = "humantime_serde")]
+    pub request_timeout: Duration,
+    /// First wait before retrying a failed request; doubles up to `retry-max-backoff`.
+    #[serde(with = "humantime_serde")]
+    pub retry_initial_backoff: Duration,
+    #[serde(with = "humantime_serde")]
+    pub retry_max_backoff: Duration,
+    /// Basic authentication (both must be set).
     pub username: Option<String>,
     pub password: Option<String>,
+    /// API key, as Elasticsearch returns it in `encoded` (base64 of `id:key`).
     pub api_key: Option<String>,
+    /// Bearer token (e.g. an OAuth access token or an Elasticsearch service token).
+    pub bearer_token: Option<String>,
+    pub tls: ElasticsearchTlsConfig,
+    /// Put the component and index templates at start.
+    pub create_template: bool,
     /// Delete indices older than this through an ILM policy (unset = keep).
     #[serde(with = "humantime_serde")]
     pub retention: Option<Duration>,
+    /// Name of the ILM policy created when `retention` is set.
+    pub retention_policy_name: String,
+    /// Which records to export.
+    pub filter: RecordFilterConfig,
 }
 
 impl Default for ElasticsearchExporterConfig {
@@ -421,10 +443,118 @@ impl Default for ElasticsearchExporterConfig {
             bulk_size: 1000,
             bulk_delay: Duration::from_secs(5),
             bulk_memory_limit: ByteSize(10 * 1024 * 1024),
+            request_timeout: Duration::from_secs(30),
+            retry_initial_backoff: Duration::from_millis(100),
+            retry_max_backoff: Duration::from_secs(10),
             username: None,
             password: None,
             api_key: None,
+            bearer_token: None,
+            tls: ElasticsearchTlsConfig::default(),
+            create_template: true,
             retention: None,
+            retention_policy_name: "zeebe-record-retention-policy".to_owned(),
+            filter: RecordFilterConfig::default(),
+        }
+    }
+}
+
+/// TLS towards Elasticsearch (used when the URL is `https://`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct ElasticsearchTlsConfig {
+    /// PEM file with the CA certificate(s) to trust instead of the system's roots.
+    pub ca_certificate: Option<PathBuf>,
+    /// Verify the server's certificate. Turn off only for testing.
+    pub verify_certificates: bool,
+}
+
+impl Default for ElasticsearchTlsConfig {
+    fn default() -> Self {
+        ElasticsearchTlsConfig {
+            ca_certificate: None,
+            verify_certificates: true,
+        }
+    }
+}
+
+/// Which records an exporter ships, by record type and value type. The defaults are
+/// Zeebe's Elasticsearch exporter's: events only, every value type but job batches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct RecordFilterConfig {
+    // Record types.
+    pub command: bool,
+    pub event: bool,
+    pub rejection: bool,
+    // Value types.
+    pub deployment: bool,
+    pub process: bool,
+    pub process_instance: bool,
+    pub process_instance_creation: bool,
+    pub process_instance_result: bool,
+    pub job: bool,
+    pub job_batch: bool,
+    pub variable: bool,
+    pub variable_document: bool,
+    pub incident: bool,
+    pub message: bool,
+    pub message_subscription: bool,
+    pub process_message_subscription: bool,
+    pub timer: bool,
+    pub error: bool,
+    pub command_distribution: bool,
+}
+
+impl Default for RecordFilterConfig {
+    fn default() -> Self {
+        RecordFilterConfig {
+            command: false,
+            event: true,
+            rejection: false,
+            deployment: true,
+            process: true,
+            process_instance: true,
+            process_instance_creation: true,
+            process_instance_result: false,
+            job: true,
+            job_batch: false,
+            variable: true,
+            variable_document: true,
+            incident: true,
+            message: true,
+            message_subscription: true,
+            process_message_subscription: true,
+            timer: true,
+            error: true,
+            command_distribution: true,
+        }
+    }
+}
+
+impl RecordFilterConfig {
+    /// Everything: every record type and value type.
+    pub fn all() -> RecordFilterConfig {
+        RecordFilterConfig {
+            command: true,
+            event: true,
+            rejection: true,
+            deployment: true,
+            process: true,
+            process_instance: true,
+            process_instance_creation: true,
+            process_instance_result: true,
+            job: true,
+            job_batch: true,
+            variable: true,
+            variable_document: true,
+            incident: true,
+            message: true,
+            message_subscription: true,
+            process_message_subscription: true,
+            timer: true,
+            error: true,
+            command_distribution: true,
         }
     }
 }
@@ -434,12 +564,22 @@ impl Default for ElasticsearchExporterConfig {
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct JsonlExporterConfig {
     pub path: PathBuf,
+    /// Write and fsync when this many records are buffered.
+    pub flush_size: usize,
+    /// Write and fsync when the oldest buffered record has waited this long.
+    #[serde(with = "humantime_serde")]
+    pub flush_delay: Duration,
+    /// Which records to write; every record by default (it is a debugging aid).
+    pub filter: RecordFilterConfig,
 }
 
 impl Default for JsonlExporterConfig {
     fn default() -> Self {
         JsonlExporterConfig {
             path: PathBuf::from("./data/records.jsonl"),
+            flush_size: 1000,
+            flush_delay: Duration::from_secs(1),
+            filter: RecordFilterConfig::all(),
         }
     }
 }

@@ -15,13 +15,17 @@ impl RillConfig {
     pub fn to_toml(&self) -> Result<String> {
         let mut shown = self.clone();
         if let Some(elastic) = &mut shown.exporters.elasticsearch {
-            for secret in [&mut elastic.password, &mut elastic.api_key] {
+            for secret in [
+                &mut elastic.password,
+                &mut elastic.api_key,
+                &mut elastic.bearer_token,
+            ] {
                 if secret.is_some() {
                     *secret = Some(REDACTED.to_owned());
                 }
             }
         }
-        debug_assert_eq!(SECRETS.len(), 2, "redact every secret listed in the schema");
+        debug_assert_eq!(SECRETS.len(), 3, "redact every secret listed in the schema");
         toml::to_string_pretty(&shown).map_err(|error| ConfigError::Render(error.to_string()))
     }
 }

@@ -412,18 +412,46 @@ impl RillConfig {
                     "use either an API key or a username and password",
                 );
             }
+            if elastic.bearer_token.is_some()
+                && (elastic.api_key.is_some() || elastic.username.is_some())
+            {
+                found.add(
+                    format!("{prefix}.bearer-token"),
+                    "is set together with another way to authenticate",
+                    "use one of: username and password, api-key, bearer-token",
+                );
+            }
+            positive(
+                found,
+                &format!("{prefix}.request-timeout"),
+                elastic.request_timeout,
+            );
+            positive(
+                found,
+                &format!("{prefix}.retry-initial-backoff"),
+                elastic.retry_initial_backoff,
+            );
+            if elastic.retry_initial_backoff > elastic.retry_max_backoff {
+                found.add(
+                    format!("{prefix}.retry-max-backoff"),
+                    "is shorter than retry-initial-backoff",
+                    "make retry-max-backoff at least retry-initial-backoff",
+                );
+            }
             if let Some(retention) = elastic.retention {
                 positive(found, &format!("{prefix}.retention"), retention);
             }
         }
-        if let Some(jsonl) = &self.exporters.jsonl
-            && jsonl.path.as_os_str().is_empty()
-        {
-            found.add(
-                "exporters.jsonl.path",
-                "is empty",
-                "set a file path, e.g. ./data/records.jsonl",
-            );
+        if let Some(jsonl) = &self.exporters.jsonl {
+            if jsonl.path.as_os_str().is_empty() {
+                found.add(
+                    "exporters.jsonl.path",
+                    "is empty",
+                    "set a file path, e.g. ./data/records.jsonl",
+                );
+            }
+            at_least_one(found, "exporters.jsonl.flush-size", jsonl.flush_size as u64);
+            positive(found, "exporters.jsonl.flush-delay", jsonl.flush_delay);
         }
     }
 }

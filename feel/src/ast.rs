@@ -12,6 +12,9 @@ pub(crate) enum Expr {
     String(String),
     /// A name: a local binding (loop variable, `item`, context entry) or a variable.
     Name(String),
+    /// `a.b.c` on a name, flattened at parse time so evaluation walks the variable's
+    /// JSON without allocating.
+    NamePath(String, Vec<String>),
     Path(Box<Expr>, String),
     Filter(Box<Expr>, Box<Expr>),
     Call(Builtin, Vec<Expr>),
@@ -113,7 +116,7 @@ impl TypeName {
 pub(crate) fn free_names(expr: &Expr, bound: &mut Vec<String>, out: &mut Vec<String>) {
     match expr {
         Expr::Null | Expr::Bool(_) | Expr::Number(_) | Expr::String(_) => {}
-        Expr::Name(name) => {
+        Expr::Name(name) | Expr::NamePath(name, _) => {
             if !bound.iter().any(|b| b == name) {
                 out.push(name.clone());
             }

@@ -14,6 +14,8 @@ pub(crate) enum Builtin {
     // Boolean
     Not,
     IsDefined,
+    GetOrElse,
+    Assert,
     // Temporal
     Now,
     Today,
@@ -63,6 +65,7 @@ pub(crate) enum Builtin {
     Flatten,
     IsEmpty,
     Sort,
+    Partition,
     // Number
     Decimal,
     Floor,
@@ -83,6 +86,7 @@ pub(crate) enum Builtin {
     GetEntries,
     ContextPut,
     ContextMerge,
+    Context,
 }
 
 /// (name, builtin, fewest arguments, most arguments; `usize::MAX` for any number).
@@ -101,6 +105,8 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ),
     ("not", Builtin::Not, 1, 1),
     ("is defined", Builtin::IsDefined, 1, 1),
+    ("get or else", Builtin::GetOrElse, 2, 2),
+    ("assert", Builtin::Assert, 2, 3),
     ("now", Builtin::Now, 0, 0),
     ("today", Builtin::Today, 0, 0),
     ("day of week", Builtin::DayOfWeek, 1, 1),
@@ -147,6 +153,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("flatten", Builtin::Flatten, 1, 1),
     ("is empty", Builtin::IsEmpty, 1, 1),
     ("sort", Builtin::Sort, 1, 1),
+    ("partition", Builtin::Partition, 2, 2),
     ("decimal", Builtin::Decimal, 2, 2),
     ("floor", Builtin::Floor, 1, 2),
     ("ceiling", Builtin::Ceiling, 1, 2),
@@ -165,6 +172,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("get entries", Builtin::GetEntries, 1, 1),
     ("context put", Builtin::ContextPut, 3, 3),
     ("context merge", Builtin::ContextMerge, 1, 1),
+    ("context", Builtin::Context, 1, 1),
 ];
 
 impl Builtin {

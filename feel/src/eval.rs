@@ -18,7 +18,11 @@ use crate::value::{self, DateTime, Range, Time, Value, Zone};
 
 /// Upper bound on loop iterations, filter checks and generated list items in one
 /// evaluation, so `for i in 1..1000000000 return i` fails fast instead of hanging.
+#[cfg(not(fuzzing))]
 pub(crate) const MAX_STEPS: u64 = 1_000_000;
+/// Under the fuzzer the limit is lower, so inputs that run to it stay quick.
+#[cfg(fuzzing)]
+pub(crate) const MAX_STEPS: u64 = 10_000;
 
 pub(crate) type Outcome = Result<Value, String>;
 
@@ -78,7 +82,11 @@ impl<'a> Evaluator<'a> {
             Expr::Number(number) => Ok(Value::Number(*number)),
             Expr::String(text) => Ok(Value::String(text.clone())),
             Expr::Name(name) => self.name(name),
-            Expr::Path(..) => self.path(expr),
+            Expr::NamePath(root, keys) => self.name_path(root, keys),
+            Expr::Path(base, key) => {
+                let base = self.eval(base)?;
+                self.property(base, key)
+            }
             Expr::Filter(base, filter) => {
                 let base = self.eval(base)?;
                 self.filter(base, filter)
@@ -219,51 +227,41 @@ impl<'a> Evaluator<'a> {
     }
 
     /// `a.b.c`: walks the JSON of a variable directly and converts only what is read.
-    fn path(&mut self, expr: &Expr) -> Outcome {
-        let mut keys = Vec::new();
-        let mut root = expr;
-        while let Expr::Path(base, key) = root {
-            keys.push(key.as_str());
-            root = base;
-        }
-        keys.reverse();
-        let Expr::Name(name) = root else {
-            let mut value = self.eval(root)?;
+    fn name_path(&mut self, root: &str, keys: &[String]) -> Outcome {
+        if self.local(root).is_some() {
+            let mut value = self.name(root)?;
             for key in keys {
                 value = self.property(value, key)?;
             }
             return Ok(value);
+        }
+        let walked = |count: usize| {
+            let mut text = root.to_owned();
+            for key in &keys[..count] {
+                text.push('.');
+                text.push_str(key);
+            }
+            text
         };
-        if self.local(name).is_some() {
-            let mut value = self.name(name)?;
-            for key in keys {
-                value = self.property(value, key)?;
-            }
-            return Ok(value);
-        }
-        let Some(mut json) = self.variables.get(name.as_str()) else {
-            self.warn(format!("no variable found with name '{name}'"));
+        let Some(mut json) = self.variables.get(root) else {
+            self.warn(format!("no variable found with name '{root}'"));
             return Ok(Value::Null);
         };
-        let mut walked = name.clone();
         for (index, key) in keys.iter().enumerate() {
             match json {
-                Json::Object(entries) => match entries.get(*key) {
-                    Some(next) => {
-                        json = next;
-                        walked.push('.');
-                        walked.push_str(key);
-                    }
+                Json::Object(entries) => match entries.get(key.as_str()) {
+                    Some(next) => json = next,
                     None => {
                         self.warn(format!(
-                            "no context entry found with key '{key}' in '{walked}'"
+                            "no context entry found with key '{key}' in '{}'",
+                            walked(index)
                         ));
                         return Ok(Value::Null);
                     }
                 },
                 _ => {
                     let mut value = value::from_json(json)
-                        .map_err(|reason| format!("variable '{walked}': {reason}"))?;
+                        .map_err(|reason| format!("variable '{}': {reason}", walked(index)))?;
                     for key in &keys[index..] {
                         value = self.property(value, key)?;
                     }
@@ -271,7 +269,8 @@ impl<'a> Evaluator<'a> {
                 }
             }
         }
-        value::from_json(json).map_err(|reason| format!("variable '{walked}': {reason}"))
+        value::from_json(json)
+            .map_err(|reason| format!("variable '{}': {reason}", walked(keys.len())))
     }
 
     /// `value.key`: a context entry, a projection over a list, or a temporal property.
@@ -506,16 +505,20 @@ impl<'a> Evaluator<'a> {
             }
             UnaryTest::Value(operand) => match self.eval(operand)? {
                 Value::Range(range) => range_contains(&range, value),
+                // Membership: an item of another type is simply not a match, so
+                // `x in (1, "a")` works for numbers and strings alike.
                 Value::List(items) if !matches!(value, Value::List(_)) => {
                     for item in &items {
                         self.step()?;
-                        if compare(CompareOp::Equal, value, item)? == Value::Bool(true) {
+                        if equals(value, item).unwrap_or(Some(false)) == Some(true) {
                             return Ok(Value::Bool(true));
                         }
                     }
                     Ok(Value::Bool(false))
                 }
-                other => compare(CompareOp::Equal, value, &other),
+                other => Ok(Value::Bool(
+                    equals(value, &other).unwrap_or(Some(false)) == Some(true),
+                )),
             },
         }
     }
@@ -576,8 +579,14 @@ fn negate(value: Value) -> Outcome {
     match value {
         Value::Null => Ok(Value::Null),
         Value::Number(number) => Ok(Value::Number(-number)),
-        Value::DayTime(millis) => Ok(Value::DayTime(-millis)),
-        Value::YearMonth(months) => Ok(Value::YearMonth(-months)),
+        Value::DayTime(millis) => millis
+            .checked_neg()
+            .map(Value::DayTime)
+            .ok_or_else(overflow),
+        Value::YearMonth(months) => months
+            .checked_neg()
+            .map(Value::YearMonth)
+            .ok_or_else(overflow),
         other => Err(format!("can't negate {}", other.describe())),
     }
 }

@@ -11,7 +11,7 @@ use crate::builtins::Builtin;
 use crate::calendar::{self, MILLIS_PER_DAY, MILLIS_PER_SECOND};
 use crate::eval::{self, Evaluator, Outcome, integer, number};
 use crate::temporal;
-use crate::value::{DateTime, Time, Value, Zone};
+use crate::value::{self, DateTime, Time, Value, Zone};
 
 /// Compiled regular expressions are bounded so a pattern from a model cannot take
 /// unbounded memory; the regex crate matches in linear time.
@@ -56,11 +56,16 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             _ => Value::Null,
         }),
         B::IsDefined => Ok(Value::Bool(args.take(0) != Value::Null)),
+        // Camunda's extension: the value, or the default when the value is null.
+        B::GetOrElse => Ok(match args.take(0) {
+            Value::Null => args.take(1),
+            value => value,
+        }),
         B::Now => Ok(Value::DateTime(DateTime::at_instant(
             evaluator.now_millis,
             &Zone::Offset(0),
         )?)),
-        B::Today => Ok(Value::Date(evaluator.now_millis.div_euclid(MILLIS_PER_DAY))),
+        B::Today => value::checked_date(evaluator.now_millis.div_euclid(MILLIS_PER_DAY)),
         B::DayOfWeek => args.with_date(0, |days| {
             const NAMES: [&str; 7] = [
                 "Monday",
@@ -350,7 +355,7 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             let Some(mut items) = args.list_or_null(0)? else {
                 return Ok(Value::Null);
             };
-            let at = position(name, args.integer(1)?, items.len() + 1)?;
+            let at = position(name, args.integer(1)?, items.len())?;
             items.insert(at, args.take(2));
             Ok(Value::List(items))
         }
@@ -447,6 +452,38 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                 Some(reason) => Err(format!("{name}(): {reason}")),
                 None => Ok(Value::List(items)),
             }
+        }
+        // Camunda's extension: the value if the condition holds, else a failure whose
+        // message is the cause (so a model can raise a clear incident).
+        B::Assert => {
+            let (value, condition) = (args.take(0), args.take(1));
+            if condition == Value::Bool(true) {
+                return Ok(value);
+            }
+            Err(match args.take(2) {
+                Value::String(cause) => cause,
+                Value::Null => format!("the assertion failed for {}", value.describe()),
+                other => format!("the assertion failed: {}", other.to_feel_string()),
+            })
+        }
+        // Camunda's extension: consecutive sublists of `size` items.
+        B::Partition => {
+            let Some(items) = args.list_or_null(0)? else {
+                return Ok(Value::Null);
+            };
+            let size = args.integer(1)?;
+            let Ok(size) = usize::try_from(size) else {
+                return Err(format!("{name}(): the size {size} is not positive"));
+            };
+            if size == 0 {
+                return Err(format!("{name}(): the size 0 is not positive"));
+            }
+            Ok(Value::List(
+                items
+                    .chunks(size)
+                    .map(|chunk| Value::List(chunk.to_vec()))
+                    .collect(),
+            ))
         }
         B::Decimal => round(&mut args, RoundingStrategy::MidpointNearestEven, true),
         B::Floor => round(&mut args, RoundingStrategy::ToNegativeInfinity, false),
@@ -562,6 +599,32 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                 (Value::Context(_), other) => Err(args.wrong(&other, "a string key")),
                 (other, _) => Err(args.wrong(&other, "a context")),
             }
+        }
+        // The inverse of `get entries`: a list of {key, value} contexts to a context.
+        B::Context => {
+            let Some(entries) = args.list_or_null(0)? else {
+                return Ok(Value::Null);
+            };
+            let mut context: Vec<(String, Value)> = Vec::new();
+            for entry in entries {
+                let Value::Context(fields) = &entry else {
+                    return Err(args.wrong(&entry, "a list of {key, value} contexts"));
+                };
+                let field = |name: &str| {
+                    fields
+                        .iter()
+                        .find(|(key, _)| key == name)
+                        .map(|(_, value)| value.clone())
+                };
+                let (Some(Value::String(key)), Some(value)) = (field("key"), field("value")) else {
+                    return Err(args.wrong(&entry, "a list of {key, value} contexts"));
+                };
+                match context.iter_mut().find(|(existing, _)| *existing == key) {
+                    Some(existing) => existing.1 = value,
+                    None => context.push((key, value)),
+                }
+            }
+            Ok(Value::Context(context))
         }
         B::ContextMerge => {
             let Some(contexts) = args.list_or_null(0)? else {
@@ -921,9 +984,9 @@ fn time(args: &mut Arguments) -> Outcome {
         let (Some(hour), Some(minute)) = (integer(*hour), integer(*minute)) else {
             return Err(format!("{name}() expects integers for hour and minute"));
         };
-        let second_millis = (*second * Decimal::from(1000))
-            .trunc()
-            .to_i64()
+        let second_millis = second
+            .checked_mul(Decimal::from(1000))
+            .and_then(|millis| millis.trunc().to_i64())
             .unwrap_or(-1);
         if !(0..24).contains(&hour)
             || !(0..60).contains(&minute)

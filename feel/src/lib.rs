@@ -239,6 +239,15 @@ impl Expression {
     }
 }
 
+/// Two expressions are equal when their text is: the text determines the compiled form.
+impl PartialEq for Expression {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for Expression {}
+
 impl fmt::Debug for Expression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Expression({:?})", self.source)

@@ -241,10 +241,13 @@ impl Parser {
                 source
             };
             bindings.push((name, source));
+            // Evaluation recurses once per binding.
+            self.enter_chain()?;
             if !self.eat_symbol(Symbol::Comma) {
                 break;
             }
         }
+        self.leave_chain(bindings.len());
         self.expect_word("return")?;
         let body = self.expression()?;
         Ok(Expr::For(bindings, Box::new(body)))
@@ -256,10 +259,12 @@ impl Parser {
             let name = self.binding_name()?;
             self.expect_word("in")?;
             bindings.push((name, self.expression()?));
+            self.enter_chain()?;
             if !self.eat_symbol(Symbol::Comma) {
                 break;
             }
         }
+        self.leave_chain(bindings.len());
         self.expect_word("satisfies")?;
         let condition = self.expression()?;
         Ok(Expr::Quantified {
@@ -505,7 +510,14 @@ impl Parser {
                         return Err(format!("expected a name after '.' but {}", self.here()));
                     }
                 };
-                expr = Expr::Path(Box::new(expr), name);
+                expr = match expr {
+                    Expr::Name(root) => Expr::NamePath(root, vec![name]),
+                    Expr::NamePath(root, mut keys) => {
+                        keys.push(name);
+                        Expr::NamePath(root, keys)
+                    }
+                    other => Expr::Path(Box::new(other), name),
+                };
             } else if self.eat_symbol(Symbol::OpenBracket) {
                 self.enter_chain()?;
                 levels += 1;

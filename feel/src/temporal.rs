@@ -251,13 +251,15 @@ fn components(part: &str, text: &str) -> Result<Vec<(i64, Option<i64>, char)>, S
             }
             fraction = Some(fraction_to_millis(&part[fraction_start..index]));
         }
-        let Some(&designator) = bytes.get(index) else {
+        // The unit may be any character (a wrong one is reported by the caller); step
+        // over all of its bytes so the next slice starts on a character boundary.
+        let Some(designator) = part[index..].chars().next() else {
             return Err(format!(
                 "'{text}': the number {number} has no unit (Y, M, W, D, H, M or S)"
             ));
         };
-        index += 1;
-        result.push((number, fraction, char::from(designator)));
+        index += designator.len_utf8();
+        result.push((number, fraction, designator));
     }
     Ok(result)
 }
@@ -515,6 +517,10 @@ mod tests {
             ("P99999999999999999999D", "too large"),
             ("P9999999999999999D", "too large"),
             ("PTxS", "expected a number"),
+            // Found by the fuzzer: a multi-byte unit once split a character.
+            ("P0000026666664666\u{4ac}P14", "expected a number at 'P14'"),
+            ("P1\u{4ac}", "unexpected 'Ҭ' before 'T'"),
+            ("PT1\u{e9}2S", "unexpected 'é' after 'T'"),
         ];
         for (text, expected) in cases {
             match parse_duration(text) {

@@ -346,10 +346,12 @@ fn number_from_json(number: &Number) -> Result<Decimal, String> {
     if let Some(integer) = number.as_u64() {
         return Ok(Decimal::from(integer));
     }
-    // Shortest round-trip text of the double, so 0.1 stays 0.1.
+    // Shortest round-trip text of the double, so 0.1 stays 0.1 (formatted on the
+    // stack: this runs for every non-integer variable read).
     let float = number.as_f64().unwrap_or(f64::NAN);
-    let text = format!("{float:e}");
-    Decimal::from_scientific(&text)
+    let mut buffer = StackText::default();
+    let _ = write!(buffer, "{float:e}");
+    Decimal::from_scientific(buffer.as_str())
         .or_else(|_| Decimal::from_f64(float).ok_or(()))
         .map_err(|_| format!("the number {number} is too large for FEEL"))
 }
@@ -386,10 +388,13 @@ pub(crate) fn to_json(value: &Value) -> Result<Json, String> {
 
 pub(crate) fn number_to_json(number: Decimal) -> Json {
     let normalized = number.normalize();
-    if normalized.scale() == 0
-        && let Some(integer) = normalized.to_i64()
-    {
-        return Json::Number(Number::from(integer));
+    if normalized.scale() == 0 {
+        if let Some(integer) = normalized.to_i64() {
+            return Json::Number(Number::from(integer));
+        }
+        if let Some(integer) = normalized.to_u64() {
+            return Json::Number(Number::from(integer));
+        }
     }
     let Some(float) = normalized.to_f64() else {
         return Json::Null;
@@ -399,4 +404,38 @@ pub(crate) fn number_to_json(number: Decimal) -> Json {
         return Json::Number(Number::from(float as i64));
     }
     Number::from_f64(float).map_or(Json::Null, Json::Number)
+}
+
+/// A small text buffer on the stack; writes past its end are dropped (and then fail
+/// to parse, which falls back to the slower path).
+struct StackText {
+    bytes: [u8; 40],
+    length: usize,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        StackText {
+            bytes: [0; 40],
+            length: 0,
+        }
+    }
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.length]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let end = self.length + text.len();
+        if end > self.bytes.len() {
+            return Err(std::fmt::Error);
+        }
+        self.bytes[self.length..end].copy_from_slice(text.as_bytes());
+        self.length = end;
+        Ok(())
+    }
 }

@@ -103,6 +103,8 @@ fn literals_and_paths() {
             ("order.items.sku", J("[\"a-1\",\"b-2\",\"c-3\"]")),
             ("order.note", J("null")),
             ("big", J("9007199254740993")),
+            ("18446744073709551615", J("18446744073709551615")),
+            ("18446744073709551616", J("18446744073709552000")),
             ("x", J("5")),
             ("`x`", J("5")),
             ("(x)", J("5")),
@@ -140,6 +142,17 @@ fn missing_values_are_null_as_in_camunda() {
             ("is defined(x)", J("true")),
             ("is defined(order.note)", J("true")),
             ("is defined(order.nope)", J("false")),
+            ("get or else(missing, \"default\")", J("\"default\"")),
+            ("get or else(name, \"default\")", J("\"Ada\"")),
+            ("assert(x, x > 3)", J("5")),
+            (
+                "assert(x, x > 9, \"x must be above 9\")",
+                Failure("x must be above 9"),
+            ),
+            (
+                "assert(missing, missing != null)",
+                Failure("the assertion failed for null"),
+            ),
             ("missing[1]", J("null")),
             ("x.field", J("null")),
         ],
@@ -281,6 +294,13 @@ fn in_ranges_and_lists() {
             ("x in > 3", J("true")),
             ("x in (< 3, > 4)", J("true")),
             ("name in (\"Ada\", \"Bob\")", J("true")),
+            ("name in (1, \"Ada\")", J("true")),
+            ("x in (\"a\", 5)", J("true")),
+            ("x in [\"a\", \"b\"]", J("false")),
+            (
+                "name in < 3",
+                Failure("can't compare string \"Ada\" with number 3"),
+            ),
             ("\"gift\" in tags", J("true")),
             (
                 "date(\"2026-06-01\") in [date(\"2026-01-01\")..date(\"2026-12-31\")]",
@@ -431,6 +451,16 @@ fn list_functions() {
             ("append(tags, \"new\")", J("[\"rush\",\"gift\",\"new\"]")),
             ("concatenate([1], [2, 3], [])", J("[1,2,3]")),
             ("insert before([1, 3], 2, 2)", J("[1,2,3]")),
+            ("insert before([1, 3], -1, 2)", J("[1,2,3]")),
+            ("insert before([1], 2, 0)", J("[1,0]")),
+            (
+                "insert before([1], 3, 0)",
+                Failure("position 3 is outside the list"),
+            ),
+            (
+                "insert before([1], -3, 0)",
+                Failure("position -3 is outside the list"),
+            ),
             ("remove([1, 2, 3], 2)", J("[1,3]")),
             ("remove([1, 2, 3], 4)", Failure("outside the list")),
             ("reverse([1, 2, 3])", J("[3,2,1]")),
@@ -442,6 +472,8 @@ fn list_functions() {
             ("is empty(empty)", J("true")),
             ("sort(numbers)", J("[1,1,2,3,4,5,6,9]")),
             ("sort([\"b\", \"a\"])", J("[\"a\",\"b\"]")),
+            ("partition([1, 2, 3, 4, 5], 2)", J("[[1,2],[3,4],[5]]")),
+            ("partition([1], 0)", Failure("not positive")),
             (
                 "count(x)",
                 Failure("count() expects a list, but got number 5"),
@@ -877,7 +909,11 @@ fn outputs_are_stable_and_deterministic() {
 }
 
 #[test]
-fn expressions_are_shareable_across_threads() {
+fn expressions_are_shareable_across_threads_and_comparable() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Expression>();
+    let compile = |source: &str| Expression::compile(source).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(compile("x + 1"), compile("x + 1"));
+    assert_ne!(compile("x + 1"), compile("x + 2"));
+    assert_eq!(format!("{:?}", compile("x")), "Expression(\"x\")");
 }

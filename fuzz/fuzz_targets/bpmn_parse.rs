@@ -1,8 +1,8 @@
 //! Arbitrary bytes into the BPMN parser: it must never panic, and every model it
 //! accepts must keep the promises `rill_engine::model` documents.
 //!
-//! Run: `cargo +nightly fuzz run bpmn_parse fuzz/corpus/bpmn_parse engine/tests/fixtures
-//!       -- -dict=fuzz/dict/bpmn.dict` (seeds: the fixture models).
+//! Run from `fuzz/`: `cargo +nightly fuzz run bpmn_parse corpus/bpmn_parse ../engine/tests/fixtures
+//!       -- -dict=bpmn.dict` (seeds: the fixture models).
 
 #![no_main]
 

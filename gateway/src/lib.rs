@@ -1,1 +1,21 @@
-//! placeholder
+//! Rill's gateway: the REST API (Camunda Orchestration Cluster API v2 paths and shapes)
+//! in front of the brokers, routing each request to its partition and long polling for
+//! jobs. The brokers are reached through the [`GatewayBackend`] trait.
+
+mod api;
+mod backend;
+mod dispatch;
+mod error;
+mod json;
+mod metrics;
+mod problem;
+mod server;
+
+pub use backend::{
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
+    PartitionRole, Topology,
+};
+pub use error::{GatewayError, Result};
+pub use metrics::GatewayMetrics;
+pub use problem::{CONTENT_TYPE_PROBLEM, Problem};
+pub use server::{RestServer, router, serve};

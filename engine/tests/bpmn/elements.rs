@@ -388,3 +388,28 @@ fn the_process_element_is_the_root() {
         Some(ProcessModel::ROOT)
     );
 }
+
+#[test]
+fn parsing_is_deterministic() {
+    for path in [
+        "order-fulfilment.bpmn",
+        "elements/boundary-events.bpmn",
+        "elements/subprocess.bpmn",
+    ] {
+        let first = parse_one(path);
+        let second = parse_one(path);
+        // Elements and flows are vectors in document order: compare them whole.
+        assert_eq!(
+            format!("{:?}", first.elements),
+            format!("{:?}", second.elements),
+            "{path}"
+        );
+        assert_eq!(
+            format!("{:?}", first.flows),
+            format!("{:?}", second.flows),
+            "{path}"
+        );
+        assert_eq!(first.element_index.len(), first.elements.len(), "{path}");
+        assert_eq!(first.flow_index.len(), first.flows.len(), "{path}");
+    }
+}

@@ -1,0 +1,110 @@
+//! The monitoring port (9600 by default): `/metrics` in Prometheus text format and the
+//! probes Kubernetes asks: `/startup`, `/ready` and `/health`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus::{Encoder, Registry, TextEncoder};
+use tokio::net::TcpListener;
+
+use crate::error::{Error, Result};
+
+/// What the probes report. Implemented by whatever runs in the process (a broker node,
+/// a standalone broker with its gateway).
+pub trait HealthCheck: Send + Sync + 'static {
+    /// Start-up finished (storage opened, ports bound).
+    fn started(&self) -> bool;
+    /// Requests can be served now (every partition has a leader).
+    fn ready(&self) -> bool;
+    /// Nothing failed fatally.
+    fn healthy(&self) -> bool;
+}
+
+#[derive(Clone)]
+struct MonitoringState {
+    registry: Registry,
+    health: Arc<dyn HealthCheck>,
+}
+
+/// A bound monitoring server; call [`MonitoringServer::serve`] to answer requests.
+pub struct MonitoringServer {
+    listener: TcpListener,
+    router: Router,
+}
+
+impl MonitoringServer {
+    pub async fn bind(
+        address: &str,
+        registry: Registry,
+        health: Arc<dyn HealthCheck>,
+    ) -> Result<MonitoringServer> {
+        let listener = TcpListener::bind(address).await.map_err(|e| {
+            Error::Config(format!(
+                "cannot bind the monitoring port on {address}: {e} (set monitoring.port)"
+            ))
+        })?;
+        let router = Router::new()
+            .route("/metrics", get(metrics))
+            .route("/startup", get(startup))
+            .route("/ready", get(ready))
+            .route("/health", get(health_probe))
+            .with_state(MonitoringState { registry, health });
+        Ok(MonitoringServer { listener, router })
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener
+            .local_addr()
+            .map_err(|e| Error::Config(format!("monitoring listener: {e}")))
+    }
+
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| Error::Config(format!("monitoring server: {e}")))
+    }
+}
+
+async fn metrics(State(state): State<MonitoringState>) -> Response {
+    let mut body = Vec::new();
+    let encoder = TextEncoder::new();
+    match encoder.encode(&state.registry.gather(), &mut body) {
+        Ok(()) => (
+            [(header::CONTENT_TYPE, encoder.format_type().to_owned())],
+            body,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode metrics: {e}"),
+        )
+            .into_response(),
+    }
+}
+
+fn probe(ok: bool, what: &str) -> Response {
+    if ok {
+        (StatusCode::OK, format!("{what}: yes\n")).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, format!("{what}: no\n")).into_response()
+    }
+}
+
+async fn startup(State(state): State<MonitoringState>) -> Response {
+    probe(state.health.started(), "started")
+}
+
+async fn ready(State(state): State<MonitoringState>) -> Response {
+    probe(state.health.ready(), "ready")
+}
+
+async fn health_probe(State(state): State<MonitoringState>) -> Response {
+    probe(state.health.healthy(), "healthy")
+}

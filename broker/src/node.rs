@@ -1,0 +1,235 @@
+//! A broker node: its two runtimes, its metrics, and the partitions it hosts.
+//!
+//! Partition replicas are placed round-robin as in Zeebe: partition `p` (from 1) lives on
+//! the `replication-factor` nodes starting at node `(p - 1) % cluster-size`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use prometheus::Registry;
+use rill_config::RillConfig;
+use rill_engine_api::Engine;
+use rill_protocol::{NodeId, PartitionId};
+use rill_raft::{RaftService, RaftTransport};
+
+use crate::error::{Error, Result};
+use crate::metrics::BrokerMetrics;
+use crate::partition::{Partition, PartitionConfig, PartitionEnv, PartitionStatus, Role};
+use crate::runtime::Runtimes;
+
+/// The nodes holding a replica of `partition`, in placement order.
+pub fn replicas_of(
+    partition: PartitionId,
+    cluster_size: u32,
+    replication_factor: u16,
+) -> Vec<NodeId> {
+    let size = cluster_size.max(1);
+    let first = (u32::from(partition.get()).saturating_sub(1)) % size;
+    (0..u32::from(replication_factor).min(size))
+        .map(|i| NodeId((first + i) % size))
+        .collect()
+}
+
+/// The partitions `node` holds a replica of.
+pub fn partitions_of(node: NodeId, config: &RillConfig) -> Vec<PartitionId> {
+    (1..=config.cluster.partitions_count)
+        .map(PartitionId)
+        .filter(|&p| {
+            replicas_of(
+                p,
+                config.cluster.size,
+                config.cluster.replication_factor,
+            )
+            .contains(&node)
+        })
+        .collect()
+}
+
+/// The raft transport of a node that is the only replica of its partitions (standalone):
+/// a raft group of one never sends a message, so any attempt is an error.
+pub fn single_node_transport() -> Arc<dyn RaftTransport> {
+    struct NoPeers;
+    impl RaftTransport for NoPeers {
+        fn request(
+            &self,
+            target: u64,
+            _partition: PartitionId,
+            _payload: bytes::Bytes,
+            _timeout: std::time::Duration,
+        ) -> futures::future::BoxFuture<'static, Result<bytes::Bytes, rill_raft::TransportFailure>>
+        {
+            Box::pin(async move {
+                Err(rill_raft::TransportFailure::Unreachable(format!(
+                    "node {target}: this is a single-node broker with no peers"
+                )))
+            })
+        }
+    }
+    Arc::new(NoPeers)
+}
+
+/// A running broker node. Dropping it without [`BrokerNode::shutdown`] stops the
+/// runtimes abruptly (as a crash would; the data on disk stays consistent).
+pub struct BrokerNode<E: Engine> {
+    config: Arc<RillConfig>,
+    node_id: NodeId,
+    runtimes: Runtimes,
+    metrics: BrokerMetrics,
+    partitions: BTreeMap<PartitionId, Partition<E>>,
+}
+
+impl<E: Engine> BrokerNode<E> {
+    /// Starts the node's runtimes and its partitions, whose replicas talk to each other
+    /// through `transport` (and receive through `raft_service`).
+    ///
+    /// `addresses` maps every node to the address of its internal port. Blocks the
+    /// calling thread until every partition is open (not necessarily led).
+    pub fn start(
+        config: RillConfig,
+        registry: &Registry,
+        transport: Arc<dyn RaftTransport>,
+        raft_service: RaftService,
+        addresses: BTreeMap<NodeId, String>,
+        make_engine: impl Fn(PartitionId) -> E,
+    ) -> Result<BrokerNode<E>> {
+        let runtimes = Runtimes::new(&config.threads)?;
+        let metrics = BrokerMetrics::new(registry)?;
+        let node_id = NodeId(config.cluster.node_id);
+        let env = PartitionEnv {
+            cpu: runtimes.cpu().clone(),
+            io: runtimes.io().clone(),
+            transport,
+            raft_service,
+            metrics: metrics.clone(),
+        };
+        let mut partitions = BTreeMap::new();
+        for partition_id in partitions_of(node_id, &config) {
+            let members = replicas_of(
+                partition_id,
+                config.cluster.size,
+                config.cluster.replication_factor,
+            )
+            .into_iter()
+            .map(|node| {
+                let address = addresses.get(&node).cloned().ok_or_else(|| {
+                    Error::Config(format!(
+                        "no address for node {node}, a replica of partition {partition_id}"
+                    ))
+                })?;
+                Ok((node, address))
+            })
+            .collect::<Result<BTreeMap<_, _>>>()?;
+            let partition_config =
+                PartitionConfig::from_config(&config, partition_id, node_id, members);
+            let engine = make_engine(partition_id);
+            let partition = runtimes.io().block_on(Partition::start(
+                partition_config,
+                engine,
+                env.clone(),
+            ))?;
+            partitions.insert(partition_id, partition);
+        }
+        Ok(BrokerNode {
+            config: Arc::new(config),
+            node_id,
+            runtimes,
+            metrics,
+            partitions,
+        })
+    }
+
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    pub fn config(&self) -> &RillConfig {
+        &self.config
+    }
+
+    pub fn runtimes(&self) -> &Runtimes {
+        &self.runtimes
+    }
+
+    pub fn metrics(&self) -> &BrokerMetrics {
+        &self.metrics
+    }
+
+    /// The partitions hosted here, by id.
+    pub fn partitions(&self) -> &BTreeMap<PartitionId, Partition<E>> {
+        &self.partitions
+    }
+
+    pub fn partition(&self, id: PartitionId) -> Option<&Partition<E>> {
+        self.partitions.get(&id)
+    }
+
+    pub fn statuses(&self) -> Vec<PartitionStatus> {
+        self.partitions.values().map(Partition::status).collect()
+    }
+
+    /// Every hosted partition is running (no fatal error).
+    pub fn is_healthy(&self) -> bool {
+        self.partitions.values().all(|p| p.status().healthy)
+    }
+
+    /// Every hosted partition is healthy and knows its leader: requests can be served.
+    pub fn is_ready(&self) -> bool {
+        self.partitions.values().all(|p| {
+            let status = p.status();
+            status.healthy && status.leader.is_some() && status.role != Role::Inactive
+        })
+    }
+
+    /// Stops every partition cleanly (waiting requests are answered with
+    /// `ShuttingDown`), then the runtimes.
+    pub fn shutdown(self) {
+        let partitions: Vec<_> = self.partitions.values().cloned().collect();
+        self.runtimes.io().block_on(async move {
+            let stops = partitions.iter().map(|p| p.shutdown());
+            futures::future::join_all(stops).await;
+        });
+        drop(self.runtimes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_is_round_robin_like_zeebe() {
+        // 3 nodes, 3 partitions, replication 3: every node holds every partition, and
+        // each partition starts on a different node.
+        assert_eq!(
+            replicas_of(PartitionId(1), 3, 3),
+            vec![NodeId(0), NodeId(1), NodeId(2)]
+        );
+        assert_eq!(
+            replicas_of(PartitionId(2), 3, 3),
+            vec![NodeId(1), NodeId(2), NodeId(0)]
+        );
+        // 5 nodes, replication 3.
+        assert_eq!(
+            replicas_of(PartitionId(5), 5, 3),
+            vec![NodeId(4), NodeId(0), NodeId(1)]
+        );
+        // Replication above the cluster size is capped (validation rejects it earlier).
+        assert_eq!(replicas_of(PartitionId(1), 1, 3), vec![NodeId(0)]);
+    }
+
+    #[test]
+    fn every_partition_gets_replication_factor_replicas() {
+        let mut config = RillConfig::default();
+        config.cluster.size = 5;
+        config.cluster.partitions_count = 12;
+        config.cluster.replication_factor = 3;
+        let mut total = 0;
+        for node in 0..5 {
+            let held = partitions_of(NodeId(node), &config);
+            // Round-robin spreads 12 × 3 replicas over 5 nodes: 7 or 8 each.
+            assert!((7..=8).contains(&held.len()), "node {node}: {held:?}");
+            total += held.len();
+        }
+        assert_eq!(total, 36);
+    }
+}

@@ -1,0 +1,936 @@
+//! The partition actor: owns the engine, the state database handle, the request queue
+//! and flow control, and applies what raft commits.
+//!
+//! ```text
+//!            ┌──────────────── Submit (leader: admit, queue, propose) ◄── clients
+//!            │  ┌───────────── Apply (from raft's state machine) ◄──────── raft
+//!            ▼  ▼
+//!   ┌─────────────────────┐   Proposed ◄── client_write tasks (one per entry in flight)
+//!   │   PartitionActor    │   RaftView ◄── raft metrics watcher (role, leader, term)
+//!   └─────────────────────┘   Tick     ◄── timer: request deadlines, due work, snapshots
+//! ```
+//!
+//! Handlers never wait for raft: proposals run in their own tasks and report back, so
+//! raft can always call `Apply` while commands are being proposed. Requests are
+//! answered when their command is applied, by the replica that proposed them.
+//!
+//! Leadership loss: commands still queued were never proposed and fail with
+//! `NotLeader`. Commands proposed in the lost term may still commit; they stay pending
+//! until this replica has applied everything it had in its log when it stepped down
+//! (the barrier). Whatever is still pending then was truncated and fails with
+//! `NotLeader`, so a client only ever retries what certainly was not applied.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use openraft::ServerState;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use rill_engine_api::{Action, Engine, EngineError, RequestId, state_digest};
+use rill_protocol::{NodeId, PartitionId, Position, Record, Timestamp};
+use rill_raft::{
+    ApplyBatch, ApplyHandler, EntryData, EntryResponse, NetworkFactory, PartitionStateMachine,
+    PartitionStorage, Raft, SnapshotMeta, StateStore,
+};
+use tokio::sync::{broadcast, oneshot, watch};
+
+use super::{JobsAvailable, PartitionConfig, PartitionEnv, PartitionStatus, Role, StateDigest};
+use crate::batch::BatchBuilder;
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::flow_control::{Permit, RequestLimiter};
+use crate::metrics::{self, PartitionMetrics};
+use crate::processor::{PartitionInfo, apply_batch};
+use crate::state::{Cursor, RocksState, read_records};
+
+const TICK: Duration = Duration::from_millis(50);
+/// Most due commands proposed at once.
+const DUE_LIMIT: usize = 1000;
+
+pub(crate) enum Msg<E: Engine> {
+    Submit {
+        command: E::Command,
+        /// How long the request may wait for its answer.
+        timeout: Duration,
+        reply: oneshot::Sender<Result<E::Response>>,
+    },
+    Query {
+        query: E::Query,
+        reply: oneshot::Sender<Result<E::QueryResult>>,
+    },
+    Apply {
+        batch: ApplyBatch,
+        reply: oneshot::Sender<rill_raft::Result<Vec<EntryResponse>>>,
+    },
+    SnapshotInstalled {
+        reply: oneshot::Sender<rill_raft::Result<()>>,
+    },
+    RaftStarted(Raft),
+    RaftFailed(String),
+    RaftView(RaftView),
+    Proposed {
+        proposal: u64,
+        result: std::result::Result<(), String>,
+    },
+    Tick,
+    TakeSnapshot {
+        reply: oneshot::Sender<Result<()>>,
+    },
+    Digest {
+        reply: oneshot::Sender<Result<StateDigest>>,
+    },
+    Records {
+        from: Position,
+        limit: usize,
+        reply: oneshot::Sender<Result<Vec<Record>>>,
+    },
+    BeginShutdown {
+        reply: oneshot::Sender<Option<Raft>>,
+    },
+}
+
+/// What the partition needs to know from raft's metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RaftView {
+    role: Role,
+    leader: Option<NodeId>,
+    term: u64,
+    last_log_index: u64,
+    snapshot_index: u64,
+}
+
+fn raft_view(m: &rill_raft::RaftMetrics) -> RaftView {
+    RaftView {
+        role: match m.state {
+            ServerState::Leader => Role::Leader,
+            ServerState::Follower => Role::Follower,
+            ServerState::Candidate => Role::Candidate,
+            ServerState::Learner | ServerState::Shutdown => Role::Inactive,
+        },
+        leader: m.current_leader.map(|l| NodeId(l as u32)),
+        term: m.current_term,
+        last_log_index: m.last_log_index.unwrap_or(0),
+        snapshot_index: m.snapshot.map_or(0, |s| s.index),
+    }
+}
+
+pub(crate) struct StartArgs<E: Engine> {
+    pub config: Arc<PartitionConfig>,
+    pub engine: E,
+    pub storage: PartitionStorage,
+    pub env: PartitionEnv,
+    pub jobs: broadcast::Sender<JobsAvailable>,
+    pub status: watch::Sender<PartitionStatus>,
+    pub started: oneshot::Sender<std::result::Result<(), String>>,
+}
+
+/// The actor behaviour (stateless; the state is [`PartitionState`]).
+pub(crate) struct PartitionActor<E>(PhantomData<fn() -> E>);
+
+impl<E> Default for PartitionActor<E> {
+    fn default() -> Self {
+        PartitionActor(PhantomData)
+    }
+}
+
+enum Phase {
+    /// Waiting in the queue for the next entry.
+    Queued,
+    /// In an entry given to raft.
+    Proposed,
+    /// Applied; the engine answers later (a `Respond` action).
+    Applied,
+}
+
+struct Pending<R> {
+    reply: oneshot::Sender<Result<R>>,
+    permit: Permit,
+    deadline: Instant,
+    phase: Phase,
+}
+
+struct Queued<C> {
+    request: Option<RequestId>,
+    command: C,
+}
+
+struct Proposal {
+    started: Instant,
+    /// Commands proposed by the partition itself (due work) in this entry.
+    internal: usize,
+}
+
+pub(crate) struct PartitionState<E: Engine> {
+    config: Arc<PartitionConfig>,
+    info: PartitionInfo,
+    engine: E,
+    state: Arc<StateStore>,
+    /// Log, and the state machine's snapshot store, until raft takes them over.
+    startup: Option<PartitionStorage>,
+    raft: Option<Raft>,
+    env: PartitionEnv,
+    view: RaftView,
+    cursor: Cursor,
+    applied_index: u64,
+    pending: BTreeMap<u64, Pending<E::Response>>,
+    queue: VecDeque<Queued<E::Command>>,
+    proposals: BTreeMap<u64, Proposal>,
+    next_proposal: u64,
+    next_request: u64,
+    last_proposed: Timestamp,
+    /// Applied index after which commands proposed in a lost term are known lost.
+    barrier: Option<u64>,
+    limiter: RequestLimiter,
+    next_wake: Option<Timestamp>,
+    due_in_flight: usize,
+    last_snapshot: Instant,
+    snapshot_waiters: Vec<oneshot::Sender<Result<()>>>,
+    snapshot_target: u64,
+    jobs: broadcast::Sender<JobsAvailable>,
+    status: watch::Sender<PartitionStatus>,
+    metrics: PartitionMetrics,
+    started: Option<oneshot::Sender<std::result::Result<(), String>>>,
+    failed: Option<String>,
+    shutting_down: bool,
+}
+
+/// Raft's state machine calls the actor through this.
+struct ActorHandler<E: Engine> {
+    actor: ActorRef<Msg<E>>,
+}
+
+fn actor_gone() -> rill_raft::Error {
+    rill_raft::Error::Handler("the partition actor has stopped".into())
+}
+
+impl<E: Engine> ApplyHandler for ActorHandler<E> {
+    fn apply(
+        &self,
+        batch: ApplyBatch,
+    ) -> BoxFuture<'static, rill_raft::Result<Vec<EntryResponse>>> {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.actor.send_message(Msg::Apply { batch, reply }).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(actor_gone());
+            }
+            rx.await.map_err(|_| actor_gone())?
+        })
+    }
+
+    fn snapshot_installed(&self, _meta: SnapshotMeta) -> BoxFuture<'static, rill_raft::Result<()>> {
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .actor
+            .send_message(Msg::SnapshotInstalled { reply })
+            .is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(actor_gone());
+            }
+            rx.await.map_err(|_| actor_gone())?
+        })
+    }
+}
+
+impl<E: Engine> Actor for PartitionActor<E> {
+    type Msg = Msg<E>;
+    type State = PartitionState<E>;
+    type Arguments = StartArgs<E>;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Msg<E>>,
+        args: StartArgs<E>,
+    ) -> Result<PartitionState<E>, ActorProcessingErr> {
+        let state = args.storage.state.clone();
+        let cursor = Cursor::load(&RocksState::new(&state.current()))?;
+        let applied_index = state.applied_state()?.0.map_or(0, |id| id.index);
+        let metrics = args.env.metrics.partition(args.config.partition_id.get());
+        let node = u64::from(args.config.node_id.0);
+        Ok(PartitionState {
+            info: PartitionInfo {
+                partition_id: args.config.partition_id,
+                partition_count: args.config.partition_count,
+            },
+            limiter: RequestLimiter::new(&args.config.flow_control),
+            engine: args.engine,
+            state,
+            startup: Some(args.storage),
+            raft: None,
+            env: args.env,
+            view: RaftView {
+                role: Role::Inactive,
+                leader: None,
+                term: 0,
+                last_log_index: 0,
+                snapshot_index: 0,
+            },
+            cursor,
+            applied_index,
+            pending: BTreeMap::new(),
+            queue: VecDeque::new(),
+            proposals: BTreeMap::new(),
+            next_proposal: 1,
+            // Unique across the nodes (high bits) and across restarts of this node
+            // (seeded from the clock), so an old entry never answers a new request.
+            next_request: (node << 48) | (clock::now_micros() & ((1 << 48) - 1)),
+            last_proposed: Timestamp(0),
+            barrier: None,
+            next_wake: None,
+            due_in_flight: 0,
+            last_snapshot: Instant::now(),
+            snapshot_waiters: Vec::new(),
+            snapshot_target: 0,
+            jobs: args.jobs,
+            status: args.status,
+            metrics,
+            started: Some(args.started),
+            failed: None,
+            shutting_down: false,
+            config: args.config,
+        })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Msg<E>>,
+        st: &mut PartitionState<E>,
+    ) -> Result<(), ActorProcessingErr> {
+        st.start_raft(&myself);
+        myself.send_interval(TICK, || Msg::Tick);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Msg<E>>,
+        msg: Msg<E>,
+        st: &mut PartitionState<E>,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            Msg::Submit {
+                command,
+                timeout,
+                reply,
+            } => st.submit(&myself, command, timeout, reply),
+            Msg::Query { query, reply } => {
+                let _ = reply.send(st.query(&query));
+            }
+            Msg::Apply { batch, reply } => {
+                let result = st.apply(&myself, batch);
+                let _ = reply.send(result);
+            }
+            Msg::SnapshotInstalled { reply } => {
+                let _ = reply.send(st.reload_after_snapshot());
+            }
+            Msg::RaftStarted(raft) => {
+                st.raft = Some(raft);
+                if let Some(started) = st.started.take() {
+                    let _ = started.send(Ok(()));
+                }
+                st.publish_status();
+            }
+            Msg::RaftFailed(reason) => {
+                tracing::error!(partition = %st.info.partition_id, %reason, "raft failed to start");
+                st.fail(reason.clone());
+                if let Some(started) = st.started.take() {
+                    let _ = started.send(Err(reason));
+                }
+            }
+            Msg::RaftView(view) => st.on_raft_view(view),
+            Msg::Proposed { proposal, result } => st.on_proposed(&myself, proposal, result),
+            Msg::Tick => st.tick(&myself),
+            Msg::TakeSnapshot { reply } => st.take_snapshot(reply),
+            Msg::Digest { reply } => {
+                let db = st.state.current();
+                let digest = state_digest(&RocksState::new(&db))
+                    .map(|digest| StateDigest {
+                        applied_index: st.applied_index,
+                        digest,
+                    })
+                    .map_err(Error::from);
+                let _ = reply.send(digest);
+            }
+            Msg::Records { from, limit, reply } => {
+                let _ = reply.send(read_records(&st.state.current(), from, limit));
+            }
+            Msg::BeginShutdown { reply } => {
+                st.begin_shutdown();
+                let _ = reply.send(st.raft.clone());
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Msg<E>>,
+        st: &mut PartitionState<E>,
+    ) -> Result<(), ActorProcessingErr> {
+        st.begin_shutdown();
+        st.raft = None;
+        st.startup = None;
+        Ok(())
+    }
+}
+
+impl<E: Engine> PartitionState<E> {
+    fn partition(&self) -> PartitionId {
+        self.info.partition_id
+    }
+
+    fn is_leader(&self) -> bool {
+        self.view.role == Role::Leader
+            && self.raft.is_some()
+            && self.failed.is_none()
+            && !self.shutting_down
+    }
+
+    fn not_leader(&self) -> Error {
+        if self.shutting_down {
+            return Error::ShuttingDown {
+                partition: self.partition(),
+            };
+        }
+        if let Some(reason) = &self.failed {
+            return Error::Failed {
+                partition: self.partition(),
+                reason: reason.clone(),
+            };
+        }
+        Error::NotLeader {
+            partition: self.partition(),
+            leader: self.view.leader.filter(|l| *l != self.config.node_id),
+        }
+    }
+
+    /// Starts raft in its own task: opening it re-applies committed entries through this
+    /// actor, which must keep running meanwhile.
+    fn start_raft(&mut self, myself: &ActorRef<Msg<E>>) {
+        let Some(storage) = self.startup.take() else {
+            return;
+        };
+        let config = self.config.clone();
+        let env = self.env.clone();
+        let me = myself.clone();
+        let handler = Arc::new(ActorHandler {
+            actor: myself.clone(),
+        });
+        tokio::spawn(async move {
+            let result = async {
+                let raft_config = rill_raft::openraft_config(&config.raft, &format!("partition-{}", config.partition_id))?;
+                let sm = PartitionStateMachine::new(storage.state.clone(), storage.snapshots.clone(), handler);
+                let network = NetworkFactory::new(config.partition_id, env.transport.clone());
+                let node = u64::from(config.node_id.0);
+                let raft = Raft::new(node, raft_config, network, storage.log, sm)
+                    .await
+                    .map_err(|e| Error::Actor(format!("raft: {e}")))?;
+                env.raft_service.register(config.partition_id, raft.clone());
+                let initialized = raft
+                    .is_initialized()
+                    .await
+                    .map_err(|e| Error::Actor(format!("raft: {e}")))?;
+                if !initialized {
+                    let members: BTreeMap<u64, openraft::BasicNode> = config
+                        .members
+                        .iter()
+                        .map(|(id, addr)| (u64::from(id.0), openraft::BasicNode { addr: addr.clone() }))
+                        .collect();
+                    // Every replica initializes with the same members; whoever has a log
+                    // already refuses, which is fine.
+                    if let Err(e) = raft.initialize(members).await {
+                        tracing::debug!(partition = %config.partition_id, error = %e, "raft initialize");
+                    }
+                }
+                Ok::<_, Error>(raft)
+            }
+            .await;
+            match result {
+                Ok(raft) => {
+                    let mut metrics = raft.metrics();
+                    let _ = me.send_message(Msg::RaftStarted(raft));
+                    // Forward changes of role, leader, term or snapshot (not every
+                    // append); the view carries the last log index of that moment.
+                    let key = |v: &RaftView| (v.role, v.leader, v.term, v.snapshot_index);
+                    let mut last: Option<RaftView> = None;
+                    loop {
+                        let view = raft_view(&metrics.borrow_and_update());
+                        if last.as_ref().map(key) != Some(key(&view)) {
+                            last = Some(view.clone());
+                            if me.send_message(Msg::RaftView(view)).is_err() {
+                                break;
+                            }
+                        }
+                        if metrics.changed().await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = me.send_message(Msg::RaftFailed(e.to_string()));
+                }
+            }
+        });
+    }
+
+    fn submit(
+        &mut self,
+        myself: &ActorRef<Msg<E>>,
+        command: E::Command,
+        timeout: Duration,
+        reply: oneshot::Sender<Result<E::Response>>,
+    ) {
+        self.metrics.received.inc();
+        if !self.is_leader() {
+            let _ = reply.send(Err(self.not_leader()));
+            return;
+        }
+        let now = Instant::now();
+        let Some(permit) = self
+            .limiter
+            .try_acquire(E::is_never_rejected(&command), now)
+        else {
+            self.metrics.dropped.inc();
+            let _ = reply.send(Err(Error::ResourceExhausted {
+                partition: self.partition(),
+                limit: self.limiter.limit(),
+            }));
+            return;
+        };
+        self.next_request += 1;
+        let id = self.next_request;
+        self.pending.insert(
+            id,
+            Pending {
+                reply,
+                permit,
+                deadline: now + timeout,
+                phase: Phase::Queued,
+            },
+        );
+        self.queue.push_back(Queued {
+            request: Some(RequestId(id)),
+            command,
+        });
+        self.propose(myself);
+    }
+
+    /// Group commit: while fewer than `max_inflight_proposals` entries are in flight,
+    /// turn the queue into entries of up to `max-batch-commands` / `max-batch-size`.
+    fn propose(&mut self, myself: &ActorRef<Msg<E>>) {
+        let Some(raft) = self.raft.clone() else {
+            return;
+        };
+        if !self.is_leader() {
+            return;
+        }
+        let max_commands = self.config.raft.max_batch_commands.max(1);
+        let max_bytes = self.config.raft.max_batch_size.0 as usize;
+        while self.proposals.len() < self.config.max_inflight_proposals.max(1)
+            && !self.queue.is_empty()
+        {
+            // The leader's clock, never behind an earlier entry.
+            let timestamp = clock::now().max(self.last_proposed);
+            self.last_proposed = timestamp;
+            let mut builder = BatchBuilder::new(timestamp);
+            let mut internal = 0;
+            while (builder.count() as usize) < max_commands && builder.len_bytes() < max_bytes {
+                let Some(queued) = self.queue.pop_front() else {
+                    break;
+                };
+                match builder.push(queued.request, &queued.command) {
+                    Ok(()) => match queued.request {
+                        Some(RequestId(id)) => {
+                            if let Some(p) = self.pending.get_mut(&id) {
+                                p.phase = Phase::Proposed;
+                            }
+                        }
+                        None => internal += 1,
+                    },
+                    Err(e) => {
+                        if let Some(RequestId(id)) = queued.request {
+                            self.answer(id, Err(e), true);
+                        }
+                    }
+                }
+            }
+            if builder.count() == 0 {
+                continue;
+            }
+            let proposal = self.next_proposal;
+            self.next_proposal += 1;
+            self.proposals.insert(
+                proposal,
+                Proposal {
+                    started: Instant::now(),
+                    internal,
+                },
+            );
+            let data = EntryData(Bytes::from(builder.finish()));
+            let raft = raft.clone();
+            let me = myself.clone();
+            tokio::spawn(async move {
+                let result = raft
+                    .client_write(data)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+                let _ = me.send_message(Msg::Proposed { proposal, result });
+            });
+        }
+    }
+
+    fn on_proposed(
+        &mut self,
+        myself: &ActorRef<Msg<E>>,
+        proposal: u64,
+        result: std::result::Result<(), String>,
+    ) {
+        if let Some(p) = self.proposals.remove(&proposal) {
+            self.metrics
+                .commit
+                .observe(p.started.elapsed().as_secs_f64());
+            if p.internal > 0 {
+                self.due_in_flight = self.due_in_flight.saturating_sub(p.internal);
+                if self.due_in_flight == 0 {
+                    // look again: more may be due, or the proposal was lost
+                    self.next_wake = Some(Timestamp(0));
+                }
+            }
+        }
+        if let Err(reason) = result {
+            // The entry may still commit under a new leader: its requests wait for the
+            // barrier (see the module comment), or for their deadline.
+            tracing::debug!(partition = %self.partition(), %reason, "proposal not confirmed");
+        }
+        self.propose(myself);
+    }
+
+    /// Removes a pending request and answers it.
+    fn answer(&mut self, id: u64, result: Result<E::Response>, dropped: bool) {
+        if let Some(p) = self.pending.remove(&id) {
+            self.limiter.release(p.permit, Instant::now(), dropped);
+            let _ = p.reply.send(result);
+        }
+    }
+
+    fn apply(
+        &mut self,
+        myself: &ActorRef<Msg<E>>,
+        batch: ApplyBatch,
+    ) -> rill_raft::Result<Vec<EntryResponse>> {
+        if let Some(reason) = &self.failed {
+            return Err(rill_raft::Error::Handler(reason.clone()));
+        }
+        let entries = batch.entries.len();
+        let started = Instant::now();
+        let db = self.state.current();
+        let applied = match apply_batch(&mut self.engine, &db, self.info, &mut self.cursor, &batch)
+        {
+            Ok(applied) => applied,
+            Err(e) => {
+                let reason = format!("applying up to {}: {e}", batch.last_applied());
+                tracing::error!(partition = %self.partition(), %reason, "stream processing stopped");
+                self.fail(reason.clone());
+                return Err(rill_raft::Error::Handler(reason));
+            }
+        };
+        drop(db);
+        self.applied_index = batch.last_applied().index;
+        self.metrics
+            .processing
+            .observe(started.elapsed().as_secs_f64());
+        self.metrics.commands.inc_by(applied.commands);
+        self.metrics.records.inc_by(applied.records);
+        self.metrics.errors.inc_by(applied.errors);
+        self.metrics.applied.set(self.applied_index as i64);
+
+        for (RequestId(id), response) in applied.responses {
+            self.answer(id, Ok(response), false);
+        }
+        for RequestId(id) in applied.deferred {
+            if let Some(p) = self.pending.get_mut(&id) {
+                p.phase = Phase::Applied;
+            }
+        }
+        let leader = self.is_leader();
+        for action in applied.actions {
+            match action {
+                // Answering is not a side effect on state: whoever holds the request does.
+                Action::Respond { request, response } => {
+                    self.answer(request.0, Ok(response), false)
+                }
+                Action::JobsAvailable { job_type } if leader => {
+                    let _ = self.jobs.send(JobsAvailable {
+                        partition_id: self.partition(),
+                        job_type,
+                    });
+                }
+                Action::WakeAt { due } if leader => {
+                    self.next_wake = Some(self.next_wake.map_or(due, |w| w.min(due)));
+                }
+                Action::Send { partition, .. } if leader => {
+                    tracing::debug!(from = %self.partition(), to = %partition, "cross-partition sends are not wired yet");
+                }
+                _ => {}
+            }
+        }
+        if let Some(barrier) = self.barrier
+            && self.applied_index >= barrier
+        {
+            self.barrier = None;
+            self.fail_proposed_requests();
+        }
+        self.finish_snapshot_waiters();
+        self.publish_status();
+        if leader {
+            self.propose(myself);
+        }
+        Ok(vec![EntryResponse::default(); entries])
+    }
+
+    /// Requests proposed in a term this replica no longer leads and that were not
+    /// applied by the barrier were truncated: certainly not applied.
+    fn fail_proposed_requests(&mut self) {
+        let lost: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| matches!(p.phase, Phase::Proposed))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in lost {
+            let err = Error::NotLeader {
+                partition: self.partition(),
+                leader: self.view.leader,
+            };
+            self.answer(id, Err(err), true);
+        }
+    }
+
+    fn on_raft_view(&mut self, view: RaftView) {
+        let was_leader = self.view.role == Role::Leader;
+        let is_leader = view.role == Role::Leader;
+        let last_log_index = view.last_log_index;
+        self.view = view;
+        self.metrics.role.set(match self.view.role {
+            Role::Leader => metrics::ROLE_LEADER,
+            Role::Candidate => metrics::ROLE_CANDIDATE,
+            _ => metrics::ROLE_FOLLOWER,
+        });
+        if was_leader && !is_leader {
+            tracing::info!(partition = %self.partition(), term = self.view.term, "no longer leader");
+            // Never proposed: certainly not applied.
+            while let Some(queued) = self.queue.pop_front() {
+                if let Some(RequestId(id)) = queued.request {
+                    let err = self.not_leader();
+                    self.answer(id, Err(err), true);
+                }
+            }
+            self.barrier = Some(
+                self.barrier
+                    .map_or(last_log_index, |b| b.max(last_log_index)),
+            );
+            if self.applied_index >= last_log_index {
+                self.barrier = None;
+                self.fail_proposed_requests();
+            }
+            self.next_wake = None;
+            self.due_in_flight = 0;
+        }
+        self.finish_snapshot_waiters();
+        if is_leader && !was_leader {
+            tracing::info!(partition = %self.partition(), term = self.view.term, "became leader");
+            // Recover timers and other due work from state.
+            self.next_wake = Some(Timestamp(0));
+        }
+        self.publish_status();
+    }
+
+    fn tick(&mut self, myself: &ActorRef<Msg<E>>) {
+        let now = Instant::now();
+        // Requests past their deadline: the client has given up.
+        let expired: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            let err = Error::Timeout {
+                partition: self.partition(),
+                timeout: self.config.request_timeout,
+            };
+            self.answer(id, Err(err), true);
+        }
+        if self.is_leader() {
+            self.propose_due_work(myself);
+        }
+        if !self.config.snapshot_period.is_zero()
+            && self.last_snapshot.elapsed() >= self.config.snapshot_period
+        {
+            self.last_snapshot = now;
+            self.trigger_snapshot();
+        }
+        self.metrics
+            .inflight
+            .set(i64::from(self.limiter.inflight()));
+        self.metrics
+            .limit
+            .set(i64::from(self.limiter.limit().min(i32::MAX as u32)));
+    }
+
+    fn propose_due_work(&mut self, myself: &ActorRef<Msg<E>>) {
+        let now = clock::now();
+        if !matches!(self.next_wake, Some(due) if due <= now && self.due_in_flight == 0) {
+            return;
+        }
+        let db = self.state.current();
+        let mut commands = Vec::new();
+        match self
+            .engine
+            .due_commands(&RocksState::new(&db), now, DUE_LIMIT, &mut commands)
+        {
+            Ok(next) => self.next_wake = next,
+            Err(e) => {
+                tracing::warn!(partition = %self.partition(), error = %e, "cannot list due work");
+                self.next_wake = Some(now.plus_millis(1000));
+                return;
+            }
+        }
+        self.due_in_flight += commands.len();
+        for command in commands {
+            self.queue.push_back(Queued {
+                request: None,
+                command,
+            });
+        }
+        self.propose(myself);
+    }
+
+    fn query(&mut self, query: &E::Query) -> Result<E::QueryResult> {
+        if !self.is_leader() {
+            return Err(self.not_leader());
+        }
+        let db = self.state.current();
+        self.engine
+            .query(&RocksState::new(&db), query)
+            .map_err(|e| match e {
+                EngineError::State(e) => Error::State(e),
+                EngineError::Processing(reason) => Error::QueryFailed(reason),
+            })
+    }
+
+    fn trigger_snapshot(&self) {
+        if let Some(raft) = self.raft.clone() {
+            tokio::spawn(async move {
+                if let Err(e) = raft.trigger().snapshot().await {
+                    tracing::warn!(error = %e, "cannot trigger a snapshot");
+                }
+            });
+        }
+    }
+
+    /// A snapshot was requested: answer once one covers the applied index of now.
+    fn take_snapshot(&mut self, reply: oneshot::Sender<Result<()>>) {
+        if self.raft.is_none() {
+            let _ = reply.send(Err(self.not_leader()));
+            return;
+        }
+        self.snapshot_target = self.snapshot_target.max(self.applied_index);
+        self.snapshot_waiters.push(reply);
+        self.finish_snapshot_waiters();
+        self.trigger_snapshot();
+        self.last_snapshot = Instant::now();
+    }
+
+    fn finish_snapshot_waiters(&mut self) {
+        if self.snapshot_waiters.is_empty() {
+            return;
+        }
+        if self.view.snapshot_index >= self.snapshot_target {
+            for waiter in self.snapshot_waiters.drain(..) {
+                let _ = waiter.send(Ok(()));
+            }
+        }
+    }
+
+    /// The state database was replaced by a snapshot.
+    fn reload_after_snapshot(&mut self) -> rill_raft::Result<()> {
+        let db = self.state.current();
+        self.cursor = Cursor::load(&RocksState::new(&db))
+            .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
+        self.applied_index = db.applied_state()?.0.map_or(0, |id| id.index);
+        self.engine.reset_caches();
+        if let Some(barrier) = self.barrier
+            && self.applied_index >= barrier
+        {
+            self.barrier = None;
+            self.fail_proposed_requests();
+        }
+        self.publish_status();
+        Ok(())
+    }
+
+    fn fail(&mut self, reason: String) {
+        self.failed = Some(reason.clone());
+        let ids: Vec<u64> = self.pending.keys().copied().collect();
+        for id in ids {
+            let err = Error::Failed {
+                partition: self.partition(),
+                reason: reason.clone(),
+            };
+            self.answer(id, Err(err), true);
+        }
+        self.queue.clear();
+        self.publish_status();
+    }
+
+    fn begin_shutdown(&mut self) {
+        self.shutting_down = true;
+        let ids: Vec<u64> = self.pending.keys().copied().collect();
+        for id in ids {
+            let err = Error::ShuttingDown {
+                partition: self.partition(),
+            };
+            self.answer(id, Err(err), true);
+        }
+        self.queue.clear();
+        for waiter in self.snapshot_waiters.drain(..) {
+            let _ = waiter.send(Err(Error::ShuttingDown {
+                partition: self.info.partition_id,
+            }));
+        }
+    }
+
+    fn publish_status(&self) {
+        let status = PartitionStatus {
+            partition_id: self.partition(),
+            node_id: self.config.node_id,
+            role: if self.raft.is_some() {
+                self.view.role
+            } else {
+                Role::Inactive
+            },
+            leader: self.view.leader,
+            term: self.view.term,
+            applied_index: self.applied_index,
+            last_position: self.cursor.last_position,
+            healthy: self.failed.is_none(),
+            inflight: self.limiter.inflight(),
+            peak_inflight: self.limiter.peak_inflight(),
+            limit: self.limiter.limit(),
+        };
+        self.status.send_if_modified(|current| {
+            if *current == status {
+                false
+            } else {
+                *current = status;
+                true
+            }
+        });
+    }
+}

@@ -1,0 +1,385 @@
+//! A partition: one raft group, its state, and the stream processor that applies its
+//! log, behind an async API for the gateway and the command API.
+//!
+//! ```text
+//!   submit ─► [flow control] ─► queue ─► group commit ─► raft.client_write ──┐
+//!                                                                            │ replicate,
+//!   answer ◄── processor: engine.process per command ◄── committed entries ◄─┘ fsync, commit
+//! ```
+//!
+//! Everything that touches the engine or partition state runs in one ractor actor on the
+//! cpu runtime (see `actor`). Raft calls into it through the state machine adapter.
+
+mod actor;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorRef};
+use rill_config::{RaftConfig, RequestLimitConfig, RillConfig};
+use rill_engine_api::Engine;
+use rill_protocol::{NodeId, PartitionId, Position, Record};
+use rill_raft::{RaftService, RaftTransport};
+use tokio::runtime::Handle;
+use tokio::sync::{broadcast, oneshot, watch};
+
+use crate::error::{Error, Result};
+use crate::metrics::BrokerMetrics;
+use actor::{Msg, PartitionActor, StartArgs};
+
+/// How a partition is set up.
+#[derive(Clone, Debug)]
+pub struct PartitionConfig {
+    pub partition_id: PartitionId,
+    pub partition_count: u16,
+    /// This node.
+    pub node_id: NodeId,
+    /// The replicas (including this node) and their internal addresses.
+    pub members: BTreeMap<NodeId, String>,
+    /// Where the partition keeps its log, state and snapshots.
+    pub directory: PathBuf,
+    pub raft: RaftConfig,
+    pub flow_control: RequestLimitConfig,
+    /// How often a snapshot is taken (and the log purged behind it).
+    pub snapshot_period: Duration,
+    /// How long a submitted command may wait for its answer.
+    pub request_timeout: Duration,
+    /// Entries proposed and not yet applied, at most. More commands wait and are batched
+    /// into the next entry (group commit).
+    pub max_inflight_proposals: usize,
+}
+
+impl PartitionConfig {
+    /// The settings of `partition_id` on `node_id` from the node's configuration.
+    pub fn from_config(
+        config: &RillConfig,
+        partition_id: PartitionId,
+        node_id: NodeId,
+        members: BTreeMap<NodeId, String>,
+    ) -> PartitionConfig {
+        PartitionConfig {
+            partition_id,
+            partition_count: config.cluster.partitions_count,
+            node_id,
+            members,
+            directory: config
+                .data
+                .directory
+                .join(format!("partition-{partition_id}")),
+            raft: config.raft.clone(),
+            flow_control: config.flow_control.request.clone(),
+            snapshot_period: config.data.snapshot_period,
+            request_timeout: config.gateway.request_timeout,
+            max_inflight_proposals: DEFAULT_MAX_INFLIGHT_PROPOSALS,
+        }
+    }
+}
+
+/// Two entries in flight let the next batch be written while the previous is applied.
+pub const DEFAULT_MAX_INFLIGHT_PROPOSALS: usize = 2;
+
+/// Where a partition runs and how it talks to its peers.
+#[derive(Clone)]
+pub struct PartitionEnv {
+    /// The cpu runtime: the partition actor and its raft run here.
+    pub cpu: Handle,
+    /// The io runtime: disk syncs and snapshot files.
+    pub io: Handle,
+    /// Carries raft messages to peers.
+    pub transport: Arc<dyn RaftTransport>,
+    /// Receives raft messages for this node's partitions.
+    pub raft_service: RaftService,
+    pub metrics: BrokerMetrics,
+}
+
+/// The raft role of this replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower,
+    Candidate,
+    /// Not a voter, or raft is not running (yet or any more).
+    Inactive,
+}
+
+/// What the partition looks like from outside, updated as it changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionStatus {
+    pub partition_id: PartitionId,
+    pub node_id: NodeId,
+    pub role: Role,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    /// Raft index of the last applied entry.
+    pub applied_index: u64,
+    /// Position of the last record written.
+    pub last_position: Position,
+    /// False once the partition stopped on a fatal error.
+    pub healthy: bool,
+    pub inflight: u32,
+    /// The most requests that were ever in flight at once.
+    pub peak_inflight: u32,
+    pub limit: u32,
+}
+
+/// Jobs of a type became available on a partition: long-polling workers should ask.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobsAvailable {
+    pub partition_id: PartitionId,
+    pub job_type: String,
+}
+
+/// The state digest of a replica at an applied index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateDigest {
+    pub applied_index: u64,
+    pub digest: u64,
+}
+
+/// A running partition. Cheap to clone; every clone talks to the same actor.
+pub struct Partition<E: Engine> {
+    actor: ActorRef<Msg<E>>,
+    join: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    status: watch::Receiver<PartitionStatus>,
+    jobs: broadcast::Sender<JobsAvailable>,
+    config: Arc<PartitionConfig>,
+    env: PartitionEnv,
+    closed: Arc<rill_raft::ClosedSignal>,
+    log_stats: Arc<rill_raft::LogStats>,
+}
+
+impl<E: Engine> Clone for Partition<E> {
+    fn clone(&self) -> Self {
+        Partition {
+            actor: self.actor.clone(),
+            join: self.join.clone(),
+            status: self.status.clone(),
+            jobs: self.jobs.clone(),
+            config: self.config.clone(),
+            env: self.env.clone(),
+            closed: self.closed.clone(),
+            log_stats: self.log_stats.clone(),
+        }
+    }
+}
+
+impl<E: Engine> Partition<E> {
+    /// Opens the partition's storage, starts its actor on the cpu runtime and its raft,
+    /// and returns once raft is running (not necessarily with a leader yet).
+    pub async fn start(
+        config: PartitionConfig,
+        engine: E,
+        env: PartitionEnv,
+    ) -> Result<Partition<E>> {
+        if config.members.is_empty() || !config.members.contains_key(&config.node_id) {
+            return Err(Error::Config(format!(
+                "partition {}: node {} is not among its replicas {:?}",
+                config.partition_id,
+                config.node_id,
+                config.members.keys().collect::<Vec<_>>()
+            )));
+        }
+        let config = Arc::new(config);
+        let io = env.io.clone();
+        let directory = config.directory.clone();
+        let storage = env
+            .io
+            .spawn_blocking(move || {
+                std::fs::create_dir_all(&directory).map_err(|e| {
+                    Error::Config(format!("cannot create {}: {e}", directory.display()))
+                })?;
+                rill_raft::PartitionStorage::open(&directory, io).map_err(Error::from)
+            })
+            .await
+            .map_err(|e| Error::Actor(e.to_string()))??;
+        let closed = Arc::new(storage.closed_signal());
+        let log_stats = storage.log.stats();
+        let (jobs, _) = broadcast::channel(1024);
+        let (status_tx, status) = watch::channel(PartitionStatus {
+            partition_id: config.partition_id,
+            node_id: config.node_id,
+            role: Role::Inactive,
+            leader: None,
+            term: 0,
+            applied_index: 0,
+            last_position: Position::ZERO,
+            healthy: true,
+            inflight: 0,
+            peak_inflight: 0,
+            limit: 0,
+        });
+        let (started_tx, started_rx) = oneshot::channel();
+        let args = StartArgs {
+            config: config.clone(),
+            engine,
+            storage,
+            env: env.clone(),
+            jobs: jobs.clone(),
+            status: status_tx,
+            started: started_tx,
+        };
+        // ractor spawns on the current runtime: spawn from a task on the cpu runtime.
+        let (actor, join) = env
+            .cpu
+            .spawn(async move { Actor::spawn(None, PartitionActor::<E>::default(), args).await })
+            .await
+            .map_err(|e| Error::Actor(e.to_string()))?
+            .map_err(|e| Error::Actor(e.to_string()))?;
+        let partition = Partition {
+            actor,
+            join: Arc::new(parking_lot::Mutex::new(Some(join))),
+            status,
+            jobs,
+            config,
+            env,
+            closed,
+            log_stats,
+        };
+        match started_rx.await {
+            Ok(Ok(())) => Ok(partition),
+            Ok(Err(reason)) => {
+                partition.shutdown().await;
+                Err(Error::Failed {
+                    partition: partition.config.partition_id,
+                    reason,
+                })
+            }
+            Err(_) => Err(Error::Actor(
+                "the partition actor stopped while starting".into(),
+            )),
+        }
+    }
+
+    pub fn id(&self) -> PartitionId {
+        self.config.partition_id
+    }
+
+    fn gone(&self) -> Error {
+        Error::ShuttingDown {
+            partition: self.config.partition_id,
+        }
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Msg<E>,
+        timeout: Duration,
+    ) -> Result<T> {
+        let (tx, rx) = oneshot::channel();
+        self.actor.send_message(make(tx)).map_err(|_| self.gone())?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(_)) => Err(self.gone()),
+            Err(_) => Err(Error::Timeout {
+                partition: self.config.partition_id,
+                timeout,
+            }),
+        }
+    }
+
+    /// Submits a command to the leader and waits for its answer.
+    ///
+    /// Errors: `NotLeader` (not applied; ask the leader named), `ResourceExhausted` (not
+    /// applied; back off and retry), `Timeout` and `ShuttingDown` (may or may not have
+    /// been applied).
+    pub async fn submit(&self, command: E::Command) -> Result<E::Response> {
+        self.submit_with_timeout(command, self.config.request_timeout)
+            .await
+    }
+
+    /// [`Partition::submit`] with its own timeout (a create-and-await request waits
+    /// as long as its client asked).
+    pub async fn submit_with_timeout(
+        &self,
+        command: E::Command,
+        timeout: Duration,
+    ) -> Result<E::Response> {
+        // A little more than the actor's own deadline, which answers with Timeout itself.
+        self.ask(
+            |reply| Msg::Submit {
+                command,
+                timeout,
+                reply,
+            },
+            timeout + Duration::from_millis(500),
+        )
+        .await?
+    }
+
+    /// Answers a read-only query from the leader's applied state.
+    pub async fn query(&self, query: E::Query) -> Result<E::QueryResult> {
+        self.ask(
+            |reply| Msg::Query { query, reply },
+            self.config.request_timeout,
+        )
+        .await?
+    }
+
+    /// Notifications that jobs became available (leader only).
+    pub fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+        self.jobs.subscribe()
+    }
+
+    /// Counters of the raft log's disk work (appends, WAL syncs).
+    pub fn log_stats(&self) -> Arc<rill_raft::LogStats> {
+        self.log_stats.clone()
+    }
+
+    pub fn status(&self) -> PartitionStatus {
+        self.status.borrow().clone()
+    }
+
+    pub fn watch_status(&self) -> watch::Receiver<PartitionStatus> {
+        self.status.clone()
+    }
+
+    /// Builds a snapshot now (and purges the log behind it, keeping the retention).
+    pub async fn take_snapshot(&self) -> Result<()> {
+        self.ask(|reply| Msg::TakeSnapshot { reply }, Duration::from_secs(60))
+            .await?
+    }
+
+    /// The digest of this replica's state and the applied index it belongs to.
+    pub async fn state_digest(&self) -> Result<StateDigest> {
+        self.ask(|reply| Msg::Digest { reply }, Duration::from_secs(60))
+            .await?
+    }
+
+    /// Records from `from` on, at most `limit`, from this replica's export column family.
+    pub async fn read_records(&self, from: Position, limit: usize) -> Result<Vec<Record>> {
+        self.ask(
+            |reply| Msg::Records { from, limit, reply },
+            Duration::from_secs(60),
+        )
+        .await?
+    }
+
+    /// Stops the partition: answers waiting requests with `ShuttingDown`, shuts raft
+    /// down, stops the actor and waits until its databases are closed.
+    pub async fn shutdown(&self) {
+        let raft = self
+            .ask(
+                |reply| Msg::BeginShutdown { reply },
+                Duration::from_secs(10),
+            )
+            .await
+            .ok()
+            .flatten();
+        self.env.raft_service.unregister(self.config.partition_id);
+        if let Some(raft) = raft
+            && let Err(e) = raft.shutdown().await
+        {
+            tracing::warn!(partition = %self.config.partition_id, error = %e, "raft did not shut down cleanly");
+        }
+        self.actor.stop(None);
+        let join = self.join.lock().take();
+        if let Some(join) = join {
+            let _ = join.await;
+        }
+        if !self.closed.wait(Duration::from_secs(30)).await {
+            tracing::warn!(partition = %self.config.partition_id, "storage still open 30 s after shutdown");
+        }
+    }
+}

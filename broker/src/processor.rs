@@ -1,0 +1,145 @@
+//! The stream processor: applies committed command batches through the engine.
+//!
+//! For every command of every entry, in log order:
+//!
+//! ```text
+//!  decode ──► engine.process(ctx, overlay over the batch) ──► Ok ──► keep its writes,
+//!                                   │                                 records at dense
+//!                                   │                                 positions
+//!                                   └─ Processing error ──► drop its writes, write the
+//!                                                           engine's error record
+//! ```
+//!
+//! then state changes, records, the cursor and the applied log id go into one RocksDB
+//! write batch. Nothing here reads the clock or depends on the replica: the timestamp is
+//! the entry's (never earlier than the last applied one), positions continue from state.
+
+use rill_engine_api::{
+    Action, Engine, EngineError, Overlay, ProcessingContext, ProcessingOutput, RequestId,
+};
+use rill_protocol::{BROKER_VERSION, PartitionId, Position, codec};
+use rill_raft::{ApplyBatch, StateDb};
+use rocksdb::WriteBatch;
+
+use crate::batch::BatchView;
+use crate::error::{Error, Result};
+use crate::state::{Cursor, RocksState, write_changes};
+
+/// Which partition is applying.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PartitionInfo {
+    pub partition_id: PartitionId,
+    pub partition_count: u16,
+}
+
+/// What applying a batch produced, for the partition to act on after the write.
+pub(crate) struct Applied<E: Engine> {
+    /// Requests answered now, in order.
+    pub responses: Vec<(RequestId, E::Response)>,
+    /// Requests whose command was applied but is answered later (a `Respond` action).
+    pub deferred: Vec<RequestId>,
+    pub actions: Vec<Action<E::Command, E::Response>>,
+    pub commands: u64,
+    pub records: u64,
+    pub errors: u64,
+}
+
+impl<E: Engine> Default for Applied<E> {
+    fn default() -> Self {
+        Applied {
+            responses: Vec::new(),
+            deferred: Vec::new(),
+            actions: Vec::new(),
+            commands: 0,
+            records: 0,
+            errors: 0,
+        }
+    }
+}
+
+/// Applies `batch` to `db` and advances `cursor`. A returned error is fatal for the
+/// partition (storage failure or an entry no replica can read); nothing was written then.
+pub(crate) fn apply_batch<E: Engine>(
+    engine: &mut E,
+    db: &StateDb,
+    info: PartitionInfo,
+    cursor: &mut Cursor,
+    batch: &ApplyBatch,
+) -> Result<Applied<E>> {
+    let base = RocksState::new(db);
+    let mut state = Overlay::new(&base);
+    let mut next = *cursor;
+    let mut applied = Applied::<E>::default();
+    let mut write = WriteBatch::default();
+    let export = db.export_cf()?;
+    let mut out = ProcessingOutput::default();
+    let mut record_bytes = Vec::with_capacity(256);
+
+    for entry in &batch.entries {
+        let Some(data) = &entry.data else { continue };
+        let mut view = BatchView::parse(data)?;
+        let timestamp = view.timestamp.max(next.last_timestamp);
+        next.last_timestamp = timestamp;
+        while let Some(item) = view.next_command::<E::Command>() {
+            let (request, command) = item?;
+            let position = next.last_position.next();
+            let ctx = ProcessingContext {
+                partition_id: info.partition_id,
+                partition_count: info.partition_count,
+                position,
+                timestamp,
+                engine_version: next.engine_version,
+                request,
+            };
+            out.clear();
+            let mut txn = Overlay::new(&state);
+            match engine.process(&ctx, &mut txn, &command, &mut out) {
+                Ok(()) => {
+                    let writes = txn.into_writes();
+                    state.absorb(writes);
+                }
+                Err(EngineError::Processing(reason)) => {
+                    drop(txn); // roll the command's changes back
+                    tracing::warn!(partition = %info.partition_id, %position, %reason, "command processing failed");
+                    out.clear();
+                    out.records
+                        .push(engine.processing_error_record(&command, &reason));
+                    out.response = Some(engine.processing_error_response(&reason));
+                    applied.errors += 1;
+                }
+                Err(EngineError::State(e)) => return Err(Error::State(e)),
+            }
+            for (i, draft) in out.records.drain(..).enumerate() {
+                let record_position = Position(position.get() + i as u64);
+                let source = (i > 0).then_some(position);
+                let record = draft.into_record(
+                    record_position,
+                    source,
+                    timestamp,
+                    info.partition_id,
+                    BROKER_VERSION,
+                );
+                record_bytes.clear();
+                codec::encode_into(&record, &mut record_bytes)?;
+                write.put_cf(&export, record_position.get().to_be_bytes(), &record_bytes);
+                next.last_position = record_position;
+                applied.records += 1;
+            }
+            if let Some(request) = request {
+                match out.response.take() {
+                    Some(response) => applied.responses.push((request, response)),
+                    None => applied.deferred.push(request),
+                }
+            }
+            applied.actions.append(&mut out.actions);
+            applied.commands += 1;
+        }
+    }
+
+    write_changes(&mut write, state.into_writes());
+    next.write(&mut write);
+    batch.mark_applied(&mut write)?;
+    db.write(write)?;
+    *cursor = next;
+    Ok(applied)
+}

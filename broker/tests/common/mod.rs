@@ -1,0 +1,168 @@
+//! A small in-process cluster runner: replicas of partition 1 with the test engine, real
+//! RocksDB in temporary directories, raft traffic over the loopback network.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rill_broker::testing::{ListEngine, LoopbackNetwork};
+use rill_broker::{BrokerMetrics, Partition, PartitionConfig, PartitionEnv, Role, Runtimes};
+use rill_config::{RaftConfig, RequestLimitConfig, ThreadsConfig};
+use rill_protocol::{NodeId, PartitionId};
+use rill_raft::RaftService;
+
+pub fn test_config(
+    dir: PathBuf,
+    node: NodeId,
+    members: BTreeMap<NodeId, String>,
+) -> PartitionConfig {
+    PartitionConfig {
+        partition_id: PartitionId(1),
+        partition_count: 1,
+        node_id: node,
+        members,
+        directory: dir,
+        raft: RaftConfig {
+            heartbeat_interval: Duration::from_millis(50),
+            election_timeout: Duration::from_millis(300),
+            ..RaftConfig::default()
+        },
+        flow_control: RequestLimitConfig::default(),
+        snapshot_period: Duration::ZERO,
+        request_timeout: Duration::from_secs(5),
+        max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
+    }
+}
+
+pub struct Cluster {
+    pub runtimes: Runtimes,
+    pub net: LoopbackNetwork,
+    pub dir: tempfile::TempDir,
+    pub configs: Vec<PartitionConfig>,
+    pub nodes: Vec<Option<Partition<ListEngine>>>,
+    metrics: BrokerMetrics,
+}
+
+impl Cluster {
+    /// A cluster of `size` replicas (not started). `tweak` adjusts every replica's config.
+    pub fn new(size: u32, tweak: impl Fn(&mut PartitionConfig)) -> Cluster {
+        let runtimes = Runtimes::new(&ThreadsConfig {
+            cpu_thread_count: 2,
+            io_thread_count: 2,
+        })
+        .expect("runtimes");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let members: BTreeMap<NodeId, String> = (0..size)
+            .map(|i| (NodeId(i), format!("node-{i}")))
+            .collect();
+        let configs = (0..size)
+            .map(|i| {
+                let mut config = test_config(
+                    dir.path().join(format!("node-{i}")).join("partition-1"),
+                    NodeId(i),
+                    members.clone(),
+                );
+                tweak(&mut config);
+                config
+            })
+            .collect();
+        Cluster {
+            runtimes,
+            net: LoopbackNetwork::new(),
+            dir,
+            configs,
+            nodes: (0..size).map(|_| None).collect(),
+            metrics: BrokerMetrics::unregistered(),
+        }
+    }
+
+    pub async fn start(&mut self, i: usize) {
+        let service = RaftService::new();
+        let env = PartitionEnv {
+            cpu: self.runtimes.cpu().clone(),
+            io: self.runtimes.io().clone(),
+            transport: self.net.transport(),
+            raft_service: service.clone(),
+            metrics: self.metrics.clone(),
+        };
+        let partition = Partition::start(self.configs[i].clone(), ListEngine, env)
+            .await
+            .expect("partition starts");
+        self.net.connect(NodeId(i as u32), service);
+        self.nodes[i] = Some(partition);
+    }
+
+    pub async fn start_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.start(i).await;
+        }
+    }
+
+    /// Stops replica `i` as a crash would look to the others: unreachable at once.
+    pub async fn stop(&mut self, i: usize) {
+        self.net.disconnect(NodeId(i as u32));
+        if let Some(partition) = self.nodes[i].take() {
+            partition.shutdown().await;
+        }
+    }
+
+    pub fn node(&self, i: usize) -> &Partition<ListEngine> {
+        self.nodes[i].as_ref().expect("node is running")
+    }
+
+    pub fn running(&self) -> impl Iterator<Item = (usize, &Partition<ListEngine>)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
+    }
+
+    /// The replica that leads (and that every running replica agrees on).
+    pub async fn leader(&self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let leaders: Vec<usize> = self
+                .running()
+                .filter(|(_, p)| p.status().role == Role::Leader)
+                .map(|(i, _)| i)
+                .collect();
+            if let [leader] = leaders.as_slice() {
+                return *leader;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no single leader within {timeout:?}: {leaders:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until every running replica has applied the same index, and returns it.
+    pub async fn converged(&self, timeout: Duration) -> u64 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let applied: Vec<u64> = self
+                .running()
+                .map(|(_, p)| p.status().applied_index)
+                .collect();
+            if applied.windows(2).all(|w| w[0] == w[1]) && !applied.is_empty() {
+                // Stable for a moment: nothing more in flight.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let again: Vec<u64> = self
+                    .running()
+                    .map(|(_, p)| p.status().applied_index)
+                    .collect();
+                if again == applied {
+                    return applied[0];
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replicas did not converge: {applied:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! One replica: commands in, answers, records and state out; errors; restart; overload.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::Cluster;
+use rill_broker::Error;
+use rill_broker::testing::{ListCommand, ListQuery, ListQueryResult, ListResponse};
+use rill_config::{FixedLimitConfig, LimitAlgorithm, RequestLimitConfig};
+use rill_protocol::{Intent, PartitionId, Position, RecordType, RejectionType};
+
+async fn single(tweak: impl Fn(&mut rill_broker::PartitionConfig)) -> Cluster {
+    let mut cluster = Cluster::new(1, tweak);
+    cluster.start_all().await;
+    cluster.leader(Duration::from_secs(10)).await;
+    cluster
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_are_answered_in_order_with_dense_positions() {
+    let cluster = single(|_| {}).await;
+    let p = cluster.node(0);
+    let mut last_ts = 0;
+    for id in 1..=50u64 {
+        match p.submit(ListCommand::Append { id: id * 10 }).await.unwrap() {
+            ListResponse::Appended {
+                seq,
+                key,
+                timestamp,
+            } => {
+                assert_eq!(seq, id);
+                assert_eq!(key.partition(), PartitionId(1));
+                assert_eq!(key.local(), id, "keys come from the counter in state");
+                assert!(timestamp.millis() >= last_ts, "timestamps never go back");
+                last_ts = timestamp.millis();
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let items = p
+        .query(ListQuery::Items {
+            from: 1,
+            limit: 100,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        items,
+        ListQueryResult::Items((1..=50).map(|i| i * 10).collect())
+    );
+
+    let records = p.read_records(Position(1), 1000).await.unwrap();
+    assert_eq!(records.len(), 100);
+    for (i, pair) in records.chunks(2).enumerate() {
+        let (command, event) = (&pair[0], &pair[1]);
+        assert_eq!(command.position, Position(2 * i as u64 + 1));
+        assert_eq!(event.position, Position(2 * i as u64 + 2));
+        assert_eq!(command.record_type, RecordType::Command);
+        assert_eq!(command.source_record_position, None);
+        assert_eq!(event.intent, Intent::Created);
+        assert_eq!(event.source_record_position, Some(command.position));
+        assert_eq!(event.timestamp, command.timestamp);
+    }
+    assert_eq!(p.status().last_position, Position(100));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_processing_error_rolls_back_and_writes_a_rejection() {
+    let cluster = single(|_| {}).await;
+    let p = cluster.node(0);
+    assert!(matches!(
+        p.submit(ListCommand::Append { id: 1 }).await.unwrap(),
+        ListResponse::Appended { seq: 1, .. }
+    ));
+    let failed = p
+        .submit(ListCommand::FailAfterWriting { id: 2 })
+        .await
+        .unwrap();
+    assert!(
+        matches!(&failed, ListResponse::Failed { reason } if reason.contains("fails on purpose")),
+        "{failed:?}"
+    );
+    assert!(matches!(
+        p.submit(ListCommand::Append { id: 3 }).await.unwrap(),
+        ListResponse::Appended { seq: 2, .. }
+    ));
+    let poison = p
+        .query(ListQuery::Raw {
+            key: b"list/poison".to_vec(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        poison,
+        ListQueryResult::Raw(None),
+        "the failed command's write was rolled back"
+    );
+    let records = p.read_records(Position(1), 100).await.unwrap();
+    let rejection = &records[2];
+    assert_eq!(rejection.position, Position(3));
+    assert_eq!(rejection.record_type, RecordType::CommandRejection);
+    assert_eq!(rejection.rejection_type, RejectionType::ProcessingError);
+    assert_eq!(records.len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_keeps_state_and_applies_nothing_twice() {
+    let mut cluster = single(|_| {}).await;
+    for id in 1..=30 {
+        cluster
+            .node(0)
+            .submit(ListCommand::Append { id })
+            .await
+            .unwrap();
+    }
+    let before = cluster.node(0).state_digest().await.unwrap();
+    cluster.stop(0).await;
+    cluster.start(0).await;
+    cluster.leader(Duration::from_secs(10)).await;
+    let p = cluster.node(0);
+    assert_eq!(
+        p.query(ListQuery::Count).await.unwrap(),
+        ListQueryResult::Count(30)
+    );
+    let after = p.state_digest().await.unwrap();
+    assert!(after.applied_index >= before.applied_index);
+    match p.submit(ListCommand::Append { id: 31 }).await.unwrap() {
+        ListResponse::Appended { seq, .. } => assert_eq!(seq, 31),
+        other => panic!("{other:?}"),
+    }
+    let records = p.read_records(Position(59), 10).await.unwrap();
+    let positions: Vec<u64> = records.iter().map(|r| r.position.get()).collect();
+    assert_eq!(positions, vec![59, 60, 61, 62]);
+}
+
+/// Fires `count` commands at once and sorts the outcomes.
+async fn burst(
+    p: &rill_broker::Partition<rill_broker::testing::ListEngine>,
+    count: u64,
+    finish: bool,
+) -> (usize, usize) {
+    let p = Arc::new(p.clone());
+    let mut tasks = Vec::new();
+    for id in 0..count {
+        let p = p.clone();
+        tasks.push(tokio::spawn(async move {
+            let command = if finish {
+                ListCommand::Finish { id }
+            } else {
+                ListCommand::Append { id }
+            };
+            p.submit(command).await
+        }));
+    }
+    let (mut ok, mut rejected) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(ListResponse::Appended { .. }) => ok += 1,
+            Err(Error::ResourceExhausted { .. }) => rejected += 1,
+            other => panic!("unexpected outcome {other:?}"),
+        }
+    }
+    (ok, rejected)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_is_rejected_and_in_flight_stays_within_the_limit() {
+    let cluster = single(|c| {
+        c.flow_control = RequestLimitConfig {
+            algorithm: LimitAlgorithm::Fixed,
+            fixed: FixedLimitConfig { limit: 16 },
+            ..RequestLimitConfig::default()
+        };
+    })
+    .await;
+    let p = cluster.node(0);
+    let (ok, rejected) = burst(p, 2000, false).await;
+    assert!(
+        rejected > 0,
+        "a burst of 2000 over a limit of 16 must be rejected in part"
+    );
+    assert!(ok >= 16, "at least the limit gets through: {ok}");
+    assert_eq!(ok + rejected, 2000);
+    let status = p.status();
+    assert!(
+        status.peak_inflight <= 16,
+        "peak in flight {} above the limit",
+        status.peak_inflight
+    );
+    let err = Error::ResourceExhausted {
+        partition: PartitionId(1),
+        limit: 16,
+    };
+    assert!(err.to_string().starts_with("RESOURCE_EXHAUSTED"));
+    assert_eq!(err.code(), "RESOURCE_EXHAUSTED");
+    // Everything admitted was applied exactly once.
+    assert_eq!(
+        p.query(ListQuery::Count).await.unwrap(),
+        ListQueryResult::Count(ok as u64)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_that_finish_work_are_never_rejected() {
+    let cluster = single(|c| {
+        c.flow_control = RequestLimitConfig {
+            algorithm: LimitAlgorithm::Fixed,
+            fixed: FixedLimitConfig { limit: 1 },
+            ..RequestLimitConfig::default()
+        };
+    })
+    .await;
+    let (ok, rejected) = burst(cluster.node(0), 300, true).await;
+    assert_eq!((ok, rejected), (300, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aimd_rejects_a_burst_and_stays_within_its_limits() {
+    let cluster = single(|c| c.flow_control = RequestLimitConfig::default()).await;
+    let p = cluster.node(0);
+    let (ok, rejected) = burst(p, 3000, false).await;
+    assert!(
+        rejected > 0,
+        "3000 at once exceed AIMD's initial limit of 100"
+    );
+    let status = p.status();
+    let aimd = RequestLimitConfig::default().aimd;
+    assert!(
+        status.peak_inflight <= aimd.max_limit,
+        "{}",
+        status.peak_inflight
+    );
+    assert!(status.limit >= aimd.min_limit && status.limit <= aimd.max_limit);
+    assert_eq!(
+        p.query(ListQuery::Count).await.unwrap(),
+        ListQueryResult::Count(ok as u64)
+    );
+}

@@ -1,0 +1,152 @@
+//! The gateway's view of brokers running in this process (`rill standalone`): requests
+//! go straight to the local partitions, no network hop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rill_broker::{BrokerNode, Error as BrokerError, Partition, Role};
+use rill_engine::{BpmnEngine, Query, QueryResult};
+use rill_gateway::{
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
+    PartitionRole, Topology,
+};
+use rill_protocol::{BROKER_VERSION, Command, CommandResponse, PartitionId};
+use tokio::sync::broadcast;
+
+/// Serves the gateway from the partitions of a node in this process.
+pub struct LocalBackend {
+    node: Arc<BrokerNode<BpmnEngine>>,
+    jobs: broadcast::Sender<JobsAvailable>,
+    advertised_host: String,
+}
+
+impl LocalBackend {
+    /// Must be called inside a tokio runtime: it forwards each partition's
+    /// jobs-available notifications into one channel.
+    pub fn new(node: Arc<BrokerNode<BpmnEngine>>, advertised_host: String) -> LocalBackend {
+        let (jobs, _) = broadcast::channel(4096);
+        for partition in node.partitions().values() {
+            let mut rx = partition.subscribe_jobs_available();
+            let tx = jobs.clone();
+            tokio::spawn(async move {
+                loop {
+                    match rx.recv().await {
+                        Ok(event) => {
+                            let _ = tx.send(JobsAvailable {
+                                partition: event.partition_id,
+                                job_type: event.job_type,
+                            });
+                        }
+                        // A lagging receiver missed some: wake everyone, nothing is lost
+                        // because pollers re-ask the partitions.
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            });
+        }
+        LocalBackend {
+            node,
+            jobs,
+            advertised_host,
+        }
+    }
+
+    fn partition(&self, id: PartitionId) -> Result<&Partition<BpmnEngine>, BackendError> {
+        self.node
+            .partition(id)
+            .ok_or(BackendError::Unavailable {
+                partition: id,
+                reason: format!("partition {id} is not hosted by this node"),
+            })
+    }
+}
+
+fn backend_error(partition: PartitionId, error: BrokerError) -> BackendError {
+    match error {
+        BrokerError::NotLeader { .. } => BackendError::NotLeader { partition },
+        BrokerError::ResourceExhausted { .. } => BackendError::ResourceExhausted { partition },
+        BrokerError::Timeout { .. } => BackendError::Timeout,
+        BrokerError::ShuttingDown { .. } => BackendError::Shutdown,
+        other => BackendError::Internal(other.to_string()),
+    }
+}
+
+impl GatewayBackend for LocalBackend {
+    fn partition_count(&self) -> u16 {
+        self.node.config().cluster.partitions_count
+    }
+
+    fn submit(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
+        Box::pin(async move {
+            let target = self.partition(partition)?;
+            match tokio::time::timeout(timeout, target.submit_with_timeout(command, timeout))
+                .await
+            {
+                Ok(result) => result.map_err(|e| backend_error(partition, e)),
+                Err(_) => Err(BackendError::Timeout),
+            }
+        })
+    }
+
+    fn query(
+        &self,
+        partition: PartitionId,
+        query: Query,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
+        Box::pin(async move {
+            let target = self.partition(partition)?;
+            match tokio::time::timeout(timeout, target.query(query)).await {
+                Ok(result) => result.map_err(|e| backend_error(partition, e)),
+                Err(_) => Err(BackendError::Timeout),
+            }
+        })
+    }
+
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+        self.jobs.subscribe()
+    }
+
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
+        Box::pin(async move {
+            let config = self.node.config();
+            let partitions = self
+                .node
+                .statuses()
+                .into_iter()
+                .map(|status| PartitionInfo {
+                    partition: status.partition_id,
+                    role: match status.role {
+                        Role::Leader => PartitionRole::Leader,
+                        Role::Follower | Role::Candidate => PartitionRole::Follower,
+                        Role::Inactive => PartitionRole::Inactive,
+                    },
+                    health: if status.healthy {
+                        PartitionHealth::Healthy
+                    } else {
+                        PartitionHealth::Dead
+                    },
+                })
+                .collect();
+            Ok(Topology {
+                cluster_size: config.cluster.size,
+                partitions_count: config.cluster.partitions_count,
+                replication_factor: u32::from(config.cluster.replication_factor),
+                brokers: vec![BrokerInfo {
+                    node_id: self.node.node_id(),
+                    host: self.advertised_host.clone(),
+                    port: config.cluster.command_port,
+                    version: BROKER_VERSION.to_owned(),
+                    partitions,
+                }],
+            })
+        })
+    }
+}

@@ -1,0 +1,30 @@
+//! `rill-es-test-server [--port N]`: runs the test server standalone, e.g. as the
+//! export target of the benchmark's history-on variant. Stops on Ctrl-C.
+
+use std::net::SocketAddr;
+
+use rill_es_test_server::TestServer;
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let mut port: u16 = 0;
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--port", Some(value)) => {
+                port = value.parse().map_err(|_| {
+                    std::io::Error::other(format!("--port: '{value}' is not a port number"))
+                })?;
+            }
+            _ => {
+                return Err(std::io::Error::other(
+                    "usage: rill-es-test-server [--port N]",
+                ));
+            }
+        }
+    }
+    let server = TestServer::start_on(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+    println!("{}", server.url());
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}

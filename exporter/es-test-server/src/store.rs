@@ -1,0 +1,229 @@
+//! Indices, documents and templates, as Elasticsearch keeps them (minus everything the
+//! exporter does not need).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::mapping::{self, MappingError};
+
+#[derive(Debug)]
+pub struct Document {
+    pub source: Value,
+    pub version: u64,
+    /// Order of first indexing, for results without a sort.
+    pub sequence: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct Index {
+    pub mappings: Value,
+    pub settings: Value,
+    pub aliases: BTreeSet<String>,
+    pub documents: BTreeMap<String, Document>,
+}
+
+#[derive(Debug, Default)]
+pub struct Store {
+    pub indices: BTreeMap<String, Index>,
+    pub index_templates: BTreeMap<String, Value>,
+    pub component_templates: BTreeMap<String, Value>,
+    pub ilm_policies: BTreeMap<String, Value>,
+    next_sequence: u64,
+}
+
+/// Result of indexing one document.
+pub enum Indexed {
+    Created(u64),
+    Updated(u64),
+}
+
+/// `*` matches any run of characters; nothing else is special.
+pub fn wildcard_matches(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let mut rest = name;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            let Some(stripped) = rest.strip_prefix(part) else {
+                return false;
+            };
+            rest = stripped;
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+impl Store {
+    /// The names of the indices a search target (comma-separated index names, aliases or
+    /// patterns) covers.
+    pub fn resolve(&self, target: &str) -> Vec<String> {
+        let mut names = BTreeSet::new();
+        for part in target.split(',').map(str::trim) {
+            let part = if part == "_all" { "*" } else { part };
+            for (name, index) in &self.indices {
+                if wildcard_matches(part, name)
+                    || index
+                        .aliases
+                        .iter()
+                        .any(|alias| wildcard_matches(part, alias))
+                {
+                    names.insert(name.clone());
+                }
+            }
+        }
+        names.into_iter().collect()
+    }
+
+    pub fn is_alias(&self, name: &str) -> bool {
+        self.indices
+            .values()
+            .any(|index| index.aliases.contains(name))
+    }
+
+    /// Creates `name` from the highest-priority matching index template (with its
+    /// component templates), as auto-create does.
+    fn create_index(&mut self, name: &str) -> &mut Index {
+        if !self.indices.contains_key(name) {
+            let mut combined = json!({});
+            let template = self
+                .index_templates
+                .values()
+                .filter(|template| {
+                    template["index_patterns"]
+                        .as_array()
+                        .is_some_and(|patterns| {
+                            patterns
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .any(|p| wildcard_matches(p, name))
+                        })
+                })
+                .max_by_key(|template| template["priority"].as_i64().unwrap_or(0));
+            if let Some(template) = template {
+                for component in template["composed_of"].as_array().into_iter().flatten() {
+                    if let Some(body) = component
+                        .as_str()
+                        .and_then(|c| self.component_templates.get(c))
+                    {
+                        mapping::merge(&mut combined, &body["template"]);
+                    }
+                }
+                mapping::merge(&mut combined, &template["template"]);
+            }
+            let aliases = combined["aliases"]
+                .as_object()
+                .map(|a| a.keys().cloned().collect())
+                .unwrap_or_default();
+            self.indices.insert(
+                name.to_owned(),
+                Index {
+                    mappings: combined["mappings"].clone(),
+                    settings: combined["settings"].clone(),
+                    aliases,
+                    documents: BTreeMap::new(),
+                },
+            );
+        }
+        self.indices.entry(name.to_owned()).or_default()
+    }
+
+    pub fn index_document(
+        &mut self,
+        index_name: &str,
+        id: &str,
+        source: Value,
+    ) -> Result<Indexed, MappingError> {
+        let sequence = self.next_sequence;
+        let index = self.create_index(index_name);
+        if !index.mappings.is_null() {
+            mapping::check_document(&source, &index.mappings)?;
+        }
+        let outcome = match index.documents.get_mut(id) {
+            Some(existing) => {
+                existing.source = source;
+                existing.version += 1;
+                Indexed::Updated(existing.version)
+            }
+            None => {
+                index.documents.insert(
+                    id.to_owned(),
+                    Document {
+                        source,
+                        version: 1,
+                        sequence,
+                    },
+                );
+                Indexed::Created(1)
+            }
+        };
+        self.next_sequence += 1;
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_matches(
+            "zeebe-record_job_*",
+            "zeebe-record_job_0.1.0_2026-11-30"
+        ));
+        assert!(!wildcard_matches(
+            "zeebe-record_job_*",
+            "zeebe-record_job-batch_0.1.0_x"
+        ));
+        assert!(wildcard_matches("*", "anything"));
+        assert!(wildcard_matches("a*c*e", "abcde"));
+        assert!(!wildcard_matches("a*c*e", "abcd"));
+        assert!(wildcard_matches("exact", "exact"));
+    }
+
+    #[test]
+    fn index_created_from_template_gets_alias_and_strict_mapping() {
+        let mut store = Store::default();
+        store.component_templates.insert(
+            "rec".into(),
+            json!({"template": {"mappings": {"dynamic": "strict", "properties": {"key": {"type": "long"}}}}}),
+        );
+        store.index_templates.insert(
+            "rec_job".into(),
+            json!({"index_patterns": ["rec_job_*"], "composed_of": ["rec"], "priority": 20,
+                   "template": {"aliases": {"rec-job": {}}}}),
+        );
+        assert!(
+            store
+                .index_document("rec_job_1", "1-1", json!({"key": 1}))
+                .is_ok()
+        );
+        assert!(
+            store
+                .index_document("rec_job_1", "1-2", json!({"nope": 1}))
+                .is_err()
+        );
+        assert_eq!(store.resolve("rec-job"), vec!["rec_job_1".to_owned()]);
+        assert!(store.is_alias("rec-job"));
+        assert!(matches!(
+            store.index_document("rec_job_1", "1-1", json!({"key": 2})),
+            Ok(Indexed::Updated(2))
+        ));
+        // No template: dynamic index, anything goes.
+        assert!(
+            store
+                .index_document("other", "x", json!({"nope": 1}))
+                .is_ok()
+        );
+    }
+}

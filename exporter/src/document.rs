@@ -1,0 +1,98 @@
+//! A record as the JSON document Zeebe's exporters write: the envelope fields at the top,
+//! the value object under `value`. The Elasticsearch exporter indexes it as `_source`, the
+//! JSON-lines exporter writes it as one line.
+
+use rill_protocol::{Intent, Record, RecordType, RejectionType, ValueType};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Version of the record layout, Zeebe's `recordVersion` (1 for every value type so far).
+const RECORD_VERSION: u16 = 1;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordDocument<'a> {
+    partition_id: u16,
+    value: Value,
+    key: i64,
+    position: u64,
+    timestamp: i64,
+    record_type: RecordType,
+    intent: Intent,
+    value_type: ValueType,
+    rejection_type: RejectionType,
+    rejection_reason: &'a str,
+    broker_version: &'a str,
+    source_record_position: i64,
+    record_version: u16,
+}
+
+fn document(record: &Record) -> RecordDocument<'_> {
+    RecordDocument {
+        partition_id: record.partition_id.get(),
+        value: zeebe_value(record),
+        key: record.key.get(),
+        position: record.position.get(),
+        timestamp: record.timestamp.millis(),
+        record_type: record.record_type,
+        intent: record.intent,
+        value_type: record.value_type,
+        rejection_type: record.rejection_type,
+        rejection_reason: &record.rejection_reason,
+        broker_version: &record.broker_version,
+        // Zeebe writes -1 when a record does not follow from a command.
+        source_record_position: record
+            .source_record_position
+            .map_or(-1, |p| i64::try_from(p.get()).unwrap_or(i64::MAX)),
+        record_version: RECORD_VERSION,
+    }
+}
+
+/// The record as Zeebe's JSON document.
+pub fn record_document(record: &Record) -> Value {
+    // Serializing a struct of numbers, strings and a Value into a Value cannot fail.
+    serde_json::to_value(document(record)).unwrap_or(Value::Null)
+}
+
+/// Appends the record's JSON document (one line, no newline) to `out`.
+pub fn write_record_document(record: &Record, out: &mut Vec<u8>) {
+    // Writing into a Vec cannot fail, and the document has no non-string map keys.
+    let _ = serde_json::to_writer(out, &document(record));
+}
+
+/// The value object with Zeebe's field names. Rill's value structs already use them,
+/// except where Zeebe's JSON drops the `is` of a boolean getter; fields only Rill has for
+/// its own bookkeeping are left out (the strict mappings would refuse them).
+fn zeebe_value(record: &Record) -> Value {
+    let mut value = record.value.to_json();
+    match record.value_type {
+        ValueType::ProcessInstanceCreation => remove(&mut value, "awaitRequestId"),
+        ValueType::Process => rename(&mut value, "isDuplicate", "duplicate"),
+        ValueType::Deployment => {
+            if let Some(Value::Array(processes)) = value.get_mut("processesMetadata") {
+                for process in processes {
+                    rename(process, "isDuplicate", "duplicate");
+                }
+            }
+        }
+        ValueType::MessageSubscription | ValueType::ProcessMessageSubscription => {
+            rename(&mut value, "isInterrupting", "interrupting")
+        }
+        _ => {}
+    }
+    value
+}
+
+fn remove(object: &mut Value, field: &str) {
+    if let Value::Object(map) = object {
+        map.shift_remove(field);
+    }
+}
+
+fn rename(object: &mut Value, from: &str, to: &str) {
+    if let Value::Object(map) = object
+        && let Some(field) = map.shift_remove(from)
+    {
+        map.insert(to.to_owned(), field);
+    }
+}

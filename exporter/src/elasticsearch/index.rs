@@ -1,0 +1,129 @@
+//! Where a record goes: Zeebe's index, alias and template names.
+//!
+//! * index: `<prefix>_<value-type>_<version>_<yyyy-mm-dd>`, e.g.
+//!   `zeebe-record_process-instance_8.7.0_2026-11-30` (the date of the record's timestamp,
+//!   UTC; the version is the record's broker version);
+//! * alias: `<prefix>-<value-type>`, e.g. `zeebe-record-process-instance`;
+//! * index template: `<prefix>_<value-type>_<version>`, matching
+//!   `<prefix>_<value-type>_<version>_*`; component template: `<prefix>`;
+//! * document id `<partitionId>-<position>`, routing `<partitionId>`.
+
+use rill_protocol::{Record, ValueType};
+
+#[derive(Clone, Debug)]
+pub struct IndexRouter {
+    prefix: String,
+}
+
+impl IndexRouter {
+    pub fn new(prefix: impl Into<String>) -> IndexRouter {
+        IndexRouter {
+            prefix: prefix.into(),
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub fn index_for(&self, record: &Record) -> String {
+        format!(
+            "{}_{}",
+            self.index_prefix_for(record.value_type, &record.broker_version),
+            utc_date(record.timestamp.millis())
+        )
+    }
+
+    pub fn id_for(record: &Record) -> String {
+        format!("{}-{}", record.partition_id, record.position)
+    }
+
+    pub fn alias_for(&self, value_type: ValueType) -> String {
+        format!("{}-{}", self.prefix, value_type_name(value_type))
+    }
+
+    /// The index name without its date; also the index template's name.
+    pub fn index_prefix_for(&self, value_type: ValueType, version: &str) -> String {
+        format!(
+            "{}_{}_{}",
+            self.prefix,
+            value_type_name(value_type),
+            version.to_lowercase()
+        )
+    }
+
+    /// The index template's pattern: every day's index of this value type and version.
+    pub fn index_pattern_for(&self, value_type: ValueType, version: &str) -> String {
+        format!("{}_*", self.index_prefix_for(value_type, version))
+    }
+}
+
+/// `PROCESS_INSTANCE` → `process-instance`.
+pub fn value_type_name(value_type: ValueType) -> String {
+    value_type.name().to_lowercase().replace('_', "-")
+}
+
+/// `yyyy-mm-dd` of a Unix timestamp in milliseconds, in UTC (proleptic Gregorian).
+pub fn utc_date(millis: i64) -> String {
+    let days = millis.div_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Days since 1970-01-01 to a civil date, by counting 400-year eras of 146,097 days that
+/// start on March 1st (so the leap day is the last day of an era year).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468; // days from 0000-03-01 to 1970-01-01
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_in_utc() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(86_399_999), "1970-01-01");
+        assert_eq!(utc_date(86_400_000), "1970-01-02");
+        assert_eq!(utc_date(-1), "1969-12-31");
+        // 2000-02-29T12:00:00Z, a leap day of a year divisible by 400.
+        assert_eq!(utc_date(951_825_600_000), "2000-02-29");
+        // 2026-11-30T23:59:59.999Z and the millisecond after it.
+        assert_eq!(utc_date(1_796_083_199_999), "2026-11-30");
+        assert_eq!(utc_date(1_796_083_200_000), "2026-12-01");
+        // 2100 is not a leap year: Feb 28 is followed by Mar 1.
+        assert_eq!(utc_date(4_107_456_000_000), "2100-02-28");
+        assert_eq!(utc_date(4_107_542_400_000), "2100-03-01");
+    }
+
+    #[test]
+    fn names_follow_zeebe() {
+        let router = IndexRouter::new("zeebe-record");
+        assert_eq!(
+            router.alias_for(ValueType::ProcessInstance),
+            "zeebe-record-process-instance"
+        );
+        assert_eq!(
+            router.index_prefix_for(ValueType::ProcessMessageSubscription, "8.7.0-SNAPSHOT"),
+            "zeebe-record_process-message-subscription_8.7.0-snapshot"
+        );
+        assert_eq!(
+            router.index_pattern_for(ValueType::Job, "0.1.0"),
+            "zeebe-record_job_0.1.0_*"
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! The component template (the record envelope) and one index template per value type
+//! (the value object), all with strict mappings: a field the mapping does not know is
+//! refused rather than guessed. Field types follow Zeebe's templates (keys are `long`,
+//! names `keyword`, messages `text`, variables and payloads not indexed).
+
+use rill_config::ElasticsearchExporterConfig;
+use rill_protocol::ValueType;
+use serde_json::{Map, Value, json};
+
+use super::index::IndexRouter;
+
+/// Bumped whenever a mapping changes, so an operator can see which one is installed.
+const TEMPLATE_VERSION: u32 = 1;
+/// Above Elasticsearch's built-in templates, as Zeebe's.
+const INDEX_TEMPLATE_PRIORITY: u32 = 20;
+
+/// The component template named `<prefix>`: settings and the envelope's mapping.
+pub fn component_template(config: &ElasticsearchExporterConfig) -> Value {
+    let mut settings = Map::new();
+    settings.insert("index.queries.cache.enabled".into(), json!(false));
+    if config.retention.is_some() {
+        settings.insert(
+            "index.lifecycle.name".into(),
+            json!(config.retention_policy_name),
+        );
+    }
+    json!({
+        "version": TEMPLATE_VERSION,
+        "template": {
+            "settings": settings,
+            "mappings": {
+                "dynamic": "strict",
+                "properties": {
+                    "partitionId": {"type": "integer"},
+                    "key": {"type": "long"},
+                    "position": {"type": "long"},
+                    "timestamp": {"type": "date"},
+                    "recordType": {"type": "keyword"},
+                    "intent": {"type": "keyword"},
+                    "valueType": {"type": "keyword"},
+                    "rejectionType": {"type": "keyword"},
+                    "rejectionReason": {"type": "text"},
+                    "brokerVersion": {"type": "keyword"},
+                    "sourceRecordPosition": {"type": "long"},
+                    "recordVersion": {"type": "integer"}
+                }
+            }
+        }
+    })
+}
+
+/// The index template `<prefix>_<value-type>_<version>` for one value type.
+pub fn index_template(router: &IndexRouter, value_type: ValueType, version: &str) -> Value {
+    json!({
+        "index_patterns": [router.index_pattern_for(value_type, version)],
+        "composed_of": [router.prefix()],
+        "priority": INDEX_TEMPLATE_PRIORITY,
+        "version": TEMPLATE_VERSION,
+        "template": {
+            "aliases": { router.alias_for(value_type): {} },
+            "mappings": {
+                "properties": {
+                    "value": {"dynamic": "strict", "properties": value_properties(value_type)}
+                }
+            }
+        }
+    })
+}
+
+/// The ILM policy that deletes an index once it is `retention` old.
+pub fn retention_policy(retention: std::time::Duration) -> Value {
+    json!({
+        "policy": {
+            "phases": {
+                "delete": {
+                    "min_age": format!("{}s", retention.as_secs().max(1)),
+                    "actions": {"delete": {}}
+                }
+            }
+        }
+    })
+}
+
+fn keyword() -> Value {
+    json!({"type": "keyword"})
+}
+fn text() -> Value {
+    json!({"type": "text"})
+}
+fn long() -> Value {
+    json!({"type": "long"})
+}
+fn integer() -> Value {
+    json!({"type": "integer"})
+}
+fn boolean() -> Value {
+    json!({"type": "boolean"})
+}
+/// Kept in `_source`, not indexed: variables, payloads, checksums.
+fn not_indexed() -> Value {
+    json!({"enabled": false})
+}
+
+fn object(fields: &[(&str, Value)]) -> Value {
+    let properties: Map<String, Value> = fields
+        .iter()
+        .map(|(name, mapping)| ((*name).to_owned(), mapping.clone()))
+        .collect();
+    Value::Object(properties)
+}
+
+fn job_properties() -> Value {
+    object(&[
+        ("type", keyword()),
+        ("elementId", text()),
+        ("elementInstanceKey", long()),
+        ("bpmnProcessId", keyword()),
+        ("processDefinitionVersion", integer()),
+        ("processDefinitionKey", long()),
+        ("processInstanceKey", long()),
+        ("worker", keyword()),
+        ("retries", long()),
+        ("retryBackoff", long()),
+        ("recurringTime", long()),
+        ("deadline", long()),
+        ("timeout", long()),
+        ("errorMessage", text()),
+        ("errorCode", text()),
+        ("customHeaders", not_indexed()),
+        ("variables", not_indexed()),
+        ("tenantId", keyword()),
+    ])
+}
+
+/// The mapping of each value type's fields (the `value` object).
+fn value_properties(value_type: ValueType) -> Value {
+    match value_type {
+        ValueType::Deployment => object(&[
+            (
+                "resources",
+                json!({"properties": object(&[
+                    ("resourceName", text()),
+                    ("resource", not_indexed()),
+                ])}),
+            ),
+            (
+                "processesMetadata",
+                json!({"properties": object(&[
+                    ("bpmnProcessId", keyword()),
+                    ("version", long()),
+                    ("processDefinitionKey", long()),
+                    ("resourceName", text()),
+                    ("checksum", not_indexed()),
+                    ("duplicate", boolean()),
+                    ("tenantId", keyword()),
+                ])}),
+            ),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Process => object(&[
+            ("bpmnProcessId", keyword()),
+            ("version", long()),
+            ("processDefinitionKey", long()),
+            ("resourceName", text()),
+            ("checksum", not_indexed()),
+            ("resource", not_indexed()),
+            ("duplicate", boolean()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::ProcessInstance => object(&[
+            ("bpmnElementType", keyword()),
+            ("elementId", keyword()),
+            ("bpmnProcessId", keyword()),
+            ("version", integer()),
+            ("processDefinitionKey", long()),
+            ("processInstanceKey", long()),
+            ("flowScopeKey", long()),
+            ("bpmnEventType", keyword()),
+            ("parentProcessInstanceKey", long()),
+            ("parentElementInstanceKey", long()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::ProcessInstanceCreation => object(&[
+            ("bpmnProcessId", keyword()),
+            ("version", integer()),
+            ("processDefinitionKey", long()),
+            ("processInstanceKey", long()),
+            ("variables", not_indexed()),
+            ("fetchVariables", keyword()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::ProcessInstanceResult => object(&[
+            ("bpmnProcessId", keyword()),
+            ("version", integer()),
+            ("processDefinitionKey", long()),
+            ("processInstanceKey", long()),
+            ("variables", not_indexed()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Job => job_properties(),
+        ValueType::JobBatch => object(&[
+            ("type", keyword()),
+            ("worker", keyword()),
+            ("timeout", long()),
+            ("maxJobsToActivate", integer()),
+            ("jobKeys", long()),
+            (
+                "jobs",
+                json!({"type": "nested", "dynamic": "strict", "properties": job_properties()}),
+            ),
+            ("truncated", boolean()),
+            ("tenantIds", keyword()),
+        ]),
+        ValueType::Variable => object(&[
+            ("name", keyword()),
+            ("value", json!({"type": "keyword", "ignore_above": 8191})),
+            ("scopeKey", long()),
+            ("processInstanceKey", long()),
+            ("processDefinitionKey", long()),
+            ("bpmnProcessId", keyword()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::VariableDocument => object(&[
+            ("scopeKey", long()),
+            ("updateSemantics", keyword()),
+            ("variables", not_indexed()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Incident => object(&[
+            ("errorType", keyword()),
+            ("errorMessage", text()),
+            ("bpmnProcessId", keyword()),
+            ("processDefinitionKey", long()),
+            ("processInstanceKey", long()),
+            ("elementId", keyword()),
+            ("elementInstanceKey", long()),
+            ("jobKey", long()),
+            ("variableScopeKey", long()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Message => object(&[
+            ("name", keyword()),
+            ("correlationKey", keyword()),
+            ("messageId", keyword()),
+            ("timeToLive", long()),
+            ("deadline", long()),
+            ("variables", not_indexed()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::MessageSubscription => object(&[
+            ("processInstanceKey", long()),
+            ("elementInstanceKey", long()),
+            ("bpmnProcessId", keyword()),
+            ("messageName", keyword()),
+            ("correlationKey", text()),
+            ("messageKey", long()),
+            ("variables", not_indexed()),
+            ("interrupting", boolean()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::ProcessMessageSubscription => object(&[
+            ("subscriptionPartitionId", integer()),
+            ("processInstanceKey", long()),
+            ("elementInstanceKey", long()),
+            ("bpmnProcessId", keyword()),
+            ("elementId", text()),
+            ("messageName", keyword()),
+            ("correlationKey", keyword()),
+            ("messageKey", long()),
+            ("variables", not_indexed()),
+            ("interrupting", boolean()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Timer => object(&[
+            ("elementInstanceKey", long()),
+            ("processInstanceKey", long()),
+            ("processDefinitionKey", long()),
+            ("dueDate", long()),
+            ("targetElementId", keyword()),
+            ("repetitions", integer()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Error => object(&[
+            ("exceptionMessage", text()),
+            ("stacktrace", text()),
+            ("errorEventPosition", long()),
+            ("processInstanceKey", long()),
+        ]),
+        ValueType::CommandDistribution => object(&[
+            ("partitionId", integer()),
+            ("valueType", keyword()),
+            ("intent", keyword()),
+        ]),
+    }
+}

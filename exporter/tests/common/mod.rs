@@ -1,0 +1,326 @@
+//! Fixtures shared by the exporter's integration tests: records of every value type, and
+//! a small HTTP helper for the test server's search API.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rill_config::{ByteSize, ElasticsearchExporterConfig, RecordFilterConfig};
+use rill_protocol::value::*;
+use rill_protocol::{
+    Blob, Intent, JsonValue, Key, PartitionId, Position, Record, RecordType, RejectionType,
+    Timestamp, ValueType,
+};
+use serde_json::{Value, json};
+
+/// 2026-11-30T12:00:00Z.
+pub const NOON: i64 = 1_796_040_000_000;
+
+pub fn key(n: u64) -> i64 {
+    Key::new(PartitionId(1), n).get()
+}
+
+/// A value of each value type, with every field set.
+pub fn value_of(value_type: ValueType) -> RecordValue {
+    let vars = || JsonValue(json!({"orderId": 42, "items": ["a"]}));
+    let job = || JobRecord {
+        job_type: "payment".into(),
+        element_id: "charge".into(),
+        element_instance_key: key(5),
+        bpmn_process_id: "order".into(),
+        process_definition_version: 1,
+        process_definition_key: key(1),
+        process_instance_key: key(2),
+        worker: "w1".into(),
+        retries: 3,
+        retry_backoff: 0,
+        recurring_time: -1,
+        deadline: NOON + 300_000,
+        timeout: 300_000,
+        error_message: String::new(),
+        error_code: String::new(),
+        custom_headers: BTreeMap::from([("region".to_owned(), "eu".to_owned())]),
+        variables: vars(),
+        tenant_id: DEFAULT_TENANT.into(),
+    };
+    match value_type {
+        ValueType::Deployment => DeploymentRecord {
+            resources: vec![DeploymentResource {
+                resource_name: "order.bpmn".into(),
+                resource: Blob(b"<definitions/>".to_vec()),
+            }],
+            processes_metadata: vec![ProcessMetadata {
+                bpmn_process_id: "order".into(),
+                version: 1,
+                process_definition_key: key(1),
+                resource_name: "order.bpmn".into(),
+                checksum: Blob(vec![1, 2, 3]),
+                is_duplicate: false,
+                tenant_id: DEFAULT_TENANT.into(),
+            }],
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::Process => ProcessRecord {
+            bpmn_process_id: "order".into(),
+            version: 1,
+            process_definition_key: key(1),
+            resource_name: "order.bpmn".into(),
+            checksum: Blob(vec![1, 2, 3]),
+            resource: Blob(b"<definitions/>".to_vec()),
+            is_duplicate: false,
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::ProcessInstance => ProcessInstanceRecord {
+            bpmn_element_type: BpmnElementType::ServiceTask,
+            element_id: "charge".into(),
+            bpmn_process_id: "order".into(),
+            version: 1,
+            process_definition_key: key(1),
+            process_instance_key: key(2),
+            flow_scope_key: key(2),
+            bpmn_event_type: BpmnEventType::Unspecified,
+            parent_process_instance_key: -1,
+            parent_element_instance_key: -1,
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::ProcessInstanceCreation => ProcessInstanceCreationRecord {
+            bpmn_process_id: "order".into(),
+            version: -1,
+            process_definition_key: key(1),
+            process_instance_key: key(2),
+            variables: vars(),
+            fetch_variables: vec!["orderId".into()],
+            tenant_id: DEFAULT_TENANT.into(),
+            await_request_id: Some(7),
+        }
+        .into(),
+        ValueType::ProcessInstanceResult => ProcessInstanceResultRecord {
+            bpmn_process_id: "order".into(),
+            version: 1,
+            process_definition_key: key(1),
+            process_instance_key: key(2),
+            variables: vars(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::Job => job().into(),
+        ValueType::JobBatch => JobBatchRecord {
+            job_type: "payment".into(),
+            worker: "w1".into(),
+            timeout: 300_000,
+            max_jobs_to_activate: 10,
+            job_keys: vec![key(6)],
+            jobs: vec![job()],
+            truncated: false,
+            tenant_ids: vec![DEFAULT_TENANT.into()],
+        }
+        .into(),
+        ValueType::Variable => VariableRecord {
+            name: "orderId".into(),
+            value: "42".into(),
+            scope_key: key(2),
+            process_instance_key: key(2),
+            process_definition_key: key(1),
+            bpmn_process_id: "order".into(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::VariableDocument => VariableDocumentRecord {
+            scope_key: key(2),
+            update_semantics: VariableUpdateSemantics::Propagate,
+            variables: vars(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::Incident => IncidentRecord {
+            error_type: IncidentErrorType::JobNoRetries,
+            error_message: "no retries left".into(),
+            bpmn_process_id: "order".into(),
+            process_definition_key: key(1),
+            process_instance_key: key(2),
+            element_id: "charge".into(),
+            element_instance_key: key(5),
+            job_key: key(6),
+            variable_scope_key: key(5),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::Message => MessageRecord {
+            name: "paid".into(),
+            correlation_key: "order-42".into(),
+            message_id: "m1".into(),
+            time_to_live: 60_000,
+            deadline: NOON + 60_000,
+            variables: vars(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::MessageSubscription => MessageSubscriptionRecord {
+            process_instance_key: key(2),
+            element_instance_key: key(5),
+            bpmn_process_id: "order".into(),
+            message_name: "paid".into(),
+            correlation_key: "order-42".into(),
+            message_key: -1,
+            variables: vars(),
+            is_interrupting: true,
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::ProcessMessageSubscription => ProcessMessageSubscriptionRecord {
+            subscription_partition_id: 1,
+            process_instance_key: key(2),
+            element_instance_key: key(5),
+            bpmn_process_id: "order".into(),
+            element_id: "wait".into(),
+            message_name: "paid".into(),
+            correlation_key: "order-42".into(),
+            message_key: -1,
+            variables: vars(),
+            is_interrupting: true,
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::Timer => TimerRecord {
+            element_instance_key: key(5),
+            process_instance_key: key(2),
+            process_definition_key: key(1),
+            due_date: NOON + 10_000,
+            target_element_id: "timeout".into(),
+            repetitions: 1,
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::Error => ErrorRecord {
+            exception_message: "boom".into(),
+            stacktrace: "at engine".into(),
+            error_event_position: 7,
+            process_instance_key: key(2),
+        }
+        .into(),
+        ValueType::CommandDistribution => CommandDistributionRecord {
+            partition_id: 2,
+            value_type: ValueType::Deployment,
+            intent: Intent::Create,
+        }
+        .into(),
+    }
+}
+
+/// A plausible intent per value type, so documents look like real history.
+pub fn intent_of(value_type: ValueType) -> Intent {
+    match value_type {
+        ValueType::Deployment | ValueType::Process | ValueType::ProcessInstanceCreation => {
+            Intent::Created
+        }
+        ValueType::ProcessInstance => Intent::ElementActivated,
+        ValueType::Job => Intent::Created,
+        ValueType::JobBatch => Intent::Activated,
+        ValueType::Incident => Intent::Created,
+        ValueType::Message => Intent::Published,
+        ValueType::Timer => Intent::Triggered,
+        ValueType::CommandDistribution => Intent::Distributed,
+        _ => Intent::Created,
+    }
+}
+
+pub fn record(position: u64, record_type: RecordType, value: RecordValue) -> Record {
+    let value_type = value.value_type();
+    Record {
+        position: Position(position),
+        source_record_position: if position > 1 {
+            Some(Position(position - 1))
+        } else {
+            None
+        },
+        key: Key::new(PartitionId(1), position),
+        timestamp: Timestamp(NOON + position as i64),
+        record_type,
+        value_type,
+        intent: intent_of(value_type),
+        partition_id: PartitionId(1),
+        rejection_type: if record_type == RecordType::CommandRejection {
+            RejectionType::InvalidState
+        } else {
+            RejectionType::NullVal
+        },
+        rejection_reason: if record_type == RecordType::CommandRejection {
+            "not allowed".into()
+        } else {
+            String::new()
+        },
+        broker_version: rill_protocol::BROKER_VERSION.into(),
+        value,
+    }
+}
+
+/// Positions `from..=to`, cycling through the value types that the default filter
+/// exports, all events.
+pub fn events(from: u64, to: u64) -> Vec<Record> {
+    let types: Vec<ValueType> = ValueType::ALL
+        .into_iter()
+        .filter(|vt| !matches!(vt, ValueType::JobBatch | ValueType::ProcessInstanceResult))
+        .collect();
+    (from..=to)
+        .map(|p| {
+            record(
+                p,
+                RecordType::Event,
+                value_of(types[(p as usize) % types.len()]),
+            )
+        })
+        .collect()
+}
+
+/// An exporter config for the test server: fast retries, short timeouts.
+pub fn es_config(url: &str) -> ElasticsearchExporterConfig {
+    ElasticsearchExporterConfig {
+        url: url.to_owned(),
+        bulk_size: 1000,
+        bulk_delay: Duration::from_secs(5),
+        bulk_memory_limit: ByteSize(10 * 1024 * 1024),
+        request_timeout: Duration::from_secs(2),
+        retry_initial_backoff: Duration::from_millis(10),
+        retry_max_backoff: Duration::from_millis(100),
+        filter: RecordFilterConfig::default(),
+        ..Default::default()
+    }
+}
+
+/// POSTs a query to the test server and returns the JSON answer.
+pub async fn post(url: &str, path: &str, body: Value) -> Value {
+    let client = reqwest::Client::new();
+    let response = client
+        .post(format!("{url}/{path}"))
+        .json(&body)
+        .send()
+        .await
+        .expect("request to the test server");
+    response.json().await.expect("JSON answer")
+}
+
+pub async fn count(url: &str, target: &str, query: Value) -> u64 {
+    let answer = post(url, &format!("{target}/_count"), json!({ "query": query })).await;
+    answer["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no count in {answer}"))
+}
+
+/// Document ids in `target`, via `_search` (sorted by position).
+pub async fn ids(url: &str, target: &str) -> Vec<String> {
+    let answer = post(
+        url,
+        &format!("{target}/_search"),
+        json!({"query": {"match_all": {}}, "size": 1_000_000, "sort": [{"position": "asc"}]}),
+    )
+    .await;
+    answer["hits"]["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hits in {answer}"))
+        .iter()
+        .map(|hit| hit["_id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -1,0 +1,281 @@
+//! The documents are Zeebe's record JSON: envelope and value field names per value type.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use rill_exporter::record_document;
+use rill_protocol::{RecordType, ValueType};
+use serde_json::Value;
+
+use common::{record, value_of};
+
+fn keys(value: &Value) -> BTreeSet<String> {
+    value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Zeebe's field names of each value type that Rill has (from Zeebe's record value
+/// interfaces and its exporter's templates).
+fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
+    let job = [
+        "type",
+        "elementId",
+        "elementInstanceKey",
+        "bpmnProcessId",
+        "processDefinitionVersion",
+        "processDefinitionKey",
+        "processInstanceKey",
+        "worker",
+        "retries",
+        "retryBackoff",
+        "recurringTime",
+        "deadline",
+        "timeout",
+        "errorMessage",
+        "errorCode",
+        "customHeaders",
+        "variables",
+        "tenantId",
+    ];
+    set(match value_type {
+        ValueType::Deployment => &["resources", "processesMetadata", "tenantId"],
+        ValueType::Process => &[
+            "bpmnProcessId",
+            "version",
+            "processDefinitionKey",
+            "resourceName",
+            "checksum",
+            "resource",
+            "duplicate",
+            "tenantId",
+        ],
+        ValueType::ProcessInstance => &[
+            "bpmnElementType",
+            "elementId",
+            "bpmnProcessId",
+            "version",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "flowScopeKey",
+            "bpmnEventType",
+            "parentProcessInstanceKey",
+            "parentElementInstanceKey",
+            "tenantId",
+        ],
+        ValueType::ProcessInstanceCreation => &[
+            "bpmnProcessId",
+            "version",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "variables",
+            "fetchVariables",
+            "tenantId",
+        ],
+        ValueType::ProcessInstanceResult => &[
+            "bpmnProcessId",
+            "version",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "variables",
+            "tenantId",
+        ],
+        ValueType::Job => &job,
+        ValueType::JobBatch => &[
+            "type",
+            "worker",
+            "timeout",
+            "maxJobsToActivate",
+            "jobKeys",
+            "jobs",
+            "truncated",
+            "tenantIds",
+        ],
+        ValueType::Variable => &[
+            "name",
+            "value",
+            "scopeKey",
+            "processInstanceKey",
+            "processDefinitionKey",
+            "bpmnProcessId",
+            "tenantId",
+        ],
+        ValueType::VariableDocument => &["scopeKey", "updateSemantics", "variables", "tenantId"],
+        ValueType::Incident => &[
+            "errorType",
+            "errorMessage",
+            "bpmnProcessId",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "elementId",
+            "elementInstanceKey",
+            "jobKey",
+            "variableScopeKey",
+            "tenantId",
+        ],
+        ValueType::Message => &[
+            "name",
+            "correlationKey",
+            "messageId",
+            "timeToLive",
+            "deadline",
+            "variables",
+            "tenantId",
+        ],
+        ValueType::MessageSubscription => &[
+            "processInstanceKey",
+            "elementInstanceKey",
+            "bpmnProcessId",
+            "messageName",
+            "correlationKey",
+            "messageKey",
+            "variables",
+            "interrupting",
+            "tenantId",
+        ],
+        ValueType::ProcessMessageSubscription => &[
+            "subscriptionPartitionId",
+            "processInstanceKey",
+            "elementInstanceKey",
+            "bpmnProcessId",
+            "elementId",
+            "messageName",
+            "correlationKey",
+            "messageKey",
+            "variables",
+            "interrupting",
+            "tenantId",
+        ],
+        ValueType::Timer => &[
+            "elementInstanceKey",
+            "processInstanceKey",
+            "processDefinitionKey",
+            "dueDate",
+            "targetElementId",
+            "repetitions",
+            "tenantId",
+        ],
+        ValueType::Error => &[
+            "exceptionMessage",
+            "stacktrace",
+            "errorEventPosition",
+            "processInstanceKey",
+        ],
+        ValueType::CommandDistribution => &["partitionId", "valueType", "intent"],
+    })
+}
+
+#[test]
+fn envelope_has_zeebes_fields_and_values() {
+    let rec = record(7, RecordType::Event, value_of(ValueType::ProcessInstance));
+    let doc = record_document(&rec);
+    assert_eq!(
+        keys(&doc),
+        set(&[
+            "partitionId",
+            "value",
+            "key",
+            "position",
+            "timestamp",
+            "recordType",
+            "intent",
+            "valueType",
+            "rejectionType",
+            "rejectionReason",
+            "brokerVersion",
+            "sourceRecordPosition",
+            "recordVersion",
+        ])
+    );
+    assert_eq!(doc["position"], 7);
+    assert_eq!(doc["sourceRecordPosition"], 6);
+    assert_eq!(doc["partitionId"], 1);
+    assert_eq!(doc["key"], rec.key.get());
+    assert_eq!(doc["timestamp"], rec.timestamp.millis());
+    assert_eq!(doc["recordType"], "EVENT");
+    assert_eq!(doc["valueType"], "PROCESS_INSTANCE");
+    assert_eq!(doc["intent"], "ELEMENT_ACTIVATED");
+    assert_eq!(doc["rejectionType"], "NULL_VAL");
+    assert_eq!(doc["rejectionReason"], "");
+    assert_eq!(doc["brokerVersion"], rill_protocol::BROKER_VERSION);
+    assert_eq!(doc["recordVersion"], 1);
+    assert_eq!(doc["value"]["bpmnElementType"], "SERVICE_TASK");
+
+    // A client command follows from nothing: Zeebe writes -1.
+    let first = record(1, RecordType::Command, value_of(ValueType::Job));
+    assert_eq!(record_document(&first)["sourceRecordPosition"], -1);
+    let rejection = record(2, RecordType::CommandRejection, value_of(ValueType::Job));
+    let doc = record_document(&rejection);
+    assert_eq!(doc["recordType"], "COMMAND_REJECTION");
+    assert_eq!(doc["rejectionType"], "INVALID_STATE");
+    assert_eq!(doc["rejectionReason"], "not allowed");
+}
+
+#[test]
+fn every_value_type_uses_zeebes_field_names() {
+    for value_type in ValueType::ALL {
+        let doc = record_document(&record(3, RecordType::Event, value_of(value_type)));
+        assert_eq!(
+            keys(&doc["value"]),
+            zeebe_value_fields(value_type),
+            "fields of {value_type:?}"
+        );
+        assert_eq!(doc["valueType"], value_type.name());
+    }
+}
+
+#[test]
+fn nested_values_keep_zeebes_shape() {
+    let deployment = record_document(&record(
+        1,
+        RecordType::Event,
+        value_of(ValueType::Deployment),
+    ));
+    let process = &deployment["value"]["processesMetadata"][0];
+    assert_eq!(
+        keys(process),
+        set(&[
+            "bpmnProcessId",
+            "version",
+            "processDefinitionKey",
+            "resourceName",
+            "checksum",
+            "duplicate",
+            "tenantId",
+        ])
+    );
+    assert_eq!(process["duplicate"], false);
+    // Binary content is base64, as in Zeebe's JSON.
+    assert_eq!(
+        deployment["value"]["resources"][0]["resource"],
+        "PGRlZmluaXRpb25zLz4="
+    );
+
+    let job = record_document(&record(1, RecordType::Event, value_of(ValueType::Job)));
+    assert_eq!(job["value"]["customHeaders"]["region"], "eu");
+    assert_eq!(job["value"]["variables"]["orderId"], 42);
+    assert_eq!(job["value"]["type"], "payment");
+
+    let variable = record_document(&record(1, RecordType::Event, value_of(ValueType::Variable)));
+    assert_eq!(
+        variable["value"]["value"], "42",
+        "variable values are JSON text"
+    );
+
+    let incident = record_document(&record(1, RecordType::Event, value_of(ValueType::Incident)));
+    assert_eq!(incident["value"]["errorType"], "JOB_NO_RETRIES");
+
+    let batch = record_document(&record(1, RecordType::Event, value_of(ValueType::JobBatch)));
+    assert_eq!(
+        keys(&batch["value"]["jobs"][0]),
+        zeebe_value_fields(ValueType::Job)
+    );
+}

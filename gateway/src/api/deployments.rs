@@ -1,0 +1,133 @@
+//! `POST /v2/deployments`: multipart upload of one or more `resources` files.
+
+use axum::Json;
+use axum::extract::State;
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use rill_protocol::value::{DEFAULT_TENANT, ProcessMetadata};
+use rill_protocol::{Blob, Command, PartitionId, RecordValue, Resource};
+use serde::Serialize;
+
+use super::{SharedState, check_tenant, key_text, unexpected_answer};
+use crate::problem::Problem;
+
+/// Deployments go to partition 1, which distributes them to the others.
+const DEPLOYMENT_PARTITION: PartitionId = PartitionId(1);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentResult {
+    deployment_key: String,
+    tenant_id: String,
+    deployments: Vec<DeploymentMetadata>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeploymentMetadata {
+    process_definition: DeploymentProcess,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeploymentProcess {
+    process_definition_id: String,
+    process_definition_version: i32,
+    resource_name: String,
+    tenant_id: String,
+    process_definition_key: String,
+}
+
+impl From<&ProcessMetadata> for DeploymentProcess {
+    fn from(process: &ProcessMetadata) -> Self {
+        DeploymentProcess {
+            process_definition_id: process.bpmn_process_id.clone(),
+            process_definition_version: process.version,
+            resource_name: process.resource_name.clone(),
+            tenant_id: process.tenant_id.clone(),
+            process_definition_key: process.process_definition_key.to_string(),
+        }
+    }
+}
+
+pub async fn deploy(
+    State(state): State<SharedState>,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Json<DeploymentResult>, Problem> {
+    let mut multipart = multipart.map_err(|rejection| {
+        Problem::invalid_argument(format!(
+            "Expected a multipart/form-data request with one or more 'resources' files: {}",
+            rejection.body_text()
+        ))
+    })?;
+    let limit = state.settings.max_message_size;
+    let read_error = |error: axum::extract::multipart::MultipartError| {
+        if error.status().as_u16() == 413 {
+            Problem::payload_too_large(limit)
+        } else {
+            Problem::invalid_argument(format!(
+                "Could not read the multipart body: {}",
+                error.body_text()
+            ))
+        }
+    };
+
+    let mut resources = Vec::new();
+    while let Some(field) = multipart.next_field().await.map_err(read_error)? {
+        let name = field.name().unwrap_or_default().to_owned();
+        match name.as_str() {
+            "resources" => {
+                let resource_name = field
+                    .file_name()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("resource-{}.bpmn", resources.len() + 1));
+                let content = field.bytes().await.map_err(read_error)?;
+                resources.push(Resource {
+                    name: resource_name,
+                    content: Blob(content.to_vec()),
+                });
+            }
+            "tenantId" => {
+                let tenant = field.text().await.map_err(read_error)?;
+                check_tenant("tenantId", Some(tenant.trim()))?;
+            }
+            other => {
+                return Err(Problem::invalid_argument(format!(
+                    "Unexpected multipart field '{other}'; expected one or more 'resources' \
+                     files and optionally 'tenantId'"
+                )));
+            }
+        }
+    }
+    if resources.is_empty() {
+        return Err(Problem::invalid_argument(
+            "No resources provided; attach one or more BPMN files as multipart field 'resources'",
+        ));
+    }
+
+    let accepted = state
+        .dispatch
+        .submit(
+            DEPLOYMENT_PARTITION,
+            Command::Deploy { resources },
+            state.settings.request_timeout,
+        )
+        .await?;
+    let RecordValue::Deployment(record) = &accepted.value else {
+        return Err(unexpected_answer("deployment", &accepted.value));
+    };
+    Ok(Json(DeploymentResult {
+        deployment_key: key_text(accepted.key),
+        tenant_id: if record.tenant_id.is_empty() {
+            DEFAULT_TENANT.to_owned()
+        } else {
+            record.tenant_id.clone()
+        },
+        deployments: record
+            .processes_metadata
+            .iter()
+            .map(|process| DeploymentMetadata {
+                process_definition: process.into(),
+            })
+            .collect(),
+    }))
+}

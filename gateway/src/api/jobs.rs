@@ -1,0 +1,509 @@
+//! Jobs: activation with long polling across partitions; complete, fail, throw error,
+//! update.
+//!
+//! Long polling: the request subscribes to "jobs available" notifications first, then
+//! polls every partition once. If nothing was found it waits until a notification for
+//! its job type arrives (then polls again) or until its request timeout, and answers
+//! with what it has, possibly nothing. Subscribing before polling means a job created
+//! between the poll and the wait still wakes the request.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rill_protocol::value::{JobBatchRecord, JobRecord};
+use rill_protocol::{
+    ActivateJobs, Command, CommandResponse, FailJob, JsonValue, PartitionId, RecordValue,
+    ThrowError, UpdateJob,
+};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::time::Instant;
+
+use super::{Body, KeyParam, SharedState, check_tenant, optional_key_text, unsupported};
+use crate::backend::{BackendError, JobsAvailable};
+use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
+use crate::problem::Problem;
+
+/// The least time given to one partition's activation, even at the end of a long poll.
+const MIN_PARTITION_TIMEOUT: Duration = Duration::from_millis(100);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ActivationRequest {
+    #[serde(rename = "type")]
+    job_type: String,
+    #[serde(deserialize_with = "long")]
+    timeout: i64,
+    max_jobs_to_activate: i32,
+    worker: Option<String>,
+    fetch_variable: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "optional_long")]
+    request_timeout: Option<i64>,
+    tenant_ids: Option<Vec<String>>,
+    /// `PROVIDED` or `ASSIGNED`; with a single tenant both mean the same.
+    #[allow(dead_code)]
+    tenant_filter: Option<TenantFilter>,
+    with_lease: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+enum TenantFilter {
+    Provided,
+    Assigned,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivationResult {
+    jobs: Vec<ActivatedJob>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ActivatedJob {
+    #[serde(rename = "type")]
+    job_type: String,
+    process_definition_id: String,
+    process_definition_version: i32,
+    element_id: String,
+    custom_headers: serde_json::Value,
+    worker: String,
+    retries: i32,
+    deadline: i64,
+    variables: serde_json::Value,
+    tenant_id: String,
+    physical_tenant_id: String,
+    job_key: String,
+    process_instance_key: String,
+    process_definition_key: String,
+    element_instance_key: String,
+    kind: &'static str,
+    listener_event_type: &'static str,
+    user_task: Option<serde_json::Value>,
+    tags: Vec<String>,
+    root_process_instance_key: Option<String>,
+    business_id: Option<String>,
+    priority: i32,
+    job_lease_token: Option<String>,
+}
+
+impl ActivatedJob {
+    fn new(key: i64, job: JobRecord) -> Self {
+        let custom_headers = job
+            .custom_headers
+            .into_iter()
+            .map(|(name, value)| (name, serde_json::Value::String(value)))
+            .collect();
+        ActivatedJob {
+            job_type: job.job_type,
+            process_definition_id: job.bpmn_process_id,
+            process_definition_version: job.process_definition_version,
+            element_id: job.element_id,
+            custom_headers: serde_json::Value::Object(custom_headers),
+            worker: job.worker,
+            retries: job.retries,
+            deadline: job.deadline,
+            variables: match job.variables.0 {
+                serde_json::Value::Null => serde_json::Value::Object(Default::default()),
+                other => other,
+            },
+            physical_tenant_id: job.tenant_id.clone(),
+            tenant_id: job.tenant_id,
+            job_key: key.to_string(),
+            process_instance_key: job.process_instance_key.to_string(),
+            process_definition_key: job.process_definition_key.to_string(),
+            element_instance_key: job.element_instance_key.to_string(),
+            kind: "BPMN_ELEMENT",
+            listener_event_type: "UNSPECIFIED",
+            user_task: None,
+            tags: Vec::new(),
+            root_process_instance_key: optional_key_text(job.process_instance_key),
+            business_id: None,
+            priority: 0,
+            job_lease_token: None,
+        }
+    }
+}
+
+pub async fn activate(
+    State(state): State<SharedState>,
+    Body(body): Body,
+) -> Result<Json<ActivationResult>, Problem> {
+    let request: ActivationRequest = parse_body(&body)?;
+    if request.job_type.trim().is_empty() {
+        return Err(Problem::invalid_argument("No type provided"));
+    }
+    if request.timeout <= 0 {
+        return Err(Problem::invalid_argument(format!(
+            "The value for timeout is '{}' but must be greater than 0",
+            request.timeout
+        )));
+    }
+    if request.max_jobs_to_activate <= 0 {
+        return Err(Problem::invalid_argument(format!(
+            "The value for maxJobsToActivate is '{}' but must be greater than 0",
+            request.max_jobs_to_activate
+        )));
+    }
+    for tenant in request.tenant_ids.iter().flatten() {
+        check_tenant("tenantIds", Some(tenant))?;
+    }
+    unsupported(
+        request.with_lease == Some(true),
+        "Job activation with a lease (withLease)",
+    )?;
+
+    let long_poll_until = match request.request_timeout {
+        Some(ms) if ms < 0 => None,
+        Some(ms) if ms > 0 => Some(Instant::now() + Duration::from_millis(ms as u64)),
+        _ => Some(Instant::now() + state.settings.long_polling_timeout),
+    };
+    let template = ActivateJobs {
+        job_type: request.job_type,
+        worker: request.worker.unwrap_or_default(),
+        timeout: request.timeout,
+        max_jobs: request.max_jobs_to_activate,
+        fetch_variables: request.fetch_variable.unwrap_or_default(),
+    };
+
+    // Subscribe before the first poll, so no notification falls between poll and wait.
+    let mut wake = state.dispatch.backend().subscribe_jobs_available();
+    let mut shutdown = state.shutdown.clone();
+    let mut waiting = None;
+    loop {
+        // A partition without a leader is retried, but not past the long poll's end.
+        let timeout = match long_poll_until {
+            Some(until) => until
+                .saturating_duration_since(Instant::now())
+                .clamp(MIN_PARTITION_TIMEOUT, state.settings.request_timeout),
+            None => state.settings.request_timeout,
+        };
+        let jobs = poll_partitions(&state, &template, timeout).await?;
+        if !jobs.is_empty() {
+            state.metrics.jobs_activated(jobs.len());
+            return Ok(Json(ActivationResult { jobs }));
+        }
+        let Some(until) = long_poll_until else {
+            return Ok(Json(ActivationResult { jobs }));
+        };
+        if waiting.is_none() {
+            waiting = Some(state.metrics.long_poll_waiting());
+        }
+        let woken = tokio::select! {
+            woken = wait_for_jobs(&mut wake, &template.job_type) => woken,
+            _ = tokio::time::sleep_until(until) => false,
+            _ = shutdown.wait_for(|stopping| *stopping) => false,
+        };
+        if !woken {
+            return Ok(Json(ActivationResult { jobs }));
+        }
+    }
+}
+
+/// Waits for a notification about `job_type`. A lagging receiver missed some
+/// notifications, so it wakes too. Returns false only when the sender is gone.
+async fn wait_for_jobs(wake: &mut broadcast::Receiver<JobsAvailable>, job_type: &str) -> bool {
+    loop {
+        match wake.recv().await {
+            Ok(note) if note.job_type == job_type => return true,
+            Ok(_) => continue,
+            Err(RecvError::Lagged(_)) => return true,
+            Err(RecvError::Closed) => return std::future::pending().await,
+        }
+    }
+}
+
+/// Asks every partition once, starting at a rotating one, until `max_jobs` are found.
+/// Partitions that fail are skipped; if every partition fails, the first error is the
+/// answer.
+async fn poll_partitions(
+    state: &SharedState,
+    template: &ActivateJobs,
+    timeout: Duration,
+) -> Result<Vec<ActivatedJob>, Problem> {
+    let count = state.dispatch.partition_count();
+    let first = state.dispatch.round_robin().get();
+    let mut jobs: Vec<ActivatedJob> = Vec::new();
+    let mut first_error: Option<BackendError> = None;
+    let mut failures = 0;
+    for offset in 0..count {
+        let remaining = template.max_jobs - jobs.len() as i32;
+        if remaining <= 0 {
+            break;
+        }
+        let partition = PartitionId((first - 1 + offset) % count + 1);
+        let command = Command::ActivateJobs(ActivateJobs {
+            max_jobs: remaining,
+            ..template.clone()
+        });
+        match state
+            .dispatch
+            .submit_raw(partition, &command, timeout)
+            .await
+        {
+            Ok(CommandResponse::Accepted {
+                value: RecordValue::JobBatch(batch),
+                ..
+            }) => jobs.extend(batch_jobs(batch)),
+            Ok(CommandResponse::Accepted { value, .. }) => {
+                tracing::warn!(%partition, value_type = value.value_type().name(), "unexpected answer to job activation");
+                failures += 1;
+            }
+            Ok(CommandResponse::Rejected(rejection)) => {
+                // A rejected activation is about the request itself (same on every
+                // partition), so it is the answer.
+                return Err(Problem::from_rejection(
+                    &command,
+                    rejection.rejection_type,
+                    &rejection.reason,
+                ));
+            }
+            Err(error) => {
+                tracing::debug!(%partition, %error, "job activation failed on partition");
+                failures += 1;
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    if jobs.is_empty()
+        && failures == count
+        && let Some(error) = first_error
+    {
+        return Err(Problem::from_backend(&error));
+    }
+    Ok(jobs)
+}
+
+fn batch_jobs(batch: JobBatchRecord) -> impl Iterator<Item = ActivatedJob> {
+    batch
+        .job_keys
+        .into_iter()
+        .zip(batch.jobs)
+        .map(|(key, job)| ActivatedJob::new(key, job))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CompletionRequest {
+    #[serde(default)]
+    variables: Variables,
+    result: Option<serde_json::Value>,
+    job_lease_token: Option<String>,
+    business_id: Option<String>,
+}
+
+pub async fn complete(
+    State(state): State<SharedState>,
+    KeyParam(job_key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: CompletionRequest = parse_optional_body(&body)?;
+    unsupported(request.result.is_some(), "A job completion result")?;
+    unsupported(
+        request.job_lease_token.is_some(),
+        "jobLeaseToken (job leases)",
+    )?;
+    unsupported(request.business_id.is_some(), "businessId")?;
+    let partition = state.dispatch.partition_of(job_key, "job")?;
+    let command = Command::CompleteJob {
+        job_key,
+        variables: JsonValue(request.variables.into_value()),
+    };
+    state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FailRequest {
+    retries: Option<i32>,
+    error_message: Option<String>,
+    #[serde(default, deserialize_with = "optional_long")]
+    retry_back_off: Option<i64>,
+    #[serde(default)]
+    variables: Variables,
+    job_lease_token: Option<String>,
+}
+
+pub async fn fail(
+    State(state): State<SharedState>,
+    KeyParam(job_key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: FailRequest = parse_optional_body(&body)?;
+    unsupported(
+        request.job_lease_token.is_some(),
+        "jobLeaseToken (job leases)",
+    )?;
+    let retries = request.retries.unwrap_or(0);
+    if retries < 0 {
+        return Err(Problem::invalid_argument(format!(
+            "The value for retries is '{retries}' but must be 0 or greater"
+        )));
+    }
+    let retry_backoff = request.retry_back_off.unwrap_or(0);
+    if retry_backoff < 0 {
+        return Err(Problem::invalid_argument(format!(
+            "The value for retryBackOff is '{retry_backoff}' but must be 0 or greater"
+        )));
+    }
+    let partition = state.dispatch.partition_of(job_key, "job")?;
+    let command = Command::FailJob(FailJob {
+        job_key,
+        retries,
+        error_message: request.error_message.unwrap_or_default(),
+        retry_backoff,
+        variables: JsonValue(request.variables.into_value()),
+    });
+    state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ErrorRequest {
+    error_code: String,
+    error_message: Option<String>,
+    #[serde(default)]
+    variables: Variables,
+    job_lease_token: Option<String>,
+}
+
+pub async fn throw_error(
+    State(state): State<SharedState>,
+    KeyParam(job_key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: ErrorRequest = parse_body(&body)?;
+    unsupported(
+        request.job_lease_token.is_some(),
+        "jobLeaseToken (job leases)",
+    )?;
+    if request.error_code.trim().is_empty() {
+        return Err(Problem::invalid_argument("No errorCode provided"));
+    }
+    let partition = state.dispatch.partition_of(job_key, "job")?;
+    let command = Command::ThrowError(ThrowError {
+        job_key,
+        error_code: request.error_code,
+        error_message: request.error_message.unwrap_or_default(),
+        variables: JsonValue(request.variables.into_value()),
+    });
+    state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct UpdateRequest {
+    changeset: Changeset,
+    /// Accepted and ignored: Rill's records carry no operation reference.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
+    operation_reference: Option<i64>,
+    job_lease_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Changeset {
+    retries: Option<i32>,
+    #[serde(default, deserialize_with = "optional_long")]
+    timeout: Option<i64>,
+    priority: Option<i32>,
+}
+
+pub async fn update(
+    State(state): State<SharedState>,
+    KeyParam(job_key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: UpdateRequest = parse_body(&body)?;
+    unsupported(
+        request.job_lease_token.is_some(),
+        "jobLeaseToken (job leases)",
+    )?;
+    let changeset = request.changeset;
+    unsupported(changeset.priority.is_some(), "Job priority")?;
+    if changeset.retries.is_none() && changeset.timeout.is_none() {
+        return Err(Problem::invalid_argument(
+            "No update data provided. Provide a non-null value for 'retries' or 'timeout' in \
+             the \"changeset\"",
+        ));
+    }
+    if let Some(retries) = changeset.retries
+        && retries < 1
+    {
+        return Err(Problem::invalid_argument(format!(
+            "The value for changeset.retries is '{retries}' but must be greater than 0"
+        )));
+    }
+    if let Some(timeout) = changeset.timeout
+        && timeout < 1
+    {
+        return Err(Problem::invalid_argument(format!(
+            "The value for changeset.timeout is '{timeout}' but must be greater than 0"
+        )));
+    }
+    let partition = state.dispatch.partition_of(job_key, "job")?;
+    let command = Command::UpdateJob(UpdateJob {
+        job_key,
+        retries: changeset.retries,
+        timeout: changeset.timeout,
+    });
+    state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activated_job_carries_keys_as_strings() {
+        let job = JobRecord {
+            job_type: "pay".into(),
+            element_id: "task".into(),
+            element_instance_key: 2251799813685252,
+            bpmn_process_id: "order".into(),
+            process_definition_version: 1,
+            process_definition_key: 2251799813685249,
+            process_instance_key: 2251799813685251,
+            worker: "w".into(),
+            retries: 3,
+            retry_backoff: 0,
+            recurring_time: -1,
+            deadline: 1_700_000_000_000,
+            timeout: 1000,
+            error_message: String::new(),
+            error_code: String::new(),
+            custom_headers: [("h".to_owned(), "v".to_owned())].into_iter().collect(),
+            variables: JsonValue(serde_json::json!({"a": 1})),
+            tenant_id: "<default>".into(),
+        };
+        let json = serde_json::to_value(ActivatedJob::new(2251799813685253, job)).unwrap();
+        assert_eq!(json["jobKey"], "2251799813685253");
+        assert_eq!(json["processInstanceKey"], "2251799813685251");
+        assert_eq!(json["customHeaders"]["h"], "v");
+        assert_eq!(json["variables"]["a"], 1);
+        assert_eq!(json["deadline"], 1_700_000_000_000_i64);
+        assert_eq!(json["type"], "pay");
+        assert_eq!(json["kind"], "BPMN_ELEMENT");
+    }
+}

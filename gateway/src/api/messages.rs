@@ -1,0 +1,66 @@
+//! `POST /v2/messages/publication`: routed by the correlation key's hash, as in Zeebe.
+
+use axum::Json;
+use axum::extract::State;
+use rill_protocol::{Command, JsonValue, PublishMessage, message_partition};
+use serde::{Deserialize, Serialize};
+
+use super::{Body, SharedState, check_tenant, key_text, unsupported};
+use crate::json::{Variables, optional_long, parse_body};
+use crate::problem::Problem;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PublicationRequest {
+    name: String,
+    correlation_key: Option<String>,
+    #[serde(default, deserialize_with = "optional_long")]
+    time_to_live: Option<i64>,
+    message_id: Option<String>,
+    #[serde(default)]
+    variables: Variables,
+    tenant_id: Option<String>,
+    business_id: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicationResult {
+    tenant_id: String,
+    message_key: String,
+}
+
+pub async fn publish(
+    State(state): State<SharedState>,
+    Body(body): Body,
+) -> Result<Json<PublicationResult>, Problem> {
+    let request: PublicationRequest = parse_body(&body)?;
+    check_tenant("tenantId", request.tenant_id.as_deref())?;
+    unsupported(request.business_id.is_some(), "businessId")?;
+    if request.name.trim().is_empty() {
+        return Err(Problem::invalid_argument("No name provided"));
+    }
+    let time_to_live = request.time_to_live.unwrap_or(0);
+    if time_to_live < 0 {
+        return Err(Problem::invalid_argument(format!(
+            "The value for timeToLive is '{time_to_live}' but must be 0 or greater"
+        )));
+    }
+    let correlation_key = request.correlation_key.unwrap_or_default();
+    let partition = message_partition(&correlation_key, state.dispatch.partition_count());
+    let command = Command::PublishMessage(PublishMessage {
+        name: request.name,
+        correlation_key,
+        time_to_live,
+        message_id: request.message_id.unwrap_or_default(),
+        variables: JsonValue(request.variables.into_value()),
+    });
+    let accepted = state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await?;
+    Ok(Json(PublicationResult {
+        tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
+        message_key: key_text(accepted.key),
+    }))
+}

@@ -1,0 +1,216 @@
+//! The REST API: Camunda's Orchestration Cluster API v2 paths and JSON shapes.
+//!
+//! Every handler answers either its JSON (or 204) or a [`Problem`]. Extractors here
+//! reject with problems too, so no axum default error text reaches a client.
+
+mod cluster;
+mod deployments;
+mod element_instances;
+mod incidents;
+mod jobs;
+mod messages;
+mod process_instances;
+mod search;
+mod variables;
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use axum::routing::{get, patch, post, put};
+use rill_protocol::value::DEFAULT_TENANT;
+use rill_protocol::{Key, Timestamp};
+use tokio::sync::watch;
+
+use crate::dispatch::Dispatcher;
+use crate::metrics::GatewayMetrics;
+use crate::problem::Problem;
+
+/// Settings the handlers need, taken from `GatewayConfig`.
+#[derive(Clone, Debug)]
+pub struct ApiSettings {
+    /// Default timeout of a request to a broker.
+    pub request_timeout: Duration,
+    /// How long a job activation waits for jobs when the client does not say.
+    pub long_polling_timeout: Duration,
+    /// Largest accepted request body, in bytes.
+    pub max_message_size: u64,
+}
+
+pub struct AppState {
+    pub dispatch: Dispatcher,
+    pub settings: ApiSettings,
+    pub metrics: GatewayMetrics,
+    /// Turns true when the server shuts down, ending long polls early.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+pub type SharedState = Arc<AppState>;
+
+/// All `/v2` routes.
+pub fn routes() -> Router<SharedState> {
+    Router::new()
+        .route("/v2/deployments", post(deployments::deploy))
+        .route("/v2/process-instances", post(process_instances::create))
+        .route(
+            "/v2/process-instances/{processInstanceKey}",
+            get(process_instances::get),
+        )
+        .route(
+            "/v2/process-instances/{processInstanceKey}/cancellation",
+            post(process_instances::cancel),
+        )
+        .route(
+            "/v2/process-instances/{processInstanceKey}/incidents/search",
+            post(incidents::search_of_instance),
+        )
+        .route("/v2/jobs/activation", post(jobs::activate))
+        .route("/v2/jobs/{jobKey}", patch(jobs::update))
+        .route("/v2/jobs/{jobKey}/completion", post(jobs::complete))
+        .route("/v2/jobs/{jobKey}/failure", post(jobs::fail))
+        .route("/v2/jobs/{jobKey}/error", post(jobs::throw_error))
+        .route("/v2/messages/publication", post(messages::publish))
+        .route("/v2/incidents/search", post(incidents::search))
+        .route("/v2/incidents/{incidentKey}", get(incidents::get))
+        .route(
+            "/v2/incidents/{incidentKey}/resolution",
+            post(incidents::resolve),
+        )
+        .route(
+            "/v2/element-instances/{elementInstanceKey}/variables",
+            put(element_instances::set_variables),
+        )
+        .route("/v2/variables/search", post(variables::search))
+        .route("/v2/topology", get(cluster::topology))
+        .route("/v2/status", get(cluster::status))
+}
+
+/// A request body, read up to the configured limit.
+pub struct Body(pub Bytes);
+
+impl FromRequest<SharedState> for Body {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &SharedState) -> Result<Self, Problem> {
+        match Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(Body(bytes)),
+            Err(rejection) if rejection.status().as_u16() == 413 => {
+                Err(Problem::payload_too_large(state.settings.max_message_size))
+            }
+            Err(rejection) => Err(Problem::invalid_argument(format!(
+                "Could not read the request body: {}",
+                rejection.body_text()
+            ))),
+        }
+    }
+}
+
+/// The single `{…Key}` path parameter of a route, parsed as a key.
+pub struct KeyParam(pub Key);
+
+impl FromRequestParts<SharedState> for KeyParam {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &SharedState) -> Result<Self, Problem> {
+        let Path(params) = Path::<Vec<(String, String)>>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| {
+                Problem::invalid_argument(format!(
+                    "Invalid path parameter: {}",
+                    rejection.body_text()
+                ))
+            })?;
+        let (name, value) = params.into_iter().next().ok_or_else(|| {
+            Problem::invalid_argument("Expected a key in the request path, but found none")
+        })?;
+        crate::json::path_key(&name, &value).map(KeyParam)
+    }
+}
+
+/// A key as the REST API writes it: a string.
+pub fn key_text(key: Key) -> String {
+    key.get().to_string()
+}
+
+/// A key that may be absent (`-1` in records): a string or `null`.
+pub fn optional_key_text(key: i64) -> Option<String> {
+    (key > 0).then(|| key.to_string())
+}
+
+/// A record timestamp as an RFC 3339 date with milliseconds (UTC), as Camunda writes
+/// dates.
+pub fn date_text(timestamp: Timestamp) -> String {
+    let millis = u64::try_from(timestamp.millis()).unwrap_or(0);
+    let time = UNIX_EPOCH + Duration::from_millis(millis);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// Rill is single-tenant: a tenant id must be left out or be the default tenant.
+pub fn check_tenant(field: &str, tenant: Option<&str>) -> Result<(), Problem> {
+    match tenant {
+        None => Ok(()),
+        Some(t) if t == DEFAULT_TENANT => Ok(()),
+        Some(other) => Err(Problem::invalid_argument(format!(
+            "Expected to handle the request with {field} '{other}', but multi-tenancy is not \
+             supported; leave {field} out or use '{DEFAULT_TENANT}'"
+        ))),
+    }
+}
+
+/// Fails with a clear message for a Camunda feature Rill does not implement, when the
+/// client actually asked for it.
+pub fn unsupported(condition: bool, what: &str) -> Result<(), Problem> {
+    if condition {
+        Err(Problem::invalid_argument(format!(
+            "{what} is not supported by Rill"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// The request timeout to use for a command: the client's (if positive) or the default.
+pub fn timeout_or_default(requested_millis: Option<i64>, default: Duration) -> Duration {
+    match requested_millis {
+        Some(ms) if ms > 0 => Duration::from_millis(ms as u64),
+        _ => default,
+    }
+}
+
+/// The broker answered with a record of the wrong kind: a bug on the broker side.
+pub fn unexpected_answer(what: &str, value: &rill_protocol::RecordValue) -> Problem {
+    Problem::new(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        "INTERNAL",
+        format!(
+            "Expected the broker to answer the {what} request with its record, but it \
+             answered with a {} record",
+            value.value_type().name()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_rfc3339_with_millis() {
+        assert_eq!(date_text(Timestamp(0)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            date_text(Timestamp(1_700_000_000_123)),
+            "2023-11-14T22:13:20.123Z"
+        );
+    }
+
+    #[test]
+    fn only_the_default_tenant_is_accepted() {
+        assert!(check_tenant("tenantId", None).is_ok());
+        assert!(check_tenant("tenantId", Some("<default>")).is_ok());
+        let problem = check_tenant("tenantId", Some("acme")).unwrap_err();
+        assert!(problem.detail.contains("'acme'"));
+    }
+}

@@ -1,0 +1,288 @@
+//! Process instances: create (optionally awaiting completion), cancel, read.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rill_engine::{InstanceState, ProcessInstanceView, Query, QueryResult};
+use rill_protocol::value::DEFAULT_TENANT;
+use rill_protocol::{Command, CreateProcessInstance, JsonValue, ProcessSelector, RecordValue};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Body, KeyParam, SharedState, check_tenant, date_text, key_text, timeout_or_default,
+    unexpected_answer, unsupported,
+};
+use crate::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
+use crate::problem::Problem;
+
+/// `ProcessCreationById` and `ProcessCreationByKey` in one: exactly one of the two
+/// selectors must be given.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateRequest {
+    process_definition_id: Option<String>,
+    process_definition_key: Option<KeyString>,
+    process_definition_version: Option<i32>,
+    process_definition_version_tag: Option<String>,
+    #[serde(default)]
+    variables: Variables,
+    tenant_id: Option<String>,
+    /// Accepted and ignored: Rill's records carry no operation reference.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
+    operation_reference: Option<i64>,
+    start_instructions: Option<Vec<serde_json::Value>>,
+    runtime_instructions: Option<Vec<serde_json::Value>>,
+    await_completion: Option<bool>,
+    fetch_variables: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "optional_long")]
+    request_timeout: Option<i64>,
+    tags: Option<Vec<String>>,
+    business_id: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateResult {
+    process_definition_id: String,
+    process_definition_version: i32,
+    tenant_id: String,
+    variables: serde_json::Value,
+    process_definition_key: String,
+    process_instance_key: String,
+    tags: Vec<String>,
+    business_id: Option<String>,
+}
+
+pub async fn create(
+    State(state): State<SharedState>,
+    Body(body): Body,
+) -> Result<Json<CreateResult>, Problem> {
+    let request: CreateRequest = parse_body(&body)?;
+    check_tenant("tenantId", request.tenant_id.as_deref())?;
+    unsupported(
+        request
+            .start_instructions
+            .as_ref()
+            .is_some_and(|v| !v.is_empty()),
+        "startInstructions",
+    )?;
+    unsupported(
+        request
+            .runtime_instructions
+            .as_ref()
+            .is_some_and(|v| !v.is_empty()),
+        "runtimeInstructions",
+    )?;
+    unsupported(request.tags.as_ref().is_some_and(|v| !v.is_empty()), "tags")?;
+    unsupported(request.business_id.is_some(), "businessId")?;
+    unsupported(
+        request.process_definition_version_tag.is_some(),
+        "Selecting a process by processDefinitionVersionTag",
+    )?;
+    if let Some(reference) = request.operation_reference
+        && reference <= 0
+    {
+        return Err(Problem::invalid_argument(format!(
+            "The value for operationReference is '{reference}' but must be > 0"
+        )));
+    }
+
+    let (process, partition) = match (
+        request.process_definition_id,
+        request.process_definition_key,
+    ) {
+        (Some(_), Some(_)) => {
+            return Err(Problem::invalid_argument(
+                "Only one of [processDefinitionId, processDefinitionKey] is allowed",
+            ));
+        }
+        (None, None) => {
+            return Err(Problem::invalid_argument(
+                "At least one of [processDefinitionId, processDefinitionKey] is required",
+            ));
+        }
+        (Some(id), None) => {
+            if id.trim().is_empty() {
+                return Err(Problem::invalid_argument("No processDefinitionId provided"));
+            }
+            let version = match request.process_definition_version {
+                None | Some(-1) => None,
+                Some(v) if v > 0 => Some(v),
+                Some(v) => {
+                    return Err(Problem::invalid_argument(format!(
+                        "The value for processDefinitionVersion is '{v}' but must be a positive \
+                         version, or -1 for the latest"
+                    )));
+                }
+            };
+            let selector = ProcessSelector::ById {
+                bpmn_process_id: id,
+                version,
+            };
+            (selector, state.dispatch.round_robin())
+        }
+        // Deployments are distributed to every partition, so instances by key are
+        // spread round-robin too; the key's partition is only checked to exist.
+        (None, Some(KeyString(key))) => {
+            state.dispatch.partition_of(key, "process definition")?;
+            (ProcessSelector::ByKey(key), state.dispatch.round_robin())
+        }
+    };
+
+    let await_result = request.await_completion.unwrap_or(false);
+    let timeout = if await_result {
+        timeout_or_default(request.request_timeout, state.settings.request_timeout)
+    } else {
+        state.settings.request_timeout
+    };
+    let command = Command::CreateProcessInstance(CreateProcessInstance {
+        process,
+        variables: JsonValue(request.variables.into_value()),
+        await_result,
+        fetch_variables: request.fetch_variables.unwrap_or_default(),
+    });
+    let accepted = state.dispatch.submit(partition, command, timeout).await?;
+    let result = match &accepted.value {
+        RecordValue::ProcessInstanceCreation(record) => CreateResult {
+            process_definition_id: record.bpmn_process_id.clone(),
+            process_definition_version: record.version,
+            tenant_id: record.tenant_id.clone(),
+            // Variables are only returned when awaiting completion, as in Camunda.
+            variables: serde_json::Value::Object(Default::default()),
+            process_definition_key: record.process_definition_key.to_string(),
+            process_instance_key: record.process_instance_key.to_string(),
+            tags: Vec::new(),
+            business_id: None,
+        },
+        RecordValue::ProcessInstanceResult(record) => CreateResult {
+            process_definition_id: record.bpmn_process_id.clone(),
+            process_definition_version: record.version,
+            tenant_id: record.tenant_id.clone(),
+            variables: match &record.variables.0 {
+                serde_json::Value::Null => serde_json::Value::Object(Default::default()),
+                other => other.clone(),
+            },
+            process_definition_key: record.process_definition_key.to_string(),
+            process_instance_key: record.process_instance_key.to_string(),
+            tags: Vec::new(),
+            business_id: None,
+        },
+        other => return Err(unexpected_answer("process instance creation", other)),
+    };
+    Ok(Json(result))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CancelRequest {
+    /// Accepted and ignored: Rill's records carry no operation reference.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
+    operation_reference: Option<i64>,
+}
+
+pub async fn cancel(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let _: CancelRequest = parse_optional_body(&body)?;
+    let partition = state.dispatch.partition_of(key, "process instance")?;
+    state
+        .dispatch
+        .submit(
+            partition,
+            Command::CancelProcessInstance {
+                process_instance_key: key,
+            },
+            state.settings.request_timeout,
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceResult {
+    process_definition_id: String,
+    process_definition_name: Option<String>,
+    process_definition_version: i32,
+    process_definition_version_tag: Option<String>,
+    start_date: String,
+    end_date: Option<String>,
+    state: &'static str,
+    suspended_date: Option<String>,
+    has_incident: bool,
+    tenant_id: String,
+    process_instance_key: String,
+    process_definition_key: String,
+    parent_process_instance_key: Option<String>,
+    parent_element_instance_key: Option<String>,
+    root_process_instance_key: Option<String>,
+    tags: Vec<String>,
+    business_id: Option<String>,
+}
+
+impl From<ProcessInstanceView> for InstanceResult {
+    fn from(view: ProcessInstanceView) -> Self {
+        InstanceResult {
+            process_definition_id: view.bpmn_process_id,
+            process_definition_name: None,
+            process_definition_version: view.version,
+            process_definition_version_tag: None,
+            start_date: date_text(view.start_date),
+            end_date: view.end_date.map(date_text),
+            state: match view.state {
+                InstanceState::Active => "ACTIVE",
+                InstanceState::Completed => "COMPLETED",
+                InstanceState::Terminated => "TERMINATED",
+            },
+            suspended_date: None,
+            has_incident: view.has_incident,
+            tenant_id: DEFAULT_TENANT.to_owned(),
+            process_instance_key: key_text(view.key),
+            process_definition_key: key_text(view.process_definition_key),
+            // Rill has no call activities yet: every instance is a root instance.
+            parent_process_instance_key: None,
+            parent_element_instance_key: None,
+            root_process_instance_key: Some(key_text(view.key)),
+            tags: Vec::new(),
+            business_id: None,
+        }
+    }
+}
+
+pub async fn get(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+) -> Result<Json<InstanceResult>, Problem> {
+    let not_found = || {
+        Problem::not_found(format!(
+            "Process instance with key '{key}' not found (finished instances stay readable \
+             only for the configured retention)"
+        ))
+    };
+    let partition = state
+        .dispatch
+        .partition_of(key, "process instance")
+        .map_err(|_| not_found())?;
+    let answer = state
+        .dispatch
+        .query(
+            partition,
+            Query::ProcessInstance { key },
+            state.settings.request_timeout,
+        )
+        .await?;
+    match answer {
+        QueryResult::ProcessInstance(Some(view)) => Ok(Json(view.into())),
+        QueryResult::ProcessInstance(None) => Err(not_found()),
+        _ => Err(Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "The broker answered a process instance query with another kind of result",
+        )),
+    }
+}

@@ -1,0 +1,146 @@
+//! What the gateway needs from the brokers: submit a command to a partition, ask a
+//! partition a read-only question, hear when jobs become available, and know the
+//! topology. The in-process standalone broker implements this directly; a remote
+//! cluster client will implement it over the command API.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rill_engine::{Query, QueryResult};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId};
+use tokio::sync::broadcast;
+
+/// Why a request could not be answered by a partition.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BackendError {
+    /// The addressed broker does not lead the partition (any more). The command was not
+    /// accepted, so the gateway retries it within the request timeout.
+    #[error("partition {partition} has no reachable leader")]
+    NotLeader { partition: PartitionId },
+    /// The partition cannot take requests right now (starting, electing a leader, the
+    /// connection dropped before sending). The command was not accepted, so the gateway
+    /// retries it within the request timeout.
+    #[error("partition {partition} is unavailable: {reason}")]
+    Unavailable {
+        partition: PartitionId,
+        reason: String,
+    },
+    /// Flow control rejected the command; the client should back off and retry.
+    #[error("partition {partition} is overloaded")]
+    ResourceExhausted { partition: PartitionId },
+    /// No answer within the timeout. The command may or may not have been applied.
+    #[error("the request timed out")]
+    Timeout,
+    /// The node is shutting down.
+    #[error("the node is shutting down")]
+    Shutdown,
+    /// Anything else: a broken invariant on the broker side, never bad client input.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl BackendError {
+    /// Errors after which the same command can safely be sent again.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            BackendError::NotLeader { .. } | BackendError::Unavailable { .. }
+        )
+    }
+}
+
+/// Jobs of a type became activatable on a partition (sent by the partition leader after
+/// the commit that created, failed or timed out such jobs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobsAvailable {
+    pub partition: PartitionId,
+    pub job_type: String,
+}
+
+/// A broker's role for one partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionRole {
+    Leader,
+    Follower,
+    Inactive,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionHealth {
+    Healthy,
+    Unhealthy,
+    Dead,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionInfo {
+    pub partition: PartitionId,
+    pub role: PartitionRole,
+    pub health: PartitionHealth,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BrokerInfo {
+    pub node_id: NodeId,
+    pub host: String,
+    pub port: u16,
+    pub version: String,
+    pub partitions: Vec<PartitionInfo>,
+}
+
+/// The cluster as the gateway currently sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Topology {
+    pub cluster_size: u32,
+    pub partitions_count: u16,
+    pub replication_factor: u32,
+    pub brokers: Vec<BrokerInfo>,
+}
+
+impl Topology {
+    /// True when every partition has a healthy leader.
+    pub fn all_partitions_led(&self) -> bool {
+        (1..=self.partitions_count).all(|p| {
+            self.brokers.iter().any(|b| {
+                b.partitions.iter().any(|info| {
+                    info.partition == PartitionId(p)
+                        && info.role == PartitionRole::Leader
+                        && info.health == PartitionHealth::Healthy
+                })
+            })
+        })
+    }
+}
+
+/// The brokers, as seen from the gateway. Object safe, so the binary can hand the
+/// gateway an `Arc<dyn GatewayBackend>` for either the in-process broker or a remote
+/// cluster.
+pub trait GatewayBackend: Send + Sync + 'static {
+    /// Partitions are numbered `1..=partition_count()`.
+    fn partition_count(&self) -> u16;
+
+    /// Submits a command to the leader of `partition` and waits up to `timeout` for its
+    /// response (for create-and-await: until the instance completes).
+    fn submit(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>>;
+
+    /// Answers a read-only question from the state of `partition` (the engine's query
+    /// API: process instances, incidents, variables).
+    fn query(
+        &self,
+        partition: PartitionId,
+        query: Query,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<QueryResult, BackendError>>;
+
+    /// A stream of "jobs of this type became available" notifications, for long polling.
+    /// A lagging receiver should treat the lag as a wake-up.
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable>;
+
+    /// The cluster topology.
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>>;
+}

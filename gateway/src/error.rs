@@ -1,0 +1,17 @@
+//! The gateway's one error type (for starting and running the server; request errors
+//! are answered as problems, see `problem.rs`).
+
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("cannot bind the REST API to {address}: {source}")]
+    Bind {
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("the REST server failed: {0}")]
+    Serve(std::io::Error),
+    #[error("cannot register the gateway's metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+}
+
+pub type Result<T, E = GatewayError> = std::result::Result<T, E>;

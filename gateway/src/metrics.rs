@@ -1,0 +1,125 @@
+//! The REST layer's metrics, registered into the node's Prometheus registry (served on
+//! the monitoring port by the binary). Names follow Zeebe's gateway where one exists.
+
+use std::time::Duration;
+
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+};
+
+pub const REST_REQUESTS_TOTAL: &str = "rill_gateway_rest_requests_total";
+const REST_REQUESTS_HELP: &str = "REST requests answered, by endpoint, method and status code";
+
+pub const REST_REQUEST_LATENCY: &str = "rill_gateway_rest_request_latency_seconds";
+const REST_REQUEST_LATENCY_HELP: &str = "Time to answer a REST request, by endpoint and method";
+
+pub const LONG_POLLING_WAITING: &str = "rill_gateway_long_polling_waiting";
+const LONG_POLLING_WAITING_HELP: &str = "Job activation requests currently waiting for jobs";
+
+pub const JOBS_ACTIVATED_TOTAL: &str = "rill_gateway_jobs_activated_total";
+const JOBS_ACTIVATED_HELP: &str = "Jobs handed to workers through the REST API";
+
+/// Latency buckets from 1 ms to 60 s (long polls and awaited instances are slow by design).
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// Handles to the gateway's metrics. Cheap to clone.
+#[derive(Clone)]
+pub struct GatewayMetrics {
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    long_polling_waiting: IntGauge,
+    jobs_activated: IntCounter,
+}
+
+impl GatewayMetrics {
+    /// Creates the metrics and registers them in `registry`.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let metrics = GatewayMetrics::unregistered()?;
+        registry.register(Box::new(metrics.requests.clone()))?;
+        registry.register(Box::new(metrics.latency.clone()))?;
+        registry.register(Box::new(metrics.long_polling_waiting.clone()))?;
+        registry.register(Box::new(metrics.jobs_activated.clone()))?;
+        Ok(metrics)
+    }
+
+    /// Metrics that are counted but not exported anywhere.
+    pub fn unregistered() -> Result<Self, prometheus::Error> {
+        Ok(GatewayMetrics {
+            requests: IntCounterVec::new(
+                Opts::new(REST_REQUESTS_TOTAL, REST_REQUESTS_HELP),
+                &["endpoint", "method", "status"],
+            )?,
+            latency: HistogramVec::new(
+                HistogramOpts::new(REST_REQUEST_LATENCY, REST_REQUEST_LATENCY_HELP)
+                    .buckets(LATENCY_BUCKETS.to_vec()),
+                &["endpoint", "method"],
+            )?,
+            long_polling_waiting: IntGauge::new(LONG_POLLING_WAITING, LONG_POLLING_WAITING_HELP)?,
+            jobs_activated: IntCounter::new(JOBS_ACTIVATED_TOTAL, JOBS_ACTIVATED_HELP)?,
+        })
+    }
+
+    /// Counts one answered request. `endpoint` is the route template (e.g.
+    /// `/v2/jobs/{jobKey}/completion`), never the raw path, to keep label values few.
+    pub fn observe_request(&self, endpoint: &str, method: &str, status: u16, elapsed: Duration) {
+        let status = status.to_string();
+        self.requests
+            .with_label_values(&[endpoint, method, status.as_str()])
+            .inc();
+        self.latency
+            .with_label_values(&[endpoint, method])
+            .observe(elapsed.as_secs_f64());
+    }
+
+    pub fn jobs_activated(&self, count: usize) {
+        self.jobs_activated.inc_by(count as u64);
+    }
+
+    /// Marks a long poll as waiting until the guard is dropped.
+    pub fn long_poll_waiting(&self) -> WaitingGuard {
+        self.long_polling_waiting.inc();
+        WaitingGuard(self.long_polling_waiting.clone())
+    }
+}
+
+pub struct WaitingGuard(IntGauge);
+
+impl Drop for WaitingGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus::{Encoder, TextEncoder};
+
+    use super::*;
+
+    #[test]
+    fn requests_are_counted_by_endpoint_and_status() {
+        let registry = Registry::new();
+        let metrics = GatewayMetrics::register(&registry).unwrap();
+        metrics.observe_request("/v2/topology", "GET", 200, Duration::from_millis(3));
+        metrics.observe_request("/v2/topology", "GET", 200, Duration::from_millis(4));
+        metrics.observe_request("/v2/jobs/{jobKey}/completion", "POST", 404, Duration::ZERO);
+        {
+            let _waiting = metrics.long_poll_waiting();
+            assert_eq!(metrics.long_polling_waiting.get(), 1);
+        }
+        assert_eq!(metrics.long_polling_waiting.get(), 0);
+
+        let mut text = Vec::new();
+        TextEncoder::new()
+            .encode(&registry.gather(), &mut text)
+            .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains(
+            r#"rill_gateway_rest_requests_total{endpoint="/v2/topology",method="GET",status="200"} 2"#
+        ), "{text}");
+        assert!(text.contains(r#"status="404""#), "{text}");
+        assert!(text.contains("rill_gateway_rest_request_latency_seconds_bucket"));
+    }
+}

@@ -1,0 +1,175 @@
+//! Job activation with long polling: waits for jobs, wakes when they appear, gives up
+//! at the request timeout, and ends early when the server shuts down.
+
+use std::time::{Duration, Instant};
+
+use rill_gateway::JobsAvailable;
+use rill_protocol::PartitionId;
+use serde_json::json;
+
+use crate::support::TestGateway;
+use crate::support::engine_backend::EngineBackend;
+use crate::support::one_task_process;
+
+#[tokio::test]
+async fn a_waiting_activation_wakes_when_a_job_appears() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let xml = one_task_process("later", "late-job");
+    assert_eq!(
+        gateway
+            .deploy(&[("later.bpmn", xml.as_bytes())])
+            .await
+            .status,
+        200
+    );
+
+    let poll = {
+        let client = gateway.client.clone();
+        let url = gateway.url("/v2/jobs/activation");
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let reply: serde_json::Value = client
+                .post(url)
+                .json(
+                    &json!({"type": "late-job", "timeout": 5000, "maxJobsToActivate": 3,
+                              "requestTimeout": 10000}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            (started.elapsed(), reply)
+        })
+    };
+    // Let the poll find nothing and start waiting (the gauge says when it does).
+    let mut waiting = false;
+    for _ in 0..150 {
+        if gateway
+            .metrics_text()
+            .contains("rill_gateway_long_polling_waiting 1")
+        {
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(waiting, "{}", gateway.metrics_text());
+    assert!(!poll.is_finished(), "the activation waits for jobs");
+
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "later"}),
+        )
+        .await;
+    assert_eq!(created.status, 200);
+    let (elapsed, reply) = poll.await.unwrap();
+    assert_eq!(reply["jobs"].as_array().unwrap().len(), 1, "{reply}");
+    assert_eq!(
+        reply["jobs"][0]["processInstanceKey"],
+        created.body["processInstanceKey"]
+    );
+    assert!(elapsed < Duration::from_secs(5), "woken early: {elapsed:?}");
+    assert!(
+        gateway
+            .metrics_text()
+            .contains("rill_gateway_long_polling_waiting 0")
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn activation_answers_empty_at_the_timeout_or_at_once() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+
+    // A notification for another job type does not end the wait.
+    let waited = {
+        let started = Instant::now();
+        let reply = gateway
+            .post(
+                "/v2/jobs/activation",
+                json!({"type": "nothing", "timeout": 1000, "maxJobsToActivate": 1,
+                       "requestTimeout": 400}),
+            )
+            .await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body["jobs"], json!([]));
+        started.elapsed()
+    };
+    assert!(waited >= Duration::from_millis(380), "{waited:?}");
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+
+    // requestTimeout < 0: no long polling.
+    let started = Instant::now();
+    let reply = gateway
+        .post(
+            "/v2/jobs/activation",
+            json!({"type": "nothing", "timeout": 1000, "maxJobsToActivate": 1,
+                   "requestTimeout": -1}),
+        )
+        .await;
+    assert_eq!(reply.body["jobs"], json!([]));
+    assert!(started.elapsed() < Duration::from_millis(600));
+
+    // requestTimeout 0 (what SDK workers send): the gateway's default (800 ms in tests).
+    let started = Instant::now();
+    let reply = gateway
+        .post(
+            "/v2/jobs/activation",
+            json!({"type": "nothing", "timeout": 1000, "maxJobsToActivate": 1,
+                   "requestTimeout": 0}),
+        )
+        .await;
+    assert_eq!(reply.body["jobs"], json!([]));
+    assert!(started.elapsed() >= Duration::from_millis(750));
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn other_job_types_do_not_wake_and_shutdown_ends_the_wait() {
+    let backend = EngineBackend::new(1);
+    let mut gateway = TestGateway::start(backend.clone()).await;
+    let poll = {
+        let client = gateway.client.clone();
+        let url = gateway.url("/v2/jobs/activation");
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let response = client
+                .post(url)
+                .json(
+                    &json!({"type": "mine", "timeout": 5000, "maxJobsToActivate": 1,
+                              "requestTimeout": 20000}),
+                )
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let body: serde_json::Value = response.json().await.unwrap();
+            (started.elapsed(), status, body)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Somebody else's jobs: keep waiting.
+    backend_notify(&backend, "theirs");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !poll.is_finished(),
+        "a notification for another type does not wake"
+    );
+
+    gateway.begin_shutdown();
+    let (elapsed, status, body) = poll.await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body["jobs"], json!([]));
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    gateway.stop().await;
+}
+
+fn backend_notify(backend: &EngineBackend, job_type: &str) {
+    backend.notify(JobsAvailable {
+        partition: PartitionId(1),
+        job_type: job_type.to_owned(),
+    });
+}

@@ -1,0 +1,10 @@
+//! HTTP-level tests of the REST gateway: a real socket, a real HTTP client, and a
+//! backend running the real BPMN engine (or, for routing and broker failures, a
+//! scripted one).
+
+mod bad_input;
+mod engine_flows;
+mod long_polling;
+mod python_client;
+mod routing;
+mod support;

@@ -1,0 +1,268 @@
+//! A [`GatewayBackend`] backed by the real BPMN engine over in-memory state: what the
+//! standalone broker does, minus Raft and RocksDB. Commands are applied one at a time
+//! per partition, leader actions are carried out (responses to waiting requests,
+//! jobs-available notifications, sends to other partitions), and a ticker proposes
+//! due commands (timers, job timeouts), as the partition leader would.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use rill_engine::{BpmnEngine, EngineOptions, Query, QueryResult};
+use rill_engine_api::{
+    Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
+};
+use rill_gateway::{
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
+    PartitionRole, Topology,
+};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Position, Timestamp};
+use tokio::sync::{broadcast, oneshot};
+
+struct Partition {
+    engine: BpmnEngine,
+    state: MemoryState,
+    position: u64,
+}
+
+pub struct EngineBackend {
+    partitions: Vec<Mutex<Partition>>,
+    jobs: broadcast::Sender<JobsAvailable>,
+    /// Requests waiting for a later response (create-and-await), by partition and id.
+    waiting: Mutex<HashMap<(PartitionId, RequestId), oneshot::Sender<CommandResponse>>>,
+    next_request: AtomicU64,
+    /// The clock commands are stamped with: a fixed epoch plus the real time elapsed.
+    started: Instant,
+}
+
+const EPOCH_MILLIS: i64 = 1_700_000_000_000;
+
+impl EngineBackend {
+    pub fn new(partition_count: u16) -> Arc<EngineBackend> {
+        let (jobs, _) = broadcast::channel(256);
+        let backend = Arc::new(EngineBackend {
+            partitions: (0..partition_count)
+                .map(|_| {
+                    Mutex::new(Partition {
+                        engine: BpmnEngine::new(EngineOptions::default()),
+                        state: MemoryState::new(),
+                        position: 0,
+                    })
+                })
+                .collect(),
+            jobs,
+            waiting: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(1),
+            started: Instant::now(),
+        });
+        tokio::spawn(tick(Arc::downgrade(&backend)));
+        backend
+    }
+
+    /// Sends a jobs-available notification, as a partition leader would.
+    pub fn notify(&self, note: JobsAvailable) {
+        let _ = self.jobs.send(note);
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp(EPOCH_MILLIS + self.started.elapsed().as_millis() as i64)
+    }
+
+    /// Applies `command` on `partition` and everything it sends to other partitions.
+    /// Returns the immediate response, if any.
+    fn apply(
+        &self,
+        partition: PartitionId,
+        command: &Command,
+        request: Option<RequestId>,
+        register: Option<oneshot::Sender<CommandResponse>>,
+    ) -> Result<Option<CommandResponse>, BackendError> {
+        let mut queue = VecDeque::new();
+        let response = self.apply_one(partition, command, request, register, &mut queue)?;
+        while let Some((target, sent)) = queue.pop_front() {
+            self.apply_one(target, &sent, None, None, &mut queue)?;
+        }
+        Ok(response)
+    }
+
+    fn apply_one(
+        &self,
+        partition: PartitionId,
+        command: &Command,
+        request: Option<RequestId>,
+        register: Option<oneshot::Sender<CommandResponse>>,
+        sends: &mut VecDeque<(PartitionId, Command)>,
+    ) -> Result<Option<CommandResponse>, BackendError> {
+        let index = usize::from(partition.get()) - 1;
+        let slot = self
+            .partitions
+            .get(index)
+            .ok_or(BackendError::Unavailable {
+                partition,
+                reason: "no such partition".into(),
+            })?;
+        let mut guard = slot.lock().unwrap();
+        let part = &mut *guard;
+        part.position += 1;
+        let ctx = ProcessingContext {
+            partition_id: partition,
+            partition_count: self.partitions.len() as u16,
+            position: Position(part.position),
+            timestamp: self.now(),
+            engine_version: 1,
+            request,
+        };
+        let mut out = ProcessingOutput::default();
+        let mut overlay = Overlay::new(&part.state);
+        part.engine
+            .process(&ctx, &mut overlay, command, &mut out)
+            .map_err(|e| BackendError::Internal(e.to_string()))?;
+        let writes = overlay.into_writes();
+        part.state.apply(writes);
+        part.position += out.records.len().saturating_sub(1) as u64;
+
+        // Register before releasing the partition, so no later command can answer first.
+        if out.response.is_none()
+            && let (Some(request), Some(sender)) = (request, register)
+        {
+            self.waiting
+                .lock()
+                .unwrap()
+                .insert((partition, request), sender);
+        }
+        drop(guard);
+        for action in out.actions {
+            match action {
+                Action::Respond { request, response } => {
+                    if let Some(sender) = self.waiting.lock().unwrap().remove(&(partition, request))
+                    {
+                        let _ = sender.send(response);
+                    }
+                }
+                Action::JobsAvailable { job_type } => {
+                    let _ = self.jobs.send(JobsAvailable {
+                        partition,
+                        job_type,
+                    });
+                }
+                Action::Send { partition, command } => sends.push_back((partition, command)),
+                Action::WakeAt { .. } => {}
+            }
+        }
+        Ok(out.response)
+    }
+
+    fn fire_due(&self) {
+        for index in 0..self.partitions.len() {
+            let partition = PartitionId(index as u16 + 1);
+            let mut due = Vec::new();
+            {
+                let mut guard = self.partitions[index].lock().unwrap();
+                let part = &mut *guard;
+                if part
+                    .engine
+                    .due_commands(&part.state, self.now(), 100, &mut due)
+                    .is_err()
+                {
+                    continue;
+                }
+            }
+            for command in due {
+                let _ = self.apply(partition, &command, None, None);
+            }
+        }
+    }
+}
+
+/// The leader's scheduler: proposes due commands every few milliseconds.
+async fn tick(backend: Weak<EngineBackend>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let Some(backend) = backend.upgrade() else {
+            return;
+        };
+        backend.fire_due();
+    }
+}
+
+impl GatewayBackend for EngineBackend {
+    fn partition_count(&self) -> u16 {
+        self.partitions.len() as u16
+    }
+
+    fn submit(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
+        Box::pin(async move {
+            let request = RequestId(self.next_request.fetch_add(1, Ordering::Relaxed));
+            let (sender, receiver) = oneshot::channel();
+            if let Some(response) = self.apply(partition, &command, Some(request), Some(sender))? {
+                return Ok(response);
+            }
+            match tokio::time::timeout(timeout, receiver).await {
+                Ok(Ok(response)) => Ok(response),
+                Ok(Err(_)) => Err(BackendError::Internal("response channel dropped".into())),
+                Err(_) => {
+                    self.waiting.lock().unwrap().remove(&(partition, request));
+                    Err(BackendError::Timeout)
+                }
+            }
+        })
+    }
+
+    fn query(
+        &self,
+        partition: PartitionId,
+        query: Query,
+        _timeout: Duration,
+    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
+        Box::pin(async move {
+            let index = usize::from(partition.get()) - 1;
+            let slot = self
+                .partitions
+                .get(index)
+                .ok_or(BackendError::Unavailable {
+                    partition,
+                    reason: "no such partition".into(),
+                })?;
+            let mut guard = slot.lock().unwrap();
+            let part = &mut *guard;
+            part.engine
+                .query(&part.state, &query)
+                .map_err(|e| BackendError::Internal(e.to_string()))
+        })
+    }
+
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+        self.jobs.subscribe()
+    }
+
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
+        let count = self.partitions.len() as u16;
+        Box::pin(async move {
+            Ok(Topology {
+                cluster_size: 1,
+                partitions_count: count,
+                replication_factor: 1,
+                brokers: vec![BrokerInfo {
+                    node_id: NodeId(0),
+                    host: "127.0.0.1".into(),
+                    port: 26501,
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    partitions: (1..=count)
+                        .map(|p| PartitionInfo {
+                            partition: PartitionId(p),
+                            role: PartitionRole::Leader,
+                            health: PartitionHealth::Healthy,
+                        })
+                        .collect(),
+                }],
+            })
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! A scripted [`GatewayBackend`] for what the real engine cannot show on its own:
+//! routing over several partitions, and broker failures (no leader, backpressure,
+//! timeouts, each rejection type). It records every command it receives and answers
+//! with a closure the test provides. Behaviour of real commands is tested against the
+//! engine-backed backend instead.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rill_engine::{Query, QueryResult};
+use rill_gateway::{
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
+    PartitionRole, Topology,
+};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId};
+use tokio::sync::broadcast;
+
+type Answer = dyn Fn(PartitionId, &Command) -> Result<CommandResponse, BackendError> + Send + Sync;
+
+pub struct ScriptedBackend {
+    partitions: u16,
+    answer: Box<Answer>,
+    pub submitted: Mutex<Vec<(PartitionId, Command)>>,
+    pub jobs: broadcast::Sender<JobsAvailable>,
+    /// The role every broker reports for every partition (for `/v2/status`).
+    pub role: Mutex<PartitionRole>,
+}
+
+impl ScriptedBackend {
+    pub fn new(
+        partitions: u16,
+        answer: impl Fn(PartitionId, &Command) -> Result<CommandResponse, BackendError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Arc<ScriptedBackend> {
+        let (jobs, _) = broadcast::channel(16);
+        Arc::new(ScriptedBackend {
+            partitions,
+            answer: Box::new(answer),
+            submitted: Mutex::new(Vec::new()),
+            jobs,
+            role: Mutex::new(PartitionRole::Leader),
+        })
+    }
+
+    /// The partitions commands went to, in order.
+    pub fn partitions_used(&self) -> Vec<u16> {
+        self.submitted
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(p, _)| p.get())
+            .collect()
+    }
+
+    pub fn commands(&self) -> Vec<Command> {
+        self.submitted
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+}
+
+impl GatewayBackend for ScriptedBackend {
+    fn partition_count(&self) -> u16 {
+        self.partitions
+    }
+
+    fn submit(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        _timeout: Duration,
+    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
+        self.submitted
+            .lock()
+            .unwrap()
+            .push((partition, command.clone()));
+        let result = (self.answer)(partition, &command);
+        Box::pin(async move {
+            if matches!(result, Err(BackendError::Timeout)) {
+                // A broker that never answers: the gateway's own timeout must fire.
+                std::future::pending::<()>().await;
+            }
+            result
+        })
+    }
+
+    fn query(
+        &self,
+        partition: PartitionId,
+        _query: Query,
+        _timeout: Duration,
+    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
+        Box::pin(async move {
+            Err(BackendError::Unavailable {
+                partition,
+                reason: "the scripted backend answers no queries".into(),
+            })
+        })
+    }
+
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+        self.jobs.subscribe()
+    }
+
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
+        let role = *self.role.lock().unwrap();
+        let count = self.partitions;
+        Box::pin(async move {
+            Ok(Topology {
+                cluster_size: 1,
+                partitions_count: count,
+                replication_factor: 1,
+                brokers: vec![BrokerInfo {
+                    node_id: NodeId(0),
+                    host: "127.0.0.1".into(),
+                    port: 26501,
+                    version: "test".into(),
+                    partitions: (1..=count)
+                        .map(|p| PartitionInfo {
+                            partition: PartitionId(p),
+                            role,
+                            health: PartitionHealth::Healthy,
+                        })
+                        .collect(),
+                }],
+            })
+        })
+    }
+}

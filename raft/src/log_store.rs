@@ -1,0 +1,341 @@
+//! The raft log on RocksDB.
+//!
+//! One database per partition (`log/`) with two column families: `log` (entries keyed by
+//! big-endian index) and `meta` (vote, committed log id, last purged log id).
+//!
+//! Durability: an append writes its entries in one `WriteBatch` without waiting for the
+//! disk, so they are readable at once; a flusher task then syncs the WAL (`FlushWAL(sync)`)
+//! on the io runtime and only then reports the append durable. Appends that arrive while a
+//! sync runs are covered by the next one, so a burst of appends costs one fsync (group
+//! commit). The vote is written with a synchronous WAL write before `save_vote` returns.
+
+use std::fmt::Debug;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{LogState, OptionalSend, RaftLogId, RaftLogReader};
+use rill_protocol::codec;
+use rocksdb::{
+    ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, ReadOptions, WriteBatch,
+    WriteOptions,
+};
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+
+use crate::error::{Error, Result, storage};
+use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
+
+const CF_LOG: &str = "log";
+const CF_META: &str = "meta";
+const KEY_VOTE: &[u8] = b"vote";
+const KEY_COMMITTED: &[u8] = b"committed";
+const KEY_LAST_PURGED: &[u8] = b"last-purged";
+
+/// Counters about the log's disk work, for metrics and the benchmark.
+#[derive(Debug, Default)]
+pub struct LogStats {
+    /// Appends reported durable.
+    pub appends: AtomicU64,
+    /// WAL syncs done for appends (each may cover several appends).
+    pub syncs: AtomicU64,
+}
+
+/// The RocksDB raft log of one partition.
+pub struct LogStore {
+    db: Arc<DB>,
+    io: Handle,
+    flush_tx: mpsc::UnboundedSender<LogFlushed<TypeConfig>>,
+    stats: Arc<LogStats>,
+}
+
+/// A reader of the log for openraft's replication tasks.
+#[derive(Clone)]
+pub struct LogReader {
+    db: Arc<DB>,
+}
+
+impl LogStore {
+    /// Opens (or creates) the log database in `dir`. WAL syncs run on `io`.
+    pub fn open(dir: &Path, io: Handle) -> Result<LogStore> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        // Entries are deleted in ranges on purge; keep the WAL small so old files go.
+        opts.set_max_total_wal_size(64 << 20);
+        let cfs =
+            [CF_LOG, CF_META].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+        let db =
+            DB::open_cf_descriptors(&opts, dir, cfs).map_err(Error::rocks("open the raft log"))?;
+        let db = Arc::new(db);
+        let stats = Arc::new(LogStats::default());
+        let (flush_tx, flush_rx) = mpsc::unbounded_channel();
+        io.spawn(flush_loop(db.clone(), flush_rx, stats.clone()));
+        Ok(LogStore {
+            db,
+            io,
+            flush_tx,
+            stats,
+        })
+    }
+
+    pub fn stats(&self) -> Arc<LogStats> {
+        self.stats.clone()
+    }
+
+    /// A weak handle that tells when the database has been closed (all users dropped).
+    pub fn closed_signal(&self) -> std::sync::Weak<DB> {
+        Arc::downgrade(&self.db)
+    }
+
+    fn reader(&self) -> LogReader {
+        LogReader {
+            db: self.db.clone(),
+        }
+    }
+
+    fn meta<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>> {
+        read_meta(&self.db, key)
+    }
+
+    fn write(&self, batch: WriteBatch, action: &'static str) -> Result<()> {
+        self.db
+            .write_opt(batch, &WriteOptions::default())
+            .map_err(Error::rocks(action))
+    }
+
+    /// Writes `batch` with a synced WAL, on the io runtime.
+    async fn write_synced(&self, batch: WriteBatch, action: &'static str) -> Result<()> {
+        let db = self.db.clone();
+        self.io
+            .spawn_blocking(move || {
+                let mut opts = WriteOptions::default();
+                opts.set_sync(true);
+                db.write_opt(batch, &opts).map_err(Error::rocks(action))
+            })
+            .await
+            .map_err(|e| Error::Task(e.to_string()))?
+    }
+}
+
+fn cf<'a>(db: &'a DB, name: &str) -> Result<&'a rocksdb::ColumnFamily> {
+    db.cf_handle(name)
+        .ok_or_else(|| Error::corrupt("raft log", format!("column family {name} is missing")))
+}
+
+fn read_meta<T: serde::de::DeserializeOwned>(db: &DB, key: &[u8]) -> Result<Option<T>> {
+    let meta = cf(db, CF_META)?;
+    match db
+        .get_pinned_cf(&meta, key)
+        .map_err(Error::rocks("read raft metadata"))?
+    {
+        Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
+        None => Ok(None),
+    }
+}
+
+fn put_meta<T: serde::Serialize>(
+    db: &DB,
+    batch: &mut WriteBatch,
+    key: &[u8],
+    value: &T,
+) -> Result<()> {
+    let meta = cf(db, CF_META)?;
+    batch.put_cf(meta, key, codec::encode(value)?);
+    Ok(())
+}
+
+async fn flush_loop(
+    db: Arc<DB>,
+    mut rx: mpsc::UnboundedReceiver<LogFlushed<TypeConfig>>,
+    stats: Arc<LogStats>,
+) {
+    let mut waiting = Vec::new();
+    while let Some(first) = rx.recv().await {
+        waiting.push(first);
+        while let Ok(more) = rx.try_recv() {
+            waiting.push(more);
+        }
+        let sync_db = db.clone();
+        let result = tokio::task::spawn_blocking(move || sync_db.flush_wal(true))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        stats.syncs.fetch_add(1, Ordering::Relaxed);
+        stats
+            .appends
+            .fetch_add(waiting.len() as u64, Ordering::Relaxed);
+        for callback in waiting.drain(..) {
+            let result = result.clone().map_err(std::io::Error::other);
+            callback.log_io_completed(result);
+        }
+    }
+}
+
+fn index_key(index: u64) -> [u8; 8] {
+    index.to_be_bytes()
+}
+
+fn read_entries(db: &DB, start: u64, end: u64) -> Result<Vec<Entry>> {
+    if start >= end {
+        return Ok(Vec::new());
+    }
+    let log = cf(db, CF_LOG)?;
+    let mut opts = ReadOptions::default();
+    opts.set_iterate_upper_bound(index_key(end).to_vec());
+    let start_key = index_key(start);
+    let iter = db.iterator_cf_opt(
+        &log,
+        opts,
+        IteratorMode::From(&start_key, Direction::Forward),
+    );
+    let mut entries = Vec::new();
+    for item in iter {
+        let (_, value) = item.map_err(Error::rocks("read log entries"))?;
+        entries.push(codec::decode::<Entry>(&value)?);
+    }
+    Ok(entries)
+}
+
+fn bounds(range: &impl RangeBounds<u64>) -> (u64, u64) {
+    let start = match range.start_bound() {
+        Bound::Included(&x) => x,
+        Bound::Excluded(&x) => x.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&x) => x.saturating_add(1),
+        Bound::Excluded(&x) => x,
+        Bound::Unbounded => u64::MAX,
+    };
+    (start, end)
+}
+
+impl RaftLogReader<TypeConfig> for LogReader {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let (start, end) = bounds(&range);
+        read_entries(&self.db, start, end).map_err(storage::read_logs)
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let (start, end) = bounds(&range);
+        read_entries(&self.db, start, end).map_err(storage::read_logs)
+    }
+}
+
+impl LogStore {
+    fn last_log_id(&self) -> Result<Option<LogId>> {
+        let log = cf(&self.db, CF_LOG)?;
+        let mut iter = self.db.iterator_cf(log, IteratorMode::End);
+        match iter.next() {
+            Some(item) => {
+                let (_, value) = item.map_err(Error::rocks("read the last log entry"))?;
+                let entry: Entry = codec::decode(&value)?;
+                Ok(Some(*entry.get_log_id()))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogReader;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let last_purged: Option<LogId> = self.meta(KEY_LAST_PURGED).map_err(storage::read_logs)?;
+        let last = self.last_log_id().map_err(storage::read_logs)?;
+        Ok(LogState {
+            last_purged_log_id: last_purged,
+            last_log_id: last.or(last_purged),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> LogReader {
+        self.reader()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        let mut batch = WriteBatch::default();
+        put_meta(&self.db, &mut batch, KEY_VOTE, vote).map_err(storage::write_vote)?;
+        self.write_synced(batch, "save the vote")
+            .await
+            .map_err(storage::write_vote)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        self.meta(KEY_VOTE).map_err(storage::read_vote)
+    }
+
+    // The committed log id is a hint for restart (apply up to it before hearing from a
+    // leader). It goes to the WAL without waiting for the disk: it survives a process
+    // crash, and the next append's sync makes it durable; losing it to a power cut only
+    // means a restarting replica waits for the leader to tell it again.
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        let mut batch = WriteBatch::default();
+        put_meta(&self.db, &mut batch, KEY_COMMITTED, &committed).map_err(storage::write_logs)?;
+        self.write(batch, "save the committed log id")
+            .map_err(storage::write_logs)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        let stored: Option<Option<LogId>> = self.meta(KEY_COMMITTED).map_err(storage::read_logs)?;
+        Ok(stored.flatten())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let log = cf(&self.db, CF_LOG).map_err(storage::write_logs)?;
+        let mut batch = WriteBatch::default();
+        let mut buf = Vec::with_capacity(256);
+        for entry in entries {
+            buf.clear();
+            codec::encode_into(&entry, &mut buf).map_err(|e| storage::write_logs(e.into()))?;
+            batch.put_cf(log, index_key(entry.get_log_id().index), &buf);
+        }
+        self.write(batch, "append log entries")
+            .map_err(storage::write_logs)?;
+        // Durable once the flusher has synced the WAL.
+        self.flush_tx
+            .send(callback)
+            .map_err(|_| storage::write_logs(Error::Task("the log flusher has stopped".into())))?;
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let log = cf(&self.db, CF_LOG).map_err(storage::write_logs)?;
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(log, index_key(log_id.index), index_key(u64::MAX));
+        self.write(batch, "truncate the log")
+            .map_err(storage::write_logs)
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let log = cf(&self.db, CF_LOG).map_err(storage::write_logs)?;
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(
+            &log,
+            index_key(0),
+            index_key(log_id.index.saturating_add(1)),
+        );
+        put_meta(&self.db, &mut batch, KEY_LAST_PURGED, &log_id).map_err(storage::write_logs)?;
+        self.write(batch, "purge the log")
+            .map_err(storage::write_logs)
+    }
+}

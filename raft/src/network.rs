@@ -1,0 +1,256 @@
+//! Raft RPCs between the replicas of a partition.
+//!
+//! The messages are openraft's, encoded with Rill's codec and carried as opaque bytes by
+//! a [`RaftTransport`]: in production the node's internal transport (one multiplexed
+//! connection per node pair, the partition id in every frame); in tests anything that
+//! moves bytes. On the receiving side a [`RaftService`] decodes them and hands them to
+//! the partition's raft.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use openraft::BasicNode;
+use openraft::error::{
+    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, SnapshotMismatch,
+    Timeout, Unreachable,
+};
+use openraft::network::{RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use parking_lot::RwLock;
+use rill_protocol::{PartitionId, codec};
+use serde::{Deserialize, Serialize};
+
+use crate::types::{Raft, RaftNodeId, TypeConfig};
+
+/// Why a request to a peer got no answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TransportFailure {
+    #[error("peer unreachable: {0}")]
+    Unreachable(String),
+    #[error("request timed out")]
+    Timeout,
+    #[error("peer failed to handle the request: {0}")]
+    Remote(String),
+}
+
+/// Moves a request to a peer node and its answer back.
+pub trait RaftTransport: Send + Sync + 'static {
+    fn request(
+        &self,
+        target: RaftNodeId,
+        partition: PartitionId,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'static, Result<Bytes, TransportFailure>>;
+}
+
+#[derive(Serialize, Deserialize)]
+enum RaftRpc {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<RaftNodeId>),
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+}
+
+/// Errors travel as text: a failed raft on the peer is as good as unreachable.
+#[derive(Serialize, Deserialize)]
+enum RaftRpcReply {
+    AppendEntries(Result<AppendEntriesResponse<RaftNodeId>, String>),
+    Vote(Result<VoteResponse<RaftNodeId>, String>),
+    InstallSnapshot(Result<InstallSnapshotResponse<RaftNodeId>, SnapshotFailure>),
+}
+
+#[derive(Serialize, Deserialize)]
+enum SnapshotFailure {
+    Mismatch(SnapshotMismatch),
+    Fatal(String),
+}
+
+/// Creates a client per peer for one partition's raft.
+#[derive(Clone)]
+pub struct NetworkFactory {
+    partition: PartitionId,
+    transport: Arc<dyn RaftTransport>,
+}
+
+impl NetworkFactory {
+    pub fn new(partition: PartitionId, transport: Arc<dyn RaftTransport>) -> Self {
+        NetworkFactory {
+            partition,
+            transport,
+        }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: RaftNodeId, _node: &BasicNode) -> PeerClient {
+        PeerClient {
+            target,
+            partition: self.partition,
+            transport: self.transport.clone(),
+        }
+    }
+}
+
+/// Sends one partition's raft RPCs to one peer.
+pub struct PeerClient {
+    target: RaftNodeId,
+    partition: PartitionId,
+    transport: Arc<dyn RaftTransport>,
+}
+
+type RpcResult<T, E = openraft::error::Infallible> =
+    Result<T, RPCError<RaftNodeId, BasicNode, RaftError<RaftNodeId, E>>>;
+
+impl PeerClient {
+    async fn call<E: std::error::Error>(
+        &self,
+        action: RPCTypes,
+        rpc: &RaftRpc,
+        timeout: Duration,
+    ) -> RpcResult<RaftRpcReply, E> {
+        let payload = codec::encode(rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let reply = self
+            .transport
+            .request(self.target, self.partition, Bytes::from(payload), timeout)
+            .await
+            .map_err(|failure| match failure {
+                TransportFailure::Timeout => RPCError::Timeout(Timeout {
+                    action,
+                    id: self.target,
+                    target: self.target,
+                    timeout,
+                }),
+                other => RPCError::Unreachable(Unreachable::new(&other)),
+            })?;
+        codec::decode(&reply).map_err(|e| RPCError::Network(NetworkError::new(&e)))
+    }
+}
+
+fn unexpected<E: std::error::Error>() -> RPCError<RaftNodeId, BasicNode, RaftError<RaftNodeId, E>> {
+    let err = TransportFailure::Remote("reply does not match the request".into());
+    RPCError::Network(NetworkError::new(&err))
+}
+
+fn remote_down<E: std::error::Error>(
+    reason: String,
+) -> RPCError<RaftNodeId, BasicNode, RaftError<RaftNodeId, E>> {
+    RPCError::Unreachable(Unreachable::new(&TransportFailure::Remote(reason)))
+}
+
+impl RaftNetwork<TypeConfig> for PeerClient {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<RaftNodeId>> {
+        let rpc = RaftRpc::AppendEntries(rpc);
+        match self
+            .call(RPCTypes::AppendEntries, &rpc, option.hard_ttl())
+            .await?
+        {
+            RaftRpcReply::AppendEntries(Ok(resp)) => Ok(resp),
+            RaftRpcReply::AppendEntries(Err(reason)) => Err(remote_down(reason)),
+            _ => Err(unexpected()),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<RaftNodeId>, InstallSnapshotError> {
+        let rpc = RaftRpc::InstallSnapshot(rpc);
+        match self
+            .call(RPCTypes::InstallSnapshot, &rpc, option.hard_ttl())
+            .await?
+        {
+            RaftRpcReply::InstallSnapshot(Ok(resp)) => Ok(resp),
+            RaftRpcReply::InstallSnapshot(Err(SnapshotFailure::Mismatch(m))) => {
+                Err(RPCError::RemoteError(RemoteError::new(
+                    self.target,
+                    RaftError::APIError(InstallSnapshotError::SnapshotMismatch(m)),
+                )))
+            }
+            RaftRpcReply::InstallSnapshot(Err(SnapshotFailure::Fatal(reason))) => {
+                Err(remote_down(reason))
+            }
+            _ => Err(unexpected()),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<RaftNodeId>,
+        option: RPCOption,
+    ) -> RpcResult<VoteResponse<RaftNodeId>> {
+        let rpc = RaftRpc::Vote(rpc);
+        match self.call(RPCTypes::Vote, &rpc, option.hard_ttl()).await? {
+            RaftRpcReply::Vote(Ok(resp)) => Ok(resp),
+            RaftRpcReply::Vote(Err(reason)) => Err(remote_down(reason)),
+            _ => Err(unexpected()),
+        }
+    }
+}
+
+/// Serves raft RPCs for the partitions hosted on this node.
+#[derive(Clone, Default)]
+pub struct RaftService {
+    rafts: Arc<RwLock<BTreeMap<PartitionId, Raft>>>,
+}
+
+impl RaftService {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&self, partition: PartitionId, raft: Raft) {
+        self.rafts.write().insert(partition, raft);
+    }
+
+    pub fn unregister(&self, partition: PartitionId) {
+        self.rafts.write().remove(&partition);
+    }
+
+    /// Handles one encoded request for `partition` and returns the encoded reply. An
+    /// `Err` is a request that could not be handled at all (unknown partition, garbage).
+    pub async fn handle(&self, partition: PartitionId, payload: Bytes) -> Result<Bytes, String> {
+        let raft = self
+            .rafts
+            .read()
+            .get(&partition)
+            .cloned()
+            .ok_or_else(|| format!("partition {partition} is not hosted here"))?;
+        let rpc: RaftRpc = codec::decode(&payload).map_err(|e| format!("bad raft request: {e}"))?;
+        let reply = match rpc {
+            RaftRpc::AppendEntries(req) => RaftRpcReply::AppendEntries(
+                raft.append_entries(req).await.map_err(|e| e.to_string()),
+            ),
+            RaftRpc::Vote(req) => {
+                RaftRpcReply::Vote(raft.vote(req).await.map_err(|e| e.to_string()))
+            }
+            RaftRpc::InstallSnapshot(req) => RaftRpcReply::InstallSnapshot(
+                raft.install_snapshot(req).await.map_err(|e| match e {
+                    RaftError::APIError(InstallSnapshotError::SnapshotMismatch(m)) => {
+                        SnapshotFailure::Mismatch(m)
+                    }
+                    RaftError::Fatal(f) => SnapshotFailure::Fatal(fatal_text(&f)),
+                }),
+            ),
+        };
+        codec::encode(&reply)
+            .map(Bytes::from)
+            .map_err(|e| format!("cannot encode raft reply: {e}"))
+    }
+}
+
+fn fatal_text(f: &Fatal<RaftNodeId>) -> String {
+    f.to_string()
+}

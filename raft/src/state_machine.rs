@@ -1,0 +1,196 @@
+//! openraft's state machine, adapted to a partition: committed entries go in batches to
+//! an [`ApplyHandler`] (the broker's partition, which runs the engine), snapshots are
+//! checkpoints of the state database.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use openraft::storage::RaftStateMachine;
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
+use rocksdb::WriteBatch;
+
+use crate::error::{Error, Result, storage};
+use crate::snapshot::{SnapshotFile, SnapshotStore};
+use crate::state_store::{StateStore, put_applied};
+use crate::types::{
+    Entry, EntryResponse, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
+
+/// One committed entry as the handler sees it.
+#[derive(Clone, Debug)]
+pub struct CommittedEntry {
+    pub log_id: LogId,
+    /// The proposer's bytes; `None` for raft's own entries (blank, membership change).
+    pub data: Option<Bytes>,
+}
+
+/// Committed entries to apply, in log order.
+#[derive(Debug)]
+pub struct ApplyBatch {
+    pub entries: Vec<CommittedEntry>,
+    last_applied: LogId,
+    membership: Option<StoredMembership>,
+}
+
+impl ApplyBatch {
+    /// Builds a batch from entries (for handlers tested without openraft).
+    pub fn new(
+        entries: Vec<CommittedEntry>,
+        membership: Option<StoredMembership>,
+    ) -> Option<ApplyBatch> {
+        let last_applied = entries.last()?.log_id;
+        Some(ApplyBatch {
+            entries,
+            last_applied,
+            membership,
+        })
+    }
+
+    pub fn last_applied(&self) -> LogId {
+        self.last_applied
+    }
+
+    /// Adds the applied log id (and membership change) to the handler's write batch, so
+    /// state and applied log id become durable together and nothing is applied twice.
+    pub fn mark_applied(&self, batch: &mut WriteBatch) -> Result<()> {
+        put_applied(batch, &self.last_applied, self.membership.as_ref())
+    }
+}
+
+/// The partition side of the state machine.
+pub trait ApplyHandler: Send + Sync + 'static {
+    /// Applies the batch: writes its state changes together with
+    /// [`ApplyBatch::mark_applied`] in one write, and returns one response per entry.
+    fn apply(&self, batch: ApplyBatch) -> BoxFuture<'static, Result<Vec<EntryResponse>>>;
+
+    /// The state database was replaced by a snapshot: reload whatever was derived from it.
+    fn snapshot_installed(&self, meta: SnapshotMeta) -> BoxFuture<'static, Result<()>>;
+}
+
+/// openraft's `RaftStateMachine` for a partition.
+pub struct PartitionStateMachine {
+    state: Arc<StateStore>,
+    snapshots: Arc<SnapshotStore>,
+    handler: Arc<dyn ApplyHandler>,
+}
+
+impl PartitionStateMachine {
+    pub fn new(
+        state: Arc<StateStore>,
+        snapshots: Arc<SnapshotStore>,
+        handler: Arc<dyn ApplyHandler>,
+    ) -> Self {
+        PartitionStateMachine {
+            state,
+            snapshots,
+            handler,
+        }
+    }
+}
+
+/// Builds snapshots off the apply path (openraft runs it in its own task).
+pub struct SnapshotBuilder {
+    state: Arc<StateStore>,
+    snapshots: Arc<SnapshotStore>,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let (meta, file) = self
+            .snapshots
+            .build(&self.state)
+            .await
+            .map_err(storage::write_snapshot)?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(file),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for PartitionStateMachine {
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        self.state.applied_state().map_err(storage::read_sm)
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<EntryResponse>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut committed = Vec::new();
+        let mut membership = None;
+        for entry in entries {
+            let data = match entry.payload {
+                EntryPayload::Blank => None,
+                EntryPayload::Normal(data) => Some(data.0),
+                EntryPayload::Membership(m) => {
+                    membership = Some(StoredMembership::new(Some(entry.log_id), m));
+                    None
+                }
+            };
+            committed.push(CommittedEntry {
+                log_id: entry.log_id,
+                data,
+            });
+        }
+        let count = committed.len();
+        let Some(batch) = ApplyBatch::new(committed, membership) else {
+            return Ok(Vec::new());
+        };
+        let responses = self.handler.apply(batch).await.map_err(storage::write_sm)?;
+        if responses.len() != count {
+            return Err(storage::write_sm(Error::Handler(format!(
+                "{} responses for {count} entries",
+                responses.len()
+            ))));
+        }
+        Ok(responses)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> SnapshotBuilder {
+        SnapshotBuilder {
+            state: self.state.clone(),
+            snapshots: self.snapshots.clone(),
+        }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, StorageError> {
+        let file = self
+            .snapshots
+            .begin_receiving()
+            .await
+            .map_err(storage::write_snapshot)?;
+        Ok(Box::new(file))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<SnapshotFile>,
+    ) -> Result<(), StorageError> {
+        self.snapshots
+            .install(meta, *snapshot, &self.state)
+            .await
+            .map_err(storage::write_snapshot)?;
+        self.handler
+            .snapshot_installed(meta.clone())
+            .await
+            .map_err(storage::write_snapshot)
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+        let current = self
+            .snapshots
+            .current()
+            .await
+            .map_err(storage::read_snapshot)?;
+        Ok(current.map(|(meta, file)| Snapshot {
+            meta,
+            snapshot: Box::new(file),
+        }))
+    }
+}

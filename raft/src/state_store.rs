@@ -1,0 +1,335 @@
+//! The partition's state database: what the stream processor writes, next to the
+//! raft log but separate from it.
+//!
+//! It holds two column families: `default` for the engine's tables and the core's
+//! reserved prefix `0x00` (applied log id, membership, positions), and `export` for
+//! records keyed by position. Writes go to the WAL without waiting for the disk: the
+//! raft log is the durable part, and a restarted replica re-applies the log after the
+//! applied log id stored here (in the same write batch as the state it describes).
+//!
+//! A snapshot install replaces the whole database. To do so safely while readers may
+//! still hold the old one, each database lives in its own generation directory
+//! (`state/gen-N`); `state/CURRENT` names the live one, and an old generation is deleted
+//! when its last user lets go of it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+use rill_protocol::codec;
+use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch, WriteOptions};
+
+use crate::error::{Error, Result};
+use crate::types::{LogId, StoredMembership};
+
+/// The column family that holds records for export, keyed by big-endian position.
+pub const CF_EXPORT: &str = "export";
+/// Where the last applied log id is kept (reserved core prefix `0x00`).
+pub const KEY_APPLIED: &[u8] = b"\x00raft/applied";
+/// Where the last applied membership is kept.
+pub const KEY_MEMBERSHIP: &[u8] = b"\x00raft/membership";
+
+const CURRENT: &str = "CURRENT";
+const GEN_PREFIX: &str = "gen-";
+
+fn db_options() -> Options {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    // Records in `export` are written once and deleted in ranges; keep the WAL bounded so
+    // both column families get flushed.
+    opts.set_max_total_wal_size(64 << 20);
+    opts
+}
+
+fn column_families() -> Vec<ColumnFamilyDescriptor> {
+    ["default", CF_EXPORT]
+        .into_iter()
+        .map(|name| ColumnFamilyDescriptor::new(name, Options::default()))
+        .collect()
+}
+
+/// Deletes a generation directory once it is obsolete and its database is closed.
+struct GenerationDir {
+    path: PathBuf,
+    obsolete: AtomicBool,
+}
+
+impl Drop for GenerationDir {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire)
+            && let Err(e) = fs::remove_dir_all(&self.path)
+        {
+            tracing::warn!(path = %self.path.display(), error = %e, "could not delete an old state generation");
+        }
+    }
+}
+
+/// One open generation of the state database.
+pub struct StateDb {
+    // Field order matters: the database closes before its directory may be deleted.
+    db: DB,
+    dir: GenerationDir,
+}
+
+impl StateDb {
+    fn open(path: &Path) -> Result<StateDb> {
+        let db = DB::open_cf_descriptors(&db_options(), path, column_families())
+            .map_err(Error::rocks("open the state database"))?;
+        Ok(StateDb {
+            db,
+            dir: GenerationDir {
+                path: path.to_path_buf(),
+                obsolete: AtomicBool::new(false),
+            },
+        })
+    }
+
+    pub fn db(&self) -> &DB {
+        &self.db
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir.path
+    }
+
+    /// The column family of records kept for export.
+    pub fn export_cf(&self) -> Result<&rocksdb::ColumnFamily> {
+        self.db
+            .cf_handle(CF_EXPORT)
+            .ok_or_else(|| Error::corrupt("state database", "the export column family is missing"))
+    }
+
+    /// Writes a batch (no WAL sync: see the module comment).
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.db
+            .write_opt(batch, &WriteOptions::default())
+            .map_err(Error::rocks("write partition state"))
+    }
+
+    /// The last applied log id and membership, as stored by [`put_applied`].
+    pub fn applied_state(&self) -> Result<(Option<LogId>, StoredMembership)> {
+        read_applied_state(&self.db)
+    }
+
+    /// Writes a consistent copy of the database to `path` (hard links where possible).
+    pub fn checkpoint(&self, path: &Path) -> Result<()> {
+        let checkpoint = rocksdb::checkpoint::Checkpoint::new(&self.db)
+            .map_err(Error::rocks("prepare a checkpoint"))?;
+        checkpoint
+            .create_checkpoint(path)
+            .map_err(Error::rocks("create a checkpoint"))
+    }
+}
+
+fn read_applied_state(db: &DB) -> Result<(Option<LogId>, StoredMembership)> {
+    let applied = match db
+        .get_pinned(KEY_APPLIED)
+        .map_err(Error::rocks("read the applied log id"))?
+    {
+        Some(bytes) => Some(codec::decode::<LogId>(&bytes)?),
+        None => None,
+    };
+    let membership = match db
+        .get_pinned(KEY_MEMBERSHIP)
+        .map_err(Error::rocks("read the applied membership"))?
+    {
+        Some(bytes) => codec::decode::<StoredMembership>(&bytes)?,
+        None => StoredMembership::default(),
+    };
+    Ok((applied, membership))
+}
+
+/// Reads the applied state of a checkpoint directory without keeping it open.
+pub(crate) fn checkpoint_applied_state(path: &Path) -> Result<(Option<LogId>, StoredMembership)> {
+    let db = DB::open_cf_for_read_only(&Options::default(), path, ["default", CF_EXPORT], false)
+        .map_err(Error::rocks("open a checkpoint"))?;
+    read_applied_state(&db)
+}
+
+/// Adds the applied log id (and a membership change, if the batch had one) to a batch
+/// of state changes, so they become visible together.
+pub fn put_applied(
+    batch: &mut WriteBatch,
+    applied: &LogId,
+    membership: Option<&StoredMembership>,
+) -> Result<()> {
+    batch.put(KEY_APPLIED, codec::encode(applied)?);
+    if let Some(membership) = membership {
+        batch.put(KEY_MEMBERSHIP, codec::encode(membership)?);
+    }
+    Ok(())
+}
+
+/// The state database of a partition, across snapshot installs.
+pub struct StateStore {
+    root: PathBuf,
+    current: RwLock<Arc<StateDb>>,
+}
+
+impl StateStore {
+    /// Opens the live generation under `root`, creating the first one if needed, and
+    /// removes generations left over from a crash.
+    pub fn open(root: &Path) -> Result<StateStore> {
+        fs::create_dir_all(root).map_err(Error::io(root))?;
+        let current_file = root.join(CURRENT);
+        let generation = match fs::read_to_string(&current_file) {
+            Ok(text) => text.trim().to_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let first = format!("{GEN_PREFIX}{:06}", 1);
+                write_current(root, &first)?;
+                first
+            }
+            Err(e) => return Err(Error::io(&current_file)(e)),
+        };
+        if !generation.starts_with(GEN_PREFIX) || generation.contains(['/', '\\']) {
+            return Err(Error::corrupt(
+                current_file.display().to_string(),
+                format!("names {generation:?}, not a generation directory"),
+            ));
+        }
+        remove_other_entries(root, &generation)?;
+        let db = StateDb::open(&root.join(&generation))?;
+        Ok(StateStore {
+            root: root.to_path_buf(),
+            current: RwLock::new(Arc::new(db)),
+        })
+    }
+
+    /// The live database. Cheap; hold it only as long as needed.
+    pub fn current(&self) -> Arc<StateDb> {
+        self.current.read().clone()
+    }
+
+    /// The last applied log id and membership of the live database.
+    pub fn applied_state(&self) -> Result<(Option<LogId>, StoredMembership)> {
+        self.current().applied_state()
+    }
+
+    /// Makes the database in `source` (a directory on the same file system, e.g. an
+    /// unpacked snapshot) the live one. Blocking: call from the io runtime.
+    pub fn replace_with(&self, source: &Path) -> Result<()> {
+        let mut current = self.current.write();
+        let next_number = generation_number(current.path()).map_or(1, |n| n + 1);
+        let next = format!("{GEN_PREFIX}{next_number:06}");
+        let next_path = self.root.join(&next);
+        fs::rename(source, &next_path).map_err(Error::io(&next_path))?;
+        let db = StateDb::open(&next_path)?;
+        write_current(&self.root, &next)?;
+        current.dir.obsolete.store(true, Ordering::Release);
+        *current = Arc::new(db);
+        Ok(())
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+fn generation_number(path: &Path) -> Option<u64> {
+    path.file_name()?
+        .to_str()?
+        .strip_prefix(GEN_PREFIX)?
+        .parse()
+        .ok()
+}
+
+fn write_current(root: &Path, generation: &str) -> Result<()> {
+    let tmp = root.join("CURRENT.tmp");
+    fs::write(&tmp, generation.as_bytes()).map_err(Error::io(&tmp))?;
+    fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(Error::io(&tmp))?;
+    let current = root.join(CURRENT);
+    fs::rename(&tmp, &current).map_err(Error::io(&current))?;
+    sync_dir(root)
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(Error::io(dir))
+}
+
+fn remove_other_entries(root: &Path, keep: &str) -> Result<()> {
+    for entry in fs::read_dir(root).map_err(Error::io(root))? {
+        let entry = entry.map_err(Error::io(root))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name == keep || name == CURRENT {
+            continue;
+        }
+        let path = entry.path();
+        let removed = if path.is_dir() {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        removed.map_err(Error::io(&path))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::log_id;
+
+    #[test]
+    fn applied_state_is_written_with_the_batch_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = StateStore::open(dir.path()).unwrap();
+            assert_eq!(store.applied_state().unwrap().0, None);
+            let mut batch = WriteBatch::default();
+            batch.put(b"k", b"v");
+            put_applied(&mut batch, &log_id(2, 1, 7), None).unwrap();
+            store.current().write(batch).unwrap();
+        }
+        let store = StateStore::open(dir.path()).unwrap();
+        assert_eq!(store.applied_state().unwrap().0, Some(log_id(2, 1, 7)));
+        assert_eq!(
+            store.current().db().get(b"k").unwrap().as_deref(),
+            Some(&b"v"[..])
+        );
+    }
+
+    #[test]
+    fn replace_with_swaps_generations_and_deletes_the_old_one_when_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(&dir.path().join("state")).unwrap();
+        let old = store.current();
+        let mut batch = WriteBatch::default();
+        batch.put(b"k", b"old");
+        old.write(batch).unwrap();
+
+        // Build a replacement as a checkpoint of another database.
+        let other = StateStore::open(&dir.path().join("other")).unwrap();
+        let mut batch = WriteBatch::default();
+        batch.put(b"k", b"new");
+        put_applied(&mut batch, &log_id(3, 0, 40), None).unwrap();
+        other.current().write(batch).unwrap();
+        let checkpoint = dir.path().join("checkpoint");
+        other.current().checkpoint(&checkpoint).unwrap();
+        assert_eq!(
+            checkpoint_applied_state(&checkpoint).unwrap().0,
+            Some(log_id(3, 0, 40))
+        );
+
+        store.replace_with(&checkpoint).unwrap();
+        assert_eq!(
+            store.current().db().get(b"k").unwrap().as_deref(),
+            Some(&b"new"[..])
+        );
+        // The old generation stays readable for whoever still holds it.
+        let old_path = old.path().to_path_buf();
+        assert_eq!(old.db().get(b"k").unwrap().as_deref(), Some(&b"old"[..]));
+        drop(old);
+        assert!(!old_path.exists(), "old generation deleted once released");
+        drop(store);
+        let reopened = StateStore::open(&dir.path().join("state")).unwrap();
+        assert_eq!(reopened.applied_state().unwrap().0, Some(log_id(3, 0, 40)));
+    }
+}

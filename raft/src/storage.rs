@@ -1,0 +1,67 @@
+//! The on-disk layout of one partition: `log/`, `state/` and `snapshots/` under the
+//! partition's directory (see docs/decisions/storage-layout.md).
+
+use std::path::Path;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+
+use crate::error::Result;
+use crate::log_store::LogStore;
+use crate::snapshot::SnapshotStore;
+use crate::state_store::StateStore;
+
+/// Everything a partition keeps on disk, opened.
+pub struct PartitionStorage {
+    pub log: LogStore,
+    pub state: Arc<StateStore>,
+    pub snapshots: Arc<SnapshotStore>,
+}
+
+impl PartitionStorage {
+    /// Opens (or creates) the partition's storage in `dir`; disk syncs run on `io`.
+    pub fn open(dir: &Path, io: Handle) -> Result<PartitionStorage> {
+        let log = LogStore::open(&dir.join("log"), io.clone())?;
+        let state = Arc::new(StateStore::open(&dir.join("state"))?);
+        let snapshots = Arc::new(SnapshotStore::open(&dir.join("snapshots"), io)?);
+        Ok(PartitionStorage {
+            log,
+            state,
+            snapshots,
+        })
+    }
+
+    /// Something to wait on until both databases are closed (after raft shut down and
+    /// every handle was dropped), before the directory is opened again.
+    pub fn closed_signal(&self) -> ClosedSignal {
+        ClosedSignal {
+            log: self.log.closed_signal(),
+            state: Arc::downgrade(&self.state),
+        }
+    }
+}
+
+/// Tells when a partition's databases have been closed.
+pub struct ClosedSignal {
+    log: Weak<rocksdb::DB>,
+    state: Weak<StateStore>,
+}
+
+impl ClosedSignal {
+    pub fn is_closed(&self) -> bool {
+        self.log.strong_count() == 0 && self.state.strong_count() == 0
+    }
+
+    /// Waits until closed, at most `timeout`. Returns whether it closed.
+    pub async fn wait(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while !self.is_closed() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+}
