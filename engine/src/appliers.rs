@@ -8,15 +8,15 @@ use rill_protocol::value::{
     ProcessInstanceCreationRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
     TimerRecord, VariableRecord,
 };
-use rill_protocol::{Intent, JsonValue, RecordDraft, RecordType, RecordValue, Timestamp};
+use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp};
 
 use crate::error::{Result, inconsistent};
 use crate::model::ElementKind;
 use crate::models::ModelCache;
 use crate::state::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    StoredJob, StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
-    StoredVariable, Writer,
+    StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
+    Writer,
 };
 
 /// Applies one record to state. Commands and rejections change nothing.
@@ -49,6 +49,10 @@ pub(crate) fn apply(
             process_message_subscription(state, key, intent, value)
         }
         RecordValue::Timer(value) => timer(state, key, intent, value),
+        RecordValue::Deployment(value) if intent == Intent::Created => {
+            state.put_deployment(key, value)
+        }
+        RecordValue::CommandDistribution(value) => distribution(state, key, intent, value),
         // Deployments, variable documents and the rest only tell what happened.
         _ => Ok(()),
     }
@@ -94,17 +98,13 @@ fn element_activating(
         active_flows: 0,
         job_key: -1,
         has_variables: false,
+        awaited: false,
+        start_date: timestamp.millis(),
     });
     if value.bpmn_element_type == BpmnElementType::Process {
-        return state.put_summary(&InstanceSummary {
-            process_instance_key: key,
-            bpmn_process_id: value.bpmn_process_id.clone(),
-            version: value.version,
-            process_definition_key: value.process_definition_key,
-            state: InstanceState::Active,
-            start_date: timestamp.millis(),
-            end_date: -1,
-        });
+        // Readers see an active instance through its element instance; the summary is
+        // written when it ends.
+        return Ok(());
     }
     // A token that arrived over sequence flows is consumed now: one per incoming
     // flow for a parallel join, one otherwise. Start and boundary events have none.
@@ -154,10 +154,10 @@ fn element_ended(
     timestamp: Timestamp,
     ending: InstanceState,
 ) -> Result<()> {
-    let has_variables = state
+    let ended = state
         .read()
-        .element_instance(key)?
-        .is_some_and(|i| i.has_variables);
+        .peek_element_instance(key, |i| (i.has_variables, i.awaited, i.start_date))?;
+    let has_variables = ended.is_some_and(|(has_variables, _, _)| has_variables);
     state.delete_element_instance(key);
     if matches!(
         value.bpmn_element_type,
@@ -167,13 +167,21 @@ fn element_ended(
     }
     if value.bpmn_element_type == BpmnElementType::Process {
         // The process scope's variables stay readable with the summary.
-        state.delete_await_registration(key);
-        if let Some(mut summary) = state.read().summary(key)? {
-            summary.state = ending;
-            summary.end_date = timestamp.millis();
-            state.put_summary(&summary)?;
+        let Some((_, awaited, start_date)) = ended else {
+            return Err(inconsistent(format!("process instance {key} not found")));
+        };
+        if awaited {
+            state.delete_await_registration(key);
         }
-        return Ok(());
+        return state.put_summary(&InstanceSummary {
+            process_instance_key: key,
+            bpmn_process_id: value.bpmn_process_id.clone(),
+            version: value.version,
+            process_definition_key: value.process_definition_key,
+            state: ending,
+            start_date,
+            end_date: timestamp.millis(),
+        });
     }
     if has_variables {
         state.delete_scope_variables(value.process_instance_key, key)?;
@@ -214,6 +222,7 @@ fn instance_deleted(state: &mut Writer<'_>, key: i64) -> Result<()> {
 
 fn instance_created(state: &mut Writer<'_>, value: &ProcessInstanceCreationRecord) -> Result<()> {
     if let Some(request_id) = value.await_request_id {
+        state.update_element_instance(value.process_instance_key, |i| i.awaited = true)?;
         state.put_await_registration(
             value.process_instance_key,
             &AwaitRegistration {
@@ -225,23 +234,11 @@ fn instance_created(state: &mut Writer<'_>, value: &ProcessInstanceCreationRecor
     Ok(())
 }
 
-/// The job as stored: its record without variables (`null` decodes for free).
-fn stored_record(value: &JobRecord) -> JobRecord {
-    JobRecord {
-        variables: JsonValue::null(),
-        ..value.clone()
-    }
-}
-
 fn job(state: &mut Writer<'_>, key: i64, intent: Intent, value: &JobRecord) -> Result<()> {
     match intent {
         Intent::Created => {
             state.update_element_instance(value.element_instance_key, |i| i.job_key = key)?;
-            let job = StoredJob {
-                state: JobState::Activatable,
-                record: stored_record(value),
-            };
-            return state.put_job(key, &job, None);
+            return state.put_job(key, JobState::Activatable, value, None);
         }
         Intent::Completed | Intent::Canceled => {
             // The record is the job as stored: it tells which indexes hold it.
@@ -267,22 +264,14 @@ fn job(state: &mut Writer<'_>, key: i64, intent: Intent, value: &JobRecord) -> R
         },
         _ => return Ok(()),
     };
-    let job = StoredJob {
-        state: new_state,
-        record: stored_record(value),
-    };
-    state.put_job(key, &job, previous.as_ref())
+    state.put_job(key, new_state, value, previous.as_ref())
 }
 
 fn jobs_activated(state: &mut Writer<'_>, batch: &JobBatchRecord) -> Result<()> {
     for (key, value) in batch.job_keys.iter().zip(&batch.jobs) {
         // Only activatable jobs are activated: that is the one index entry to remove.
         state.remove_activatable(*key, &value.job_type);
-        let job = StoredJob {
-            state: JobState::Activated,
-            record: stored_record(value),
-        };
-        state.put_job(*key, &job, None)?;
+        state.put_job(*key, JobState::Activated, value, None)?;
     }
     Ok(())
 }
@@ -321,14 +310,11 @@ fn incident(
                 && matches!(job.state, JobState::Failed | JobState::ErrorThrown)
                 && job.record.retries > 0
             {
-                let resolved = StoredJob {
-                    state: JobState::Activatable,
-                    record: JobRecord {
-                        recurring_time: -1,
-                        ..job.record.clone()
-                    },
+                let record = JobRecord {
+                    recurring_time: -1,
+                    ..job.record.clone()
                 };
-                state.put_job(value.job_key, &resolved, Some(&job))?;
+                state.put_job(value.job_key, JobState::Activatable, &record, Some(&job))?;
             }
             Ok(())
         }
@@ -366,6 +352,18 @@ fn message_subscription(
             correlating: false,
         }),
         Intent::Correlating => {
+            let instance_partition = rill_protocol::Key(value.process_instance_key).partition();
+            if instance_partition != rill_protocol::Key(key).partition() {
+                state.push_outbox(
+                    instance_partition.get(),
+                    &crate::state::OutboxEntry {
+                        value_type: rill_protocol::ValueType::ProcessMessageSubscription,
+                        intent: Intent::Correlate,
+                        key,
+                        value: Some(RecordValue::MessageSubscription(value.clone())),
+                    },
+                )?;
+            }
             state.mark_message_correlated(value.message_key, &value.bpmn_process_id);
             if let Some(mut subscription) =
                 state
@@ -419,6 +417,39 @@ fn process_message_subscription(
 ) -> Result<()> {
     let element = value.element_instance_key;
     let name = &value.message_name;
+    // The message side lives on another partition: the command goes through the outbox.
+    let remote = rill_protocol::Key(value.process_instance_key)
+        .partition()
+        .get() as i32
+        != value.subscription_partition_id;
+    if remote && matches!(intent, Intent::Creating | Intent::Deleting) {
+        let command_intent = if intent == Intent::Creating {
+            Intent::Create
+        } else {
+            Intent::Delete
+        };
+        state.push_outbox(
+            value.subscription_partition_id as u16,
+            &crate::state::OutboxEntry {
+                value_type: rill_protocol::ValueType::MessageSubscription,
+                intent: command_intent,
+                key,
+                value: Some(RecordValue::MessageSubscription(
+                    MessageSubscriptionRecord {
+                        process_instance_key: value.process_instance_key,
+                        element_instance_key: value.element_instance_key,
+                        bpmn_process_id: value.bpmn_process_id.clone(),
+                        message_name: value.message_name.clone(),
+                        correlation_key: value.correlation_key.clone(),
+                        message_key: -1,
+                        variables: rill_protocol::JsonValue::empty_object(),
+                        is_interrupting: value.is_interrupting,
+                        tenant_id: value.tenant_id.clone(),
+                    },
+                )),
+            },
+        )?;
+    }
     match intent {
         Intent::Creating => {
             state.put_process_message_subscription(&StoredProcessMessageSubscription {
@@ -459,6 +490,39 @@ fn timer(state: &mut Writer<'_>, key: i64, intent: Intent, value: &TimerRecord) 
             }
             Ok(())
         }
+        _ => Ok(()),
+    }
+}
+
+/// Commands between partitions: `DISTRIBUTING` queues one (key: the entity),
+/// `ACKNOWLEDGED` removes it (key: its sequence number), `DISTRIBUTED` records on the
+/// receiver that the sender's sequence number was applied (key: that number).
+fn distribution(
+    state: &mut Writer<'_>,
+    key: i64,
+    intent: Intent,
+    value: &rill_protocol::value::CommandDistributionRecord,
+) -> Result<()> {
+    let partition = u16::try_from(value.partition_id)
+        .map_err(|_| inconsistent(format!("partition {} out of range", value.partition_id)))?;
+    match intent {
+        Intent::Distributing => {
+            state.push_outbox(
+                partition,
+                &crate::state::OutboxEntry {
+                    value_type: value.value_type,
+                    intent: value.intent,
+                    key,
+                    value: None,
+                },
+            )?;
+            Ok(())
+        }
+        Intent::Acknowledged => {
+            state.remove_outbox(partition, key as u64);
+            Ok(())
+        }
+        Intent::Distributed => state.set_inbox_sequence(partition, key as u64),
         _ => Ok(()),
     }
 }

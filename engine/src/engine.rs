@@ -133,7 +133,9 @@ impl Engine for BpmnEngine {
         command: &Command,
         out: &mut ProcessingOutput<Command, CommandResponse>,
     ) -> EngineResult<()> {
-        let mut processing = Processing::new(ctx, state, &mut self.models, &self.elements, out);
+        let retention = self.retention_millis();
+        let mut processing =
+            Processing::new(ctx, state, &mut self.models, &self.elements, out, retention);
         let result =
             processors::process(&mut processing, command).and_then(|()| processing.finish());
         if result.is_err() {
@@ -175,12 +177,16 @@ impl Engine for BpmnEngine {
 
     fn pending_sends(
         &mut self,
-        _state: &dyn StateRead,
-        _limit: usize,
-        _out: &mut Vec<(PartitionId, Command)>,
+        state: &dyn StateRead,
+        limit: usize,
+        out: &mut Vec<(PartitionId, Command)>,
     ) -> EngineResult<()> {
-        // Every subscription and deployment is handled on the receiving partition so
-        // far; nothing waits in an outbox.
+        let reader = Reader::new(state);
+        for (target, sequence, entry) in reader.outbox(limit)? {
+            if let Some(send) = processors::outgoing(reader, target, sequence, &entry)? {
+                out.push(send);
+            }
+        }
         Ok(())
     }
 

@@ -21,6 +21,8 @@ pub struct DeployedProcess {
 #[derive(Default)]
 pub(crate) struct ModelCache {
     models: HashMap<i64, Arc<DeployedProcess>>,
+    /// Latest `(version, key)` per process id, as read from state.
+    latest: HashMap<String, (i32, i64)>,
 }
 
 impl ModelCache {
@@ -58,10 +60,30 @@ impl ModelCache {
     }
 
     pub fn insert(&mut self, deployed: DeployedProcess) {
+        let id = deployed.model.bpmn_process_id.clone();
+        // A new version is the latest one: forget the cached answer.
+        self.latest.remove(&id);
         self.models.insert(deployed.key, Arc::new(deployed));
+    }
+
+    /// The latest version of a process id and its key.
+    pub fn latest(
+        &mut self,
+        state: Reader<'_>,
+        bpmn_process_id: &str,
+    ) -> Result<Option<(i32, i64)>> {
+        if let Some(found) = self.latest.get(bpmn_process_id) {
+            return Ok(Some(*found));
+        }
+        let found = state.latest_process(bpmn_process_id)?;
+        if let Some(found) = found {
+            self.latest.insert(bpmn_process_id.to_owned(), found);
+        }
+        Ok(found)
     }
 
     pub fn clear(&mut self) {
         self.models.clear();
+        self.latest.clear();
     }
 }

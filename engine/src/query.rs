@@ -122,7 +122,21 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                     start_date: Timestamp(s.start_date),
                     end_date: (s.end_date >= 0).then_some(Timestamp(s.end_date)),
                 }),
-                None => None,
+                None => match state.element_instance(key.get())? {
+                    Some(i) if i.record.bpmn_element_type == BpmnElementType::Process => {
+                        Some(ProcessInstanceView {
+                            key: *key,
+                            bpmn_process_id: i.record.bpmn_process_id,
+                            version: i.record.version,
+                            process_definition_key: Key(i.record.process_definition_key),
+                            state: InstanceState::Active,
+                            has_incident: state.has_incident(key.get())?,
+                            start_date: Timestamp(i.start_date),
+                            end_date: None,
+                        })
+                    }
+                    _ => None,
+                },
             };
             QueryResult::ProcessInstance(view)
         }

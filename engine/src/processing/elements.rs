@@ -65,19 +65,35 @@ impl Processing<'_> {
             element_id: element.id.clone(),
             flow_scope_key: scope_key,
             bpmn_event_type: element.event_type(),
-            ..scope.record.clone()
+            ..scope.record
         };
         let key = self.next_key()?;
-        self.event(key, Intent::ElementActivating, record)?;
-        let active = self
-            .active(key)?
-            .ok_or_else(|| inconsistent(format!("element instance {key} vanished")))?;
+        self.event(key, Intent::ElementActivating, record.clone())?;
+        let active = Active {
+            instance: crate::state::ElementInstance {
+                key,
+                state: ElementState::Activating,
+                record,
+                active_children: 0,
+                active_flows: 0,
+                job_key: -1,
+                has_variables: false,
+                awaited: false,
+                start_date: self.now(),
+            },
+            process: process.clone(),
+            idx,
+        };
         self.run_activation(active, trigger)
     }
 
-    /// Starts a process instance: the process element, then its start event.
-    pub fn activate_process(&mut self, key: i64, record: ProcessInstanceRecord) -> Result<()> {
-        self.event(key, Intent::ElementActivating, record)?;
+    /// Enters a new process instance (ELEMENT_ACTIVATING of the process element).
+    pub fn enter_process(&mut self, key: i64, record: ProcessInstanceRecord) -> Result<()> {
+        self.event(key, Intent::ElementActivating, record)
+    }
+
+    /// Runs the activation of an entered process instance (then its start event).
+    pub fn start_process(&mut self, key: i64) -> Result<()> {
         let active = self
             .active(key)?
             .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
@@ -284,7 +300,11 @@ impl Processing<'_> {
         self.leave_events(&active)?;
         let record = active.record();
         if record.bpmn_element_type == BpmnElementType::Process {
-            let registration = self.read().await_registration(active.key())?;
+            let registration = if active.instance.awaited {
+                self.read().await_registration(active.key())?
+            } else {
+                None
+            };
             self.mark(&active, Intent::ElementCompleted)?;
             return self.instance_finished(active.key(), registration, true);
         }
@@ -302,11 +322,12 @@ impl Processing<'_> {
 
     /// A token ended in `scope_key`: complete the scope when it was the last one.
     fn token_ended(&mut self, scope_key: i64) -> Result<()> {
-        if let Some(scope) = self.read().element_instance(scope_key)?
-            && scope.state == ElementState::Activated
-            && scope.active_children == 0
-            && scope.active_flows == 0
-        {
+        let done = self.read().peek_element_instance(scope_key, |scope| {
+            scope.state == ElementState::Activated
+                && scope.active_children == 0
+                && scope.active_flows == 0
+        })?;
+        if done == Some(true) {
             self.push_step(Step::Complete { key: scope_key });
         }
         Ok(())
@@ -360,7 +381,11 @@ impl Processing<'_> {
             self.terminate_children(key)?;
         }
         if active.record().bpmn_element_type == BpmnElementType::Process {
-            let registration = self.read().await_registration(key)?;
+            let registration = if active.instance.awaited {
+                self.read().await_registration(key)?
+            } else {
+                None
+            };
             self.mark(&active, Intent::ElementTerminated)?;
             return self.instance_finished(key, registration, false);
         }

@@ -2,14 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use rill_protocol::value::JobRecord;
-use rill_protocol::{Intent, JsonValue};
-use serde_json::Value;
-
-use super::variables::json_type_name;
 use super::{Active, Processing};
 use crate::error::Result;
 use crate::model::{JobDefinition, ValueOrExpr};
+use rill_protocol::value::JobRecord;
+use rill_protocol::{Intent, JsonValue};
 
 /// A job's type and retries, evaluated.
 pub(crate) struct NewJob {
@@ -35,22 +32,13 @@ impl Processing<'_> {
         };
         let retries = match &definition.retries {
             ValueOrExpr::Static(retries) => *retries,
-            ValueOrExpr::Expr(expression) => match self.evaluate_at(expression, active)? {
-                Ok(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-                    n.as_f64()
-                        .unwrap_or(0.0)
-                        .clamp(i32::MIN as f64, i32::MAX as f64) as i32
+            ValueOrExpr::Expr(expression) => {
+                let context = self.context_at(expression, active)?;
+                match expression.evaluate_integer(&context, self.now()) {
+                    Ok(n) => n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+                    Err(e) => return Ok(Err(e.to_string())),
                 }
-                Ok(other) => {
-                    return Ok(Err(format!(
-                        "Expected result of the expression '{}' to be an integer 'NUMBER', \
-                         but was '{}'",
-                        expression.source(),
-                        json_type_name(&other)
-                    )));
-                }
-                Err(message) => return Ok(Err(message)),
-            },
+            }
         };
         Ok(Ok(NewJob { job_type, retries }))
     }

@@ -2,8 +2,9 @@
 //!
 //! Zeebe splits a subscription in two: the instance's side (PROCESS_MESSAGE_SUBSCRIPTION)
 //! and the side on the message's partition (MESSAGE_SUBSCRIPTION), talking through
-//! commands. Here both sides run in-line in one command, with the same records, so
-//! the instance's side can later be routed to another partition.
+//! commands. When both sides are on this partition they run in-line in one command;
+//! otherwise the commands between them go through the outbox
+//! (`processors::distribution`), with the same records on each side.
 //!
 //! ```text
 //! enter catch event: PMS CREATING ─► MS CREATED ─► PMS CREATED ─► (buffered message?)
@@ -15,7 +16,6 @@ use rill_protocol::value::{MessageSubscriptionRecord, ProcessMessageSubscription
 use rill_protocol::{Intent, JsonValue, message_partition};
 use serde_json::Value;
 
-use super::variables::json_type_name;
 use super::{Active, Processing, Step};
 use crate::error::Result;
 use crate::model::{MessageDefinition, ValueOrExpr};
@@ -39,24 +39,18 @@ impl Processing<'_> {
         };
         let correlation_key = match &definition.correlation_key {
             ValueOrExpr::Static(key) => key.clone(),
-            ValueOrExpr::Expr(expression) => match self.evaluate_at(expression, active)? {
-                Ok(Value::String(key)) => key,
-                Ok(Value::Number(n)) => n.to_string(),
-                Ok(other) => {
-                    return Ok(Err(format!(
-                        "Failed to extract the correlation key for '{}': The value must be \
-                         either a string or a number, but was '{}'.",
-                        expression.source(),
-                        json_type_name(&other)
-                    )));
+            ValueOrExpr::Expr(expression) => {
+                let context = self.context_at(expression, active)?;
+                match expression.evaluate_correlation_key(&context, self.now()) {
+                    Ok(key) => key,
+                    Err(e) => {
+                        return Ok(Err(format!(
+                            "Failed to extract the correlation key for '{}': {e}",
+                            expression.source()
+                        )));
+                    }
                 }
-                Err(message) => {
-                    return Ok(Err(format!(
-                        "Failed to extract the correlation key for '{}': {message}",
-                        expression.source()
-                    )));
-                }
-            },
+            }
         };
         Ok(Ok(NewSubscription {
             message_name,
@@ -85,7 +79,13 @@ impl Processing<'_> {
             tenant_id: record.tenant_id.clone(),
         };
         let key = self.next_key()?;
+        let target = value.subscription_partition_id as u16;
+        let remote = partition != rill_protocol::Key(value.process_instance_key).partition();
         self.event(key, Intent::Creating, value)?;
+        if remote {
+            // The applier queued the command for the message's partition.
+            return crate::processors::send_latest(self, target);
+        }
         self.push_step(Step::OpenMessageSubscription {
             process_message_subscription_key: key,
             element_instance_key: active.key(),
@@ -126,28 +126,105 @@ impl Processing<'_> {
         let key = self.next_key()?;
         self.event(key, Intent::Created, value.clone())?;
         self.event(process_subscription_key, Intent::Created, p.clone())?;
+        self.correlate_buffered(StoredMessageSubscription {
+            key,
+            record: value,
+            correlating: false,
+        })
+    }
 
+    /// Correlates the oldest buffered message this process has not received yet.
+    fn correlate_buffered(&mut self, subscription: StoredMessageSubscription) -> Result<()> {
         let now = self.now();
-        for message_key in self
+        let record = &subscription.record;
+        let candidates = self
             .read()
-            .messages_for(&value.message_name, &value.correlation_key)?
-        {
+            .messages_for(&record.message_name, &record.correlation_key)?;
+        for message_key in candidates {
             let Some(message) = self.read().message(message_key)? else {
                 continue;
             };
             if message.record.deadline < now
                 || self
                     .read()
-                    .message_correlated(message_key, &value.bpmn_process_id)?
+                    .message_correlated(message_key, &subscription.record.bpmn_process_id)?
             {
                 continue;
             }
-            let subscription = StoredMessageSubscription {
-                key,
-                record: value,
-                correlating: false,
-            };
             return self.correlate(subscription, message_key, message.record.variables);
+        }
+        Ok(())
+    }
+
+    /// The message side of a subscription whose instance lives on another partition.
+    pub fn open_remote_subscription(&mut self, value: &MessageSubscriptionRecord) -> Result<()> {
+        let existing = self.read().message_subscription(
+            &value.message_name,
+            &value.correlation_key,
+            value.element_instance_key,
+        )?;
+        if existing.is_some() {
+            return Ok(());
+        }
+        let key = self.next_key()?;
+        self.event(key, Intent::Created, value.clone())?;
+        self.correlate_buffered(StoredMessageSubscription {
+            key,
+            record: value.clone(),
+            correlating: false,
+        })
+    }
+
+    /// The instance's partition closed a subscription held here.
+    pub fn delete_message_subscription(&mut self, value: &MessageSubscriptionRecord) -> Result<()> {
+        if let Some(subscription) = self.read().message_subscription(
+            &value.message_name,
+            &value.correlation_key,
+            value.element_instance_key,
+        )? {
+            self.event(subscription.key, Intent::Deleted, subscription.record)?;
+        }
+        Ok(())
+    }
+
+    /// A message correlated on another partition reaches its instance here.
+    pub fn correlate_here(&mut self, value: &MessageSubscriptionRecord) -> Result<()> {
+        let element_key = value.element_instance_key;
+        let Some(process_subscription) = self
+            .read()
+            .process_message_subscription(element_key, &value.message_name)?
+        else {
+            return Ok(());
+        };
+        if process_subscription.closing {
+            return Ok(());
+        }
+        let correlated = ProcessMessageSubscriptionRecord {
+            message_key: value.message_key,
+            variables: value.variables.clone(),
+            ..process_subscription.record
+        };
+        self.event(process_subscription.key, Intent::Correlated, correlated)?;
+        let trigger = match &value.variables.0 {
+            Value::Object(map) => Some(map.clone()),
+            _ => None,
+        };
+        self.complete_with(element_key, trigger)
+    }
+
+    /// The instance's partition applied a correlation sent from here.
+    pub fn finish_remote_correlation(&mut self, sent: &MessageSubscriptionRecord) -> Result<()> {
+        if let Some(subscription) = self.read().message_subscription(
+            &sent.message_name,
+            &sent.correlation_key,
+            sent.element_instance_key,
+        )? {
+            let value = MessageSubscriptionRecord {
+                message_key: sent.message_key,
+                variables: sent.variables.clone(),
+                ..subscription.record
+            };
+            self.event(subscription.key, Intent::Correlated, value)?;
         }
         Ok(())
     }
@@ -165,6 +242,12 @@ impl Processing<'_> {
             ..subscription.record
         };
         self.event(subscription.key, Intent::Correlating, value.clone())?;
+        let instance_partition = rill_protocol::Key(value.process_instance_key).partition();
+        if instance_partition != self.ctx.partition_id {
+            // The applier queued the correlation for the instance's partition; the
+            // subscription is done once that partition has applied it.
+            return crate::processors::send_latest(self, instance_partition.get());
+        }
 
         // The instance's side.
         let element_key = value.element_instance_key;
@@ -196,6 +279,17 @@ impl Processing<'_> {
         {
             let record = subscription.record;
             self.event(subscription.key, Intent::Deleting, record.clone())?;
+            let target = record.subscription_partition_id as u16;
+            if rill_protocol::Key(record.process_instance_key)
+                .partition()
+                .get()
+                != target
+            {
+                // The applier queued the close for the message's partition.
+                crate::processors::send_latest(self, target)?;
+                self.event(subscription.key, Intent::Deleted, record)?;
+                continue;
+            }
             if let Some(message_side) = self.read().message_subscription(
                 &record.message_name,
                 &record.correlation_key,

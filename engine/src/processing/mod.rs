@@ -83,6 +83,9 @@ pub(crate) struct Processing<'a> {
     steps: VecDeque<Step>,
     jobs_available: Vec<String>,
     wake_at: Option<i64>,
+    /// How long finished instances stay readable (leader timing only: it decides when
+    /// to wake up, never what a command does).
+    retention_millis: i64,
 }
 
 impl<'a> Processing<'a> {
@@ -92,6 +95,7 @@ impl<'a> Processing<'a> {
         models: &'a mut ModelCache,
         cache: &'a ElementCache,
         out: &'a mut Output,
+        retention_millis: i64,
     ) -> Processing<'a> {
         cache.clear();
         Processing {
@@ -104,7 +108,13 @@ impl<'a> Processing<'a> {
             steps: VecDeque::new(),
             jobs_available: Vec::new(),
             wake_at: None,
+            retention_millis,
         }
+    }
+
+    /// An instance ended now: wake the leader when its summary may be removed.
+    pub fn schedule_summary_expiry(&mut self) {
+        self.wake_at(self.now().saturating_add(self.retention_millis));
     }
 
     pub fn read(&self) -> Reader<'_> {
@@ -129,6 +139,11 @@ impl<'a> Processing<'a> {
 
     pub fn model(&mut self, definition_key: i64) -> Result<Arc<DeployedProcess>> {
         self.models.get(Reader::new(&*self.txn), definition_key)
+    }
+
+    /// The latest version of a process id and its definition key.
+    pub fn latest_process(&mut self, bpmn_process_id: &str) -> Result<Option<(i32, i64)>> {
+        self.models.latest(Reader::new(&*self.txn), bpmn_process_id)
     }
 
     pub fn cache_model(&mut self, deployed: DeployedProcess) {

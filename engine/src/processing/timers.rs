@@ -1,14 +1,11 @@
 //! Timers: intermediate timer catch events and timer boundary events.
 
-use rill_feel::temporal::{self, IsoDuration};
-use rill_protocol::Intent;
-use rill_protocol::value::{IncidentErrorType, TimerRecord};
-use serde_json::Value;
-
-use super::variables::json_type_name;
 use super::{Active, Processing};
 use crate::error::Result;
 use crate::model::{BoundaryDefinition, ElementKind, TimerDefinition, ValueOrExpr};
+use rill_feel::temporal::{self, IsoDuration};
+use rill_protocol::Intent;
+use rill_protocol::value::{IncidentErrorType, TimerRecord};
 
 /// When a timer fires, and how often (-1 = forever, 1 = once).
 #[derive(Clone, Copy, Debug)]
@@ -20,22 +17,6 @@ pub(crate) struct Due {
 }
 
 impl Processing<'_> {
-    fn timer_text(
-        &self,
-        expression: &rill_feel::Expression,
-        active: &Active,
-    ) -> Result<Result<String, String>> {
-        Ok(match self.evaluate_at(expression, active)? {
-            Ok(Value::String(text)) => Ok(text),
-            Ok(other) => Err(format!(
-                "Expected result of the expression '{}' to be 'STRING', but was '{}'",
-                expression.source(),
-                json_type_name(&other)
-            )),
-            Err(message) => Err(message),
-        })
-    }
-
     pub fn evaluate_timer(
         &self,
         definition: &TimerDefinition,
@@ -52,32 +33,29 @@ impl Processing<'_> {
                 Ok(once(temporal::add_duration(now, *duration)))
             }
             TimerDefinition::Duration(ValueOrExpr::Expr(expression)) => {
-                match self.timer_text(expression, active)? {
-                    Ok(text) => match temporal::parse_duration(&text) {
-                        Ok(duration) => Ok(once(temporal::add_duration(now, duration))),
-                        Err(e) => Err(format!("Invalid timer duration '{text}': {e}")),
-                    },
-                    Err(message) => Err(message),
-                }
+                let context = self.context_at(expression, active)?;
+                expression
+                    .evaluate_duration(&context, now)
+                    .map(|duration| once(temporal::add_duration(now, duration)))
+                    .map_err(|e| e.to_string())
             }
             TimerDefinition::Date(ValueOrExpr::Static(date)) => Ok(once(*date)),
             TimerDefinition::Date(ValueOrExpr::Expr(expression)) => {
-                match self.timer_text(expression, active)? {
-                    Ok(text) => match temporal::parse_date_time(&text) {
-                        Ok(date) => Ok(once(date)),
-                        Err(e) => Err(format!("Invalid timer date '{text}': {e}")),
-                    },
-                    Err(message) => Err(message),
-                }
+                let context = self.context_at(expression, active)?;
+                expression
+                    .evaluate_date_time(&context, now)
+                    .map(once)
+                    .map_err(|e| e.to_string())
             }
             TimerDefinition::Cycle(value) => {
                 let cycle = match value {
                     ValueOrExpr::Static(cycle) => Ok(*cycle),
-                    ValueOrExpr::Expr(expression) => match self.timer_text(expression, active)? {
-                        Ok(text) => temporal::parse_cycle(&text)
-                            .map_err(|e| format!("Invalid timer cycle '{text}': {e}")),
-                        Err(message) => Err(message),
-                    },
+                    ValueOrExpr::Expr(expression) => {
+                        let context = self.context_at(expression, active)?;
+                        expression
+                            .evaluate_cycle(&context, now)
+                            .map_err(|e| e.to_string())
+                    }
                 };
                 cycle.map(|cycle| Due {
                     due_date: temporal::add_duration(now, cycle.interval),
@@ -180,34 +158,35 @@ impl Processing<'_> {
         if interrupting {
             return self.interrupt_and_activate_boundary(&active, boundary, None);
         }
-        if cycle && timer.repetitions != 1 {
-            if let ElementKind::BoundaryEvent {
+        // A cycle with firings left arms its next timer, counted from this due date.
+        if cycle
+            && timer.repetitions != 1
+            && let ElementKind::BoundaryEvent {
                 definition: BoundaryDefinition::Timer(definition),
                 ..
             } = &process.model.element(boundary).kind
-                && let Ok(due) = self.evaluate_timer(definition, &active)?
-            {
-                let repetitions = if timer.repetitions < 0 {
-                    -1
-                } else {
-                    timer.repetitions - 1
-                };
-                self.create_timer(
-                    &active,
-                    &timer.target_element_id,
-                    Due {
-                        due_date: temporal::add_duration(
-                            timer.due_date,
-                            due.interval.unwrap_or(IsoDuration {
-                                months: 0,
-                                millis: 0,
-                            }),
-                        ),
-                        repetitions,
-                        interval: due.interval,
-                    },
-                )?;
-            }
+            && let Ok(due) = self.evaluate_timer(definition, &active)?
+        {
+            let repetitions = if timer.repetitions < 0 {
+                -1
+            } else {
+                timer.repetitions - 1
+            };
+            self.create_timer(
+                &active,
+                &timer.target_element_id,
+                Due {
+                    due_date: temporal::add_duration(
+                        timer.due_date,
+                        due.interval.unwrap_or(IsoDuration {
+                            months: 0,
+                            millis: 0,
+                        }),
+                    ),
+                    repetitions,
+                    interval: due.interval,
+                },
+            )?;
         }
         let scope_key = active.record().flow_scope_key;
         self.activate(scope_key, &process, boundary, None)

@@ -123,14 +123,18 @@ impl Processing<'_> {
             .map_err(|e| e.to_string()))
     }
 
-    /// Evaluates an expression in an element's own scope.
-    pub fn evaluate_at(
+    /// The variables an expression reads, as seen from an element's own scope.
+    pub fn context_at(
         &self,
         expression: &Expression,
         active: &Active,
-    ) -> Result<Result<Value, String>> {
+    ) -> Result<Map<String, Value>> {
         let chain = self.scope_chain(active.key())?;
-        self.evaluate_in(expression, active.record().process_instance_key, &chain)
+        self.variables_named(
+            active.record().process_instance_key,
+            &chain,
+            expression.variable_names(),
+        )
     }
 
     pub fn evaluate_string(
@@ -142,15 +146,10 @@ impl Processing<'_> {
             ValueOrExpr::Static(text) => return Ok(Ok(text.clone())),
             ValueOrExpr::Expr(expression) => expression,
         };
-        Ok(match self.evaluate_at(expression, active)? {
-            Ok(Value::String(text)) => Ok(text),
-            Ok(other) => Err(format!(
-                "Expected result of the expression '{}' to be 'STRING', but was '{}'",
-                expression.source(),
-                json_type_name(&other)
-            )),
-            Err(message) => Err(message),
-        })
+        let context = self.context_at(expression, active)?;
+        Ok(expression
+            .evaluate_string(&context, self.now())
+            .map_err(|e| e.to_string()))
     }
 
     /// Input mappings: evaluated in the flow scope, each seeing the earlier ones,
@@ -321,6 +320,7 @@ impl Processing<'_> {
         registration: Option<AwaitRegistration>,
         completed: bool,
     ) -> Result<()> {
+        self.schedule_summary_expiry();
         if let Some(registration) = registration {
             let response = self.await_response(
                 process_instance_key,

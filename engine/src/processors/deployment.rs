@@ -121,5 +121,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
     }
     p.event(deployment_key, Intent::Created, record.clone())?;
     p.respond(deployment_key, Intent::Created, record);
-    Ok(())
+    super::distribution::distribute(
+        p,
+        deployment_key,
+        rill_protocol::ValueType::Deployment,
+        Intent::Create,
+    )
 }

@@ -48,10 +48,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
         ProcessSelector::ById {
             bpmn_process_id,
             version: None,
-        } => p
-            .read()
-            .latest_process(bpmn_process_id)?
-            .map(|(_, key)| key),
+        } => p.latest_process(bpmn_process_id)?.map(|(_, key)| key),
         ProcessSelector::ById {
             bpmn_process_id,
             version: Some(version),
@@ -96,11 +93,14 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     for (name, value) in &variables {
         p.set_variable(&root, instance_key, name, value)?;
     }
+    // The creation event follows the process's ELEMENT_ACTIVATING, so that its applier
+    // can mark an awaited instance.
+    p.enter_process(instance_key, root)?;
     p.event(instance_key, Intent::Created, record.clone())?;
     if !create.await_result {
         p.respond(instance_key, Intent::Created, record);
     }
-    p.activate_process(instance_key, root)
+    p.start_process(instance_key)
 }
 
 pub(super) fn placeholder(key: i64) -> ProcessInstanceRecord {

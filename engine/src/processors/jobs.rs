@@ -68,6 +68,9 @@ fn job_for(
     }
 }
 
+/// Most variable bytes in one job batch (Zeebe's default maximum message size).
+const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
 const WORKABLE: &[JobState] = &[JobState::Activatable, JobState::Activated];
 
 pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result<()> {
@@ -112,6 +115,7 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
     let keys = p
         .read()
         .activatable_jobs(&command.job_type, command.max_jobs as usize)?;
+    let mut batch_bytes = 0;
     for key in keys {
         let Some(job) = p.read().job(key)? else {
             continue;
@@ -127,6 +131,18 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
                 &command.fetch_variables,
             )?
         };
+        // Keep a batch within Zeebe's default maximum message size; the rest stay
+        // activatable for the next request.
+        let size = if variables.is_empty() {
+            0
+        } else {
+            serde_json::to_vec(&variables).map_or(0, |v| v.len())
+        };
+        if !batch.jobs.is_empty() && batch_bytes + size > MAX_BATCH_BYTES {
+            batch.truncated = true;
+            break;
+        }
+        batch_bytes += size;
         batch.job_keys.push(key);
         batch.jobs.push(JobRecord {
             worker: command.worker.clone(),

@@ -3,6 +3,7 @@
 //! follow; the element behaviours in `processing` do the rest in-line.
 
 mod deployment;
+mod distribution;
 mod incidents;
 mod instances;
 mod jobs;
@@ -10,8 +11,8 @@ mod messages;
 mod timers;
 mod variables;
 
-use rill_protocol::value::{CommandDistributionRecord, DEFAULT_TENANT};
-use rill_protocol::{Command, Intent, JsonValue, RejectionType};
+use rill_protocol::value::DEFAULT_TENANT;
+use rill_protocol::{Command, Intent, JsonValue};
 use serde_json::{Map, Value};
 
 use crate::error::Result;
@@ -39,19 +40,9 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::ResolveIncident { incident_key } => incidents::resolve(p, incident_key.get()),
         Command::SetVariables(set) => variables::set(p, set),
         Command::TriggerTimer { timer_key } => timers::trigger(p, timer_key.get()),
-        Command::FromPartition(_) | Command::AcknowledgeSend { .. } => {
-            p.reject(
-                -1,
-                Intent::Distribute,
-                CommandDistributionRecord {
-                    partition_id: i32::from(p.ctx.partition_id.get()),
-                    value_type: rill_protocol::ValueType::CommandDistribution,
-                    intent: Intent::Distribute,
-                },
-                RejectionType::InvalidArgument,
-                "Cross-partition commands are not supported by this engine version yet",
-            );
-            Ok(())
+        Command::FromPartition(command) => distribution::from_partition(p, command),
+        Command::AcknowledgeSend { target, sequence } => {
+            distribution::acknowledge(p, *target, *sequence)
         }
     }
 }
@@ -181,3 +172,5 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
         ),
     }
 }
+
+pub(crate) use distribution::{outgoing, send_latest};

@@ -53,6 +53,29 @@ impl ElementCache {
         Ok(value)
     }
 
+    /// Looks at an instance without copying it (loading it into the cache if needed).
+    pub(super) fn peek<R>(
+        &self,
+        key: i64,
+        load: impl FnOnce() -> Result<Option<ElementInstance>>,
+        look: impl FnOnce(&ElementInstance) -> R,
+    ) -> Result<Option<R>> {
+        if let Some(entry) = self.entries.borrow().get(&key) {
+            return Ok(entry.value.as_ref().map(look));
+        }
+        let value = load()?;
+        let result = value.as_ref().map(look);
+        self.entries.borrow_mut().insert(
+            key,
+            Entry {
+                value,
+                dirty: false,
+                fresh: false,
+            },
+        );
+        Ok(result)
+    }
+
     pub(super) fn insert(&self, instance: ElementInstance) {
         self.entries.borrow_mut().insert(
             instance.key,
@@ -160,5 +183,92 @@ impl ElementCache {
     pub fn clear(&self) {
         self.entries.borrow_mut().clear();
         self.children.borrow_mut().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rill_engine_api::{MemoryState, StateRead};
+    use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
+
+    use super::*;
+    use crate::state::ElementState;
+
+    fn instance(key: i64) -> ElementInstance {
+        ElementInstance {
+            key,
+            state: ElementState::Activating,
+            record: ProcessInstanceRecord {
+                bpmn_element_type: BpmnElementType::StartEvent,
+                element_id: "s".into(),
+                bpmn_process_id: "p".into(),
+                version: 1,
+                process_definition_key: 1,
+                process_instance_key: 1,
+                flow_scope_key: 1,
+                bpmn_event_type: BpmnEventType::None,
+                parent_process_instance_key: -1,
+                parent_element_instance_key: -1,
+                tenant_id: "<default>".into(),
+            },
+            active_children: 0,
+            active_flows: 0,
+            job_key: -1,
+            has_variables: false,
+            awaited: false,
+            start_date: 0,
+        }
+    }
+
+    #[test]
+    fn instances_created_and_removed_in_one_command_never_reach_the_store() {
+        let cache = ElementCache::default();
+        let mut store = MemoryState::new();
+        cache.insert(instance(7));
+        cache.set_child(1, 7, true);
+        cache.delete(7);
+        cache.set_child(1, 7, false);
+        cache.insert(instance(8));
+        cache.set_child(1, 8, true);
+        cache.flush(&mut store).unwrap();
+        // Only instance 8 and its child entry were written.
+        assert_eq!(store.len(), 2);
+        assert!(
+            store
+                .get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(7).bytes())
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn child_changes_merge_with_the_stored_list() {
+        let cache = ElementCache::default();
+        cache.set_child(1, 5, true);
+        cache.set_child(1, 3, false);
+        cache.set_child(2, 9, true);
+        let mut stored = vec![2, 3, 4];
+        cache.merge_children(1, &mut stored);
+        assert_eq!(stored, vec![2, 4, 5]);
+    }
+
+    #[test]
+    fn an_update_changes_the_instance_in_place_and_marks_it_dirty() {
+        let cache = ElementCache::default();
+        let mut store = MemoryState::new();
+        let loaded = cache
+            .update(4, || Ok(Some(instance(4))), |i| i.active_children = 2)
+            .unwrap();
+        assert!(loaded);
+        assert_eq!(
+            cache.get(4, || Ok(None)).unwrap().unwrap().active_children,
+            2
+        );
+        assert!(
+            !cache.update(5, || Ok(None), |_| {}).unwrap(),
+            "nothing to update"
+        );
+        cache.flush(&mut store).unwrap();
+        assert_eq!(store.len(), 1);
     }
 }

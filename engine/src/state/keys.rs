@@ -9,6 +9,7 @@ pub(crate) mod table {
     pub const PROCESS: u8 = 0x10;
     pub const PROCESS_VERSION: u8 = 0x11;
     pub const PROCESS_LATEST: u8 = 0x12;
+    pub const DEPLOYMENT: u8 = 0x13;
     pub const ELEMENT_INSTANCE: u8 = 0x20;
     pub const ELEMENT_CHILD: u8 = 0x21;
     pub const JOIN_TOKEN: u8 = 0x22;
@@ -34,6 +35,9 @@ pub(crate) mod table {
     pub const INSTANCE_SUMMARY: u8 = 0x90;
     pub const INSTANCE_FINISHED: u8 = 0x91;
     pub const AWAIT_RESULT: u8 = 0x92;
+    pub const OUTBOX: u8 = 0xA0;
+    pub const OUTBOX_SEQUENCE: u8 = 0xA1;
+    pub const INBOX: u8 = 0xA2;
 }
 
 /// Builds a state key.

@@ -20,7 +20,7 @@ pub(crate) use cache::ElementCache;
 pub(crate) use keys::{KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    StoredIncident, StoredJob, StoredMessage, StoredMessageSubscription,
+    OutboxEntry, StoredIncident, StoredJob, StoredMessage, StoredMessageSubscription,
     StoredProcessMessageSubscription, StoredVariable,
 };
 
@@ -135,6 +135,49 @@ impl<'a> Reader<'a> {
         })
     }
 
+    pub fn deployment(&self, key: i64) -> Result<Option<rill_protocol::value::DeploymentRecord>> {
+        self.get(KeyBuf::new(table::DEPLOYMENT).i64(key))
+    }
+
+    // --- outbox and inbox (commands between partitions) ---
+
+    /// Pending sends in order: `(target partition, sequence, entry)`.
+    pub fn outbox(&self, limit: usize) -> Result<Vec<(u16, u64, OutboxEntry)>> {
+        let mut out = Vec::new();
+        self.scan(&KeyBuf::new(table::OUTBOX), |k, v| {
+            if out.len() >= limit {
+                return Ok(ControlFlow::Break(()));
+            }
+            let target = keys::decode_i64(k, 1).ok_or_else(|| inconsistent("bad outbox key"))?;
+            let sequence = keys::decode_i64(k, 9).ok_or_else(|| inconsistent("bad outbox key"))?;
+            out.push((target as u16, sequence as u64, decode(v)?));
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    pub fn outbox_entry(&self, target: u16, sequence: u64) -> Result<Option<OutboxEntry>> {
+        self.get(
+            KeyBuf::new(table::OUTBOX)
+                .i64(i64::from(target))
+                .i64(sequence as i64),
+        )
+    }
+
+    /// The last sequence number used for sends to `target`.
+    pub fn outbox_sequence(&self, target: u16) -> Result<u64> {
+        Ok(self
+            .get::<u64>(KeyBuf::new(table::OUTBOX_SEQUENCE).i64(i64::from(target)))?
+            .unwrap_or(0))
+    }
+
+    /// The last sequence number applied from `source`.
+    pub fn inbox_sequence(&self, source: u16) -> Result<u64> {
+        Ok(self
+            .get::<u64>(KeyBuf::new(table::INBOX).i64(i64::from(source)))?
+            .unwrap_or(0))
+    }
+
     // --- element instances ---
 
     pub fn element_instance(&self, key: i64) -> Result<Option<ElementInstance>> {
@@ -142,6 +185,19 @@ impl<'a> Reader<'a> {
         match self.cache {
             Some(cache) => cache.get(key, load),
             None => load(),
+        }
+    }
+
+    /// Looks at a live element instance without copying it.
+    pub fn peek_element_instance<R>(
+        &self,
+        key: i64,
+        look: impl FnOnce(&ElementInstance) -> R,
+    ) -> Result<Option<R>> {
+        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        match self.cache {
+            Some(cache) => cache.peek(key, load, look),
+            None => Ok(load()?.as_ref().map(look)),
         }
     }
 
@@ -520,6 +576,42 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
+    pub fn put_deployment(
+        &mut self,
+        key: i64,
+        record: &rill_protocol::value::DeploymentRecord,
+    ) -> Result<()> {
+        self.put(KeyBuf::new(table::DEPLOYMENT).i64(key), record)
+    }
+
+    /// Queues a command for `target` under the next sequence number.
+    pub fn push_outbox(&mut self, target: u16, entry: &OutboxEntry) -> Result<u64> {
+        let sequence = self.read().outbox_sequence(target)? + 1;
+        self.put(
+            KeyBuf::new(table::OUTBOX_SEQUENCE).i64(i64::from(target)),
+            &sequence,
+        )?;
+        self.put(
+            KeyBuf::new(table::OUTBOX)
+                .i64(i64::from(target))
+                .i64(sequence as i64),
+            entry,
+        )?;
+        Ok(sequence)
+    }
+
+    pub fn remove_outbox(&mut self, target: u16, sequence: u64) {
+        self.delete(
+            KeyBuf::new(table::OUTBOX)
+                .i64(i64::from(target))
+                .i64(sequence as i64),
+        );
+    }
+
+    pub fn set_inbox_sequence(&mut self, source: u16, sequence: u64) -> Result<()> {
+        self.put(KeyBuf::new(table::INBOX).i64(i64::from(source)), &sequence)
+    }
+
     // --- element instances ---
 
     pub fn insert_element_instance(&mut self, instance: ElementInstance) {
@@ -603,29 +695,37 @@ impl<'a> Writer<'a> {
     // --- jobs ---
 
     /// Stores a job and keeps its indexes in line with its state.
+    /// Stores a job (without its variables) and keeps its indexes in line with its
+    /// state; `previous` is what was stored before, if anything.
     pub fn put_job(
         &mut self,
         key: i64,
-        job: &StoredJob,
+        state: JobState,
+        record: &rill_protocol::value::JobRecord,
         previous: Option<&StoredJob>,
     ) -> Result<()> {
         if let Some(previous) = previous {
             self.unindex_job(key, previous);
         }
-        self.index_job(key, job);
-        self.put(KeyBuf::new(table::JOB).i64(key), job)
+        self.index_job(key, state, record);
+        self.put(
+            KeyBuf::new(table::JOB).i64(key),
+            &types::StoredJobRef::new(state, record),
+        )
     }
 
     /// Removes every index entry a job with this record can have, without reading
     /// its stored state (the record carries the type, deadline and back-off time).
     pub fn unindex_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
-        self.delete(
-            KeyBuf::new(table::JOB_ACTIVATABLE)
-                .str(&record.job_type)
-                .i64(key),
-        );
+        // An activated job (it has a deadline) is never in the activatable index.
         if record.deadline >= 0 {
             self.delete(due_key(DueIndex::JobDeadlines, record.deadline, key));
+        } else {
+            self.delete(
+                KeyBuf::new(table::JOB_ACTIVATABLE)
+                    .str(&record.job_type)
+                    .i64(key),
+            );
         }
         if record.recurring_time >= 0 {
             self.delete(due_key(DueIndex::JobBackoffs, record.recurring_time, key));
@@ -641,22 +741,17 @@ impl<'a> Writer<'a> {
         self.delete(KeyBuf::new(table::JOB).i64(key));
     }
 
-    fn index_job(&mut self, key: i64, job: &StoredJob) {
-        match job.state {
+    fn index_job(&mut self, key: i64, state: JobState, record: &rill_protocol::value::JobRecord) {
+        match state {
             JobState::Activatable => self.mark(
                 KeyBuf::new(table::JOB_ACTIVATABLE)
-                    .str(&job.record.job_type)
+                    .str(&record.job_type)
                     .i64(key),
             ),
-            JobState::Activated => {
-                self.mark(due_key(DueIndex::JobDeadlines, job.record.deadline, key))
+            JobState::Activated => self.mark(due_key(DueIndex::JobDeadlines, record.deadline, key)),
+            JobState::Failed if record.retries > 0 && record.recurring_time >= 0 => {
+                self.mark(due_key(DueIndex::JobBackoffs, record.recurring_time, key))
             }
-            JobState::Failed if job.record.retries > 0 && job.record.recurring_time >= 0 => self
-                .mark(due_key(
-                    DueIndex::JobBackoffs,
-                    job.record.recurring_time,
-                    key,
-                )),
             JobState::Failed | JobState::ErrorThrown => {}
         }
     }

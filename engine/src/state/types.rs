@@ -44,6 +44,10 @@ pub struct ElementInstance {
     pub job_key: i64,
     /// Whether variables were ever set in this scope (so leaving it must drop them).
     pub has_variables: bool,
+    /// Process instances only: a client awaits the result.
+    pub awaited: bool,
+    /// Process instances only: when it started (ms since the epoch).
+    pub start_date: i64,
 }
 
 /// A variable in a scope: its key and its value as JSON text.
@@ -79,6 +83,66 @@ impl JobState {
 pub struct StoredJob {
     pub state: JobState,
     pub record: JobRecord,
+}
+
+/// Encodes exactly like a [`StoredJob`] whose record has `variables: null`, from a
+/// borrowed record: storing a job does not copy it first.
+#[derive(Serialize)]
+pub struct StoredJobRef<'a> {
+    pub state: JobState,
+    pub record: JobRecordRef<'a>,
+}
+
+/// [`JobRecord`]'s fields in declaration order, borrowed; `variables` is `null`.
+#[derive(Serialize)]
+pub struct JobRecordRef<'a> {
+    job_type: &'a str,
+    element_id: &'a str,
+    element_instance_key: i64,
+    bpmn_process_id: &'a str,
+    process_definition_version: i32,
+    process_definition_key: i64,
+    process_instance_key: i64,
+    worker: &'a str,
+    retries: i32,
+    retry_backoff: i64,
+    recurring_time: i64,
+    deadline: i64,
+    timeout: i64,
+    error_message: &'a str,
+    error_code: &'a str,
+    custom_headers: &'a std::collections::BTreeMap<String, String>,
+    /// A `JsonValue` is JSON text in binary formats.
+    variables: &'static str,
+    tenant_id: &'a str,
+}
+
+impl<'a> StoredJobRef<'a> {
+    pub fn new(state: JobState, r: &'a JobRecord) -> StoredJobRef<'a> {
+        StoredJobRef {
+            state,
+            record: JobRecordRef {
+                job_type: &r.job_type,
+                element_id: &r.element_id,
+                element_instance_key: r.element_instance_key,
+                bpmn_process_id: &r.bpmn_process_id,
+                process_definition_version: r.process_definition_version,
+                process_definition_key: r.process_definition_key,
+                process_instance_key: r.process_instance_key,
+                worker: &r.worker,
+                retries: r.retries,
+                retry_backoff: r.retry_backoff,
+                recurring_time: r.recurring_time,
+                deadline: r.deadline,
+                timeout: r.timeout,
+                error_message: &r.error_message,
+                error_code: &r.error_code,
+                custom_headers: &r.custom_headers,
+                variables: "null",
+                tenant_id: &r.tenant_id,
+            },
+        }
+    }
 }
 
 /// A buffered message.
@@ -152,4 +216,58 @@ pub struct InstanceSummary {
 pub struct AwaitRegistration {
     pub request_id: u64,
     pub fetch_variables: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use rill_protocol::{JsonValue, codec};
+
+    use super::*;
+
+    #[test]
+    fn a_borrowed_job_encodes_like_a_stored_job_without_variables() {
+        let record = JobRecord {
+            job_type: "t".into(),
+            element_id: "e".into(),
+            element_instance_key: 5,
+            bpmn_process_id: "p".into(),
+            process_definition_version: 2,
+            process_definition_key: 7,
+            process_instance_key: 9,
+            worker: "w".into(),
+            retries: 3,
+            retry_backoff: 10,
+            recurring_time: -1,
+            deadline: 99,
+            timeout: 40,
+            error_message: "m".into(),
+            error_code: "c".into(),
+            custom_headers: [("a".to_owned(), "b".to_owned())].into(),
+            variables: JsonValue(serde_json::json!({"dropped": true})),
+            tenant_id: "<default>".into(),
+        };
+        let bytes = codec::encode(&StoredJobRef::new(JobState::Activated, &record)).unwrap();
+        let decoded: StoredJob = codec::decode(&bytes).unwrap();
+        assert_eq!(decoded.state, JobState::Activated);
+        assert_eq!(
+            decoded.record,
+            JobRecord {
+                variables: JsonValue::null(),
+                ..record
+            }
+        );
+    }
+}
+
+/// A command waiting in the outbox for another partition to apply it. The payload is
+/// read from state when the command is (re)sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutboxEntry {
+    pub value_type: rill_protocol::ValueType,
+    pub intent: rill_protocol::Intent,
+    /// The entity: a deployment key, a subscription key. Its partition bits name the
+    /// sending partition.
+    pub key: i64,
+    /// The payload, when it is not read from state at send time.
+    pub value: Option<rill_protocol::RecordValue>,
 }

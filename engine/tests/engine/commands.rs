@@ -323,13 +323,13 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "bad.bpmn",
         ),
         (
-            "cross-partition command",
+            "acknowledge a send that is not waiting",
             Command::AcknowledgeSend {
                 target: rill_protocol::PartitionId(2),
                 sequence: 1,
             },
-            RejectionType::InvalidArgument,
-            "not supported",
+            RejectionType::NotFound,
+            "not waiting",
         ),
     ];
     for (name, command, rejection_type, fragment) in cases {
@@ -625,7 +625,14 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
     let (job, _) = rule.job("t");
     let started = rule.now;
     rule.advance(500);
-    rule.complete(job, json!({}));
+    let done = rule.complete(job, json!({}));
+    assert!(
+        done.actions.contains(&Action::WakeAt {
+            due: rill_protocol::Timestamp(rule.now + 60_000)
+        }),
+        "the leader is told when the summary may go: {:?}",
+        done.actions
+    );
     let view = rule.instance_state(instance).unwrap();
     assert_eq!(view.state, InstanceState::Completed);
     assert_eq!(view.start_date.millis(), started);
@@ -682,4 +689,139 @@ fn element_instances_and_incidents_are_readable_by_instance() {
         InstanceState::Terminated
     );
     rule.assert_replay_matches();
+}
+
+#[test]
+fn a_job_batch_stays_within_the_message_size() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let big = "x".repeat(1_500_000);
+    for _ in 0..3 {
+        rule.create("p", json!({ "blob": big }));
+    }
+    let outcome = rule.process(Command::ActivateJobs(ActivateJobs {
+        job_type: "t".into(),
+        worker: "w".into(),
+        timeout: 1_000,
+        max_jobs: 10,
+        fetch_variables: vec![],
+    }));
+    match outcome.value() {
+        RecordValue::JobBatch(batch) => {
+            assert_eq!(batch.jobs.len(), 2);
+            assert!(batch.truncated);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        rule.activate("t", 10).len(),
+        1,
+        "the third job is still there"
+    );
+}
+
+#[test]
+fn due_commands_come_in_due_order_up_to_the_limit_with_the_next_due_time() {
+    use rill_engine_api::Engine;
+    let mut rule = EngineRule::new();
+    let xml = model(
+        &[
+            r#"<bpmn:startEvent id="s" />"#,
+            r#"<bpmn:intermediateCatchEvent id="w"><bpmn:timerEventDefinition><bpmn:timeDuration>=wait</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"#,
+            &flow("f0", "s", "w"),
+        ]
+        .concat(),
+    );
+    rule.deploy_xml(&xml);
+    for seconds in [30, 10, 20] {
+        rule.create("p", json!({ "wait": format!("PT{seconds}S") }));
+    }
+    let start = rule.now;
+    let mut out = Vec::new();
+    let next = rule
+        .engine
+        .due_commands(
+            &rule.state,
+            rill_protocol::Timestamp(start + 25_000),
+            1,
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(out.len(), 1, "the limit is respected");
+    assert_eq!(
+        next,
+        Some(rill_protocol::Timestamp(start + 20_000)),
+        "more is due already"
+    );
+    let first = out.remove(0);
+    let timer_key = match &first {
+        Command::TriggerTimer { timer_key } => *timer_key,
+        other => panic!("{other:?}"),
+    };
+    assert!(timer_key.get() > 0);
+    let next = rule
+        .engine
+        .due_commands(
+            &rule.state,
+            rill_protocol::Timestamp(start + 25_000),
+            10,
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(next, Some(rill_protocol::Timestamp(start + 30_000)));
+    // Triggering before the due time is refused; at it, accepted.
+    let early = rule.process(first.clone());
+    assert_eq!(
+        early.rejection().rejection_type,
+        RejectionType::InvalidState
+    );
+    rule.advance(10_000);
+    assert!(!rule.process(first.clone()).is_rejected());
+    let duplicate = rule.process(first);
+    assert_eq!(
+        duplicate.rejection().rejection_type,
+        RejectionType::NotFound
+    );
+}
+
+#[test]
+fn a_processing_error_record_has_the_commands_value_type() {
+    use rill_engine_api::Engine;
+    let engine = rill_engine::BpmnEngine::default();
+    let cases = [
+        (
+            Command::CompleteJob {
+                job_key: Key(5),
+                variables: JsonValue::null(),
+            },
+            rill_protocol::ValueType::Job,
+        ),
+        (
+            Command::CancelProcessInstance {
+                process_instance_key: Key(5),
+            },
+            rill_protocol::ValueType::ProcessInstance,
+        ),
+        (
+            Command::TriggerTimer { timer_key: Key(5) },
+            rill_protocol::ValueType::Timer,
+        ),
+        (
+            Command::ResolveIncident {
+                incident_key: Key(5),
+            },
+            rill_protocol::ValueType::Incident,
+        ),
+        (
+            Command::Deploy { resources: vec![] },
+            rill_protocol::ValueType::Deployment,
+        ),
+    ];
+    for (command, value_type) in cases {
+        let record = engine.processing_error_record(&command, "broken");
+        assert_eq!(record.value_type(), value_type);
+        assert_eq!(record.rejection_type, RejectionType::ProcessingError);
+        assert_eq!(record.rejection_reason, "broken");
+    }
 }

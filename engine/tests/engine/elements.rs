@@ -492,26 +492,71 @@ fn message_ttl_expiry_and_duplicate_ids() {
 }
 
 #[test]
-fn input_mapping_error_is_an_io_mapping_incident() {
+fn input_mapping_error_is_an_io_mapping_incident_and_resolving_retries_it() {
     let mut rule = EngineRule::new();
+    // A range has no JSON form: evaluating the mapping fails while `x` is a number.
     let body = [
         r#"<bpmn:startEvent id="s" />"#,
-        r#"<bpmn:serviceTask id="t"><bpmn:extensionElements><zeebe:taskDefinition type="t" /><zeebe:ioMapping><zeebe:input source="=x + 1" target="y" /></zeebe:ioMapping></bpmn:extensionElements></bpmn:serviceTask>"#,
+        r#"<bpmn:serviceTask id="t"><bpmn:extensionElements><zeebe:taskDefinition type="t" /><zeebe:ioMapping><zeebe:input source="=if x = 1 then [1..3] else x" target="y" /></zeebe:ioMapping></bpmn:extensionElements></bpmn:serviceTask>"#,
         &flow("f0", "s", "t"),
     ]
     .concat();
-    let instance = start(&mut rule, &body, json!({"x": "text"}));
+    let instance = start(&mut rule, &body, json!({"x": 1}));
     let incidents = rule.incidents(instance);
-    if incidents.is_empty() {
-        // FEEL turns a failed arithmetic into null: the job then sees y = null.
-        let (_, job) = rule.job("t");
-        assert_eq!(job.variables.0["y"], Value::Null);
-    } else {
-        assert_eq!(
-            incidents[0].record.error_type,
-            IncidentErrorType::IoMappingError
-        );
-    }
+    assert_eq!(incidents.len(), 1, "{incidents:?}");
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::IoMappingError
+    );
+    assert_eq!(incidents[0].record.element_id, "t");
+    assert!(
+        rule.activate("t", 10).is_empty(),
+        "no job while the mapping fails"
+    );
+    rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: instance,
+        variables: JsonValue(json!({"x": 2})),
+        local: false,
+    }));
+    rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    let (_, job) = rule.job("t");
+    assert_eq!(job.variables.0["y"], json!(2));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn timer_and_job_expressions_are_evaluated_on_entry() {
+    let mut rule = EngineRule::new();
+    let body = [
+        r#"<bpmn:startEvent id="s" />"#,
+        r#"<bpmn:intermediateCatchEvent id="w"><bpmn:timerEventDefinition><bpmn:timeDuration>=delay</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"#,
+        r#"<bpmn:serviceTask id="t"><bpmn:extensionElements><zeebe:taskDefinition type="=kind + &quot;-job&quot;" retries="=tries" /></bpmn:extensionElements></bpmn:serviceTask>"#,
+        &flow("f0", "s", "w"),
+        &flow("f1", "w", "t"),
+    ]
+    .concat();
+    let instance = start(
+        &mut rule,
+        &body,
+        json!({"delay": "PT5S", "kind": "mail", "tries": 7}),
+    );
+    assert_eq!(rule.next_due().map(|d| d.millis()), Some(rule.now + 5_000));
+    rule.advance(5_000);
+    rule.fire_due();
+    let (_, job) = rule.job("mail-job");
+    assert_eq!(job.retries, 7);
+    // A bad duration is an incident on the catch event.
+    let bad = rule.create("p", json!({"delay": "soon"}));
+    let incidents = rule.incidents(bad);
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::ExtractValueError
+    );
+    assert_eq!(incidents[0].record.element_id, "w");
+    let _ = instance;
 }
 
 #[test]

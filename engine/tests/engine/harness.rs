@@ -69,6 +69,7 @@ pub struct EngineRule {
     pub now: i64,
     position: u64,
     next_request: u64,
+    pub partition: PartitionId,
     pub partition_count: u16,
     /// Every record written, with the timestamp of its command.
     pub log: Vec<(Timestamp, RecordDraft)>,
@@ -92,6 +93,7 @@ impl EngineRule {
             now: 1_700_000_000_000,
             position: 0,
             next_request: 1,
+            partition: PartitionId(1),
             partition_count: 1,
             log: Vec::new(),
         }
@@ -106,7 +108,7 @@ impl EngineRule {
     pub fn process_as(&mut self, command: Command, request: Option<RequestId>) -> Outcome {
         self.position += 1;
         let ctx = ProcessingContext {
-            partition_id: PartitionId(1),
+            partition_id: self.partition,
             partition_count: self.partition_count,
             position: Position(self.position),
             timestamp: Timestamp(self.now),
@@ -138,6 +140,14 @@ impl EngineRule {
             records: out.records,
             actions: out.actions,
         }
+    }
+
+    /// A rule for partition `partition` of `count`.
+    pub fn on_partition(partition: u16, count: u16) -> EngineRule {
+        let mut rule = EngineRule::new();
+        rule.partition = PartitionId(partition);
+        rule.partition_count = count;
+        rule
     }
 
     pub fn new_request(&mut self) -> RequestId {

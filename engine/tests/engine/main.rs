@@ -1,9 +1,11 @@
 //! Engine tests: commands in, records out (Zeebe's EngineRule style).
 
 mod commands;
+mod distribution;
 mod elements;
 mod harness;
 mod interleavings;
+mod random;
 mod samples;
 
 pub use harness::*;

@@ -1,0 +1,233 @@
+//! Commands between partitions, through a replicated outbox.
+//!
+//! ```text
+//! sender:   DISTRIBUTING (outbox += (target, seq)) ─► Action::Send / pending_sends
+//! receiver: FromPartition{source, seq}: seq = last + 1 ? apply, DISTRIBUTED (inbox = seq)
+//!                                       seq <= last   ? duplicate: rejected, nothing changes
+//! sender:   AcknowledgeSend{target, seq} ─► ACKNOWLEDGED (outbox -= (target, seq))
+//! ```
+//!
+//! The partition core delivers what `pending_sends` lists (again until acknowledged)
+//! and proposes `AcknowledgeSend` on the sender once the receiver applied it. Carried:
+//! deployments, and the open/correlate/close commands of message subscriptions whose
+//! two sides live on different partitions.
+
+use rill_engine_api::Action;
+use rill_protocol::value::{CommandDistributionRecord, DeploymentRecord, ProcessRecord};
+use rill_protocol::{
+    Command, Intent, InterPartitionCommand, PartitionId, RecordValue, RejectionType, ValueType,
+};
+
+use crate::error::Result;
+use crate::processing::Processing;
+use crate::state::{OutboxEntry, Reader};
+
+fn record(partition: u16, value_type: ValueType, intent: Intent) -> CommandDistributionRecord {
+    CommandDistributionRecord {
+        partition_id: i32::from(partition),
+        value_type,
+        intent,
+    }
+}
+
+/// The command that delivers an outbox entry, with its payload read from state.
+pub(crate) fn outgoing(
+    state: Reader<'_>,
+    target: u16,
+    sequence: u64,
+    entry: &OutboxEntry,
+) -> Result<Option<(PartitionId, Command)>> {
+    let value = match (&entry.value, entry.value_type, entry.intent) {
+        (Some(value), _, _) => value.clone(),
+        (None, ValueType::Deployment, Intent::Create) => match state.deployment(entry.key)? {
+            Some(deployment) => RecordValue::Deployment(deployment),
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some((
+        PartitionId(target),
+        Command::FromPartition(InterPartitionCommand {
+            source: rill_protocol::Key(entry.key).partition(),
+            sequence,
+            value_type: entry.value_type,
+            intent: entry.intent,
+            key: rill_protocol::Key(entry.key),
+            value,
+        }),
+    )))
+}
+
+/// Queues `key` (of `value_type`/`intent`) for every other partition and sends it.
+pub(super) fn distribute(
+    p: &mut Processing<'_>,
+    key: i64,
+    value_type: ValueType,
+    intent: Intent,
+) -> Result<()> {
+    let me = p.ctx.partition_id.get();
+    for target in 1..=p.ctx.partition_count {
+        if target == me {
+            continue;
+        }
+        p.event(
+            key,
+            Intent::Distributing,
+            record(target, value_type, intent),
+        )?;
+        let sequence = p.read().outbox_sequence(target)?;
+        let entry = OutboxEntry {
+            value_type,
+            intent,
+            key,
+            value: None,
+        };
+        if let Some((partition, command)) = outgoing(p.read(), target, sequence, &entry)? {
+            p.out.actions.push(Action::Send { partition, command });
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn from_partition(
+    p: &mut Processing<'_>,
+    command: &InterPartitionCommand,
+) -> Result<()> {
+    let source = command.source.get();
+    let value = record(source, command.value_type, command.intent);
+    let last = p.read().inbox_sequence(source)?;
+    if command.sequence <= last {
+        let reason = format!(
+            "Expected command {} from partition {source} to be new, but it was already applied",
+            command.sequence
+        );
+        p.reject(
+            command.key.get(),
+            Intent::Distribute,
+            value,
+            RejectionType::AlreadyExists,
+            reason,
+        );
+        return Ok(());
+    }
+    if command.sequence != last + 1 {
+        let reason = format!(
+            "Expected command {} from partition {source}, but got command {}; commands are \
+             applied in order",
+            last + 1,
+            command.sequence
+        );
+        p.reject(
+            command.key.get(),
+            Intent::Distribute,
+            value,
+            RejectionType::InvalidState,
+            reason,
+        );
+        return Ok(());
+    }
+    p.command(command.key.get(), Intent::Distribute, value.clone());
+    // Anything this version does not understand is skipped (and still counted), so
+    // the sender's later commands are not blocked behind it.
+    match (&command.value, command.value_type, command.intent) {
+        (RecordValue::Deployment(deployment), _, Intent::Create) => {
+            apply_deployment(p, command.key.get(), deployment)?;
+        }
+        (RecordValue::MessageSubscription(s), ValueType::MessageSubscription, Intent::Create) => {
+            p.open_remote_subscription(s)?;
+        }
+        (RecordValue::MessageSubscription(s), ValueType::MessageSubscription, Intent::Delete) => {
+            p.delete_message_subscription(s)?;
+        }
+        (
+            RecordValue::MessageSubscription(s),
+            ValueType::ProcessMessageSubscription,
+            Intent::Correlate,
+        ) => {
+            p.correlate_here(s)?;
+        }
+        _ => {}
+    }
+    p.event(command.sequence as i64, Intent::Distributed, value.clone())?;
+    p.respond(command.key.get(), Intent::Distributed, value);
+    Ok(())
+}
+
+/// A deployment made on another partition: the same processes, keys and versions.
+fn apply_deployment(p: &mut Processing<'_>, key: i64, deployment: &DeploymentRecord) -> Result<()> {
+    for metadata in &deployment.processes_metadata {
+        if metadata.is_duplicate || p.read().process(metadata.process_definition_key)?.is_some() {
+            continue;
+        }
+        let Some(resource) = deployment
+            .resources
+            .iter()
+            .find(|r| r.resource_name == metadata.resource_name)
+        else {
+            continue;
+        };
+        let process = ProcessRecord {
+            bpmn_process_id: metadata.bpmn_process_id.clone(),
+            version: metadata.version,
+            process_definition_key: metadata.process_definition_key,
+            resource_name: metadata.resource_name.clone(),
+            checksum: metadata.checksum.clone(),
+            resource: resource.resource.clone(),
+            is_duplicate: false,
+            tenant_id: metadata.tenant_id.clone(),
+        };
+        p.event(metadata.process_definition_key, Intent::Created, process)?;
+    }
+    p.event(key, Intent::Created, deployment.clone())
+}
+
+pub(super) fn acknowledge(
+    p: &mut Processing<'_>,
+    target: PartitionId,
+    sequence: u64,
+) -> Result<()> {
+    let target_id = target.get();
+    let Some(entry) = p.read().outbox_entry(target_id, sequence)? else {
+        let reason = format!(
+            "Expected to acknowledge command {sequence} sent to partition {target_id}, but it \
+             is not waiting (already acknowledged?)"
+        );
+        p.reject(
+            sequence as i64,
+            Intent::Acknowledge,
+            record(
+                target_id,
+                ValueType::CommandDistribution,
+                Intent::Acknowledge,
+            ),
+            RejectionType::NotFound,
+            reason,
+        );
+        return Ok(());
+    };
+    let value = record(target_id, entry.value_type, entry.intent);
+    p.command(sequence as i64, Intent::Acknowledge, value.clone());
+    p.event(sequence as i64, Intent::Acknowledged, value.clone())?;
+    p.respond(sequence as i64, Intent::Acknowledged, value);
+    // The instance's partition has taken the message: the correlation is done here.
+    if let (
+        ValueType::ProcessMessageSubscription,
+        Intent::Correlate,
+        Some(RecordValue::MessageSubscription(sent)),
+    ) = (entry.value_type, entry.intent, &entry.value)
+    {
+        p.finish_remote_correlation(sent)?;
+    }
+    Ok(())
+}
+
+/// After an event queued an outbox entry for `target`, sends it at once.
+pub(crate) fn send_latest(p: &mut Processing<'_>, target: u16) -> Result<()> {
+    let sequence = p.read().outbox_sequence(target)?;
+    if let Some(entry) = p.read().outbox_entry(target, sequence)?
+        && let Some((partition, command)) = outgoing(p.read(), target, sequence, &entry)?
+    {
+        p.out.actions.push(Action::Send { partition, command });
+    }
+    Ok(())
+}
