@@ -1,0 +1,409 @@
+//! End-to-end tests against the real `rill` binary: what a new user runs.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Api, Standalone, examples};
+use tokio::sync::Mutex;
+
+const INSTANCES: usize = 1000;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// 1,000 instances of a two-task process worked over REST, with `kill -9` halfway and a
+/// restart: every instance the gateway acknowledged finishes, and no job completion is
+/// applied twice.
+#[test]
+fn instances_survive_kill_9_and_finish_exactly_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &[]);
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let api = Api::new(rill.rest());
+        let (status, body) = api
+            .deploy(&[
+                &examples().join("two-rest-calls.bpmn"),
+                &examples().join("order-fulfilment.bpmn"),
+                &examples().join("payment-retry.bpmn"),
+                &examples().join("wait-timer.bpmn"),
+            ])
+            .await
+            .expect("deploy");
+        assert_eq!(status, 200, "deploy: {body}");
+        assert_eq!(
+            body["deployments"].as_array().map(Vec::len),
+            Some(4),
+            "{body}"
+        );
+
+        let created: Arc<Mutex<Vec<String>>> = Arc::default();
+        let completions_ok = Arc::new(AtomicUsize::new(0));
+        let second_tasks_done = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+
+        // Starters: create instances, retrying while the node is down.
+        let next = Arc::new(AtomicUsize::new(0));
+        let mut starters = Vec::new();
+        for _ in 0..4 {
+            let (api, created, next) = (api.clone(), created.clone(), next.clone());
+            starters.push(tokio::spawn(async move {
+                while next.fetch_add(1, Ordering::Relaxed) < INSTANCES {
+                    loop {
+                        let body = json!({"processDefinitionId": "two-rest-calls",
+                                          "variables": {"n": 1}});
+                        match api.post("/v2/process-instances", body).await {
+                            Ok((200, v)) => {
+                                let key = v["processInstanceKey"].as_str().unwrap().to_owned();
+                                created.lock().await.push(key);
+                                break;
+                            }
+                            // The node is down or restarting, or busy: try again.
+                            Err(_) | Ok((502..=504, _)) => {
+                                tokio::time::sleep(Duration::from_millis(50)).await
+                            }
+                            Ok((status, v)) => panic!("create failed with {status}: {v}"),
+                        }
+                    }
+                }
+            }));
+        }
+
+        // Workers: activate and complete `restCall` jobs.
+        let mut workers = Vec::new();
+        for w in 0..4 {
+            let (api, ok, second, stop) = (
+                api.clone(),
+                completions_ok.clone(),
+                second_tasks_done.clone(),
+                stop.clone(),
+            );
+            workers.push(tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let request = json!({"type": "restCall", "worker": format!("w{w}"),
+                        "timeout": 5000, "maxJobsToActivate": 32, "requestTimeout": 500});
+                    let jobs = match api.post("/v2/jobs/activation", request).await {
+                        Ok((200, v)) => v["jobs"].as_array().cloned().unwrap_or_default(),
+                        _ => {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    for job in jobs {
+                        let key = job["jobKey"].as_str().unwrap().to_owned();
+                        let path = format!("/v2/jobs/{key}/completion");
+                        // A completion may be lost with the process: the job then times out
+                        // and is activated again, so one attempt is enough here.
+                        if let Ok((204, _)) = api.post(&path, json!({"variables": {}})).await {
+                            ok.fetch_add(1, Ordering::Relaxed);
+                            if job["elementId"] == "Rest2" {
+                                second.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                }
+            }));
+        }
+
+        // Kill the node without warning once about half the instances are done.
+        let halfway = Instant::now();
+        while second_tasks_done.load(Ordering::Relaxed) < INSTANCES / 2 {
+            assert!(
+                halfway.elapsed() < Duration::from_secs(120),
+                "no progress: {} instances done\n{}",
+                second_tasks_done.load(Ordering::Relaxed),
+                rill.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        rill.restart();
+        rill.wait_ready(Duration::from_secs(60)).await;
+
+        for s in starters {
+            s.await.expect("starter");
+        }
+        let keys: Vec<String> = created.lock().await.clone();
+        assert_eq!(keys.len(), INSTANCES);
+        assert_eq!(
+            keys.iter().collect::<BTreeSet<_>>().len(),
+            INSTANCES,
+            "keys are unique"
+        );
+
+        // Every acknowledged instance completes.
+        let deadline = Instant::now() + Duration::from_secs(180);
+        let mut pending: Vec<String> = keys.clone();
+        while !pending.is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "{} instances did not finish, e.g. {}",
+                pending.len(),
+                pending[0]
+            );
+            let mut still = Vec::new();
+            for key in pending {
+                match api.get(&format!("/v2/process-instances/{key}")).await {
+                    Ok((200, v)) if v["state"] == "COMPLETED" => {}
+                    _ => still.push(key),
+                }
+            }
+            pending = still;
+            if !pending.is_empty() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in workers {
+            w.await.expect("worker");
+        }
+
+        // Each instance has two jobs. A completion whose answer was lost in the crash was
+        // applied but not counted by the worker; a job completed twice would be counted
+        // twice. So successful completions are at most two per instance (plus those of
+        // instances created by requests whose answer was lost).
+        let ok = completions_ok.load(Ordering::Relaxed);
+        assert!(
+            ok <= 2 * INSTANCES + 2 * 4,
+            "{ok} completions acknowledged for {INSTANCES} instances"
+        );
+        assert!(
+            ok >= 2 * INSTANCES - 4 * 32,
+            "{ok} completions acknowledged"
+        );
+        assert!(rill.terminate(Duration::from_secs(20)), "graceful stop");
+    });
+}
+
+/// Bad requests get a clear 4xx problem, change nothing, and the server keeps serving.
+#[test]
+fn bad_input_gets_a_clear_problem_and_the_server_keeps_serving() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &["gateway.max-message-size=64KB"]);
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let api = Api::new(rill.rest());
+
+        let check = |status: u16, body: &Value, want: u16, fragment: &str| {
+            assert_eq!(status, want, "{body}");
+            let detail = body["detail"].as_str().unwrap_or_default();
+            assert!(
+                detail.to_lowercase().contains(&fragment.to_lowercase()),
+                "detail {detail:?} should mention {fragment:?}"
+            );
+        };
+
+        // Malformed JSON.
+        let response = api
+            .http
+            .post(format!("{}/v2/process-instances", api.base))
+            .header("content-type", "application/json")
+            .body("{\"processDefinitionId\": ")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 400);
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json"
+        );
+
+        // Wrong type.
+        let (s, b) = api
+            .post("/v2/process-instances", json!({"processDefinitionId": 7}))
+            .await
+            .unwrap();
+        check(s, &b, 400, "processDefinitionId");
+
+        // Unknown process id.
+        let (s, b) = api
+            .post("/v2/process-instances", json!({"processDefinitionId": "nope"}))
+            .await
+            .unwrap();
+        check(s, &b, 404, "nope");
+
+        // Variables that are not an object.
+        let (s, b) = api
+            .post(
+                "/v2/process-instances",
+                json!({"processDefinitionId": "x", "variables": [1, 2]}),
+            )
+            .await
+            .unwrap();
+        check(s, &b, 400, "variables");
+
+        // Invalid BPMN: every finding listed, nothing deployed.
+        let bad = dir.path().join("bad.bpmn");
+        std::fs::write(
+            &bad,
+            r#"<?xml version="1.0"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d">
+  <bpmn:process id="bad" isExecutable="true">
+    <bpmn:startEvent id="Start"><bpmn:outgoing>F1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:serviceTask id="NoType"><bpmn:incoming>F1</bpmn:incoming></bpmn:serviceTask>
+    <bpmn:userTask id="Human" />
+    <bpmn:sequenceFlow id="F1" sourceRef="Start" targetRef="NoType" />
+    <bpmn:sequenceFlow id="F2" sourceRef="NoType" targetRef="Nowhere" />
+  </bpmn:process>
+</bpmn:definitions>"#,
+        )
+        .unwrap();
+        let (s, b) = api.deploy(&[&bad]).await.unwrap();
+        assert_eq!(s, 400, "{b}");
+        let detail = b["detail"].as_str().unwrap_or_default();
+        for fragment in ["NoType", "Human", "Nowhere"] {
+            assert!(detail.contains(fragment), "{detail} should name {fragment}");
+        }
+        let (s, b) = api
+            .post("/v2/process-instances", json!({"processDefinitionId": "bad"}))
+            .await
+            .unwrap();
+        check(s, &b, 404, "bad");
+
+        // A payload over the limit.
+        let big = "x".repeat(100 * 1024);
+        let (s, _) = api
+            .post(
+                "/v2/process-instances",
+                json!({"processDefinitionId": "x", "variables": {"big": big}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 413);
+
+        // Unknown fields and wrong key formats.
+        let (s, b) = api
+            .post(
+                "/v2/process-instances",
+                json!({"processDefinitionId": "x", "colour": "blue"}),
+            )
+            .await
+            .unwrap();
+        check(s, &b, 400, "colour");
+        let (s, b) = api.get("/v2/process-instances/not-a-key").await.unwrap();
+        assert_eq!(s, 400, "{b}");
+
+        // Completing a job twice.
+        let (s, b) = api
+            .deploy(&[&examples().join("two-rest-calls.bpmn")])
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let mut instance = String::new();
+        for _ in 0..2 {
+            // Created round-robin: one instance per partition, so both have jobs.
+            let (s, b) = api
+                .post(
+                    "/v2/process-instances",
+                    json!({"processDefinitionId": "two-rest-calls"}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            instance = b["processInstanceKey"].as_str().unwrap().to_owned();
+        }
+        let (s, b) = api
+            .post(
+                "/v2/jobs/activation",
+                json!({"type": "restCall", "timeout": 10000, "maxJobsToActivate": 1, "requestTimeout": 2000}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let job = b["jobs"][0]["jobKey"].as_str().expect("a job").to_owned();
+        let path = format!("/v2/jobs/{job}/completion");
+        let (s, _) = api.post(&path, json!({})).await.unwrap();
+        assert_eq!(s, 204);
+        let (s, b) = api.post(&path, json!({})).await.unwrap();
+        check(s, &b, 404, &job);
+
+        // Still serving.
+        let (s, b) = api.get("/v2/topology").await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        let (s, b) = api.get(&format!("/v2/process-instances/{instance}")).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}
+
+/// SIGTERM stops the node gracefully, and the data is there after a restart.
+#[test]
+fn sigterm_stops_gracefully_and_state_survives() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &[]);
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api
+            .deploy(&[&examples().join("wait-timer.bpmn")])
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let key = b["deployments"][0]["processDefinition"]["processDefinitionKey"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            rill.terminate(Duration::from_secs(20)),
+            "exit code 0 on SIGTERM"
+        );
+        assert!(rill.log_text().contains("stopped"), "{}", rill.log_text());
+
+        rill.restart();
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let (s, b) = api
+            .post(
+                "/v2/process-instances",
+                json!({"processDefinitionKey": key}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "the deployment survived the restart: {b}");
+    });
+}
+
+/// `rill config validate` lists every mistake and fails; a good file passes.
+#[test]
+fn config_validate_reports_every_problem() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[cluster]\nreplication-factor = 3\nnode-id = 5\n[threads]\ncpu-thread-count = 0\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rill"))
+        .args(["config", "validate"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for field in [
+        "cluster.replication-factor",
+        "cluster.node-id",
+        "threads.cpu-thread-count",
+    ] {
+        assert!(stderr.contains(field), "{stderr} should name {field}");
+    }
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, "[cluster]\npartitions-count = 4\n").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rill"))
+        .args(["config", "validate"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}

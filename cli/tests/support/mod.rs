@@ -1,0 +1,237 @@
+//! Runs the real `rill` binary for end-to-end tests: fresh ports, a temporary data
+//! directory, readiness via the monitoring port, SIGKILL and SIGTERM.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A port nobody listens on right now (bound and released; good enough on loopback).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral port")
+}
+
+/// A `rill standalone` process.
+pub struct Standalone {
+    child: Option<Child>,
+    pub data_dir: PathBuf,
+    pub rest_port: u16,
+    pub monitoring_port: u16,
+    pub log: PathBuf,
+    extra: Vec<String>,
+}
+
+impl Standalone {
+    /// Starts `rill standalone` on fresh ports with `data_dir`, plus `--set` overrides.
+    pub fn start(data_dir: &Path, extra: &[&str]) -> Standalone {
+        let mut process = Standalone {
+            child: None,
+            data_dir: data_dir.to_path_buf(),
+            rest_port: free_port(),
+            monitoring_port: free_port(),
+            log: data_dir.with_extension("log"),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        process.spawn();
+        process
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("open the log file");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rill"));
+        command
+            .arg("standalone")
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(["--set", &format!("gateway.rest-port={}", self.rest_port)])
+            .args(["--set", "gateway.host=127.0.0.1"])
+            .args([
+                "--set",
+                &format!("monitoring.port={}", self.monitoring_port),
+            ])
+            .args(["--set", "monitoring.host=127.0.0.1"])
+            .env("RILL_LOG", "info,openraft=warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone log"))
+            .stderr(log);
+        for option in &self.extra {
+            command.args(["--set", option]);
+        }
+        self.child = Some(command.spawn().expect("start rill standalone"));
+    }
+
+    pub fn rest(&self) -> String {
+        format!("http://127.0.0.1:{}", self.rest_port)
+    }
+
+    pub fn monitoring(&self) -> String {
+        format!("http://127.0.0.1:{}", self.monitoring_port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).expect("running")
+    }
+
+    /// Waits until `/ready` answers 200.
+    pub async fn wait_ready(&mut self, timeout: Duration) {
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!(
+                    "rill exited with {status} while starting:\n{}",
+                    self.log_text()
+                );
+            }
+            let ready = client
+                .get(format!("{}/ready", self.monitoring()))
+                .send()
+                .await
+                .map(|r| r.status().is_success())
+                .unwrap_or(false);
+            if ready {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rill was not ready within {timeout:?}:\n{}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILL: no shutdown, no flush.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM and wait for a graceful exit; returns its exit status success.
+    pub fn terminate(&mut self, timeout: Duration) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        // SAFETY-free: `kill` is a plain command here.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the process again on the same ports and data.
+    pub fn restart(&mut self) {
+        self.kill9();
+        self.spawn();
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Standalone {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A small REST client for the tests.
+#[derive(Clone)]
+pub struct Api {
+    pub base: String,
+    pub http: reqwest::Client,
+}
+
+impl Api {
+    pub fn new(base: String) -> Api {
+        Api {
+            base,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("http client"),
+        }
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> reqwest::Result<(u16, Value)> {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        let text = response.text().await?;
+        Ok((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ))
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Result<(u16, Value)> {
+        let response = self.http.get(format!("{}{path}", self.base)).send().await?;
+        let status = response.status().as_u16();
+        let text = response.text().await?;
+        Ok((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ))
+    }
+
+    pub async fn deploy(&self, files: &[&Path]) -> reqwest::Result<(u16, Value)> {
+        let mut form = reqwest::multipart::Form::new();
+        for file in files {
+            let bytes = std::fs::read(file).expect("read model");
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            form = form.part(
+                "resources",
+                reqwest::multipart::Part::bytes(bytes).file_name(name),
+            );
+        }
+        let response = self
+            .http
+            .post(format!("{}/v2/deployments", self.base))
+            .multipart(form)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        let text = response.text().await?;
+        Ok((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ))
+    }
+}
+
+/// The repository's `examples/` directory.
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
