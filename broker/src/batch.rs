@@ -1,11 +1,14 @@
 //! The bytes of a raft log entry: a batch of commands stamped with the leader's clock.
 //!
 //! ```text
-//! u8 version (1) | i64 timestamp (ms) | u32 count |
-//!   per command: u64 request id (0 = none) | u32 length | command (rill codec)
+//! u8 version (2) | i64 timestamp (ms) | u32 count |
+//!   per command: u8 kind | u64 request id (0 = none) | u32 length | command (rill codec)
 //! ```
 //! Little endian. Commands are framed one by one so the leader can stop adding to a
 //! batch when it reaches `raft.max-batch-size`, and a replica decodes each on its own.
+//! The kind tells an engine command (0) from one of the partition core's own (1, e.g.
+//! the exporters' positions). Version 1 entries (no kind byte, engine commands only)
+//! are still read.
 
 use rill_engine_api::RequestId;
 use rill_protocol::{Timestamp, codec};
@@ -14,8 +17,29 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+const VERSION_WITHOUT_KIND: u8 = 1;
 const HEADER: usize = 1 + 8 + 4;
+const KIND_ENGINE: u8 = 0;
+const KIND_CORE: u8 = 1;
+
+/// One command of an entry.
+#[derive(Debug)]
+pub(crate) enum Item<C> {
+    /// For the engine, with the client request waiting for it on the leader.
+    Engine(Option<RequestId>, C),
+    /// For the partition core itself.
+    Core(CoreCommand),
+}
+
+/// Commands the partition core proposes for itself and applies without the engine.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum CoreCommand {
+    /// The exporters' positions as the leader's director knows them (every configured
+    /// exporter, by id). Export entries at or below the lowest are deleted; with no
+    /// exporters, every entry written so far.
+    Exported { positions: Vec<(String, u64)> },
+}
 
 /// Builds the bytes of one entry.
 pub(crate) struct BatchBuilder {
@@ -32,13 +56,28 @@ impl BatchBuilder {
         BatchBuilder { buf, count: 0 }
     }
 
-    /// Appends a command.
+    /// Appends an engine command.
     pub fn push<C: Serialize>(
         &mut self,
         request: Option<RequestId>,
         command: &C,
     ) -> Result<(), Error> {
+        self.push_kind(KIND_ENGINE, request, command)
+    }
+
+    /// Appends a command of the partition core.
+    pub fn push_core(&mut self, command: &CoreCommand) -> Result<(), Error> {
+        self.push_kind(KIND_CORE, None, command)
+    }
+
+    fn push_kind<C: Serialize>(
+        &mut self,
+        kind: u8,
+        request: Option<RequestId>,
+        command: &C,
+    ) -> Result<(), Error> {
         let start = self.buf.len();
+        self.buf.push(kind);
         self.buf
             .extend_from_slice(&request.map_or(0, |r| r.0).to_le_bytes());
         self.buf.extend_from_slice(&0u32.to_le_bytes());
@@ -70,6 +109,8 @@ impl BatchBuilder {
 /// A decoded entry: its timestamp and its commands, each still to be decoded.
 pub(crate) struct BatchView<'a> {
     pub timestamp: Timestamp,
+    /// Whether each command starts with a kind byte (version 2 on).
+    has_kind: bool,
     /// Commands not yet read.
     remaining: u32,
     rest: &'a [u8],
@@ -87,7 +128,7 @@ impl<'a> BatchView<'a> {
                 bytes.len()
             )));
         }
-        if bytes[0] != VERSION {
+        if bytes[0] != VERSION && bytes[0] != VERSION_WITHOUT_KIND {
             return Err(corrupt(format!(
                 "unknown command batch version {}",
                 bytes[0]
@@ -98,22 +139,28 @@ impl<'a> BatchView<'a> {
         let count = u32::from_le_bytes(bytes[9..13].try_into().map_err(|_| corrupt("count"))?);
         Ok(BatchView {
             timestamp: Timestamp(timestamp),
+            has_kind: bytes[0] != VERSION_WITHOUT_KIND,
             remaining: count,
             rest: &bytes[HEADER..],
         })
     }
 
     /// The next command, or `None` at the end.
-    pub fn next_command<C: DeserializeOwned>(
-        &mut self,
-    ) -> Option<Result<(Option<RequestId>, C), Error>> {
+    pub fn next_item<C: DeserializeOwned>(&mut self) -> Option<Result<Item<C>, Error>> {
         if self.rest.is_empty() {
             return None;
         }
         Some(self.read_one())
     }
 
-    fn read_one<C: DeserializeOwned>(&mut self) -> Result<(Option<RequestId>, C), Error> {
+    fn read_one<C: DeserializeOwned>(&mut self) -> Result<Item<C>, Error> {
+        let kind = if self.has_kind {
+            let kind = self.rest[0];
+            self.rest = &self.rest[1..];
+            kind
+        } else {
+            KIND_ENGINE
+        };
         if self.rest.len() < 12 {
             self.rest = &[];
             self.remaining = 0;
@@ -137,8 +184,14 @@ impl<'a> BatchView<'a> {
         }
         let (command, rest) = body.split_at(len);
         self.rest = rest;
-        let command = codec::decode(command)?;
-        Ok(((request != 0).then_some(RequestId(request)), command))
+        match kind {
+            KIND_ENGINE => Ok(Item::Engine(
+                (request != 0).then_some(RequestId(request)),
+                codec::decode(command)?,
+            )),
+            KIND_CORE => Ok(Item::Core(codec::decode(command)?)),
+            other => Err(corrupt(format!("unknown command kind {other}"))),
+        }
     }
 }
 
@@ -155,11 +208,51 @@ mod tests {
         let bytes = b.finish();
         let mut view = BatchView::parse(&bytes).unwrap();
         assert_eq!(view.timestamp, Timestamp(1234));
-        let (r, c): (_, String) = view.next_command().unwrap().unwrap();
-        assert_eq!((r, c.as_str()), (Some(RequestId(7)), "first"));
-        let (r, c): (_, String) = view.next_command().unwrap().unwrap();
-        assert_eq!((r, c.as_str()), (None, "second"));
-        assert!(view.next_command::<String>().is_none());
+        let engine = |item: Option<Result<Item<String>, Error>>| match item {
+            Some(Ok(Item::Engine(r, c))) => (r, c),
+            other => panic!("expected an engine command, got {other:?}"),
+        };
+        assert_eq!(
+            engine(view.next_item()),
+            (Some(RequestId(7)), "first".to_owned())
+        );
+        assert_eq!(engine(view.next_item()), (None, "second".to_owned()));
+        assert!(view.next_item::<String>().is_none());
+    }
+
+    #[test]
+    fn core_commands_travel_beside_engine_commands() {
+        let exported = CoreCommand::Exported {
+            positions: vec![("jsonl".to_owned(), 42)],
+        };
+        let mut b = BatchBuilder::new(Timestamp(5));
+        b.push(None, &"engine".to_owned()).unwrap();
+        b.push_core(&exported).unwrap();
+        let bytes = b.finish();
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert!(
+            matches!(view.next_item::<String>(), Some(Ok(Item::Engine(None, c))) if c == "engine")
+        );
+        assert!(matches!(view.next_item::<String>(), Some(Ok(Item::Core(c))) if c == exported));
+        assert!(view.next_item::<String>().is_none());
+    }
+
+    #[test]
+    fn version_1_entries_are_still_read() {
+        // u8 version 1 | timestamp | count | request id | length | command
+        let mut bytes = vec![1u8];
+        bytes.extend_from_slice(&9i64.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&3u64.to_le_bytes());
+        let body = codec::encode(&"old".to_owned()).unwrap();
+        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert_eq!(view.timestamp, Timestamp(9));
+        assert!(
+            matches!(view.next_item::<String>(), Some(Ok(Item::Engine(Some(RequestId(3)), c))) if c == "old")
+        );
+        assert!(view.next_item::<String>().is_none());
     }
 
     #[test]
@@ -171,7 +264,7 @@ mod tests {
             match BatchView::parse(&bytes[..cut]) {
                 Err(_) => {}
                 Ok(mut view) => {
-                    let got = view.next_command::<Vec<u32>>();
+                    let got = view.next_item::<Vec<u32>>();
                     assert!(matches!(got, Some(Err(_)) | None), "cut {cut}");
                 }
             }

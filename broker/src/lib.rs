@@ -4,7 +4,9 @@
 
 mod batch;
 mod clock;
+mod delivery;
 mod error;
+mod export;
 mod flow_control;
 pub mod metrics;
 mod monitoring;
@@ -15,7 +17,9 @@ mod runtime;
 mod state;
 pub mod testing;
 
+pub use delivery::{DEFAULT_WINDOW, LocalRouter, PartitionRouter};
 pub use error::{Error, Result};
+pub use export::ExporterFactory;
 pub use flow_control::{
     AimdLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit, Permit, RequestLimiter,
     VegasLimit, limit_from_config,

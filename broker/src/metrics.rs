@@ -19,6 +19,7 @@ pub const INFLIGHT: &str = "rill_backpressure_inflight_requests_count";
 pub const LIMIT: &str = "rill_backpressure_requests_limit";
 pub const DROPPED: &str = "rill_dropped_request_count_total";
 pub const RECEIVED: &str = "rill_received_request_count_total";
+pub const ENGINE_EVENTS: &str = "rill_engine_events_total";
 
 /// Role gauge values (Zeebe's `atomix_role` idea): follower 1, candidate 2, leader 3.
 pub const ROLE_FOLLOWER: i64 = 1;
@@ -44,6 +45,7 @@ pub struct BrokerMetrics {
     limit: IntGaugeVec,
     dropped: IntCounterVec,
     received: IntCounterVec,
+    events: IntCounterVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounterVec> {
@@ -118,6 +120,20 @@ impl BrokerMetrics {
             limit: gauge(registry, LIMIT, "Current in-flight request limit")?,
             dropped: counter(registry, DROPPED, "Requests rejected by flow control")?,
             received: counter(registry, RECEIVED, "Requests received by the partition")?,
+            events: {
+                let opts = Opts::new(
+                    ENGINE_EVENTS,
+                    "Business events applied: process instances created, completed and \
+                     terminated; jobs created, activated, completed, failed, timed out; \
+                     incidents; messages",
+                );
+                let c = IntCounterVec::new(opts, &["partition", "kind", "action"])
+                    .map_err(metrics_error)?;
+                registry
+                    .register(Box::new(c.clone()))
+                    .map_err(metrics_error)?;
+                c
+            },
         })
     }
 
@@ -146,6 +162,8 @@ impl BrokerMetrics {
             limit: self.limit.with_label_values(&l),
             dropped: self.dropped.with_label_values(&l),
             received: self.received.with_label_values(&l),
+            events: self.events.clone(),
+            label,
         }
     }
 }
@@ -164,4 +182,15 @@ pub(crate) struct PartitionMetrics {
     pub limit: IntGauge,
     pub dropped: IntCounter,
     pub received: IntCounter,
+    events: IntCounterVec,
+    label: String,
+}
+
+impl PartitionMetrics {
+    /// Counts `count` business events of `kind` and `action`.
+    pub fn engine_event(&self, kind: &str, action: &str, count: u64) {
+        self.events
+            .with_label_values(&[self.label.as_str(), kind, action])
+            .inc_by(count);
+    }
 }

@@ -9,10 +9,13 @@ use std::sync::Arc;
 use prometheus::Registry;
 use rill_config::RillConfig;
 use rill_engine_api::Engine;
+use rill_exporter::{AnyExporter, ExporterMetrics};
 use rill_protocol::{NodeId, PartitionId};
 use rill_raft::{RaftService, RaftTransport};
 
+use crate::delivery::{LocalRouter, PartitionRouter};
 use crate::error::{Error, Result};
+use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
 use crate::partition::{Partition, PartitionConfig, PartitionEnv, PartitionStatus, Role};
 use crate::runtime::Runtimes;
@@ -63,6 +66,24 @@ pub fn single_node_transport() -> Arc<dyn RaftTransport> {
     Arc::new(NoPeers)
 }
 
+/// The exporters `config` asks for, checked now (a mistake fails the start) and made
+/// anew for each partition leader.
+fn exporter_factory(config: &RillConfig, registry: &Registry) -> Result<ExporterFactory> {
+    let metrics = ExporterMetrics::new().map_err(|e| Error::Config(format!("metrics: {e}")))?;
+    metrics
+        .register(registry)
+        .map_err(|e| Error::Config(format!("metrics: {e}")))?;
+    let exporters = config.exporters.clone();
+    AnyExporter::from_config(&exporters, &metrics)
+        .map_err(|e| Error::Config(format!("exporters: {e}")))?;
+    Ok(Arc::new(move |partition| {
+        AnyExporter::from_config(&exporters, &metrics).unwrap_or_else(|e| {
+            tracing::error!(%partition, error = %e, "cannot set up the exporters");
+            Vec::new()
+        })
+    }))
+}
+
 /// A running broker node. Dropping it without [`BrokerNode::shutdown`] stops the
 /// runtimes abruptly (as a crash would; the data on disk stays consistent).
 pub struct BrokerNode<E: Engine> {
@@ -96,6 +117,7 @@ impl<E: Engine> BrokerNode<E> {
             transport,
             raft_service,
             metrics: metrics.clone(),
+            exporters: Some(exporter_factory(&config, registry)?),
         };
         let mut partitions = BTreeMap::new();
         for partition_id in partitions_of(node_id, &config) {
@@ -122,6 +144,11 @@ impl<E: Engine> BrokerNode<E> {
                     .io()
                     .block_on(Partition::start(partition_config, engine, env.clone()))?;
             partitions.insert(partition_id, partition);
+        }
+        // Commands between partitions hosted here go straight to them.
+        let router: Arc<dyn PartitionRouter<E>> = Arc::new(LocalRouter::new(partitions.clone()));
+        for partition in partitions.values() {
+            partition.set_router(router.clone());
         }
         Ok(BrokerNode {
             config: Arc::new(config),

@@ -15,15 +15,16 @@
 //! the entry's (never earlier than the last applied one), positions continue from state.
 
 use rill_engine_api::{
-    Action, Engine, EngineError, Overlay, ProcessingContext, ProcessingOutput, RequestId,
+    Action, Engine, EngineError, EngineEvent, Overlay, ProcessingContext, ProcessingOutput,
+    RequestId,
 };
 use rill_protocol::{BROKER_VERSION, PartitionId, Position, codec};
 use rill_raft::{ApplyBatch, StateDb};
 use rocksdb::WriteBatch;
 
-use crate::batch::BatchView;
+use crate::batch::{BatchView, CoreCommand, Item};
 use crate::error::{Error, Result};
-use crate::state::{Cursor, RocksState, write_changes};
+use crate::state::{Cursor, RocksState, apply_exported, write_changes};
 
 /// Which partition is applying.
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +43,10 @@ pub(crate) struct Applied<E: Engine> {
     pub commands: u64,
     pub records: u64,
     pub errors: u64,
+    /// Business events by kind and action, summed over the batch.
+    pub events: Vec<EngineEvent>,
+    /// Export entries up to here were deleted (every exporter has them).
+    pub exported: Option<Position>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -53,6 +58,21 @@ impl<E: Engine> Default for Applied<E> {
             commands: 0,
             records: 0,
             errors: 0,
+            events: Vec::new(),
+            exported: None,
+        }
+    }
+}
+
+impl<E: Engine> Applied<E> {
+    fn count_event(&mut self, event: EngineEvent) {
+        match self
+            .events
+            .iter_mut()
+            .find(|e| e.kind == event.kind && e.action == event.action)
+        {
+            Some(sum) => sum.count += event.count,
+            None => self.events.push(event),
         }
     }
 }
@@ -80,8 +100,22 @@ pub(crate) fn apply_batch<E: Engine>(
         let mut view = BatchView::parse(data)?;
         let timestamp = view.timestamp.max(next.last_timestamp);
         next.last_timestamp = timestamp;
-        while let Some(item) = view.next_command::<E::Command>() {
-            let (request, command) = item?;
+        while let Some(item) = view.next_item::<E::Command>() {
+            let (request, command) = match item? {
+                Item::Engine(request, command) => (request, command),
+                Item::Core(CoreCommand::Exported { positions }) => {
+                    let floor = apply_exported(&mut state, &positions, next.last_position)?;
+                    if floor > Position::ZERO {
+                        write.delete_range_cf(
+                            &export,
+                            0u64.to_be_bytes(),
+                            floor.next().get().to_be_bytes(),
+                        );
+                    }
+                    applied.exported = Some(floor);
+                    continue;
+                }
+            };
             let position = next.last_position.next();
             let ctx = ProcessingContext {
                 partition_id: info.partition_id,
@@ -112,6 +146,9 @@ pub(crate) fn apply_batch<E: Engine>(
             for (i, draft) in out.records.drain(..).enumerate() {
                 let record_position = Position(position.get() + i as u64);
                 let source = (i > 0).then_some(position);
+                if let Some(event) = E::record_event(&draft) {
+                    applied.count_event(event);
+                }
                 let record = draft.into_record(
                     record_position,
                     source,

@@ -2,7 +2,7 @@
 //! under the reserved prefix `0x00`, and reading records back from the export column
 //! family.
 
-use rill_engine_api::{ScanVisitor, StateError, StateRead};
+use rill_engine_api::{ScanVisitor, StateError, StateRead, StateTxn};
 use rill_protocol::{Position, Record, Timestamp, codec};
 use rill_raft::StateDb;
 use rocksdb::{DB, ReadOptions, WriteBatch};
@@ -125,6 +125,64 @@ pub(crate) fn write_changes(
             None => batch.delete(key),
         }
     }
+}
+
+const EXPORTED_PREFIX: &[u8] = b"\x00core/exported/";
+
+/// The replicated exported position of every exporter, by id.
+pub fn exported_positions(
+    state: &dyn StateRead,
+) -> Result<std::collections::BTreeMap<String, Position>, StateError> {
+    let mut positions = std::collections::BTreeMap::new();
+    let mut bad = None;
+    state.scan_prefix(EXPORTED_PREFIX, &mut |key, value| {
+        let id = String::from_utf8_lossy(&key[EXPORTED_PREFIX.len()..]).into_owned();
+        match <[u8; 8]>::try_from(value) {
+            Ok(raw) => {
+                positions.insert(id, Position(u64::from_be_bytes(raw)));
+                std::ops::ControlFlow::Continue(())
+            }
+            Err(_) => {
+                bad = Some(id);
+                std::ops::ControlFlow::Break(())
+            }
+        }
+    })?;
+    match bad {
+        Some(id) => Err(StateError(format!(
+            "the exported position of exporter {id} is not 8 bytes"
+        ))),
+        None => Ok(positions),
+    }
+}
+
+/// Applies the exporters' positions (see [`crate::batch::CoreCommand::Exported`]):
+/// stores them (never moving one back), forgets exporters no longer configured, and
+/// returns the position up to which export entries can be deleted.
+pub(crate) fn apply_exported(
+    state: &mut dyn StateTxn,
+    positions: &[(String, u64)],
+    last_position: Position,
+) -> Result<Position, StateError> {
+    let stored = exported_positions(state)?;
+    let key = |id: &str| [EXPORTED_PREFIX, id.as_bytes()].concat();
+    for id in stored.keys() {
+        if !positions.iter().any(|(p, _)| p == id) {
+            state.delete(&key(id));
+        }
+    }
+    let mut floor = last_position;
+    for (id, position) in positions {
+        let kept = stored
+            .get(id)
+            .copied()
+            .unwrap_or(Position::ZERO)
+            .max(Position(*position))
+            .min(last_position);
+        state.put(&key(id), &kept.get().to_be_bytes());
+        floor = floor.min(kept);
+    }
+    Ok(floor)
 }
 
 /// Reads up to `limit` records from `from` on, in position order.

@@ -116,6 +116,7 @@ fn pools_have_the_configured_sizes_and_partitions_run_on_cpu() {
         transport: LoopbackNetwork::new().transport(),
         raft_service: rill_raft::RaftService::new(),
         metrics: BrokerMetrics::unregistered(),
+        exporters: None,
     };
     let test_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

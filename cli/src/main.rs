@@ -3,6 +3,7 @@
 
 mod backend;
 mod client;
+mod cluster;
 mod server;
 
 use std::path::PathBuf;
@@ -37,6 +38,18 @@ struct Cli {
 enum Command {
     /// Run a broker and its gateway in one process (data in ./data by default).
     Standalone {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Run one broker of a cluster (`cluster.node-id`, `cluster.size`,
+    /// `cluster.initial-contact-points`, ...), with an embedded gateway unless
+    /// `gateway.enabled=false`.
+    Broker {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Run a gateway alone, routing to the brokers at `gateway.contact-points`.
+    Gateway {
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -89,6 +102,14 @@ fn run(cli: Cli) -> Result<()> {
         Command::Standalone { config } => {
             init_logging();
             server::standalone(config.load()?)
+        }
+        Command::Broker { config } => {
+            init_logging();
+            server::broker(config.load()?)
+        }
+        Command::Gateway { config } => {
+            init_logging();
+            server::gateway(config.load()?)
         }
         Command::Config { command } => match command {
             ConfigCommand::Show { config } => {

@@ -1,5 +1,7 @@
-//! The server roles: `rill standalone` (a broker and its gateway in one process), with
-//! graceful shutdown on SIGTERM and SIGINT.
+//! The server roles, each with graceful shutdown on SIGTERM and SIGINT:
+//! `rill standalone` (a broker and its gateway in one process, no network between them),
+//! `rill broker` (one node of a cluster, optionally with an embedded gateway) and
+//! `rill gateway` (a gateway alone, routing to the brokers it finds).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,11 +14,14 @@ use prometheus::Registry;
 use rill_broker::{BrokerNode, HealthCheck, MonitoringServer};
 use rill_config::{ConfigLoader, RillConfig};
 use rill_engine::{BpmnEngine, EngineOptions};
-use rill_gateway::{GatewayMetrics, RestServer};
+use rill_gateway::cluster::{ClusterClient, RemoteBackend};
+use rill_gateway::{GatewayBackend, GatewayMetrics, RestServer};
 use rill_protocol::NodeId;
+use rill_transport::{Transport, TransportConfig};
 use tokio::sync::watch;
 
 use crate::backend::LocalBackend;
+use crate::cluster::{ClusterRouter, CommandApi, JobsFeed, Partitions};
 
 /// Where the configuration comes from.
 #[derive(Debug, Args)]
@@ -198,6 +203,309 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
         Ok(node) => node.shutdown(),
         Err(_) => tracing::warn!("the broker is still referenced; stopping without waiting"),
     }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Every broker's internal address by node id. In a cluster,
+/// `cluster.initial-contact-points` lists them all, node 0 first (the Helm chart does).
+fn cluster_addresses(config: &RillConfig) -> Result<BTreeMap<NodeId, String>> {
+    let size = config.cluster.size;
+    if size == 1 {
+        let own = host_port(advertised_host(config), config.cluster.internal_port);
+        return Ok(BTreeMap::from([(NodeId(config.cluster.node_id), own)]));
+    }
+    let points = &config.cluster.initial_contact_points;
+    if points.len() != size as usize {
+        bail!(
+            "cluster.initial-contact-points lists {} address(es), but cluster.size is {size}: \
+             list the internal address (host:port) of every broker, node 0 first",
+            points.len()
+        );
+    }
+    Ok(points
+        .iter()
+        .enumerate()
+        .map(|(i, point)| (NodeId(i as u32), point.clone()))
+        .collect())
+}
+
+/// The command API address of every other broker: its internal address with the
+/// command port (brokers of a cluster share their port settings).
+fn peer_command_addresses(
+    config: &RillConfig,
+    addresses: &BTreeMap<NodeId, String>,
+) -> Vec<String> {
+    addresses
+        .iter()
+        .filter(|(node, _)| node.0 != config.cluster.node_id)
+        .map(|(_, address)| {
+            let host = address
+                .rsplit_once(':')
+                .map_or(address.as_str(), |(h, _)| h);
+            format!("{host}:{}", config.cluster.command_port)
+        })
+        .collect()
+}
+
+fn advertised_host(config: &RillConfig) -> &str {
+    config
+        .cluster
+        .advertised_host
+        .as_deref()
+        .unwrap_or(match config.cluster.host.as_str() {
+            "0.0.0.0" | "::" => "127.0.0.1",
+            host => host,
+        })
+}
+
+async fn resolve(what: &str, address: &str) -> Result<std::net::SocketAddr> {
+    tokio::net::lookup_host(address)
+        .await
+        .with_context(|| format!("cannot resolve {what} {address}"))?
+        .next()
+        .with_context(|| format!("{what} {address} resolves to no address"))
+}
+
+struct BrokerHealth {
+    partitions: Partitions,
+    started: AtomicBool,
+}
+
+impl HealthCheck for BrokerHealth {
+    fn started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    fn ready(&self) -> bool {
+        self.started()
+            && self.partitions.values().all(|p| {
+                let status = p.status();
+                status.healthy && status.leader.is_some()
+            })
+    }
+
+    fn healthy(&self) -> bool {
+        self.partitions.values().all(|p| p.status().healthy)
+    }
+}
+
+/// Runs one broker of a cluster until SIGTERM or SIGINT: its partitions' replicas, the
+/// command API for gateways, and (with `gateway.enabled`) a gateway routing to the
+/// whole cluster.
+pub fn broker(config: RillConfig) -> Result<()> {
+    let config = validated(config)?;
+    std::fs::create_dir_all(&config.data.directory).with_context(|| {
+        format!(
+            "cannot create the data directory {} (set data.directory)",
+            config.data.directory.display()
+        )
+    })?;
+    let addresses = cluster_addresses(&config)?;
+    let started_at = std::time::Instant::now();
+    let registry = Registry::new();
+    let node_id = NodeId(config.cluster.node_id);
+    let engine_options = EngineOptions {
+        instance_retention: config.engine.instance_retention,
+    };
+    let node = BrokerNode::start(
+        config.clone(),
+        &registry,
+        rill_broker::single_node_transport(),
+        rill_raft::RaftService::new(),
+        addresses.clone(),
+        |_| BpmnEngine::new(engine_options.clone()),
+    )
+    .context("starting the broker")?;
+    let partitions: Partitions = node.partitions().clone();
+    let io = node.runtimes().io().clone();
+    let health = Arc::new(BrokerHealth {
+        partitions: partitions.clone(),
+        started: AtomicBool::new(false),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+
+    let servers = io.block_on({
+        let config = config.clone();
+        let registry = registry.clone();
+        let health = health.clone();
+        let partitions = partitions.clone();
+        async move {
+            let listen = resolve(
+                "the command API address (cluster.host, cluster.command-port)",
+                &host_port(&config.cluster.host, config.cluster.command_port),
+            )
+            .await?;
+            let mut transport_config = TransportConfig::new(node_id, listen);
+            transport_config.metrics_name = "command".to_owned();
+            let api = Arc::new(CommandApi {
+                partitions: partitions.clone(),
+                config: config.clone(),
+                jobs: JobsFeed::start(&partitions),
+                command_address: host_port(advertised_host(&config), config.cluster.command_port),
+            });
+            let transport = Transport::start(transport_config, api)
+                .await
+                .context("starting the command API")?;
+            transport
+                .metrics()
+                .register(&registry)
+                .map_err(|e| anyhow::anyhow!("transport metrics: {e}"))?;
+            let client = ClusterClient::start(
+                transport.clone(),
+                peer_command_addresses(&config, &addresses)
+                    .into_iter()
+                    .chain([host_port("127.0.0.1", transport.local_addr().port())])
+                    .collect(),
+            );
+            let router = Arc::new(ClusterRouter {
+                partitions: partitions.clone(),
+                client: client.clone(),
+            });
+            for partition in partitions.values() {
+                partition.set_router(router.clone());
+            }
+            let rest = if config.gateway.enabled {
+                let backend: Arc<dyn GatewayBackend> = Arc::new(RemoteBackend::new(client));
+                let metrics = GatewayMetrics::register(&registry)
+                    .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
+                let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
+                let addr = rest.local_addr()?;
+                Some((
+                    addr,
+                    tokio::spawn(rest.serve(wait_for_stop(stop_rx.clone()))),
+                ))
+            } else {
+                None
+            };
+            let monitoring = MonitoringServer::bind(
+                &host_port(&config.monitoring.host, config.monitoring.port),
+                registry,
+                health,
+            )
+            .await?;
+            let monitoring_addr = monitoring.local_addr()?;
+            let monitoring_task = tokio::spawn(monitoring.serve(wait_for_stop(stop_rx)));
+            anyhow::Ok((transport, rest, monitoring_addr, monitoring_task))
+        }
+    })?;
+    let (transport, rest, monitoring_addr, monitoring_task) = servers;
+    health.started.store(true, Ordering::Release);
+    tracing::info!(
+        node = %node_id,
+        cluster_size = config.cluster.size,
+        partitions = ?partitions.keys().map(|p| p.get()).collect::<Vec<_>>(),
+        command = %transport.local_addr(),
+        rest = ?rest.as_ref().map(|(addr, _)| *addr),
+        monitoring = %monitoring_addr,
+        startup_ms = started_at.elapsed().as_millis() as u64,
+        "Rill broker is running"
+    );
+
+    io.block_on(shutdown_signal())?;
+    tracing::info!("shutting down: finishing requests in flight");
+    let _ = stop_tx.send(true);
+    io.block_on(async {
+        if let Some((_, task)) = rest
+            && let Ok(Err(e)) = task.await
+        {
+            tracing::warn!(error = %e, "REST server stopped with an error");
+        }
+        let _ = monitoring_task.await;
+        transport.shutdown().await;
+    });
+    drop(health);
+    drop(partitions);
+    node.shutdown();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+struct GatewayHealth {
+    client: Arc<ClusterClient>,
+}
+
+impl HealthCheck for GatewayHealth {
+    fn started(&self) -> bool {
+        true
+    }
+
+    fn ready(&self) -> bool {
+        self.client.topology().all_partitions_led()
+    }
+
+    fn healthy(&self) -> bool {
+        true
+    }
+}
+
+/// Runs a gateway alone until SIGTERM or SIGINT: REST for clients, routing to the
+/// brokers found at `gateway.contact-points` (their command API addresses).
+pub fn gateway(config: RillConfig) -> Result<()> {
+    let config = validated(config)?;
+    if config.gateway.contact_points.is_empty() {
+        bail!(
+            "gateway.contact-points is empty: list the command API address (host:26501) of \
+             at least one broker"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("rill-gateway")
+        .worker_threads(config.threads.io_thread_count.max(1))
+        .enable_all()
+        .build()
+        .context("starting the gateway's runtime")?;
+    let registry = Registry::new();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (rest_task, monitoring_task, transport) = runtime.block_on(async {
+        // A gateway takes no requests over the transport; it listens only because every
+        // transport does. Its node id is outside any cluster's range.
+        let listen = resolve("a local address", "127.0.0.1:0").await?;
+        let mut transport_config = TransportConfig::new(NodeId(u32::MAX), listen);
+        transport_config.metrics_name = "command".to_owned();
+        let no_service = Arc::new(
+            |_: NodeId,
+             service: rill_transport::ServiceId,
+             _: rill_protocol::PartitionId,
+             _: bytes::Bytes|
+             -> futures::future::BoxFuture<'static, Result<bytes::Bytes, String>> {
+                Box::pin(async move { Err(format!("a gateway serves no {service}")) })
+            },
+        );
+        let transport = Transport::start(transport_config, no_service).await?;
+        transport
+            .metrics()
+            .register(&registry)
+            .map_err(|e| anyhow::anyhow!("transport metrics: {e}"))?;
+        let client = ClusterClient::start(transport.clone(), config.gateway.contact_points.clone());
+        let backend: Arc<dyn GatewayBackend> = Arc::new(RemoteBackend::new(client.clone()));
+        let metrics = GatewayMetrics::register(&registry)
+            .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
+        let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
+        let monitoring = MonitoringServer::bind(
+            &host_port(&config.monitoring.host, config.monitoring.port),
+            registry.clone(),
+            Arc::new(GatewayHealth { client }),
+        )
+        .await?;
+        tracing::info!(
+            rest = %rest.local_addr()?,
+            monitoring = %monitoring.local_addr()?,
+            contact_points = ?config.gateway.contact_points,
+            "Rill gateway is running"
+        );
+        let rest_task = tokio::spawn(rest.serve(wait_for_stop(stop_rx.clone())));
+        let monitoring_task = tokio::spawn(monitoring.serve(wait_for_stop(stop_rx)));
+        anyhow::Ok((rest_task, monitoring_task, transport))
+    })?;
+    runtime.block_on(shutdown_signal())?;
+    tracing::info!("shutting down: finishing requests in flight");
+    let _ = stop_tx.send(true);
+    runtime.block_on(async {
+        let _ = rest_task.await;
+        let _ = monitoring_task.await;
+        transport.shutdown().await;
+    });
     tracing::info!("stopped");
     Ok(())
 }

@@ -36,7 +36,7 @@ pub struct ClusterConfig {
     pub partitions_count: u16,
     /// Replicas per partition (at most `size`).
     pub replication_factor: u16,
-    /// `host:port` of the internal (raft) port of other brokers.
+    /// `host:port` of the internal (raft) port of every broker, node 0 first.
     pub initial_contact_points: Vec<String>,
     /// Interface to bind broker ports on.
     pub host: String,

@@ -79,6 +79,18 @@ impl<C, R> ProcessingOutput<C, R> {
     }
 }
 
+/// A business event a record stands for, counted in the node's metrics
+/// (`rill_engine_events_total{kind, action}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineEvent {
+    /// What it is about, e.g. `process_instance` or `job`.
+    pub kind: &'static str,
+    /// What happened, e.g. `created` or `completed`.
+    pub action: &'static str,
+    /// How many (a batch of activated jobs counts each job).
+    pub count: u64,
+}
+
 /// Why processing a command failed outright.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -150,6 +162,23 @@ pub trait Engine: Send + 'static {
 
     /// True for commands that finish admitted work; flow control never rejects them.
     fn is_never_rejected(command: &Self::Command) -> bool;
+
+    /// The command that tells this (the sending) partition that `target` has taken
+    /// `sent`, given the target's `response`: proposing it removes `sent` from the
+    /// outbox. `None` when the response does not show that the target applied it (the
+    /// command stays in the outbox and is delivered again).
+    fn acknowledgement(
+        _target: PartitionId,
+        _sent: &Self::Command,
+        _response: &Self::Response,
+    ) -> Option<Self::Command> {
+        None
+    }
+
+    /// The business event `record` stands for, if it is one worth counting.
+    fn record_event(_record: &RecordDraft) -> Option<EngineEvent> {
+        None
+    }
 
     /// Forget caches derived from state (after a snapshot was installed).
     fn reset_caches(&mut self) {}

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use rill_engine_api::{
-    Engine, EngineResult, ProcessingContext, ProcessingOutput, StateRead, StateTxn,
+    Engine, EngineEvent, EngineResult, ProcessingContext, ProcessingOutput, StateRead, StateTxn,
 };
-use rill_protocol::{Command, CommandResponse, PartitionId, RecordDraft, Timestamp};
+use rill_protocol::{Command, CommandResponse, PartitionId, RecordDraft, RejectionType, Timestamp};
 
 use crate::appliers;
 use crate::error::Result;
@@ -196,6 +196,29 @@ impl Engine for BpmnEngine {
 
     fn is_never_rejected(command: &Command) -> bool {
         command.is_never_rejected()
+    }
+
+    fn record_event(record: &RecordDraft) -> Option<EngineEvent> {
+        crate::metrics::record_event(record)
+    }
+
+    fn acknowledgement(
+        target: PartitionId,
+        sent: &Command,
+        response: &CommandResponse,
+    ) -> Option<Command> {
+        let Command::FromPartition(sent) = sent else {
+            return None;
+        };
+        let applied = match response {
+            CommandResponse::Accepted { .. } => true,
+            // Applied by an earlier delivery.
+            CommandResponse::Rejected(r) => r.rejection_type == RejectionType::AlreadyExists,
+        };
+        applied.then_some(Command::AcknowledgeSend {
+            target,
+            sequence: sent.sequence,
+        })
     }
 
     fn reset_caches(&mut self) {

@@ -11,6 +11,7 @@
 mod appliers;
 mod engine;
 mod error;
+mod metrics;
 pub mod model;
 mod models;
 mod parse;

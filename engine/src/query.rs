@@ -6,7 +6,7 @@ use rill_protocol::{Blob, Key, Timestamp};
 use crate::error::Result;
 use crate::state::{ElementState, InstanceState, JobState, Reader};
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Query {
     /// A process instance, active or finished within the retention.
     ProcessInstance {
@@ -40,7 +40,7 @@ pub enum Query {
     },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum QueryResult {
     ProcessInstance(Option<ProcessInstanceView>),
     Incidents(Vec<IncidentView>),
@@ -52,7 +52,7 @@ pub enum QueryResult {
     ProcessDefinitions(Vec<ProcessDefinitionView>),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessInstanceView {
     pub key: Key,
     pub bpmn_process_id: String,
@@ -64,13 +64,13 @@ pub struct ProcessInstanceView {
     pub end_date: Option<Timestamp>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IncidentView {
     pub key: Key,
     pub record: IncidentRecord,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct VariableView {
     pub key: Key,
     pub name: String,
@@ -80,7 +80,7 @@ pub struct VariableView {
     pub process_instance_key: Key,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobView {
     pub key: Key,
     pub state: JobState,
@@ -88,7 +88,7 @@ pub struct JobView {
     pub record: JobRecord,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ElementInstanceView {
     pub key: Key,
     pub element_id: String,
@@ -98,7 +98,7 @@ pub struct ElementInstanceView {
     pub has_incident: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessDefinitionView {
     pub key: Key,
     pub bpmn_process_id: String,

@@ -4,6 +4,7 @@
 
 mod api;
 mod backend;
+pub mod cluster;
 mod dispatch;
 mod error;
 mod json;

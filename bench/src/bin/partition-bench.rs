@@ -103,6 +103,7 @@ async fn run(
             snapshot_period: Duration::ZERO,
             request_timeout: Duration::from_secs(30),
             max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
+            export_backlog_limit: None,
         };
         let env = PartitionEnv {
             cpu: runtimes.cpu().clone(),
@@ -110,6 +111,7 @@ async fn run(
             transport: net.transport(),
             raft_service: service.clone(),
             metrics: BrokerMetrics::unregistered(),
+            exporters: None,
         };
         let partition = Partition::start(config, ListEngine, env).await?;
         net.connect(NodeId(i), service);

@@ -57,6 +57,7 @@ fn main() -> anyhow::Result<()> {
         transport: LoopbackNetwork::new().transport(),
         raft_service: rill_raft::RaftService::new(),
         metrics: BrokerMetrics::unregistered(),
+        exporters: None,
     };
     runtimes.io().block_on(async move {
         let partition = Partition::start(partition_config, ListEngine, env)

@@ -38,9 +38,11 @@ use rill_raft::{
 use tokio::sync::{broadcast, oneshot, watch};
 
 use super::{JobsAvailable, PartitionConfig, PartitionEnv, PartitionStatus, Role, StateDigest};
-use crate::batch::BatchBuilder;
+use crate::batch::{BatchBuilder, CoreCommand};
 use crate::clock;
+use crate::delivery::{Couriers, PartitionRouter};
 use crate::error::{Error, Result};
+use crate::export::ExportDirector;
 use crate::flow_control::{Permit, RequestLimiter};
 use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
@@ -49,6 +51,10 @@ use crate::state::{Cursor, RocksState, read_records};
 const TICK: Duration = Duration::from_millis(50);
 /// Most due commands proposed at once.
 const DUE_LIMIT: usize = 1000;
+/// Most outbox entries handed to the couriers at once.
+const SEND_LIMIT: usize = 1000;
+/// How often the leader looks for sends to deliver again (if any may be lost).
+const REDELIVERY_INTERVAL: Duration = Duration::from_secs(1);
 
 pub(crate) enum Msg<E: Engine> {
     Submit {
@@ -76,6 +82,12 @@ pub(crate) enum Msg<E: Engine> {
         result: std::result::Result<(), String>,
     },
     Tick,
+    /// Where to deliver commands for other partitions.
+    SetRouter(Arc<dyn PartitionRouter<E>>),
+    /// A target took a command this partition sent: propose the engine's acknowledgement.
+    Acknowledge(E::Command),
+    /// A command of the partition core (from the exporter director) to propose.
+    ProposeCore(CoreCommand),
     TakeSnapshot {
         reply: oneshot::Sender<Result<()>>,
     },
@@ -152,14 +164,21 @@ struct Pending<R> {
     phase: Phase,
 }
 
+enum QueuedCommand<C> {
+    Engine(C),
+    Core(CoreCommand),
+}
+
 struct Queued<C> {
     request: Option<RequestId>,
-    command: C,
+    command: QueuedCommand<C>,
+    /// Due work (timers, deadlines) the partition proposed itself.
+    due: bool,
 }
 
 struct Proposal {
     started: Instant,
-    /// Commands proposed by the partition itself (due work) in this entry.
+    /// Due commands in this entry.
     internal: usize,
 }
 
@@ -186,6 +205,18 @@ pub(crate) struct PartitionState<E: Engine> {
     limiter: RequestLimiter,
     next_wake: Option<Timestamp>,
     due_in_flight: usize,
+    router: Option<Arc<dyn PartitionRouter<E>>>,
+    /// Present while leading with a router.
+    couriers: Option<Couriers<E>>,
+    last_redelivery: Option<Instant>,
+    /// Sends an acknowledgement back to this actor (for the couriers).
+    acknowledge: Arc<dyn Fn(E::Command) + Send + Sync>,
+    /// Present while leading, if the node runs exporters.
+    director: Option<ExportDirector>,
+    /// Export entries up to here are deleted (every exporter has them).
+    exported: Position,
+    /// Sends core commands back to this actor (for the director).
+    propose_core: Arc<dyn Fn(CoreCommand) + Send + Sync>,
     last_snapshot: Instant,
     snapshot_waiters: Vec<oneshot::Sender<Result<()>>>,
     snapshot_target: u64,
@@ -243,12 +274,18 @@ impl<E: Engine> Actor for PartitionActor<E> {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Msg<E>>,
+        myself: ActorRef<Msg<E>>,
         args: StartArgs<E>,
     ) -> Result<PartitionState<E>, ActorProcessingErr> {
         let state = args.storage.state.clone();
         let cursor = Cursor::load(&RocksState::new(&state.current()))?;
         let applied_index = state.applied_state()?.0.map_or(0, |id| id.index);
+        // Export entries before the first one left were deleted: every exporter has them.
+        let exported = match read_records(&state.current(), Position(1), 1)?.first() {
+            Some(first) => Position(first.position.get() - 1),
+            None => cursor.last_position,
+        };
+        let me = myself.clone();
         let metrics = args.env.metrics.partition(args.config.partition_id.get());
         let node = u64::from(args.config.node_id.0);
         Ok(PartitionState {
@@ -282,6 +319,17 @@ impl<E: Engine> Actor for PartitionActor<E> {
             barrier: None,
             next_wake: None,
             due_in_flight: 0,
+            router: None,
+            couriers: None,
+            last_redelivery: None,
+            acknowledge: Arc::new(move |command| {
+                let _ = myself.send_message(Msg::Acknowledge(command));
+            }),
+            director: None,
+            exported,
+            propose_core: Arc::new(move |command| {
+                let _ = me.send_message(Msg::ProposeCore(command));
+            }),
             last_snapshot: Instant::now(),
             snapshot_waiters: Vec::new(),
             snapshot_target: 0,
@@ -329,6 +377,8 @@ impl<E: Engine> Actor for PartitionActor<E> {
             }
             Msg::RaftStarted(raft) => {
                 st.raft = Some(raft);
+                st.update_couriers();
+                st.update_director();
                 if let Some(started) = st.started.take() {
                     let _ = started.send(Ok(()));
                 }
@@ -344,6 +394,30 @@ impl<E: Engine> Actor for PartitionActor<E> {
             Msg::RaftView(view) => st.on_raft_view(view),
             Msg::Proposed { proposal, result } => st.on_proposed(&myself, proposal, result),
             Msg::Tick => st.tick(&myself),
+            Msg::SetRouter(router) => {
+                st.router = Some(router);
+                st.update_couriers();
+            }
+            Msg::Acknowledge(command) => {
+                if st.is_leader() {
+                    st.queue.push_back(Queued {
+                        request: None,
+                        command: QueuedCommand::Engine(command),
+                        due: false,
+                    });
+                    st.propose(&myself);
+                }
+            }
+            Msg::ProposeCore(command) => {
+                if st.is_leader() {
+                    st.queue.push_back(Queued {
+                        request: None,
+                        command: QueuedCommand::Core(command),
+                        due: false,
+                    });
+                    st.propose(&myself);
+                }
+            }
             Msg::TakeSnapshot { reply } => st.take_snapshot(reply),
             Msg::Digest { reply } => {
                 let db = st.state.current();
@@ -490,10 +564,16 @@ impl<E: Engine> PartitionState<E> {
             return;
         }
         let now = Instant::now();
-        let Some(permit) = self
-            .limiter
-            .try_acquire(E::is_never_rejected(&command), now)
-        else {
+        let never_rejected = E::is_never_rejected(&command);
+        if !never_rejected && self.export_backlog_exceeded() {
+            self.metrics.dropped.inc();
+            let _ = reply.send(Err(Error::ResourceExhausted {
+                partition: self.partition(),
+                limit: self.limiter.limit(),
+            }));
+            return;
+        }
+        let Some(permit) = self.limiter.try_acquire(never_rejected, now) else {
             self.metrics.dropped.inc();
             let _ = reply.send(Err(Error::ResourceExhausted {
                 partition: self.partition(),
@@ -514,7 +594,8 @@ impl<E: Engine> PartitionState<E> {
         );
         self.queue.push_back(Queued {
             request: Some(RequestId(id)),
-            command,
+            command: QueuedCommand::Engine(command),
+            due: false,
         });
         self.propose(myself);
     }
@@ -542,15 +623,21 @@ impl<E: Engine> PartitionState<E> {
                 let Some(queued) = self.queue.pop_front() else {
                     break;
                 };
-                match builder.push(queued.request, &queued.command) {
-                    Ok(()) => match queued.request {
-                        Some(RequestId(id)) => {
-                            if let Some(p) = self.pending.get_mut(&id) {
-                                p.phase = Phase::Proposed;
-                            }
+                let pushed = match &queued.command {
+                    QueuedCommand::Engine(command) => builder.push(queued.request, command),
+                    QueuedCommand::Core(command) => builder.push_core(command),
+                };
+                match pushed {
+                    Ok(()) => {
+                        if let Some(RequestId(id)) = queued.request
+                            && let Some(p) = self.pending.get_mut(&id)
+                        {
+                            p.phase = Phase::Proposed;
                         }
-                        None => internal += 1,
-                    },
+                        if queued.due {
+                            internal += 1;
+                        }
+                    }
                     Err(e) => {
                         if let Some(RequestId(id)) = queued.request {
                             self.answer(id, Err(e), true);
@@ -647,6 +734,16 @@ impl<E: Engine> PartitionState<E> {
         self.metrics.commands.inc_by(applied.commands);
         self.metrics.records.inc_by(applied.records);
         self.metrics.errors.inc_by(applied.errors);
+        if let Some(exported) = applied.exported {
+            self.exported = exported;
+        }
+        if let Some(director) = &self.director {
+            director.written(self.cursor.last_position);
+        }
+        for event in &applied.events {
+            self.metrics
+                .engine_event(event.kind, event.action, event.count);
+        }
         self.metrics.applied.set(self.applied_index as i64);
 
         for (RequestId(id), response) in applied.responses {
@@ -673,8 +770,10 @@ impl<E: Engine> PartitionState<E> {
                 Action::WakeAt { due } if leader => {
                     self.next_wake = Some(self.next_wake.map_or(due, |w| w.min(due)));
                 }
-                Action::Send { partition, .. } if leader => {
-                    tracing::debug!(from = %self.partition(), to = %partition, "cross-partition sends are not wired yet");
+                Action::Send { partition, command } if leader => {
+                    if let Some(couriers) = &mut self.couriers {
+                        couriers.send(partition, command, &self.acknowledge);
+                    }
                 }
                 _ => {}
             }
@@ -741,6 +840,8 @@ impl<E: Engine> PartitionState<E> {
             self.next_wake = None;
             self.due_in_flight = 0;
         }
+        self.update_couriers();
+        self.update_director();
         self.finish_snapshot_waiters();
         if is_leader && !was_leader {
             tracing::info!(partition = %self.partition(), term = self.view.term, "became leader");
@@ -768,6 +869,7 @@ impl<E: Engine> PartitionState<E> {
         }
         if self.is_leader() {
             self.propose_due_work(myself);
+            self.redeliver();
         }
         if !self.config.snapshot_period.is_zero()
             && self.last_snapshot.elapsed() >= self.config.snapshot_period
@@ -805,10 +907,85 @@ impl<E: Engine> PartitionState<E> {
         for command in commands {
             self.queue.push_back(Queued {
                 request: None,
-                command,
+                command: QueuedCommand::Engine(command),
+                due: true,
             });
         }
         self.propose(myself);
+    }
+
+    /// Couriers run while this replica leads and knows where to deliver; a new leader
+    /// starts with a redelivery of its whole outbox.
+    fn update_couriers(&mut self) {
+        match (&self.router, self.is_leader()) {
+            (Some(router), true) => {
+                if self.couriers.is_none() {
+                    self.couriers = Some(Couriers::new(
+                        self.partition(),
+                        router.clone(),
+                        self.env.io.clone(),
+                    ));
+                    self.last_redelivery = None;
+                }
+            }
+            _ => self.couriers = None,
+        }
+    }
+
+    /// The exporter director runs while this replica leads.
+    fn update_director(&mut self) {
+        match (&self.env.exporters, self.is_leader()) {
+            (Some(factory), true) => {
+                if self.director.is_none() {
+                    self.director = Some(ExportDirector::start(
+                        self.partition(),
+                        factory(self.partition()),
+                        self.state.clone(),
+                        self.cursor.last_position,
+                        self.propose_core.clone(),
+                        &self.env.io,
+                    ));
+                }
+            }
+            _ => self.director = None,
+        }
+    }
+
+    /// Records written and not yet exported by every exporter, past the acceptable
+    /// backlog: new work is refused until the exporters catch up.
+    fn export_backlog_exceeded(&self) -> bool {
+        self.config.export_backlog_limit.is_some_and(|limit| {
+            self.cursor
+                .last_position
+                .get()
+                .saturating_sub(self.exported.get())
+                > limit
+        })
+    }
+
+    /// Hands the outbox to the couriers again when sends may have been lost.
+    fn redeliver(&mut self) {
+        let Some(couriers) = &mut self.couriers else {
+            return;
+        };
+        if let Some(last) = self.last_redelivery
+            && (last.elapsed() < REDELIVERY_INTERVAL || !couriers.take_redelivery_due())
+        {
+            return;
+        }
+        self.last_redelivery = Some(Instant::now());
+        let db = self.state.current();
+        let mut sends = Vec::new();
+        if let Err(e) = self
+            .engine
+            .pending_sends(&RocksState::new(&db), SEND_LIMIT, &mut sends)
+        {
+            tracing::warn!(partition = %self.partition(), error = %e, "cannot list the outbox");
+            return;
+        }
+        for (target, command) in sends {
+            couriers.send(target, command, &self.acknowledge);
+        }
     }
 
     fn query(&mut self, query: &E::Query) -> Result<E::QueryResult> {
@@ -891,6 +1068,8 @@ impl<E: Engine> PartitionState<E> {
 
     fn begin_shutdown(&mut self) {
         self.shutting_down = true;
+        self.couriers = None;
+        self.director = None;
         let ids: Vec<u64> = self.pending.keys().copied().collect();
         for id in ids {
             let err = Error::ShuttingDown {

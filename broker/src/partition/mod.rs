@@ -25,7 +25,9 @@ use rill_raft::{RaftService, RaftTransport};
 use tokio::runtime::Handle;
 use tokio::sync::{broadcast, oneshot, watch};
 
+use crate::delivery::PartitionRouter;
 use crate::error::{Error, Result};
+use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
 use actor::{Msg, PartitionActor, StartArgs};
 
@@ -49,6 +51,9 @@ pub struct PartitionConfig {
     /// Entries proposed and not yet applied, at most. More commands wait and are batched
     /// into the next entry (group commit).
     pub max_inflight_proposals: usize,
+    /// Refuse new work (not its completion) while more records than this wait for
+    /// export (`flow-control.write.throttling`); `None` never refuses.
+    pub export_backlog_limit: Option<u64>,
 }
 
 impl PartitionConfig {
@@ -73,6 +78,12 @@ impl PartitionConfig {
             snapshot_period: config.data.snapshot_period,
             request_timeout: config.gateway.request_timeout,
             max_inflight_proposals: DEFAULT_MAX_INFLIGHT_PROPOSALS,
+            export_backlog_limit: config
+                .flow_control
+                .write
+                .throttling
+                .enabled
+                .then_some(config.flow_control.write.throttling.acceptable_backlog),
         }
     }
 }
@@ -92,6 +103,9 @@ pub struct PartitionEnv {
     /// Receives raft messages for this node's partitions.
     pub raft_service: RaftService,
     pub metrics: BrokerMetrics,
+    /// Makes the exporters a leader runs. `None` runs no exporter director at all, and
+    /// records stay in the export column family (tests that read them).
+    pub exporters: Option<ExporterFactory>,
 }
 
 /// The raft role of this replica.
@@ -306,6 +320,41 @@ impl<E: Engine> Partition<E> {
             timeout + Duration::from_millis(500),
         )
         .await?
+    }
+
+    /// Like [`Partition::submit_with_timeout`], but the command is in the partition's
+    /// mailbox when this returns, so commands arrive in the order of the calls.
+    pub fn submit_now(
+        &self,
+        command: E::Command,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<E::Response>> + Send + 'static {
+        let partition = self.config.partition_id;
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .actor
+            .send_message(Msg::Submit {
+                command,
+                timeout,
+                reply,
+            })
+            .is_ok();
+        async move {
+            if !sent {
+                return Err(Error::ShuttingDown { partition });
+            }
+            match tokio::time::timeout(timeout + Duration::from_millis(500), rx).await {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(_)) => Err(Error::ShuttingDown { partition }),
+                Err(_) => Err(Error::Timeout { partition, timeout }),
+            }
+        }
+    }
+
+    /// Tells the partition where to deliver the commands its engine sends to other
+    /// partitions. Until then they wait in the engine's outbox.
+    pub fn set_router(&self, router: Arc<dyn PartitionRouter<E>>) {
+        let _ = self.actor.send_message(Msg::SetRouter(router));
     }
 
     /// Answers a read-only query from the leader's applied state.

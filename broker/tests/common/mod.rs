@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rill_broker::testing::{ListEngine, LoopbackNetwork};
-use rill_broker::{BrokerMetrics, Partition, PartitionConfig, PartitionEnv, Role, Runtimes};
+use rill_broker::{
+    BrokerMetrics, ExporterFactory, Partition, PartitionConfig, PartitionEnv, Role, Runtimes,
+};
 use rill_config::{RaftConfig, RequestLimitConfig, ThreadsConfig};
 use rill_protocol::{NodeId, PartitionId};
 use rill_raft::RaftService;
@@ -33,6 +35,7 @@ pub fn test_config(
         snapshot_period: Duration::ZERO,
         request_timeout: Duration::from_secs(5),
         max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
+        export_backlog_limit: None,
     }
 }
 
@@ -43,6 +46,8 @@ pub struct Cluster {
     pub configs: Vec<PartitionConfig>,
     pub nodes: Vec<Option<Partition<ListEngine>>>,
     metrics: BrokerMetrics,
+    /// The exporters each leader runs (`None`: no exporter director).
+    pub exporters: Option<ExporterFactory>,
 }
 
 impl Cluster {
@@ -75,6 +80,7 @@ impl Cluster {
             configs,
             nodes: (0..size).map(|_| None).collect(),
             metrics: BrokerMetrics::unregistered(),
+            exporters: None,
         }
     }
 
@@ -86,6 +92,7 @@ impl Cluster {
             transport: self.net.transport(),
             raft_service: service.clone(),
             metrics: self.metrics.clone(),
+            exporters: self.exporters.clone(),
         };
         let partition = Partition::start(self.configs[i].clone(), ListEngine, env)
             .await

@@ -19,7 +19,11 @@ pub fn free_port() -> u16 {
 }
 
 /// A `rill standalone` process.
-pub struct Standalone {
+pub type Standalone = RillProcess;
+
+/// A `rill` server process (`standalone`, `broker` or `gateway`).
+pub struct RillProcess {
+    role: &'static str,
     child: Option<Child>,
     pub data_dir: PathBuf,
     pub rest_port: u16,
@@ -28,10 +32,17 @@ pub struct Standalone {
     extra: Vec<String>,
 }
 
-impl Standalone {
+impl RillProcess {
     /// Starts `rill standalone` on fresh ports with `data_dir`, plus `--set` overrides.
-    pub fn start(data_dir: &Path, extra: &[&str]) -> Standalone {
-        let mut process = Standalone {
+    pub fn start(data_dir: &Path, extra: &[&str]) -> RillProcess {
+        RillProcess::start_role("standalone", data_dir, extra)
+    }
+
+    /// Starts `rill ROLE` on fresh REST and monitoring ports with `data_dir`, plus
+    /// `--set` overrides.
+    pub fn start_role(role: &'static str, data_dir: &Path, extra: &[&str]) -> RillProcess {
+        let mut process = RillProcess {
+            role,
             child: None,
             data_dir: data_dir.to_path_buf(),
             rest_port: free_port(),
@@ -51,7 +62,7 @@ impl Standalone {
             .expect("open the log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_rill"));
         command
-            .arg("standalone")
+            .arg(self.role)
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(["--set", &format!("gateway.rest-port={}", self.rest_port)])
@@ -155,9 +166,24 @@ impl Standalone {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// SIGSTOP or SIGCONT: freeze the process (as a network cut looks to its peers) or
+    /// let it go on.
+    pub fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill")
+                .arg(format!("-{signal}"))
+                .arg(child.id().to_string())
+                .status();
+        }
+    }
 }
 
-impl Drop for Standalone {
+impl Drop for RillProcess {
     fn drop(&mut self) {
         self.kill9();
     }
@@ -234,4 +260,96 @@ impl Api {
 /// The repository's `examples/` directory.
 pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// A cluster of `rill broker` processes on loopback, each with an embedded gateway.
+pub struct Brokers {
+    pub nodes: Vec<RillProcess>,
+}
+
+impl Brokers {
+    /// Starts `size` brokers with data under `dir`, plus `--set` overrides for all.
+    pub fn start(
+        dir: &Path,
+        size: u32,
+        partitions: u16,
+        replication: u16,
+        extra: &[&str],
+    ) -> Brokers {
+        Brokers::start_with(dir, size, partitions, replication, extra, |_| Vec::new())
+    }
+
+    /// Like [`Brokers::start`], with `per_node(i)` overrides for broker `i`.
+    pub fn start_with(
+        dir: &Path,
+        size: u32,
+        partitions: u16,
+        replication: u16,
+        extra: &[&str],
+        per_node: impl Fn(u32) -> Vec<String>,
+    ) -> Brokers {
+        let internal: Vec<u16> = (0..size).map(|_| free_port()).collect();
+        let contact_points = internal
+            .iter()
+            .map(|port| format!("127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let nodes = (0..size)
+            .map(|i| {
+                let mut args = vec![
+                    format!("cluster.node-id={i}"),
+                    format!("cluster.size={size}"),
+                    format!("cluster.partitions-count={partitions}"),
+                    format!("cluster.replication-factor={replication}"),
+                    "cluster.host=127.0.0.1".to_owned(),
+                    format!("cluster.internal-port={}", internal[i as usize]),
+                    format!("cluster.command-port={}", free_port()),
+                    format!("cluster.initial-contact-points={contact_points}"),
+                    // Fast failure detection on loopback.
+                    "raft.heartbeat-interval=100ms".to_owned(),
+                    "raft.election-timeout=1s".to_owned(),
+                ];
+                args.extend(extra.iter().map(|s| s.to_string()));
+                args.extend(per_node(i));
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                RillProcess::start_role("broker", &dir.join(format!("broker-{i}")), &args)
+            })
+            .collect();
+        Brokers { nodes }
+    }
+
+    /// Waits until every running broker reports every partition it hosts led.
+    pub async fn wait_ready(&mut self, timeout: Duration) {
+        for node in self.nodes.iter_mut().filter(|n| n.is_running()) {
+            node.wait_ready(timeout).await;
+        }
+    }
+
+    /// The REST API of broker `i`'s embedded gateway.
+    pub fn api(&self, i: usize) -> Api {
+        Api::new(self.nodes[i].rest())
+    }
+
+    /// The node leading `partition`, according to broker `via`'s gateway topology.
+    pub async fn leader_of(&self, via: usize, partition: u64) -> Option<u64> {
+        let (status, topology) = self.api(via).get("/v2/topology").await.ok()?;
+        if status != 200 {
+            return None;
+        }
+        topology["brokers"].as_array()?.iter().find_map(|broker| {
+            let leads = broker["partitions"]
+                .as_array()?
+                .iter()
+                .any(|p| p["partitionId"].as_u64() == Some(partition) && p["role"] == "leader");
+            leads.then(|| broker["nodeId"].as_u64()).flatten()
+        })
+    }
+
+    pub fn logs(&self) -> String {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("--- broker {i} ---\n{}", n.log_text()))
+            .collect()
+    }
 }

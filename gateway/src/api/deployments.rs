@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::{SharedState, check_tenant, key_text, unexpected_answer};
 use crate::problem::Problem;
 
-/// Deployments go to partition 1, which distributes them to the others.
-const DEPLOYMENT_PARTITION: PartitionId = PartitionId(1);
+/// Deployments are made on partition 1, which distributes them to the others.
+pub(crate) const DEPLOYMENT_PARTITION: PartitionId = PartitionId(1);
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

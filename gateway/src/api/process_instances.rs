@@ -9,6 +9,7 @@ use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{Command, CreateProcessInstance, JsonValue, ProcessSelector, RecordValue};
 use serde::{Deserialize, Serialize};
 
+use super::deployments::DEPLOYMENT_PARTITION;
 use super::{
     Body, KeyParam, SharedState, check_tenant, date_text, key_text, timeout_or_default,
     unexpected_answer, unsupported,
@@ -143,7 +144,23 @@ pub async fn create(
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
     });
-    let accepted = state.dispatch.submit(partition, command, timeout).await?;
+    let accepted = match state
+        .dispatch
+        .submit(partition, command.clone(), timeout)
+        .await
+    {
+        // Deployments reach the other partitions shortly after the one they were made
+        // on: a process deployed a moment ago may not be here yet, but is there.
+        Err(problem)
+            if problem.status == StatusCode::NOT_FOUND && partition != DEPLOYMENT_PARTITION =>
+        {
+            state
+                .dispatch
+                .submit(DEPLOYMENT_PARTITION, command, timeout)
+                .await?
+        }
+        other => other?,
+    };
     let result = match &accepted.value {
         RecordValue::ProcessInstanceCreation(record) => CreateResult {
             process_definition_id: record.bpmn_process_id.clone(),

@@ -1,0 +1,222 @@
+//! The exporter director: on a partition leader, feeds the records of the export column
+//! family to every configured exporter and replicates how far each one got.
+//!
+//! ```text
+//!  apply ──► records in the export CF ──► director (io runtime) ──► exporter.export
+//!     ▲            (written position)          │ every REPORT_INTERVAL
+//!     └──── CoreCommand::Exported{positions} ◄─┘ (proposed; on apply, entries at or
+//!                                                 below the lowest are deleted)
+//! ```
+//!
+//! Records live in partition state until every exporter has them, so neither a snapshot
+//! nor a log purge can lose one. After a leader change the new leader opens each exporter
+//! at its replicated position; a record may be shipped twice, never skipped. With no
+//! exporter configured the director only trims the column family.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rill_exporter::{AnyExporter, ExportContext, Exporter};
+use rill_protocol::{PartitionId, Position};
+use rill_raft::StateStore;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::batch::CoreCommand;
+use crate::state::{RocksState, exported_positions, read_records};
+
+/// Records handed to the exporters at once.
+const READ_LIMIT: usize = 1000;
+/// How often exported positions are replicated (when they moved).
+const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// Pause before trying again after an exporter or the state failed.
+const RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// Makes the exporters of a partition (one set per leadership term).
+pub type ExporterFactory = Arc<dyn Fn(PartitionId) -> Vec<AnyExporter> + Send + Sync>;
+
+/// Proposes a core command on the partition (dropped if it no longer leads).
+pub(crate) type Propose = Arc<dyn Fn(CoreCommand) + Send + Sync>;
+
+/// The director of one leadership term; stops when dropped.
+pub(crate) struct ExportDirector {
+    written: watch::Sender<Position>,
+    task: JoinHandle<()>,
+}
+
+impl ExportDirector {
+    pub(crate) fn start(
+        partition: PartitionId,
+        exporters: Vec<AnyExporter>,
+        store: Arc<StateStore>,
+        written: Position,
+        propose: Propose,
+        runtime: &Handle,
+    ) -> ExportDirector {
+        let (tx, rx) = watch::channel(written);
+        let director = Director {
+            partition,
+            exporters,
+            store,
+            written: rx,
+            propose,
+        };
+        ExportDirector {
+            written: tx,
+            task: runtime.spawn(director.run()),
+        }
+    }
+
+    /// Records up to `position` are in the export column family.
+    pub(crate) fn written(&self, position: Position) {
+        self.written.send_if_modified(|current| {
+            let moved = position > *current;
+            if moved {
+                *current = position;
+            }
+            moved
+        });
+    }
+}
+
+impl Drop for ExportDirector {
+    fn drop(&mut self) {
+        // Whatever an exporter buffered is fed again by the next leader.
+        self.task.abort();
+    }
+}
+
+struct Director {
+    partition: PartitionId,
+    exporters: Vec<AnyExporter>,
+    store: Arc<StateStore>,
+    written: watch::Receiver<Position>,
+    propose: Propose,
+}
+
+impl Director {
+    async fn run(mut self) {
+        let replicated = loop {
+            match exported_positions(&RocksState::new(&self.store.current())) {
+                Ok(positions) => break positions,
+                Err(e) => {
+                    tracing::warn!(partition = %self.partition, error = %e, "cannot read exported positions");
+                    tokio::time::sleep(RETRY_DELAY).await;
+                }
+            }
+        };
+        let mut next = Position(u64::MAX);
+        for exporter in &mut self.exporters {
+            let from = replicated
+                .get(exporter.id())
+                .copied()
+                .unwrap_or(Position::ZERO);
+            let context = ExportContext {
+                partition_id: self.partition,
+                last_exported_position: from,
+            };
+            while let Err(e) = exporter.open(context).await {
+                tracing::warn!(partition = %self.partition, exporter = exporter.id(), error = %e, "cannot open exporter; trying again");
+                tokio::time::sleep(RETRY_DELAY * 5).await;
+            }
+            next = next.min(from.next());
+        }
+        let mut reported: BTreeMap<String, Position> = replicated;
+        let mut trimmed = Position::ZERO;
+        let mut last_report = Instant::now();
+        loop {
+            let written = *self.written.borrow_and_update();
+            if !self.exporters.is_empty() && next <= written {
+                next = self.feed(next).await;
+            } else {
+                let flush_at = self
+                    .exporters
+                    .iter()
+                    .filter_map(Exporter::flush_deadline)
+                    .min();
+                let report_at = last_report + REPORT_INTERVAL;
+                let wake = flush_at.map_or(report_at, |f| f.min(report_at));
+                tokio::select! {
+                    changed = self.written.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                    _ = tokio::time::sleep_until(wake) => {}
+                }
+            }
+            let now = Instant::now();
+            for exporter in &mut self.exporters {
+                if exporter.flush_deadline().is_some_and(|d| d <= now)
+                    && let Err(e) = exporter.flush().await
+                {
+                    tracing::warn!(partition = %self.partition, exporter = exporter.id(), error = %e, "export flush failed");
+                }
+            }
+            if now >= last_report + REPORT_INTERVAL {
+                last_report = now;
+                self.report(&mut reported, &mut trimmed);
+            }
+        }
+    }
+
+    /// Hands the records from `next` on to every exporter; returns the position after
+    /// the last one handed over (or `next` again after a failure).
+    async fn feed(&mut self, next: Position) -> Position {
+        let records = match read_records(&self.store.current(), next, READ_LIMIT) {
+            Ok(records) => records,
+            Err(e) => {
+                tracing::warn!(partition = %self.partition, error = %e, "cannot read records to export");
+                tokio::time::sleep(RETRY_DELAY).await;
+                return next;
+            }
+        };
+        let Some(last) = records.last().map(|r| r.position) else {
+            // Deleted already (every exporter had them): nothing left up to `written`.
+            return self.written.borrow().next();
+        };
+        for exporter in &mut self.exporters {
+            // An exporter skips what it was handed before, so a retry is harmless.
+            if let Err(e) = exporter.export(&records).await {
+                tracing::warn!(partition = %self.partition, exporter = exporter.id(), error = %e, "export failed; feeding again");
+                tokio::time::sleep(RETRY_DELAY).await;
+                return next;
+            }
+        }
+        last.next()
+    }
+
+    /// Replicates the exporters' positions when they moved; with no exporters, lets the
+    /// records written so far be deleted.
+    fn report(&self, reported: &mut BTreeMap<String, Position>, trimmed: &mut Position) {
+        let written = *self.written.borrow();
+        let positions: BTreeMap<String, Position> = self
+            .exporters
+            .iter()
+            .map(|e| (e.id().to_owned(), e.exported_position()))
+            .collect();
+        // Compared with what is replicated, not with what was proposed: a proposal lost
+        // with a leader change is made again.
+        let moved = if self.exporters.is_empty() {
+            written > *trimmed
+        } else {
+            match exported_positions(&RocksState::new(&self.store.current())) {
+                Ok(replicated) => positions != replicated,
+                Err(_) => positions != *reported,
+            }
+        };
+        if moved {
+            (self.propose)(CoreCommand::Exported {
+                positions: positions
+                    .iter()
+                    .map(|(id, p)| (id.clone(), p.get()))
+                    .collect(),
+            });
+            *reported = positions;
+            *trimmed = written;
+        }
+    }
+}

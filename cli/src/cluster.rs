@@ -1,0 +1,291 @@
+//! A broker's side of the cluster: the command API that gateways (and other brokers)
+//! call on `cluster.command-port`, and the router that delivers cross-partition commands
+//! to partitions led elsewhere.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use rill_broker::{Error as BrokerError, Partition, PartitionRouter, Role};
+use rill_config::RillConfig;
+use rill_engine::BpmnEngine;
+use rill_gateway::BackendError;
+use rill_gateway::cluster::{
+    ApiAnswer, ApiError, ApiRequest, ClusterClient, JOBS_AVAILABLE, JOBS_POLL_TIMEOUT, JobsNews,
+    JobsPoll, NodeTopology, ReplicaRole, ReplicaView,
+};
+use rill_protocol::{BROKER_VERSION, Command, CommandResponse, NodeId, PartitionId, codec};
+use rill_transport::{Handler, ServiceId};
+use tokio::sync::watch;
+
+/// Notifications kept for gateways that poll a little late.
+const JOBS_RETAINED: usize = 1024;
+
+/// Recent "jobs available" notifications of this broker's partitions, numbered by epoch.
+pub struct JobsFeed {
+    events: Mutex<VecDeque<(u64, u16, String)>>,
+    epoch: watch::Sender<u64>,
+}
+
+impl JobsFeed {
+    /// Collects the notifications of `partitions` (call inside a runtime).
+    pub fn start(partitions: &Partitions) -> Arc<JobsFeed> {
+        let feed = Arc::new(JobsFeed {
+            events: Mutex::new(VecDeque::new()),
+            epoch: watch::channel(0).0,
+        });
+        for partition in partitions.values() {
+            let mut rx = partition.subscribe_jobs_available();
+            let feed = feed.clone();
+            tokio::spawn(async move {
+                loop {
+                    match rx.recv().await {
+                        Ok(event) => feed.push(event.partition_id.get(), event.job_type),
+                        // Missed some: a notification for any type wakes everyone.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            });
+        }
+        feed
+    }
+
+    fn push(&self, partition: u16, job_type: String) {
+        let mut events = self.events.lock();
+        let epoch = *self.epoch.borrow() + 1;
+        events.push_back((epoch, partition, job_type));
+        if events.len() > JOBS_RETAINED {
+            events.pop_front();
+        }
+        drop(events);
+        self.epoch.send_replace(epoch);
+    }
+
+    /// Waits until there is news after `after` (or the poll timeout passes).
+    async fn poll(&self, after: u64) -> JobsNews {
+        let mut epoch = self.epoch.subscribe();
+        let current = *epoch.borrow_and_update();
+        if after > current {
+            // The poller counted on an earlier run of this broker.
+            return JobsNews {
+                epoch: current,
+                lost: true,
+                events: Vec::new(),
+            };
+        }
+        if after == current {
+            let _ = tokio::time::timeout(JOBS_POLL_TIMEOUT, epoch.changed()).await;
+        }
+        let events = self.events.lock();
+        let epoch = events.back().map_or(current, |(e, _, _)| *e);
+        let lost = events
+            .front()
+            .is_some_and(|(first, _, _)| *first > after + 1);
+        let unique: BTreeSet<(u16, String)> = events
+            .iter()
+            .filter(|(e, _, _)| *e > after)
+            .map(|(_, p, t)| (*p, t.clone()))
+            .collect();
+        JobsNews {
+            epoch,
+            lost,
+            events: unique.into_iter().collect(),
+        }
+    }
+}
+
+/// The partitions a broker hosts. Held as clones (not the node), so that stopping the
+/// node is not held up by the servers that still refer to them.
+pub type Partitions = BTreeMap<PartitionId, Partition<BpmnEngine>>;
+
+/// Serves the command API of a broker.
+pub struct CommandApi {
+    pub partitions: Partitions,
+    pub config: RillConfig,
+    pub jobs: Arc<JobsFeed>,
+    /// Where clients reach this API (`host:port`), as reported in the topology.
+    pub command_address: String,
+}
+
+fn api_error(error: BrokerError) -> ApiError {
+    match error {
+        BrokerError::NotLeader { leader, .. } => ApiError::NotLeader {
+            leader: leader.map(|l| l.0),
+        },
+        BrokerError::ResourceExhausted { .. } => ApiError::ResourceExhausted,
+        BrokerError::Timeout { .. } => ApiError::Timeout,
+        BrokerError::ShuttingDown { .. } => ApiError::ShuttingDown,
+        other => ApiError::Failed(other.to_string()),
+    }
+}
+
+fn answer(value: &ApiAnswer) -> Result<Bytes, String> {
+    codec::encode(value)
+        .map(Bytes::from)
+        .map_err(|e| format!("encoding the answer: {e}"))
+}
+
+impl CommandApi {
+    fn topology(&self) -> NodeTopology {
+        let config = &self.config;
+        NodeTopology {
+            node_id: config.cluster.node_id,
+            cluster_size: config.cluster.size,
+            partitions_count: config.cluster.partitions_count,
+            replication_factor: config.cluster.replication_factor,
+            command_address: self.command_address.clone(),
+            version: BROKER_VERSION.to_owned(),
+            partitions: self
+                .partitions
+                .values()
+                .map(Partition::status)
+                .map(|s| ReplicaView {
+                    partition: s.partition_id.get(),
+                    role: match s.role {
+                        Role::Leader => ReplicaRole::Leader,
+                        Role::Follower | Role::Candidate => ReplicaRole::Follower,
+                        Role::Inactive => ReplicaRole::Inactive,
+                    },
+                    leader: s.leader.map(|l| l.0),
+                    term: s.term,
+                    healthy: s.healthy,
+                })
+                .collect(),
+        }
+    }
+
+    fn command(
+        &self,
+        partition: PartitionId,
+        payload: &[u8],
+    ) -> BoxFuture<'static, Result<Bytes, String>> {
+        let request: ApiRequest = match codec::decode(payload) {
+            Ok(request) => request,
+            Err(e) => return Box::pin(async move { Err(format!("malformed request: {e}")) }),
+        };
+        let Some(target) = self.partitions.get(&partition).cloned() else {
+            return Box::pin(async move {
+                answer(&ApiAnswer::Error(ApiError::NotLeader { leader: None }))
+            });
+        };
+        match request {
+            ApiRequest::Submit {
+                command,
+                timeout_ms,
+            } => {
+                // Into the partition's mailbox now: requests keep their order.
+                let result = target.submit_now(command, Duration::from_millis(timeout_ms));
+                Box::pin(async move {
+                    match result.await {
+                        Ok(response) => answer(&ApiAnswer::Response(response)),
+                        Err(e) => answer(&ApiAnswer::Error(api_error(e))),
+                    }
+                })
+            }
+            ApiRequest::Query { query } => Box::pin(async move {
+                match target.query(query).await {
+                    Ok(result) => answer(&ApiAnswer::QueryResult(result)),
+                    Err(e) => answer(&ApiAnswer::Error(api_error(e))),
+                }
+            }),
+        }
+    }
+}
+
+impl Handler for CommandApi {
+    fn handle(
+        &self,
+        _from: NodeId,
+        service: ServiceId,
+        partition: PartitionId,
+        payload: Bytes,
+    ) -> BoxFuture<'static, Result<Bytes, String>> {
+        match service {
+            ServiceId::COMMAND => self.command(partition, &payload),
+            ServiceId::TOPOLOGY => {
+                let topology = self.topology();
+                Box::pin(async move {
+                    codec::encode(&topology)
+                        .map(Bytes::from)
+                        .map_err(|e| e.to_string())
+                })
+            }
+            JOBS_AVAILABLE => {
+                let jobs = self.jobs.clone();
+                Box::pin(async move {
+                    let poll: JobsPoll =
+                        codec::decode(&payload).map_err(|e| format!("malformed poll: {e}"))?;
+                    let news = jobs.poll(poll.after).await;
+                    codec::encode(&news)
+                        .map(Bytes::from)
+                        .map_err(|e| e.to_string())
+                })
+            }
+            other => Box::pin(async move { Err(format!("unknown service {other}")) }),
+        }
+    }
+}
+
+/// Delivers cross-partition commands: to the partition here when this broker leads it,
+/// else to its leader elsewhere through the command API.
+pub struct ClusterRouter {
+    pub partitions: Partitions,
+    pub client: Arc<ClusterClient>,
+}
+
+impl PartitionRouter<BpmnEngine> for ClusterRouter {
+    fn deliver(
+        &self,
+        target: PartitionId,
+        command: Command,
+        timeout: Duration,
+    ) -> BoxFuture<'static, rill_broker::Result<CommandResponse>> {
+        if let Some(partition) = self.partitions.get(&target)
+            && partition.status().role == Role::Leader
+        {
+            return Box::pin(partition.submit_now(command, timeout));
+        }
+        let client = self.client.clone();
+        Box::pin(async move {
+            client
+                .submit(target, command, timeout)
+                .await
+                .map_err(|e| match e {
+                    BackendError::NotLeader { .. } | BackendError::Unavailable { .. } => {
+                        BrokerError::NotLeader {
+                            partition: target,
+                            leader: None,
+                        }
+                    }
+                    BackendError::ResourceExhausted { .. } => BrokerError::ResourceExhausted {
+                        partition: target,
+                        limit: 0,
+                    },
+                    other => {
+                        tracing::debug!(partition = %target, error = %other, "delivery failed");
+                        BrokerError::Timeout {
+                            partition: target,
+                            timeout,
+                        }
+                    }
+                })
+        })
+    }
+
+    fn window(&self, target: PartitionId) -> usize {
+        // Requests over the network may overtake each other: one at a time keeps order.
+        let led_here = self
+            .partitions
+            .get(&target)
+            .is_some_and(|p| p.status().role == Role::Leader);
+        if led_here {
+            rill_broker::DEFAULT_WINDOW
+        } else {
+            1
+        }
+    }
+}

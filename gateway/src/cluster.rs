@@ -1,0 +1,537 @@
+//! The gateway side of a cluster: the command API's messages, the topology learned from
+//! the brokers, and routing to partition leaders over the internal transport.
+//!
+//! ```text
+//!  gateway ── COMMAND (submit, query) ──────────► leader of the partition
+//!          ── TOPOLOGY (every 250 ms, each broker) ► roles, leaders, terms
+//!          ── JOBS_AVAILABLE (long poll, each broker) ► "jobs of type T on partition P"
+//! ```
+//!
+//! Brokers are found through contact points (`host:command-port`); each is probed for
+//! its node id. A broker that answers `NotLeader` names the leader it knows, so the next
+//! try goes there without waiting for the next topology poll.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use parking_lot::RwLock;
+use rill_engine::{Query, QueryResult};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, codec};
+use rill_transport::{ServiceId, Transport, TransportError};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+use crate::backend::{
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
+    PartitionRole, Topology,
+};
+
+/// Long poll for "jobs available" notifications of a broker's leading partitions.
+pub const JOBS_AVAILABLE: ServiceId = ServiceId(19);
+/// How often every broker is asked for its view of the cluster.
+const TOPOLOGY_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a broker holds a jobs-available poll open when nothing happens.
+pub const JOBS_POLL_TIMEOUT: Duration = Duration::from_secs(10);
+const TOPOLOGY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Extra time for the transport beyond what the broker may take itself.
+const TRANSPORT_MARGIN: Duration = Duration::from_millis(500);
+
+/// A request to a broker's command API, for one partition. (Built once per request and
+/// encoded at once, so the size of the largest variant costs nothing.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ApiRequest {
+    Submit { command: Command, timeout_ms: u64 },
+    Query { query: Query },
+}
+
+/// A broker's answer.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ApiAnswer {
+    Response(CommandResponse),
+    QueryResult(QueryResult),
+    Error(ApiError),
+}
+
+/// Why a broker did not answer a request with a result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ApiError {
+    /// Not applied: this broker does not lead the partition (`leader` if it knows one).
+    NotLeader { leader: Option<u32> },
+    /// Not applied: flow control refused it.
+    ResourceExhausted,
+    /// No answer in time: it may or may not have been applied.
+    Timeout,
+    /// The broker is shutting down: it may or may not have been applied.
+    ShuttingDown,
+    /// Anything else (a failed partition, a failed query).
+    Failed(String),
+}
+
+/// The role of a broker for one partition, as it reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplicaRole {
+    Leader,
+    Follower,
+    Inactive,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaView {
+    pub partition: u16,
+    pub role: ReplicaRole,
+    pub leader: Option<u32>,
+    pub term: u64,
+    pub healthy: bool,
+}
+
+/// What a broker tells about itself and its partitions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeTopology {
+    pub node_id: u32,
+    pub cluster_size: u32,
+    pub partitions_count: u16,
+    pub replication_factor: u16,
+    /// Where clients reach its command API (`host:port`).
+    pub command_address: String,
+    pub version: String,
+    pub partitions: Vec<ReplicaView>,
+}
+
+/// Asks for notifications after `after` (an epoch from an earlier answer, 0 at first).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobsPoll {
+    pub after: u64,
+}
+
+/// Notifications since the asked epoch. `lost` says some were dropped (the poller should
+/// wake every waiting request).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct JobsNews {
+    pub epoch: u64,
+    pub lost: bool,
+    pub events: Vec<(u16, String)>,
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Bytes, BackendError> {
+    codec::encode(value)
+        .map(Bytes::from)
+        .map_err(|e| BackendError::Internal(format!("encoding a request: {e}")))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, BackendError> {
+    codec::decode(bytes).map_err(|e| BackendError::Internal(format!("decoding an answer: {e}")))
+}
+
+/// What the client knows about the cluster.
+#[derive(Default)]
+struct View {
+    /// The brokers that answered, by node id.
+    nodes: BTreeMap<NodeId, NodeTopology>,
+    /// Node ids of contact points, by address.
+    probed: BTreeMap<SocketAddr, NodeId>,
+    /// The leader of each partition (from the highest term reported).
+    leaders: BTreeMap<PartitionId, (u64, NodeId)>,
+}
+
+/// Routes commands and queries to partition leaders of a remote cluster.
+pub struct ClusterClient {
+    transport: Transport,
+    contact_points: Vec<String>,
+    view: RwLock<View>,
+    partitions_count: AtomicU16,
+    jobs: broadcast::Sender<JobsAvailable>,
+}
+
+impl ClusterClient {
+    /// Starts learning the cluster from `contact_points` (command API addresses), in the
+    /// background of the current tokio runtime.
+    pub fn start(transport: Transport, contact_points: Vec<String>) -> Arc<ClusterClient> {
+        let (jobs, _) = broadcast::channel(4096);
+        let client = Arc::new(ClusterClient {
+            transport,
+            contact_points,
+            view: RwLock::new(View::default()),
+            partitions_count: AtomicU16::new(0),
+            jobs,
+        });
+        let weak = Arc::downgrade(&client);
+        tokio::spawn(async move {
+            let mut unreachable: BTreeMap<String, String> = BTreeMap::new();
+            while let Some(client) = weak.upgrade() {
+                client.refresh(&mut unreachable).await;
+                drop(client);
+                tokio::time::sleep(TOPOLOGY_INTERVAL).await;
+            }
+        });
+        client
+    }
+
+    /// Asks every contact point for its topology. Logs once when one becomes
+    /// unreachable and once when it is back.
+    async fn refresh(self: &Arc<Self>, unreachable: &mut BTreeMap<String, String>) {
+        // All at once: one broker that does not answer must not hold up the others.
+        let results =
+            futures::future::join_all(self.contact_points.iter().map(|p| self.refresh_one(p)))
+                .await;
+        for (point, result) in self.contact_points.iter().zip(results) {
+            match result {
+                Ok(()) => {
+                    if unreachable.remove(point).is_some() {
+                        tracing::info!(contact_point = %point, "broker reachable again");
+                    }
+                }
+                Err(reason) => {
+                    if unreachable.insert(point.clone(), reason.clone()).is_none() {
+                        tracing::warn!(contact_point = %point, %reason, "cannot reach broker; retrying");
+                    }
+                }
+            }
+        }
+    }
+
+    async fn refresh_one(self: &Arc<Self>, point: &str) -> Result<(), String> {
+        let addr = tokio::net::lookup_host(point)
+            .await
+            .map_err(|e| format!("cannot resolve {point}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{point} resolves to no address"))?;
+        let known = self.view.read().probed.get(&addr).copied();
+        let node = match known {
+            Some(node) => node,
+            None => {
+                let node = self
+                    .transport
+                    .probe(addr)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                self.transport.set_peer(node, addr);
+                self.view.write().probed.insert(addr, node);
+                self.spawn_jobs_poller(node);
+                node
+            }
+        };
+        let answer = self
+            .transport
+            .request(
+                node,
+                ServiceId::TOPOLOGY,
+                PartitionId(0),
+                Bytes::new(),
+                TOPOLOGY_TIMEOUT,
+            )
+            .await;
+        let topology: NodeTopology = match answer {
+            Ok(bytes) => decode(&bytes).map_err(|e| e.to_string())?,
+            Err(e) => {
+                // Gone, or the address now belongs to another node (a restart with a new
+                // id): forget what it said, including the partitions it led.
+                let mut view = self.view.write();
+                view.probed.remove(&addr);
+                view.nodes.remove(&node);
+                view.leaders.retain(|_, (_, leader)| *leader != node);
+                return Err(e.to_string());
+            }
+        };
+        self.partitions_count
+            .store(topology.partitions_count, Ordering::Relaxed);
+        let mut view = self.view.write();
+        for replica in &topology.partitions {
+            if let Some(leader) = replica.leader {
+                note_leader(
+                    &mut view,
+                    PartitionId(replica.partition),
+                    replica.term,
+                    NodeId(leader),
+                );
+            }
+        }
+        view.nodes.insert(node, topology);
+        Ok(())
+    }
+
+    /// Listens for a broker's jobs-available notifications while the client lives.
+    fn spawn_jobs_poller(self: &Arc<Self>, node: NodeId) {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut after = 0;
+            loop {
+                let Some(client) = weak.upgrade() else { return };
+                let Ok(payload) = encode(&JobsPoll { after }) else {
+                    return;
+                };
+                let answer = client
+                    .transport
+                    .request(
+                        node,
+                        JOBS_AVAILABLE,
+                        PartitionId(0),
+                        payload,
+                        JOBS_POLL_TIMEOUT + TRANSPORT_MARGIN,
+                    )
+                    .await;
+                match answer
+                    .map_err(|e| e.to_string())
+                    .and_then(|bytes| decode::<JobsNews>(&bytes).map_err(|e| e.to_string()))
+                {
+                    Ok(news) => {
+                        after = news.epoch;
+                        for (partition, job_type) in news.events {
+                            let _ = client.jobs.send(JobsAvailable {
+                                partition: PartitionId(partition),
+                                job_type,
+                            });
+                        }
+                    }
+                    Err(reason) => {
+                        tracing::debug!(%node, %reason, "jobs-available poll failed");
+                        drop(client);
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            }
+        });
+    }
+
+    pub fn partitions_count(&self) -> u16 {
+        self.partitions_count.load(Ordering::Relaxed)
+    }
+
+    fn leader_of(&self, partition: PartitionId) -> Option<NodeId> {
+        self.view
+            .read()
+            .leaders
+            .get(&partition)
+            .map(|(_, node)| *node)
+    }
+
+    /// Sends one request to the leader of `partition`. Errors that mean "not applied"
+    /// are `NotLeader` or `Unavailable`, which the dispatcher retries.
+    async fn call(
+        &self,
+        partition: PartitionId,
+        request: &ApiRequest,
+        timeout: Duration,
+    ) -> Result<ApiAnswer, BackendError> {
+        let Some(node) = self.leader_of(partition) else {
+            return Err(BackendError::Unavailable {
+                partition,
+                reason: "no leader known yet".into(),
+            });
+        };
+        let payload = encode(request)?;
+        let answer = self
+            .transport
+            .request(
+                node,
+                ServiceId::COMMAND,
+                partition,
+                payload,
+                timeout + TRANSPORT_MARGIN,
+            )
+            .await;
+        match answer {
+            Ok(bytes) => match decode::<ApiAnswer>(&bytes)? {
+                ApiAnswer::Error(ApiError::NotLeader { leader }) => {
+                    let mut view = self.view.write();
+                    match leader.map(NodeId).filter(|l| *l != node) {
+                        // Trust the hint over our stale entry, at the same term.
+                        Some(leader) => {
+                            let term = view.leaders.get(&partition).map_or(0, |(t, _)| *t);
+                            view.leaders.insert(partition, (term, leader));
+                        }
+                        None => {
+                            view.leaders.remove(&partition);
+                        }
+                    }
+                    Err(BackendError::NotLeader { partition })
+                }
+                ApiAnswer::Error(error) => Err(api_error(partition, error)),
+                other => Ok(other),
+            },
+            Err(error) => {
+                let sent = !matches!(
+                    error,
+                    TransportError::UnknownPeer { .. }
+                        | TransportError::Unreachable { .. }
+                        | TransportError::Backpressure { .. }
+                );
+                if sent {
+                    // It may have been applied: only the client can decide to retry.
+                    tracing::debug!(%partition, %node, %error, "request lost");
+                    Err(BackendError::Timeout)
+                } else {
+                    self.view.write().leaders.remove(&partition);
+                    Err(BackendError::Unavailable {
+                        partition,
+                        reason: error.to_string(),
+                    })
+                }
+            }
+        }
+    }
+
+    pub async fn submit(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        timeout: Duration,
+    ) -> Result<CommandResponse, BackendError> {
+        let request = ApiRequest::Submit {
+            command,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.call(partition, &request, timeout).await? {
+            ApiAnswer::Response(response) => Ok(response),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn query(
+        &self,
+        partition: PartitionId,
+        query: Query,
+        timeout: Duration,
+    ) -> Result<QueryResult, BackendError> {
+        match self
+            .call(partition, &ApiRequest::Query { query }, timeout)
+            .await?
+        {
+            ApiAnswer::QueryResult(result) => Ok(result),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The cluster as the brokers last described it.
+    pub fn topology(&self) -> Topology {
+        let view = self.view.read();
+        let first = view.nodes.values().next();
+        let brokers = view
+            .nodes
+            .values()
+            .map(|node| {
+                let (host, port) = split_host_port(&node.command_address);
+                BrokerInfo {
+                    node_id: NodeId(node.node_id),
+                    host,
+                    port,
+                    version: node.version.clone(),
+                    partitions: node
+                        .partitions
+                        .iter()
+                        .map(|r| PartitionInfo {
+                            partition: PartitionId(r.partition),
+                            role: match r.role {
+                                ReplicaRole::Leader => PartitionRole::Leader,
+                                ReplicaRole::Follower => PartitionRole::Follower,
+                                ReplicaRole::Inactive => PartitionRole::Inactive,
+                            },
+                            health: if r.healthy {
+                                PartitionHealth::Healthy
+                            } else {
+                                PartitionHealth::Dead
+                            },
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        Topology {
+            cluster_size: first.map_or(0, |n| n.cluster_size),
+            partitions_count: first.map_or(0, |n| n.partitions_count),
+            replication_factor: first.map_or(0, |n| u32::from(n.replication_factor)),
+            brokers,
+        }
+    }
+
+    pub fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+        self.jobs.subscribe()
+    }
+}
+
+fn note_leader(view: &mut View, partition: PartitionId, term: u64, leader: NodeId) {
+    let newer = view
+        .leaders
+        .get(&partition)
+        .is_none_or(|(known, _)| term >= *known);
+    if newer {
+        view.leaders.insert(partition, (term, leader));
+    }
+}
+
+fn split_host_port(address: &str) -> (String, u16) {
+    match address.rsplit_once(':') {
+        Some((host, port)) => (
+            host.trim_matches(['[', ']']).to_owned(),
+            port.parse().unwrap_or(0),
+        ),
+        None => (address.to_owned(), 0),
+    }
+}
+
+fn api_error(partition: PartitionId, error: ApiError) -> BackendError {
+    match error {
+        ApiError::NotLeader { .. } => BackendError::NotLeader { partition },
+        ApiError::ResourceExhausted => BackendError::ResourceExhausted { partition },
+        ApiError::Timeout => BackendError::Timeout,
+        ApiError::ShuttingDown => BackendError::Unavailable {
+            partition,
+            reason: "the broker is shutting down".into(),
+        },
+        ApiError::Failed(reason) => BackendError::Internal(reason),
+    }
+}
+
+fn unexpected(answer: ApiAnswer) -> BackendError {
+    BackendError::Internal(format!("unexpected answer from the broker: {answer:?}"))
+}
+
+/// The gateway's backend for a remote cluster (`rill gateway`, or a broker's embedded
+/// gateway when it does not host every partition).
+pub struct RemoteBackend {
+    client: Arc<ClusterClient>,
+}
+
+impl RemoteBackend {
+    pub fn new(client: Arc<ClusterClient>) -> RemoteBackend {
+        RemoteBackend { client }
+    }
+}
+
+impl GatewayBackend for RemoteBackend {
+    fn partition_count(&self) -> u16 {
+        self.client.partitions_count()
+    }
+
+    fn submit(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
+        Box::pin(self.client.submit(partition, command, timeout))
+    }
+
+    fn query(
+        &self,
+        partition: PartitionId,
+        query: Query,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
+        Box::pin(self.client.query(partition, query, timeout))
+    }
+
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+        self.client.subscribe_jobs_available()
+    }
+
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
+        Box::pin(async move { Ok(self.client.topology()) })
+    }
+}
