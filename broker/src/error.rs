@@ -51,6 +51,8 @@ pub enum Error {
     Actor(String),
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error("internal network: {0}")]
+    Network(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

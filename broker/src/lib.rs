@@ -13,6 +13,7 @@ mod monitoring;
 mod node;
 mod partition;
 mod processor;
+mod raft_network;
 mod runtime;
 mod state;
 pub mod testing;
@@ -31,5 +32,6 @@ pub use partition::{
     DEFAULT_MAX_INFLIGHT_PROPOSALS, JobsAvailable, Partition, PartitionConfig, PartitionEnv,
     PartitionStatus, Role, StateDigest,
 };
+pub use raft_network::{RaftNetwork, raft_service_id};
 pub use runtime::Runtimes;
 pub use state::{INITIAL_ENGINE_VERSION, RocksState, read_records};

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
 use crate::partition::{Partition, PartitionConfig, PartitionEnv, PartitionStatus, Role};
+use crate::raft_network::RaftNetwork;
 use crate::runtime::Runtimes;
 
 /// The nodes holding a replica of `partition`, in placement order.
@@ -52,6 +53,7 @@ pub fn single_node_transport() -> Arc<dyn RaftTransport> {
             &self,
             target: u64,
             _partition: PartitionId,
+            _kind: rill_raft::RaftRpcKind,
             _payload: bytes::Bytes,
             _timeout: std::time::Duration,
         ) -> futures::future::BoxFuture<'static, Result<bytes::Bytes, rill_raft::TransportFailure>>
@@ -92,14 +94,56 @@ pub struct BrokerNode<E: Engine> {
     runtimes: Runtimes,
     metrics: BrokerMetrics,
     partitions: BTreeMap<PartitionId, Partition<E>>,
+    /// The internal transport, in a cluster of several nodes.
+    network: Option<RaftNetwork>,
+}
+
+/// Starts the internal transport of a node in a cluster of several: it listens on
+/// `cluster.host:cluster.internal-port` and reaches the peers at `addresses`.
+async fn start_network(
+    config: &RillConfig,
+    node_id: NodeId,
+    addresses: &BTreeMap<NodeId, String>,
+    raft_service: RaftService,
+    registry: &Registry,
+) -> Result<RaftNetwork> {
+    let resolve = |what: String, address: String| async move {
+        tokio::net::lookup_host(address.as_str())
+            .await
+            .ok()
+            .and_then(|mut found| found.next())
+            .ok_or_else(|| Error::Config(format!("cannot resolve {what} address {address:?}")))
+    };
+    let listen = resolve(
+        "the internal (cluster.host, cluster.internal-port)".into(),
+        format!(
+            "{}:{}",
+            config.cluster.host.trim_matches(['[', ']']),
+            config.cluster.internal_port
+        ),
+    )
+    .await?;
+    let mut peers = BTreeMap::new();
+    for (&node, address) in addresses {
+        if node != node_id {
+            peers.insert(
+                node,
+                resolve(format!("node {node}'s internal"), address.clone()).await?,
+            );
+        }
+    }
+    RaftNetwork::start(node_id, listen, &peers, raft_service, Some(registry)).await
 }
 
 impl<E: Engine> BrokerNode<E> {
-    /// Starts the node's runtimes and its partitions, whose replicas talk to each other
-    /// through `transport` (and receive through `raft_service`).
+    /// Starts the node's runtimes and its partitions, whose replicas receive raft
+    /// messages through `raft_service`.
     ///
-    /// `addresses` maps every node to the address of its internal port. Blocks the
-    /// calling thread until every partition is open (not necessarily led).
+    /// `addresses` maps every node to the address of its internal port. With
+    /// `cluster.size` above 1 the node listens on its internal port and its replicas talk
+    /// to their peers over the internal transport (`raft_network`); `transport` is used
+    /// only by a node that is a cluster of its own. Blocks the calling thread until every
+    /// partition is open (not necessarily led).
     pub fn start(
         config: RillConfig,
         registry: &Registry,
@@ -111,6 +155,16 @@ impl<E: Engine> BrokerNode<E> {
         let runtimes = Runtimes::new(&config.threads)?;
         let metrics = BrokerMetrics::new(registry)?;
         let node_id = NodeId(config.cluster.node_id);
+        let network = if config.cluster.size > 1 {
+            let started =
+                start_network(&config, node_id, &addresses, raft_service.clone(), registry);
+            Some(runtimes.io().block_on(started)?)
+        } else {
+            None
+        };
+        let transport = network
+            .as_ref()
+            .map_or(transport, RaftNetwork::raft_transport);
         let env = PartitionEnv {
             cpu: runtimes.cpu().clone(),
             io: runtimes.io().clone(),
@@ -156,7 +210,13 @@ impl<E: Engine> BrokerNode<E> {
             runtimes,
             metrics,
             partitions,
+            network,
         })
+    }
+
+    /// The internal transport (in a cluster of several nodes).
+    pub fn raft_network(&self) -> Option<&RaftNetwork> {
+        self.network.as_ref()
     }
 
     pub fn node_id(&self) -> NodeId {
@@ -202,14 +262,21 @@ impl<E: Engine> BrokerNode<E> {
     }
 
     /// Stops every partition cleanly (waiting requests are answered with
-    /// `ShuttingDown`), then the runtimes.
+    /// `ShuttingDown`) and waits until their databases are closed, then the internal
+    /// transport, then the runtimes (waiting for their threads to end).
     pub fn shutdown(self) {
         let partitions: Vec<_> = self.partitions.values().cloned().collect();
+        let network = self.network.clone();
         self.runtimes.io().block_on(async move {
             let stops = partitions.iter().map(|p| p.shutdown());
             futures::future::join_all(stops).await;
+            if let Some(network) = network {
+                network.shutdown().await;
+            }
         });
-        drop(self.runtimes);
+        drop(self.partitions);
+        drop(self.network);
+        self.runtimes.shutdown();
     }
 }
 

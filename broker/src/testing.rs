@@ -260,6 +260,7 @@ impl rill_raft::RaftTransport for LoopbackNetwork {
         &self,
         target: u64,
         partition: PartitionId,
+        _kind: rill_raft::RaftRpcKind,
         payload: bytes::Bytes,
         timeout: std::time::Duration,
     ) -> futures::future::BoxFuture<'static, Result<bytes::Bytes, rill_raft::TransportFailure>>

@@ -8,36 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::Cluster;
+use common::{Cluster, applied_ids};
 use parking_lot::Mutex;
 use rill_broker::testing::{ListCommand, ListResponse};
 use rill_broker::{Error, Partition, Role};
-use rill_protocol::value::VariableRecord;
-use rill_protocol::{Intent, Position, RecordType};
 use tokio::sync::RwLock;
 
 type Replicas = Arc<RwLock<Cluster>>;
-
-/// The ids applied on a replica, in order, read back from its record stream.
-async fn applied_ids(p: &Partition<rill_broker::testing::ListEngine>) -> Vec<u64> {
-    let mut ids = Vec::new();
-    let mut from = Position(1);
-    loop {
-        let records = p.read_records(from, 10_000).await.unwrap();
-        let Some(last) = records.last() else { break };
-        from = last.position.next();
-        for r in &records {
-            if r.record_type == RecordType::Event && r.intent == Intent::Created {
-                let rill_protocol::RecordValue::Variable(VariableRecord { value, .. }) = &r.value
-                else {
-                    panic!("unexpected value {:?}", r.value);
-                };
-                ids.push(value.parse().unwrap());
-            }
-        }
-    }
-    ids
-}
 
 async fn current_leader(
     replicas: &Replicas,
@@ -202,8 +179,18 @@ async fn a_replica_behind_the_purged_log_catches_up_by_snapshot() {
     for (_, p) in cluster.running() {
         p.take_snapshot().await.unwrap();
     }
-    // Purging follows the snapshot; give it a moment, then a few more entries.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The leader purges its log behind the snapshot (keeping the 10 entries of
+    // retention) once no replication reads there: from then on the lagging replica, at
+    // index 2 or so, can only catch up by snapshot.
+    let log = p.log_stats();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while log.purged.load(Ordering::Relaxed) < 250 {
+        assert!(
+            Instant::now() < deadline,
+            "the leader did not purge its log"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     for id in 301..=320 {
         p.submit(ListCommand::Append { id }).await.unwrap();
     }

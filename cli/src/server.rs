@@ -230,24 +230,6 @@ fn cluster_addresses(config: &RillConfig) -> Result<BTreeMap<NodeId, String>> {
         .collect())
 }
 
-/// The command API address of every other broker: its internal address with the
-/// command port (brokers of a cluster share their port settings).
-fn peer_command_addresses(
-    config: &RillConfig,
-    addresses: &BTreeMap<NodeId, String>,
-) -> Vec<String> {
-    addresses
-        .iter()
-        .filter(|(node, _)| node.0 != config.cluster.node_id)
-        .map(|(_, address)| {
-            let host = address
-                .rsplit_once(':')
-                .map_or(address.as_str(), |(h, _)| h);
-            format!("{host}:{}", config.cluster.command_port)
-        })
-        .collect()
-}
-
 fn advertised_host(config: &RillConfig) -> &str {
     config
         .cluster
@@ -318,6 +300,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
     )
     .context("starting the broker")?;
     let partitions: Partitions = node.partitions().clone();
+    let network = node.raft_network().cloned();
     let io = node.runtimes().io().clone();
     let health = Arc::new(BrokerHealth {
         partitions: partitions.clone(),
@@ -344,20 +327,28 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 jobs: JobsFeed::start(&partitions),
                 command_address: host_port(advertised_host(&config), config.cluster.command_port),
             });
-            let transport = Transport::start(transport_config, api)
+            let transport = Transport::start(transport_config, api.clone())
                 .await
                 .context("starting the command API")?;
             transport
                 .metrics()
                 .register(&registry)
                 .map_err(|e| anyhow::anyhow!("transport metrics: {e}"))?;
-            let client = ClusterClient::start(
-                transport.clone(),
-                peer_command_addresses(&config, &addresses)
-                    .into_iter()
-                    .chain([host_port("127.0.0.1", transport.local_addr().port())])
-                    .collect(),
-            );
+            // Brokers reach each other's command API over the internal port, where they
+            // already know each other; a broker alone asks itself on its command port.
+            let client = match &network {
+                Some(network) => {
+                    network.serve_others(api.clone());
+                    ClusterClient::start(
+                        network.transport().clone(),
+                        addresses.values().cloned().collect(),
+                    )
+                }
+                None => ClusterClient::start(
+                    transport.clone(),
+                    vec![host_port("127.0.0.1", transport.local_addr().port())],
+                ),
+            };
             let router = Arc::new(ClusterRouter {
                 partitions: partitions.clone(),
                 client: client.clone(),

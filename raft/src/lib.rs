@@ -5,6 +5,7 @@
 //! This crate knows nothing about commands or engines: a log entry is opaque bytes.
 
 mod archive;
+mod closing;
 mod config;
 mod error;
 mod log_store;
@@ -15,10 +16,13 @@ mod state_store;
 mod storage;
 mod types;
 
+pub use closing::AllClosed;
 pub use config::openraft_config;
 pub use error::{Error, Result};
 pub use log_store::{LogReader, LogStats, LogStore};
-pub use network::{NetworkFactory, PeerClient, RaftService, RaftTransport, TransportFailure};
+pub use network::{
+    NetworkFactory, PeerClient, RaftRpcKind, RaftService, RaftTransport, TransportFailure,
+};
 pub use snapshot::{SnapshotFile, SnapshotStore};
 pub use state_machine::{
     ApplyBatch, ApplyHandler, CommittedEntry, PartitionStateMachine, SnapshotBuilder,

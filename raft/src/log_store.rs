@@ -25,6 +25,7 @@ use rocksdb::{
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
+use crate::closing::{AllClosed, OpenDatabases, OpenToken};
 use crate::error::{Error, Result, storage};
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
@@ -41,11 +42,28 @@ pub struct LogStats {
     pub appends: AtomicU64,
     /// WAL syncs done for appends (each may cover several appends).
     pub syncs: AtomicU64,
+    /// Index of the last purged entry (0: nothing purged since the store was opened).
+    pub purged: AtomicU64,
+}
+
+/// The log database, with its open token dropped after it (see `closing`).
+struct LogDb {
+    db: DB,
+    _open: OpenToken,
+}
+
+impl std::ops::Deref for LogDb {
+    type Target = DB;
+
+    fn deref(&self) -> &DB {
+        &self.db
+    }
 }
 
 /// The RocksDB raft log of one partition.
 pub struct LogStore {
-    db: Arc<DB>,
+    db: Arc<LogDb>,
+    open: OpenDatabases,
     io: Handle,
     flush_tx: mpsc::UnboundedSender<LogFlushed<TypeConfig>>,
     stats: Arc<LogStats>,
@@ -54,7 +72,7 @@ pub struct LogStore {
 /// A reader of the log for openraft's replication tasks.
 #[derive(Clone)]
 pub struct LogReader {
-    db: Arc<DB>,
+    db: Arc<LogDb>,
 }
 
 impl LogStore {
@@ -69,12 +87,17 @@ impl LogStore {
             [CF_LOG, CF_META].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
         let db =
             DB::open_cf_descriptors(&opts, dir, cfs).map_err(Error::rocks("open the raft log"))?;
-        let db = Arc::new(db);
+        let open = OpenDatabases::new();
+        let db = Arc::new(LogDb {
+            db,
+            _open: open.token(),
+        });
         let stats = Arc::new(LogStats::default());
         let (flush_tx, flush_rx) = mpsc::unbounded_channel();
         io.spawn(flush_loop(db.clone(), flush_rx, stats.clone()));
         Ok(LogStore {
             db,
+            open,
             io,
             flush_tx,
             stats,
@@ -85,9 +108,10 @@ impl LogStore {
         self.stats.clone()
     }
 
-    /// A weak handle that tells when the database has been closed (all users dropped).
-    pub fn closed_signal(&self) -> std::sync::Weak<DB> {
-        Arc::downgrade(&self.db)
+    /// Tells when the database has been closed: every user (this store, its readers,
+    /// the flusher) let go of it and RocksDB finished closing it.
+    pub fn closed_signal(&self) -> AllClosed {
+        self.open.all_closed()
     }
 
     fn reader(&self) -> LogReader {
@@ -148,7 +172,7 @@ fn put_meta<T: serde::Serialize>(
 }
 
 async fn flush_loop(
-    db: Arc<DB>,
+    db: Arc<LogDb>,
     mut rx: mpsc::UnboundedReceiver<LogFlushed<TypeConfig>>,
     stats: Arc<LogStats>,
 ) {
@@ -336,6 +360,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         );
         put_meta(&self.db, &mut batch, KEY_LAST_PURGED, &log_id).map_err(storage::write_logs)?;
         self.write(batch, "purge the log")
-            .map_err(storage::write_logs)
+            .map_err(storage::write_logs)?;
+        self.stats.purged.fetch_max(log_id.index, Ordering::Relaxed);
+        Ok(())
     }
 }

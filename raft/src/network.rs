@@ -14,8 +14,8 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use openraft::BasicNode;
 use openraft::error::{
-    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, SnapshotMismatch,
-    Timeout, Unreachable,
+    Fatal, InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
+    SnapshotMismatch, Timeout, Unreachable,
 };
 use openraft::network::{RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -39,15 +39,31 @@ pub enum TransportFailure {
     Remote(String),
 }
 
+/// Which raft RPC a request carries, so a transport can route it to a service of its
+/// own (the payload is opaque to the transport).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RaftRpcKind {
+    AppendEntries,
+    Vote,
+    InstallSnapshot,
+}
+
 /// Moves a request to a peer node and its answer back.
 pub trait RaftTransport: Send + Sync + 'static {
     fn request(
         &self,
         target: RaftNodeId,
         partition: PartitionId,
+        kind: RaftRpcKind,
         payload: Bytes,
         timeout: Duration,
     ) -> BoxFuture<'static, Result<Bytes, TransportFailure>>;
+
+    /// The largest payload a request may carry. Larger append-entries requests are not
+    /// sent; openraft retries them with fewer entries.
+    fn max_payload(&self) -> usize {
+        usize::MAX
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -94,6 +110,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
         PeerClient {
             target,
             partition: self.partition,
+            max_payload: self.transport.max_payload(),
             transport: self.transport.clone(),
         }
     }
@@ -103,6 +120,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
 pub struct PeerClient {
     target: RaftNodeId,
     partition: PartitionId,
+    max_payload: usize,
     transport: Arc<dyn RaftTransport>,
 }
 
@@ -116,10 +134,30 @@ impl PeerClient {
         rpc: &RaftRpc,
         timeout: Duration,
     ) -> RpcResult<RaftRpcReply, E> {
+        let kind = match rpc {
+            RaftRpc::AppendEntries(_) => RaftRpcKind::AppendEntries,
+            RaftRpc::Vote(_) => RaftRpcKind::Vote,
+            RaftRpc::InstallSnapshot(_) => RaftRpcKind::InstallSnapshot,
+        };
         let payload = codec::encode(rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        if let RaftRpc::AppendEntries(req) = rpc
+            && let Some(hint) = entries_hint(req.entries.len(), payload.len(), self.max_payload)
+        {
+            // openraft sends fewer entries next time: a follower far behind still gets
+            // the log, in requests the transport carries.
+            return Err(RPCError::PayloadTooLarge(
+                PayloadTooLarge::new_entries_hint(hint),
+            ));
+        }
         let reply = self
             .transport
-            .request(self.target, self.partition, Bytes::from(payload), timeout)
+            .request(
+                self.target,
+                self.partition,
+                kind,
+                Bytes::from(payload),
+                timeout,
+            )
             .await
             .map_err(|failure| match failure {
                 TransportFailure::Timeout => RPCError::Timeout(Timeout {
@@ -132,6 +170,18 @@ impl PeerClient {
             })?;
         codec::decode(&reply).map_err(|e| RPCError::Network(NetworkError::new(&e)))
     }
+}
+
+/// How many entries to send instead when `entries` entries encode to `len` bytes, more
+/// than the transport's `max` (`None`: they fit, or one entry alone is too large, which
+/// the transport then refuses).
+fn entries_hint(entries: usize, len: usize, max: usize) -> Option<u64> {
+    if len <= max || entries <= 1 {
+        return None;
+    }
+    // Proportionally fewer, with a margin for entries of uneven size.
+    let fit = (entries as u128 * max as u128 * 3 / 4 / len as u128) as u64;
+    Some(fit.clamp(1, entries as u64 - 1))
 }
 
 fn unexpected<E: std::error::Error>() -> RPCError<RaftNodeId, BasicNode, RaftError<RaftNodeId, E>> {
@@ -253,4 +303,24 @@ impl RaftService {
 
 fn fatal_text(f: &Fatal<RaftNodeId>) -> String {
     f.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_append_requests_shrink_in_proportion() {
+        assert_eq!(entries_hint(10, 1_000, 1_000), None, "fits");
+        assert_eq!(
+            entries_hint(1, 5_000, 1_000),
+            None,
+            "cannot shrink one entry"
+        );
+        // 100 entries in 4000 bytes, 1000 allowed: 25 would fit, 18 with the margin.
+        assert_eq!(entries_hint(100, 4_000, 1_000), Some(18));
+        // Never zero, never as many as before.
+        assert_eq!(entries_hint(2, 1_000_000, 10), Some(1));
+        assert_eq!(entries_hint(100, 1_001, 1_000), Some(74));
+    }
 }

@@ -21,6 +21,7 @@ use parking_lot::RwLock;
 use rill_protocol::codec;
 use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch, WriteOptions};
 
+use crate::closing::{AllClosed, OpenDatabases, OpenToken};
 use crate::error::{Error, Result};
 use crate::types::{LogId, StoredMembership};
 
@@ -69,13 +70,15 @@ impl Drop for GenerationDir {
 
 /// One open generation of the state database.
 pub struct StateDb {
-    // Field order matters: the database closes before its directory may be deleted.
+    // Field order matters: the database closes before its directory may be deleted, and
+    // both happen before the store counts it as closed.
     db: DB,
     dir: GenerationDir,
+    _open: OpenToken,
 }
 
 impl StateDb {
-    fn open(path: &Path) -> Result<StateDb> {
+    fn open(path: &Path, open: &OpenDatabases) -> Result<StateDb> {
         let db = DB::open_cf_descriptors(&db_options(), path, column_families())
             .map_err(Error::rocks("open the state database"))?;
         Ok(StateDb {
@@ -84,6 +87,7 @@ impl StateDb {
                 path: path.to_path_buf(),
                 obsolete: AtomicBool::new(false),
             },
+            _open: open.token(),
         })
     }
 
@@ -167,6 +171,7 @@ pub fn put_applied(
 pub struct StateStore {
     root: PathBuf,
     current: RwLock<Arc<StateDb>>,
+    open: OpenDatabases,
 }
 
 impl StateStore {
@@ -191,11 +196,19 @@ impl StateStore {
             ));
         }
         remove_other_entries(root, &generation)?;
-        let db = StateDb::open(&root.join(&generation))?;
+        let open = OpenDatabases::new();
+        let db = StateDb::open(&root.join(&generation), &open)?;
         Ok(StateStore {
             root: root.to_path_buf(),
             current: RwLock::new(Arc::new(db)),
+            open,
         })
+    }
+
+    /// Tells when every generation of the database has been closed (the store and
+    /// everyone holding a generation let go, and RocksDB finished closing).
+    pub fn closed_signal(&self) -> AllClosed {
+        self.open.all_closed()
     }
 
     /// The live database. Cheap; hold it only as long as needed.
@@ -216,7 +229,7 @@ impl StateStore {
         let next = format!("{GEN_PREFIX}{next_number:06}");
         let next_path = self.root.join(&next);
         fs::rename(source, &next_path).map_err(Error::io(&next_path))?;
-        let db = StateDb::open(&next_path)?;
+        let db = StateDb::open(&next_path, &self.open)?;
         write_current(&self.root, &next)?;
         current.dir.obsolete.store(true, Ordering::Release);
         *current = Arc::new(db);

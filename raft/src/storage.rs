@@ -2,11 +2,12 @@
 //! partition's directory (see docs/decisions/storage-layout.md).
 
 use std::path::Path;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 
+use crate::closing::AllClosed;
 use crate::error::Result;
 use crate::log_store::LogStore;
 use crate::snapshot::SnapshotStore;
@@ -33,35 +34,36 @@ impl PartitionStorage {
     }
 
     /// Something to wait on until both databases are closed (after raft shut down and
-    /// every handle was dropped), before the directory is opened again.
+    /// every handle was dropped, and RocksDB finished closing them), before the
+    /// directory is opened again or the process exits.
     pub fn closed_signal(&self) -> ClosedSignal {
         ClosedSignal {
             log: self.log.closed_signal(),
-            state: Arc::downgrade(&self.state),
+            state: self.state.closed_signal(),
         }
     }
 }
 
 /// Tells when a partition's databases have been closed.
+#[derive(Clone)]
 pub struct ClosedSignal {
-    log: Weak<rocksdb::DB>,
-    state: Weak<StateStore>,
+    log: AllClosed,
+    state: AllClosed,
 }
 
 impl ClosedSignal {
     pub fn is_closed(&self) -> bool {
-        self.log.strong_count() == 0 && self.state.strong_count() == 0
+        self.log.is_closed() && self.state.is_closed()
+    }
+
+    /// Waits until both are closed.
+    pub async fn closed(&self) {
+        self.log.wait().await;
+        self.state.wait().await;
     }
 
     /// Waits until closed, at most `timeout`. Returns whether it closed.
     pub async fn wait(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        while !self.is_closed() {
-            if Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        true
+        tokio::time::timeout(timeout, self.closed()).await.is_ok()
     }
 }

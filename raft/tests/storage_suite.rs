@@ -88,15 +88,13 @@ async fn appended_entries_survive_reopen_and_purge_keeps_no_hole() {
         store.purge(log_id(1, 0, 5)).await.unwrap();
         store.truncate(log_id(1, 0, 18)).await.unwrap();
         append_durably(&mut store, vec![normal(2, 18, b"new")]).await;
-        let signal = store.closed_signal();
+        let closed = store.closed_signal();
         drop(store);
-        // the flusher lets go of the database once its channel closes
-        for _ in 0..100 {
-            if signal.strong_count() == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        // The flusher lets go of the database once its channel closes; RocksDB then
+        // closes it on the flusher's thread. Reopening before that finished is refused.
+        tokio::time::timeout(Duration::from_secs(30), closed.wait())
+            .await
+            .expect("the log database closes");
     }
     let mut store = LogStore::open(&path, Handle::current()).unwrap();
     let state = store.get_log_state().await.unwrap();

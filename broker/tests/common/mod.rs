@@ -12,7 +12,8 @@ use rill_broker::{
     BrokerMetrics, ExporterFactory, Partition, PartitionConfig, PartitionEnv, Role, Runtimes,
 };
 use rill_config::{RaftConfig, RequestLimitConfig, ThreadsConfig};
-use rill_protocol::{NodeId, PartitionId};
+use rill_protocol::value::VariableRecord;
+use rill_protocol::{Intent, NodeId, PartitionId, Position, RecordType};
 use rill_raft::RaftService;
 
 pub fn test_config(
@@ -172,4 +173,25 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// The ids applied on a replica, in order, read back from its record stream.
+pub async fn applied_ids(p: &Partition<ListEngine>) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut from = Position(1);
+    loop {
+        let records = p.read_records(from, 10_000).await.unwrap();
+        let Some(last) = records.last() else { break };
+        from = last.position.next();
+        for r in &records {
+            if r.record_type == RecordType::Event && r.intent == Intent::Created {
+                let rill_protocol::RecordValue::Variable(VariableRecord { value, .. }) = &r.value
+                else {
+                    panic!("unexpected value {:?}", r.value);
+                };
+                ids.push(value.parse().unwrap());
+            }
+        }
+    }
+    ids
 }

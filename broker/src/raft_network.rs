@@ -1,0 +1,198 @@
+//! The raft network of a clustered node, over Rill's internal transport.
+//!
+//! ```text
+//!   partition p's raft ── PeerClient ──► TransportRaft ──► Transport: one connection per peer
+//!                                        (RPC kind → service,        │ frames carry the
+//!                                         partition id in the frame) │ partition id
+//!   peer's Transport ──► RaftHandler ──► RaftService ──► partition p's raft on the peer
+//! ```
+//!
+//! Outbound, every partition's raft RPCs to a peer share the node's one multiplexed
+//! connection to it; the RPC kind picks the service (`RAFT_APPEND`, `RAFT_VOTE`,
+//! `RAFT_SNAPSHOT`) and the partition id travels in each frame header. Inbound, the
+//! handler serves those services by handing the payload to the node's [`RaftService`],
+//! which finds the partition's raft.
+//!
+//! An append-entries request too large for one frame is not sent: openraft retries it
+//! with fewer entries (`RaftTransport::max_payload`).
+//!
+//! Batching and back-pressure are the transport's: frames queued for a peer go out in one
+//! write, at most `max_in_flight_per_peer` requests per peer are queued or awaiting an
+//! answer (a request beyond that fails when its raft timeout runs out, and raft retries),
+//! and a node whose handlers are all busy stops reading, so TCP pushes back on the sender.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use prometheus::Registry;
+use rill_protocol::{NodeId, PartitionId};
+use rill_raft::{RaftRpcKind, RaftService, RaftTransport, TransportFailure};
+use rill_transport::{
+    FRAME_HEADER_LEN, Handler, ServiceId, Transport, TransportConfig, TransportError,
+};
+
+use crate::error::{Error, Result};
+
+/// The service a raft RPC is sent to.
+pub fn raft_service_id(kind: RaftRpcKind) -> ServiceId {
+    match kind {
+        RaftRpcKind::AppendEntries => ServiceId::RAFT_APPEND,
+        RaftRpcKind::Vote => ServiceId::RAFT_VOTE,
+        RaftRpcKind::InstallSnapshot => ServiceId::RAFT_SNAPSHOT,
+    }
+}
+
+/// A node's raft network: its internal transport, serving the node's partitions.
+#[derive(Clone)]
+pub struct RaftNetwork {
+    transport: Transport,
+    max_payload: usize,
+    /// Serves the services other than raft's (the command API between brokers).
+    others: Arc<OnceLock<Arc<dyn Handler>>>,
+}
+
+impl RaftNetwork {
+    /// Listens on `listen`, serves raft RPCs for the partitions registered in `service`,
+    /// and knows `peers` by their internal addresses. Its tasks run on the runtime this
+    /// is called on.
+    pub async fn start(
+        node: NodeId,
+        listen: SocketAddr,
+        peers: &BTreeMap<NodeId, SocketAddr>,
+        service: RaftService,
+        registry: Option<&Registry>,
+    ) -> Result<RaftNetwork> {
+        let config = TransportConfig::new(node, listen);
+        let max_payload = config.max_frame_size - FRAME_HEADER_LEN;
+        let others: Arc<OnceLock<Arc<dyn Handler>>> = Arc::default();
+        let handler = RaftHandler {
+            service,
+            others: others.clone(),
+        };
+        let transport = Transport::start(config, Arc::new(handler))
+            .await
+            .map_err(|e| Error::Network(format!("internal port {listen}: {e}")))?;
+        if let Some(registry) = registry {
+            transport
+                .metrics()
+                .register(registry)
+                .map_err(|e| Error::Network(format!("transport metrics: {e}")))?;
+        }
+        for (&peer, &addr) in peers {
+            if peer != node {
+                transport.set_peer(peer, addr);
+            }
+        }
+        Ok(RaftNetwork {
+            transport,
+            max_payload,
+            others,
+        })
+    }
+
+    /// Serves every service other than raft's with `handler` from now on (brokers call
+    /// each other's command API over the internal port). Only the first call counts.
+    pub fn serve_others(&self, handler: Arc<dyn Handler>) {
+        let _ = self.others.set(handler);
+    }
+
+    /// The address the internal port is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.transport.local_addr()
+    }
+
+    /// What the node's partitions send their raft RPCs through.
+    pub fn raft_transport(&self) -> Arc<dyn RaftTransport> {
+        Arc::new(TransportRaft {
+            transport: self.transport.clone(),
+            max_payload: self.max_payload,
+        })
+    }
+
+    /// The transport underneath (metrics, stats).
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Closes the internal port and every connection.
+    pub async fn shutdown(&self) {
+        self.transport.shutdown().await;
+    }
+}
+
+/// Sends raft RPCs over the internal transport.
+struct TransportRaft {
+    transport: Transport,
+    max_payload: usize,
+}
+
+fn failure(error: TransportError) -> TransportFailure {
+    match error {
+        TransportError::Timeout { .. } => TransportFailure::Timeout,
+        TransportError::Remote(reason) => TransportFailure::Remote(reason),
+        // Unreachable, connection lost, back-pressure, unknown peer, shutting down, a
+        // frame too large: raft treats them all as a peer it cannot reach now and retries.
+        other => TransportFailure::Unreachable(other.to_string()),
+    }
+}
+
+impl RaftTransport for TransportRaft {
+    fn request(
+        &self,
+        target: u64,
+        partition: PartitionId,
+        kind: RaftRpcKind,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'static, Result<Bytes, TransportFailure>> {
+        let transport = self.transport.clone();
+        Box::pin(async move {
+            let node = u32::try_from(target)
+                .map(NodeId)
+                .map_err(|_| TransportFailure::Unreachable(format!("no node {target}")))?;
+            transport
+                .request(node, raft_service_id(kind), partition, payload, timeout)
+                .await
+                .map_err(failure)
+        })
+    }
+
+    fn max_payload(&self) -> usize {
+        self.max_payload
+    }
+}
+
+/// Serves the raft services of the internal port, and hands the others on.
+struct RaftHandler {
+    service: RaftService,
+    others: Arc<OnceLock<Arc<dyn Handler>>>,
+}
+
+impl Handler for RaftHandler {
+    fn handle(
+        &self,
+        from: NodeId,
+        service: ServiceId,
+        partition: PartitionId,
+        payload: Bytes,
+    ) -> BoxFuture<'static, std::result::Result<Bytes, String>> {
+        match service {
+            ServiceId::RAFT_APPEND | ServiceId::RAFT_VOTE | ServiceId::RAFT_SNAPSHOT => {
+                let raft = self.service.clone();
+                Box::pin(async move { raft.handle(partition, payload).await })
+            }
+            other => match self.others.get() {
+                Some(handler) => handler.handle(from, other, partition, payload),
+                None => Box::pin(async move {
+                    Err(format!(
+                        "service {other} is not served on the internal port (yet)"
+                    ))
+                }),
+            },
+        }
+    }
+}
