@@ -152,6 +152,30 @@ impl<E: Engine> BrokerNode<E> {
         addresses: BTreeMap<NodeId, String>,
         make_engine: impl Fn(PartitionId) -> E,
     ) -> Result<BrokerNode<E>> {
+        let exporters = Some(exporter_factory(&config, registry)?);
+        BrokerNode::start_with_exporters(
+            config,
+            registry,
+            transport,
+            raft_service,
+            addresses,
+            make_engine,
+            exporters,
+        )
+    }
+
+    /// [`BrokerNode::start`] with the exporters made by `exporters` instead of those of
+    /// the configuration; `None` runs no exporter director, so every record stays in
+    /// the export column family (for tests that read the records back).
+    pub fn start_with_exporters(
+        config: RillConfig,
+        registry: &Registry,
+        transport: Arc<dyn RaftTransport>,
+        raft_service: RaftService,
+        addresses: BTreeMap<NodeId, String>,
+        make_engine: impl Fn(PartitionId) -> E,
+        exporters: Option<ExporterFactory>,
+    ) -> Result<BrokerNode<E>> {
         let runtimes = Runtimes::new(&config.threads)?;
         let metrics = BrokerMetrics::new(registry)?;
         let node_id = NodeId(config.cluster.node_id);
@@ -171,7 +195,7 @@ impl<E: Engine> BrokerNode<E> {
             transport,
             raft_service,
             metrics: metrics.clone(),
-            exporters: Some(exporter_factory(&config, registry)?),
+            exporters,
         };
         let mut partitions = BTreeMap::new();
         for partition_id in partitions_of(node_id, &config) {

@@ -107,13 +107,15 @@ async fn start(cluster: &Shared, i: usize) {
         (c.config(i), c.addresses())
     };
     let node = tokio::task::spawn_blocking(move || {
-        BrokerNode::start(
+        // No exporter director: the test reads every record back.
+        BrokerNode::start_with_exporters(
             config,
             &Registry::new(),
             rill_broker::single_node_transport(),
             rill_raft::RaftService::new(),
             addresses,
             |_| ListEngine,
+            None,
         )
     })
     .await
