@@ -109,14 +109,19 @@ impl Standalone {
         let child = command
             .spawn()
             .with_context(|| format!("starting {}", options.binary.display()))?;
-        let kept = options.keep_data.then(|| temp.path().to_path_buf());
+        // A kept directory is detached from the guard that would delete it.
+        let (temp, kept) = if options.keep_data {
+            (None, Some(temp.keep()))
+        } else {
+            (Some(temp), None)
+        };
         Ok(Standalone {
             child,
             rest_url: format!("http://127.0.0.1:{rest_port}"),
             monitoring_url: format!("http://127.0.0.1:{monitoring_port}"),
             data_dir,
             export_file,
-            _temp: if options.keep_data { None } else { Some(temp) },
+            _temp: temp,
             kept,
         })
     }
