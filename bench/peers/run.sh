@@ -9,7 +9,8 @@
 #
 # Environment: INSTANCES, STARTERS, WORKERS; PEERS (default "dbos bpmn-engine");
 # OUT (results, default /var/tmp/rill-bench-peers); SKIP_BUILD=1 to use the built
-# binaries as they are; CARGO_TARGET_DIR as for cargo.
+# binaries as they are; CARGO_TARGET_DIR as for cargo; RILL_BENCH to use another
+# rill-bench binary (its sibling `rill` is the broker started).
 #
 # Installs what is missing: Debian's PostgreSQL (apt), PyPI dbos (in a venv under
 # $OUT), npm bpmn-engine (bench/peers/bpmn-engine/node_modules).
@@ -23,7 +24,7 @@ workers=${WORKERS:-16}
 peers=${PEERS:-"dbos bpmn-engine"}
 out=${OUT:-/var/tmp/rill-bench-peers}
 target=${CARGO_TARGET_DIR:-$root/target}
-bench="$target/release/rill-bench"
+bench=${RILL_BENCH:-$target/release/rill-bench}
 mkdir -p "$out"
 
 say() { printf '\n== %s\n' "$*" >&2; }

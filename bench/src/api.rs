@@ -93,7 +93,6 @@ impl Api {
         })
     }
 
-
     /// Sends a request built by `build`, retrying on backpressure and on transport
     /// errors; any other non-success status is an error with the problem text.
     async fn send(

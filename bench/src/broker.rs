@@ -72,7 +72,12 @@ impl Standalone {
         let temp = tempfile::Builder::new()
             .prefix("rill-bench-")
             .tempdir_in(&options.work_dir)
-            .with_context(|| format!("creating a data directory in {}", options.work_dir.display()))?;
+            .with_context(|| {
+                format!(
+                    "creating a data directory in {}",
+                    options.work_dir.display()
+                )
+            })?;
         let data_dir = temp.path().join("data");
         let rest_port = free_port()?;
         let monitoring_port = free_port()?;
@@ -88,7 +93,9 @@ impl Standalone {
             format!("monitoring.port={monitoring_port}"),
             format!("data.directory={}", data_dir.display()),
         ];
-        let export_file = options.export_jsonl.then(|| temp.path().join("records.jsonl"));
+        let export_file = options
+            .export_jsonl
+            .then(|| temp.path().join("records.jsonl"));
         if let Some(file) = &export_file {
             sets.push(format!("exporters.jsonl.path={}", file.display()));
         }
@@ -102,7 +109,10 @@ impl Standalone {
             command.arg("--set").arg(set);
         }
         command
-            .env("RILL_LOG", std::env::var("RILL_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RILL_LOG",
+                std::env::var("RILL_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
@@ -149,7 +159,10 @@ impl Standalone {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                bail!("rill standalone was not ready after 60 s:\n{}", self.log_tail());
+                bail!(
+                    "rill standalone was not ready after 60 s:\n{}",
+                    self.log_tail()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -240,7 +240,7 @@ pub async fn run(api: &Api, options: &LoadOptions) -> Result<RunResult> {
                 last_progress = Instant::now();
                 count += 1;
                 latencies.push(event.latency_us.min(u32::MAX as u64) as u32);
-                if count % sample_every == 0 {
+                if count.is_multiple_of(sample_every) {
                     samples.push(event.instance_key);
                 }
                 if milestones_left.peek() == Some(&count) {

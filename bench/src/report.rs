@@ -53,7 +53,12 @@ impl<'a> Report<'a> {
         );
     }
 
-    pub fn add_run(&mut self, result: RunResult, data_bytes: Option<u64>, export_bytes: Option<u64>) {
+    pub fn add_run(
+        &mut self,
+        result: RunResult,
+        data_bytes: Option<u64>,
+        export_bytes: Option<u64>,
+    ) {
         self.runs.push(RunEntry {
             result,
             data_bytes,
