@@ -94,8 +94,8 @@ impl<'a> Report<'a> {
             for (i, run) in self.runs.iter().enumerate() {
                 match run.export_bytes {
                     Some(0) | None => println!(
-                        "run {}: the JSON-lines export file is empty or missing: this \
-                         standalone does not run its exporters (exporters.jsonl.path was set)",
+                        "run {}: the JSON-lines export file is empty or missing (exporters.jsonl.path \
+                         was set): the broker exported nothing",
                         i + 1
                     ),
                     Some(bytes) => println!("run {}: exported {bytes} bytes of JSON lines", i + 1),
