@@ -289,6 +289,16 @@ impl<E: Engine> BrokerNode<E> {
     /// `ShuttingDown`) and waits until their databases are closed, then the internal
     /// transport, then the runtimes (waiting for their threads to end).
     pub fn shutdown(self) {
+        self.stop_partitions();
+        drop(self.partitions);
+        drop(self.network);
+        self.runtimes.shutdown();
+    }
+
+    /// The graceful part of [`BrokerNode::shutdown`] for a node that is still shared:
+    /// stops every partition (waiting until its databases are closed) and the internal
+    /// transport; the runtimes keep running until the node is dropped.
+    pub fn stop_partitions(&self) {
         let partitions: Vec<_> = self.partitions.values().cloned().collect();
         let network = self.network.clone();
         self.runtimes.io().block_on(async move {
@@ -298,9 +308,6 @@ impl<E: Engine> BrokerNode<E> {
                 network.shutdown().await;
             }
         });
-        drop(self.partitions);
-        drop(self.network);
-        self.runtimes.shutdown();
     }
 }
 

@@ -40,18 +40,22 @@ async fn acknowledged_commands_survive_repeated_leader_kills() {
     let acked = Arc::new(Mutex::new(BTreeMap::<u64, u64>::new()));
     let ambiguous = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
+    // Clients go on past COMMANDS until the leader was killed a few times: a fast
+    // machine must not finish the load before the chaos happened.
+    let kills_so_far = Arc::new(AtomicU64::new(0));
 
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
-        let (replicas, next_id, acked, ambiguous) = (
+        let (replicas, next_id, acked, ambiguous, kills_so_far) = (
             replicas.clone(),
             next_id.clone(),
             acked.clone(),
             ambiguous.clone(),
+            kills_so_far.clone(),
         );
         clients.push(tokio::spawn(async move {
             let mut id = next_id.fetch_add(1, Ordering::Relaxed);
-            while id <= COMMANDS {
+            while id <= COMMANDS || kills_so_far.load(Ordering::Relaxed) < 3 {
                 let Some(leader) = current_leader(&replicas).await else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
@@ -82,7 +86,7 @@ async fn acknowledged_commands_survive_repeated_leader_kills() {
 
     // Chaos: kill the leader, let the others take over, bring it back; repeat.
     let chaos = {
-        let (replicas, done) = (replicas.clone(), done.clone());
+        let (replicas, done, kills_so_far) = (replicas.clone(), done.clone(), kills_so_far.clone());
         tokio::spawn(async move {
             let mut kills = 0;
             while !done.load(Ordering::Relaxed) {
@@ -97,6 +101,7 @@ async fn acknowledged_commands_survive_repeated_leader_kills() {
                 let Some(leader) = leader else { continue };
                 replicas.write().await.stop(leader).await;
                 kills += 1;
+                kills_so_far.store(kills, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(400)).await;
                 replicas.write().await.start(leader).await;
             }
@@ -212,9 +217,21 @@ async fn a_replica_behind_the_purged_log_catches_up_by_snapshot() {
         d
     };
     assert_eq!(digests.len(), 1);
-    // It carries on applying normally afterwards.
+    // It carries on applying normally afterwards (through whichever replica leads: a
+    // loaded machine may see an election here).
     for id in 321..=330 {
-        p.submit(ListCommand::Append { id }).await.unwrap();
+        loop {
+            let leader = cluster.leader(Duration::from_secs(10)).await;
+            match cluster
+                .node(leader)
+                .submit(ListCommand::Append { id })
+                .await
+            {
+                Ok(_) => break,
+                Err(rill_broker::Error::NotLeader { .. }) => continue,
+                Err(e) => panic!("append {id}: {e}"),
+            }
+        }
     }
     cluster.converged(Duration::from_secs(30)).await;
     let status = cluster.node(lagging).status();

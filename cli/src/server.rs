@@ -201,7 +201,9 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
     drop(health);
     match Arc::try_unwrap(node) {
         Ok(node) => node.shutdown(),
-        Err(_) => tracing::warn!("the broker is still referenced; stopping without waiting"),
+        // Still held by a server task finishing its last connection: stop the
+        // partitions anyway (their databases are closed when this returns).
+        Err(node) => node.stop_partitions(),
     }
     tracing::info!("stopped");
     Ok(())

@@ -571,3 +571,33 @@ fn messages_correlate_across_partitions() {
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }
+
+/// Camunda's own Python SDK (`camunda-orchestration-sdk`, unmodified, pinned in
+/// `tests/clients/python/requirements.txt`) against the real binary: deploy, create,
+/// activate and complete jobs, see the instance finish (`tests/clients/python/sdk_flow.py`).
+#[test]
+fn the_camunda_python_sdk_runs_a_process_on_the_real_binary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let mut rill = Standalone::start(&data, &[]);
+    runtime().block_on(rill.wait_ready(Duration::from_secs(30)));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = std::process::Command::new("bash")
+        .arg(root.join("tests/clients/python/run.sh"))
+        .env("RILL_REST_ADDRESS", rill.rest())
+        .env(
+            "RILL_PY_VENV",
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-clients"),
+        )
+        .output()
+        .expect("run tests/clients/python/run.sh (needs bash and python3)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("all checks passed"),
+        "the Python SDK flow failed ({}):\n{stdout}\n{stderr}\n{}",
+        output.status,
+        rill.log_text()
+    );
+    assert!(rill.terminate(Duration::from_secs(20)));
+}
