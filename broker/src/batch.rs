@@ -1,11 +1,18 @@
-//! The bytes of a raft log entry: a batch of commands stamped with the leader's clock.
+//! The bytes of a raft log entry: a batch of commands stamped with the leader's clock
+//! and the term it was built in.
 //!
 //! ```text
-//! u8 version (1) | i64 timestamp (ms) | u32 count |
+//! version 2: u8 version | u64 term | i64 timestamp (ms) | u32 count | commands
+//! version 1: u8 version | i64 timestamp (ms) | u32 count | commands   (read only)
 //!   per command: u64 request id (0 = none) | u32 length | command (rill codec)
 //! ```
 //! Little endian. Commands are framed one by one so the leader can stop adding to a
 //! batch when it reaches `raft.max-batch-size`, and a replica decodes each on its own.
+//!
+//! The term lets every replica refuse, deterministically, a batch that raft appended in a
+//! later term than the one it was built for (a proposal that reached raft after its
+//! proposer lost leadership and won it again): such a batch is skipped, so a request
+//! its proposer has given up on as "not applied" can never be applied after all.
 
 use rill_engine_api::RequestId;
 use rill_protocol::{Timestamp, codec};
@@ -14,8 +21,11 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 
-const VERSION: u8 = 1;
-const HEADER: usize = 1 + 8 + 4;
+const VERSION: u8 = 2;
+const HEADER: usize = 1 + 8 + 8 + 4;
+const COUNT_AT: usize = 17;
+const V1: u8 = 1;
+const V1_HEADER: usize = 1 + 8 + 4;
 
 /// Builds the bytes of one entry.
 pub(crate) struct BatchBuilder {
@@ -24,9 +34,11 @@ pub(crate) struct BatchBuilder {
 }
 
 impl BatchBuilder {
-    pub fn new(timestamp: Timestamp) -> Self {
+    /// A batch built while leading in `term`.
+    pub fn new(timestamp: Timestamp, term: u64) -> Self {
         let mut buf = Vec::with_capacity(4096);
         buf.push(VERSION);
+        buf.extend_from_slice(&term.to_le_bytes());
         buf.extend_from_slice(&timestamp.millis().to_le_bytes());
         buf.extend_from_slice(&0u32.to_le_bytes());
         BatchBuilder { buf, count: 0 }
@@ -62,7 +74,7 @@ impl BatchBuilder {
     }
 
     pub fn finish(mut self) -> Vec<u8> {
-        self.buf[9..13].copy_from_slice(&self.count.to_le_bytes());
+        self.buf[COUNT_AT..COUNT_AT + 4].copy_from_slice(&self.count.to_le_bytes());
         self.buf
     }
 }
@@ -70,6 +82,8 @@ impl BatchBuilder {
 /// A decoded entry: its timestamp and its commands, each still to be decoded.
 pub(crate) struct BatchView<'a> {
     pub timestamp: Timestamp,
+    /// The term the batch was built in (`None`: a version 1 batch, which has none).
+    pub term: Option<u64>,
     /// Commands not yet read.
     remaining: u32,
     rest: &'a [u8],
@@ -81,26 +95,73 @@ fn corrupt(reason: impl Into<String>) -> Error {
 
 impl<'a> BatchView<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<BatchView<'a>, Error> {
-        if bytes.len() < HEADER {
+        let (term, header) = match bytes.first() {
+            Some(&VERSION) => (true, HEADER),
+            Some(&V1) => (false, V1_HEADER),
+            Some(other) => {
+                return Err(corrupt(format!("unknown command batch version {other}")));
+            }
+            None => return Err(corrupt("empty entry")),
+        };
+        if bytes.len() < header {
             return Err(corrupt(format!(
                 "entry of {} bytes has no header",
                 bytes.len()
             )));
         }
-        if bytes[0] != VERSION {
-            return Err(corrupt(format!(
-                "unknown command batch version {}",
-                bytes[0]
-            )));
-        }
-        let timestamp =
-            i64::from_le_bytes(bytes[1..9].try_into().map_err(|_| corrupt("timestamp"))?);
-        let count = u32::from_le_bytes(bytes[9..13].try_into().map_err(|_| corrupt("count"))?);
+        let u64_at = |at: usize, what: &str| -> Result<u64, Error> {
+            Ok(u64::from_le_bytes(
+                bytes[at..at + 8].try_into().map_err(|_| corrupt(what))?,
+            ))
+        };
+        let (term, fields) = if term {
+            (Some(u64_at(1, "term")?), 9)
+        } else {
+            (None, 1)
+        };
+        let timestamp = u64_at(fields, "timestamp")? as i64;
+        let count = u32::from_le_bytes(
+            bytes[fields + 8..fields + 12]
+                .try_into()
+                .map_err(|_| corrupt("count"))?,
+        );
         Ok(BatchView {
             timestamp: Timestamp(timestamp),
+            term,
             remaining: count,
-            rest: &bytes[HEADER..],
+            rest: &bytes[header..],
         })
+    }
+
+    /// Whether the batch may be applied as an entry raft appended in `entry_term`.
+    pub fn built_for(&self, entry_term: u64) -> bool {
+        self.term.is_none_or(|term| term == entry_term)
+    }
+
+    /// The requests of the batch's commands, without decoding the commands.
+    pub fn requests(mut self) -> Result<Vec<RequestId>, Error> {
+        let mut requests = Vec::new();
+        while !self.rest.is_empty() {
+            if self.rest.len() < 12 {
+                return Err(corrupt("truncated command frame"));
+            }
+            let request = u64::from_le_bytes(
+                self.rest[..8]
+                    .try_into()
+                    .map_err(|_| corrupt("request id"))?,
+            );
+            let len =
+                u32::from_le_bytes(self.rest[8..12].try_into().map_err(|_| corrupt("length"))?)
+                    as usize;
+            let Some(rest) = self.rest.get(12 + len..) else {
+                return Err(corrupt(format!("command of {len} bytes is cut off")));
+            };
+            self.rest = rest;
+            if request != 0 {
+                requests.push(RequestId(request));
+            }
+        }
+        Ok(requests)
     }
 
     /// The next command, or `None` at the end.
@@ -148,13 +209,23 @@ mod tests {
 
     #[test]
     fn round_trips_commands_with_and_without_requests() {
-        let mut b = BatchBuilder::new(Timestamp(1234));
+        let mut b = BatchBuilder::new(Timestamp(1234), 5);
         b.push(Some(RequestId(7)), &"first".to_owned()).unwrap();
         b.push(None, &"second".to_owned()).unwrap();
         assert_eq!(b.count(), 2);
         let bytes = b.finish();
+        assert_eq!(
+            BatchView::parse(&bytes).unwrap().requests().unwrap(),
+            vec![RequestId(7)]
+        );
         let mut view = BatchView::parse(&bytes).unwrap();
         assert_eq!(view.timestamp, Timestamp(1234));
+        assert_eq!(view.term, Some(5));
+        assert!(view.built_for(5));
+        assert!(
+            !view.built_for(6),
+            "appended in a later term than built for"
+        );
         let (r, c): (_, String) = view.next_command().unwrap().unwrap();
         assert_eq!((r, c.as_str()), (Some(RequestId(7)), "first"));
         let (r, c): (_, String) = view.next_command().unwrap().unwrap();
@@ -164,7 +235,7 @@ mod tests {
 
     #[test]
     fn truncated_entries_are_errors_not_panics() {
-        let mut b = BatchBuilder::new(Timestamp(1));
+        let mut b = BatchBuilder::new(Timestamp(1), 1);
         b.push(Some(RequestId(1)), &vec![1u32, 2, 3]).unwrap();
         let bytes = b.finish();
         for cut in 0..bytes.len() {
@@ -173,8 +244,26 @@ mod tests {
                 Ok(mut view) => {
                     let got = view.next_command::<Vec<u32>>();
                     assert!(matches!(got, Some(Err(_)) | None), "cut {cut}");
+                    let requests = BatchView::parse(&bytes[..cut]).unwrap().requests();
+                    assert!(requests.is_err() || cut == HEADER, "cut {cut}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn version_1_batches_are_still_read_and_apply_in_any_term() {
+        let mut bytes = vec![V1];
+        bytes.extend_from_slice(&77i64.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&9u64.to_le_bytes());
+        let body = codec::encode(&"old".to_owned()).unwrap();
+        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert_eq!((view.timestamp, view.term), (Timestamp(77), None));
+        assert!(view.built_for(3));
+        let (r, c): (_, String) = view.next_command().unwrap().unwrap();
+        assert_eq!((r, c.as_str()), (Some(RequestId(9)), "old"));
     }
 }
