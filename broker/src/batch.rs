@@ -1,14 +1,21 @@
-//! The bytes of a raft log entry: a batch of commands stamped with the leader's clock.
+//! The bytes of a raft log entry: a batch of commands stamped with the leader's clock
+//! and the term it was built in.
 //!
 //! ```text
-//! u8 version (2) | i64 timestamp (ms) | u32 count |
+//! version 2: u8 version | u64 term | i64 timestamp (ms) | u32 count | commands
 //!   per command: u8 kind | u64 request id (0 = none) | u32 length | command (rill codec)
+//! version 1: u8 version | i64 timestamp (ms) | u32 count | commands   (read only)
+//!   per command: u64 request id (0 = none) | u32 length | command (rill codec)
 //! ```
+//! The kind tells an engine command (0) from one of the partition core's own (1, e.g.
+//! the exporters' positions); version 1 has engine commands only.
 //! Little endian. Commands are framed one by one so the leader can stop adding to a
 //! batch when it reaches `raft.max-batch-size`, and a replica decodes each on its own.
-//! The kind tells an engine command (0) from one of the partition core's own (1, e.g.
-//! the exporters' positions). Version 1 entries (no kind byte, engine commands only)
-//! are still read.
+//!
+//! The term lets every replica refuse, deterministically, a batch that raft appended in a
+//! later term than the one it was built for (a proposal that reached raft after its
+//! proposer lost leadership and won it again): such a batch is skipped, so a request
+//! its proposer has given up on as "not applied" can never be applied after all.
 
 use rill_engine_api::RequestId;
 use rill_protocol::{Timestamp, codec};
@@ -18,8 +25,10 @@ use serde::de::DeserializeOwned;
 use crate::error::Error;
 
 const VERSION: u8 = 2;
-const VERSION_WITHOUT_KIND: u8 = 1;
-const HEADER: usize = 1 + 8 + 4;
+const HEADER: usize = 1 + 8 + 8 + 4;
+const COUNT_AT: usize = 17;
+const V1: u8 = 1;
+const V1_HEADER: usize = 1 + 8 + 4;
 const KIND_ENGINE: u8 = 0;
 const KIND_CORE: u8 = 1;
 
@@ -48,9 +57,11 @@ pub(crate) struct BatchBuilder {
 }
 
 impl BatchBuilder {
-    pub fn new(timestamp: Timestamp) -> Self {
+    /// A batch built while leading in `term`.
+    pub fn new(timestamp: Timestamp, term: u64) -> Self {
         let mut buf = Vec::with_capacity(4096);
         buf.push(VERSION);
+        buf.extend_from_slice(&term.to_le_bytes());
         buf.extend_from_slice(&timestamp.millis().to_le_bytes());
         buf.extend_from_slice(&0u32.to_le_bytes());
         BatchBuilder { buf, count: 0 }
@@ -101,7 +112,7 @@ impl BatchBuilder {
     }
 
     pub fn finish(mut self) -> Vec<u8> {
-        self.buf[9..13].copy_from_slice(&self.count.to_le_bytes());
+        self.buf[COUNT_AT..COUNT_AT + 4].copy_from_slice(&self.count.to_le_bytes());
         self.buf
     }
 }
@@ -109,8 +120,8 @@ impl BatchBuilder {
 /// A decoded entry: its timestamp and its commands, each still to be decoded.
 pub(crate) struct BatchView<'a> {
     pub timestamp: Timestamp,
-    /// Whether each command starts with a kind byte (version 2 on).
-    has_kind: bool,
+    /// The term the batch was built in (`None`: a version 1 batch, which has none).
+    pub term: Option<u64>,
     /// Commands not yet read.
     remaining: u32,
     rest: &'a [u8],
@@ -122,27 +133,76 @@ fn corrupt(reason: impl Into<String>) -> Error {
 
 impl<'a> BatchView<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<BatchView<'a>, Error> {
-        if bytes.len() < HEADER {
+        let (term, header) = match bytes.first() {
+            Some(&VERSION) => (true, HEADER),
+            Some(&V1) => (false, V1_HEADER),
+            Some(other) => {
+                return Err(corrupt(format!("unknown command batch version {other}")));
+            }
+            None => return Err(corrupt("empty entry")),
+        };
+        if bytes.len() < header {
             return Err(corrupt(format!(
                 "entry of {} bytes has no header",
                 bytes.len()
             )));
         }
-        if bytes[0] != VERSION && bytes[0] != VERSION_WITHOUT_KIND {
-            return Err(corrupt(format!(
-                "unknown command batch version {}",
-                bytes[0]
-            )));
-        }
-        let timestamp =
-            i64::from_le_bytes(bytes[1..9].try_into().map_err(|_| corrupt("timestamp"))?);
-        let count = u32::from_le_bytes(bytes[9..13].try_into().map_err(|_| corrupt("count"))?);
+        let u64_at = |at: usize, what: &str| -> Result<u64, Error> {
+            Ok(u64::from_le_bytes(
+                bytes[at..at + 8].try_into().map_err(|_| corrupt(what))?,
+            ))
+        };
+        let (term, fields) = if term {
+            (Some(u64_at(1, "term")?), 9)
+        } else {
+            (None, 1)
+        };
+        let timestamp = u64_at(fields, "timestamp")? as i64;
+        let count = u32::from_le_bytes(
+            bytes[fields + 8..fields + 12]
+                .try_into()
+                .map_err(|_| corrupt("count"))?,
+        );
         Ok(BatchView {
             timestamp: Timestamp(timestamp),
-            has_kind: bytes[0] != VERSION_WITHOUT_KIND,
+            term,
             remaining: count,
-            rest: &bytes[HEADER..],
+            rest: &bytes[header..],
         })
+    }
+
+    /// Whether the batch may be applied as an entry raft appended in `entry_term`.
+    pub fn built_for(&self, entry_term: u64) -> bool {
+        self.term.is_none_or(|term| term == entry_term)
+    }
+
+    /// The requests of the batch's commands, without decoding the commands.
+    pub fn requests(mut self) -> Result<Vec<RequestId>, Error> {
+        let mut requests = Vec::new();
+        while !self.rest.is_empty() {
+            if self.term.is_some() {
+                self.rest = &self.rest[1..]; // the kind
+            }
+            if self.rest.len() < 12 {
+                return Err(corrupt("truncated command frame"));
+            }
+            let request = u64::from_le_bytes(
+                self.rest[..8]
+                    .try_into()
+                    .map_err(|_| corrupt("request id"))?,
+            );
+            let len =
+                u32::from_le_bytes(self.rest[8..12].try_into().map_err(|_| corrupt("length"))?)
+                    as usize;
+            let Some(rest) = self.rest.get(12 + len..) else {
+                return Err(corrupt(format!("command of {len} bytes is cut off")));
+            };
+            self.rest = rest;
+            if request != 0 {
+                requests.push(RequestId(request));
+            }
+        }
+        Ok(requests)
     }
 
     /// The next command, or `None` at the end.
@@ -154,7 +214,8 @@ impl<'a> BatchView<'a> {
     }
 
     fn read_one<C: DeserializeOwned>(&mut self) -> Result<Item<C>, Error> {
-        let kind = if self.has_kind {
+        // Version 2 (with a term) frames each command with its kind.
+        let kind = if self.term.is_some() {
             let kind = self.rest[0];
             self.rest = &self.rest[1..];
             kind
@@ -193,6 +254,17 @@ impl<'a> BatchView<'a> {
             other => Err(corrupt(format!("unknown command kind {other}"))),
         }
     }
+
+    /// The next engine command (tests of the frame format).
+    #[cfg(test)]
+    fn next_command<C: DeserializeOwned>(
+        &mut self,
+    ) -> Option<Result<(Option<RequestId>, C), Error>> {
+        self.next_item().map(|item| match item? {
+            Item::Engine(request, command) => Ok((request, command)),
+            Item::Core(core) => Err(corrupt(format!("a core command {core:?}"))),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -200,74 +272,83 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_commands_with_and_without_requests() {
-        let mut b = BatchBuilder::new(Timestamp(1234));
-        b.push(Some(RequestId(7)), &"first".to_owned()).unwrap();
-        b.push(None, &"second".to_owned()).unwrap();
-        assert_eq!(b.count(), 2);
-        let bytes = b.finish();
-        let mut view = BatchView::parse(&bytes).unwrap();
-        assert_eq!(view.timestamp, Timestamp(1234));
-        let engine = |item: Option<Result<Item<String>, Error>>| match item {
-            Some(Ok(Item::Engine(r, c))) => (r, c),
-            other => panic!("expected an engine command, got {other:?}"),
-        };
-        assert_eq!(
-            engine(view.next_item()),
-            (Some(RequestId(7)), "first".to_owned())
-        );
-        assert_eq!(engine(view.next_item()), (None, "second".to_owned()));
-        assert!(view.next_item::<String>().is_none());
-    }
-
-    #[test]
     fn core_commands_travel_beside_engine_commands() {
         let exported = CoreCommand::Exported {
             positions: vec![("jsonl".to_owned(), 42)],
         };
-        let mut b = BatchBuilder::new(Timestamp(5));
-        b.push(None, &"engine".to_owned()).unwrap();
+        let mut b = BatchBuilder::new(Timestamp(5), 3);
+        b.push(Some(RequestId(4)), &"engine".to_owned()).unwrap();
         b.push_core(&exported).unwrap();
         let bytes = b.finish();
+        assert_eq!(
+            BatchView::parse(&bytes).unwrap().requests().unwrap(),
+            vec![RequestId(4)]
+        );
         let mut view = BatchView::parse(&bytes).unwrap();
         assert!(
-            matches!(view.next_item::<String>(), Some(Ok(Item::Engine(None, c))) if c == "engine")
+            matches!(view.next_item::<String>(), Some(Ok(Item::Engine(Some(RequestId(4)), c))) if c == "engine")
         );
         assert!(matches!(view.next_item::<String>(), Some(Ok(Item::Core(c))) if c == exported));
         assert!(view.next_item::<String>().is_none());
     }
 
     #[test]
-    fn version_1_entries_are_still_read() {
-        // u8 version 1 | timestamp | count | request id | length | command
-        let mut bytes = vec![1u8];
-        bytes.extend_from_slice(&9i64.to_le_bytes());
-        bytes.extend_from_slice(&1u32.to_le_bytes());
-        bytes.extend_from_slice(&3u64.to_le_bytes());
-        let body = codec::encode(&"old".to_owned()).unwrap();
-        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&body);
-        let mut view = BatchView::parse(&bytes).unwrap();
-        assert_eq!(view.timestamp, Timestamp(9));
-        assert!(
-            matches!(view.next_item::<String>(), Some(Ok(Item::Engine(Some(RequestId(3)), c))) if c == "old")
+    fn round_trips_commands_with_and_without_requests() {
+        let mut b = BatchBuilder::new(Timestamp(1234), 5);
+        b.push(Some(RequestId(7)), &"first".to_owned()).unwrap();
+        b.push(None, &"second".to_owned()).unwrap();
+        assert_eq!(b.count(), 2);
+        let bytes = b.finish();
+        assert_eq!(
+            BatchView::parse(&bytes).unwrap().requests().unwrap(),
+            vec![RequestId(7)]
         );
-        assert!(view.next_item::<String>().is_none());
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert_eq!(view.timestamp, Timestamp(1234));
+        assert_eq!(view.term, Some(5));
+        assert!(view.built_for(5));
+        assert!(
+            !view.built_for(6),
+            "appended in a later term than built for"
+        );
+        let (r, c): (_, String) = view.next_command().unwrap().unwrap();
+        assert_eq!((r, c.as_str()), (Some(RequestId(7)), "first"));
+        let (r, c): (_, String) = view.next_command().unwrap().unwrap();
+        assert_eq!((r, c.as_str()), (None, "second"));
+        assert!(view.next_command::<String>().is_none());
     }
 
     #[test]
     fn truncated_entries_are_errors_not_panics() {
-        let mut b = BatchBuilder::new(Timestamp(1));
+        let mut b = BatchBuilder::new(Timestamp(1), 1);
         b.push(Some(RequestId(1)), &vec![1u32, 2, 3]).unwrap();
         let bytes = b.finish();
         for cut in 0..bytes.len() {
             match BatchView::parse(&bytes[..cut]) {
                 Err(_) => {}
                 Ok(mut view) => {
-                    let got = view.next_item::<Vec<u32>>();
+                    let got = view.next_command::<Vec<u32>>();
                     assert!(matches!(got, Some(Err(_)) | None), "cut {cut}");
+                    let requests = BatchView::parse(&bytes[..cut]).unwrap().requests();
+                    assert!(requests.is_err() || cut == HEADER, "cut {cut}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn version_1_batches_are_still_read_and_apply_in_any_term() {
+        let mut bytes = vec![V1];
+        bytes.extend_from_slice(&77i64.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&9u64.to_le_bytes());
+        let body = codec::encode(&"old".to_owned()).unwrap();
+        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert_eq!((view.timestamp, view.term), (Timestamp(77), None));
+        assert!(view.built_for(3));
+        let (r, c): (_, String) = view.next_command().unwrap().unwrap();
+        assert_eq!((r, c.as_str()), (Some(RequestId(9)), "old"));
     }
 }

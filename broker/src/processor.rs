@@ -13,6 +13,9 @@
 //! then state changes, records, the cursor and the applied log id go into one RocksDB
 //! write batch. Nothing here reads the clock or depends on the replica: the timestamp is
 //! the entry's (never earlier than the last applied one), positions continue from state.
+//!
+//! A batch that raft appended in a later term than its proposer built it for is skipped
+//! whole, on every replica alike (see `batch`).
 
 use rill_engine_api::{
     Action, Engine, EngineError, EngineEvent, Overlay, ProcessingContext, ProcessingOutput,
@@ -39,6 +42,9 @@ pub(crate) struct Applied<E: Engine> {
     pub responses: Vec<(RequestId, E::Response)>,
     /// Requests whose command was applied but is answered later (a `Respond` action).
     pub deferred: Vec<RequestId>,
+    /// Requests in entries raft appended in a later term than they were built for:
+    /// skipped on every replica, so certainly not applied.
+    pub skipped: Vec<RequestId>,
     pub actions: Vec<Action<E::Command, E::Response>>,
     pub commands: u64,
     pub records: u64,
@@ -54,6 +60,7 @@ impl<E: Engine> Default for Applied<E> {
         Applied {
             responses: Vec::new(),
             deferred: Vec::new(),
+            skipped: Vec::new(),
             actions: Vec::new(),
             commands: 0,
             records: 0,
@@ -98,6 +105,11 @@ pub(crate) fn apply_batch<E: Engine>(
     for entry in &batch.entries {
         let Some(data) = &entry.data else { continue };
         let mut view = BatchView::parse(data)?;
+        if !view.built_for(entry.log_id.leader_id.term) {
+            tracing::debug!(partition = %info.partition_id, log_id = %entry.log_id, built_for = ?view.term, "skipping a batch appended in a later term");
+            applied.skipped.extend(view.requests()?);
+            continue;
+        }
         let timestamp = view.timestamp.max(next.last_timestamp);
         next.last_timestamp = timestamp;
         while let Some(item) = view.next_item::<E::Command>() {

@@ -159,8 +159,8 @@ async fn wait_for_leaders(cluster: &Shared, timeout: Duration) {
     }
 }
 
-/// Waits until every replica of `partition` has applied the same index, and returns it.
-async fn converged(cluster: &Shared, partition: PartitionId, timeout: Duration) -> u64 {
+/// Waits until every replica of `partition` has applied the same index.
+async fn converged(cluster: &Shared, partition: PartitionId, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     loop {
         let applied: Vec<u64> = {
@@ -170,13 +170,40 @@ async fn converged(cluster: &Shared, partition: PartitionId, timeout: Duration) 
                 .collect()
         };
         if applied.len() == NODES as usize && applied.windows(2).all(|w| w[0] == w[1]) {
-            return applied[0];
+            return;
         }
         assert!(
             Instant::now() < deadline,
             "replicas of partition {partition} did not converge: {applied:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The state digests of every replica of `partition`, taken at one applied index (a
+/// leader change may still add an entry after the replicas converged).
+async fn digests(cluster: &Shared, partition: PartitionId, timeout: Duration) -> BTreeSet<u64> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut at = BTreeSet::new();
+        let mut digests = BTreeSet::new();
+        {
+            let c = cluster.read().await;
+            for (_, node) in c.running() {
+                let digest = node.partition(partition).unwrap().state_digest().await;
+                let digest = digest.expect("state digest");
+                at.insert(digest.applied_index);
+                digests.insert(digest.digest);
+            }
+        }
+        if at.len() == 1 {
+            return digests;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replicas of partition {partition} never at one applied index: {at:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -292,18 +319,14 @@ async fn replicas_over_tcp_apply_every_acknowledged_command_once_across_leader_k
     let mut applied_total = 0;
     for p in 1..=PARTITIONS {
         let partition = PartitionId(p);
-        let applied_index = converged(&cluster, partition, Duration::from_secs(30)).await;
+        converged(&cluster, partition, Duration::from_secs(30)).await;
+        let digests = digests(&cluster, partition, Duration::from_secs(30)).await;
+        assert_eq!(digests.len(), 1, "partition {p}: state digests differ");
         let c = cluster.read().await;
-        let mut digests = BTreeSet::new();
         let mut streams = Vec::new();
         for (_, node) in c.running() {
-            let replica = node.partition(partition).unwrap();
-            let digest = replica.state_digest().await.unwrap();
-            assert_eq!(digest.applied_index, applied_index);
-            digests.insert(digest.digest);
-            streams.push(applied_ids(replica).await);
+            streams.push(applied_ids(node.partition(partition).unwrap()).await);
         }
-        assert_eq!(digests.len(), 1, "partition {p}: state digests differ");
         assert!(
             streams.windows(2).all(|w| w[0] == w[1]),
             "partition {p}: replicas applied different sequences"

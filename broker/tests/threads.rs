@@ -85,8 +85,11 @@ fn thread_names() -> Vec<String> {
     names
 }
 
-/// Distinct worker names with `prefix`: a thread that a C library (RocksDB) starts from a
-/// worker without naming it inherits the worker's name, and is not a worker.
+/// The distinct names `<prefix><number>` among `names`: one per worker of a pool.
+///
+/// Distinct, because on Linux a thread starts with its creator's name: a thread that
+/// RocksDB (or any library) starts from a worker is called `rill-io-0` too until it
+/// names itself, or for good if it never does. Counting names would count those.
 fn count(names: &[String], prefix: &str) -> usize {
     names
         .iter()
@@ -94,12 +97,15 @@ fn count(names: &[String], prefix: &str) -> usize {
             n.strip_prefix(prefix)
                 .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
         })
-        .collect::<std::collections::BTreeSet<_>>()
+        .collect::<BTreeSet<_>>()
         .len()
 }
 
 #[test]
 fn pools_have_the_configured_sizes_and_partitions_run_on_cpu() {
+    // Declared first, so it is removed last: after the runtimes (and the databases
+    // closed on their threads) are gone, even when an assertion fails.
+    let dir = tempfile::tempdir().unwrap();
     let runtimes = Runtimes::new(&ThreadsConfig {
         cpu_thread_count: 3,
         io_thread_count: 2,
@@ -110,7 +116,6 @@ fn pools_have_the_configured_sizes_and_partitions_run_on_cpu() {
         inner: ListEngine,
         threads: threads.clone(),
     };
-    let dir = tempfile::tempdir().unwrap();
     let members = [(NodeId(0), "local".to_owned())].into();
     let config = common::test_config(dir.path().join("partition-1"), NodeId(0), members);
     let env = PartitionEnv {

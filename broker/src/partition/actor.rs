@@ -17,8 +17,14 @@
 //! Leadership loss: commands still queued were never proposed and fail with
 //! `NotLeader`. Commands proposed in the lost term may still commit; they stay pending
 //! until this replica has applied everything it had in its log when it stepped down
-//! (the barrier). Whatever is still pending then was truncated and fails with
-//! `NotLeader`, so a client only ever retries what certainly was not applied.
+//! (the barrier). Whatever of that term is still pending then was truncated and fails
+//! with `NotLeader`, so a client only ever retries what certainly was not applied.
+//!
+//! Two things make "certainly" hold when leadership comes back quickly. Each batch
+//! carries the term it was built in, and every replica skips a batch raft appended in
+//! another term (a proposal that reached raft only after its proposer lost and won
+//! leadership again), answering its requests with `NotLeader`. And the barrier fails
+//! only requests proposed in the terms it closes, not those of the new leadership.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
@@ -162,6 +168,15 @@ struct Pending<R> {
     permit: Permit,
     deadline: Instant,
     phase: Phase,
+    /// The term of the batch it was proposed in (once proposed).
+    term: u64,
+}
+
+/// Commands proposed in terms up to `term` are lost if not applied by `index`.
+#[derive(Clone, Copy, Debug)]
+struct Barrier {
+    index: u64,
+    term: u64,
 }
 
 enum QueuedCommand<C> {
@@ -200,8 +215,8 @@ pub(crate) struct PartitionState<E: Engine> {
     next_proposal: u64,
     next_request: u64,
     last_proposed: Timestamp,
-    /// Applied index after which commands proposed in a lost term are known lost.
-    barrier: Option<u64>,
+    /// When commands proposed in a lost term are known lost.
+    barrier: Option<Barrier>,
     limiter: RequestLimiter,
     next_wake: Option<Timestamp>,
     due_in_flight: usize,
@@ -590,6 +605,7 @@ impl<E: Engine> PartitionState<E> {
                 permit,
                 deadline: now + timeout,
                 phase: Phase::Queued,
+                term: 0,
             },
         );
         self.queue.push_back(Queued {
@@ -617,7 +633,10 @@ impl<E: Engine> PartitionState<E> {
             // The leader's clock, never behind an earlier entry.
             let timestamp = clock::now().max(self.last_proposed);
             self.last_proposed = timestamp;
-            let mut builder = BatchBuilder::new(timestamp);
+            // Raft may append it in a later term than this one (see the module
+            // comment); every replica then skips it.
+            let term = self.view.term;
+            let mut builder = BatchBuilder::new(timestamp, term);
             let mut internal = 0;
             while (builder.count() as usize) < max_commands && builder.len_bytes() < max_bytes {
                 let Some(queued) = self.queue.pop_front() else {
@@ -633,6 +652,7 @@ impl<E: Engine> PartitionState<E> {
                             && let Some(p) = self.pending.get_mut(&id)
                         {
                             p.phase = Phase::Proposed;
+                            p.term = term;
                         }
                         if queued.due {
                             internal += 1;
@@ -749,6 +769,13 @@ impl<E: Engine> PartitionState<E> {
         for (RequestId(id), response) in applied.responses {
             self.answer(id, Ok(response), false);
         }
+        for RequestId(id) in applied.skipped {
+            let err = Error::NotLeader {
+                partition: self.partition(),
+                leader: self.view.leader,
+            };
+            self.answer(id, Err(err), true);
+        }
         for RequestId(id) in applied.deferred {
             if let Some(p) = self.pending.get_mut(&id) {
                 p.phase = Phase::Applied;
@@ -778,12 +805,7 @@ impl<E: Engine> PartitionState<E> {
                 _ => {}
             }
         }
-        if let Some(barrier) = self.barrier
-            && self.applied_index >= barrier
-        {
-            self.barrier = None;
-            self.fail_proposed_requests();
-        }
+        self.check_barrier();
         self.finish_snapshot_waiters();
         self.publish_status();
         if leader {
@@ -792,13 +814,22 @@ impl<E: Engine> PartitionState<E> {
         Ok(vec![EntryResponse::default(); entries])
     }
 
-    /// Requests proposed in a term this replica no longer leads and that were not
-    /// applied by the barrier were truncated: certainly not applied.
-    fn fail_proposed_requests(&mut self) {
+    /// Once the barrier is applied, requests proposed in the terms it closes and not
+    /// applied by then were truncated: certainly not applied.
+    fn check_barrier(&mut self) {
+        if let Some(barrier) = self.barrier
+            && self.applied_index >= barrier.index
+        {
+            self.barrier = None;
+            self.fail_proposed_requests(barrier.term);
+        }
+    }
+
+    fn fail_proposed_requests(&mut self, up_to_term: u64) {
         let lost: Vec<u64> = self
             .pending
             .iter()
-            .filter(|(_, p)| matches!(p.phase, Phase::Proposed))
+            .filter(|(_, p)| matches!(p.phase, Phase::Proposed) && p.term <= up_to_term)
             .map(|(id, _)| *id)
             .collect();
         for id in lost {
@@ -814,14 +845,18 @@ impl<E: Engine> PartitionState<E> {
         let was_leader = self.view.role == Role::Leader;
         let is_leader = view.role == Role::Leader;
         let last_log_index = view.last_log_index;
+        let old_term = self.view.term;
+        // Views can skip states: leading again in a later term means the old term was
+        // lost in between.
+        let lost_term = was_leader && (!is_leader || view.term != old_term);
         self.view = view;
         self.metrics.role.set(match self.view.role {
             Role::Leader => metrics::ROLE_LEADER,
             Role::Candidate => metrics::ROLE_CANDIDATE,
             _ => metrics::ROLE_FOLLOWER,
         });
-        if was_leader && !is_leader {
-            tracing::info!(partition = %self.partition(), term = self.view.term, "no longer leader");
+        if lost_term {
+            tracing::info!(partition = %self.partition(), term = old_term, "no longer leader");
             // Never proposed: certainly not applied.
             while let Some(queued) = self.queue.pop_front() {
                 if let Some(RequestId(id)) = queued.request {
@@ -829,21 +864,24 @@ impl<E: Engine> PartitionState<E> {
                     self.answer(id, Err(err), true);
                 }
             }
-            self.barrier = Some(
-                self.barrier
-                    .map_or(last_log_index, |b| b.max(last_log_index)),
-            );
-            if self.applied_index >= last_log_index {
-                self.barrier = None;
-                self.fail_proposed_requests();
-            }
+            self.barrier = Some(match self.barrier {
+                None => Barrier {
+                    index: last_log_index,
+                    term: old_term,
+                },
+                Some(b) => Barrier {
+                    index: b.index.max(last_log_index),
+                    term: b.term.max(old_term),
+                },
+            });
+            self.check_barrier();
             self.next_wake = None;
             self.due_in_flight = 0;
         }
         self.update_couriers();
         self.update_director();
         self.finish_snapshot_waiters();
-        if is_leader && !was_leader {
+        if is_leader && (!was_leader || lost_term) {
             tracing::info!(partition = %self.partition(), term = self.view.term, "became leader");
             // Recover timers and other due work from state.
             self.next_wake = Some(Timestamp(0));
@@ -1043,10 +1081,24 @@ impl<E: Engine> PartitionState<E> {
         self.applied_index = db.applied_state()?.0.map_or(0, |id| id.index);
         self.engine.reset_caches();
         if let Some(barrier) = self.barrier
-            && self.applied_index >= barrier
+            && self.applied_index >= barrier.index
         {
+            // Their entries, if committed, are inside the snapshot and were never applied
+            // here: the outcome is unknown, which a timeout says.
             self.barrier = None;
-            self.fail_proposed_requests();
+            let unknown: Vec<u64> = self
+                .pending
+                .iter()
+                .filter(|(_, p)| matches!(p.phase, Phase::Proposed) && p.term <= barrier.term)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in unknown {
+                let err = Error::Timeout {
+                    partition: self.partition(),
+                    timeout: self.config.request_timeout,
+                };
+                self.answer(id, Err(err), true);
+            }
         }
         self.publish_status();
         Ok(())

@@ -3,11 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rill_broker::testing::{ListEngine, LoopbackNetwork};
+use rill_broker::testing::{ListCommand, ListEngine, ListResponse, LoopbackNetwork};
 use rill_broker::{
     BrokerMetrics, ExporterFactory, Partition, PartitionConfig, PartitionEnv, Role, Runtimes,
 };
@@ -142,6 +142,50 @@ impl Cluster {
             assert!(
                 Instant::now() < deadline,
                 "no single leader within {timeout:?}: {leaders:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Submits `command` to whichever replica leads, again while the answer says it was
+    /// certainly not applied (no leader yet, a leader change): leadership may move at any
+    /// time, e.g. when a replica that was down rejoins with a higher term.
+    pub async fn submit(&self, command: ListCommand) -> ListResponse {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let leader = self
+                .running()
+                .find(|(_, p)| p.status().role == Role::Leader)
+                .map(|(_, p)| p.clone());
+            if let Some(leader) = leader {
+                match leader.submit(command.clone()).await {
+                    Ok(response) => return response,
+                    Err(e) if e.is_definitely_not_applied() => {}
+                    Err(e) => panic!("submit failed: {e}"),
+                }
+            }
+            assert!(Instant::now() < deadline, "no leader took {command:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The state digests of every running replica, taken at one applied index.
+    pub async fn digests(&self, timeout: Duration) -> BTreeSet<u64> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut at = BTreeSet::new();
+            let mut digests = BTreeSet::new();
+            for (_, p) in self.running() {
+                let digest = p.state_digest().await.expect("state digest");
+                at.insert(digest.applied_index);
+                digests.insert(digest.digest);
+            }
+            if at.len() == 1 {
+                return digests;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replicas never at one applied index: {at:?}"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
