@@ -411,6 +411,8 @@ impl<E: Engine> Actor for PartitionActor<E> {
             Msg::Tick => st.tick(&myself),
             Msg::SetRouter(router) => {
                 st.router = Some(router);
+                // Couriers of the old router go; new ones start with a redelivery.
+                st.couriers = None;
                 st.update_couriers();
             }
             Msg::Acknowledge(command) => {
