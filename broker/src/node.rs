@@ -98,43 +98,6 @@ pub struct BrokerNode<E: Engine> {
     network: Option<RaftNetwork>,
 }
 
-/// Starts the internal transport of a node in a cluster of several: it listens on
-/// `cluster.host:cluster.internal-port` and reaches the peers at `addresses`.
-async fn start_network(
-    config: &RillConfig,
-    node_id: NodeId,
-    addresses: &BTreeMap<NodeId, String>,
-    raft_service: RaftService,
-    registry: &Registry,
-) -> Result<RaftNetwork> {
-    let resolve = |what: String, address: String| async move {
-        tokio::net::lookup_host(address.as_str())
-            .await
-            .ok()
-            .and_then(|mut found| found.next())
-            .ok_or_else(|| Error::Config(format!("cannot resolve {what} address {address:?}")))
-    };
-    let listen = resolve(
-        "the internal (cluster.host, cluster.internal-port)".into(),
-        format!(
-            "{}:{}",
-            config.cluster.host.trim_matches(['[', ']']),
-            config.cluster.internal_port
-        ),
-    )
-    .await?;
-    let mut peers = BTreeMap::new();
-    for (&node, address) in addresses {
-        if node != node_id {
-            peers.insert(
-                node,
-                resolve(format!("node {node}'s internal"), address.clone()).await?,
-            );
-        }
-    }
-    RaftNetwork::start(node_id, listen, &peers, raft_service, Some(registry)).await
-}
-
 impl<E: Engine> BrokerNode<E> {
     /// Starts the node's runtimes and its partitions, whose replicas receive raft
     /// messages through `raft_service`.
@@ -181,7 +144,7 @@ impl<E: Engine> BrokerNode<E> {
         let node_id = NodeId(config.cluster.node_id);
         let network = if config.cluster.size > 1 {
             let started =
-                start_network(&config, node_id, &addresses, raft_service.clone(), registry);
+                RaftNetwork::start_for_node(&config, &addresses, raft_service.clone(), registry);
             Some(runtimes.io().block_on(started)?)
         } else {
             None

@@ -29,6 +29,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use prometheus::Registry;
+use rill_config::RillConfig;
 use rill_protocol::{NodeId, PartitionId};
 use rill_raft::{RaftRpcKind, RaftService, RaftTransport, TransportFailure};
 use rill_transport::{
@@ -100,6 +101,32 @@ impl RaftNetwork {
         let _ = self.others.set(handler);
     }
 
+    /// Starts the internal transport of a node of a cluster: it listens on
+    /// `cluster.host:cluster.internal-port` and reaches the other nodes at `addresses`
+    /// (every node's internal address, resolved once, now).
+    pub async fn start_for_node(
+        config: &RillConfig,
+        addresses: &BTreeMap<NodeId, String>,
+        service: RaftService,
+        registry: &Registry,
+    ) -> Result<RaftNetwork> {
+        let node = NodeId(config.cluster.node_id);
+        let host = config.cluster.host.trim_matches(['[', ']']);
+        let listen = resolve(
+            "the internal (cluster.host, cluster.internal-port)",
+            &format!("{host}:{}", config.cluster.internal_port),
+        )
+        .await?;
+        let mut peers = BTreeMap::new();
+        for (&peer, address) in addresses {
+            if peer != node {
+                let what = format!("node {peer}'s internal");
+                peers.insert(peer, resolve(&what, address).await?);
+            }
+        }
+        RaftNetwork::start(node, listen, &peers, service, Some(registry)).await
+    }
+
     /// The address the internal port is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.transport.local_addr()
@@ -122,6 +149,14 @@ impl RaftNetwork {
     pub async fn shutdown(&self) {
         self.transport.shutdown().await;
     }
+}
+
+async fn resolve(what: &str, address: &str) -> Result<SocketAddr> {
+    tokio::net::lookup_host(address)
+        .await
+        .ok()
+        .and_then(|mut found| found.next())
+        .ok_or_else(|| Error::Config(format!("cannot resolve {what} address {address:?}")))
 }
 
 /// Sends raft RPCs over the internal transport.
