@@ -26,26 +26,13 @@ impl LocalBackend {
     /// jobs-available notifications into one channel.
     pub fn new(node: Arc<BrokerNode<BpmnEngine>>, advertised_host: String) -> LocalBackend {
         let (jobs, _) = broadcast::channel(4096);
-        for partition in node.partitions().values() {
-            let mut rx = partition.subscribe_jobs_available();
-            let tx = jobs.clone();
-            tokio::spawn(async move {
-                loop {
-                    match rx.recv().await {
-                        Ok(event) => {
-                            let _ = tx.send(JobsAvailable {
-                                partition: event.partition_id,
-                                job_type: event.job_type,
-                            });
-                        }
-                        // A lagging receiver missed some: wake everyone, nothing is lost
-                        // because pollers re-ask the partitions.
-                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    }
-                }
+        let tx = jobs.clone();
+        forward_jobs_available(node.partitions().values(), move |event| {
+            let _ = tx.send(JobsAvailable {
+                partition: event.partition_id,
+                job_type: event.job_type,
             });
-        }
+        });
         LocalBackend {
             node,
             jobs,
@@ -58,6 +45,28 @@ impl LocalBackend {
             partition: id,
             reason: format!("partition {id} is not hosted by this node"),
         })
+    }
+}
+
+/// Calls `notify` with every jobs-available notification of `partitions`, from tasks on
+/// the current runtime. Notifications a slow forwarder missed are skipped: long pollers
+/// ask the partitions again anyway.
+pub fn forward_jobs_available<'a>(
+    partitions: impl IntoIterator<Item = &'a Partition<BpmnEngine>>,
+    notify: impl Fn(rill_broker::JobsAvailable) + Clone + Send + 'static,
+) {
+    for partition in partitions {
+        let mut rx = partition.subscribe_jobs_available();
+        let notify = notify.clone();
+        tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    Ok(event) => notify(event),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
     }
 }
 

@@ -21,6 +21,8 @@ use rill_protocol::{BROKER_VERSION, Command, CommandResponse, NodeId, PartitionI
 use rill_transport::{Handler, ServiceId};
 use tokio::sync::watch;
 
+use crate::backend::forward_jobs_available;
+
 /// Notifications kept for gateways that poll a little late.
 const JOBS_RETAINED: usize = 1024;
 
@@ -37,20 +39,10 @@ impl JobsFeed {
             events: Mutex::new(VecDeque::new()),
             epoch: watch::channel(0).0,
         });
-        for partition in partitions.values() {
-            let mut rx = partition.subscribe_jobs_available();
-            let feed = feed.clone();
-            tokio::spawn(async move {
-                loop {
-                    match rx.recv().await {
-                        Ok(event) => feed.push(event.partition_id.get(), event.job_type),
-                        // Missed some: a notification for any type wakes everyone.
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                    }
-                }
-            });
-        }
+        let sink = feed.clone();
+        forward_jobs_available(partitions.values(), move |event| {
+            sink.push(event.partition_id.get(), event.job_type)
+        });
         feed
     }
 

@@ -5,14 +5,14 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use support::{Api, Brokers, examples};
+use serde_json::json;
+use support::{Api, Brokers, examples, job_completions};
 use tokio::sync::Mutex;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -181,32 +181,6 @@ async fn deploy(api: &Api, files: &[&str]) {
     }
 }
 
-/// Job COMPLETED events in the brokers' JSON-lines exports (de-duplicated by partition
-/// and position), by job key.
-fn job_completions(files: &[PathBuf]) -> BTreeMap<i64, usize> {
-    let mut seen = BTreeSet::new();
-    let mut completions = BTreeMap::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
-        for record in text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        {
-            let id = (record["partitionId"].as_i64(), record["position"].as_i64());
-            if seen.insert(id)
-                && record["valueType"] == "JOB"
-                && record["recordType"] == "EVENT"
-                && record["intent"] == "COMPLETED"
-            {
-                *completions
-                    .entry(record["key"].as_i64().unwrap())
-                    .or_default() += 1;
-            }
-        }
-    }
-    completions
-}
-
 /// 3 brokers, 3 partitions, replication 3, under the two-rest-calls workload: the leader
 /// of each partition in turn is killed with SIGKILL and restarted. Every created
 /// instance completes, and the engine's records show no job completed twice.
@@ -233,16 +207,23 @@ fn killing_each_leader_in_turn_loses_nothing() {
             .progress(100, Duration::from_secs(60), &brokers)
             .await;
         for partition in 1..=3u64 {
-            let mut leader = None;
-            for via in 0..3 {
-                if brokers.nodes[via].is_running() {
+            // Right after a restart an election may still be going on: ask until one
+            // broker names the leader.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let leader = loop {
+                let mut leader = None;
+                for via in (0..3).filter(|&i| brokers.nodes[i].is_running()) {
                     leader = brokers.leader_of(via, partition).await;
                     if leader.is_some() {
                         break;
                     }
                 }
-            }
-            let leader = leader.expect("a leader") as usize;
+                match leader {
+                    Some(leader) => break leader as usize,
+                    None => assert!(Instant::now() < deadline, "no leader of {partition}"),
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
             brokers.nodes[leader].kill9();
             workload
                 .progress(50, Duration::from_secs(60), &brokers)
@@ -257,7 +238,7 @@ fn killing_each_leader_in_turn_loses_nothing() {
 
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let completions = job_completions(&exports);
+            let completions = job_completions(&exports, None);
             let twice: Vec<_> = completions.iter().filter(|(_, n)| **n > 1).collect();
             assert!(twice.is_empty(), "jobs completed twice: {twice:?}");
             let total: usize = completions.values().sum();

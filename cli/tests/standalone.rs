@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Api, Standalone, examples};
+use support::{Api, Standalone, examples, job_completions};
 use tokio::sync::Mutex;
 
 const INSTANCES: usize = 1000;
@@ -190,14 +190,16 @@ fn instances_survive_kill_9_and_finish_exactly_once() {
         let created: BTreeSet<&str> = keys.iter().map(String::as_str).collect();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let completions = job_completions(&records, Some(&created));
+            let completions = job_completions(std::slice::from_ref(&records), Some(&created));
             let total: usize = completions.values().sum();
             let twice: Vec<_> = completions.iter().filter(|(_, n)| **n > 1).collect();
             assert!(twice.is_empty(), "jobs completed twice: {twice:?}");
             if total == 2 * INSTANCES {
                 // Acknowledged completions include those of instances whose creation
                 // answer was lost in the crash.
-                let applied: usize = job_completions(&records, None).values().sum();
+                let applied: usize = job_completions(std::slice::from_ref(&records), None)
+                    .values()
+                    .sum();
                 assert!(ok <= applied, "{ok} acknowledged, {applied} applied");
                 break;
             }
@@ -209,42 +211,6 @@ fn instances_survive_kill_9_and_finish_exactly_once() {
         }
         assert!(rill.terminate(Duration::from_secs(20)), "graceful stop");
     });
-}
-
-/// Job COMPLETED events in a JSON-lines export (of the given instances, or all), by
-/// job key.
-fn job_completions(
-    file: &std::path::Path,
-    instances: Option<&BTreeSet<&str>>,
-) -> std::collections::BTreeMap<i64, usize> {
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    let mut seen = BTreeSet::new();
-    let mut completions = std::collections::BTreeMap::new();
-    // A line cut by the crash is not a record.
-    for record in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-    {
-        let id = (record["partitionId"].as_i64(), record["position"].as_i64());
-        if !seen.insert(id) {
-            continue;
-        }
-        if record["valueType"] == "JOB"
-            && record["recordType"] == "EVENT"
-            && record["intent"] == "COMPLETED"
-        {
-            let instance = record["value"]["processInstanceKey"]
-                .as_i64()
-                .map(|k| k.to_string())
-                .unwrap_or_default();
-            if instances.is_none_or(|i| i.contains(instance.as_str())) {
-                *completions
-                    .entry(record["key"].as_i64().unwrap())
-                    .or_default() += 1;
-            }
-        }
-    }
-    completions
 }
 
 /// Bad requests get a clear 4xx problem, change nothing, and the server keeps serving.

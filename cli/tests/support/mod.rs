@@ -353,3 +353,40 @@ impl Brokers {
             .collect()
     }
 }
+
+/// Job COMPLETED events in JSON-lines exports, de-duplicated by partition and position
+/// (export is at least once), by job key; only those of `instances` if given. A line
+/// cut by a crash is not a record.
+pub fn job_completions(
+    files: &[PathBuf],
+    instances: Option<&std::collections::BTreeSet<&str>>,
+) -> std::collections::BTreeMap<i64, usize> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut completions = std::collections::BTreeMap::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for record in text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
+            let id = (record["partitionId"].as_i64(), record["position"].as_i64());
+            if !seen.insert(id)
+                || record["valueType"] != "JOB"
+                || record["recordType"] != "EVENT"
+                || record["intent"] != "COMPLETED"
+            {
+                continue;
+            }
+            let instance = record["value"]["processInstanceKey"]
+                .as_i64()
+                .map(|k| k.to_string())
+                .unwrap_or_default();
+            if instances.is_none_or(|i| i.contains(instance.as_str())) {
+                *completions
+                    .entry(record["key"].as_i64().unwrap())
+                    .or_default() += 1;
+            }
+        }
+    }
+    completions
+}
