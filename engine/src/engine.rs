@@ -13,7 +13,7 @@ use crate::models::ModelCache;
 use crate::processing::Processing;
 use crate::processors;
 use crate::query::{self, Query, QueryResult};
-use crate::state::{DueIndex, ElementCache, Reader, Writer};
+use crate::state::{DueIndex, ElementCache, Reader, ScanFloors, Writer};
 
 /// Options of the engine. They only steer leader-side timing (never what a command
 /// does), so replicas with different options still apply commands identically.
@@ -38,6 +38,7 @@ pub struct BpmnEngine {
     options: EngineOptions,
     models: ModelCache,
     elements: ElementCache,
+    floors: ScanFloors,
 }
 
 impl BpmnEngine {
@@ -46,6 +47,7 @@ impl BpmnEngine {
             options,
             models: ModelCache::default(),
             elements: ElementCache::default(),
+            floors: ScanFloors::default(),
         }
     }
 
@@ -63,7 +65,7 @@ impl BpmnEngine {
         timestamp: Timestamp,
     ) -> EngineResult<()> {
         self.elements.clear();
-        let mut writer = Writer::new(state, &self.elements);
+        let mut writer = Writer::new(state, &self.elements, &self.floors);
         appliers::apply(&mut writer, &mut self.models, record, timestamp)?;
         self.elements.flush(state)?;
         Ok(())
@@ -80,7 +82,7 @@ impl BpmnEngine {
         limit: usize,
         out: &mut Vec<Command>,
     ) -> Result<Option<Timestamp>> {
-        let reader = Reader::new(state);
+        let reader = Reader::with_floors(state, &self.floors);
         let now = now.millis();
         let retention = self.retention_millis();
         let mut next: Option<i64> = None;
@@ -134,8 +136,15 @@ impl Engine for BpmnEngine {
         out: &mut ProcessingOutput<Command, CommandResponse>,
     ) -> EngineResult<()> {
         let retention = self.retention_millis();
-        let mut processing =
-            Processing::new(ctx, state, &mut self.models, &self.elements, out, retention);
+        let mut processing = Processing::new(
+            ctx,
+            state,
+            &mut self.models,
+            &self.elements,
+            &self.floors,
+            out,
+            retention,
+        );
         let result =
             processors::process(&mut processing, command).and_then(|()| processing.finish());
         if result.is_err() {
@@ -143,6 +152,7 @@ impl Engine for BpmnEngine {
             // forget anything cached from it.
             self.models.clear();
             self.elements.clear();
+            self.floors.clear();
         }
         Ok(result?)
     }
@@ -223,5 +233,6 @@ impl Engine for BpmnEngine {
 
     fn reset_caches(&mut self) {
         self.models.clear();
+        self.floors.clear();
     }
 }

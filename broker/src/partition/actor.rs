@@ -742,6 +742,8 @@ impl<E: Engine> PartitionState<E> {
         {
             Ok(applied) => applied,
             Err(e) => {
+                // Nothing of the batch was written: caches may hold what it would have.
+                self.engine.reset_caches();
                 let reason = format!("applying up to {}: {e}", batch.last_applied());
                 tracing::error!(partition = %self.partition(), %reason, "stream processing stopped");
                 self.fail(reason.clone());

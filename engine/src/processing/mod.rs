@@ -23,7 +23,7 @@ use crate::appliers;
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx};
 use crate::models::{DeployedProcess, ModelCache};
-use crate::state::{ElementCache, ElementInstance, Reader, Writer};
+use crate::state::{ElementCache, ElementInstance, Reader, ScanFloors, Writer};
 
 pub(crate) use variables::json_type_name;
 
@@ -77,6 +77,7 @@ pub(crate) struct Processing<'a> {
     txn: &'a mut dyn StateTxn,
     models: &'a mut ModelCache,
     cache: &'a ElementCache,
+    floors: &'a ScanFloors,
     pub out: &'a mut Output,
     /// The next local key value, read once and written back at the end.
     next_key: Option<u64>,
@@ -94,6 +95,7 @@ impl<'a> Processing<'a> {
         txn: &'a mut dyn StateTxn,
         models: &'a mut ModelCache,
         cache: &'a ElementCache,
+        floors: &'a ScanFloors,
         out: &'a mut Output,
         retention_millis: i64,
     ) -> Processing<'a> {
@@ -103,6 +105,7 @@ impl<'a> Processing<'a> {
             txn,
             models,
             cache,
+            floors,
             out,
             next_key: None,
             steps: VecDeque::new(),
@@ -118,7 +121,7 @@ impl<'a> Processing<'a> {
     }
 
     pub fn read(&self) -> Reader<'_> {
-        Reader::with_cache(&*self.txn, self.cache)
+        Reader::with_cache(&*self.txn, self.cache, self.floors)
     }
 
     /// The entry's timestamp in ms: the only clock the engine has.
@@ -160,7 +163,7 @@ impl<'a> Processing<'a> {
     /// Writes an event and applies it to state.
     pub fn event(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
         let draft = RecordDraft::event(Key(key), intent, value);
-        let mut writer = Writer::new(&mut *self.txn, self.cache);
+        let mut writer = Writer::new(&mut *self.txn, self.cache, self.floors);
         appliers::apply(&mut writer, self.models, &draft, self.ctx.timestamp)?;
         self.out.records.push(draft);
         Ok(())

@@ -5,6 +5,7 @@
 //! event records, so replaying the events rebuilds the state.
 
 mod cache;
+mod floors;
 mod keys;
 mod types;
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub(crate) use cache::ElementCache;
+pub(crate) use floors::ScanFloors;
 pub(crate) use keys::{KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
@@ -36,17 +38,36 @@ pub struct Reader<'a> {
     raw: &'a dyn StateRead,
     /// Element instances changed by the command being processed, not yet written.
     cache: Option<&'a ElementCache>,
+    floors: Option<&'a ScanFloors>,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(raw: &'a dyn StateRead) -> Reader<'a> {
-        Reader { raw, cache: None }
+        Reader {
+            raw,
+            cache: None,
+            floors: None,
+        }
     }
 
-    pub(crate) fn with_cache(raw: &'a dyn StateRead, cache: &'a ElementCache) -> Reader<'a> {
+    pub(crate) fn with_cache(
+        raw: &'a dyn StateRead,
+        cache: &'a ElementCache,
+        floors: &'a ScanFloors,
+    ) -> Reader<'a> {
         Reader {
             raw,
             cache: Some(cache),
+            floors: Some(floors),
+        }
+    }
+
+    /// A reader whose scans of queue-like indexes start at their floors.
+    pub(crate) fn with_floors(raw: &'a dyn StateRead, floors: &'a ScanFloors) -> Reader<'a> {
+        Reader {
+            raw,
+            cache: None,
+            floors: Some(floors),
         }
     }
 
@@ -88,16 +109,59 @@ impl<'a> Reader<'a> {
         failure.map_or(Ok(()), Err)
     }
 
+    /// Like [`Reader::scan`] for a queue-like index (see [`ScanFloors`]): starts at the
+    /// prefix's floor and moves the floor to the lowest live key it meets.
+    fn scan_floored(
+        &self,
+        prefix: &KeyBuf,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        let Some(floors) = self.floors else {
+            return self.scan(prefix, visit);
+        };
+        let prefix = prefix.bytes();
+        let end = rill_engine_api::prefix_end(prefix);
+        let start = floors.start(prefix).unwrap_or_else(|| prefix.to_vec());
+        let mut first: Option<Vec<u8>> = None;
+        let mut failure = None;
+        self.raw.scan(&start, &end, &mut |k, v| {
+            if first.is_none() {
+                first = Some(k.to_vec());
+            }
+            match visit(k, v) {
+                Ok(flow) => flow,
+                Err(e) => {
+                    failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        })?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        floors.settle(prefix, first.unwrap_or(end));
+        Ok(())
+    }
+
     /// The trailing keys of every entry under `prefix`, at most `limit`.
     fn trailing_keys(&self, prefix: &KeyBuf, limit: usize) -> Result<Vec<i64>> {
+        self.trailing_keys_from(prefix, limit, false)
+    }
+
+    fn trailing_keys_from(&self, prefix: &KeyBuf, limit: usize, floored: bool) -> Result<Vec<i64>> {
         let mut out = Vec::new();
-        self.scan(prefix, |k, _| {
+        let collect = |k: &[u8], _: &[u8]| {
             if out.len() >= limit {
                 return Ok(ControlFlow::Break(()));
             }
             out.push(keys::trailing_i64(k).ok_or_else(|| inconsistent("short index key"))?);
             Ok(ControlFlow::Continue(()))
-        })?;
+        };
+        if floored {
+            self.scan_floored(prefix, collect)?;
+        } else {
+            self.scan(prefix, collect)?;
+        }
         Ok(out)
     }
 
@@ -283,7 +347,11 @@ impl<'a> Reader<'a> {
 
     /// Activatable jobs of a type, oldest first.
     pub fn activatable_jobs(&self, job_type: &str, limit: usize) -> Result<Vec<i64>> {
-        self.trailing_keys(&KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type), limit)
+        self.trailing_keys_from(
+            &KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type),
+            limit,
+            true,
+        )
     }
 
     // --- timers ---
@@ -448,7 +516,7 @@ impl<'a> Reader<'a> {
 
     /// Visits `(due, key)` of a time index in due order until `visit` returns false.
     pub fn scan_due(&self, index: DueIndex, mut visit: impl FnMut(i64, i64) -> bool) -> Result<()> {
-        self.scan(&KeyBuf::new(index.table()), |k, _| {
+        self.scan_floored(&KeyBuf::new(index.table()), |k, _| {
             let due = keys::decode_i64(k, 1).ok_or_else(|| inconsistent("bad due index key"))?;
             let key = keys::decode_i64(k, 9).ok_or_else(|| inconsistent("bad due index key"))?;
             Ok(if visit(due, key) {
@@ -511,28 +579,36 @@ const EMPTY: &[u8] = &[];
 pub struct Writer<'a> {
     raw: &'a mut dyn StateTxn,
     cache: &'a ElementCache,
+    floors: &'a ScanFloors,
 }
 
 impl<'a> Writer<'a> {
-    pub(crate) fn new(raw: &'a mut dyn StateTxn, cache: &'a ElementCache) -> Writer<'a> {
-        Writer { raw, cache }
+    pub(crate) fn new(
+        raw: &'a mut dyn StateTxn,
+        cache: &'a ElementCache,
+        floors: &'a ScanFloors,
+    ) -> Writer<'a> {
+        Writer { raw, cache, floors }
     }
 
     pub fn read(&self) -> Reader<'_> {
-        Reader::with_cache(&*self.raw, self.cache)
+        Reader::with_cache(&*self.raw, self.cache, self.floors)
     }
 
     fn put<T: Serialize>(&mut self, key: KeyBuf, value: &T) -> Result<()> {
         let bytes = codec::encode(value)?;
+        self.floors.lower(key.bytes());
         self.raw.put(key.bytes(), &bytes);
         Ok(())
     }
 
     fn put_i64(&mut self, key: KeyBuf, value: i64) {
+        self.floors.lower(key.bytes());
         self.raw.put(key.bytes(), &keys::encode_i64(value));
     }
 
     fn mark(&mut self, key: KeyBuf) {
+        self.floors.lower(key.bytes());
         self.raw.put(key.bytes(), EMPTY);
     }
 
