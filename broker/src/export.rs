@@ -13,12 +13,13 @@
 //! at its replicated position; a record may be shipped twice, never skipped. With no
 //! exporter configured the director only trims the column family.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use rill_exporter::{AnyExporter, ExportContext, Exporter};
-use rill_protocol::{PartitionId, Position};
+use rill_protocol::{PartitionId, Position, Record};
 use rill_raft::StateStore;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -30,6 +31,9 @@ use crate::state::{RocksState, exported_positions, read_records};
 
 /// Records handed to the exporters at once.
 const READ_LIMIT: usize = 1000;
+/// Records just applied, kept for the director so it need not read them back; past
+/// this many (the exporters are behind) it reads from the column family instead.
+const FRESH_LIMIT: usize = 8 * READ_LIMIT;
 /// How often exported positions are replicated (when they moved).
 const REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// Pause before trying again after an exporter or the state failed.
@@ -44,6 +48,9 @@ pub(crate) type Propose = Arc<dyn Fn(CoreCommand) + Send + Sync>;
 /// The director of one leadership term; stops when dropped.
 pub(crate) struct ExportDirector {
     written: watch::Sender<Position>,
+    fresh: Arc<Mutex<VecDeque<Record>>>,
+    /// Whether any exporter runs (without one, records are only trimmed).
+    feeds: bool,
     task: JoinHandle<()>,
 }
 
@@ -57,21 +64,42 @@ impl ExportDirector {
         runtime: &Handle,
     ) -> ExportDirector {
         let (tx, rx) = watch::channel(written);
+        let fresh = Arc::new(Mutex::new(VecDeque::new()));
+        let feeds = !exporters.is_empty();
         let director = Director {
             partition,
             exporters,
             store,
             written: rx,
+            fresh: fresh.clone(),
             propose,
         };
         ExportDirector {
             written: tx,
+            fresh,
+            feeds,
             task: runtime.spawn(director.run()),
         }
     }
 
-    /// Records up to `position` are in the export column family.
-    pub(crate) fn written(&self, position: Position) {
+    /// Whether [`ExportDirector::written`] wants the records themselves.
+    pub(crate) fn wants_records(&self) -> bool {
+        self.feeds
+    }
+
+    /// Records up to `position` are in the export column family; `records` are the ones
+    /// just written (in position order), if the caller kept them.
+    pub(crate) fn written(&self, position: Position, records: Vec<Record>) {
+        if !records.is_empty() {
+            let mut fresh = self.fresh.lock();
+            let follows = fresh
+                .back()
+                .is_none_or(|last| last.position.next() == records[0].position);
+            if !follows || fresh.len() + records.len() > FRESH_LIMIT {
+                fresh.clear();
+            }
+            fresh.extend(records);
+        }
         self.written.send_if_modified(|current| {
             let moved = position > *current;
             if moved {
@@ -94,6 +122,7 @@ struct Director {
     exporters: Vec<AnyExporter>,
     store: Arc<StateStore>,
     written: watch::Receiver<Position>,
+    fresh: Arc<Mutex<VecDeque<Record>>>,
     propose: Propose,
 }
 
@@ -166,7 +195,10 @@ impl Director {
     /// Hands the records from `next` on to every exporter; returns the position after
     /// the last one handed over (or `next` again after a failure).
     async fn feed(&mut self, next: Position) -> Position {
-        let records = match read_records(&self.store.current(), next, READ_LIMIT) {
+        let fresh = self.take_fresh(next);
+        let records = match fresh
+            .map_or_else(|| read_records(&self.store.current(), next, READ_LIMIT), Ok)
+        {
             Ok(records) => records,
             Err(e) => {
                 tracing::warn!(partition = %self.partition, error = %e, "cannot read records to export");
@@ -187,6 +219,19 @@ impl Director {
             }
         }
         last.next()
+    }
+
+    /// The records from `next` on, if the actor handed them over already.
+    fn take_fresh(&self, next: Position) -> Option<Vec<Record>> {
+        let mut fresh = self.fresh.lock();
+        while fresh.front().is_some_and(|r| r.position < next) {
+            fresh.pop_front();
+        }
+        if fresh.front()?.position != next {
+            return None;
+        }
+        let count = fresh.len().min(READ_LIMIT);
+        Some(fresh.drain(..count).collect())
     }
 
     /// Replicates the exporters' positions when they moved; with no exporters, lets the

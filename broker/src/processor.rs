@@ -21,7 +21,7 @@ use rill_engine_api::{
     Action, Engine, EngineError, EngineEvent, Overlay, ProcessingContext, ProcessingOutput,
     RequestId,
 };
-use rill_protocol::{BROKER_VERSION, PartitionId, Position, codec};
+use rill_protocol::{BROKER_VERSION, PartitionId, Position, Record, codec};
 use rill_raft::{ApplyBatch, StateDb};
 use rocksdb::WriteBatch;
 
@@ -53,6 +53,9 @@ pub(crate) struct Applied<E: Engine> {
     pub events: Vec<EngineEvent>,
     /// Export entries up to here were deleted (every exporter has them).
     pub exported: Option<Position>,
+    /// The records written, in position order, when the caller asked to keep them (for
+    /// the exporter director, which then need not read them back).
+    pub written: Vec<Record>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -67,6 +70,7 @@ impl<E: Engine> Default for Applied<E> {
             errors: 0,
             events: Vec::new(),
             exported: None,
+            written: Vec::new(),
         }
     }
 }
@@ -86,12 +90,14 @@ impl<E: Engine> Applied<E> {
 
 /// Applies `batch` to `db` and advances `cursor`. A returned error is fatal for the
 /// partition (storage failure or an entry no replica can read); nothing was written then.
+/// With `keep_records`, the records written are returned in [`Applied::written`].
 pub(crate) fn apply_batch<E: Engine>(
     engine: &mut E,
     db: &StateDb,
     info: PartitionInfo,
     cursor: &mut Cursor,
     batch: &ApplyBatch,
+    keep_records: bool,
 ) -> Result<Applied<E>> {
     let base = RocksState::new(db);
     let mut state = Overlay::new(&base);
@@ -173,6 +179,9 @@ pub(crate) fn apply_batch<E: Engine>(
                 write.put_cf(&export, record_position.get().to_be_bytes(), &record_bytes);
                 next.last_position = record_position;
                 applied.records += 1;
+                if keep_records {
+                    applied.written.push(record);
+                }
             }
             if let Some(request) = request {
                 match out.response.take() {

@@ -2,8 +2,9 @@
 //! the value object under `value`. The Elasticsearch exporter indexes it as `_source`, the
 //! JSON-lines exporter writes it as one line.
 
+use rill_protocol::value::RecordValue;
 use rill_protocol::{Intent, Record, RecordType, RejectionType, ValueType};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 /// Version of the record layout, Zeebe's `recordVersion` (1 for every value type so far).
@@ -13,7 +14,7 @@ const RECORD_VERSION: u16 = 1;
 #[serde(rename_all = "camelCase")]
 struct RecordDocument<'a> {
     partition_id: u16,
-    value: Value,
+    value: ValueDocument<'a>,
     key: i64,
     position: u64,
     timestamp: i64,
@@ -30,7 +31,7 @@ struct RecordDocument<'a> {
 fn document(record: &Record) -> RecordDocument<'_> {
     RecordDocument {
         partition_id: record.partition_id.get(),
-        value: zeebe_value(record),
+        value: ValueDocument(record),
         key: record.key.get(),
         position: record.position.get(),
         timestamp: record.timestamp.millis(),
@@ -58,6 +59,35 @@ pub fn record_document(record: &Record) -> Value {
 pub fn write_record_document(record: &Record, out: &mut Vec<u8>) {
     // Writing into a Vec cannot fail, and the document has no non-string map keys.
     let _ = serde_json::to_writer(out, &document(record));
+}
+
+/// The record's value as Zeebe writes it. Most values serialize straight from Rill's
+/// structs; the few with fields to rename or drop go through a `Value` first.
+struct ValueDocument<'a>(&'a Record);
+
+impl Serialize for ValueDocument<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0.value {
+            RecordValue::ProcessInstance(v) => v.serialize(serializer),
+            RecordValue::ProcessInstanceResult(v) => v.serialize(serializer),
+            RecordValue::Job(v) => v.serialize(serializer),
+            RecordValue::JobBatch(v) => v.serialize(serializer),
+            RecordValue::Variable(v) => v.serialize(serializer),
+            RecordValue::VariableDocument(v) => v.serialize(serializer),
+            RecordValue::Incident(v) => v.serialize(serializer),
+            RecordValue::Message(v) => v.serialize(serializer),
+            RecordValue::Timer(v) => v.serialize(serializer),
+            RecordValue::Error(v) => v.serialize(serializer),
+            RecordValue::CommandDistribution(v) => v.serialize(serializer),
+            RecordValue::Deployment(_)
+            | RecordValue::Process(_)
+            | RecordValue::ProcessInstanceCreation(_)
+            | RecordValue::MessageSubscription(_)
+            | RecordValue::ProcessMessageSubscription(_) => {
+                zeebe_value(self.0).serialize(serializer)
+            }
+        }
+    }
 }
 
 /// The value object with Zeebe's field names. Rill's value structs already use them,

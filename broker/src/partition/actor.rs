@@ -738,8 +738,18 @@ impl<E: Engine> PartitionState<E> {
         let entries = batch.entries.len();
         let started = Instant::now();
         let db = self.state.current();
-        let applied = match apply_batch(&mut self.engine, &db, self.info, &mut self.cursor, &batch)
-        {
+        let keep_records = self
+            .director
+            .as_ref()
+            .is_some_and(ExportDirector::wants_records);
+        let mut applied = match apply_batch(
+            &mut self.engine,
+            &db,
+            self.info,
+            &mut self.cursor,
+            &batch,
+            keep_records,
+        ) {
             Ok(applied) => applied,
             Err(e) => {
                 // Nothing of the batch was written: caches may hold what it would have.
@@ -762,7 +772,10 @@ impl<E: Engine> PartitionState<E> {
             self.exported = exported;
         }
         if let Some(director) = &self.director {
-            director.written(self.cursor.last_position);
+            director.written(
+                self.cursor.last_position,
+                std::mem::take(&mut applied.written),
+            );
         }
         for event in &applied.events {
             self.metrics
