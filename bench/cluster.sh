@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The two-REST-calls benchmark on three brokers with replication factor 3 on this one
+# machine, then on one broker with the same partitions, in the same run; prints the
+# ratio (issue 6's bar: the cluster reaches at least half the single-broker figure).
+#
+#   cargo build --release -p rill -p rill-bench
+#   bench/cluster.sh                      # 20,000 instances, 3 partitions
+#   INSTANCES=5000 PARTITIONS=1 bench/cluster.sh
+#
+# Environment: INSTANCES (20000), PARTITIONS (3), EXPORT (off | jsonl), BASE_PORT
+# (36500: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL and
+# RILL_BENCH for other binaries, OUT for the results (a new directory under /var/tmp).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+rill=${RILL:-$target/release/rill}
+bench=${RILL_BENCH:-$target/release/rill-bench}
+instances=${INSTANCES:-20000}
+partitions=${PARTITIONS:-3}
+export_mode=${EXPORT:-off}
+base=${BASE_PORT:-36500}
+out=${OUT:-$(mktemp -d /var/tmp/rill-cluster-bench.XXXXXX)}
+mkdir -p "$out"
+
+for binary in "$rill" "$bench"; do
+  [[ -x $binary ]] || { echo "missing $binary: cargo build --release -p rill -p rill-bench" >&2; exit 1; }
+done
+
+contacts="127.0.0.1:$((base + 2)),127.0.0.1:$((base + 12)),127.0.0.1:$((base + 22))"
+pids=()
+stop_brokers() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pids=()
+}
+trap stop_brokers EXIT
+
+for i in 0 1 2; do
+  extra=()
+  if [[ $export_mode == jsonl ]]; then
+    extra+=(--set "exporters.jsonl.path=$out/broker-$i/records.jsonl")
+  fi
+  RILL_LOG=warn "$rill" broker --data-dir "$out/broker-$i" \
+    --set cluster.node-id=$i --set cluster.size=3 --set cluster.replication-factor=3 \
+    --set cluster.partitions-count="$partitions" --set cluster.host=127.0.0.1 \
+    --set cluster.command-port=$((base + 1 + 10 * i)) \
+    --set cluster.internal-port=$((base + 2 + 10 * i)) \
+    --set cluster.initial-contact-points="$contacts" \
+    --set gateway.rest-port=$((base + 3 + 10 * i)) \
+    --set monitoring.port=$((base + 4 + 10 * i)) \
+    "${extra[@]}" >"$out/broker-$i.log" 2>&1 &
+  pids+=($!)
+done
+
+# Ready = every partition has a leader, as each broker sees it.
+for i in 0 1 2; do
+  for _ in $(seq 1 240); do
+    if curl -fs "http://127.0.0.1:$((base + 4 + 10 * i))/ready" >/dev/null; then break; fi
+    sleep 0.25
+  done
+  curl -fs "http://127.0.0.1:$((base + 4 + 10 * i))/ready" >/dev/null \
+    || { echo "broker $i is not ready; see $out/broker-$i.log" >&2; exit 1; }
+done
+
+cpu_seconds() { # utime + stime of a process, in seconds
+  awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"
+}
+cpu_before=0
+for pid in "${pids[@]}"; do cpu_before=$(echo "$cpu_before + $(cpu_seconds "$pid")" | bc); done
+
+echo "== three brokers, replication factor 3, $partitions partition(s), export $export_mode"
+"$bench" --url "http://127.0.0.1:$((base + 3))" --broker-pid "${pids[0]}" \
+  --instances "$instances" --json "$out/cluster.json" | tee "$out/cluster.txt"
+cpu_after=0
+for pid in "${pids[@]}"; do cpu_after=$(echo "$cpu_after + $(cpu_seconds "$pid")" | bc); done
+stop_brokers
+
+echo "== one broker, $partitions partition(s), export $export_mode"
+"$bench" --partitions "$partitions" --export "$export_mode" --instances "$instances" \
+  --json "$out/single.json" | tee "$out/single.txt"
+
+python3 - "$out" "$(echo "$cpu_after - $cpu_before" | bc)" <<'EOF'
+import json, sys
+out, cluster_cpu = sys.argv[1], float(sys.argv[2])
+def last(name):
+    return json.load(open(f"{out}/{name}.json"))["median"][-1]
+cluster, single = last("cluster"), last("single")
+print()
+print(f"three brokers: {cluster['instances_per_s']:.0f} instances/s, "
+      f"p99 {cluster['latency']['p99_ms']:.1f} ms, CPU of all three brokers {cluster_cpu:.1f} s")
+print(f"one broker:    {single['instances_per_s']:.0f} instances/s, "
+      f"p99 {single['latency']['p99_ms']:.1f} ms, broker CPU {single['broker_cpu_s']:.1f} s")
+print(f"three ÷ one:   {cluster['instances_per_s'] / single['instances_per_s']:.2f}")
+EOF
+echo "results in $out"
