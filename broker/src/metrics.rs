@@ -15,6 +15,9 @@ pub const PROCESSING_LATENCY: &str = "rill_stream_processor_batch_processing_dur
 pub const COMMIT_LATENCY: &str = "rill_raft_commit_latency_seconds";
 pub const APPLIED_INDEX: &str = "rill_raft_applied_index";
 pub const ROLE: &str = "rill_raft_role";
+pub const SNAPSHOTS_INSTALLED: &str = "rill_raft_snapshots_installed_total";
+pub const SNAPSHOT_INDEX: &str = "rill_raft_snapshot_index";
+pub const PURGED_INDEX: &str = "rill_raft_purged_index";
 pub const INFLIGHT: &str = "rill_backpressure_inflight_requests_count";
 pub const LIMIT: &str = "rill_backpressure_requests_limit";
 pub const DROPPED: &str = "rill_dropped_request_count_total";
@@ -41,6 +44,9 @@ pub struct BrokerMetrics {
     commit: HistogramVec,
     applied: IntGaugeVec,
     role: IntGaugeVec,
+    snapshots_installed: IntCounterVec,
+    snapshot_index: IntGaugeVec,
+    purged_index: IntGaugeVec,
     inflight: IntGaugeVec,
     limit: IntGaugeVec,
     dropped: IntCounterVec,
@@ -116,6 +122,22 @@ impl BrokerMetrics {
                 ROLE,
                 "Raft role: 1 follower, 2 candidate, 3 leader",
             )?,
+            snapshots_installed: counter(
+                registry,
+                SNAPSHOTS_INSTALLED,
+                "Snapshots received from the leader and installed (a replica that fell \
+                 behind the leader's purged log)",
+            )?,
+            snapshot_index: gauge(
+                registry,
+                SNAPSHOT_INDEX,
+                "Raft index covered by the replica's latest snapshot",
+            )?,
+            purged_index: gauge(
+                registry,
+                PURGED_INDEX,
+                "Raft index up to which the replica's log is purged",
+            )?,
             inflight: gauge(registry, INFLIGHT, "Requests admitted and not yet answered")?,
             limit: gauge(registry, LIMIT, "Current in-flight request limit")?,
             dropped: counter(registry, DROPPED, "Requests rejected by flow control")?,
@@ -158,6 +180,9 @@ impl BrokerMetrics {
             commit: self.commit.with_label_values(&l),
             applied: self.applied.with_label_values(&l),
             role: self.role.with_label_values(&l),
+            snapshots_installed: self.snapshots_installed.with_label_values(&l),
+            snapshot_index: self.snapshot_index.with_label_values(&l),
+            purged_index: self.purged_index.with_label_values(&l),
             inflight: self.inflight.with_label_values(&l),
             limit: self.limit.with_label_values(&l),
             dropped: self.dropped.with_label_values(&l),
@@ -178,6 +203,9 @@ pub(crate) struct PartitionMetrics {
     pub commit: Histogram,
     pub applied: IntGauge,
     pub role: IntGauge,
+    pub snapshots_installed: IntCounter,
+    pub snapshot_index: IntGauge,
+    pub purged_index: IntGauge,
     pub inflight: IntGauge,
     pub limit: IntGauge,
     pub dropped: IntCounter,

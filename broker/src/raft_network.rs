@@ -76,7 +76,10 @@ impl RaftNetwork {
         };
         let transport = Transport::start(config, Arc::new(handler))
             .await
-            .map_err(|e| Error::Network(format!("internal port {listen}: {e}")))?;
+            .map_err(|e| match e {
+                TransportError::Bind { addr, source } => Error::Config(bind_failure(addr, &source)),
+                e => Error::Network(format!("internal port {listen}: {e}")),
+            })?;
         if let Some(registry) = registry {
             transport
                 .metrics()
@@ -124,6 +127,9 @@ impl RaftNetwork {
                 peers.insert(peer, resolve(&what, address).await?);
             }
         }
+        if let Some(own) = addresses.get(&node) {
+            check_own_address_is_free(node, own).await?;
+        }
         RaftNetwork::start(node, listen, &peers, service, Some(registry)).await
     }
 
@@ -148,6 +154,53 @@ impl RaftNetwork {
     /// Closes the internal port and every connection.
     pub async fn shutdown(&self) {
         self.transport.shutdown().await;
+    }
+}
+
+/// How long a starting broker waits for an answer at its own contact point.
+const OWN_ADDRESS_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Before binding: a Rill node answering at this node's own contact point means another
+/// broker runs with this node id (or the contact points are in the wrong order). Either
+/// way, starting would split the node in two, so refuse with the fix. Nothing answering,
+/// or something that is not Rill, is left to the bind to judge.
+async fn check_own_address_is_free(node: NodeId, own: &str) -> Result<()> {
+    let Ok(addr) = resolve("this node's", own).await else {
+        // Not resolvable yet (e.g. DNS of a starting pod): nobody can answer there.
+        return Ok(());
+    };
+    match Transport::identify(addr, OWN_ADDRESS_PROBE_TIMEOUT).await {
+        Ok(found) if found == node => Err(Error::Config(format!(
+            "another broker already runs as node {node} at {own}: give each broker its own \
+             cluster.node-id (node ids run from 0 to cluster.size - 1, in the order of \
+             cluster.initial-contact-points)"
+        ))),
+        Ok(found) => Err(Error::Config(format!(
+            "node {found} answers at {own}, the address cluster.initial-contact-points gives \
+             node {node}: list every broker's internal address in node-id order (node 0 \
+             first), and give each broker the cluster.node-id of its position"
+        ))),
+        Err(error) => {
+            tracing::debug!(%node, %own, %error, "no Rill node answers at this node's address");
+            Ok(())
+        }
+    }
+}
+
+/// A failed bind of the internal port, with the setting to change.
+fn bind_failure(addr: SocketAddr, source: &std::io::Error) -> String {
+    if source.kind() == std::io::ErrorKind::AddrInUse {
+        format!(
+            "cannot listen on {addr} for cluster.internal-port: the address is in use by \
+             another process; stop it, or choose another cluster.internal-port (and change \
+             this node's entry in cluster.initial-contact-points to match)"
+        )
+    } else {
+        format!(
+            "cannot listen on {addr} (cluster.host, cluster.internal-port): {source}; set \
+             cluster.host to an address of this machine and cluster.internal-port to a \
+             free port"
+        )
     }
 }
 

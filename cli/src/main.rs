@@ -4,6 +4,7 @@
 mod backend;
 mod client;
 mod cluster;
+mod logging;
 mod server;
 
 use std::path::PathBuf;
@@ -78,19 +79,6 @@ enum ConfigCommand {
     Validate { file: PathBuf },
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RILL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if std::env::var("RILL_LOG_FORMAT").as_deref() == Ok("json") {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
-
 fn main() -> std::process::ExitCode {
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -105,15 +93,15 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Standalone { config } => {
-            init_logging();
+            logging::init();
             server::standalone(config.load()?)
         }
         Command::Broker { config } => {
-            init_logging();
+            logging::init();
             server::broker(config.load()?)
         }
         Command::Gateway { config } => {
-            init_logging();
+            logging::init();
             server::gateway(config.load()?)
         }
         Command::Config { command } => match command {

@@ -331,7 +331,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
             });
             let transport = Transport::start(transport_config, api.clone())
                 .await
-                .context("starting the command API")?;
+                .map_err(command_port_error)?;
             transport
                 .metrics()
                 .register(&registry)
@@ -341,10 +341,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
             let client = match &network {
                 Some(network) => {
                     network.serve_others(api.clone());
-                    ClusterClient::start(
-                        network.transport().clone(),
-                        addresses.values().cloned().collect(),
-                    )
+                    ClusterClient::start_known(network.transport().clone(), &addresses)
                 }
                 None => ClusterClient::start(
                     transport.clone(),
@@ -412,6 +409,25 @@ pub fn broker(config: RillConfig) -> Result<()> {
     node.shutdown();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// A failed start of the command API, with the setting to change.
+fn command_port_error(error: rill_transport::TransportError) -> anyhow::Error {
+    match error {
+        rill_transport::TransportError::Bind { addr, source }
+            if source.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            anyhow::anyhow!(
+                "cannot listen on {addr} for cluster.command-port: the address is in use by \
+                 another process; stop it, or choose another cluster.command-port"
+            )
+        }
+        rill_transport::TransportError::Bind { addr, source } => anyhow::anyhow!(
+            "cannot listen on {addr} (cluster.host, cluster.command-port): {source}; set \
+             cluster.host to an address of this machine and cluster.command-port to a free port"
+        ),
+        other => anyhow::Error::new(other).context("starting the command API"),
+    }
 }
 
 struct GatewayHealth {

@@ -2,17 +2,19 @@
 //! broker catching up from a snapshot, a network cut, a rolling restart, and messages
 //! correlating across partitions. Every test checks that every acknowledged instance
 //! finishes, and the kill test checks the engine's own records for jobs completed twice.
+//! Then the start of a broker: two brokers with one node id, ports in use, peers that are
+//! not up yet.
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Api, Brokers, examples, job_completions};
+use support::{Api, Brokers, RillProcess, examples, free_port, job_completions};
 use tokio::sync::Mutex;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -168,6 +170,28 @@ impl Workload {
     }
 }
 
+/// Waits until the series of metric `name` on `node` satisfy `done`; returns them.
+async fn wait_metric(
+    node: &RillProcess,
+    name: &str,
+    timeout: Duration,
+    done: impl Fn(&BTreeMap<String, f64>) -> bool,
+) -> BTreeMap<String, f64> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let values = node.metric(name).await;
+        if done(&values) {
+            return values;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} is {values:?} after {timeout:?}\n{}",
+            node.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn deploy(api: &Api, files: &[&str]) {
     let paths: Vec<PathBuf> = files.iter().map(|f| examples().join(f)).collect();
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
@@ -268,6 +292,15 @@ fn a_broker_catches_up_from_a_snapshot_and_after_a_network_cut() {
         brokers.wait_ready(Duration::from_secs(60)).await;
         deploy(&brokers.api(0), &["two-rest-calls.bpmn"]).await;
 
+        // Where broker 2's replicas stand when it goes down (the deployment is applied
+        // on every partition, so each has its gauge).
+        let left_at = wait_metric(
+            &brokers.nodes[2],
+            "rill_raft_applied_index",
+            Duration::from_secs(30),
+            |values| values.len() == 2 && values.values().all(|v| *v > 0.0),
+        )
+        .await;
         brokers.nodes[2].kill9();
         let apis = vec![brokers.api(0), brokers.api(1)];
         let workload = Workload::start(apis, 300);
@@ -277,10 +310,36 @@ fn a_broker_catches_up_from_a_snapshot_and_after_a_network_cut() {
         let before = workload
             .finish(&brokers.api(0), Duration::from_secs(90), &brokers)
             .await;
-        // Long enough for a snapshot and a purge past what broker 2 has.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // The others purge their logs past what broker 2 has, so only a snapshot can
+        // bring it up to date. The margin covers entries broker 2 had appended but not
+        // yet applied when it was killed.
+        for node in 0..2 {
+            wait_metric(
+                &brokers.nodes[node],
+                "rill_raft_purged_index",
+                Duration::from_secs(90),
+                |purged| {
+                    left_at
+                        .iter()
+                        .all(|(p, at)| purged.get(p).is_some_and(|v| *v > at + 50.0))
+                },
+            )
+            .await;
+        }
         brokers.nodes[2].restart();
         brokers.wait_ready(Duration::from_secs(60)).await;
+        // It did catch up from a snapshot, on every partition.
+        wait_metric(
+            &brokers.nodes[2],
+            "rill_raft_snapshots_installed_total",
+            Duration::from_secs(60),
+            |installed| {
+                left_at
+                    .keys()
+                    .all(|p| installed.get(p).is_some_and(|n| *n >= 1.0))
+            },
+        )
+        .await;
 
         // Broker 1 is cut off: 0 and 2 form the quorum, so 2 must hold everything.
         brokers.nodes[1].signal("STOP");
@@ -429,6 +488,145 @@ fn messages_correlate_across_partitions_in_a_cluster() {
                 );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
+        }
+    });
+}
+
+/// A second broker started with the configuration of one that runs (same node id, same
+/// contact points) refuses to start and names the setting to fix; the first carries on.
+#[test]
+fn a_second_broker_with_the_same_node_id_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let mut brokers = Brokers::prepare(dir.path(), 3, 1, 3, &[], |_| Vec::new());
+        brokers.nodes[1].launch();
+        brokers.nodes[1]
+            .wait_log(Duration::from_secs(60), |log| {
+                log.contains("Rill broker is running")
+            })
+            .await;
+
+        // Only the command port differs, so the node id is the one clash.
+        let mut options = brokers.options[1].clone();
+        options.push(format!("cluster.command-port={}", free_port()));
+        let options: Vec<&str> = options.iter().map(String::as_str).collect();
+        let mut twin = RillProcess::start_role("broker", &dir.path().join("twin"), &options);
+        let status = twin.wait_exit(Duration::from_secs(60)).await;
+        let log = twin.log_text();
+        assert!(
+            status.is_some_and(|s| !s.success()),
+            "the twin exits with an error: {status:?}\n{log}"
+        );
+        let expected = format!(
+            "another broker already runs as node 1 at {}: give each broker its own \
+             cluster.node-id",
+            brokers.internal[1]
+        );
+        assert!(log.contains(&expected), "{log}");
+
+        assert!(
+            brokers.nodes[1].wait_exit(Duration::ZERO).await.is_none(),
+            "the first broker still runs\n{}",
+            brokers.nodes[1].log_text()
+        );
+    });
+}
+
+/// A broker whose internal or command port is taken exits with an error naming the
+/// setting and the address.
+#[test]
+fn a_port_in_use_is_named_by_its_setting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let command_port = free_port();
+        let mut brokers = Brokers::prepare(dir.path(), 3, 1, 3, &[], |i| {
+            if i == 1 {
+                vec![format!("cluster.command-port={command_port}")]
+            } else {
+                Vec::new()
+            }
+        });
+        // Held by something that is not Rill: it accepts connections and never answers.
+        let internal = brokers.internal[0].clone();
+        let command = format!("127.0.0.1:{command_port}");
+        let _held = [
+            std::net::TcpListener::bind(&internal).expect("hold the internal port"),
+            std::net::TcpListener::bind(&command).expect("hold the command port"),
+        ];
+        brokers.nodes[0].launch();
+        brokers.nodes[1].launch();
+        for (node, setting, address) in [
+            (0, "cluster.internal-port", &internal),
+            (1, "cluster.command-port", &command),
+        ] {
+            let status = brokers.nodes[node].wait_exit(Duration::from_secs(60)).await;
+            let log = brokers.nodes[node].log_text();
+            assert!(
+                status.is_some_and(|s| !s.success()),
+                "broker {node} exits with an error: {status:?}\n{log}"
+            );
+            let expected =
+                format!("cannot listen on {address} for {setting}: the address is in use");
+            assert!(log.contains(&expected), "{log}");
+        }
+    });
+}
+
+/// A broker started before its peers logs one warning per peer it cannot reach, naming
+/// the node and its address, and keeps trying: the cluster forms when the peers come.
+#[test]
+fn a_broker_whose_peers_are_not_up_says_so_and_the_cluster_forms_when_they_come() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let mut brokers = Brokers::prepare(dir.path(), 3, 2, 3, &[], |_| Vec::new());
+        let started = Instant::now();
+        brokers.nodes[0].launch();
+        let internal = brokers.internal.clone();
+        let unreachable = move |log: &str, node: usize| -> Vec<String> {
+            let needle = format!("cannot reach node {node} at {}", internal[node]);
+            log.lines()
+                .filter(|l| l.contains(&needle))
+                .map(str::to_owned)
+                .collect()
+        };
+        let log = brokers.nodes[0]
+            .wait_log(Duration::from_secs(60), |log| {
+                (1..3).all(|node| !unreachable(log, node).is_empty())
+            })
+            .await;
+        for node in 1..3 {
+            for line in unreachable(&log, node) {
+                assert!(line.contains("WARN") && line.contains("retrying"), "{line}");
+            }
+        }
+
+        brokers.nodes[1].launch();
+        brokers.nodes[2].launch();
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        for node in 1..3 {
+            let needle = format!("reached node {node} at {}", brokers.internal[node]);
+            brokers.nodes[0]
+                .wait_log(Duration::from_secs(60), |log| log.contains(&needle))
+                .await;
+        }
+        // Many attempts failed meanwhile (votes, topology requests), but only the
+        // transport's warning names the peer, and it is rate-limited: the first failure,
+        // then one per 30 s at most.
+        let log = brokers.nodes[0].log_text();
+        let allowed = 1 + (started.elapsed().as_secs() / 30) as usize;
+        for node in 1..3 {
+            let lines: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains(&brokers.internal[node]))
+                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                .collect();
+            assert!(
+                lines.len() <= allowed,
+                "{} warnings about node {node} within {:?}:\n{}",
+                lines.len(),
+                started.elapsed(),
+                lines.join("\n")
+            );
         }
     });
 }

@@ -136,6 +136,9 @@ struct View {
     nodes: BTreeMap<NodeId, NodeTopology>,
     /// Node ids of contact points, by address.
     probed: BTreeMap<SocketAddr, NodeId>,
+    /// Nodes whose jobs-available notifications are being polled (one poller each, for
+    /// the client's lifetime).
+    polled: std::collections::BTreeSet<NodeId>,
     /// The leader of each partition (from the highest term reported).
     leaders: BTreeMap<PartitionId, (u64, NodeId)>,
 }
@@ -144,6 +147,9 @@ struct View {
 pub struct ClusterClient {
     transport: Transport,
     contact_points: Vec<String>,
+    /// Node ids known from the configuration, by contact point (a broker's own client);
+    /// the others are probed.
+    known: BTreeMap<String, NodeId>,
     view: RwLock<View>,
     partitions_count: AtomicU16,
     jobs: broadcast::Sender<JobsAvailable>,
@@ -153,10 +159,33 @@ impl ClusterClient {
     /// Starts learning the cluster from `contact_points` (command API addresses), in the
     /// background of the current tokio runtime.
     pub fn start(transport: Transport, contact_points: Vec<String>) -> Arc<ClusterClient> {
+        ClusterClient::start_with(transport, contact_points, BTreeMap::new())
+    }
+
+    /// Like [`ClusterClient::start`] for a broker, which knows every node's id and
+    /// internal address from its configuration: those are not probed, and an unreachable
+    /// one is left to the transport to report (it names the node).
+    pub fn start_known(
+        transport: Transport,
+        nodes: &BTreeMap<NodeId, String>,
+    ) -> Arc<ClusterClient> {
+        let known: BTreeMap<String, NodeId> = nodes
+            .iter()
+            .map(|(node, address)| (address.clone(), *node))
+            .collect();
+        ClusterClient::start_with(transport, known.keys().cloned().collect(), known)
+    }
+
+    fn start_with(
+        transport: Transport,
+        contact_points: Vec<String>,
+        known: BTreeMap<String, NodeId>,
+    ) -> Arc<ClusterClient> {
         let (jobs, _) = broadcast::channel(4096);
         let client = Arc::new(ClusterClient {
             transport,
             contact_points,
+            known,
             view: RwLock::new(View::default()),
             partitions_count: AtomicU16::new(0),
             jobs,
@@ -189,7 +218,11 @@ impl ClusterClient {
                 }
                 Err(reason) => {
                     if unreachable.insert(point.clone(), reason.clone()).is_none() {
-                        tracing::warn!(contact_point = %point, %reason, "cannot reach broker; retrying");
+                        if self.known.contains_key(point) {
+                            tracing::debug!(contact_point = %point, %reason, "cannot reach broker; retrying");
+                        } else {
+                            tracing::warn!(contact_point = %point, %reason, "cannot reach broker; retrying");
+                        }
                     }
                 }
             }
@@ -206,14 +239,23 @@ impl ClusterClient {
         let node = match known {
             Some(node) => node,
             None => {
-                let node = self
-                    .transport
-                    .probe(addr)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let node = match self.known.get(point) {
+                    Some(&node) => node,
+                    None => self
+                        .transport
+                        .probe(addr)
+                        .await
+                        .map_err(|e| e.to_string())?,
+                };
                 self.transport.set_peer(node, addr);
-                self.view.write().probed.insert(addr, node);
-                self.spawn_jobs_poller(node);
+                let first = {
+                    let mut view = self.view.write();
+                    view.probed.insert(addr, node);
+                    view.polled.insert(node)
+                };
+                if first {
+                    self.spawn_jobs_poller(node);
+                }
                 node
             }
         };

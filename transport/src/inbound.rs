@@ -1,7 +1,7 @@
 //! The serving side: accept connections, check the handshake, run handlers with a bound
 //! on how many run at once per connection, and send their responses back in batches.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +95,7 @@ async fn serve_connection(stream: TcpStream, remote: SocketAddr, shared: Arc<Sha
     };
     let _open = metrics.connection(Direction::Inbound);
     debug!(%remote, node = %from, "accepted transport connection");
+    warn_if_elsewhere(&shared, from, remote);
 
     let handler_limit = shared.config.max_concurrent_handlers_per_connection;
     // A handler holds its slot until its response is queued, so the queue never holds
@@ -142,6 +143,38 @@ async fn serve_connection(stream: TcpStream, remote: SocketAddr, shared: Arc<Sha
     if timeout(shared.config.shutdown_grace, write).await.is_err() {
         info!(%remote, node = %from, "handlers still running after the grace; closing");
     }
+}
+
+/// A peer connecting from a host other than the one its configured address names is
+/// either a second process running with its node id, or a sign of stale contact points.
+/// Only hosts are compared (the source port is ephemeral), and loopback is one host.
+fn warn_if_elsewhere(shared: &Shared, from: NodeId, remote: SocketAddr) {
+    if from == shared.config.node_id {
+        return;
+    }
+    let Some(configured) = shared.peer_addrs.read().get(&from).copied() else {
+        return;
+    };
+    let actual = remote.ip();
+    if !elsewhere(configured.ip(), actual) {
+        return;
+    }
+    warn!(
+        node = %from,
+        %remote,
+        %configured,
+        "node {from} connected from {actual}, but the contact points place node {from} at \
+         {configured}: either two brokers run as node {from} (give each its own \
+         cluster.node-id) or cluster.initial-contact-points is stale"
+    );
+}
+
+/// Whether a connection from `actual` cannot come from the host at `configured`.
+fn elsewhere(configured: IpAddr, actual: IpAddr) -> bool {
+    let same = configured == actual
+        || configured.is_unspecified()
+        || (configured.is_loopback() && actual.is_loopback());
+    !same
 }
 
 async fn accept_handshake(
@@ -310,5 +343,25 @@ async fn read_requests(
             let _ = responses.send(response).await;
             drop(slot);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("literal address")
+    }
+
+    #[test]
+    fn a_peer_from_another_host_than_configured_is_elsewhere() {
+        assert!(elsewhere(ip("10.0.0.7"), ip("10.0.0.5")));
+        assert!(elsewhere(ip("10.0.0.7"), ip("127.0.0.1")));
+        assert!(!elsewhere(ip("10.0.0.7"), ip("10.0.0.7")));
+        // Loopback is one host, and an unspecified address says nothing.
+        assert!(!elsewhere(ip("127.0.0.1"), ip("127.0.0.2")));
+        assert!(!elsewhere(ip("::1"), ip("127.0.0.1")));
+        assert!(!elsewhere(ip("0.0.0.0"), ip("10.0.0.5")));
     }
 }

@@ -38,6 +38,8 @@ use crate::writer::write_frames;
 use crate::{PROTOCOL_VERSION, Result, ServiceId, TransportError};
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// While a peer stays unreachable, how often its connect failures are logged at warn.
+const UNREACHABLE_LOG_INTERVAL: Duration = Duration::from_secs(30);
 
 type Reply = oneshot::Sender<Result<Bytes>>;
 
@@ -274,6 +276,7 @@ async fn run(
     let shared = peer.shared.clone();
     let node = peer.node;
     let mut failures = 0u32;
+    let mut last_warned: Option<Instant> = None;
     loop {
         // Connect only when there is something to send.
         let first = tokio::select! {
@@ -297,7 +300,12 @@ async fn run(
         match connected {
             Ok((reader, writer, _node)) => {
                 if failures > 0 {
-                    info!(%node, addr = %target, failures, "connected after failed attempts");
+                    info!(
+                        %node,
+                        addr = %target,
+                        failures,
+                        "reached node {node} at {target} after {failures} failed attempt(s)"
+                    );
                 } else {
                     debug!(%node, addr = %target, "connected");
                 }
@@ -318,8 +326,18 @@ async fn run(
             Err(reason) => {
                 failures += 1;
                 shared.metrics.connect_failures.inc();
-                if failures == 1 {
-                    warn!(%node, addr = %target, %reason, "cannot connect; retrying with backoff");
+                // One line when a peer becomes unreachable, then one per interval while
+                // it stays so, whatever the number of attempts in between.
+                let due = last_warned.is_none_or(|at| at.elapsed() >= UNREACHABLE_LOG_INTERVAL);
+                if failures == 1 || due {
+                    last_warned = Some(Instant::now());
+                    warn!(
+                        %node,
+                        addr = %target,
+                        %reason,
+                        failures,
+                        "cannot reach node {node} at {target} ({reason}); retrying"
+                    );
                 } else {
                     debug!(%node, addr = %target, %reason, failures, "cannot connect");
                 }

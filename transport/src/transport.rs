@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
-use crate::frame::FRAME_HEADER_LEN;
+use crate::frame::{ANY_NODE, FRAME_HEADER_LEN};
 use crate::inbound::accept_loop;
 use crate::metrics::{TransportMetrics, TransportStats};
 use crate::outbound::{Peer, connect};
@@ -33,6 +33,9 @@ pub(crate) struct Shared {
     pub runtime: Handle,
     /// Distinguishes this process from another one configured with the same node id.
     pub instance: u64,
+    /// The address configured for each peer (see [`Transport::set_peer`]), so a peer
+    /// that connects from elsewhere can be noticed.
+    pub peer_addrs: RwLock<HashMap<NodeId, SocketAddr>>,
 }
 
 /// Why a handshake between two processes with the same node id is refused.
@@ -112,6 +115,7 @@ impl Transport {
             tasks: TaskTracker::new(),
             runtime: Handle::current(),
             instance: instance_id(),
+            peer_addrs: RwLock::new(HashMap::new()),
         });
         shared.spawn(accept_loop(listener, shared.clone()));
         Ok(Transport {
@@ -136,6 +140,7 @@ impl Transport {
     /// connection (its in-flight requests fail) and the next request connects to the new
     /// one. Connections are opened lazily, by the first request.
     pub fn set_peer(&self, node: NodeId, addr: SocketAddr) {
+        self.inner.shared.peer_addrs.write().insert(node, addr);
         let mut peers = self.inner.peers.write();
         match peers.get(&node) {
             Some(peer) => peer.set_addr(addr),
@@ -154,6 +159,46 @@ impl Transport {
             return Err(TransportError::ShuttingDown);
         }
         match connect(shared, None, addr).await {
+            Ok((_reader, _writer, node)) => Ok(node),
+            Err(reason) => Err(TransportError::Probe { addr, reason }),
+        }
+    }
+
+    /// Asks whichever node listens at `addr` for its id, without a transport of one's
+    /// own: a broker checks before it binds that no other process serves its address.
+    /// Gives up after `connect_timeout`; `Err` also when what answers is not a Rill
+    /// transport.
+    pub async fn identify(addr: SocketAddr, connect_timeout: Duration) -> Result<NodeId> {
+        // Nothing listens and nothing is served: only the dialing side is used.
+        let mut config = TransportConfig::new(NodeId(ANY_NODE), addr);
+        config.connect_timeout = connect_timeout;
+        config.metrics_name = "identify".to_owned();
+        let metrics = TransportMetrics::new(&config.metrics_name).map_err(|error| {
+            TransportError::InvalidConfig {
+                problems: format!("metrics: {error}"),
+            }
+        })?;
+        let no_service = |_: NodeId,
+                          service: ServiceId,
+                          _: PartitionId,
+                          _: Bytes|
+         -> futures::future::BoxFuture<
+            'static,
+            std::result::Result<Bytes, String>,
+        > {
+            Box::pin(async move { Err(format!("nothing serves {service} here")) })
+        };
+        let shared = Shared {
+            config,
+            handler: Arc::new(no_service),
+            metrics,
+            cancel: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            runtime: Handle::current(),
+            instance: instance_id(),
+            peer_addrs: RwLock::new(HashMap::new()),
+        };
+        match connect(&shared, None, addr).await {
             Ok((_reader, _writer, node)) => Ok(node),
             Err(reason) => Err(TransportError::Probe { addr, reason }),
         }

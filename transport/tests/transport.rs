@@ -1215,3 +1215,32 @@ async fn busy_handlers_longer_than_the_keepalive_timeout_keep_the_connection() {
     client.shutdown().await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identify_names_the_node_behind_an_address_without_a_transport() {
+    let server = start(config(3), echo()).await;
+    let found = Transport::identify(server.local_addr(), LONG)
+        .await
+        .expect("identify");
+    assert_eq!(found, NodeId(3));
+
+    // Nothing listens: refused at once.
+    let closed = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let closed_addr = closed.local_addr().expect("addr");
+    drop(closed);
+    let error = Transport::identify(closed_addr, LONG)
+        .await
+        .expect_err("nothing listens");
+    assert!(matches!(error, TransportError::Probe { .. }), "{error}");
+
+    // Something that is not Rill accepts and never answers: given up after the timeout.
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let error = Transport::identify(
+        silent.local_addr().expect("addr"),
+        Duration::from_millis(300),
+    )
+    .await
+    .expect_err("no handshake");
+    assert!(matches!(error, TransportError::Probe { .. }), "{error}");
+    server.shutdown().await;
+}

@@ -388,7 +388,16 @@ impl<E: Engine> Actor for PartitionActor<E> {
                 let _ = reply.send(result);
             }
             Msg::SnapshotInstalled { reply } => {
-                let _ = reply.send(st.reload_after_snapshot());
+                let reloaded = st.reload_after_snapshot();
+                if reloaded.is_ok() {
+                    st.metrics.snapshots_installed.inc();
+                    tracing::info!(
+                        partition = %st.info.partition_id,
+                        applied = st.applied_index,
+                        "installed a snapshot from the leader"
+                    );
+                }
+                let _ = reply.send(reloaded);
             }
             Msg::RaftStarted(raft) => {
                 st.raft = Some(raft);
@@ -508,6 +517,10 @@ impl<E: Engine> PartitionState<E> {
         let config = self.config.clone();
         let env = self.env.clone();
         let me = myself.clone();
+        let gauges = (
+            self.metrics.snapshot_index.clone(),
+            self.metrics.purged_index.clone(),
+        );
         let handler = Arc::new(ActorHandler {
             actor: myself.clone(),
         });
@@ -549,7 +562,13 @@ impl<E: Engine> PartitionState<E> {
                     let key = |v: &RaftView| (v.role, v.leader, v.term, v.snapshot_index);
                     let mut last: Option<RaftView> = None;
                     loop {
-                        let view = raft_view(&metrics.borrow_and_update());
+                        let view = {
+                            let current = metrics.borrow_and_update();
+                            let (snapshot, purged) = &gauges;
+                            snapshot.set(current.snapshot.map_or(0, |s| s.index) as i64);
+                            purged.set(current.purged.map_or(0, |p| p.index) as i64);
+                            raft_view(&current)
+                        };
                         if last.as_ref().map(key) != Some(key(&view)) {
                             last = Some(view.clone());
                             if me.send_message(Msg::RaftView(view)).is_err() {

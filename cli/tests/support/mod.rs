@@ -41,7 +41,14 @@ impl RillProcess {
     /// Starts `rill ROLE` on fresh REST and monitoring ports with `data_dir`, plus
     /// `--set` overrides.
     pub fn start_role(role: &'static str, data_dir: &Path, extra: &[&str]) -> RillProcess {
-        let mut process = RillProcess {
+        let mut process = RillProcess::prepare_role(role, data_dir, extra);
+        process.spawn();
+        process
+    }
+
+    /// Like [`RillProcess::start_role`], without starting it (see [`RillProcess::launch`]).
+    pub fn prepare_role(role: &'static str, data_dir: &Path, extra: &[&str]) -> RillProcess {
+        RillProcess {
             role,
             child: None,
             data_dir: data_dir.to_path_buf(),
@@ -49,9 +56,55 @@ impl RillProcess {
             monitoring_port: free_port(),
             log: data_dir.with_extension("log"),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Starts a prepared process.
+    pub fn launch(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        self.spawn();
+    }
+
+    /// Waits for the process to exit on its own; `None` if it still runs after `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let child = self.child.as_mut()?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the log satisfies `done`; returns the log then.
+    pub async fn wait_log(&self, timeout: Duration, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let text = self.log_text();
+            if done(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the log did not show what was awaited within {timeout:?}:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The series of metric `name` on `/metrics`, by their `partition` label ("" when
+    /// they have none).
+    pub async fn metric(&self, name: &str) -> std::collections::BTreeMap<String, f64> {
+        let text = match reqwest::get(format!("{}/metrics", self.monitoring())).await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
         };
-        process.spawn();
-        process
+        parse_metric(&text, name)
     }
 
     fn spawn(&mut self) {
@@ -183,6 +236,33 @@ impl RillProcess {
     }
 }
 
+/// The samples of `name` in Prometheus text, by their `partition` label.
+pub fn parse_metric(text: &str, name: &str) -> std::collections::BTreeMap<String, f64> {
+    let mut values = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some(rest) = line.strip_prefix(name) else {
+            continue;
+        };
+        let (labels, value) = match rest.strip_prefix('{') {
+            Some(rest) => match rest.split_once('}') {
+                Some((labels, value)) => (labels, value),
+                None => continue,
+            },
+            None if rest.starts_with(' ') => ("", rest),
+            None => continue,
+        };
+        let partition = labels
+            .split(',')
+            .find_map(|l| l.strip_prefix("partition=\""))
+            .map(|p| p.trim_end_matches('"').to_owned())
+            .unwrap_or_default();
+        if let Ok(value) = value.trim().parse::<f64>() {
+            values.insert(partition, value);
+        }
+    }
+    values
+}
+
 impl Drop for RillProcess {
     fn drop(&mut self) {
         self.kill9();
@@ -265,6 +345,10 @@ pub fn examples() -> PathBuf {
 /// A cluster of `rill broker` processes on loopback, each with an embedded gateway.
 pub struct Brokers {
     pub nodes: Vec<RillProcess>,
+    /// Every broker's internal address (`cluster.initial-contact-points`), by node id.
+    pub internal: Vec<String>,
+    /// The `--set` options each broker was started with.
+    pub options: Vec<Vec<String>>,
 }
 
 impl Brokers {
@@ -288,13 +372,30 @@ impl Brokers {
         extra: &[&str],
         per_node: impl Fn(u32) -> Vec<String>,
     ) -> Brokers {
+        let mut brokers = Brokers::prepare(dir, size, partitions, replication, extra, per_node);
+        for node in &mut brokers.nodes {
+            node.launch();
+        }
+        brokers
+    }
+
+    /// Like [`Brokers::start_with`], without starting any broker: start each with
+    /// `nodes[i].launch()`.
+    pub fn prepare(
+        dir: &Path,
+        size: u32,
+        partitions: u16,
+        replication: u16,
+        extra: &[&str],
+        per_node: impl Fn(u32) -> Vec<String>,
+    ) -> Brokers {
         let internal: Vec<u16> = (0..size).map(|_| free_port()).collect();
         let contact_points = internal
             .iter()
             .map(|port| format!("127.0.0.1:{port}"))
             .collect::<Vec<_>>()
             .join(",");
-        let nodes = (0..size)
+        let options: Vec<Vec<String>> = (0..size)
             .map(|i| {
                 let mut args = vec![
                     format!("cluster.node-id={i}"),
@@ -311,11 +412,25 @@ impl Brokers {
                 ];
                 args.extend(extra.iter().map(|s| s.to_string()));
                 args.extend(per_node(i));
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                RillProcess::start_role("broker", &dir.join(format!("broker-{i}")), &args)
+                args
             })
             .collect();
-        Brokers { nodes }
+        let nodes = options
+            .iter()
+            .enumerate()
+            .map(|(i, args)| {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                RillProcess::prepare_role("broker", &dir.join(format!("broker-{i}")), &args)
+            })
+            .collect();
+        Brokers {
+            nodes,
+            internal: internal
+                .iter()
+                .map(|port| format!("127.0.0.1:{port}"))
+                .collect(),
+            options,
+        }
     }
 
     /// Waits until every running broker reports every partition it hosts led.
