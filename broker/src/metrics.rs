@@ -20,6 +20,9 @@ pub const LIMIT: &str = "rill_backpressure_requests_limit";
 pub const DROPPED: &str = "rill_dropped_request_count_total";
 pub const RECEIVED: &str = "rill_received_request_count_total";
 pub const ENGINE_EVENTS: &str = "rill_engine_events_total";
+pub const SNAPSHOT_INDEX: &str = "rill_raft_snapshot_index";
+pub const LAST_POSITION: &str = "rill_stream_processor_last_position";
+pub const EXPORT_BACKLOG: &str = "rill_exporter_backlog_records";
 
 /// Role gauge values (Zeebe's `atomix_role` idea): follower 1, candidate 2, leader 3.
 pub const ROLE_FOLLOWER: i64 = 1;
@@ -46,6 +49,9 @@ pub struct BrokerMetrics {
     dropped: IntCounterVec,
     received: IntCounterVec,
     events: IntCounterVec,
+    snapshot_index: IntGaugeVec,
+    last_position: IntGaugeVec,
+    export_backlog: IntGaugeVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounterVec> {
@@ -134,6 +140,22 @@ impl BrokerMetrics {
                     .map_err(metrics_error)?;
                 c
             },
+            snapshot_index: gauge(
+                registry,
+                SNAPSHOT_INDEX,
+                "Raft index of the latest snapshot; the log is purged behind it",
+            )?,
+            last_position: gauge(
+                registry,
+                LAST_POSITION,
+                "Position of the last record written to the partition's log",
+            )?,
+            export_backlog: gauge(
+                registry,
+                EXPORT_BACKLOG,
+                "Records written and not yet exported by every exporter: the last \
+                 position minus the lowest replicated exported position",
+            )?,
         })
     }
 
@@ -163,6 +185,9 @@ impl BrokerMetrics {
             dropped: self.dropped.with_label_values(&l),
             received: self.received.with_label_values(&l),
             events: self.events.clone(),
+            snapshot_index: self.snapshot_index.with_label_values(&l),
+            last_position: self.last_position.with_label_values(&l),
+            export_backlog: self.export_backlog.with_label_values(&l),
             label,
         }
     }
@@ -182,6 +207,9 @@ pub(crate) struct PartitionMetrics {
     pub limit: IntGauge,
     pub dropped: IntCounter,
     pub received: IntCounter,
+    pub snapshot_index: IntGauge,
+    pub last_position: IntGauge,
+    pub export_backlog: IntGauge,
     events: IntCounterVec,
     label: String,
 }
