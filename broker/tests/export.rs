@@ -226,9 +226,10 @@ fn a_replica_catching_up_from_a_snapshot_takes_its_export_floor() {
         for id in 1..=300 {
             cluster.submit(ListCommand::Append { id }).await;
         }
+        // Answers go out before the status is updated: let the replicas settle first.
+        cluster.converged(Duration::from_secs(10)).await;
         let leader = cluster.leader(Duration::from_secs(10)).await;
-        let node = cluster.node(leader).clone();
-        let last = node.status().last_position;
+        let last = cluster.node(leader).status().last_position;
         wait_until("the export is replicated", Duration::from_secs(30), || {
             cluster.running().all(|(_, p)| p.status().exported == last)
         })
