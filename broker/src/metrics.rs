@@ -23,6 +23,8 @@ pub const LIMIT: &str = "rill_backpressure_requests_limit";
 pub const DROPPED: &str = "rill_dropped_request_count_total";
 pub const RECEIVED: &str = "rill_received_request_count_total";
 pub const ENGINE_EVENTS: &str = "rill_engine_events_total";
+pub const LAST_POSITION: &str = "rill_stream_processor_last_position";
+pub const EXPORT_BACKLOG: &str = "rill_exporter_backlog_records";
 
 /// Role gauge values (Zeebe's `atomix_role` idea): follower 1, candidate 2, leader 3.
 pub const ROLE_FOLLOWER: i64 = 1;
@@ -52,6 +54,8 @@ pub struct BrokerMetrics {
     dropped: IntCounterVec,
     received: IntCounterVec,
     events: IntCounterVec,
+    last_position: IntGaugeVec,
+    export_backlog: IntGaugeVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounterVec> {
@@ -156,6 +160,17 @@ impl BrokerMetrics {
                     .map_err(metrics_error)?;
                 c
             },
+            last_position: gauge(
+                registry,
+                LAST_POSITION,
+                "Position of the last record written to the partition's log",
+            )?,
+            export_backlog: gauge(
+                registry,
+                EXPORT_BACKLOG,
+                "Records written and not yet exported by every exporter: the last \
+                 position minus the lowest replicated exported position",
+            )?,
         })
     }
 
@@ -188,6 +203,8 @@ impl BrokerMetrics {
             dropped: self.dropped.with_label_values(&l),
             received: self.received.with_label_values(&l),
             events: self.events.clone(),
+            last_position: self.last_position.with_label_values(&l),
+            export_backlog: self.export_backlog.with_label_values(&l),
             label,
         }
     }
@@ -210,6 +227,8 @@ pub(crate) struct PartitionMetrics {
     pub limit: IntGauge,
     pub dropped: IntCounter,
     pub received: IntCounter,
+    pub last_position: IntGauge,
+    pub export_backlog: IntGauge,
     events: IntCounterVec,
     label: String,
 }

@@ -185,6 +185,15 @@ pub(crate) fn apply_exported(
     Ok(floor)
 }
 
+/// The position up to which every exporter has the records: export entries before the
+/// first one left were deleted for that reason (none left: all of them).
+pub(crate) fn exported_floor(db: &StateDb, cursor: &Cursor) -> Result<Position> {
+    Ok(match read_records(db, Position(1), 1)?.first() {
+        Some(first) => Position(first.position.get() - 1),
+        None => cursor.last_position,
+    })
+}
+
 /// Reads up to `limit` records from `from` on, in position order.
 pub fn read_records(db: &StateDb, from: Position, limit: usize) -> Result<Vec<Record>> {
     let cf = db.export_cf()?;

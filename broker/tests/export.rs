@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::Cluster;
@@ -202,5 +203,64 @@ fn records_wait_for_a_stuck_exporter_and_new_work_is_throttled_until_it_catches_
                 Err(e) => panic!("still refused after the backlog drained: {e}"),
             }
         }
+    });
+}
+
+/// A replica that was down while the others exported, trimmed and purged their logs
+/// catches up from a snapshot, and takes the export floor from it: it would otherwise
+/// judge the backlog (and throttle, once it leads) against the floor it had before.
+#[test]
+fn a_replica_catching_up_from_a_snapshot_takes_its_export_floor() {
+    let rt = runtime();
+    rt.block_on(async {
+        let mut cluster = Cluster::new(3, |c| c.raft.log_retention_entries = 10);
+        let file = cluster.dir.path().join("records.jsonl");
+        cluster.exporters = Some(jsonl_exporters(file.clone()));
+        cluster.start_all().await;
+        let leader = cluster.leader(Duration::from_secs(10)).await;
+        let behind = (leader + 1) % 3;
+        let state_dir = cluster.configs[behind].directory.join("state");
+        let generation_before = std::fs::read_to_string(state_dir.join("CURRENT")).unwrap();
+        cluster.stop(behind).await;
+
+        for id in 1..=300 {
+            cluster.submit(ListCommand::Append { id }).await;
+        }
+        // Answers go out before the status is updated: let the replicas settle first.
+        cluster.converged(Duration::from_secs(10)).await;
+        let leader = cluster.leader(Duration::from_secs(10)).await;
+        let last = cluster.node(leader).status().last_position;
+        wait_until("the export is replicated", Duration::from_secs(30), || {
+            cluster.running().all(|(_, p)| p.status().exported == last)
+        })
+        .await;
+        for (_, p) in cluster.running() {
+            p.take_snapshot().await.expect("snapshot");
+        }
+        // Purged behind the snapshot: the stopped replica can only catch up by snapshot.
+        wait_until("the log is purged", Duration::from_secs(30), || {
+            cluster
+                .running()
+                .all(|(_, p)| p.log_stats().purged.load(Ordering::Relaxed) >= 250)
+        })
+        .await;
+
+        cluster.start(behind).await;
+        cluster.converged(Duration::from_secs(30)).await;
+        let generation_after = std::fs::read_to_string(state_dir.join("CURRENT")).unwrap();
+        assert_ne!(
+            generation_before, generation_after,
+            "the state was replaced by a snapshot"
+        );
+        let caught_up = cluster.node(behind).clone();
+        wait_until(
+            "the replica has the export floor of the snapshot",
+            Duration::from_secs(30),
+            || {
+                let status = caught_up.status();
+                status.last_position == last && status.exported == last
+            },
+        )
+        .await;
     });
 }

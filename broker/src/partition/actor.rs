@@ -52,7 +52,7 @@ use crate::export::ExportDirector;
 use crate::flow_control::{Permit, RequestLimiter};
 use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
-use crate::state::{Cursor, RocksState, read_records};
+use crate::state::{Cursor, RocksState, exported_floor, read_records};
 
 const TICK: Duration = Duration::from_millis(50);
 /// Most due commands proposed at once.
@@ -295,13 +295,13 @@ impl<E: Engine> Actor for PartitionActor<E> {
         let state = args.storage.state.clone();
         let cursor = Cursor::load(&RocksState::new(&state.current()))?;
         let applied_index = state.applied_state()?.0.map_or(0, |id| id.index);
-        // Export entries before the first one left were deleted: every exporter has them.
-        let exported = match read_records(&state.current(), Position(1), 1)?.first() {
-            Some(first) => Position(first.position.get() - 1),
-            None => cursor.last_position,
-        };
+        let exported = exported_floor(&state.current(), &cursor)?;
         let me = myself.clone();
         let metrics = args.env.metrics.partition(args.config.partition_id.get());
+        metrics.last_position.set(cursor.last_position.get() as i64);
+        metrics
+            .export_backlog
+            .set(cursor.last_position.get().saturating_sub(exported.get()) as i64);
         let node = u64::from(args.config.node_id.0);
         Ok(PartitionState {
             info: PartitionInfo {
@@ -790,6 +790,7 @@ impl<E: Engine> PartitionState<E> {
         if let Some(exported) = applied.exported {
             self.exported = exported;
         }
+        self.update_position_metrics();
         if let Some(director) = &self.director {
             director.written(
                 self.cursor.last_position,
@@ -891,6 +892,9 @@ impl<E: Engine> PartitionState<E> {
             Role::Candidate => metrics::ROLE_CANDIDATE,
             _ => metrics::ROLE_FOLLOWER,
         });
+        self.metrics
+            .snapshot_index
+            .set(self.view.snapshot_index as i64);
         if lost_term {
             tracing::info!(partition = %self.partition(), term = old_term, "no longer leader");
             // Never proposed: certainly not applied.
@@ -1025,6 +1029,15 @@ impl<E: Engine> PartitionState<E> {
         }
     }
 
+    /// The last position and the export backlog, as gauges.
+    fn update_position_metrics(&self) {
+        let last = self.cursor.last_position.get();
+        self.metrics.last_position.set(last as i64);
+        self.metrics
+            .export_backlog
+            .set(last.saturating_sub(self.exported.get()) as i64);
+    }
+
     /// Records written and not yet exported by every exporter, past the acceptable
     /// backlog: new work is refused until the exporters catch up.
     fn export_backlog_exceeded(&self) -> bool {
@@ -1115,6 +1128,11 @@ impl<E: Engine> PartitionState<E> {
         self.cursor = Cursor::load(&RocksState::new(&db))
             .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
         self.applied_index = db.applied_state()?.0.map_or(0, |id| id.index);
+        // The snapshot's export entries, not the ones this replica had: a stale floor
+        // would throttle (or fail to throttle) new work once this replica leads.
+        self.exported = exported_floor(&db, &self.cursor)
+            .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
+        self.update_position_metrics();
         self.engine.reset_caches();
         if let Some(barrier) = self.barrier
             && self.applied_index >= barrier.index
@@ -1186,6 +1204,7 @@ impl<E: Engine> PartitionState<E> {
             term: self.view.term,
             applied_index: self.applied_index,
             last_position: self.cursor.last_position,
+            exported: self.exported,
             healthy: self.failed.is_none(),
             inflight: self.limiter.inflight(),
             peak_inflight: self.limiter.peak_inflight(),

@@ -130,6 +130,9 @@ pub struct PartitionStatus {
     pub applied_index: u64,
     /// Position of the last record written.
     pub last_position: Position,
+    /// Every exporter has the records up to here (replicated; the export backlog is
+    /// `last_position - exported`).
+    pub exported: Position,
     /// False once the partition stopped on a fatal error.
     pub healthy: bool,
     pub inflight: u32,
@@ -219,6 +222,7 @@ impl<E: Engine> Partition<E> {
             term: 0,
             applied_index: 0,
             last_position: Position::ZERO,
+            exported: Position::ZERO,
             healthy: true,
             inflight: 0,
             peak_inflight: 0,

@@ -3,12 +3,16 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
 
 /// A port nobody listens on right now (bound and released; good enough on loopback).
 pub fn free_port() -> u16 {
@@ -337,6 +341,24 @@ impl Api {
     }
 }
 
+/// The value of the gauge `name` for `partition` in a Prometheus text page.
+pub fn gauge(page: &str, name: &str, partition: u64) -> Option<i64> {
+    let series = format!("{name}{{partition=\"{partition}\"}} ");
+    page.lines()
+        .find_map(|line| line.strip_prefix(series.as_str()))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .map(|value| value as i64)
+}
+
+/// The `/metrics` page of a process (empty if it does not answer).
+pub async fn metrics(process: &RillProcess) -> String {
+    let url = format!("{}/metrics", process.monitoring());
+    match reqwest::get(url).await {
+        Ok(response) => response.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
 /// The repository's `examples/` directory.
 pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
@@ -504,4 +526,169 @@ pub fn job_completions(
         }
     }
     completions
+}
+
+/// Starters and workers of the two-rest-calls process, spread over every broker's
+/// gateway and riding out brokers that are down.
+pub struct Workload {
+    /// Jobs of all instances together (two each).
+    total_jobs: usize,
+    created: Arc<Mutex<Vec<String>>>,
+    completed_jobs: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Workload {
+    pub fn start(apis: Vec<Api>, instances: usize) -> Workload {
+        let created: Arc<Mutex<Vec<String>>> = Arc::default();
+        let completed_jobs = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let next = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for s in 0..3 {
+            let (apis, created, next) = (apis.clone(), created.clone(), next.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut turn = s;
+                while next.fetch_add(1, Ordering::Relaxed) < instances {
+                    loop {
+                        turn += 1;
+                        let api = &apis[turn % apis.len()];
+                        let body = json!({"processDefinitionId": "two-rest-calls"});
+                        match api.post("/v2/process-instances", body).await {
+                            Ok((200, v)) => {
+                                let key = v["processInstanceKey"].as_str().unwrap().to_owned();
+                                created.lock().await.push(key);
+                                break;
+                            }
+                            // A broker down, a leader change in progress, or overload.
+                            Err(_) | Ok((502..=504, _)) => {
+                                tokio::time::sleep(Duration::from_millis(50)).await
+                            }
+                            Ok((status, v)) => panic!("create failed with {status}: {v}"),
+                        }
+                    }
+                }
+            }));
+        }
+        for w in 0..3 {
+            let (apis, done, stop) = (apis.clone(), completed_jobs.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut turn = w;
+                while !stop.load(Ordering::Relaxed) {
+                    turn += 1;
+                    let api = &apis[turn % apis.len()];
+                    let request = json!({"type": "restCall", "worker": format!("w{w}"),
+                        "timeout": 5000, "maxJobsToActivate": 32, "requestTimeout": 300});
+                    let jobs = match api.post("/v2/jobs/activation", request).await {
+                        Ok((200, v)) => v["jobs"].as_array().cloned().unwrap_or_default(),
+                        _ => {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    for job in jobs {
+                        let key = job["jobKey"].as_str().unwrap();
+                        let path = format!("/v2/jobs/{key}/completion");
+                        if let Ok((204, _)) = api.post(&path, json!({})).await {
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }));
+        }
+        Workload {
+            total_jobs: 2 * instances,
+            created,
+            completed_jobs,
+            stop,
+            tasks,
+        }
+    }
+
+    pub async fn created(&self) -> usize {
+        self.created.lock().await.len()
+    }
+
+    /// Waits until `more` further jobs were completed (or every job, on a fast machine).
+    pub async fn progress(&self, more: usize, timeout: Duration, brokers: &Brokers) {
+        let target = (self.completed_jobs.load(Ordering::Relaxed) + more).min(self.total_jobs);
+        let deadline = Instant::now() + timeout;
+        while self.completed_jobs.load(Ordering::Relaxed) < target {
+            assert!(
+                Instant::now() < deadline,
+                "no progress: {} jobs completed\n{}",
+                self.completed_jobs.load(Ordering::Relaxed),
+                brokers.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until at least `jobs` jobs were completed in all (capped at every job).
+    pub async fn completed(&self, jobs: usize, timeout: Duration, brokers: &Brokers) {
+        let done = self.completed_jobs.load(Ordering::Relaxed);
+        self.progress(jobs.saturating_sub(done), timeout, brokers)
+            .await;
+    }
+
+    /// Waits for every starter, then for every created instance to complete (asking
+    /// `api`), then stops the workers. Returns the instance keys.
+    pub async fn finish(self, api: &Api, timeout: Duration, brokers: &Brokers) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let (starters, workers): (Vec<_>, Vec<_>) = self
+            .tasks
+            .into_iter()
+            .enumerate()
+            .partition(|(i, _)| *i < 3);
+        for (_, starter) in starters {
+            starter.await.expect("starter");
+        }
+        let keys = self.created.lock().await.clone();
+        let mut pending = keys.clone();
+        while !pending.is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "{} of {} instances did not finish, e.g. {}\n{}",
+                pending.len(),
+                keys.len(),
+                pending[0],
+                brokers.logs()
+            );
+            let mut still = Vec::new();
+            for key in pending {
+                match api.get(&format!("/v2/process-instances/{key}")).await {
+                    Ok((200, v)) if v["state"] == "COMPLETED" => {}
+                    _ => still.push(key),
+                }
+            }
+            pending = still;
+            if !pending.is_empty() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        for (_, worker) in workers {
+            worker.await.expect("worker");
+        }
+        assert_eq!(
+            keys.iter().collect::<BTreeSet<_>>().len(),
+            keys.len(),
+            "instance keys are unique"
+        );
+        keys
+    }
+}
+
+pub async fn deploy(api: &Api, files: &[&str]) {
+    let paths: Vec<PathBuf> = files.iter().map(|f| examples().join(f)).collect();
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match api.deploy(&refs).await {
+            Ok((200, _)) => return,
+            other => assert!(Instant::now() < deadline, "deploy failed: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
