@@ -14,12 +14,29 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-/// A port nobody listens on right now (bound and released; good enough on loopback).
+/// A port nobody listens on right now, below the kernel's ephemeral range (32768 and up
+/// on Linux): a port taken from that range and released can be handed to any process's
+/// next outgoing connection before the broker meant to listen on it starts. Each test
+/// process starts at its own place in the range, so parallel tests rarely meet.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind an ephemeral port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    if NEXT.load(Ordering::Relaxed) == u32::MAX {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let start = (std::process::id().wrapping_mul(7919) ^ nanos) % COUNT;
+        let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    for _ in 0..COUNT {
+        let port = (FIRST + NEXT.fetch_add(1, Ordering::Relaxed) % COUNT) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between {FIRST} and {}", FIRST + COUNT)
 }
 
 /// A `rill standalone` process.
