@@ -5,6 +5,11 @@ use std::net::SocketAddr;
 
 use rill_es_test_server::TestServer;
 
+/// The store holds every document as a `serde_json::Value`: many small allocations, which
+/// glibc's malloc made the server's main cost as a benchmark's export target.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -512,7 +512,50 @@ fn parse_json(body: &Bytes) -> Result<Value, Response> {
     })
 }
 
-async fn bulk(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+/// The parts of a response `filter_path` keeps, as Elasticsearch reads it for `_bulk`:
+/// top-level fields by name, item fields as `items.*.<field>`. No `filter_path`: all.
+struct BulkFilter {
+    top: Vec<String>,
+    item: Vec<String>,
+}
+
+impl BulkFilter {
+    fn parse(filter_path: Option<&String>) -> Option<BulkFilter> {
+        let filter_path = filter_path?;
+        let mut filter = BulkFilter {
+            top: Vec::new(),
+            item: Vec::new(),
+        };
+        for path in filter_path.split(',').map(str::trim) {
+            match path.strip_prefix("items.*.") {
+                Some(field) => filter.item.push(field.to_owned()),
+                None => filter.top.push(path.to_owned()),
+            }
+        }
+        Some(filter)
+    }
+
+    fn keeps_items(&self) -> bool {
+        !self.item.is_empty() || self.top.iter().any(|t| t == "items")
+    }
+
+    fn item(&self, mut entry: Value) -> Value {
+        if self.top.iter().any(|t| t == "items") || self.item.iter().any(|f| f == "*") {
+            return entry;
+        }
+        if let Value::Object(fields) = &mut entry {
+            fields.retain(|name, _| self.item.iter().any(|f| f == name));
+        }
+        entry
+    }
+}
+
+async fn bulk(
+    State(shared): State<Arc<Shared>>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    let filter = BulkFilter::parse(params.get("filter_path"));
     shared.bulk_requests.fetch_add(1, AtomicOrdering::Relaxed);
     let limit = shared.switches.lock().max_content_length;
     if limit.is_some_and(|limit| body.len() > limit) {
@@ -641,9 +684,26 @@ async fn bulk(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
                        "error": {"type": failure.error_type, "reason": failure.reason}})
             }
         };
+        let entry = match &filter {
+            Some(filter) => filter.item(entry),
+            None => entry,
+        };
         items.push(json!({ op: entry }));
     }
-    axum::Json(json!({"took": 1, "errors": errors, "items": items})).into_response()
+    let Some(filter) = filter else {
+        return axum::Json(json!({"took": 1, "errors": errors, "items": items})).into_response();
+    };
+    let mut response = serde_json::Map::new();
+    if filter.top.iter().any(|t| t == "took") {
+        response.insert("took".into(), json!(1));
+    }
+    if filter.top.iter().any(|t| t == "errors") {
+        response.insert("errors".into(), json!(errors));
+    }
+    if filter.keeps_items() {
+        response.insert("items".into(), Value::Array(items));
+    }
+    axum::Json(Value::Object(response)).into_response()
 }
 
 fn acknowledged() -> Response {

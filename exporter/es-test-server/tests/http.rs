@@ -205,3 +205,43 @@ async fn switches_fail_slow_down_and_stop() {
         "data survives a restart"
     );
 }
+
+#[tokio::test]
+async fn bulk_answers_only_what_filter_path_asks_for() {
+    let server = TestServer::start().await.unwrap();
+    setup(&server).await;
+    let url = server.url();
+    let body = format!(
+        "{}{}\n{}\n",
+        bulk_body(&[(1, "ELEMENT_ACTIVATED", 10)]),
+        json!({"index": {"_index": "rec_pi_2026-11-30", "_id": "1-2"}}),
+        json!({"position": 2, "unknown": true})
+    );
+    let (status, answer) = call(
+        reqwest::Method::POST,
+        format!("{url}/_bulk?filter_path=items.*._id,items.*.status,items.*.error"),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // As Elasticsearch does: no `took` or `errors`, and items with only those fields.
+    assert_eq!(
+        answer,
+        json!({"items": [
+            {"index": {"_id": "1-1", "status": 201}},
+            {"index": {"_id": "1-2", "status": 400, "error": answer["items"][1]["index"]["error"]}},
+        ]})
+    );
+    assert_eq!(
+        answer["items"][1]["index"]["error"]["type"],
+        "strict_dynamic_mapping_exception"
+    );
+
+    let (_, answer) = call(
+        reqwest::Method::POST,
+        format!("{url}/_bulk?filter_path=errors"),
+        Some(bulk_body(&[(3, "ELEMENT_ACTIVATED", 10)])),
+    )
+    .await;
+    assert_eq!(answer, json!({"errors": false}));
+}
