@@ -121,11 +121,7 @@ impl RillProcess {
     /// The series of metric `name` on `/metrics`, by their `partition` label ("" when
     /// they have none).
     pub async fn metric(&self, name: &str) -> std::collections::BTreeMap<String, f64> {
-        let text = match reqwest::get(format!("{}/metrics", self.monitoring())).await {
-            Ok(response) => response.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
-        };
-        parse_metric(&text, name)
+        parse_metric(&metrics(self).await, name)
     }
 
     fn spawn(&mut self) {
