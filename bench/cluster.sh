@@ -7,9 +7,10 @@
 #   bench/cluster.sh                      # 20,000 instances, 3 partitions
 #   INSTANCES=5000 PARTITIONS=1 bench/cluster.sh
 #
-# Environment: INSTANCES (20000), PARTITIONS (3), EXPORT (off | jsonl), BASE_PORT
-# (36500: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL and
-# RILL_BENCH for other binaries, OUT for the results (a new directory under /var/tmp).
+# Environment: INSTANCES (20000), PARTITIONS (3), EXPORT (off | jsonl), BROKER_SET
+# (more KEY=VALUE settings for every broker, the single one too, space-separated),
+# BASE_PORT (36500: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL
+# and RILL_BENCH for other binaries, OUT for the results (a new directory under /var/tmp).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,8 +37,11 @@ stop_brokers() {
 }
 trap stop_brokers EXIT
 
+common=()
+for setting in ${BROKER_SET:-}; do common+=(--set "$setting"); done
+
 for i in 0 1 2; do
-  extra=()
+  extra=("${common[@]}")
   if [[ $export_mode == jsonl ]]; then
     extra+=(--set "exporters.jsonl.path=$out/broker-$i/records.jsonl")
   fi
@@ -78,7 +82,7 @@ stop_brokers
 
 echo "== one broker, $partitions partition(s), export $export_mode"
 "$bench" --partitions "$partitions" --export "$export_mode" --instances "$instances" \
-  --json "$out/single.json" | tee "$out/single.txt"
+  "${common[@]}" --json "$out/single.json" | tee "$out/single.txt"
 
 python3 - "$out" "$(echo "$cpu_after - $cpu_before" | bc)" <<'EOF'
 import json, sys
