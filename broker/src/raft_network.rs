@@ -20,6 +20,11 @@
 //! write, at most `max_in_flight_per_peer` requests per peer are queued or awaiting an
 //! answer (a request beyond that fails when its raft timeout runs out, and raft retries),
 //! and a node whose handlers are all busy stops reading, so TCP pushes back on the sender.
+//!
+//! Peers are named by `cluster.initial-contact-points`, often DNS names (a StatefulSet's
+//! pods). A name that does not resolve at start does not stop the broker: it is looked up
+//! again every [`RESOLVE_INTERVAL`], as is every other peer's, so a pod that restarted at
+//! a new IP is reached there.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -47,10 +52,32 @@ pub fn raft_service_id(kind: RaftRpcKind) -> ServiceId {
     }
 }
 
+/// How often the peers' internal addresses are looked up again: a peer whose name does
+/// not resolve at start (a pod not scheduled yet) is added once it does, and a peer that
+/// came back at another IP (a restarted pod) is reached there.
+pub const RESOLVE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Looks up a `host:port` address; `None` while it does not resolve.
+pub type Resolver = Arc<dyn Fn(String) -> BoxFuture<'static, Option<SocketAddr>> + Send + Sync>;
+
+/// The system's resolver (DNS, /etc/hosts).
+pub fn system_resolver() -> Resolver {
+    Arc::new(|address| {
+        Box::pin(async move {
+            tokio::net::lookup_host(address)
+                .await
+                .ok()
+                .and_then(|mut found| found.next())
+        })
+    })
+}
+
 /// A node's raft network: its internal transport, serving the node's partitions.
 #[derive(Clone)]
 pub struct RaftNetwork {
     transport: Transport,
+    /// Looks the peers' addresses up again (see [`RaftNetwork::follow_addresses`]).
+    follower: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
     max_payload: usize,
     /// Serves the services other than raft's (the command API between brokers).
     others: Arc<OnceLock<Arc<dyn Handler>>>,
@@ -93,9 +120,55 @@ impl RaftNetwork {
         }
         Ok(RaftNetwork {
             transport,
+            follower: Arc::default(),
             max_payload,
             others,
         })
+    }
+
+    /// Looks up every peer's address (`addresses`, by node id; `known` holds the ones
+    /// already given to the transport) every `interval`, and points the transport at
+    /// what it finds when that changed. Runs on the current runtime until
+    /// [`RaftNetwork::shutdown`].
+    pub fn follow_addresses(
+        &self,
+        addresses: BTreeMap<NodeId, String>,
+        mut known: BTreeMap<NodeId, SocketAddr>,
+        resolver: Resolver,
+        interval: Duration,
+    ) {
+        let transport = self.transport.clone();
+        let own = transport.node_id();
+        let task = tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                for (&peer, address) in &addresses {
+                    if peer == own {
+                        continue;
+                    }
+                    let Some(addr) = resolver(address.clone()).await else {
+                        tracing::debug!(%peer, %address, "peer's internal address does not resolve");
+                        continue;
+                    };
+                    match known.insert(peer, addr) {
+                        Some(old) if old == addr => continue,
+                        Some(old) => {
+                            tracing::info!(%peer, %address, %old, new = %addr, "peer's internal address resolves elsewhere now; reconnecting")
+                        }
+                        None => {
+                            tracing::info!(%peer, %address, %addr, "peer's internal address resolves now")
+                        }
+                    }
+                    transport.set_peer(peer, addr);
+                }
+            }
+        });
+        if let Some(previous) = self.follower.lock().replace(task) {
+            previous.abort();
+        }
     }
 
     /// Serves every service other than raft's with `handler` from now on (brokers call
@@ -106,7 +179,7 @@ impl RaftNetwork {
 
     /// Starts the internal transport of a node of a cluster: it listens on
     /// `cluster.host:cluster.internal-port` and reaches the other nodes at `addresses`
-    /// (every node's internal address, resolved once, now).
+    /// (every node's internal address; looked up again every [`RESOLVE_INTERVAL`]).
     pub async fn start_for_node(
         config: &RillConfig,
         addresses: &BTreeMap<NodeId, String>,
@@ -120,17 +193,30 @@ impl RaftNetwork {
             &format!("{host}:{}", config.cluster.internal_port),
         )
         .await?;
+        let resolver = system_resolver();
         let mut peers = BTreeMap::new();
         for (&peer, address) in addresses {
-            if peer != node {
-                let what = format!("node {peer}'s internal");
-                peers.insert(peer, resolve(&what, address).await?);
+            if peer == node {
+                continue;
+            }
+            match resolver(address.clone()).await {
+                Some(addr) => {
+                    peers.insert(peer, addr);
+                }
+                None => tracing::warn!(
+                    %peer, %address,
+                    "cannot resolve node {peer}'s internal address {address} (from \
+                     cluster.initial-contact-points) yet; looking it up again every {}s",
+                    RESOLVE_INTERVAL.as_secs()
+                ),
             }
         }
         if let Some(own) = addresses.get(&node) {
             check_own_address_is_free(node, own).await?;
         }
-        RaftNetwork::start(node, listen, &peers, service, Some(registry)).await
+        let network = RaftNetwork::start(node, listen, &peers, service, Some(registry)).await?;
+        network.follow_addresses(addresses.clone(), peers, resolver, RESOLVE_INTERVAL);
+        Ok(network)
     }
 
     /// The address the internal port is bound to.
@@ -153,6 +239,9 @@ impl RaftNetwork {
 
     /// Closes the internal port and every connection.
     pub async fn shutdown(&self) {
+        if let Some(follower) = self.follower.lock().take() {
+            follower.abort();
+        }
         self.transport.shutdown().await;
     }
 }
@@ -282,5 +371,83 @@ impl Handler for RaftHandler {
                 }),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    /// A resolver backed by a map the test changes, as DNS changes under a cluster.
+    fn map_resolver(names: Arc<parking_lot::Mutex<HashMap<String, SocketAddr>>>) -> Resolver {
+        Arc::new(move |address| {
+            let found = names.lock().get(&address).copied();
+            Box::pin(async move { found })
+        })
+    }
+
+    async fn wait_for_peer(network: &RaftNetwork, peer: NodeId, addr: SocketAddr) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while network.transport().peer_addr(peer) != Some(addr) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "node {peer} is at {:?}, not {addr}",
+                network.transport().peer_addr(peer)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_peer_is_added_once_its_name_resolves_and_followed_when_it_moves() {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let no_peers = BTreeMap::new();
+        let start =
+            |node| RaftNetwork::start(NodeId(node), loopback, &no_peers, RaftService::new(), None);
+        let zero = start(0).await.unwrap();
+        let one = start(1).await.unwrap();
+        let one_again = start(1).await.unwrap();
+        let names = Arc::new(parking_lot::Mutex::new(HashMap::new()));
+        let addresses = BTreeMap::from([
+            (NodeId(0), "broker-0:26502".to_owned()),
+            (NodeId(1), "broker-1:26502".to_owned()),
+        ]);
+        zero.follow_addresses(
+            addresses,
+            BTreeMap::new(),
+            map_resolver(names.clone()),
+            Duration::from_millis(20),
+        );
+
+        // Not resolvable yet: unknown to the transport, and nothing fails.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(zero.transport().peer_addr(NodeId(1)), None);
+
+        names
+            .lock()
+            .insert("broker-1:26502".into(), one.local_addr());
+        wait_for_peer(&zero, NodeId(1), one.local_addr()).await;
+        assert_eq!(
+            zero.transport().probe(one.local_addr()).await.unwrap(),
+            NodeId(1)
+        );
+
+        // The peer restarts elsewhere (a pod with a new IP): followed.
+        one.shutdown().await;
+        names
+            .lock()
+            .insert("broker-1:26502".into(), one_again.local_addr());
+        wait_for_peer(&zero, NodeId(1), one_again.local_addr()).await;
+
+        // Its own entry is never given to the transport.
+        names
+            .lock()
+            .insert("broker-0:26502".into(), one_again.local_addr());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(zero.transport().peer_addr(NodeId(0)), None);
+        zero.shutdown().await;
+        one_again.shutdown().await;
     }
 }

@@ -44,9 +44,12 @@ impl<S: Subscriber> Layer<S> for QuietUnreachable {
 }
 
 /// Whether an error's text is the raft network's "could not connect to the peer"
-/// (`TransportFailure::Unreachable` around `TransportError::Unreachable`).
+/// (`TransportFailure::Unreachable` around `TransportError::Unreachable`), or "no
+/// address yet" for a peer whose name does not resolve (the raft network logs that
+/// itself, at start, and keeps looking it up).
 fn is_unreachable(text: &str) -> bool {
-    text.contains("peer unreachable: node ") && text.contains(" is unreachable: ")
+    (text.contains("peer unreachable: node ") && text.contains(" is unreachable: "))
+        || text.contains("peer unreachable: no address is known for node ")
 }
 
 struct FindUnreachable(bool);
@@ -90,6 +93,9 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             tracing::error!(target: "openraft::core::raft_core", error = %unreachable, target = 1, "while requesting vote");
             tracing::error!(target: "openraft::replication", err = %unreachable, "RPCError");
+            let unresolved = "Unreachable node: rill_raft::network::TransportFailure: peer \
+                              unreachable: no address is known for node 1; call Transport::set_peer";
+            tracing::error!(target: "openraft::core::raft_core", error = %unresolved, "while requesting vote");
             assert_eq!(seen.load(Ordering::Relaxed), 0, "dropped");
 
             // A remote failure, a timeout, and our own transport's line all pass.
