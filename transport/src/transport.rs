@@ -38,6 +38,26 @@ pub(crate) struct Shared {
     pub peer_addrs: RwLock<HashMap<NodeId, SocketAddr>>,
 }
 
+impl Shared {
+    /// State for a transport on the current runtime.
+    fn new(
+        config: TransportConfig,
+        handler: Arc<dyn Handler>,
+        metrics: TransportMetrics,
+    ) -> Shared {
+        Shared {
+            config,
+            handler,
+            metrics,
+            cancel: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            runtime: Handle::current(),
+            instance: instance_id(),
+            peer_addrs: RwLock::new(HashMap::new()),
+        }
+    }
+}
+
 /// Why a handshake between two processes with the same node id is refused.
 pub(crate) fn duplicate_node_id(node: NodeId) -> String {
     format!(
@@ -107,16 +127,7 @@ impl Transport {
                 })?;
         let local_addr = listener.local_addr()?;
         info!(node = %config.node_id, %local_addr, "transport listening");
-        let shared = Arc::new(Shared {
-            config,
-            handler,
-            metrics,
-            cancel: CancellationToken::new(),
-            tasks: TaskTracker::new(),
-            runtime: Handle::current(),
-            instance: instance_id(),
-            peer_addrs: RwLock::new(HashMap::new()),
-        });
+        let shared = Arc::new(Shared::new(config, handler, metrics));
         shared.spawn(accept_loop(listener, shared.clone()));
         Ok(Transport {
             inner: Arc::new(Inner {
@@ -188,16 +199,7 @@ impl Transport {
         > {
             Box::pin(async move { Err(format!("nothing serves {service} here")) })
         };
-        let shared = Shared {
-            config,
-            handler: Arc::new(no_service),
-            metrics,
-            cancel: CancellationToken::new(),
-            tasks: TaskTracker::new(),
-            runtime: Handle::current(),
-            instance: instance_id(),
-            peer_addrs: RwLock::new(HashMap::new()),
-        };
+        let shared = Shared::new(config, Arc::new(no_service), metrics);
         match connect(&shared, None, addr).await {
             Ok((_reader, _writer, node)) => Ok(node),
             Err(reason) => Err(TransportError::Probe { addr, reason }),
