@@ -164,15 +164,9 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
                 .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
             let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
             let rest_addr = rest.local_addr()?;
-            let monitoring = MonitoringServer::bind(
-                &host_port(&config.monitoring.host, config.monitoring.port),
-                registry,
-                health,
-            )
-            .await?;
-            let monitoring_addr = monitoring.local_addr()?;
-            let rest_task = tokio::spawn(rest.serve(wait_for_stop(stop_rx.clone())));
-            let monitoring_task = tokio::spawn(monitoring.serve(wait_for_stop(stop_rx)));
+            let (monitoring_addr, monitoring_task) =
+                serve_monitoring(&config, registry, health, stop_rx.clone()).await?;
+            let rest_task = tokio::spawn(rest.serve(wait_for_stop(stop_rx)));
             anyhow::Ok((rest_addr, monitoring_addr, rest_task, monitoring_task))
         }
     })?;
@@ -368,14 +362,8 @@ pub fn broker(config: RillConfig) -> Result<()> {
             } else {
                 None
             };
-            let monitoring = MonitoringServer::bind(
-                &host_port(&config.monitoring.host, config.monitoring.port),
-                registry,
-                health,
-            )
-            .await?;
-            let monitoring_addr = monitoring.local_addr()?;
-            let monitoring_task = tokio::spawn(monitoring.serve(wait_for_stop(stop_rx)));
+            let (monitoring_addr, monitoring_task) =
+                serve_monitoring(&config, registry, health, stop_rx).await?;
             anyhow::Ok((transport, rest, monitoring_addr, monitoring_task))
         }
     })?;
@@ -491,20 +479,20 @@ pub fn gateway(config: RillConfig) -> Result<()> {
         let metrics = GatewayMetrics::register(&registry)
             .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
         let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
-        let monitoring = MonitoringServer::bind(
-            &host_port(&config.monitoring.host, config.monitoring.port),
+        let (monitoring_addr, monitoring_task) = serve_monitoring(
+            &config,
             registry.clone(),
             Arc::new(GatewayHealth { client }),
+            stop_rx.clone(),
         )
         .await?;
         tracing::info!(
             rest = %rest.local_addr()?,
-            monitoring = %monitoring.local_addr()?,
+            monitoring = %monitoring_addr,
             contact_points = ?config.gateway.contact_points,
             "Rill gateway is running"
         );
-        let rest_task = tokio::spawn(rest.serve(wait_for_stop(stop_rx.clone())));
-        let monitoring_task = tokio::spawn(monitoring.serve(wait_for_stop(stop_rx)));
+        let rest_task = tokio::spawn(rest.serve(wait_for_stop(stop_rx)));
         anyhow::Ok((rest_task, monitoring_task, transport))
     })?;
     runtime.block_on(shutdown_signal())?;
@@ -517,6 +505,26 @@ pub fn gateway(config: RillConfig) -> Result<()> {
     });
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Binds the monitoring port (metrics and probes) and serves it until `stop` is set.
+async fn serve_monitoring(
+    config: &RillConfig,
+    registry: Registry,
+    health: Arc<dyn HealthCheck>,
+    stop: watch::Receiver<bool>,
+) -> Result<(
+    std::net::SocketAddr,
+    tokio::task::JoinHandle<rill_broker::Result<()>>,
+)> {
+    let monitoring = MonitoringServer::bind(
+        &host_port(&config.monitoring.host, config.monitoring.port),
+        registry,
+        health,
+    )
+    .await?;
+    let addr = monitoring.local_addr()?;
+    Ok((addr, tokio::spawn(monitoring.serve(wait_for_stop(stop)))))
 }
 
 async fn wait_for_stop(mut stop: watch::Receiver<bool>) {

@@ -309,25 +309,8 @@ fn messages_correlate_across_partitions_in_a_cluster() {
             let (s, b) = api.post("/v2/messages/publication", body).await.unwrap();
             assert_eq!(s, 200, "publish: {b}");
         }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        for key in &instances {
-            loop {
-                let (s, b) = api
-                    .get(&format!("/v2/process-instances/{key}"))
-                    .await
-                    .unwrap();
-                assert_eq!(s, 200, "{b}");
-                if b["state"] == "COMPLETED" {
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "instance {key} did not finish: {b}\n{}",
-                    brokers.logs()
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
+        api.wait_completed(&instances, Duration::from_secs(60), || brokers.logs())
+            .await;
     });
 }
 

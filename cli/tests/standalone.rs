@@ -515,25 +515,8 @@ fn messages_correlate_across_partitions() {
             publish(order).await;
         }
 
-        let deadline = Instant::now() + Duration::from_secs(60);
-        for key in &instances {
-            loop {
-                let (s, b) = api
-                    .get(&format!("/v2/process-instances/{key}"))
-                    .await
-                    .unwrap();
-                assert_eq!(s, 200, "{b}");
-                if b["state"] == "COMPLETED" {
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "instance {key} did not finish: {b}\n{}",
-                    rill.log_text()
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
+        api.wait_completed(&instances, Duration::from_secs(60), || rill.log_text())
+            .await;
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }

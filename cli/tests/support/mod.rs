@@ -329,6 +329,35 @@ impl Api {
         ))
     }
 
+    /// Waits until every instance in `keys` reads back `COMPLETED`; `logs` goes into the
+    /// failure message.
+    pub async fn wait_completed(
+        &self,
+        keys: &[String],
+        timeout: Duration,
+        logs: impl Fn() -> String,
+    ) {
+        let deadline = Instant::now() + timeout;
+        for key in keys {
+            loop {
+                let (s, b) = self
+                    .get(&format!("/v2/process-instances/{key}"))
+                    .await
+                    .unwrap();
+                assert_eq!(s, 200, "{b}");
+                if b["state"] == "COMPLETED" {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "instance {key} did not finish: {b}\n{}",
+                    logs()
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
     pub async fn deploy(&self, files: &[&Path]) -> reqwest::Result<(u16, Value)> {
         let mut form = reqwest::multipart::Form::new();
         for file in files {
