@@ -77,7 +77,12 @@ echo "== three brokers, replication factor 3, $partitions partition(s), export $
 "$bench" --url "http://127.0.0.1:$((base + 3))" --broker-pid "${pids[0]}" \
   --instances "$instances" --json "$out/cluster.json" | tee "$out/cluster.txt"
 cpu_after=0
-for pid in "${pids[@]}"; do cpu_after=$(echo "$cpu_after + $(cpu_seconds "$pid")" | bc); done
+for i in 0 1 2; do
+  cpu=$(cpu_seconds "${pids[$i]}")
+  echo "broker $i: $cpu s CPU in all (leader of: $(curl -fs "http://127.0.0.1:$((base + 3 + 10 * i))/v2/topology" \
+    | python3 -c "import json,sys; t=json.load(sys.stdin); print(' '.join(str(p['partitionId']) for b in t['brokers'] if b['nodeId']==$i for p in b['partitions'] if p['role']=='leader'))" 2>/dev/null))"
+  cpu_after=$(echo "$cpu_after + $cpu" | bc)
+done
 stop_brokers
 
 echo "== one broker, $partitions partition(s), export $export_mode"

@@ -15,7 +15,7 @@ use rill_engine::BpmnEngine;
 use rill_gateway::BackendError;
 use rill_gateway::cluster::{
     ApiAnswer, ApiError, ApiRequest, ClusterClient, JOBS_AVAILABLE, JOBS_POLL_TIMEOUT, JobsNews,
-    JobsPoll, NodeTopology, ReplicaRole, ReplicaView,
+    JobsPoll, LocalCommandApi, NodeTopology, ReplicaRole, ReplicaView,
 };
 use rill_protocol::{BROKER_VERSION, Command, CommandResponse, NodeId, PartitionId, codec};
 use rill_transport::{Handler, ServiceId};
@@ -159,10 +159,19 @@ impl CommandApi {
             Ok(request) => request,
             Err(e) => return Box::pin(async move { Err(format!("malformed request: {e}")) }),
         };
+        let served = self.serve(partition, request);
+        Box::pin(async move { answer(&served.await) })
+    }
+}
+
+impl LocalCommandApi for CommandApi {
+    fn node_id(&self) -> NodeId {
+        NodeId(self.config.cluster.node_id)
+    }
+
+    fn serve(&self, partition: PartitionId, request: ApiRequest) -> BoxFuture<'static, ApiAnswer> {
         let Some(target) = self.partitions.get(&partition).cloned() else {
-            return Box::pin(async move {
-                answer(&ApiAnswer::Error(ApiError::NotLeader { leader: None }))
-            });
+            return Box::pin(async { ApiAnswer::Error(ApiError::NotLeader { leader: None }) });
         };
         match request {
             ApiRequest::Submit {
@@ -173,15 +182,15 @@ impl CommandApi {
                 let result = target.submit_now(command, Duration::from_millis(timeout_ms));
                 Box::pin(async move {
                     match result.await {
-                        Ok(response) => answer(&ApiAnswer::Response(response)),
-                        Err(e) => answer(&ApiAnswer::Error(api_error(e))),
+                        Ok(response) => ApiAnswer::Response(response),
+                        Err(e) => ApiAnswer::Error(api_error(e)),
                     }
                 })
             }
             ApiRequest::Query { query } => Box::pin(async move {
                 match target.query(query).await {
-                    Ok(result) => answer(&ApiAnswer::QueryResult(result)),
-                    Err(e) => answer(&ApiAnswer::Error(api_error(e))),
+                    Ok(result) => ApiAnswer::QueryResult(result),
+                    Err(e) => ApiAnswer::Error(api_error(e)),
                 }
             }),
         }

@@ -335,7 +335,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
             let client = match &network {
                 Some(network) => {
                     network.serve_others(api.clone());
-                    ClusterClient::start_known(network.transport().clone(), &addresses)
+                    ClusterClient::start_known(network.transport().clone(), &addresses, api.clone())
                 }
                 None => ClusterClient::start(
                     transport.clone(),

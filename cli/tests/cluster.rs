@@ -62,6 +62,24 @@ fn killing_each_leader_in_turn_loses_nothing() {
             )]
         });
         brokers.wait_ready(Duration::from_secs(60)).await;
+        // Priority election: on a fresh cluster each partition is led by the first of its
+        // replicas in placement order, so leadership is spread like the partitions.
+        // (The gateway learns the topology by polling: wait until it names a leader.)
+        for partition in 1..=3u64 {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let leader = loop {
+                let leader = brokers.leader_of(0, partition).await;
+                if leader.is_some() || Instant::now() > deadline {
+                    break leader;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            assert_eq!(
+                leader,
+                Some(partition - 1),
+                "leader of partition {partition}"
+            );
+        }
         let apis: Vec<Api> = (0..3).map(|i| brokers.api(i)).collect();
         deploy(&apis[0], &["two-rest-calls.bpmn"]).await;
 

@@ -129,6 +129,13 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, BackendErro
     codec::decode(bytes).map_err(|e| BackendError::Internal(format!("decoding an answer: {e}")))
 }
 
+/// The command API of the broker a gateway is embedded in. Requests for partitions that
+/// broker leads are handed to it directly instead of through its own network port.
+pub trait LocalCommandApi: Send + Sync {
+    fn node_id(&self) -> NodeId;
+    fn serve(&self, partition: PartitionId, request: ApiRequest) -> BoxFuture<'static, ApiAnswer>;
+}
+
 /// What the client knows about the cluster.
 #[derive(Default)]
 struct View {
@@ -153,33 +160,43 @@ pub struct ClusterClient {
     view: RwLock<View>,
     partitions_count: AtomicU16,
     jobs: broadcast::Sender<JobsAvailable>,
+    /// The broker this client is embedded in, if any.
+    local: Option<Arc<dyn LocalCommandApi>>,
 }
 
 impl ClusterClient {
     /// Starts learning the cluster from `contact_points` (command API addresses), in the
     /// background of the current tokio runtime.
     pub fn start(transport: Transport, contact_points: Vec<String>) -> Arc<ClusterClient> {
-        ClusterClient::start_with(transport, contact_points, BTreeMap::new())
+        ClusterClient::start_with(transport, contact_points, BTreeMap::new(), None)
     }
 
     /// Like [`ClusterClient::start`] for a broker, which knows every node's id and
     /// internal address from its configuration: those are not probed, and an unreachable
-    /// one is left to the transport to report (it names the node).
+    /// one is left to the transport to report (it names the node). Requests for the
+    /// partitions `local` leads go straight to it.
     pub fn start_known(
         transport: Transport,
         nodes: &BTreeMap<NodeId, String>,
+        local: Arc<dyn LocalCommandApi>,
     ) -> Arc<ClusterClient> {
         let known: BTreeMap<String, NodeId> = nodes
             .iter()
             .map(|(node, address)| (address.clone(), *node))
             .collect();
-        ClusterClient::start_with(transport, known.keys().cloned().collect(), known)
+        ClusterClient::start_with(
+            transport,
+            known.keys().cloned().collect(),
+            known,
+            Some(local),
+        )
     }
 
     fn start_with(
         transport: Transport,
         contact_points: Vec<String>,
         known: BTreeMap<String, NodeId>,
+        local: Option<Arc<dyn LocalCommandApi>>,
     ) -> Arc<ClusterClient> {
         let (jobs, _) = broadcast::channel(4096);
         let client = Arc::new(ClusterClient {
@@ -189,6 +206,7 @@ impl ClusterClient {
             view: RwLock::new(View::default()),
             partitions_count: AtomicU16::new(0),
             jobs,
+            local,
         });
         let weak = Arc::downgrade(&client);
         tokio::spawn(async move {
@@ -358,7 +376,7 @@ impl ClusterClient {
     async fn call(
         &self,
         partition: PartitionId,
-        request: &ApiRequest,
+        request: ApiRequest,
         timeout: Duration,
     ) -> Result<ApiAnswer, BackendError> {
         let Some(node) = self.leader_of(partition) else {
@@ -367,7 +385,14 @@ impl ClusterClient {
                 reason: "no leader known yet".into(),
             });
         };
-        let payload = encode(request)?;
+        if let Some(local) = self.local.as_ref().filter(|l| l.node_id() == node) {
+            let serve = local.serve(partition, request);
+            return match tokio::time::timeout(timeout + TRANSPORT_MARGIN, serve).await {
+                Ok(answer) => self.answered(node, partition, answer),
+                Err(_) => Err(BackendError::Timeout),
+            };
+        }
+        let payload = encode(&request)?;
         let answer = self
             .transport
             .request(
@@ -379,24 +404,7 @@ impl ClusterClient {
             )
             .await;
         match answer {
-            Ok(bytes) => match decode::<ApiAnswer>(&bytes)? {
-                ApiAnswer::Error(ApiError::NotLeader { leader }) => {
-                    let mut view = self.view.write();
-                    match leader.map(NodeId).filter(|l| *l != node) {
-                        // Trust the hint over our stale entry, at the same term.
-                        Some(leader) => {
-                            let term = view.leaders.get(&partition).map_or(0, |(t, _)| *t);
-                            view.leaders.insert(partition, (term, leader));
-                        }
-                        None => {
-                            view.leaders.remove(&partition);
-                        }
-                    }
-                    Err(BackendError::NotLeader { partition })
-                }
-                ApiAnswer::Error(error) => Err(api_error(partition, error)),
-                other => Ok(other),
-            },
+            Ok(bytes) => self.answered(node, partition, decode::<ApiAnswer>(&bytes)?),
             Err(error) => {
                 let sent = !matches!(
                     error,
@@ -419,6 +427,33 @@ impl ClusterClient {
         }
     }
 
+    /// What `node`'s answer means for the caller; a `NotLeader` updates the view.
+    fn answered(
+        &self,
+        node: NodeId,
+        partition: PartitionId,
+        answer: ApiAnswer,
+    ) -> Result<ApiAnswer, BackendError> {
+        match answer {
+            ApiAnswer::Error(ApiError::NotLeader { leader }) => {
+                let mut view = self.view.write();
+                match leader.map(NodeId).filter(|l| *l != node) {
+                    // Trust the hint over our stale entry, at the same term.
+                    Some(leader) => {
+                        let term = view.leaders.get(&partition).map_or(0, |(t, _)| *t);
+                        view.leaders.insert(partition, (term, leader));
+                    }
+                    None => {
+                        view.leaders.remove(&partition);
+                    }
+                }
+                Err(BackendError::NotLeader { partition })
+            }
+            ApiAnswer::Error(error) => Err(api_error(partition, error)),
+            other => Ok(other),
+        }
+    }
+
     pub async fn submit(
         &self,
         partition: PartitionId,
@@ -429,7 +464,7 @@ impl ClusterClient {
             command,
             timeout_ms: timeout.as_millis() as u64,
         };
-        match self.call(partition, &request, timeout).await? {
+        match self.call(partition, request, timeout).await? {
             ApiAnswer::Response(response) => Ok(response),
             other => Err(unexpected(other)),
         }
@@ -442,7 +477,7 @@ impl ClusterClient {
         timeout: Duration,
     ) -> Result<QueryResult, BackendError> {
         match self
-            .call(partition, &ApiRequest::Query { query }, timeout)
+            .call(partition, ApiRequest::Query { query }, timeout)
             .await?
         {
             ApiAnswer::QueryResult(result) => Ok(result),

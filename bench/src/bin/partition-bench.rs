@@ -89,6 +89,7 @@ async fn run(
             partition_count: 1,
             node_id: NodeId(i),
             members: members.clone(),
+            preferred_leader: None,
             directory: dir.path().join(format!("node-{i}")),
             raft: RaftConfig {
                 max_batch_commands: batch,

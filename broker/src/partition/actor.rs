@@ -526,8 +526,15 @@ impl<E: Engine> PartitionState<E> {
         });
         tokio::spawn(async move {
             let result = async {
-                let raft_config = rill_raft::openraft_config(&config.raft, &format!("partition-{}", config.partition_id))?;
-                let sm = PartitionStateMachine::new(storage.state.clone(), storage.snapshots.clone(), handler);
+                let raft_config = rill_raft::openraft_config(
+                    &config.raft,
+                    &format!("partition-{}", config.partition_id),
+                )?;
+                let sm = PartitionStateMachine::new(
+                    storage.state.clone(),
+                    storage.snapshots.clone(),
+                    handler,
+                );
                 let network = NetworkFactory::new(config.partition_id, env.transport.clone());
                 let node = u64::from(config.node_id.0);
                 let raft = Raft::new(node, raft_config, network, storage.log, sm)
@@ -538,17 +545,17 @@ impl<E: Engine> PartitionState<E> {
                     .is_initialized()
                     .await
                     .map_err(|e| Error::Actor(format!("raft: {e}")))?;
-                if !initialized {
-                    let members: BTreeMap<u64, openraft::BasicNode> = config
-                        .members
-                        .iter()
-                        .map(|(id, addr)| (u64::from(id.0), openraft::BasicNode { addr: addr.clone() }))
-                        .collect();
-                    // Every replica initializes with the same members; whoever has a log
-                    // already refuses, which is fine.
-                    if let Err(e) = raft.initialize(members).await {
-                        tracing::debug!(partition = %config.partition_id, error = %e, "raft initialize");
-                    }
+                let holds_back = config.members.len() > 1
+                    && config.preferred_leader.is_some_and(|p| p != config.node_id);
+                if holds_back {
+                    raft.runtime_config().elect(false);
+                    tokio::spawn(hold_back_election(
+                        raft.clone(),
+                        config.clone(),
+                        !initialized,
+                    ));
+                } else if !initialized {
+                    initialize_raft(&raft, &config).await;
                 }
                 Ok::<_, Error>(raft)
             }
@@ -1218,5 +1225,50 @@ impl<E: Engine> PartitionState<E> {
                 true
             }
         });
+    }
+}
+
+/// Proposes the partition's first membership, which also starts an election here.
+/// Every replica may do so with the same members; one that has a log already refuses.
+async fn initialize_raft(raft: &Raft, config: &PartitionConfig) {
+    let members: BTreeMap<u64, openraft::BasicNode> = config
+        .members
+        .iter()
+        .map(|(id, addr)| (u64::from(id.0), openraft::BasicNode { addr: addr.clone() }))
+        .collect();
+    if let Err(e) = raft.initialize(members).await {
+        tracing::debug!(partition = %config.partition_id, error = %e, "raft initialize");
+    }
+}
+
+/// Priority election on a replica that is not the preferred leader: it does not stand
+/// for election (nor start a fresh group) until it has seen a leader, so the preferred
+/// replica, which starts at once, wins when all are up. If no leader shows up within
+/// three election timeouts (the preferred replica is down), it elects like any other.
+async fn hold_back_election(raft: Raft, config: Arc<PartitionConfig>, uninitialized: bool) {
+    let grace = config.raft.election_timeout * 3;
+    let mut metrics = raft.metrics();
+    let saw_leader = tokio::time::timeout(grace, async {
+        loop {
+            if metrics.borrow_and_update().current_leader.is_some() {
+                return true;
+            }
+            if metrics.changed().await.is_err() {
+                return false;
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    raft.runtime_config().elect(true);
+    if !saw_leader {
+        tracing::info!(
+            partition = %config.partition_id,
+            preferred = ?config.preferred_leader,
+            "no leader within {grace:?}; this replica stands for election too"
+        );
+        if uninitialized && !raft.is_initialized().await.unwrap_or(true) {
+            initialize_raft(&raft, &config).await;
+        }
     }
 }

@@ -40,6 +40,11 @@ pub struct PartitionConfig {
     pub node_id: NodeId,
     /// The replicas (including this node) and their internal addresses.
     pub members: BTreeMap<NodeId, String>,
+    /// The replica that should lead when all are up (priority election, as in Zeebe):
+    /// the first in placement order, so leadership spreads over the brokers like the
+    /// partitions do. The others hold back from electing until they have seen a leader
+    /// or the preferred one stayed silent for a grace period. `None`: no preference.
+    pub preferred_leader: Option<NodeId>,
     /// Where the partition keeps its log, state and snapshots.
     pub directory: PathBuf,
     pub raft: RaftConfig,
@@ -69,6 +74,13 @@ impl PartitionConfig {
             partition_count: config.cluster.partitions_count,
             node_id,
             members,
+            preferred_leader: crate::node::replicas_of(
+                partition_id,
+                config.cluster.size,
+                config.cluster.replication_factor,
+            )
+            .first()
+            .copied(),
             directory: config
                 .data
                 .directory

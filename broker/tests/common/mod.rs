@@ -26,6 +26,7 @@ pub fn test_config(
         partition_count: 1,
         node_id: node,
         members,
+        preferred_leader: None,
         directory: dir,
         raft: RaftConfig {
             heartbeat_interval: Duration::from_millis(50),
