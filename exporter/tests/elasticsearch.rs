@@ -236,7 +236,7 @@ async fn flush_deadline_follows_the_bulk_delay() {
 #[tokio::test]
 async fn permanent_item_errors_are_counted_and_skipped() {
     let server = TestServer::start().await.unwrap();
-    server.set_item_fault(Some(Arc::new(|item: &ItemRequest| {
+    server.set_item_fault(Some(Arc::new(|item: &ItemRequest<'_>| {
         item.id
             .ends_with('0')
             .then(|| ItemError::mapping_conflict("failed to parse field [value.retries]"))
@@ -267,7 +267,7 @@ async fn permanent_item_errors_are_counted_and_skipped() {
 #[tokio::test]
 async fn a_failing_item_holds_the_position_below_it() {
     let server = TestServer::start().await.unwrap();
-    server.set_item_fault(Some(Arc::new(|item: &ItemRequest| {
+    server.set_item_fault(Some(Arc::new(|item: &ItemRequest<'_>| {
         (item.id == "1-5").then(ItemError::unavailable)
     })));
     let (mut exporter, metrics) = open(es_config(&server.url())).await;
@@ -340,7 +340,7 @@ async fn at_least_once_and_no_skip_under_faults() {
     // Items with ids divisible by 7 fail with 429 while this is above zero.
     let item_failures = Arc::new(AtomicU32::new(0));
     let failures = item_failures.clone();
-    server.set_item_fault(Some(Arc::new(move |item: &ItemRequest| {
+    server.set_item_fault(Some(Arc::new(move |item: &ItemRequest<'_>| {
         let position: u64 = item.id.trim_start_matches("1-").parse().unwrap_or(0);
         if position.is_multiple_of(7) && failures.load(Ordering::Relaxed) > 0 {
             failures.fetch_sub(1, Ordering::Relaxed);

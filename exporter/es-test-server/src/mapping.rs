@@ -1,7 +1,11 @@
 //! Strict-mapping checks, as Elasticsearch applies them when it indexes a document into
 //! an index created from a template with `"dynamic": "strict"`.
 
-use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
 /// Why a document does not fit its index's mapping: (error type, reason).
 pub type MappingError = (&'static str, String);
@@ -23,12 +27,36 @@ pub fn merge(base: &mut Value, overlay: &Value) {
     }
 }
 
-/// Checks `document` against a root mapping (`{"dynamic":…, "properties":{…}}`).
-pub fn check_document(document: &Value, mapping: &Value) -> Result<(), MappingError> {
-    if mapping.get("properties").is_none() && mapping.get("dynamic").is_none() {
-        return Ok(()); // no mapping at all: everything is dynamic
+/// Why a document was not indexed: its text is not JSON, or it does not fit.
+#[derive(Debug)]
+pub enum DocumentError {
+    Syntax(String),
+    Mapping(MappingError),
+}
+
+/// Checks a document's JSON text against a root mapping (`{"dynamic":…,
+/// "properties":{…}}`) while reading it, without building it: the server keeps the text,
+/// so a large bulk costs no allocation per field.
+pub fn check_document(text: &str, mapping: &Value) -> Result<(), DocumentError> {
+    let failure = RefCell::new(None);
+    let checked = if mapping.get("properties").is_none() && mapping.get("dynamic").is_none() {
+        // No mapping at all: everything is dynamic.
+        serde_json::from_str::<IgnoredAny>(text).map(|_| ())
+    } else {
+        let seed = ObjectSeed {
+            mapping,
+            path: None,
+            inherited_strict: false,
+            failure: &failure,
+        };
+        let mut reader = serde_json::Deserializer::from_str(text);
+        seed.deserialize(&mut reader).and_then(|()| reader.end())
+    };
+    match (checked, failure.into_inner()) {
+        (_, Some(mapping_error)) => Err(DocumentError::Mapping(mapping_error)),
+        (Err(e), None) => Err(DocumentError::Syntax(e.to_string())),
+        (Ok(()), None) => Ok(()),
     }
-    check_object(document, mapping, "", false)
 }
 
 fn is_strict(mapping: &Value, inherited: bool) -> bool {
@@ -39,113 +67,303 @@ fn is_strict(mapping: &Value, inherited: bool) -> bool {
     }
 }
 
-fn check_object(
-    value: &Value,
-    mapping: &Value,
-    path: &str,
-    inherited_strict: bool,
-) -> Result<(), MappingError> {
-    let strict = is_strict(mapping, inherited_strict);
-    let empty = Map::new();
-    let properties = mapping
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    match value {
-        Value::Null => Ok(()),
-        Value::Array(items) => items
-            .iter()
-            .try_for_each(|item| check_object(item, mapping, path, inherited_strict)),
-        Value::Object(fields) => {
-            for (name, field_value) in fields {
-                let field_path = if path.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{path}.{name}")
-                };
-                match properties.get(name) {
-                    Some(field_mapping) => {
-                        check_field(field_value, field_mapping, &field_path, strict)?
-                    }
-                    None if strict => {
-                        return Err((
-                            "strict_dynamic_mapping_exception",
-                            format!(
-                                "mapping set to strict, dynamic introduction of [{name}] within [{}] is not allowed",
-                                if path.is_empty() { "_doc" } else { path }
-                            ),
-                        ));
-                    }
-                    None => {}
-                }
-            }
-            Ok(())
+/// A field's dotted path, kept as a chain of borrowed names and written out only for an
+/// error (building it for every field was the checker's main allocation).
+#[derive(Clone, Copy)]
+struct FieldPath<'p> {
+    parent: Option<&'p FieldPath<'p>>,
+    name: &'p str,
+}
+
+impl fmt::Display for FieldPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(parent) = self.parent {
+            write!(f, "{parent}.")?;
         }
-        _ => Err((
-            "document_parsing_exception",
-            format!(
-                "object mapping for [{path}] tried to parse field [{path}] as object, but found a concrete value"
-            ),
-        )),
+        f.write_str(self.name)
     }
 }
 
-fn check_field(
-    value: &Value,
-    mapping: &Value,
-    path: &str,
-    strict: bool,
-) -> Result<(), MappingError> {
-    if mapping.get("enabled") == Some(&Value::Bool(false))
-        || mapping.get("enabled") == Some(&Value::String("false".into()))
-    {
-        return Ok(()); // kept in _source, never parsed
-    }
-    let field_type = mapping.get("type").and_then(Value::as_str);
-    if mapping.get("properties").is_some() || matches!(field_type, Some("object" | "nested")) {
-        return check_object(value, mapping, path, strict);
-    }
-    if let Value::Array(items) = value {
-        return items
-            .iter()
-            .try_for_each(|item| check_field(item, mapping, path, strict));
-    }
-    if value.is_null() {
-        return Ok(());
-    }
-    let fits = match field_type.unwrap_or("object") {
-        "keyword" | "text" | "wildcard" => !value.is_object(),
-        "long" => as_integer(value).is_some(),
-        "integer" => as_integer(value).is_some_and(|n| i32::try_from(n).is_ok()),
-        "short" => as_integer(value).is_some_and(|n| i16::try_from(n).is_ok()),
-        "double" | "float" => {
-            value.is_number() || value.as_str().is_some_and(|s| s.parse::<f64>().is_ok())
+/// Writes an optional path (the root is `None`).
+struct Shown<'p>(Option<&'p FieldPath<'p>>, &'static str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(path) => path.fmt(f),
+            None => f.write_str(self.1),
         }
-        "boolean" => {
-            matches!(value, Value::Bool(_)) || matches!(value.as_str(), Some("true" | "false" | ""))
-        }
-        "date" => value.is_i64() || value.is_u64() || value.is_string(),
-        _ => true,
-    };
-    if fits {
+    }
+}
+
+/// Records a mapping failure and stops reading (the error text itself is not used).
+fn fail<E: de::Error>(failure: &RefCell<Option<MappingError>>, error: MappingError) -> E {
+    failure.borrow_mut().get_or_insert(error);
+    E::custom("mapping")
+}
+
+/// A value where the mapping has an object (`properties`, `object`, `nested`).
+struct ObjectSeed<'m, 'p> {
+    mapping: &'m Value,
+    path: Option<&'p FieldPath<'p>>,
+    inherited_strict: bool,
+    failure: &'m RefCell<Option<MappingError>>,
+}
+
+impl<'de> DeserializeSeed<'de> for ObjectSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl ObjectSeed<'_, '_> {
+    fn concrete<E: de::Error>(&self) -> E {
+        let path = Shown(self.path, "");
+        fail(
+            self.failure,
+            (
+                "document_parsing_exception",
+                format!(
+                    "object mapping for [{path}] tried to parse field [{path}] as object, but found a concrete value"
+                ),
+            ),
+        )
+    }
+}
+
+impl<'de> Visitor<'de> for ObjectSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Ok(())
-    } else {
-        Err((
-            "document_parsing_exception",
-            format!(
-                "failed to parse field [{path}] of type [{}]: {value}",
-                field_type.unwrap_or("object")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Err(self.concrete())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Err(self.concrete())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Err(self.concrete())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Err(self.concrete())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Err(self.concrete())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items
+            .next_element_seed(ObjectSeed {
+                mapping: self.mapping,
+                path: self.path,
+                inherited_strict: self.inherited_strict,
+                failure: self.failure,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<(), A::Error> {
+        let strict = is_strict(self.mapping, self.inherited_strict);
+        let properties = self.mapping.get("properties").and_then(Value::as_object);
+        while let Some(name) = fields.next_key::<std::borrow::Cow<'de, str>>()? {
+            let field_path = FieldPath {
+                parent: self.path,
+                name: &name,
+            };
+            match properties.and_then(|p| p.get(name.as_ref())) {
+                Some(field_mapping) => fields.next_value_seed(FieldSeed {
+                    mapping: field_mapping,
+                    path: &field_path,
+                    strict,
+                    failure: self.failure,
+                })?,
+                None if strict => {
+                    let within = Shown(self.path, "_doc");
+                    return Err(fail(
+                        self.failure,
+                        (
+                            "strict_dynamic_mapping_exception",
+                            format!(
+                                "mapping set to strict, dynamic introduction of [{name}] within [{within}] is not allowed"
+                            ),
+                        ),
+                    ));
+                }
+                None => {
+                    fields.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A field's value against the field's mapping (`type`, `enabled`, `properties`).
+struct FieldSeed<'m, 'p> {
+    mapping: &'m Value,
+    path: &'p FieldPath<'p>,
+    strict: bool,
+    failure: &'m RefCell<Option<MappingError>>,
+}
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        let enabled = self.mapping.get("enabled");
+        if enabled == Some(&Value::Bool(false)) || enabled.and_then(Value::as_str) == Some("false")
+        {
+            // Kept in _source, never parsed.
+            return deserializer.deserialize_ignored_any(IgnoredAny).map(|_| ());
+        }
+        let field_type = self.mapping.get("type").and_then(Value::as_str);
+        if self.mapping.get("properties").is_some()
+            || matches!(field_type, Some("object" | "nested"))
+        {
+            return deserializer.deserialize_any(ObjectSeed {
+                mapping: self.mapping,
+                path: Some(self.path),
+                inherited_strict: self.strict,
+                failure: self.failure,
+            });
+        }
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl FieldSeed<'_, '_> {
+    fn field_type(&self) -> &str {
+        self.mapping
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("object")
+    }
+
+    /// Ok when `fits`, otherwise the error Elasticsearch gives, showing `value`.
+    fn check<E: de::Error>(&self, fits: bool, value: &dyn fmt::Display) -> Result<(), E> {
+        if fits {
+            return Ok(());
+        }
+        let (path, field_type) = (&self.path, self.field_type());
+        Err(fail(
+            self.failure,
+            (
+                "document_parsing_exception",
+                format!("failed to parse field [{path}] of type [{field_type}]: {value}"),
             ),
         ))
     }
+
+    fn number_fits(&self, integer: Option<i64>) -> bool {
+        match self.field_type() {
+            "integer" => integer.is_some_and(|n| i32::try_from(n).is_ok()),
+            "short" => integer.is_some_and(|n| i16::try_from(n).is_ok()),
+            "boolean" => false,
+            "date" => integer.is_some(),
+            _ => true,
+        }
+    }
 }
 
-fn as_integer(value: &Value) -> Option<i64> {
-    match value {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
+impl<'de> Visitor<'de> for FieldSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a value of type {}", self.field_type())
     }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<(), E> {
+        let fits = matches!(
+            self.field_type(),
+            "keyword" | "text" | "wildcard" | "boolean"
+        ) || !is_known_type(self.field_type());
+        self.check(fits, &value)
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<(), E> {
+        self.check(self.number_fits(Some(value)), &value)
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<(), E> {
+        // Above i64::MAX a long takes it as a float, like Elasticsearch's coercion.
+        let integer = i64::try_from(value).ok().or(Some(value as f64 as i64));
+        self.check(self.number_fits(integer), &value)
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<(), E> {
+        let fits = match self.field_type() {
+            "date" => false,
+            _ => self.number_fits(Some(value as i64)),
+        };
+        self.check(fits, &value)
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<(), E> {
+        let fits = match self.field_type() {
+            "long" => value.trim().parse::<i64>().is_ok(),
+            "integer" => value.trim().parse::<i32>().is_ok(),
+            "short" => value.trim().parse::<i16>().is_ok(),
+            "double" | "float" => value.parse::<f64>().is_ok(),
+            "boolean" => matches!(value, "true" | "false" | ""),
+            _ => true,
+        };
+        self.check(fits, &format_args!("\"{value}\""))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items
+            .next_element_seed(FieldSeed {
+                mapping: self.mapping,
+                path: self.path,
+                strict: self.strict,
+                failure: self.failure,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<(), A::Error> {
+        while fields.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        let fits = !is_known_type(self.field_type());
+        self.check(fits, &"an object")
+    }
+}
+
+/// The field types whose values are checked; any other accepts anything.
+fn is_known_type(field_type: &str) -> bool {
+    matches!(
+        field_type,
+        "keyword"
+            | "text"
+            | "wildcard"
+            | "long"
+            | "integer"
+            | "short"
+            | "double"
+            | "float"
+            | "boolean"
+            | "date"
+    )
 }
 
 #[cfg(test)]
@@ -153,6 +371,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn check(document: Value, mapping: &Value) -> Result<(), MappingError> {
+        match check_document(&document.to_string(), mapping) {
+            Ok(()) => Ok(()),
+            Err(DocumentError::Mapping(e)) => Err(e),
+            Err(DocumentError::Syntax(e)) => panic!("syntax error in {document}: {e}"),
+        }
+    }
 
     #[test]
     fn strict_mapping_refuses_unknown_fields_and_wrong_types() {
@@ -165,19 +391,67 @@ mod tests {
             }}
         }});
         let ok = json!({"key": 5, "value": {"name": "a", "variables": {"x": [1]}, "retries": 3}});
-        assert!(check_document(&ok, &mapping).is_ok());
+        assert!(check(ok, &mapping).is_ok());
         let unknown = json!({"key": 5, "value": {"nmae": "a"}});
-        let (kind, reason) = check_document(&unknown, &mapping).unwrap_err();
+        let (kind, reason) = check(unknown, &mapping).unwrap_err();
         assert_eq!(kind, "strict_dynamic_mapping_exception");
         assert!(reason.contains("[nmae] within [value]"), "{reason}");
-        let wrong = json!({"key": "five"});
-        assert_eq!(
-            check_document(&wrong, &mapping).unwrap_err().0,
-            "document_parsing_exception"
-        );
+        let (kind, reason) = check(json!({"key": "five"}), &mapping).unwrap_err();
+        assert_eq!(kind, "document_parsing_exception");
+        assert!(reason.contains("[key] of type [long]"), "{reason}");
         let not_object = json!({"value": 3});
-        assert!(check_document(&not_object, &mapping).is_err());
-        assert!(check_document(&json!({"anything": 1}), &json!({})).is_ok());
+        assert!(check(not_object, &mapping).is_err());
+        assert!(check(json!({"anything": 1}), &json!({})).is_ok());
+    }
+
+    #[test]
+    fn values_are_coerced_like_elasticsearch_does() {
+        let mapping = json!({"dynamic": "strict", "properties": {
+            "long": {"type": "long"}, "int": {"type": "integer"}, "short": {"type": "short"},
+            "double": {"type": "double"}, "flag": {"type": "boolean"}, "date": {"type": "date"},
+            "word": {"type": "keyword"}, "any": {"type": "geo_point"},
+            "items": {"properties": {"n": {"type": "long"}}}
+        }});
+        for fits in [
+            json!({"long": "12", "int": 7, "short": "-3", "double": "1.5", "flag": "true"}),
+            json!({"long": 1.9, "double": 2, "date": 1_700_000_000_000u64, "int": null}),
+            json!({"word": 5, "flag": false, "any": {"lat": 1, "lon": 2}, "date": "2026-12-01"}),
+            json!({"items": [{"n": 1}, {"n": "2"}], "long": [1, 2, null], "word": true}),
+        ] {
+            assert!(check(fits.clone(), &mapping).is_ok(), "{fits}");
+        }
+        for (misfit, field) in [
+            (json!({"int": 3_000_000_000u64}), "[int]"),
+            (json!({"short": 70000}), "[short]"),
+            (json!({"flag": 1}), "[flag]"),
+            (json!({"date": 1.5}), "[date]"),
+            (json!({"double": "x"}), "[double]"),
+            (json!({"word": {"a": 1}}), "[word]"),
+            (json!({"items": [{"n": "two"}]}), "[items.n]"),
+            (json!({"items": 4}), "[items]"),
+        ] {
+            let (kind, reason) = check(misfit.clone(), &mapping).unwrap_err();
+            assert_eq!(kind, "document_parsing_exception", "{misfit}");
+            assert!(reason.contains(field), "{misfit}: {reason}");
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_a_syntax_error() {
+        let mapping = json!({"dynamic": "strict", "properties": {"key": {"type": "long"}}});
+        for text in [r#"{"key": 1"#, r#"{"key": 1} x"#, "nope"] {
+            assert!(
+                matches!(
+                    check_document(text, &mapping),
+                    Err(DocumentError::Syntax(_))
+                ),
+                "{text}"
+            );
+            assert!(matches!(
+                check_document(text, &json!({})),
+                Err(DocumentError::Syntax(_))
+            ));
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 // Helpers return the finished error response as their `Err`; it is sent as it is.
 #![allow(clippy::result_large_err)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::serve::ListenerExt;
 use parking_lot::Mutex;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -29,15 +30,26 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::mapping::DocumentError;
 use crate::query;
 use crate::store::{Indexed, Store};
 
+/// The metadata of a bulk action line (`{"index": {"_index": …, "_id": …}}`).
+#[derive(Deserialize)]
+struct ActionMeta {
+    #[serde(rename = "_index")]
+    index: Option<String>,
+    #[serde(rename = "_id")]
+    id: Option<String>,
+}
+
 /// One action of a bulk request, as a fault hook sees it.
-#[derive(Debug, Clone)]
-pub struct ItemRequest {
-    pub index: String,
-    pub id: String,
-    pub source: Value,
+#[derive(Debug, Clone, Copy)]
+pub struct ItemRequest<'a> {
+    pub index: &'a str,
+    pub id: &'a str,
+    /// The document's JSON text.
+    pub source: &'a str,
 }
 
 /// The error a fault hook makes an item fail with.
@@ -75,7 +87,7 @@ impl ItemError {
 }
 
 /// Decides per bulk item whether it fails (`Some`) or is indexed normally (`None`).
-pub type ItemFault = Arc<dyn Fn(&ItemRequest) -> Option<ItemError> + Send + Sync>;
+pub type ItemFault = Arc<dyn Fn(&ItemRequest<'_>) -> Option<ItemError> + Send + Sync>;
 
 /// Counters for assertions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -585,7 +597,7 @@ async fn bulk(
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let mut actions = Vec::new();
     while let Some(action_line) = lines.next() {
-        let action: Value = match serde_json::from_str(action_line) {
+        let action: HashMap<String, ActionMeta> = match serde_json::from_str(action_line) {
             Ok(v) => v,
             Err(e) => {
                 return error(
@@ -595,11 +607,12 @@ async fn bulk(
                 );
             }
         };
-        let Some((op, meta)) = action.as_object().and_then(|o| o.iter().next()) else {
+        let mut action = action.into_iter();
+        let (Some((op, meta)), None) = (action.next(), action.next()) else {
             return error(
                 StatusCode::BAD_REQUEST,
                 "illegal_argument_exception",
-                "empty action line",
+                "an action line names exactly one action",
             );
         };
         if op != "index" && op != "create" {
@@ -609,7 +622,7 @@ async fn bulk(
                 format!("action [{op}] is not supported by the test server"),
             );
         }
-        let (Some(index), Some(id)) = (meta["_index"].as_str(), meta["_id"].as_str()) else {
+        let (Some(index), Some(id)) = (meta.index, meta.id) else {
             return error(
                 StatusCode::BAD_REQUEST,
                 "action_request_validation_exception",
@@ -623,33 +636,22 @@ async fn bulk(
                 "action without a document",
             );
         };
-        let source: Value = match serde_json::from_str(source_line) {
-            Ok(v) => v,
-            Err(e) => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "x_content_parse_exception",
-                    format!("bad document line: {e}"),
-                );
-            }
-        };
-        actions.push((
-            op.clone(),
-            ItemRequest {
-                index: index.to_owned(),
-                id: id.to_owned(),
-                source,
-            },
-        ));
+        actions.push((op, index, id, source_line));
     }
 
     let fault = shared.switches.lock().item_fault.clone();
     let mut items = Vec::with_capacity(actions.len());
     let mut errors = false;
     let mut store = shared.store.lock();
-    for (op, item) in actions {
+    // Whether a target is an alias, once per target and bulk (it looks at every index).
+    let mut aliases: HashMap<&str, bool> = HashMap::new();
+    for (op, index, id, source) in &actions {
+        let item = ItemRequest { index, id, source };
         let failure = fault.as_ref().and_then(|f| f(&item)).or_else(|| {
-            if store.is_alias(&item.index) {
+            let is_alias = *aliases
+                .entry(item.index)
+                .or_insert_with(|| store.is_alias(item.index));
+            if is_alias {
                 return Some(ItemError {
                     status: 400,
                     error_type: "illegal_argument_exception".into(),
@@ -661,11 +663,18 @@ async fn bulk(
         let result = match failure {
             Some(failure) => Err(failure),
             None => store
-                .index_document(&item.index, &item.id, item.source)
-                .map_err(|(kind, reason)| ItemError {
-                    status: 400,
-                    error_type: kind.to_owned(),
-                    reason,
+                .index_document(item.index, item.id, item.source)
+                .map_err(|e| match e {
+                    DocumentError::Mapping((kind, reason)) => ItemError {
+                        status: 400,
+                        error_type: kind.to_owned(),
+                        reason,
+                    },
+                    DocumentError::Syntax(reason) => ItemError {
+                        status: 400,
+                        error_type: "document_parsing_exception".to_owned(),
+                        reason: format!("failed to parse: {reason}"),
+                    },
                 }),
         };
         let entry = match result {
@@ -688,7 +697,7 @@ async fn bulk(
             Some(filter) => filter.item(entry),
             None => entry,
         };
-        items.push(json!({ op: entry }));
+        items.push(json!({ op.as_str(): entry }));
     }
     let Some(filter) = filter else {
         return axum::Json(json!({"took": 1, "errors": errors, "items": items})).into_response();
@@ -862,14 +871,14 @@ fn run_query(shared: &Shared, target: &str, body: &Value) -> Result<Vec<Hit>, Re
             continue;
         };
         for (id, doc) in &index.documents {
-            let matched = query::matches(&query, &doc.source)
+            let matched = query::matches(&query, doc.source())
                 .map_err(|e| error(StatusCode::BAD_REQUEST, "parsing_exception", e.0))?;
             if matched {
                 hits.push(Hit {
                     index: name.clone(),
                     id: id.clone(),
                     sequence: doc.sequence,
-                    source: doc.source.clone(),
+                    source: doc.source().clone(),
                 });
             }
         }

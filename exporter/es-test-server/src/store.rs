@@ -2,17 +2,39 @@
 //! exporter does not need).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use crate::mapping::{self, MappingError};
+use crate::mapping::{self, DocumentError};
 
 #[derive(Debug)]
 pub struct Document {
-    pub source: Value,
+    /// The document as it was sent: JSON text, checked against the mapping.
+    text: Box<str>,
+    /// The text parsed, on the first search that reads it.
+    parsed: OnceLock<Value>,
     pub version: u64,
     /// Order of first indexing, for results without a sort.
     pub sequence: u64,
+}
+
+impl Document {
+    fn new(text: Box<str>, sequence: u64) -> Document {
+        Document {
+            text,
+            parsed: OnceLock::new(),
+            version: 1,
+            sequence,
+        }
+    }
+
+    /// The document's `_source`.
+    pub fn source(&self) -> &Value {
+        // The text was read once when it was indexed, so it parses.
+        self.parsed
+            .get_or_init(|| serde_json::from_str(&self.text).unwrap_or(Value::Null))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -134,35 +156,37 @@ impl Store {
                 },
             );
         }
-        self.indices.entry(name.to_owned()).or_default()
+        // (Looked up by &str: an entry() would allocate the name for every document.)
+        self.indices.get_mut(name).expect("the index exists now")
     }
 
+    /// Indexes the JSON text `source` as document `id` of `index_name` (created from
+    /// the templates if need be), after checking it against the index's mapping.
     pub fn index_document(
         &mut self,
         index_name: &str,
         id: &str,
-        source: Value,
-    ) -> Result<Indexed, MappingError> {
+        source: &str,
+    ) -> Result<Indexed, DocumentError> {
         let sequence = self.next_sequence;
         let index = self.create_index(index_name);
-        if !index.mappings.is_null() {
-            mapping::check_document(&source, &index.mappings)?;
-        }
+        let mappings = if index.mappings.is_null() {
+            &Value::Null
+        } else {
+            &index.mappings
+        };
+        mapping::check_document(source, mappings)?;
         let outcome = match index.documents.get_mut(id) {
             Some(existing) => {
-                existing.source = source;
+                existing.text = source.into();
+                existing.parsed = OnceLock::new();
                 existing.version += 1;
                 Indexed::Updated(existing.version)
             }
             None => {
-                index.documents.insert(
-                    id.to_owned(),
-                    Document {
-                        source,
-                        version: 1,
-                        sequence,
-                    },
-                );
+                index
+                    .documents
+                    .insert(id.to_owned(), Document::new(source.into(), sequence));
                 Indexed::Created(1)
             }
         };
@@ -205,24 +229,24 @@ mod tests {
         );
         assert!(
             store
-                .index_document("rec_job_1", "1-1", json!({"key": 1}))
+                .index_document("rec_job_1", "1-1", &json!({"key": 1}).to_string())
                 .is_ok()
         );
         assert!(
             store
-                .index_document("rec_job_1", "1-2", json!({"nope": 1}))
+                .index_document("rec_job_1", "1-2", &json!({"nope": 1}).to_string())
                 .is_err()
         );
         assert_eq!(store.resolve("rec-job"), vec!["rec_job_1".to_owned()]);
         assert!(store.is_alias("rec-job"));
         assert!(matches!(
-            store.index_document("rec_job_1", "1-1", json!({"key": 2})),
+            store.index_document("rec_job_1", "1-1", &json!({"key": 2}).to_string()),
             Ok(Indexed::Updated(2))
         ));
         // No template: dynamic index, anything goes.
         assert!(
             store
-                .index_document("other", "x", json!({"nope": 1}))
+                .index_document("other", "x", &json!({"nope": 1}).to_string())
                 .is_ok()
         );
     }

@@ -169,7 +169,7 @@ async fn switches_fail_slow_down_and_stop() {
     assert!(started.elapsed() >= Duration::from_millis(200));
     server.set_delay(Duration::ZERO);
 
-    server.set_item_fault(Some(Arc::new(|item: &ItemRequest| {
+    server.set_item_fault(Some(Arc::new(|item: &ItemRequest<'_>| {
         (item.id == "x-2").then(ItemError::too_many_requests)
     })));
     let body = format!(
