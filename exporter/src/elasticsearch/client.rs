@@ -4,26 +4,32 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use elasticsearch::Elasticsearch;
 use elasticsearch::auth::Credentials;
 use elasticsearch::cert::{Certificate, CertificateValidation};
 use elasticsearch::cluster::ClusterPutComponentTemplateParts;
+use elasticsearch::http::Method;
 use elasticsearch::http::Url;
-use elasticsearch::http::headers::{CONTENT_TYPE, HeaderValue};
+use elasticsearch::http::headers::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use elasticsearch::http::response::Response;
 use elasticsearch::http::transport::{
     MultiNodeConnectionPool, SingleNodeConnectionPool, Transport, TransportBuilder,
 };
 use elasticsearch::ilm::IlmPutLifecycleParts;
 use elasticsearch::indices::IndicesPutIndexTemplateParts;
-use elasticsearch::{BulkParts, Elasticsearch};
 use rill_config::ElasticsearchExporterConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 
 /// The bulk response fields the exporter reads; the rest is left out by `filter_path`.
-const BULK_FILTER_PATH: &[&str] = &["items.*._id", "items.*.status", "items.*.error"];
+const BULK_FILTER_PATH: &str = "items.*._id,items.*.status,items.*.error";
+
+#[derive(Serialize)]
+struct BulkQuery {
+    filter_path: &'static str,
+}
 
 /// Longest piece of a response body kept in logs and errors.
 const BODY_EXCERPT: usize = 512;
@@ -195,17 +201,26 @@ impl EsClient {
 
     /// Sends one bulk request (`body` is NDJSON) and parses the per-item results.
     pub async fn bulk(&self, body: Bytes) -> Result<BulkResponse, RequestFailure> {
+        // Through the client's generic `send` rather than its `bulk` builder: that one
+        // copies the body into a buffer grown from 1 KiB (a tenth of the exporter's CPU
+        // with megabyte bulks); `Bytes` is sent as it is.
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-ndjson"),
+        );
         let response = self
             .client
-            .bulk(BulkParts::None)
-            .header(
-                CONTENT_TYPE,
-                HeaderValue::from_static("application/x-ndjson"),
+            .send(
+                Method::Post,
+                "/_bulk",
+                headers,
+                Some(&BulkQuery {
+                    filter_path: BULK_FILTER_PATH,
+                }),
+                Some(body),
+                Some(self.timeout),
             )
-            .filter_path(BULK_FILTER_PATH)
-            .request_timeout(self.timeout)
-            .body(vec![body])
-            .send()
             .await
             .map_err(transport_failure)?;
         let status = response.status_code().as_u16();

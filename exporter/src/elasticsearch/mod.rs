@@ -178,7 +178,8 @@ fn bulk_lines(router: &IndexRouter, record: &Record) -> Vec<u8> {
     let index = router.index_for(record);
     let id = IndexRouter::id_for(record);
     let routing = record.partition_id.to_string();
-    let mut bytes = Vec::with_capacity(512);
+    // Most records' two lines fit, so the buffer is rarely grown (and copied).
+    let mut bytes = Vec::with_capacity(1024);
     let action = BulkAction {
         index: BulkActionTarget {
             index: &index,
