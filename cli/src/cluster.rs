@@ -30,6 +30,8 @@ const JOBS_RETAINED: usize = 1024;
 pub struct JobsFeed {
     events: Mutex<VecDeque<(u64, u16, String)>>,
     epoch: watch::Sender<u64>,
+    /// Set at shutdown: polls answer at once instead of being held open.
+    closed: watch::Sender<bool>,
 }
 
 impl JobsFeed {
@@ -38,6 +40,7 @@ impl JobsFeed {
         let feed = Arc::new(JobsFeed {
             events: Mutex::new(VecDeque::new()),
             epoch: watch::channel(0).0,
+            closed: watch::channel(false).0,
         });
         let sink = feed.clone();
         forward_jobs_available(partitions.values(), move |event| {
@@ -57,6 +60,12 @@ impl JobsFeed {
         self.epoch.send_replace(epoch);
     }
 
+    /// Answers every poll held open now or later at once (the broker is stopping, and
+    /// its transport waits for running handlers).
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
     /// Waits until there is news after `after` (or the poll timeout passes).
     async fn poll(&self, after: u64) -> JobsNews {
         let mut epoch = self.epoch.subscribe();
@@ -70,7 +79,11 @@ impl JobsFeed {
             };
         }
         if after == current {
-            let _ = tokio::time::timeout(JOBS_POLL_TIMEOUT, epoch.changed()).await;
+            let mut closed = self.closed.subscribe();
+            tokio::select! {
+                _ = tokio::time::timeout(JOBS_POLL_TIMEOUT, epoch.changed()) => {}
+                _ = closed.wait_for(|closed| *closed) => {}
+            }
         }
         let events = self.events.lock();
         let epoch = events.back().map_or(current, |(e, _, _)| *e);

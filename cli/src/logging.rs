@@ -5,7 +5,10 @@
 //! down that is a line per election round or replication retry, per partition. The
 //! transport already says so itself, once per unreachable peer and then every 30 s
 //! (`cannot reach node N at ADDR (...); retrying`), so those openraft events are
-//! dropped. Every other openraft event passes.
+//! dropped. So are its errors saying only that the raft core has stopped (`Stopped`): a
+//! peer's request that arrives while a partition shuts down gets one, and a core that
+//! stopped for a real reason logged that reason itself. Every other openraft event
+//! passes.
 
 use std::fmt::Debug;
 
@@ -29,7 +32,8 @@ pub fn init() {
     }
 }
 
-/// Drops openraft's events about a peer the transport could not connect to.
+/// Drops openraft's events about a peer the transport could not connect to, and its
+/// "the core has stopped" errors.
 pub struct QuietUnreachable;
 
 impl<S: Subscriber> Layer<S> for QuietUnreachable {
@@ -59,9 +63,10 @@ impl Visit for FindUnreachable {
         self.0 = self.0 || is_unreachable(value);
     }
 
-    fn record_debug(&mut self, _: &Field, value: &dyn Debug) {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
         if !self.0 {
-            self.0 = is_unreachable(&format!("{value:?}"));
+            let text = format!("{value:?}");
+            self.0 = is_unreachable(&text) || (field.name() == "error" && text == "Stopped");
         }
     }
 }
@@ -81,6 +86,9 @@ mod tests {
         }
     }
 
+    #[derive(Debug)]
+    struct Stopped;
+
     #[test]
     fn openraft_events_about_an_unreachable_peer_are_dropped_and_others_pass() {
         let seen = Arc::new(AtomicUsize::new(0));
@@ -96,14 +104,17 @@ mod tests {
             let unresolved = "Unreachable node: rill_raft::network::TransportFailure: peer \
                               unreachable: no address is known for node 1; call Transport::set_peer";
             tracing::error!(target: "openraft::core::raft_core", error = %unresolved, "while requesting vote");
+            // A peer's request that reached a partition shutting down.
+            tracing::error!(target: "openraft::raft::raft_inner", error = ?Stopped, "error when recv_msg");
             assert_eq!(seen.load(Ordering::Relaxed), 0, "dropped");
 
             // A remote failure, a timeout, and our own transport's line all pass.
             let remote = "Unreachable node: remote raft failed: storage error";
             tracing::error!(target: "openraft::replication", err = %remote, "RPCError");
             tracing::error!(target: "openraft::core::raft_core", error = "timeout after 1s", "timeout");
+            tracing::error!(target: "openraft::core::raft_core", error = ?"Stopped", "a string, not the Stopped error");
             tracing::warn!(target: "rill_transport::outbound", reason = %unreachable, "cannot reach node 1");
-            assert_eq!(seen.load(Ordering::Relaxed), 3, "kept");
+            assert_eq!(seen.load(Ordering::Relaxed), 4, "kept");
         });
     }
 }

@@ -280,6 +280,25 @@ pub fn broker(config: RillConfig) -> Result<()> {
         )
     })?;
     let addresses = cluster_addresses(&config)?;
+    // A taken port stops the broker; better before its partitions start and elect.
+    let cluster_host = config.cluster.host.trim_matches(['[', ']']);
+    check_port_free(
+        "cluster.command-port",
+        cluster_host,
+        config.cluster.command_port,
+    )?;
+    if config.gateway.enabled {
+        check_port_free(
+            "gateway.rest-port",
+            &config.gateway.host,
+            config.gateway.rest_port,
+        )?;
+    }
+    check_port_free(
+        "monitoring.port",
+        &config.monitoring.host,
+        config.monitoring.port,
+    )?;
     let started_at = std::time::Instant::now();
     let registry = Registry::new();
     let node_id = NodeId(config.cluster.node_id);
@@ -364,10 +383,16 @@ pub fn broker(config: RillConfig) -> Result<()> {
             };
             let (monitoring_addr, monitoring_task) =
                 serve_monitoring(&config, registry, health, stop_rx).await?;
-            anyhow::Ok((transport, rest, monitoring_addr, monitoring_task))
+            anyhow::Ok((
+                transport,
+                rest,
+                monitoring_addr,
+                monitoring_task,
+                api.jobs.clone(),
+            ))
         }
     })?;
-    let (transport, rest, monitoring_addr, monitoring_task) = servers;
+    let (transport, rest, monitoring_addr, monitoring_task, jobs) = servers;
     health.started.store(true, Ordering::Release);
     tracing::info!(
         node = %node_id,
@@ -390,6 +415,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
             tracing::warn!(error = %e, "REST server stopped with an error");
         }
         let _ = monitoring_task.await;
+        jobs.close();
         transport.shutdown().await;
     });
     drop(health);
@@ -397,6 +423,31 @@ pub fn broker(config: RillConfig) -> Result<()> {
     node.shutdown();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Fails when `host:port` (the value of `setting`) cannot be listened on right now. The
+/// probe is closed at once; the real listener binds it later.
+fn check_port_free(setting: &str, host: &str, port: u16) -> Result<()> {
+    use std::net::ToSocketAddrs;
+    if port == 0 {
+        return Ok(());
+    }
+    // A name that does not resolve is reported where the listener is bound.
+    let Some(addr) = (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+    else {
+        return Ok(());
+    };
+    match std::net::TcpListener::bind(addr) {
+        Ok(_probe) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
+            "cannot listen on {addr} for {setting}: the address is in use by another process; \
+             stop it, or choose another {setting}"
+        ),
+        Err(e) => bail!("cannot listen on {addr} for {setting}: {e}"),
+    }
 }
 
 /// A failed start of the command API, with the setting to change.

@@ -261,6 +261,12 @@ fn a_rolling_restart_loses_no_instance() {
                 "broker {i} stops gracefully\n{}",
                 brokers.logs()
             );
+            // Long polls from the other brokers' gateways are answered, not waited out.
+            let log = brokers.nodes[i].log_text();
+            assert!(
+                !log.contains("still running after the shutdown grace"),
+                "broker {i} left transport tasks running\n{log}"
+            );
             brokers.nodes[i].restart();
             brokers.wait_ready(Duration::from_secs(60)).await;
         }
@@ -409,6 +415,13 @@ fn a_port_in_use_is_named_by_its_setting() {
                 format!("cannot listen on {address} for {setting}: the address is in use");
             assert!(log.contains(&expected), "{log}");
         }
+        // Checked before any partition started (which would have made its directory).
+        let partition_dir = dir.path().join("broker-1").join("partition-1");
+        assert!(
+            !partition_dir.exists(),
+            "{} exists",
+            partition_dir.display()
+        );
     });
 }
 

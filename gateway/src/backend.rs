@@ -98,17 +98,19 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// True when every partition has a healthy leader.
+    /// True when every partition has a healthy leader. A topology that names no
+    /// partition (no broker answered yet) is not.
     pub fn all_partitions_led(&self) -> bool {
-        (1..=self.partitions_count).all(|p| {
-            self.brokers.iter().any(|b| {
-                b.partitions.iter().any(|info| {
-                    info.partition == PartitionId(p)
-                        && info.role == PartitionRole::Leader
-                        && info.health == PartitionHealth::Healthy
+        self.partitions_count > 0
+            && (1..=self.partitions_count).all(|p| {
+                self.brokers.iter().any(|b| {
+                    b.partitions.iter().any(|info| {
+                        info.partition == PartitionId(p)
+                            && info.role == PartitionRole::Leader
+                            && info.health == PartitionHealth::Healthy
+                    })
                 })
             })
-        })
     }
 }
 
@@ -143,4 +145,43 @@ pub trait GatewayBackend: Send + Sync + 'static {
 
     /// The cluster topology.
     fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broker(node: u32, led: &[u16]) -> BrokerInfo {
+        BrokerInfo {
+            node_id: NodeId(node),
+            host: "localhost".into(),
+            port: 26501,
+            version: "test".into(),
+            partitions: led
+                .iter()
+                .map(|&p| PartitionInfo {
+                    partition: PartitionId(p),
+                    role: PartitionRole::Leader,
+                    health: PartitionHealth::Healthy,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn every_partition_needs_a_healthy_leader() {
+        let topology = |partitions_count, brokers| Topology {
+            cluster_size: 2,
+            partitions_count,
+            replication_factor: 1,
+            brokers,
+        };
+        assert!(topology(2, vec![broker(0, &[1]), broker(1, &[2])]).all_partitions_led());
+        assert!(!topology(2, vec![broker(0, &[1])]).all_partitions_led());
+        // Nothing heard from any broker yet: not ready.
+        assert!(!topology(0, vec![]).all_partitions_led());
+        let mut unhealthy = topology(1, vec![broker(0, &[1])]);
+        unhealthy.brokers[0].partitions[0].health = PartitionHealth::Unhealthy;
+        assert!(!unhealthy.all_partitions_led());
+    }
 }

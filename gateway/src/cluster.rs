@@ -289,6 +289,8 @@ impl ClusterClient {
             .await;
         let topology: NodeTopology = match answer {
             Ok(bytes) => decode(&bytes).map_err(|e| e.to_string())?,
+            // This process is stopping: nothing to report about the broker.
+            Err(TransportError::ShuttingDown) => return Ok(()),
             Err(e) => {
                 // Gone, or the address now belongs to another node (a restart with a new
                 // id): forget what it said, including the partitions it led.
