@@ -12,6 +12,7 @@ use common::{Cluster, applied_ids};
 use parking_lot::Mutex;
 use rill_broker::testing::{ListCommand, ListResponse};
 use rill_broker::{Error, Partition, Role};
+use rill_protocol::NodeId;
 use tokio::sync::RwLock;
 
 type Replicas = Arc<RwLock<Cluster>>;
@@ -245,4 +246,38 @@ async fn followers_refuse_with_the_leader_named() {
             other => panic!("unexpected {other:?}"),
         }
     }
+}
+
+/// Priority election: the preferred replica leads when all start together, even when it
+/// starts last (the others hold back until they see a leader).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preferred_replica_leads_when_all_start() {
+    let mut cluster = Cluster::new(3, |c| c.preferred_leader = Some(NodeId(2)));
+    cluster.start_all().await;
+    assert_eq!(cluster.leader(Duration::from_secs(10)).await, 2);
+}
+
+/// Without the preferred replica, the others hold back for three election timeouts,
+/// then elect one of themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_preferred_replica_the_others_elect_after_a_grace() {
+    let mut cluster = Cluster::new(3, |c| c.preferred_leader = Some(NodeId(0)));
+    let grace = cluster_grace(&cluster);
+    let started = Instant::now();
+    cluster.start(1).await;
+    cluster.start(2).await;
+    tokio::time::sleep(grace / 3).await;
+    assert!(
+        cluster
+            .running()
+            .all(|(_, p)| p.status().role != Role::Leader),
+        "no leader while the others hold back"
+    );
+    let leader = cluster.leader(Duration::from_secs(10)).await;
+    assert!(leader == 1 || leader == 2, "leader {leader}");
+    assert!(started.elapsed() >= grace, "elected after the grace");
+}
+
+fn cluster_grace(cluster: &Cluster) -> Duration {
+    cluster.configs[0].raft.election_timeout * 3
 }
