@@ -63,6 +63,60 @@ pub fn value_type_name(value_type: ValueType) -> String {
     value_type.name().to_lowercase().replace('_', "-")
 }
 
+/// Writes the `index` action line of each record's bulk entry. The part up to the
+/// document id (index name, per value type, version and day) is built once and reused:
+/// building it per record was a quarter of the exporter's CPU.
+#[derive(Debug, Default)]
+pub struct ActionLines {
+    heads: Vec<ActionHead>,
+}
+
+#[derive(Debug)]
+struct ActionHead {
+    value_type: ValueType,
+    day: i64,
+    version: String,
+    /// `{"index":{"_index":"<name>","_id":"`
+    bytes: Vec<u8>,
+}
+
+impl ActionLines {
+    /// Appends `{"index":{"_index":…,"_id":"P-POS","routing":"P"}}` and a newline.
+    pub fn write(&mut self, router: &IndexRouter, record: &Record, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let day = record.timestamp.millis().div_euclid(86_400_000);
+        let found = self.heads.iter().position(|h| {
+            h.value_type == record.value_type && h.day == day && h.version == record.broker_version
+        });
+        let head = match found {
+            Some(i) => &self.heads[i],
+            None => {
+                let mut bytes = b"{\"index\":{\"_index\":".to_vec();
+                // A string into a Vec cannot fail; the name is escaped like any JSON string.
+                let _ = serde_json::to_writer(&mut bytes, &router.index_for(record));
+                bytes.extend_from_slice(b",\"_id\":\"");
+                // One head per value type: the day or version it replaces is over.
+                self.heads.retain(|h| h.value_type != record.value_type);
+                self.heads.push(ActionHead {
+                    value_type: record.value_type,
+                    day,
+                    version: record.broker_version.clone(),
+                    bytes,
+                });
+                self.heads.last().expect("just pushed")
+            }
+        };
+        out.extend_from_slice(&head.bytes);
+        // Ids and routing are digits and a dash: nothing to escape.
+        let partition = record.partition_id;
+        let _ = writeln!(
+            out,
+            "{partition}-{}\",\"routing\":\"{partition}\"}}}}",
+            record.position
+        );
+    }
+}
+
 /// `yyyy-mm-dd` of a Unix timestamp in milliseconds, in UTC (proleptic Gregorian).
 pub fn utc_date(millis: i64) -> String {
     let days = millis.div_euclid(86_400_000);
@@ -125,5 +179,53 @@ mod tests {
             router.index_pattern_for(ValueType::Job, "0.1.0"),
             "zeebe-record_job_0.1.0_*"
         );
+    }
+
+    #[test]
+    fn action_lines_are_the_json_of_the_action() {
+        use rill_protocol::value::VariableRecord;
+        use rill_protocol::{Intent, Key, PartitionId, Position, RecordDraft, Timestamp};
+
+        let record = |partition: u16, position: u64, value_type, millis: i64, version: &str| {
+            let value = VariableRecord {
+                name: "x".into(),
+                value: "1".into(),
+                scope_key: 1,
+                process_instance_key: 1,
+                process_definition_key: 1,
+                bpmn_process_id: "p".into(),
+                tenant_id: "<default>".into(),
+            };
+            let mut record = RecordDraft::event(Key(1), Intent::Created, value).into_record(
+                Position(position),
+                None,
+                Timestamp(millis),
+                PartitionId(partition),
+                version,
+            );
+            record.value_type = value_type;
+            record
+        };
+        let router = IndexRouter::new("zeebe-record");
+        let mut lines = ActionLines::default();
+        let day = 1_796_083_199_999; // the last millisecond of 2026-11-30
+        for record in [
+            record(1, 5, ValueType::Variable, day, "0.1.0"),
+            record(2, 6, ValueType::Variable, day, "0.1.0"),
+            record(1, 7, ValueType::Job, day, "0.1.0"),
+            record(1, 8, ValueType::Variable, day + 1, "0.1.0"),
+            record(1, 9, ValueType::Variable, day + 1, "0.2.0-RC1"),
+            record(1, 10, ValueType::Job, day, "0.1.0"),
+        ] {
+            let mut written = Vec::new();
+            lines.write(&router, &record, &mut written);
+            let expected = serde_json::json!({"index": {
+                "_index": router.index_for(&record),
+                "_id": IndexRouter::id_for(&record),
+                "routing": record.partition_id.to_string(),
+            }});
+            let text = String::from_utf8(written).unwrap();
+            assert_eq!(text, format!("{expected}\n"), "{record:?}");
+        }
     }
 }

@@ -20,11 +20,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use rill_config::ElasticsearchExporterConfig;
 use rill_protocol::{BROKER_VERSION, PartitionId, Position, Record};
-use serde::Serialize;
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
 use self::client::{EsClient, ItemVerdict, RequestFailure, SetupOutcome, item_verdict};
+use self::index::ActionLines;
 pub use self::index::IndexRouter;
 pub use self::templates::{component_template, index_template};
 use crate::api::{ExportContext, Exporter};
@@ -41,6 +41,7 @@ pub struct ElasticsearchExporter {
     config: ElasticsearchExporterConfig,
     filter: RecordFilter,
     router: IndexRouter,
+    actions: ActionLines,
     client: EsClient,
     metrics: ExporterMetrics,
     open: Option<OpenState>,
@@ -56,20 +57,6 @@ struct OpenState {
     request_limit: usize,
 }
 
-#[derive(Serialize)]
-struct BulkAction<'a> {
-    index: BulkActionTarget<'a>,
-}
-
-#[derive(Serialize)]
-struct BulkActionTarget<'a> {
-    #[serde(rename = "_index")]
-    index: &'a str,
-    #[serde(rename = "_id")]
-    id: &'a str,
-    routing: &'a str,
-}
-
 impl ElasticsearchExporter {
     /// Checks the configuration (every problem at once) and builds the client. No I/O.
     pub fn new(
@@ -81,6 +68,7 @@ impl ElasticsearchExporter {
         Ok(ElasticsearchExporter {
             filter: RecordFilter::new(config.filter.clone()),
             router: IndexRouter::new(config.index_prefix.clone()),
+            actions: ActionLines::default(),
             client,
             metrics,
             config,
@@ -174,22 +162,10 @@ fn needs_flush(config: &ElasticsearchExporterConfig, pending: &Pending) -> bool 
 }
 
 /// The two NDJSON lines of one record: the `index` action and the document.
-fn bulk_lines(router: &IndexRouter, record: &Record) -> Vec<u8> {
-    let index = router.index_for(record);
-    let id = IndexRouter::id_for(record);
-    let routing = record.partition_id.to_string();
+fn bulk_lines(actions: &mut ActionLines, router: &IndexRouter, record: &Record) -> Vec<u8> {
     // Most records' two lines fit, so the buffer is rarely grown (and copied).
     let mut bytes = Vec::with_capacity(1024);
-    let action = BulkAction {
-        index: BulkActionTarget {
-            index: &index,
-            id: &id,
-            routing: &routing,
-        },
-    };
-    // Writing plain strings into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut bytes, &action);
-    bytes.push(b'\n');
+    actions.write(router, record, &mut bytes);
     write_record_document(record, &mut bytes);
     bytes.push(b'\n');
     bytes
@@ -384,7 +360,7 @@ impl Exporter for ElasticsearchExporter {
             }
             state.pending.push(Entry {
                 position: record.position,
-                bytes: bulk_lines(&self.router, record),
+                bytes: bulk_lines(&mut self.actions, &self.router, record),
             });
             if needs_flush(&self.config, &state.pending) {
                 flush(&self.client, &self.config, state).await;
