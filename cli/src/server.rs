@@ -356,9 +356,13 @@ pub fn broker(config: RillConfig) -> Result<()> {
                     network.serve_others(api.clone());
                     ClusterClient::start_known(network.transport().clone(), &addresses, api.clone())
                 }
-                None => ClusterClient::start(
+                None => ClusterClient::start_known(
                     transport.clone(),
-                    vec![host_port("127.0.0.1", transport.local_addr().port())],
+                    &BTreeMap::from([(
+                        node_id,
+                        host_port("127.0.0.1", transport.local_addr().port()),
+                    )]),
+                    api.clone(),
                 ),
             };
             let router = Arc::new(ClusterRouter {
