@@ -9,7 +9,9 @@
 //!
 //! Brokers are found through contact points (`host:command-port`); each is probed for
 //! its node id. A broker that answers `NotLeader` names the leader it knows, so the next
-//! try goes there without waiting for the next topology poll.
+//! try goes there without waiting for the next topology poll. A gateway embedded in a
+//! broker hands requests for the partitions that broker leads to it directly
+//! ([`LocalCommandApi`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
