@@ -7,7 +7,8 @@
 #   bench/cluster.sh                      # 20,000 instances, 3 partitions
 #   INSTANCES=5000 PARTITIONS=1 bench/cluster.sh
 #
-# Environment: INSTANCES (20000), PARTITIONS (3), EXPORT (off | jsonl), BROKER_SET
+# Environment: INSTANCES (20000), PARTITIONS (3), RUNS (1; the median of RUNS runs on
+# each side, the cluster's against the same three brokers), EXPORT (off | jsonl), BROKER_SET
 # (more KEY=VALUE settings for every broker, the single one too, space-separated),
 # BASE_PORT (36500: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL
 # and RILL_BENCH for other binaries, OUT for the results (a new directory under /var/tmp).
@@ -19,6 +20,7 @@ rill=${RILL:-$target/release/rill}
 bench=${RILL_BENCH:-$target/release/rill-bench}
 instances=${INSTANCES:-20000}
 partitions=${PARTITIONS:-3}
+runs=${RUNS:-1}
 export_mode=${EXPORT:-off}
 base=${BASE_PORT:-36500}
 out=${OUT:-$(mktemp -d /var/tmp/rill-cluster-bench.XXXXXX)}
@@ -75,7 +77,7 @@ for pid in "${pids[@]}"; do cpu_before=$(echo "$cpu_before + $(cpu_seconds "$pid
 
 echo "== three brokers, replication factor 3, $partitions partition(s), export $export_mode"
 "$bench" --url "http://127.0.0.1:$((base + 3))" --broker-pid "${pids[0]}" \
-  --instances "$instances" --json "$out/cluster.json" | tee "$out/cluster.txt"
+  --instances "$instances" --runs "$runs" --json "$out/cluster.json" | tee "$out/cluster.txt"
 cpu_after=0
 for i in 0 1 2; do
   cpu=$(cpu_seconds "${pids[$i]}")
@@ -86,7 +88,7 @@ done
 stop_brokers
 
 echo "== one broker, $partitions partition(s), export $export_mode"
-"$bench" --partitions "$partitions" --export "$export_mode" --instances "$instances" \
+"$bench" --partitions "$partitions" --export "$export_mode" --instances "$instances" --runs "$runs" \
   "${common[@]}" --json "$out/single.json" | tee "$out/single.txt"
 
 python3 - "$out" "$(echo "$cpu_after - $cpu_before" | bc)" <<'EOF'
