@@ -284,18 +284,21 @@ pub fn broker(config: RillConfig) -> Result<()> {
     let cluster_host = config.cluster.host.trim_matches(['[', ']']);
     check_port_free(
         "cluster.command-port",
+        "cluster.host",
         cluster_host,
         config.cluster.command_port,
     )?;
     if config.gateway.enabled {
         check_port_free(
             "gateway.rest-port",
+            "gateway.host",
             &config.gateway.host,
             config.gateway.rest_port,
         )?;
     }
     check_port_free(
         "monitoring.port",
+        "monitoring.host",
         &config.monitoring.host,
         config.monitoring.port,
     )?;
@@ -429,9 +432,9 @@ pub fn broker(config: RillConfig) -> Result<()> {
     Ok(())
 }
 
-/// Fails when `host:port` (the value of `setting`) cannot be listened on right now. The
-/// probe is closed at once; the real listener binds it later.
-fn check_port_free(setting: &str, host: &str, port: u16) -> Result<()> {
+/// Fails when `host:port` (`host_setting`, `setting`) cannot be listened on right now.
+/// The probe is closed at once; the real listener binds it later.
+fn check_port_free(setting: &str, host_setting: &str, host: &str, port: u16) -> Result<()> {
     use std::net::ToSocketAddrs;
     if port == 0 {
         return Ok(());
@@ -446,30 +449,37 @@ fn check_port_free(setting: &str, host: &str, port: u16) -> Result<()> {
     };
     match std::net::TcpListener::bind(addr) {
         Ok(_probe) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
-            "cannot listen on {addr} for {setting}: the address is in use by another process; \
-             stop it, or choose another {setting}"
-        ),
-        Err(e) => bail!("cannot listen on {addr} for {setting}: {e}"),
+        Err(e) => Err(listen_error(addr, setting, host_setting, &e)),
     }
 }
 
 /// A failed start of the command API, with the setting to change.
 fn command_port_error(error: rill_transport::TransportError) -> anyhow::Error {
     match error {
-        rill_transport::TransportError::Bind { addr, source }
-            if source.kind() == std::io::ErrorKind::AddrInUse =>
-        {
-            anyhow::anyhow!(
-                "cannot listen on {addr} for cluster.command-port: the address is in use by \
-                 another process; stop it, or choose another cluster.command-port"
-            )
+        rill_transport::TransportError::Bind { addr, source } => {
+            listen_error(addr, "cluster.command-port", "cluster.host", &source)
         }
-        rill_transport::TransportError::Bind { addr, source } => anyhow::anyhow!(
-            "cannot listen on {addr} (cluster.host, cluster.command-port): {source}; set \
-             cluster.host to an address of this machine and cluster.command-port to a free port"
-        ),
         other => anyhow::Error::new(other).context("starting the command API"),
+    }
+}
+
+/// Why `addr` cannot be listened on, naming the settings to change.
+fn listen_error(
+    addr: std::net::SocketAddr,
+    setting: &str,
+    host_setting: &str,
+    source: &std::io::Error,
+) -> anyhow::Error {
+    if source.kind() == std::io::ErrorKind::AddrInUse {
+        anyhow::anyhow!(
+            "cannot listen on {addr} for {setting}: the address is in use by another \
+             process; stop it, or choose another {setting}"
+        )
+    } else {
+        anyhow::anyhow!(
+            "cannot listen on {addr} ({host_setting}, {setting}): {source}; set \
+             {host_setting} to an address of this machine and {setting} to a free port"
+        )
     }
 }
 

@@ -64,18 +64,11 @@ fn killing_each_leader_in_turn_loses_nothing() {
         brokers.wait_ready(Duration::from_secs(60)).await;
         // Priority election: on a fresh cluster each partition is led by the first of its
         // replicas in placement order, so leadership is spread like the partitions.
-        // (The gateway learns the topology by polling: wait until it names a leader.)
         for partition in 1..=3u64 {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let leader = loop {
-                let leader = brokers.leader_of(0, partition).await;
-                if leader.is_some() || Instant::now() > deadline {
-                    break leader;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            };
             assert_eq!(
-                leader,
+                brokers
+                    .wait_leader(partition, Duration::from_secs(10))
+                    .await,
                 Some(partition - 1),
                 "leader of partition {partition}"
             );
@@ -88,23 +81,11 @@ fn killing_each_leader_in_turn_loses_nothing() {
             .progress(100, Duration::from_secs(60), &brokers)
             .await;
         for partition in 1..=3u64 {
-            // Right after a restart an election may still be going on: ask until one
-            // broker names the leader.
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let leader = loop {
-                let mut leader = None;
-                for via in (0..3).filter(|&i| brokers.nodes[i].is_running()) {
-                    leader = brokers.leader_of(via, partition).await;
-                    if leader.is_some() {
-                        break;
-                    }
-                }
-                match leader {
-                    Some(leader) => break leader as usize,
-                    None => assert!(Instant::now() < deadline, "no leader of {partition}"),
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            };
+            let leader = brokers
+                .wait_leader(partition, Duration::from_secs(30))
+                .await
+                .unwrap_or_else(|| panic!("no leader of {partition}"))
+                as usize;
             brokers.nodes[leader].kill9();
             workload
                 .progress(50, Duration::from_secs(60), &brokers)

@@ -196,14 +196,10 @@ fn exactly_what_was_committed_is_indexed_once() {
         workload
             .completed(jobs * 2 / 6, Duration::from_secs(120), &brokers)
             .await;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let leader = loop {
-            if let Some(leader) = brokers.leader_of(0, 1).await {
-                break leader as usize;
-            }
-            assert!(Instant::now() < deadline, "no leader of partition 1");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let leader = brokers
+            .wait_leader(1, Duration::from_secs(30))
+            .await
+            .expect("no leader of partition 1") as usize;
         brokers.nodes[leader].kill9();
         workload
             .progress(jobs / 30, Duration::from_secs(120), &brokers)

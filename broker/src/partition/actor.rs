@@ -1247,19 +1247,11 @@ async fn initialize_raft(raft: &Raft, config: &PartitionConfig) {
 /// three election timeouts (the preferred replica is down), it elects like any other.
 async fn hold_back_election(raft: Raft, config: Arc<PartitionConfig>, uninitialized: bool) {
     let grace = config.raft.election_timeout * 3;
-    let mut metrics = raft.metrics();
-    let saw_leader = tokio::time::timeout(grace, async {
-        loop {
-            if metrics.borrow_and_update().current_leader.is_some() {
-                return true;
-            }
-            if metrics.changed().await.is_err() {
-                return false;
-            }
-        }
-    })
-    .await
-    .unwrap_or(false);
+    let saw_leader = raft
+        .wait(Some(grace))
+        .metrics(|m| m.current_leader.is_some(), "a leader")
+        .await
+        .is_ok();
     raft.runtime_config().elect(true);
     if !saw_leader {
         tracing::info!(

@@ -453,12 +453,12 @@ impl Brokers {
         extra: &[&str],
         per_node: impl Fn(u32) -> Vec<String>,
     ) -> Brokers {
-        let internal: Vec<u16> = (0..size).map(|_| free_port()).collect();
-        let contact_points = internal
+        let internal_ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
+        let internal: Vec<String> = internal_ports
             .iter()
             .map(|port| format!("127.0.0.1:{port}"))
-            .collect::<Vec<_>>()
-            .join(",");
+            .collect();
+        let contact_points = internal.join(",");
         let options: Vec<Vec<String>> = (0..size)
             .map(|i| {
                 let mut args = vec![
@@ -467,7 +467,7 @@ impl Brokers {
                     format!("cluster.partitions-count={partitions}"),
                     format!("cluster.replication-factor={replication}"),
                     "cluster.host=127.0.0.1".to_owned(),
-                    format!("cluster.internal-port={}", internal[i as usize]),
+                    format!("cluster.internal-port={}", internal_ports[i as usize]),
                     format!("cluster.command-port={}", free_port()),
                     format!("cluster.initial-contact-points={contact_points}"),
                     // Fast failure detection on loopback.
@@ -489,10 +489,7 @@ impl Brokers {
             .collect();
         Brokers {
             nodes,
-            internal: internal
-                .iter()
-                .map(|port| format!("127.0.0.1:{port}"))
-                .collect(),
+            internal,
             options,
         }
     }
@@ -522,6 +519,24 @@ impl Brokers {
                 .any(|p| p["partitionId"].as_u64() == Some(partition) && p["role"] == "leader");
             leads.then(|| broker["nodeId"].as_u64()).flatten()
         })
+    }
+
+    /// The node leading `partition`, asking every running broker until one names it;
+    /// `None` when none does within `timeout` (right after a restart an election may
+    /// still be going on, and gateways learn the topology by polling).
+    pub async fn wait_leader(&self, partition: u64, timeout: Duration) -> Option<u64> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            for via in (0..self.nodes.len()).filter(|&i| self.nodes[i].is_running()) {
+                if let Some(leader) = self.leader_of(via, partition).await {
+                    return Some(leader);
+                }
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     pub fn logs(&self) -> String {

@@ -554,36 +554,25 @@ impl BulkFilter {
     }
 
     /// Leaves out the item fields the filter does not name.
-    fn item<'a>(&self, mut entry: BulkItem<'a>) -> BulkItem<'a> {
+    fn item<'a>(&self, entry: BulkItem<'a>) -> BulkItem<'a> {
         if self.top.iter().any(|t| t == "items") || self.item.iter().any(|f| f == "*") {
             return entry;
         }
         let keeps = |field: &str| self.item.iter().any(|f| f == field);
-        if !keeps("_index") {
-            entry.index = None;
+        BulkItem {
+            index: entry.index.filter(|_| keeps("_index")),
+            id: entry.id.filter(|_| keeps("_id")),
+            version: entry.version.filter(|_| keeps("_version")),
+            result: entry.result.filter(|_| keeps("result")),
+            status: entry.status.filter(|_| keeps("status")),
+            error: entry.error.filter(|_| keeps("error")),
         }
-        if !keeps("_id") {
-            entry.id = None;
-        }
-        if !keeps("_version") {
-            entry.version = None;
-        }
-        if !keeps("result") {
-            entry.result = None;
-        }
-        if !keeps("status") {
-            entry.status = None;
-        }
-        if !keeps("error") {
-            entry.error = None;
-        }
-        entry
     }
 }
 
 async fn bulk(
     State(shared): State<Arc<Shared>>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Query(params): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> Response {
     let filter = BulkFilter::parse(params.get("filter_path"));
