@@ -3,9 +3,11 @@
 //!
 //! It holds two column families: `default` for the engine's tables and the core's
 //! reserved prefix `0x00` (applied log id, membership, positions), and `export` for
-//! records keyed by position. Writes go to the WAL without waiting for the disk: the
-//! raft log is the durable part, and a restarted replica re-applies the log after the
-//! applied log id stored here (in the same write batch as the state it describes).
+//! records keyed by position. Writes skip the WAL: the raft log is the durable part, and a
+//! restarted replica re-applies the log after the applied log id stored here (in the
+//! same write batch as the state it describes). Both column families are flushed
+//! together (`atomic_flush`), so what is on disk is always one applied log id's state;
+//! a checkpoint flushes first, so the log behind a snapshot is never needed again.
 //!
 //! A snapshot install replaces the whole database. To do so safely while readers may
 //! still hold the old one, each database lives in its own generation directory
@@ -39,9 +41,9 @@ fn db_options() -> Options {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);
-    // Records in `export` are written once and deleted in ranges; keep the WAL bounded so
-    // both column families get flushed.
-    opts.set_max_total_wal_size(64 << 20);
+    // Writes skip the WAL (see the module comment), so the two column families must be
+    // flushed together to stay consistent with the applied log id.
+    opts.set_atomic_flush(true);
     opts
 }
 
@@ -106,10 +108,12 @@ impl StateDb {
             .ok_or_else(|| Error::corrupt("state database", "the export column family is missing"))
     }
 
-    /// Writes a batch (no WAL sync: see the module comment).
+    /// Writes a batch, without the WAL (see the module comment).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut opts = WriteOptions::default();
+        opts.disable_wal(true);
         self.db
-            .write_opt(batch, &WriteOptions::default())
+            .write_opt(batch, &opts)
             .map_err(Error::rocks("write partition state"))
     }
 
