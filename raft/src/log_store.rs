@@ -4,10 +4,13 @@
 //! big-endian index) and `meta` (vote, committed log id, last purged log id).
 //!
 //! Durability: an append writes its entries in one `WriteBatch` without waiting for the
-//! disk, so they are readable at once; a flusher task then syncs the WAL (`FlushWAL(sync)`)
-//! on the io runtime and only then reports the append durable. Appends that arrive while a
-//! sync runs are covered by the next one, so a burst of appends costs one fsync (group
-//! commit). The vote is written with a synchronous WAL write before `save_vote` returns.
+//! disk, so they are readable at once; the partition's log-sync thread then syncs the WAL
+//! (`FlushWAL(sync)`) and only then reports the append durable. Appends that arrive while
+//! a sync runs are covered by the next one, so a burst of appends costs one fsync (group
+//! commit). The sync is on every commit's path (the leader's and a follower's), so it has
+//! a thread of its own: handing it to the io runtime's blocking pool from a task woke two
+//! more threads per sync. The vote is written with a synchronous WAL write before
+//! `save_vote` returns.
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
@@ -23,7 +26,6 @@ use rocksdb::{
     WriteOptions,
 };
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
 
 use crate::closing::{AllClosed, OpenDatabases, OpenToken};
 use crate::error::{Error, Result, storage};
@@ -65,7 +67,7 @@ pub struct LogStore {
     db: Arc<LogDb>,
     open: OpenDatabases,
     io: Handle,
-    flush_tx: mpsc::UnboundedSender<LogFlushed<TypeConfig>>,
+    flush_tx: std::sync::mpsc::Sender<LogFlushed<TypeConfig>>,
     stats: Arc<LogStats>,
 }
 
@@ -93,8 +95,13 @@ impl LogStore {
             _open: open.token(),
         });
         let stats = Arc::new(LogStats::default());
-        let (flush_tx, flush_rx) = mpsc::unbounded_channel();
-        io.spawn(flush_loop(db.clone(), flush_rx, stats.clone()));
+        let (flush_tx, flush_rx) = std::sync::mpsc::channel();
+        let (sync_db, sync_stats) = (db.clone(), stats.clone());
+        // Ends when the store (the only sender) is dropped.
+        std::thread::Builder::new()
+            .name(format!("rill-log-sync-{}", thread_suffix(dir)))
+            .spawn(move || sync_loop(&sync_db, &flush_rx, &sync_stats))
+            .map_err(|e| Error::Task(format!("start the log-sync thread: {e}")))?;
         Ok(LogStore {
             db,
             open,
@@ -171,22 +178,25 @@ fn put_meta<T: serde::Serialize>(
     Ok(())
 }
 
-async fn flush_loop(
-    db: Arc<LogDb>,
-    mut rx: mpsc::UnboundedReceiver<LogFlushed<TypeConfig>>,
-    stats: Arc<LogStats>,
-) {
+/// Short name for the log-sync thread: the partition directory's number, if it has one
+/// (Linux keeps 15 bytes of a thread name).
+fn thread_suffix(dir: &Path) -> String {
+    dir.parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit('-').next())
+        .filter(|n| n.chars().all(|c| c.is_ascii_digit()))
+        .unwrap_or("0")
+        .to_owned()
+}
+
+/// Syncs the WAL for waiting appends, all that arrived since the last sync at once.
+fn sync_loop(db: &LogDb, rx: &std::sync::mpsc::Receiver<LogFlushed<TypeConfig>>, stats: &LogStats) {
     let mut waiting = Vec::new();
-    while let Some(first) = rx.recv().await {
+    while let Ok(first) = rx.recv() {
         waiting.push(first);
-        while let Ok(more) = rx.try_recv() {
-            waiting.push(more);
-        }
-        let sync_db = db.clone();
-        let result = tokio::task::spawn_blocking(move || sync_db.flush_wal(true))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
+        waiting.extend(rx.try_iter());
+        let result = db.flush_wal(true).map_err(|e| e.to_string());
         stats.syncs.fetch_add(1, Ordering::Relaxed);
         stats
             .appends
