@@ -177,8 +177,6 @@ impl Exporter for JsonlExporter {
     async fn export(&mut self, records: &[Record]) -> Result<()> {
         let state = self.open.as_mut().ok_or(Error::NotOpen { exporter: ID })?;
         for record in records {
-            // Give way to the io runtime's other tasks (see the Elasticsearch exporter).
-            tokio::task::consume_budget().await;
             if !state.pending.accept(record.position) || !self.filter.accepts(record) {
                 continue;
             }

@@ -355,9 +355,6 @@ impl Exporter for ElasticsearchExporter {
     async fn export(&mut self, records: &[Record]) -> Result<()> {
         let state = self.open.as_mut().ok_or(Error::NotOpen { exporter: ID })?;
         for record in records {
-            // Rendering a batch takes milliseconds on the io runtime, which also serves
-            // the gateway's requests: give way to them when the task's budget runs out.
-            tokio::task::consume_budget().await;
             if !state.pending.accept(record.position) || !self.filter.accepts(record) {
                 continue;
             }
