@@ -67,7 +67,9 @@ pub struct LogStore {
     db: Arc<LogDb>,
     open: OpenDatabases,
     io: Handle,
-    flush_tx: std::sync::mpsc::Sender<LogFlushed<TypeConfig>>,
+    /// Appends waiting for a sync; `None` once the store is being dropped.
+    flush_tx: Option<std::sync::mpsc::Sender<LogFlushed<TypeConfig>>>,
+    sync_thread: Option<std::thread::JoinHandle<()>>,
     stats: Arc<LogStats>,
 }
 
@@ -75,6 +77,18 @@ pub struct LogStore {
 #[derive(Clone)]
 pub struct LogReader {
     db: Arc<LogDb>,
+}
+
+/// Stops the log-sync thread and waits for it, so the database it holds is released
+/// before the store is gone (a thread left running could close RocksDB while the
+/// process exits and its statics are torn down).
+impl Drop for LogStore {
+    fn drop(&mut self) {
+        self.flush_tx = None;
+        if let Some(thread) = self.sync_thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl LogStore {
@@ -97,8 +111,8 @@ impl LogStore {
         let stats = Arc::new(LogStats::default());
         let (flush_tx, flush_rx) = std::sync::mpsc::channel();
         let (sync_db, sync_stats) = (db.clone(), stats.clone());
-        // Ends when the store (the only sender) is dropped.
-        std::thread::Builder::new()
+        // Ends when the store (the only sender) is dropped, which then waits for it.
+        let sync_thread = std::thread::Builder::new()
             .name(format!("rill-log-sync-{}", thread_suffix(dir)))
             .spawn(move || sync_loop(&sync_db, &flush_rx, &sync_stats))
             .map_err(|e| Error::Task(format!("start the log-sync thread: {e}")))?;
@@ -106,7 +120,8 @@ impl LogStore {
             db,
             open,
             io,
-            flush_tx,
+            flush_tx: Some(flush_tx),
+            sync_thread: Some(sync_thread),
             stats,
         })
     }
@@ -345,10 +360,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         self.write(batch, "append log entries")
             .map_err(storage::write_logs)?;
-        // Durable once the flusher has synced the WAL.
-        self.flush_tx
-            .send(callback)
-            .map_err(|_| storage::write_logs(Error::Task("the log flusher has stopped".into())))?;
+        // Durable once the log-sync thread has synced the WAL.
+        let queued = self
+            .flush_tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(callback).is_ok());
+        if !queued {
+            return Err(storage::write_logs(Error::Task(
+                "the log-sync thread has stopped".into(),
+            )));
+        }
         Ok(())
     }
 
