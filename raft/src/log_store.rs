@@ -92,7 +92,8 @@ impl Drop for LogStore {
 }
 
 impl LogStore {
-    /// Opens (or creates) the log database in `dir`. WAL syncs run on `io`.
+    /// Opens (or creates) the log database in `dir`, and starts its log-sync thread. The
+    /// vote's synchronous writes run on `io`'s blocking pool.
     pub fn open(dir: &Path, io: Handle) -> Result<LogStore> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
