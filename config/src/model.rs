@@ -92,7 +92,7 @@ pub struct ThreadsConfig {
     /// Threads of the runtime that runs partition actors (stream processing).
     pub cpu_thread_count: usize,
     /// Threads of the runtime for network, disk work and exporters (each partition also
-    /// has a `rill-log-sync-N` thread for its raft log's WAL syncs).
+    /// has a `rill-log-sync` thread for its raft log's WAL syncs).
     pub io_thread_count: usize,
 }
 

@@ -165,7 +165,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "data.disk-usage-command-watermark", kind: Kind::Float, description: "Stop accepting new commands when this fraction of the disk is used (above 0, at most 1)." },
     // threads
     OptionSpec { path: "threads.cpu-thread-count", kind: Kind::Usize, description: "Threads of the runtime that runs partition actors (stream processing)." },
-    OptionSpec { path: "threads.io-thread-count", kind: Kind::Usize, description: "Threads of the runtime for network, disk work and exporters. Each partition also has one `rill-log-sync-N` thread that only syncs its raft log's WAL." },
+    OptionSpec { path: "threads.io-thread-count", kind: Kind::Usize, description: "Threads of the runtime for network, disk work and exporters. Each partition also has one `rill-log-sync` thread that only syncs its raft log's WAL." },
     // raft
     OptionSpec { path: "raft.heartbeat-interval", kind: Kind::Duration, description: "How often a leader sends heartbeats to its followers." },
     OptionSpec { path: "raft.election-timeout", kind: Kind::Duration, description: "A follower that hears no heartbeat for this long starts an election. Must exceed the heartbeat interval." },

@@ -114,7 +114,7 @@ impl LogStore {
         let (sync_db, sync_stats) = (db.clone(), stats.clone());
         // Ends when the store (the only sender) is dropped, which then waits for it.
         let sync_thread = std::thread::Builder::new()
-            .name(format!("rill-log-sync-{}", thread_suffix(dir)))
+            .name("rill-log-sync".to_owned())
             .spawn(move || sync_loop(&sync_db, &flush_rx, &sync_stats))
             .map_err(|e| Error::Task(format!("start the log-sync thread: {e}")))?;
         Ok(LogStore {
@@ -192,18 +192,6 @@ fn put_meta<T: serde::Serialize>(
     let meta = cf(db, CF_META)?;
     batch.put_cf(meta, key, codec::encode(value)?);
     Ok(())
-}
-
-/// Short name for the log-sync thread: the partition directory's number, if it has one
-/// (Linux keeps 15 bytes of a thread name).
-fn thread_suffix(dir: &Path) -> String {
-    dir.parent()
-        .and_then(|p| p.file_name())
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.rsplit('-').next())
-        .filter(|n| n.chars().all(|c| c.is_ascii_digit()))
-        .unwrap_or("0")
-        .to_owned()
 }
 
 /// Syncs the WAL for waiting appends, all that arrived since the last sync at once.

@@ -21,7 +21,8 @@ pub struct PartitionStorage {
 }
 
 impl PartitionStorage {
-    /// Opens (or creates) the partition's storage in `dir`; disk syncs run on `io`.
+    /// Opens (or creates) the partition's storage in `dir`. The log syncs appends on a
+    /// thread of its own; vote writes and snapshot work run on `io`'s blocking pool.
     pub fn open(dir: &Path, io: Handle) -> Result<PartitionStorage> {
         let log = LogStore::open(&dir.join("log"), io.clone())?;
         let state = Arc::new(StateStore::open(&dir.join("state"))?);
