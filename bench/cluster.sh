@@ -10,7 +10,8 @@
 # Environment: INSTANCES (20000), PARTITIONS (3), RUNS (1; the median of RUNS runs on
 # each side, the cluster's against the same three brokers), EXPORT (off | jsonl), BROKER_SET
 # (more KEY=VALUE settings for every broker, the single one too, space-separated),
-# BASE_PORT (36500: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL
+# CLUSTER_SET (settings for the three cluster brokers only, e.g. thread counts sized to
+# their share of the machine), BASE_PORT (36500: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL
 # and RILL_BENCH for other binaries, OUT for the results (a new directory under /var/tmp).
 set -euo pipefail
 
@@ -41,9 +42,11 @@ trap stop_brokers EXIT
 
 common=()
 for setting in ${BROKER_SET:-}; do common+=(--set "$setting"); done
+cluster_only=()
+for setting in ${CLUSTER_SET:-}; do cluster_only+=(--set "$setting"); done
 
 for i in 0 1 2; do
-  extra=("${common[@]}")
+  extra=("${common[@]}" "${cluster_only[@]}")
   if [[ $export_mode == jsonl ]]; then
     extra+=(--set "exporters.jsonl.path=$out/broker-$i/records.jsonl")
   fi

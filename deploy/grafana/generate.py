@@ -150,9 +150,11 @@ def dashboard():
                      [(f"sum by (status) (rate(rill_gateway_rest_requests_total{{{SEL}}}[$__rate_interval]))",
                        "{{status}}")], unit="reqps", stack=True), 12, 8)
     g.add(timeseries("Jobs activated and waiting polls",
-                     "Jobs handed to workers, and job activations waiting for jobs.",
+                     "Jobs handed to workers, job activations waiting for jobs, and activation commands by whether they found jobs.",
                      [(f"sum(rate(rill_gateway_jobs_activated_total{{{SEL}}}[$__rate_interval]))", "jobs activated / s"),
-                      (f"sum(rill_gateway_long_polling_waiting{{{SEL}}})", "waiting long polls")]), 12, 8)
+                      (f"sum(rill_gateway_long_polling_waiting{{{SEL}}})", "waiting long polls"),
+                      (f"sum by (outcome) (rate(rill_gateway_job_activation_commands_total{{{SEL}}}[$__rate_interval]))",
+                       "activation commands / s ({{outcome}})")]), 12, 8)
 
     g.row("Latency")
     g.add(timeseries("Commit latency",

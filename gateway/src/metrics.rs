@@ -19,6 +19,10 @@ const LONG_POLLING_WAITING_HELP: &str = "Job activation requests currently waiti
 pub const JOBS_ACTIVATED_TOTAL: &str = "rill_gateway_jobs_activated_total";
 const JOBS_ACTIVATED_HELP: &str = "Jobs handed to workers through the REST API";
 
+pub const ACTIVATION_COMMANDS_TOTAL: &str = "rill_gateway_job_activation_commands_total";
+const ACTIVATION_COMMANDS_HELP: &str =
+    "Job activation commands answered by a partition, by whether they found jobs";
+
 /// Latency buckets from 1 ms to 60 s (long polls and awaited instances are slow by design).
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -31,6 +35,7 @@ pub struct GatewayMetrics {
     latency: HistogramVec,
     long_polling_waiting: IntGauge,
     jobs_activated: IntCounter,
+    activation_commands: IntCounterVec,
 }
 
 impl GatewayMetrics {
@@ -41,6 +46,7 @@ impl GatewayMetrics {
         registry.register(Box::new(metrics.latency.clone()))?;
         registry.register(Box::new(metrics.long_polling_waiting.clone()))?;
         registry.register(Box::new(metrics.jobs_activated.clone()))?;
+        registry.register(Box::new(metrics.activation_commands.clone()))?;
         Ok(metrics)
     }
 
@@ -58,6 +64,10 @@ impl GatewayMetrics {
             )?,
             long_polling_waiting: IntGauge::new(LONG_POLLING_WAITING, LONG_POLLING_WAITING_HELP)?,
             jobs_activated: IntCounter::new(JOBS_ACTIVATED_TOTAL, JOBS_ACTIVATED_HELP)?,
+            activation_commands: IntCounterVec::new(
+                Opts::new(ACTIVATION_COMMANDS_TOTAL, ACTIVATION_COMMANDS_HELP),
+                &["outcome"],
+            )?,
         })
     }
 
@@ -75,6 +85,12 @@ impl GatewayMetrics {
 
     pub fn jobs_activated(&self, count: usize) {
         self.jobs_activated.inc_by(count as u64);
+    }
+
+    /// Counts one activation command a partition answered, with the jobs it found.
+    pub fn activation_command(&self, jobs: usize) {
+        let outcome = if jobs == 0 { "empty" } else { "jobs" };
+        self.activation_commands.with_label_values(&[outcome]).inc();
     }
 
     /// Marks a long poll as waiting until the guard is dropped.

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::api::{self, ApiSettings, AppState, SharedState};
+use crate::api::{self, ApiSettings, AppState, JobWaiters, SharedState};
 use crate::backend::GatewayBackend;
 use crate::dispatch::Dispatcher;
 use crate::error::GatewayError;
@@ -32,6 +32,7 @@ pub fn router(
 ) -> Router {
     let max_message_size = config.max_message_size.0;
     let state: SharedState = Arc::new(AppState {
+        job_waiters: JobWaiters::new(backend.clone()),
         dispatch: Dispatcher::new(backend),
         settings: ApiSettings {
             request_timeout: config.request_timeout,

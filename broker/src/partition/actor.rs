@@ -826,17 +826,17 @@ impl<E: Engine> PartitionState<E> {
             }
         }
         let leader = self.is_leader();
+        // One notification per job type and batch: each wakes a waiting activation, and
+        // the first activation after this batch finds all of the batch's jobs.
+        let mut available: Vec<String> = Vec::new();
         for action in applied.actions {
             match action {
                 // Answering is not a side effect on state: whoever holds the request does.
                 Action::Respond { request, response } => {
                     self.answer(request.0, Ok(response), false)
                 }
-                Action::JobsAvailable { job_type } if leader => {
-                    let _ = self.jobs.send(JobsAvailable {
-                        partition_id: self.partition(),
-                        job_type,
-                    });
+                Action::JobsAvailable { job_type } if leader && !available.contains(&job_type) => {
+                    available.push(job_type);
                 }
                 Action::WakeAt { due } if leader => {
                     self.next_wake = Some(self.next_wake.map_or(due, |w| w.min(due)));
@@ -848,6 +848,12 @@ impl<E: Engine> PartitionState<E> {
                 }
                 _ => {}
             }
+        }
+        for job_type in available {
+            let _ = self.jobs.send(JobsAvailable {
+                partition_id: self.partition(),
+                job_type,
+            });
         }
         self.check_barrier();
         self.finish_snapshot_waiters();

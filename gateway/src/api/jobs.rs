@@ -1,11 +1,11 @@
 //! Jobs: activation with long polling across partitions; complete, fail, throw error,
 //! update.
 //!
-//! Long polling: the request subscribes to "jobs available" notifications first, then
-//! polls every partition once. If nothing was found it waits until a notification for
-//! its job type arrives (then polls again) or until its request timeout, and answers
-//! with what it has, possibly nothing. Subscribing before polling means a job created
-//! between the poll and the wait still wakes the request.
+//! Long polling: the request joins the waiters of its job type first, then polls every
+//! partition once. If nothing was found it waits until a notification wakes it (then it
+//! polls the partition named) or until its request timeout, and answers with what it
+//! has, possibly nothing. Joining before polling means a job created between the poll
+//! and the wait still wakes the request. `job_waiters` says who is woken.
 
 use std::time::Duration;
 
@@ -19,11 +19,11 @@ use rill_protocol::{
     ThrowError, UpdateJob,
 };
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;
 
+use super::job_waiters::Wake;
 use super::{Body, KeyParam, SharedState, check_tenant, optional_key_text, unsupported};
-use crate::backend::{BackendError, JobsAvailable};
+use crate::backend::BackendError;
 use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
@@ -170,10 +170,13 @@ pub async fn activate(
         fetch_variables: request.fetch_variable.unwrap_or_default(),
     };
 
-    // Subscribe before the first poll, so no notification falls between poll and wait.
-    let mut wake = state.dispatch.backend().subscribe_jobs_available();
+    // Join the waiters before the first poll, so no notification falls between poll
+    // and wait.
+    let waiters = &state.job_waiters;
+    let mut registration = waiters.register(&template.job_type);
     let mut shutdown = state.shutdown.clone();
     let mut waiting = None;
+    let mut look = Wake::Everywhere;
     loop {
         // A partition without a leader is retried, but not past the long poll's end.
         let timeout = match long_poll_until {
@@ -182,7 +185,17 @@ pub async fn activate(
                 .clamp(MIN_PARTITION_TIMEOUT, state.settings.request_timeout),
             None => state.settings.request_timeout,
         };
-        let jobs = poll_partitions(&state, &template, timeout).await?;
+        let jobs = match look {
+            Wake::Everywhere => poll_partitions(&state, &template, timeout).await?,
+            Wake::Partition(partition) => {
+                let jobs = poll_woken(&state, &template, partition, timeout).await;
+                // A full batch may have left jobs behind: the next waiter looks too.
+                if jobs.len() >= template.max_jobs as usize {
+                    waiters.notify(&template.job_type, look);
+                }
+                jobs
+            }
+        };
         if !jobs.is_empty() {
             state.metrics.jobs_activated(jobs.len());
             return Ok(Json(ActivationResult { jobs }));
@@ -194,25 +207,47 @@ pub async fn activate(
             waiting = Some(state.metrics.long_poll_waiting());
         }
         let woken = tokio::select! {
-            woken = wait_for_jobs(&mut wake, &template.job_type) => woken,
-            _ = tokio::time::sleep_until(until) => false,
-            _ = shutdown.wait_for(|stopping| *stopping) => false,
+            wake = registration.woken() => Some(wake),
+            _ = tokio::time::sleep_until(until) => None,
+            _ = shutdown.wait_for(|stopping| *stopping) => None,
         };
-        if !woken {
+        let Some(wake) = woken else {
             return Ok(Json(ActivationResult { jobs }));
-        }
+        };
+        look = wake;
+        // Back in the queue before polling, for notifications that arrive meanwhile.
+        registration = waiters.register(&template.job_type);
     }
 }
 
-/// Waits for a notification about `job_type`. A lagging receiver missed some
-/// notifications, so it wakes too. Returns false only when the sender is gone.
-async fn wait_for_jobs(wake: &mut broadcast::Receiver<JobsAvailable>, job_type: &str) -> bool {
-    loop {
-        match wake.recv().await {
-            Ok(note) if note.job_type == job_type => return true,
-            Ok(_) => continue,
-            Err(RecvError::Lagged(_)) => return true,
-            Err(RecvError::Closed) => return std::future::pending().await,
+/// Asks the partition a notification named. A failure counts as nothing found: the
+/// request goes on waiting instead of failing in the middle of its long poll.
+async fn poll_woken(
+    state: &SharedState,
+    template: &ActivateJobs,
+    partition: PartitionId,
+    timeout: Duration,
+) -> Vec<ActivatedJob> {
+    let command = Command::ActivateJobs(template.clone());
+    match state
+        .dispatch
+        .submit_raw(partition, &command, timeout)
+        .await
+    {
+        Ok(CommandResponse::Accepted {
+            value: RecordValue::JobBatch(batch),
+            ..
+        }) => {
+            state.metrics.activation_command(batch.jobs.len());
+            batch_jobs(batch).collect()
+        }
+        Ok(answer) => {
+            tracing::debug!(%partition, ?answer, "job activation after a notification found nothing");
+            Vec::new()
+        }
+        Err(error) => {
+            tracing::debug!(%partition, %error, "job activation after a notification failed");
+            Vec::new()
         }
     }
 }
@@ -248,7 +283,10 @@ async fn poll_partitions(
             Ok(CommandResponse::Accepted {
                 value: RecordValue::JobBatch(batch),
                 ..
-            }) => jobs.extend(batch_jobs(batch)),
+            }) => {
+                state.metrics.activation_command(batch.jobs.len());
+                jobs.extend(batch_jobs(batch));
+            }
             Ok(CommandResponse::Accepted { value, .. }) => {
                 tracing::warn!(%partition, value_type = value.value_type().name(), "unexpected answer to job activation");
                 failures += 1;

@@ -7,6 +7,7 @@ mod cluster;
 mod deployments;
 mod element_instances;
 mod incidents;
+mod job_waiters;
 mod jobs;
 mod messages;
 mod process_instances;
@@ -25,6 +26,7 @@ use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{Key, Timestamp};
 use tokio::sync::watch;
 
+pub use self::job_waiters::JobWaiters;
 use crate::dispatch::Dispatcher;
 use crate::metrics::GatewayMetrics;
 use crate::problem::Problem;
@@ -42,6 +44,8 @@ pub struct ApiSettings {
 
 pub struct AppState {
     pub dispatch: Dispatcher,
+    /// Long-polling job activations waiting for jobs.
+    pub job_waiters: JobWaiters,
     pub settings: ApiSettings,
     pub metrics: GatewayMetrics,
     /// Turns true when the server shuts down, ending long polls early.

@@ -80,6 +80,95 @@ async fn a_waiting_activation_wakes_when_a_job_appears() {
     gateway.stop().await;
 }
 
+/// A new job wakes one waiting activation, which asks only the partition the job is on;
+/// the others keep waiting instead of each sending an activation that finds nothing.
+#[tokio::test]
+async fn a_job_wakes_one_of_several_waiting_activations() {
+    let gateway = TestGateway::start(EngineBackend::new(2)).await;
+    let xml = one_task_process("later", "shared-job");
+    assert_eq!(
+        gateway
+            .deploy(&[("later.bpmn", xml.as_bytes())])
+            .await
+            .status,
+        200
+    );
+    let polls: Vec<_> = (0..3)
+        .map(|_| {
+            let client = gateway.client.clone();
+            let url = gateway.url("/v2/jobs/activation");
+            tokio::spawn(async move {
+                let reply: serde_json::Value = client
+                    .post(url)
+                    .json(&json!({"type": "shared-job", "timeout": 5000,
+                                  "maxJobsToActivate": 3, "requestTimeout": 3000}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                reply
+            })
+        })
+        .collect();
+    wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 3").await;
+    // Each poll asked both partitions once and found nothing.
+    let metrics = gateway.metrics_text();
+    assert!(
+        metrics.contains(r#"rill_gateway_job_activation_commands_total{outcome="empty"} 6"#),
+        "{metrics}"
+    );
+
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "later"}),
+        )
+        .await;
+    assert_eq!(created.status, 200);
+    wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 2").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let metrics = gateway.metrics_text();
+    assert!(
+        metrics.contains(r#"rill_gateway_job_activation_commands_total{outcome="jobs"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"rill_gateway_job_activation_commands_total{outcome="empty"} 6"#),
+        "nobody else asked: {metrics}"
+    );
+    assert!(
+        metrics.contains("rill_gateway_long_polling_waiting 2"),
+        "{metrics}"
+    );
+
+    let mut found = 0;
+    for poll in polls {
+        let reply = poll.await.unwrap();
+        let jobs = reply["jobs"].as_array().unwrap();
+        if let Some(job) = jobs.first() {
+            assert_eq!(
+                job["processInstanceKey"],
+                created.body["processInstanceKey"]
+            );
+        }
+        found += jobs.len();
+    }
+    assert_eq!(found, 1, "exactly one activation got the job");
+    gateway.stop().await;
+}
+
+async fn wait_for_metric(gateway: &TestGateway, line: &str) {
+    for _ in 0..150 {
+        if gateway.metrics_text().contains(line) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no `{line}` in\n{}", gateway.metrics_text());
+}
+
 #[tokio::test]
 async fn activation_answers_empty_at_the_timeout_or_at_once() {
     let gateway = TestGateway::start(EngineBackend::new(1)).await;
