@@ -87,6 +87,7 @@ for i in 0 1 2; do
   echo "broker $i: $cpu s CPU in all (leader of: $(curl -fs "http://127.0.0.1:$((base + 3 + 10 * i))/v2/topology" \
     | python3 -c "import json,sys; t=json.load(sys.stdin); print(' '.join(str(p['partitionId']) for b in t['brokers'] if b['nodeId']==$i for p in b['partitions'] if p['role']=='leader'))" 2>/dev/null))"
   cpu_after=$(echo "$cpu_after + $cpu" | bc)
+  curl -fs "http://127.0.0.1:$((base + 4 + 10 * i))/metrics" >"$out/broker-$i.metrics" || true
 done
 stop_brokers
 

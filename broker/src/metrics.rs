@@ -22,6 +22,7 @@ pub const INFLIGHT: &str = "rill_backpressure_inflight_requests_count";
 pub const LIMIT: &str = "rill_backpressure_requests_limit";
 pub const DROPPED: &str = "rill_dropped_request_count_total";
 pub const RECEIVED: &str = "rill_received_request_count_total";
+pub const ANSWERED_FROM_STATE: &str = "rill_answered_from_state_total";
 pub const ENGINE_EVENTS: &str = "rill_engine_events_total";
 pub const LAST_POSITION: &str = "rill_stream_processor_last_position";
 pub const EXPORT_BACKLOG: &str = "rill_exporter_backlog_records";
@@ -53,6 +54,7 @@ pub struct BrokerMetrics {
     limit: IntGaugeVec,
     dropped: IntCounterVec,
     received: IntCounterVec,
+    answered_from_state: IntCounterVec,
     events: IntCounterVec,
     last_position: IntGaugeVec,
     export_backlog: IntGaugeVec,
@@ -146,6 +148,12 @@ impl BrokerMetrics {
             limit: gauge(registry, LIMIT, "Current in-flight request limit")?,
             dropped: counter(registry, DROPPED, "Requests rejected by flow control")?,
             received: counter(registry, RECEIVED, "Requests received by the partition")?,
+            answered_from_state: counter(
+                registry,
+                ANSWERED_FROM_STATE,
+                "Requests the leader answered from its state without a log entry (job \
+                 activations that would find no job)",
+            )?,
             events: {
                 let opts = Opts::new(
                     ENGINE_EVENTS,
@@ -202,6 +210,7 @@ impl BrokerMetrics {
             limit: self.limit.with_label_values(&l),
             dropped: self.dropped.with_label_values(&l),
             received: self.received.with_label_values(&l),
+            answered_from_state: self.answered_from_state.with_label_values(&l),
             events: self.events.clone(),
             last_position: self.last_position.with_label_values(&l),
             export_backlog: self.export_backlog.with_label_values(&l),
@@ -227,6 +236,7 @@ pub(crate) struct PartitionMetrics {
     pub limit: IntGauge,
     pub dropped: IntCounter,
     pub received: IntCounter,
+    pub answered_from_state: IntCounter,
     pub last_position: IntGauge,
     pub export_backlog: IntGauge,
     events: IntCounterVec,

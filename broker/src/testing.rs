@@ -24,6 +24,9 @@ pub enum ListCommand {
     FailAfterWriting { id: u64 },
     /// Like `Append`, but flow control never rejects it (work that finishes something).
     Finish { id: u64 },
+    /// What is at `seq`? Answered from state when it is there; otherwise it goes through
+    /// the log (one command record) and is answered there.
+    Lookup { seq: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,6 +39,11 @@ pub enum ListResponse {
     },
     Failed {
         reason: String,
+    },
+    /// The id at `seq`, if any.
+    Found {
+        seq: u64,
+        id: Option<u64>,
     },
 }
 
@@ -74,6 +82,13 @@ fn count(state: &dyn StateRead) -> EngineResult<u64> {
             Ok(u64::from_be_bytes(raw))
         }
     }
+}
+
+fn item(state: &dyn StateRead, seq: u64) -> EngineResult<Option<u64>> {
+    Ok(state
+        .get(&item_key(seq))?
+        .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+        .map(u64::from_be_bytes))
 }
 
 fn item_key(seq: u64) -> Vec<u8> {
@@ -139,6 +154,18 @@ impl Engine for ListEngine {
             ListCommand::Append { id } | ListCommand::Finish { id } => {
                 self.append(ctx, state, *id, out)
             }
+            ListCommand::Lookup { seq } => {
+                out.records.push(RecordDraft::command(
+                    Key::NONE,
+                    Intent::Create,
+                    value(*seq, ctx),
+                ));
+                out.response = Some(ListResponse::Found {
+                    seq: *seq,
+                    id: item(state, *seq)?,
+                });
+                Ok(())
+            }
             ListCommand::FailAfterWriting { id } => {
                 state.put(b"list/poison", &id.to_be_bytes());
                 Err(EngineError::Processing(format!(
@@ -159,6 +186,7 @@ impl Engine for ListEngine {
             ListCommand::Append { id }
             | ListCommand::FailAfterWriting { id }
             | ListCommand::Finish { id } => *id,
+            ListCommand::Lookup { seq } => *seq,
         };
         RecordDraft::rejection(
             Key::NONE,
@@ -194,6 +222,20 @@ impl Engine for ListEngine {
         _out: &mut Vec<(PartitionId, ListCommand)>,
     ) -> EngineResult<()> {
         Ok(())
+    }
+
+    fn answer_from_state(
+        &mut self,
+        state: &dyn StateRead,
+        command: &ListCommand,
+    ) -> EngineResult<Option<ListResponse>> {
+        let ListCommand::Lookup { seq } = command else {
+            return Ok(None);
+        };
+        Ok(item(state, *seq)?.map(|id| ListResponse::Found {
+            seq: *seq,
+            id: Some(id),
+        }))
     }
 
     fn query(&mut self, state: &dyn StateRead, query: &ListQuery) -> EngineResult<ListQueryResult> {

@@ -106,6 +106,35 @@ async fn a_processing_error_rolls_back_and_writes_a_rejection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_the_engine_answers_from_state_needs_no_log_entry() {
+    let cluster = single(|_| {}).await;
+    let p = cluster.node(0);
+    for id in [10, 20] {
+        p.submit(ListCommand::Append { id }).await.unwrap();
+    }
+    let before = p.status();
+    assert_eq!(
+        p.submit(ListCommand::Lookup { seq: 2 }).await.unwrap(),
+        ListResponse::Found {
+            seq: 2,
+            id: Some(20)
+        }
+    );
+    let after = p.status();
+    assert_eq!(after.last_position, before.last_position, "no record");
+    assert_eq!(after.applied_index, before.applied_index, "no log entry");
+    // Not in state: it goes through the log, which answers it.
+    assert_eq!(
+        p.submit(ListCommand::Lookup { seq: 3 }).await.unwrap(),
+        ListResponse::Found { seq: 3, id: None }
+    );
+    assert_eq!(
+        p.status().last_position,
+        Position(before.last_position.get() + 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_keeps_state_and_applies_nothing_twice() {
     let mut cluster = single(|_| {}).await;
     for id in 1..=30 {

@@ -153,6 +153,19 @@ pub trait Engine: Send + 'static {
         out: &mut Vec<(PartitionId, Self::Command)>,
     ) -> EngineResult<()>;
 
+    /// The response to `command` when the leader can give it from its applied state with
+    /// nothing to write (e.g. a job activation that would find no job): the command then
+    /// never enters the log. `None` (the default): propose it. The answer must be what
+    /// processing the command would respond on this state, with no state change that
+    /// matters (a command that only consumes a key and writes its own records qualifies).
+    fn answer_from_state(
+        &mut self,
+        _state: &dyn StateRead,
+        _command: &Self::Command,
+    ) -> EngineResult<Option<Self::Response>> {
+        Ok(None)
+    }
+
     /// Answers a read-only query from state.
     fn query(
         &mut self,

@@ -200,6 +200,15 @@ impl Engine for BpmnEngine {
         Ok(())
     }
 
+    fn answer_from_state(
+        &mut self,
+        state: &dyn StateRead,
+        command: &Command,
+    ) -> EngineResult<Option<CommandResponse>> {
+        let reader = Reader::with_floors(state, &self.floors);
+        Ok(processors::answer_from_state(reader, command)?)
+    }
+
     fn query(&mut self, state: &dyn StateRead, query: &Query) -> EngineResult<QueryResult> {
         Ok(query::answer(Reader::new(state), query)?)
     }

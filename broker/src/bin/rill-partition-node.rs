@@ -102,6 +102,7 @@ async fn serve(stream: TcpStream, partition: Arc<Partition<ListEngine>>) {
                             Ok(ListResponse::Failed { reason }) => {
                                 format!("ERR {id} REJECTED {reason}\n")
                             }
+                            Ok(other) => format!("ERR {id} UNEXPECTED {other:?}\n"),
                             Err(e) => format!("ERR {id} {} {e}\n", e.code()),
                         };
                         let _ = tx.send(reply);

@@ -606,6 +606,11 @@ impl<E: Engine> PartitionState<E> {
             let _ = reply.send(Err(self.not_leader()));
             return;
         }
+        if let Some(response) = self.answer_from_state(&command) {
+            self.metrics.answered_from_state.inc();
+            let _ = reply.send(Ok(response));
+            return;
+        }
         let now = Instant::now();
         let never_rejected = E::is_never_rejected(&command);
         if !never_rejected && self.export_backlog_exceeded() {
@@ -644,8 +649,25 @@ impl<E: Engine> PartitionState<E> {
         self.propose(myself);
     }
 
+    /// The engine's answer from applied state, for a command that then needs no log entry
+    /// (`Engine::answer_from_state`). A failed read only sends the command through the log.
+    fn answer_from_state(&mut self, command: &E::Command) -> Option<E::Response> {
+        let db = self.state.current();
+        match self
+            .engine
+            .answer_from_state(&RocksState::new(&db), command)
+        {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::debug!(partition = %self.partition(), error = %e, "cannot answer from state; proposing");
+                None
+            }
+        }
+    }
+
     /// Group commit: while fewer than `max_inflight_proposals` entries are in flight,
-    /// turn the queue into entries of up to `max-batch-commands` / `max-batch-size`.
+    /// turn the queue into entries of up to `max-batch-commands` / `max-batch-size` (a
+    /// second entry only once a whole batch waits).
     fn propose(&mut self, myself: &ActorRef<Msg<E>>) {
         let Some(raft) = self.raft.clone() else {
             return;
@@ -658,6 +680,13 @@ impl<E: Engine> PartitionState<E> {
         while self.proposals.len() < self.config.max_inflight_proposals.max(1)
             && !self.queue.is_empty()
         {
+            // With an entry in flight, the next waits until the queue fills a whole batch:
+            // at moderate load it then carries more commands (fewer log syncs, replication
+            // rounds and applies per command, measured faster end to end); at saturation
+            // entries are still pipelined.
+            if !self.proposals.is_empty() && self.queue.len() < max_commands {
+                break;
+            }
             // The leader's clock, never behind an earlier entry.
             let timestamp = clock::now().max(self.last_proposed);
             self.last_proposed = timestamp;

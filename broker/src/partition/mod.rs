@@ -100,7 +100,8 @@ impl PartitionConfig {
     }
 }
 
-/// Two entries in flight let the next batch be written while the previous is applied.
+/// Two entries in flight let the next batch be written while the previous is applied,
+/// once a whole batch waits (see `propose`).
 pub const DEFAULT_MAX_INFLIGHT_PROPOSALS: usize = 2;
 
 /// Where a partition runs and how it talks to its peers.

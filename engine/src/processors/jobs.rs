@@ -3,14 +3,15 @@
 
 use rill_protocol::value::{JobBatchRecord, JobRecord};
 use rill_protocol::{
-    ActivateJobs, FailJob, Intent, JsonValue, RejectionType, ThrowError, UpdateJob,
+    ActivateJobs, CommandResponse, FailJob, Intent, JsonValue, Key, RecordValue, RejectionType,
+    ThrowError, UpdateJob,
 };
 use serde_json::{Map, Value};
 
 use super::variables_document;
 use crate::error::Result;
 use crate::processing::Processing;
-use crate::state::{ElementState, JobState, StoredJob};
+use crate::state::{ElementState, JobState, Reader, StoredJob};
 
 /// A placeholder job record for rejections of commands on jobs that do not exist.
 pub(super) fn unknown_job() -> JobRecord {
@@ -73,8 +74,9 @@ const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 const WORKABLE: &[JobState] = &[JobState::Activatable, JobState::Activated];
 
-pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result<()> {
-    let mut batch = JobBatchRecord {
+/// The batch an activation starts from: the request, no job yet.
+fn empty_batch(command: &ActivateJobs) -> JobBatchRecord {
+    JobBatchRecord {
         job_type: command.job_type.clone(),
         worker: command.worker.clone(),
         timeout: command.timeout,
@@ -83,7 +85,29 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
         jobs: Vec::new(),
         truncated: false,
         tenant_ids: vec![super::tenant()],
-    };
+    }
+}
+
+/// The answer to an activation that would find no job, for the leader to give without a
+/// log entry (long-polling workers send many of these). `None` when the command must go
+/// through the log: jobs of the type may be there, or it is invalid and earns a rejection.
+pub(super) fn nothing_to_activate(
+    reader: Reader<'_>,
+    command: &ActivateJobs,
+) -> Result<Option<CommandResponse>> {
+    let valid = !command.job_type.is_empty() && command.max_jobs >= 1 && command.timeout >= 1;
+    if !valid || !reader.activatable_jobs(&command.job_type, 1)?.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(CommandResponse::Accepted {
+        key: Key::NONE,
+        intent: Intent::Activated,
+        value: RecordValue::JobBatch(empty_batch(command)),
+    }))
+}
+
+pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result<()> {
+    let mut batch = empty_batch(command);
     let problem = if command.job_type.is_empty() {
         Some("Expected to activate jobs of a non-empty type, but the type is empty".to_owned())
     } else if command.max_jobs < 1 {

@@ -12,11 +12,12 @@ mod timers;
 mod variables;
 
 use rill_protocol::value::DEFAULT_TENANT;
-use rill_protocol::{Command, Intent, JsonValue};
+use rill_protocol::{Command, CommandResponse, Intent, JsonValue};
 use serde_json::{Map, Value};
 
 use crate::error::Result;
 use crate::processing::{Processing, json_type_name};
+use crate::state::Reader;
 
 pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
     match command {
@@ -44,6 +45,18 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::AcknowledgeSend { target, sequence } => {
             distribution::acknowledge(p, *target, *sequence)
         }
+    }
+}
+
+/// The answer to `command` from state alone, when writing nothing is what processing it
+/// would amount to (see [`jobs::nothing_to_activate`]); `None`: it goes through the log.
+pub(crate) fn answer_from_state(
+    reader: Reader<'_>,
+    command: &Command,
+) -> Result<Option<CommandResponse>> {
+    match command {
+        Command::ActivateJobs(activate) => jobs::nothing_to_activate(reader, activate),
+        _ => Ok(None),
     }
 }
 

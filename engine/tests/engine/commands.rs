@@ -5,8 +5,9 @@
 use rill_engine::{InstanceState, JobState, Query, QueryResult};
 use rill_engine_api::{Action, state_digest};
 use rill_protocol::{
-    ActivateJobs, Command, CreateProcessInstance, FailJob, Intent, JsonValue, Key, ProcessSelector,
-    PublishMessage, RecordValue, RejectionType, SetVariables, ThrowError, UpdateJob,
+    ActivateJobs, Command, CommandResponse, CreateProcessInstance, FailJob, Intent, JsonValue, Key,
+    ProcessSelector, PublishMessage, RecordValue, RejectionType, SetVariables, ThrowError,
+    UpdateJob,
 };
 use serde_json::json;
 
@@ -824,4 +825,52 @@ fn a_processing_error_record_has_the_commands_value_type() {
         assert_eq!(record.rejection_type, RejectionType::ProcessingError);
         assert_eq!(record.rejection_reason, "broken");
     }
+}
+
+#[test]
+fn an_activation_that_finds_nothing_is_answered_from_state_and_one_with_jobs_is_not() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let activate = |job_type: &str, max_jobs: i32, timeout: i64| {
+        Command::ActivateJobs(ActivateJobs {
+            job_type: job_type.into(),
+            worker: "w".into(),
+            timeout,
+            max_jobs,
+            fetch_variables: vec![],
+        })
+    };
+    // No job yet: an empty batch, no key, nothing to write.
+    let records_before = rule.log.len();
+    match rule.answer_from_state(&activate("t", 5, 1_000)) {
+        Some(CommandResponse::Accepted { key, intent, value }) => {
+            assert_eq!(key, Key::NONE);
+            assert_eq!(intent, Intent::Activated);
+            let RecordValue::JobBatch(batch) = value else {
+                panic!("{value:?}");
+            };
+            assert!(batch.jobs.is_empty() && batch.job_keys.is_empty());
+            assert_eq!(
+                (batch.job_type.as_str(), batch.max_jobs_to_activate),
+                ("t", 5)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(rule.log.len(), records_before, "answering wrote nothing");
+    // Invalid requests go through the log, for their rejection record.
+    assert!(rule.answer_from_state(&activate("t", 0, 1_000)).is_none());
+    assert!(rule.answer_from_state(&activate("t", 1, 0)).is_none());
+    assert!(rule.answer_from_state(&activate("", 1, 1_000)).is_none());
+
+    // A job of the type: the activation must be proposed, and finds it.
+    rule.create("p", json!({}));
+    assert!(rule.answer_from_state(&activate("t", 1, 1_000)).is_none());
+    assert!(
+        rule.answer_from_state(&activate("other", 1, 1_000))
+            .is_some()
+    );
+    assert_eq!(rule.activate("t", 1).len(), 1);
+    // Activated, it is no longer there to find.
+    assert!(rule.answer_from_state(&activate("t", 1, 1_000)).is_some());
 }

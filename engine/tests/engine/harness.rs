@@ -175,6 +175,13 @@ impl EngineRule {
             .expect("due commands")
     }
 
+    /// What the leader would answer without a log entry (`None`: it proposes).
+    pub fn answer_from_state(&mut self, command: &Command) -> Option<CommandResponse> {
+        self.engine
+            .answer_from_state(&self.state, command)
+            .expect("answer from state")
+    }
+
     pub fn query(&mut self, query: Query) -> QueryResult {
         self.engine.query(&self.state, &query).expect("query")
     }

@@ -67,6 +67,7 @@ fn random_command_sequences_never_break_the_engine() {
         // Keys seen in responses, to aim commands at real (and stale) entities.
         let mut keys: Vec<Key> = vec![Key::new(PartitionId(1), 999_999)];
         let mut job_keys: Vec<Key> = Vec::new();
+        let mut answers_from_state = 0;
         for _ in 0..400 {
             let key = *rng.pick(&keys).expect("never empty");
             // Job commands mostly aim at jobs that were handed out.
@@ -148,7 +149,13 @@ fn random_command_sequences_never_break_the_engine() {
                     continue;
                 }
             };
+            // An answer from state (no log entry) must be what processing would answer.
+            let shortcut = rule.answer_from_state(&command);
             let outcome = rule.process(command);
+            if let Some(shortcut) = shortcut {
+                answers_from_state += 1;
+                assert_same_answer(&shortcut, outcome.response.as_ref());
+            }
             match &outcome.response {
                 Some(rill_protocol::CommandResponse::Accepted { key, value, .. }) => {
                     keys.push(*key);
@@ -181,6 +188,33 @@ fn random_command_sequences_never_break_the_engine() {
             "seed {seed}: {completed_jobs} jobs completed"
         );
         assert!(rejections > 20, "seed {seed}: {rejections} rejections");
+        assert!(
+            answers_from_state > 5,
+            "seed {seed}: {answers_from_state} answers from state"
+        );
         rule.assert_replay_matches();
+    }
+}
+
+/// The same answer but for the key (an answer from state writes nothing, so it has none).
+fn assert_same_answer(
+    shortcut: &rill_protocol::CommandResponse,
+    processed: Option<&rill_protocol::CommandResponse>,
+) {
+    use rill_protocol::CommandResponse::Accepted;
+    match (shortcut, processed) {
+        (
+            Accepted { key, intent, value },
+            Some(Accepted {
+                intent: processed_intent,
+                value: processed_value,
+                ..
+            }),
+        ) => {
+            assert_eq!(*key, Key::NONE);
+            assert_eq!(intent, processed_intent);
+            assert_eq!(value, processed_value);
+        }
+        other => panic!("answered from state with {shortcut:?}, processed: {other:?}"),
     }
 }
