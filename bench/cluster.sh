@@ -11,7 +11,7 @@
 # each side, the cluster's against the same three brokers), EXPORT (off | jsonl), BROKER_SET
 # (more KEY=VALUE settings for every broker, the single one too, space-separated),
 # CLUSTER_SET (settings for the three cluster brokers only, e.g. thread counts sized to
-# their share of the machine), BASE_PORT (36500: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL
+# their share of the machine), BASE_PORT (28500, below the kernel's ephemeral port range so no outgoing connection holds one of them: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL
 # and RILL_BENCH for other binaries, OUT for the results (a new directory under /var/tmp).
 set -euo pipefail
 
@@ -23,7 +23,7 @@ instances=${INSTANCES:-20000}
 partitions=${PARTITIONS:-3}
 runs=${RUNS:-1}
 export_mode=${EXPORT:-off}
-base=${BASE_PORT:-36500}
+base=${BASE_PORT:-28500}
 out=${OUT:-$(mktemp -d /var/tmp/rill-cluster-bench.XXXXXX)}
 mkdir -p "$out"
 

@@ -7,7 +7,7 @@
 #   bench/es-export.sh                    # 5 pairs of 20,000 instances
 #   PAIRS=3 INSTANCES=10000 bench/es-export.sh
 #
-# Environment: PAIRS (5), INSTANCES (20000), ES_PORT (39200), CARGO_TARGET_DIR as for
+# Environment: PAIRS (5), INSTANCES (20000), ES_PORT (29200, below the ephemeral port range), CARGO_TARGET_DIR as for
 # cargo, OUT for the results (a new directory under /var/tmp).
 set -euo pipefail
 
@@ -17,7 +17,7 @@ bench=$target/release/rill-bench
 server=$target/release/rill-es-test-server
 pairs=${PAIRS:-5}
 instances=${INSTANCES:-20000}
-port=${ES_PORT:-39200}
+port=${ES_PORT:-29200}
 out=${OUT:-$(mktemp -d /var/tmp/rill-es-bench.XXXXXX)}
 mkdir -p "$out"
 

@@ -55,8 +55,22 @@ pub struct Standalone {
     kept: Option<PathBuf>,
 }
 
+/// A free loopback port below the kernel's ephemeral range (32768 and up on Linux): a
+/// port the kernel hands out for `:0` and that is released again can be taken by an
+/// outgoing connection (the load's own) before the broker binds it.
 fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static TRIED: AtomicU32 = AtomicU32::new(0);
+    let offset = std::process::id().wrapping_mul(7_919);
+    for _ in 0..SPAN {
+        let port = (LOW + offset.wrapping_add(TRIED.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no free port from {LOW} to {}", LOW + SPAN)
 }
 
 impl Standalone {

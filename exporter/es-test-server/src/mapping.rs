@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::Value;
 
 /// Why a document does not fit its index's mapping: (error type, reason).
@@ -179,6 +181,32 @@ fn fail<E: de::Error>(failure: &RefCell<Option<MappingError>>, error: MappingErr
     E::custom("mapping")
 }
 
+/// A field name, borrowed from the document when it has no escapes (serde's own
+/// `Cow<str>` always allocates: a `String` per field of every document).
+pub(crate) struct FieldName<'de>(pub(crate) Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for FieldName<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl<'de> Visitor<'de> for Name {
+            type Value = FieldName<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, name: &'de str) -> Result<Self::Value, E> {
+                Ok(FieldName(Cow::Borrowed(name)))
+            }
+
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                Ok(FieldName(Cow::Owned(name.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Name)
+    }
+}
+
 /// A value (the document, a field, an array item) against its mapping.
 struct FieldSeed<'m, 'p> {
     mapping: &'m Mapping,
@@ -298,7 +326,7 @@ impl<'de> Visitor<'de> for FieldSeed<'_, '_> {
                 return self.check(self.kind() == Some(LeafKind::Unchecked), &"an object");
             }
         };
-        while let Some(name) = fields.next_key::<Cow<'de, str>>()? {
+        while let Some(FieldName(name)) = fields.next_key::<FieldName<'de>>()? {
             let field_path = FieldPath {
                 parent: self.path,
                 name: &name,

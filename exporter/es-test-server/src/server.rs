@@ -3,6 +3,7 @@
 // Helpers return the finished error response as their `Err`; it is sent as it is.
 #![allow(clippy::result_large_err)]
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,17 +32,64 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::mapping::DocumentError;
+use crate::mapping::{DocumentError, FieldName};
 use crate::query;
 use crate::store::{Indexed, Store};
 
-/// The metadata of a bulk action line (`{"index": {"_index": …, "_id": …}}`).
+/// The metadata of a bulk action line (`{"index": {"_index": …, "_id": …}}`), borrowed
+/// from the line where it has no escapes.
 #[derive(Deserialize)]
-struct ActionMeta {
-    #[serde(rename = "_index")]
-    index: Option<String>,
-    #[serde(rename = "_id")]
-    id: Option<String>,
+struct ActionMeta<'a> {
+    #[serde(rename = "_index", borrow)]
+    index: Option<Cow<'a, str>>,
+    #[serde(rename = "_id", borrow)]
+    id: Option<Cow<'a, str>>,
+}
+
+/// A bulk action line: its first action and whether it named more than one. (Read as
+/// a map of owned names it was several allocations per document.)
+struct ActionLine<'a> {
+    /// `None`: the line named no action.
+    first: Option<(Cow<'a, str>, ActionMeta<'a>)>,
+    more: bool,
+}
+
+impl<'de> Deserialize<'de> for ActionLine<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Line;
+        impl<'de> serde::de::Visitor<'de> for Line {
+            type Value = ActionLine<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object naming one action")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let Some(FieldName(op)) = map.next_key::<FieldName<'de>>()? else {
+                    return Ok(ActionLine {
+                        first: None,
+                        more: false,
+                    });
+                };
+                let meta = map.next_value::<ActionMeta<'de>>()?;
+                let mut more = false;
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {
+                    more = true;
+                }
+                Ok(ActionLine {
+                    first: Some((op, meta)),
+                    more,
+                })
+            }
+        }
+        deserializer.deserialize_map(Line)
+    }
 }
 
 /// One action of a bulk request, as a fault hook sees it.
@@ -391,8 +439,8 @@ impl TestServer {
         let mut out = Vec::new();
         for name in store.resolve(target) {
             if let Some(index) = store.indices.get(&name) {
-                for (id, doc) in &index.documents {
-                    out.push((name.clone(), id.clone(), doc.version));
+                for (id, doc) in index.documents() {
+                    out.push((name.clone(), id.to_owned(), doc.version));
                 }
             }
         }
@@ -605,7 +653,7 @@ async fn bulk(
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let mut actions = Vec::new();
     while let Some(action_line) = lines.next() {
-        let action: HashMap<String, ActionMeta> = match serde_json::from_str(action_line) {
+        let action: ActionLine<'_> = match serde_json::from_str(action_line) {
             Ok(v) => v,
             Err(e) => {
                 return error(
@@ -615,8 +663,11 @@ async fn bulk(
                 );
             }
         };
-        let mut action = action.into_iter();
-        let (Some((op, meta)), None) = (action.next(), action.next()) else {
+        let ActionLine {
+            first: Some((op, meta)),
+            more: false,
+        } = action
+        else {
             return error(
                 StatusCode::BAD_REQUEST,
                 "illegal_argument_exception",
@@ -671,7 +722,7 @@ async fn bulk(
         let result = match failure {
             Some(failure) => Err(failure),
             None => store
-                .index_document(item.index, item.id, item.source)
+                .index_document(item.index, item.id, body.slice_ref(item.source.as_bytes()))
                 .map_err(|e| match e {
                     DocumentError::Mapping((kind, reason)) => ItemError {
                         status: 400,
@@ -939,13 +990,13 @@ fn run_query(shared: &Shared, target: &str, body: &Value) -> Result<Vec<Hit>, Re
         let Some(index) = store.indices.get(&name) else {
             continue;
         };
-        for (id, doc) in &index.documents {
+        for (id, doc) in index.documents() {
             let matched = query::matches(&query, doc.source())
                 .map_err(|e| error(StatusCode::BAD_REQUEST, "parsing_exception", e.0))?;
             if matched {
                 hits.push(Hit {
                     index: name.clone(),
-                    id: id.clone(),
+                    id: id.to_owned(),
                     sequence: doc.sequence,
                     source: doc.source().clone(),
                 });
@@ -1029,7 +1080,7 @@ async fn cat_indices(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> R
     let rows: Vec<Value> = store
         .indices
         .iter()
-        .map(|(name, index)| json!({"health": "green", "status": "open", "index": name, "docs.count": index.documents.len().to_string()}))
+        .map(|(name, index)| json!({"health": "green", "status": "open", "index": name, "docs.count": index.len().to_string()}))
         .collect();
     axum::Json(Value::Array(rows)).into_response()
 }

@@ -245,3 +245,58 @@ async fn bulk_answers_only_what_filter_path_asks_for() {
     .await;
     assert_eq!(answer, json!({"errors": false}));
 }
+
+#[tokio::test]
+async fn malformed_action_lines_fail_the_bulk_and_escaped_names_are_read() {
+    let server = TestServer::start().await.unwrap();
+    setup(&server).await;
+    let url = server.url();
+    let doc = json!({"position": 1, "intent": "X"}).to_string();
+    for (line, error_type) in [
+        (
+            r#"{"index": {"_index": "rec_pi_x", "_id": "1"}, "create": {}}"#,
+            "illegal_argument_exception",
+        ),
+        (r#"{}"#, "illegal_argument_exception"),
+        (
+            r#"{"index": {"_index": "rec_pi_x"}}"#,
+            "action_request_validation_exception",
+        ),
+        (r#"{"index": ["#, "x_content_parse_exception"),
+    ] {
+        let (status, answer) = call(
+            reqwest::Method::POST,
+            format!("{url}/_bulk"),
+            Some(format!("{line}\n{doc}\n")),
+        )
+        .await;
+        assert_eq!(status, 400, "{line}: {answer}");
+        assert_eq!(answer["error"]["type"], error_type, "{line}: {answer}");
+    }
+    // Names with escapes are compared unescaped, in action lines and documents alike.
+    let body = format!(
+        "{}\n{}\n",
+        r#"{"ind\u0065x": {"_index": "rec_pi_x", "_id": "1\u002d1"}}"#,
+        r#"{"posit\u0069on": 1, "value": {"processInstance\u004bey": 7}}"#
+    );
+    let (status, answer) = call(reqwest::Method::POST, format!("{url}/_bulk"), Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["errors"], false, "{answer}");
+    assert_eq!(answer["items"][0]["index"]["_id"], "1-1");
+    let escaped_unknown = format!(
+        "{}\n{}\n",
+        json!({"index": {"_index": "rec_pi_x", "_id": "1-2"}}),
+        r#"{"unkn\u006fwn": 1}"#
+    );
+    let (_, answer) = call(
+        reqwest::Method::POST,
+        format!("{url}/_bulk"),
+        Some(escaped_unknown),
+    )
+    .await;
+    assert_eq!(answer["errors"], true, "{answer}");
+    let reason = answer["items"][0]["index"]["error"]["reason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("[unknown]"), "{reason}");
+}
