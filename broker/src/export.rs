@@ -48,7 +48,7 @@ pub(crate) type Propose = Arc<dyn Fn(CoreCommand) + Send + Sync>;
 /// The director of one leadership term; stops when dropped.
 pub(crate) struct ExportDirector {
     written: watch::Sender<Position>,
-    fresh: Arc<Mutex<VecDeque<Record>>>,
+    fresh: Arc<Mutex<FreshRecords>>,
     /// Whether any exporter runs (without one, records are only trimmed).
     feeds: bool,
     task: JoinHandle<()>,
@@ -64,7 +64,7 @@ impl ExportDirector {
         runtime: &Handle,
     ) -> ExportDirector {
         let (tx, rx) = watch::channel(written);
-        let fresh = Arc::new(Mutex::new(VecDeque::new()));
+        let fresh = Arc::new(Mutex::new(FreshRecords::default()));
         let feeds = !exporters.is_empty();
         let director = Director {
             partition,
@@ -90,16 +90,7 @@ impl ExportDirector {
     /// Records up to `position` are in the export column family; `records` are the ones
     /// just written (in position order), if the caller kept them.
     pub(crate) fn written(&self, position: Position, records: Vec<Record>) {
-        if !records.is_empty() {
-            let mut fresh = self.fresh.lock();
-            let follows = fresh
-                .back()
-                .is_none_or(|last| last.position.next() == records[0].position);
-            if !follows || fresh.len() + records.len() > FRESH_LIMIT {
-                fresh.clear();
-            }
-            fresh.extend(records);
-        }
+        self.fresh.lock().push(records);
         self.written.send_if_modified(|current| {
             let moved = position > *current;
             if moved {
@@ -122,7 +113,7 @@ struct Director {
     exporters: Vec<AnyExporter>,
     store: Arc<StateStore>,
     written: watch::Receiver<Position>,
-    fresh: Arc<Mutex<VecDeque<Record>>>,
+    fresh: Arc<Mutex<FreshRecords>>,
     propose: Propose,
 }
 
@@ -223,15 +214,7 @@ impl Director {
 
     /// The records from `next` on, if the actor handed them over already.
     fn take_fresh(&self, next: Position) -> Option<Vec<Record>> {
-        let mut fresh = self.fresh.lock();
-        while fresh.front().is_some_and(|r| r.position < next) {
-            fresh.pop_front();
-        }
-        if fresh.front()?.position != next {
-            return None;
-        }
-        let count = fresh.len().min(READ_LIMIT);
-        Some(fresh.drain(..count).collect())
+        self.fresh.lock().take(next)
     }
 
     /// Replicates the exporters' positions when they moved; with no exporters, lets the
@@ -263,5 +246,150 @@ impl Director {
             *reported = positions;
             *trimmed = written;
         }
+    }
+}
+
+/// Records just applied, as the batches the actor handed over: whole batches move
+/// between threads, not the records one by one (a record is over 400 bytes; moving each
+/// into a queue and out again showed as copying in profiles).
+#[derive(Default)]
+struct FreshRecords {
+    batches: VecDeque<Vec<Record>>,
+    records: usize,
+}
+
+impl FreshRecords {
+    /// Appends a batch; starts over when it does not follow the last one or the
+    /// exporters are too far behind (they then read from the column family).
+    fn push(&mut self, batch: Vec<Record>) {
+        let Some(first) = batch.first() else {
+            return;
+        };
+        let follows = self
+            .batches
+            .back()
+            .and_then(|b| b.last())
+            .is_none_or(|last| last.position.next() == first.position);
+        if !follows || self.records + batch.len() > FRESH_LIMIT {
+            self.batches.clear();
+            self.records = 0;
+        }
+        self.records += batch.len();
+        self.batches.push_back(batch);
+    }
+
+    /// The batch that starts at `next` (at most `READ_LIMIT` records of it), if it is
+    /// here. Handed over as it is: exporters take any number of records per call.
+    fn take(&mut self, next: Position) -> Option<Vec<Record>> {
+        // Drop what was exported already (a new leader may start mid-batch).
+        while let Some(front) = self.batches.front_mut() {
+            match front.last() {
+                Some(last) if last.position >= next => {
+                    let skip = front.iter().take_while(|r| r.position < next).count();
+                    if skip > 0 {
+                        front.drain(..skip);
+                        self.records -= skip;
+                    }
+                    break;
+                }
+                _ => {
+                    self.records -= front.len();
+                    self.batches.pop_front();
+                }
+            }
+        }
+        if self.batches.front()?.first()?.position != next {
+            return None;
+        }
+        let mut taken = self.batches.pop_front()?;
+        if taken.len() > READ_LIMIT {
+            // The rest waits for the next call.
+            let rest = taken.split_off(READ_LIMIT);
+            self.batches.push_front(rest);
+        }
+        self.records -= taken.len();
+        Some(taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rill_protocol::value::VariableRecord;
+    use rill_protocol::{Intent, Key, PartitionId, RecordDraft, RecordValue, Timestamp};
+
+    use super::*;
+
+    fn batch(positions: std::ops::RangeInclusive<u64>) -> Vec<Record> {
+        positions
+            .map(|p| {
+                let value = RecordValue::Variable(VariableRecord {
+                    name: "x".into(),
+                    value: p.to_string(),
+                    scope_key: -1,
+                    process_instance_key: -1,
+                    process_definition_key: -1,
+                    bpmn_process_id: String::new(),
+                    tenant_id: String::new(),
+                });
+                RecordDraft::event(Key(1), Intent::Created, value).into_record(
+                    Position(p),
+                    None,
+                    Timestamp(0),
+                    PartitionId(1),
+                    "test",
+                )
+            })
+            .collect()
+    }
+
+    fn positions(records: &[Record]) -> Vec<u64> {
+        records.iter().map(|r| r.position.get()).collect()
+    }
+
+    #[test]
+    fn fresh_records_hand_over_whole_batches_from_the_position_asked() {
+        let mut fresh = FreshRecords::default();
+        fresh.push(batch(1..=3));
+        fresh.push(batch(4..=6));
+        fresh.push(Vec::new());
+        assert_eq!(
+            fresh.take(Position(1)).as_deref().map(positions),
+            Some(vec![1, 2, 3])
+        );
+        // Mid-batch (a new leader's replicated position): the rest of that batch.
+        assert_eq!(
+            fresh.take(Position(5)).as_deref().map(positions),
+            Some(vec![5, 6])
+        );
+        assert_eq!(fresh.records, 0);
+        assert!(fresh.take(Position(7)).is_none(), "nothing there yet");
+        // A batch that does not follow starts over; asking for what is gone is None.
+        fresh.push(batch(7..=8));
+        fresh.push(batch(20..=21));
+        assert!(fresh.take(Position(7)).is_none());
+        assert_eq!(
+            fresh.take(Position(20)).as_deref().map(positions),
+            Some(vec![20, 21])
+        );
+    }
+
+    #[test]
+    fn fresh_records_split_a_batch_larger_than_the_read_limit_and_stay_bounded() {
+        let mut fresh = FreshRecords::default();
+        let size = READ_LIMIT as u64 + 5;
+        fresh.push(batch(1..=size));
+        assert_eq!(fresh.take(Position(1)).map(|b| b.len()), Some(READ_LIMIT));
+        let rest = fresh.take(Position(READ_LIMIT as u64 + 1)).unwrap();
+        assert_eq!(positions(&rest).first(), Some(&(READ_LIMIT as u64 + 1)));
+        assert_eq!(rest.len(), 5);
+        // Past the bound, the exporters are behind: what was kept is dropped.
+        let mut next = 1;
+        while fresh.records + READ_LIMIT <= FRESH_LIMIT {
+            fresh.push(batch(next..=next + READ_LIMIT as u64 - 1));
+            next += READ_LIMIT as u64;
+        }
+        fresh.push(batch(next..=next));
+        assert_eq!(fresh.records, 1);
+        assert!(fresh.take(Position(1)).is_none());
     }
 }

@@ -5,6 +5,7 @@ mod backend;
 mod client;
 mod cluster;
 mod logging;
+mod memory;
 mod server;
 
 use std::path::PathBuf;
@@ -94,14 +95,17 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Standalone { config } => {
             logging::init();
+            memory::disable_transparent_huge_pages();
             server::standalone(config.load()?)
         }
         Command::Broker { config } => {
             logging::init();
+            memory::disable_transparent_huge_pages();
             server::broker(config.load()?)
         }
         Command::Gateway { config } => {
             logging::init();
+            memory::disable_transparent_huge_pages();
             server::gateway(config.load()?)
         }
         Command::Config { command } => match command {

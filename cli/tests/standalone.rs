@@ -373,6 +373,11 @@ fn sigterm_stops_gracefully_and_state_survives() {
     runtime().block_on(async {
         let mut rill = Standalone::start(&data, &[]);
         rill.wait_ready(Duration::from_secs(30)).await;
+        // The server turns transparent huge pages off for itself (cli/src/memory.rs).
+        let status = std::fs::read_to_string(format!("/proc/{}/status", rill.pid())).unwrap();
+        if let Some(thp) = status.lines().find(|l| l.starts_with("THP_enabled:")) {
+            assert_eq!(thp.split_whitespace().nth(1), Some("0"), "{thp}");
+        }
         let api = Api::new(rill.rest());
         let (s, b) = api
             .deploy(&[&examples().join("wait-timer.bpmn")])

@@ -69,9 +69,68 @@ pub(crate) struct BulkItem {
 #[derive(Debug, Deserialize)]
 pub(crate) struct BulkItemResult {
     #[serde(rename = "_id")]
-    pub id: Option<String>,
+    pub id: Option<DocumentId>,
     pub status: u16,
     pub error: Option<BulkItemError>,
+}
+
+/// A document id from a bulk answer: the exporter's own `{partitionId}-{position}` read
+/// as numbers (no allocation per item, compared without formatting), anything else as
+/// text for the error that names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DocumentId {
+    Record { partition: u16, position: u64 },
+    Other(String),
+}
+
+impl DocumentId {
+    fn parse(text: &str) -> DocumentId {
+        // Only the canonical spelling (what the exporter writes) counts as a record's id.
+        let number = |digits: &str| {
+            let canonical = !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && (digits == "0" || !digits.starts_with('0'));
+            canonical.then(|| digits.parse::<u64>().ok()).flatten()
+        };
+        text.split_once('-')
+            .and_then(|(partition, position)| {
+                Some(DocumentId::Record {
+                    partition: u16::try_from(number(partition)?).ok()?,
+                    position: number(position)?,
+                })
+            })
+            .unwrap_or_else(|| DocumentId::Other(text.to_owned()))
+    }
+}
+
+impl std::fmt::Display for DocumentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DocumentId::Record {
+                partition,
+                position,
+            } => write!(f, "{partition}-{position}"),
+            DocumentId::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DocumentId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Id;
+        impl serde::de::Visitor<'_> for Id {
+            type Value = DocumentId;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a document id")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<DocumentId, E> {
+                Ok(DocumentId::parse(text))
+            }
+        }
+        deserializer.deserialize_str(Id)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -347,13 +406,40 @@ mod tests {
             .iter()
             .map(|i| i.index.as_ref().unwrap())
             .collect();
-        assert_eq!(results[0].id.as_deref(), Some("1-1"));
+        assert_eq!(
+            results[0].id,
+            Some(DocumentId::Record {
+                partition: 1,
+                position: 1
+            })
+        );
         assert_eq!(
             results[1].error.as_ref().unwrap().kind(),
             "document_parsing_exception"
         );
         assert_eq!(results[2].error.as_ref().unwrap().reason(), "rejected");
         assert_eq!(results[2].status, 429);
+    }
+
+    #[test]
+    fn document_ids_are_read_as_numbers_only_when_canonical() {
+        let record = |partition, position| DocumentId::Record {
+            partition,
+            position,
+        };
+        assert_eq!(DocumentId::parse("3-42"), record(3, 42));
+        assert_eq!(DocumentId::parse("1-0"), record(1, 0));
+        for other in [
+            "1-042", "01-2", "1-", "-2", "1-2-3", "70000-1", "a-1", "1-+2", "x",
+        ] {
+            assert_eq!(
+                DocumentId::parse(other),
+                DocumentId::Other(other.into()),
+                "{other}"
+            );
+            assert_eq!(DocumentId::parse(other).to_string(), other);
+        }
+        assert_eq!(record(2, 7).to_string(), "2-7");
     }
 
     #[test]

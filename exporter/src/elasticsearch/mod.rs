@@ -262,11 +262,13 @@ fn settle(
                 "bulk response item without an index result".into(),
             ));
         };
-        let expected_id = format!("{partition}-{}", entry.position);
-        if result.id.as_deref().is_some_and(|id| id != expected_id) {
+        let expected = client::DocumentId::Record {
+            partition,
+            position: entry.position.get(),
+        };
+        if let Some(id) = result.id.as_ref().filter(|id| **id != expected) {
             return Err(mismatch(format!(
-                "bulk response item for {:?} where {expected_id} was expected",
-                result.id
+                "bulk response item for {id} where {expected} was expected"
             )));
         }
         match item_verdict(result.status) {
