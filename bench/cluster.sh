@@ -7,12 +7,19 @@
 #   bench/cluster.sh                      # 20,000 instances, 3 partitions
 #   INSTANCES=5000 PARTITIONS=1 bench/cluster.sh
 #
-# Environment: INSTANCES (20000), PARTITIONS (3), RUNS (1; the median of RUNS runs on
-# each side, the cluster's against the same three brokers), EXPORT (off | jsonl), BROKER_SET
-# (more KEY=VALUE settings for every broker, the single one too, space-separated),
-# CLUSTER_SET (settings for the three cluster brokers only, e.g. thread counts sized to
-# their share of the machine), BASE_PORT (28500, below the kernel's ephemeral port range so no outgoing connection holds one of them: brokers use BASE_PORT+10*i ...), CARGO_TARGET_DIR as for cargo, RILL
-# and RILL_BENCH for other binaries, OUT for the results (a new directory under /var/tmp).
+# Environment:
+#   INSTANCES (20000), PARTITIONS (3)
+#   RUNS (1): the median of RUNS runs on each side, the cluster's against the same brokers
+#   EXPORT (off | jsonl)
+#   BROKER_SET: more KEY=VALUE settings for every broker, the single one too
+#   CLUSTER_SET: settings for the three cluster brokers only. By default each one's thread
+#     pools are sized to its share of the machine (one cpu and one io thread), as an
+#     operator would size three brokers on two cores; CLUSTER_SET= keeps the defaults (2 + 2)
+#   BASE_PORT (28500): brokers use BASE_PORT+10*i+1..4, below the kernel's ephemeral port
+#     range, so no outgoing connection holds one of them
+#   CARGO_TARGET_DIR as for cargo; RILL and RILL_BENCH for other binaries
+#   OUT: where results go (a new directory under /var/tmp); each broker's /metrics is
+#     saved there at the end of the cluster run
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,7 +50,9 @@ trap stop_brokers EXIT
 common=()
 for setting in ${BROKER_SET:-}; do common+=(--set "$setting"); done
 cluster_only=()
-for setting in ${CLUSTER_SET:-}; do cluster_only+=(--set "$setting"); done
+for setting in ${CLUSTER_SET-threads.cpu-thread-count=1 threads.io-thread-count=1}; do
+  cluster_only+=(--set "$setting")
+done
 
 for i in 0 1 2; do
   extra=("${common[@]}" "${cluster_only[@]}")
