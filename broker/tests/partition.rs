@@ -112,7 +112,9 @@ async fn a_command_the_engine_answers_from_state_needs_no_log_entry() {
     for id in [10, 20] {
         p.submit(ListCommand::Append { id }).await.unwrap();
     }
-    let before = p.status();
+    // The status is published after the replies of an apply round: wait for the
+    // appends' records (a command and an event each).
+    let before = status_reaching(p, Position(4)).await;
     assert_eq!(
         p.submit(ListCommand::Lookup { seq: 2 }).await.unwrap(),
         ListResponse::Found {
@@ -128,10 +130,22 @@ async fn a_command_the_engine_answers_from_state_needs_no_log_entry() {
         p.submit(ListCommand::Lookup { seq: 3 }).await.unwrap(),
         ListResponse::Found { seq: 3, id: None }
     );
-    assert_eq!(
-        p.status().last_position,
-        Position(before.last_position.get() + 1)
-    );
+    let expected = Position(before.last_position.get() + 1);
+    assert_eq!(status_reaching(p, expected).await.last_position, expected);
+}
+
+/// The partition's status once its last position is at least `position`.
+async fn status_reaching(
+    p: &rill_broker::Partition<rill_broker::testing::ListEngine>,
+    position: Position,
+) -> rill_broker::PartitionStatus {
+    let mut status = p.watch_status();
+    let reached = status.wait_for(|s| s.last_position >= position);
+    tokio::time::timeout(Duration::from_secs(10), reached)
+        .await
+        .expect("the status reaches the position in time")
+        .expect("the partition is running")
+        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -91,21 +91,24 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// What every long-running server command sets up first: logging, then memory.
+fn init_server_process() {
+    logging::init();
+    memory::disable_transparent_huge_pages();
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Standalone { config } => {
-            logging::init();
-            memory::disable_transparent_huge_pages();
+            init_server_process();
             server::standalone(config.load()?)
         }
         Command::Broker { config } => {
-            logging::init();
-            memory::disable_transparent_huge_pages();
+            init_server_process();
             server::broker(config.load()?)
         }
         Command::Gateway { config } => {
-            logging::init();
-            memory::disable_transparent_huge_pages();
+            init_server_process();
             server::gateway(config.load()?)
         }
         Command::Config { command } => match command {

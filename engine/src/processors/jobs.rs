@@ -88,27 +88,9 @@ fn empty_batch(command: &ActivateJobs) -> JobBatchRecord {
     }
 }
 
-/// The answer to an activation that would find no job, for the leader to give without a
-/// log entry (long-polling workers send many of these). `None` when the command must go
-/// through the log: jobs of the type may be there, or it is invalid and earns a rejection.
-pub(super) fn nothing_to_activate(
-    reader: Reader<'_>,
-    command: &ActivateJobs,
-) -> Result<Option<CommandResponse>> {
-    let valid = !command.job_type.is_empty() && command.max_jobs >= 1 && command.timeout >= 1;
-    if !valid || !reader.activatable_jobs(&command.job_type, 1)?.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(CommandResponse::Accepted {
-        key: Key::NONE,
-        intent: Intent::Activated,
-        value: RecordValue::JobBatch(empty_batch(command)),
-    }))
-}
-
-pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result<()> {
-    let mut batch = empty_batch(command);
-    let problem = if command.job_type.is_empty() {
+/// Why an activation request is refused, if it is.
+fn invalid_activation(command: &ActivateJobs) -> Option<String> {
+    if command.job_type.is_empty() {
         Some("Expected to activate jobs of a non-empty type, but the type is empty".to_owned())
     } else if command.max_jobs < 1 {
         Some(format!(
@@ -122,8 +104,31 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
         ))
     } else {
         None
-    };
-    if let Some(reason) = problem {
+    }
+}
+
+/// The answer to an activation that would find no job, for the leader to give without a
+/// log entry (long-polling workers send many of these). `None` when the command must go
+/// through the log: jobs of the type may be there, or it is invalid and earns a rejection.
+pub(super) fn nothing_to_activate(
+    reader: Reader<'_>,
+    command: &ActivateJobs,
+) -> Result<Option<CommandResponse>> {
+    if invalid_activation(command).is_some()
+        || !reader.activatable_jobs(&command.job_type, 1)?.is_empty()
+    {
+        return Ok(None);
+    }
+    Ok(Some(CommandResponse::Accepted {
+        key: Key::NONE,
+        intent: Intent::Activated,
+        value: RecordValue::JobBatch(empty_batch(command)),
+    }))
+}
+
+pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result<()> {
+    let mut batch = empty_batch(command);
+    if let Some(reason) = invalid_activation(command) {
         p.reject(
             -1,
             Intent::Activate,

@@ -14,6 +14,17 @@ use serde_json::json;
 use super::elements::{flow, model, task};
 use super::*;
 
+/// An activation request of worker `w`, every variable fetched.
+fn activate(job_type: &str, max_jobs: i32, timeout: i64) -> Command {
+    Command::ActivateJobs(ActivateJobs {
+        job_type: job_type.into(),
+        worker: "w".into(),
+        timeout,
+        max_jobs,
+        fetch_variables: vec![],
+    })
+}
+
 fn one_task() -> String {
     model(
         &[
@@ -45,15 +56,6 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
     let by_id = |id: &str, version| ProcessSelector::ById {
         bpmn_process_id: id.into(),
         version,
-    };
-    let activate = |job_type: &str, max_jobs, timeout| {
-        Command::ActivateJobs(ActivateJobs {
-            job_type: job_type.into(),
-            worker: "w".into(),
-            timeout,
-            max_jobs,
-            fetch_variables: vec![],
-        })
     };
     let cases: Vec<(&str, Command, RejectionType, &str)> = vec![
         (
@@ -831,15 +833,6 @@ fn a_processing_error_record_has_the_commands_value_type() {
 fn an_activation_that_finds_nothing_is_answered_from_state_and_one_with_jobs_is_not() {
     let mut rule = EngineRule::new();
     rule.deploy_xml(&one_task());
-    let activate = |job_type: &str, max_jobs: i32, timeout: i64| {
-        Command::ActivateJobs(ActivateJobs {
-            job_type: job_type.into(),
-            worker: "w".into(),
-            timeout,
-            max_jobs,
-            fetch_variables: vec![],
-        })
-    };
     // No job yet: an empty batch, no key, nothing to write.
     let records_before = rule.log.len();
     match rule.answer_from_state(&activate("t", 5, 1_000)) {
