@@ -23,7 +23,7 @@ use crate::document::write_record_document;
 use crate::error::{Error, Result};
 use crate::filter::RecordFilter;
 use crate::metrics::{BoundMetrics, ExporterMetrics};
-use crate::pending::{Entry, Pending};
+use crate::pending::Pending;
 
 const ID: &str = "jsonl";
 
@@ -93,11 +93,7 @@ async fn flush(path: &Path, syncs: &Arc<AtomicU64>, state: &mut OpenState) {
     }
     let started = Instant::now();
     let count = state.pending.len();
-    let mut lines = Vec::with_capacity(state.pending.bytes());
-    for entry in state.pending.front(count) {
-        lines.extend_from_slice(&entry.bytes);
-    }
-    let lines = Arc::new(lines);
+    let lines = Arc::new(state.pending.front_bytes(count).to_vec());
     state.metrics.bulk_size.observe(count as f64);
     state.metrics.bulk_bytes.observe(lines.len() as f64);
     let mut backoff = Backoff::new(
@@ -180,12 +176,9 @@ impl Exporter for JsonlExporter {
             if !state.pending.accept(record.position) || !self.filter.accepts(record) {
                 continue;
             }
-            let mut line = Vec::with_capacity(512);
-            write_record_document(record, &mut line);
-            line.push(b'\n');
-            state.pending.push(Entry {
-                position: record.position,
-                bytes: line,
+            state.pending.push(record.position, |out| {
+                write_record_document(record, out);
+                out.push(b'\n');
             });
             if state.pending.len() >= self.config.flush_size {
                 flush(&self.config.path, &self.syncs, state).await;

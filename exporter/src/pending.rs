@@ -7,19 +7,17 @@ use std::time::Duration;
 use rill_protocol::Position;
 use tokio::time::Instant;
 
-/// One buffered record in its serialized form.
-#[derive(Debug)]
-pub(crate) struct Entry {
-    pub position: Position,
-    /// What is sent for this record (a bulk action and document, or a JSON line).
-    pub bytes: Vec<u8>,
-}
-
 /// Buffered records in position order, plus the highest position handed over.
+///
+/// The records' serialized forms (a bulk action and document, or a JSON line) sit back to
+/// back in one buffer, so the oldest `n` of them are one slice, the body of the next
+/// request or write. (A buffer per record cost an allocation each and a copy into the
+/// request.)
 #[derive(Debug)]
 pub(crate) struct Pending {
-    entries: VecDeque<Entry>,
-    bytes: usize,
+    bytes: Vec<u8>,
+    /// Each buffered record's position and where its bytes end in `bytes`.
+    entries: VecDeque<(Position, usize)>,
     /// The highest position handed to the exporter, buffered or filtered out.
     accepted: Position,
     /// When the oldest entry now buffered arrived; drives the time-based flush.
@@ -29,8 +27,8 @@ pub(crate) struct Pending {
 impl Pending {
     pub fn new(start: Position) -> Pending {
         Pending {
+            bytes: Vec::new(),
             entries: VecDeque::new(),
-            bytes: 0,
             accepted: start,
             oldest_since: None,
         }
@@ -46,14 +44,14 @@ impl Pending {
         true
     }
 
-    /// Buffers a record accepted just before.
-    pub fn push(&mut self, entry: Entry) {
-        debug_assert!(entry.position <= self.accepted);
+    /// Buffers a record accepted just before; `write` appends its serialized form.
+    pub fn push(&mut self, position: Position, write: impl FnOnce(&mut Vec<u8>)) {
+        debug_assert!(position <= self.accepted);
         if self.entries.is_empty() {
             self.oldest_since = Some(Instant::now());
         }
-        self.bytes += entry.bytes.len();
-        self.entries.push_back(entry);
+        write(&mut self.bytes);
+        self.entries.push_back((position, self.bytes.len()));
     }
 
     pub fn len(&self) -> usize {
@@ -64,8 +62,9 @@ impl Pending {
         self.entries.is_empty()
     }
 
+    /// Bytes buffered in all.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes.len()
     }
 
     pub fn accepted(&self) -> Position {
@@ -76,7 +75,7 @@ impl Pending {
     /// buffered, everything accepted is.
     pub fn exported_position(&self) -> Position {
         match self.entries.front() {
-            Some(first) => Position(first.position.get() - 1),
+            Some((first, _)) => Position(first.get() - 1),
             None => self.accepted,
         }
     }
@@ -85,23 +84,56 @@ impl Pending {
         self.oldest_since.map(|since| since + delay)
     }
 
-    /// The first `limit` entries, the ones the next request carries.
-    pub fn front(&self, limit: usize) -> impl Iterator<Item = &Entry> {
-        self.entries.iter().take(limit)
+    /// The serialized forms of the first `count` entries, back to back: what the next
+    /// request carries.
+    pub fn front_bytes(&self, count: usize) -> &[u8] {
+        match count.min(self.entries.len()) {
+            0 => &[],
+            n => &self.bytes[..self.entries[n - 1].1],
+        }
     }
 
-    /// Removes the first `count` entries whose `settled` flag is true (shipped or
-    /// permanently rejected) and keeps the others, in order, for the next attempt.
+    /// The positions of the first `count` entries.
+    pub fn front_positions(&self, count: usize) -> impl Iterator<Item = Position> + '_ {
+        self.entries
+            .iter()
+            .take(count)
+            .map(|(position, _)| *position)
+    }
+
+    /// The oldest entry's position and size.
+    pub fn first(&self) -> Option<(Position, usize)> {
+        self.entries
+            .front()
+            .map(|(position, end)| (*position, *end))
+    }
+
+    /// Removes the first entries whose `settled` flag is true (shipped or permanently
+    /// rejected) and keeps the others, in order, for the next attempt.
     pub fn settle_front(&mut self, settled: &[bool]) {
-        let mut kept = VecDeque::with_capacity(self.entries.len());
-        for (index, entry) in self.entries.drain(..).enumerate() {
-            if settled.get(index).copied().unwrap_or(false) {
-                self.bytes -= entry.bytes.len();
-            } else {
-                kept.push_back(entry);
+        let count = settled.len().min(self.entries.len());
+        if settled[..count].iter().all(|s| *s) {
+            // The usual case: the whole front went out. Later entries move down.
+            let cut = self.front_bytes(count).len();
+            self.entries.drain(..count);
+            self.bytes.drain(..cut);
+            for (_, end) in &mut self.entries {
+                *end -= cut;
             }
+        } else {
+            let mut bytes = Vec::with_capacity(self.bytes.len());
+            let mut entries = VecDeque::with_capacity(self.entries.len());
+            let mut start = 0;
+            for (index, (position, end)) in self.entries.drain(..).enumerate() {
+                if !settled.get(index).copied().unwrap_or(false) {
+                    bytes.extend_from_slice(&self.bytes[start..end]);
+                    entries.push_back((position, bytes.len()));
+                }
+                start = end;
+            }
+            self.bytes = bytes;
+            self.entries = entries;
         }
-        self.entries = kept;
         if self.entries.is_empty() {
             self.oldest_since = None;
         }
@@ -112,11 +144,11 @@ impl Pending {
 mod tests {
     use super::*;
 
-    fn entry(position: u64) -> Entry {
-        Entry {
-            position: Position(position),
-            bytes: vec![b'x'; 10],
-        }
+    /// Buffers ten bytes for `position`: its number, padded with dots.
+    fn push(pending: &mut Pending, position: u64) {
+        pending.push(Position(position), |bytes| {
+            bytes.extend_from_slice(format!("{position:.<10}").as_bytes())
+        });
     }
 
     #[test]
@@ -131,20 +163,29 @@ mod tests {
         assert_eq!(pending.exported_position(), Position(11));
         for p in 12..=15 {
             assert!(pending.accept(Position(p)));
-            pending.push(entry(p));
+            push(&mut pending, p);
         }
         assert!(pending.accept(Position(16))); // filtered, behind buffered ones
         assert_eq!(pending.exported_position(), Position(11));
         assert_eq!(pending.bytes(), 40);
+
+        assert_eq!(pending.front_bytes(2), b"12........13........");
 
         // 12 and 14 shipped, 13 and 15 failed transiently.
         pending.settle_front(&[true, false, true, false]);
         assert_eq!(pending.len(), 2);
         assert_eq!(pending.exported_position(), Position(12));
         assert_eq!(pending.bytes(), 20);
+        assert_eq!(pending.front_bytes(9), b"13........15........");
+        assert_eq!(
+            pending.front_positions(9).collect::<Vec<_>>(),
+            [Position(13), Position(15)]
+        );
 
         pending.settle_front(&[true]);
         assert_eq!(pending.exported_position(), Position(14));
+        assert_eq!(pending.front_bytes(1), b"15........");
+        assert_eq!(pending.first(), Some((Position(15), 10)));
         pending.settle_front(&[true]);
         assert_eq!(pending.exported_position(), Position(16));
         assert!(pending.is_empty());
@@ -156,10 +197,10 @@ mod tests {
         let mut pending = Pending::new(Position::ZERO);
         assert!(pending.accept(Position(1)));
         let start = Instant::now();
-        pending.push(entry(1));
+        push(&mut pending, 1);
         tokio::time::advance(Duration::from_secs(2)).await;
         assert!(pending.accept(Position(2)));
-        pending.push(entry(2));
+        push(&mut pending, 2);
         assert_eq!(
             pending.deadline(Duration::from_secs(5)),
             Some(start + Duration::from_secs(5))

@@ -4,7 +4,8 @@
 //! ```text
 //!  gateway ── COMMAND (submit, query) ──────────► leader of the partition
 //!          ── TOPOLOGY (every 250 ms, each broker) ► roles, leaders, terms
-//!          ── JOBS_AVAILABLE (long poll, each broker) ► "jobs of type T on partition P"
+//!          ── JOBS_AVAILABLE (long poll, each broker, ► "jobs of type T on partition P"
+//!             once a worker long-polls here)
 //! ```
 //!
 //! Brokers are found through contact points (`host:command-port`); each is probed for
@@ -26,7 +27,7 @@ use rill_engine::{Query, QueryResult};
 use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, codec};
 use rill_transport::{ServiceId, Transport, TransportError};
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 
 use crate::backend::{
     BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
@@ -40,6 +41,8 @@ const TOPOLOGY_INTERVAL: Duration = Duration::from_millis(250);
 /// How long a broker holds a jobs-available poll open when nothing happens.
 pub const JOBS_POLL_TIMEOUT: Duration = Duration::from_secs(10);
 const TOPOLOGY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often an idle jobs poller (nobody subscribed) checks whether its client is gone.
+const IDLE_POLLER_CHECK: Duration = Duration::from_secs(1);
 /// Extra time for the transport beyond what the broker may take itself.
 const TRANSPORT_MARGIN: Duration = Duration::from_millis(500);
 
@@ -162,6 +165,9 @@ pub struct ClusterClient {
     view: RwLock<View>,
     partitions_count: AtomicU16,
     jobs: broadcast::Sender<JobsAvailable>,
+    /// Signalled when the first long poll subscribes to `jobs`: until then nobody here
+    /// can use a notification, so the pollers ask the brokers for none.
+    jobs_wanted: Arc<Notify>,
     /// The broker this client is embedded in, if any.
     local: Option<Arc<dyn LocalCommandApi>>,
 }
@@ -208,6 +214,7 @@ impl ClusterClient {
             view: RwLock::new(View::default()),
             partitions_count: AtomicU16::new(0),
             jobs,
+            jobs_wanted: Arc::new(Notify::new()),
             local,
         });
         let weak = Arc::downgrade(&client);
@@ -323,10 +330,25 @@ impl ClusterClient {
     /// Listens for a broker's jobs-available notifications while the client lives.
     fn spawn_jobs_poller(self: &Arc<Self>, node: NodeId) {
         let weak = Arc::downgrade(self);
+        let wanted = self.jobs_wanted.clone();
         tokio::spawn(async move {
             let mut after = 0;
             loop {
                 let Some(client) = weak.upgrade() else { return };
+                // A gateway no worker long-polls (a broker's embedded one that clients do
+                // not use) would otherwise ask the leaders for every burst of new jobs,
+                // costing them and itself a request each, for nobody.
+                if client.jobs.receiver_count() == 0 {
+                    let subscribed = wanted.notified();
+                    tokio::pin!(subscribed);
+                    subscribed.as_mut().enable();
+                    if client.jobs.receiver_count() == 0 {
+                        drop(client);
+                        // Looks again now and then, to end once the client is gone.
+                        let _ = tokio::time::timeout(IDLE_POLLER_CHECK, subscribed).await;
+                        continue;
+                    }
+                }
                 let Ok(payload) = encode(&JobsPoll { after }) else {
                     return;
                 };
@@ -532,7 +554,9 @@ impl ClusterClient {
     }
 
     pub fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
-        self.jobs.subscribe()
+        let receiver = self.jobs.subscribe();
+        self.jobs_wanted.notify_waiters();
+        receiver
     }
 }
 
@@ -614,5 +638,114 @@ impl GatewayBackend for RemoteBackend {
 
     fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
         Box::pin(async move { Ok(self.client.topology()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use rill_transport::TransportConfig;
+
+    use super::*;
+
+    /// A broker that leads partition 1 and has news of jobs every few milliseconds, and
+    /// counts the jobs-available polls it is sent.
+    async fn busy_broker(polls: Arc<AtomicU64>) -> Transport {
+        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let handler = Arc::new(
+            move |_: NodeId,
+                  service: ServiceId,
+                  _: PartitionId,
+                  payload: Bytes|
+                  -> BoxFuture<'static, Result<Bytes, String>> {
+                let polls = polls.clone();
+                Box::pin(async move {
+                    match service {
+                        ServiceId::TOPOLOGY => encode(&NodeTopology {
+                            node_id: 1,
+                            cluster_size: 1,
+                            partitions_count: 1,
+                            replication_factor: 1,
+                            command_address: "127.0.0.1:1".to_owned(),
+                            version: "test".to_owned(),
+                            partitions: vec![ReplicaView {
+                                partition: 1,
+                                role: ReplicaRole::Leader,
+                                leader: Some(1),
+                                term: 1,
+                                healthy: true,
+                            }],
+                        })
+                        .map_err(|e| e.to_string()),
+                        JOBS_AVAILABLE => {
+                            polls.fetch_add(1, Ordering::Relaxed);
+                            let poll: JobsPoll = decode(&payload).map_err(|e| e.to_string())?;
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                            encode(&JobsNews {
+                                epoch: poll.after + 1,
+                                lost: false,
+                                events: vec![(1, "work".to_owned())],
+                            })
+                            .map_err(|e| e.to_string())
+                        }
+                        other => Err(format!("no {other}")),
+                    }
+                })
+            },
+        );
+        Transport::start(TransportConfig::new(NodeId(1), listen), handler)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn jobs_are_polled_for_only_once_someone_here_waits_for_them() {
+        let polls = Arc::new(AtomicU64::new(0));
+        let broker = busy_broker(polls.clone()).await;
+        let no_service = Arc::new(
+            |_: NodeId,
+             _: ServiceId,
+             _: PartitionId,
+             _: Bytes|
+             -> BoxFuture<'static, Result<Bytes, String>> {
+                Box::pin(async { Err("a gateway serves nothing".to_owned()) })
+            },
+        );
+        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let transport =
+            Transport::start(TransportConfig::new(NodeId(u32::MAX), listen), no_service)
+                .await
+                .unwrap();
+        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
+
+        // The broker is known (its partition has a leader), but nobody waits for jobs.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while client.leader_of(PartitionId(1)).is_none() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "topology never learned"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            polls.load(Ordering::Relaxed),
+            0,
+            "polled with nobody waiting"
+        );
+
+        // The first long poll subscribes: the broker's news now reaches it.
+        let mut notifications = client.subscribe_jobs_available();
+        let note = tokio::time::timeout(Duration::from_secs(5), notifications.recv())
+            .await
+            .expect("no notification after subscribing")
+            .unwrap();
+        assert_eq!(note.partition, PartitionId(1));
+        assert_eq!(note.job_type, "work");
+        assert!(polls.load(Ordering::Relaxed) >= 1);
+
+        transport.shutdown().await;
+        broker.shutdown().await;
     }
 }

@@ -33,7 +33,7 @@ use crate::document::write_record_document;
 use crate::error::{Error, Result};
 use crate::filter::RecordFilter;
 use crate::metrics::{BoundMetrics, ExporterMetrics};
-use crate::pending::{Entry, Pending};
+use crate::pending::Pending;
 
 const ID: &str = "elasticsearch";
 
@@ -161,14 +161,16 @@ fn needs_flush(config: &ElasticsearchExporterConfig, pending: &Pending) -> bool 
     pending.len() >= config.bulk_size || pending.bytes() as u64 >= config.bulk_memory_limit.bytes()
 }
 
-/// The two NDJSON lines of one record: the `index` action and the document.
-fn bulk_lines(actions: &mut ActionLines, router: &IndexRouter, record: &Record) -> Vec<u8> {
-    // Most records' two lines fit, so the buffer is rarely grown (and copied).
-    let mut bytes = Vec::with_capacity(1024);
-    actions.write(router, record, &mut bytes);
-    write_record_document(record, &mut bytes);
-    bytes.push(b'\n');
-    bytes
+/// Appends the two NDJSON lines of one record: the `index` action and the document.
+fn write_bulk_lines(
+    actions: &mut ActionLines,
+    router: &IndexRouter,
+    record: &Record,
+    out: &mut Vec<u8>,
+) {
+    actions.write(router, record, out);
+    write_record_document(record, out);
+    out.push(b'\n');
 }
 
 /// Ships every pending entry, retrying until each is indexed or refused for good.
@@ -183,14 +185,11 @@ async fn flush(client: &EsClient, config: &ElasticsearchExporterConfig, state: &
     let started = Instant::now();
     while !state.pending.is_empty() {
         let count = state.request_limit.min(state.pending.len());
-        let mut body = Vec::with_capacity(state.pending.bytes());
-        for entry in state.pending.front(count) {
-            body.extend_from_slice(&entry.bytes);
-        }
+        let body = Bytes::copy_from_slice(state.pending.front_bytes(count));
         state.metrics.bulk_size.observe(count as f64);
         state.metrics.bulk_bytes.observe(body.len() as f64);
 
-        let retry = match client.bulk(Bytes::from(body)).await {
+        let retry = match client.bulk(body).await {
             Ok(response) => match settle(state, count, response) {
                 Ok(0) => None,
                 Ok(failed) => Some(RequestFailure {
@@ -256,7 +255,7 @@ fn settle(
     let partition = state.partition_id.get();
     let mut settled = Vec::with_capacity(count);
     let mut retried = 0;
-    for (entry, item) in state.pending.front(count).zip(&response.items) {
+    for (position, item) in state.pending.front_positions(count).zip(&response.items) {
         let Some(result) = &item.index else {
             return Err(mismatch(
                 "bulk response item without an index result".into(),
@@ -264,7 +263,7 @@ fn settle(
         };
         let expected = client::DocumentId::Record {
             partition,
-            position: entry.position.get(),
+            position: position.get(),
         };
         if let Some(id) = result.id.as_ref().filter(|id| **id != expected) {
             return Err(mismatch(format!(
@@ -286,7 +285,7 @@ fn settle(
                     });
                 error!(
                     partition,
-                    position = entry.position.get(),
+                    position = position.get(),
                     status = result.status,
                     error_type = kind,
                     reason,
@@ -316,16 +315,16 @@ fn shrink_requests(state: &mut OpenState, count: usize) {
 /// and retried: the limit is then somewhere else (a proxy, a cluster setting) and an
 /// operator can raise it, so dropping records one by one would lose them for nothing.
 fn drop_oversized(state: &mut OpenState, config: &ElasticsearchExporterConfig) -> bool {
-    let Some(entry) = state.pending.front(1).next() else {
+    let Some((position, bytes)) = state.pending.first() else {
         return false;
     };
-    if (entry.bytes.len() as u64) < config.bulk_memory_limit.bytes() {
+    if (bytes as u64) < config.bulk_memory_limit.bytes() {
         return false;
     }
     error!(
         partition = state.partition_id.get(),
-        position = entry.position.get(),
-        bytes = entry.bytes.len(),
+        position = position.get(),
+        bytes,
         "a single record is larger than Elasticsearch accepts; it is skipped"
     );
     state.metrics.dropped("request_too_large");
@@ -360,9 +359,9 @@ impl Exporter for ElasticsearchExporter {
             if !state.pending.accept(record.position) || !self.filter.accepts(record) {
                 continue;
             }
-            state.pending.push(Entry {
-                position: record.position,
-                bytes: bulk_lines(&mut self.actions, &self.router, record),
+            let (actions, router) = (&mut self.actions, &self.router);
+            state.pending.push(record.position, |out| {
+                write_bulk_lines(actions, router, record, out)
             });
             if needs_flush(&self.config, &state.pending) {
                 flush(&self.client, &self.config, state).await;
