@@ -11,8 +11,8 @@ use tokio::time::Instant;
 ///
 /// The records' serialized forms (a bulk action and document, or a JSON line) sit back to
 /// back in one buffer, so the oldest `n` of them are one slice, the body of the next
-/// request or write. (A buffer per record cost an allocation each and a copy into the
-/// request.)
+/// request or write, copied once. (A buffer per record cost an allocation each, and
+/// gathering them into the request a copy each.)
 #[derive(Debug)]
 pub(crate) struct Pending {
     bytes: Vec<u8>,
@@ -101,7 +101,8 @@ impl Pending {
             .map(|(position, _)| *position)
     }
 
-    /// The oldest entry's position and size.
+    /// The oldest entry's position and size (its bytes start the buffer, so the size is
+    /// where they end).
     pub fn first(&self) -> Option<(Position, usize)> {
         self.entries
             .front()
