@@ -8,8 +8,8 @@ use futures::future::BoxFuture;
 use rill_broker::{BrokerNode, Error as BrokerError, Partition, Role};
 use rill_engine::{BpmnEngine, Query, QueryResult};
 use rill_gateway::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
-    PartitionRole, Topology,
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    PartitionInfo, PartitionRole, Topology,
 };
 use rill_protocol::{BROKER_VERSION, Command, CommandResponse, PartitionId};
 use tokio::sync::broadcast;
@@ -17,7 +17,7 @@ use tokio::sync::broadcast;
 /// Serves the gateway from the partitions of a node in this process.
 pub struct LocalBackend {
     node: Arc<BrokerNode<BpmnEngine>>,
-    jobs: broadcast::Sender<JobsAvailable>,
+    jobs: broadcast::Sender<JobsNotice>,
     advertised_host: String,
 }
 
@@ -28,10 +28,10 @@ impl LocalBackend {
         let (jobs, _) = broadcast::channel(4096);
         let tx = jobs.clone();
         forward_jobs_available(node.partitions().values(), move |event| {
-            let _ = tx.send(JobsAvailable {
+            let _ = tx.send(JobsNotice::Available(JobsAvailable {
                 partition: event.partition_id,
                 job_type: event.job_type,
-            });
+            }));
         });
         LocalBackend {
             node,
@@ -116,7 +116,7 @@ impl GatewayBackend for LocalBackend {
         })
     }
 
-    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice> {
         self.jobs.subscribe()
     }
 

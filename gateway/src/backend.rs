@@ -57,6 +57,15 @@ pub struct JobsAvailable {
     pub job_type: String,
 }
 
+/// What the backend tells long polls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobsNotice {
+    Available(JobsAvailable),
+    /// Notifications were dropped before they reached this gateway (a broker kept no more
+    /// for it): every waiting activation should look again, on every partition.
+    Missed,
+}
+
 /// A broker's role for one partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PartitionRole {
@@ -140,8 +149,8 @@ pub trait GatewayBackend: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<QueryResult, BackendError>>;
 
     /// A stream of "jobs of this type became available" notifications, for long polling.
-    /// A lagging receiver should treat the lag as a wake-up.
-    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable>;
+    /// A lagging receiver should treat the lag as `JobsNotice::Missed`.
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice>;
 
     /// The cluster topology.
     fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>>;

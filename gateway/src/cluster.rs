@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, broadcast};
 
 use crate::backend::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
-    PartitionRole, Topology,
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    PartitionInfo, PartitionRole, Topology,
 };
 
 /// Long poll for "jobs available" notifications of a broker's leading partitions.
@@ -164,7 +164,7 @@ pub struct ClusterClient {
     known: BTreeMap<String, NodeId>,
     view: RwLock<View>,
     partitions_count: AtomicU16,
-    jobs: broadcast::Sender<JobsAvailable>,
+    jobs: broadcast::Sender<JobsNotice>,
     /// Signalled when the first long poll subscribes to `jobs`: until then nobody here
     /// can use a notification, so the pollers ask the brokers for none.
     jobs_wanted: Arc<Notify>,
@@ -367,12 +367,17 @@ impl ClusterClient {
                     .and_then(|bytes| decode::<JobsNews>(&bytes).map_err(|e| e.to_string()))
                 {
                     Ok(news) => {
+                        // Before its first answer this poller had passed nothing on, so
+                        // nothing was missed here (a long poll looks before it waits).
+                        if news.lost && after != 0 {
+                            let _ = client.jobs.send(JobsNotice::Missed);
+                        }
                         after = news.epoch;
                         for (partition, job_type) in news.events {
-                            let _ = client.jobs.send(JobsAvailable {
+                            let _ = client.jobs.send(JobsNotice::Available(JobsAvailable {
                                 partition: PartitionId(partition),
                                 job_type,
-                            });
+                            }));
                         }
                     }
                     Err(reason) => {
@@ -553,7 +558,7 @@ impl ClusterClient {
         }
     }
 
-    pub fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+    pub fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice> {
         let receiver = self.jobs.subscribe();
         self.jobs_wanted.notify_waiters();
         receiver
@@ -632,7 +637,7 @@ impl GatewayBackend for RemoteBackend {
         Box::pin(self.client.query(partition, query, timeout))
     }
 
-    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice> {
         self.client.subscribe_jobs_available()
     }
 
@@ -650,8 +655,9 @@ mod tests {
     use super::*;
 
     /// A broker that leads partition 1 and has news of jobs every few milliseconds, and
-    /// counts the jobs-available polls it is sent.
-    async fn busy_broker(polls: Arc<AtomicU64>) -> Transport {
+    /// counts the jobs-available polls it is sent. With `dropping`, every answer also
+    /// says that news was dropped (more than the broker keeps came in between polls).
+    async fn busy_broker(polls: Arc<AtomicU64>, dropping: bool) -> Transport {
         let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let handler = Arc::new(
             move |_: NodeId,
@@ -684,7 +690,7 @@ mod tests {
                             tokio::time::sleep(Duration::from_millis(5)).await;
                             encode(&JobsNews {
                                 epoch: poll.after + 1,
-                                lost: false,
+                                lost: dropping,
                                 events: vec![(1, "work".to_owned())],
                             })
                             .map_err(|e| e.to_string())
@@ -702,21 +708,8 @@ mod tests {
     #[tokio::test]
     async fn jobs_are_polled_for_only_once_someone_here_waits_for_them() {
         let polls = Arc::new(AtomicU64::new(0));
-        let broker = busy_broker(polls.clone()).await;
-        let no_service = Arc::new(
-            |_: NodeId,
-             _: ServiceId,
-             _: PartitionId,
-             _: Bytes|
-             -> BoxFuture<'static, Result<Bytes, String>> {
-                Box::pin(async { Err("a gateway serves nothing".to_owned()) })
-            },
-        );
-        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let transport =
-            Transport::start(TransportConfig::new(NodeId(u32::MAX), listen), no_service)
-                .await
-                .unwrap();
+        let broker = busy_broker(polls.clone(), false).await;
+        let transport = gateway_transport().await;
         let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
 
         // The broker is known (its partition has a leader), but nobody waits for jobs.
@@ -741,9 +734,57 @@ mod tests {
             .await
             .expect("no notification after subscribing")
             .unwrap();
-        assert_eq!(note.partition, PartitionId(1));
-        assert_eq!(note.job_type, "work");
+        assert_eq!(
+            note,
+            JobsNotice::Available(JobsAvailable {
+                partition: PartitionId(1),
+                job_type: "work".to_owned(),
+            })
+        );
         assert!(polls.load(Ordering::Relaxed) >= 1);
+
+        transport.shutdown().await;
+        broker.shutdown().await;
+    }
+
+    /// A standalone gateway's transport: it serves nothing.
+    async fn gateway_transport() -> Transport {
+        let no_service = Arc::new(
+            |_: NodeId,
+             _: ServiceId,
+             _: PartitionId,
+             _: Bytes|
+             -> BoxFuture<'static, Result<Bytes, String>> {
+                Box::pin(async { Err("a gateway serves nothing".to_owned()) })
+            },
+        );
+        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        Transport::start(TransportConfig::new(NodeId(u32::MAX), listen), no_service)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn news_a_broker_dropped_is_passed_on_as_missed_after_the_first_answer() {
+        let broker = busy_broker(Arc::new(AtomicU64::new(0)), true).await;
+        let transport = gateway_transport().await;
+        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
+        let mut notifications = client.subscribe_jobs_available();
+        async fn next(notifications: &mut broadcast::Receiver<JobsNotice>) -> JobsNotice {
+            tokio::time::timeout(Duration::from_secs(10), notifications.recv())
+                .await
+                .expect("no notification")
+                .unwrap()
+        }
+        // The first answer's "dropped" covers the time before this gateway listened.
+        let work = JobsNotice::Available(JobsAvailable {
+            partition: PartitionId(1),
+            job_type: "work".to_owned(),
+        });
+        assert_eq!(next(&mut notifications).await, work);
+        // Later ones are news this gateway's long polls missed: they must all look again.
+        assert_eq!(next(&mut notifications).await, JobsNotice::Missed);
+        assert_eq!(next(&mut notifications).await, work);
 
         transport.shutdown().await;
         broker.shutdown().await;

@@ -13,8 +13,8 @@ mod problem;
 mod server;
 
 pub use backend::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
-    PartitionRole, Topology,
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    PartitionInfo, PartitionRole, Topology,
 };
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;

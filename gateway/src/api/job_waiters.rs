@@ -18,7 +18,7 @@ use rill_protocol::PartitionId;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::oneshot;
 
-use crate::backend::{GatewayBackend, JobsAvailable};
+use crate::backend::{GatewayBackend, JobsNotice};
 
 /// Where a woken activation should look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,14 +132,22 @@ impl Queues {
 
 /// Hands the backend's notifications to the waiters, until the backend or the waiters
 /// are gone.
-async fn pump(mut notifications: broadcast::Receiver<JobsAvailable>, queues: Weak<Queues>) {
+async fn pump(mut notifications: broadcast::Receiver<JobsNotice>, queues: Weak<Queues>) {
     loop {
         let received = notifications.recv().await;
         let Some(queues) = queues.upgrade() else {
             return;
         };
         match received {
-            Ok(note) => queues.notify(&note.job_type, Wake::Partition(note.partition)),
+            Ok(JobsNotice::Available(note)) => {
+                queues.notify(&note.job_type, Wake::Partition(note.partition))
+            }
+            Ok(JobsNotice::Missed) => {
+                tracing::debug!(
+                    "a broker dropped jobs-available notifications; waking every long poll"
+                );
+                queues.wake_all();
+            }
             Err(RecvError::Lagged(missed)) => {
                 tracing::debug!(
                     missed,

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use rill_gateway::JobsAvailable;
+use rill_gateway::{JobsAvailable, JobsNotice};
 use rill_protocol::PartitionId;
 use serde_json::json;
 
@@ -14,64 +14,14 @@ use crate::support::one_task_process;
 #[tokio::test]
 async fn a_waiting_activation_wakes_when_a_job_appears() {
     let gateway = TestGateway::start(EngineBackend::new(1)).await;
-    let xml = one_task_process("later", "late-job");
-    assert_eq!(
-        gateway
-            .deploy(&[("later.bpmn", xml.as_bytes())])
-            .await
-            .status,
-        200
-    );
-
-    let poll = {
-        let client = gateway.client.clone();
-        let url = gateway.url("/v2/jobs/activation");
-        tokio::spawn(async move {
-            let started = Instant::now();
-            let reply: serde_json::Value = client
-                .post(url)
-                .json(
-                    &json!({"type": "late-job", "timeout": 5000, "maxJobsToActivate": 3,
-                              "requestTimeout": 10000}),
-                )
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            (started.elapsed(), reply)
-        })
-    };
+    deploy_one_task(&gateway, "late-job").await;
+    let poll = spawn_activation(&gateway, "late-job", 10_000);
     // Let the poll find nothing and start waiting (the gauge says when it does).
-    let mut waiting = false;
-    for _ in 0..150 {
-        if gateway
-            .metrics_text()
-            .contains("rill_gateway_long_polling_waiting 1")
-        {
-            waiting = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(waiting, "{}", gateway.metrics_text());
+    wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 1").await;
     assert!(!poll.is_finished(), "the activation waits for jobs");
 
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "later"}),
-        )
-        .await;
-    assert_eq!(created.status, 200);
-    let (elapsed, reply) = poll.await.unwrap();
-    assert_eq!(reply["jobs"].as_array().unwrap().len(), 1, "{reply}");
-    assert_eq!(
-        reply["jobs"][0]["processInstanceKey"],
-        created.body["processInstanceKey"]
-    );
-    assert!(elapsed < Duration::from_secs(5), "woken early: {elapsed:?}");
+    let created = start_later(&gateway).await;
+    assert_woken_with_the_job(poll.await.unwrap(), &created);
     assert!(
         gateway
             .metrics_text()
@@ -85,32 +35,9 @@ async fn a_waiting_activation_wakes_when_a_job_appears() {
 #[tokio::test]
 async fn a_job_wakes_one_of_several_waiting_activations() {
     let gateway = TestGateway::start(EngineBackend::new(2)).await;
-    let xml = one_task_process("later", "shared-job");
-    assert_eq!(
-        gateway
-            .deploy(&[("later.bpmn", xml.as_bytes())])
-            .await
-            .status,
-        200
-    );
+    deploy_one_task(&gateway, "shared-job").await;
     let polls: Vec<_> = (0..3)
-        .map(|_| {
-            let client = gateway.client.clone();
-            let url = gateway.url("/v2/jobs/activation");
-            tokio::spawn(async move {
-                let reply: serde_json::Value = client
-                    .post(url)
-                    .json(&json!({"type": "shared-job", "timeout": 5000,
-                                  "maxJobsToActivate": 3, "requestTimeout": 3000}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                reply
-            })
-        })
+        .map(|_| spawn_activation(&gateway, "shared-job", 3000))
         .collect();
     wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 3").await;
     // Each poll asked both partitions once and found nothing.
@@ -120,13 +47,7 @@ async fn a_job_wakes_one_of_several_waiting_activations() {
         "{metrics}"
     );
 
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "later"}),
-        )
-        .await;
-    assert_eq!(created.status, 200);
+    let created = start_later(&gateway).await;
     wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 2").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let metrics = gateway.metrics_text();
@@ -145,18 +66,70 @@ async fn a_job_wakes_one_of_several_waiting_activations() {
 
     let mut found = 0;
     for poll in polls {
-        let reply = poll.await.unwrap();
+        let (_, reply) = poll.await.unwrap();
         let jobs = reply["jobs"].as_array().unwrap();
         if let Some(job) = jobs.first() {
-            assert_eq!(
-                job["processInstanceKey"],
-                created.body["processInstanceKey"]
-            );
+            assert_eq!(job["processInstanceKey"], created);
         }
         found += jobs.len();
     }
     assert_eq!(found, 1, "exactly one activation got the job");
     gateway.stop().await;
+}
+
+/// Deploys process `later`: one service task of `job_type`.
+async fn deploy_one_task(gateway: &TestGateway, job_type: &str) {
+    let xml = one_task_process("later", job_type);
+    let deployed = gateway.deploy(&[("later.bpmn", xml.as_bytes())]).await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+}
+
+/// One activation of up to three `job_type` jobs that may wait `request_timeout_ms`;
+/// yields how long it took and the answer.
+fn spawn_activation(
+    gateway: &TestGateway,
+    job_type: &str,
+    request_timeout_ms: u64,
+) -> tokio::task::JoinHandle<(Duration, serde_json::Value)> {
+    let client = gateway.client.clone();
+    let url = gateway.url("/v2/jobs/activation");
+    let body = json!({"type": job_type, "timeout": 5000, "maxJobsToActivate": 3,
+                      "requestTimeout": request_timeout_ms});
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let reply: serde_json::Value = client
+            .post(url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        (started.elapsed(), reply)
+    })
+}
+
+/// Starts an instance of process `later`; answers its key.
+async fn start_later(gateway: &TestGateway) -> serde_json::Value {
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "later"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    created.body["processInstanceKey"].clone()
+}
+
+/// The activation was woken well before its timeout and got the instance's one job.
+fn assert_woken_with_the_job(
+    (elapsed, reply): (Duration, serde_json::Value),
+    instance: &serde_json::Value,
+) {
+    assert_eq!(reply["jobs"].as_array().unwrap().len(), 1, "{reply}");
+    assert_eq!(&reply["jobs"][0]["processInstanceKey"], instance);
+    assert!(elapsed < Duration::from_secs(5), "woken early: {elapsed:?}");
 }
 
 async fn wait_for_metric(gateway: &TestGateway, line: &str) {
@@ -167,6 +140,26 @@ async fn wait_for_metric(gateway: &TestGateway, line: &str) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("no `{line}` in\n{}", gateway.metrics_text());
+}
+
+/// Notifications that never arrived (a broker dropped them) are announced as missed:
+/// every waiting activation then looks again, and finds the job nobody announced.
+#[tokio::test]
+async fn missed_notifications_wake_every_waiting_activation() {
+    let backend = EngineBackend::new(1);
+    let gateway = TestGateway::start(backend.clone()).await;
+    deploy_one_task(&gateway, "unannounced-job").await;
+    let poll = spawn_activation(&gateway, "unannounced-job", 10_000);
+    wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 1").await;
+
+    backend.mute_notifications(true);
+    let created = start_later(&gateway).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!poll.is_finished(), "nothing announced the job yet");
+
+    backend.notify(JobsNotice::Missed);
+    assert_woken_with_the_job(poll.await.unwrap(), &created);
+    gateway.stop().await;
 }
 
 #[tokio::test]
@@ -257,8 +250,8 @@ async fn other_job_types_do_not_wake_and_shutdown_ends_the_wait() {
 }
 
 fn backend_notify(backend: &EngineBackend, job_type: &str) {
-    backend.notify(JobsAvailable {
+    backend.notify(JobsNotice::Available(JobsAvailable {
         partition: PartitionId(1),
         job_type: job_type.to_owned(),
-    });
+    }));
 }

@@ -5,7 +5,7 @@
 //! due commands (timers, job timeouts), as the partition leader would.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -15,8 +15,8 @@ use rill_engine_api::{
     Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
 };
 use rill_gateway::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
-    PartitionRole, Topology,
+    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    PartitionInfo, PartitionRole, Topology,
 };
 use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Position, Timestamp};
 use tokio::sync::{broadcast, oneshot};
@@ -29,10 +29,13 @@ struct Partition {
 
 pub struct EngineBackend {
     partitions: Vec<Mutex<Partition>>,
-    jobs: broadcast::Sender<JobsAvailable>,
+    jobs: broadcast::Sender<JobsNotice>,
     /// Requests waiting for a later response (create-and-await), by partition and id.
     waiting: Mutex<HashMap<(PartitionId, RequestId), oneshot::Sender<CommandResponse>>>,
     next_request: AtomicU64,
+    /// Drops the partitions' jobs-available notifications, as when a broker could keep
+    /// no more of them for this gateway.
+    muted: AtomicBool,
     /// The clock commands are stamped with: a fixed epoch plus the real time elapsed.
     started: Instant,
 }
@@ -55,14 +58,20 @@ impl EngineBackend {
             jobs,
             waiting: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
+            muted: AtomicBool::new(false),
             started: Instant::now(),
         });
         tokio::spawn(tick(Arc::downgrade(&backend)));
         backend
     }
 
+    /// Drops (or again sends) the notifications that new jobs would send.
+    pub fn mute_notifications(&self, muted: bool) {
+        self.muted.store(muted, Ordering::Relaxed);
+    }
+
     /// Sends a jobs-available notification, as a partition leader would.
-    pub fn notify(&self, note: JobsAvailable) {
+    pub fn notify(&self, note: JobsNotice) {
         let _ = self.jobs.send(note);
     }
 
@@ -141,14 +150,14 @@ impl EngineBackend {
                         let _ = sender.send(response);
                     }
                 }
-                Action::JobsAvailable { job_type } => {
-                    let _ = self.jobs.send(JobsAvailable {
+                Action::JobsAvailable { job_type } if !self.muted.load(Ordering::Relaxed) => {
+                    let _ = self.jobs.send(JobsNotice::Available(JobsAvailable {
                         partition,
                         job_type,
-                    });
+                    }));
                 }
                 Action::Send { partition, command } => sends.push_back((partition, command)),
-                Action::WakeAt { .. } => {}
+                Action::JobsAvailable { .. } | Action::WakeAt { .. } => {}
             }
         }
         Ok(out.response)
@@ -238,7 +247,7 @@ impl GatewayBackend for EngineBackend {
         })
     }
 
-    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice> {
         self.jobs.subscribe()
     }
 

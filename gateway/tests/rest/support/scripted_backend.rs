@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rill_engine::{Query, QueryResult};
 use rill_gateway::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, PartitionHealth, PartitionInfo,
+    BackendError, BrokerInfo, GatewayBackend, JobsNotice, PartitionHealth, PartitionInfo,
     PartitionRole, Topology,
 };
 use rill_protocol::{Command, CommandResponse, NodeId, PartitionId};
@@ -22,7 +22,7 @@ pub struct ScriptedBackend {
     partitions: u16,
     answer: Box<Answer>,
     pub submitted: Mutex<Vec<(PartitionId, Command)>>,
-    pub jobs: broadcast::Sender<JobsAvailable>,
+    pub jobs: broadcast::Sender<JobsNotice>,
     /// The role every broker reports for every partition (for `/v2/status`).
     pub role: Mutex<PartitionRole>,
 }
@@ -104,7 +104,7 @@ impl GatewayBackend for ScriptedBackend {
         })
     }
 
-    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsAvailable> {
+    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice> {
         self.jobs.subscribe()
     }
 
