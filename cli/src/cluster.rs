@@ -70,6 +70,15 @@ impl JobsFeed {
     async fn poll(&self, after: u64) -> JobsNews {
         let mut epoch = self.epoch.subscribe();
         let current = *epoch.borrow_and_update();
+        if after == 0 && current > 0 {
+            // A gateway's first poll: it only wants news from now on. The retained
+            // notifications would wake its long polls for job types long since worked.
+            return JobsNews {
+                epoch: current,
+                lost: false,
+                events: Vec::new(),
+            };
+        }
         if after > current {
             // The poller counted on an earlier run of this broker.
             return JobsNews {
@@ -301,5 +310,46 @@ impl PartitionRouter<BpmnEngine> for ClusterRouter {
         } else {
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed() -> JobsFeed {
+        JobsFeed {
+            events: Mutex::new(VecDeque::new()),
+            epoch: watch::channel(0).0,
+            closed: watch::channel(false).0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_first_poll_gets_the_epoch_and_later_polls_the_news_since() {
+        let feed = feed();
+        feed.push(1, "old".to_owned());
+        feed.push(2, "old".to_owned());
+
+        let first = feed.poll(0).await;
+        assert_eq!((first.epoch, first.lost), (2, false));
+        assert!(first.events.is_empty(), "{:?}", first.events);
+
+        feed.push(1, "new".to_owned());
+        let next = feed.poll(first.epoch).await;
+        assert_eq!((next.epoch, next.lost), (3, false));
+        assert_eq!(next.events, vec![(1, "new".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn a_poll_past_the_retained_news_is_told_some_was_lost() {
+        let feed = feed();
+        for _ in 0..JOBS_RETAINED + 5 {
+            feed.push(1, "work".to_owned());
+        }
+        let news = feed.poll(2).await;
+        assert!(news.lost);
+        assert_eq!(news.epoch, (JOBS_RETAINED + 5) as u64);
+        assert_eq!(news.events, vec![(1, "work".to_owned())]);
     }
 }
