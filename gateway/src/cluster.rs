@@ -367,8 +367,9 @@ impl ClusterClient {
                     .and_then(|bytes| decode::<JobsNews>(&bytes).map_err(|e| e.to_string()))
                 {
                     Ok(news) => {
-                        // Before its first answer this poller had passed nothing on, so
-                        // nothing was missed here (a long poll looks before it waits).
+                        // A first answer's `lost` covers the time before this gateway
+                        // listened: nothing missed here (a long poll looks before it
+                        // waits).
                         if news.lost && after != 0 {
                             let _ = client.jobs.send(JobsNotice::Missed);
                         }
