@@ -37,16 +37,20 @@ pub struct JobsFeed {
 impl JobsFeed {
     /// Collects the notifications of `partitions` (call inside a runtime).
     pub fn start(partitions: &Partitions) -> Arc<JobsFeed> {
-        let feed = Arc::new(JobsFeed {
-            events: Mutex::new(VecDeque::new()),
-            epoch: watch::channel(0).0,
-            closed: watch::channel(false).0,
-        });
+        let feed = Arc::new(JobsFeed::empty());
         let sink = feed.clone();
         forward_jobs_available(partitions.values(), move |event| {
             sink.push(event.partition_id.get(), event.job_type)
         });
         feed
+    }
+
+    fn empty() -> JobsFeed {
+        JobsFeed {
+            events: Mutex::new(VecDeque::new()),
+            epoch: watch::channel(0).0,
+            closed: watch::channel(false).0,
+        }
     }
 
     fn push(&self, partition: u16, job_type: String) {
@@ -317,17 +321,9 @@ impl PartitionRouter<BpmnEngine> for ClusterRouter {
 mod tests {
     use super::*;
 
-    fn feed() -> JobsFeed {
-        JobsFeed {
-            events: Mutex::new(VecDeque::new()),
-            epoch: watch::channel(0).0,
-            closed: watch::channel(false).0,
-        }
-    }
-
     #[tokio::test]
     async fn a_first_poll_gets_the_epoch_and_later_polls_the_news_since() {
-        let feed = feed();
+        let feed = JobsFeed::empty();
         feed.push(1, "old".to_owned());
         feed.push(2, "old".to_owned());
 
@@ -343,7 +339,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_poll_past_the_retained_news_is_told_some_was_lost() {
-        let feed = feed();
+        let feed = JobsFeed::empty();
         for _ in 0..JOBS_RETAINED + 5 {
             feed.push(1, "work".to_owned());
         }

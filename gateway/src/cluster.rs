@@ -731,12 +731,8 @@ mod tests {
 
         // The first long poll subscribes: the broker's news now reaches it.
         let mut notifications = client.subscribe_jobs_available();
-        let note = tokio::time::timeout(Duration::from_secs(5), notifications.recv())
-            .await
-            .expect("no notification after subscribing")
-            .unwrap();
         assert_eq!(
-            note,
+            next_notice(&mut notifications).await,
             JobsNotice::Available(JobsAvailable {
                 partition: PartitionId(1),
                 job_type: "work".to_owned(),
@@ -746,6 +742,13 @@ mod tests {
 
         transport.shutdown().await;
         broker.shutdown().await;
+    }
+
+    async fn next_notice(notifications: &mut broadcast::Receiver<JobsNotice>) -> JobsNotice {
+        tokio::time::timeout(Duration::from_secs(10), notifications.recv())
+            .await
+            .expect("no notification")
+            .unwrap()
     }
 
     /// A standalone gateway's transport: it serves nothing.
@@ -771,21 +774,15 @@ mod tests {
         let transport = gateway_transport().await;
         let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
         let mut notifications = client.subscribe_jobs_available();
-        async fn next(notifications: &mut broadcast::Receiver<JobsNotice>) -> JobsNotice {
-            tokio::time::timeout(Duration::from_secs(10), notifications.recv())
-                .await
-                .expect("no notification")
-                .unwrap()
-        }
         // The first answer's "dropped" covers the time before this gateway listened.
         let work = JobsNotice::Available(JobsAvailable {
             partition: PartitionId(1),
             job_type: "work".to_owned(),
         });
-        assert_eq!(next(&mut notifications).await, work);
+        assert_eq!(next_notice(&mut notifications).await, work);
         // Later ones are news this gateway's long polls missed: they must all look again.
-        assert_eq!(next(&mut notifications).await, JobsNotice::Missed);
-        assert_eq!(next(&mut notifications).await, work);
+        assert_eq!(next_notice(&mut notifications).await, JobsNotice::Missed);
+        assert_eq!(next_notice(&mut notifications).await, work);
 
         transport.shutdown().await;
         broker.shutdown().await;

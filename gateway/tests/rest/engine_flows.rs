@@ -6,30 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::engine_backend::EngineBackend;
-use crate::support::{TestGateway, message_process, one_task_process};
-
-async fn deploy_one_task(gateway: &TestGateway, process_id: &str, job_type: &str) -> Value {
-    let xml = one_task_process(process_id, job_type);
-    let reply = gateway
-        .deploy(&[(&format!("{process_id}.bpmn"), xml.as_bytes())])
-        .await;
-    assert_eq!(reply.status, 200, "{:?}", reply.body);
-    reply.body
-}
-
-async fn create(gateway: &TestGateway, process_id: &str, variables: Value) -> String {
-    let reply = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": process_id, "variables": variables}),
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{:?}", reply.body);
-    reply.body["processInstanceKey"]
-        .as_str()
-        .expect("key is a string")
-        .to_owned()
-}
+use crate::support::{TestGateway, create, deploy_one_task, message_process, one_task_process};
 
 async fn activate(gateway: &TestGateway, job_type: &str, max: i32) -> Vec<Value> {
     let reply = gateway

@@ -7,20 +7,19 @@ use rill_gateway::{JobsAvailable, JobsNotice};
 use rill_protocol::PartitionId;
 use serde_json::json;
 
-use crate::support::TestGateway;
 use crate::support::engine_backend::EngineBackend;
-use crate::support::one_task_process;
+use crate::support::{TestGateway, create, deploy_one_task};
 
 #[tokio::test]
 async fn a_waiting_activation_wakes_when_a_job_appears() {
     let gateway = TestGateway::start(EngineBackend::new(1)).await;
-    deploy_one_task(&gateway, "late-job").await;
+    deploy_one_task(&gateway, "later", "late-job").await;
     let poll = spawn_activation(&gateway, "late-job", 10_000);
     // Let the poll find nothing and start waiting (the gauge says when it does).
     wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 1").await;
     assert!(!poll.is_finished(), "the activation waits for jobs");
 
-    let created = start_later(&gateway).await;
+    let created = create(&gateway, "later", json!({})).await;
     assert_woken_with_the_job(poll.await.unwrap(), &created);
     assert!(
         gateway
@@ -35,7 +34,7 @@ async fn a_waiting_activation_wakes_when_a_job_appears() {
 #[tokio::test]
 async fn a_job_wakes_one_of_several_waiting_activations() {
     let gateway = TestGateway::start(EngineBackend::new(2)).await;
-    deploy_one_task(&gateway, "shared-job").await;
+    deploy_one_task(&gateway, "later", "shared-job").await;
     let polls: Vec<_> = (0..3)
         .map(|_| spawn_activation(&gateway, "shared-job", 3000))
         .collect();
@@ -47,7 +46,7 @@ async fn a_job_wakes_one_of_several_waiting_activations() {
         "{metrics}"
     );
 
-    let created = start_later(&gateway).await;
+    let created = create(&gateway, "later", json!({})).await;
     wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 2").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let metrics = gateway.metrics_text();
@@ -77,13 +76,6 @@ async fn a_job_wakes_one_of_several_waiting_activations() {
     gateway.stop().await;
 }
 
-/// Deploys process `later`: one service task of `job_type`.
-async fn deploy_one_task(gateway: &TestGateway, job_type: &str) {
-    let xml = one_task_process("later", job_type);
-    let deployed = gateway.deploy(&[("later.bpmn", xml.as_bytes())]).await;
-    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
-}
-
 /// One activation of up to three `job_type` jobs that may wait `request_timeout_ms`;
 /// yields how long it took and the answer.
 fn spawn_activation(
@@ -110,23 +102,8 @@ fn spawn_activation(
     })
 }
 
-/// Starts an instance of process `later`; answers its key.
-async fn start_later(gateway: &TestGateway) -> serde_json::Value {
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "later"}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{:?}", created.body);
-    created.body["processInstanceKey"].clone()
-}
-
 /// The activation was woken well before its timeout and got the instance's one job.
-fn assert_woken_with_the_job(
-    (elapsed, reply): (Duration, serde_json::Value),
-    instance: &serde_json::Value,
-) {
+fn assert_woken_with_the_job((elapsed, reply): (Duration, serde_json::Value), instance: &str) {
     assert_eq!(reply["jobs"].as_array().unwrap().len(), 1, "{reply}");
     assert_eq!(&reply["jobs"][0]["processInstanceKey"], instance);
     assert!(elapsed < Duration::from_secs(5), "woken early: {elapsed:?}");
@@ -148,12 +125,12 @@ async fn wait_for_metric(gateway: &TestGateway, line: &str) {
 async fn missed_notifications_wake_every_waiting_activation() {
     let backend = EngineBackend::new(1);
     let gateway = TestGateway::start(backend.clone()).await;
-    deploy_one_task(&gateway, "unannounced-job").await;
+    deploy_one_task(&gateway, "later", "unannounced-job").await;
     let poll = spawn_activation(&gateway, "unannounced-job", 10_000);
     wait_for_metric(&gateway, "rill_gateway_long_polling_waiting 1").await;
 
     backend.mute_notifications(true);
-    let created = start_later(&gateway).await;
+    let created = create(&gateway, "later", json!({})).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!poll.is_finished(), "nothing announced the job yet");
 

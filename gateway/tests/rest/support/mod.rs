@@ -235,6 +235,31 @@ impl TestGateway {
     }
 }
 
+/// Deploys `one_task_process(process_id, job_type)`; answers the deployment.
+pub async fn deploy_one_task(gateway: &TestGateway, process_id: &str, job_type: &str) -> Value {
+    let xml = one_task_process(process_id, job_type);
+    let reply = gateway
+        .deploy(&[(&format!("{process_id}.bpmn"), xml.as_bytes())])
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    reply.body
+}
+
+/// Starts an instance of `process_id` with `variables`; answers its key.
+pub async fn create(gateway: &TestGateway, process_id: &str, variables: Value) -> String {
+    let reply = gateway
+        .post(
+            "/v2/process-instances",
+            serde_json::json!({"processDefinitionId": process_id, "variables": variables}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    reply.body["processInstanceKey"]
+        .as_str()
+        .expect("key is a string")
+        .to_owned()
+}
+
 /// A process with one service task of type `job_type`.
 pub fn one_task_process(process_id: &str, job_type: &str) -> String {
     format!(
