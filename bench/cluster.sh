@@ -7,12 +7,21 @@
 #   bench/cluster.sh                      # 20,000 instances, 3 partitions
 #   INSTANCES=5000 PARTITIONS=1 bench/cluster.sh
 #
+# Both sides run at saturation: STARTERS create requests in flight (64; rill-bench's own
+# default is 8). A closed loop with few requests in flight measures latency, not capacity,
+# and a cluster answers each command a replication round later than one broker, so with 8
+# both sides wait with cores to spare. One partition on this machine, same hour: 8
+# starters gave one broker 1,351 instances/s and the cluster 720; 32 gave 1,822 and 1,243;
+# 64 gave 1,820 and 1,237. With three partitions the cluster still gained from 32 to 64.
+# See docs/benchmarks.md.
+#
 # Environment:
-#   INSTANCES (20000), PARTITIONS (3)
+#   INSTANCES (20000), PARTITIONS (3), STARTERS (64)
 #   RUNS (1): the median of RUNS runs on each side; every run starts from empty data
 #     directories on both sides (three fresh brokers, one fresh standalone)
 #   EXPORT (off | jsonl)
-#   BENCH_ARGS: more rill-bench arguments for both sides (e.g. "--starters 1 --workers 1")
+#   BENCH_ARGS: more rill-bench arguments for both sides (e.g. "--workers 1"; the
+#     starters are STARTERS)
 #   BROKER_SET: more KEY=VALUE settings for every broker, the single one too
 #   CLUSTER_SET: settings for the three cluster brokers only. By default each one's thread
 #     pools are sized to its share of the machine (one cpu and one io thread), as an
@@ -32,6 +41,7 @@ bench=${RILL_BENCH:-$target/release/rill-bench}
 instances=${INSTANCES:-20000}
 partitions=${PARTITIONS:-3}
 runs=${RUNS:-1}
+starters=${STARTERS:-64}
 export_mode=${EXPORT:-off}
 base=${BASE_PORT:-28500}
 out=${OUT:-$(mktemp -d /var/tmp/rill-cluster-bench.XXXXXX)}
@@ -95,9 +105,9 @@ cluster_run() {
 
   local cpu_before=0 cpu_after=0 cpu
   for pid in "${pids[@]}"; do cpu_before=$(echo "$cpu_before + $(cpu_seconds "$pid")" | bc); done
-  echo "== three brokers, replication factor 3, $partitions partition(s), export $export_mode, run $run/$runs"
+  echo "== three brokers, replication factor 3, $partitions partition(s), $starters starters, export $export_mode, run $run/$runs"
   "$bench" --url "http://127.0.0.1:$((base + 3))" --broker-pid "${pids[0]}" \
-    --instances "$instances" ${BENCH_ARGS:-} --json "$out/cluster-$run.json" | tee "$dir/cluster.txt"
+    --instances "$instances" --starters "$starters" ${BENCH_ARGS:-} --json "$out/cluster-$run.json" | tee "$dir/cluster.txt"
   for i in 0 1 2; do
     cpu=$(cpu_seconds "${pids[$i]}")
     echo "broker $i: $cpu s CPU in all (leader of: $(curl -fs "http://127.0.0.1:$((base + 3 + 10 * i))/v2/topology" \
@@ -111,9 +121,9 @@ cluster_run() {
 
 for run in $(seq 1 "$runs"); do cluster_run "$run"; done
 
-echo "== one broker, $partitions partition(s), export $export_mode"
+echo "== one broker, $partitions partition(s), $starters starters, export $export_mode"
 "$bench" --partitions "$partitions" --export "$export_mode" --instances "$instances" --runs "$runs" \
-  ${BENCH_ARGS:-} "${common[@]}" --json "$out/single.json" | tee "$out/single.txt"
+  --starters "$starters" ${BENCH_ARGS:-} "${common[@]}" --json "$out/single.json" | tee "$out/single.txt"
 
 python3 - "$out" "$runs" <<'EOF'
 import json, sys
