@@ -9,11 +9,8 @@
 #
 # Both sides run at saturation: STARTERS create requests in flight (64; rill-bench's own
 # default is 8). A closed loop with few requests in flight measures latency, not capacity,
-# and a cluster answers each command a replication round later than one broker, so with 8
-# both sides wait with cores to spare. One partition on this machine, same hour: 8
-# starters gave one broker 1,351 instances/s and the cluster 720; 32 gave 1,822 and 1,243;
-# 64 gave 1,820 and 1,237. With three partitions the cluster still gained from 32 to 64.
-# See docs/benchmarks.md.
+# and a cluster answers each command a replication round later than one broker; the sweep
+# that chose 64 is in docs/benchmarks.md.
 #
 # Environment:
 #   INSTANCES (20000), PARTITIONS (3), STARTERS (64)
@@ -67,6 +64,10 @@ for setting in ${CLUSTER_SET-threads.cpu-thread-count=1 threads.io-thread-count=
   cluster_only+=(--set "$setting")
 done
 
+# The same load for both sides.
+load=(--instances "$instances" --starters "$starters")
+for arg in ${BENCH_ARGS:-}; do load+=("$arg"); done
+
 cpu_seconds() { # utime + stime of a process, in seconds
   awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"
 }
@@ -107,7 +108,7 @@ cluster_run() {
   for pid in "${pids[@]}"; do cpu_before=$(echo "$cpu_before + $(cpu_seconds "$pid")" | bc); done
   echo "== three brokers, replication factor 3, $partitions partition(s), $starters starters, export $export_mode, run $run/$runs"
   "$bench" --url "http://127.0.0.1:$((base + 3))" --broker-pid "${pids[0]}" \
-    --instances "$instances" --starters "$starters" ${BENCH_ARGS:-} --json "$out/cluster-$run.json" | tee "$dir/cluster.txt"
+    "${load[@]}" --json "$out/cluster-$run.json" | tee "$dir/cluster.txt"
   for i in 0 1 2; do
     cpu=$(cpu_seconds "${pids[$i]}")
     echo "broker $i: $cpu s CPU in all (leader of: $(curl -fs "http://127.0.0.1:$((base + 3 + 10 * i))/v2/topology" \
@@ -122,8 +123,8 @@ cluster_run() {
 for run in $(seq 1 "$runs"); do cluster_run "$run"; done
 
 echo "== one broker, $partitions partition(s), $starters starters, export $export_mode"
-"$bench" --partitions "$partitions" --export "$export_mode" --instances "$instances" --runs "$runs" \
-  --starters "$starters" ${BENCH_ARGS:-} "${common[@]}" --json "$out/single.json" | tee "$out/single.txt"
+"$bench" --partitions "$partitions" --export "$export_mode" --runs "$runs" \
+  "${load[@]}" "${common[@]}" --json "$out/single.json" | tee "$out/single.txt"
 
 python3 - "$out" "$runs" <<'EOF'
 import json, sys
