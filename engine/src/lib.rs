@@ -14,6 +14,7 @@ mod error;
 mod metrics;
 pub mod model;
 mod models;
+mod outcome;
 mod parse;
 mod processing;
 mod processors;

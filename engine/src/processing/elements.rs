@@ -14,9 +14,7 @@
 use std::sync::Arc;
 
 use rill_protocol::Intent;
-use rill_protocol::value::{
-    BpmnElementType, BpmnEventType, IncidentErrorType, ProcessInstanceRecord,
-};
+use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
 use serde_json::{Map, Value};
 
 use super::{Active, Processing, Step};
@@ -25,6 +23,7 @@ use crate::model::{
     CatchEventDefinition, ElementIdx, ElementKind, EndEventKind, FlowIdx, ProcessModel,
 };
 use crate::models::DeployedProcess;
+use crate::outcome::{Evaluated, Halt};
 use crate::state::ElementState;
 
 /// Which outgoing flows a completing element takes.
@@ -101,20 +100,24 @@ impl Processing<'_> {
     }
 
     /// The activation behaviour of an element in ELEMENT_ACTIVATING (first time, or
-    /// again after an incident was resolved).
+    /// again after an incident was resolved). A failure to evaluate what the element
+    /// needs becomes an incident, and the element stays in ELEMENT_ACTIVATING.
     pub fn run_activation(
         &mut self,
         active: Active,
         trigger: Option<Map<String, Value>>,
     ) -> Result<()> {
+        match self.activation(&active, trigger) {
+            Ok(()) => Ok(()),
+            Err(halt) => self.incident_on(&active, halt),
+        }
+    }
+
+    fn activation(&mut self, active: &Active, trigger: Option<Map<String, Value>>) -> Evaluated {
         let element = active.element();
         if !element.inputs.is_empty() {
-            match self.evaluate_inputs(&active)? {
-                Ok(locals) => self.set_local_variables(&active.instance, locals)?,
-                Err(message) => {
-                    return self.incident_at(&active, IncidentErrorType::IoMappingError, message);
-                }
-            }
+            let locals = self.evaluate_inputs(active)?;
+            self.set_local_variables(&active.instance, locals)?;
         }
         let process = active.process.clone();
         let model = &process.model;
@@ -122,109 +125,61 @@ impl Processing<'_> {
         match &element.kind {
             ElementKind::Process { start_event, .. }
             | ElementKind::SubProcess { start_event, .. } => {
-                if !self.arm_boundary_timers(&active)? {
-                    return Ok(());
-                }
-                self.mark(&active, Intent::ElementActivated)?;
+                self.arm_boundary_timers(active)?;
+                self.mark(active, Intent::ElementActivated)?;
                 self.push_step(Step::Activate {
                     scope_key: active.key(),
                     process: process.clone(),
                     element: *start_event,
                     trigger: None,
                 });
-                Ok(())
             }
             ElementKind::StartEvent
             | ElementKind::ParallelGateway
             | ElementKind::EndEvent(EndEventKind::None) => {
-                self.mark(&active, Intent::ElementActivated)?;
-                self.complete(active, None, Outgoing::All)
+                self.mark(active, Intent::ElementActivated)?;
+                self.complete(active, None, Outgoing::All)?;
             }
             ElementKind::EndEvent(EndEventKind::Terminate) => {
-                self.mark(&active, Intent::ElementActivated)?;
+                self.mark(active, Intent::ElementActivated)?;
                 let scope_key = active.record().flow_scope_key;
                 self.complete(active, None, Outgoing::All)?;
                 self.terminate_children(scope_key)?;
-                self.complete_scope(scope_key)
+                self.complete_scope(scope_key)?;
             }
             ElementKind::EndEvent(EndEventKind::Error { error_code }) => {
-                let code = match self.evaluate_string(error_code, &active)? {
-                    Ok(code) => code,
-                    Err(message) => {
-                        return self.incident_at(
-                            &active,
-                            IncidentErrorType::ExtractValueError,
-                            message,
-                        );
-                    }
-                };
-                self.throw_error_from_element(active, &code, "", None)
+                let code = self.evaluate_string(error_code, active)?;
+                self.throw_error_from_element(active, &code, "", None)?;
             }
             ElementKind::ExclusiveGateway { default_flow } => {
-                match self.choose_flow(&active, *default_flow)? {
-                    Ok(flow) => {
-                        self.mark(&active, Intent::ElementActivated)?;
-                        self.complete(active, None, Outgoing::One(flow))
-                    }
-                    Err(message) => {
-                        self.incident_at(&active, IncidentErrorType::ConditionError, message)
-                    }
-                }
+                let flow = self.choose_flow(active, *default_flow)?;
+                self.mark(active, Intent::ElementActivated)?;
+                self.complete(active, None, Outgoing::One(flow))?;
             }
             ElementKind::ServiceTask(definition) => {
-                let job = match self.evaluate_job(definition, &active)? {
-                    Ok(job) => job,
-                    Err(message) => {
-                        return self.incident_at(
-                            &active,
-                            IncidentErrorType::ExtractValueError,
-                            message,
-                        );
-                    }
-                };
-                if !self.arm_boundary_timers(&active)? {
-                    return Ok(());
-                }
-                self.create_job(&active, job)?;
-                self.mark(&active, Intent::ElementActivated)
+                let job = self.evaluate_job(definition, active)?;
+                self.arm_boundary_timers(active)?;
+                self.create_job(active, job)?;
+                self.mark(active, Intent::ElementActivated)?;
             }
             ElementKind::ReceiveTask(definition)
             | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(definition)) => {
-                let subscription = match self.evaluate_subscription(definition, &active)? {
-                    Ok(subscription) => subscription,
-                    Err(message) => {
-                        return self.incident_at(
-                            &active,
-                            IncidentErrorType::ExtractValueError,
-                            message,
-                        );
-                    }
-                };
-                if !self.arm_boundary_timers(&active)? {
-                    return Ok(());
-                }
-                self.create_process_message_subscription(&active, subscription)?;
-                self.mark(&active, Intent::ElementActivated)
+                let subscription = self.evaluate_subscription(definition, active)?;
+                self.arm_boundary_timers(active)?;
+                self.create_process_message_subscription(active, subscription)?;
+                self.mark(active, Intent::ElementActivated)?;
             }
             ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(definition)) => {
-                let due = match self.evaluate_timer(definition, &active)? {
-                    Ok(due) => due,
-                    Err(message) => {
-                        return self.incident_at(
-                            &active,
-                            IncidentErrorType::ExtractValueError,
-                            message,
-                        );
-                    }
-                };
-                self.create_timer(&active, &element.id, due)?;
-                self.mark(&active, Intent::ElementActivated)
+                let due = self.evaluate_timer(definition, active)?;
+                self.create_timer(active, &element.id, due)?;
+                self.mark(active, Intent::ElementActivated)?;
             }
             ElementKind::BoundaryEvent { .. } => {
-                self.mark(&active, Intent::ElementActivated)?;
-                self.complete(active, trigger, Outgoing::All)
+                self.mark(active, Intent::ElementActivated)?;
+                self.complete(active, trigger, Outgoing::All)?;
             }
         }
+        Ok(())
     }
 
     /// Writes a lifecycle event for an instance with its stored record.
@@ -232,13 +187,19 @@ impl Processing<'_> {
         self.event(active.key(), intent, active.record().clone())
     }
 
-    fn incident_at(
-        &mut self,
-        active: &Active,
-        error_type: IncidentErrorType,
-        message: String,
-    ) -> Result<()> {
-        self.raise_incident(active.record(), active.key(), error_type, message, -1)
+    /// Where an element step that stopped early ends: a failure becomes an incident on
+    /// the element; an error aborts the command.
+    fn incident_on(&mut self, active: &Active, halt: Halt) -> Result<()> {
+        match halt {
+            Halt::Failed(failure) => self.raise_incident(
+                active.record(),
+                active.key(),
+                failure.error_type,
+                failure.message,
+                -1,
+            ),
+            Halt::Error(error) => Err(error),
+        }
     }
 
     /// Completes an element whose work is done (a task's job completed, a message
@@ -250,7 +211,7 @@ impl Processing<'_> {
         if active.instance.state != ElementState::Activated {
             return Ok(());
         }
-        self.complete(active, trigger, Outgoing::All)
+        self.complete(&active, trigger, Outgoing::All)
     }
 
     /// Completes a scope once no token is left in it (queued step).
@@ -261,22 +222,25 @@ impl Processing<'_> {
         if active.instance.state != ElementState::Activated {
             return Ok(());
         }
-        self.complete(active, None, Outgoing::All)
+        self.complete(&active, None, Outgoing::All)
     }
 
     /// Runs the completion again after an incident in ELEMENT_COMPLETING was resolved.
     pub fn resume_completion(&mut self, active: Active) -> Result<()> {
-        self.complete(active, None, Outgoing::All)
+        self.complete(&active, None, Outgoing::All)
     }
 
+    /// Completes an element: ELEMENT_COMPLETING, the output mappings, then
+    /// ELEMENT_COMPLETED and the outgoing flows. A failing output mapping becomes an
+    /// incident, and the element stays in ELEMENT_COMPLETING.
     fn complete(
         &mut self,
-        active: Active,
+        active: &Active,
         trigger: Option<Map<String, Value>>,
         outgoing: Outgoing,
     ) -> Result<()> {
         if active.instance.state != ElementState::Completing {
-            self.mark(&active, Intent::ElementCompleting)?;
+            self.mark(active, Intent::ElementCompleting)?;
         }
         let has_outputs = !active.element().outputs.is_empty();
         if let Some(variables) = trigger {
@@ -287,17 +251,15 @@ impl Processing<'_> {
             }
         }
         if has_outputs {
-            match self.evaluate_outputs(&active)? {
+            match self.evaluate_outputs(active) {
                 Ok(values) => {
                     let scope = active.record().flow_scope_key;
                     self.propagate_variables(scope, &active.instance, values)?;
                 }
-                Err(message) => {
-                    return self.incident_at(&active, IncidentErrorType::IoMappingError, message);
-                }
+                Err(halt) => return self.incident_on(active, halt),
             }
         }
-        self.leave_events(&active)?;
+        self.leave_events(active)?;
         let record = active.record();
         if record.bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
@@ -305,10 +267,10 @@ impl Processing<'_> {
             } else {
                 None
             };
-            self.mark(&active, Intent::ElementCompleted)?;
+            self.mark(active, Intent::ElementCompleted)?;
             return self.instance_finished(active.key(), registration, true);
         }
-        self.mark(&active, Intent::ElementCompleted)?;
+        self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
         let flows: Vec<FlowIdx> = match outgoing {
             Outgoing::One(flow) => vec![flow],

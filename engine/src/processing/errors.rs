@@ -68,7 +68,7 @@ impl Processing<'_> {
     /// An error end event was entered (still ELEMENT_ACTIVATING).
     pub fn throw_error_from_element(
         &mut self,
-        end_event: Active,
+        end_event: &Active,
         code: &str,
         message: &str,
         variables: Option<Map<String, Value>>,
@@ -76,7 +76,7 @@ impl Processing<'_> {
         let scope = end_event.record().flow_scope_key;
         match self.find_catcher(scope, code)? {
             Some((attached, boundary)) => {
-                self.mark(&end_event, Intent::ElementActivated)?;
+                self.mark(end_event, Intent::ElementActivated)?;
                 self.interrupt_and_activate_boundary(&attached, boundary, variables)
             }
             None => self.raise_incident(

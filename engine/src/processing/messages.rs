@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::{Active, Processing, Step};
 use crate::error::Result;
 use crate::model::{MessageDefinition, ValueOrExpr};
+use crate::outcome::{Evaluated, Failure};
 use crate::state::StoredMessageSubscription;
 
 /// A subscription's message name and correlation key, evaluated.
@@ -32,30 +33,26 @@ impl Processing<'_> {
         &self,
         definition: &MessageDefinition,
         active: &Active,
-    ) -> Result<Result<NewSubscription, String>> {
-        let message_name = match self.evaluate_string(&definition.message_name, active)? {
-            Ok(name) => name,
-            Err(message) => return Ok(Err(message)),
-        };
+    ) -> Evaluated<NewSubscription> {
+        let message_name = self.evaluate_string(&definition.message_name, active)?;
         let correlation_key = match &definition.correlation_key {
             ValueOrExpr::Static(key) => key.clone(),
             ValueOrExpr::Expr(expression) => {
                 let context = self.context_at(expression, active)?;
-                match expression.evaluate_correlation_key(&context, self.now()) {
-                    Ok(key) => key,
-                    Err(e) => {
-                        return Ok(Err(format!(
+                expression
+                    .evaluate_correlation_key(&context, self.now())
+                    .map_err(|e| {
+                        Failure::extract_value(format!(
                             "Failed to extract the correlation key for '{}': {e}",
                             expression.source()
-                        )));
-                    }
-                }
+                        ))
+                    })?
             }
         };
-        Ok(Ok(NewSubscription {
+        Ok(NewSubscription {
             message_name,
             correlation_key,
-        }))
+        })
     }
 
     pub fn create_process_message_subscription(

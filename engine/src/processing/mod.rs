@@ -14,15 +14,14 @@ use std::sync::Arc;
 
 use rill_engine_api::{Action, ProcessingContext, ProcessingOutput, StateTxn, keys};
 use rill_protocol::value::{IncidentErrorType, IncidentRecord, ProcessInstanceRecord};
-use rill_protocol::{
-    Command, CommandResponse, Intent, Key, RecordDraft, RecordValue, Rejection, RejectionType,
-};
+use rill_protocol::{Command, CommandResponse, Intent, Key, RecordDraft, RecordValue};
 use serde_json::{Map, Value};
 
 use crate::appliers;
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx};
 use crate::models::{DeployedProcess, ModelCache};
+use crate::outcome::Rejection;
 use crate::state::{ElementCache, ElementInstance, Reader, ScanFloors, Writer};
 
 pub(crate) use variables::json_type_name;
@@ -176,21 +175,16 @@ impl<'a> Processing<'a> {
         key: i64,
         intent: Intent,
         value: impl Into<RecordValue>,
-        rejection_type: RejectionType,
-        reason: impl Into<String>,
+        rejection: Rejection,
     ) {
-        let reason = reason.into();
         self.out.records.push(RecordDraft::rejection(
             Key(key),
             intent,
             value,
-            rejection_type,
-            reason.clone(),
+            rejection.kind,
+            rejection.reason.clone(),
         ));
-        self.out.response = Some(CommandResponse::Rejected(Rejection::new(
-            rejection_type,
-            reason,
-        )));
+        self.out.response = Some(CommandResponse::Rejected(rejection.into()));
     }
 
     /// Answers the command with an event's key, intent and value.

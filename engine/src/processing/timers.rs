@@ -3,9 +3,10 @@
 use super::{Active, Processing};
 use crate::error::Result;
 use crate::model::{BoundaryDefinition, ElementKind, TimerDefinition, ValueOrExpr};
+use crate::outcome::{Evaluated, Failure, ignore_failure};
 use rill_feel::temporal::{self, IsoDuration};
 use rill_protocol::Intent;
-use rill_protocol::value::{IncidentErrorType, TimerRecord};
+use rill_protocol::value::TimerRecord;
 
 /// When a timer fires, and how often (-1 = forever, 1 = once).
 #[derive(Clone, Copy, Debug)]
@@ -17,51 +18,47 @@ pub(crate) struct Due {
 }
 
 impl Processing<'_> {
-    pub fn evaluate_timer(
-        &self,
-        definition: &TimerDefinition,
-        active: &Active,
-    ) -> Result<Result<Due, String>> {
+    pub fn evaluate_timer(&self, definition: &TimerDefinition, active: &Active) -> Evaluated<Due> {
         let now = self.now();
         let once = |due_date| Due {
             due_date,
             repetitions: 1,
             interval: None,
         };
+        let failed = |e: rill_feel::FeelError| Failure::extract_value(e.to_string());
         Ok(match definition {
             TimerDefinition::Duration(ValueOrExpr::Static(duration)) => {
-                Ok(once(temporal::add_duration(now, *duration)))
+                once(temporal::add_duration(now, *duration))
             }
             TimerDefinition::Duration(ValueOrExpr::Expr(expression)) => {
                 let context = self.context_at(expression, active)?;
-                expression
+                let duration = expression
                     .evaluate_duration(&context, now)
-                    .map(|duration| once(temporal::add_duration(now, duration)))
-                    .map_err(|e| e.to_string())
+                    .map_err(failed)?;
+                once(temporal::add_duration(now, duration))
             }
-            TimerDefinition::Date(ValueOrExpr::Static(date)) => Ok(once(*date)),
+            TimerDefinition::Date(ValueOrExpr::Static(date)) => once(*date),
             TimerDefinition::Date(ValueOrExpr::Expr(expression)) => {
                 let context = self.context_at(expression, active)?;
-                expression
-                    .evaluate_date_time(&context, now)
-                    .map(once)
-                    .map_err(|e| e.to_string())
+                once(
+                    expression
+                        .evaluate_date_time(&context, now)
+                        .map_err(failed)?,
+                )
             }
             TimerDefinition::Cycle(value) => {
                 let cycle = match value {
-                    ValueOrExpr::Static(cycle) => Ok(*cycle),
+                    ValueOrExpr::Static(cycle) => *cycle,
                     ValueOrExpr::Expr(expression) => {
                         let context = self.context_at(expression, active)?;
-                        expression
-                            .evaluate_cycle(&context, now)
-                            .map_err(|e| e.to_string())
+                        expression.evaluate_cycle(&context, now).map_err(failed)?
                     }
                 };
-                cycle.map(|cycle| Due {
+                Due {
                     due_date: temporal::add_duration(now, cycle.interval),
                     repetitions: cycle.repetitions,
                     interval: Some(cycle.interval),
-                })
+                }
             }
         })
     }
@@ -87,9 +84,9 @@ impl Processing<'_> {
         self.event(key, Intent::Created, timer)
     }
 
-    /// Creates the timers of an activity's timer boundary events. Returns false (and
-    /// raises an incident) when one cannot be evaluated; nothing is created then.
-    pub fn arm_boundary_timers(&mut self, active: &Active) -> Result<bool> {
+    /// Creates the timers of an activity's timer boundary events. All are evaluated
+    /// first: when one fails, none is created.
+    pub fn arm_boundary_timers(&mut self, active: &Active) -> Evaluated {
         let process = active.process.clone();
         let mut timers = Vec::new();
         for boundary in &active.element().boundary_events {
@@ -99,25 +96,13 @@ impl Processing<'_> {
                 ..
             } = &element.kind
             {
-                match self.evaluate_timer(definition, active)? {
-                    Ok(due) => timers.push((element.id.clone(), due)),
-                    Err(message) => {
-                        self.raise_incident(
-                            active.record(),
-                            active.key(),
-                            IncidentErrorType::ExtractValueError,
-                            message,
-                            -1,
-                        )?;
-                        return Ok(false);
-                    }
-                }
+                timers.push((element.id.clone(), self.evaluate_timer(definition, active)?));
             }
         }
         for (target, due) in timers {
             self.create_timer(active, &target, due)?;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Cancels the timers that belong to an element instance.
@@ -165,7 +150,7 @@ impl Processing<'_> {
                 definition: BoundaryDefinition::Timer(definition),
                 ..
             } = &process.model.element(boundary).kind
-            && let Ok(due) = self.evaluate_timer(definition, &active)?
+            && let Some(due) = ignore_failure(self.evaluate_timer(definition, &active))?
         {
             let repetitions = if timer.repetitions < 0 {
                 -1

@@ -5,12 +5,13 @@
 use rill_engine_api::Action;
 use rill_feel::Expression;
 use rill_protocol::value::{ProcessInstanceRecord, ProcessInstanceResultRecord, VariableRecord};
-use rill_protocol::{CommandResponse, Intent, JsonValue, Key, Rejection, RejectionType};
+use rill_protocol::{CommandResponse, Intent, JsonValue, Key};
 use serde_json::{Map, Value};
 
 use super::{Active, Processing};
 use crate::error::Result;
 use crate::model::{FlowIdx, Mapping, ValueOrExpr};
+use crate::outcome::{Evaluated, Failure, Rejection};
 use crate::state::{AwaitRegistration, ElementInstance};
 
 /// A type name for messages about values.
@@ -109,20 +110,6 @@ impl Processing<'_> {
         Ok(out)
     }
 
-    /// Evaluates an expression with the variables it reads, as seen from `chain`.
-    /// The inner `Err` is a message for an incident.
-    pub fn evaluate_in(
-        &self,
-        expression: &Expression,
-        instance: i64,
-        chain: &[i64],
-    ) -> Result<Result<Value, String>> {
-        let context = self.variables_named(instance, chain, expression.variable_names())?;
-        Ok(expression
-            .evaluate(&context, self.now())
-            .map_err(|e| e.to_string()))
-    }
-
     /// The variables an expression reads, as seen from an element's own scope.
     pub fn context_at(
         &self,
@@ -137,24 +124,26 @@ impl Processing<'_> {
         )
     }
 
+    /// A string an element needs (job type, message name, error code).
     pub fn evaluate_string(
         &self,
         value: &ValueOrExpr<String>,
         active: &Active,
-    ) -> Result<Result<String, String>> {
+    ) -> Evaluated<String> {
         let expression = match value {
-            ValueOrExpr::Static(text) => return Ok(Ok(text.clone())),
+            ValueOrExpr::Static(text) => return Ok(text.clone()),
             ValueOrExpr::Expr(expression) => expression,
         };
         let context = self.context_at(expression, active)?;
-        Ok(expression
+        let text = expression
             .evaluate_string(&context, self.now())
-            .map_err(|e| e.to_string()))
+            .map_err(|e| Failure::extract_value(e.to_string()))?;
+        Ok(text)
     }
 
     /// Input mappings: evaluated in the flow scope, each seeing the earlier ones,
     /// written as the element's local variables.
-    pub fn evaluate_inputs(&self, active: &Active) -> Result<Result<Map<String, Value>, String>> {
+    pub fn evaluate_inputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
         let chain = self.scope_chain(active.record().flow_scope_key)?;
         self.evaluate_mappings(&active.element().inputs, instance, &chain, false)
@@ -162,7 +151,7 @@ impl Processing<'_> {
 
     /// Output mappings: evaluated in the element's scope; nested targets merge into the
     /// visible value of the target variable.
-    pub fn evaluate_outputs(&self, active: &Active) -> Result<Result<Map<String, Value>, String>> {
+    pub fn evaluate_outputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
         let chain = self.scope_chain(active.key())?;
         self.evaluate_mappings(&active.element().outputs, instance, &chain, true)
@@ -174,7 +163,7 @@ impl Processing<'_> {
         instance: i64,
         chain: &[i64],
         merge_visible: bool,
-    ) -> Result<Result<Map<String, Value>, String>> {
+    ) -> Evaluated<Map<String, Value>> {
         let mut result = Map::new();
         for mapping in mappings {
             let Some(root) = mapping.target.first() else {
@@ -188,10 +177,10 @@ impl Processing<'_> {
                     context.insert(name.clone(), value.clone());
                 }
             }
-            let value = match mapping.source.evaluate(&context, self.now()) {
-                Ok(value) => value,
-                Err(e) => return Ok(Err(e.to_string())),
-            };
+            let value = mapping
+                .source
+                .evaluate(&context, self.now())
+                .map_err(|e| Failure::io_mapping(e.to_string()))?;
             let base = match result.remove(root) {
                 Some(existing) => Some(existing),
                 None if merge_visible && mapping.target.len() > 1 => {
@@ -202,7 +191,7 @@ impl Processing<'_> {
             let merged = put_path(base, &mapping.target[1..], value);
             result.insert(root.clone(), merged);
         }
-        Ok(Ok(result))
+        Ok(result)
     }
 
     /// Creates or updates one variable in a scope (no event if the value is unchanged).
@@ -276,7 +265,7 @@ impl Processing<'_> {
         &self,
         active: &Active,
         default_flow: Option<FlowIdx>,
-    ) -> Result<Result<FlowIdx, String>> {
+    ) -> Evaluated<FlowIdx> {
         let model = &active.process.model;
         let element = active.element();
         let instance = active.record().process_instance_key;
@@ -287,28 +276,32 @@ impl Processing<'_> {
             }
             let flow = model.flow(*flow_idx);
             let Some(condition) = &flow.condition else {
-                return Ok(Ok(*flow_idx));
+                return Ok(*flow_idx);
             };
-            match self.evaluate_in(condition, instance, &chain)? {
-                Ok(Value::Bool(true)) => return Ok(Ok(*flow_idx)),
-                Ok(Value::Bool(false)) => {}
-                Ok(other) => {
-                    return Ok(Err(format!(
+            let context = self.variables_named(instance, &chain, condition.variable_names())?;
+            let value = condition
+                .evaluate(&context, self.now())
+                .map_err(|e| Failure::condition(e.to_string()))?;
+            match value {
+                Value::Bool(true) => return Ok(*flow_idx),
+                Value::Bool(false) => {}
+                other => {
+                    return Err(Failure::condition(format!(
                         "Expected result of the expression '{}' to be 'BOOLEAN', but was '{}'",
                         condition.source(),
                         json_type_name(&other)
-                    )));
+                    ))
+                    .into());
                 }
-                Err(message) => return Ok(Err(message)),
             }
         }
-        Ok(match default_flow {
-            Some(flow) => Ok(flow),
-            None => Err(format!(
+        default_flow.ok_or_else(|| {
+            Failure::condition(format!(
                 "Expected at least one condition to evaluate to true, or to have a default \
                  flow, but no condition of exclusive gateway '{}' was true",
                 element.id
-            )),
+            ))
+            .into()
         })
     }
 
@@ -340,19 +333,17 @@ impl Processing<'_> {
         completed: bool,
     ) -> Result<CommandResponse> {
         if !completed {
-            return Ok(CommandResponse::Rejected(Rejection::new(
-                RejectionType::InvalidState,
-                format!(
-                    "Expected process instance with key '{process_instance_key}' to complete, \
-                     but it was terminated"
-                ),
-            )));
+            let rejection = Rejection::invalid_state(format!(
+                "Expected process instance with key '{process_instance_key}' to complete, but it \
+                 was terminated"
+            ));
+            return Ok(CommandResponse::Rejected(rejection.into()));
         }
         let Some(summary) = self.read().summary(process_instance_key)? else {
-            return Ok(CommandResponse::Rejected(Rejection::new(
-                RejectionType::NotFound,
-                format!("Process instance with key '{process_instance_key}' is gone"),
-            )));
+            let rejection = Rejection::not_found(format!(
+                "Process instance with key '{process_instance_key}' is gone"
+            ));
+            return Ok(CommandResponse::Rejected(rejection.into()));
         };
         let chain = [process_instance_key];
         let variables = if fetch_variables.is_empty() {

@@ -2,12 +2,39 @@
 //! process whose resource changed (the same XML again keeps its version).
 
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
-use rill_protocol::{Blob, Intent, RejectionType, Resource};
+use rill_protocol::{Blob, Intent, Resource};
 
 use super::tenant;
+use crate::ParsedResource;
 use crate::error::Result;
 use crate::models::DeployedProcess;
+use crate::outcome::Rejection;
 use crate::processing::Processing;
+
+/// Parses the resources of a deployment, or says why it is refused.
+fn check_resources(resources: &[Resource]) -> std::result::Result<Vec<ParsedResource>, Rejection> {
+    if resources.is_empty() {
+        return Err(Rejection::invalid_argument(
+            "Expected to deploy at least one resource, but none was given",
+        ));
+    }
+    if let Some(bad) = resources
+        .iter()
+        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml")))
+    {
+        return Err(Rejection::invalid_argument(format!(
+            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml'), but '{}' is \
+             neither",
+            bad.name
+        )));
+    }
+    crate::parse_deployment(
+        resources
+            .iter()
+            .map(|r| (r.name.as_str(), r.content.0.as_slice())),
+    )
+    .map_err(|error| Rejection::invalid_argument(error.to_string()))
+}
 
 pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
     let mut record = DeploymentRecord {
@@ -21,49 +48,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         processes_metadata: Vec::new(),
         tenant_id: tenant(),
     };
-    if resources.is_empty() {
-        p.reject(
-            -1,
-            Intent::Create,
-            record,
-            RejectionType::InvalidArgument,
-            "Expected to deploy at least one resource, but none was given",
-        );
-        return Ok(());
-    }
-    if let Some(bad) = resources
-        .iter()
-        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml")))
-    {
-        let reason = format!(
-            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml'), but '{}' is \
-             neither",
-            bad.name
-        );
-        p.reject(
-            -1,
-            Intent::Create,
-            record,
-            RejectionType::InvalidArgument,
-            reason,
-        );
-        return Ok(());
-    }
-    let parsed = match crate::parse_deployment(
-        resources
-            .iter()
-            .map(|r| (r.name.as_str(), r.content.0.as_slice())),
-    ) {
+    let parsed = match check_resources(resources) {
         Ok(parsed) => parsed,
-        Err(error) => {
-            let reason = error.to_string();
-            p.reject(
-                -1,
-                Intent::Create,
-                record,
-                RejectionType::InvalidArgument,
-                reason,
-            );
+        Err(rejection) => {
+            p.reject(-1, Intent::Create, record, rejection);
             return Ok(());
         }
     };

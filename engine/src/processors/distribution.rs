@@ -14,11 +14,10 @@
 
 use rill_engine_api::Action;
 use rill_protocol::value::{CommandDistributionRecord, DeploymentRecord, ProcessRecord};
-use rill_protocol::{
-    Command, Intent, InterPartitionCommand, PartitionId, RecordValue, RejectionType, ValueType,
-};
+use rill_protocol::{Command, Intent, InterPartitionCommand, PartitionId, RecordValue, ValueType};
 
 use crate::error::Result;
+use crate::outcome::Rejection;
 use crate::processing::Processing;
 use crate::state::{OutboxEntry, Reader};
 
@@ -96,34 +95,8 @@ pub(super) fn from_partition(
     let source = command.source.get();
     let value = record(source, command.value_type, command.intent);
     let last = p.read().inbox_sequence(source)?;
-    if command.sequence <= last {
-        let reason = format!(
-            "Expected command {} from partition {source} to be new, but it was already applied",
-            command.sequence
-        );
-        p.reject(
-            command.key.get(),
-            Intent::Distribute,
-            value,
-            RejectionType::AlreadyExists,
-            reason,
-        );
-        return Ok(());
-    }
-    if command.sequence != last + 1 {
-        let reason = format!(
-            "Expected command {} from partition {source}, but got command {}; commands are \
-             applied in order",
-            last + 1,
-            command.sequence
-        );
-        p.reject(
-            command.key.get(),
-            Intent::Distribute,
-            value,
-            RejectionType::InvalidState,
-            reason,
-        );
+    if let Err(rejection) = check_sequence(source, last, command.sequence) {
+        p.reject(command.key.get(), Intent::Distribute, value, rejection);
         return Ok(());
     }
     p.command(command.key.get(), Intent::Distribute, value.clone());
@@ -150,6 +123,24 @@ pub(super) fn from_partition(
     }
     p.event(command.sequence as i64, Intent::Distributed, value.clone())?;
     p.respond(command.key.get(), Intent::Distributed, value);
+    Ok(())
+}
+
+/// Takes a command from `source` only if it is the next one after `last`.
+fn check_sequence(source: u16, last: u64, sequence: u64) -> std::result::Result<(), Rejection> {
+    if sequence <= last {
+        return Err(Rejection::already_exists(format!(
+            "Expected command {sequence} from partition {source} to be new, but it was already \
+             applied"
+        )));
+    }
+    if sequence != last + 1 {
+        return Err(Rejection::invalid_state(format!(
+            "Expected command {} from partition {source}, but got command {sequence}; commands \
+             are applied in order",
+            last + 1
+        )));
+    }
     Ok(())
 }
 
@@ -188,10 +179,10 @@ pub(super) fn acknowledge(
 ) -> Result<()> {
     let target_id = target.get();
     let Some(entry) = p.read().outbox_entry(target_id, sequence)? else {
-        let reason = format!(
+        let rejection = Rejection::not_found(format!(
             "Expected to acknowledge command {sequence} sent to partition {target_id}, but it \
              is not waiting (already acknowledged?)"
-        );
+        ));
         p.reject(
             sequence as i64,
             Intent::Acknowledge,
@@ -200,8 +191,7 @@ pub(super) fn acknowledge(
                 ValueType::CommandDistribution,
                 Intent::Acknowledge,
             ),
-            RejectionType::NotFound,
-            reason,
+            rejection,
         );
         return Ok(());
     };

@@ -4,10 +4,11 @@
 use rill_protocol::value::{
     BpmnElementType, BpmnEventType, ProcessInstanceCreationRecord, ProcessInstanceRecord,
 };
-use rill_protocol::{CreateProcessInstance, Intent, ProcessSelector, RejectionType};
+use rill_protocol::{CreateProcessInstance, Intent, ProcessSelector};
 
 use super::{tenant, variables_document};
 use crate::error::Result;
+use crate::outcome::Rejection;
 use crate::processing::Processing;
 use crate::state::InstanceState;
 
@@ -39,8 +40,8 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     };
     let variables = match variables_document(&create.variables, "the variables") {
         Ok(variables) => variables,
-        Err(reason) => {
-            p.reject(-1, intent, record, RejectionType::InvalidArgument, reason);
+        Err(rejection) => {
+            p.reject(-1, intent, record, rejection);
             return Ok(());
         }
     };
@@ -75,7 +76,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
                 format!("Expected to find process definition with key '{key}', but none found")
             }
         };
-        p.reject(-1, intent, record, RejectionType::NotFound, reason);
+        p.reject(-1, intent, record, Rejection::not_found(reason));
         return Ok(());
     };
     let process = p.model(definition_key)?;
@@ -125,16 +126,11 @@ pub(super) fn cancel(p: &mut Processing<'_>, key: i64) -> Result<()> {
         .element_instance(key)?
         .filter(|i| i.record.bpmn_element_type == BpmnElementType::Process);
     let Some(instance) = instance else {
-        p.reject(
-            key,
-            Intent::Cancel,
-            placeholder(key),
-            RejectionType::NotFound,
-            format!(
-                "Expected to cancel a process instance with key '{key}', but no such process \
-                 instance was found"
-            ),
-        );
+        let rejection = Rejection::not_found(format!(
+            "Expected to cancel a process instance with key '{key}', but no such process \
+             instance was found"
+        ));
+        p.reject(key, Intent::Cancel, placeholder(key), rejection);
         return Ok(());
     };
     p.command(key, Intent::Cancel, instance.record.clone());
@@ -148,16 +144,11 @@ pub(super) fn expire_summary(p: &mut Processing<'_>, key: i64) -> Result<()> {
         .summary(key)?
         .filter(|s| s.state != InstanceState::Active);
     let Some(summary) = finished else {
-        p.reject(
-            key,
-            Intent::Delete,
-            placeholder(key),
-            RejectionType::NotFound,
-            format!(
-                "Expected to delete the finished process instance with key '{key}', but no \
-                 finished instance with that key exists"
-            ),
-        );
+        let rejection = Rejection::not_found(format!(
+            "Expected to delete the finished process instance with key '{key}', but no \
+             finished instance with that key exists"
+        ));
+        p.reject(key, Intent::Delete, placeholder(key), rejection);
         return Ok(());
     };
     let record = ProcessInstanceRecord {

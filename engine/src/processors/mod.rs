@@ -16,6 +16,7 @@ use rill_protocol::{Command, CommandResponse, Intent, JsonValue};
 use serde_json::{Map, Value};
 
 use crate::error::Result;
+use crate::outcome::Rejection;
 use crate::processing::{Processing, json_type_name};
 use crate::state::Reader;
 
@@ -64,14 +65,14 @@ pub(crate) fn answer_from_state(
 pub(crate) fn variables_document(
     variables: &JsonValue,
     what: &str,
-) -> std::result::Result<Map<String, Value>, String> {
+) -> std::result::Result<Map<String, Value>, Rejection> {
     match &variables.0 {
         Value::Object(map) => Ok(map.clone()),
         Value::Null => Ok(Map::new()),
-        other => Err(format!(
+        other => Err(Rejection::invalid_argument(format!(
             "Expected {what} to be a JSON object, but it was '{}'",
             json_type_name(other)
-        )),
+        ))),
     }
 }
 
