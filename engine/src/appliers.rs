@@ -12,7 +12,7 @@ use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp};
 
 use crate::error::{Result, inconsistent};
 use crate::model::ElementKind;
-use crate::models::ModelCache;
+use crate::model_cache::ModelCache;
 use crate::state::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
     StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,

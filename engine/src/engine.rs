@@ -8,10 +8,10 @@ use rill_engine_api::{
 use rill_protocol::{Command, CommandResponse, PartitionId, RecordDraft, RejectionType, Timestamp};
 
 use crate::appliers;
+use crate::commands;
+use crate::context::Processing;
 use crate::error::Result;
-use crate::models::ModelCache;
-use crate::processing::Processing;
-use crate::processors;
+use crate::model_cache::ModelCache;
 use crate::query::{self, Query, QueryResult};
 use crate::state::{DueIndex, ElementCache, Reader, ScanFloors, Writer};
 
@@ -145,8 +145,7 @@ impl Engine for BpmnEngine {
             out,
             retention,
         );
-        let result =
-            processors::process(&mut processing, command).and_then(|()| processing.finish());
+        let result = commands::process(&mut processing, command).and_then(|()| processing.finish());
         if result.is_err() {
             // The command's writes are rolled back, and keys will be handed out again:
             // forget anything cached from it.
@@ -165,7 +164,7 @@ impl Engine for BpmnEngine {
     }
 
     fn processing_error_record(&self, command: &Command, reason: &str) -> RecordDraft {
-        let (key, intent, value) = processors::describe(command);
+        let (key, intent, value) = commands::describe(command);
         RecordDraft::rejection(
             rill_protocol::Key(key),
             intent,
@@ -193,7 +192,7 @@ impl Engine for BpmnEngine {
     ) -> EngineResult<()> {
         let reader = Reader::new(state);
         for (target, sequence, entry) in reader.outbox(limit)? {
-            if let Some(send) = processors::outgoing(reader, target, sequence, &entry)? {
+            if let Some(send) = commands::outgoing(reader, target, sequence, &entry)? {
                 out.push(send);
             }
         }
@@ -206,7 +205,7 @@ impl Engine for BpmnEngine {
         command: &Command,
     ) -> EngineResult<Option<CommandResponse>> {
         let reader = Reader::with_floors(state, &self.floors);
-        Ok(processors::answer_from_state(reader, command)?)
+        Ok(commands::answer_from_state(reader, command)?)
     }
 
     fn query(&mut self, state: &dyn StateRead, query: &Query) -> EngineResult<QueryResult> {

@@ -6,10 +6,10 @@ use rill_protocol::{Blob, Intent, Resource};
 
 use super::tenant;
 use crate::ParsedResource;
+use crate::context::Processing;
 use crate::error::Result;
-use crate::models::DeployedProcess;
+use crate::model_cache::DeployedProcess;
 use crate::outcome::Rejection;
-use crate::processing::Processing;
 
 /// Parses the resources of a deployment, or says why it is refused.
 fn check_resources(resources: &[Resource]) -> std::result::Result<Vec<ParsedResource>, Rejection> {

@@ -8,7 +8,7 @@ use rill_protocol::value::{ProcessInstanceRecord, ProcessInstanceResultRecord, V
 use rill_protocol::{CommandResponse, Intent, JsonValue, Key};
 use serde_json::{Map, Value};
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{FlowIdx, Mapping, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure, Rejection};

@@ -1,13 +1,6 @@
-//! The per-command processing context: what processors and element behaviours use to
-//! read state, emit records (each event is applied to state at once by the appliers),
-//! and queue the in-line follow-up steps of a command.
-
-mod elements;
-mod errors;
-mod jobs;
-mod messages;
-mod timers;
-mod variables;
+//! The per-command processing context: what command processors and element behaviours
+//! use to read state, emit records (each event is applied to state at once by the
+//! appliers), and queue the in-line follow-up steps of a command.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -20,11 +13,9 @@ use serde_json::{Map, Value};
 use crate::appliers;
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx};
-use crate::models::{DeployedProcess, ModelCache};
+use crate::model_cache::{DeployedProcess, ModelCache};
 use crate::outcome::Rejection;
 use crate::state::{ElementCache, ElementInstance, Reader, ScanFloors, Writer};
-
-pub(crate) use variables::json_type_name;
 
 pub(crate) type Output = ProcessingOutput<Command, CommandResponse>;
 

@@ -9,9 +9,9 @@ use rill_protocol::{
 use serde_json::{Map, Value};
 
 use super::variables_document;
+use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
-use crate::processing::Processing;
 use crate::state::{ElementState, JobState, Reader, StoredJob};
 
 /// A placeholder job record for rejections of commands on jobs that do not exist.

@@ -7,9 +7,9 @@ use rill_protocol::value::{
 use rill_protocol::{CreateProcessInstance, Intent, ProcessSelector};
 
 use super::{tenant, variables_document};
+use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
-use crate::processing::Processing;
 use crate::state::InstanceState;
 
 pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> Result<()> {

@@ -5,9 +5,9 @@ use rill_protocol::Intent;
 use rill_protocol::value::{IncidentErrorType, IncidentRecord};
 
 use super::tenant;
+use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
-use crate::processing::Processing;
 use crate::state::ElementState;
 
 pub(super) fn resolve(p: &mut Processing<'_>, key: i64) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{JobDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};

@@ -17,12 +17,12 @@ use rill_protocol::Intent;
 use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
 use serde_json::{Map, Value};
 
-use super::{Active, Processing, Step};
+use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
 use crate::model::{
     CatchEventDefinition, ElementIdx, ElementKind, EndEventKind, FlowIdx, ProcessModel,
 };
-use crate::models::DeployedProcess;
+use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Halt};
 use crate::state::ElementState;
 

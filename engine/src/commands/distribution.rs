@@ -16,9 +16,9 @@ use rill_engine_api::Action;
 use rill_protocol::value::{CommandDistributionRecord, DeploymentRecord, ProcessRecord};
 use rill_protocol::{Command, Intent, InterPartitionCommand, PartitionId, RecordValue, ValueType};
 
+use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
-use crate::processing::Processing;
 use crate::state::{OutboxEntry, Reader};
 
 fn record(partition: u16, value_type: ValueType, intent: Intent) -> CommandDistributionRecord {

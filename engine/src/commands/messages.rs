@@ -4,9 +4,9 @@ use rill_protocol::value::MessageRecord;
 use rill_protocol::{Intent, PublishMessage};
 
 use super::{tenant, variables_document};
+use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
-use crate::processing::Processing;
 
 /// Refuses a message without a name or with a negative time to live, a variables
 /// document that is not an object, and a message id already buffered (`duplicate`).

@@ -1,6 +1,6 @@
 //! Timers: intermediate timer catch events and timer boundary events.
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{BoundaryDefinition, ElementKind, TimerDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure, ignore_failure};

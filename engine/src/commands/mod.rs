@@ -1,6 +1,6 @@
 //! One processor per command. A processor validates (rejecting with a reason the user
 //! can act on, changing nothing), then writes the command's record and the events that
-//! follow; the element behaviours in `processing` do the rest in-line.
+//! follow; the element behaviours in `behavior` do the rest in-line.
 
 mod deployment;
 mod distribution;
@@ -15,9 +15,10 @@ use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{Command, CommandResponse, Intent, JsonValue};
 use serde_json::{Map, Value};
 
+use crate::behavior::json_type_name;
+use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
-use crate::processing::{Processing, json_type_name};
 use crate::state::Reader;
 
 pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {

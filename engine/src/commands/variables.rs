@@ -4,9 +4,9 @@ use rill_protocol::value::{VariableDocumentRecord, VariableUpdateSemantics};
 use rill_protocol::{Intent, SetVariables};
 
 use super::{tenant, variables_document};
+use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
-use crate::processing::Processing;
 
 pub(super) fn set(p: &mut Processing<'_>, command: &SetVariables) -> Result<()> {
     let scope_key = command.element_instance_key.get();

@@ -6,7 +6,7 @@ use rill_protocol::Intent;
 use rill_protocol::value::IncidentErrorType;
 use serde_json::{Map, Value};
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{BoundaryDefinition, ElementIdx, ElementKind};
 

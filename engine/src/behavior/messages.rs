@@ -4,7 +4,7 @@
 //! and the side on the message's partition (MESSAGE_SUBSCRIPTION), talking through
 //! commands. When both sides are on this partition they run in-line in one command;
 //! otherwise the commands between them go through the outbox
-//! (`processors::distribution`), with the same records on each side.
+//! (`commands::distribution`), with the same records on each side.
 //!
 //! ```text
 //! enter catch event: PMS CREATING ─► MS CREATED ─► PMS CREATED ─► (buffered message?)
@@ -16,7 +16,7 @@ use rill_protocol::value::{MessageSubscriptionRecord, ProcessMessageSubscription
 use rill_protocol::{Intent, JsonValue, message_partition};
 use serde_json::Value;
 
-use super::{Active, Processing, Step};
+use crate::context::{Active, Processing, Step};
 use crate::error::Result;
 use crate::model::{MessageDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};
@@ -81,7 +81,7 @@ impl Processing<'_> {
         self.event(key, Intent::Creating, value)?;
         if remote {
             // The applier queued the command for the message's partition.
-            return crate::processors::send_latest(self, target);
+            return crate::commands::send_latest(self, target);
         }
         self.push_step(Step::OpenMessageSubscription {
             process_message_subscription_key: key,
@@ -243,7 +243,7 @@ impl Processing<'_> {
         if instance_partition != self.ctx.partition_id {
             // The applier queued the correlation for the instance's partition; the
             // subscription is done once that partition has applied it.
-            return crate::processors::send_latest(self, instance_partition.get());
+            return crate::commands::send_latest(self, instance_partition.get());
         }
 
         // The instance's side.
@@ -283,7 +283,7 @@ impl Processing<'_> {
                 != target
             {
                 // The applier queued the close for the message's partition.
-                crate::processors::send_latest(self, target)?;
+                crate::commands::send_latest(self, target)?;
                 self.event(subscription.key, Intent::Deleted, record)?;
                 continue;
             }
