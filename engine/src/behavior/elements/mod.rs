@@ -7,9 +7,25 @@
 //!                TERMINATING ──► TERMINATED
 //! ```
 //!
+//! This module runs the transitions that every element goes through (input and output
+//! mappings, the lifecycle events, taking flows, ending an instance); what differs per
+//! element kind is in one file per kind, behind [`ElementBehavior`], and [`behavior`] is
+//! the one place that maps a kind to its file.
+//!
 //! An expression that fails raises an incident and leaves the element where it was;
 //! resolving the incident runs the step again. Everything that can fail is evaluated
 //! before the step emits anything.
+
+mod boundary_event;
+mod end_event;
+mod exclusive_gateway;
+mod intermediate_catch_event;
+mod parallel_gateway;
+mod process;
+mod receive_task;
+mod service_task;
+mod start_event;
+mod sub_process;
 
 use std::sync::Arc;
 
@@ -19,12 +35,69 @@ use serde_json::{Map, Value};
 
 use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
-use crate::model::{
-    CatchEventDefinition, ElementIdx, ElementKind, EndEventKind, FlowIdx, ProcessModel,
-};
+use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Halt};
 use crate::state::ElementState;
+
+/// Variables of the event that triggered an element (a caught error, a message).
+type Trigger = Option<Map<String, Value>>;
+
+/// What one element kind does in each step of its lifecycle (Zeebe's
+/// `BpmnElementProcessor`). Implemented by a unit struct per kind; [`behavior`] picks it.
+trait ElementBehavior: Sync {
+    /// Whether a token that arrived may enter the element now (a parallel join waits
+    /// for a token on every incoming flow).
+    fn may_enter(
+        &self,
+        _p: &Processing<'_>,
+        _scope_key: i64,
+        _model: &ProcessModel,
+        _element: &Element,
+    ) -> Result<bool> {
+        Ok(true)
+    }
+
+    /// Runs in ELEMENT_ACTIVATING, after the input mappings: evaluates what the element
+    /// needs, creates what it waits on and writes ELEMENT_ACTIVATED; an element that
+    /// does not wait goes on to complete. Nothing is written before everything that can
+    /// fail was evaluated: a [`Failure`](crate::outcome::Failure) becomes an incident
+    /// and the element stays in ELEMENT_ACTIVATING.
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, trigger: Trigger) -> Evaluated;
+
+    /// Runs in ELEMENT_COMPLETING, after the output mappings: releases what the element
+    /// holds (timers, subscriptions) before ELEMENT_COMPLETED.
+    fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
+
+    /// Runs in ELEMENT_TERMINATING: releases what the element holds, resolves its
+    /// incident and terminates what runs inside it, before ELEMENT_TERMINATED.
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
+}
+
+/// The behaviour of an element kind.
+fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
+    match kind {
+        ElementKind::Process { .. } => &process::Process,
+        ElementKind::SubProcess { .. } => &sub_process::SubProcess,
+        ElementKind::StartEvent => &start_event::StartEvent,
+        ElementKind::EndEvent(_) => &end_event::EndEvent,
+        ElementKind::ServiceTask(_) => &service_task::ServiceTask,
+        ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
+        ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
+        ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
+        ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
+        ElementKind::BoundaryEvent { .. } => &boundary_event::BoundaryEvent,
+    }
+}
+
+/// An element was dispatched to a behaviour that does not fit its kind.
+fn wrong_kind(active: &Active, expected: &str) -> crate::error::Error {
+    inconsistent(format!(
+        "element '{}' is a {}, not a {expected}",
+        active.element().id,
+        active.element().kind.bpmn_name()
+    ))
+}
 
 /// Which outgoing flows a completing element takes.
 enum Outgoing {
@@ -39,7 +112,7 @@ impl Processing<'_> {
         scope_key: i64,
         process: &Arc<DeployedProcess>,
         idx: ElementIdx,
-        trigger: Option<Map<String, Value>>,
+        trigger: Trigger,
     ) -> Result<()> {
         let Some(scope) = self.read().element_instance(scope_key)? else {
             return Ok(());
@@ -49,15 +122,8 @@ impl Processing<'_> {
             return Ok(());
         }
         let element = process.model.element(idx);
-        if matches!(element.kind, ElementKind::ParallelGateway) && element.incoming.len() > 1 {
-            let waiting = self.read().join_tokens(scope_key, &element.id)?;
-            let arrived = element.incoming.iter().all(|flow| {
-                let id = &process.model.flow(*flow).id;
-                waiting.iter().any(|(f, n)| f == id && *n > 0)
-            });
-            if !arrived {
-                return Ok(());
-            }
+        if !behavior(&element.kind).may_enter(self, scope_key, &process.model, element)? {
+            return Ok(());
         }
         let record = ProcessInstanceRecord {
             bpmn_element_type: element.element_type(),
@@ -99,87 +165,23 @@ impl Processing<'_> {
         self.run_activation(active, None)
     }
 
-    /// The activation behaviour of an element in ELEMENT_ACTIVATING (first time, or
-    /// again after an incident was resolved). A failure to evaluate what the element
-    /// needs becomes an incident, and the element stays in ELEMENT_ACTIVATING.
-    pub fn run_activation(
-        &mut self,
-        active: Active,
-        trigger: Option<Map<String, Value>>,
-    ) -> Result<()> {
+    /// The activation of an element in ELEMENT_ACTIVATING (first time, or again after an
+    /// incident was resolved): its input mappings, then its kind's behaviour. A failure
+    /// to evaluate either becomes an incident, and the element stays in
+    /// ELEMENT_ACTIVATING.
+    pub fn run_activation(&mut self, active: Active, trigger: Trigger) -> Result<()> {
         match self.activation(&active, trigger) {
             Ok(()) => Ok(()),
             Err(halt) => self.incident_on(&active, halt),
         }
     }
 
-    fn activation(&mut self, active: &Active, trigger: Option<Map<String, Value>>) -> Evaluated {
-        let element = active.element();
-        if !element.inputs.is_empty() {
+    fn activation(&mut self, active: &Active, trigger: Trigger) -> Evaluated {
+        if !active.element().inputs.is_empty() {
             let locals = self.evaluate_inputs(active)?;
             self.set_local_variables(&active.instance, locals)?;
         }
-        let process = active.process.clone();
-        let model = &process.model;
-        let element = model.element(active.idx);
-        match &element.kind {
-            ElementKind::Process { start_event, .. }
-            | ElementKind::SubProcess { start_event, .. } => {
-                self.arm_boundary_timers(active)?;
-                self.mark(active, Intent::ElementActivated)?;
-                self.push_step(Step::Activate {
-                    scope_key: active.key(),
-                    process: process.clone(),
-                    element: *start_event,
-                    trigger: None,
-                });
-            }
-            ElementKind::StartEvent
-            | ElementKind::ParallelGateway
-            | ElementKind::EndEvent(EndEventKind::None) => {
-                self.mark(active, Intent::ElementActivated)?;
-                self.complete(active, None, Outgoing::All)?;
-            }
-            ElementKind::EndEvent(EndEventKind::Terminate) => {
-                self.mark(active, Intent::ElementActivated)?;
-                let scope_key = active.record().flow_scope_key;
-                self.complete(active, None, Outgoing::All)?;
-                self.terminate_children(scope_key)?;
-                self.complete_scope(scope_key)?;
-            }
-            ElementKind::EndEvent(EndEventKind::Error { error_code }) => {
-                let code = self.evaluate_string(error_code, active)?;
-                self.throw_error_from_element(active, &code, "", None)?;
-            }
-            ElementKind::ExclusiveGateway { default_flow } => {
-                let flow = self.choose_flow(active, *default_flow)?;
-                self.mark(active, Intent::ElementActivated)?;
-                self.complete(active, None, Outgoing::One(flow))?;
-            }
-            ElementKind::ServiceTask(definition) => {
-                let job = self.evaluate_job(definition, active)?;
-                self.arm_boundary_timers(active)?;
-                self.create_job(active, job)?;
-                self.mark(active, Intent::ElementActivated)?;
-            }
-            ElementKind::ReceiveTask(definition)
-            | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(definition)) => {
-                let subscription = self.evaluate_subscription(definition, active)?;
-                self.arm_boundary_timers(active)?;
-                self.create_process_message_subscription(active, subscription)?;
-                self.mark(active, Intent::ElementActivated)?;
-            }
-            ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(definition)) => {
-                let due = self.evaluate_timer(definition, active)?;
-                self.create_timer(active, &element.id, due)?;
-                self.mark(active, Intent::ElementActivated)?;
-            }
-            ElementKind::BoundaryEvent { .. } => {
-                self.mark(active, Intent::ElementActivated)?;
-                self.complete(active, trigger, Outgoing::All)?;
-            }
-        }
-        Ok(())
+        behavior(&active.element().kind).activate(self, active, trigger)
     }
 
     /// Writes a lifecycle event for an instance with its stored record.
@@ -204,7 +206,7 @@ impl Processing<'_> {
 
     /// Completes an element whose work is done (a task's job completed, a message
     /// correlated, a timer fired), with the variables of that event.
-    pub fn complete_with(&mut self, key: i64, trigger: Option<Map<String, Value>>) -> Result<()> {
+    pub fn complete_with(&mut self, key: i64, trigger: Trigger) -> Result<()> {
         let Some(active) = self.active(key)? else {
             return Ok(());
         };
@@ -230,15 +232,10 @@ impl Processing<'_> {
         self.complete(&active, None, Outgoing::All)
     }
 
-    /// Completes an element: ELEMENT_COMPLETING, the output mappings, then
-    /// ELEMENT_COMPLETED and the outgoing flows. A failing output mapping becomes an
-    /// incident, and the element stays in ELEMENT_COMPLETING.
-    fn complete(
-        &mut self,
-        active: &Active,
-        trigger: Option<Map<String, Value>>,
-        outgoing: Outgoing,
-    ) -> Result<()> {
+    /// Completes an element: ELEMENT_COMPLETING, the output mappings, its kind's
+    /// completion, then ELEMENT_COMPLETED and the outgoing flows. A failing output
+    /// mapping becomes an incident, and the element stays in ELEMENT_COMPLETING.
+    fn complete(&mut self, active: &Active, trigger: Trigger, outgoing: Outgoing) -> Result<()> {
         if active.instance.state != ElementState::Completing {
             self.mark(active, Intent::ElementCompleting)?;
         }
@@ -259,7 +256,7 @@ impl Processing<'_> {
                 Err(halt) => return self.incident_on(active, halt),
             }
         }
-        self.leave_events(active)?;
+        behavior(&active.element().kind).complete(self, active)?;
         let record = active.record();
         if record.bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
@@ -333,15 +330,7 @@ impl Processing<'_> {
         if active.instance.state != ElementState::Terminating {
             self.mark(&active, Intent::ElementTerminating)?;
         }
-        self.cancel_job(&active)?;
-        self.leave_events(&active)?;
-        self.resolve_element_incident(key)?;
-        if matches!(
-            active.element().kind,
-            ElementKind::Process { .. } | ElementKind::SubProcess { .. }
-        ) {
-            self.terminate_children(key)?;
-        }
+        behavior(&active.element().kind).terminate(self, &active)?;
         if active.record().bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
                 self.read().await_registration(key)?
@@ -354,26 +343,12 @@ impl Processing<'_> {
         self.mark(&active, Intent::ElementTerminated)
     }
 
-    /// Cancels the timers and closes the message subscriptions an element holds (only
-    /// elements that can hold them are looked at).
-    fn leave_events(&mut self, active: &Active) -> Result<()> {
-        let element = active.element();
-        let timers = !element.boundary_events.is_empty()
-            || matches!(
-                element.kind,
-                ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(_))
-            );
-        if timers {
-            self.cancel_timers(active.key())?;
+    /// Cancels the timers of an activity's boundary events.
+    fn cancel_boundary_timers(&mut self, active: &Active) -> Result<()> {
+        if active.element().boundary_events.is_empty() {
+            return Ok(());
         }
-        if matches!(
-            element.kind,
-            ElementKind::ReceiveTask(_)
-                | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(_))
-        ) {
-            self.close_message_subscriptions(active.key())?;
-        }
-        Ok(())
+        self.cancel_timers(active.key())
     }
 
     /// Terminates every live child of a scope.
@@ -384,6 +359,7 @@ impl Processing<'_> {
         Ok(())
     }
 
+    /// Resolves the incident an element instance is stuck on, if any.
     fn resolve_element_incident(&mut self, key: i64) -> Result<()> {
         if let Some(incident_key) = self.read().incident_of_element(key)?
             && let Some(incident) = self.read().incident(incident_key)?
@@ -399,7 +375,7 @@ impl Processing<'_> {
         &mut self,
         attached: &Active,
         boundary: ElementIdx,
-        trigger: Option<Map<String, Value>>,
+        trigger: Trigger,
     ) -> Result<()> {
         let scope_key = attached.record().flow_scope_key;
         self.terminate(attached.key())?;
