@@ -10,7 +10,7 @@ use rill_protocol::value::{IncidentErrorType, IncidentRecord, ProcessInstanceRec
 use rill_protocol::{Command, CommandResponse, Intent, Key, RecordDraft, RecordValue};
 use serde_json::{Map, Value};
 
-use crate::appliers;
+use crate::appliers::Appliers;
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx};
 use crate::model_cache::{DeployedProcess, ModelCache};
@@ -65,6 +65,7 @@ impl Active {
 pub(crate) struct Processing<'a> {
     pub ctx: &'a ProcessingContext,
     txn: &'a mut dyn StateTxn,
+    appliers: Appliers,
     models: &'a mut ModelCache,
     cache: &'a ElementCache,
     floors: &'a ScanFloors,
@@ -79,20 +80,35 @@ pub(crate) struct Processing<'a> {
     retention_millis: i64,
 }
 
+/// What the engine lends the processing of one command: its appliers, its caches and
+/// the one option processing reads.
+pub(crate) struct EngineParts<'a> {
+    pub appliers: Appliers,
+    pub models: &'a mut ModelCache,
+    pub cache: &'a ElementCache,
+    pub floors: &'a ScanFloors,
+    pub retention_millis: i64,
+}
+
 impl<'a> Processing<'a> {
     pub fn new(
         ctx: &'a ProcessingContext,
         txn: &'a mut dyn StateTxn,
-        models: &'a mut ModelCache,
-        cache: &'a ElementCache,
-        floors: &'a ScanFloors,
+        parts: EngineParts<'a>,
         out: &'a mut Output,
-        retention_millis: i64,
     ) -> Processing<'a> {
+        let EngineParts {
+            appliers,
+            models,
+            cache,
+            floors,
+            retention_millis,
+        } = parts;
         cache.clear();
         Processing {
             ctx,
             txn,
+            appliers,
             models,
             cache,
             floors,
@@ -154,7 +170,13 @@ impl<'a> Processing<'a> {
     pub fn event(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
         let draft = RecordDraft::event(Key(key), intent, value);
         let mut writer = Writer::new(&mut *self.txn, self.cache, self.floors);
-        appliers::apply(&mut writer, self.models, &draft, self.ctx.timestamp)?;
+        self.appliers.apply(
+            &mut writer,
+            self.models,
+            &draft,
+            self.ctx.timestamp,
+            self.ctx.engine_version,
+        )?;
         self.out.records.push(draft);
         Ok(())
     }
