@@ -25,18 +25,18 @@ pub(crate) enum Step {
     /// Enter `element` in the scope `scope_key`, with variables of the event that
     /// triggered it (a caught error).
     Activate {
-        scope_key: i64,
+        scope_key: Key,
         process: Arc<DeployedProcess>,
         element: ElementIdx,
         trigger: Option<Map<String, Value>>,
     },
     /// Complete an element instance whose work is done (a scope with no token left).
-    Complete { key: i64 },
+    Complete { key: Key },
     /// The message partition's side of a new subscription: record it and correlate a
     /// buffered message if there is one.
     OpenMessageSubscription {
-        process_message_subscription_key: i64,
-        element_instance_key: i64,
+        process_message_subscription_key: Key,
+        element_instance_key: Key,
         message_name: String,
     },
 }
@@ -53,7 +53,7 @@ impl Active {
         self.process.model.element(self.idx)
     }
 
-    pub fn key(&self) -> i64 {
+    pub fn key(&self) -> Key {
         self.instance.key
     }
 
@@ -137,13 +137,13 @@ impl<'a> Processing<'a> {
 
     /// A fresh key from the partition's counter (`keys::next_key`'s layout; the
     /// counter is written back once, in [`Processing::finish`]).
-    pub fn next_key(&mut self) -> Result<i64> {
+    pub fn next_key(&mut self) -> Result<Key> {
         let next = match self.next_key {
             Some(next) => next,
             None => keys::peek_counter(&*self.txn)?,
         };
         self.next_key = Some(next + 1);
-        Ok(rill_protocol::Key::new(self.ctx.partition_id, next).get())
+        Ok(Key::new(self.ctx.partition_id, next))
     }
 
     pub fn model(&mut self, definition_key: i64) -> Result<Arc<DeployedProcess>> {
@@ -160,15 +160,15 @@ impl<'a> Processing<'a> {
     }
 
     /// Writes the command's own record (the first record of an accepted command).
-    pub fn command(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) {
+    pub fn command(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) {
         self.out
             .records
-            .push(RecordDraft::command(Key(key), intent, value));
+            .push(RecordDraft::command(key, intent, value));
     }
 
     /// Writes an event and applies it to state.
-    pub fn event(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
-        let draft = RecordDraft::event(Key(key), intent, value);
+    pub fn event(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
+        let draft = RecordDraft::event(key, intent, value);
         let mut writer = Writer::new(&mut *self.txn, self.cache, self.floors);
         self.appliers.apply(
             &mut writer,
@@ -185,13 +185,13 @@ impl<'a> Processing<'a> {
     /// rejection as the response.
     pub fn reject(
         &mut self,
-        key: i64,
+        key: Key,
         intent: Intent,
         value: impl Into<RecordValue>,
         rejection: Rejection,
     ) {
         self.out.records.push(RecordDraft::rejection(
-            Key(key),
+            key,
             intent,
             value,
             rejection.kind,
@@ -201,9 +201,9 @@ impl<'a> Processing<'a> {
     }
 
     /// Answers the command with an event's key, intent and value.
-    pub fn respond(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) {
+    pub fn respond(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) {
         self.out.response = Some(CommandResponse::Accepted {
-            key: Key(key),
+            key,
             intent,
             value: value.into(),
         });
@@ -264,8 +264,8 @@ impl<'a> Processing<'a> {
     }
 
     /// Loads a live element instance with its model element.
-    pub fn active(&mut self, key: i64) -> Result<Option<Active>> {
-        let Some(instance) = self.read().element_instance(key)? else {
+    pub fn active(&mut self, key: Key) -> Result<Option<Active>> {
+        let Some(instance) = self.read().element_instance(key.get())? else {
             return Ok(None);
         };
         let process = self.model(instance.record.process_definition_key)?;
@@ -295,10 +295,10 @@ impl<'a> Processing<'a> {
     pub fn raise_incident(
         &mut self,
         at: &ProcessInstanceRecord,
-        element_instance_key: i64,
+        element_instance_key: Key,
         error_type: IncidentErrorType,
         message: String,
-        job_key: i64,
+        job_key: Key,
     ) -> Result<()> {
         let key = self.next_key()?;
         let record = IncidentRecord {
@@ -308,9 +308,9 @@ impl<'a> Processing<'a> {
             process_definition_key: at.process_definition_key,
             process_instance_key: at.process_instance_key,
             element_id: at.element_id.clone(),
-            element_instance_key,
-            job_key,
-            variable_scope_key: element_instance_key,
+            element_instance_key: element_instance_key.get(),
+            job_key: job_key.get(),
+            variable_scope_key: element_instance_key.get(),
             tenant_id: at.tenant_id.clone(),
         };
         self.event(key, Intent::Created, record)

@@ -1,6 +1,7 @@
 //! PROCESS and DEPLOYMENT: deployed definitions, and the deployment kept for
 //! distribution to other partitions.
 
+use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, ProcessRecord};
 
 use super::Apply;
@@ -8,7 +9,7 @@ use crate::error::Result;
 
 pub(super) fn process_created(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &ProcessRecord,
 ) -> Result<()> {
     ctx.state.put_process(value)
@@ -16,7 +17,7 @@ pub(super) fn process_created(
 
 pub(super) fn deployment_created(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &DeploymentRecord,
 ) -> Result<()> {
     ctx.state.put_deployment(key, value)

@@ -3,6 +3,7 @@
 //! records on the receiver that the sender's sequence number was applied (key: that
 //! number).
 
+use rill_protocol::Key;
 use rill_protocol::value::CommandDistributionRecord;
 
 use super::Apply;
@@ -16,7 +17,7 @@ fn partition(value: &CommandDistributionRecord) -> Result<u16> {
 
 pub(super) fn distributing(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &CommandDistributionRecord,
 ) -> Result<()> {
     let partition = partition(value)?;
@@ -34,19 +35,19 @@ pub(super) fn distributing(
 
 pub(super) fn acknowledged(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &CommandDistributionRecord,
 ) -> Result<()> {
     let partition = partition(value)?;
-    ctx.state.remove_outbox(partition, key as u64);
+    ctx.state.remove_outbox(partition, key.get() as u64);
     Ok(())
 }
 
 pub(super) fn distributed(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &CommandDistributionRecord,
 ) -> Result<()> {
     let partition = partition(value)?;
-    ctx.state.set_inbox_sequence(partition, key as u64)
+    ctx.state.set_inbox_sequence(partition, key.get() as u64)
 }

@@ -1,16 +1,17 @@
 //! INCIDENT: open incidents and what resolving one frees.
 
+use rill_protocol::Key;
 use rill_protocol::value::{IncidentRecord, JobRecord};
 
 use super::Apply;
 use crate::error::{Result, inconsistent};
 use crate::state::JobState;
 
-pub(super) fn created(ctx: &mut Apply<'_, '_>, key: i64, value: &IncidentRecord) -> Result<()> {
+pub(super) fn created(ctx: &mut Apply<'_, '_>, key: Key, value: &IncidentRecord) -> Result<()> {
     ctx.state.put_incident(key, value)
 }
 
-pub(super) fn resolved(ctx: &mut Apply<'_, '_>, key: i64, value: &IncidentRecord) -> Result<()> {
+pub(super) fn resolved(ctx: &mut Apply<'_, '_>, key: Key, value: &IncidentRecord) -> Result<()> {
     let state = &mut *ctx.state;
     let Some(incident) = state.read().incident(key)? else {
         return Err(inconsistent(format!("incident {key} not found")));

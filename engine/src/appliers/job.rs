@@ -1,25 +1,26 @@
 //! JOB and JOB_BATCH: a job's state and the indexes that find it (activatable by type,
 //! deadline, back-off).
 
+use rill_protocol::Key;
 use rill_protocol::value::{JobBatchRecord, JobRecord};
 
 use super::Apply;
 use crate::error::{Result, inconsistent};
 use crate::state::{JobState, Writer};
 
-pub(super) fn created(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> Result<()> {
+pub(super) fn created(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     let state = &mut *ctx.state;
-    state.update_element_instance(value.element_instance_key, |i| i.job_key = key)?;
+    state.update_element_instance(value.element_instance_key, |i| i.job_key = key.get())?;
     state.put_job(key, JobState::Activatable, value, None)
 }
 
 /// COMPLETED and CANCELED: the job goes.
-pub(super) fn removed(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> Result<()> {
+pub(super) fn removed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     let state = &mut *ctx.state;
     // The record is the job as stored: it tells which indexes hold it.
     state.delete_job_record(key, value);
     state.update_element_instance(value.element_instance_key, |i| {
-        if i.job_key == key {
+        if i.job_key == key.get() {
             i.job_key = -1;
         }
     })?;
@@ -29,13 +30,13 @@ pub(super) fn removed(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> R
 /// TIMED_OUT and RECURRED_AFTER_BACKOFF.
 pub(super) fn activatable_again(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &JobRecord,
 ) -> Result<()> {
     put(ctx.state, key, value, |_| Ok(JobState::Activatable))
 }
 
-pub(super) fn failed(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> Result<()> {
+pub(super) fn failed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     // With retries left and no back-off, a failed job is offered to workers again.
     let new_state = if value.retries > 0 && value.recurring_time < 0 {
         JobState::Activatable
@@ -45,12 +46,12 @@ pub(super) fn failed(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> Re
     put(ctx.state, key, value, |_| Ok(new_state))
 }
 
-pub(super) fn error_thrown(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> Result<()> {
+pub(super) fn error_thrown(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     put(ctx.state, key, value, |_| Ok(JobState::ErrorThrown))
 }
 
 /// RETRIES_UPDATED and TIMEOUT_UPDATED: the job keeps its state.
-pub(super) fn updated(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> Result<()> {
+pub(super) fn updated(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     put(ctx.state, key, value, |previous| match previous {
         Some(previous) => Ok(previous.state),
         None => Err(inconsistent(format!("job {key} not found"))),
@@ -60,7 +61,7 @@ pub(super) fn updated(ctx: &mut Apply<'_, '_>, key: i64, value: &JobRecord) -> R
 /// Stores the job in the state `new_state` picks from the stored job.
 fn put(
     state: &mut Writer<'_>,
-    key: i64,
+    key: Key,
     value: &JobRecord,
     new_state: impl FnOnce(Option<&crate::state::StoredJob>) -> Result<JobState>,
 ) -> Result<()> {
@@ -71,7 +72,7 @@ fn put(
 
 pub(super) fn batch_activated(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     batch: &JobBatchRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;

@@ -14,14 +14,14 @@ use crate::state::{
     OutboxEntry, StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription, Writer,
 };
 
-pub(super) fn published(ctx: &mut Apply<'_, '_>, key: i64, value: &MessageRecord) -> Result<()> {
+pub(super) fn published(ctx: &mut Apply<'_, '_>, key: Key, value: &MessageRecord) -> Result<()> {
     ctx.state.put_message(&StoredMessage {
         key,
         record: value.clone(),
     })
 }
 
-pub(super) fn expired(ctx: &mut Apply<'_, '_>, key: i64, _value: &MessageRecord) -> Result<()> {
+pub(super) fn expired(ctx: &mut Apply<'_, '_>, key: Key, _value: &MessageRecord) -> Result<()> {
     let state = &mut *ctx.state;
     match state.read().message(key)? {
         Some(message) => state.delete_message(&message),
@@ -31,7 +31,7 @@ pub(super) fn expired(ctx: &mut Apply<'_, '_>, key: i64, _value: &MessageRecord)
 
 pub(super) fn subscription_created(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &MessageSubscriptionRecord,
 ) -> Result<()> {
     ctx.state
@@ -44,12 +44,12 @@ pub(super) fn subscription_created(
 
 pub(super) fn subscription_correlating(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &MessageSubscriptionRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;
     let instance_partition = Key(value.process_instance_key).partition();
-    if instance_partition != Key(key).partition() {
+    if instance_partition != key.partition() {
         state.push_outbox(
             instance_partition.get(),
             &OutboxEntry {
@@ -75,7 +75,7 @@ pub(super) fn subscription_correlating(
 
 pub(super) fn subscription_correlated(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &MessageSubscriptionRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;
@@ -92,7 +92,7 @@ pub(super) fn subscription_correlated(
 
 pub(super) fn subscription_rejected(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &MessageSubscriptionRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;
@@ -115,7 +115,7 @@ fn stop_correlating(state: &mut Writer<'_>, value: &MessageSubscriptionRecord) -
 
 pub(super) fn subscription_deleted(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &MessageSubscriptionRecord,
 ) -> Result<()> {
     ctx.state.delete_message_subscription(
@@ -130,7 +130,7 @@ pub(super) fn subscription_deleted(
 /// partition.
 fn send_to_message_side(
     state: &mut Writer<'_>,
-    key: i64,
+    key: Key,
     value: &ProcessMessageSubscriptionRecord,
     intent: Intent,
 ) -> Result<()> {
@@ -165,7 +165,7 @@ fn send_to_message_side(
 
 pub(super) fn process_subscription_creating(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &ProcessMessageSubscriptionRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;
@@ -180,7 +180,7 @@ pub(super) fn process_subscription_creating(
 
 pub(super) fn process_subscription_created(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &ProcessMessageSubscriptionRecord,
 ) -> Result<()> {
     update_process_subscription(ctx.state, value, |s| s.opened = true)
@@ -188,7 +188,7 @@ pub(super) fn process_subscription_created(
 
 pub(super) fn process_subscription_deleting(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &ProcessMessageSubscriptionRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;
@@ -213,7 +213,7 @@ fn update_process_subscription(
 
 pub(super) fn process_subscription_correlated(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &ProcessMessageSubscriptionRecord,
 ) -> Result<()> {
     // A non-interrupting subscription stays open for the next message.
@@ -227,7 +227,7 @@ pub(super) fn process_subscription_correlated(
 
 pub(super) fn process_subscription_deleted(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &ProcessMessageSubscriptionRecord,
 ) -> Result<()> {
     ctx.state

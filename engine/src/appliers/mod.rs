@@ -20,6 +20,7 @@ mod variable;
 #[cfg(test)]
 mod tests;
 
+use rill_protocol::Key;
 use rill_protocol::value::{
     CommandDistributionRecord, DeploymentRecord, IncidentRecord, JobBatchRecord, JobRecord,
     MessageRecord, MessageSubscriptionRecord, ProcessInstanceCreationRecord, ProcessInstanceRecord,
@@ -42,27 +43,27 @@ pub(crate) struct Apply<'s, 'w> {
 /// One applier, typed by the record value it takes; `key` is the record's key.
 #[derive(Clone, Copy)]
 pub(crate) enum Applier {
-    Deployment(fn(&mut Apply<'_, '_>, i64, &DeploymentRecord) -> Result<()>),
-    Process(fn(&mut Apply<'_, '_>, i64, &ProcessRecord) -> Result<()>),
-    ProcessInstance(fn(&mut Apply<'_, '_>, i64, &ProcessInstanceRecord) -> Result<()>),
+    Deployment(fn(&mut Apply<'_, '_>, Key, &DeploymentRecord) -> Result<()>),
+    Process(fn(&mut Apply<'_, '_>, Key, &ProcessRecord) -> Result<()>),
+    ProcessInstance(fn(&mut Apply<'_, '_>, Key, &ProcessInstanceRecord) -> Result<()>),
     ProcessInstanceCreation(
-        fn(&mut Apply<'_, '_>, i64, &ProcessInstanceCreationRecord) -> Result<()>,
+        fn(&mut Apply<'_, '_>, Key, &ProcessInstanceCreationRecord) -> Result<()>,
     ),
-    Job(fn(&mut Apply<'_, '_>, i64, &JobRecord) -> Result<()>),
-    JobBatch(fn(&mut Apply<'_, '_>, i64, &JobBatchRecord) -> Result<()>),
-    Variable(fn(&mut Apply<'_, '_>, i64, &VariableRecord) -> Result<()>),
-    Incident(fn(&mut Apply<'_, '_>, i64, &IncidentRecord) -> Result<()>),
-    Message(fn(&mut Apply<'_, '_>, i64, &MessageRecord) -> Result<()>),
-    MessageSubscription(fn(&mut Apply<'_, '_>, i64, &MessageSubscriptionRecord) -> Result<()>),
+    Job(fn(&mut Apply<'_, '_>, Key, &JobRecord) -> Result<()>),
+    JobBatch(fn(&mut Apply<'_, '_>, Key, &JobBatchRecord) -> Result<()>),
+    Variable(fn(&mut Apply<'_, '_>, Key, &VariableRecord) -> Result<()>),
+    Incident(fn(&mut Apply<'_, '_>, Key, &IncidentRecord) -> Result<()>),
+    Message(fn(&mut Apply<'_, '_>, Key, &MessageRecord) -> Result<()>),
+    MessageSubscription(fn(&mut Apply<'_, '_>, Key, &MessageSubscriptionRecord) -> Result<()>),
     ProcessMessageSubscription(
-        fn(&mut Apply<'_, '_>, i64, &ProcessMessageSubscriptionRecord) -> Result<()>,
+        fn(&mut Apply<'_, '_>, Key, &ProcessMessageSubscriptionRecord) -> Result<()>,
     ),
-    Timer(fn(&mut Apply<'_, '_>, i64, &TimerRecord) -> Result<()>),
-    CommandDistribution(fn(&mut Apply<'_, '_>, i64, &CommandDistributionRecord) -> Result<()>),
+    Timer(fn(&mut Apply<'_, '_>, Key, &TimerRecord) -> Result<()>),
+    CommandDistribution(fn(&mut Apply<'_, '_>, Key, &CommandDistributionRecord) -> Result<()>),
 }
 
 impl Applier {
-    fn apply(self, ctx: &mut Apply<'_, '_>, key: i64, value: &RecordValue) -> Result<()> {
+    fn apply(self, ctx: &mut Apply<'_, '_>, key: Key, value: &RecordValue) -> Result<()> {
         match (self, value) {
             (Applier::Deployment(f), RecordValue::Deployment(v)) => f(ctx, key, v),
             (Applier::Process(f), RecordValue::Process(v)) => f(ctx, key, v),
@@ -259,6 +260,6 @@ impl Appliers {
             models,
             timestamp,
         };
-        applier.apply(&mut ctx, record.key.get(), &record.value)
+        applier.apply(&mut ctx, record.key, &record.value)
     }
 }

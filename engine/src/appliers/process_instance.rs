@@ -1,6 +1,7 @@
 //! PROCESS_INSTANCE and PROCESS_INSTANCE_CREATION: element instances, their tokens,
 //! and the summary a finished instance leaves.
 
+use rill_protocol::Key;
 use rill_protocol::value::{BpmnElementType, ProcessInstanceCreationRecord, ProcessInstanceRecord};
 
 use super::Apply;
@@ -12,7 +13,7 @@ use crate::state::{
 
 pub(super) fn element_activating(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
     let Apply {
@@ -71,7 +72,7 @@ pub(super) fn element_activating(
 
 pub(super) fn element_activated(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     _value: &ProcessInstanceRecord,
 ) -> Result<()> {
     set_element_state(ctx.state, key, ElementState::Activated)
@@ -79,7 +80,7 @@ pub(super) fn element_activated(
 
 pub(super) fn element_completing(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     _value: &ProcessInstanceRecord,
 ) -> Result<()> {
     set_element_state(ctx.state, key, ElementState::Completing)
@@ -87,7 +88,7 @@ pub(super) fn element_completing(
 
 pub(super) fn element_terminating(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     _value: &ProcessInstanceRecord,
 ) -> Result<()> {
     set_element_state(ctx.state, key, ElementState::Terminating)
@@ -95,7 +96,7 @@ pub(super) fn element_terminating(
 
 pub(super) fn element_completed(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
     element_ended(ctx, key, value, InstanceState::Completed)
@@ -103,13 +104,13 @@ pub(super) fn element_completed(
 
 pub(super) fn element_terminated(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
     element_ended(ctx, key, value, InstanceState::Terminated)
 }
 
-fn set_element_state(state: &mut Writer<'_>, key: i64, new_state: ElementState) -> Result<()> {
+fn set_element_state(state: &mut Writer<'_>, key: Key, new_state: ElementState) -> Result<()> {
     if state.update_element_instance(key, |instance| instance.state = new_state)? {
         Ok(())
     } else {
@@ -119,7 +120,7 @@ fn set_element_state(state: &mut Writer<'_>, key: i64, new_state: ElementState) 
 
 fn element_ended(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     value: &ProcessInstanceRecord,
     ending: InstanceState,
 ) -> Result<()> {
@@ -166,7 +167,7 @@ fn element_ended(
 
 pub(super) fn sequence_flow_taken(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
     let Apply { state, models, .. } = ctx;
@@ -187,7 +188,7 @@ pub(super) fn sequence_flow_taken(
 
 pub(super) fn instance_deleted(
     ctx: &mut Apply<'_, '_>,
-    key: i64,
+    key: Key,
     _value: &ProcessInstanceRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;
@@ -199,7 +200,7 @@ pub(super) fn instance_deleted(
 
 pub(super) fn instance_created(
     ctx: &mut Apply<'_, '_>,
-    _key: i64,
+    _key: Key,
     value: &ProcessInstanceCreationRecord,
 ) -> Result<()> {
     let state = &mut *ctx.state;

@@ -36,7 +36,7 @@ fn the_newest_applier_not_above_the_engine_version_is_in_force() {
 
 /// A later behaviour of VARIABLE CREATED, registered as version 2 (here: it stores the
 /// value inside an array, so that the test can tell which version ran).
-fn variable_created_v2(ctx: &mut Apply<'_, '_>, key: i64, value: &VariableRecord) -> Result<()> {
+fn variable_created_v2(ctx: &mut Apply<'_, '_>, key: Key, value: &VariableRecord) -> Result<()> {
     let value = VariableRecord {
         value: format!("[{}]", value.value),
         ..value.clone()

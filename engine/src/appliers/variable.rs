@@ -1,5 +1,6 @@
 //! VARIABLE: a variable's value in its scope.
 
+use rill_protocol::Key;
 use rill_protocol::value::VariableRecord;
 
 use super::Apply;
@@ -7,7 +8,7 @@ use crate::error::Result;
 use crate::state::StoredVariable;
 
 /// CREATED and UPDATED.
-pub(super) fn written(ctx: &mut Apply<'_, '_>, key: i64, value: &VariableRecord) -> Result<()> {
+pub(super) fn written(ctx: &mut Apply<'_, '_>, key: Key, value: &VariableRecord) -> Result<()> {
     let state = &mut *ctx.state;
     if value.scope_key != value.process_instance_key {
         state.update_element_instance(value.scope_key, |i| i.has_variables = true)?;
@@ -17,7 +18,7 @@ pub(super) fn written(ctx: &mut Apply<'_, '_>, key: i64, value: &VariableRecord)
         value.scope_key,
         &value.name,
         &StoredVariable {
-            key,
+            key: key.get(),
             value: value.value.clone(),
         },
     )

@@ -6,6 +6,7 @@ use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{JobDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};
+use rill_protocol::Key;
 use rill_protocol::value::JobRecord;
 use rill_protocol::{Intent, JsonValue};
 
@@ -51,7 +52,7 @@ impl Processing<'_> {
         let value = JobRecord {
             job_type: job.job_type,
             element_id: record.element_id.clone(),
-            element_instance_key: active.key(),
+            element_instance_key: active.key().get(),
             bpmn_process_id: record.bpmn_process_id.clone(),
             process_definition_version: record.version,
             process_definition_key: record.process_definition_key,
@@ -82,10 +83,10 @@ impl Processing<'_> {
         if let Some(incident_key) = self.read().incident_of_job(job_key)?
             && let Some(incident) = self.read().incident(incident_key)?
         {
-            self.event(incident_key, Intent::Resolved, incident.record)?;
+            self.event(Key(incident_key), Intent::Resolved, incident.record)?;
         }
         if let Some(job) = self.read().job(job_key)? {
-            self.event(job_key, Intent::Canceled, job.record)?;
+            self.event(Key(job_key), Intent::Canceled, job.record)?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 //! leave element:     PMS DELETING ─► MS DELETED ─► PMS DELETED
 //! ```
 
+use rill_protocol::Key;
 use rill_protocol::value::{MessageSubscriptionRecord, ProcessMessageSubscriptionRecord};
 use rill_protocol::{Intent, JsonValue, message_partition};
 use serde_json::Value;
@@ -65,7 +66,7 @@ impl Processing<'_> {
         let value = ProcessMessageSubscriptionRecord {
             subscription_partition_id: i32::from(partition.get()),
             process_instance_key: record.process_instance_key,
-            element_instance_key: active.key(),
+            element_instance_key: active.key().get(),
             bpmn_process_id: record.bpmn_process_id.clone(),
             element_id: record.element_id.clone(),
             message_name: subscription.message_name.clone(),
@@ -95,8 +96,8 @@ impl Processing<'_> {
     /// oldest buffered message this process has not received yet.
     pub fn open_message_subscription(
         &mut self,
-        process_subscription_key: i64,
-        element_instance_key: i64,
+        process_subscription_key: Key,
+        element_instance_key: Key,
         message_name: &str,
     ) -> Result<()> {
         let Some(process_subscription) = self
@@ -111,7 +112,7 @@ impl Processing<'_> {
         let p = &process_subscription.record;
         let value = MessageSubscriptionRecord {
             process_instance_key: p.process_instance_key,
-            element_instance_key,
+            element_instance_key: element_instance_key.get(),
             bpmn_process_id: p.bpmn_process_id.clone(),
             message_name: p.message_name.clone(),
             correlation_key: p.correlation_key.clone(),
@@ -148,7 +149,7 @@ impl Processing<'_> {
             {
                 continue;
             }
-            return self.correlate(subscription, message_key, message.record.variables);
+            return self.correlate(subscription, Key(message_key), message.record.variables);
         }
         Ok(())
     }
@@ -206,7 +207,7 @@ impl Processing<'_> {
             Value::Object(map) => Some(map.clone()),
             _ => None,
         };
-        self.complete_with(element_key, trigger)
+        self.complete_with(Key(element_key), trigger)
     }
 
     /// The instance's partition applied a correlation sent from here.
@@ -230,11 +231,11 @@ impl Processing<'_> {
     pub fn correlate(
         &mut self,
         subscription: StoredMessageSubscription,
-        message_key: i64,
+        message_key: Key,
         variables: JsonValue,
     ) -> Result<()> {
         let value = MessageSubscriptionRecord {
-            message_key,
+            message_key: message_key.get(),
             variables: variables.clone(),
             ..subscription.record
         };
@@ -253,7 +254,7 @@ impl Processing<'_> {
             .process_message_subscription(element_key, &value.message_name)?
         {
             let correlated = ProcessMessageSubscriptionRecord {
-                message_key,
+                message_key: message_key.get(),
                 variables: variables.clone(),
                 ..process_subscription.record
             };
@@ -262,14 +263,14 @@ impl Processing<'_> {
                 Value::Object(map) => Some(map),
                 _ => None,
             };
-            self.complete_with(element_key, trigger)?;
+            self.complete_with(Key(element_key), trigger)?;
         }
 
         self.event(subscription.key, Intent::Correlated, value)
     }
 
     /// Closes the subscriptions of an element instance that is left.
-    pub fn close_message_subscriptions(&mut self, element_instance_key: i64) -> Result<()> {
+    pub fn close_message_subscriptions(&mut self, element_instance_key: Key) -> Result<()> {
         for subscription in self
             .read()
             .process_message_subscriptions(element_instance_key)?

@@ -6,6 +6,7 @@ use crate::model::{BoundaryDefinition, ElementKind, TimerDefinition, ValueOrExpr
 use crate::outcome::{Evaluated, Failure, ignore_failure};
 use rill_feel::temporal::{self, IsoDuration};
 use rill_protocol::Intent;
+use rill_protocol::Key;
 use rill_protocol::value::TimerRecord;
 
 /// When a timer fires, and how often (-1 = forever, 1 = once).
@@ -71,7 +72,7 @@ impl Processing<'_> {
     ) -> Result<()> {
         let record = active.record();
         let timer = TimerRecord {
-            element_instance_key: active.key(),
+            element_instance_key: active.key().get(),
             process_instance_key: record.process_instance_key,
             process_definition_key: record.process_definition_key,
             due_date: due.due_date,
@@ -106,24 +107,24 @@ impl Processing<'_> {
     }
 
     /// Cancels the timers that belong to an element instance.
-    pub fn cancel_timers(&mut self, element_instance_key: i64) -> Result<()> {
+    pub fn cancel_timers(&mut self, element_instance_key: Key) -> Result<()> {
         for key in self.read().timers_of_element(element_instance_key)? {
             if let Some(timer) = self.read().timer(key)? {
-                self.event(key, Intent::Canceled, timer)?;
+                self.event(Key(key), Intent::Canceled, timer)?;
             }
         }
         Ok(())
     }
 
     /// A due timer fires: completes its catch event, or triggers its boundary event.
-    pub fn fire_timer(&mut self, key: i64, timer: TimerRecord) -> Result<()> {
+    pub fn fire_timer(&mut self, key: Key, timer: TimerRecord) -> Result<()> {
         let element_key = timer.element_instance_key;
         self.event(key, Intent::Triggered, timer.clone())?;
-        let Some(active) = self.active(element_key)? else {
+        let Some(active) = self.active(Key(element_key))? else {
             return Ok(());
         };
         if active.element().id == timer.target_element_id {
-            return self.complete_with(element_key, None);
+            return self.complete_with(Key(element_key), None);
         }
         let process = active.process.clone();
         let Some(boundary) = process.model.element_by_id(&timer.target_element_id) else {
@@ -174,6 +175,6 @@ impl Processing<'_> {
             )?;
         }
         let scope_key = active.record().flow_scope_key;
-        self.activate(scope_key, &process, boundary, None)
+        self.activate(Key(scope_key), &process, boundary, None)
     }
 }

@@ -42,7 +42,7 @@ fn put_path(base: Option<Value>, path: &[String], value: Value) -> Value {
 
 impl Processing<'_> {
     /// Scope keys from `key` up to the process instance.
-    pub fn scope_chain(&self, key: i64) -> Result<Vec<i64>> {
+    pub fn scope_chain(&self, key: Key) -> Result<Vec<Key>> {
         let mut chain = vec![key];
         let mut current = key;
         while let Some(instance) = self.read().element_instance(current)? {
@@ -50,26 +50,29 @@ impl Processing<'_> {
             if parent < 0 {
                 break;
             }
-            chain.push(parent);
-            current = parent;
+            chain.push(Key(parent));
+            current = Key(parent);
         }
         Ok(chain)
     }
 
     /// The scope chain of a job's element: known from the model when the task sits
     /// directly in the process (no state read), else walked.
-    pub fn job_scope_chain(&mut self, job: &rill_protocol::value::JobRecord) -> Result<Vec<i64>> {
+    pub fn job_scope_chain(&mut self, job: &rill_protocol::value::JobRecord) -> Result<Vec<Key>> {
         let process = self.model(job.process_definition_key)?;
         if let Some(idx) = process.model.element_by_id(&job.element_id)
             && process.model.element(idx).flow_scope == Some(crate::model::ProcessModel::ROOT)
         {
-            return Ok(vec![job.element_instance_key, job.process_instance_key]);
+            return Ok(vec![
+                Key(job.element_instance_key),
+                Key(job.process_instance_key),
+            ]);
         }
-        self.scope_chain(job.element_instance_key)
+        self.scope_chain(Key(job.element_instance_key))
     }
 
     /// The value of `name` as seen from the first scope of `chain`.
-    fn visible_variable(&self, instance: i64, chain: &[i64], name: &str) -> Result<Option<Value>> {
+    fn visible_variable(&self, instance: Key, chain: &[Key], name: &str) -> Result<Option<Value>> {
         for scope in chain {
             if let Some(variable) = self.read().variable(instance, *scope, name)? {
                 return Ok(Some(
@@ -83,8 +86,8 @@ impl Processing<'_> {
     /// The variables `names` as seen from the first scope of `chain`.
     pub fn variables_named(
         &self,
-        instance: i64,
-        chain: &[i64],
+        instance: Key,
+        chain: &[Key],
         names: &[String],
     ) -> Result<Map<String, Value>> {
         let mut out = Map::new();
@@ -97,7 +100,7 @@ impl Processing<'_> {
     }
 
     /// Every variable visible from the first scope of `chain` (inner scopes win).
-    pub fn all_variables(&self, instance: i64, chain: &[i64]) -> Result<Map<String, Value>> {
+    pub fn all_variables(&self, instance: Key, chain: &[Key]) -> Result<Map<String, Value>> {
         let mut out = Map::new();
         for scope in chain.iter().rev() {
             for (name, variable) in self.read().scope_variables(instance, *scope)? {
@@ -118,7 +121,7 @@ impl Processing<'_> {
     ) -> Result<Map<String, Value>> {
         let chain = self.scope_chain(active.key())?;
         self.variables_named(
-            active.record().process_instance_key,
+            Key(active.record().process_instance_key),
             &chain,
             expression.variable_names(),
         )
@@ -145,8 +148,8 @@ impl Processing<'_> {
     /// written as the element's local variables.
     pub fn evaluate_inputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
-        let chain = self.scope_chain(active.record().flow_scope_key)?;
-        self.evaluate_mappings(&active.element().inputs, instance, &chain, false)
+        let chain = self.scope_chain(Key(active.record().flow_scope_key))?;
+        self.evaluate_mappings(&active.element().inputs, Key(instance), &chain, false)
     }
 
     /// Output mappings: evaluated in the element's scope; nested targets merge into the
@@ -154,14 +157,14 @@ impl Processing<'_> {
     pub fn evaluate_outputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
         let chain = self.scope_chain(active.key())?;
-        self.evaluate_mappings(&active.element().outputs, instance, &chain, true)
+        self.evaluate_mappings(&active.element().outputs, Key(instance), &chain, true)
     }
 
     fn evaluate_mappings(
         &self,
         mappings: &[Mapping],
-        instance: i64,
-        chain: &[i64],
+        instance: Key,
+        chain: &[Key],
         merge_visible: bool,
     ) -> Evaluated<Map<String, Value>> {
         let mut result = Map::new();
@@ -198,7 +201,7 @@ impl Processing<'_> {
     pub fn set_variable(
         &mut self,
         at: &ProcessInstanceRecord,
-        scope_key: i64,
+        scope_key: Key,
         name: &str,
         value: &Value,
     ) -> Result<()> {
@@ -206,13 +209,13 @@ impl Processing<'_> {
         let text = value.to_string();
         let (key, intent) = match self.read().variable(instance, scope_key, name)? {
             Some(existing) if existing.value == text => return Ok(()),
-            Some(existing) => (existing.key, Intent::Updated),
+            Some(existing) => (Key(existing.key), Intent::Updated),
             None => (self.next_key()?, Intent::Created),
         };
         let record = VariableRecord {
             name: name.to_owned(),
             value: text,
-            scope_key,
+            scope_key: scope_key.get(),
             process_instance_key: instance,
             process_definition_key: at.process_definition_key,
             bpmn_process_id: at.bpmn_process_id.clone(),
@@ -237,7 +240,7 @@ impl Processing<'_> {
     /// else in the process scope.
     pub fn propagate_variables(
         &mut self,
-        start: i64,
+        start: Key,
         at: &ElementInstance,
         variables: Map<String, Value>,
     ) -> Result<()> {
@@ -250,11 +253,11 @@ impl Processing<'_> {
             let mut target = instance;
             for scope in &chain {
                 if self.read().variable(instance, *scope, name)?.is_some() {
-                    target = *scope;
+                    target = scope.get();
                     break;
                 }
             }
-            self.set_variable(&at.record, target, name, value)?;
+            self.set_variable(&at.record, Key(target), name, value)?;
         }
         Ok(())
     }
@@ -278,7 +281,8 @@ impl Processing<'_> {
             let Some(condition) = &flow.condition else {
                 return Ok(*flow_idx);
             };
-            let context = self.variables_named(instance, &chain, condition.variable_names())?;
+            let context =
+                self.variables_named(Key(instance), &chain, condition.variable_names())?;
             let value = condition
                 .evaluate(&context, self.now())
                 .map_err(|e| Failure::condition(e.to_string()))?;
@@ -309,7 +313,7 @@ impl Processing<'_> {
     /// registration must be read before the ending event removed it.
     pub fn instance_finished(
         &mut self,
-        process_instance_key: i64,
+        process_instance_key: Key,
         registration: Option<AwaitRegistration>,
         completed: bool,
     ) -> Result<()> {
@@ -328,7 +332,7 @@ impl Processing<'_> {
     /// Builds the answer for a client awaiting the result of an instance.
     pub fn await_response(
         &self,
-        process_instance_key: i64,
+        process_instance_key: Key,
         fetch_variables: &[String],
         completed: bool,
     ) -> Result<CommandResponse> {
@@ -352,13 +356,13 @@ impl Processing<'_> {
             self.variables_named(process_instance_key, &chain, fetch_variables)?
         };
         Ok(CommandResponse::Accepted {
-            key: Key(process_instance_key),
+            key: process_instance_key,
             intent: Intent::Completed,
             value: ProcessInstanceResultRecord {
                 bpmn_process_id: summary.bpmn_process_id,
                 version: summary.version,
                 process_definition_key: summary.process_definition_key,
-                process_instance_key,
+                process_instance_key: process_instance_key.get(),
                 variables: JsonValue(Value::Object(variables)),
                 tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
             }

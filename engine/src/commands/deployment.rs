@@ -1,6 +1,7 @@
 //! DEPLOYMENT CREATE: parse and validate every resource, then a new version of each
 //! process whose resource changed (the same XML again keeps its version).
 
+use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
 use rill_protocol::{Blob, Intent, Resource};
 
@@ -51,12 +52,12 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
     let parsed = match check_resources(resources) {
         Ok(parsed) => parsed,
         Err(rejection) => {
-            p.reject(-1, Intent::Create, record, rejection);
+            p.reject(Key::NONE, Intent::Create, record, rejection);
             return Ok(());
         }
     };
 
-    p.command(-1, Intent::Create, record.clone());
+    p.command(Key::NONE, Intent::Create, record.clone());
     let deployment_key = p.next_key()?;
     for (resource, content) in parsed.into_iter().zip(resources) {
         let checksum = resource.checksum.as_bytes().to_vec();
@@ -73,14 +74,14 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                 duplicate_of = Some((version, key));
             }
             let (version, key, is_duplicate) = match duplicate_of {
-                Some((version, key)) => (version, key, true),
+                Some((version, key)) => (version, Key(key), true),
                 None => {
                     let version = latest.map_or(1, |(v, _)| v + 1);
                     let key = p.next_key()?;
                     let process = ProcessRecord {
                         bpmn_process_id: id.clone(),
                         version,
-                        process_definition_key: key,
+                        process_definition_key: key.get(),
                         resource_name: resource.resource_name.clone(),
                         checksum: Blob(checksum.clone()),
                         resource: content.content.clone(),
@@ -89,7 +90,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                     };
                     p.event(key, Intent::Created, process)?;
                     p.cache_model(DeployedProcess {
-                        key,
+                        key: key.get(),
                         version,
                         model,
                     });
@@ -99,7 +100,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             record.processes_metadata.push(ProcessMetadata {
                 bpmn_process_id: id,
                 version,
-                process_definition_key: key,
+                process_definition_key: key.get(),
                 resource_name: resource.resource_name.clone(),
                 checksum: Blob(checksum.clone()),
                 is_duplicate,

@@ -2,6 +2,7 @@
 //! (a job becomes activatable again; an element's step runs again).
 
 use rill_protocol::Intent;
+use rill_protocol::Key;
 use rill_protocol::value::{IncidentErrorType, IncidentRecord};
 
 use super::tenant;
@@ -10,7 +11,7 @@ use crate::error::Result;
 use crate::outcome::Rejection;
 use crate::state::ElementState;
 
-pub(super) fn resolve(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn resolve(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(incident) = p.read().incident(key)? else {
         let rejection = Rejection::not_found(format!(
             "Expected to resolve incident with key '{key}', but no such incident was found"
@@ -41,7 +42,7 @@ pub(super) fn resolve(p: &mut Processing<'_>, key: i64) -> Result<()> {
         }
         return Ok(());
     }
-    let Some(active) = p.active(record.element_instance_key)? else {
+    let Some(active) = p.active(Key(record.element_instance_key))? else {
         return Ok(());
     };
     match active.instance.state {

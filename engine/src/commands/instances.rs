@@ -1,6 +1,7 @@
 //! PROCESS_INSTANCE_CREATION CREATE, PROCESS_INSTANCE CANCEL, and the expiry of a
 //! finished instance's summary.
 
+use rill_protocol::Key;
 use rill_protocol::value::{
     BpmnElementType, BpmnEventType, ProcessInstanceCreationRecord, ProcessInstanceRecord,
 };
@@ -41,7 +42,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     let variables = match variables_document(&create.variables, "the variables") {
         Ok(variables) => variables,
         Err(rejection) => {
-            p.reject(-1, intent, record, rejection);
+            p.reject(Key::NONE, intent, record, rejection);
             return Ok(());
         }
     };
@@ -76,17 +77,17 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
                 format!("Expected to find process definition with key '{key}', but none found")
             }
         };
-        p.reject(-1, intent, record, Rejection::not_found(reason));
+        p.reject(Key::NONE, intent, record, Rejection::not_found(reason));
         return Ok(());
     };
     let process = p.model(definition_key)?;
 
-    p.command(-1, intent, record.clone());
+    p.command(Key::NONE, intent, record.clone());
     let instance_key = p.next_key()?;
     record.bpmn_process_id = process.model.bpmn_process_id.clone();
     record.version = process.version;
     record.process_definition_key = process.key;
-    record.process_instance_key = instance_key;
+    record.process_instance_key = instance_key.get();
     if create.await_result {
         record.await_request_id = p.ctx.request.map(|r| r.0);
     }
@@ -104,14 +105,14 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     p.start_process(instance_key)
 }
 
-pub(super) fn placeholder(key: i64) -> ProcessInstanceRecord {
+pub(super) fn placeholder(key: Key) -> ProcessInstanceRecord {
     ProcessInstanceRecord {
         bpmn_element_type: BpmnElementType::Process,
         element_id: String::new(),
         bpmn_process_id: String::new(),
         version: -1,
         process_definition_key: -1,
-        process_instance_key: key,
+        process_instance_key: key.get(),
         flow_scope_key: -1,
         bpmn_event_type: BpmnEventType::Unspecified,
         parent_process_instance_key: -1,
@@ -120,7 +121,7 @@ pub(super) fn placeholder(key: i64) -> ProcessInstanceRecord {
     }
 }
 
-pub(super) fn cancel(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn cancel(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let instance = p
         .read()
         .element_instance(key)?
@@ -138,7 +139,7 @@ pub(super) fn cancel(p: &mut Processing<'_>, key: i64) -> Result<()> {
     p.terminate(key)
 }
 
-pub(super) fn expire_summary(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn expire_summary(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let finished = p
         .read()
         .summary(key)?

@@ -42,7 +42,7 @@ pub(super) fn unknown_job() -> JobRecord {
 /// or is not in one of `allowed` states.
 fn job_for(
     p: &mut Processing<'_>,
-    key: i64,
+    key: Key,
     intent: Intent,
     action: &str,
     allowed: &[JobState],
@@ -59,7 +59,7 @@ fn job_for(
 /// Refuses a command on a job that does not exist or is not in one of `allowed` states.
 fn check_job(
     job: Option<&StoredJob>,
-    key: i64,
+    key: Key,
     action: &str,
     allowed: &[JobState],
 ) -> std::result::Result<(), Rejection> {
@@ -137,10 +137,10 @@ pub(super) fn nothing_to_activate(
 pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result<()> {
     let mut batch = empty_batch(command);
     if let Err(rejection) = check_activation(command) {
-        p.reject(-1, Intent::Activate, batch, rejection);
+        p.reject(Key::NONE, Intent::Activate, batch, rejection);
         return Ok(());
     }
-    p.command(-1, Intent::Activate, batch.clone());
+    p.command(Key::NONE, Intent::Activate, batch.clone());
     let batch_key = p.next_key()?;
     let deadline = p.now().saturating_add(command.timeout);
     let keys = p
@@ -154,10 +154,10 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
         let record = job.record;
         let chain = p.job_scope_chain(&record)?;
         let variables = if command.fetch_variables.is_empty() {
-            p.all_variables(record.process_instance_key, &chain)?
+            p.all_variables(Key(record.process_instance_key), &chain)?
         } else {
             p.variables_named(
-                record.process_instance_key,
+                Key(record.process_instance_key),
                 &chain,
                 &command.fetch_variables,
             )?
@@ -191,7 +191,7 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
     Ok(())
 }
 
-pub(super) fn complete(p: &mut Processing<'_>, key: i64, variables: &JsonValue) -> Result<()> {
+pub(super) fn complete(p: &mut Processing<'_>, key: Key, variables: &JsonValue) -> Result<()> {
     let Some(job) = job_for(p, key, Intent::Complete, "complete", WORKABLE)? else {
         return Ok(());
     };
@@ -209,11 +209,11 @@ pub(super) fn complete(p: &mut Processing<'_>, key: i64, variables: &JsonValue) 
     p.command(key, Intent::Complete, record.clone());
     p.event(key, Intent::Completed, record.clone())?;
     p.respond(key, Intent::Completed, record.clone());
-    p.complete_with(record.element_instance_key, Some(document))
+    p.complete_with(Key(record.element_instance_key), Some(document))
 }
 
 pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
-    let key = command.job_key.get();
+    let key = command.job_key;
     let Some(job) = job_for(p, key, Intent::Fail, "fail", WORKABLE)? else {
         return Ok(());
     };
@@ -271,7 +271,7 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
 }
 
 /// The variables of a valid fail command.
-fn check_fail(command: &FailJob, key: i64) -> std::result::Result<Map<String, Value>, Rejection> {
+fn check_fail(command: &FailJob, key: Key) -> std::result::Result<Map<String, Value>, Rejection> {
     let document = variables_document(&command.variables, "the job's variables")?;
     if command.retries < 0 {
         return Err(Rejection::invalid_argument(format!(
@@ -289,7 +289,7 @@ fn check_fail(command: &FailJob, key: i64) -> std::result::Result<Map<String, Va
 }
 
 pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Result<()> {
-    let key = command.job_key.get();
+    let key = command.job_key;
     let Some(job) = job_for(p, key, Intent::ThrowError, "throw an error for", WORKABLE)? else {
         return Ok(());
     };
@@ -310,7 +310,7 @@ pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Resul
     p.command(key, Intent::ThrowError, record.clone());
     p.event(key, Intent::ErrorThrown, record.clone())?;
     p.respond(key, Intent::ErrorThrown, record.clone());
-    let Some(task) = p.active(record.element_instance_key)? else {
+    let Some(task) = p.active(Key(record.element_instance_key))? else {
         return Ok(());
     };
     if task.instance.state != ElementState::Activated {
@@ -329,7 +329,7 @@ pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Resul
 /// The variables of a valid throw-error command.
 fn check_throw_error(
     command: &ThrowError,
-    key: i64,
+    key: Key,
 ) -> std::result::Result<Map<String, Value>, Rejection> {
     let document = variables_document(&command.variables, "the error's variables")?;
     if command.error_code.is_empty() {
@@ -342,7 +342,7 @@ fn check_throw_error(
 }
 
 pub(super) fn update(p: &mut Processing<'_>, command: &UpdateJob) -> Result<()> {
-    let key = command.job_key.get();
+    let key = command.job_key;
     let intent = match (command.retries, command.timeout) {
         (Some(_), Some(_)) => Intent::Update,
         (Some(_), None) => Intent::UpdateRetries,
@@ -387,7 +387,7 @@ pub(super) fn update(p: &mut Processing<'_>, command: &UpdateJob) -> Result<()> 
 
 fn check_update(
     command: &UpdateJob,
-    key: i64,
+    key: Key,
     state: JobState,
 ) -> std::result::Result<(), Rejection> {
     match (command.retries, command.timeout) {
@@ -411,7 +411,7 @@ fn check_update(
     }
 }
 
-pub(super) fn time_out(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn time_out(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(job) = job_for(p, key, Intent::TimeOut, "time out", &[JobState::Activated])? else {
         return Ok(());
     };
@@ -435,7 +435,7 @@ pub(super) fn time_out(p: &mut Processing<'_>, key: i64) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn recur(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn recur(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(job) = job_for(
         p,
         key,
@@ -482,7 +482,8 @@ mod tests {
 
     #[test]
     fn an_update_says_whether_the_argument_or_the_job_state_is_wrong() {
-        let kind = |command: UpdateJob, state| check_update(&command, 1, state).map_err(|r| r.kind);
+        let kind =
+            |command: UpdateJob, state| check_update(&command, Key(1), state).map_err(|r| r.kind);
         assert_eq!(
             kind(update(None, Some(1000)), JobState::Activatable),
             Err(RejectionType::InvalidState)

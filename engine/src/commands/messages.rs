@@ -1,5 +1,6 @@
 //! MESSAGE PUBLISH and EXPIRE.
 
+use rill_protocol::Key;
 use rill_protocol::value::MessageRecord;
 use rill_protocol::{Intent, PublishMessage};
 
@@ -48,10 +49,10 @@ pub(super) fn publish(p: &mut Processing<'_>, command: &PublishMessage) -> Resul
             .message_with_id(&command.name, &command.correlation_key, &command.message_id)?
             .is_some();
     if let Err(rejection) = check_publish(command, duplicate) {
-        p.reject(-1, Intent::Publish, record, rejection);
+        p.reject(Key::NONE, Intent::Publish, record, rejection);
         return Ok(());
     }
-    p.command(-1, Intent::Publish, record.clone());
+    p.command(Key::NONE, Intent::Publish, record.clone());
     let key = p.next_key()?;
     record.deadline = p.now().saturating_add(command.time_to_live);
     p.event(key, Intent::Published, record.clone())?;
@@ -81,7 +82,7 @@ pub(super) fn publish(p: &mut Processing<'_>, command: &PublishMessage) -> Resul
     Ok(())
 }
 
-pub(super) fn expire(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn expire(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let message = p.read().message(key)?;
     match message {
         Some(message) if message.record.deadline <= p.now() => {

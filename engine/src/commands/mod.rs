@@ -27,22 +27,22 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::CreateProcessInstance(create) => instances::create(p, create),
         Command::CancelProcessInstance {
             process_instance_key,
-        } => instances::cancel(p, process_instance_key.get()),
+        } => instances::cancel(p, *process_instance_key),
         Command::ExpireInstanceSummary {
             process_instance_key,
-        } => instances::expire_summary(p, process_instance_key.get()),
+        } => instances::expire_summary(p, *process_instance_key),
         Command::ActivateJobs(activate) => jobs::activate(p, activate),
-        Command::CompleteJob { job_key, variables } => jobs::complete(p, job_key.get(), variables),
+        Command::CompleteJob { job_key, variables } => jobs::complete(p, *job_key, variables),
         Command::FailJob(fail) => jobs::fail(p, fail),
         Command::ThrowError(throw) => jobs::throw_error(p, throw),
         Command::UpdateJob(update) => jobs::update(p, update),
-        Command::TimeOutJob { job_key } => jobs::time_out(p, job_key.get()),
-        Command::RecurJob { job_key } => jobs::recur(p, job_key.get()),
+        Command::TimeOutJob { job_key } => jobs::time_out(p, *job_key),
+        Command::RecurJob { job_key } => jobs::recur(p, *job_key),
         Command::PublishMessage(publish) => messages::publish(p, publish),
-        Command::ExpireMessage { message_key } => messages::expire(p, message_key.get()),
-        Command::ResolveIncident { incident_key } => incidents::resolve(p, incident_key.get()),
+        Command::ExpireMessage { message_key } => messages::expire(p, *message_key),
+        Command::ResolveIncident { incident_key } => incidents::resolve(p, *incident_key),
         Command::SetVariables(set) => variables::set(p, set),
-        Command::TriggerTimer { timer_key } => timers::trigger(p, timer_key.get()),
+        Command::TriggerTimer { timer_key } => timers::trigger(p, *timer_key),
         Command::FromPartition(command) => distribution::from_partition(p, command),
         Command::AcknowledgeSend { target, sequence } => {
             distribution::acknowledge(p, *target, *sequence)
@@ -117,14 +117,14 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
         } => (
             key.get(),
             Intent::Cancel,
-            instances::placeholder(key.get()).into(),
+            instances::placeholder(*key).into(),
         ),
         Command::ExpireInstanceSummary {
             process_instance_key: key,
         } => (
             key.get(),
             Intent::Delete,
-            instances::placeholder(key.get()).into(),
+            instances::placeholder(*key).into(),
         ),
         Command::ActivateJobs(a) => (
             -1,

@@ -1,6 +1,7 @@
 //! TIMER TRIGGER, proposed by the leader when a timer is due.
 
 use rill_protocol::Intent;
+use rill_protocol::Key;
 use rill_protocol::value::TimerRecord;
 
 use super::tenant;
@@ -9,7 +10,7 @@ use crate::error::Result;
 use crate::outcome::Rejection;
 use crate::state::ElementState;
 
-pub(super) fn trigger(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn trigger(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let timer = p.read().timer(key)?;
     let element_active = match &timer {
         Some(t) => p
@@ -36,7 +37,7 @@ pub(super) fn trigger(p: &mut Processing<'_>, key: i64) -> Result<()> {
 /// Refuses to trigger a timer that does not exist, is not due at `now`, or whose
 /// element instance is no longer active.
 fn check_timer(
-    key: i64,
+    key: Key,
     timer: Option<&TimerRecord>,
     now: i64,
     element_active: bool,

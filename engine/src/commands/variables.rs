@@ -9,9 +9,9 @@ use crate::error::Result;
 use crate::outcome::Rejection;
 
 pub(super) fn set(p: &mut Processing<'_>, command: &SetVariables) -> Result<()> {
-    let scope_key = command.element_instance_key.get();
+    let scope_key = command.element_instance_key;
     let record = VariableDocumentRecord {
-        scope_key,
+        scope_key: scope_key.get(),
         update_semantics: if command.local {
             VariableUpdateSemantics::Local
         } else {

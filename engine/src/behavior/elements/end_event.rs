@@ -3,6 +3,7 @@
 //! incident).
 
 use rill_protocol::Intent;
+use rill_protocol::Key;
 
 use super::{ElementBehavior, Outgoing, Trigger, wrong_kind};
 use crate::context::{Active, Processing};
@@ -26,8 +27,8 @@ impl ElementBehavior for EndEvent {
                 p.mark(active, Intent::ElementActivated)?;
                 let scope_key = active.record().flow_scope_key;
                 p.complete(active, None, Outgoing::All)?;
-                p.terminate_children(scope_key)?;
-                p.complete_scope(scope_key)?;
+                p.terminate_children(Key(scope_key))?;
+                p.complete_scope(Key(scope_key))?;
             }
             EndEventKind::Error { error_code } => {
                 let code = p.evaluate_string(error_code, active)?;

@@ -29,8 +29,8 @@ mod sub_process;
 
 use std::sync::Arc;
 
-use rill_protocol::Intent;
 use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
+use rill_protocol::{Intent, Key};
 use serde_json::{Map, Value};
 
 use crate::context::{Active, Processing, Step};
@@ -51,7 +51,7 @@ trait ElementBehavior: Sync {
     fn may_enter(
         &self,
         _p: &Processing<'_>,
-        _scope_key: i64,
+        _scope_key: Key,
         _model: &ProcessModel,
         _element: &Element,
     ) -> Result<bool> {
@@ -109,7 +109,7 @@ impl Processing<'_> {
     /// Enters an element: ELEMENT_ACTIVATING, then its activation behaviour.
     pub fn activate(
         &mut self,
-        scope_key: i64,
+        scope_key: Key,
         process: &Arc<DeployedProcess>,
         idx: ElementIdx,
         trigger: Trigger,
@@ -128,7 +128,7 @@ impl Processing<'_> {
         let record = ProcessInstanceRecord {
             bpmn_element_type: element.element_type(),
             element_id: element.id.clone(),
-            flow_scope_key: scope_key,
+            flow_scope_key: scope_key.get(),
             bpmn_event_type: element.event_type(),
             ..scope.record
         };
@@ -153,12 +153,12 @@ impl Processing<'_> {
     }
 
     /// Enters a new process instance (ELEMENT_ACTIVATING of the process element).
-    pub fn enter_process(&mut self, key: i64, record: ProcessInstanceRecord) -> Result<()> {
+    pub fn enter_process(&mut self, key: Key, record: ProcessInstanceRecord) -> Result<()> {
         self.event(key, Intent::ElementActivating, record)
     }
 
     /// Runs the activation of an entered process instance (then its start event).
-    pub fn start_process(&mut self, key: i64) -> Result<()> {
+    pub fn start_process(&mut self, key: Key) -> Result<()> {
         let active = self
             .active(key)?
             .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
@@ -198,7 +198,7 @@ impl Processing<'_> {
                 active.key(),
                 failure.error_type,
                 failure.message,
-                -1,
+                Key::NONE,
             ),
             Halt::Error(error) => Err(error),
         }
@@ -206,7 +206,7 @@ impl Processing<'_> {
 
     /// Completes an element whose work is done (a task's job completed, a message
     /// correlated, a timer fired), with the variables of that event.
-    pub fn complete_with(&mut self, key: i64, trigger: Trigger) -> Result<()> {
+    pub fn complete_with(&mut self, key: Key, trigger: Trigger) -> Result<()> {
         let Some(active) = self.active(key)? else {
             return Ok(());
         };
@@ -217,7 +217,7 @@ impl Processing<'_> {
     }
 
     /// Completes a scope once no token is left in it (queued step).
-    pub fn complete_scope(&mut self, key: i64) -> Result<()> {
+    pub fn complete_scope(&mut self, key: Key) -> Result<()> {
         let Some(active) = self.active(key)? else {
             return Ok(());
         };
@@ -250,7 +250,7 @@ impl Processing<'_> {
         if has_outputs {
             match self.evaluate_outputs(active) {
                 Ok(values) => {
-                    let scope = active.record().flow_scope_key;
+                    let scope = Key(active.record().flow_scope_key);
                     self.propagate_variables(scope, &active.instance, values)?;
                 }
                 Err(halt) => return self.incident_on(active, halt),
@@ -273,14 +273,15 @@ impl Processing<'_> {
             Outgoing::One(flow) => vec![flow],
             Outgoing::All => element.outgoing.clone(),
         };
+        let scope_key = Key(record.flow_scope_key);
         if flows.is_empty() {
-            return self.token_ended(record.flow_scope_key);
+            return self.token_ended(scope_key);
         }
-        self.take_flows(record.flow_scope_key, record, &active.process, &flows)
+        self.take_flows(scope_key, record, &active.process, &flows)
     }
 
     /// A token ended in `scope_key`: complete the scope when it was the last one.
-    fn token_ended(&mut self, scope_key: i64) -> Result<()> {
+    fn token_ended(&mut self, scope_key: Key) -> Result<()> {
         let done = self.read().peek_element_instance(scope_key, |scope| {
             scope.state == ElementState::Activated
                 && scope.active_children == 0
@@ -294,7 +295,7 @@ impl Processing<'_> {
 
     fn take_flows(
         &mut self,
-        scope_key: i64,
+        scope_key: Key,
         from: &ProcessInstanceRecord,
         process: &Arc<DeployedProcess>,
         flows: &[FlowIdx],
@@ -305,7 +306,7 @@ impl Processing<'_> {
             let record = ProcessInstanceRecord {
                 bpmn_element_type: BpmnElementType::SequenceFlow,
                 element_id: model.flow(*flow).id.clone(),
-                flow_scope_key: scope_key,
+                flow_scope_key: scope_key.get(),
                 bpmn_event_type: BpmnEventType::Unspecified,
                 ..from.clone()
             };
@@ -323,7 +324,7 @@ impl Processing<'_> {
     }
 
     /// Terminates an element instance and everything in it.
-    pub fn terminate(&mut self, key: i64) -> Result<()> {
+    pub fn terminate(&mut self, key: Key) -> Result<()> {
         let Some(active) = self.active(key)? else {
             return Ok(());
         };
@@ -352,19 +353,19 @@ impl Processing<'_> {
     }
 
     /// Terminates every live child of a scope.
-    pub fn terminate_children(&mut self, scope_key: i64) -> Result<()> {
+    pub fn terminate_children(&mut self, scope_key: Key) -> Result<()> {
         for child in self.read().children(scope_key)? {
-            self.terminate(child)?;
+            self.terminate(Key(child))?;
         }
         Ok(())
     }
 
     /// Resolves the incident an element instance is stuck on, if any.
-    fn resolve_element_incident(&mut self, key: i64) -> Result<()> {
+    fn resolve_element_incident(&mut self, key: Key) -> Result<()> {
         if let Some(incident_key) = self.read().incident_of_element(key)?
             && let Some(incident) = self.read().incident(incident_key)?
         {
-            self.event(incident_key, Intent::Resolved, incident.record)?;
+            self.event(Key(incident_key), Intent::Resolved, incident.record)?;
         }
         Ok(())
     }
@@ -377,7 +378,7 @@ impl Processing<'_> {
         boundary: ElementIdx,
         trigger: Trigger,
     ) -> Result<()> {
-        let scope_key = attached.record().flow_scope_key;
+        let scope_key = Key(attached.record().flow_scope_key);
         self.terminate(attached.key())?;
         self.activate(scope_key, &attached.process, boundary, trigger)
     }
@@ -385,7 +386,7 @@ impl Processing<'_> {
     /// The element id of the process element is its BPMN process id.
     pub fn root_record(
         process: &DeployedProcess,
-        process_instance_key: i64,
+        process_instance_key: Key,
     ) -> ProcessInstanceRecord {
         ProcessInstanceRecord {
             bpmn_element_type: BpmnElementType::Process,
@@ -393,7 +394,7 @@ impl Processing<'_> {
             bpmn_process_id: process.model.bpmn_process_id.clone(),
             version: process.version,
             process_definition_key: process.key,
-            process_instance_key,
+            process_instance_key: process_instance_key.get(),
             flow_scope_key: -1,
             bpmn_event_type: BpmnEventType::Unspecified,
             parent_process_instance_key: -1,

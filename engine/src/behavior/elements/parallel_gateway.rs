@@ -3,6 +3,7 @@
 //! appliers of `SEQUENCE_FLOW_TAKEN` and consumed by that of `ELEMENT_ACTIVATING`.
 
 use rill_protocol::Intent;
+use rill_protocol::Key;
 
 use super::{ElementBehavior, Outgoing, Trigger};
 use crate::context::{Active, Processing};
@@ -16,7 +17,7 @@ impl ElementBehavior for ParallelGateway {
     fn may_enter(
         &self,
         p: &Processing<'_>,
-        scope_key: i64,
+        scope_key: Key,
         model: &ProcessModel,
         element: &Element,
     ) -> Result<bool> {
