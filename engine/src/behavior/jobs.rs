@@ -83,7 +83,7 @@ impl Processing<'_> {
         if let Some(incident_key) = self.read().incident_of_job(job_key)?
             && let Some(incident) = self.read().incident(incident_key)?
         {
-            self.event(Key(incident_key), Intent::Resolved, incident.record)?;
+            self.event(incident_key, Intent::Resolved, incident.record)?;
         }
         if let Some(job) = self.read().job(job_key)? {
             self.event(Key(job_key), Intent::Canceled, job.record)?;

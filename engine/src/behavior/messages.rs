@@ -149,7 +149,7 @@ impl Processing<'_> {
             {
                 continue;
             }
-            return self.correlate(subscription, Key(message_key), message.record.variables);
+            return self.correlate(subscription, message_key, message.record.variables);
         }
         Ok(())
     }

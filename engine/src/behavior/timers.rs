@@ -110,7 +110,7 @@ impl Processing<'_> {
     pub fn cancel_timers(&mut self, element_instance_key: Key) -> Result<()> {
         for key in self.read().timers_of_element(element_instance_key)? {
             if let Some(timer) = self.read().timer(key)? {
-                self.event(Key(key), Intent::Canceled, timer)?;
+                self.event(key, Intent::Canceled, timer)?;
             }
         }
         Ok(())

@@ -174,7 +174,7 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
             break;
         }
         batch_bytes += size;
-        batch.job_keys.push(key);
+        batch.job_keys.push(key.get());
         batch.jobs.push(JobRecord {
             worker: command.worker.clone(),
             deadline,

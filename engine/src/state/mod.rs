@@ -12,8 +12,8 @@ mod types;
 use std::ops::ControlFlow;
 
 use rill_engine_api::{StateRead, StateTxn};
-use rill_protocol::codec;
 use rill_protocol::value::{IncidentRecord, ProcessRecord, TimerRecord};
+use rill_protocol::{Key, codec};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -356,12 +356,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Activatable jobs of a type, oldest first.
-    pub fn activatable_jobs(&self, job_type: &str, limit: usize) -> Result<Vec<i64>> {
-        self.trailing_keys_from(
+    pub fn activatable_jobs(&self, job_type: &str, limit: usize) -> Result<Vec<Key>> {
+        let keys = self.trailing_keys_from(
             &KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type),
             limit,
             true,
-        )
+        )?;
+        Ok(keys.into_iter().map(Key).collect())
     }
 
     // --- timers ---
@@ -370,11 +371,12 @@ impl<'a> Reader<'a> {
         self.get(KeyBuf::new(table::TIMER).key(key))
     }
 
-    pub fn timers_of_element(&self, element_instance_key: impl AsKey) -> Result<Vec<i64>> {
-        self.trailing_keys(
+    pub fn timers_of_element(&self, element_instance_key: impl AsKey) -> Result<Vec<Key>> {
+        let keys = self.trailing_keys(
             &KeyBuf::new(table::TIMER_BY_ELEMENT).key(element_instance_key),
             usize::MAX,
-        )
+        )?;
+        Ok(keys.into_iter().map(Key).collect())
     }
 
     // --- messages ---
@@ -384,13 +386,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Buffered messages for a name and correlation key, oldest first.
-    pub fn messages_for(&self, name: &str, correlation_key: &str) -> Result<Vec<i64>> {
-        self.trailing_keys(
+    pub fn messages_for(&self, name: &str, correlation_key: &str) -> Result<Vec<Key>> {
+        let keys = self.trailing_keys(
             &KeyBuf::new(table::MESSAGE_BY_NAME)
                 .str(name)
                 .str(correlation_key),
             usize::MAX,
-        )
+        )?;
+        Ok(keys.into_iter().map(Key).collect())
     }
 
     pub fn message_with_id(
@@ -508,12 +511,16 @@ impl<'a> Reader<'a> {
             .is_empty())
     }
 
-    pub fn incident_of_element(&self, element_instance_key: impl AsKey) -> Result<Option<i64>> {
-        self.get_i64(KeyBuf::new(table::INCIDENT_BY_ELEMENT).key(element_instance_key))
+    pub fn incident_of_element(&self, element_instance_key: impl AsKey) -> Result<Option<Key>> {
+        let key =
+            self.get_i64(KeyBuf::new(table::INCIDENT_BY_ELEMENT).key(element_instance_key))?;
+        Ok(key.map(Key))
     }
 
-    pub fn incident_of_job(&self, job_key: impl AsKey) -> Result<Option<i64>> {
-        self.get_i64(KeyBuf::new(table::INCIDENT_BY_JOB).key(job_key))
+    pub fn incident_of_job(&self, job_key: impl AsKey) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(KeyBuf::new(table::INCIDENT_BY_JOB).key(job_key))?
+            .map(Key))
     }
 
     // --- instance summaries and awaiting clients ---

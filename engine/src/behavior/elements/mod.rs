@@ -365,7 +365,7 @@ impl Processing<'_> {
         if let Some(incident_key) = self.read().incident_of_element(key)?
             && let Some(incident) = self.read().incident(incident_key)?
         {
-            self.event(Key(incident_key), Intent::Resolved, incident.record)?;
+            self.event(incident_key, Intent::Resolved, incident.record)?;
         }
         Ok(())
     }
