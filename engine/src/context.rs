@@ -15,7 +15,7 @@ use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx};
 use crate::model_cache::{DeployedProcess, ModelCache};
 use crate::outcome::Rejection;
-use crate::state::{ElementCache, ElementInstance, Reader, ScanFloors, Writer};
+use crate::state::{AsKey, ElementCache, ElementInstance, Reader, ScanFloors, Writer};
 
 pub(crate) type Output = ProcessingOutput<Command, CommandResponse>;
 
@@ -146,12 +146,12 @@ impl<'a> Processing<'a> {
         Ok(Key::new(self.ctx.partition_id, next))
     }
 
-    pub fn model(&mut self, definition_key: i64) -> Result<Arc<DeployedProcess>> {
+    pub fn model(&mut self, definition_key: impl AsKey) -> Result<Arc<DeployedProcess>> {
         self.models.get(Reader::new(&*self.txn), definition_key)
     }
 
     /// The latest version of a process id and its definition key.
-    pub fn latest_process(&mut self, bpmn_process_id: &str) -> Result<Option<(i32, i64)>> {
+    pub fn latest_process(&mut self, bpmn_process_id: &str) -> Result<Option<(i32, Key)>> {
         self.models.latest(Reader::new(&*self.txn), bpmn_process_id)
     }
 

@@ -1,7 +1,7 @@
 //! The crate's one error type.
 
 use rill_engine_api::{EngineError, ProcessingError, StateError};
-use rill_protocol::CodecError;
+use rill_protocol::{CodecError, Key};
 
 /// Why the engine could not go on with a command. Client mistakes are not errors: they
 /// become rejections. These are broken invariants or storage failures.
@@ -16,7 +16,7 @@ pub enum Error {
     Inconsistent(String),
     /// A stored process definition no longer parses (the parser changed?).
     #[error("process definition {key} cannot be loaded: {reason}")]
-    Definition { key: i64, reason: String },
+    Definition { key: Key, reason: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

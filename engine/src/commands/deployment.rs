@@ -74,7 +74,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                 duplicate_of = Some((version, key));
             }
             let (version, key, is_duplicate) = match duplicate_of {
-                Some((version, key)) => (version, Key(key), true),
+                Some((version, key)) => (version, key, true),
                 None => {
                     let version = latest.map_or(1, |(v, _)| v + 1);
                     let key = p.next_key()?;
@@ -90,7 +90,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                     };
                     p.event(key, Intent::Created, process)?;
                     p.cache_model(DeployedProcess {
-                        key: key.get(),
+                        key,
                         version,
                         model,
                     });

@@ -55,7 +55,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
             bpmn_process_id,
             version: Some(version),
         } => p.read().process_key_by_version(bpmn_process_id, *version)?,
-        ProcessSelector::ByKey(key) => p.read().process(key.get())?.map(|_| key.get()),
+        ProcessSelector::ByKey(key) => p.read().process(*key)?.map(|_| *key),
     };
     let Some(definition_key) = definition_key else {
         let reason = match &create.process {
@@ -86,7 +86,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     let instance_key = p.next_key()?;
     record.bpmn_process_id = process.model.bpmn_process_id.clone();
     record.version = process.version;
-    record.process_definition_key = process.key;
+    record.process_definition_key = process.key.get();
     record.process_instance_key = instance_key.get();
     if create.await_result {
         record.await_request_id = p.ctx.request.map(|r| r.0);

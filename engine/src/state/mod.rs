@@ -175,16 +175,17 @@ impl<'a> Reader<'a> {
         &self,
         bpmn_process_id: &str,
         version: i32,
-    ) -> Result<Option<i64>> {
-        self.get_i64(
+    ) -> Result<Option<Key>> {
+        let key = self.get_i64(
             KeyBuf::new(table::PROCESS_VERSION)
                 .str(bpmn_process_id)
                 .i32(version),
-        )
+        )?;
+        Ok(key.map(Key))
     }
 
     /// The latest version of a process id and its definition key.
-    pub fn latest_process(&self, bpmn_process_id: &str) -> Result<Option<(i32, i64)>> {
+    pub fn latest_process(&self, bpmn_process_id: &str) -> Result<Option<(i32, Key)>> {
         self.get(KeyBuf::new(table::PROCESS_LATEST).str(bpmn_process_id))
     }
 

@@ -393,7 +393,7 @@ impl Processing<'_> {
             element_id: process.model.bpmn_process_id.clone(),
             bpmn_process_id: process.model.bpmn_process_id.clone(),
             version: process.version,
-            process_definition_key: process.key,
+            process_definition_key: process.key.get(),
             process_instance_key: process_instance_key.get(),
             flow_scope_key: -1,
             bpmn_event_type: BpmnEventType::Unspecified,
