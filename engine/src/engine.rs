@@ -185,7 +185,7 @@ impl Engine for BpmnEngine {
     fn processing_error_record(&self, command: &Command, reason: &str) -> RecordDraft {
         let (key, intent, value) = commands::describe(command);
         RecordDraft::rejection(
-            rill_protocol::Key(key),
+            key,
             intent,
             value,
             rill_protocol::RejectionType::ProcessingError,

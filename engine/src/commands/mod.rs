@@ -12,7 +12,7 @@ mod timers;
 mod variables;
 
 use rill_protocol::value::DEFAULT_TENANT;
-use rill_protocol::{Command, CommandResponse, Intent, JsonValue};
+use rill_protocol::{Command, CommandResponse, Intent, JsonValue, Key};
 use serde_json::{Map, Value};
 
 use crate::behavior::json_type_name;
@@ -83,12 +83,12 @@ pub(crate) fn tenant() -> String {
 
 /// The key, intent and (placeholder) value of a command's record, for the rejection
 /// written when processing it failed.
-pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::RecordValue) {
+pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::RecordValue) {
     use rill_protocol::value::*;
-    let job = |key: rill_protocol::Key, intent| (key.get(), intent, jobs::unknown_job().into());
+    let job = |key: Key, intent| (key, intent, jobs::unknown_job().into());
     match command {
         Command::Deploy { .. } => (
-            -1,
+            Key::NONE,
             Intent::Create,
             DeploymentRecord {
                 resources: Vec::new(),
@@ -98,7 +98,7 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
             .into(),
         ),
         Command::CreateProcessInstance(_) => (
-            -1,
+            Key::NONE,
             Intent::Create,
             ProcessInstanceCreationRecord {
                 bpmn_process_id: String::new(),
@@ -114,20 +114,12 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
         ),
         Command::CancelProcessInstance {
             process_instance_key: key,
-        } => (
-            key.get(),
-            Intent::Cancel,
-            instances::placeholder(*key).into(),
-        ),
+        } => (*key, Intent::Cancel, instances::placeholder(*key).into()),
         Command::ExpireInstanceSummary {
             process_instance_key: key,
-        } => (
-            key.get(),
-            Intent::Delete,
-            instances::placeholder(*key).into(),
-        ),
+        } => (*key, Intent::Delete, instances::placeholder(*key).into()),
         Command::ActivateJobs(a) => (
-            -1,
+            Key::NONE,
             Intent::Activate,
             JobBatchRecord {
                 job_type: a.job_type.clone(),
@@ -149,18 +141,18 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
         Command::RecurJob { job_key } => job(*job_key, Intent::RecurAfterBackoff),
         Command::PublishMessage(_) | Command::ExpireMessage { .. } => {
             let (key, intent) = match command {
-                Command::ExpireMessage { message_key } => (message_key.get(), Intent::Expire),
-                _ => (-1, Intent::Publish),
+                Command::ExpireMessage { message_key } => (*message_key, Intent::Expire),
+                _ => (Key::NONE, Intent::Publish),
             };
             (key, intent, messages::placeholder().into())
         }
         Command::ResolveIncident { incident_key } => (
-            incident_key.get(),
+            *incident_key,
             Intent::Resolve,
             incidents::placeholder().into(),
         ),
         Command::SetVariables(c) => (
-            c.element_instance_key.get(),
+            c.element_instance_key,
             Intent::Update,
             VariableDocumentRecord {
                 scope_key: c.element_instance_key.get(),
@@ -170,13 +162,11 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
             }
             .into(),
         ),
-        Command::TriggerTimer { timer_key } => (
-            timer_key.get(),
-            Intent::Trigger,
-            timers::placeholder().into(),
-        ),
+        Command::TriggerTimer { timer_key } => {
+            (*timer_key, Intent::Trigger, timers::placeholder().into())
+        }
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
-            -1,
+            Key::NONE,
             Intent::Distribute,
             CommandDistributionRecord {
                 partition_id: 0,
