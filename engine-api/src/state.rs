@@ -13,14 +13,14 @@ use std::ops::{Bound, ControlFlow};
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     /// The store could not do `op` (an I/O problem).
-    #[error("state storage failed to {op}")]
+    #[error("state storage failed to {op}: {source}")]
     Storage {
         op: &'static str,
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A stored value is not what its key says it holds.
-    #[error("corrupt state: {what}")]
+    #[error("corrupt state: {what}: {source}")]
     Corrupt {
         what: String,
         #[source]
