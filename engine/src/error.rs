@@ -14,9 +14,16 @@ pub enum Error {
     /// State does not hold what an invariant says it must.
     #[error("inconsistent state: {0}")]
     Inconsistent(String),
-    /// A stored process definition no longer parses (the parser changed?).
+    /// A stored process definition is missing, or no longer defines its process.
     #[error("process definition {key} cannot be loaded: {reason}")]
     Definition { key: Key, reason: String },
+    /// A stored process definition no longer parses (the parser changed?).
+    #[error("process definition {key} cannot be loaded: {source}")]
+    Unparsable {
+        key: Key,
+        #[source]
+        source: crate::DeployError,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -37,12 +37,8 @@ impl ModelCache {
             key,
             reason: "no such process definition in state".to_owned(),
         })?;
-        let models = crate::parse_bpmn(&record.resource_name, &record.resource.0).map_err(|e| {
-            Error::Definition {
-                key,
-                reason: e.to_string(),
-            }
-        })?;
+        let models = crate::parse_bpmn(&record.resource_name, &record.resource.0)
+            .map_err(|source| Error::Unparsable { key, source })?;
         let model = models
             .into_iter()
             .find(|m| m.bpmn_process_id == record.bpmn_process_id)
