@@ -150,8 +150,9 @@ pub(crate) fn apply_batch<E: Engine>(
                     let writes = txn.into_writes();
                     state.absorb(writes);
                 }
-                Err(EngineError::Processing(reason)) => {
+                Err(EngineError::Processing(error)) => {
                     drop(txn); // roll the command's changes back
+                    let reason = error.to_string();
                     tracing::warn!(partition = %info.partition_id, %position, %reason, "command processing failed");
                     out.clear();
                     out.records

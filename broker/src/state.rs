@@ -19,10 +19,6 @@ const KEY_ENGINE_VERSION: &[u8] = b"\x00core/engine-version";
 /// The engine version a new partition starts with.
 pub const INITIAL_ENGINE_VERSION: u32 = 1;
 
-fn rocks_error(e: rocksdb::Error) -> StateError {
-    StateError(e.to_string())
-}
-
 /// Read access to the state database's engine column family.
 pub struct RocksState<'a> {
     db: &'a DB,
@@ -39,7 +35,7 @@ impl StateRead for RocksState<'_> {
         self.db
             .get_pinned(key)
             .map(|value| value.map(|v| v.to_vec()))
-            .map_err(rocks_error)
+            .map_err(|e| StateError::storage("read", e))
     }
 
     fn scan(
@@ -63,7 +59,7 @@ impl StateRead for RocksState<'_> {
             }
             iter.next();
         }
-        iter.status().map_err(rocks_error)
+        iter.status().map_err(|e| StateError::storage("scan", e))
     }
 }
 
@@ -79,12 +75,11 @@ fn read_u64(state: &dyn StateRead, key: &[u8]) -> Result<Option<u64>, StateError
     match state.get(key)? {
         None => Ok(None),
         Some(bytes) => {
-            let raw: [u8; 8] = bytes.as_slice().try_into().map_err(|_| {
-                StateError(format!(
-                    "{} has {} bytes",
-                    String::from_utf8_lossy(key),
-                    bytes.len()
-                ))
+            let raw: [u8; 8] = bytes.as_slice().try_into().map_err(|e| {
+                StateError::corrupt(
+                    format!("{} has {} bytes", String::from_utf8_lossy(key), bytes.len()),
+                    e,
+                )
             })?;
             Ok(Some(u64::from_be_bytes(raw)))
         }
@@ -142,16 +137,17 @@ pub fn exported_positions(
                 positions.insert(id, Position(u64::from_be_bytes(raw)));
                 std::ops::ControlFlow::Continue(())
             }
-            Err(_) => {
-                bad = Some(id);
+            Err(e) => {
+                bad = Some((id, e));
                 std::ops::ControlFlow::Break(())
             }
         }
     })?;
     match bad {
-        Some(id) => Err(StateError(format!(
-            "the exported position of exporter {id} is not 8 bytes"
-        ))),
+        Some((id, e)) => Err(StateError::corrupt(
+            format!("the exported position of exporter {id} is not 8 bytes"),
+            e,
+        )),
         None => Ok(positions),
     }
 }

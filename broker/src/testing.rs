@@ -5,8 +5,8 @@
 use std::ops::ControlFlow;
 
 use rill_engine_api::{
-    Engine, EngineError, EngineResult, ProcessingContext, ProcessingOutput, StateRead, StateTxn,
-    keys, state_digest,
+    Engine, EngineError, EngineResult, ProcessingContext, ProcessingError, ProcessingOutput,
+    StateError, StateRead, StateTxn, keys, state_digest,
 };
 use rill_protocol::value::VariableRecord;
 use rill_protocol::{Intent, Key, PartitionId, RecordDraft, RecordValue, RejectionType, Timestamp};
@@ -78,7 +78,7 @@ fn count(state: &dyn StateRead) -> EngineResult<u64> {
             let raw: [u8; 8] = bytes
                 .as_slice()
                 .try_into()
-                .map_err(|_| EngineError::Processing(format!("count has {} bytes", bytes.len())))?;
+                .map_err(|e| StateError::corrupt(format!("count has {} bytes", bytes.len()), e))?;
             Ok(u64::from_be_bytes(raw))
         }
     }
@@ -168,9 +168,9 @@ impl Engine for ListEngine {
             }
             ListCommand::FailAfterWriting { id } => {
                 state.put(b"list/poison", &id.to_be_bytes());
-                Err(EngineError::Processing(format!(
+                Err(EngineError::Processing(ProcessingError::new(format!(
                     "command {id} fails on purpose"
-                )))
+                ))))
             }
         }
     }

@@ -99,8 +99,26 @@ pub enum EngineError {
     State(#[from] StateError),
     /// A deterministic failure (corrupt value, broken invariant). The processor rolls
     /// the command's changes back and writes a `PROCESSING_ERROR` rejection instead.
-    #[error("processing error: {0}")]
-    Processing(String),
+    #[error(transparent)]
+    Processing(#[from] ProcessingError),
+}
+
+/// A deterministic failure to process a command, the same on every replica: the
+/// engine's own error, kept as it is. Its message is the reason of the
+/// `PROCESSING_ERROR` rejection written in the command's place.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ProcessingError(Box<dyn std::error::Error + Send + Sync>);
+
+impl ProcessingError {
+    pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ProcessingError(error.into())
+    }
+
+    /// The engine's error.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
 }
 
 pub type EngineResult<T> = Result<T, EngineError>;

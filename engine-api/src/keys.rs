@@ -18,10 +18,9 @@ pub fn next_key(state: &mut dyn StateTxn, partition: PartitionId) -> Result<Key,
 pub fn peek_counter(state: &dyn StateRead) -> Result<u64, StateError> {
     match state.get(KEY_COUNTER)? {
         Some(bytes) => {
-            let raw: [u8; 8] = bytes
-                .as_slice()
-                .try_into()
-                .map_err(|_| StateError(format!("key counter has {} bytes", bytes.len())))?;
+            let raw: [u8; 8] = bytes.as_slice().try_into().map_err(|e| {
+                StateError::corrupt(format!("key counter has {} bytes", bytes.len()), e)
+            })?;
             Ok(u64::from_be_bytes(raw))
         }
         None => Ok(1),
@@ -41,5 +40,20 @@ mod tests {
         assert_eq!(a.partition(), PartitionId(2));
         assert_eq!(a.local(), 1);
         assert_eq!(b.local(), 2);
+    }
+
+    #[test]
+    fn a_corrupt_counter_is_reported_with_its_cause() {
+        let mut state = MemoryState::new();
+        state.put(KEY_COUNTER, &[1, 2, 3]);
+        let error = peek_counter(&state).unwrap_err();
+        assert!(matches!(error, StateError::Corrupt { .. }), "{error:?}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("corrupt state: key counter has 3 bytes: "),
+            "{error}"
+        );
+        assert!(std::error::Error::source(&error).is_some());
     }
 }

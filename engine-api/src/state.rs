@@ -7,12 +7,48 @@
 use std::collections::BTreeMap;
 use std::ops::{Bound, ControlFlow};
 
-/// Reading state failed. This is an I/O problem on this replica, not a property of the
-/// command, so the stream processor must stop rather than carry on with a different
-/// result than the other replicas.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("state storage error: {0}")]
-pub struct StateError(pub String);
+/// Reading state failed on this replica. This is not a property of the command, so the
+/// stream processor must stop rather than carry on with a different result than the
+/// other replicas.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The store could not do `op` (an I/O problem).
+    #[error("state storage failed to {op}: {source}")]
+    Storage {
+        op: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A stored value is not what its key says it holds.
+    #[error("corrupt state: {what}: {source}")]
+    Corrupt {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl StateError {
+    pub fn storage(
+        op: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StateError::Storage {
+            op,
+            source: Box::new(source),
+        }
+    }
+
+    pub fn corrupt(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StateError::Corrupt {
+            what: what.into(),
+            source: Box::new(source),
+        }
+    }
+}
 
 /// Called for each entry of a scan with key and value; breaks to stop the scan.
 pub type ScanVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;

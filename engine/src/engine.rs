@@ -7,11 +7,11 @@ use rill_engine_api::{
 };
 use rill_protocol::{Command, CommandResponse, PartitionId, RecordDraft, RejectionType, Timestamp};
 
-use crate::appliers;
+use crate::appliers::Appliers;
+use crate::commands;
+use crate::context::{EngineParts, Processing};
 use crate::error::Result;
-use crate::models::ModelCache;
-use crate::processing::Processing;
-use crate::processors;
+use crate::model_cache::ModelCache;
 use crate::query::{self, Query, QueryResult};
 use crate::state::{DueIndex, ElementCache, Reader, ScanFloors, Writer};
 
@@ -36,6 +36,7 @@ impl Default for EngineOptions {
 #[derive(Default)]
 pub struct BpmnEngine {
     options: EngineOptions,
+    appliers: Appliers,
     models: ModelCache,
     elements: ElementCache,
     floors: ScanFloors,
@@ -45,6 +46,7 @@ impl BpmnEngine {
     pub fn new(options: EngineOptions) -> BpmnEngine {
         BpmnEngine {
             options,
+            appliers: Appliers::default(),
             models: ModelCache::default(),
             elements: ElementCache::default(),
             floors: ScanFloors::default(),
@@ -55,18 +57,36 @@ impl BpmnEngine {
         &self.options
     }
 
+    /// An engine that applies events with other appliers (a later version of one).
+    #[cfg(test)]
+    pub(crate) fn with_appliers(appliers: Appliers) -> BpmnEngine {
+        BpmnEngine {
+            appliers,
+            ..BpmnEngine::default()
+        }
+    }
+
     /// Applies one record to state as the event appliers do while processing (commands
-    /// and rejections change nothing). Replaying every record a partition wrote, in
-    /// order, on empty state rebuilds the engine's state (all but the key counter).
+    /// and rejections change nothing), with the appliers in force under
+    /// `engine_version`, the replicated version the record was written under.
+    /// Replaying every record a partition wrote, in order, on empty state rebuilds the
+    /// engine's state (all but the key counter).
     pub fn apply_record(
         &mut self,
         state: &mut dyn StateTxn,
         record: &RecordDraft,
         timestamp: Timestamp,
+        engine_version: u32,
     ) -> EngineResult<()> {
         self.elements.clear();
         let mut writer = Writer::new(state, &self.elements, &self.floors);
-        appliers::apply(&mut writer, &mut self.models, record, timestamp)?;
+        self.appliers.apply(
+            &mut writer,
+            &mut self.models,
+            record,
+            timestamp,
+            engine_version,
+        )?;
         self.elements.flush(state)?;
         Ok(())
     }
@@ -135,18 +155,16 @@ impl Engine for BpmnEngine {
         command: &Command,
         out: &mut ProcessingOutput<Command, CommandResponse>,
     ) -> EngineResult<()> {
-        let retention = self.retention_millis();
-        let mut processing = Processing::new(
-            ctx,
-            state,
-            &mut self.models,
-            &self.elements,
-            &self.floors,
-            out,
-            retention,
-        );
-        let result =
-            processors::process(&mut processing, command).and_then(|()| processing.finish());
+        let retention_millis = self.retention_millis();
+        let parts = EngineParts {
+            appliers: self.appliers,
+            models: &mut self.models,
+            cache: &self.elements,
+            floors: &self.floors,
+            retention_millis,
+        };
+        let mut processing = Processing::new(ctx, state, parts, out);
+        let result = commands::process(&mut processing, command).and_then(|()| processing.finish());
         if result.is_err() {
             // The command's writes are rolled back, and keys will be handed out again:
             // forget anything cached from it.
@@ -165,9 +183,9 @@ impl Engine for BpmnEngine {
     }
 
     fn processing_error_record(&self, command: &Command, reason: &str) -> RecordDraft {
-        let (key, intent, value) = processors::describe(command);
+        let (key, intent, value) = commands::describe(command);
         RecordDraft::rejection(
-            rill_protocol::Key(key),
+            key,
             intent,
             value,
             rill_protocol::RejectionType::ProcessingError,
@@ -193,7 +211,7 @@ impl Engine for BpmnEngine {
     ) -> EngineResult<()> {
         let reader = Reader::new(state);
         for (target, sequence, entry) in reader.outbox(limit)? {
-            if let Some(send) = processors::outgoing(reader, target, sequence, &entry)? {
+            if let Some(send) = commands::outgoing(reader, target, sequence, &entry)? {
                 out.push(send);
             }
         }
@@ -206,7 +224,7 @@ impl Engine for BpmnEngine {
         command: &Command,
     ) -> EngineResult<Option<CommandResponse>> {
         let reader = Reader::with_floors(state, &self.floors);
-        Ok(processors::answer_from_state(reader, command)?)
+        Ok(commands::answer_from_state(reader, command)?)
     }
 
     fn query(&mut self, state: &dyn StateRead, query: &Query) -> EngineResult<QueryResult> {

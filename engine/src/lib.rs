@@ -9,14 +9,16 @@
 //! ```
 
 mod appliers;
+mod behavior;
+mod commands;
+mod context;
 mod engine;
 mod error;
 mod metrics;
 pub mod model;
-mod models;
+mod model_cache;
+mod outcome;
 mod parse;
-mod processing;
-mod processors;
 mod query;
 mod state;
 

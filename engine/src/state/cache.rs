@@ -78,7 +78,7 @@ impl ElementCache {
 
     pub(super) fn insert(&self, instance: ElementInstance) {
         self.entries.borrow_mut().insert(
-            instance.key,
+            instance.key.get(),
             Entry {
                 value: Some(instance),
                 dirty: true,
@@ -189,6 +189,7 @@ impl ElementCache {
 #[cfg(test)]
 mod tests {
     use rill_engine_api::{MemoryState, StateRead};
+    use rill_protocol::Key;
     use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
 
     use super::*;
@@ -196,7 +197,7 @@ mod tests {
 
     fn instance(key: i64) -> ElementInstance {
         ElementInstance {
-            key,
+            key: Key(key),
             state: ElementState::Activating,
             record: ProcessInstanceRecord {
                 bpmn_element_type: BpmnElementType::StartEvent,

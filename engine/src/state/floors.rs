@@ -74,6 +74,7 @@ impl ScanFloors {
 #[cfg(test)]
 mod tests {
     use rill_engine_api::MemoryState;
+    use rill_protocol::Key;
 
     use super::super::{DueIndex, ElementCache, KeyBuf, Reader, Writer, due_key};
     use super::*;
@@ -136,7 +137,7 @@ mod tests {
                 let due = due_entries(reader).first().copied();
                 let mut writer = Writer::new(&mut state, &elements, &floors);
                 if let Some(job) = job {
-                    writer.delete(activatable(job_type, job));
+                    writer.delete(activatable(job_type, job.get()));
                 }
                 if let Some((due, key)) = due {
                     writer.delete(due_key(DueIndex::Timers, due, key));
@@ -173,6 +174,6 @@ mod tests {
         );
         Writer::new(&mut state, &elements, &floors).mark(activatable("t", 7));
         let reader = Reader::with_floors(&state, &floors);
-        assert_eq!(reader.activatable_jobs("t", 10).unwrap(), vec![7]);
+        assert_eq!(reader.activatable_jobs("t", 10).unwrap(), vec![Key(7)]);
     }
 }

@@ -4,6 +4,8 @@
 //! sign bit flipped (so negative timestamps would still sort first); strings carry a
 //! length prefix so that one string is never a prefix of another's encoding.
 
+use rill_protocol::Key;
+
 /// One byte per table. Never reuse a retired value.
 pub(crate) mod table {
     pub const PROCESS: u8 = 0x10;
@@ -40,6 +42,24 @@ pub(crate) mod table {
     pub const INBOX: u8 = 0xA2;
 }
 
+/// A key argument of a state accessor: the engine's [`Key`], or a key field of a record
+/// value (records carry keys as raw `i64`s, as Zeebe's do).
+pub trait AsKey: Copy {
+    fn as_key(self) -> Key;
+}
+
+impl AsKey for Key {
+    fn as_key(self) -> Key {
+        self
+    }
+}
+
+impl AsKey for i64 {
+    fn as_key(self) -> Key {
+        Key(self)
+    }
+}
+
 /// Builds a state key.
 #[derive(Clone, Debug)]
 pub(crate) struct KeyBuf(Vec<u8>);
@@ -54,6 +74,11 @@ impl KeyBuf {
     pub fn i64(mut self, value: i64) -> KeyBuf {
         self.0.extend_from_slice(&encode_i64(value));
         self
+    }
+
+    /// An entity key (encoded as its `i64`).
+    pub fn key(self, key: impl AsKey) -> KeyBuf {
+        self.i64(key.as_key().get())
     }
 
     pub fn i32(mut self, value: i32) -> KeyBuf {

@@ -12,14 +12,14 @@ mod types;
 use std::ops::ControlFlow;
 
 use rill_engine_api::{StateRead, StateTxn};
-use rill_protocol::codec;
 use rill_protocol::value::{IncidentRecord, ProcessRecord, TimerRecord};
+use rill_protocol::{Key, codec};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub(crate) use cache::ElementCache;
 pub(crate) use floors::ScanFloors;
-pub(crate) use keys::{KeyBuf, table};
+pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
     OutboxEntry, StoredIncident, StoredJob, StoredMessage, StoredMessageSubscription,
@@ -167,24 +167,25 @@ impl<'a> Reader<'a> {
 
     // --- process definitions ---
 
-    pub fn process(&self, key: i64) -> Result<Option<ProcessRecord>> {
-        self.get(KeyBuf::new(table::PROCESS).i64(key))
+    pub fn process(&self, key: impl AsKey) -> Result<Option<ProcessRecord>> {
+        self.get(KeyBuf::new(table::PROCESS).key(key))
     }
 
     pub fn process_key_by_version(
         &self,
         bpmn_process_id: &str,
         version: i32,
-    ) -> Result<Option<i64>> {
-        self.get_i64(
+    ) -> Result<Option<Key>> {
+        let key = self.get_i64(
             KeyBuf::new(table::PROCESS_VERSION)
                 .str(bpmn_process_id)
                 .i32(version),
-        )
+        )?;
+        Ok(key.map(Key))
     }
 
     /// The latest version of a process id and its definition key.
-    pub fn latest_process(&self, bpmn_process_id: &str) -> Result<Option<(i32, i64)>> {
+    pub fn latest_process(&self, bpmn_process_id: &str) -> Result<Option<(i32, Key)>> {
         self.get(KeyBuf::new(table::PROCESS_LATEST).str(bpmn_process_id))
     }
 
@@ -199,8 +200,11 @@ impl<'a> Reader<'a> {
         })
     }
 
-    pub fn deployment(&self, key: i64) -> Result<Option<rill_protocol::value::DeploymentRecord>> {
-        self.get(KeyBuf::new(table::DEPLOYMENT).i64(key))
+    pub fn deployment(
+        &self,
+        key: impl AsKey,
+    ) -> Result<Option<rill_protocol::value::DeploymentRecord>> {
+        self.get(KeyBuf::new(table::DEPLOYMENT).key(key))
     }
 
     // --- outbox and inbox (commands between partitions) ---
@@ -244,10 +248,10 @@ impl<'a> Reader<'a> {
 
     // --- element instances ---
 
-    pub fn element_instance(&self, key: i64) -> Result<Option<ElementInstance>> {
-        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+    pub fn element_instance(&self, key: impl AsKey) -> Result<Option<ElementInstance>> {
+        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).key(key));
         match self.cache {
-            Some(cache) => cache.get(key, load),
+            Some(cache) => cache.get(key.as_key().get(), load),
             None => load(),
         }
     }
@@ -255,30 +259,34 @@ impl<'a> Reader<'a> {
     /// Looks at a live element instance without copying it.
     pub fn peek_element_instance<R>(
         &self,
-        key: i64,
+        key: impl AsKey,
         look: impl FnOnce(&ElementInstance) -> R,
     ) -> Result<Option<R>> {
-        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
+        let load = || self.get(KeyBuf::new(table::ELEMENT_INSTANCE).key(key));
         match self.cache {
-            Some(cache) => cache.peek(key, load, look),
+            Some(cache) => cache.peek(key.as_key().get(), load, look),
             None => Ok(load()?.as_ref().map(look)),
         }
     }
 
     /// Keys of the live child element instances of a scope, in creation order.
-    pub fn children(&self, scope_key: i64) -> Result<Vec<i64>> {
-        let prefix = KeyBuf::new(table::ELEMENT_CHILD).i64(scope_key);
+    pub fn children(&self, scope_key: impl AsKey) -> Result<Vec<i64>> {
+        let prefix = KeyBuf::new(table::ELEMENT_CHILD).key(scope_key);
         let mut children = self.trailing_keys(&prefix, usize::MAX)?;
         if let Some(cache) = self.cache {
-            cache.merge_children(scope_key, &mut children);
+            cache.merge_children(scope_key.as_key().get(), &mut children);
         }
         Ok(children)
     }
 
     /// Tokens waiting at a parallel join: `(incoming flow id, count)`.
-    pub fn join_tokens(&self, scope_key: i64, gateway_id: &str) -> Result<Vec<(String, u32)>> {
+    pub fn join_tokens(
+        &self,
+        scope_key: impl AsKey,
+        gateway_id: &str,
+    ) -> Result<Vec<(String, u32)>> {
         let prefix = KeyBuf::new(table::JOIN_TOKEN)
-            .i64(scope_key)
+            .key(scope_key)
             .str(gateway_id);
         let at = prefix.bytes().len();
         let mut out = Vec::new();
@@ -295,8 +303,8 @@ impl<'a> Reader<'a> {
 
     pub fn variable(
         &self,
-        instance: i64,
-        scope: i64,
+        instance: impl AsKey,
+        scope: impl AsKey,
         name: &str,
     ) -> Result<Option<StoredVariable>> {
         self.get(variable_key(instance, scope, name))
@@ -305,10 +313,10 @@ impl<'a> Reader<'a> {
     /// The variables of one scope, by name.
     pub fn scope_variables(
         &self,
-        instance: i64,
-        scope: i64,
+        instance: impl AsKey,
+        scope: impl AsKey,
     ) -> Result<Vec<(String, StoredVariable)>> {
-        let prefix = KeyBuf::new(table::VARIABLE).i64(instance).i64(scope);
+        let prefix = KeyBuf::new(table::VARIABLE).key(instance).key(scope);
         let at = prefix.bytes().len();
         let mut out = Vec::new();
         self.scan(&prefix, |k, v| {
@@ -321,8 +329,11 @@ impl<'a> Reader<'a> {
     }
 
     /// Every variable of a process instance: `(scope key, name, variable)`.
-    pub fn instance_variables(&self, instance: i64) -> Result<Vec<(i64, String, StoredVariable)>> {
-        let prefix = KeyBuf::new(table::VARIABLE).i64(instance);
+    pub fn instance_variables(
+        &self,
+        instance: impl AsKey,
+    ) -> Result<Vec<(i64, String, StoredVariable)>> {
+        let prefix = KeyBuf::new(table::VARIABLE).key(instance);
         let at = prefix.bytes().len();
         let mut out = Vec::new();
         self.scan(&prefix, |k, v| {
@@ -337,8 +348,8 @@ impl<'a> Reader<'a> {
 
     // --- jobs ---
 
-    pub fn job(&self, key: i64) -> Result<Option<StoredJob>> {
-        let mut job: Option<StoredJob> = self.get(KeyBuf::new(table::JOB).i64(key))?;
+    pub fn job(&self, key: impl AsKey) -> Result<Option<StoredJob>> {
+        let mut job: Option<StoredJob> = self.get(KeyBuf::new(table::JOB).key(key))?;
         if let Some(job) = &mut job {
             job.record.variables = rill_protocol::JsonValue::empty_object();
         }
@@ -346,41 +357,44 @@ impl<'a> Reader<'a> {
     }
 
     /// Activatable jobs of a type, oldest first.
-    pub fn activatable_jobs(&self, job_type: &str, limit: usize) -> Result<Vec<i64>> {
-        self.trailing_keys_from(
+    pub fn activatable_jobs(&self, job_type: &str, limit: usize) -> Result<Vec<Key>> {
+        let keys = self.trailing_keys_from(
             &KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type),
             limit,
             true,
-        )
+        )?;
+        Ok(keys.into_iter().map(Key).collect())
     }
 
     // --- timers ---
 
-    pub fn timer(&self, key: i64) -> Result<Option<TimerRecord>> {
-        self.get(KeyBuf::new(table::TIMER).i64(key))
+    pub fn timer(&self, key: impl AsKey) -> Result<Option<TimerRecord>> {
+        self.get(KeyBuf::new(table::TIMER).key(key))
     }
 
-    pub fn timers_of_element(&self, element_instance_key: i64) -> Result<Vec<i64>> {
-        self.trailing_keys(
-            &KeyBuf::new(table::TIMER_BY_ELEMENT).i64(element_instance_key),
+    pub fn timers_of_element(&self, element_instance_key: impl AsKey) -> Result<Vec<Key>> {
+        let keys = self.trailing_keys(
+            &KeyBuf::new(table::TIMER_BY_ELEMENT).key(element_instance_key),
             usize::MAX,
-        )
+        )?;
+        Ok(keys.into_iter().map(Key).collect())
     }
 
     // --- messages ---
 
-    pub fn message(&self, key: i64) -> Result<Option<StoredMessage>> {
-        self.get(KeyBuf::new(table::MESSAGE).i64(key))
+    pub fn message(&self, key: impl AsKey) -> Result<Option<StoredMessage>> {
+        self.get(KeyBuf::new(table::MESSAGE).key(key))
     }
 
     /// Buffered messages for a name and correlation key, oldest first.
-    pub fn messages_for(&self, name: &str, correlation_key: &str) -> Result<Vec<i64>> {
-        self.trailing_keys(
+    pub fn messages_for(&self, name: &str, correlation_key: &str) -> Result<Vec<Key>> {
+        let keys = self.trailing_keys(
             &KeyBuf::new(table::MESSAGE_BY_NAME)
                 .str(name)
                 .str(correlation_key),
             usize::MAX,
-        )
+        )?;
+        Ok(keys.into_iter().map(Key).collect())
     }
 
     pub fn message_with_id(
@@ -398,10 +412,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether the message was already correlated to an instance of this process.
-    pub fn message_correlated(&self, message_key: i64, bpmn_process_id: &str) -> Result<bool> {
+    pub fn message_correlated(
+        &self,
+        message_key: impl AsKey,
+        bpmn_process_id: &str,
+    ) -> Result<bool> {
         self.exists(
             KeyBuf::new(table::MESSAGE_CORRELATED)
-                .i64(message_key)
+                .key(message_key)
                 .str(bpmn_process_id),
         )
     }
@@ -427,7 +445,7 @@ impl<'a> Reader<'a> {
         &self,
         name: &str,
         correlation_key: &str,
-        element_instance_key: i64,
+        element_instance_key: impl AsKey,
     ) -> Result<Option<StoredMessageSubscription>> {
         self.get(message_subscription_key(
             name,
@@ -438,9 +456,9 @@ impl<'a> Reader<'a> {
 
     pub fn process_message_subscriptions(
         &self,
-        element_instance_key: i64,
+        element_instance_key: impl AsKey,
     ) -> Result<Vec<StoredProcessMessageSubscription>> {
-        let prefix = KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION).i64(element_instance_key);
+        let prefix = KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION).key(element_instance_key);
         let mut out = Vec::new();
         self.scan(&prefix, |_, v| {
             out.push(decode(v)?);
@@ -451,25 +469,28 @@ impl<'a> Reader<'a> {
 
     pub fn process_message_subscription(
         &self,
-        element_instance_key: i64,
+        element_instance_key: impl AsKey,
         message_name: &str,
     ) -> Result<Option<StoredProcessMessageSubscription>> {
         self.get(
             KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION)
-                .i64(element_instance_key)
+                .key(element_instance_key)
                 .str(message_name),
         )
     }
 
     // --- incidents ---
 
-    pub fn incident(&self, key: i64) -> Result<Option<StoredIncident>> {
-        self.get(KeyBuf::new(table::INCIDENT).i64(key))
+    pub fn incident(&self, key: impl AsKey) -> Result<Option<StoredIncident>> {
+        self.get(KeyBuf::new(table::INCIDENT).key(key))
     }
 
-    pub fn incidents_of_instance(&self, process_instance_key: i64) -> Result<Vec<StoredIncident>> {
+    pub fn incidents_of_instance(
+        &self,
+        process_instance_key: impl AsKey,
+    ) -> Result<Vec<StoredIncident>> {
         let keys = self.trailing_keys(
-            &KeyBuf::new(table::INCIDENT_BY_INSTANCE).i64(process_instance_key),
+            &KeyBuf::new(table::INCIDENT_BY_INSTANCE).key(process_instance_key),
             usize::MAX,
         )?;
         let mut out = Vec::with_capacity(keys.len());
@@ -482,34 +503,38 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    pub fn has_incident(&self, process_instance_key: i64) -> Result<bool> {
+    pub fn has_incident(&self, process_instance_key: impl AsKey) -> Result<bool> {
         Ok(!self
             .trailing_keys(
-                &KeyBuf::new(table::INCIDENT_BY_INSTANCE).i64(process_instance_key),
+                &KeyBuf::new(table::INCIDENT_BY_INSTANCE).key(process_instance_key),
                 1,
             )?
             .is_empty())
     }
 
-    pub fn incident_of_element(&self, element_instance_key: i64) -> Result<Option<i64>> {
-        self.get_i64(KeyBuf::new(table::INCIDENT_BY_ELEMENT).i64(element_instance_key))
+    pub fn incident_of_element(&self, element_instance_key: impl AsKey) -> Result<Option<Key>> {
+        let key =
+            self.get_i64(KeyBuf::new(table::INCIDENT_BY_ELEMENT).key(element_instance_key))?;
+        Ok(key.map(Key))
     }
 
-    pub fn incident_of_job(&self, job_key: i64) -> Result<Option<i64>> {
-        self.get_i64(KeyBuf::new(table::INCIDENT_BY_JOB).i64(job_key))
+    pub fn incident_of_job(&self, job_key: impl AsKey) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(KeyBuf::new(table::INCIDENT_BY_JOB).key(job_key))?
+            .map(Key))
     }
 
     // --- instance summaries and awaiting clients ---
 
-    pub fn summary(&self, process_instance_key: i64) -> Result<Option<InstanceSummary>> {
-        self.get(KeyBuf::new(table::INSTANCE_SUMMARY).i64(process_instance_key))
+    pub fn summary(&self, process_instance_key: impl AsKey) -> Result<Option<InstanceSummary>> {
+        self.get(KeyBuf::new(table::INSTANCE_SUMMARY).key(process_instance_key))
     }
 
     pub fn await_registration(
         &self,
-        process_instance_key: i64,
+        process_instance_key: impl AsKey,
     ) -> Result<Option<AwaitRegistration>> {
-        self.get(KeyBuf::new(table::AWAIT_RESULT).i64(process_instance_key))
+        self.get(KeyBuf::new(table::AWAIT_RESULT).key(process_instance_key))
     }
 
     // --- due-date indexes ---
@@ -551,26 +576,26 @@ impl DueIndex {
     }
 }
 
-fn variable_key(instance: i64, scope: i64, name: &str) -> KeyBuf {
+fn variable_key(instance: impl AsKey, scope: impl AsKey, name: &str) -> KeyBuf {
     KeyBuf::new(table::VARIABLE)
-        .i64(instance)
-        .i64(scope)
+        .key(instance)
+        .key(scope)
         .str(name)
 }
 
 fn message_subscription_key(
     name: &str,
     correlation_key: &str,
-    element_instance_key: i64,
+    element_instance_key: impl AsKey,
 ) -> KeyBuf {
     KeyBuf::new(table::MESSAGE_SUBSCRIPTION)
         .str(name)
         .str(correlation_key)
-        .i64(element_instance_key)
+        .key(element_instance_key)
 }
 
-fn due_key(index: DueIndex, due: i64, key: i64) -> KeyBuf {
-    KeyBuf::new(index.table()).i64(due).i64(key)
+fn due_key(index: DueIndex, due: i64, key: impl AsKey) -> KeyBuf {
+    KeyBuf::new(index.table()).i64(due).key(key)
 }
 
 const EMPTY: &[u8] = &[];
@@ -632,7 +657,7 @@ impl<'a> Writer<'a> {
 
     pub fn put_process(&mut self, record: &ProcessRecord) -> Result<()> {
         let key = record.process_definition_key;
-        self.put(KeyBuf::new(table::PROCESS).i64(key), record)?;
+        self.put(KeyBuf::new(table::PROCESS).key(key), record)?;
         self.put_i64(
             KeyBuf::new(table::PROCESS_VERSION)
                 .str(&record.bpmn_process_id)
@@ -654,10 +679,10 @@ impl<'a> Writer<'a> {
 
     pub fn put_deployment(
         &mut self,
-        key: i64,
+        key: impl AsKey,
         record: &rill_protocol::value::DeploymentRecord,
     ) -> Result<()> {
-        self.put(KeyBuf::new(table::DEPLOYMENT).i64(key), record)
+        self.put(KeyBuf::new(table::DEPLOYMENT).key(key), record)
     }
 
     /// Queues a command for `target` under the next sequence number.
@@ -697,35 +722,37 @@ impl<'a> Writer<'a> {
     /// Changes a live element instance in place; false if there is none.
     pub fn update_element_instance(
         &mut self,
-        key: i64,
+        key: impl AsKey,
         change: impl FnOnce(&mut ElementInstance),
     ) -> Result<bool> {
         let raw: &dyn StateRead = &*self.raw;
-        let load = || Reader::new(raw).get(KeyBuf::new(table::ELEMENT_INSTANCE).i64(key));
-        self.cache.update(key, load, change)
+        let load = || Reader::new(raw).get(KeyBuf::new(table::ELEMENT_INSTANCE).key(key));
+        self.cache.update(key.as_key().get(), load, change)
     }
 
-    pub fn delete_element_instance(&mut self, key: i64) {
-        self.cache.delete(key);
+    pub fn delete_element_instance(&mut self, key: impl AsKey) {
+        self.cache.delete(key.as_key().get());
     }
 
-    pub fn add_child(&mut self, scope_key: i64, child_key: i64) {
-        self.cache.set_child(scope_key, child_key, true);
+    pub fn add_child(&mut self, scope_key: impl AsKey, child_key: impl AsKey) {
+        self.cache
+            .set_child(scope_key.as_key().get(), child_key.as_key().get(), true);
     }
 
-    pub fn remove_child(&mut self, scope_key: i64, child_key: i64) {
-        self.cache.set_child(scope_key, child_key, false);
+    pub fn remove_child(&mut self, scope_key: impl AsKey, child_key: impl AsKey) {
+        self.cache
+            .set_child(scope_key.as_key().get(), child_key.as_key().get(), false);
     }
 
     pub fn set_join_tokens(
         &mut self,
-        scope_key: i64,
+        scope_key: impl AsKey,
         gateway_id: &str,
         flow_id: &str,
         count: u32,
     ) -> Result<()> {
         let key = KeyBuf::new(table::JOIN_TOKEN)
-            .i64(scope_key)
+            .key(scope_key)
             .str(gateway_id)
             .str(flow_id);
         if count == 0 {
@@ -736,36 +763,45 @@ impl<'a> Writer<'a> {
         }
     }
 
-    pub fn join_token_count(&self, scope_key: i64, gateway_id: &str, flow_id: &str) -> Result<u32> {
+    pub fn join_token_count(
+        &self,
+        scope_key: impl AsKey,
+        gateway_id: &str,
+        flow_id: &str,
+    ) -> Result<u32> {
         let key = KeyBuf::new(table::JOIN_TOKEN)
-            .i64(scope_key)
+            .key(scope_key)
             .str(gateway_id)
             .str(flow_id);
         Ok(self.read().get(key)?.unwrap_or(0))
     }
 
-    pub fn delete_join_tokens(&mut self, scope_key: i64) -> Result<()> {
-        self.delete_prefix(KeyBuf::new(table::JOIN_TOKEN).i64(scope_key))
+    pub fn delete_join_tokens(&mut self, scope_key: impl AsKey) -> Result<()> {
+        self.delete_prefix(KeyBuf::new(table::JOIN_TOKEN).key(scope_key))
     }
 
     // --- variables ---
 
     pub fn put_variable(
         &mut self,
-        instance: i64,
-        scope: i64,
+        instance: impl AsKey,
+        scope: impl AsKey,
         name: &str,
         variable: &StoredVariable,
     ) -> Result<()> {
         self.put(variable_key(instance, scope, name), variable)
     }
 
-    pub fn delete_scope_variables(&mut self, instance: i64, scope: i64) -> Result<()> {
-        self.delete_prefix(KeyBuf::new(table::VARIABLE).i64(instance).i64(scope))
+    pub fn delete_scope_variables(
+        &mut self,
+        instance: impl AsKey,
+        scope: impl AsKey,
+    ) -> Result<()> {
+        self.delete_prefix(KeyBuf::new(table::VARIABLE).key(instance).key(scope))
     }
 
-    pub fn delete_instance_variables(&mut self, instance: i64) -> Result<()> {
-        self.delete_prefix(KeyBuf::new(table::VARIABLE).i64(instance))
+    pub fn delete_instance_variables(&mut self, instance: impl AsKey) -> Result<()> {
+        self.delete_prefix(KeyBuf::new(table::VARIABLE).key(instance))
     }
 
     // --- jobs ---
@@ -775,7 +811,7 @@ impl<'a> Writer<'a> {
     /// state; `previous` is what was stored before, if anything.
     pub fn put_job(
         &mut self,
-        key: i64,
+        key: impl AsKey,
         state: JobState,
         record: &rill_protocol::value::JobRecord,
         previous: Option<&StoredJob>,
@@ -785,14 +821,18 @@ impl<'a> Writer<'a> {
         }
         self.index_job(key, state, record);
         self.put(
-            KeyBuf::new(table::JOB).i64(key),
+            KeyBuf::new(table::JOB).key(key),
             &types::StoredJobRef::new(state, record),
         )
     }
 
     /// Removes every index entry a job with this record can have, without reading
     /// its stored state (the record carries the type, deadline and back-off time).
-    pub fn unindex_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
+    pub fn unindex_job_record(
+        &mut self,
+        key: impl AsKey,
+        record: &rill_protocol::value::JobRecord,
+    ) {
         // An activated job (it has a deadline) is never in the activatable index.
         if record.deadline >= 0 {
             self.delete(due_key(DueIndex::JobDeadlines, record.deadline, key));
@@ -800,7 +840,7 @@ impl<'a> Writer<'a> {
             self.delete(
                 KeyBuf::new(table::JOB_ACTIVATABLE)
                     .str(&record.job_type)
-                    .i64(key),
+                    .key(key),
             );
         }
         if record.recurring_time >= 0 {
@@ -808,21 +848,26 @@ impl<'a> Writer<'a> {
         }
     }
 
-    pub fn remove_activatable(&mut self, key: i64, job_type: &str) {
-        self.delete(KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type).i64(key));
+    pub fn remove_activatable(&mut self, key: impl AsKey, job_type: &str) {
+        self.delete(KeyBuf::new(table::JOB_ACTIVATABLE).str(job_type).key(key));
     }
 
-    pub fn delete_job_record(&mut self, key: i64, record: &rill_protocol::value::JobRecord) {
+    pub fn delete_job_record(&mut self, key: impl AsKey, record: &rill_protocol::value::JobRecord) {
         self.unindex_job_record(key, record);
-        self.delete(KeyBuf::new(table::JOB).i64(key));
+        self.delete(KeyBuf::new(table::JOB).key(key));
     }
 
-    fn index_job(&mut self, key: i64, state: JobState, record: &rill_protocol::value::JobRecord) {
+    fn index_job(
+        &mut self,
+        key: impl AsKey,
+        state: JobState,
+        record: &rill_protocol::value::JobRecord,
+    ) {
         match state {
             JobState::Activatable => self.mark(
                 KeyBuf::new(table::JOB_ACTIVATABLE)
                     .str(&record.job_type)
-                    .i64(key),
+                    .key(key),
             ),
             JobState::Activated => self.mark(due_key(DueIndex::JobDeadlines, record.deadline, key)),
             JobState::Failed if record.retries > 0 && record.recurring_time >= 0 => {
@@ -832,12 +877,12 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn unindex_job(&mut self, key: i64, job: &StoredJob) {
+    fn unindex_job(&mut self, key: impl AsKey, job: &StoredJob) {
         match job.state {
             JobState::Activatable => self.delete(
                 KeyBuf::new(table::JOB_ACTIVATABLE)
                     .str(&job.record.job_type)
-                    .i64(key),
+                    .key(key),
             ),
             JobState::Activated => {
                 self.delete(due_key(DueIndex::JobDeadlines, job.record.deadline, key))
@@ -854,24 +899,24 @@ impl<'a> Writer<'a> {
 
     // --- timers ---
 
-    pub fn put_timer(&mut self, key: i64, timer: &TimerRecord) -> Result<()> {
+    pub fn put_timer(&mut self, key: impl AsKey, timer: &TimerRecord) -> Result<()> {
         self.mark(due_key(DueIndex::Timers, timer.due_date, key));
         self.mark(
             KeyBuf::new(table::TIMER_BY_ELEMENT)
                 .i64(timer.element_instance_key)
-                .i64(key),
+                .key(key),
         );
-        self.put(KeyBuf::new(table::TIMER).i64(key), timer)
+        self.put(KeyBuf::new(table::TIMER).key(key), timer)
     }
 
-    pub fn delete_timer(&mut self, key: i64, timer: &TimerRecord) {
+    pub fn delete_timer(&mut self, key: impl AsKey, timer: &TimerRecord) {
         self.delete(due_key(DueIndex::Timers, timer.due_date, key));
         self.delete(
             KeyBuf::new(table::TIMER_BY_ELEMENT)
                 .i64(timer.element_instance_key)
-                .i64(key),
+                .key(key),
         );
-        self.delete(KeyBuf::new(table::TIMER).i64(key));
+        self.delete(KeyBuf::new(table::TIMER).key(key));
     }
 
     // --- messages ---
@@ -882,7 +927,7 @@ impl<'a> Writer<'a> {
             KeyBuf::new(table::MESSAGE_BY_NAME)
                 .str(&r.name)
                 .str(&r.correlation_key)
-                .i64(message.key),
+                .key(message.key),
         );
         self.mark(due_key(DueIndex::MessageDeadlines, r.deadline, message.key));
         if !r.message_id.is_empty() {
@@ -891,10 +936,10 @@ impl<'a> Writer<'a> {
                     .str(&r.name)
                     .str(&r.correlation_key)
                     .str(&r.message_id),
-                message.key,
+                message.key.get(),
             );
         }
-        self.put(KeyBuf::new(table::MESSAGE).i64(message.key), message)
+        self.put(KeyBuf::new(table::MESSAGE).key(message.key), message)
     }
 
     pub fn delete_message(&mut self, message: &StoredMessage) -> Result<()> {
@@ -903,7 +948,7 @@ impl<'a> Writer<'a> {
             KeyBuf::new(table::MESSAGE_BY_NAME)
                 .str(&r.name)
                 .str(&r.correlation_key)
-                .i64(message.key),
+                .key(message.key),
         );
         self.delete(due_key(DueIndex::MessageDeadlines, r.deadline, message.key));
         if !r.message_id.is_empty() {
@@ -914,23 +959,23 @@ impl<'a> Writer<'a> {
                     .str(&r.message_id),
             );
         }
-        self.delete_prefix(KeyBuf::new(table::MESSAGE_CORRELATED).i64(message.key))?;
-        self.delete(KeyBuf::new(table::MESSAGE).i64(message.key));
+        self.delete_prefix(KeyBuf::new(table::MESSAGE_CORRELATED).key(message.key))?;
+        self.delete(KeyBuf::new(table::MESSAGE).key(message.key));
         Ok(())
     }
 
-    pub fn mark_message_correlated(&mut self, message_key: i64, bpmn_process_id: &str) {
+    pub fn mark_message_correlated(&mut self, message_key: impl AsKey, bpmn_process_id: &str) {
         self.mark(
             KeyBuf::new(table::MESSAGE_CORRELATED)
-                .i64(message_key)
+                .key(message_key)
                 .str(bpmn_process_id),
         );
     }
 
-    pub fn unmark_message_correlated(&mut self, message_key: i64, bpmn_process_id: &str) {
+    pub fn unmark_message_correlated(&mut self, message_key: impl AsKey, bpmn_process_id: &str) {
         self.delete(
             KeyBuf::new(table::MESSAGE_CORRELATED)
-                .i64(message_key)
+                .key(message_key)
                 .str(bpmn_process_id),
         );
     }
@@ -950,7 +995,7 @@ impl<'a> Writer<'a> {
         &mut self,
         name: &str,
         correlation_key: &str,
-        element_instance_key: i64,
+        element_instance_key: impl AsKey,
     ) {
         self.delete(message_subscription_key(
             name,
@@ -974,23 +1019,24 @@ impl<'a> Writer<'a> {
 
     pub fn delete_process_message_subscription(
         &mut self,
-        element_instance_key: i64,
+        element_instance_key: impl AsKey,
         message_name: &str,
     ) {
         self.delete(
             KeyBuf::new(table::PROCESS_MESSAGE_SUBSCRIPTION)
-                .i64(element_instance_key)
+                .key(element_instance_key)
                 .str(message_name),
         );
     }
 
     // --- incidents ---
 
-    pub fn put_incident(&mut self, key: i64, record: &IncidentRecord) -> Result<()> {
+    pub fn put_incident(&mut self, key: impl AsKey, record: &IncidentRecord) -> Result<()> {
+        let key = key.as_key().get();
         self.mark(
             KeyBuf::new(table::INCIDENT_BY_INSTANCE)
                 .i64(record.process_instance_key)
-                .i64(key),
+                .key(key),
         );
         if record.job_key > 0 {
             self.put_i64(KeyBuf::new(table::INCIDENT_BY_JOB).i64(record.job_key), key);
@@ -1001,7 +1047,7 @@ impl<'a> Writer<'a> {
             );
         }
         self.put(
-            KeyBuf::new(table::INCIDENT).i64(key),
+            KeyBuf::new(table::INCIDENT).key(key),
             &StoredIncident {
                 key,
                 record: record.clone(),
@@ -1035,7 +1081,7 @@ impl<'a> Writer<'a> {
             ));
         }
         self.put(
-            KeyBuf::new(table::INSTANCE_SUMMARY).i64(summary.process_instance_key),
+            KeyBuf::new(table::INSTANCE_SUMMARY).i64(summary.process_instance_key.get()),
             summary,
         )
     }
@@ -1048,21 +1094,21 @@ impl<'a> Writer<'a> {
                 summary.process_instance_key,
             ));
         }
-        self.delete(KeyBuf::new(table::INSTANCE_SUMMARY).i64(summary.process_instance_key));
+        self.delete(KeyBuf::new(table::INSTANCE_SUMMARY).i64(summary.process_instance_key.get()));
     }
 
     pub fn put_await_registration(
         &mut self,
-        process_instance_key: i64,
+        process_instance_key: impl AsKey,
         registration: &AwaitRegistration,
     ) -> Result<()> {
         self.put(
-            KeyBuf::new(table::AWAIT_RESULT).i64(process_instance_key),
+            KeyBuf::new(table::AWAIT_RESULT).key(process_instance_key),
             registration,
         )
     }
 
-    pub fn delete_await_registration(&mut self, process_instance_key: i64) {
-        self.delete(KeyBuf::new(table::AWAIT_RESULT).i64(process_instance_key));
+    pub fn delete_await_registration(&mut self, process_instance_key: impl AsKey) {
+        self.delete(KeyBuf::new(table::AWAIT_RESULT).key(process_instance_key));
     }
 }

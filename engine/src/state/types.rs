@@ -1,6 +1,7 @@
 //! What the engine keeps in state, one struct per table value. Encoded with the
 //! protocol codec (a format byte, then bincode), so they can evolve like records.
 
+use rill_protocol::Key;
 use rill_protocol::value::{
     IncidentRecord, JobRecord, MessageRecord, MessageSubscriptionRecord, ProcessInstanceRecord,
     ProcessMessageSubscriptionRecord,
@@ -31,7 +32,7 @@ impl ElementState {
 /// A live element instance (the process instance itself is one, keyed by its key).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ElementInstance {
-    pub key: i64,
+    pub key: Key,
     pub state: ElementState,
     /// The value of this instance's lifecycle records.
     pub record: ProcessInstanceRecord,
@@ -148,14 +149,14 @@ impl<'a> StoredJobRef<'a> {
 /// A buffered message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredMessage {
-    pub key: i64,
+    pub key: Key,
     pub record: MessageRecord,
 }
 
 /// A subscription on the message's partition: who waits for `(name, correlation key)`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredMessageSubscription {
-    pub key: i64,
+    pub key: Key,
     pub record: MessageSubscriptionRecord,
     /// A message is on its way to the instance; do not correlate another one.
     pub correlating: bool,
@@ -164,7 +165,7 @@ pub struct StoredMessageSubscription {
 /// The instance side of a message subscription.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredProcessMessageSubscription {
-    pub key: i64,
+    pub key: Key,
     pub record: ProcessMessageSubscriptionRecord,
     /// `true` once the message partition confirmed the subscription.
     pub opened: bool,
@@ -200,7 +201,7 @@ impl InstanceState {
 /// A process instance's summary for reads, kept after it ends until expired.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstanceSummary {
-    pub process_instance_key: i64,
+    pub process_instance_key: Key,
     pub bpmn_process_id: String,
     pub version: i32,
     pub process_definition_key: i64,
@@ -267,7 +268,7 @@ pub struct OutboxEntry {
     pub intent: rill_protocol::Intent,
     /// The entity: a deployment key, a subscription key. Its partition bits name the
     /// sending partition.
-    pub key: i64,
+    pub key: Key,
     /// The payload, when it is not read from state at send time.
     pub value: Option<rill_protocol::RecordValue>,
 }

@@ -55,6 +55,9 @@ impl Outcome {
     }
 }
 
+/// The replicated engine version the rule processes and replays under.
+pub const ENGINE_VERSION: u32 = 1;
+
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -112,7 +115,7 @@ impl EngineRule {
             partition_count: self.partition_count,
             position: Position(self.position),
             timestamp: Timestamp(self.now),
-            engine_version: 1,
+            engine_version: ENGINE_VERSION,
             request,
         };
         let mut out = Output::default();
@@ -331,7 +334,7 @@ impl EngineRule {
         let mut engine = BpmnEngine::default();
         for (timestamp, record) in &self.log {
             engine
-                .apply_record(&mut replayed, record, *timestamp)
+                .apply_record(&mut replayed, record, *timestamp, ENGINE_VERSION)
                 .expect("replay");
         }
         let live = without_key_counter(&self.state);

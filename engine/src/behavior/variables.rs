@@ -5,12 +5,13 @@
 use rill_engine_api::Action;
 use rill_feel::Expression;
 use rill_protocol::value::{ProcessInstanceRecord, ProcessInstanceResultRecord, VariableRecord};
-use rill_protocol::{CommandResponse, Intent, JsonValue, Key, Rejection, RejectionType};
+use rill_protocol::{CommandResponse, Intent, JsonValue, Key};
 use serde_json::{Map, Value};
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{FlowIdx, Mapping, ValueOrExpr};
+use crate::outcome::{Evaluated, Failure, Rejection};
 use crate::state::{AwaitRegistration, ElementInstance};
 
 /// A type name for messages about values.
@@ -41,7 +42,7 @@ fn put_path(base: Option<Value>, path: &[String], value: Value) -> Value {
 
 impl Processing<'_> {
     /// Scope keys from `key` up to the process instance.
-    pub fn scope_chain(&self, key: i64) -> Result<Vec<i64>> {
+    pub fn scope_chain(&self, key: Key) -> Result<Vec<Key>> {
         let mut chain = vec![key];
         let mut current = key;
         while let Some(instance) = self.read().element_instance(current)? {
@@ -49,26 +50,29 @@ impl Processing<'_> {
             if parent < 0 {
                 break;
             }
-            chain.push(parent);
-            current = parent;
+            chain.push(Key(parent));
+            current = Key(parent);
         }
         Ok(chain)
     }
 
     /// The scope chain of a job's element: known from the model when the task sits
     /// directly in the process (no state read), else walked.
-    pub fn job_scope_chain(&mut self, job: &rill_protocol::value::JobRecord) -> Result<Vec<i64>> {
+    pub fn job_scope_chain(&mut self, job: &rill_protocol::value::JobRecord) -> Result<Vec<Key>> {
         let process = self.model(job.process_definition_key)?;
         if let Some(idx) = process.model.element_by_id(&job.element_id)
             && process.model.element(idx).flow_scope == Some(crate::model::ProcessModel::ROOT)
         {
-            return Ok(vec![job.element_instance_key, job.process_instance_key]);
+            return Ok(vec![
+                Key(job.element_instance_key),
+                Key(job.process_instance_key),
+            ]);
         }
-        self.scope_chain(job.element_instance_key)
+        self.scope_chain(Key(job.element_instance_key))
     }
 
     /// The value of `name` as seen from the first scope of `chain`.
-    fn visible_variable(&self, instance: i64, chain: &[i64], name: &str) -> Result<Option<Value>> {
+    fn visible_variable(&self, instance: Key, chain: &[Key], name: &str) -> Result<Option<Value>> {
         for scope in chain {
             if let Some(variable) = self.read().variable(instance, *scope, name)? {
                 return Ok(Some(
@@ -82,8 +86,8 @@ impl Processing<'_> {
     /// The variables `names` as seen from the first scope of `chain`.
     pub fn variables_named(
         &self,
-        instance: i64,
-        chain: &[i64],
+        instance: Key,
+        chain: &[Key],
         names: &[String],
     ) -> Result<Map<String, Value>> {
         let mut out = Map::new();
@@ -96,7 +100,7 @@ impl Processing<'_> {
     }
 
     /// Every variable visible from the first scope of `chain` (inner scopes win).
-    pub fn all_variables(&self, instance: i64, chain: &[i64]) -> Result<Map<String, Value>> {
+    pub fn all_variables(&self, instance: Key, chain: &[Key]) -> Result<Map<String, Value>> {
         let mut out = Map::new();
         for scope in chain.iter().rev() {
             for (name, variable) in self.read().scope_variables(instance, *scope)? {
@@ -109,20 +113,6 @@ impl Processing<'_> {
         Ok(out)
     }
 
-    /// Evaluates an expression with the variables it reads, as seen from `chain`.
-    /// The inner `Err` is a message for an incident.
-    pub fn evaluate_in(
-        &self,
-        expression: &Expression,
-        instance: i64,
-        chain: &[i64],
-    ) -> Result<Result<Value, String>> {
-        let context = self.variables_named(instance, chain, expression.variable_names())?;
-        Ok(expression
-            .evaluate(&context, self.now())
-            .map_err(|e| e.to_string()))
-    }
-
     /// The variables an expression reads, as seen from an element's own scope.
     pub fn context_at(
         &self,
@@ -131,50 +121,52 @@ impl Processing<'_> {
     ) -> Result<Map<String, Value>> {
         let chain = self.scope_chain(active.key())?;
         self.variables_named(
-            active.record().process_instance_key,
+            Key(active.record().process_instance_key),
             &chain,
             expression.variable_names(),
         )
     }
 
+    /// A string an element needs (job type, message name, error code).
     pub fn evaluate_string(
         &self,
         value: &ValueOrExpr<String>,
         active: &Active,
-    ) -> Result<Result<String, String>> {
+    ) -> Evaluated<String> {
         let expression = match value {
-            ValueOrExpr::Static(text) => return Ok(Ok(text.clone())),
+            ValueOrExpr::Static(text) => return Ok(text.clone()),
             ValueOrExpr::Expr(expression) => expression,
         };
         let context = self.context_at(expression, active)?;
-        Ok(expression
+        let text = expression
             .evaluate_string(&context, self.now())
-            .map_err(|e| e.to_string()))
+            .map_err(|e| Failure::extract_value(e.to_string()))?;
+        Ok(text)
     }
 
     /// Input mappings: evaluated in the flow scope, each seeing the earlier ones,
     /// written as the element's local variables.
-    pub fn evaluate_inputs(&self, active: &Active) -> Result<Result<Map<String, Value>, String>> {
+    pub fn evaluate_inputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
-        let chain = self.scope_chain(active.record().flow_scope_key)?;
-        self.evaluate_mappings(&active.element().inputs, instance, &chain, false)
+        let chain = self.scope_chain(Key(active.record().flow_scope_key))?;
+        self.evaluate_mappings(&active.element().inputs, Key(instance), &chain, false)
     }
 
     /// Output mappings: evaluated in the element's scope; nested targets merge into the
     /// visible value of the target variable.
-    pub fn evaluate_outputs(&self, active: &Active) -> Result<Result<Map<String, Value>, String>> {
+    pub fn evaluate_outputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
         let chain = self.scope_chain(active.key())?;
-        self.evaluate_mappings(&active.element().outputs, instance, &chain, true)
+        self.evaluate_mappings(&active.element().outputs, Key(instance), &chain, true)
     }
 
     fn evaluate_mappings(
         &self,
         mappings: &[Mapping],
-        instance: i64,
-        chain: &[i64],
+        instance: Key,
+        chain: &[Key],
         merge_visible: bool,
-    ) -> Result<Result<Map<String, Value>, String>> {
+    ) -> Evaluated<Map<String, Value>> {
         let mut result = Map::new();
         for mapping in mappings {
             let Some(root) = mapping.target.first() else {
@@ -188,10 +180,10 @@ impl Processing<'_> {
                     context.insert(name.clone(), value.clone());
                 }
             }
-            let value = match mapping.source.evaluate(&context, self.now()) {
-                Ok(value) => value,
-                Err(e) => return Ok(Err(e.to_string())),
-            };
+            let value = mapping
+                .source
+                .evaluate(&context, self.now())
+                .map_err(|e| Failure::io_mapping(e.to_string()))?;
             let base = match result.remove(root) {
                 Some(existing) => Some(existing),
                 None if merge_visible && mapping.target.len() > 1 => {
@@ -202,14 +194,14 @@ impl Processing<'_> {
             let merged = put_path(base, &mapping.target[1..], value);
             result.insert(root.clone(), merged);
         }
-        Ok(Ok(result))
+        Ok(result)
     }
 
     /// Creates or updates one variable in a scope (no event if the value is unchanged).
     pub fn set_variable(
         &mut self,
         at: &ProcessInstanceRecord,
-        scope_key: i64,
+        scope_key: Key,
         name: &str,
         value: &Value,
     ) -> Result<()> {
@@ -217,13 +209,13 @@ impl Processing<'_> {
         let text = value.to_string();
         let (key, intent) = match self.read().variable(instance, scope_key, name)? {
             Some(existing) if existing.value == text => return Ok(()),
-            Some(existing) => (existing.key, Intent::Updated),
+            Some(existing) => (Key(existing.key), Intent::Updated),
             None => (self.next_key()?, Intent::Created),
         };
         let record = VariableRecord {
             name: name.to_owned(),
             value: text,
-            scope_key,
+            scope_key: scope_key.get(),
             process_instance_key: instance,
             process_definition_key: at.process_definition_key,
             bpmn_process_id: at.bpmn_process_id.clone(),
@@ -248,7 +240,7 @@ impl Processing<'_> {
     /// else in the process scope.
     pub fn propagate_variables(
         &mut self,
-        start: i64,
+        start: Key,
         at: &ElementInstance,
         variables: Map<String, Value>,
     ) -> Result<()> {
@@ -261,11 +253,11 @@ impl Processing<'_> {
             let mut target = instance;
             for scope in &chain {
                 if self.read().variable(instance, *scope, name)?.is_some() {
-                    target = *scope;
+                    target = scope.get();
                     break;
                 }
             }
-            self.set_variable(&at.record, target, name, value)?;
+            self.set_variable(&at.record, Key(target), name, value)?;
         }
         Ok(())
     }
@@ -276,7 +268,7 @@ impl Processing<'_> {
         &self,
         active: &Active,
         default_flow: Option<FlowIdx>,
-    ) -> Result<Result<FlowIdx, String>> {
+    ) -> Evaluated<FlowIdx> {
         let model = &active.process.model;
         let element = active.element();
         let instance = active.record().process_instance_key;
@@ -287,28 +279,33 @@ impl Processing<'_> {
             }
             let flow = model.flow(*flow_idx);
             let Some(condition) = &flow.condition else {
-                return Ok(Ok(*flow_idx));
+                return Ok(*flow_idx);
             };
-            match self.evaluate_in(condition, instance, &chain)? {
-                Ok(Value::Bool(true)) => return Ok(Ok(*flow_idx)),
-                Ok(Value::Bool(false)) => {}
-                Ok(other) => {
-                    return Ok(Err(format!(
+            let context =
+                self.variables_named(Key(instance), &chain, condition.variable_names())?;
+            let value = condition
+                .evaluate(&context, self.now())
+                .map_err(|e| Failure::condition(e.to_string()))?;
+            match value {
+                Value::Bool(true) => return Ok(*flow_idx),
+                Value::Bool(false) => {}
+                other => {
+                    return Err(Failure::condition(format!(
                         "Expected result of the expression '{}' to be 'BOOLEAN', but was '{}'",
                         condition.source(),
                         json_type_name(&other)
-                    )));
+                    ))
+                    .into());
                 }
-                Err(message) => return Ok(Err(message)),
             }
         }
-        Ok(match default_flow {
-            Some(flow) => Ok(flow),
-            None => Err(format!(
+        default_flow.ok_or_else(|| {
+            Failure::condition(format!(
                 "Expected at least one condition to evaluate to true, or to have a default \
                  flow, but no condition of exclusive gateway '{}' was true",
                 element.id
-            )),
+            ))
+            .into()
         })
     }
 
@@ -316,7 +313,7 @@ impl Processing<'_> {
     /// registration must be read before the ending event removed it.
     pub fn instance_finished(
         &mut self,
-        process_instance_key: i64,
+        process_instance_key: Key,
         registration: Option<AwaitRegistration>,
         completed: bool,
     ) -> Result<()> {
@@ -335,24 +332,22 @@ impl Processing<'_> {
     /// Builds the answer for a client awaiting the result of an instance.
     pub fn await_response(
         &self,
-        process_instance_key: i64,
+        process_instance_key: Key,
         fetch_variables: &[String],
         completed: bool,
     ) -> Result<CommandResponse> {
         if !completed {
-            return Ok(CommandResponse::Rejected(Rejection::new(
-                RejectionType::InvalidState,
-                format!(
-                    "Expected process instance with key '{process_instance_key}' to complete, \
-                     but it was terminated"
-                ),
-            )));
+            let rejection = Rejection::invalid_state(format!(
+                "Expected process instance with key '{process_instance_key}' to complete, but it \
+                 was terminated"
+            ));
+            return Ok(CommandResponse::Rejected(rejection.into()));
         }
         let Some(summary) = self.read().summary(process_instance_key)? else {
-            return Ok(CommandResponse::Rejected(Rejection::new(
-                RejectionType::NotFound,
-                format!("Process instance with key '{process_instance_key}' is gone"),
-            )));
+            let rejection = Rejection::not_found(format!(
+                "Process instance with key '{process_instance_key}' is gone"
+            ));
+            return Ok(CommandResponse::Rejected(rejection.into()));
         };
         let chain = [process_instance_key];
         let variables = if fetch_variables.is_empty() {
@@ -361,13 +356,13 @@ impl Processing<'_> {
             self.variables_named(process_instance_key, &chain, fetch_variables)?
         };
         Ok(CommandResponse::Accepted {
-            key: Key(process_instance_key),
+            key: process_instance_key,
             intent: Intent::Completed,
             value: ProcessInstanceResultRecord {
                 bpmn_process_id: summary.bpmn_process_id,
                 version: summary.version,
                 process_definition_key: summary.process_definition_key,
-                process_instance_key,
+                process_instance_key: process_instance_key.get(),
                 variables: JsonValue(Value::Object(variables)),
                 tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
             }

@@ -1,16 +1,17 @@
 //! VARIABLE_DOCUMENT UPDATE: set variables on a scope, locally or with propagation.
 
 use rill_protocol::value::{VariableDocumentRecord, VariableUpdateSemantics};
-use rill_protocol::{Intent, RejectionType, SetVariables};
+use rill_protocol::{Intent, SetVariables};
 
 use super::{tenant, variables_document};
+use crate::context::Processing;
 use crate::error::Result;
-use crate::processing::Processing;
+use crate::outcome::Rejection;
 
 pub(super) fn set(p: &mut Processing<'_>, command: &SetVariables) -> Result<()> {
-    let scope_key = command.element_instance_key.get();
+    let scope_key = command.element_instance_key;
     let record = VariableDocumentRecord {
-        scope_key,
+        scope_key: scope_key.get(),
         update_semantics: if command.local {
             VariableUpdateSemantics::Local
         } else {
@@ -21,29 +22,17 @@ pub(super) fn set(p: &mut Processing<'_>, command: &SetVariables) -> Result<()> 
     };
     let document = match variables_document(&command.variables, "the variables") {
         Ok(document) => document,
-        Err(reason) => {
-            p.reject(
-                scope_key,
-                Intent::Update,
-                record,
-                RejectionType::InvalidArgument,
-                reason,
-            );
+        Err(rejection) => {
+            p.reject(scope_key, Intent::Update, record, rejection);
             return Ok(());
         }
     };
     let Some(scope) = p.read().element_instance(scope_key)? else {
-        let reason = format!(
+        let rejection = Rejection::not_found(format!(
             "Expected to update variables for element with key '{scope_key}', but no such \
              element was found"
-        );
-        p.reject(
-            scope_key,
-            Intent::Update,
-            record,
-            RejectionType::NotFound,
-            reason,
-        );
+        ));
+        p.reject(scope_key, Intent::Update, record, rejection);
         return Ok(());
     };
     p.command(scope_key, Intent::Update, record.clone());

@@ -1,14 +1,16 @@
 //! PROCESS_INSTANCE_CREATION CREATE, PROCESS_INSTANCE CANCEL, and the expiry of a
 //! finished instance's summary.
 
+use rill_protocol::Key;
 use rill_protocol::value::{
     BpmnElementType, BpmnEventType, ProcessInstanceCreationRecord, ProcessInstanceRecord,
 };
-use rill_protocol::{CreateProcessInstance, Intent, ProcessSelector, RejectionType};
+use rill_protocol::{CreateProcessInstance, Intent, ProcessSelector};
 
 use super::{tenant, variables_document};
+use crate::context::Processing;
 use crate::error::Result;
-use crate::processing::Processing;
+use crate::outcome::Rejection;
 use crate::state::InstanceState;
 
 pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> Result<()> {
@@ -39,8 +41,8 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     };
     let variables = match variables_document(&create.variables, "the variables") {
         Ok(variables) => variables,
-        Err(reason) => {
-            p.reject(-1, intent, record, RejectionType::InvalidArgument, reason);
+        Err(rejection) => {
+            p.reject(Key::NONE, intent, record, rejection);
             return Ok(());
         }
     };
@@ -53,7 +55,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
             bpmn_process_id,
             version: Some(version),
         } => p.read().process_key_by_version(bpmn_process_id, *version)?,
-        ProcessSelector::ByKey(key) => p.read().process(key.get())?.map(|_| key.get()),
+        ProcessSelector::ByKey(key) => p.read().process(*key)?.map(|_| *key),
     };
     let Some(definition_key) = definition_key else {
         let reason = match &create.process {
@@ -75,17 +77,17 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
                 format!("Expected to find process definition with key '{key}', but none found")
             }
         };
-        p.reject(-1, intent, record, RejectionType::NotFound, reason);
+        p.reject(Key::NONE, intent, record, Rejection::not_found(reason));
         return Ok(());
     };
     let process = p.model(definition_key)?;
 
-    p.command(-1, intent, record.clone());
+    p.command(Key::NONE, intent, record.clone());
     let instance_key = p.next_key()?;
     record.bpmn_process_id = process.model.bpmn_process_id.clone();
     record.version = process.version;
-    record.process_definition_key = process.key;
-    record.process_instance_key = instance_key;
+    record.process_definition_key = process.key.get();
+    record.process_instance_key = instance_key.get();
     if create.await_result {
         record.await_request_id = p.ctx.request.map(|r| r.0);
     }
@@ -103,14 +105,14 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     p.start_process(instance_key)
 }
 
-pub(super) fn placeholder(key: i64) -> ProcessInstanceRecord {
+pub(super) fn placeholder(key: Key) -> ProcessInstanceRecord {
     ProcessInstanceRecord {
         bpmn_element_type: BpmnElementType::Process,
         element_id: String::new(),
         bpmn_process_id: String::new(),
         version: -1,
         process_definition_key: -1,
-        process_instance_key: key,
+        process_instance_key: key.get(),
         flow_scope_key: -1,
         bpmn_event_type: BpmnEventType::Unspecified,
         parent_process_instance_key: -1,
@@ -119,22 +121,17 @@ pub(super) fn placeholder(key: i64) -> ProcessInstanceRecord {
     }
 }
 
-pub(super) fn cancel(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn cancel(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let instance = p
         .read()
         .element_instance(key)?
         .filter(|i| i.record.bpmn_element_type == BpmnElementType::Process);
     let Some(instance) = instance else {
-        p.reject(
-            key,
-            Intent::Cancel,
-            placeholder(key),
-            RejectionType::NotFound,
-            format!(
-                "Expected to cancel a process instance with key '{key}', but no such process \
-                 instance was found"
-            ),
-        );
+        let rejection = Rejection::not_found(format!(
+            "Expected to cancel a process instance with key '{key}', but no such process \
+             instance was found"
+        ));
+        p.reject(key, Intent::Cancel, placeholder(key), rejection);
         return Ok(());
     };
     p.command(key, Intent::Cancel, instance.record.clone());
@@ -142,22 +139,17 @@ pub(super) fn cancel(p: &mut Processing<'_>, key: i64) -> Result<()> {
     p.terminate(key)
 }
 
-pub(super) fn expire_summary(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn expire_summary(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let finished = p
         .read()
         .summary(key)?
         .filter(|s| s.state != InstanceState::Active);
     let Some(summary) = finished else {
-        p.reject(
-            key,
-            Intent::Delete,
-            placeholder(key),
-            RejectionType::NotFound,
-            format!(
-                "Expected to delete the finished process instance with key '{key}', but no \
-                 finished instance with that key exists"
-            ),
-        );
+        let rejection = Rejection::not_found(format!(
+            "Expected to delete the finished process instance with key '{key}', but no \
+             finished instance with that key exists"
+        ));
+        p.reject(key, Intent::Delete, placeholder(key), rejection);
         return Ok(());
     };
     let record = ProcessInstanceRecord {

@@ -3,14 +3,15 @@
 
 use rill_protocol::value::{JobBatchRecord, JobRecord};
 use rill_protocol::{
-    ActivateJobs, CommandResponse, FailJob, Intent, JsonValue, Key, RecordValue, RejectionType,
-    ThrowError, UpdateJob,
+    ActivateJobs, CommandResponse, FailJob, Intent, JsonValue, Key, RecordValue, ThrowError,
+    UpdateJob,
 };
 use serde_json::{Map, Value};
 
 use super::variables_document;
+use crate::context::Processing;
 use crate::error::Result;
-use crate::processing::Processing;
+use crate::outcome::Rejection;
 use crate::state::{ElementState, JobState, Reader, StoredJob};
 
 /// A placeholder job record for rejections of commands on jobs that do not exist.
@@ -41,31 +42,36 @@ pub(super) fn unknown_job() -> JobRecord {
 /// or is not in one of `allowed` states.
 fn job_for(
     p: &mut Processing<'_>,
-    key: i64,
+    key: Key,
     intent: Intent,
     action: &str,
     allowed: &[JobState],
 ) -> Result<Option<StoredJob>> {
-    match p.read().job(key)? {
-        None => {
-            p.reject(
-                key,
-                intent,
-                unknown_job(),
-                RejectionType::NotFound,
-                format!("Expected to {action} job with key '{key}', but no such job was found"),
-            );
-            Ok(None)
-        }
-        Some(job) if !allowed.contains(&job.state) => {
-            let reason = format!(
-                "Expected to {action} job with key '{key}', but it is in state '{}'",
-                job.state.name()
-            );
-            p.reject(key, intent, job.record, RejectionType::InvalidState, reason);
-            Ok(None)
-        }
-        Some(job) => Ok(Some(job)),
+    let job = p.read().job(key)?;
+    if let Err(rejection) = check_job(job.as_ref(), key, action, allowed) {
+        let record = job.map_or_else(unknown_job, |job| job.record);
+        p.reject(key, intent, record, rejection);
+        return Ok(None);
+    }
+    Ok(job)
+}
+
+/// Refuses a command on a job that does not exist or is not in one of `allowed` states.
+fn check_job(
+    job: Option<&StoredJob>,
+    key: Key,
+    action: &str,
+    allowed: &[JobState],
+) -> std::result::Result<(), Rejection> {
+    match job {
+        None => Err(Rejection::not_found(format!(
+            "Expected to {action} job with key '{key}', but no such job was found"
+        ))),
+        Some(job) if !allowed.contains(&job.state) => Err(Rejection::invalid_state(format!(
+            "Expected to {action} job with key '{key}', but it is in state '{}'",
+            job.state.name()
+        ))),
+        Some(_) => Ok(()),
     }
 }
 
@@ -88,22 +94,24 @@ fn empty_batch(command: &ActivateJobs) -> JobBatchRecord {
     }
 }
 
-/// Why an activation request is refused, if it is.
-fn invalid_activation(command: &ActivateJobs) -> Option<String> {
+/// Refuses an activation request that cannot be served.
+fn check_activation(command: &ActivateJobs) -> std::result::Result<(), Rejection> {
     if command.job_type.is_empty() {
-        Some("Expected to activate jobs of a non-empty type, but the type is empty".to_owned())
+        Err(Rejection::invalid_argument(
+            "Expected to activate jobs of a non-empty type, but the type is empty",
+        ))
     } else if command.max_jobs < 1 {
-        Some(format!(
+        Err(Rejection::invalid_argument(format!(
             "Expected to activate at least one job (maxJobsToActivate >= 1), but it was {}",
             command.max_jobs
-        ))
+        )))
     } else if command.timeout < 1 {
-        Some(format!(
+        Err(Rejection::invalid_argument(format!(
             "Expected an activation timeout of at least 1 ms, but it was {}",
             command.timeout
-        ))
+        )))
     } else {
-        None
+        Ok(())
     }
 }
 
@@ -114,7 +122,7 @@ pub(super) fn nothing_to_activate(
     reader: Reader<'_>,
     command: &ActivateJobs,
 ) -> Result<Option<CommandResponse>> {
-    if invalid_activation(command).is_some()
+    if check_activation(command).is_err()
         || !reader.activatable_jobs(&command.job_type, 1)?.is_empty()
     {
         return Ok(None);
@@ -128,17 +136,11 @@ pub(super) fn nothing_to_activate(
 
 pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result<()> {
     let mut batch = empty_batch(command);
-    if let Some(reason) = invalid_activation(command) {
-        p.reject(
-            -1,
-            Intent::Activate,
-            batch,
-            RejectionType::InvalidArgument,
-            reason,
-        );
+    if let Err(rejection) = check_activation(command) {
+        p.reject(Key::NONE, Intent::Activate, batch, rejection);
         return Ok(());
     }
-    p.command(-1, Intent::Activate, batch.clone());
+    p.command(Key::NONE, Intent::Activate, batch.clone());
     let batch_key = p.next_key()?;
     let deadline = p.now().saturating_add(command.timeout);
     let keys = p
@@ -152,10 +154,10 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
         let record = job.record;
         let chain = p.job_scope_chain(&record)?;
         let variables = if command.fetch_variables.is_empty() {
-            p.all_variables(record.process_instance_key, &chain)?
+            p.all_variables(Key(record.process_instance_key), &chain)?
         } else {
             p.variables_named(
-                record.process_instance_key,
+                Key(record.process_instance_key),
                 &chain,
                 &command.fetch_variables,
             )?
@@ -172,7 +174,7 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
             break;
         }
         batch_bytes += size;
-        batch.job_keys.push(key);
+        batch.job_keys.push(key.get());
         batch.jobs.push(JobRecord {
             worker: command.worker.clone(),
             deadline,
@@ -189,20 +191,14 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
     Ok(())
 }
 
-pub(super) fn complete(p: &mut Processing<'_>, key: i64, variables: &JsonValue) -> Result<()> {
+pub(super) fn complete(p: &mut Processing<'_>, key: Key, variables: &JsonValue) -> Result<()> {
     let Some(job) = job_for(p, key, Intent::Complete, "complete", WORKABLE)? else {
         return Ok(());
     };
     let document = match variables_document(variables, "the job's variables") {
         Ok(document) => document,
-        Err(reason) => {
-            p.reject(
-                key,
-                Intent::Complete,
-                job.record,
-                RejectionType::InvalidArgument,
-                reason,
-            );
+        Err(rejection) => {
+            p.reject(key, Intent::Complete, job.record, rejection);
             return Ok(());
         }
     };
@@ -213,50 +209,21 @@ pub(super) fn complete(p: &mut Processing<'_>, key: i64, variables: &JsonValue) 
     p.command(key, Intent::Complete, record.clone());
     p.event(key, Intent::Completed, record.clone())?;
     p.respond(key, Intent::Completed, record.clone());
-    p.complete_with(record.element_instance_key, Some(document))
+    p.complete_with(Key(record.element_instance_key), Some(document))
 }
 
 pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
-    let key = command.job_key.get();
+    let key = command.job_key;
     let Some(job) = job_for(p, key, Intent::Fail, "fail", WORKABLE)? else {
         return Ok(());
     };
-    let problem = if command.retries < 0 {
-        Some(format!(
-            "Expected the remaining retries of job with key '{key}' to be 0 or more, but it was {}",
-            command.retries
-        ))
-    } else if command.retry_backoff < 0 {
-        Some(format!(
-            "Expected the retry back-off of job with key '{key}' to be 0 or more ms, but it was {}",
-            command.retry_backoff
-        ))
-    } else {
-        None
-    };
-    let document = match variables_document(&command.variables, "the job's variables") {
+    let document = match check_fail(command, key) {
         Ok(document) => document,
-        Err(reason) => {
-            p.reject(
-                key,
-                Intent::Fail,
-                job.record,
-                RejectionType::InvalidArgument,
-                reason,
-            );
+        Err(rejection) => {
+            p.reject(key, Intent::Fail, job.record, rejection);
             return Ok(());
         }
     };
-    if let Some(reason) = problem {
-        p.reject(
-            key,
-            Intent::Fail,
-            job.record,
-            RejectionType::InvalidArgument,
-            reason,
-        );
-        return Ok(());
-    }
     let backoff = command.retries > 0 && command.retry_backoff > 0;
     let record = JobRecord {
         retries: command.retries,
@@ -303,34 +270,36 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
     Ok(())
 }
 
+/// The variables of a valid fail command.
+fn check_fail(command: &FailJob, key: Key) -> std::result::Result<Map<String, Value>, Rejection> {
+    let document = variables_document(&command.variables, "the job's variables")?;
+    if command.retries < 0 {
+        return Err(Rejection::invalid_argument(format!(
+            "Expected the remaining retries of job with key '{key}' to be 0 or more, but it was {}",
+            command.retries
+        )));
+    }
+    if command.retry_backoff < 0 {
+        return Err(Rejection::invalid_argument(format!(
+            "Expected the retry back-off of job with key '{key}' to be 0 or more ms, but it was {}",
+            command.retry_backoff
+        )));
+    }
+    Ok(document)
+}
+
 pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Result<()> {
-    let key = command.job_key.get();
+    let key = command.job_key;
     let Some(job) = job_for(p, key, Intent::ThrowError, "throw an error for", WORKABLE)? else {
         return Ok(());
     };
-    let document = match variables_document(&command.variables, "the error's variables") {
+    let document = match check_throw_error(command, key) {
         Ok(document) => document,
-        Err(reason) => {
-            p.reject(
-                key,
-                Intent::ThrowError,
-                job.record,
-                RejectionType::InvalidArgument,
-                reason,
-            );
+        Err(rejection) => {
+            p.reject(key, Intent::ThrowError, job.record, rejection);
             return Ok(());
         }
     };
-    if command.error_code.is_empty() {
-        p.reject(
-            key,
-            Intent::ThrowError,
-            job.record,
-            RejectionType::InvalidArgument,
-            format!("Expected to throw an error for job with key '{key}' with an error code, but it was empty"),
-        );
-        return Ok(());
-    }
     let record = JobRecord {
         error_code: command.error_code.clone(),
         error_message: command.error_message.clone(),
@@ -341,7 +310,7 @@ pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Resul
     p.command(key, Intent::ThrowError, record.clone());
     p.event(key, Intent::ErrorThrown, record.clone())?;
     p.respond(key, Intent::ErrorThrown, record.clone());
-    let Some(task) = p.active(record.element_instance_key)? else {
+    let Some(task) = p.active(Key(record.element_instance_key))? else {
         return Ok(());
     };
     if task.instance.state != ElementState::Activated {
@@ -357,8 +326,23 @@ pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Resul
     )
 }
 
+/// The variables of a valid throw-error command.
+fn check_throw_error(
+    command: &ThrowError,
+    key: Key,
+) -> std::result::Result<Map<String, Value>, Rejection> {
+    let document = variables_document(&command.variables, "the error's variables")?;
+    if command.error_code.is_empty() {
+        return Err(Rejection::invalid_argument(format!(
+            "Expected to throw an error for job with key '{key}' with an error code, but it was \
+             empty"
+        )));
+    }
+    Ok(document)
+}
+
 pub(super) fn update(p: &mut Processing<'_>, command: &UpdateJob) -> Result<()> {
-    let key = command.job_key.get();
+    let key = command.job_key;
     let intent = match (command.retries, command.timeout) {
         (Some(_), Some(_)) => Intent::Update,
         (Some(_), None) => Intent::UpdateRetries,
@@ -379,32 +363,8 @@ pub(super) fn update(p: &mut Processing<'_>, command: &UpdateJob) -> Result<()> 
     else {
         return Ok(());
     };
-    let problem = match (command.retries, command.timeout) {
-        (None, None) => {
-            Some("Expected retries or a timeout to update, but neither was given".to_owned())
-        }
-        (Some(retries), _) if retries < 1 => Some(format!(
-            "Expected to update retries for job with key '{key}' with a positive amount of \
-             retries, but the amount given was '{retries}'"
-        )),
-        (_, Some(timeout)) if timeout < 1 => Some(format!(
-            "Expected to update the timeout of job with key '{key}' to at least 1 ms, but it was \
-             '{timeout}'"
-        )),
-        (_, Some(_)) if job.state != JobState::Activated => Some(format!(
-            "Expected to update the timeout of job with key '{key}', but it is in state '{}' \
-             (only activated jobs have a timeout)",
-            job.state.name()
-        )),
-        _ => None,
-    };
-    if let Some(reason) = problem {
-        let rejection_type = if reason.contains("in state") {
-            RejectionType::InvalidState
-        } else {
-            RejectionType::InvalidArgument
-        };
-        p.reject(key, intent, job.record, rejection_type, reason);
+    if let Err(rejection) = check_update(command, key, job.state) {
+        p.reject(key, intent, job.record, rejection);
         return Ok(());
     }
     let mut record = job.record;
@@ -425,22 +385,42 @@ pub(super) fn update(p: &mut Processing<'_>, command: &UpdateJob) -> Result<()> 
     Ok(())
 }
 
-pub(super) fn time_out(p: &mut Processing<'_>, key: i64) -> Result<()> {
+fn check_update(
+    command: &UpdateJob,
+    key: Key,
+    state: JobState,
+) -> std::result::Result<(), Rejection> {
+    match (command.retries, command.timeout) {
+        (None, None) => Err(Rejection::invalid_argument(
+            "Expected retries or a timeout to update, but neither was given",
+        )),
+        (Some(retries), _) if retries < 1 => Err(Rejection::invalid_argument(format!(
+            "Expected to update retries for job with key '{key}' with a positive amount of \
+             retries, but the amount given was '{retries}'"
+        ))),
+        (_, Some(timeout)) if timeout < 1 => Err(Rejection::invalid_argument(format!(
+            "Expected to update the timeout of job with key '{key}' to at least 1 ms, but it was \
+             '{timeout}'"
+        ))),
+        (_, Some(_)) if state != JobState::Activated => Err(Rejection::invalid_state(format!(
+            "Expected to update the timeout of job with key '{key}', but it is in state '{}' \
+             (only activated jobs have a timeout)",
+            state.name()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn time_out(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(job) = job_for(p, key, Intent::TimeOut, "time out", &[JobState::Activated])? else {
         return Ok(());
     };
     if job.record.deadline > p.now() {
-        let reason = format!(
+        let rejection = Rejection::invalid_state(format!(
             "Expected to time out job with key '{key}', but its deadline {} has not passed",
             job.record.deadline
-        );
-        p.reject(
-            key,
-            Intent::TimeOut,
-            job.record,
-            RejectionType::InvalidState,
-            reason,
-        );
+        ));
+        p.reject(key, Intent::TimeOut, job.record, rejection);
         return Ok(());
     }
     let record = JobRecord {
@@ -455,7 +435,7 @@ pub(super) fn time_out(p: &mut Processing<'_>, key: i64) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn recur(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn recur(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(job) = job_for(
         p,
         key,
@@ -468,17 +448,11 @@ pub(super) fn recur(p: &mut Processing<'_>, key: i64) -> Result<()> {
     };
     let r = &job.record;
     if r.retries <= 0 || r.recurring_time < 0 || r.recurring_time > p.now() {
-        let reason = format!(
+        let rejection = Rejection::invalid_state(format!(
             "Expected to make job with key '{key}' activatable after its back-off, but it is not \
              waiting for a back-off that has passed"
-        );
-        p.reject(
-            key,
-            Intent::RecurAfterBackoff,
-            job.record,
-            RejectionType::InvalidState,
-            reason,
-        );
+        ));
+        p.reject(key, Intent::RecurAfterBackoff, job.record, rejection);
         return Ok(());
     }
     let record = JobRecord {
@@ -490,4 +464,45 @@ pub(super) fn recur(p: &mut Processing<'_>, key: i64) -> Result<()> {
     p.notify_jobs_available(&record.job_type);
     p.respond(key, Intent::RecurredAfterBackoff, record);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rill_protocol::RejectionType;
+
+    use super::*;
+
+    fn update(retries: Option<i32>, timeout: Option<i64>) -> UpdateJob {
+        UpdateJob {
+            job_key: Key(1),
+            retries,
+            timeout,
+        }
+    }
+
+    #[test]
+    fn an_update_says_whether_the_argument_or_the_job_state_is_wrong() {
+        let kind =
+            |command: UpdateJob, state| check_update(&command, Key(1), state).map_err(|r| r.kind);
+        assert_eq!(
+            kind(update(None, Some(1000)), JobState::Activatable),
+            Err(RejectionType::InvalidState)
+        );
+        assert_eq!(
+            kind(update(None, Some(0)), JobState::Activatable),
+            Err(RejectionType::InvalidArgument)
+        );
+        assert_eq!(
+            kind(update(Some(0), None), JobState::Activated),
+            Err(RejectionType::InvalidArgument)
+        );
+        assert_eq!(
+            kind(update(None, None), JobState::Activated),
+            Err(RejectionType::InvalidArgument)
+        );
+        assert_eq!(
+            kind(update(Some(2), Some(1000)), JobState::Activated),
+            Ok(())
+        );
+    }
 }

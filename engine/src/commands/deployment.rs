@@ -1,13 +1,41 @@
 //! DEPLOYMENT CREATE: parse and validate every resource, then a new version of each
 //! process whose resource changed (the same XML again keeps its version).
 
+use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
-use rill_protocol::{Blob, Intent, RejectionType, Resource};
+use rill_protocol::{Blob, Intent, Resource};
 
 use super::tenant;
+use crate::ParsedResource;
+use crate::context::Processing;
 use crate::error::Result;
-use crate::models::DeployedProcess;
-use crate::processing::Processing;
+use crate::model_cache::DeployedProcess;
+use crate::outcome::Rejection;
+
+/// Parses the resources of a deployment, or says why it is refused.
+fn check_resources(resources: &[Resource]) -> std::result::Result<Vec<ParsedResource>, Rejection> {
+    if resources.is_empty() {
+        return Err(Rejection::invalid_argument(
+            "Expected to deploy at least one resource, but none was given",
+        ));
+    }
+    if let Some(bad) = resources
+        .iter()
+        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml")))
+    {
+        return Err(Rejection::invalid_argument(format!(
+            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml'), but '{}' is \
+             neither",
+            bad.name
+        )));
+    }
+    crate::parse_deployment(
+        resources
+            .iter()
+            .map(|r| (r.name.as_str(), r.content.0.as_slice())),
+    )
+    .map_err(|error| Rejection::invalid_argument(error.to_string()))
+}
 
 pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
     let mut record = DeploymentRecord {
@@ -21,54 +49,15 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         processes_metadata: Vec::new(),
         tenant_id: tenant(),
     };
-    if resources.is_empty() {
-        p.reject(
-            -1,
-            Intent::Create,
-            record,
-            RejectionType::InvalidArgument,
-            "Expected to deploy at least one resource, but none was given",
-        );
-        return Ok(());
-    }
-    if let Some(bad) = resources
-        .iter()
-        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml")))
-    {
-        let reason = format!(
-            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml'), but '{}' is \
-             neither",
-            bad.name
-        );
-        p.reject(
-            -1,
-            Intent::Create,
-            record,
-            RejectionType::InvalidArgument,
-            reason,
-        );
-        return Ok(());
-    }
-    let parsed = match crate::parse_deployment(
-        resources
-            .iter()
-            .map(|r| (r.name.as_str(), r.content.0.as_slice())),
-    ) {
+    let parsed = match check_resources(resources) {
         Ok(parsed) => parsed,
-        Err(error) => {
-            let reason = error.to_string();
-            p.reject(
-                -1,
-                Intent::Create,
-                record,
-                RejectionType::InvalidArgument,
-                reason,
-            );
+        Err(rejection) => {
+            p.reject(Key::NONE, Intent::Create, record, rejection);
             return Ok(());
         }
     };
 
-    p.command(-1, Intent::Create, record.clone());
+    p.command(Key::NONE, Intent::Create, record.clone());
     let deployment_key = p.next_key()?;
     for (resource, content) in parsed.into_iter().zip(resources) {
         let checksum = resource.checksum.as_bytes().to_vec();
@@ -92,7 +81,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                     let process = ProcessRecord {
                         bpmn_process_id: id.clone(),
                         version,
-                        process_definition_key: key,
+                        process_definition_key: key.get(),
                         resource_name: resource.resource_name.clone(),
                         checksum: Blob(checksum.clone()),
                         resource: content.content.clone(),
@@ -111,7 +100,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             record.processes_metadata.push(ProcessMetadata {
                 bpmn_process_id: id,
                 version,
-                process_definition_key: key,
+                process_definition_key: key.get(),
                 resource_name: resource.resource_name.clone(),
                 checksum: Blob(checksum.clone()),
                 is_duplicate,

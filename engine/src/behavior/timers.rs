@@ -1,11 +1,13 @@
 //! Timers: intermediate timer catch events and timer boundary events.
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{BoundaryDefinition, ElementKind, TimerDefinition, ValueOrExpr};
+use crate::outcome::{Evaluated, Failure, ignore_failure};
 use rill_feel::temporal::{self, IsoDuration};
 use rill_protocol::Intent;
-use rill_protocol::value::{IncidentErrorType, TimerRecord};
+use rill_protocol::Key;
+use rill_protocol::value::TimerRecord;
 
 /// When a timer fires, and how often (-1 = forever, 1 = once).
 #[derive(Clone, Copy, Debug)]
@@ -17,51 +19,47 @@ pub(crate) struct Due {
 }
 
 impl Processing<'_> {
-    pub fn evaluate_timer(
-        &self,
-        definition: &TimerDefinition,
-        active: &Active,
-    ) -> Result<Result<Due, String>> {
+    pub fn evaluate_timer(&self, definition: &TimerDefinition, active: &Active) -> Evaluated<Due> {
         let now = self.now();
         let once = |due_date| Due {
             due_date,
             repetitions: 1,
             interval: None,
         };
+        let failed = |e: rill_feel::FeelError| Failure::extract_value(e.to_string());
         Ok(match definition {
             TimerDefinition::Duration(ValueOrExpr::Static(duration)) => {
-                Ok(once(temporal::add_duration(now, *duration)))
+                once(temporal::add_duration(now, *duration))
             }
             TimerDefinition::Duration(ValueOrExpr::Expr(expression)) => {
                 let context = self.context_at(expression, active)?;
-                expression
+                let duration = expression
                     .evaluate_duration(&context, now)
-                    .map(|duration| once(temporal::add_duration(now, duration)))
-                    .map_err(|e| e.to_string())
+                    .map_err(failed)?;
+                once(temporal::add_duration(now, duration))
             }
-            TimerDefinition::Date(ValueOrExpr::Static(date)) => Ok(once(*date)),
+            TimerDefinition::Date(ValueOrExpr::Static(date)) => once(*date),
             TimerDefinition::Date(ValueOrExpr::Expr(expression)) => {
                 let context = self.context_at(expression, active)?;
-                expression
-                    .evaluate_date_time(&context, now)
-                    .map(once)
-                    .map_err(|e| e.to_string())
+                once(
+                    expression
+                        .evaluate_date_time(&context, now)
+                        .map_err(failed)?,
+                )
             }
             TimerDefinition::Cycle(value) => {
                 let cycle = match value {
-                    ValueOrExpr::Static(cycle) => Ok(*cycle),
+                    ValueOrExpr::Static(cycle) => *cycle,
                     ValueOrExpr::Expr(expression) => {
                         let context = self.context_at(expression, active)?;
-                        expression
-                            .evaluate_cycle(&context, now)
-                            .map_err(|e| e.to_string())
+                        expression.evaluate_cycle(&context, now).map_err(failed)?
                     }
                 };
-                cycle.map(|cycle| Due {
+                Due {
                     due_date: temporal::add_duration(now, cycle.interval),
                     repetitions: cycle.repetitions,
                     interval: Some(cycle.interval),
-                })
+                }
             }
         })
     }
@@ -74,7 +72,7 @@ impl Processing<'_> {
     ) -> Result<()> {
         let record = active.record();
         let timer = TimerRecord {
-            element_instance_key: active.key(),
+            element_instance_key: active.key().get(),
             process_instance_key: record.process_instance_key,
             process_definition_key: record.process_definition_key,
             due_date: due.due_date,
@@ -87,9 +85,9 @@ impl Processing<'_> {
         self.event(key, Intent::Created, timer)
     }
 
-    /// Creates the timers of an activity's timer boundary events. Returns false (and
-    /// raises an incident) when one cannot be evaluated; nothing is created then.
-    pub fn arm_boundary_timers(&mut self, active: &Active) -> Result<bool> {
+    /// Creates the timers of an activity's timer boundary events. All are evaluated
+    /// first: when one fails, none is created.
+    pub fn arm_boundary_timers(&mut self, active: &Active) -> Evaluated {
         let process = active.process.clone();
         let mut timers = Vec::new();
         for boundary in &active.element().boundary_events {
@@ -99,29 +97,17 @@ impl Processing<'_> {
                 ..
             } = &element.kind
             {
-                match self.evaluate_timer(definition, active)? {
-                    Ok(due) => timers.push((element.id.clone(), due)),
-                    Err(message) => {
-                        self.raise_incident(
-                            active.record(),
-                            active.key(),
-                            IncidentErrorType::ExtractValueError,
-                            message,
-                            -1,
-                        )?;
-                        return Ok(false);
-                    }
-                }
+                timers.push((element.id.clone(), self.evaluate_timer(definition, active)?));
             }
         }
         for (target, due) in timers {
             self.create_timer(active, &target, due)?;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Cancels the timers that belong to an element instance.
-    pub fn cancel_timers(&mut self, element_instance_key: i64) -> Result<()> {
+    pub fn cancel_timers(&mut self, element_instance_key: Key) -> Result<()> {
         for key in self.read().timers_of_element(element_instance_key)? {
             if let Some(timer) = self.read().timer(key)? {
                 self.event(key, Intent::Canceled, timer)?;
@@ -131,14 +117,14 @@ impl Processing<'_> {
     }
 
     /// A due timer fires: completes its catch event, or triggers its boundary event.
-    pub fn fire_timer(&mut self, key: i64, timer: TimerRecord) -> Result<()> {
+    pub fn fire_timer(&mut self, key: Key, timer: TimerRecord) -> Result<()> {
         let element_key = timer.element_instance_key;
         self.event(key, Intent::Triggered, timer.clone())?;
-        let Some(active) = self.active(element_key)? else {
+        let Some(active) = self.active(Key(element_key))? else {
             return Ok(());
         };
         if active.element().id == timer.target_element_id {
-            return self.complete_with(element_key, None);
+            return self.complete_with(Key(element_key), None);
         }
         let process = active.process.clone();
         let Some(boundary) = process.model.element_by_id(&timer.target_element_id) else {
@@ -165,7 +151,7 @@ impl Processing<'_> {
                 definition: BoundaryDefinition::Timer(definition),
                 ..
             } = &process.model.element(boundary).kind
-            && let Ok(due) = self.evaluate_timer(definition, &active)?
+            && let Some(due) = ignore_failure(self.evaluate_timer(definition, &active))?
         {
             let repetitions = if timer.repetitions < 0 {
                 -1
@@ -189,6 +175,6 @@ impl Processing<'_> {
             )?;
         }
         let scope_key = active.record().flow_scope_key;
-        self.activate(scope_key, &process, boundary, None)
+        self.activate(Key(scope_key), &process, boundary, None)
     }
 }

@@ -1,11 +1,38 @@
 //! MESSAGE PUBLISH and EXPIRE.
 
+use rill_protocol::Key;
 use rill_protocol::value::MessageRecord;
-use rill_protocol::{Intent, PublishMessage, RejectionType};
+use rill_protocol::{Intent, PublishMessage};
 
 use super::{tenant, variables_document};
+use crate::context::Processing;
 use crate::error::Result;
-use crate::processing::Processing;
+use crate::outcome::Rejection;
+
+/// Refuses a message without a name or with a negative time to live, a variables
+/// document that is not an object, and a message id already buffered (`duplicate`).
+fn check_publish(command: &PublishMessage, duplicate: bool) -> std::result::Result<(), Rejection> {
+    if command.name.is_empty() {
+        return Err(Rejection::invalid_argument(
+            "Expected to publish a message with a name, but the name is empty",
+        ));
+    }
+    if command.time_to_live < 0 {
+        return Err(Rejection::invalid_argument(format!(
+            "Expected the message's time to live to be 0 or more ms, but it was {}",
+            command.time_to_live
+        )));
+    }
+    variables_document(&command.variables, "the message's variables")?;
+    if duplicate {
+        return Err(Rejection::already_exists(format!(
+            "Expected to publish a new message with id '{}', but a message with that id was \
+             already published",
+            command.message_id
+        )));
+    }
+    Ok(())
+}
 
 pub(super) fn publish(p: &mut Processing<'_>, command: &PublishMessage) -> Result<()> {
     let mut record = MessageRecord {
@@ -17,46 +44,15 @@ pub(super) fn publish(p: &mut Processing<'_>, command: &PublishMessage) -> Resul
         variables: command.variables.clone(),
         tenant_id: tenant(),
     };
-    let problem = if command.name.is_empty() {
-        Some("Expected to publish a message with a name, but the name is empty".to_owned())
-    } else if command.time_to_live < 0 {
-        Some(format!(
-            "Expected the message's time to live to be 0 or more ms, but it was {}",
-            command.time_to_live
-        ))
-    } else {
-        variables_document(&command.variables, "the message's variables").err()
-    };
-    if let Some(reason) = problem {
-        p.reject(
-            -1,
-            Intent::Publish,
-            record,
-            RejectionType::InvalidArgument,
-            reason,
-        );
-        return Ok(());
-    }
-    if !command.message_id.is_empty()
+    let duplicate = !command.message_id.is_empty()
         && p.read()
             .message_with_id(&command.name, &command.correlation_key, &command.message_id)?
-            .is_some()
-    {
-        let reason = format!(
-            "Expected to publish a new message with id '{}', but a message with that id was \
-             already published",
-            command.message_id
-        );
-        p.reject(
-            -1,
-            Intent::Publish,
-            record,
-            RejectionType::AlreadyExists,
-            reason,
-        );
+            .is_some();
+    if let Err(rejection) = check_publish(command, duplicate) {
+        p.reject(Key::NONE, Intent::Publish, record, rejection);
         return Ok(());
     }
-    p.command(-1, Intent::Publish, record.clone());
+    p.command(Key::NONE, Intent::Publish, record.clone());
     let key = p.next_key()?;
     record.deadline = p.now().saturating_add(command.time_to_live);
     p.event(key, Intent::Published, record.clone())?;
@@ -86,7 +82,7 @@ pub(super) fn publish(p: &mut Processing<'_>, command: &PublishMessage) -> Resul
     Ok(())
 }
 
-pub(super) fn expire(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn expire(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let message = p.read().message(key)?;
     match message {
         Some(message) if message.record.deadline <= p.now() => {
@@ -94,24 +90,18 @@ pub(super) fn expire(p: &mut Processing<'_>, key: i64) -> Result<()> {
             p.event(key, Intent::Expired, message.record.clone())?;
             p.respond(key, Intent::Expired, message.record);
         }
-        other => {
-            let reason = match &other {
-                Some(m) => format!(
-                    "Expected to expire message with key '{key}', but its deadline {} has not \
-                     passed",
-                    m.record.deadline
-                ),
-                None => format!(
-                    "Expected to expire message with key '{key}', but no such message was found"
-                ),
-            };
-            let rejection_type = if other.is_some() {
-                RejectionType::InvalidState
-            } else {
-                RejectionType::NotFound
-            };
-            let record = other.map(|m| m.record).unwrap_or_else(placeholder);
-            p.reject(key, Intent::Expire, record, rejection_type, reason);
+        Some(message) => {
+            let rejection = Rejection::invalid_state(format!(
+                "Expected to expire message with key '{key}', but its deadline {} has not passed",
+                message.record.deadline
+            ));
+            p.reject(key, Intent::Expire, message.record, rejection);
+        }
+        None => {
+            let rejection = Rejection::not_found(format!(
+                "Expected to expire message with key '{key}', but no such message was found"
+            ));
+            p.reject(key, Intent::Expire, placeholder(), rejection);
         }
     }
     Ok(())

@@ -13,13 +13,13 @@
 //! two sides live on different partitions.
 
 use rill_engine_api::Action;
+use rill_protocol::Key;
 use rill_protocol::value::{CommandDistributionRecord, DeploymentRecord, ProcessRecord};
-use rill_protocol::{
-    Command, Intent, InterPartitionCommand, PartitionId, RecordValue, RejectionType, ValueType,
-};
+use rill_protocol::{Command, Intent, InterPartitionCommand, PartitionId, RecordValue, ValueType};
 
+use crate::context::Processing;
 use crate::error::Result;
-use crate::processing::Processing;
+use crate::outcome::Rejection;
 use crate::state::{OutboxEntry, Reader};
 
 fn record(partition: u16, value_type: ValueType, intent: Intent) -> CommandDistributionRecord {
@@ -48,11 +48,11 @@ pub(crate) fn outgoing(
     Ok(Some((
         PartitionId(target),
         Command::FromPartition(InterPartitionCommand {
-            source: rill_protocol::Key(entry.key).partition(),
+            source: entry.key.partition(),
             sequence,
             value_type: entry.value_type,
             intent: entry.intent,
-            key: rill_protocol::Key(entry.key),
+            key: entry.key,
             value,
         }),
     )))
@@ -61,7 +61,7 @@ pub(crate) fn outgoing(
 /// Queues `key` (of `value_type`/`intent`) for every other partition and sends it.
 pub(super) fn distribute(
     p: &mut Processing<'_>,
-    key: i64,
+    key: Key,
     value_type: ValueType,
     intent: Intent,
 ) -> Result<()> {
@@ -96,42 +96,16 @@ pub(super) fn from_partition(
     let source = command.source.get();
     let value = record(source, command.value_type, command.intent);
     let last = p.read().inbox_sequence(source)?;
-    if command.sequence <= last {
-        let reason = format!(
-            "Expected command {} from partition {source} to be new, but it was already applied",
-            command.sequence
-        );
-        p.reject(
-            command.key.get(),
-            Intent::Distribute,
-            value,
-            RejectionType::AlreadyExists,
-            reason,
-        );
+    if let Err(rejection) = check_sequence(source, last, command.sequence) {
+        p.reject(command.key, Intent::Distribute, value, rejection);
         return Ok(());
     }
-    if command.sequence != last + 1 {
-        let reason = format!(
-            "Expected command {} from partition {source}, but got command {}; commands are \
-             applied in order",
-            last + 1,
-            command.sequence
-        );
-        p.reject(
-            command.key.get(),
-            Intent::Distribute,
-            value,
-            RejectionType::InvalidState,
-            reason,
-        );
-        return Ok(());
-    }
-    p.command(command.key.get(), Intent::Distribute, value.clone());
+    p.command(command.key, Intent::Distribute, value.clone());
     // Anything this version does not understand is skipped (and still counted), so
     // the sender's later commands are not blocked behind it.
     match (&command.value, command.value_type, command.intent) {
         (RecordValue::Deployment(deployment), _, Intent::Create) => {
-            apply_deployment(p, command.key.get(), deployment)?;
+            apply_deployment(p, command.key, deployment)?;
         }
         (RecordValue::MessageSubscription(s), ValueType::MessageSubscription, Intent::Create) => {
             p.open_remote_subscription(s)?;
@@ -148,13 +122,35 @@ pub(super) fn from_partition(
         }
         _ => {}
     }
-    p.event(command.sequence as i64, Intent::Distributed, value.clone())?;
-    p.respond(command.key.get(), Intent::Distributed, value);
+    p.event(
+        Key(command.sequence as i64),
+        Intent::Distributed,
+        value.clone(),
+    )?;
+    p.respond(command.key, Intent::Distributed, value);
+    Ok(())
+}
+
+/// Takes a command from `source` only if it is the next one after `last`.
+fn check_sequence(source: u16, last: u64, sequence: u64) -> std::result::Result<(), Rejection> {
+    if sequence <= last {
+        return Err(Rejection::already_exists(format!(
+            "Expected command {sequence} from partition {source} to be new, but it was already \
+             applied"
+        )));
+    }
+    if sequence != last + 1 {
+        return Err(Rejection::invalid_state(format!(
+            "Expected command {} from partition {source}, but got command {sequence}; commands \
+             are applied in order",
+            last + 1
+        )));
+    }
     Ok(())
 }
 
 /// A deployment made on another partition: the same processes, keys and versions.
-fn apply_deployment(p: &mut Processing<'_>, key: i64, deployment: &DeploymentRecord) -> Result<()> {
+fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRecord) -> Result<()> {
     for metadata in &deployment.processes_metadata {
         if metadata.is_duplicate || p.read().process(metadata.process_definition_key)?.is_some() {
             continue;
@@ -176,7 +172,11 @@ fn apply_deployment(p: &mut Processing<'_>, key: i64, deployment: &DeploymentRec
             is_duplicate: false,
             tenant_id: metadata.tenant_id.clone(),
         };
-        p.event(metadata.process_definition_key, Intent::Created, process)?;
+        p.event(
+            Key(metadata.process_definition_key),
+            Intent::Created,
+            process,
+        )?;
     }
     p.event(key, Intent::Created, deployment.clone())
 }
@@ -188,27 +188,26 @@ pub(super) fn acknowledge(
 ) -> Result<()> {
     let target_id = target.get();
     let Some(entry) = p.read().outbox_entry(target_id, sequence)? else {
-        let reason = format!(
+        let rejection = Rejection::not_found(format!(
             "Expected to acknowledge command {sequence} sent to partition {target_id}, but it \
              is not waiting (already acknowledged?)"
-        );
+        ));
         p.reject(
-            sequence as i64,
+            Key(sequence as i64),
             Intent::Acknowledge,
             record(
                 target_id,
                 ValueType::CommandDistribution,
                 Intent::Acknowledge,
             ),
-            RejectionType::NotFound,
-            reason,
+            rejection,
         );
         return Ok(());
     };
     let value = record(target_id, entry.value_type, entry.intent);
-    p.command(sequence as i64, Intent::Acknowledge, value.clone());
-    p.event(sequence as i64, Intent::Acknowledged, value.clone())?;
-    p.respond(sequence as i64, Intent::Acknowledged, value);
+    p.command(Key(sequence as i64), Intent::Acknowledge, value.clone());
+    p.event(Key(sequence as i64), Intent::Acknowledged, value.clone())?;
+    p.respond(Key(sequence as i64), Intent::Acknowledged, value);
     // The instance's partition has taken the message: the correlation is done here.
     if let (
         ValueType::ProcessMessageSubscription,

@@ -6,27 +6,30 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rill_protocol::Key;
+
 use crate::error::{Error, Result};
 use crate::model::ProcessModel;
-use crate::state::Reader;
+use crate::state::{AsKey, Reader};
 
 /// A deployed process: its model plus the identity records need.
 #[derive(Debug)]
 pub struct DeployedProcess {
-    pub key: i64,
+    pub key: Key,
     pub version: i32,
     pub model: ProcessModel,
 }
 
 #[derive(Default)]
 pub(crate) struct ModelCache {
-    models: HashMap<i64, Arc<DeployedProcess>>,
+    models: HashMap<Key, Arc<DeployedProcess>>,
     /// Latest `(version, key)` per process id, as read from state.
-    latest: HashMap<String, (i32, i64)>,
+    latest: HashMap<String, (i32, Key)>,
 }
 
 impl ModelCache {
-    pub fn get(&mut self, state: Reader<'_>, key: i64) -> Result<Arc<DeployedProcess>> {
+    pub fn get(&mut self, state: Reader<'_>, key: impl AsKey) -> Result<Arc<DeployedProcess>> {
+        let key = key.as_key();
         if let Some(found) = self.models.get(&key) {
             return Ok(found.clone());
         }
@@ -34,12 +37,8 @@ impl ModelCache {
             key,
             reason: "no such process definition in state".to_owned(),
         })?;
-        let models = crate::parse_bpmn(&record.resource_name, &record.resource.0).map_err(|e| {
-            Error::Definition {
-                key,
-                reason: e.to_string(),
-            }
-        })?;
+        let models = crate::parse_bpmn(&record.resource_name, &record.resource.0)
+            .map_err(|source| Error::Unparsable { key, source })?;
         let model = models
             .into_iter()
             .find(|m| m.bpmn_process_id == record.bpmn_process_id)
@@ -71,7 +70,7 @@ impl ModelCache {
         &mut self,
         state: Reader<'_>,
         bpmn_process_id: &str,
-    ) -> Result<Option<(i32, i64)>> {
+    ) -> Result<Option<(i32, Key)>> {
         if let Some(found) = self.latest.get(bpmn_process_id) {
             return Ok(Some(*found));
         }

@@ -1,6 +1,6 @@
 //! One processor per command. A processor validates (rejecting with a reason the user
 //! can act on, changing nothing), then writes the command's record and the events that
-//! follow; the element behaviours in `processing` do the rest in-line.
+//! follow; the element behaviours in `behavior` do the rest in-line.
 
 mod deployment;
 mod distribution;
@@ -12,11 +12,13 @@ mod timers;
 mod variables;
 
 use rill_protocol::value::DEFAULT_TENANT;
-use rill_protocol::{Command, CommandResponse, Intent, JsonValue};
+use rill_protocol::{Command, CommandResponse, Intent, JsonValue, Key};
 use serde_json::{Map, Value};
 
+use crate::behavior::json_type_name;
+use crate::context::Processing;
 use crate::error::Result;
-use crate::processing::{Processing, json_type_name};
+use crate::outcome::Rejection;
 use crate::state::Reader;
 
 pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
@@ -25,22 +27,22 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::CreateProcessInstance(create) => instances::create(p, create),
         Command::CancelProcessInstance {
             process_instance_key,
-        } => instances::cancel(p, process_instance_key.get()),
+        } => instances::cancel(p, *process_instance_key),
         Command::ExpireInstanceSummary {
             process_instance_key,
-        } => instances::expire_summary(p, process_instance_key.get()),
+        } => instances::expire_summary(p, *process_instance_key),
         Command::ActivateJobs(activate) => jobs::activate(p, activate),
-        Command::CompleteJob { job_key, variables } => jobs::complete(p, job_key.get(), variables),
+        Command::CompleteJob { job_key, variables } => jobs::complete(p, *job_key, variables),
         Command::FailJob(fail) => jobs::fail(p, fail),
         Command::ThrowError(throw) => jobs::throw_error(p, throw),
         Command::UpdateJob(update) => jobs::update(p, update),
-        Command::TimeOutJob { job_key } => jobs::time_out(p, job_key.get()),
-        Command::RecurJob { job_key } => jobs::recur(p, job_key.get()),
+        Command::TimeOutJob { job_key } => jobs::time_out(p, *job_key),
+        Command::RecurJob { job_key } => jobs::recur(p, *job_key),
         Command::PublishMessage(publish) => messages::publish(p, publish),
-        Command::ExpireMessage { message_key } => messages::expire(p, message_key.get()),
-        Command::ResolveIncident { incident_key } => incidents::resolve(p, incident_key.get()),
+        Command::ExpireMessage { message_key } => messages::expire(p, *message_key),
+        Command::ResolveIncident { incident_key } => incidents::resolve(p, *incident_key),
         Command::SetVariables(set) => variables::set(p, set),
-        Command::TriggerTimer { timer_key } => timers::trigger(p, timer_key.get()),
+        Command::TriggerTimer { timer_key } => timers::trigger(p, *timer_key),
         Command::FromPartition(command) => distribution::from_partition(p, command),
         Command::AcknowledgeSend { target, sequence } => {
             distribution::acknowledge(p, *target, *sequence)
@@ -64,14 +66,14 @@ pub(crate) fn answer_from_state(
 pub(crate) fn variables_document(
     variables: &JsonValue,
     what: &str,
-) -> std::result::Result<Map<String, Value>, String> {
+) -> std::result::Result<Map<String, Value>, Rejection> {
     match &variables.0 {
         Value::Object(map) => Ok(map.clone()),
         Value::Null => Ok(Map::new()),
-        other => Err(format!(
+        other => Err(Rejection::invalid_argument(format!(
             "Expected {what} to be a JSON object, but it was '{}'",
             json_type_name(other)
-        )),
+        ))),
     }
 }
 
@@ -81,12 +83,12 @@ pub(crate) fn tenant() -> String {
 
 /// The key, intent and (placeholder) value of a command's record, for the rejection
 /// written when processing it failed.
-pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::RecordValue) {
+pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::RecordValue) {
     use rill_protocol::value::*;
-    let job = |key: rill_protocol::Key, intent| (key.get(), intent, jobs::unknown_job().into());
+    let job = |key: Key, intent| (key, intent, jobs::unknown_job().into());
     match command {
         Command::Deploy { .. } => (
-            -1,
+            Key::NONE,
             Intent::Create,
             DeploymentRecord {
                 resources: Vec::new(),
@@ -96,7 +98,7 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
             .into(),
         ),
         Command::CreateProcessInstance(_) => (
-            -1,
+            Key::NONE,
             Intent::Create,
             ProcessInstanceCreationRecord {
                 bpmn_process_id: String::new(),
@@ -112,20 +114,12 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
         ),
         Command::CancelProcessInstance {
             process_instance_key: key,
-        } => (
-            key.get(),
-            Intent::Cancel,
-            instances::placeholder(key.get()).into(),
-        ),
+        } => (*key, Intent::Cancel, instances::placeholder(*key).into()),
         Command::ExpireInstanceSummary {
             process_instance_key: key,
-        } => (
-            key.get(),
-            Intent::Delete,
-            instances::placeholder(key.get()).into(),
-        ),
+        } => (*key, Intent::Delete, instances::placeholder(*key).into()),
         Command::ActivateJobs(a) => (
-            -1,
+            Key::NONE,
             Intent::Activate,
             JobBatchRecord {
                 job_type: a.job_type.clone(),
@@ -147,18 +141,18 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
         Command::RecurJob { job_key } => job(*job_key, Intent::RecurAfterBackoff),
         Command::PublishMessage(_) | Command::ExpireMessage { .. } => {
             let (key, intent) = match command {
-                Command::ExpireMessage { message_key } => (message_key.get(), Intent::Expire),
-                _ => (-1, Intent::Publish),
+                Command::ExpireMessage { message_key } => (*message_key, Intent::Expire),
+                _ => (Key::NONE, Intent::Publish),
             };
             (key, intent, messages::placeholder().into())
         }
         Command::ResolveIncident { incident_key } => (
-            incident_key.get(),
+            *incident_key,
             Intent::Resolve,
             incidents::placeholder().into(),
         ),
         Command::SetVariables(c) => (
-            c.element_instance_key.get(),
+            c.element_instance_key,
             Intent::Update,
             VariableDocumentRecord {
                 scope_key: c.element_instance_key.get(),
@@ -168,13 +162,11 @@ pub(crate) fn describe(command: &Command) -> (i64, Intent, rill_protocol::Record
             }
             .into(),
         ),
-        Command::TriggerTimer { timer_key } => (
-            timer_key.get(),
-            Intent::Trigger,
-            timers::placeholder().into(),
-        ),
+        Command::TriggerTimer { timer_key } => {
+            (*timer_key, Intent::Trigger, timers::placeholder().into())
+        }
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
-            -1,
+            Key::NONE,
             Intent::Distribute,
             CommandDistributionRecord {
                 partition_id: 0,

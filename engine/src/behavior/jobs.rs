@@ -2,9 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{JobDefinition, ValueOrExpr};
+use crate::outcome::{Evaluated, Failure};
+use rill_protocol::Key;
 use rill_protocol::value::JobRecord;
 use rill_protocol::{Intent, JsonValue};
 
@@ -15,32 +17,26 @@ pub(crate) struct NewJob {
 }
 
 impl Processing<'_> {
-    pub fn evaluate_job(
-        &self,
-        definition: &JobDefinition,
-        active: &Active,
-    ) -> Result<Result<NewJob, String>> {
-        let job_type = match self.evaluate_string(&definition.job_type, active)? {
-            Ok(job_type) if !job_type.is_empty() => job_type,
-            Ok(_) => {
-                return Ok(Err(format!(
-                    "Expected the job type of service task '{}' not to be empty",
-                    active.element().id
-                )));
-            }
-            Err(message) => return Ok(Err(message)),
-        };
+    pub fn evaluate_job(&self, definition: &JobDefinition, active: &Active) -> Evaluated<NewJob> {
+        let job_type = self.evaluate_string(&definition.job_type, active)?;
+        if job_type.is_empty() {
+            return Err(Failure::extract_value(format!(
+                "Expected the job type of service task '{}' not to be empty",
+                active.element().id
+            ))
+            .into());
+        }
         let retries = match &definition.retries {
             ValueOrExpr::Static(retries) => *retries,
             ValueOrExpr::Expr(expression) => {
                 let context = self.context_at(expression, active)?;
-                match expression.evaluate_integer(&context, self.now()) {
-                    Ok(n) => n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
-                    Err(e) => return Ok(Err(e.to_string())),
-                }
+                let n = expression
+                    .evaluate_integer(&context, self.now())
+                    .map_err(|e| Failure::extract_value(e.to_string()))?;
+                n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
             }
         };
-        Ok(Ok(NewJob { job_type, retries }))
+        Ok(NewJob { job_type, retries })
     }
 
     pub fn create_job(&mut self, active: &Active, job: NewJob) -> Result<()> {
@@ -56,7 +52,7 @@ impl Processing<'_> {
         let value = JobRecord {
             job_type: job.job_type,
             element_id: record.element_id.clone(),
-            element_instance_key: active.key(),
+            element_instance_key: active.key().get(),
             bpmn_process_id: record.bpmn_process_id.clone(),
             process_definition_version: record.version,
             process_definition_key: record.process_definition_key,
@@ -90,7 +86,7 @@ impl Processing<'_> {
             self.event(incident_key, Intent::Resolved, incident.record)?;
         }
         if let Some(job) = self.read().job(job_key)? {
-            self.event(job_key, Intent::Canceled, job.record)?;
+            self.event(Key(job_key), Intent::Canceled, job.record)?;
         }
         Ok(())
     }

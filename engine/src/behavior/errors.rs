@@ -3,17 +3,18 @@
 //! incident.
 
 use rill_protocol::Intent;
+use rill_protocol::Key;
 use rill_protocol::value::IncidentErrorType;
 use serde_json::{Map, Value};
 
-use super::{Active, Processing};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{BoundaryDefinition, ElementIdx, ElementKind};
 
 impl Processing<'_> {
     /// Finds the boundary event that catches `code`, starting at `from` and walking
     /// up the scopes: the instance it is attached to and the boundary element.
-    fn find_catcher(&mut self, from: i64, code: &str) -> Result<Option<(Active, ElementIdx)>> {
+    fn find_catcher(&mut self, from: Key, code: &str) -> Result<Option<(Active, ElementIdx)>> {
         let mut current = from;
         while let Some(active) = self.active(current)? {
             let mut catch_all = None;
@@ -34,8 +35,8 @@ impl Processing<'_> {
             if let Some(boundary) = exact.or(catch_all) {
                 return Ok(Some((active, boundary)));
             }
-            current = active.record().flow_scope_key;
-            if current < 0 {
+            current = Key(active.record().flow_scope_key);
+            if current.is_none() {
                 break;
             }
         }
@@ -46,7 +47,7 @@ impl Processing<'_> {
     pub fn throw_error_from_job(
         &mut self,
         task: Active,
-        job_key: i64,
+        job_key: Key,
         code: &str,
         message: &str,
         variables: Option<Map<String, Value>>,
@@ -68,15 +69,15 @@ impl Processing<'_> {
     /// An error end event was entered (still ELEMENT_ACTIVATING).
     pub fn throw_error_from_element(
         &mut self,
-        end_event: Active,
+        end_event: &Active,
         code: &str,
         message: &str,
         variables: Option<Map<String, Value>>,
     ) -> Result<()> {
         let scope = end_event.record().flow_scope_key;
-        match self.find_catcher(scope, code)? {
+        match self.find_catcher(Key(scope), code)? {
             Some((attached, boundary)) => {
-                self.mark(&end_event, Intent::ElementActivated)?;
+                self.mark(end_event, Intent::ElementActivated)?;
                 self.interrupt_and_activate_boundary(&attached, boundary, variables)
             }
             None => self.raise_incident(
@@ -84,7 +85,7 @@ impl Processing<'_> {
                 end_event.key(),
                 IncidentErrorType::UnhandledErrorEvent,
                 unhandled(code, message),
-                -1,
+                Key::NONE,
             ),
         }
     }

@@ -4,7 +4,7 @@
 //! and the side on the message's partition (MESSAGE_SUBSCRIPTION), talking through
 //! commands. When both sides are on this partition they run in-line in one command;
 //! otherwise the commands between them go through the outbox
-//! (`processors::distribution`), with the same records on each side.
+//! (`commands::distribution`), with the same records on each side.
 //!
 //! ```text
 //! enter catch event: PMS CREATING ─► MS CREATED ─► PMS CREATED ─► (buffered message?)
@@ -12,13 +12,15 @@
 //! leave element:     PMS DELETING ─► MS DELETED ─► PMS DELETED
 //! ```
 
+use rill_protocol::Key;
 use rill_protocol::value::{MessageSubscriptionRecord, ProcessMessageSubscriptionRecord};
 use rill_protocol::{Intent, JsonValue, message_partition};
 use serde_json::Value;
 
-use super::{Active, Processing, Step};
+use crate::context::{Active, Processing, Step};
 use crate::error::Result;
 use crate::model::{MessageDefinition, ValueOrExpr};
+use crate::outcome::{Evaluated, Failure};
 use crate::state::StoredMessageSubscription;
 
 /// A subscription's message name and correlation key, evaluated.
@@ -32,30 +34,26 @@ impl Processing<'_> {
         &self,
         definition: &MessageDefinition,
         active: &Active,
-    ) -> Result<Result<NewSubscription, String>> {
-        let message_name = match self.evaluate_string(&definition.message_name, active)? {
-            Ok(name) => name,
-            Err(message) => return Ok(Err(message)),
-        };
+    ) -> Evaluated<NewSubscription> {
+        let message_name = self.evaluate_string(&definition.message_name, active)?;
         let correlation_key = match &definition.correlation_key {
             ValueOrExpr::Static(key) => key.clone(),
             ValueOrExpr::Expr(expression) => {
                 let context = self.context_at(expression, active)?;
-                match expression.evaluate_correlation_key(&context, self.now()) {
-                    Ok(key) => key,
-                    Err(e) => {
-                        return Ok(Err(format!(
+                expression
+                    .evaluate_correlation_key(&context, self.now())
+                    .map_err(|e| {
+                        Failure::extract_value(format!(
                             "Failed to extract the correlation key for '{}': {e}",
                             expression.source()
-                        )));
-                    }
-                }
+                        ))
+                    })?
             }
         };
-        Ok(Ok(NewSubscription {
+        Ok(NewSubscription {
             message_name,
             correlation_key,
-        }))
+        })
     }
 
     pub fn create_process_message_subscription(
@@ -68,7 +66,7 @@ impl Processing<'_> {
         let value = ProcessMessageSubscriptionRecord {
             subscription_partition_id: i32::from(partition.get()),
             process_instance_key: record.process_instance_key,
-            element_instance_key: active.key(),
+            element_instance_key: active.key().get(),
             bpmn_process_id: record.bpmn_process_id.clone(),
             element_id: record.element_id.clone(),
             message_name: subscription.message_name.clone(),
@@ -84,7 +82,7 @@ impl Processing<'_> {
         self.event(key, Intent::Creating, value)?;
         if remote {
             // The applier queued the command for the message's partition.
-            return crate::processors::send_latest(self, target);
+            return crate::commands::send_latest(self, target);
         }
         self.push_step(Step::OpenMessageSubscription {
             process_message_subscription_key: key,
@@ -98,8 +96,8 @@ impl Processing<'_> {
     /// oldest buffered message this process has not received yet.
     pub fn open_message_subscription(
         &mut self,
-        process_subscription_key: i64,
-        element_instance_key: i64,
+        process_subscription_key: Key,
+        element_instance_key: Key,
         message_name: &str,
     ) -> Result<()> {
         let Some(process_subscription) = self
@@ -114,7 +112,7 @@ impl Processing<'_> {
         let p = &process_subscription.record;
         let value = MessageSubscriptionRecord {
             process_instance_key: p.process_instance_key,
-            element_instance_key,
+            element_instance_key: element_instance_key.get(),
             bpmn_process_id: p.bpmn_process_id.clone(),
             message_name: p.message_name.clone(),
             correlation_key: p.correlation_key.clone(),
@@ -209,7 +207,7 @@ impl Processing<'_> {
             Value::Object(map) => Some(map.clone()),
             _ => None,
         };
-        self.complete_with(element_key, trigger)
+        self.complete_with(Key(element_key), trigger)
     }
 
     /// The instance's partition applied a correlation sent from here.
@@ -233,11 +231,11 @@ impl Processing<'_> {
     pub fn correlate(
         &mut self,
         subscription: StoredMessageSubscription,
-        message_key: i64,
+        message_key: Key,
         variables: JsonValue,
     ) -> Result<()> {
         let value = MessageSubscriptionRecord {
-            message_key,
+            message_key: message_key.get(),
             variables: variables.clone(),
             ..subscription.record
         };
@@ -246,7 +244,7 @@ impl Processing<'_> {
         if instance_partition != self.ctx.partition_id {
             // The applier queued the correlation for the instance's partition; the
             // subscription is done once that partition has applied it.
-            return crate::processors::send_latest(self, instance_partition.get());
+            return crate::commands::send_latest(self, instance_partition.get());
         }
 
         // The instance's side.
@@ -256,7 +254,7 @@ impl Processing<'_> {
             .process_message_subscription(element_key, &value.message_name)?
         {
             let correlated = ProcessMessageSubscriptionRecord {
-                message_key,
+                message_key: message_key.get(),
                 variables: variables.clone(),
                 ..process_subscription.record
             };
@@ -265,14 +263,14 @@ impl Processing<'_> {
                 Value::Object(map) => Some(map),
                 _ => None,
             };
-            self.complete_with(element_key, trigger)?;
+            self.complete_with(Key(element_key), trigger)?;
         }
 
         self.event(subscription.key, Intent::Correlated, value)
     }
 
     /// Closes the subscriptions of an element instance that is left.
-    pub fn close_message_subscriptions(&mut self, element_instance_key: i64) -> Result<()> {
+    pub fn close_message_subscriptions(&mut self, element_instance_key: Key) -> Result<()> {
         for subscription in self
             .read()
             .process_message_subscriptions(element_instance_key)?
@@ -286,7 +284,7 @@ impl Processing<'_> {
                 != target
             {
                 // The applier queued the close for the message's partition.
-                crate::processors::send_latest(self, target)?;
+                crate::commands::send_latest(self, target)?;
                 self.event(subscription.key, Intent::Deleted, record)?;
                 continue;
             }

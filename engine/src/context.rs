@@ -1,31 +1,21 @@
-//! The per-command processing context: what processors and element behaviours use to
-//! read state, emit records (each event is applied to state at once by the appliers),
-//! and queue the in-line follow-up steps of a command.
-
-mod elements;
-mod errors;
-mod jobs;
-mod messages;
-mod timers;
-mod variables;
+//! The per-command processing context: what command processors and element behaviours
+//! use to read state, emit records (each event is applied to state at once by the
+//! appliers), and queue the in-line follow-up steps of a command.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rill_engine_api::{Action, ProcessingContext, ProcessingOutput, StateTxn, keys};
 use rill_protocol::value::{IncidentErrorType, IncidentRecord, ProcessInstanceRecord};
-use rill_protocol::{
-    Command, CommandResponse, Intent, Key, RecordDraft, RecordValue, Rejection, RejectionType,
-};
+use rill_protocol::{Command, CommandResponse, Intent, Key, RecordDraft, RecordValue};
 use serde_json::{Map, Value};
 
-use crate::appliers;
+use crate::appliers::Appliers;
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx};
-use crate::models::{DeployedProcess, ModelCache};
-use crate::state::{ElementCache, ElementInstance, Reader, ScanFloors, Writer};
-
-pub(crate) use variables::json_type_name;
+use crate::model_cache::{DeployedProcess, ModelCache};
+use crate::outcome::Rejection;
+use crate::state::{AsKey, ElementCache, ElementInstance, Reader, ScanFloors, Writer};
 
 pub(crate) type Output = ProcessingOutput<Command, CommandResponse>;
 
@@ -35,18 +25,18 @@ pub(crate) enum Step {
     /// Enter `element` in the scope `scope_key`, with variables of the event that
     /// triggered it (a caught error).
     Activate {
-        scope_key: i64,
+        scope_key: Key,
         process: Arc<DeployedProcess>,
         element: ElementIdx,
         trigger: Option<Map<String, Value>>,
     },
     /// Complete an element instance whose work is done (a scope with no token left).
-    Complete { key: i64 },
+    Complete { key: Key },
     /// The message partition's side of a new subscription: record it and correlate a
     /// buffered message if there is one.
     OpenMessageSubscription {
-        process_message_subscription_key: i64,
-        element_instance_key: i64,
+        process_message_subscription_key: Key,
+        element_instance_key: Key,
         message_name: String,
     },
 }
@@ -63,7 +53,7 @@ impl Active {
         self.process.model.element(self.idx)
     }
 
-    pub fn key(&self) -> i64 {
+    pub fn key(&self) -> Key {
         self.instance.key
     }
 
@@ -75,6 +65,7 @@ impl Active {
 pub(crate) struct Processing<'a> {
     pub ctx: &'a ProcessingContext,
     txn: &'a mut dyn StateTxn,
+    appliers: Appliers,
     models: &'a mut ModelCache,
     cache: &'a ElementCache,
     floors: &'a ScanFloors,
@@ -89,20 +80,35 @@ pub(crate) struct Processing<'a> {
     retention_millis: i64,
 }
 
+/// What the engine lends the processing of one command: its appliers, its caches and
+/// the one option processing reads.
+pub(crate) struct EngineParts<'a> {
+    pub appliers: Appliers,
+    pub models: &'a mut ModelCache,
+    pub cache: &'a ElementCache,
+    pub floors: &'a ScanFloors,
+    pub retention_millis: i64,
+}
+
 impl<'a> Processing<'a> {
     pub fn new(
         ctx: &'a ProcessingContext,
         txn: &'a mut dyn StateTxn,
-        models: &'a mut ModelCache,
-        cache: &'a ElementCache,
-        floors: &'a ScanFloors,
+        parts: EngineParts<'a>,
         out: &'a mut Output,
-        retention_millis: i64,
     ) -> Processing<'a> {
+        let EngineParts {
+            appliers,
+            models,
+            cache,
+            floors,
+            retention_millis,
+        } = parts;
         cache.clear();
         Processing {
             ctx,
             txn,
+            appliers,
             models,
             cache,
             floors,
@@ -131,21 +137,21 @@ impl<'a> Processing<'a> {
 
     /// A fresh key from the partition's counter (`keys::next_key`'s layout; the
     /// counter is written back once, in [`Processing::finish`]).
-    pub fn next_key(&mut self) -> Result<i64> {
+    pub fn next_key(&mut self) -> Result<Key> {
         let next = match self.next_key {
             Some(next) => next,
             None => keys::peek_counter(&*self.txn)?,
         };
         self.next_key = Some(next + 1);
-        Ok(rill_protocol::Key::new(self.ctx.partition_id, next).get())
+        Ok(Key::new(self.ctx.partition_id, next))
     }
 
-    pub fn model(&mut self, definition_key: i64) -> Result<Arc<DeployedProcess>> {
+    pub fn model(&mut self, definition_key: impl AsKey) -> Result<Arc<DeployedProcess>> {
         self.models.get(Reader::new(&*self.txn), definition_key)
     }
 
     /// The latest version of a process id and its definition key.
-    pub fn latest_process(&mut self, bpmn_process_id: &str) -> Result<Option<(i32, i64)>> {
+    pub fn latest_process(&mut self, bpmn_process_id: &str) -> Result<Option<(i32, Key)>> {
         self.models.latest(Reader::new(&*self.txn), bpmn_process_id)
     }
 
@@ -154,17 +160,23 @@ impl<'a> Processing<'a> {
     }
 
     /// Writes the command's own record (the first record of an accepted command).
-    pub fn command(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) {
+    pub fn command(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) {
         self.out
             .records
-            .push(RecordDraft::command(Key(key), intent, value));
+            .push(RecordDraft::command(key, intent, value));
     }
 
     /// Writes an event and applies it to state.
-    pub fn event(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
-        let draft = RecordDraft::event(Key(key), intent, value);
+    pub fn event(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
+        let draft = RecordDraft::event(key, intent, value);
         let mut writer = Writer::new(&mut *self.txn, self.cache, self.floors);
-        appliers::apply(&mut writer, self.models, &draft, self.ctx.timestamp)?;
+        self.appliers.apply(
+            &mut writer,
+            self.models,
+            &draft,
+            self.ctx.timestamp,
+            self.ctx.engine_version,
+        )?;
         self.out.records.push(draft);
         Ok(())
     }
@@ -173,30 +185,25 @@ impl<'a> Processing<'a> {
     /// rejection as the response.
     pub fn reject(
         &mut self,
-        key: i64,
+        key: Key,
         intent: Intent,
         value: impl Into<RecordValue>,
-        rejection_type: RejectionType,
-        reason: impl Into<String>,
+        rejection: Rejection,
     ) {
-        let reason = reason.into();
         self.out.records.push(RecordDraft::rejection(
-            Key(key),
+            key,
             intent,
             value,
-            rejection_type,
-            reason.clone(),
+            rejection.kind,
+            rejection.reason.clone(),
         ));
-        self.out.response = Some(CommandResponse::Rejected(Rejection::new(
-            rejection_type,
-            reason,
-        )));
+        self.out.response = Some(CommandResponse::Rejected(rejection.into()));
     }
 
     /// Answers the command with an event's key, intent and value.
-    pub fn respond(&mut self, key: i64, intent: Intent, value: impl Into<RecordValue>) {
+    pub fn respond(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) {
         self.out.response = Some(CommandResponse::Accepted {
-            key: Key(key),
+            key,
             intent,
             value: value.into(),
         });
@@ -257,8 +264,8 @@ impl<'a> Processing<'a> {
     }
 
     /// Loads a live element instance with its model element.
-    pub fn active(&mut self, key: i64) -> Result<Option<Active>> {
-        let Some(instance) = self.read().element_instance(key)? else {
+    pub fn active(&mut self, key: Key) -> Result<Option<Active>> {
+        let Some(instance) = self.read().element_instance(key.get())? else {
             return Ok(None);
         };
         let process = self.model(instance.record.process_definition_key)?;
@@ -288,10 +295,10 @@ impl<'a> Processing<'a> {
     pub fn raise_incident(
         &mut self,
         at: &ProcessInstanceRecord,
-        element_instance_key: i64,
+        element_instance_key: Key,
         error_type: IncidentErrorType,
         message: String,
-        job_key: i64,
+        job_key: Key,
     ) -> Result<()> {
         let key = self.next_key()?;
         let record = IncidentRecord {
@@ -301,9 +308,9 @@ impl<'a> Processing<'a> {
             process_definition_key: at.process_definition_key,
             process_instance_key: at.process_instance_key,
             element_id: at.element_id.clone(),
-            element_instance_key,
-            job_key,
-            variable_scope_key: element_instance_key,
+            element_instance_key: element_instance_key.get(),
+            job_key: job_key.get(),
+            variable_scope_key: element_instance_key.get(),
             tenant_id: at.tenant_id.clone(),
         };
         self.event(key, Intent::Created, record)

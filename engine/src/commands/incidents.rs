@@ -1,26 +1,22 @@
 //! INCIDENT RESOLVE: the incident goes, and the instance carries on where it stopped
 //! (a job becomes activatable again; an element's step runs again).
 
+use rill_protocol::Intent;
+use rill_protocol::Key;
 use rill_protocol::value::{IncidentErrorType, IncidentRecord};
-use rill_protocol::{Intent, RejectionType};
 
 use super::tenant;
+use crate::context::Processing;
 use crate::error::Result;
-use crate::processing::Processing;
+use crate::outcome::Rejection;
 use crate::state::ElementState;
 
-pub(super) fn resolve(p: &mut Processing<'_>, key: i64) -> Result<()> {
+pub(super) fn resolve(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(incident) = p.read().incident(key)? else {
-        let record = placeholder();
-        p.reject(
-            key,
-            Intent::Resolve,
-            record,
-            RejectionType::NotFound,
-            format!(
-                "Expected to resolve incident with key '{key}', but no such incident was found"
-            ),
-        );
+        let rejection = Rejection::not_found(format!(
+            "Expected to resolve incident with key '{key}', but no such incident was found"
+        ));
+        p.reject(key, Intent::Resolve, placeholder(), rejection);
         return Ok(());
     };
     let record = incident.record;
@@ -28,18 +24,12 @@ pub(super) fn resolve(p: &mut Processing<'_>, key: i64) -> Result<()> {
         && let Some(job) = p.read().job(record.job_key)?
         && job.record.retries <= 0
     {
-        let reason = format!(
+        let rejection = Rejection::invalid_state(format!(
             "Expected to resolve incident with key '{key}', but job with key '{}' has no \
              retries left; update the job's retries first",
             record.job_key
-        );
-        p.reject(
-            key,
-            Intent::Resolve,
-            record,
-            RejectionType::InvalidState,
-            reason,
-        );
+        ));
+        p.reject(key, Intent::Resolve, record, rejection);
         return Ok(());
     }
     p.command(key, Intent::Resolve, record.clone());
@@ -52,7 +42,7 @@ pub(super) fn resolve(p: &mut Processing<'_>, key: i64) -> Result<()> {
         }
         return Ok(());
     }
-    let Some(active) = p.active(record.element_instance_key)? else {
+    let Some(active) = p.active(Key(record.element_instance_key))? else {
         return Ok(());
     };
     match active.instance.state {

@@ -1,0 +1,53 @@
+//! COMMAND_DISTRIBUTION: commands between partitions. `DISTRIBUTING` queues one (key:
+//! the entity), `ACKNOWLEDGED` removes it (key: its sequence number), `DISTRIBUTED`
+//! records on the receiver that the sender's sequence number was applied (key: that
+//! number).
+
+use rill_protocol::Key;
+use rill_protocol::value::CommandDistributionRecord;
+
+use super::Apply;
+use crate::error::{Result, inconsistent};
+use crate::state::OutboxEntry;
+
+fn partition(value: &CommandDistributionRecord) -> Result<u16> {
+    u16::try_from(value.partition_id)
+        .map_err(|_| inconsistent(format!("partition {} out of range", value.partition_id)))
+}
+
+pub(super) fn distributing(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &CommandDistributionRecord,
+) -> Result<()> {
+    let partition = partition(value)?;
+    ctx.state.push_outbox(
+        partition,
+        &OutboxEntry {
+            value_type: value.value_type,
+            intent: value.intent,
+            key,
+            value: None,
+        },
+    )?;
+    Ok(())
+}
+
+pub(super) fn acknowledged(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &CommandDistributionRecord,
+) -> Result<()> {
+    let partition = partition(value)?;
+    ctx.state.remove_outbox(partition, key.get() as u64);
+    Ok(())
+}
+
+pub(super) fn distributed(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &CommandDistributionRecord,
+) -> Result<()> {
+    let partition = partition(value)?;
+    ctx.state.set_inbox_sequence(partition, key.get() as u64)
+}

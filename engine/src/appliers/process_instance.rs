@@ -1,0 +1,218 @@
+//! PROCESS_INSTANCE and PROCESS_INSTANCE_CREATION: element instances, their tokens,
+//! and the summary a finished instance leaves.
+
+use rill_protocol::Key;
+use rill_protocol::value::{BpmnElementType, ProcessInstanceCreationRecord, ProcessInstanceRecord};
+
+use super::Apply;
+use crate::error::{Result, inconsistent};
+use crate::model::ElementKind;
+use crate::state::{
+    AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, Writer,
+};
+
+pub(super) fn element_activating(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &ProcessInstanceRecord,
+) -> Result<()> {
+    let Apply {
+        state,
+        models,
+        timestamp,
+    } = ctx;
+    state.insert_element_instance(ElementInstance {
+        key,
+        state: ElementState::Activating,
+        record: value.clone(),
+        active_children: 0,
+        active_flows: 0,
+        job_key: -1,
+        has_variables: false,
+        awaited: false,
+        start_date: timestamp.millis(),
+    });
+    if value.bpmn_element_type == BpmnElementType::Process {
+        // Readers see an active instance through its element instance; the summary is
+        // written when it ends.
+        return Ok(());
+    }
+    // A token that arrived over sequence flows is consumed now: one per incoming
+    // flow for a parallel join, one otherwise. Start and boundary events have none.
+    let process = models.get(state.read(), value.process_definition_key)?;
+    let model = &process.model;
+    let element = model
+        .element_by_id(&value.element_id)
+        .ok_or_else(|| inconsistent(format!("element '{}' not in model", value.element_id)))?;
+    let element = model.element(element);
+    let scope_key = value.flow_scope_key;
+    let mut consumed = 0;
+    if matches!(element.kind, ElementKind::ParallelGateway) && element.incoming.len() > 1 {
+        for flow in &element.incoming {
+            let flow_id = &model.flow(*flow).id;
+            let count = state.join_token_count(scope_key, &element.id, flow_id)?;
+            if count > 0 {
+                state.set_join_tokens(scope_key, &element.id, flow_id, count - 1)?;
+                consumed += 1;
+            }
+        }
+    } else if !element.incoming.is_empty() {
+        consumed = 1;
+    }
+    state.add_child(scope_key, key);
+    let found = state.update_element_instance(scope_key, |scope| {
+        scope.active_children += 1;
+        scope.active_flows = scope.active_flows.saturating_sub(consumed);
+    })?;
+    if !found {
+        return Err(inconsistent(format!("flow scope {scope_key} not found")));
+    }
+    Ok(())
+}
+
+pub(super) fn element_activated(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    _value: &ProcessInstanceRecord,
+) -> Result<()> {
+    set_element_state(ctx.state, key, ElementState::Activated)
+}
+
+pub(super) fn element_completing(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    _value: &ProcessInstanceRecord,
+) -> Result<()> {
+    set_element_state(ctx.state, key, ElementState::Completing)
+}
+
+pub(super) fn element_terminating(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    _value: &ProcessInstanceRecord,
+) -> Result<()> {
+    set_element_state(ctx.state, key, ElementState::Terminating)
+}
+
+pub(super) fn element_completed(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &ProcessInstanceRecord,
+) -> Result<()> {
+    element_ended(ctx, key, value, InstanceState::Completed)
+}
+
+pub(super) fn element_terminated(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &ProcessInstanceRecord,
+) -> Result<()> {
+    element_ended(ctx, key, value, InstanceState::Terminated)
+}
+
+fn set_element_state(state: &mut Writer<'_>, key: Key, new_state: ElementState) -> Result<()> {
+    if state.update_element_instance(key, |instance| instance.state = new_state)? {
+        Ok(())
+    } else {
+        Err(inconsistent(format!("element instance {key} not found")))
+    }
+}
+
+fn element_ended(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &ProcessInstanceRecord,
+    ending: InstanceState,
+) -> Result<()> {
+    let timestamp = ctx.timestamp;
+    let state = &mut *ctx.state;
+    let ended = state
+        .read()
+        .peek_element_instance(key, |i| (i.has_variables, i.awaited, i.start_date))?;
+    let has_variables = ended.is_some_and(|(has_variables, _, _)| has_variables);
+    state.delete_element_instance(key);
+    if matches!(
+        value.bpmn_element_type,
+        BpmnElementType::Process | BpmnElementType::SubProcess
+    ) {
+        state.delete_join_tokens(key)?;
+    }
+    if value.bpmn_element_type == BpmnElementType::Process {
+        // The process scope's variables stay readable with the summary.
+        let Some((_, awaited, start_date)) = ended else {
+            return Err(inconsistent(format!("process instance {key} not found")));
+        };
+        if awaited {
+            state.delete_await_registration(key);
+        }
+        return state.put_summary(&InstanceSummary {
+            process_instance_key: key,
+            bpmn_process_id: value.bpmn_process_id.clone(),
+            version: value.version,
+            process_definition_key: value.process_definition_key,
+            state: ending,
+            start_date,
+            end_date: timestamp.millis(),
+        });
+    }
+    if has_variables {
+        state.delete_scope_variables(value.process_instance_key, key)?;
+    }
+    state.remove_child(value.flow_scope_key, key);
+    state.update_element_instance(value.flow_scope_key, |scope| {
+        scope.active_children = scope.active_children.saturating_sub(1);
+    })?;
+    Ok(())
+}
+
+pub(super) fn sequence_flow_taken(
+    ctx: &mut Apply<'_, '_>,
+    _key: Key,
+    value: &ProcessInstanceRecord,
+) -> Result<()> {
+    let Apply { state, models, .. } = ctx;
+    let scope_key = value.flow_scope_key;
+    let process = models.get(state.read(), value.process_definition_key)?;
+    let model = &process.model;
+    let flow = model
+        .flow_by_id(&value.element_id)
+        .ok_or_else(|| inconsistent(format!("flow '{}' not in model", value.element_id)))?;
+    let target = model.element(model.flow(flow).target);
+    if matches!(target.kind, ElementKind::ParallelGateway) && target.incoming.len() > 1 {
+        let count = state.join_token_count(scope_key, &target.id, &value.element_id)?;
+        state.set_join_tokens(scope_key, &target.id, &value.element_id, count + 1)?;
+    }
+    state.update_element_instance(scope_key, |scope| scope.active_flows += 1)?;
+    Ok(())
+}
+
+pub(super) fn instance_deleted(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    _value: &ProcessInstanceRecord,
+) -> Result<()> {
+    let state = &mut *ctx.state;
+    if let Some(summary) = state.read().summary(key)? {
+        state.delete_summary(&summary);
+    }
+    state.delete_instance_variables(key)
+}
+
+pub(super) fn instance_created(
+    ctx: &mut Apply<'_, '_>,
+    _key: Key,
+    value: &ProcessInstanceCreationRecord,
+) -> Result<()> {
+    let state = &mut *ctx.state;
+    if let Some(request_id) = value.await_request_id {
+        state.update_element_instance(value.process_instance_key, |i| i.awaited = true)?;
+        state.put_await_registration(
+            value.process_instance_key,
+            &AwaitRegistration {
+                request_id,
+                fetch_variables: value.fetch_variables.clone(),
+            },
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! End events: none (the token ends), terminate (ends every token of its scope, then
+//! the scope), and error (throws to the nearest catching boundary event, else an
+//! incident).
+
+use rill_protocol::Intent;
+use rill_protocol::Key;
+
+use super::{ElementBehavior, Outgoing, Trigger, wrong_kind};
+use crate::context::{Active, Processing};
+use crate::error::Result;
+use crate::model::{ElementKind, EndEventKind};
+use crate::outcome::Evaluated;
+
+pub(super) struct EndEvent;
+
+impl ElementBehavior for EndEvent {
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+        let ElementKind::EndEvent(kind) = &active.element().kind else {
+            return Err(wrong_kind(active, "endEvent").into());
+        };
+        match kind {
+            EndEventKind::None => {
+                p.mark(active, Intent::ElementActivated)?;
+                p.complete(active, None, Outgoing::All)?;
+            }
+            EndEventKind::Terminate => {
+                p.mark(active, Intent::ElementActivated)?;
+                let scope_key = active.record().flow_scope_key;
+                p.complete(active, None, Outgoing::All)?;
+                p.terminate_children(Key(scope_key))?;
+                p.complete_scope(Key(scope_key))?;
+            }
+            EndEventKind::Error { error_code } => {
+                let code = p.evaluate_string(error_code, active)?;
+                p.throw_error_from_element(active, &code, "", None)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn complete(&self, _p: &mut Processing<'_>, _active: &Active) -> Result<()> {
+        Ok(())
+    }
+
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.resolve_element_incident(active.key())
+    }
+}

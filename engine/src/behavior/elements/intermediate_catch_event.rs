@@ -1,0 +1,53 @@
+//! Intermediate catch events: a timer (waits until it fires) or a message (opens a
+//! subscription and waits for the message).
+
+use rill_protocol::Intent;
+
+use super::{ElementBehavior, Trigger, wrong_kind};
+use crate::context::{Active, Processing};
+use crate::error::Result;
+use crate::model::{CatchEventDefinition, ElementKind};
+use crate::outcome::Evaluated;
+
+pub(super) struct IntermediateCatchEvent;
+
+fn definition(active: &Active) -> Result<&CatchEventDefinition> {
+    match &active.element().kind {
+        ElementKind::IntermediateCatchEvent(definition) => Ok(definition),
+        _ => Err(wrong_kind(active, "intermediateCatchEvent")),
+    }
+}
+
+impl ElementBehavior for IntermediateCatchEvent {
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+        match definition(active)? {
+            CatchEventDefinition::Message(definition) => {
+                let subscription = p.evaluate_subscription(definition, active)?;
+                p.create_process_message_subscription(active, subscription)?;
+            }
+            CatchEventDefinition::Timer(definition) => {
+                let due = p.evaluate_timer(definition, active)?;
+                p.create_timer(active, &active.element().id, due)?;
+            }
+        }
+        p.mark(active, Intent::ElementActivated)?;
+        Ok(())
+    }
+
+    fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        release(p, active)
+    }
+
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        release(p, active)?;
+        p.resolve_element_incident(active.key())
+    }
+}
+
+/// Cancels the event's timer or closes its subscription.
+fn release(p: &mut Processing<'_>, active: &Active) -> Result<()> {
+    match definition(active)? {
+        CatchEventDefinition::Timer(_) => p.cancel_timers(active.key()),
+        CatchEventDefinition::Message(_) => p.close_message_subscriptions(active.key()),
+    }
+}

@@ -1,0 +1,405 @@
+//! Zeebe's element lifecycle, done in-line:
+//!
+//! ```text
+//!  ACTIVATING ──► ACTIVATED ──► COMPLETING ──► COMPLETED ──► SEQUENCE_FLOW_TAKEN…
+//!      │  (incident: stays)          │ (incident: stays)
+//!      └──────────────┬──────────────┘
+//!                TERMINATING ──► TERMINATED
+//! ```
+//!
+//! This module runs the transitions that every element goes through (input and output
+//! mappings, the lifecycle events, taking flows, ending an instance); what differs per
+//! element kind is in one file per kind, behind [`ElementBehavior`], and [`behavior`] is
+//! the one place that maps a kind to its file.
+//!
+//! An expression that fails raises an incident and leaves the element where it was;
+//! resolving the incident runs the step again. Everything that can fail is evaluated
+//! before the step emits anything.
+
+mod boundary_event;
+mod end_event;
+mod exclusive_gateway;
+mod intermediate_catch_event;
+mod parallel_gateway;
+mod process;
+mod receive_task;
+mod service_task;
+mod start_event;
+mod sub_process;
+
+use std::sync::Arc;
+
+use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
+use rill_protocol::{Intent, Key};
+use serde_json::{Map, Value};
+
+use crate::context::{Active, Processing, Step};
+use crate::error::{Result, inconsistent};
+use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel};
+use crate::model_cache::DeployedProcess;
+use crate::outcome::{Evaluated, Halt};
+use crate::state::ElementState;
+
+/// Variables of the event that triggered an element (a caught error, a message).
+type Trigger = Option<Map<String, Value>>;
+
+/// What one element kind does in each step of its lifecycle (Zeebe's
+/// `BpmnElementProcessor`). Implemented by a unit struct per kind; [`behavior`] picks it.
+trait ElementBehavior: Sync {
+    /// Whether a token that arrived may enter the element now (a parallel join waits
+    /// for a token on every incoming flow).
+    fn may_enter(
+        &self,
+        _p: &Processing<'_>,
+        _scope_key: Key,
+        _model: &ProcessModel,
+        _element: &Element,
+    ) -> Result<bool> {
+        Ok(true)
+    }
+
+    /// Runs in ELEMENT_ACTIVATING, after the input mappings: evaluates what the element
+    /// needs, creates what it waits on and writes ELEMENT_ACTIVATED; an element that
+    /// does not wait goes on to complete. Nothing is written before everything that can
+    /// fail was evaluated: a [`Failure`](crate::outcome::Failure) becomes an incident
+    /// and the element stays in ELEMENT_ACTIVATING.
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, trigger: Trigger) -> Evaluated;
+
+    /// Runs in ELEMENT_COMPLETING, after the output mappings: releases what the element
+    /// holds (timers, subscriptions) before ELEMENT_COMPLETED.
+    fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
+
+    /// Runs in ELEMENT_TERMINATING: releases what the element holds, resolves its
+    /// incident and terminates what runs inside it, before ELEMENT_TERMINATED.
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
+}
+
+/// The behaviour of an element kind.
+fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
+    match kind {
+        ElementKind::Process { .. } => &process::Process,
+        ElementKind::SubProcess { .. } => &sub_process::SubProcess,
+        ElementKind::StartEvent => &start_event::StartEvent,
+        ElementKind::EndEvent(_) => &end_event::EndEvent,
+        ElementKind::ServiceTask(_) => &service_task::ServiceTask,
+        ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
+        ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
+        ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
+        ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
+        ElementKind::BoundaryEvent { .. } => &boundary_event::BoundaryEvent,
+    }
+}
+
+/// An element was dispatched to a behaviour that does not fit its kind.
+fn wrong_kind(active: &Active, expected: &str) -> crate::error::Error {
+    inconsistent(format!(
+        "element '{}' is a {}, not a {expected}",
+        active.element().id,
+        active.element().kind.bpmn_name()
+    ))
+}
+
+/// Which outgoing flows a completing element takes.
+enum Outgoing {
+    All,
+    One(FlowIdx),
+}
+
+impl Processing<'_> {
+    /// Enters an element: ELEMENT_ACTIVATING, then its activation behaviour.
+    pub fn activate(
+        &mut self,
+        scope_key: Key,
+        process: &Arc<DeployedProcess>,
+        idx: ElementIdx,
+        trigger: Trigger,
+    ) -> Result<()> {
+        let Some(scope) = self.read().element_instance(scope_key)? else {
+            return Ok(());
+        };
+        if scope.state != ElementState::Activated {
+            // The scope is ending; the token dies with it.
+            return Ok(());
+        }
+        let element = process.model.element(idx);
+        if !behavior(&element.kind).may_enter(self, scope_key, &process.model, element)? {
+            return Ok(());
+        }
+        let record = ProcessInstanceRecord {
+            bpmn_element_type: element.element_type(),
+            element_id: element.id.clone(),
+            flow_scope_key: scope_key.get(),
+            bpmn_event_type: element.event_type(),
+            ..scope.record
+        };
+        let key = self.next_key()?;
+        self.event(key, Intent::ElementActivating, record.clone())?;
+        let active = Active {
+            instance: crate::state::ElementInstance {
+                key,
+                state: ElementState::Activating,
+                record,
+                active_children: 0,
+                active_flows: 0,
+                job_key: -1,
+                has_variables: false,
+                awaited: false,
+                start_date: self.now(),
+            },
+            process: process.clone(),
+            idx,
+        };
+        self.run_activation(active, trigger)
+    }
+
+    /// Enters a new process instance (ELEMENT_ACTIVATING of the process element).
+    pub fn enter_process(&mut self, key: Key, record: ProcessInstanceRecord) -> Result<()> {
+        self.event(key, Intent::ElementActivating, record)
+    }
+
+    /// Runs the activation of an entered process instance (then its start event).
+    pub fn start_process(&mut self, key: Key) -> Result<()> {
+        let active = self
+            .active(key)?
+            .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
+        self.run_activation(active, None)
+    }
+
+    /// The activation of an element in ELEMENT_ACTIVATING (first time, or again after an
+    /// incident was resolved): its input mappings, then its kind's behaviour. A failure
+    /// to evaluate either becomes an incident, and the element stays in
+    /// ELEMENT_ACTIVATING.
+    pub fn run_activation(&mut self, active: Active, trigger: Trigger) -> Result<()> {
+        match self.activation(&active, trigger) {
+            Ok(()) => Ok(()),
+            Err(halt) => self.incident_on(&active, halt),
+        }
+    }
+
+    fn activation(&mut self, active: &Active, trigger: Trigger) -> Evaluated {
+        if !active.element().inputs.is_empty() {
+            let locals = self.evaluate_inputs(active)?;
+            self.set_local_variables(&active.instance, locals)?;
+        }
+        behavior(&active.element().kind).activate(self, active, trigger)
+    }
+
+    /// Writes a lifecycle event for an instance with its stored record.
+    pub fn mark(&mut self, active: &Active, intent: Intent) -> Result<()> {
+        self.event(active.key(), intent, active.record().clone())
+    }
+
+    /// Where an element step that stopped early ends: a failure becomes an incident on
+    /// the element; an error aborts the command.
+    fn incident_on(&mut self, active: &Active, halt: Halt) -> Result<()> {
+        match halt {
+            Halt::Failed(failure) => self.raise_incident(
+                active.record(),
+                active.key(),
+                failure.error_type,
+                failure.message,
+                Key::NONE,
+            ),
+            Halt::Error(error) => Err(error),
+        }
+    }
+
+    /// Completes an element whose work is done (a task's job completed, a message
+    /// correlated, a timer fired), with the variables of that event.
+    pub fn complete_with(&mut self, key: Key, trigger: Trigger) -> Result<()> {
+        let Some(active) = self.active(key)? else {
+            return Ok(());
+        };
+        if active.instance.state != ElementState::Activated {
+            return Ok(());
+        }
+        self.complete(&active, trigger, Outgoing::All)
+    }
+
+    /// Completes a scope once no token is left in it (queued step).
+    pub fn complete_scope(&mut self, key: Key) -> Result<()> {
+        let Some(active) = self.active(key)? else {
+            return Ok(());
+        };
+        if active.instance.state != ElementState::Activated {
+            return Ok(());
+        }
+        self.complete(&active, None, Outgoing::All)
+    }
+
+    /// Runs the completion again after an incident in ELEMENT_COMPLETING was resolved.
+    pub fn resume_completion(&mut self, active: Active) -> Result<()> {
+        self.complete(&active, None, Outgoing::All)
+    }
+
+    /// Completes an element: ELEMENT_COMPLETING, the output mappings, its kind's
+    /// completion, then ELEMENT_COMPLETED and the outgoing flows. A failing output
+    /// mapping becomes an incident, and the element stays in ELEMENT_COMPLETING.
+    fn complete(&mut self, active: &Active, trigger: Trigger, outgoing: Outgoing) -> Result<()> {
+        if active.instance.state != ElementState::Completing {
+            self.mark(active, Intent::ElementCompleting)?;
+        }
+        let has_outputs = !active.element().outputs.is_empty();
+        if let Some(variables) = trigger {
+            if has_outputs {
+                self.set_local_variables(&active.instance, variables)?;
+            } else {
+                self.propagate_variables(active.key(), &active.instance, variables)?;
+            }
+        }
+        if has_outputs {
+            match self.evaluate_outputs(active) {
+                Ok(values) => {
+                    let scope = Key(active.record().flow_scope_key);
+                    self.propagate_variables(scope, &active.instance, values)?;
+                }
+                Err(halt) => return self.incident_on(active, halt),
+            }
+        }
+        behavior(&active.element().kind).complete(self, active)?;
+        let record = active.record();
+        if record.bpmn_element_type == BpmnElementType::Process {
+            let registration = if active.instance.awaited {
+                self.read().await_registration(active.key())?
+            } else {
+                None
+            };
+            self.mark(active, Intent::ElementCompleted)?;
+            return self.instance_finished(active.key(), registration, true);
+        }
+        self.mark(active, Intent::ElementCompleted)?;
+        let element = active.element();
+        let flows: Vec<FlowIdx> = match outgoing {
+            Outgoing::One(flow) => vec![flow],
+            Outgoing::All => element.outgoing.clone(),
+        };
+        let scope_key = Key(record.flow_scope_key);
+        if flows.is_empty() {
+            return self.token_ended(scope_key);
+        }
+        self.take_flows(scope_key, record, &active.process, &flows)
+    }
+
+    /// A token ended in `scope_key`: complete the scope when it was the last one.
+    fn token_ended(&mut self, scope_key: Key) -> Result<()> {
+        let done = self.read().peek_element_instance(scope_key, |scope| {
+            scope.state == ElementState::Activated
+                && scope.active_children == 0
+                && scope.active_flows == 0
+        })?;
+        if done == Some(true) {
+            self.push_step(Step::Complete { key: scope_key });
+        }
+        Ok(())
+    }
+
+    fn take_flows(
+        &mut self,
+        scope_key: Key,
+        from: &ProcessInstanceRecord,
+        process: &Arc<DeployedProcess>,
+        flows: &[FlowIdx],
+    ) -> Result<()> {
+        let model: &ProcessModel = &process.model;
+        for flow in flows {
+            let key = self.next_key()?;
+            let record = ProcessInstanceRecord {
+                bpmn_element_type: BpmnElementType::SequenceFlow,
+                element_id: model.flow(*flow).id.clone(),
+                flow_scope_key: scope_key.get(),
+                bpmn_event_type: BpmnEventType::Unspecified,
+                ..from.clone()
+            };
+            self.event(key, Intent::SequenceFlowTaken, record)?;
+        }
+        for flow in flows {
+            self.push_step(Step::Activate {
+                scope_key,
+                process: process.clone(),
+                element: model.flow(*flow).target,
+                trigger: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Terminates an element instance and everything in it.
+    pub fn terminate(&mut self, key: Key) -> Result<()> {
+        let Some(active) = self.active(key)? else {
+            return Ok(());
+        };
+        if active.instance.state != ElementState::Terminating {
+            self.mark(&active, Intent::ElementTerminating)?;
+        }
+        behavior(&active.element().kind).terminate(self, &active)?;
+        if active.record().bpmn_element_type == BpmnElementType::Process {
+            let registration = if active.instance.awaited {
+                self.read().await_registration(key)?
+            } else {
+                None
+            };
+            self.mark(&active, Intent::ElementTerminated)?;
+            return self.instance_finished(key, registration, false);
+        }
+        self.mark(&active, Intent::ElementTerminated)
+    }
+
+    /// Cancels the timers of an activity's boundary events.
+    fn cancel_boundary_timers(&mut self, active: &Active) -> Result<()> {
+        if active.element().boundary_events.is_empty() {
+            return Ok(());
+        }
+        self.cancel_timers(active.key())
+    }
+
+    /// Terminates every live child of a scope.
+    pub fn terminate_children(&mut self, scope_key: Key) -> Result<()> {
+        for child in self.read().children(scope_key)? {
+            self.terminate(Key(child))?;
+        }
+        Ok(())
+    }
+
+    /// Resolves the incident an element instance is stuck on, if any.
+    fn resolve_element_incident(&mut self, key: Key) -> Result<()> {
+        if let Some(incident_key) = self.read().incident_of_element(key)?
+            && let Some(incident) = self.read().incident(incident_key)?
+        {
+            self.event(incident_key, Intent::Resolved, incident.record)?;
+        }
+        Ok(())
+    }
+
+    /// Interrupts `attached` because one of its boundary events fired, then enters the
+    /// boundary event with the event's variables.
+    pub fn interrupt_and_activate_boundary(
+        &mut self,
+        attached: &Active,
+        boundary: ElementIdx,
+        trigger: Trigger,
+    ) -> Result<()> {
+        let scope_key = Key(attached.record().flow_scope_key);
+        self.terminate(attached.key())?;
+        self.activate(scope_key, &attached.process, boundary, trigger)
+    }
+
+    /// The element id of the process element is its BPMN process id.
+    pub fn root_record(
+        process: &DeployedProcess,
+        process_instance_key: Key,
+    ) -> ProcessInstanceRecord {
+        ProcessInstanceRecord {
+            bpmn_element_type: BpmnElementType::Process,
+            element_id: process.model.bpmn_process_id.clone(),
+            bpmn_process_id: process.model.bpmn_process_id.clone(),
+            version: process.version,
+            process_definition_key: process.key.get(),
+            process_instance_key: process_instance_key.get(),
+            flow_scope_key: -1,
+            bpmn_event_type: BpmnEventType::Unspecified,
+            parent_process_instance_key: -1,
+            parent_element_instance_key: -1,
+            tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
+        }
+    }
+}

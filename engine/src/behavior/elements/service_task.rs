@@ -1,0 +1,35 @@
+//! Service task: creates a job for a worker and waits for it to be completed (or for
+//! an error it throws to be caught). It may carry boundary events.
+
+use rill_protocol::Intent;
+
+use super::{ElementBehavior, Trigger, wrong_kind};
+use crate::context::{Active, Processing};
+use crate::error::Result;
+use crate::model::ElementKind;
+use crate::outcome::Evaluated;
+
+pub(super) struct ServiceTask;
+
+impl ElementBehavior for ServiceTask {
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+        let ElementKind::ServiceTask(definition) = &active.element().kind else {
+            return Err(wrong_kind(active, "serviceTask").into());
+        };
+        let job = p.evaluate_job(definition, active)?;
+        p.arm_boundary_timers(active)?;
+        p.create_job(active, job)?;
+        p.mark(active, Intent::ElementActivated)?;
+        Ok(())
+    }
+
+    fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.cancel_boundary_timers(active)
+    }
+
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.cancel_job(active)?;
+        p.cancel_boundary_timers(active)?;
+        p.resolve_element_incident(active.key())
+    }
+}

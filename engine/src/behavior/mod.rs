@@ -1,0 +1,12 @@
+//! BPMN behaviour run in-line while a command is processed: the element lifecycle and
+//! what elements hold (jobs, timers, message subscriptions, variables), as methods of
+//! [`Processing`](crate::context::Processing).
+
+mod elements;
+mod errors;
+mod jobs;
+mod messages;
+mod timers;
+mod variables;
+
+pub(crate) use variables::json_type_name;
