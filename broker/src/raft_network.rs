@@ -41,7 +41,7 @@ use rill_transport::{
     FRAME_HEADER_LEN, Handler, ServiceId, Transport, TransportConfig, TransportError,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, NetworkError, Result};
 
 /// The service a raft RPC is sent to.
 pub fn raft_service_id(kind: RaftRpcKind) -> ServiceId {
@@ -105,13 +105,13 @@ impl RaftNetwork {
             .await
             .map_err(|e| match e {
                 TransportError::Bind { addr, source } => Error::Config(bind_failure(addr, &source)),
-                e => Error::Network(format!("internal port {listen}: {e}")),
+                source => Error::Network(NetworkError::Transport { listen, source }),
             })?;
         if let Some(registry) = registry {
             transport
                 .metrics()
                 .register(registry)
-                .map_err(|e| Error::Network(format!("transport metrics: {e}")))?;
+                .map_err(|e| Error::Network(NetworkError::Metrics(e)))?;
         }
         for (&peer, &addr) in peers {
             if peer != node {

@@ -47,7 +47,7 @@ use super::{JobsAvailable, PartitionConfig, PartitionEnv, PartitionStatus, Role,
 use crate::batch::{BatchBuilder, CoreCommand};
 use crate::clock;
 use crate::delivery::{Couriers, PartitionRouter};
-use crate::error::{Error, Result};
+use crate::error::{ActorError, Error, Result};
 use crate::export::ExportDirector;
 use crate::flow_control::{Permit, RequestLimiter};
 use crate::metrics::{self, PartitionMetrics};
@@ -539,12 +539,12 @@ impl<E: Engine> PartitionState<E> {
                 let node = u64::from(config.node_id.0);
                 let raft = Raft::new(node, raft_config, network, storage.log, sm)
                     .await
-                    .map_err(|e| Error::Actor(format!("raft: {e}")))?;
+                    .map_err(|e| Error::Actor(ActorError::Raft(Box::new(e))))?;
                 env.raft_service.register(config.partition_id, raft.clone());
                 let initialized = raft
                     .is_initialized()
                     .await
-                    .map_err(|e| Error::Actor(format!("raft: {e}")))?;
+                    .map_err(|e| Error::Actor(ActorError::Raft(Box::new(e))))?;
                 let holds_back = config.members.len() > 1
                     && config.preferred_leader.is_some_and(|p| p != config.node_id);
                 if holds_back {
@@ -1126,7 +1126,7 @@ impl<E: Engine> PartitionState<E> {
             .query(&RocksState::new(&db), query)
             .map_err(|e| match e {
                 EngineError::State(e) => Error::State(e),
-                EngineError::Processing(reason) => Error::QueryFailed(reason),
+                e => Error::QueryFailed(e),
             })
     }
 

@@ -26,7 +26,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{broadcast, oneshot, watch};
 
 use crate::delivery::PartitionRouter;
-use crate::error::{Error, Result};
+use crate::error::{ActorError, Error, Result};
 use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
 use actor::{Msg, PartitionActor, StartArgs};
@@ -223,7 +223,7 @@ impl<E: Engine> Partition<E> {
                 rill_raft::PartitionStorage::open(&directory, io).map_err(Error::from)
             })
             .await
-            .map_err(|e| Error::Actor(e.to_string()))??;
+            .map_err(|e| Error::Actor(ActorError::Task(e)))??;
         let closed = Arc::new(storage.closed_signal());
         let log_stats = storage.log.stats();
         let (jobs, _) = broadcast::channel(1024);
@@ -256,8 +256,8 @@ impl<E: Engine> Partition<E> {
             .cpu
             .spawn(async move { Actor::spawn(None, PartitionActor::<E>::default(), args).await })
             .await
-            .map_err(|e| Error::Actor(e.to_string()))?
-            .map_err(|e| Error::Actor(e.to_string()))?;
+            .map_err(|e| Error::Actor(ActorError::Task(e)))?
+            .map_err(|e| Error::Actor(ActorError::Spawn(e)))?;
         let partition = Partition {
             actor,
             join: Arc::new(parking_lot::Mutex::new(Some(join))),
@@ -277,9 +277,7 @@ impl<E: Engine> Partition<E> {
                     reason,
                 })
             }
-            Err(_) => Err(Error::Actor(
-                "the partition actor stopped while starting".into(),
-            )),
+            Err(_) => Err(Error::Actor(ActorError::StoppedWhileStarting)),
         }
     }
 
