@@ -8,9 +8,15 @@
 //! ```
 //!
 //! Everything that touches the engine or partition state runs in one ractor actor on the
-//! cpu runtime (see `actor`). Raft calls into it through the state machine adapter.
+//! cpu runtime (see `actor`, which also maps its parts). Raft calls into it through the
+//! state machine adapter (`raft`).
 
 mod actor;
+mod leader;
+mod raft;
+mod replica;
+mod requests;
+mod snapshots;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
