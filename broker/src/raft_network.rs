@@ -40,6 +40,7 @@ use rill_raft::{RaftRpcKind, RaftService, RaftTransport, TransportFailure};
 use rill_transport::{
     FRAME_HEADER_LEN, Handler, ServiceId, Transport, TransportConfig, TransportError,
 };
+use tracing::Instrument;
 
 use crate::error::{Error, NetworkError, Result};
 
@@ -139,7 +140,7 @@ impl RaftNetwork {
     ) {
         let transport = self.transport.clone();
         let own = transport.node_id();
-        let task = tokio::spawn(async move {
+        let follow = async move {
             let mut ticker = tokio::time::interval(interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
@@ -165,7 +166,8 @@ impl RaftNetwork {
                     transport.set_peer(peer, addr);
                 }
             }
-        });
+        };
+        let task = tokio::spawn(follow.in_current_span());
         if let Some(previous) = self.follower.lock().replace(task) {
             previous.abort();
         }

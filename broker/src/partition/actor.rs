@@ -36,6 +36,10 @@
 //! another term (a proposal that reached raft only after its proposer lost and won
 //! leadership again), answering its requests with `NotLeader`. And the barrier fails
 //! only requests proposed in the terms it closes, not those of the new leadership.
+//!
+//! Tracing: each message but `Submit` and `Query` is handled in the partition's span.
+//! Those two come once per command, where even entering a span costs, so their rare
+//! log lines name the span themselves.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -112,6 +116,13 @@ pub(crate) enum Msg<E: Engine> {
     },
 }
 
+impl<E: Engine> Msg<E> {
+    /// Sent once per command or query: handled outside the partition's span.
+    fn once_per_command(&self) -> bool {
+        matches!(self, Msg::Submit { .. } | Msg::Query { .. })
+    }
+}
+
 pub(crate) struct StartArgs<E: Engine> {
     pub config: Arc<PartitionConfig>,
     pub engine: E,
@@ -120,6 +131,8 @@ pub(crate) struct StartArgs<E: Engine> {
     pub jobs: broadcast::Sender<JobsAvailable>,
     pub status: watch::Sender<PartitionStatus>,
     pub started: oneshot::Sender<std::result::Result<(), String>>,
+    /// The partition's span.
+    pub span: tracing::Span,
 }
 
 /// The actor behaviour (stateless; the state is [`Replica`]).
@@ -141,6 +154,8 @@ impl<E: Engine> Actor for PartitionActor<E> {
         myself: ActorRef<Msg<E>>,
         args: StartArgs<E>,
     ) -> Result<Replica<E>, ActorProcessingErr> {
+        let span = args.span.clone();
+        let _entered = span.enter();
         Replica::new(myself, args)
     }
 
@@ -156,6 +171,7 @@ impl<E: Engine> Actor for PartitionActor<E> {
                 st.env.clone(),
                 &st.metrics,
                 myself.clone(),
+                st.span.clone(),
             );
         }
         myself.send_interval(TICK, || Msg::Tick);
@@ -168,7 +184,13 @@ impl<E: Engine> Actor for PartitionActor<E> {
         msg: Msg<E>,
         st: &mut Replica<E>,
     ) -> Result<(), ActorProcessingErr> {
-        dispatch(st, msg);
+        if msg.once_per_command() {
+            dispatch(st, msg);
+        } else {
+            let span = st.span.clone();
+            let _entered = span.enter();
+            dispatch(st, msg);
+        }
         Ok(())
     }
 
@@ -202,7 +224,7 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         }
         Msg::RaftStarted(raft) => st.on_raft_started(raft),
         Msg::RaftFailed(reason) => {
-            tracing::error!(partition = %st.config.partition_id, %reason, "raft failed to start");
+            tracing::error!(%reason, "raft failed to start");
             st.fail(reason.clone());
             if let Some(started) = st.started.take() {
                 let _ = started.send(Err(reason));

@@ -102,7 +102,6 @@ struct Proposal {
 
 /// The leader's resources for one term (see the module comment).
 pub(crate) struct LeaderState<E: Engine> {
-    partition: PartitionId,
     term: u64,
     raft: Raft,
     actor: ActorRef<Msg<E>>,
@@ -123,7 +122,6 @@ pub(crate) struct LeaderState<E: Engine> {
 
 impl<E: Engine> LeaderState<E> {
     pub(crate) fn new(
-        partition: PartitionId,
         term: u64,
         raft: Raft,
         actor: ActorRef<Msg<E>>,
@@ -131,7 +129,6 @@ impl<E: Engine> LeaderState<E> {
         director: Option<ExportDirector>,
     ) -> LeaderState<E> {
         LeaderState {
-            partition,
             term,
             raft,
             actor,
@@ -293,7 +290,7 @@ impl<E: Engine> LeaderState<E> {
         match engine.due_commands(&RocksState::new(db), now, DUE_LIMIT, &mut commands) {
             Ok(next) => self.next_wake = next,
             Err(e) => {
-                tracing::warn!(partition = %self.partition, error = %e, "cannot list due work");
+                tracing::warn!(error = %e, "cannot list due work");
                 self.next_wake = Some(now.plus_millis(1000));
                 return false;
             }
@@ -322,7 +319,7 @@ impl<E: Engine> LeaderState<E> {
         self.last_redelivery = Some(Instant::now());
         let mut sends = Vec::new();
         if let Err(e) = engine.pending_sends(&RocksState::new(db), SEND_LIMIT, &mut sends) {
-            tracing::warn!(partition = %self.partition, error = %e, "cannot list the outbox");
+            tracing::warn!(error = %e, "cannot list the outbox");
             return;
         }
         for (target, command) in sends {

@@ -15,6 +15,7 @@ use rill_raft::{
     PartitionStorage, Raft, SnapshotMeta,
 };
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use super::actor::Msg;
 use super::{PartitionConfig, PartitionEnv, Role};
@@ -59,13 +60,14 @@ impl RaftView {
 
 /// Starts raft in its own task: opening it re-applies committed entries through the
 /// actor, which must keep running meanwhile. The task then reports `RaftStarted` (or
-/// `RaftFailed`) and goes on forwarding raft's view of the partition.
+/// `RaftFailed`) and goes on forwarding raft's view of the partition, in `span`.
 pub(crate) fn start<E: Engine>(
     storage: PartitionStorage,
     config: Arc<PartitionConfig>,
     env: PartitionEnv,
     metrics: &PartitionMetrics,
     actor: ActorRef<Msg<E>>,
+    span: tracing::Span,
 ) {
     let gauges = (metrics.snapshot_index.clone(), metrics.purged_index.clone());
     let handler = Arc::new(ActorHandler {
@@ -104,7 +106,7 @@ pub(crate) fn start<E: Engine>(
             }
         }
     };
-    tokio::spawn(task);
+    tokio::spawn(task.instrument(span));
 }
 
 async fn open<E: Engine>(
@@ -130,11 +132,9 @@ async fn open<E: Engine>(
         config.members.len() > 1 && config.preferred_leader.is_some_and(|p| p != config.node_id);
     if holds_back {
         raft.runtime_config().elect(false);
-        tokio::spawn(hold_back_election(
-            raft.clone(),
-            config.clone(),
-            !initialized,
-        ));
+        tokio::spawn(
+            hold_back_election(raft.clone(), config.clone(), !initialized).in_current_span(),
+        );
     } else if !initialized {
         initialize(&raft, config).await;
     }
@@ -150,7 +150,7 @@ async fn initialize(raft: &Raft, config: &PartitionConfig) {
         .map(|(id, addr)| (u64::from(id.0), openraft::BasicNode { addr: addr.clone() }))
         .collect();
     if let Err(e) = raft.initialize(members).await {
-        tracing::debug!(partition = %config.partition_id, error = %e, "raft initialize");
+        tracing::debug!(error = %e, "raft initialize");
     }
 }
 
@@ -168,7 +168,6 @@ async fn hold_back_election(raft: Raft, config: Arc<PartitionConfig>, uninitiali
     raft.runtime_config().elect(true);
     if !saw_leader {
         tracing::info!(
-            partition = %config.partition_id,
             preferred = ?config.preferred_leader,
             "no leader within {grace:?}; this replica stands for election too"
         );

@@ -37,6 +37,9 @@ pub(crate) struct Replica<E: Engine> {
     pub(super) startup: Option<PartitionStorage>,
     pub(super) raft: Option<Raft>,
     pub(super) env: PartitionEnv,
+    /// `partition`, under the node's span: entered for every message but the
+    /// per-command ones (see `actor`), and given to the tasks the partition starts.
+    pub(super) span: tracing::Span,
     actor: ActorRef<Msg<E>>,
     view: RaftView,
     cursor: Cursor,
@@ -93,6 +96,7 @@ impl<E: Engine> Replica<E> {
             startup: Some(args.storage),
             raft: None,
             env: args.env,
+            span: args.span,
             actor,
             view: RaftView::INACTIVE,
             cursor,
@@ -170,7 +174,8 @@ impl<E: Engine> Replica<E> {
         {
             Ok(answer) => answer,
             Err(e) => {
-                tracing::debug!(partition = %self.partition(), error = %e, "cannot answer from state; proposing");
+                // Per command: no span is entered here (see `actor`); name it.
+                tracing::debug!(parent: &self.span, error = %e, "cannot answer from state; proposing");
                 None
             }
         }
@@ -194,7 +199,7 @@ impl<E: Engine> Replica<E> {
         if let Err(e) = result {
             // The entry may still commit under a new leader: its requests wait for the
             // barrier (see the actor's module comment), or for their deadline.
-            tracing::debug!(partition = %self.partition(), error = %e, "proposal not confirmed");
+            tracing::debug!(error = %e, "proposal not confirmed");
         }
         if let Some(leader) = self.leadership.leader() {
             leader.on_proposed(term, proposal, &self.metrics);
@@ -239,7 +244,7 @@ impl<E: Engine> Replica<E> {
                 // Nothing of the batch was written: caches may hold what it would have.
                 self.engine.reset_caches();
                 let reason = format!("applying up to {}: {e}", batch.last_applied());
-                tracing::error!(partition = %self.partition(), %reason, "stream processing stopped");
+                tracing::error!(%reason, "stream processing stopped");
                 self.fail(reason.clone());
                 return Err(rill_raft::Error::Handler(reason));
             }
@@ -341,7 +346,7 @@ impl<E: Engine> Replica<E> {
         if let Some(term) = self.leadership.term()
             && (!leads || self.view.term != term)
         {
-            tracing::info!(partition = %self.partition(), term, "no longer leader");
+            tracing::info!(term, "no longer leader");
             // Never proposed: certainly not applied.
             for request in self.leadership.step_down() {
                 self.requests.not_applied(request, self.view.leader);
@@ -364,7 +369,7 @@ impl<E: Engine> Replica<E> {
         if self.requests.is_closed() {
             return;
         }
-        tracing::info!(partition = %self.partition(), term = self.view.term, "became leader");
+        tracing::info!(term = self.view.term, "became leader");
         let director = self.env.exporters.as_ref().map(|factory| {
             ExportDirector::start(
                 self.partition(),
@@ -376,7 +381,6 @@ impl<E: Engine> Replica<E> {
             )
         });
         let mut leader = LeaderState::new(
-            self.partition(),
             self.view.term,
             raft,
             self.actor.clone(),
@@ -484,7 +488,6 @@ impl<E: Engine> Replica<E> {
         self.publish_status();
         self.metrics.snapshots_installed.inc();
         tracing::info!(
-            partition = %self.partition(),
             applied = self.applied_index,
             "installed a snapshot from the leader"
         );

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use rill_protocol::PartitionId;
 use rill_raft::Raft;
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 
@@ -59,7 +60,7 @@ impl Snapshots {
                     tracing::warn!(error = %e, "cannot trigger a snapshot");
                 }
             };
-            tokio::spawn(task);
+            tokio::spawn(task.in_current_span());
         }
     }
 
