@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ractor::ActorRef;
@@ -31,7 +31,7 @@ const DUE_LIMIT: usize = 1000;
 /// Most outbox entries handed to the couriers at once.
 const SEND_LIMIT: usize = 1000;
 /// How often the leader looks for sends to deliver again (if any may be lost).
-const REDELIVERY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+const REDELIVERY_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Sends a command back to the partition actor (for the couriers' acknowledgements).
 pub(crate) type Acknowledge<C> = Arc<dyn Fn(C) + Send + Sync>;
@@ -68,8 +68,9 @@ impl<E: Engine> Leadership<E> {
         }
     }
 
-    /// Steps down: whatever the leader had (couriers, director, entries in flight) stops
-    /// with it; returns the requests still queued, never proposed.
+    /// Steps down: the couriers and the director stop, and entries still in flight are
+    /// no longer tracked (their requests wait in the book for the barrier); returns the
+    /// requests still queued, never proposed.
     pub(crate) fn step_down(&mut self) -> Vec<RequestId> {
         match std::mem::replace(self, Leadership::Follower) {
             Leadership::Leader(leader) => leader
