@@ -25,6 +25,7 @@ use rill_engine_api::Engine;
 use rill_protocol::PartitionId;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::partition::Partition;
@@ -133,7 +134,8 @@ impl<E: Engine> Couriers<E> {
                 acknowledge: acknowledge.clone(),
                 window: self.router.window(target).max(1),
             };
-            self.runtime.spawn(courier.run(rx));
+            // In the span of the partition that sends.
+            self.runtime.spawn(courier.run(rx).in_current_span());
             tx
         });
         self.busy.fetch_add(1, Ordering::Relaxed);

@@ -1,10 +1,12 @@
 //! The one error type of the broker crate. Errors a client can see carry a stable code
 //! ([`Error::code`]) and a message that says what to do.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use rill_engine_api::StateError;
+use rill_engine_api::{EngineError, StateError};
 use rill_protocol::{CodecError, NodeId, PartitionId};
+use rill_raft::RaftNodeId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -32,7 +34,7 @@ pub enum Error {
         reason: String,
     },
     #[error("query failed: {0}")]
-    QueryFailed(String),
+    QueryFailed(#[source] EngineError),
     #[error("a log entry cannot be read: {0}")]
     CorruptEntry(String),
     #[error(transparent)]
@@ -48,11 +50,38 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error("partition actor: {0}")]
-    Actor(String),
+    Actor(#[source] ActorError),
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("internal network: {0}")]
-    Network(String),
+    Network(#[source] NetworkError),
+}
+
+/// Why a partition's actor, or a task it depends on, did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ActorError {
+    #[error("cannot spawn it: {0}")]
+    Spawn(#[source] ractor::SpawnErr),
+    #[error("a partition task failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+    #[error("it stopped while starting")]
+    StoppedWhileStarting,
+    /// Boxed: openraft's error is large, and every broker `Result` would carry its size.
+    #[error("raft: {0}")]
+    Raft(#[source] Box<openraft::error::Fatal<RaftNodeId>>),
+}
+
+/// Why the internal network (the transport between nodes) did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NetworkError {
+    #[error("internal port {listen}: {source}")]
+    Transport {
+        listen: SocketAddr,
+        #[source]
+        source: rill_transport::TransportError,
+    },
+    #[error("transport metrics: {0}")]
+    Metrics(#[source] prometheus::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

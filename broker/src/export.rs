@@ -25,6 +25,7 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::batch::CoreCommand;
 use crate::state::{RocksState, exported_positions, read_records};
@@ -78,7 +79,8 @@ impl ExportDirector {
             written: tx,
             fresh,
             feeds,
-            task: runtime.spawn(director.run()),
+            // In the partition's span, which the leader starts it in.
+            task: runtime.spawn(director.run().in_current_span()),
         }
     }
 
@@ -123,7 +125,7 @@ impl Director {
             match exported_positions(&RocksState::new(&self.store.current())) {
                 Ok(positions) => break positions,
                 Err(e) => {
-                    tracing::warn!(partition = %self.partition, error = %e, "cannot read exported positions");
+                    tracing::warn!(error = %e, "cannot read exported positions");
                     tokio::time::sleep(RETRY_DELAY).await;
                 }
             }
@@ -139,7 +141,7 @@ impl Director {
                 last_exported_position: from,
             };
             while let Err(e) = exporter.open(context).await {
-                tracing::warn!(partition = %self.partition, exporter = exporter.id(), error = %e, "cannot open exporter; trying again");
+                tracing::warn!(exporter = exporter.id(), error = %e, "cannot open exporter; trying again");
                 tokio::time::sleep(RETRY_DELAY * 5).await;
             }
             next = next.min(from.next());
@@ -173,7 +175,7 @@ impl Director {
                 if exporter.flush_deadline().is_some_and(|d| d <= now)
                     && let Err(e) = exporter.flush().await
                 {
-                    tracing::warn!(partition = %self.partition, exporter = exporter.id(), error = %e, "export flush failed");
+                    tracing::warn!(exporter = exporter.id(), error = %e, "export flush failed");
                 }
             }
             if now >= last_report + REPORT_INTERVAL {
@@ -187,16 +189,15 @@ impl Director {
     /// the last one handed over (or `next` again after a failure).
     async fn feed(&mut self, next: Position) -> Position {
         let fresh = self.take_fresh(next);
-        let records = match fresh
-            .map_or_else(|| read_records(&self.store.current(), next, READ_LIMIT), Ok)
-        {
-            Ok(records) => records,
-            Err(e) => {
-                tracing::warn!(partition = %self.partition, error = %e, "cannot read records to export");
-                tokio::time::sleep(RETRY_DELAY).await;
-                return next;
-            }
-        };
+        let records =
+            match fresh.map_or_else(|| read_records(&self.store.current(), next, READ_LIMIT), Ok) {
+                Ok(records) => records,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read records to export");
+                    tokio::time::sleep(RETRY_DELAY).await;
+                    return next;
+                }
+            };
         let Some(last) = records.last().map(|r| r.position) else {
             // Deleted already (every exporter had them): nothing left up to `written`.
             return self.written.borrow().next();
@@ -204,7 +205,7 @@ impl Director {
         for exporter in &mut self.exporters {
             // An exporter skips what it was handed before, so a retry is harmless.
             if let Err(e) = exporter.export(&records).await {
-                tracing::warn!(partition = %self.partition, exporter = exporter.id(), error = %e, "export failed; feeding again");
+                tracing::warn!(exporter = exporter.id(), error = %e, "export failed; feeding again");
                 tokio::time::sleep(RETRY_DELAY).await;
                 return next;
             }

@@ -19,7 +19,7 @@ mod state;
 pub mod testing;
 
 pub use delivery::{DEFAULT_WINDOW, LocalRouter, PartitionRouter};
-pub use error::{Error, Result};
+pub use error::{ActorError, Error, NetworkError, Result};
 pub use export::ExporterFactory;
 pub use flow_control::{
     AimdLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit, Permit, RequestLimiter,

@@ -12,6 +12,7 @@ use rill_engine_api::Engine;
 use rill_exporter::{AnyExporter, ExporterMetrics};
 use rill_protocol::{NodeId, PartitionId};
 use rill_raft::{RaftService, RaftTransport};
+use tracing::Instrument;
 
 use crate::delivery::{LocalRouter, PartitionRouter};
 use crate::error::{Error, Result};
@@ -78,9 +79,10 @@ fn exporter_factory(config: &RillConfig, registry: &Registry) -> Result<Exporter
     let exporters = config.exporters.clone();
     AnyExporter::from_config(&exporters, &metrics)
         .map_err(|e| Error::Config(format!("exporters: {e}")))?;
-    Ok(Arc::new(move |partition| {
+    Ok(Arc::new(move |_partition| {
         AnyExporter::from_config(&exporters, &metrics).unwrap_or_else(|e| {
-            tracing::error!(%partition, error = %e, "cannot set up the exporters");
+            // Called as a partition starts leading, in the partition's span.
+            tracing::error!(error = %e, "cannot set up the exporters");
             Vec::new()
         })
     }))
@@ -96,6 +98,8 @@ pub struct BrokerNode<E: Engine> {
     partitions: BTreeMap<PartitionId, Partition<E>>,
     /// The internal transport, in a cluster of several nodes.
     network: Option<RaftNetwork>,
+    /// `node`: the parent of the partitions' spans.
+    span: tracing::Span,
 }
 
 impl<E: Engine> BrokerNode<E> {
@@ -139,9 +143,12 @@ impl<E: Engine> BrokerNode<E> {
         make_engine: impl Fn(PartitionId) -> E,
         exporters: Option<ExporterFactory>,
     ) -> Result<BrokerNode<E>> {
+        let node_id = NodeId(config.cluster.node_id);
+        // At error level, so that every event logged at all carries the node.
+        let span = tracing::error_span!("node", node = %node_id);
+        let entered = span.enter();
         let runtimes = Runtimes::new(&config.threads)?;
         let metrics = BrokerMetrics::new(registry)?;
-        let node_id = NodeId(config.cluster.node_id);
         let network = if config.cluster.size > 1 {
             let started =
                 RaftNetwork::start_for_node(&config, &addresses, raft_service.clone(), registry);
@@ -191,6 +198,7 @@ impl<E: Engine> BrokerNode<E> {
         for partition in partitions.values() {
             partition.set_router(router.clone());
         }
+        drop(entered);
         Ok(BrokerNode {
             config: Arc::new(config),
             node_id,
@@ -198,6 +206,7 @@ impl<E: Engine> BrokerNode<E> {
             metrics,
             partitions,
             network,
+            span,
         })
     }
 
@@ -264,13 +273,16 @@ impl<E: Engine> BrokerNode<E> {
     pub fn stop_partitions(&self) {
         let partitions: Vec<_> = self.partitions.values().cloned().collect();
         let network = self.network.clone();
-        self.runtimes.io().block_on(async move {
+        let stop = async move {
             let stops = partitions.iter().map(|p| p.shutdown());
             futures::future::join_all(stops).await;
             if let Some(network) = network {
                 network.shutdown().await;
             }
-        });
+        };
+        self.runtimes
+            .io()
+            .block_on(stop.instrument(self.span.clone()));
     }
 }
 

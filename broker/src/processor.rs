@@ -112,7 +112,7 @@ pub(crate) fn apply_batch<E: Engine>(
         let Some(data) = &entry.data else { continue };
         let mut view = BatchView::parse(data)?;
         if !view.built_for(entry.log_id.leader_id.term) {
-            tracing::debug!(partition = %info.partition_id, log_id = %entry.log_id, built_for = ?view.term, "skipping a batch appended in a later term");
+            tracing::debug!(log_id = %entry.log_id, built_for = ?view.term, "skipping a batch appended in a later term");
             applied.skipped.extend(view.requests()?);
             continue;
         }
@@ -153,7 +153,7 @@ pub(crate) fn apply_batch<E: Engine>(
                 Err(EngineError::Processing(error)) => {
                     drop(txn); // roll the command's changes back
                     let reason = error.to_string();
-                    tracing::warn!(partition = %info.partition_id, %position, %reason, "command processing failed");
+                    tracing::warn!(%position, %reason, "command processing failed");
                     out.clear();
                     out.records
                         .push(engine.processing_error_record(&command, &reason));

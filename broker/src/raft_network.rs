@@ -40,8 +40,9 @@ use rill_raft::{RaftRpcKind, RaftService, RaftTransport, TransportFailure};
 use rill_transport::{
     FRAME_HEADER_LEN, Handler, ServiceId, Transport, TransportConfig, TransportError,
 };
+use tracing::Instrument;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, NetworkError, Result};
 
 /// The service a raft RPC is sent to.
 pub fn raft_service_id(kind: RaftRpcKind) -> ServiceId {
@@ -105,13 +106,13 @@ impl RaftNetwork {
             .await
             .map_err(|e| match e {
                 TransportError::Bind { addr, source } => Error::Config(bind_failure(addr, &source)),
-                e => Error::Network(format!("internal port {listen}: {e}")),
+                source => Error::Network(NetworkError::Transport { listen, source }),
             })?;
         if let Some(registry) = registry {
             transport
                 .metrics()
                 .register(registry)
-                .map_err(|e| Error::Network(format!("transport metrics: {e}")))?;
+                .map_err(|e| Error::Network(NetworkError::Metrics(e)))?;
         }
         for (&peer, &addr) in peers {
             if peer != node {
@@ -139,7 +140,7 @@ impl RaftNetwork {
     ) {
         let transport = self.transport.clone();
         let own = transport.node_id();
-        let task = tokio::spawn(async move {
+        let follow = async move {
             let mut ticker = tokio::time::interval(interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
@@ -165,7 +166,8 @@ impl RaftNetwork {
                     transport.set_peer(peer, addr);
                 }
             }
-        });
+        };
+        let task = tokio::spawn(follow.in_current_span());
         if let Some(previous) = self.follower.lock().replace(task) {
             previous.abort();
         }

@@ -8,9 +8,15 @@
 //! ```
 //!
 //! Everything that touches the engine or partition state runs in one ractor actor on the
-//! cpu runtime (see `actor`). Raft calls into it through the state machine adapter.
+//! cpu runtime (see `actor`, which also maps its parts). Raft calls into it through the
+//! state machine adapter (`raft`).
 
 mod actor;
+mod leader;
+mod raft;
+mod replica;
+mod requests;
+mod snapshots;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,9 +30,10 @@ use rill_protocol::{NodeId, PartitionId, Position, Record};
 use rill_raft::{RaftService, RaftTransport};
 use tokio::runtime::Handle;
 use tokio::sync::{broadcast, oneshot, watch};
+use tracing::Instrument;
 
 use crate::delivery::PartitionRouter;
-use crate::error::{Error, Result};
+use crate::error::{ActorError, Error, Result};
 use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
 use actor::{Msg, PartitionActor, StartArgs};
@@ -178,6 +185,8 @@ pub struct Partition<E: Engine> {
     env: PartitionEnv,
     closed: Arc<rill_raft::ClosedSignal>,
     log_stats: Arc<rill_raft::LogStats>,
+    /// `partition`, under the span of the node that started it.
+    span: tracing::Span,
 }
 
 impl<E: Engine> Clone for Partition<E> {
@@ -191,6 +200,7 @@ impl<E: Engine> Clone for Partition<E> {
             env: self.env.clone(),
             closed: self.closed.clone(),
             log_stats: self.log_stats.clone(),
+            span: self.span.clone(),
         }
     }
 }
@@ -211,6 +221,8 @@ impl<E: Engine> Partition<E> {
                 config.members.keys().collect::<Vec<_>>()
             )));
         }
+        // At error level, so that every event logged at all carries the partition.
+        let span = tracing::error_span!("partition", partition = %config.partition_id);
         let config = Arc::new(config);
         let io = env.io.clone();
         let directory = config.directory.clone();
@@ -223,7 +235,7 @@ impl<E: Engine> Partition<E> {
                 rill_raft::PartitionStorage::open(&directory, io).map_err(Error::from)
             })
             .await
-            .map_err(|e| Error::Actor(e.to_string()))??;
+            .map_err(|e| Error::Actor(ActorError::Task(e)))??;
         let closed = Arc::new(storage.closed_signal());
         let log_stats = storage.log.stats();
         let (jobs, _) = broadcast::channel(1024);
@@ -250,14 +262,15 @@ impl<E: Engine> Partition<E> {
             jobs: jobs.clone(),
             status: status_tx,
             started: started_tx,
+            span: span.clone(),
         };
         // ractor spawns on the current runtime: spawn from a task on the cpu runtime.
         let (actor, join) = env
             .cpu
             .spawn(async move { Actor::spawn(None, PartitionActor::<E>::default(), args).await })
             .await
-            .map_err(|e| Error::Actor(e.to_string()))?
-            .map_err(|e| Error::Actor(e.to_string()))?;
+            .map_err(|e| Error::Actor(ActorError::Task(e)))?
+            .map_err(|e| Error::Actor(ActorError::Spawn(e)))?;
         let partition = Partition {
             actor,
             join: Arc::new(parking_lot::Mutex::new(Some(join))),
@@ -267,6 +280,7 @@ impl<E: Engine> Partition<E> {
             env,
             closed,
             log_stats,
+            span,
         };
         match started_rx.await {
             Ok(Ok(())) => Ok(partition),
@@ -277,9 +291,7 @@ impl<E: Engine> Partition<E> {
                     reason,
                 })
             }
-            Err(_) => Err(Error::Actor(
-                "the partition actor stopped while starting".into(),
-            )),
+            Err(_) => Err(Error::Actor(ActorError::StoppedWhileStarting)),
         }
     }
 
@@ -425,6 +437,10 @@ impl<E: Engine> Partition<E> {
     /// Stops the partition: answers waiting requests with `ShuttingDown`, shuts raft
     /// down, stops the actor and waits until its databases are closed.
     pub async fn shutdown(&self) {
+        self.stop().instrument(self.span.clone()).await
+    }
+
+    async fn stop(&self) {
         let raft = self
             .ask(
                 |reply| Msg::BeginShutdown { reply },
@@ -437,7 +453,7 @@ impl<E: Engine> Partition<E> {
         if let Some(raft) = raft
             && let Err(e) = raft.shutdown().await
         {
-            tracing::warn!(partition = %self.config.partition_id, error = %e, "raft did not shut down cleanly");
+            tracing::warn!(error = %e, "raft did not shut down cleanly");
         }
         self.actor.stop(None);
         let join = self.join.lock().take();
@@ -445,7 +461,7 @@ impl<E: Engine> Partition<E> {
             let _ = join.await;
         }
         if !self.closed.wait(Duration::from_secs(30)).await {
-            tracing::warn!(partition = %self.config.partition_id, "storage still open 30 s after shutdown");
+            tracing::warn!("storage still open 30 s after shutdown");
         }
     }
 }

@@ -1,0 +1,217 @@
+//! The partition's raft: starting it beside the actor, priority election, the view of
+//! raft's metrics the actor follows, and the adapter through which raft's state machine
+//! calls the actor.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use openraft::ServerState;
+use ractor::ActorRef;
+use rill_engine_api::Engine;
+use rill_protocol::NodeId;
+use rill_raft::{
+    ApplyBatch, ApplyHandler, EntryResponse, NetworkFactory, PartitionStateMachine,
+    PartitionStorage, Raft, SnapshotMeta,
+};
+use tokio::sync::oneshot;
+use tracing::Instrument;
+
+use super::actor::Msg;
+use super::{PartitionConfig, PartitionEnv, Role};
+use crate::error::{ActorError, Error};
+use crate::metrics::PartitionMetrics;
+
+/// What the partition needs to know from raft's metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RaftView {
+    pub role: Role,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    pub last_log_index: u64,
+    pub snapshot_index: u64,
+}
+
+impl RaftView {
+    /// Before raft has said anything.
+    pub(crate) const INACTIVE: RaftView = RaftView {
+        role: Role::Inactive,
+        leader: None,
+        term: 0,
+        last_log_index: 0,
+        snapshot_index: 0,
+    };
+
+    fn of(m: &rill_raft::RaftMetrics) -> RaftView {
+        RaftView {
+            role: match m.state {
+                ServerState::Leader => Role::Leader,
+                ServerState::Follower => Role::Follower,
+                ServerState::Candidate => Role::Candidate,
+                ServerState::Learner | ServerState::Shutdown => Role::Inactive,
+            },
+            leader: m.current_leader.map(|l| NodeId(l as u32)),
+            term: m.current_term,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            snapshot_index: m.snapshot.map_or(0, |s| s.index),
+        }
+    }
+}
+
+/// Starts raft in its own task: opening it re-applies committed entries through the
+/// actor, which must keep running meanwhile. The task then reports `RaftStarted` (or
+/// `RaftFailed`) and goes on forwarding raft's view of the partition, in `span`.
+pub(crate) fn start<E: Engine>(
+    storage: PartitionStorage,
+    config: Arc<PartitionConfig>,
+    env: PartitionEnv,
+    metrics: &PartitionMetrics,
+    actor: ActorRef<Msg<E>>,
+    span: tracing::Span,
+) {
+    let gauges = (metrics.snapshot_index.clone(), metrics.purged_index.clone());
+    let handler = Arc::new(ActorHandler {
+        actor: actor.clone(),
+    });
+    let task = async move {
+        let raft = match open(storage, &config, &env, handler).await {
+            Ok(raft) => raft,
+            Err(e) => {
+                let _ = actor.send_message(Msg::RaftFailed(e.to_string()));
+                return;
+            }
+        };
+        let mut metrics = raft.metrics();
+        let _ = actor.send_message(Msg::RaftStarted(raft));
+        // Forward changes of role, leader, term or snapshot (not every append); the
+        // view carries the last log index of that moment.
+        let key = |v: &RaftView| (v.role, v.leader, v.term, v.snapshot_index);
+        let mut last: Option<RaftView> = None;
+        loop {
+            let view = {
+                let current = metrics.borrow_and_update();
+                let (snapshot, purged) = &gauges;
+                snapshot.set(current.snapshot.map_or(0, |s| s.index) as i64);
+                purged.set(current.purged.map_or(0, |p| p.index) as i64);
+                RaftView::of(&current)
+            };
+            if last.as_ref().map(key) != Some(key(&view)) {
+                last = Some(view.clone());
+                if actor.send_message(Msg::RaftView(view)).is_err() {
+                    break;
+                }
+            }
+            if metrics.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::spawn(task.instrument(span));
+}
+
+async fn open<E: Engine>(
+    storage: PartitionStorage,
+    config: &Arc<PartitionConfig>,
+    env: &PartitionEnv,
+    handler: Arc<ActorHandler<E>>,
+) -> Result<Raft, Error> {
+    let raft_config =
+        rill_raft::openraft_config(&config.raft, &format!("partition-{}", config.partition_id))?;
+    let sm = PartitionStateMachine::new(storage.state.clone(), storage.snapshots.clone(), handler);
+    let network = NetworkFactory::new(config.partition_id, env.transport.clone());
+    let node = u64::from(config.node_id.0);
+    let raft = Raft::new(node, raft_config, network, storage.log, sm)
+        .await
+        .map_err(|e| Error::Actor(ActorError::Raft(Box::new(e))))?;
+    env.raft_service.register(config.partition_id, raft.clone());
+    let initialized = raft
+        .is_initialized()
+        .await
+        .map_err(|e| Error::Actor(ActorError::Raft(Box::new(e))))?;
+    let holds_back =
+        config.members.len() > 1 && config.preferred_leader.is_some_and(|p| p != config.node_id);
+    if holds_back {
+        raft.runtime_config().elect(false);
+        tokio::spawn(
+            hold_back_election(raft.clone(), config.clone(), !initialized).in_current_span(),
+        );
+    } else if !initialized {
+        initialize(&raft, config).await;
+    }
+    Ok(raft)
+}
+
+/// Proposes the partition's first membership, which also starts an election here.
+/// Every replica may do so with the same members; one that has a log already refuses.
+async fn initialize(raft: &Raft, config: &PartitionConfig) {
+    let members: BTreeMap<u64, openraft::BasicNode> = config
+        .members
+        .iter()
+        .map(|(id, addr)| (u64::from(id.0), openraft::BasicNode { addr: addr.clone() }))
+        .collect();
+    if let Err(e) = raft.initialize(members).await {
+        tracing::debug!(error = %e, "raft initialize");
+    }
+}
+
+/// Priority election on a replica that is not the preferred leader: it does not stand
+/// for election (nor start a fresh group) until it has seen a leader, so the preferred
+/// replica, which starts at once, wins when all are up. If no leader shows up within
+/// three election timeouts (the preferred replica is down), it elects like any other.
+async fn hold_back_election(raft: Raft, config: Arc<PartitionConfig>, uninitialized: bool) {
+    let grace = config.raft.election_timeout * 3;
+    let saw_leader = raft
+        .wait(Some(grace))
+        .metrics(|m| m.current_leader.is_some(), "a leader")
+        .await
+        .is_ok();
+    raft.runtime_config().elect(true);
+    if !saw_leader {
+        tracing::info!(
+            preferred = ?config.preferred_leader,
+            "no leader within {grace:?}; this replica stands for election too"
+        );
+        if uninitialized && !raft.is_initialized().await.unwrap_or(true) {
+            initialize(&raft, &config).await;
+        }
+    }
+}
+
+/// Raft's state machine calls the actor through this.
+struct ActorHandler<E: Engine> {
+    actor: ActorRef<Msg<E>>,
+}
+
+fn actor_gone() -> rill_raft::Error {
+    rill_raft::Error::Handler("the partition actor has stopped".into())
+}
+
+impl<E: Engine> ApplyHandler for ActorHandler<E> {
+    fn apply(
+        &self,
+        batch: ApplyBatch,
+    ) -> BoxFuture<'static, rill_raft::Result<Vec<EntryResponse>>> {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.actor.send_message(Msg::Apply { batch, reply }).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(actor_gone());
+            }
+            rx.await.map_err(|_| actor_gone())?
+        })
+    }
+
+    fn snapshot_installed(&self, _meta: SnapshotMeta) -> BoxFuture<'static, rill_raft::Result<()>> {
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .actor
+            .send_message(Msg::SnapshotInstalled { reply })
+            .is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(actor_gone());
+            }
+            rx.await.map_err(|_| actor_gone())?
+        })
+    }
+}

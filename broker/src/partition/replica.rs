@@ -1,0 +1,540 @@
+//! What every replica of a partition does: apply what raft commits, follow raft's view of
+//! leadership, answer requests through its [`RequestBook`], take snapshots and publish
+//! its status. What only a leader does is in [`LeaderState`], inside [`Leadership`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ractor::ActorRef;
+use rill_engine_api::{Action, Engine, EngineError, state_digest};
+use rill_protocol::{PartitionId, Position, Record, Timestamp};
+use rill_raft::{ApplyBatch, EntryResponse, PartitionStorage, Raft, StateStore};
+use tokio::sync::{broadcast, oneshot, watch};
+
+use super::actor::{Msg, ProposeError, StartArgs};
+use super::leader::{Acknowledge, LeaderState, Leadership, QueuedCommand};
+use super::raft::RaftView;
+use super::requests::{Reply, RequestBook};
+use super::snapshots::Snapshots;
+use super::{JobsAvailable, PartitionConfig, PartitionEnv, PartitionStatus, Role, StateDigest};
+use crate::batch::CoreCommand;
+use crate::clock;
+use crate::delivery::PartitionRouter;
+use crate::error::{Error, Result};
+use crate::export::ExportDirector;
+use crate::flow_control::RequestLimiter;
+use crate::metrics::{self, PartitionMetrics};
+use crate::processor::{PartitionInfo, apply_batch};
+use crate::state::{Cursor, RocksState, exported_floor, read_records};
+
+/// The partition actor's state (see `actor` for how messages reach it).
+pub(crate) struct Replica<E: Engine> {
+    pub(super) config: Arc<PartitionConfig>,
+    info: PartitionInfo,
+    engine: E,
+    state: Arc<StateStore>,
+    /// Log, and the state machine's snapshot store, until raft takes them over.
+    pub(super) startup: Option<PartitionStorage>,
+    pub(super) raft: Option<Raft>,
+    pub(super) env: PartitionEnv,
+    /// `partition`, under the node's span: entered for every message but the
+    /// per-command ones (see `actor`), and given to the tasks the partition starts.
+    pub(super) span: tracing::Span,
+    actor: ActorRef<Msg<E>>,
+    view: RaftView,
+    cursor: Cursor,
+    applied_index: u64,
+    requests: RequestBook<E::Response>,
+    leadership: Leadership<E>,
+    last_proposed: Timestamp,
+    router: Option<Arc<dyn PartitionRouter<E>>>,
+    /// Sends an acknowledgement back to this actor (for the couriers).
+    acknowledge: Acknowledge<E::Command>,
+    /// Sends core commands back to this actor (for the director).
+    propose_core: Arc<dyn Fn(CoreCommand) + Send + Sync>,
+    /// Export entries up to here are deleted (every exporter has them).
+    exported: Position,
+    snapshots: Snapshots,
+    jobs: broadcast::Sender<JobsAvailable>,
+    status: watch::Sender<PartitionStatus>,
+    pub(super) metrics: PartitionMetrics,
+    pub(super) started: Option<oneshot::Sender<std::result::Result<(), String>>>,
+}
+
+impl<E: Engine> Replica<E> {
+    pub(super) fn new(
+        actor: ActorRef<Msg<E>>,
+        args: StartArgs<E>,
+    ) -> std::result::Result<Replica<E>, ractor::ActorProcessingErr> {
+        let state = args.storage.state.clone();
+        let cursor = Cursor::load(&RocksState::new(&state.current()))?;
+        let applied_index = state.applied_state()?.0.map_or(0, |id| id.index);
+        let exported = exported_floor(&state.current(), &cursor)?;
+        let metrics = args.env.metrics.partition(args.config.partition_id.get());
+        metrics.last_position.set(cursor.last_position.get() as i64);
+        metrics
+            .export_backlog
+            .set(cursor.last_position.get().saturating_sub(exported.get()) as i64);
+        let node = u64::from(args.config.node_id.0);
+        // Unique across the nodes (high bits) and across restarts of this node (seeded
+        // from the clock), so an old entry never answers a new request.
+        let id_seed = (node << 48) | (clock::now_micros() & ((1 << 48) - 1));
+        let (ack, core) = (actor.clone(), actor.clone());
+        Ok(Replica {
+            info: PartitionInfo {
+                partition_id: args.config.partition_id,
+                partition_count: args.config.partition_count,
+            },
+            requests: RequestBook::new(
+                args.config.partition_id,
+                args.config.node_id,
+                RequestLimiter::new(&args.config.flow_control),
+                id_seed,
+            ),
+            engine: args.engine,
+            state,
+            startup: Some(args.storage),
+            raft: None,
+            env: args.env,
+            span: args.span,
+            actor,
+            view: RaftView::INACTIVE,
+            cursor,
+            applied_index,
+            leadership: Leadership::Follower,
+            last_proposed: Timestamp(0),
+            router: None,
+            acknowledge: Arc::new(move |command| {
+                let _ = ack.send_message(Msg::Acknowledge(command));
+            }),
+            propose_core: Arc::new(move |command| {
+                let _ = core.send_message(Msg::ProposeCore(command));
+            }),
+            exported,
+            snapshots: Snapshots::new(),
+            jobs: args.jobs,
+            status: args.status,
+            metrics,
+            started: Some(args.started),
+            config: args.config,
+        })
+    }
+
+    fn partition(&self) -> PartitionId {
+        self.info.partition_id
+    }
+
+    /// The answer to what only a leader takes, when this replica does not lead.
+    fn refusal(&self) -> Error {
+        self.requests.refusal(self.view.leader)
+    }
+
+    pub(super) fn submit(
+        &mut self,
+        command: E::Command,
+        timeout: Duration,
+        reply: Reply<E::Response>,
+    ) {
+        self.metrics.received.inc();
+        if !self.leadership.is_leader() {
+            let _ = reply.send(Err(self.refusal()));
+            return;
+        }
+        if let Some(response) = self.answer_from_state(&command) {
+            self.metrics.answered_from_state.inc();
+            let _ = reply.send(Ok(response));
+            return;
+        }
+        let never_rejected = E::is_never_rejected(&command);
+        if !never_rejected && self.export_backlog_exceeded() {
+            self.metrics.dropped.inc();
+            let _ = reply.send(Err(self.requests.exhausted()));
+            return;
+        }
+        let Some(request) = self
+            .requests
+            .admit(reply, timeout, never_rejected, Instant::now())
+        else {
+            self.metrics.dropped.inc();
+            return;
+        };
+        if let Some(leader) = self.leadership.leader() {
+            leader.enqueue(Some(request), QueuedCommand::Engine(command));
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
+    }
+
+    /// The engine's answer from applied state, for a command that then needs no log entry
+    /// (`Engine::answer_from_state`). A failed read only sends the command through the log.
+    fn answer_from_state(&mut self, command: &E::Command) -> Option<E::Response> {
+        let db = self.state.current();
+        match self
+            .engine
+            .answer_from_state(&RocksState::new(&db), command)
+        {
+            Ok(answer) => answer,
+            Err(e) => {
+                // Per command: no span is entered here (see `actor`); name it.
+                tracing::debug!(parent: &self.span, error = %e, "cannot answer from state; proposing");
+                None
+            }
+        }
+    }
+
+    /// Proposes a command of the partition's own (an acknowledgement from a courier, an
+    /// exported position from the director); dropped unless leading.
+    pub(super) fn propose_own(&mut self, command: QueuedCommand<E::Command>) {
+        if let Some(leader) = self.leadership.leader() {
+            leader.enqueue(None, command);
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
+    }
+
+    pub(super) fn on_proposed(
+        &mut self,
+        term: u64,
+        proposal: u64,
+        result: std::result::Result<(), Box<ProposeError>>,
+    ) {
+        if let Err(e) = result {
+            // The entry may still commit under a new leader: its requests wait for the
+            // barrier (see the actor's module comment), or for their deadline.
+            tracing::debug!(error = %e, "proposal not confirmed");
+        }
+        if let Some(leader) = self.leadership.leader() {
+            leader.on_proposed(term, proposal, &self.metrics);
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
+    }
+
+    pub(super) fn query(&mut self, query: &E::Query) -> Result<E::QueryResult> {
+        if !self.leadership.is_leader() {
+            return Err(self.refusal());
+        }
+        let db = self.state.current();
+        self.engine
+            .query(&RocksState::new(&db), query)
+            .map_err(|e| match e {
+                EngineError::State(e) => Error::State(e),
+                e => Error::QueryFailed(e),
+            })
+    }
+
+    pub(super) fn apply(&mut self, batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {
+        if let Some(reason) = self.requests.failure() {
+            return Err(rill_raft::Error::Handler(reason.to_owned()));
+        }
+        let entries = batch.entries.len();
+        let started = Instant::now();
+        let db = self.state.current();
+        let keep_records = self
+            .leadership
+            .director()
+            .is_some_and(ExportDirector::wants_records);
+        let mut applied = match apply_batch(
+            &mut self.engine,
+            &db,
+            self.info,
+            &mut self.cursor,
+            &batch,
+            keep_records,
+        ) {
+            Ok(applied) => applied,
+            Err(e) => {
+                // Nothing of the batch was written: caches may hold what it would have.
+                self.engine.reset_caches();
+                let reason = format!("applying up to {}: {e}", batch.last_applied());
+                tracing::error!(%reason, "stream processing stopped");
+                self.fail(reason.clone());
+                return Err(rill_raft::Error::Handler(reason));
+            }
+        };
+        drop(db);
+        self.applied_index = batch.last_applied().index;
+        self.metrics
+            .processing
+            .observe(started.elapsed().as_secs_f64());
+        self.metrics.commands.inc_by(applied.commands);
+        self.metrics.records.inc_by(applied.records);
+        self.metrics.errors.inc_by(applied.errors);
+        if let Some(exported) = applied.exported {
+            self.exported = exported;
+        }
+        self.update_position_metrics();
+        if let Some(director) = self.leadership.director() {
+            director.written(
+                self.cursor.last_position,
+                std::mem::take(&mut applied.written),
+            );
+        }
+        for event in &applied.events {
+            self.metrics
+                .engine_event(event.kind, event.action, event.count);
+        }
+        self.metrics.applied.set(self.applied_index as i64);
+
+        for (request, response) in applied.responses {
+            self.requests.respond(request, response);
+        }
+        for request in applied.skipped {
+            self.requests.not_applied(request, self.view.leader);
+        }
+        for request in applied.deferred {
+            self.requests.applied_later(request);
+        }
+        // One notification per job type and batch: each wakes a waiting activation, and
+        // the first activation after this batch finds all of the batch's jobs.
+        let mut available: Vec<String> = Vec::new();
+        let mut leader = self.leadership.leader();
+        for action in applied.actions {
+            match (action, &mut leader) {
+                // Answering is not a side effect on state: whoever holds the request does.
+                (Action::Respond { request, response }, _) => {
+                    self.requests.respond(request, response)
+                }
+                (Action::JobsAvailable { job_type }, Some(_)) if !available.contains(&job_type) => {
+                    available.push(job_type);
+                }
+                (Action::WakeAt { due }, Some(leader)) => leader.wake_at(due),
+                (Action::Send { partition, command }, Some(leader)) => {
+                    leader.send(partition, command)
+                }
+                _ => {}
+            }
+        }
+        for job_type in available {
+            let _ = self.jobs.send(JobsAvailable {
+                partition_id: self.partition(),
+                job_type,
+            });
+        }
+        self.requests.applied(self.applied_index, self.view.leader);
+        self.snapshots.finish(self.view.snapshot_index);
+        self.publish_status();
+        if let Some(leader) = self.leadership.leader() {
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
+        Ok(vec![EntryResponse::default(); entries])
+    }
+
+    pub(super) fn on_raft_started(&mut self, raft: Raft) {
+        self.raft = Some(raft);
+        // Raft's views come after this, so leadership normally starts there.
+        if self.view.role == Role::Leader && !self.leadership.is_leader() {
+            self.lead();
+        }
+        if let Some(started) = self.started.take() {
+            let _ = started.send(Ok(()));
+        }
+        self.publish_status();
+    }
+
+    pub(super) fn on_raft_view(&mut self, view: RaftView) {
+        let leads = view.role == Role::Leader;
+        let last_log_index = view.last_log_index;
+        self.view = view;
+        self.metrics.role.set(match self.view.role {
+            Role::Leader => metrics::ROLE_LEADER,
+            Role::Candidate => metrics::ROLE_CANDIDATE,
+            _ => metrics::ROLE_FOLLOWER,
+        });
+        self.metrics
+            .snapshot_index
+            .set(self.view.snapshot_index as i64);
+        // Views can skip states: leading again in a later term means the old term was
+        // lost in between.
+        if let Some(term) = self.leadership.term()
+            && (!leads || self.view.term != term)
+        {
+            tracing::info!(term, "no longer leader");
+            // Never proposed: certainly not applied.
+            for request in self.leadership.step_down() {
+                self.requests.not_applied(request, self.view.leader);
+            }
+            self.requests
+                .step_down(term, last_log_index, self.applied_index, self.view.leader);
+        }
+        if leads && !self.leadership.is_leader() {
+            self.lead();
+        }
+        self.snapshots.finish(self.view.snapshot_index);
+        self.publish_status();
+    }
+
+    /// Starts leading in the view's term, unless the partition failed or shuts down.
+    fn lead(&mut self) {
+        let Some(raft) = self.raft.clone() else {
+            return;
+        };
+        if self.requests.is_closed() {
+            return;
+        }
+        tracing::info!(term = self.view.term, "became leader");
+        let director = self.env.exporters.as_ref().map(|factory| {
+            ExportDirector::start(
+                self.partition(),
+                factory(self.partition()),
+                self.state.clone(),
+                self.cursor.last_position,
+                self.propose_core.clone(),
+                &self.env.io,
+            )
+        });
+        let mut leader = LeaderState::new(
+            self.view.term,
+            raft,
+            self.actor.clone(),
+            self.acknowledge.clone(),
+            director,
+        );
+        if let Some(router) = &self.router {
+            leader.set_router(self.partition(), router.clone(), self.env.io.clone());
+        }
+        self.leadership = Leadership::Leader(Box::new(leader));
+    }
+
+    /// Where to deliver commands for other partitions; a leader's couriers start anew.
+    pub(super) fn set_router(&mut self, router: Arc<dyn PartitionRouter<E>>) {
+        if let Some(leader) = self.leadership.leader() {
+            leader.set_router(self.info.partition_id, router.clone(), self.env.io.clone());
+        }
+        self.router = Some(router);
+    }
+
+    pub(super) fn tick(&mut self) {
+        let now = Instant::now();
+        // Requests past their deadline: the client has given up.
+        self.requests.expire(now);
+        if let Some(leader) = self.leadership.leader() {
+            let db = self.state.current();
+            if leader.queue_due_work(&mut self.engine, &db) {
+                leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+            }
+            leader.redeliver(&mut self.engine, &db);
+        }
+        if !self.config.snapshot_period.is_zero()
+            && self
+                .snapshots
+                .periodic_due(self.config.snapshot_period, now)
+        {
+            self.snapshots.trigger(self.raft.as_ref());
+        }
+        let limiter = self.requests.limiter();
+        self.metrics.inflight.set(i64::from(limiter.inflight()));
+        self.metrics
+            .limit
+            .set(i64::from(limiter.limit().min(i32::MAX as u32)));
+    }
+
+    /// The last position and the export backlog, as gauges.
+    fn update_position_metrics(&self) {
+        let last = self.cursor.last_position.get();
+        self.metrics.last_position.set(last as i64);
+        self.metrics
+            .export_backlog
+            .set(last.saturating_sub(self.exported.get()) as i64);
+    }
+
+    /// Records written and not yet exported by every exporter, past the acceptable
+    /// backlog: new work is refused until the exporters catch up.
+    fn export_backlog_exceeded(&self) -> bool {
+        self.config.export_backlog_limit.is_some_and(|limit| {
+            self.cursor
+                .last_position
+                .get()
+                .saturating_sub(self.exported.get())
+                > limit
+        })
+    }
+
+    /// A snapshot was requested: answer once one covers the applied index of now.
+    pub(super) fn take_snapshot(&mut self, reply: oneshot::Sender<Result<()>>) {
+        if self.raft.is_none() {
+            let _ = reply.send(Err(self.refusal()));
+            return;
+        }
+        self.snapshots.request(self.applied_index, reply);
+        self.snapshots.finish(self.view.snapshot_index);
+        self.snapshots.trigger(self.raft.as_ref());
+    }
+
+    pub(super) fn digest(&self) -> Result<StateDigest> {
+        let db = self.state.current();
+        state_digest(&RocksState::new(&db))
+            .map(|digest| StateDigest {
+                applied_index: self.applied_index,
+                digest,
+            })
+            .map_err(Error::from)
+    }
+
+    pub(super) fn records(&self, from: Position, limit: usize) -> Result<Vec<Record>> {
+        read_records(&self.state.current(), from, limit)
+    }
+
+    /// The state database was replaced by a snapshot.
+    pub(super) fn reload_after_snapshot(&mut self) -> rill_raft::Result<()> {
+        let db = self.state.current();
+        self.cursor = Cursor::load(&RocksState::new(&db))
+            .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
+        self.applied_index = db.applied_state()?.0.map_or(0, |id| id.index);
+        // The snapshot's export entries, not the ones this replica had: a stale floor
+        // would throttle (or fail to throttle) new work once this replica leads.
+        self.exported = exported_floor(&db, &self.cursor)
+            .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
+        self.update_position_metrics();
+        self.engine.reset_caches();
+        self.requests.snapshot_installed(self.applied_index);
+        self.publish_status();
+        self.metrics.snapshots_installed.inc();
+        tracing::info!(
+            applied = self.applied_index,
+            "installed a snapshot from the leader"
+        );
+        Ok(())
+    }
+
+    /// Stops the partition after a fatal error: every request fails, and it stops leading.
+    pub(super) fn fail(&mut self, reason: String) {
+        self.requests.fail_all(reason);
+        self.leadership.step_down();
+        self.publish_status();
+    }
+
+    /// Answers every waiting request and snapshot with `ShuttingDown`, and stops leading.
+    pub(super) fn begin_shutdown(&mut self) {
+        self.leadership.step_down();
+        self.requests.shut_down();
+        self.snapshots.shut_down(self.partition());
+    }
+
+    pub(super) fn publish_status(&self) {
+        let limiter = self.requests.limiter();
+        let status = PartitionStatus {
+            partition_id: self.partition(),
+            node_id: self.config.node_id,
+            role: if self.raft.is_some() {
+                self.view.role
+            } else {
+                Role::Inactive
+            },
+            leader: self.view.leader,
+            term: self.view.term,
+            applied_index: self.applied_index,
+            last_position: self.cursor.last_position,
+            exported: self.exported,
+            healthy: self.requests.failure().is_none(),
+            inflight: limiter.inflight(),
+            peak_inflight: limiter.peak_inflight(),
+            limit: limiter.limit(),
+        };
+        self.status.send_if_modified(|current| {
+            if *current == status {
+                false
+            } else {
+                *current = status;
+                true
+            }
+        });
+    }
+}
