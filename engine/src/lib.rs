@@ -26,8 +26,17 @@ pub use parse::{
     Checksum, DeployError, MAX_PROBLEMS, MAX_RESOURCE_BYTES, MAX_SCOPE_DEPTH, MAX_XML_NODES,
     ParsedResource, Problem, parse_bpmn, parse_deployment,
 };
-pub use query::{
-    ElementInstanceView, IncidentView, JobView, ProcessDefinitionView, ProcessInstanceView, Query,
-    QueryResult, VariableView,
+// The query contract is rill-protocol's; the engine answers it (`query.rs`).
+pub use query::{Query, QueryResult};
+/// The wire state of a process instance, under the name the engine's tests know it by.
+pub use rill_protocol::ProcessInstanceState as InstanceState;
+pub use rill_protocol::{
+    ElementInstanceState, ElementInstanceView, IncidentView, JobState, JobView,
+    ProcessDefinitionView, ProcessInstanceState, ProcessInstanceView, VariableView,
 };
-pub use state::{ElementState, InstanceState, JobState};
+
+/// How the engine keeps states in its tables. Not on the wire: views carry the protocol's
+/// enums (`From` in `query.rs`).
+pub mod stored {
+    pub use crate::state::{ElementState, InstanceState, JobState};
+}
