@@ -55,6 +55,14 @@ pub enum Error {
     Config(String),
     #[error("internal network: {0}")]
     Network(#[source] NetworkError),
+    /// A cross-partition command could not be handed to the partition's leader on
+    /// another broker, for a reason other than the ones above.
+    #[error("delivery to partition {partition} failed: {source}")]
+    Delivery {
+        partition: PartitionId,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Why a partition's actor, or a task it depends on, did not run.

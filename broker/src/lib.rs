@@ -4,6 +4,7 @@
 
 mod batch;
 mod clock;
+mod command_api;
 mod delivery;
 mod error;
 mod export;
@@ -18,6 +19,9 @@ mod runtime;
 mod state;
 pub mod testing;
 
+pub use command_api::{
+    ClusterRouter, CommandApi, JobsFeed, Partitions, ProtocolEngine, forward_jobs_available,
+};
 pub use delivery::{DEFAULT_WINDOW, LocalRouter, PartitionRouter};
 pub use error::{ActorError, Error, NetworkError, Result};
 pub use export::ExporterFactory;

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rill_broker::{BrokerNode, Error as BrokerError, Partition, Role};
-use rill_engine::{BpmnEngine, Query, QueryResult};
+use rill_broker::{BrokerNode, Partition, Role, forward_jobs_available};
+use rill_engine::BpmnEngine;
 use rill_gateway::{
     BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
-use rill_protocol::{BROKER_VERSION, Command, CommandResponse, PartitionId};
+use rill_protocol::{BROKER_VERSION, Command, CommandResponse, PartitionId, Query, QueryResult};
 use tokio::sync::broadcast;
 
 /// Serves the gateway from the partitions of a node in this process.
@@ -48,38 +48,6 @@ impl LocalBackend {
     }
 }
 
-/// Calls `notify` with every jobs-available notification of `partitions`, from tasks on
-/// the current runtime. Notifications a slow forwarder missed are skipped: long pollers
-/// ask the partitions again anyway.
-pub fn forward_jobs_available<'a>(
-    partitions: impl IntoIterator<Item = &'a Partition<BpmnEngine>>,
-    notify: impl Fn(rill_broker::JobsAvailable) + Clone + Send + 'static,
-) {
-    for partition in partitions {
-        let mut rx = partition.subscribe_jobs_available();
-        let notify = notify.clone();
-        tokio::spawn(async move {
-            loop {
-                match rx.recv().await {
-                    Ok(event) => notify(event),
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(broadcast::error::RecvError::Closed) => break,
-                }
-            }
-        });
-    }
-}
-
-fn backend_error(partition: PartitionId, error: BrokerError) -> BackendError {
-    match error {
-        BrokerError::NotLeader { .. } => BackendError::NotLeader { partition },
-        BrokerError::ResourceExhausted { .. } => BackendError::ResourceExhausted { partition },
-        BrokerError::Timeout { .. } => BackendError::Timeout,
-        BrokerError::ShuttingDown { .. } => BackendError::Shutdown,
-        other => BackendError::Internal(other.to_string()),
-    }
-}
-
 impl GatewayBackend for LocalBackend {
     fn partition_count(&self) -> u16 {
         self.node.config().cluster.partitions_count
@@ -95,7 +63,7 @@ impl GatewayBackend for LocalBackend {
             let target = self.partition(partition)?;
             match tokio::time::timeout(timeout, target.submit_with_timeout(command, timeout)).await
             {
-                Ok(result) => result.map_err(|e| backend_error(partition, e)),
+                Ok(result) => result.map_err(|e| BackendError::from_local(partition, e)),
                 Err(_) => Err(BackendError::Timeout),
             }
         })
@@ -110,7 +78,7 @@ impl GatewayBackend for LocalBackend {
         Box::pin(async move {
             let target = self.partition(partition)?;
             match tokio::time::timeout(timeout, target.query(query)).await {
-                Ok(result) => result.map_err(|e| backend_error(partition, e)),
+                Ok(result) => result.map_err(|e| BackendError::from_local(partition, e)),
                 Err(_) => Err(BackendError::Timeout),
             }
         })

@@ -1,319 +1,78 @@
-//! A broker's side of the cluster: the command API that gateways (and other brokers)
-//! call on `cluster.command-port`, and the router that delivers cross-partition commands
-//! to partitions led elsewhere.
+//! Wiring of a broker's command API (`rill_broker::CommandApi`) to the gateway's
+//! cluster client: the client hands requests for partitions led here straight to the
+//! API, and the broker's router reaches partitions led elsewhere through the client.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
-use parking_lot::Mutex;
-use rill_broker::{Error as BrokerError, Partition, PartitionRouter, Role};
-use rill_config::RillConfig;
+use rill_broker::{CommandApi, Error as BrokerError, PartitionRouter};
 use rill_engine::BpmnEngine;
 use rill_gateway::BackendError;
-use rill_gateway::cluster::{
-    ApiAnswer, ApiError, ApiRequest, ClusterClient, JOBS_AVAILABLE, JOBS_POLL_TIMEOUT, JobsNews,
-    JobsPoll, LocalCommandApi, NodeTopology, ReplicaRole, ReplicaView,
-};
-use rill_protocol::{BROKER_VERSION, Command, CommandResponse, NodeId, PartitionId, codec};
-use rill_transport::{Handler, ServiceId};
-use tokio::sync::watch;
+use rill_gateway::cluster::{ClusterClient, LocalCommandApi};
+use rill_protocol::{ApiAnswer, ApiRequest, Command, CommandResponse, NodeId, PartitionId};
 
-use crate::backend::forward_jobs_available;
+/// The partitions a broker hosts.
+pub type Partitions = rill_broker::Partitions<BpmnEngine>;
 
-/// Notifications kept for gateways that poll a little late.
-const JOBS_RETAINED: usize = 1024;
+/// The command API of this broker, as the gateway's client calls it in-process.
+pub struct LocalApi(pub Arc<CommandApi<BpmnEngine>>);
 
-/// Recent "jobs available" notifications of this broker's partitions, numbered by epoch.
-pub struct JobsFeed {
-    events: Mutex<VecDeque<(u64, u16, String)>>,
-    epoch: watch::Sender<u64>,
-    /// Set at shutdown: polls answer at once instead of being held open.
-    closed: watch::Sender<bool>,
-}
-
-impl JobsFeed {
-    /// Collects the notifications of `partitions` (call inside a runtime).
-    pub fn start(partitions: &Partitions) -> Arc<JobsFeed> {
-        let feed = Arc::new(JobsFeed::empty());
-        let sink = feed.clone();
-        forward_jobs_available(partitions.values(), move |event| {
-            sink.push(event.partition_id.get(), event.job_type)
-        });
-        feed
-    }
-
-    fn empty() -> JobsFeed {
-        JobsFeed {
-            events: Mutex::new(VecDeque::new()),
-            epoch: watch::channel(0).0,
-            closed: watch::channel(false).0,
-        }
-    }
-
-    fn push(&self, partition: u16, job_type: String) {
-        let mut events = self.events.lock();
-        let epoch = *self.epoch.borrow() + 1;
-        events.push_back((epoch, partition, job_type));
-        if events.len() > JOBS_RETAINED {
-            events.pop_front();
-        }
-        drop(events);
-        self.epoch.send_replace(epoch);
-    }
-
-    /// Answers every poll held open now or later at once (the broker is stopping, and
-    /// its transport waits for running handlers).
-    pub fn close(&self) {
-        self.closed.send_replace(true);
-    }
-
-    /// Waits until there is news after `after` (or the poll timeout passes).
-    async fn poll(&self, after: u64) -> JobsNews {
-        let mut epoch = self.epoch.subscribe();
-        let current = *epoch.borrow_and_update();
-        if after == 0 && current > 0 {
-            // A gateway's first poll: it only wants news from now on. The retained
-            // notifications would wake its long polls for job types long since worked.
-            return JobsNews {
-                epoch: current,
-                lost: false,
-                events: Vec::new(),
-            };
-        }
-        if after > current {
-            // The poller counted on an earlier run of this broker.
-            return JobsNews {
-                epoch: current,
-                lost: true,
-                events: Vec::new(),
-            };
-        }
-        if after == current {
-            let mut closed = self.closed.subscribe();
-            tokio::select! {
-                _ = tokio::time::timeout(JOBS_POLL_TIMEOUT, epoch.changed()) => {}
-                _ = closed.wait_for(|closed| *closed) => {}
-            }
-        }
-        let events = self.events.lock();
-        let epoch = events.back().map_or(current, |(e, _, _)| *e);
-        let lost = events
-            .front()
-            .is_some_and(|(first, _, _)| *first > after + 1);
-        let unique: BTreeSet<(u16, String)> = events
-            .iter()
-            .filter(|(e, _, _)| *e > after)
-            .map(|(_, p, t)| (*p, t.clone()))
-            .collect();
-        JobsNews {
-            epoch,
-            lost,
-            events: unique.into_iter().collect(),
-        }
-    }
-}
-
-/// The partitions a broker hosts. Held as clones (not the node), so that stopping the
-/// node is not held up by the servers that still refer to them.
-pub type Partitions = BTreeMap<PartitionId, Partition<BpmnEngine>>;
-
-/// Serves the command API of a broker.
-pub struct CommandApi {
-    pub partitions: Partitions,
-    pub config: RillConfig,
-    pub jobs: Arc<JobsFeed>,
-    /// Where clients reach this API (`host:port`), as reported in the topology.
-    pub command_address: String,
-}
-
-fn api_error(error: BrokerError) -> ApiError {
-    match error {
-        BrokerError::NotLeader { leader, .. } => ApiError::NotLeader {
-            leader: leader.map(|l| l.0),
-        },
-        BrokerError::ResourceExhausted { .. } => ApiError::ResourceExhausted,
-        BrokerError::Timeout { .. } => ApiError::Timeout,
-        BrokerError::ShuttingDown { .. } => ApiError::ShuttingDown,
-        other => ApiError::Failed(other.to_string()),
-    }
-}
-
-fn answer(value: &ApiAnswer) -> Result<Bytes, String> {
-    codec::encode(value)
-        .map(Bytes::from)
-        .map_err(|e| format!("encoding the answer: {e}"))
-}
-
-impl CommandApi {
-    fn topology(&self) -> NodeTopology {
-        let config = &self.config;
-        NodeTopology {
-            node_id: config.cluster.node_id,
-            cluster_size: config.cluster.size,
-            partitions_count: config.cluster.partitions_count,
-            replication_factor: config.cluster.replication_factor,
-            command_address: self.command_address.clone(),
-            version: BROKER_VERSION.to_owned(),
-            partitions: self
-                .partitions
-                .values()
-                .map(Partition::status)
-                .map(|s| ReplicaView {
-                    partition: s.partition_id.get(),
-                    role: match s.role {
-                        Role::Leader => ReplicaRole::Leader,
-                        Role::Follower | Role::Candidate => ReplicaRole::Follower,
-                        Role::Inactive => ReplicaRole::Inactive,
-                    },
-                    leader: s.leader.map(|l| l.0),
-                    term: s.term,
-                    healthy: s.healthy,
-                })
-                .collect(),
-        }
-    }
-
-    fn command(
-        &self,
-        partition: PartitionId,
-        payload: &[u8],
-    ) -> BoxFuture<'static, Result<Bytes, String>> {
-        let request: ApiRequest = match codec::decode(payload) {
-            Ok(request) => request,
-            Err(e) => return Box::pin(async move { Err(format!("malformed request: {e}")) }),
-        };
-        let served = self.serve(partition, request);
-        Box::pin(async move { answer(&served.await) })
-    }
-}
-
-impl LocalCommandApi for CommandApi {
+impl LocalCommandApi for LocalApi {
     fn node_id(&self) -> NodeId {
-        NodeId(self.config.cluster.node_id)
+        self.0.node_id()
     }
 
     fn serve(&self, partition: PartitionId, request: ApiRequest) -> BoxFuture<'static, ApiAnswer> {
-        let Some(target) = self.partitions.get(&partition).cloned() else {
-            return Box::pin(async { ApiAnswer::Error(ApiError::NotLeader { leader: None }) });
-        };
-        match request {
-            ApiRequest::Submit {
-                command,
-                timeout_ms,
-            } => {
-                // Into the partition's mailbox now: requests keep their order.
-                let result = target.submit_now(command, Duration::from_millis(timeout_ms));
-                Box::pin(async move {
-                    match result.await {
-                        Ok(response) => ApiAnswer::Response(response),
-                        Err(e) => ApiAnswer::Error(api_error(e)),
-                    }
-                })
-            }
-            ApiRequest::Query { query } => Box::pin(async move {
-                match target.query(query).await {
-                    Ok(result) => ApiAnswer::QueryResult(result),
-                    Err(e) => ApiAnswer::Error(api_error(e)),
-                }
-            }),
-        }
+        self.0.serve(partition, request)
     }
 }
 
-impl Handler for CommandApi {
-    fn handle(
-        &self,
-        _from: NodeId,
-        service: ServiceId,
-        partition: PartitionId,
-        payload: Bytes,
-    ) -> BoxFuture<'static, Result<Bytes, String>> {
-        match service {
-            ServiceId::COMMAND => self.command(partition, &payload),
-            ServiceId::TOPOLOGY => {
-                let topology = self.topology();
-                Box::pin(async move {
-                    codec::encode(&topology)
-                        .map(Bytes::from)
-                        .map_err(|e| e.to_string())
-                })
-            }
-            JOBS_AVAILABLE => {
-                let jobs = self.jobs.clone();
-                Box::pin(async move {
-                    let poll: JobsPoll =
-                        codec::decode(&payload).map_err(|e| format!("malformed poll: {e}"))?;
-                    let news = jobs.poll(poll.after).await;
-                    codec::encode(&news)
-                        .map(Bytes::from)
-                        .map_err(|e| e.to_string())
-                })
-            }
-            other => Box::pin(async move { Err(format!("unknown service {other}")) }),
-        }
-    }
-}
-
-/// Delivers cross-partition commands: to the partition here when this broker leads it,
-/// else to its leader elsewhere through the command API.
-pub struct ClusterRouter {
-    pub partitions: Partitions,
+/// Delivers cross-partition commands to partitions led by other brokers.
+pub struct RemoteRouter {
     pub client: Arc<ClusterClient>,
 }
 
-impl PartitionRouter<BpmnEngine> for ClusterRouter {
+impl PartitionRouter<BpmnEngine> for RemoteRouter {
     fn deliver(
         &self,
         target: PartitionId,
         command: Command,
         timeout: Duration,
     ) -> BoxFuture<'static, rill_broker::Result<CommandResponse>> {
-        if let Some(partition) = self.partitions.get(&target)
-            && partition.status().role == Role::Leader
-        {
-            return Box::pin(partition.submit_now(command, timeout));
-        }
         let client = self.client.clone();
         Box::pin(async move {
             client
                 .submit(target, command, timeout)
                 .await
-                .map_err(|e| match e {
-                    BackendError::NotLeader { .. } | BackendError::Unavailable { .. } => {
-                        BrokerError::NotLeader {
-                            partition: target,
-                            leader: None,
-                        }
-                    }
-                    BackendError::ResourceExhausted { .. } => BrokerError::ResourceExhausted {
-                        partition: target,
-                        limit: 0,
-                    },
-                    other => {
-                        tracing::debug!(partition = %target, error = %other, "delivery failed");
-                        BrokerError::Timeout {
-                            partition: target,
-                            timeout,
-                        }
-                    }
-                })
+                .map_err(|e| delivery_error(target, timeout, e))
         })
     }
+}
 
-    fn window(&self, target: PartitionId) -> usize {
-        // Requests over the network may overtake each other: one at a time keeps order.
-        let led_here = self
-            .partitions
-            .get(&target)
-            .is_some_and(|p| p.status().role == Role::Leader);
-        if led_here {
-            rill_broker::DEFAULT_WINDOW
-        } else {
-            1
+/// What a failed delivery to `target` means for the sending partition's courier (which
+/// delivers again in any case).
+fn delivery_error(target: PartitionId, timeout: Duration, error: BackendError) -> BrokerError {
+    match error {
+        BackendError::NotLeader { .. } | BackendError::Unavailable { .. } => {
+            BrokerError::NotLeader {
+                partition: target,
+                leader: None,
+            }
         }
+        BackendError::ResourceExhausted { limit, .. } => BrokerError::ResourceExhausted {
+            partition: target,
+            limit,
+        },
+        BackendError::Timeout => BrokerError::Timeout {
+            partition: target,
+            timeout,
+        },
+        BackendError::Shutdown => BrokerError::ShuttingDown { partition: target },
+        other => BrokerError::Delivery {
+            partition: target,
+            source: Box::new(other),
+        },
     }
 }
 
@@ -321,31 +80,29 @@ impl PartitionRouter<BpmnEngine> for ClusterRouter {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_first_poll_gets_the_epoch_and_later_polls_the_news_since() {
-        let feed = JobsFeed::empty();
-        feed.push(1, "old".to_owned());
-        feed.push(2, "old".to_owned());
-
-        let first = feed.poll(0).await;
-        assert_eq!((first.epoch, first.lost), (2, false));
-        assert!(first.events.is_empty(), "{:?}", first.events);
-
-        feed.push(1, "new".to_owned());
-        let next = feed.poll(first.epoch).await;
-        assert_eq!((next.epoch, next.lost), (3, false));
-        assert_eq!(next.events, vec![(1, "new".to_owned())]);
-    }
-
-    #[tokio::test]
-    async fn a_poll_past_the_retained_news_is_told_some_was_lost() {
-        let feed = JobsFeed::empty();
-        for _ in 0..JOBS_RETAINED + 5 {
-            feed.push(1, "work".to_owned());
+    #[test]
+    fn a_failed_delivery_keeps_the_limit_and_is_no_timeout_unless_it_timed_out() {
+        let target = PartitionId(2);
+        let timeout = Duration::from_secs(10);
+        let exhausted = BackendError::ResourceExhausted {
+            partition: target,
+            limit: 12,
+        };
+        assert!(matches!(
+            delivery_error(target, timeout, exhausted),
+            BrokerError::ResourceExhausted { partition, limit: 12 } if partition == target
+        ));
+        assert!(matches!(
+            delivery_error(target, timeout, BackendError::Timeout),
+            BrokerError::Timeout { timeout: t, .. } if t == timeout
+        ));
+        let broken = BackendError::Internal("unexpected answer".to_owned());
+        match delivery_error(target, timeout, broken) {
+            BrokerError::Delivery { partition, source } => {
+                assert_eq!(partition, target);
+                assert!(source.to_string().contains("unexpected answer"), "{source}");
+            }
+            other => panic!("{other:?}"),
         }
-        let news = feed.poll(2).await;
-        assert!(news.lost);
-        assert_eq!(news.epoch, (JOBS_RETAINED + 5) as u64);
-        assert_eq!(news.events, vec![(1, "work".to_owned())]);
     }
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use prometheus::Registry;
-use rill_broker::{BrokerNode, HealthCheck, MonitoringServer};
+use rill_broker::{BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobsFeed, MonitoringServer};
 use rill_config::{ConfigLoader, RillConfig};
 use rill_engine::{BpmnEngine, EngineOptions};
 use rill_gateway::cluster::{ClusterClient, RemoteBackend};
@@ -21,7 +21,7 @@ use rill_transport::{Transport, TransportConfig};
 use tokio::sync::watch;
 
 use crate::backend::LocalBackend;
-use crate::cluster::{ClusterRouter, CommandApi, JobsFeed, Partitions};
+use crate::cluster::{LocalApi, Partitions, RemoteRouter};
 
 /// Where the configuration comes from.
 #[derive(Debug, Args)]
@@ -352,12 +352,13 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 .metrics()
                 .register(&registry)
                 .map_err(|e| anyhow::anyhow!("transport metrics: {e}"))?;
+            let local = Arc::new(LocalApi(api.clone()));
             // Brokers reach each other's command API over the internal port, where they
             // already know each other; a broker alone asks itself on its command port.
             let client = match &network {
                 Some(network) => {
                     network.serve_others(api.clone());
-                    ClusterClient::start_known(network.transport().clone(), &addresses, api.clone())
+                    ClusterClient::start_known(network.transport().clone(), &addresses, local)
                 }
                 None => ClusterClient::start_known(
                     transport.clone(),
@@ -365,12 +366,14 @@ pub fn broker(config: RillConfig) -> Result<()> {
                         node_id,
                         host_port("127.0.0.1", transport.local_addr().port()),
                     )]),
-                    api.clone(),
+                    local,
                 ),
             };
             let router = Arc::new(ClusterRouter {
                 partitions: partitions.clone(),
-                client: client.clone(),
+                remote: Arc::new(RemoteRouter {
+                    client: client.clone(),
+                }),
             });
             for partition in partitions.values() {
                 partition.set_router(router.clone());

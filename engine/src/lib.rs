@@ -28,8 +28,9 @@ pub use parse::{
     Checksum, DeployError, MAX_PROBLEMS, MAX_RESOURCE_BYTES, MAX_SCOPE_DEPTH, MAX_XML_NODES,
     ParsedResource, Problem, parse_bpmn, parse_deployment,
 };
-pub use query::{
-    ElementInstanceView, IncidentView, JobView, ProcessDefinitionView, ProcessInstanceView, Query,
-    QueryResult, VariableView,
+// The query contract is rill-protocol's; the engine answers it (`query.rs`).
+pub use query::{Query, QueryResult};
+pub use rill_protocol::{
+    ElementInstanceState, ElementInstanceView, IncidentView, JobState, JobView,
+    ProcessDefinitionView, ProcessInstanceState, ProcessInstanceView, VariableView,
 };
-pub use state::{ElementState, InstanceState, JobState};

@@ -1,112 +1,15 @@
-//! Read-only questions the gateway asks, answered from the leader's state.
+//! Answers the read-only questions of `rill_protocol::Query` from the leader's state,
+//! mapping the storage enums onto the wire's own.
 
-use rill_protocol::value::{BpmnElementType, IncidentRecord, JobRecord};
-use rill_protocol::{Blob, Key, Timestamp};
+use rill_protocol::value::BpmnElementType;
+use rill_protocol::{
+    ElementInstanceState, ElementInstanceView, IncidentView, JobView, Key, ProcessDefinitionView,
+    ProcessInstanceState, ProcessInstanceView, Timestamp, VariableView,
+};
+pub use rill_protocol::{Query, QueryResult};
 
 use crate::error::Result;
 use crate::state::{ElementState, InstanceState, JobState, Reader};
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum Query {
-    /// A process instance, active or finished within the retention.
-    ProcessInstance {
-        key: Key,
-    },
-    /// The open incidents of a process instance.
-    IncidentsOfInstance {
-        process_instance_key: Key,
-    },
-    Incident {
-        key: Key,
-    },
-    /// Variables of an instance: of one scope, or of every scope.
-    Variables {
-        process_instance_key: Key,
-        scope_key: Option<Key>,
-    },
-    Job {
-        key: Key,
-    },
-    /// The live element instances of a process instance, parents before children.
-    ElementInstances {
-        process_instance_key: Key,
-    },
-    ProcessDefinition {
-        key: Key,
-    },
-    /// All versions of all processes (or of one process id), by key.
-    ProcessDefinitions {
-        bpmn_process_id: Option<String>,
-    },
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum QueryResult {
-    ProcessInstance(Option<ProcessInstanceView>),
-    Incidents(Vec<IncidentView>),
-    Incident(Option<IncidentView>),
-    Variables(Vec<VariableView>),
-    Job(Option<JobView>),
-    ElementInstances(Vec<ElementInstanceView>),
-    ProcessDefinition(Option<ProcessDefinitionView>),
-    ProcessDefinitions(Vec<ProcessDefinitionView>),
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ProcessInstanceView {
-    pub key: Key,
-    pub bpmn_process_id: String,
-    pub version: i32,
-    pub process_definition_key: Key,
-    pub state: InstanceState,
-    pub has_incident: bool,
-    pub start_date: Timestamp,
-    pub end_date: Option<Timestamp>,
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct IncidentView {
-    pub key: Key,
-    pub record: IncidentRecord,
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct VariableView {
-    pub key: Key,
-    pub name: String,
-    /// The value as JSON text.
-    pub value: String,
-    pub scope_key: Key,
-    pub process_instance_key: Key,
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct JobView {
-    pub key: Key,
-    pub state: JobState,
-    /// The job without variables.
-    pub record: JobRecord,
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ElementInstanceView {
-    pub key: Key,
-    pub element_id: String,
-    pub element_type: BpmnElementType,
-    pub state: ElementState,
-    pub flow_scope_key: Key,
-    pub has_incident: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ProcessDefinitionView {
-    pub key: Key,
-    pub bpmn_process_id: String,
-    pub version: i32,
-    pub resource_name: String,
-    /// The deployed BPMN XML.
-    pub resource: Blob,
-}
 
 pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
     Ok(match query {
@@ -117,7 +20,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                     bpmn_process_id: s.bpmn_process_id,
                     version: s.version,
                     process_definition_key: Key(s.process_definition_key),
-                    state: s.state,
+                    state: s.state.into(),
                     has_incident: state.has_incident(key.get())?,
                     start_date: Timestamp(s.start_date),
                     end_date: (s.end_date >= 0).then_some(Timestamp(s.end_date)),
@@ -129,7 +32,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                             bpmn_process_id: i.record.bpmn_process_id,
                             version: i.record.version,
                             process_definition_key: Key(i.record.process_definition_key),
-                            state: InstanceState::Active,
+                            state: ProcessInstanceState::Active,
                             has_incident: state.has_incident(key.get())?,
                             start_date: Timestamp(i.start_date),
                             end_date: None,
@@ -186,7 +89,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
         }
         Query::Job { key } => QueryResult::Job(state.job(key.get())?.map(|j| JobView {
             key: *key,
-            state: j.state,
+            state: j.state.into(),
             record: j.record,
         })),
         Query::ElementInstances {
@@ -202,7 +105,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                     key: Key(key),
                     element_id: instance.record.element_id.clone(),
                     element_type: instance.record.bpmn_element_type,
-                    state: instance.state,
+                    state: instance.state.into(),
                     flow_scope_key: Key(instance.record.flow_scope_key),
                     has_incident: state.incident_of_element(key)?.is_some()
                         || (instance.job_key > 0
@@ -240,5 +143,37 @@ fn definition_view(p: rill_protocol::value::ProcessRecord) -> ProcessDefinitionV
         version: p.version,
         resource_name: p.resource_name,
         resource: p.resource,
+    }
+}
+
+impl From<InstanceState> for ProcessInstanceState {
+    fn from(state: InstanceState) -> Self {
+        match state {
+            InstanceState::Active => ProcessInstanceState::Active,
+            InstanceState::Completed => ProcessInstanceState::Completed,
+            InstanceState::Terminated => ProcessInstanceState::Terminated,
+        }
+    }
+}
+
+impl From<ElementState> for ElementInstanceState {
+    fn from(state: ElementState) -> Self {
+        match state {
+            ElementState::Activating => ElementInstanceState::Activating,
+            ElementState::Activated => ElementInstanceState::Activated,
+            ElementState::Completing => ElementInstanceState::Completing,
+            ElementState::Terminating => ElementInstanceState::Terminating,
+        }
+    }
+}
+
+impl From<JobState> for rill_protocol::JobState {
+    fn from(state: JobState) -> Self {
+        match state {
+            JobState::Activatable => rill_protocol::JobState::Activatable,
+            JobState::Activated => rill_protocol::JobState::Activated,
+            JobState::Failed => rill_protocol::JobState::Failed,
+            JobState::ErrorThrown => rill_protocol::JobState::ErrorThrown,
+        }
     }
 }

@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rill_engine::{Query, QueryResult};
-use rill_protocol::{Command, CommandResponse, NodeId, PartitionId};
+use rill_protocol::{
+    ApiError, CodecError, Command, CommandResponse, NodeId, PartitionId, Query, QueryResult,
+};
 use tokio::sync::broadcast;
 
 /// Why a request could not be answered by a partition.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// The addressed broker does not lead the partition (any more). The command was not
     /// accepted, so the gateway retries it within the request timeout.
@@ -25,21 +26,70 @@ pub enum BackendError {
         partition: PartitionId,
         reason: String,
     },
-    /// Flow control rejected the command; the client should back off and retry.
-    #[error("partition {partition} is overloaded")]
-    ResourceExhausted { partition: PartitionId },
+    /// Flow control rejected the command, with `limit` requests in flight; the client
+    /// should back off and retry.
+    #[error("partition {partition} is overloaded ({limit} requests in flight)")]
+    ResourceExhausted { partition: PartitionId, limit: u32 },
     /// No answer within the timeout. The command may or may not have been applied.
     #[error("the request timed out")]
     Timeout,
     /// The node is shutting down.
     #[error("the node is shutting down")]
     Shutdown,
-    /// Anything else: a broken invariant on the broker side, never bad client input.
+    /// The broker could not process the request (a failed partition, a failed query).
+    /// The source is the broker's error: its own type in this process, the wire's
+    /// [`ApiError`] from another.
+    #[error("partition {partition} failed the request: {source}")]
+    Failed {
+        partition: PartitionId,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A command API message could not be encoded or decoded.
+    #[error("{what}: {source}")]
+    Codec {
+        what: &'static str,
+        #[source]
+        source: CodecError,
+    },
+    /// Anything else: a broken invariant, never bad client input.
     #[error("internal error: {0}")]
     Internal(String),
 }
 
 impl BackendError {
+    /// What the broker's answer `error` to a request for `partition` means here.
+    pub fn from_api(partition: PartitionId, error: ApiError) -> BackendError {
+        match error {
+            ApiError::NotLeader { .. } => BackendError::NotLeader { partition },
+            ApiError::ResourceExhausted { limit } => {
+                BackendError::ResourceExhausted { partition, limit }
+            }
+            ApiError::Timeout => BackendError::Timeout,
+            ApiError::ShuttingDown => BackendError::Shutdown,
+            ApiError::Failed(_) => BackendError::Failed {
+                partition,
+                source: Box::new(error),
+            },
+        }
+    }
+
+    /// Like [`BackendError::from_api`], for the error of a broker in this process: it
+    /// means what it would mean on the wire, and a failure keeps it as its source.
+    pub fn from_local<E>(partition: PartitionId, error: E) -> BackendError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+        for<'a> &'a E: Into<ApiError>,
+    {
+        match (&error).into() {
+            ApiError::Failed(_) => BackendError::Failed {
+                partition,
+                source: Box::new(error),
+            },
+            wire => BackendError::from_api(partition, wire),
+        }
+    }
+
     /// Errors after which the same command can safely be sent again.
     pub fn is_retryable(&self) -> bool {
         matches!(
@@ -159,6 +209,51 @@ pub trait GatewayBackend: Send + Sync + 'static {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broker_answer_keeps_its_values_and_a_failure_its_source() {
+        let p = PartitionId(2);
+        let leader = ApiError::NotLeader { leader: Some(1) };
+        assert!(matches!(
+            BackendError::from_api(p, leader),
+            BackendError::NotLeader { partition } if partition == p
+        ));
+        assert!(matches!(
+            BackendError::from_api(p, ApiError::ResourceExhausted { limit: 9 }),
+            BackendError::ResourceExhausted { partition, limit: 9 } if partition == p
+        ));
+        assert!(matches!(
+            BackendError::from_api(p, ApiError::Timeout),
+            BackendError::Timeout
+        ));
+        assert!(matches!(
+            BackendError::from_api(p, ApiError::ShuttingDown),
+            BackendError::Shutdown
+        ));
+        let failed = BackendError::from_api(p, ApiError::Failed("disk full".into()));
+        let source = std::error::Error::source(&failed).expect("a source");
+        assert_eq!(
+            source.downcast_ref::<ApiError>(),
+            Some(&ApiError::Failed("disk full".into()))
+        );
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the partition stopped")]
+    struct Stopped;
+
+    impl From<&Stopped> for ApiError {
+        fn from(error: &Stopped) -> ApiError {
+            ApiError::Failed(error.to_string())
+        }
+    }
+
+    #[test]
+    fn a_local_failure_keeps_the_broker_error_itself_as_its_source() {
+        let error = BackendError::from_local(PartitionId(1), Stopped);
+        let source = std::error::Error::source(&error).expect("a source");
+        assert!(source.downcast_ref::<Stopped>().is_some(), "{source:?}");
+    }
 
     fn broker(node: u32, led: &[u16]) -> BrokerInfo {
         BrokerInfo {

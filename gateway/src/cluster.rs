@@ -1,5 +1,6 @@
-//! The gateway side of a cluster: the command API's messages, the topology learned from
-//! the brokers, and routing to partition leaders over the internal transport.
+//! The gateway side of a cluster: the topology learned from the brokers, and routing to
+//! partition leaders over the internal transport. The command API's messages are
+//! `rill_protocol`'s.
 //!
 //! ```text
 //!  gateway ── COMMAND (submit, query) ──────────► leader of the partition
@@ -23,10 +24,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use parking_lot::RwLock;
-use rill_engine::{Query, QueryResult};
-use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, codec};
+use rill_protocol::{
+    ApiAnswer, ApiError, ApiRequest, Command, CommandResponse, JOBS_POLL_TIMEOUT, JobsNews,
+    JobsPoll, NodeId, NodeTopology, PartitionId, Query, QueryResult, ReplicaRole, codec,
+};
 use rill_transport::{ServiceId, Transport, TransportError};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::{Notify, broadcast};
 
 use crate::backend::{
@@ -34,104 +37,28 @@ use crate::backend::{
     PartitionInfo, PartitionRole, Topology,
 };
 
-/// Long poll for "jobs available" notifications of a broker's leading partitions.
-pub const JOBS_AVAILABLE: ServiceId = ServiceId(19);
 /// How often every broker is asked for its view of the cluster.
 const TOPOLOGY_INTERVAL: Duration = Duration::from_millis(250);
-/// How long a broker holds a jobs-available poll open when nothing happens.
-pub const JOBS_POLL_TIMEOUT: Duration = Duration::from_secs(10);
 const TOPOLOGY_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often an idle jobs poller (nobody subscribed) checks whether its client is gone.
 const IDLE_POLLER_CHECK: Duration = Duration::from_secs(1);
 /// Extra time for the transport beyond what the broker may take itself.
 const TRANSPORT_MARGIN: Duration = Duration::from_millis(500);
 
-/// A request to a broker's command API, for one partition. (Built once per request and
-/// encoded at once, so the size of the largest variant costs nothing.)
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum ApiRequest {
-    Submit { command: Command, timeout_ms: u64 },
-    Query { query: Query },
-}
-
-/// A broker's answer.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum ApiAnswer {
-    Response(CommandResponse),
-    QueryResult(QueryResult),
-    Error(ApiError),
-}
-
-/// Why a broker did not answer a request with a result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum ApiError {
-    /// Not applied: this broker does not lead the partition (`leader` if it knows one).
-    NotLeader { leader: Option<u32> },
-    /// Not applied: flow control refused it.
-    ResourceExhausted,
-    /// No answer in time: it may or may not have been applied.
-    Timeout,
-    /// The broker is shutting down: it may or may not have been applied.
-    ShuttingDown,
-    /// Anything else (a failed partition, a failed query).
-    Failed(String),
-}
-
-/// The role of a broker for one partition, as it reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ReplicaRole {
-    Leader,
-    Follower,
-    Inactive,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ReplicaView {
-    pub partition: u16,
-    pub role: ReplicaRole,
-    pub leader: Option<u32>,
-    pub term: u64,
-    pub healthy: bool,
-}
-
-/// What a broker tells about itself and its partitions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NodeTopology {
-    pub node_id: u32,
-    pub cluster_size: u32,
-    pub partitions_count: u16,
-    pub replication_factor: u16,
-    /// Where clients reach its command API (`host:port`).
-    pub command_address: String,
-    pub version: String,
-    pub partitions: Vec<ReplicaView>,
-}
-
-/// Asks for notifications after `after` (an epoch from an earlier answer, 0 at first).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct JobsPoll {
-    pub after: u64,
-}
-
-/// Notifications since the asked epoch. `lost` says some were dropped (the poller should
-/// wake every waiting request).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct JobsNews {
-    pub epoch: u64,
-    pub lost: bool,
-    pub events: Vec<(u16, String)>,
-}
-
 fn encode<T: Serialize>(value: &T) -> Result<Bytes, BackendError> {
     codec::encode(value)
         .map(Bytes::from)
-        .map_err(|e| BackendError::Internal(format!("encoding a request: {e}")))
+        .map_err(|source| BackendError::Codec {
+            what: "encoding a request",
+            source,
+        })
 }
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, BackendError> {
-    codec::decode(bytes).map_err(|e| BackendError::Internal(format!("decoding an answer: {e}")))
+    codec::decode(bytes).map_err(|source| BackendError::Codec {
+        what: "decoding an answer",
+        source,
+    })
 }
 
 /// The command API of the broker a gateway is embedded in. Requests for partitions that
@@ -356,7 +283,7 @@ impl ClusterClient {
                     .transport
                     .request(
                         node,
-                        JOBS_AVAILABLE,
+                        ServiceId::JOBS_AVAILABLE,
                         PartitionId(0),
                         payload,
                         JOBS_POLL_TIMEOUT + TRANSPORT_MARGIN,
@@ -481,7 +408,13 @@ impl ClusterClient {
                 }
                 Err(BackendError::NotLeader { partition })
             }
-            ApiAnswer::Error(error) => Err(api_error(partition, error)),
+            // A stopping broker hands its partitions on: for this client the partition is
+            // unavailable until its next leader answers.
+            ApiAnswer::Error(error @ ApiError::ShuttingDown) => Err(BackendError::Unavailable {
+                partition,
+                reason: error.to_string(),
+            }),
+            ApiAnswer::Error(error) => Err(BackendError::from_api(partition, error)),
             other => Ok(other),
         }
     }
@@ -586,19 +519,6 @@ fn split_host_port(address: &str) -> (String, u16) {
     }
 }
 
-fn api_error(partition: PartitionId, error: ApiError) -> BackendError {
-    match error {
-        ApiError::NotLeader { .. } => BackendError::NotLeader { partition },
-        ApiError::ResourceExhausted => BackendError::ResourceExhausted { partition },
-        ApiError::Timeout => BackendError::Timeout,
-        ApiError::ShuttingDown => BackendError::Unavailable {
-            partition,
-            reason: "the broker is shutting down".into(),
-        },
-        ApiError::Failed(reason) => BackendError::Internal(reason),
-    }
-}
-
 fn unexpected(answer: ApiAnswer) -> BackendError {
     BackendError::Internal(format!("unexpected answer from the broker: {answer:?}"))
 }
@@ -651,6 +571,7 @@ impl GatewayBackend for RemoteBackend {
 mod tests {
     use std::sync::atomic::AtomicU64;
 
+    use rill_protocol::ReplicaView;
     use rill_transport::TransportConfig;
 
     use super::*;
@@ -685,7 +606,7 @@ mod tests {
                             }],
                         })
                         .map_err(|e| e.to_string()),
-                        JOBS_AVAILABLE => {
+                        ServiceId::JOBS_AVAILABLE => {
                             polls.fetch_add(1, Ordering::Relaxed);
                             let poll: JobsPoll = decode(&payload).map_err(|e| e.to_string())?;
                             tokio::time::sleep(Duration::from_millis(5)).await;

@@ -9,10 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use rill_protocol::{Command, CommandResponse, Key, PartitionId, RecordValue};
+use rill_protocol::{Command, CommandResponse, Key, PartitionId, Query, QueryResult, RecordValue};
 use tokio::time::Instant;
-
-use rill_engine::{Query, QueryResult};
 
 use crate::backend::{BackendError, GatewayBackend};
 use crate::problem::Problem;

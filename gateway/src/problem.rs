@@ -85,6 +85,15 @@ impl Problem {
         Problem::new(status, title, detail)
     }
 
+    /// A failure on the broker's side, never bad client input.
+    fn internal(message: impl std::fmt::Display) -> Self {
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            format!("Unexpected error while handling the request: {message}"),
+        )
+    }
+
     /// A failure to reach or hear from the partition.
     pub fn from_backend(error: &BackendError) -> Self {
         match error {
@@ -104,7 +113,7 @@ impl Problem {
                      {reason}"
                 ),
             ),
-            BackendError::ResourceExhausted { partition } => Problem {
+            BackendError::ResourceExhausted { partition, .. } => Problem {
                 retry_after: Some(Duration::from_secs(1)),
                 ..Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -126,11 +135,9 @@ impl Problem {
                 "UNAVAILABLE",
                 "The node is shutting down",
             ),
-            BackendError::Internal(message) => Problem::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL",
-                format!("Unexpected error while handling the request: {message}"),
-            ),
+            BackendError::Failed { source, .. } => Problem::internal(source),
+            BackendError::Codec { .. } => Problem::internal(error),
+            BackendError::Internal(message) => Problem::internal(message),
         }
     }
 }

@@ -1,10 +1,13 @@
 //! The record model everyone in Rill shares: identifiers, records and their values,
-//! commands, and the codec that turns them into bytes.
+//! commands, the command API between gateways and brokers (queries and their views
+//! included), and the codec that turns them into bytes.
 
 pub mod codec;
 mod command;
+mod command_api;
 mod ids;
 mod json;
+mod query;
 mod record;
 pub mod value;
 
@@ -13,8 +16,17 @@ pub use command::{
     ActivateJobs, Command, CommandResponse, CreateProcessInstance, FailJob, InterPartitionCommand,
     ProcessSelector, PublishMessage, Rejection, Resource, SetVariables, ThrowError, UpdateJob,
 };
+pub use command_api::{
+    ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,
+    ReplicaRole, ReplicaView,
+};
 pub use ids::{KEY_LOCAL_BITS, Key, MAX_PARTITION_ID, NodeId, PartitionId, Position, Timestamp};
 pub use json::{Blob, JsonValue};
+pub use query::{
+    ElementInstanceState, ElementInstanceView, IncidentView, JobState, JobView,
+    ProcessDefinitionView, ProcessInstanceState, ProcessInstanceView, Query, QueryResult,
+    VariableView,
+};
 pub use record::{Intent, Record, RecordDraft, RecordType, RejectionType, ValueType};
 pub use value::RecordValue;
 

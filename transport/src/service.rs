@@ -23,6 +23,8 @@ impl ServiceId {
     pub const TOPOLOGY: ServiceId = ServiceId(17);
     /// Commands sent from one partition to another (the replicated outbox).
     pub const PARTITION_SEND: ServiceId = ServiceId(18);
+    /// Long poll for "jobs available" notifications of a broker's leading partitions.
+    pub const JOBS_AVAILABLE: ServiceId = ServiceId(19);
 
     pub const fn get(self) -> u16 {
         self.0
@@ -38,6 +40,7 @@ impl ServiceId {
             ServiceId::COMMAND => "command",
             ServiceId::TOPOLOGY => "topology",
             ServiceId::PARTITION_SEND => "partition-send",
+            ServiceId::JOBS_AVAILABLE => "jobs-available",
             _ => return None,
         })
     }

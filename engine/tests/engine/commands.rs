@@ -2,7 +2,7 @@
 //! jobs, variables, deployments, create-and-await and reads behave as the gateway
 //! needs them to.
 
-use rill_engine::{InstanceState, JobState, Query, QueryResult};
+use rill_engine::{JobState, ProcessInstanceState, Query, QueryResult};
 use rill_engine_api::{Action, state_digest};
 use rill_protocol::{
     ActivateJobs, Command, CommandResponse, CreateProcessInstance, FailJob, Intent, JsonValue, Key,
@@ -565,7 +565,7 @@ fn jobs_fail_with_backoff_time_out_and_update_their_timeout() {
     rule.complete(job, json!({}));
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     assert!(rule.variables(instance).get("attempt").is_none());
     rule.assert_replay_matches();
@@ -637,7 +637,7 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
         done.actions
     );
     let view = rule.instance_state(instance).unwrap();
-    assert_eq!(view.state, InstanceState::Completed);
+    assert_eq!(view.state, ProcessInstanceState::Completed);
     assert_eq!(view.start_date.millis(), started);
     assert_eq!(view.end_date.map(|d| d.millis()), Some(started + 500));
     assert_eq!(
@@ -689,7 +689,7 @@ fn element_instances_and_incidents_are_readable_by_instance() {
     assert!(rule.incidents(instance).is_empty());
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Terminated
+        ProcessInstanceState::Terminated
     );
     rule.assert_replay_matches();
 }

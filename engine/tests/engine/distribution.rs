@@ -1,7 +1,7 @@
 //! Deployments reach every partition through the outbox: sent at once, listed by
 //! `pending_sends` until acknowledged, applied once and in order by the receiver.
 
-use rill_engine::InstanceState;
+use rill_engine::ProcessInstanceState;
 use rill_engine_api::{Action, Engine};
 use rill_protocol::{Command, PartitionId, RecordValue, RejectionType};
 use serde_json::json;
@@ -57,7 +57,7 @@ fn a_deployment_is_distributed_to_the_other_partitions() {
     second.complete(job, json!({}));
     assert_eq!(
         second.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
 
     // A second delivery (the sender retried) is recognised and changes nothing.
@@ -187,7 +187,7 @@ fn a_message_published_on_its_partition_reaches_an_instance_on_another() {
     assert_eq!(correlated.len(), 1);
     assert_eq!(
         first.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     assert_eq!(first.variables(instance)["paid"], json!(true));
 
@@ -224,7 +224,7 @@ fn a_buffered_message_correlates_when_a_remote_subscription_opens_and_closing_re
     }
     assert_eq!(
         first.instance_state(created.key()).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     assert_eq!(first.variables(created.key())["early"], json!(1));
 

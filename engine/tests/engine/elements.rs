@@ -1,6 +1,6 @@
 //! Element behaviour, one small model per case.
 
-use rill_engine::InstanceState;
+use rill_engine::ProcessInstanceState;
 use rill_protocol::value::IncidentErrorType;
 use rill_protocol::{Command, Intent, JsonValue, Key, RejectionType, ValueType};
 use serde_json::{Value, json};
@@ -42,7 +42,7 @@ fn start(rule: &mut EngineRule, body: &str, variables: Value) -> Key {
     rule.create("p", variables)
 }
 
-fn state(rule: &mut EngineRule, instance: Key) -> InstanceState {
+fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
     rule.instance_state(instance).expect("summary").state
 }
 
@@ -62,7 +62,7 @@ fn none_start_to_none_end_completes_at_once() {
     ]
     .concat();
     let instance = start(&mut rule, &body, json!({"x": 1}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
 
@@ -140,7 +140,7 @@ fn exclusive_gateway_without_match_raises_an_incident_that_resolves_after_a_fix(
     });
     assert!(rule.incidents(instance).is_empty());
     complete_one(&mut rule, "b", json!({}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
 
@@ -205,7 +205,7 @@ fn parallel_join_waits_for_every_branch_and_fires_once() {
         1
     );
     complete_one(&mut rule, "after", json!({}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert_eq!(rule.variables(instance), json!({"r0": 0, "r1": 1, "r2": 2}));
     rule.assert_replay_matches();
 }
@@ -225,7 +225,7 @@ fn a_fork_straight_into_a_join_fires_the_join_once() {
     ]
     .concat();
     let instance = start(&mut rule, &body, json!({}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert_eq!(
         rule.records()
             .element("e")
@@ -256,7 +256,7 @@ fn terminate_end_event_ends_the_other_branches() {
     let instance = start(&mut rule, &body, json!({}));
     let (slow, _) = rule.job("slow");
     complete_one(&mut rule, "fast", json!({}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert!(
         rule.records()
             .element("slow")
@@ -296,7 +296,7 @@ fn embedded_subprocess_runs_its_content_and_its_output_mapping() {
     assert_eq!(job.variables.0, json!({"base": 1, "local": 2}));
     // `local` exists in the subprocess scope: the job's update lands there.
     rule.complete(inner, json!({"local": 5, "fresh": true}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert_eq!(
         rule.variables(instance),
         json!({"base": 1, "fresh": true, "result": 50})
@@ -331,7 +331,7 @@ fn error_end_event_in_a_subprocess_is_caught_by_its_boundary() {
             .exists()
     );
     complete_one(&mut rule, "handle", json!({}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert!(!rule.records().element("ok").exists());
     rule.assert_replay_matches();
 }
@@ -365,7 +365,7 @@ fn an_uncaught_error_from_a_job_is_an_incident_and_the_job_can_be_retried() {
         incident_key: incidents[0].key,
     });
     complete_one(&mut rule, "t", json!({}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
 
@@ -395,9 +395,9 @@ fn non_interrupting_cycle_timer_fires_repeatedly_while_the_task_runs() {
             .count(),
         2
     );
-    assert_eq!(state(&mut rule, instance), InstanceState::Active);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
     complete_one(&mut rule, "t", json!({}));
-    assert_eq!(state(&mut rule, instance), InstanceState::Completed);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
 
@@ -416,11 +416,11 @@ fn receive_task_and_message_catch_correlate_with_the_key_evaluated_on_entry() {
     let a = rule.create("p", json!({"key": "a"}));
     let b = rule.create("p", json!({"key": 42}));
     rule.publish("msg", "42", 0, json!({"got": "b"}));
-    assert_eq!(state(&mut rule, a), InstanceState::Active);
-    assert_eq!(state(&mut rule, b), InstanceState::Completed);
+    assert_eq!(state(&mut rule, a), ProcessInstanceState::Active);
+    assert_eq!(state(&mut rule, b), ProcessInstanceState::Completed);
     assert_eq!(rule.variables(b)["got"], json!("b"));
     rule.publish("msg", "a", 0, json!({}));
-    assert_eq!(state(&mut rule, a), InstanceState::Completed);
+    assert_eq!(state(&mut rule, a), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
 
@@ -439,12 +439,12 @@ fn a_message_reaches_one_instance_of_a_process_and_a_correlation_key_error_is_an
     rule.publish("msg", "k", 60_000, json!({}));
     let done = [first, second]
         .into_iter()
-        .filter(|i| rule.instance_state(*i).unwrap().state == InstanceState::Completed)
+        .filter(|i| rule.instance_state(*i).unwrap().state == ProcessInstanceState::Completed)
         .count();
     assert_eq!(done, 1, "one message, one instance");
     // The buffered message does not reach a later instance of the same process.
     let third = rule.create("p", json!({"key": "k"}));
-    assert_eq!(state(&mut rule, third), InstanceState::Active);
+    assert_eq!(state(&mut rule, third), ProcessInstanceState::Active);
 
     let bad = rule.create("p", json!({"key": {"not": "a key"}}));
     let incidents = rule.incidents(bad);
@@ -579,7 +579,7 @@ fn cancel_terminates_every_element_and_cancels_jobs_and_timers() {
         process_instance_key: instance,
     });
     assert!(!outcome.is_rejected());
-    assert_eq!(state(&mut rule, instance), InstanceState::Terminated);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
     assert!(
         rule.records()
             .of_type(ValueType::Job)

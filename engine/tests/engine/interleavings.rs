@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use rill_engine::InstanceState;
+use rill_engine::ProcessInstanceState;
 use rill_protocol::{Intent, RecordValue, ValueType};
 use serde_json::{Value, json};
 
@@ -76,7 +76,7 @@ fn run(order: &[usize]) -> RunSummary {
     }
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     rule.assert_replay_matches();
 

@@ -1,6 +1,6 @@
 //! The sample models behave as /work/shared/bpmn/README.md says.
 
-use rill_engine::InstanceState;
+use rill_engine::ProcessInstanceState;
 use rill_protocol::{Intent, ValueType};
 use serde_json::json;
 
@@ -27,7 +27,7 @@ fn two_rest_calls_runs_to_the_end() {
     rule.complete(second, json!({}));
 
     let view = rule.instance_state(instance).expect("summary");
-    assert_eq!(view.state, InstanceState::Completed);
+    assert_eq!(view.state, ProcessInstanceState::Completed);
     assert!(view.end_date.is_some());
     assert_eq!(rule.variables(instance), json!({"n": 1, "a": "x"}));
 
@@ -123,11 +123,11 @@ fn order_fulfilment_large_order_goes_through_review() {
     );
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Active
+        ProcessInstanceState::Active
     );
     rule.publish("shipment-confirmed", "o-1", 0, json!({"carrier": "dhl"}));
     let view = rule.instance_state(instance).unwrap();
-    assert_eq!(view.state, InstanceState::Completed);
+    assert_eq!(view.state, ProcessInstanceState::Completed);
     assert_eq!(rule.variables(instance)["carrier"], json!("dhl"));
     rule.assert_replay_matches();
 }
@@ -155,7 +155,7 @@ fn order_fulfilment_small_order_skips_review_and_takes_a_buffered_message() {
     }
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     assert_eq!(rule.variables(instance)["early"], json!(true));
     rule.assert_replay_matches();
@@ -170,7 +170,7 @@ fn payment_retry_completes_normally() {
     rule.complete(pay, json!({}));
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     assert!(rule.records().element("Done").exists());
     // The boundary timer was cancelled with the task.
@@ -203,7 +203,7 @@ fn payment_retry_card_declined_is_caught() {
     rule.complete(notify, json!({}));
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     assert!(rule.records().element("Failed").exists());
     assert_eq!(rule.variables(instance)["reason"], json!("funds"));
@@ -238,7 +238,7 @@ fn payment_retry_times_out_after_thirty_seconds() {
     rule.complete(escalate, json!({}));
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     assert!(rule.records().element("TimedOut").exists());
     rule.assert_replay_matches();
@@ -306,7 +306,7 @@ fn payment_retry_exhausted_retries_raise_an_incident_that_resolves() {
     rule.complete(pay, json!({}));
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     rule.assert_replay_matches();
 }
@@ -327,7 +327,7 @@ fn wait_timer_creates_the_job_only_after_two_seconds() {
     rule.complete(work, json!({}));
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
-        InstanceState::Completed
+        ProcessInstanceState::Completed
     );
     rule.assert_replay_matches();
 }

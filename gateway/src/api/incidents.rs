@@ -5,8 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_engine::{IncidentView, Query, QueryResult};
-use rill_protocol::Command;
+use rill_protocol::{Command, IncidentView, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -4,9 +4,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_engine::{InstanceState, ProcessInstanceView, Query, QueryResult};
 use rill_protocol::value::DEFAULT_TENANT;
-use rill_protocol::{Command, CreateProcessInstance, JsonValue, ProcessSelector, RecordValue};
+use rill_protocol::{
+    Command, CreateProcessInstance, JsonValue, ProcessInstanceState, ProcessInstanceView,
+    ProcessSelector, Query, QueryResult, RecordValue,
+};
 use serde::{Deserialize, Serialize};
 
 use super::deployments::DEPLOYMENT_PARTITION;
@@ -252,9 +254,9 @@ impl From<ProcessInstanceView> for InstanceResult {
             start_date: date_text(view.start_date),
             end_date: view.end_date.map(date_text),
             state: match view.state {
-                InstanceState::Active => "ACTIVE",
-                InstanceState::Completed => "COMPLETED",
-                InstanceState::Terminated => "TERMINATED",
+                ProcessInstanceState::Active => "ACTIVE",
+                ProcessInstanceState::Completed => "COMPLETED",
+                ProcessInstanceState::Terminated => "TERMINATED",
             },
             suspended_date: None,
             has_incident: view.has_incident,

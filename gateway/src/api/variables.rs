@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use rill_engine::{Query, QueryResult, VariableView};
 use rill_protocol::value::DEFAULT_TENANT;
+use rill_protocol::{Query, QueryResult, VariableView};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

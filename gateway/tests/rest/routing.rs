@@ -320,7 +320,10 @@ async fn rejections_map_to_camunda_status_codes() {
 #[tokio::test]
 async fn backpressure_is_503_resource_exhausted_with_retry_after() {
     let backend = ScriptedBackend::new(2, |partition, _| {
-        Err(BackendError::ResourceExhausted { partition })
+        Err(BackendError::ResourceExhausted {
+            partition,
+            limit: 8,
+        })
     });
     let gateway = TestGateway::start(backend.clone()).await;
     let path = "/v2/process-instances";

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use rill_engine::{BpmnEngine, EngineOptions, Query, QueryResult};
+use rill_engine::{BpmnEngine, EngineOptions};
 use rill_engine_api::{
     Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
 };
@@ -18,7 +18,9 @@ use rill_gateway::{
     BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
-use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Position, Timestamp};
+use rill_protocol::{
+    Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Timestamp,
+};
 use tokio::sync::{broadcast, oneshot};
 
 struct Partition {
@@ -127,7 +129,10 @@ impl EngineBackend {
         let mut overlay = Overlay::new(&part.state);
         part.engine
             .process(&ctx, &mut overlay, command, &mut out)
-            .map_err(|e| BackendError::Internal(e.to_string()))?;
+            .map_err(|e| BackendError::Failed {
+                partition,
+                source: Box::new(e),
+            })?;
         let writes = overlay.into_writes();
         part.state.apply(writes);
         part.position += out.records.len().saturating_sub(1) as u64;
@@ -243,7 +248,10 @@ impl GatewayBackend for EngineBackend {
             let part = &mut *guard;
             part.engine
                 .query(&part.state, &query)
-                .map_err(|e| BackendError::Internal(e.to_string()))
+                .map_err(|e| BackendError::Failed {
+                    partition,
+                    source: Box::new(e),
+                })
         })
     }
 

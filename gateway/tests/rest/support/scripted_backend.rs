@@ -8,12 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rill_engine::{Query, QueryResult};
 use rill_gateway::{
     BackendError, BrokerInfo, GatewayBackend, JobsNotice, PartitionHealth, PartitionInfo,
     PartitionRole, Topology,
 };
-use rill_protocol::{Command, CommandResponse, NodeId, PartitionId};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Query, QueryResult};
 use tokio::sync::broadcast;
 
 type Answer = dyn Fn(PartitionId, &Command) -> Result<CommandResponse, BackendError> + Send + Sync;

@@ -1,0 +1,104 @@
+//! The command API between gateways and brokers: what a gateway (or a broker delivering
+//! to another partition) sends a partition leader, what it hears back, and what a broker
+//! tells about itself.
+//!
+//! ```text
+//!  gateway ── COMMAND: ApiRequest ──────────► leader of the partition ── ApiAnswer
+//!          ── TOPOLOGY ─────────────────────► any broker ─────────────── NodeTopology
+//!          ── JOBS_AVAILABLE: JobsPoll ─────► any broker (long poll) ─── JobsNews
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{Command, CommandResponse};
+use crate::query::{Query, QueryResult};
+
+/// How long a broker holds a jobs-available poll open when nothing happens (the gateway
+/// waits a little longer).
+pub const JOBS_POLL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request to a broker's command API, for one partition. (Built once per request and
+/// encoded at once, so the size of the largest variant costs nothing.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ApiRequest {
+    Submit { command: Command, timeout_ms: u64 },
+    Query { query: Query },
+}
+
+/// A broker's answer.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ApiAnswer {
+    Response(CommandResponse),
+    QueryResult(QueryResult),
+    Error(ApiError),
+}
+
+/// Why a broker did not answer a request with a result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum ApiError {
+    /// Not applied: this broker does not lead the partition (`leader` if it knows one).
+    #[error("the broker does not lead the partition (leader: {})", leader.map_or("unknown".to_owned(), |l| format!("node {l}")))]
+    NotLeader { leader: Option<u32> },
+    /// Not applied: flow control refused it, with `limit` requests in flight.
+    #[error("the partition has {limit} requests in flight, its current limit")]
+    ResourceExhausted { limit: u32 },
+    /// No answer in time: it may or may not have been applied.
+    #[error("no answer in time; it may or may not have been applied")]
+    Timeout,
+    /// The broker is shutting down: it may or may not have been applied.
+    #[error("the broker is shutting down")]
+    ShuttingDown,
+    /// Anything else (a failed partition, a failed query), as the broker describes it:
+    /// its error type does not cross the wire, its message does.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The role of a broker for one partition, as it reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplicaRole {
+    Leader,
+    Follower,
+    Inactive,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaView {
+    pub partition: u16,
+    pub role: ReplicaRole,
+    pub leader: Option<u32>,
+    pub term: u64,
+    pub healthy: bool,
+}
+
+/// What a broker tells about itself and its partitions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeTopology {
+    pub node_id: u32,
+    pub cluster_size: u32,
+    pub partitions_count: u16,
+    pub replication_factor: u16,
+    /// Where clients reach its command API (`host:port`).
+    pub command_address: String,
+    pub version: String,
+    pub partitions: Vec<ReplicaView>,
+}
+
+/// Asks for notifications after `after` (an epoch from an earlier answer, 0 at first).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobsPoll {
+    pub after: u64,
+}
+
+/// Notifications since the asked epoch. `lost` says some were dropped (the poller should
+/// wake every waiting request).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct JobsNews {
+    pub epoch: u64,
+    pub lost: bool,
+    pub events: Vec<(u16, String)>,
+}
