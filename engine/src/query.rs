@@ -19,7 +19,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                     key: *key,
                     bpmn_process_id: s.bpmn_process_id,
                     version: s.version,
-                    process_definition_key: Key(s.process_definition_key),
+                    process_definition_key: s.process_definition_key,
                     state: s.state.into(),
                     has_incident: state.has_incident(key.get())?,
                     start_date: Timestamp(s.start_date),
@@ -50,14 +50,14 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                 .incidents_of_instance(process_instance_key.get())?
                 .into_iter()
                 .map(|i| IncidentView {
-                    key: Key(i.key),
+                    key: i.key,
                     record: i.record,
                 })
                 .collect(),
         ),
         Query::Incident { key } => {
             QueryResult::Incident(state.incident(key.get())?.map(|i| IncidentView {
-                key: Key(i.key),
+                key: i.key,
                 record: i.record,
             }))
         }
@@ -78,7 +78,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                 variables
                     .into_iter()
                     .map(|(scope, name, v)| VariableView {
-                        key: Key(v.key),
+                        key: v.key,
                         name,
                         value: v.value,
                         scope_key: Key(scope),
@@ -108,7 +108,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                     state: instance.state.into(),
                     flow_scope_key: Key(instance.record.flow_scope_key),
                     has_incident: state.incident_of_element(key)?.is_some()
-                        || (instance.job_key > 0
+                        || (instance.job_key.get() > 0
                             && state.incident_of_job(instance.job_key)?.is_some()),
                 });
                 let mut children = state.children(key)?;

@@ -10,7 +10,7 @@ use crate::state::{JobState, Writer};
 
 pub(super) fn created(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     let state = &mut *ctx.state;
-    state.update_element_instance(value.element_instance_key, |i| i.job_key = key.get())?;
+    state.update_element_instance(value.element_instance_key, |i| i.job_key = key)?;
     state.put_job(key, JobState::Activatable, value, None)
 }
 
@@ -20,8 +20,8 @@ pub(super) fn removed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> R
     // The record is the job as stored: it tells which indexes hold it.
     state.delete_job_record(key, value);
     state.update_element_instance(value.element_instance_key, |i| {
-        if i.job_key == key.get() {
-            i.job_key = -1;
+        if i.job_key == key {
+            i.job_key = Key::NONE;
         }
     })?;
     Ok(())

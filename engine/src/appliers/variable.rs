@@ -18,7 +18,7 @@ pub(super) fn written(ctx: &mut Apply<'_, '_>, key: Key, value: &VariableRecord)
         value.scope_key,
         &value.name,
         &StoredVariable {
-            key: key.get(),
+            key,
             value: value.value.clone(),
         },
     )

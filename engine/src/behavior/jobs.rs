@@ -6,7 +6,6 @@ use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{JobDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};
-use rill_protocol::Key;
 use rill_protocol::value::JobRecord;
 use rill_protocol::{Intent, JsonValue};
 
@@ -77,7 +76,7 @@ impl Processing<'_> {
     /// Cancels the job of a terminated task, and resolves its incident.
     pub fn cancel_job(&mut self, active: &Active) -> Result<()> {
         let job_key = active.instance.job_key;
-        if job_key < 0 {
+        if job_key.is_none() {
             return Ok(());
         }
         if let Some(incident_key) = self.read().incident_of_job(job_key)?
@@ -86,7 +85,7 @@ impl Processing<'_> {
             self.event(incident_key, Intent::Resolved, incident.record)?;
         }
         if let Some(job) = self.read().job(job_key)? {
-            self.event(Key(job_key), Intent::Canceled, job.record)?;
+            self.event(job_key, Intent::Canceled, job.record)?;
         }
         Ok(())
     }

@@ -209,7 +209,7 @@ impl Processing<'_> {
         let text = value.to_string();
         let (key, intent) = match self.read().variable(instance, scope_key, name)? {
             Some(existing) if existing.value == text => return Ok(()),
-            Some(existing) => (Key(existing.key), Intent::Updated),
+            Some(existing) => (existing.key, Intent::Updated),
             None => (self.next_key()?, Intent::Created),
         };
         let record = VariableRecord {
@@ -361,7 +361,7 @@ impl Processing<'_> {
             value: ProcessInstanceResultRecord {
                 bpmn_process_id: summary.bpmn_process_id,
                 version: summary.version,
-                process_definition_key: summary.process_definition_key,
+                process_definition_key: summary.process_definition_key.get(),
                 process_instance_key: process_instance_key.get(),
                 variables: JsonValue(Value::Object(variables)),
                 tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),

@@ -156,7 +156,7 @@ pub(super) fn expire_summary(p: &mut Processing<'_>, key: Key) -> Result<()> {
         bpmn_process_id: summary.bpmn_process_id.clone(),
         element_id: summary.bpmn_process_id,
         version: summary.version,
-        process_definition_key: summary.process_definition_key,
+        process_definition_key: summary.process_definition_key.get(),
         ..placeholder(key)
     };
     p.command(key, Intent::Delete, record.clone());

@@ -214,7 +214,7 @@ mod tests {
             },
             active_children: 0,
             active_flows: 0,
-            job_key: -1,
+            job_key: Key::NONE,
             has_variables: false,
             awaited: false,
             start_date: 0,

@@ -1049,7 +1049,7 @@ impl<'a> Writer<'a> {
         self.put(
             KeyBuf::new(table::INCIDENT).key(key),
             &StoredIncident {
-                key,
+                key: Key(key),
                 record: record.clone(),
             },
         )
@@ -1060,14 +1060,14 @@ impl<'a> Writer<'a> {
         self.delete(
             KeyBuf::new(table::INCIDENT_BY_INSTANCE)
                 .i64(record.process_instance_key)
-                .i64(incident.key),
+                .key(incident.key),
         );
         if record.job_key > 0 {
             self.delete(KeyBuf::new(table::INCIDENT_BY_JOB).i64(record.job_key));
         } else {
             self.delete(KeyBuf::new(table::INCIDENT_BY_ELEMENT).i64(record.element_instance_key));
         }
-        self.delete(KeyBuf::new(table::INCIDENT).i64(incident.key));
+        self.delete(KeyBuf::new(table::INCIDENT).key(incident.key));
     }
 
     // --- summaries and awaiting clients ---

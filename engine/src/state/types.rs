@@ -41,8 +41,8 @@ pub struct ElementInstance {
     /// Sequence flows taken inside this scope whose target has not been entered yet
     /// (tokens travelling, or waiting at a parallel join).
     pub active_flows: u32,
-    /// The job of a service task, or -1.
-    pub job_key: i64,
+    /// The job of a service task, or `Key::NONE`.
+    pub job_key: Key,
     /// Whether variables were ever set in this scope (so leaving it must drop them).
     pub has_variables: bool,
     /// Process instances only: a client awaits the result.
@@ -54,7 +54,7 @@ pub struct ElementInstance {
 /// A variable in a scope: its key and its value as JSON text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredVariable {
-    pub key: i64,
+    pub key: Key,
     pub value: String,
 }
 
@@ -175,7 +175,7 @@ pub struct StoredProcessMessageSubscription {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredIncident {
-    pub key: i64,
+    pub key: Key,
     pub record: IncidentRecord,
 }
 
@@ -204,7 +204,7 @@ pub struct InstanceSummary {
     pub process_instance_key: Key,
     pub bpmn_process_id: String,
     pub version: i32,
-    pub process_definition_key: i64,
+    pub process_definition_key: Key,
     pub state: InstanceState,
     /// ms since the epoch.
     pub start_date: i64,

@@ -141,7 +141,7 @@ impl Processing<'_> {
                 record,
                 active_children: 0,
                 active_flows: 0,
-                job_key: -1,
+                job_key: Key::NONE,
                 has_variables: false,
                 awaited: false,
                 start_date: self.now(),
