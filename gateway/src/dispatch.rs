@@ -1,7 +1,8 @@
 //! Routing requests to partitions and sending them through the backend: retries while
 //! a partition has no leader, timeouts, and turning rejections into problems.
 //!
-//! Routing follows ARCHITECTURE.md: create → round-robin over partitions; anything
+//! Routing follows ARCHITECTURE.md: create → round-robin over partitions, passing over
+//! one without a leader for the next (never waiting on it while another has one); anything
 //! addressed by key → the partition that generated the key; publish message →
 //! correlation-key hash; deploy → partition 1 (which distributes).
 
@@ -75,14 +76,55 @@ impl Dispatcher {
         command: Command,
         timeout: Duration,
     ) -> Result<Accepted, Problem> {
-        match self.submit_raw(partition, &command, timeout).await {
-            Ok(CommandResponse::Accepted { key, value, .. }) => Ok(Accepted { key, value }),
-            Ok(CommandResponse::Rejected(rejection)) => Err(Problem::from_rejection(
-                &command,
-                rejection.rejection_type,
-                &rejection.reason,
-            )),
-            Err(error) => Err(Problem::from_backend(&error)),
+        let result = self.submit_raw(partition, &command, timeout).await;
+        accepted(&command, result)
+    }
+
+    /// Submits a command that any partition can take (a new process instance), starting
+    /// at the next partition in round-robin order. A partition that has no leader to take
+    /// it is passed over for the next one at once, so one partition in an election does
+    /// not hold up every create; only when no partition takes it does it wait and go
+    /// round again, until `timeout`. Returns the partition that answered.
+    pub async fn submit_to_any(
+        &self,
+        command: Command,
+        timeout: Duration,
+    ) -> (PartitionId, Result<Accepted, Problem>) {
+        let deadline = Instant::now() + timeout;
+        let count = self.partition_count();
+        let first = self.round_robin();
+        let mut delay = FIRST_RETRY_DELAY;
+        let mut last_error = None;
+        loop {
+            for offset in 0..count {
+                let partition = PartitionId((first.get() - 1 + offset) % count + 1);
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if remaining.is_zero() {
+                    let error = last_error.unwrap_or(BackendError::Timeout);
+                    return (partition, accepted(&command, Err(error)));
+                }
+                let attempt = self.backend.submit(partition, command.clone(), remaining);
+                let result = match tokio::time::timeout(remaining, attempt).await {
+                    Ok(result) => result,
+                    Err(_) => Err(BackendError::Timeout),
+                };
+                match result {
+                    Err(error) if error.is_retryable() => {
+                        tracing::debug!(%partition, %error, "trying the next partition");
+                        last_error = Some(error);
+                    }
+                    other => return (partition, accepted(&command, other)),
+                }
+            }
+            // No partition could take it: wait for an election somewhere.
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let error = last_error.take().unwrap_or(BackendError::Timeout);
+            if remaining <= delay {
+                return (first, accepted(&command, Err(error)));
+            }
+            last_error = Some(error);
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(MAX_RETRY_DELAY);
         }
     }
 
@@ -159,5 +201,22 @@ impl Dispatcher {
                 Err(error) => return Err(Problem::from_backend(&error)),
             }
         }
+    }
+}
+
+/// A command's answer as the REST API sees it: accepted, or a problem with Camunda's
+/// status mapping.
+fn accepted(
+    command: &Command,
+    result: Result<CommandResponse, BackendError>,
+) -> Result<Accepted, Problem> {
+    match result {
+        Ok(CommandResponse::Accepted { key, value, .. }) => Ok(Accepted { key, value }),
+        Ok(CommandResponse::Rejected(rejection)) => Err(Problem::from_rejection(
+            command,
+            rejection.rejection_type,
+            &rejection.reason,
+        )),
+        Err(error) => Err(Problem::from_backend(&error)),
     }
 }

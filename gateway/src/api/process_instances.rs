@@ -92,7 +92,7 @@ pub async fn create(
         )));
     }
 
-    let (process, partition) = match (
+    let process = match (
         request.process_definition_id,
         request.process_definition_key,
     ) {
@@ -120,17 +120,16 @@ pub async fn create(
                     )));
                 }
             };
-            let selector = ProcessSelector::ById {
+            ProcessSelector::ById {
                 bpmn_process_id: id,
                 version,
-            };
-            (selector, state.dispatch.round_robin())
+            }
         }
         // Deployments are distributed to every partition, so instances by key are
         // spread round-robin too; the key's partition is only checked to exist.
         (None, Some(KeyString(key))) => {
             state.dispatch.partition_of(key, "process definition")?;
-            (ProcessSelector::ByKey(key), state.dispatch.round_robin())
+            ProcessSelector::ByKey(key)
         }
     };
 
@@ -146,11 +145,8 @@ pub async fn create(
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
     });
-    let accepted = match state
-        .dispatch
-        .submit(partition, command.clone(), timeout)
-        .await
-    {
+    let (partition, created) = state.dispatch.submit_to_any(command.clone(), timeout).await;
+    let accepted = match created {
         // Deployments reach the other partitions shortly after the one they were made
         // on: a process deployed a moment ago may not be here yet, but is there.
         Err(problem)

@@ -384,6 +384,77 @@ async fn a_missing_leader_is_retried_within_the_timeout() {
 }
 
 #[tokio::test]
+async fn creates_pass_over_a_partition_without_a_leader() {
+    // Partition 2 lost its leader: one says it no longer leads, then none is known.
+    let asked = Arc::new(AtomicU32::new(0));
+    let counter = asked.clone();
+    let backend = ScriptedBackend::new(3, move |partition, command| {
+        if partition != PartitionId(2) {
+            return accept(partition, command);
+        }
+        if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+            Err(BackendError::NotLeader { partition })
+        } else {
+            Err(BackendError::Unavailable {
+                partition,
+                reason: "no leader known yet".into(),
+            })
+        }
+    });
+    let mut config = test_config();
+    // Long enough that waiting on partition 2 would show as retries of it.
+    config.request_timeout = Duration::from_secs(30);
+    let gateway = TestGateway::start_with(backend.clone(), config).await;
+    for _ in 0..6 {
+        let reply = gateway
+            .post("/v2/process-instances", json!({"processDefinitionId": "p"}))
+            .await;
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+        let key: Key = reply.body["processInstanceKey"]
+            .as_str()
+            .and_then(Key::parse)
+            .expect("a process instance key");
+        assert_ne!(key.partition(), PartitionId(2), "{:?}", reply.body);
+    }
+    let used = backend.partitions_used();
+    // Each create asked partition 2 at most once, and went on to partition 3 at once.
+    for (i, partition) in used.iter().enumerate() {
+        if *partition == 2 {
+            assert_eq!(used.get(i + 1), Some(&3), "{used:?}");
+        }
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "{used:?}");
+    assert_eq!(
+        used.len(),
+        8,
+        "six creates, two of them after asking partition 2"
+    );
+    gateway.stop().await;
+
+    // No partition has a leader: every one is tried, again and again, until the timeout.
+    let backend = ScriptedBackend::new(3, |partition, _| {
+        Err(BackendError::Unavailable {
+            partition,
+            reason: "electing a leader".into(),
+        })
+    });
+    let mut config = test_config();
+    config.request_timeout = Duration::from_millis(400);
+    let gateway = TestGateway::start_with(backend.clone(), config).await;
+    let path = "/v2/process-instances";
+    let reply = gateway
+        .post(path, json!({"processDefinitionId": "p"}))
+        .await;
+    reply.assert_problem(503, "PARTITION_UNAVAILABLE", path, &["electing a leader"]);
+    let mut used = backend.partitions_used();
+    assert!(used.len() >= 6, "it went round more than once: {used:?}");
+    used.sort();
+    used.dedup();
+    assert_eq!(used, [1, 2, 3]);
+    gateway.stop().await;
+}
+
+#[tokio::test]
 async fn a_silent_broker_is_a_504_and_shutdown_a_503() {
     let backend = ScriptedBackend::new(1, |_, _| Err(BackendError::Timeout));
     let mut config = test_config();
