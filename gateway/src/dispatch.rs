@@ -103,12 +103,7 @@ impl Dispatcher {
                     let error = last_error.unwrap_or(BackendError::Timeout);
                     return (partition, accepted(&command, Err(error)));
                 }
-                let attempt = self.backend.submit(partition, command.clone(), remaining);
-                let result = match tokio::time::timeout(remaining, attempt).await {
-                    Ok(result) => result,
-                    Err(_) => Err(BackendError::Timeout),
-                };
-                match result {
+                match self.attempt(partition, &command, remaining).await {
                     Err(error) if error.is_retryable() => {
                         tracing::debug!(%partition, %error, "trying the next partition");
                         last_error = Some(error);
@@ -144,12 +139,7 @@ impl Dispatcher {
             if remaining.is_zero() {
                 return Err(last_error.unwrap_or(BackendError::Timeout));
             }
-            let attempt = self.backend.submit(partition, command.clone(), remaining);
-            let result = match tokio::time::timeout(remaining, attempt).await {
-                Ok(result) => result,
-                Err(_) => Err(BackendError::Timeout),
-            };
-            match result {
+            match self.attempt(partition, command, remaining).await {
                 Err(error) if error.is_retryable() => {
                     let remaining = deadline.saturating_duration_since(Instant::now());
                     if remaining <= delay {
@@ -162,6 +152,20 @@ impl Dispatcher {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// Sends a command to a partition once, giving up when `remaining` has passed.
+    async fn attempt(
+        &self,
+        partition: PartitionId,
+        command: &Command,
+        remaining: Duration,
+    ) -> Result<CommandResponse, BackendError> {
+        let attempt = self.backend.submit(partition, command.clone(), remaining);
+        match tokio::time::timeout(remaining, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(BackendError::Timeout),
         }
     }
 
