@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use rill_config::GatewayConfig;
 use rill_gateway::{BackendError, PartitionRole};
 use rill_protocol::value::{JobBatchRecord, MessageRecord, ProcessInstanceCreationRecord};
 use rill_protocol::{
@@ -83,6 +84,23 @@ fn empty_batch_value() -> RecordValue {
         CommandResponse::Accepted { value, .. } => value,
         CommandResponse::Rejected(_) => unreachable!(),
     }
+}
+
+/// A backend whose partitions all stay without a leader ("electing a leader").
+fn leaderless(partitions: u16) -> Arc<ScriptedBackend> {
+    ScriptedBackend::new(partitions, |partition, _| {
+        Err(BackendError::Unavailable {
+            partition,
+            reason: "electing a leader".into(),
+        })
+    })
+}
+
+/// A gateway configuration that gives up on a request after 400 ms.
+fn short_timeout() -> GatewayConfig {
+    let mut config = test_config();
+    config.request_timeout = Duration::from_millis(400);
+    config
 }
 
 #[tokio::test]
@@ -365,15 +383,8 @@ async fn a_missing_leader_is_retried_within_the_timeout() {
     gateway.stop().await;
 
     // A partition that stays unavailable: 503 once the request timeout is spent.
-    let backend = ScriptedBackend::new(1, |partition, _| {
-        Err(BackendError::Unavailable {
-            partition,
-            reason: "electing a leader".into(),
-        })
-    });
-    let mut config = test_config();
-    config.request_timeout = Duration::from_millis(400);
-    let gateway = TestGateway::start_with(backend.clone(), config).await;
+    let backend = leaderless(1);
+    let gateway = TestGateway::start_with(backend.clone(), short_timeout()).await;
     let started = Instant::now();
     let path = format!("/v2/jobs/{job}/completion");
     let reply = gateway.post(&path, json!({})).await;
@@ -432,15 +443,8 @@ async fn creates_pass_over_a_partition_without_a_leader() {
     gateway.stop().await;
 
     // No partition has a leader: every one is tried, again and again, until the timeout.
-    let backend = ScriptedBackend::new(3, |partition, _| {
-        Err(BackendError::Unavailable {
-            partition,
-            reason: "electing a leader".into(),
-        })
-    });
-    let mut config = test_config();
-    config.request_timeout = Duration::from_millis(400);
-    let gateway = TestGateway::start_with(backend.clone(), config).await;
+    let backend = leaderless(3);
+    let gateway = TestGateway::start_with(backend.clone(), short_timeout()).await;
     let path = "/v2/process-instances";
     let reply = gateway
         .post(path, json!({"processDefinitionId": "p"}))

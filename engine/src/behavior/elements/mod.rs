@@ -99,6 +99,18 @@ fn wrong_kind(active: &Active, expected: &str) -> crate::error::Error {
     ))
 }
 
+/// Marks a scope (a process or a subprocess) activated and enters its start event.
+fn enter_scope(p: &mut Processing<'_>, active: &Active, start_event: ElementIdx) -> Result<()> {
+    p.mark(active, Intent::ElementActivated)?;
+    p.push_step(Step::Activate {
+        scope_key: active.key(),
+        process: active.process.clone(),
+        element: start_event,
+        trigger: None,
+    });
+    Ok(())
+}
+
 /// Which outgoing flows a completing element takes.
 enum Outgoing {
     All,

@@ -1,10 +1,8 @@
 //! The process itself: the root scope of an instance. Entered by the creation command;
 //! ending it ends the instance (see the lifecycle in the parent module).
 
-use rill_protocol::Intent;
-
-use super::{ElementBehavior, Trigger, wrong_kind};
-use crate::context::{Active, Processing, Step};
+use super::{ElementBehavior, Trigger, enter_scope, wrong_kind};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::ElementKind;
 use crate::outcome::Evaluated;
@@ -16,13 +14,7 @@ impl ElementBehavior for Process {
         let ElementKind::Process { start_event, .. } = &active.element().kind else {
             return Err(wrong_kind(active, "process").into());
         };
-        p.mark(active, Intent::ElementActivated)?;
-        p.push_step(Step::Activate {
-            scope_key: active.key(),
-            process: active.process.clone(),
-            element: *start_event,
-            trigger: None,
-        });
+        enter_scope(p, active, *start_event)?;
         Ok(())
     }
 

@@ -1,10 +1,8 @@
 //! Embedded subprocess: a scope inside the process, entered at its none start event,
 //! completed when no token is left in it. It may carry boundary events.
 
-use rill_protocol::Intent;
-
-use super::{ElementBehavior, Trigger, wrong_kind};
-use crate::context::{Active, Processing, Step};
+use super::{ElementBehavior, Trigger, enter_scope, wrong_kind};
+use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::ElementKind;
 use crate::outcome::Evaluated;
@@ -17,13 +15,7 @@ impl ElementBehavior for SubProcess {
             return Err(wrong_kind(active, "subProcess").into());
         };
         p.arm_boundary_timers(active)?;
-        p.mark(active, Intent::ElementActivated)?;
-        p.push_step(Step::Activate {
-            scope_key: active.key(),
-            process: active.process.clone(),
-            element: *start_event,
-            trigger: None,
-        });
+        enter_scope(p, active, *start_event)?;
         Ok(())
     }
 
