@@ -2,8 +2,8 @@
 //! look for them (`zeebe_` becomes `rill_`). Every series has a `partition` label.
 
 use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry,
+    Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry,
 };
 
 use crate::error::{Error, Result};
@@ -18,6 +18,9 @@ pub const ROLE: &str = "rill_raft_role";
 pub const SNAPSHOTS_INSTALLED: &str = "rill_raft_snapshots_installed_total";
 pub const SNAPSHOT_INDEX: &str = "rill_raft_snapshot_index";
 pub const PURGED_INDEX: &str = "rill_raft_purged_index";
+pub const LEADER_CHANGES: &str = "rill_raft_leader_changes_total";
+pub const LEADERLESS_DURATION: &str = "rill_raft_leaderless_duration_seconds";
+pub const LEADERLESS: &str = "rill_raft_leaderless_seconds";
 pub const INFLIGHT: &str = "rill_backpressure_inflight_requests_count";
 pub const LIMIT: &str = "rill_backpressure_requests_limit";
 pub const DROPPED: &str = "rill_dropped_request_count_total";
@@ -36,6 +39,11 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 
+/// Leaderless periods: a heartbeat's gap up to a broker that stays down.
+const LEADERLESS_BUCKETS: &[f64] = &[
+    0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 2.75, 3.0, 4.0, 5.0, 7.5, 10.0, 30.0, 60.0,
+];
+
 /// The metric families of a node, registered in its registry.
 #[derive(Clone)]
 pub struct BrokerMetrics {
@@ -50,6 +58,9 @@ pub struct BrokerMetrics {
     snapshots_installed: IntCounterVec,
     snapshot_index: IntGaugeVec,
     purged_index: IntGaugeVec,
+    leader_changes: IntCounterVec,
+    leaderless_duration: HistogramVec,
+    leaderless: GaugeVec,
     inflight: IntGaugeVec,
     limit: IntGaugeVec,
     dropped: IntCounterVec,
@@ -77,7 +88,16 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGaugeVec> {
 }
 
 fn histogram(registry: &Registry, name: &str, help: &str) -> Result<HistogramVec> {
-    let opts = HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec());
+    histogram_with(registry, name, help, LATENCY_BUCKETS)
+}
+
+fn histogram_with(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    buckets: &[f64],
+) -> Result<HistogramVec> {
+    let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
     let h = HistogramVec::new(opts, &["partition"]).map_err(metrics_error)?;
     registry
         .register(Box::new(h.clone()))
@@ -144,6 +164,34 @@ impl BrokerMetrics {
                 PURGED_INDEX,
                 "Raft index up to which the replica's log is purged",
             )?,
+            leader_changes: counter(
+                registry,
+                LEADER_CHANGES,
+                "Leaders this replica has seen take over the partition (a new leader or a new \
+                 term)",
+            )?,
+            leaderless_duration: histogram_with(
+                registry,
+                LEADERLESS_DURATION,
+                "Time from the last sign of life of the previous leader (or from start) until \
+                 this replica saw the next leader",
+                LEADERLESS_BUCKETS,
+            )?,
+            leaderless: {
+                let g = GaugeVec::new(
+                    Opts::new(
+                        LEADERLESS,
+                        "Seconds since this replica last knew a live leader: 0 while it leads \
+                         or hears from its leader",
+                    ),
+                    &["partition"],
+                )
+                .map_err(metrics_error)?;
+                registry
+                    .register(Box::new(g.clone()))
+                    .map_err(metrics_error)?;
+                g
+            },
             inflight: gauge(registry, INFLIGHT, "Requests admitted and not yet answered")?,
             limit: gauge(registry, LIMIT, "Current in-flight request limit")?,
             dropped: counter(registry, DROPPED, "Requests rejected by flow control")?,
@@ -206,6 +254,9 @@ impl BrokerMetrics {
             snapshots_installed: self.snapshots_installed.with_label_values(&l),
             snapshot_index: self.snapshot_index.with_label_values(&l),
             purged_index: self.purged_index.with_label_values(&l),
+            leader_changes: self.leader_changes.with_label_values(&l),
+            leaderless_duration: self.leaderless_duration.with_label_values(&l),
+            leaderless: self.leaderless.with_label_values(&l),
             inflight: self.inflight.with_label_values(&l),
             limit: self.limit.with_label_values(&l),
             dropped: self.dropped.with_label_values(&l),
@@ -232,6 +283,9 @@ pub(crate) struct PartitionMetrics {
     pub snapshots_installed: IntCounter,
     pub snapshot_index: IntGauge,
     pub purged_index: IntGauge,
+    pub leader_changes: IntCounter,
+    pub leaderless_duration: Histogram,
+    pub leaderless: Gauge,
     pub inflight: IntGauge,
     pub limit: IntGauge,
     pub dropped: IntCounter,

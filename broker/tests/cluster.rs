@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::{Cluster, applied_ids};
 use parking_lot::Mutex;
 use rill_broker::testing::{ListCommand, ListResponse};
-use rill_broker::{Error, Partition, Role};
+use rill_broker::{Error, Partition, Role, metrics};
 use rill_protocol::NodeId;
 use tokio::sync::RwLock;
 
@@ -257,27 +257,81 @@ async fn the_preferred_replica_leads_when_all_start() {
     assert_eq!(cluster.leader(Duration::from_secs(10)).await, 2);
 }
 
-/// Without the preferred replica, the others hold back for three election timeouts,
-/// then elect one of themselves.
+/// Without the preferred replica, the next one in priority order starts the partition
+/// after its patience (an election timeout and a priority step), not at once, so that
+/// a preferred replica that starts a little later still wins.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_the_preferred_replica_the_others_elect_after_a_grace() {
+async fn without_the_preferred_replica_the_next_one_starts_after_its_patience() {
     let mut cluster = Cluster::new(3, |c| c.preferred_leader = Some(NodeId(0)));
-    let grace = cluster_grace(&cluster);
+    let timeout = cluster.configs[0].raft.election_timeout;
     let started = Instant::now();
     cluster.start(1).await;
     cluster.start(2).await;
-    tokio::time::sleep(grace / 3).await;
+    tokio::time::sleep(timeout / 2).await;
     assert!(
         cluster
             .running()
             .all(|(_, p)| p.status().role != Role::Leader),
-        "no leader while the others hold back"
+        "no leader before an election timeout"
     );
     let leader = cluster.leader(Duration::from_secs(10)).await;
     assert!(leader == 1 || leader == 2, "leader {leader}");
-    assert!(started.elapsed() >= grace, "elected after the grace");
+    assert!(started.elapsed() >= timeout, "elected after the timeout");
 }
 
-fn cluster_grace(cluster: &Cluster) -> Duration {
-    cluster.configs[0].raft.election_timeout * 3
+/// When the leader stops, another replica takes over, and the replicas count the change
+/// and how long the partition went without a leader: at least the election timeout
+/// minus a heartbeat, from the old leader's last message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_leader_is_counted_with_the_time_without_one() {
+    let mut cluster = Cluster::new(3, |c| c.preferred_leader = Some(NodeId(0)));
+    let raft = cluster.configs[0].raft.clone();
+    cluster.start_all().await;
+    let first = cluster.leader(Duration::from_secs(10)).await;
+    cluster.submit(ListCommand::Append { id: 1 }).await;
+    // Every replica has seen the first leader.
+    let (changes, gaps, _) = wait_for_leader_metrics(&cluster, |changes, _| changes >= 3.0).await;
+    cluster.stop(first).await;
+    let second = cluster.leader(Duration::from_secs(10)).await;
+    assert_ne!(first, second);
+    let (changes_after, gaps_after, leaderless_sum) =
+        wait_for_leader_metrics(&cluster, |c, _| c >= changes + 2.0).await;
+    assert_eq!(
+        changes_after,
+        changes + 2.0,
+        "each survivor saw one new leader"
+    );
+    assert_eq!(gaps_after, gaps + 2.0);
+    let least = (raft.election_timeout - raft.heartbeat_interval).as_secs_f64() * 2.0;
+    assert!(
+        leaderless_sum >= least,
+        "{leaderless_sum} s without a leader in all, under {least}"
+    );
+}
+
+/// (leader changes, leaderless periods, their total seconds) of partition 1, summed
+/// over the replicas (they share one registry), once `done` holds.
+async fn wait_for_leader_metrics(
+    cluster: &Cluster,
+    done: impl Fn(f64, f64) -> bool,
+) -> (f64, f64, f64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let families = cluster.metrics().registry().gather();
+        let find = |name: &str| families.iter().find(|f| f.name() == name);
+        let changes = find(metrics::LEADER_CHANGES)
+            .map_or(0.0, |f| f.get_metric()[0].get_counter().get_value());
+        let (count, sum) = find(metrics::LEADERLESS_DURATION).map_or((0.0, 0.0), |f| {
+            let h = f.get_metric()[0].get_histogram();
+            (h.get_sample_count() as f64, h.get_sample_sum())
+        });
+        if done(changes, count) {
+            return (changes, count, sum);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "leader metrics stuck at {changes} changes"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

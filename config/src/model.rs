@@ -112,6 +112,9 @@ pub struct RaftConfig {
     pub heartbeat_interval: Duration,
     #[serde(with = "humantime_serde")]
     pub election_timeout: Duration,
+    /// Replicas stand for election in the order of their priority, so each broker
+    /// leads the partitions it is the first replica of (Zeebe's priority election).
+    pub priority_election: bool,
     /// Most entries sent in one append request.
     pub max_append_entries: u64,
     /// Most commands batched into one log entry.
@@ -127,6 +130,7 @@ impl Default for RaftConfig {
         RaftConfig {
             heartbeat_interval: Duration::from_millis(250),
             election_timeout: Duration::from_millis(2500),
+            priority_election: true,
             max_append_entries: 256,
             max_batch_commands: 256,
             max_batch_size: ByteSize(4 * 1024 * 1024),

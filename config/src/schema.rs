@@ -168,7 +168,8 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "threads.io-thread-count", kind: Kind::Usize, description: "Threads of the runtime for network, disk work and exporters. Each partition also has one `rill-log-sync` thread that only syncs its raft log's WAL." },
     // raft
     OptionSpec { path: "raft.heartbeat-interval", kind: Kind::Duration, description: "How often a leader sends heartbeats to its followers." },
-    OptionSpec { path: "raft.election-timeout", kind: Kind::Duration, description: "A follower that hears no heartbeat for this long starts an election. Must exceed the heartbeat interval." },
+    OptionSpec { path: "raft.election-timeout", kind: Kind::Duration, description: "A replica that hears from no leader for this long stands for election (plus its priority step). At least twice the heartbeat interval." },
+    OptionSpec { path: "raft.priority-election", kind: Kind::Bool, description: "Replicas stand for election in priority order (a step of half a heartbeat interval each), so each broker leads the partitions it is the first replica of; off, they stand after a random delay of up to half an election timeout." },
     OptionSpec { path: "raft.max-append-entries", kind: Kind::U64, description: "Most log entries sent in one append request." },
     OptionSpec { path: "raft.max-batch-commands", kind: Kind::Usize, description: "Most commands batched into one log entry." },
     OptionSpec { path: "raft.max-batch-size", kind: Kind::Size, description: "Most bytes batched into one log entry." },

@@ -131,11 +131,11 @@ impl RillConfig {
 
         let raft = &self.raft;
         positive(found, "raft.heartbeat-interval", raft.heartbeat_interval);
-        if raft.election_timeout <= raft.heartbeat_interval {
+        if raft.election_timeout < raft.heartbeat_interval * 2 {
             found.add(
                 "raft.election-timeout",
                 format!(
-                    "is {}, not above raft.heartbeat-interval ({})",
+                    "is {}, less than twice raft.heartbeat-interval ({})",
                     show(raft.election_timeout),
                     show(raft.heartbeat_interval)
                 ),

@@ -169,12 +169,14 @@ fn flow_control_limits() {
 #[test]
 fn raft_timing() {
     let mut config = RillConfig::default();
-    config.raft.election_timeout = Duration::from_millis(250);
+    config.raft.election_timeout = Duration::from_millis(400);
     let problem = only_problem(&config, "raft.election-timeout");
     assert_eq!(
         problem.message,
-        "is 250ms, not above raft.heartbeat-interval (250ms)"
+        "is 400ms, less than twice raft.heartbeat-interval (250ms)"
     );
+    config.raft.election_timeout = Duration::from_millis(500);
+    assert!(problems(&config).is_empty(), "{:#?}", problems(&config));
 }
 
 #[test]

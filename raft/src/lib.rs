@@ -17,7 +17,7 @@ mod storage;
 mod types;
 
 pub use closing::AllClosed;
-pub use config::openraft_config;
+pub use config::{leader_lease, openraft_config};
 pub use error::{Error, Result};
 pub use log_store::{LogReader, LogStats, LogStore};
 pub use network::{

@@ -17,7 +17,7 @@ use openraft::error::{
     Fatal, InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
     SnapshotMismatch, Timeout, Unreachable,
 };
-use openraft::network::{RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
+use openraft::network::{Backoff, RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
@@ -25,6 +25,7 @@ use openraft::raft::{
 use parking_lot::RwLock;
 use rill_protocol::{PartitionId, codec};
 use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
 
 use crate::types::{Raft, RaftNodeId, TypeConfig};
 
@@ -92,13 +93,22 @@ enum SnapshotFailure {
 pub struct NetworkFactory {
     partition: PartitionId,
     transport: Arc<dyn RaftTransport>,
+    retry_unreachable: Duration,
 }
 
 impl NetworkFactory {
-    pub fn new(partition: PartitionId, transport: Arc<dyn RaftTransport>) -> Self {
+    /// `retry_unreachable`: how long raft waits before it tries an unreachable peer
+    /// again. A heartbeat interval: a peer that comes back must hear from its leader well
+    /// within its election timeout, or it stands and deposes that leader.
+    pub fn new(
+        partition: PartitionId,
+        transport: Arc<dyn RaftTransport>,
+        retry_unreachable: Duration,
+    ) -> Self {
         NetworkFactory {
             partition,
             transport,
+            retry_unreachable,
         }
     }
 }
@@ -112,6 +122,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             partition: self.partition,
             max_payload: self.transport.max_payload(),
             transport: self.transport.clone(),
+            retry_unreachable: self.retry_unreachable,
         }
     }
 }
@@ -122,6 +133,7 @@ pub struct PeerClient {
     partition: PartitionId,
     max_payload: usize,
     transport: Arc<dyn RaftTransport>,
+    retry_unreachable: Duration,
 }
 
 type RpcResult<T, E = openraft::error::Infallible> =
@@ -196,6 +208,10 @@ fn remote_down<E: std::error::Error>(
 }
 
 impl RaftNetwork<TypeConfig> for PeerClient {
+    fn backoff(&self) -> Backoff {
+        Backoff::new(std::iter::repeat(self.retry_unreachable))
+    }
+
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
@@ -254,6 +270,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
 #[derive(Clone, Default)]
 pub struct RaftService {
     rafts: Arc<RwLock<BTreeMap<PartitionId, Raft>>>,
+    better_log: Arc<RwLock<BTreeMap<PartitionId, Arc<Notify>>>>,
 }
 
 impl RaftService {
@@ -267,6 +284,19 @@ impl RaftService {
 
     pub fn unregister(&self, partition: PartitionId) {
         self.rafts.write().remove(&partition);
+        self.better_log.write().remove(&partition);
+    }
+
+    /// Notified when this replica refuses its vote to a candidate whose log is behind
+    /// its own. The candidate went without a leader for an election timeout, so the
+    /// leader is likely gone, and only a replica with a log like this one can win: the
+    /// election driver may stand at once instead of waiting out its priority step.
+    pub fn better_log_signal(&self, partition: PartitionId) -> Arc<Notify> {
+        self.better_log
+            .write()
+            .entry(partition)
+            .or_default()
+            .clone()
     }
 
     /// Handles one encoded request for `partition` and returns the encoded reply. An
@@ -284,7 +314,15 @@ impl RaftService {
                 raft.append_entries(req).await.map_err(|e| e.to_string()),
             ),
             RaftRpc::Vote(req) => {
-                RaftRpcReply::Vote(raft.vote(req).await.map_err(|e| e.to_string()))
+                let candidate_log = req.last_log_id;
+                let answer = raft.vote(req).await;
+                if let Ok(vote) = &answer
+                    && !vote.vote_granted
+                    && vote.last_log_id > candidate_log
+                {
+                    self.better_log_signal(partition).notify_one();
+                }
+                RaftRpcReply::Vote(answer.map_err(|e| e.to_string()))
             }
             RaftRpc::InstallSnapshot(req) => RaftRpcReply::InstallSnapshot(
                 raft.install_snapshot(req).await.map_err(|e| match e {

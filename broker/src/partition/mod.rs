@@ -12,6 +12,7 @@
 //! state machine adapter (`raft`).
 
 mod actor;
+mod election;
 mod leader;
 mod raft;
 mod replica;
@@ -49,8 +50,8 @@ pub struct PartitionConfig {
     pub members: BTreeMap<NodeId, String>,
     /// The replica that should lead when all are up (priority election, as in Zeebe):
     /// the first in placement order, so leadership spreads over the brokers like the
-    /// partitions do. The others hold back from electing until they have seen a leader
-    /// or the preferred one stayed silent for a grace period. `None`: no preference.
+    /// partitions do. The others stand for election a priority step later each, in
+    /// placement order (see `election`). `None`: no preference.
     pub preferred_leader: Option<NodeId>,
     /// Where the partition keeps its log, state and snapshots.
     pub directory: PathBuf,

@@ -1,6 +1,6 @@
-//! The partition's raft: starting it beside the actor, priority election, the view of
-//! raft's metrics the actor follows, and the adapter through which raft's state machine
-//! calls the actor.
+//! The partition's raft: starting it beside the actor with its election driver, the
+//! view of raft's metrics the actor follows, and the adapter through which raft's state
+//! machine calls the actor.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use super::actor::Msg;
+use super::election::{self, ElectionPlan};
 use super::{PartitionConfig, PartitionEnv, Role};
 use crate::error::{ActorError, Error};
 use crate::metrics::PartitionMetrics;
@@ -73,8 +74,9 @@ pub(crate) fn start<E: Engine>(
     let handler = Arc::new(ActorHandler {
         actor: actor.clone(),
     });
+    let metrics = metrics.clone();
     let task = async move {
-        let raft = match open(storage, &config, &env, handler).await {
+        let raft = match open(storage, &config, &env, handler, metrics).await {
             Ok(raft) => raft,
             Err(e) => {
                 let _ = actor.send_message(Msg::RaftFailed(e.to_string()));
@@ -114,11 +116,16 @@ async fn open<E: Engine>(
     config: &Arc<PartitionConfig>,
     env: &PartitionEnv,
     handler: Arc<ActorHandler<E>>,
+    metrics: PartitionMetrics,
 ) -> Result<Raft, Error> {
     let raft_config =
         rill_raft::openraft_config(&config.raft, &format!("partition-{}", config.partition_id))?;
     let sm = PartitionStateMachine::new(storage.state.clone(), storage.snapshots.clone(), handler);
-    let network = NetworkFactory::new(config.partition_id, env.transport.clone());
+    let network = NetworkFactory::new(
+        config.partition_id,
+        env.transport.clone(),
+        config.raft.heartbeat_interval,
+    );
     let node = u64::from(config.node_id.0);
     let raft = Raft::new(node, raft_config, network, storage.log, sm)
         .await
@@ -128,16 +135,14 @@ async fn open<E: Engine>(
         .is_initialized()
         .await
         .map_err(|e| Error::Actor(ActorError::Raft(Box::new(e))))?;
-    let holds_back =
-        config.members.len() > 1 && config.preferred_leader.is_some_and(|p| p != config.node_id);
-    if holds_back {
-        raft.runtime_config().elect(false);
+    let plan = ElectionPlan::of(config);
+    if !initialized {
         tokio::spawn(
-            hold_back_election(raft.clone(), config.clone(), !initialized).in_current_span(),
+            initialize_in_turn(raft.clone(), config.clone(), plan.clone()).in_current_span(),
         );
-    } else if !initialized {
-        initialize(&raft, config).await;
     }
+    let better_log = env.raft_service.better_log_signal(config.partition_id);
+    tokio::spawn(election::drive(raft.clone(), plan, better_log, metrics).in_current_span());
     Ok(raft)
 }
 
@@ -154,27 +159,28 @@ async fn initialize(raft: &Raft, config: &PartitionConfig) {
     }
 }
 
-/// Priority election on a replica that is not the preferred leader: it does not stand
-/// for election (nor start a fresh group) until it has seen a leader, so the preferred
-/// replica, which starts at once, wins when all are up. If no leader shows up within
-/// three election timeouts (the preferred replica is down), it elects like any other.
-async fn hold_back_election(raft: Raft, config: Arc<PartitionConfig>, uninitialized: bool) {
-    let grace = config.raft.election_timeout * 3;
-    let saw_leader = raft
-        .wait(Some(grace))
-        .metrics(|m| m.current_leader.is_some(), "a leader")
-        .await
-        .is_ok();
-    raft.runtime_config().elect(true);
-    if !saw_leader {
-        tracing::info!(
-            preferred = ?config.preferred_leader,
-            "no leader within {grace:?}; this replica stands for election too"
-        );
-        if uninitialized && !raft.is_initialized().await.unwrap_or(true) {
-            initialize(&raft, &config).await;
+/// A new partition starts on one replica, so that its first election is not split: the
+/// preferred one (the lowest node id without a preference) at once. Each other replica
+/// starts it only if it has heard from no leader after its election patience, when the
+/// replicas before it are down.
+async fn initialize_in_turn(raft: Raft, config: Arc<PartitionConfig>, plan: ElectionPlan) {
+    let first = config
+        .preferred_leader
+        .or_else(|| config.members.keys().next().copied())
+        .is_none_or(|first| first == config.node_id);
+    if !first {
+        let patience = plan.patience();
+        let heard = raft
+            .wait(Some(patience))
+            .metrics(|m| m.current_leader.is_some(), "a leader")
+            .await
+            .is_ok();
+        if heard || raft.is_initialized().await.unwrap_or(true) {
+            return;
         }
+        tracing::info!("no leader within {patience:?}; this replica starts the partition");
     }
+    initialize(&raft, &config).await;
 }
 
 /// Raft's state machine calls the actor through this.

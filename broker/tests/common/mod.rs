@@ -117,6 +117,11 @@ impl Cluster {
         }
     }
 
+    /// The registry every replica reports to.
+    pub fn metrics(&self) -> &BrokerMetrics {
+        &self.metrics
+    }
+
     pub fn node(&self, i: usize) -> &Partition<ListEngine> {
         self.nodes[i].as_ref().expect("node is running")
     }

@@ -1,0 +1,287 @@
+//! When a replica stands for election. openraft's own election timer is off (see
+//! `rill_raft::openraft_config`); this driver decides instead, in priority order.
+//!
+//! A replica stands once it has heard from no leader for `raft.election-timeout` plus
+//! one priority step per rank: rank 0 is the partition's preferred replica, rank 1 the
+//! next in placement order, and so on. The preferred replica wins when it is up; when it
+//! is gone the next one stands a single step later, never waiting on the one that is
+//! gone. A replica that refuses its vote to a candidate because its own log is further
+//! along stands at once, as soon as its leader lease has expired: the candidate could
+//! not win, and it can. docs/decisions/elections.md has the timings and measurements.
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::ServerState;
+use rill_raft::Raft;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+use super::PartitionConfig;
+use crate::metrics::PartitionMetrics;
+
+/// How long a replica waits without a leader before it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ElectionPlan {
+    pub timeout: Duration,
+    /// A voter refuses other candidates this long after its leader's last message.
+    pub lease: Duration,
+    pub rank: u32,
+    pub step: Duration,
+    /// Added to the wait of every replica when there is no priority order, so that
+    /// replicas do not all stand at the same moment.
+    pub jitter: Duration,
+    /// How often the driver looks at raft's state.
+    pub tick: Duration,
+}
+
+impl ElectionPlan {
+    pub(crate) fn of(config: &PartitionConfig) -> ElectionPlan {
+        let raft = &config.raft;
+        let rank = raft.priority_election.then(|| rank(config)).flatten();
+        let jitter = match rank {
+            Some(_) => Duration::ZERO,
+            None => random_below(raft.election_timeout / 2),
+        };
+        ElectionPlan {
+            timeout: raft.election_timeout,
+            lease: rill_raft::leader_lease(raft),
+            rank: rank.unwrap_or(0),
+            step: raft.heartbeat_interval / 2,
+            jitter,
+            tick: raft.heartbeat_interval / 2,
+        }
+    }
+
+    /// The silence after which this replica stands.
+    pub(crate) fn patience(&self) -> Duration {
+        self.timeout + self.step * self.rank + self.jitter
+    }
+
+    /// How long after its lease this replica stands when a candidate with a shorter log
+    /// asked for its vote. Replicas asked by the same candidate must not stand at the
+    /// same moment, or they split the votes between them every time.
+    fn nudge_delay(&self) -> Duration {
+        (self.step * self.rank + self.jitter) / 2
+    }
+}
+
+/// This replica's place in the partition's priority order: members in node-id order,
+/// rotated to start at the preferred replica (the placement order of `replicas_of`).
+/// `None` when there is no preferred replica.
+fn rank(config: &PartitionConfig) -> Option<u32> {
+    let preferred = config.preferred_leader?;
+    let ids: Vec<_> = config.members.keys().copied().collect();
+    let first = ids.iter().position(|&id| id == preferred).unwrap_or(0);
+    let mine = ids.iter().position(|&id| id == config.node_id)?;
+    Some(((mine + ids.len() - first) % ids.len()) as u32)
+}
+
+/// A delay below `limit`, different on every replica. Elections are outside the
+/// deterministic engine, so the process's own randomness is fine here.
+fn random_below(limit: Duration) -> Duration {
+    let millis = limit.as_millis() as u64;
+    if millis == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_millis(RandomState::new().hash_one(0u8) % millis)
+}
+
+/// When raft last heard from a leader (or granted a vote, or stood itself); `None` until
+/// it has heard anything since it started. `Err` once raft has stopped.
+async fn last_contact(raft: &Raft) -> Result<Option<Instant>, ()> {
+    let (tx, rx) = oneshot::channel();
+    raft.external_request(move |state| {
+        let _ = tx.send(state.vote_last_modified());
+    });
+    rx.await.map_err(|_| ())
+}
+
+/// The partition's leadership as this replica sees it, for the metrics: leader changes,
+/// and how long the partition went without a leader.
+struct LeaderWatch {
+    /// The leader and term last seen.
+    leader: Option<(u64, u64)>,
+    /// The last moment a leader was known to be alive: this replica leading, or its
+    /// leader's last message within the lease.
+    alive_at: Instant,
+}
+
+impl LeaderWatch {
+    fn observe(
+        &mut self,
+        metrics: &PartitionMetrics,
+        now: Instant,
+        leader: Option<(u64, u64)>,
+        alive: Option<Instant>,
+    ) {
+        if let Some(current) = leader
+            && self.leader != Some(current)
+        {
+            metrics.leader_changes.inc();
+            metrics
+                .leaderless_duration
+                .observe(now.saturating_duration_since(self.alive_at).as_secs_f64());
+            self.leader = Some(current);
+            self.alive_at = now;
+        }
+        if let Some(alive) = alive {
+            self.alive_at = self.alive_at.max(alive);
+        }
+        metrics
+            .leaderless
+            .set(now.saturating_duration_since(self.alive_at).as_secs_f64());
+    }
+}
+
+/// Runs until raft stops.
+pub(crate) async fn drive(
+    raft: Raft,
+    plan: ElectionPlan,
+    better_log: Arc<Notify>,
+    metrics: PartitionMetrics,
+) {
+    let started = Instant::now();
+    let mut stood: Option<Instant> = None;
+    let mut nudged: Option<Instant> = None;
+    let mut watch = LeaderWatch {
+        leader: None,
+        alive_at: started,
+    };
+    let watched = raft.metrics();
+    loop {
+        let (state, leader, term, voters, is_voter) = {
+            let m = watched.borrow();
+            let membership = m.membership_config.membership();
+            let voters = membership.voter_ids().count();
+            let is_voter = membership.voter_ids().any(|id| id == m.id);
+            (m.state, m.current_leader, m.current_term, voters, is_voter)
+        };
+        if state == ServerState::Shutdown {
+            return;
+        }
+        let Ok(contact) = last_contact(&raft).await else {
+            return;
+        };
+        let now = Instant::now();
+        let heard = contact.unwrap_or(started).max(stood.unwrap_or(started));
+        let silence = now.saturating_duration_since(heard);
+        let alive = match state {
+            ServerState::Leader => Some(now),
+            _ if leader.is_some() && silence < plan.lease => contact,
+            _ => None,
+        };
+        watch.observe(&metrics, now, leader.map(|l| (l, term)), alive);
+
+        let may_stand = is_voter && matches!(state, ServerState::Follower | ServerState::Candidate);
+        let due = match (may_stand, voters) {
+            (false, _) | (_, 0) => None,
+            // Alone: nobody to wait for, but once per timeout at most.
+            (true, 1) => {
+                (state == ServerState::Follower).then(|| stood.map_or(now, |s| s + plan.timeout))
+            }
+            (true, _) => {
+                let by_silence = heard + plan.patience();
+                Some(match nudged {
+                    Some(at) if at > heard => {
+                        by_silence.min(at.max(heard + plan.lease) + plan.nudge_delay())
+                    }
+                    _ => by_silence,
+                })
+            }
+        };
+        if let Some(due) = due
+            && now >= due
+        {
+            let why = if now >= heard + plan.patience() {
+                "no leader"
+            } else {
+                "a candidate whose log is behind this replica's found no leader"
+            };
+            stand(&raft, &plan, silence, why).await;
+            stood = Some(Instant::now());
+            continue;
+        }
+        let next = due.map_or(now + plan.tick, |due| due.min(now + plan.tick));
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => {}
+            _ = better_log.notified() => nudged = Some(Instant::now()),
+        }
+    }
+}
+
+async fn stand(raft: &Raft, plan: &ElectionPlan, silence: Duration, why: &str) {
+    tracing::info!(
+        rank = plan.rank,
+        "{why} for {}ms; standing for election",
+        silence.as_millis()
+    );
+    if let Err(e) = raft.trigger().elect().await {
+        tracing::debug!(error = %e, "election not started");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use rill_protocol::{NodeId, PartitionId};
+
+    use super::*;
+
+    fn config(node: u32, preferred: Option<u32>, members: &[u32]) -> PartitionConfig {
+        PartitionConfig {
+            partition_id: PartitionId(1),
+            partition_count: 1,
+            node_id: NodeId(node),
+            members: members
+                .iter()
+                .map(|&id| (NodeId(id), format!("node-{id}")))
+                .collect::<BTreeMap<_, _>>(),
+            preferred_leader: preferred.map(NodeId),
+            directory: "unused".into(),
+            raft: Default::default(),
+            flow_control: Default::default(),
+            snapshot_period: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(10),
+            max_inflight_proposals: 2,
+            export_backlog_limit: None,
+        }
+    }
+
+    #[test]
+    fn ranks_follow_placement_order_from_the_preferred_replica() {
+        // Partition 3 of a three-broker cluster is placed on 2, 0, 1.
+        let ranks: Vec<u32> = [2, 0, 1]
+            .iter()
+            .map(|&node| ElectionPlan::of(&config(node, Some(2), &[0, 1, 2])).rank)
+            .collect();
+        assert_eq!(ranks, [0, 1, 2]);
+    }
+
+    #[test]
+    fn with_defaults_the_next_replica_stands_within_three_seconds() {
+        let preferred = ElectionPlan::of(&config(0, Some(0), &[0, 1, 2]));
+        let next = ElectionPlan::of(&config(1, Some(0), &[0, 1, 2]));
+        let last = ElectionPlan::of(&config(2, Some(0), &[0, 1, 2]));
+        assert_eq!(preferred.patience(), Duration::from_millis(2500));
+        assert_eq!(next.patience(), Duration::from_millis(2625));
+        assert_eq!(last.patience(), Duration::from_millis(2750));
+        // Every silent voter's lease has expired when the first candidate stands.
+        assert!(next.lease < preferred.patience());
+    }
+
+    #[test]
+    fn without_priority_every_replica_waits_a_random_part_of_half_a_timeout() {
+        let mut c = config(1, Some(0), &[0, 1, 2]);
+        c.raft.priority_election = false;
+        for _ in 0..20 {
+            let plan = ElectionPlan::of(&c);
+            assert_eq!(plan.rank, 0);
+            assert!(plan.jitter < Duration::from_millis(1250), "{plan:?}");
+        }
+        let no_preference = ElectionPlan::of(&config(1, None, &[0, 1, 2]));
+        assert_eq!(no_preference.rank, 0);
+    }
+}
