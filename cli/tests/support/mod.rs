@@ -443,6 +443,24 @@ impl Brokers {
         brokers
     }
 
+    /// Like [`Brokers::start_with`], with the raft timings a user gets by default rather
+    /// than the fast ones for loopback: for tests whose bars are stated for defaults.
+    pub fn start_with_default_raft(
+        dir: &Path,
+        size: u32,
+        partitions: u16,
+        replication: u16,
+        extra: &[&str],
+        per_node: impl Fn(u32) -> Vec<String>,
+    ) -> Brokers {
+        let mut brokers =
+            Brokers::prepare_raft(dir, size, partitions, replication, extra, per_node, false);
+        for node in &mut brokers.nodes {
+            node.launch();
+        }
+        brokers
+    }
+
     /// Like [`Brokers::start_with`], without starting any broker: start each with
     /// `nodes[i].launch()`.
     pub fn prepare(
@@ -452,6 +470,18 @@ impl Brokers {
         replication: u16,
         extra: &[&str],
         per_node: impl Fn(u32) -> Vec<String>,
+    ) -> Brokers {
+        Brokers::prepare_raft(dir, size, partitions, replication, extra, per_node, true)
+    }
+
+    fn prepare_raft(
+        dir: &Path,
+        size: u32,
+        partitions: u16,
+        replication: u16,
+        extra: &[&str],
+        per_node: impl Fn(u32) -> Vec<String>,
+        loopback_raft: bool,
     ) -> Brokers {
         let internal_ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
         let internal: Vec<String> = internal_ports
@@ -470,10 +500,12 @@ impl Brokers {
                     format!("cluster.internal-port={}", internal_ports[i as usize]),
                     format!("cluster.command-port={}", free_port()),
                     format!("cluster.initial-contact-points={contact_points}"),
-                    // Fast failure detection on loopback.
-                    "raft.heartbeat-interval=100ms".to_owned(),
-                    "raft.election-timeout=1s".to_owned(),
                 ];
+                if loopback_raft {
+                    // Fast failure detection on loopback.
+                    args.push("raft.heartbeat-interval=100ms".to_owned());
+                    args.push("raft.election-timeout=1s".to_owned());
+                }
                 args.extend(extra.iter().map(|s| s.to_string()));
                 args.extend(per_node(i));
                 args
