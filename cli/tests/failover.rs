@@ -629,11 +629,17 @@ fn killing_each_leader_in_turn_loses_nothing_and_stalls_nothing() {
             "jobs_completed_twice": twice.len(),
         });
         eprintln!("FAILOVER-SUMMARY {summary}");
-        assert!(
-            failures.is_empty(),
-            "kill -9 failover missed {} bar(s):\n- {}\nsummary: {summary}",
-            failures.len(),
-            failures.join("\n- ")
-        );
+        if !failures.is_empty() {
+            // The brokers' logs outlive the temporary data directory, for the post-mortem.
+            let logs = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("failover-{}.log", std::process::id()));
+            let _ = std::fs::write(&logs, brokers.logs());
+            panic!(
+                "kill -9 failover missed {} bar(s):\n- {}\nsummary: {summary}\nbroker logs: {}",
+                failures.len(),
+                failures.join("\n- "),
+                logs.display()
+            );
+        }
     });
 }
