@@ -20,9 +20,10 @@
 //! - gateways and boundary events have at least one outgoing flow. Other elements may
 //!   have none: a token that reaches such an element ends there (Zeebe's implicit end),
 //!   and the scope completes when no token is left in it;
-//! - a boundary event is attached to a service task, receive task or subprocess of its
-//!   own scope and is listed in that element's `boundary_events`; an error boundary is
-//!   interrupting, and no two error boundaries of one element catch the same code;
+//! - a boundary event is attached to a task (undefined, manual, service, receive) or a
+//!   subprocess of its own scope and is listed in that element's `boundary_events`; an
+//!   error boundary is interrupting, and no two error boundaries of one element catch
+//!   the same code;
 //! - a timer cycle appears only on a non-interrupting boundary event;
 //! - service tasks have a job type (static and non-empty, or an expression); static
 //!   retries are non-negative;
@@ -146,6 +147,10 @@ pub enum ElementKind {
     },
     StartEvent,
     EndEvent(EndEventKind),
+    /// An undefined task (`bpmn:task`): passes the token on at once.
+    Task,
+    /// A manual task: work outside the engine; passes the token on at once.
+    ManualTask,
     ServiceTask(JobDefinition),
     ReceiveTask(MessageDefinition),
     ExclusiveGateway {
@@ -169,6 +174,8 @@ impl ElementKind {
             ElementKind::SubProcess { .. } => "subProcess",
             ElementKind::StartEvent => "startEvent",
             ElementKind::EndEvent(_) => "endEvent",
+            ElementKind::Task => "task",
+            ElementKind::ManualTask => "manualTask",
             ElementKind::ServiceTask(_) => "serviceTask",
             ElementKind::ReceiveTask(_) => "receiveTask",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
@@ -184,6 +191,8 @@ impl ElementKind {
             ElementKind::SubProcess { .. } => BpmnElementType::SubProcess,
             ElementKind::StartEvent => BpmnElementType::StartEvent,
             ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
+            ElementKind::Task => BpmnElementType::Task,
+            ElementKind::ManualTask => BpmnElementType::ManualTask,
             ElementKind::ServiceTask(_) => BpmnElementType::ServiceTask,
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,

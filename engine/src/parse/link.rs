@@ -341,7 +341,9 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
         let host_kind = host_element.kind.bpmn_name();
         if !matches!(
             host_element.kind,
-            ElementKind::ServiceTask(_)
+            ElementKind::Task
+                | ElementKind::ManualTask
+                | ElementKind::ServiceTask(_)
                 | ElementKind::ReceiveTask(_)
                 | ElementKind::SubProcess { .. }
         ) {
@@ -350,7 +352,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 node,
                 format!(
                     "the boundary event is attached to '{attached_ref}', {} {host_kind}; boundary \
-                     events can only be attached to service tasks, receive tasks and subprocesses",
+                     events can only be attached to tasks and subprocesses",
                     article(host_kind)
                 ),
             );

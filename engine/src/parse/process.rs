@@ -21,8 +21,9 @@ use crate::model::{
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
-const SUPPORTED: &str = "startEvent, endEvent, serviceTask, receiveTask, exclusiveGateway, \
-                         parallelGateway, intermediateCatchEvent, boundaryEvent, subProcess";
+const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, receiveTask, \
+                         exclusiveGateway, parallelGateway, intermediateCatchEvent, boundaryEvent, \
+                         subProcess";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -166,6 +167,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             match name {
                 "startEvent"
                 | "endEvent"
+                | "task"
+                | "manualTask"
                 | "serviceTask"
                 | "receiveTask"
                 | "exclusiveGateway"
@@ -226,6 +229,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         let kind = match name {
             "startEvent" => ElementKind::StartEvent,
             "endEvent" => self.end_event(id, node),
+            "task" => ElementKind::Task,
+            "manualTask" => ElementKind::ManualTask,
             "serviceTask" => self.service_task(id, node, &extensions),
             "receiveTask" => {
                 let message = self.message(id, node, node.attribute("messageRef"));
@@ -342,7 +347,9 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     "taskDefinition" | "taskHeaders" => element_name == "serviceTask",
                     "ioMapping" => matches!(
                         element_name,
-                        "serviceTask"
+                        "task"
+                            | "manualTask"
+                            | "serviceTask"
                             | "receiveTask"
                             | "subProcess"
                             | "intermediateCatchEvent"

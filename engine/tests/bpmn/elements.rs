@@ -413,3 +413,26 @@ fn parsing_is_deterministic() {
         assert_eq!(first.flow_index.len(), first.flows.len(), "{path}");
     }
 }
+
+#[test]
+fn undefined_and_manual_tasks_carry_mappings_and_boundary_events() {
+    let model = parse_one("elements/tasks.bpmn");
+    let review = el(&model, "Review");
+    assert!(matches!(review.kind, ElementKind::Task));
+    assert_eq!(review.element_type(), BpmnElementType::Task);
+    assert_eq!(review.event_type(), BpmnEventType::Unspecified);
+    assert_eq!(review.inputs[0].target, vec!["amount"]);
+    assert_eq!(review.outputs[0].source.source(), "amount * 2");
+    assert_eq!(ids(&model, &review.boundary_events), vec!["ReviewTooLong"]);
+
+    let sign = el(&model, "Sign");
+    assert!(matches!(sign.kind, ElementKind::ManualTask));
+    assert_eq!(sign.element_type(), BpmnElementType::ManualTask);
+    assert_eq!(sign.outputs[0].target, vec!["status"]);
+
+    assert_eq!(
+        ids(&model, model.children(idx(&model, "Packing"))),
+        vec!["PackingStart", "Pack", "Label"]
+    );
+    assert!(outgoing(&model, "Label").is_empty());
+}

@@ -152,7 +152,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "boundary-on-gateway",
         Some("OnGateway"),
-        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to service tasks",
+        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to tasks and subprocesses",
     ),
     (
         "boundary-unattached",

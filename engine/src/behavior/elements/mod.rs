@@ -20,12 +20,14 @@ mod boundary_event;
 mod end_event;
 mod exclusive_gateway;
 mod intermediate_catch_event;
+mod manual_task;
 mod parallel_gateway;
 mod process;
 mod receive_task;
 mod service_task;
 mod start_event;
 mod sub_process;
+mod task;
 
 use std::sync::Arc;
 
@@ -81,6 +83,8 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::SubProcess { .. } => &sub_process::SubProcess,
         ElementKind::StartEvent => &start_event::StartEvent,
         ElementKind::EndEvent(_) => &end_event::EndEvent,
+        ElementKind::Task => &task::Task,
+        ElementKind::ManualTask => &manual_task::ManualTask,
         ElementKind::ServiceTask(_) => &service_task::ServiceTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
@@ -108,6 +112,15 @@ fn enter_scope(p: &mut Processing<'_>, active: &Active, start_event: ElementIdx)
         element: start_event,
         trigger: None,
     });
+    Ok(())
+}
+
+/// An activity that does no work (undefined and manual tasks): it arms its boundary
+/// timers as every activity does on entry, and completes at once, which cancels them.
+fn pass_through_activity(p: &mut Processing<'_>, active: &Active) -> Evaluated {
+    p.arm_boundary_timers(active)?;
+    p.mark(active, Intent::ElementActivated)?;
+    p.complete(active, None, Outgoing::All)?;
     Ok(())
 }
 

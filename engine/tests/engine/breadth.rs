@@ -1,0 +1,175 @@
+//! Issue 23's element kinds, driven through Modeler-shaped fixtures
+//! (`tests/fixtures/elements/`): pass-through tasks, throw and link events, script and
+//! send tasks, job-based message events, mappings on start and end events.
+
+use rill_engine::ProcessInstanceState;
+use rill_protocol::value::{BpmnElementType, BpmnEventType, IncidentErrorType};
+use rill_protocol::{Command, Intent, JsonValue, Key, RecordValue, ValueType};
+use serde_json::{Value, json};
+
+use super::*;
+
+/// `(intent, element type, event type)` of every process-instance event of one
+/// element, in log order.
+fn element_events(rule: &EngineRule, id: &str) -> Vec<(Intent, BpmnElementType, BpmnEventType)> {
+    rule.records()
+        .events()
+        .of_type(ValueType::ProcessInstance)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::ProcessInstance(v) if v.element_id == id => {
+                Some((r.intent, v.bpmn_element_type, v.bpmn_event_type))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The four lifecycle events of an element that passed through, with its types.
+fn passed_through(
+    element_type: BpmnElementType,
+    event_type: BpmnEventType,
+) -> Vec<(Intent, BpmnElementType, BpmnEventType)> {
+    [
+        Intent::ElementActivating,
+        Intent::ElementActivated,
+        Intent::ElementCompleting,
+        Intent::ElementCompleted,
+    ]
+    .into_iter()
+    .map(|intent| (intent, element_type, event_type))
+    .collect()
+}
+
+fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
+    rule.instance_state(instance).expect("summary").state
+}
+
+fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {
+    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: scope,
+        variables: JsonValue(variables),
+        local: false,
+    }));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+fn resolve(rule: &mut EngineRule, incident_key: Key) {
+    let outcome = rule.process(Command::ResolveIncident { incident_key });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+fn cancel(rule: &mut EngineRule, instance: Key) {
+    let outcome = rule.process(Command::CancelProcessInstance {
+        process_instance_key: instance,
+    });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+/// Names of the variables ever created, in order (to check what never escaped its scope).
+fn created_variables(rule: &EngineRule) -> Vec<String> {
+    rule.records()
+        .of_type(ValueType::Variable)
+        .with_intent(Intent::Created)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::Variable(v) => Some(v.name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+// --- undefined and manual tasks ---
+
+#[test]
+fn undefined_and_manual_tasks_pass_through_with_their_mappings() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/tasks.bpmn");
+    let instance = rule.create("tasks", json!({"order": {"total": 21}}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(
+        rule.variables(instance),
+        json!({"order": {"total": 21}, "doubled": 42, "status": "signed"}),
+        "the input 'amount' stays local to Review; the outputs reach the process"
+    );
+    assert_eq!(
+        created_variables(&rule),
+        vec!["order", "amount", "doubled", "status"]
+    );
+    assert_eq!(
+        element_events(&rule, "Review"),
+        passed_through(BpmnElementType::Task, BpmnEventType::Unspecified)
+    );
+    assert_eq!(
+        element_events(&rule, "Sign"),
+        passed_through(BpmnElementType::ManualTask, BpmnEventType::Unspecified)
+    );
+    // Nested in a subprocess, the last one (no outgoing flow) completes the subprocess.
+    assert_eq!(
+        element_events(&rule, "Label"),
+        passed_through(BpmnElementType::ManualTask, BpmnEventType::Unspecified)
+    );
+    assert_eq!(
+        element_events(&rule, "Packing").last().map(|e| e.0),
+        Some(Intent::ElementCompleted)
+    );
+    // The boundary timer is armed on entry and cancelled on completion, as for any
+    // activity; it never fires.
+    let timers = rule.records().of_type(ValueType::Timer).shape();
+    assert_eq!(
+        timers,
+        vec![
+            (ValueType::Timer, Intent::Created),
+            (ValueType::Timer, Intent::Canceled)
+        ]
+    );
+    assert!(element_events(&rule, "ReviewTooLong").is_empty());
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_failing_mapping_on_a_manual_task_is_an_incident_that_resolves_or_cancels() {
+    let body = r#"<bpmn:startEvent id="s" />
+        <bpmn:manualTask id="m"><bpmn:extensionElements><zeebe:ioMapping><zeebe:output source="=total / count" target="share" /></zeebe:ioMapping></bpmn:extensionElements></bpmn:manualTask>
+        <bpmn:endEvent id="e" />
+        <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="m" />
+        <bpmn:sequenceFlow id="f2" sourceRef="m" targetRef="e" />"#;
+    let xml = super::elements::model(body);
+
+    // Fixed and resolved: the task completes and the instance goes on.
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({"total": 10, "count": 0}));
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1, "{incidents:?}");
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::IoMappingError
+    );
+    assert_eq!(incidents[0].record.element_id, "m");
+    assert_eq!(
+        element_events(&rule, "m").last().map(|e| e.0),
+        Some(Intent::ElementCompleting),
+        "the task waits in ELEMENT_COMPLETING"
+    );
+    set_variables(&mut rule, instance, json!({"count": 4}));
+    resolve(&mut rule, incidents[0].key);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(rule.variables(instance)["share"], json!(2.5));
+    rule.assert_replay_matches();
+
+    // Cancelled while it waits: terminated, incident resolved.
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({"total": 10, "count": 0}));
+    cancel(&mut rule, instance);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    assert!(rule.incidents(instance).is_empty());
+    assert_eq!(
+        element_events(&rule, "m").last().map(|e| e.0),
+        Some(Intent::ElementTerminated)
+    );
+    rule.assert_replay_matches();
+}
