@@ -25,6 +25,9 @@
 //!   error boundary is interrupting, and no two error boundaries of one element catch
 //!   the same code;
 //! - a timer cycle appears only on a non-interrupting boundary event;
+//! - a link throw event's `catch_event` is the one link catch event of its own scope
+//!   with its name; no two link catch events of a scope share a name; a link throw
+//!   event has no outgoing flow and a link catch event no incoming flow;
 //! - service tasks have a job type (static and non-empty, or an expression); static
 //!   retries are non-negative;
 //! - `inputs` appear only on tasks, subprocesses and intermediate catch events;
@@ -158,6 +161,7 @@ pub enum ElementKind {
     },
     ParallelGateway,
     IntermediateCatchEvent(CatchEventDefinition),
+    IntermediateThrowEvent(ThrowEventDefinition),
     BoundaryEvent {
         attached_to: ElementIdx,
         /// `cancelActivity`: interrupting (the default) or not.
@@ -181,6 +185,7 @@ impl ElementKind {
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
             ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
+            ElementKind::IntermediateThrowEvent(_) => "intermediateThrowEvent",
             ElementKind::BoundaryEvent { .. } => "boundaryEvent",
         }
     }
@@ -198,6 +203,7 @@ impl ElementKind {
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
             ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
+            ElementKind::IntermediateThrowEvent(_) => BpmnElementType::IntermediateThrowEvent,
             ElementKind::BoundaryEvent { .. } => BpmnElementType::BoundaryEvent,
         }
     }
@@ -213,6 +219,13 @@ impl ElementKind {
             }
             ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(_)) => {
                 BpmnEventType::Message
+            }
+            ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. }) => {
+                BpmnEventType::Link
+            }
+            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None) => BpmnEventType::None,
+            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. }) => {
+                BpmnEventType::Link
             }
             ElementKind::BoundaryEvent {
                 definition: BoundaryDefinition::Timer(_),
@@ -267,6 +280,23 @@ pub enum TimerDefinition {
 pub enum CatchEventDefinition {
     Timer(TimerDefinition),
     Message(MessageDefinition),
+    /// Entered from the link throw events of its scope that carry this name; passes
+    /// the token on at once.
+    Link {
+        name: String,
+    },
+}
+
+#[derive(Debug)]
+pub enum ThrowEventDefinition {
+    /// A none intermediate throw event (a milestone): passes the token on at once.
+    None,
+    /// Completes, then the token continues at `catch_event`: the link catch event of
+    /// the same scope with the same name.
+    Link {
+        name: String,
+        catch_event: ElementIdx,
+    },
 }
 
 #[derive(Debug)]

@@ -17,13 +17,14 @@ use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     BoundaryDefinition, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
-    JobDefinition, Mapping, MessageDefinition, ProcessModel, TimerDefinition, ValueOrExpr,
+    JobDefinition, Mapping, MessageDefinition, ProcessModel, ThrowEventDefinition, TimerDefinition,
+    ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, receiveTask, \
-                         exclusiveGateway, parallelGateway, intermediateCatchEvent, boundaryEvent, \
-                         subProcess";
+                         exclusiveGateway, parallelGateway, intermediateCatchEvent, \
+                         intermediateThrowEvent, boundaryEvent, subProcess";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -92,6 +93,9 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub raw_attachments: Vec<(ElementIdx, Option<&'a str>)>,
     /// Exclusive gateways with their `default` attribute.
     pub raw_defaults: Vec<(ElementIdx, &'a str)>,
+    /// Link throw and catch events with their link name, in document order.
+    pub link_throws: Vec<(ElementIdx, String)>,
+    pub link_catches: Vec<(ElementIdx, String)>,
     pub declared: Vec<DeclaredFlows>,
 }
 
@@ -124,6 +128,8 @@ pub(super) fn build<'a, 'input>(
         raw_flows: Vec::new(),
         raw_attachments: Vec::new(),
         raw_defaults: Vec::new(),
+        link_throws: Vec::new(),
+        link_catches: Vec::new(),
         declared: Vec::new(),
     };
     builder.push_element(
@@ -174,6 +180,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "exclusiveGateway"
                 | "parallelGateway"
                 | "intermediateCatchEvent"
+                | "intermediateThrowEvent"
                 | "boundaryEvent"
                 | "subProcess" => self.add_flow_node(scope, child, depth),
                 "sequenceFlow" => self.add_flow(scope, child),
@@ -243,7 +250,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ElementKind::ExclusiveGateway { default_flow: None }
             }
             "parallelGateway" => ElementKind::ParallelGateway,
-            "intermediateCatchEvent" => self.intermediate_catch_event(id, node),
+            "intermediateCatchEvent" => self.intermediate_catch_event(idx, id, node),
+            "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node),
             "boundaryEvent" => self.boundary_event(idx, id, node),
             _ => ElementKind::SubProcess {
                 start_event: idx,
@@ -353,6 +361,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                             | "receiveTask"
                             | "subProcess"
                             | "intermediateCatchEvent"
+                            | "intermediateThrowEvent"
                             | "boundaryEvent"
                     ),
                     "properties" => continue,
@@ -402,12 +411,17 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             let name = mapping.tag_name().name();
             let is_zeebe = mapping.tag_name().namespace() == Some(ZEEBE_NS);
             let into = match name {
-                "input" if is_zeebe && element_name == "boundaryEvent" => {
+                "input"
+                    if is_zeebe
+                        && matches!(element_name, "boundaryEvent" | "intermediateThrowEvent") =>
+                {
                     self.problem(
                         Some(id),
                         mapping,
-                        "a boundaryEvent cannot have input mappings; use output mappings"
-                            .to_owned(),
+                        format!(
+                            "{} {element_name} cannot have input mappings; use output mappings",
+                            article(element_name)
+                        ),
                     );
                     continue;
                 }
@@ -669,7 +683,62 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    fn intermediate_catch_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+    /// The `name` of a `linkEventDefinition`, required and non-empty.
+    fn link_name(&mut self, id: &str, definition: Node<'a, 'input>) -> String {
+        match definition.attribute("name").map(str::trim) {
+            Some(name) if !name.is_empty() => name.to_owned(),
+            _ => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    "the link event has no link name; name it (the throw and catch events of a \
+                     link share the name)"
+                        .to_owned(),
+                );
+                String::new()
+            }
+        }
+    }
+
+    fn intermediate_throw_event(
+        &mut self,
+        idx: ElementIdx,
+        id: &str,
+        node: Node<'a, 'input>,
+    ) -> ElementKind {
+        let Some(definition) = self.event_definition(id, node) else {
+            return ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None);
+        };
+        let thrown = match definition.tag_name().name() {
+            "linkEventDefinition" => {
+                let name = self.link_name(id, definition);
+                self.link_throws.push((idx, name.clone()));
+                ThrowEventDefinition::Link {
+                    name,
+                    catch_event: idx,
+                }
+            }
+            other => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    format!(
+                        "an intermediate throw event with a {other} is not supported; Rill runs \
+                         none and link intermediate throw events"
+                    ),
+                );
+                ThrowEventDefinition::None
+            }
+        };
+        ElementKind::IntermediateThrowEvent(thrown)
+    }
+
+    fn intermediate_catch_event(
+        &mut self,
+        idx: ElementIdx,
+        id: &str,
+        node: Node<'a, 'input>,
+    ) -> ElementKind {
         let placeholder = CatchEventDefinition::Timer(TimerDefinition::Duration(
             ValueOrExpr::Static(IsoDuration {
                 months: 0,
@@ -680,7 +749,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             self.problem(
                 Some(id),
                 node,
-                "an intermediate catch event needs a timer or message definition".to_owned(),
+                "an intermediate catch event needs a timer, message or link definition".to_owned(),
             );
             return ElementKind::IntermediateCatchEvent(placeholder);
         };
@@ -692,13 +761,18 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 let message = self.message(id, definition, definition.attribute("messageRef"));
                 CatchEventDefinition::Message(message)
             }
+            "linkEventDefinition" => {
+                let name = self.link_name(id, definition);
+                self.link_catches.push((idx, name.clone()));
+                CatchEventDefinition::Link { name }
+            }
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate catch event with a {other} is not supported; use a \
-                         timer or a message"
+                         timer, a message or a link"
                     ),
                 );
                 placeholder

@@ -436,3 +436,45 @@ fn undefined_and_manual_tasks_carry_mappings_and_boundary_events() {
     );
     assert!(outgoing(&model, "Label").is_empty());
 }
+
+#[test]
+fn throw_events_and_links_pair_within_their_scope() {
+    use rill_engine::model::ThrowEventDefinition;
+    let model = parse_one("elements/throw-events.bpmn");
+    let received = el(&model, "Received");
+    assert!(matches!(
+        received.kind,
+        ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None)
+    ));
+    assert_eq!(
+        received.element_type(),
+        BpmnElementType::IntermediateThrowEvent
+    );
+    assert_eq!(received.event_type(), BpmnEventType::None);
+    assert_eq!(received.outputs[0].target, vec!["received"]);
+
+    let link_target = |id: &str| match &el(&model, id).kind {
+        ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { name, catch_event }) => {
+            (name.clone(), model.element(*catch_event).id.clone())
+        }
+        other => panic!("{id} is {other:?}"),
+    };
+    // The subprocess's "Skip" goes to the subprocess's catch event, not the root's.
+    assert_eq!(
+        link_target("GoSkip"),
+        ("Skip".to_owned(), "Skipped".to_owned())
+    );
+    assert_eq!(
+        link_target("RetryThrow"),
+        ("Retry".to_owned(), "RetryCatch".to_owned())
+    );
+    let catch = el(&model, "RetryCatch");
+    assert_eq!(catch.event_type(), BpmnEventType::Link);
+    assert!(matches!(
+        &catch.kind,
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { name }) if name == "Retry"
+    ));
+    assert!(catch.incoming.is_empty());
+    assert!(outgoing(&model, "RetryThrow").is_empty());
+    assert_eq!(incoming(&model, "Work"), vec!["F3", "F6"]);
+}

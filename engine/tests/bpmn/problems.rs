@@ -10,9 +10,29 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "userTask is not supported (Rill runs: startEvent",
     ),
     (
-        "intermediate-throw",
-        Some("Signal"),
-        "intermediateThrowEvent is not supported",
+        "intermediate-throw-signal",
+        Some("Notify"),
+        "an intermediate throw event with a signalEventDefinition is not supported",
+    ),
+    (
+        "link-throw-without-catch",
+        Some("GoA"),
+        "no link catch event named 'A' in 'Sub'",
+    ),
+    (
+        "link-catch-duplicate-name",
+        Some("SecondA"),
+        "the link name 'A' is already used by link catch event 'FirstA'",
+    ),
+    (
+        "link-catch-with-incoming",
+        Some("CatchA"),
+        "a link catch event cannot have an incoming flow",
+    ),
+    (
+        "link-without-name",
+        Some("GoNowhere"),
+        "the link event has no link name",
     ),
     (
         "service-task-without-definition",
@@ -122,7 +142,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "catch-event-without-definition",
         Some("Wait"),
-        "needs a timer or message definition",
+        "needs a timer, message or link definition",
     ),
     (
         "catch-event-signal",

@@ -173,3 +173,71 @@ fn a_failing_mapping_on_a_manual_task_is_an_incident_that_resolves_or_cancels() 
     );
     rule.assert_replay_matches();
 }
+
+// --- none and link throw events ---
+
+#[test]
+fn a_none_throw_event_passes_through_and_links_jump_within_their_scope() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/throw-events.bpmn");
+    let instance = rule.create("throw-events", json!({}));
+    assert_eq!(
+        element_events(&rule, "Received"),
+        passed_through(BpmnElementType::IntermediateThrowEvent, BpmnEventType::None)
+    );
+    assert_eq!(rule.variables(instance)["received"], json!(true));
+    // Inside the subprocess the throw goes to the subprocess's catch event of that
+    // name, never to the root's.
+    assert_eq!(
+        element_events(&rule, "GoSkip"),
+        passed_through(BpmnElementType::IntermediateThrowEvent, BpmnEventType::Link)
+    );
+    assert_eq!(
+        element_events(&rule, "Skipped"),
+        passed_through(BpmnElementType::IntermediateCatchEvent, BpmnEventType::Link)
+    );
+    assert!(element_events(&rule, "RootSkip").is_empty());
+    assert!(element_events(&rule, "NeverReached").is_empty());
+
+    // Not done: the gateway's default goes to the "Retry" link, back to Work.
+    let (job, _) = rule.job("work");
+    rule.complete(job, json!({"done": false}));
+    let lifecycle = rule.records().lifecycle();
+    let thrown = lifecycle
+        .iter()
+        .position(|e| *e == ("RetryThrow".to_owned(), Intent::ElementCompleted))
+        .expect("the link was thrown");
+    assert_eq!(
+        lifecycle[thrown + 1],
+        ("RetryCatch".to_owned(), Intent::ElementActivating),
+        "the catch event is entered right after the throw event completes, no flow between"
+    );
+    let (job, _) = rule.job("work");
+    rule.complete(job, json!({"done": true}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(
+        element_events(&rule, "RetryCatch")
+            .iter()
+            .filter(|e| e.0 == Intent::ElementCompleted)
+            .count(),
+        1
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn cancelling_after_a_link_loop_terminates_the_waiting_task() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/throw-events.bpmn");
+    let instance = rule.create("throw-events", json!({}));
+    let (job, _) = rule.job("work");
+    rule.complete(job, json!({"done": false}));
+    cancel(&mut rule, instance);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    assert!(rule.activate("work", 10).is_empty());
+    assert_eq!(
+        element_events(&rule, "Work").last().map(|e| e.0),
+        Some(Intent::ElementTerminated)
+    );
+    rule.assert_replay_matches();
+}

@@ -20,6 +20,7 @@ mod boundary_event;
 mod end_event;
 mod exclusive_gateway;
 mod intermediate_catch_event;
+mod intermediate_throw_event;
 mod manual_task;
 mod parallel_gateway;
 mod process;
@@ -37,7 +38,7 @@ use serde_json::{Map, Value};
 
 use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
-use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel};
+use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel, ThrowEventDefinition};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Halt};
 use crate::state::ElementState;
@@ -90,6 +91,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
         ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
+        ElementKind::IntermediateThrowEvent(_) => &intermediate_throw_event::IntermediateThrowEvent,
         ElementKind::BoundaryEvent { .. } => &boundary_event::BoundaryEvent,
     }
 }
@@ -294,11 +296,19 @@ impl Processing<'_> {
         }
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
+        let scope_key = Key(record.flow_scope_key);
+        if let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
+            catch_event, ..
+        }) = &element.kind
+        {
+            // The token jumps to the link catch event: entered at once, in this step, so
+            // that no other step sees the scope without it.
+            return self.activate(scope_key, &active.process, *catch_event, None);
+        }
         let flows: Vec<FlowIdx> = match outgoing {
             Outgoing::One(flow) => vec![flow],
             Outgoing::All => element.outgoing.clone(),
         };
-        let scope_key = Key(record.flow_scope_key);
         if flows.is_empty() {
             return self.token_ended(scope_key);
         }
