@@ -366,6 +366,8 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
             ElementKind::Task
                 | ElementKind::ManualTask
                 | ElementKind::ServiceTask(_)
+                | ElementKind::ScriptTask(_)
+                | ElementKind::SendTask(_)
                 | ElementKind::ReceiveTask(_)
                 | ElementKind::SubProcess { .. }
         ) {

@@ -17,14 +17,15 @@ use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     BoundaryDefinition, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
-    JobDefinition, Mapping, MessageDefinition, ProcessModel, ThrowEventDefinition, TimerDefinition,
-    ValueOrExpr,
+    JobDefinition, Mapping, MessageDefinition, ProcessModel, ScriptDefinition,
+    ThrowEventDefinition, TimerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
-const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, receiveTask, \
-                         exclusiveGateway, parallelGateway, intermediateCatchEvent, \
-                         intermediateThrowEvent, boundaryEvent, subProcess";
+const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
+                         sendTask, receiveTask, exclusiveGateway, parallelGateway, \
+                         intermediateCatchEvent, intermediateThrowEvent, boundaryEvent, \
+                         subProcess";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -76,6 +77,7 @@ struct Extensions<'a, 'input> {
     task_definition: Option<Node<'a, 'input>>,
     task_headers: Option<Node<'a, 'input>>,
     io_mapping: Option<Node<'a, 'input>>,
+    script: Option<Node<'a, 'input>>,
 }
 
 pub(super) struct Builder<'c, 'a, 'input> {
@@ -176,6 +178,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "task"
                 | "manualTask"
                 | "serviceTask"
+                | "scriptTask"
+                | "sendTask"
                 | "receiveTask"
                 | "exclusiveGateway"
                 | "parallelGateway"
@@ -235,10 +239,21 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
         let kind = match name {
             "startEvent" => ElementKind::StartEvent,
-            "endEvent" => self.end_event(id, node),
+            "endEvent" => self.end_event(id, node, &extensions),
             "task" => ElementKind::Task,
             "manualTask" => ElementKind::ManualTask,
-            "serviceTask" => self.service_task(id, node, &extensions),
+            "serviceTask" => {
+                let missing =
+                    "a service task needs a job type; add zeebe:taskDefinition with a type";
+                ElementKind::ServiceTask(self.job(id, node, &extensions, Some(missing)))
+            }
+            "sendTask" => {
+                let missing = "a send task needs a job type; add zeebe:taskDefinition with a type \
+                               (as in Zeebe, a send task is a job for a worker that sends the \
+                               message)";
+                ElementKind::SendTask(self.job(id, node, &extensions, Some(missing)))
+            }
+            "scriptTask" => self.script_task(id, node, &extensions),
             "receiveTask" => {
                 let message = self.message(id, node, node.attribute("messageRef"));
                 ElementKind::ReceiveTask(message)
@@ -251,14 +266,14 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             }
             "parallelGateway" => ElementKind::ParallelGateway,
             "intermediateCatchEvent" => self.intermediate_catch_event(idx, id, node),
-            "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node),
+            "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node, &extensions),
             "boundaryEvent" => self.boundary_event(idx, id, node),
             _ => ElementKind::SubProcess {
                 start_event: idx,
                 children: Vec::new(),
             },
         };
-        let (inputs, outputs) = self.io_mapping(id, name, extensions.io_mapping);
+        let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);
         let declared = DeclaredFlows {
             element: idx,
             incoming: flow_refs(node, "incoming"),
@@ -344,6 +359,9 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         element_name: &str,
     ) -> Extensions<'a, 'input> {
         let mut found = Extensions::default();
+        // Message throw and message end events are jobs (as in Zeebe).
+        let is_message_throw = matches!(element_name, "intermediateThrowEvent" | "endEvent")
+            && bpmn_children(node).any(|n| n.tag_name().name() == "messageEventDefinition");
         let containers = bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements");
         for container in containers {
             for extension in container.children().filter(|n| n.is_element()) {
@@ -352,14 +370,22 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 }
                 let name = extension.tag_name().name();
                 let allowed = match name {
-                    "taskDefinition" | "taskHeaders" => element_name == "serviceTask",
+                    "taskDefinition" | "taskHeaders" => {
+                        matches!(element_name, "serviceTask" | "sendTask" | "scriptTask")
+                            || is_message_throw
+                    }
+                    "script" => element_name == "scriptTask",
                     "ioMapping" => matches!(
                         element_name,
                         "task"
                             | "manualTask"
                             | "serviceTask"
+                            | "scriptTask"
+                            | "sendTask"
                             | "receiveTask"
                             | "subProcess"
+                            | "startEvent"
+                            | "endEvent"
                             | "intermediateCatchEvent"
                             | "intermediateThrowEvent"
                             | "boundaryEvent"
@@ -381,6 +407,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 let slot = match name {
                     "taskDefinition" => &mut found.task_definition,
                     "taskHeaders" => &mut found.task_headers,
+                    "script" => &mut found.script,
                     _ => &mut found.io_mapping,
                 };
                 if slot.is_some() {
@@ -400,7 +427,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
     fn io_mapping(
         &mut self,
         id: &str,
-        element_name: &str,
+        kind: &ElementKind,
         io_mapping: Option<Node<'a, 'input>>,
     ) -> (Vec<Mapping>, Vec<Mapping>) {
         let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
@@ -411,22 +438,20 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             let name = mapping.tag_name().name();
             let is_zeebe = mapping.tag_name().namespace() == Some(ZEEBE_NS);
             let into = match name {
-                "input"
-                    if is_zeebe
-                        && matches!(element_name, "boundaryEvent" | "intermediateThrowEvent") =>
-                {
-                    self.problem(
-                        Some(id),
-                        mapping,
-                        format!(
-                            "{} {element_name} cannot have input mappings; use output mappings",
-                            article(element_name)
-                        ),
-                    );
-                    continue;
-                }
-                "input" if is_zeebe => &mut inputs,
-                "output" if is_zeebe => &mut outputs,
+                "input" if is_zeebe => match inputs_refused(kind) {
+                    Some(reason) => {
+                        self.problem(Some(id), mapping, reason.to_owned());
+                        continue;
+                    }
+                    None => &mut inputs,
+                },
+                "output" if is_zeebe => match outputs_refused(kind) {
+                    Some(reason) => {
+                        self.problem(Some(id), mapping, reason.to_owned());
+                        continue;
+                    }
+                    None => &mut outputs,
+                },
                 _ => {
                     self.problem(
                         Some(id),
@@ -459,23 +484,26 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         (inputs, outputs)
     }
 
-    fn service_task(
+    /// The job of a job-based element: `zeebe:taskDefinition` and `zeebe:taskHeaders`.
+    /// Without a task definition, `missing` is reported (when given).
+    fn job(
         &mut self,
         id: &str,
         node: Node<'a, 'input>,
         extensions: &Extensions<'a, 'input>,
-    ) -> ElementKind {
+        missing: Option<&str>,
+    ) -> JobDefinition {
         let mut job = JobDefinition {
             job_type: ValueOrExpr::Static(String::new()),
             retries: ValueOrExpr::Static(DEFAULT_RETRIES),
             headers: Vec::new(),
         };
         match extensions.task_definition {
-            None => self.problem(
-                Some(id),
-                node,
-                "a service task needs a job type; add zeebe:taskDefinition with a type".to_owned(),
-            ),
+            None => {
+                if let Some(message) = missing {
+                    self.problem(Some(id), node, message.to_owned());
+                }
+            }
             Some(definition) => {
                 match definition
                     .attribute("type")
@@ -527,7 +555,99 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 job.headers.push((key.to_owned(), value.to_owned()));
             }
         }
-        ElementKind::ServiceTask(job)
+        job
+    }
+
+    /// A script task: `zeebe:script` (a FEEL expression the engine evaluates into a
+    /// result variable) or `zeebe:taskDefinition` (a job), exactly one of them.
+    fn script_task(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
+        let placeholder = || {
+            ElementKind::ScriptTask(ScriptDefinition::Job(JobDefinition {
+                job_type: ValueOrExpr::Static(String::new()),
+                retries: ValueOrExpr::Static(DEFAULT_RETRIES),
+                headers: Vec::new(),
+            }))
+        };
+        let script = match (extensions.script, extensions.task_definition) {
+            (None, None) => {
+                self.problem(
+                    Some(id),
+                    node,
+                    "a script task needs zeebe:script (a FEEL expression and a result variable) \
+                     or zeebe:taskDefinition (a job type for a worker)"
+                        .to_owned(),
+                );
+                return placeholder();
+            }
+            (Some(_), Some(definition)) => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    "a script task has both zeebe:script and zeebe:taskDefinition; keep one (an \
+                     expression the engine evaluates, or a job for a worker)"
+                        .to_owned(),
+                );
+                return placeholder();
+            }
+            (None, Some(_)) => {
+                let job = self.job(id, node, extensions, None);
+                return ElementKind::ScriptTask(ScriptDefinition::Job(job));
+            }
+            (Some(script), None) => script,
+        };
+        if let Some(headers) = extensions.task_headers {
+            self.problem(
+                Some(id),
+                headers,
+                "zeebe:taskHeaders only apply to a job; a script task with zeebe:script has no \
+                 job, remove the headers"
+                    .to_owned(),
+            );
+        }
+        let expression = match script.attribute("expression").map(str::trim) {
+            None | Some("") => Err(
+                "zeebe:script has no expression; write the FEEL expression to evaluate (e.g. \
+                 '=a + b')"
+                    .to_owned(),
+            ),
+            Some(raw) => match raw.strip_prefix('=') {
+                Some(source) => values::expression("script expression", source),
+                None => Err(format!(
+                    "the script expression '{raw}' must be a FEEL expression starting with '=' \
+                     (e.g. '={raw}')"
+                )),
+            },
+        };
+        let result_variable = match script.attribute("resultVariable").map(str::trim) {
+            Some(name) if !name.is_empty() => Ok(name.to_owned()),
+            _ => Err(
+                "zeebe:script has no result variable; name the variable that receives the \
+                      expression's result"
+                    .to_owned(),
+            ),
+        };
+        match (expression, result_variable) {
+            (Ok(expression), Ok(result_variable)) => {
+                ElementKind::ScriptTask(ScriptDefinition::Expression {
+                    expression,
+                    result_variable,
+                })
+            }
+            (expression, result_variable) => {
+                for message in [expression.err(), result_variable.err()]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.problem(Some(id), script, message);
+                }
+                placeholder()
+            }
+        }
     }
 
     /// The message an event or receive task waits for: `messageRef` to a root-level
@@ -616,12 +736,28 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         Some(first)
     }
 
-    fn end_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+    fn end_event(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
         let Some(definition) = self.event_definition(id, node) else {
             return ElementKind::EndEvent(EndEventKind::None);
         };
         match definition.tag_name().name() {
             "terminateEventDefinition" => ElementKind::EndEvent(EndEventKind::Terminate),
+            "messageEventDefinition" => {
+                let missing = "a message end event needs a job type; add zeebe:taskDefinition \
+                               with a type (as in Zeebe, a message end event is a job for a \
+                               worker that sends the message)";
+                ElementKind::EndEvent(EndEventKind::Message(self.job(
+                    id,
+                    node,
+                    extensions,
+                    Some(missing),
+                )))
+            }
             "errorEventDefinition" => {
                 let error_code = self.thrown_error_code(id, definition);
                 ElementKind::EndEvent(EndEventKind::Error { error_code })
@@ -632,7 +768,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     definition,
                     format!(
                         "an end event with a {other} is not supported; Rill runs none, \
-                         terminate and error end events"
+                         terminate, error and message end events"
                     ),
                 );
                 ElementKind::EndEvent(EndEventKind::None)
@@ -705,6 +841,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         idx: ElementIdx,
         id: &str,
         node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
     ) -> ElementKind {
         let Some(definition) = self.event_definition(id, node) else {
             return ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None);
@@ -718,13 +855,19 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     catch_event: idx,
                 }
             }
+            "messageEventDefinition" => {
+                let missing = "a message intermediate throw event needs a job type; add \
+                               zeebe:taskDefinition with a type (as in Zeebe, a message throw \
+                               event is a job for a worker that sends the message)";
+                ThrowEventDefinition::Message(self.job(id, node, extensions, Some(missing)))
+            }
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate throw event with a {other} is not supported; Rill runs \
-                         none and link intermediate throw events"
+                         none, link and message intermediate throw events"
                     ),
                 );
                 ThrowEventDefinition::None
@@ -922,4 +1065,42 @@ fn flow_refs(node: Node<'_, '_>, direction: &str) -> Vec<String> {
         .map(text_of)
         .filter(|id| !id.is_empty())
         .collect()
+}
+
+/// Why an element of this kind cannot have input mappings (they would never be read),
+/// or `None` when it can.
+fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
+    match kind {
+        ElementKind::BoundaryEvent { .. } => {
+            Some("a boundaryEvent cannot have input mappings; use output mappings")
+        }
+        ElementKind::StartEvent => Some(
+            "a start event cannot have input mappings, nothing in it would read them; use \
+             output mappings",
+        ),
+        ElementKind::IntermediateThrowEvent(
+            ThrowEventDefinition::None | ThrowEventDefinition::Link { .. },
+        ) => Some(
+            "a none or link intermediate throw event cannot have input mappings, nothing in it \
+             would read them; use output mappings",
+        ),
+        ElementKind::EndEvent(
+            EndEventKind::None | EndEventKind::Terminate | EndEventKind::Error { .. },
+        ) => Some(
+            "only a message end event (a job) can have input mappings; on this end event \
+             nothing would read them",
+        ),
+        _ => None,
+    }
+}
+
+/// Why an element of this kind cannot have output mappings, or `None` when it can.
+fn outputs_refused(kind: &ElementKind) -> Option<&'static str> {
+    match kind {
+        ElementKind::EndEvent(EndEventKind::Error { .. }) => Some(
+            "an error end event cannot have output mappings: it never completes, the error it \
+             throws ends its scope",
+        ),
+        _ => None,
+    }
 }

@@ -478,3 +478,64 @@ fn throw_events_and_links_pair_within_their_scope() {
     assert!(outgoing(&model, "RetryThrow").is_empty());
     assert_eq!(incoming(&model, "Work"), vec!["F3", "F6"]);
 }
+
+#[test]
+fn script_tasks_hold_an_expression_or_a_job() {
+    use rill_engine::model::ScriptDefinition;
+    let model = parse_one("elements/script-tasks.bpmn");
+    let sum = el(&model, "Sum");
+    assert_eq!(sum.element_type(), BpmnElementType::ScriptTask);
+    let ElementKind::ScriptTask(ScriptDefinition::Expression {
+        expression,
+        result_variable,
+    }) = &sum.kind
+    else {
+        panic!("Sum is {:?}", sum.kind)
+    };
+    assert_eq!(expression.source(), "a + b");
+    assert_eq!(result_variable, "sum");
+    let fee = el(&model, "Fee");
+    assert_eq!(fee.inputs[0].target, vec!["base"]);
+    assert_eq!(fee.outputs[0].target, vec!["orderFee"]);
+
+    let ElementKind::ScriptTask(ScriptDefinition::Job(job)) = &el(&model, "Remote").kind else {
+        panic!("Remote is a job-worker script task")
+    };
+    assert_eq!(static_value(&job.job_type), "script-worker");
+    assert_eq!(static_value(&job.retries), 2);
+    assert_eq!(job.headers.len(), 2);
+    assert!(el(&model, "Remote").kind.job_definition().is_some());
+    assert!(sum.kind.job_definition().is_none());
+}
+
+#[test]
+fn send_tasks_and_message_throw_events_are_jobs() {
+    use rill_engine::model::ThrowEventDefinition;
+    let model = parse_one("elements/message-throw.bpmn");
+    let notify = el(&model, "Notify");
+    assert_eq!(notify.element_type(), BpmnElementType::SendTask);
+    let ElementKind::SendTask(job) = &notify.kind else {
+        panic!("Notify is {:?}", notify.kind)
+    };
+    assert_eq!(static_value(&job.job_type), "notify");
+    assert_eq!(job.headers, vec![("topic".to_owned(), "orders".to_owned())]);
+
+    let shipped = el(&model, "Shipped");
+    assert_eq!(shipped.event_type(), BpmnEventType::Message);
+    let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job)) = &shipped.kind
+    else {
+        panic!("Shipped is {:?}", shipped.kind)
+    };
+    assert_eq!(static_value(&job.job_type), "publish-shipped");
+    assert_eq!(shipped.inputs[0].target, vec!["key"]);
+    assert_eq!(shipped.outputs[0].target, vec!["shippedMessageId"]);
+
+    let done = el(&model, "Done");
+    assert_eq!(done.element_type(), BpmnElementType::EndEvent);
+    assert_eq!(done.event_type(), BpmnEventType::Message);
+    let ElementKind::EndEvent(EndEventKind::Message(job)) = &done.kind else {
+        panic!("Done is {:?}", done.kind)
+    };
+    assert_eq!(static_value(&job.job_type), "publish-closed");
+    assert_eq!(static_value(&job.retries), 5);
+}

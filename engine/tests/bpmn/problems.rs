@@ -222,7 +222,43 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "end-event-message",
         Some("Notify"),
-        "an end event with a messageEventDefinition is not supported",
+        "a message end event needs a job type; add zeebe:taskDefinition",
+    ),
+    (
+        "end-event-signal",
+        Some("Broadcast"),
+        "an end event with a signalEventDefinition is not supported",
+    ),
+    (
+        "script-task-without-implementation",
+        Some("Calc"),
+        "a script task needs zeebe:script (a FEEL expression and a result variable) or \
+         zeebe:taskDefinition",
+    ),
+    (
+        "script-task-with-both",
+        Some("Calc"),
+        "a script task has both zeebe:script and zeebe:taskDefinition; keep one",
+    ),
+    (
+        "script-task-without-result-variable",
+        Some("Calc"),
+        "zeebe:script has no result variable",
+    ),
+    (
+        "script-task-invalid-feel",
+        Some("Calc"),
+        "script expression: invalid FEEL expression 'a +'",
+    ),
+    (
+        "send-task-without-definition",
+        Some("Notify"),
+        "a send task needs a job type; add zeebe:taskDefinition",
+    ),
+    (
+        "message-throw-without-definition",
+        Some("Shipped"),
+        "a message intermediate throw event needs a job type",
     ),
     (
         "end-event-with-outgoing",

@@ -241,3 +241,210 @@ fn cancelling_after_a_link_loop_terminates_the_waiting_task() {
     );
     rule.assert_replay_matches();
 }
+
+// --- script tasks ---
+
+#[test]
+fn script_tasks_evaluate_their_expression_and_merge_the_result() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/script-tasks.bpmn");
+    let instance = rule.create("script-tasks", json!({"a": 2, "b": 3, "rate": 10}));
+    assert_eq!(
+        element_events(&rule, "Sum"),
+        passed_through(BpmnElementType::ScriptTask, BpmnEventType::Unspecified)
+    );
+    // As in Zeebe, the result variable is written while the task completes.
+    let sum_completing = rule
+        .records()
+        .records
+        .iter()
+        .position(|r| {
+            r.intent == Intent::ElementCompleting
+                && matches!(&r.value, RecordValue::ProcessInstance(v) if v.element_id == "Sum")
+        })
+        .expect("Sum completes");
+    let sum_created = rule
+        .records()
+        .records
+        .iter()
+        .position(|r| matches!(&r.value, RecordValue::Variable(v) if v.name == "sum"))
+        .expect("sum is written");
+    assert!(sum_created > sum_completing);
+
+    // The job-worker variant waits for its job, with its headers.
+    let (job, record) = rule.job("script-worker");
+    assert_eq!(record.element_id, "Remote");
+    assert_eq!(record.retries, 2);
+    assert_eq!(
+        record.custom_headers.get("script").map(String::as_str),
+        Some("a * b")
+    );
+    rule.complete(job, json!({"remote": "ok"}));
+
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(
+        rule.variables(instance),
+        json!({
+            "a": 2, "b": 3, "rate": 10,
+            "sum": 5,
+            "orderFee": 50,
+            "remote": "ok",
+            "doubled": 10
+        }),
+        "'fee' stays local to the task that has output mappings; the nested script's \
+         result propagates to the process as a job's variables would"
+    );
+    assert!(created_variables(&rule).contains(&"fee".to_owned()));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_failing_script_is_an_incident_evaluated_again_on_resolve() {
+    let body = r#"<bpmn:startEvent id="s" />
+        <bpmn:scriptTask id="calc"><bpmn:extensionElements><zeebe:script expression="=total / count" resultVariable="share" /></bpmn:extensionElements></bpmn:scriptTask>
+        <bpmn:endEvent id="e" />
+        <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="calc" />
+        <bpmn:sequenceFlow id="f2" sourceRef="calc" targetRef="e" />"#;
+    let xml = super::elements::model(body);
+
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({"total": 10, "count": 0}));
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1, "{incidents:?}");
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::ExtractValueError
+    );
+    assert_eq!(incidents[0].record.element_id, "calc");
+    assert!(
+        incidents[0]
+            .record
+            .error_message
+            .contains("division by zero"),
+        "{}",
+        incidents[0].record.error_message
+    );
+    assert_eq!(
+        element_events(&rule, "calc"),
+        vec![(
+            Intent::ElementActivating,
+            BpmnElementType::ScriptTask,
+            BpmnEventType::Unspecified
+        )],
+        "nothing is written before the expression is evaluated"
+    );
+    set_variables(&mut rule, instance, json!({"count": 4}));
+    resolve(&mut rule, incidents[0].key);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(rule.variables(instance)["share"], json!(2.5));
+    rule.assert_replay_matches();
+
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({"total": 10, "count": 0}));
+    cancel(&mut rule, instance);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    assert!(rule.incidents(instance).is_empty());
+    rule.assert_replay_matches();
+}
+
+// --- send tasks, message throw and message end events (jobs) ---
+
+#[test]
+fn send_tasks_and_message_throw_and_end_events_wait_for_their_jobs() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/message-throw.bpmn");
+    let instance = rule.create("message-throw", json!({"orderId": "o-1"}));
+
+    let (job, record) = rule.job("notify");
+    assert_eq!(record.element_id, "Notify");
+    assert_eq!(
+        record.custom_headers.get("topic").map(String::as_str),
+        Some("orders")
+    );
+    rule.complete(job, json!({}));
+
+    // The throw event's job sees its input mapping; the output maps the job's result.
+    let (job, record) = rule.job("publish-shipped");
+    assert_eq!(record.element_id, "Shipped");
+    assert_eq!(record.variables.0["key"], json!("o-1"));
+    rule.complete(job, json!({"messageId": "m-7"}));
+    assert_eq!(
+        element_events(&rule, "Shipped"),
+        passed_through(
+            BpmnElementType::IntermediateThrowEvent,
+            BpmnEventType::Message
+        )
+    );
+
+    let (job, record) = rule.job("publish-closed");
+    assert_eq!((record.element_id.as_str(), record.retries), ("Done", 5));
+    assert_eq!(
+        element_events(&rule, "Done").last(),
+        Some(&(
+            Intent::ElementActivated,
+            BpmnElementType::EndEvent,
+            BpmnEventType::Message
+        )),
+        "the message end event waits for its job"
+    );
+    rule.complete(job, json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(rule.variables(instance)["shippedMessageId"], json!("m-7"));
+    assert!(element_events(&rule, "Failed").is_empty());
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_error_from_a_message_end_events_job_is_caught_around_its_subprocess() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/message-throw.bpmn");
+    let instance = rule.create("message-throw", json!({"orderId": "o-1"}));
+    for job_type in ["notify", "publish-shipped"] {
+        let (job, _) = rule.job(job_type);
+        rule.complete(job, json!({}));
+    }
+    let (job, _) = rule.job("publish-closed");
+    let thrown = rule.process(Command::ThrowError(rill_protocol::ThrowError {
+        job_key: job,
+        error_code: "PUBLISH_FAILED".to_owned(),
+        error_message: "broker down".to_owned(),
+        variables: JsonValue(json!({})),
+    }));
+    assert!(!thrown.is_rejected(), "{:?}", thrown.response);
+    assert_eq!(
+        element_events(&rule, "Done").last().map(|e| e.0),
+        Some(Intent::ElementTerminated)
+    );
+    assert_eq!(
+        element_events(&rule, "Failed").last().map(|e| e.0),
+        Some(Intent::ElementCompleted)
+    );
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn cancelling_while_a_message_throw_waits_cancels_its_job() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/message-throw.bpmn");
+    let instance = rule.create("message-throw", json!({"orderId": "o-1"}));
+    let (job, _) = rule.job("notify");
+    rule.complete(job, json!({}));
+    cancel(&mut rule, instance);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    assert_eq!(
+        rule.records()
+            .of_type(ValueType::Job)
+            .with_intent(Intent::Canceled)
+            .count(),
+        1
+    );
+    assert!(rule.activate("publish-shipped", 10).is_empty());
+    assert_eq!(
+        element_events(&rule, "Shipped").last().map(|e| e.0),
+        Some(Intent::ElementTerminated)
+    );
+    rule.assert_replay_matches();
+}

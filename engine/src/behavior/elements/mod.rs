@@ -25,6 +25,8 @@ mod manual_task;
 mod parallel_gateway;
 mod process;
 mod receive_task;
+mod script_task;
+mod send_task;
 mod service_task;
 mod start_event;
 mod sub_process;
@@ -87,6 +89,8 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::Task => &task::Task,
         ElementKind::ManualTask => &manual_task::ManualTask,
         ElementKind::ServiceTask(_) => &service_task::ServiceTask,
+        ElementKind::ScriptTask(_) => &script_task::ScriptTask,
+        ElementKind::SendTask(_) => &send_task::SendTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
