@@ -32,9 +32,10 @@
 //!   events have a job type (static and non-empty, or an expression); static retries
 //!   are non-negative; a script task has exactly one of `zeebe:script` (with a
 //!   compiled expression and a non-empty result variable) and `zeebe:taskDefinition`;
-//! - `inputs` appear only on tasks, subprocesses and intermediate catch events;
-//!   `outputs` only there and on boundary events. Mapping targets are non-empty
-//!   dotted paths of variable names.
+//! - `inputs` appear only on tasks, subprocesses, intermediate catch events, message
+//!   throw events and message end events; `outputs` on those and on every other event
+//!   but error end events (start, none and link throw, none and terminate end,
+//!   boundary). Mapping targets are non-empty dotted paths of variable names.
 
 use std::collections::HashMap;
 

@@ -539,3 +539,22 @@ fn send_tasks_and_message_throw_events_are_jobs() {
     assert_eq!(static_value(&job.job_type), "publish-closed");
     assert_eq!(static_value(&job.retries), 5);
 }
+
+#[test]
+fn start_and_end_events_carry_output_mappings() {
+    let model = parse_one("elements/start-end-mappings.bpmn");
+    let start = el(&model, "Start");
+    assert_eq!(start.outputs.len(), 2);
+    assert_eq!(start.outputs[1].target, vec!["order", "state"]);
+    assert!(start.inputs.is_empty());
+    assert_eq!(
+        el(&model, "PricingStart").outputs[0].source.source(),
+        "itemCount * 10"
+    );
+    assert_eq!(el(&model, "PricingEnd").outputs[0].target, vec!["price"]);
+    assert!(matches!(
+        el(&model, "End").kind,
+        ElementKind::EndEvent(EndEventKind::Terminate)
+    ));
+    assert_eq!(el(&model, "End").outputs.len(), 1);
+}

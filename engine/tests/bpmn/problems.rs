@@ -321,6 +321,26 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "zeebe:executionListeners is not supported on a serviceTask",
     ),
     (
+        "input-on-start-event",
+        Some("Start"),
+        "a start event cannot have input mappings",
+    ),
+    (
+        "input-on-none-end-event",
+        Some("End"),
+        "only a message end event (a job) can have input mappings",
+    ),
+    (
+        "input-on-none-throw-event",
+        Some("Milestone"),
+        "a none or link intermediate throw event cannot have input mappings",
+    ),
+    (
+        "output-on-error-end-event",
+        Some("Fail"),
+        "an error end event cannot have output mappings",
+    ),
+    (
         "input-on-boundary",
         Some("Late"),
         "a boundaryEvent cannot have input mappings",

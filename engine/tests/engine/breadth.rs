@@ -381,6 +381,11 @@ fn send_tasks_and_message_throw_and_end_events_wait_for_their_jobs() {
     let (job, record) = rule.job("publish-closed");
     assert_eq!((record.element_id.as_str(), record.retries), ("Done", 5));
     assert_eq!(
+        record.variables.0["closedOrder"],
+        json!("o-1"),
+        "a message end event's input mappings are its job's variables"
+    );
+    assert_eq!(
         element_events(&rule, "Done").last(),
         Some(&(
             Intent::ElementActivated,
@@ -446,5 +451,69 @@ fn cancelling_while_a_message_throw_waits_cancels_its_job() {
         element_events(&rule, "Shipped").last().map(|e| e.0),
         Some(Intent::ElementTerminated)
     );
+    rule.assert_replay_matches();
+}
+
+// --- mappings on start and end events ---
+
+#[test]
+fn start_and_end_events_apply_their_output_mappings() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/start-end-mappings.bpmn");
+    let instance = rule.create("start-end-mappings", json!({"items": ["a", "b", "c"]}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(
+        rule.variables(instance),
+        json!({
+            "items": ["a", "b", "c"],
+            "itemCount": 3,
+            "order": {"state": "closed"},
+            "price": 31
+        }),
+        "the subprocess start event wrote its local 'subTotal' (30), the end events \
+         their outputs; 'order.state' merged into 'order' twice"
+    );
+    assert!(
+        !rule
+            .variables(instance)
+            .as_object()
+            .is_some_and(|v| v.contains_key("subTotal"))
+    );
+    for (id, event_type) in [
+        ("Start", BpmnEventType::None),
+        ("PricingStart", BpmnEventType::None),
+    ] {
+        assert_eq!(
+            element_events(&rule, id),
+            passed_through(BpmnElementType::StartEvent, event_type),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        element_events(&rule, "End"),
+        passed_through(BpmnElementType::EndEvent, BpmnEventType::Terminate)
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_failing_start_event_output_is_an_incident_on_the_start_event() {
+    let body = r#"<bpmn:startEvent id="s"><bpmn:extensionElements><zeebe:ioMapping><zeebe:output source="=total / count" target="share" /></zeebe:ioMapping></bpmn:extensionElements></bpmn:startEvent>
+        <bpmn:endEvent id="e" />
+        <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="e" />"#;
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&super::elements::model(body));
+    let instance = rule.create("p", json!({"total": 1, "count": 0}));
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1, "{incidents:?}");
+    assert_eq!(incidents[0].record.element_id, "s");
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::IoMappingError
+    );
+    set_variables(&mut rule, instance, json!({"count": 2}));
+    resolve(&mut rule, incidents[0].key);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(rule.variables(instance)["share"], json!(0.5));
     rule.assert_replay_matches();
 }
