@@ -13,6 +13,7 @@ use roxmltree::Node;
 
 use super::document::{Context, ZEEBE_NS, article, bpmn_children, text_of};
 use super::error::Problems;
+use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
@@ -151,6 +152,12 @@ pub(super) fn build<'a, 'input>(
             boundary_events: Vec::new(),
         },
     );
+    let process_owner = Owner {
+        element: "process",
+        message_throw: false,
+    };
+    // Nothing on the process itself runs yet: what is not metadata is rejected.
+    builder.checked_extensions(process_id, process_node, process_owner);
     builder.walk_scope(ProcessModel::ROOT, process_node, 0);
     let model = link::link(builder);
     (problems.count() == problems_before).then_some(model)
@@ -321,6 +328,12 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             );
             return;
         };
+        let flow_owner = Owner {
+            element: "sequenceFlow",
+            message_throw: false,
+        };
+        // Nothing on a flow runs: what is not metadata is rejected.
+        self.checked_extensions(id, node, flow_owner);
         let condition = bpmn_children(node)
             .find(|child| child.tag_name().name() == "conditionExpression")
             .map(|child| (text_of(child), child))
@@ -350,8 +363,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    /// Reads the `zeebe:` extensions, reporting those this element cannot have.
-    /// Extensions of other vendors are read past, as is `zeebe:properties` (metadata).
+    /// Reads the `zeebe:` extensions, reporting those this element cannot have (see
+    /// `extensions::verdict`). Extensions of other vendors are read past.
     fn extensions(
         &mut self,
         id: &str,
@@ -360,68 +373,57 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
     ) -> Extensions<'a, 'input> {
         let mut found = Extensions::default();
         // Message throw and message end events are jobs (as in Zeebe).
-        let is_message_throw = matches!(element_name, "intermediateThrowEvent" | "endEvent")
+        let message_throw = matches!(element_name, "intermediateThrowEvent" | "endEvent")
             && bpmn_children(node).any(|n| n.tag_name().name() == "messageEventDefinition");
+        let owner = Owner {
+            element: element_name,
+            message_throw,
+        };
+        for extension in self.checked_extensions(id, node, owner) {
+            let name = extension.tag_name().name();
+            let slot = match name {
+                "taskDefinition" => &mut found.task_definition,
+                "taskHeaders" => &mut found.task_headers,
+                "script" => &mut found.script,
+                "ioMapping" => &mut found.io_mapping,
+                _ => continue,
+            };
+            if slot.is_some() {
+                self.problem(
+                    Some(id),
+                    extension,
+                    format!("zeebe:{name} appears more than once; merge them into one"),
+                );
+            } else {
+                *slot = Some(extension);
+            }
+        }
+        found
+    }
+
+    /// The `zeebe:` extension elements of `node` that Rill runs; those it rejects are
+    /// reported, metadata and other vendors' extensions are read past.
+    pub fn checked_extensions(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        owner: Owner<'_>,
+    ) -> Vec<Node<'a, 'input>> {
+        let mut runs = Vec::new();
         let containers = bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements");
         for container in containers {
             for extension in container.children().filter(|n| n.is_element()) {
                 if extension.tag_name().namespace() != Some(ZEEBE_NS) {
                     continue;
                 }
-                let name = extension.tag_name().name();
-                let allowed = match name {
-                    "taskDefinition" | "taskHeaders" => {
-                        matches!(element_name, "serviceTask" | "sendTask" | "scriptTask")
-                            || is_message_throw
-                    }
-                    "script" => element_name == "scriptTask",
-                    "ioMapping" => matches!(
-                        element_name,
-                        "task"
-                            | "manualTask"
-                            | "serviceTask"
-                            | "scriptTask"
-                            | "sendTask"
-                            | "receiveTask"
-                            | "subProcess"
-                            | "startEvent"
-                            | "endEvent"
-                            | "intermediateCatchEvent"
-                            | "intermediateThrowEvent"
-                            | "boundaryEvent"
-                    ),
-                    "properties" => continue,
-                    _ => false,
-                };
-                if !allowed {
-                    self.problem(
-                        Some(id),
-                        extension,
-                        format!(
-                            "zeebe:{name} is not supported on {} {element_name}",
-                            article(element_name)
-                        ),
-                    );
-                    continue;
-                }
-                let slot = match name {
-                    "taskDefinition" => &mut found.task_definition,
-                    "taskHeaders" => &mut found.task_headers,
-                    "script" => &mut found.script,
-                    _ => &mut found.io_mapping,
-                };
-                if slot.is_some() {
-                    self.problem(
-                        Some(id),
-                        extension,
-                        format!("zeebe:{name} appears more than once; merge them into one"),
-                    );
-                } else {
-                    *slot = Some(extension);
+                match verdict(extension.tag_name().name(), owner) {
+                    Verdict::Runs => runs.push(extension),
+                    Verdict::Metadata => {}
+                    Verdict::Rejected(reason) => self.problem(Some(id), extension, reason),
                 }
             }
         }
-        found
+        runs
     }
 
     fn io_mapping(

@@ -318,7 +318,12 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "execution-listener",
         Some("Work"),
-        "zeebe:executionListeners is not supported on a serviceTask",
+        "zeebe:executionListeners is not supported: Rill does not run execution listeners yet",
+    ),
+    (
+        "process-execution-listener",
+        Some("process-execution-listener"),
+        "zeebe:executionListeners is not supported: Rill does not run execution listeners yet",
     ),
     (
         "input-on-start-event",
