@@ -157,7 +157,7 @@ pub struct ProcessRecord {
     pub tenant_id: String,
 }
 
-/// Zeebe's `BpmnElementType` names.
+/// Zeebe's `BpmnElementType` names. Encoded by variant index: add new ones at the end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BpmnElementType {
@@ -173,9 +173,15 @@ pub enum BpmnElementType {
     ExclusiveGateway,
     ParallelGateway,
     SequenceFlow,
+    Task,
+    ManualTask,
+    ScriptTask,
+    SendTask,
+    IntermediateThrowEvent,
+    InclusiveGateway,
 }
 
-/// Zeebe's `BpmnEventType` names.
+/// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BpmnEventType {
@@ -185,6 +191,7 @@ pub enum BpmnEventType {
     Message,
     Error,
     Terminate,
+    Link,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,4 +1,5 @@
-//! Jobs of service tasks: created on activation, cancelled on termination.
+//! Jobs of job-based elements (service, send and job-worker script tasks, message throw
+//! and message end events): created on activation, cancelled on termination.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +21,8 @@ impl Processing<'_> {
         let job_type = self.evaluate_string(&definition.job_type, active)?;
         if job_type.is_empty() {
             return Err(Failure::extract_value(format!(
-                "Expected the job type of service task '{}' not to be empty",
+                "Expected the job type of {} '{}' not to be empty",
+                active.element().kind.bpmn_name(),
                 active.element().id
             ))
             .into());
@@ -40,13 +42,13 @@ impl Processing<'_> {
 
     pub fn create_job(&mut self, active: &Active, job: NewJob) -> Result<()> {
         let record = active.record();
-        let headers = match &active.element().kind {
-            crate::model::ElementKind::ServiceTask(definition) => definition
+        let headers = match active.element().kind.job_definition() {
+            Some(definition) => definition
                 .headers
                 .iter()
                 .cloned()
                 .collect::<BTreeMap<String, String>>(),
-            _ => BTreeMap::new(),
+            None => BTreeMap::new(),
         };
         let value = JobRecord {
             job_type: job.job_type,

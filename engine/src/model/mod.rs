@@ -20,15 +20,22 @@
 //! - gateways and boundary events have at least one outgoing flow. Other elements may
 //!   have none: a token that reaches such an element ends there (Zeebe's implicit end),
 //!   and the scope completes when no token is left in it;
-//! - a boundary event is attached to a service task, receive task or subprocess of its
-//!   own scope and is listed in that element's `boundary_events`; an error boundary is
-//!   interrupting, and no two error boundaries of one element catch the same code;
+//! - a boundary event is attached to a task (undefined, manual, service, script, send,
+//!   receive) or a subprocess of its own scope and is listed in that element's
+//!   `boundary_events`; an error boundary is interrupting, and no two error boundaries
+//!   of one element catch the same code;
 //! - a timer cycle appears only on a non-interrupting boundary event;
-//! - service tasks have a job type (static and non-empty, or an expression); static
-//!   retries are non-negative;
-//! - `inputs` appear only on tasks, subprocesses and intermediate catch events;
-//!   `outputs` only there and on boundary events. Mapping targets are non-empty
-//!   dotted paths of variable names.
+//! - a link throw event's `catch_event` is the one link catch event of its own scope
+//!   with its name; no two link catch events of a scope share a name; a link throw
+//!   event has no outgoing flow and a link catch event no incoming flow;
+//! - service and send tasks, job-worker script tasks, message throw and message end
+//!   events have a job type (static and non-empty, or an expression); static retries
+//!   are non-negative; a script task has exactly one of `zeebe:script` (with a
+//!   compiled expression and a non-empty result variable) and `zeebe:taskDefinition`;
+//! - `inputs` appear only on tasks, subprocesses, intermediate catch events, message
+//!   throw events and message end events; `outputs` on those and on every other event
+//!   but error end events (start, none and link throw, none and terminate end,
+//!   boundary). Mapping targets are non-empty dotted paths of variable names.
 
 use std::collections::HashMap;
 
@@ -146,13 +153,22 @@ pub enum ElementKind {
     },
     StartEvent,
     EndEvent(EndEventKind),
+    /// An undefined task (`bpmn:task`): passes the token on at once.
+    Task,
+    /// A manual task: work outside the engine; passes the token on at once.
+    ManualTask,
     ServiceTask(JobDefinition),
+    /// A script task: a FEEL expression the engine evaluates, or a job for a worker.
+    ScriptTask(ScriptDefinition),
+    /// A send task: a job for a worker (as in Zeebe).
+    SendTask(JobDefinition),
     ReceiveTask(MessageDefinition),
     ExclusiveGateway {
         default_flow: Option<FlowIdx>,
     },
     ParallelGateway,
     IntermediateCatchEvent(CatchEventDefinition),
+    IntermediateThrowEvent(ThrowEventDefinition),
     BoundaryEvent {
         attached_to: ElementIdx,
         /// `cancelActivity`: interrupting (the default) or not.
@@ -169,12 +185,30 @@ impl ElementKind {
             ElementKind::SubProcess { .. } => "subProcess",
             ElementKind::StartEvent => "startEvent",
             ElementKind::EndEvent(_) => "endEvent",
+            ElementKind::Task => "task",
+            ElementKind::ManualTask => "manualTask",
             ElementKind::ServiceTask(_) => "serviceTask",
+            ElementKind::ScriptTask(_) => "scriptTask",
+            ElementKind::SendTask(_) => "sendTask",
             ElementKind::ReceiveTask(_) => "receiveTask",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
             ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
+            ElementKind::IntermediateThrowEvent(_) => "intermediateThrowEvent",
             ElementKind::BoundaryEvent { .. } => "boundaryEvent",
+        }
+    }
+
+    /// The job of an element that waits on one: service and send tasks, job-worker
+    /// script tasks, message throw and message end events.
+    pub fn job_definition(&self) -> Option<&JobDefinition> {
+        match self {
+            ElementKind::ServiceTask(job)
+            | ElementKind::SendTask(job)
+            | ElementKind::ScriptTask(ScriptDefinition::Job(job))
+            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job))
+            | ElementKind::EndEvent(EndEventKind::Message(job)) => Some(job),
+            _ => None,
         }
     }
 
@@ -184,11 +218,16 @@ impl ElementKind {
             ElementKind::SubProcess { .. } => BpmnElementType::SubProcess,
             ElementKind::StartEvent => BpmnElementType::StartEvent,
             ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
+            ElementKind::Task => BpmnElementType::Task,
+            ElementKind::ManualTask => BpmnElementType::ManualTask,
             ElementKind::ServiceTask(_) => BpmnElementType::ServiceTask,
+            ElementKind::ScriptTask(_) => BpmnElementType::ScriptTask,
+            ElementKind::SendTask(_) => BpmnElementType::SendTask,
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
             ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
+            ElementKind::IntermediateThrowEvent(_) => BpmnElementType::IntermediateThrowEvent,
             ElementKind::BoundaryEvent { .. } => BpmnElementType::BoundaryEvent,
         }
     }
@@ -199,11 +238,22 @@ impl ElementKind {
             ElementKind::EndEvent(EndEventKind::None) => BpmnEventType::None,
             ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
             ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
+            ElementKind::EndEvent(EndEventKind::Message(_)) => BpmnEventType::Message,
+            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(_)) => {
+                BpmnEventType::Message
+            }
             ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(_)) => {
                 BpmnEventType::Timer
             }
             ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(_)) => {
                 BpmnEventType::Message
+            }
+            ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. }) => {
+                BpmnEventType::Link
+            }
+            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None) => BpmnEventType::None,
+            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. }) => {
+                BpmnEventType::Link
             }
             ElementKind::BoundaryEvent {
                 definition: BoundaryDefinition::Timer(_),
@@ -227,6 +277,22 @@ pub enum EndEventKind {
     Error {
         error_code: ValueOrExpr<String>,
     },
+    /// A message end event: a job for a worker that sends the message (as in Zeebe);
+    /// the token ends when the job is completed.
+    Message(JobDefinition),
+}
+
+/// How a script task runs.
+#[derive(Debug)]
+pub enum ScriptDefinition {
+    /// `zeebe:script`: the engine evaluates `expression` and the result becomes the
+    /// variable `result_variable`, merged as a job's variables are.
+    Expression {
+        expression: Expression,
+        result_variable: String,
+    },
+    /// `zeebe:taskDefinition`: a job for a worker, as a service task.
+    Job(JobDefinition),
 }
 
 /// `zeebe:taskDefinition` plus `zeebe:taskHeaders` (headers in document order).
@@ -258,6 +324,25 @@ pub enum TimerDefinition {
 pub enum CatchEventDefinition {
     Timer(TimerDefinition),
     Message(MessageDefinition),
+    /// Entered from the link throw events of its scope that carry this name; passes
+    /// the token on at once.
+    Link {
+        name: String,
+    },
+}
+
+#[derive(Debug)]
+pub enum ThrowEventDefinition {
+    /// A none intermediate throw event (a milestone): passes the token on at once.
+    None,
+    /// Completes, then the token continues at `catch_event`: the link catch event of
+    /// the same scope with the same name.
+    Link {
+        name: String,
+        catch_event: ElementIdx,
+    },
+    /// A message throw event: a job for a worker that sends the message (as in Zeebe).
+    Message(JobDefinition),
 }
 
 #[derive(Debug)]

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use roxmltree::{Node, ParsingOptions};
 
 use super::error::Problems;
+use super::extensions::{Owner, Verdict, verdict};
 use super::{MAX_RESOURCE_BYTES, MAX_XML_NODES, process};
 use crate::model::ProcessModel;
 
@@ -159,6 +160,7 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
 
     let lines = LineIndex::new(text);
     check_unique_ids(root, &lines, problems);
+    check_root_extensions(root, &lines, problems);
     let context = Context {
         lines,
         messages: root_elements_by_id(root, "message"),
@@ -215,6 +217,34 @@ fn check_unique_ids(root: Node<'_, '_>, lines: &LineIndex, problems: &mut Proble
             );
         } else {
             first_line.insert(id, line);
+        }
+    }
+}
+
+/// The `zeebe:` extensions of the root elements that processes refer to (messages,
+/// errors, signals, escalations): `zeebe:subscription` on a message, metadata, or a
+/// problem.
+fn check_root_extensions(root: Node<'_, '_>, lines: &LineIndex, problems: &mut Problems) {
+    let owners = bpmn_children(root).filter(|n| {
+        matches!(
+            n.tag_name().name(),
+            "message" | "error" | "signal" | "escalation"
+        )
+    });
+    for node in owners {
+        let owner = Owner {
+            element: node.tag_name().name(),
+            message_throw: false,
+        };
+        let extensions = bpmn_children(node)
+            .filter(|n| n.tag_name().name() == "extensionElements")
+            .flat_map(|container| container.children())
+            .filter(|n| n.is_element() && n.tag_name().namespace() == Some(ZEEBE_NS));
+        for extension in extensions {
+            if let Verdict::Rejected(reason) = verdict(extension.tag_name().name(), owner) {
+                let line = lines.line(extension.range().start);
+                problems.add(node.attribute("id"), Some(line), reason);
+            }
         }
     }
 }

@@ -7,7 +7,8 @@ use super::document::article;
 use super::process::Builder;
 use super::values;
 use crate::model::{
-    BoundaryDefinition, ElementIdx, ElementKind, FlowIdx, ProcessModel, SequenceFlow,
+    BoundaryDefinition, CatchEventDefinition, ElementIdx, ElementKind, FlowIdx, ProcessModel,
+    SequenceFlow, ThrowEventDefinition,
 };
 
 /// Resolves references and checks the graph; the model is only used by the caller when
@@ -21,6 +22,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     linker.check_exclusive_gateways(&mut builder);
     check_required_outgoing(&mut builder);
     check_start_events(&mut builder);
+    link_link_events(&mut builder);
     ProcessModel {
         bpmn_process_id: builder.process_id.to_owned(),
         name: builder.elements[0].name.clone(),
@@ -59,8 +61,16 @@ impl Linker {
             let crosses_scope =
                 source_el.flow_scope != Some(raw.scope) || target_el.flow_scope != Some(raw.scope);
             let leaves_end_event = matches!(source_el.kind, ElementKind::EndEvent(_));
+            let leaves_link_throw = matches!(
+                source_el.kind,
+                ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. })
+            );
             let target_rule = match target_el.kind {
                 ElementKind::StartEvent => Some("a start event cannot have an incoming flow"),
+                ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. }) => Some(
+                    "a link catch event cannot have an incoming flow; it is entered from the link \
+                     throw events with its link name",
+                ),
                 ElementKind::BoundaryEvent { .. } => Some(
                     "a boundary event cannot have an incoming flow; it is triggered by the \
                      element it is attached to",
@@ -89,6 +99,18 @@ impl Linker {
                     raw.node,
                     format!(
                         "an end event cannot have an outgoing flow ('{}'); remove it",
+                        raw.id
+                    ),
+                );
+                sound = false;
+            }
+            if leaves_link_throw {
+                b.problem(
+                    Some(&source_id),
+                    raw.node,
+                    format!(
+                        "a link throw event cannot have an outgoing flow ('{}'); the token \
+                         continues at the link catch event with the same link name",
                         raw.id
                     ),
                 );
@@ -341,7 +363,11 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
         let host_kind = host_element.kind.bpmn_name();
         if !matches!(
             host_element.kind,
-            ElementKind::ServiceTask(_)
+            ElementKind::Task
+                | ElementKind::ManualTask
+                | ElementKind::ServiceTask(_)
+                | ElementKind::ScriptTask(_)
+                | ElementKind::SendTask(_)
                 | ElementKind::ReceiveTask(_)
                 | ElementKind::SubProcess { .. }
         ) {
@@ -350,7 +376,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 node,
                 format!(
                     "the boundary event is attached to '{attached_ref}', {} {host_kind}; boundary \
-                     events can only be attached to service tasks, receive tasks and subprocesses",
+                     events can only be attached to tasks and subprocesses",
                     article(host_kind)
                 ),
             );
@@ -488,6 +514,67 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Pairs each link throw event with the link catch event of the same name in its own
+/// scope. A scope's catch events need distinct names; a throw needs a catch.
+fn link_link_events(b: &mut Builder<'_, '_, '_>) {
+    let catches = std::mem::take(&mut b.link_catches);
+    let throws = std::mem::take(&mut b.link_throws);
+    // (scope, name) -> catch event; a BTreeMap keeps the problems in a fixed order.
+    let mut by_name: std::collections::BTreeMap<(ElementIdx, &str), ElementIdx> =
+        std::collections::BTreeMap::new();
+    for (catch, name) in &catches {
+        if name.is_empty() {
+            continue; // reported already
+        }
+        let scope = b.elements[catch.0 as usize]
+            .flow_scope
+            .unwrap_or(ProcessModel::ROOT);
+        if let Some(first) = by_name.get(&(scope, name.as_str())).copied() {
+            let first_id = b.elements[first.0 as usize].id.clone();
+            let id = b.elements[catch.0 as usize].id.clone();
+            let scope_id = b.elements[scope.0 as usize].id.clone();
+            b.problem(
+                Some(&id),
+                b.nodes[catch.0 as usize],
+                format!(
+                    "the link name '{name}' is already used by link catch event '{first_id}' in \
+                     '{scope_id}'; each link catch event of a scope needs its own name"
+                ),
+            );
+            continue;
+        }
+        by_name.insert((scope, name.as_str()), *catch);
+    }
+    for (throw, name) in &throws {
+        if name.is_empty() {
+            continue;
+        }
+        let scope = b.elements[throw.0 as usize]
+            .flow_scope
+            .unwrap_or(ProcessModel::ROOT);
+        let Some(catch) = by_name.get(&(scope, name.as_str())).copied() else {
+            let id = b.elements[throw.0 as usize].id.clone();
+            let scope_id = b.elements[scope.0 as usize].id.clone();
+            b.problem(
+                Some(&id),
+                b.nodes[throw.0 as usize],
+                format!(
+                    "no link catch event named '{name}' in '{scope_id}'; a link throw event \
+                     continues at the link catch event with its name in its own process or \
+                     subprocess"
+                ),
+            );
+            continue;
+        };
+        if let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
+            catch_event, ..
+        }) = &mut b.elements[throw.0 as usize].kind
+        {
+            *catch_event = catch;
         }
     }
 }

@@ -14,6 +14,7 @@
 mod checksum;
 mod document;
 mod error;
+mod extensions;
 mod link;
 mod process;
 mod values;

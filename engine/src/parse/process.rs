@@ -13,16 +13,20 @@ use roxmltree::Node;
 
 use super::document::{Context, ZEEBE_NS, article, bpmn_children, text_of};
 use super::error::Problems;
+use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     BoundaryDefinition, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
-    JobDefinition, Mapping, MessageDefinition, ProcessModel, TimerDefinition, ValueOrExpr,
+    JobDefinition, Mapping, MessageDefinition, ProcessModel, ScriptDefinition,
+    ThrowEventDefinition, TimerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
-const SUPPORTED: &str = "startEvent, endEvent, serviceTask, receiveTask, exclusiveGateway, \
-                         parallelGateway, intermediateCatchEvent, boundaryEvent, subProcess";
+const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
+                         sendTask, receiveTask, exclusiveGateway, parallelGateway, \
+                         intermediateCatchEvent, intermediateThrowEvent, boundaryEvent, \
+                         subProcess";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -74,6 +78,7 @@ struct Extensions<'a, 'input> {
     task_definition: Option<Node<'a, 'input>>,
     task_headers: Option<Node<'a, 'input>>,
     io_mapping: Option<Node<'a, 'input>>,
+    script: Option<Node<'a, 'input>>,
 }
 
 pub(super) struct Builder<'c, 'a, 'input> {
@@ -91,6 +96,9 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub raw_attachments: Vec<(ElementIdx, Option<&'a str>)>,
     /// Exclusive gateways with their `default` attribute.
     pub raw_defaults: Vec<(ElementIdx, &'a str)>,
+    /// Link throw and catch events with their link name, in document order.
+    pub link_throws: Vec<(ElementIdx, String)>,
+    pub link_catches: Vec<(ElementIdx, String)>,
     pub declared: Vec<DeclaredFlows>,
 }
 
@@ -123,6 +131,8 @@ pub(super) fn build<'a, 'input>(
         raw_flows: Vec::new(),
         raw_attachments: Vec::new(),
         raw_defaults: Vec::new(),
+        link_throws: Vec::new(),
+        link_catches: Vec::new(),
         declared: Vec::new(),
     };
     builder.push_element(
@@ -142,6 +152,12 @@ pub(super) fn build<'a, 'input>(
             boundary_events: Vec::new(),
         },
     );
+    let process_owner = Owner {
+        element: "process",
+        message_throw: false,
+    };
+    // Nothing on the process itself runs yet: what is not metadata is rejected.
+    builder.checked_extensions(process_id, process_node, process_owner);
     builder.walk_scope(ProcessModel::ROOT, process_node, 0);
     let model = link::link(builder);
     (problems.count() == problems_before).then_some(model)
@@ -166,11 +182,16 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             match name {
                 "startEvent"
                 | "endEvent"
+                | "task"
+                | "manualTask"
                 | "serviceTask"
+                | "scriptTask"
+                | "sendTask"
                 | "receiveTask"
                 | "exclusiveGateway"
                 | "parallelGateway"
                 | "intermediateCatchEvent"
+                | "intermediateThrowEvent"
                 | "boundaryEvent"
                 | "subProcess" => self.add_flow_node(scope, child, depth),
                 "sequenceFlow" => self.add_flow(scope, child),
@@ -225,8 +246,21 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
         let kind = match name {
             "startEvent" => ElementKind::StartEvent,
-            "endEvent" => self.end_event(id, node),
-            "serviceTask" => self.service_task(id, node, &extensions),
+            "endEvent" => self.end_event(id, node, &extensions),
+            "task" => ElementKind::Task,
+            "manualTask" => ElementKind::ManualTask,
+            "serviceTask" => {
+                let missing =
+                    "a service task needs a job type; add zeebe:taskDefinition with a type";
+                ElementKind::ServiceTask(self.job(id, node, &extensions, Some(missing)))
+            }
+            "sendTask" => {
+                let missing = "a send task needs a job type; add zeebe:taskDefinition with a type \
+                               (as in Zeebe, a send task is a job for a worker that sends the \
+                               message)";
+                ElementKind::SendTask(self.job(id, node, &extensions, Some(missing)))
+            }
+            "scriptTask" => self.script_task(id, node, &extensions),
             "receiveTask" => {
                 let message = self.message(id, node, node.attribute("messageRef"));
                 ElementKind::ReceiveTask(message)
@@ -238,14 +272,15 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ElementKind::ExclusiveGateway { default_flow: None }
             }
             "parallelGateway" => ElementKind::ParallelGateway,
-            "intermediateCatchEvent" => self.intermediate_catch_event(id, node),
+            "intermediateCatchEvent" => self.intermediate_catch_event(idx, id, node),
+            "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node, &extensions),
             "boundaryEvent" => self.boundary_event(idx, id, node),
             _ => ElementKind::SubProcess {
                 start_event: idx,
                 children: Vec::new(),
             },
         };
-        let (inputs, outputs) = self.io_mapping(id, name, extensions.io_mapping);
+        let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);
         let declared = DeclaredFlows {
             element: idx,
             incoming: flow_refs(node, "incoming"),
@@ -293,6 +328,12 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             );
             return;
         };
+        let flow_owner = Owner {
+            element: "sequenceFlow",
+            message_throw: false,
+        };
+        // Nothing on a flow runs: what is not metadata is rejected.
+        self.checked_extensions(id, node, flow_owner);
         let condition = bpmn_children(node)
             .find(|child| child.tag_name().name() == "conditionExpression")
             .map(|child| (text_of(child), child))
@@ -322,8 +363,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    /// Reads the `zeebe:` extensions, reporting those this element cannot have.
-    /// Extensions of other vendors are read past, as is `zeebe:properties` (metadata).
+    /// Reads the `zeebe:` extensions, reporting those this element cannot have (see
+    /// `extensions::verdict`). Extensions of other vendors are read past.
     fn extensions(
         &mut self,
         id: &str,
@@ -331,60 +372,64 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         element_name: &str,
     ) -> Extensions<'a, 'input> {
         let mut found = Extensions::default();
+        // Message throw and message end events are jobs (as in Zeebe).
+        let message_throw = matches!(element_name, "intermediateThrowEvent" | "endEvent")
+            && bpmn_children(node).any(|n| n.tag_name().name() == "messageEventDefinition");
+        let owner = Owner {
+            element: element_name,
+            message_throw,
+        };
+        for extension in self.checked_extensions(id, node, owner) {
+            let name = extension.tag_name().name();
+            let slot = match name {
+                "taskDefinition" => &mut found.task_definition,
+                "taskHeaders" => &mut found.task_headers,
+                "script" => &mut found.script,
+                "ioMapping" => &mut found.io_mapping,
+                _ => continue,
+            };
+            if slot.is_some() {
+                self.problem(
+                    Some(id),
+                    extension,
+                    format!("zeebe:{name} appears more than once; merge them into one"),
+                );
+            } else {
+                *slot = Some(extension);
+            }
+        }
+        found
+    }
+
+    /// The `zeebe:` extension elements of `node` that Rill runs; those it rejects are
+    /// reported, metadata and other vendors' extensions are read past.
+    pub fn checked_extensions(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        owner: Owner<'_>,
+    ) -> Vec<Node<'a, 'input>> {
+        let mut runs = Vec::new();
         let containers = bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements");
         for container in containers {
             for extension in container.children().filter(|n| n.is_element()) {
                 if extension.tag_name().namespace() != Some(ZEEBE_NS) {
                     continue;
                 }
-                let name = extension.tag_name().name();
-                let allowed = match name {
-                    "taskDefinition" | "taskHeaders" => element_name == "serviceTask",
-                    "ioMapping" => matches!(
-                        element_name,
-                        "serviceTask"
-                            | "receiveTask"
-                            | "subProcess"
-                            | "intermediateCatchEvent"
-                            | "boundaryEvent"
-                    ),
-                    "properties" => continue,
-                    _ => false,
-                };
-                if !allowed {
-                    self.problem(
-                        Some(id),
-                        extension,
-                        format!(
-                            "zeebe:{name} is not supported on {} {element_name}",
-                            article(element_name)
-                        ),
-                    );
-                    continue;
-                }
-                let slot = match name {
-                    "taskDefinition" => &mut found.task_definition,
-                    "taskHeaders" => &mut found.task_headers,
-                    _ => &mut found.io_mapping,
-                };
-                if slot.is_some() {
-                    self.problem(
-                        Some(id),
-                        extension,
-                        format!("zeebe:{name} appears more than once; merge them into one"),
-                    );
-                } else {
-                    *slot = Some(extension);
+                match verdict(extension.tag_name().name(), owner) {
+                    Verdict::Runs => runs.push(extension),
+                    Verdict::Metadata => {}
+                    Verdict::Rejected(reason) => self.problem(Some(id), extension, reason),
                 }
             }
         }
-        found
+        runs
     }
 
     fn io_mapping(
         &mut self,
         id: &str,
-        element_name: &str,
+        kind: &ElementKind,
         io_mapping: Option<Node<'a, 'input>>,
     ) -> (Vec<Mapping>, Vec<Mapping>) {
         let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
@@ -395,17 +440,20 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             let name = mapping.tag_name().name();
             let is_zeebe = mapping.tag_name().namespace() == Some(ZEEBE_NS);
             let into = match name {
-                "input" if is_zeebe && element_name == "boundaryEvent" => {
-                    self.problem(
-                        Some(id),
-                        mapping,
-                        "a boundaryEvent cannot have input mappings; use output mappings"
-                            .to_owned(),
-                    );
-                    continue;
-                }
-                "input" if is_zeebe => &mut inputs,
-                "output" if is_zeebe => &mut outputs,
+                "input" if is_zeebe => match inputs_refused(kind) {
+                    Some(reason) => {
+                        self.problem(Some(id), mapping, reason.to_owned());
+                        continue;
+                    }
+                    None => &mut inputs,
+                },
+                "output" if is_zeebe => match outputs_refused(kind) {
+                    Some(reason) => {
+                        self.problem(Some(id), mapping, reason.to_owned());
+                        continue;
+                    }
+                    None => &mut outputs,
+                },
                 _ => {
                     self.problem(
                         Some(id),
@@ -438,23 +486,26 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         (inputs, outputs)
     }
 
-    fn service_task(
+    /// The job of a job-based element: `zeebe:taskDefinition` and `zeebe:taskHeaders`.
+    /// Without a task definition, `missing` is reported (when given).
+    fn job(
         &mut self,
         id: &str,
         node: Node<'a, 'input>,
         extensions: &Extensions<'a, 'input>,
-    ) -> ElementKind {
+        missing: Option<&str>,
+    ) -> JobDefinition {
         let mut job = JobDefinition {
             job_type: ValueOrExpr::Static(String::new()),
             retries: ValueOrExpr::Static(DEFAULT_RETRIES),
             headers: Vec::new(),
         };
         match extensions.task_definition {
-            None => self.problem(
-                Some(id),
-                node,
-                "a service task needs a job type; add zeebe:taskDefinition with a type".to_owned(),
-            ),
+            None => {
+                if let Some(message) = missing {
+                    self.problem(Some(id), node, message.to_owned());
+                }
+            }
             Some(definition) => {
                 match definition
                     .attribute("type")
@@ -506,7 +557,99 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 job.headers.push((key.to_owned(), value.to_owned()));
             }
         }
-        ElementKind::ServiceTask(job)
+        job
+    }
+
+    /// A script task: `zeebe:script` (a FEEL expression the engine evaluates into a
+    /// result variable) or `zeebe:taskDefinition` (a job), exactly one of them.
+    fn script_task(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
+        let placeholder = || {
+            ElementKind::ScriptTask(ScriptDefinition::Job(JobDefinition {
+                job_type: ValueOrExpr::Static(String::new()),
+                retries: ValueOrExpr::Static(DEFAULT_RETRIES),
+                headers: Vec::new(),
+            }))
+        };
+        let script = match (extensions.script, extensions.task_definition) {
+            (None, None) => {
+                self.problem(
+                    Some(id),
+                    node,
+                    "a script task needs zeebe:script (a FEEL expression and a result variable) \
+                     or zeebe:taskDefinition (a job type for a worker)"
+                        .to_owned(),
+                );
+                return placeholder();
+            }
+            (Some(_), Some(definition)) => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    "a script task has both zeebe:script and zeebe:taskDefinition; keep one (an \
+                     expression the engine evaluates, or a job for a worker)"
+                        .to_owned(),
+                );
+                return placeholder();
+            }
+            (None, Some(_)) => {
+                let job = self.job(id, node, extensions, None);
+                return ElementKind::ScriptTask(ScriptDefinition::Job(job));
+            }
+            (Some(script), None) => script,
+        };
+        if let Some(headers) = extensions.task_headers {
+            self.problem(
+                Some(id),
+                headers,
+                "zeebe:taskHeaders only apply to a job; a script task with zeebe:script has no \
+                 job, remove the headers"
+                    .to_owned(),
+            );
+        }
+        let expression = match script.attribute("expression").map(str::trim) {
+            None | Some("") => Err(
+                "zeebe:script has no expression; write the FEEL expression to evaluate (e.g. \
+                 '=a + b')"
+                    .to_owned(),
+            ),
+            Some(raw) => match raw.strip_prefix('=') {
+                Some(source) => values::expression("script expression", source),
+                None => Err(format!(
+                    "the script expression '{raw}' must be a FEEL expression starting with '=' \
+                     (e.g. '={raw}')"
+                )),
+            },
+        };
+        let result_variable = match script.attribute("resultVariable").map(str::trim) {
+            Some(name) if !name.is_empty() => Ok(name.to_owned()),
+            _ => Err(
+                "zeebe:script has no result variable; name the variable that receives the \
+                      expression's result"
+                    .to_owned(),
+            ),
+        };
+        match (expression, result_variable) {
+            (Ok(expression), Ok(result_variable)) => {
+                ElementKind::ScriptTask(ScriptDefinition::Expression {
+                    expression,
+                    result_variable,
+                })
+            }
+            (expression, result_variable) => {
+                for message in [expression.err(), result_variable.err()]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.problem(Some(id), script, message);
+                }
+                placeholder()
+            }
+        }
     }
 
     /// The message an event or receive task waits for: `messageRef` to a root-level
@@ -595,12 +738,28 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         Some(first)
     }
 
-    fn end_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+    fn end_event(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
         let Some(definition) = self.event_definition(id, node) else {
             return ElementKind::EndEvent(EndEventKind::None);
         };
         match definition.tag_name().name() {
             "terminateEventDefinition" => ElementKind::EndEvent(EndEventKind::Terminate),
+            "messageEventDefinition" => {
+                let missing = "a message end event needs a job type; add zeebe:taskDefinition \
+                               with a type (as in Zeebe, a message end event is a job for a \
+                               worker that sends the message)";
+                ElementKind::EndEvent(EndEventKind::Message(self.job(
+                    id,
+                    node,
+                    extensions,
+                    Some(missing),
+                )))
+            }
             "errorEventDefinition" => {
                 let error_code = self.thrown_error_code(id, definition);
                 ElementKind::EndEvent(EndEventKind::Error { error_code })
@@ -611,7 +770,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     definition,
                     format!(
                         "an end event with a {other} is not supported; Rill runs none, \
-                         terminate and error end events"
+                         terminate, error and message end events"
                     ),
                 );
                 ElementKind::EndEvent(EndEventKind::None)
@@ -662,7 +821,69 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    fn intermediate_catch_event(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+    /// The `name` of a `linkEventDefinition`, required and non-empty.
+    fn link_name(&mut self, id: &str, definition: Node<'a, 'input>) -> String {
+        match definition.attribute("name").map(str::trim) {
+            Some(name) if !name.is_empty() => name.to_owned(),
+            _ => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    "the link event has no link name; name it (the throw and catch events of a \
+                     link share the name)"
+                        .to_owned(),
+                );
+                String::new()
+            }
+        }
+    }
+
+    fn intermediate_throw_event(
+        &mut self,
+        idx: ElementIdx,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
+        let Some(definition) = self.event_definition(id, node) else {
+            return ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None);
+        };
+        let thrown = match definition.tag_name().name() {
+            "linkEventDefinition" => {
+                let name = self.link_name(id, definition);
+                self.link_throws.push((idx, name.clone()));
+                ThrowEventDefinition::Link {
+                    name,
+                    catch_event: idx,
+                }
+            }
+            "messageEventDefinition" => {
+                let missing = "a message intermediate throw event needs a job type; add \
+                               zeebe:taskDefinition with a type (as in Zeebe, a message throw \
+                               event is a job for a worker that sends the message)";
+                ThrowEventDefinition::Message(self.job(id, node, extensions, Some(missing)))
+            }
+            other => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    format!(
+                        "an intermediate throw event with a {other} is not supported; Rill runs \
+                         none, link and message intermediate throw events"
+                    ),
+                );
+                ThrowEventDefinition::None
+            }
+        };
+        ElementKind::IntermediateThrowEvent(thrown)
+    }
+
+    fn intermediate_catch_event(
+        &mut self,
+        idx: ElementIdx,
+        id: &str,
+        node: Node<'a, 'input>,
+    ) -> ElementKind {
         let placeholder = CatchEventDefinition::Timer(TimerDefinition::Duration(
             ValueOrExpr::Static(IsoDuration {
                 months: 0,
@@ -673,7 +894,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             self.problem(
                 Some(id),
                 node,
-                "an intermediate catch event needs a timer or message definition".to_owned(),
+                "an intermediate catch event needs a timer, message or link definition".to_owned(),
             );
             return ElementKind::IntermediateCatchEvent(placeholder);
         };
@@ -685,13 +906,18 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 let message = self.message(id, definition, definition.attribute("messageRef"));
                 CatchEventDefinition::Message(message)
             }
+            "linkEventDefinition" => {
+                let name = self.link_name(id, definition);
+                self.link_catches.push((idx, name.clone()));
+                CatchEventDefinition::Link { name }
+            }
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate catch event with a {other} is not supported; use a \
-                         timer or a message"
+                         timer, a message or a link"
                     ),
                 );
                 placeholder
@@ -841,4 +1067,42 @@ fn flow_refs(node: Node<'_, '_>, direction: &str) -> Vec<String> {
         .map(text_of)
         .filter(|id| !id.is_empty())
         .collect()
+}
+
+/// Why an element of this kind cannot have input mappings (they would never be read),
+/// or `None` when it can.
+fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
+    match kind {
+        ElementKind::BoundaryEvent { .. } => {
+            Some("a boundaryEvent cannot have input mappings; use output mappings")
+        }
+        ElementKind::StartEvent => Some(
+            "a start event cannot have input mappings, nothing in it would read them; use \
+             output mappings",
+        ),
+        ElementKind::IntermediateThrowEvent(
+            ThrowEventDefinition::None | ThrowEventDefinition::Link { .. },
+        ) => Some(
+            "a none or link intermediate throw event cannot have input mappings, nothing in it \
+             would read them; use output mappings",
+        ),
+        ElementKind::EndEvent(
+            EndEventKind::None | EndEventKind::Terminate | EndEventKind::Error { .. },
+        ) => Some(
+            "only a message end event (a job) can have input mappings; on this end event \
+             nothing would read them",
+        ),
+        _ => None,
+    }
+}
+
+/// Why an element of this kind cannot have output mappings, or `None` when it can.
+fn outputs_refused(kind: &ElementKind) -> Option<&'static str> {
+    match kind {
+        ElementKind::EndEvent(EndEventKind::Error { .. }) => Some(
+            "an error end event cannot have output mappings: it never completes, the error it \
+             throws ends its scope",
+        ),
+        _ => None,
+    }
 }

@@ -413,3 +413,148 @@ fn parsing_is_deterministic() {
         assert_eq!(first.flow_index.len(), first.flows.len(), "{path}");
     }
 }
+
+#[test]
+fn undefined_and_manual_tasks_carry_mappings_and_boundary_events() {
+    let model = parse_one("elements/tasks.bpmn");
+    let review = el(&model, "Review");
+    assert!(matches!(review.kind, ElementKind::Task));
+    assert_eq!(review.element_type(), BpmnElementType::Task);
+    assert_eq!(review.event_type(), BpmnEventType::Unspecified);
+    assert_eq!(review.inputs[0].target, vec!["amount"]);
+    assert_eq!(review.outputs[0].source.source(), "amount * 2");
+    assert_eq!(ids(&model, &review.boundary_events), vec!["ReviewTooLong"]);
+
+    let sign = el(&model, "Sign");
+    assert!(matches!(sign.kind, ElementKind::ManualTask));
+    assert_eq!(sign.element_type(), BpmnElementType::ManualTask);
+    assert_eq!(sign.outputs[0].target, vec!["status"]);
+
+    assert_eq!(
+        ids(&model, model.children(idx(&model, "Packing"))),
+        vec!["PackingStart", "Pack", "Label"]
+    );
+    assert!(outgoing(&model, "Label").is_empty());
+}
+
+#[test]
+fn throw_events_and_links_pair_within_their_scope() {
+    use rill_engine::model::ThrowEventDefinition;
+    let model = parse_one("elements/throw-events.bpmn");
+    let received = el(&model, "Received");
+    assert!(matches!(
+        received.kind,
+        ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None)
+    ));
+    assert_eq!(
+        received.element_type(),
+        BpmnElementType::IntermediateThrowEvent
+    );
+    assert_eq!(received.event_type(), BpmnEventType::None);
+    assert_eq!(received.outputs[0].target, vec!["received"]);
+
+    let link_target = |id: &str| match &el(&model, id).kind {
+        ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { name, catch_event }) => {
+            (name.clone(), model.element(*catch_event).id.clone())
+        }
+        other => panic!("{id} is {other:?}"),
+    };
+    // The subprocess's "Skip" goes to the subprocess's catch event, not the root's.
+    assert_eq!(
+        link_target("GoSkip"),
+        ("Skip".to_owned(), "Skipped".to_owned())
+    );
+    assert_eq!(
+        link_target("RetryThrow"),
+        ("Retry".to_owned(), "RetryCatch".to_owned())
+    );
+    let catch = el(&model, "RetryCatch");
+    assert_eq!(catch.event_type(), BpmnEventType::Link);
+    assert!(matches!(
+        &catch.kind,
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { name }) if name == "Retry"
+    ));
+    assert!(catch.incoming.is_empty());
+    assert!(outgoing(&model, "RetryThrow").is_empty());
+    assert_eq!(incoming(&model, "Work"), vec!["F3", "F6"]);
+}
+
+#[test]
+fn script_tasks_hold_an_expression_or_a_job() {
+    use rill_engine::model::ScriptDefinition;
+    let model = parse_one("elements/script-tasks.bpmn");
+    let sum = el(&model, "Sum");
+    assert_eq!(sum.element_type(), BpmnElementType::ScriptTask);
+    let ElementKind::ScriptTask(ScriptDefinition::Expression {
+        expression,
+        result_variable,
+    }) = &sum.kind
+    else {
+        panic!("Sum is {:?}", sum.kind)
+    };
+    assert_eq!(expression.source(), "a + b");
+    assert_eq!(result_variable, "sum");
+    let fee = el(&model, "Fee");
+    assert_eq!(fee.inputs[0].target, vec!["base"]);
+    assert_eq!(fee.outputs[0].target, vec!["orderFee"]);
+
+    let ElementKind::ScriptTask(ScriptDefinition::Job(job)) = &el(&model, "Remote").kind else {
+        panic!("Remote is a job-worker script task")
+    };
+    assert_eq!(static_value(&job.job_type), "script-worker");
+    assert_eq!(static_value(&job.retries), 2);
+    assert_eq!(job.headers.len(), 2);
+    assert!(el(&model, "Remote").kind.job_definition().is_some());
+    assert!(sum.kind.job_definition().is_none());
+}
+
+#[test]
+fn send_tasks_and_message_throw_events_are_jobs() {
+    use rill_engine::model::ThrowEventDefinition;
+    let model = parse_one("elements/message-throw.bpmn");
+    let notify = el(&model, "Notify");
+    assert_eq!(notify.element_type(), BpmnElementType::SendTask);
+    let ElementKind::SendTask(job) = &notify.kind else {
+        panic!("Notify is {:?}", notify.kind)
+    };
+    assert_eq!(static_value(&job.job_type), "notify");
+    assert_eq!(job.headers, vec![("topic".to_owned(), "orders".to_owned())]);
+
+    let shipped = el(&model, "Shipped");
+    assert_eq!(shipped.event_type(), BpmnEventType::Message);
+    let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job)) = &shipped.kind
+    else {
+        panic!("Shipped is {:?}", shipped.kind)
+    };
+    assert_eq!(static_value(&job.job_type), "publish-shipped");
+    assert_eq!(shipped.inputs[0].target, vec!["key"]);
+    assert_eq!(shipped.outputs[0].target, vec!["shippedMessageId"]);
+
+    let done = el(&model, "Done");
+    assert_eq!(done.element_type(), BpmnElementType::EndEvent);
+    assert_eq!(done.event_type(), BpmnEventType::Message);
+    let ElementKind::EndEvent(EndEventKind::Message(job)) = &done.kind else {
+        panic!("Done is {:?}", done.kind)
+    };
+    assert_eq!(static_value(&job.job_type), "publish-closed");
+    assert_eq!(static_value(&job.retries), 5);
+}
+
+#[test]
+fn start_and_end_events_carry_output_mappings() {
+    let model = parse_one("elements/start-end-mappings.bpmn");
+    let start = el(&model, "Start");
+    assert_eq!(start.outputs.len(), 2);
+    assert_eq!(start.outputs[1].target, vec!["order", "state"]);
+    assert!(start.inputs.is_empty());
+    assert_eq!(
+        el(&model, "PricingStart").outputs[0].source.source(),
+        "itemCount * 10"
+    );
+    assert_eq!(el(&model, "PricingEnd").outputs[0].target, vec!["price"]);
+    assert!(matches!(
+        el(&model, "End").kind,
+        ElementKind::EndEvent(EndEventKind::Terminate)
+    ));
+    assert_eq!(el(&model, "End").outputs.len(), 1);
+}

@@ -3,6 +3,7 @@
 //! (`elements/`), and one model per kind of bad input (`invalid/`).
 
 mod elements;
+mod extensions;
 mod limits;
 mod problems;
 mod samples;

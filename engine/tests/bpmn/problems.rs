@@ -10,9 +10,29 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "userTask is not supported (Rill runs: startEvent",
     ),
     (
-        "intermediate-throw",
-        Some("Signal"),
-        "intermediateThrowEvent is not supported",
+        "intermediate-throw-signal",
+        Some("Notify"),
+        "an intermediate throw event with a signalEventDefinition is not supported",
+    ),
+    (
+        "link-throw-without-catch",
+        Some("GoA"),
+        "no link catch event named 'A' in 'Sub'",
+    ),
+    (
+        "link-catch-duplicate-name",
+        Some("SecondA"),
+        "the link name 'A' is already used by link catch event 'FirstA'",
+    ),
+    (
+        "link-catch-with-incoming",
+        Some("CatchA"),
+        "a link catch event cannot have an incoming flow",
+    ),
+    (
+        "link-without-name",
+        Some("GoNowhere"),
+        "the link event has no link name",
     ),
     (
         "service-task-without-definition",
@@ -122,7 +142,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "catch-event-without-definition",
         Some("Wait"),
-        "needs a timer or message definition",
+        "needs a timer, message or link definition",
     ),
     (
         "catch-event-signal",
@@ -152,7 +172,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "boundary-on-gateway",
         Some("OnGateway"),
-        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to service tasks",
+        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to tasks and subprocesses",
     ),
     (
         "boundary-unattached",
@@ -202,7 +222,43 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "end-event-message",
         Some("Notify"),
-        "an end event with a messageEventDefinition is not supported",
+        "a message end event needs a job type; add zeebe:taskDefinition",
+    ),
+    (
+        "end-event-signal",
+        Some("Broadcast"),
+        "an end event with a signalEventDefinition is not supported",
+    ),
+    (
+        "script-task-without-implementation",
+        Some("Calc"),
+        "a script task needs zeebe:script (a FEEL expression and a result variable) or \
+         zeebe:taskDefinition",
+    ),
+    (
+        "script-task-with-both",
+        Some("Calc"),
+        "a script task has both zeebe:script and zeebe:taskDefinition; keep one",
+    ),
+    (
+        "script-task-without-result-variable",
+        Some("Calc"),
+        "zeebe:script has no result variable",
+    ),
+    (
+        "script-task-invalid-feel",
+        Some("Calc"),
+        "script expression: invalid FEEL expression 'a +'",
+    ),
+    (
+        "send-task-without-definition",
+        Some("Notify"),
+        "a send task needs a job type; add zeebe:taskDefinition",
+    ),
+    (
+        "message-throw-without-definition",
+        Some("Shipped"),
+        "a message intermediate throw event needs a job type",
     ),
     (
         "end-event-with-outgoing",
@@ -262,7 +318,32 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "execution-listener",
         Some("Work"),
-        "zeebe:executionListeners is not supported on a serviceTask",
+        "zeebe:executionListeners is not supported: Rill does not run execution listeners yet",
+    ),
+    (
+        "process-execution-listener",
+        Some("process-execution-listener"),
+        "zeebe:executionListeners is not supported: Rill does not run execution listeners yet",
+    ),
+    (
+        "input-on-start-event",
+        Some("Start"),
+        "a start event cannot have input mappings",
+    ),
+    (
+        "input-on-none-end-event",
+        Some("End"),
+        "only a message end event (a job) can have input mappings",
+    ),
+    (
+        "input-on-none-throw-event",
+        Some("Milestone"),
+        "a none or link intermediate throw event cannot have input mappings",
+    ),
+    (
+        "output-on-error-end-event",
+        Some("Fail"),
+        "an error end event cannot have output mappings",
     ),
     (
         "input-on-boundary",

@@ -1,5 +1,6 @@
 //! Engine tests: commands in, records out (Zeebe's EngineRule style).
 
+mod breadth;
 mod commands;
 mod distribution;
 mod elements;

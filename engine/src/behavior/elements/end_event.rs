@@ -1,6 +1,7 @@
 //! End events: none (the token ends), terminate (ends every token of its scope, then
-//! the scope), and error (throws to the nearest catching boundary event, else an
-//! incident).
+//! the scope), error (throws to the nearest catching boundary event, else an
+//! incident), and message (as in Zeebe, a job for a worker that sends the message; the
+//! token ends when the job is completed).
 
 use rill_protocol::Intent;
 use rill_protocol::Key;
@@ -34,6 +35,11 @@ impl ElementBehavior for EndEvent {
                 let code = p.evaluate_string(error_code, active)?;
                 p.throw_error_from_element(active, &code, "", None)?;
             }
+            EndEventKind::Message(definition) => {
+                let job = p.evaluate_job(definition, active)?;
+                p.create_job(active, job)?;
+                p.mark(active, Intent::ElementActivated)?;
+            }
         }
         Ok(())
     }
@@ -43,6 +49,7 @@ impl ElementBehavior for EndEvent {
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.cancel_job(active)?;
         p.resolve_element_incident(active.key())
     }
 }

@@ -1,9 +1,10 @@
-//! Intermediate catch events: a timer (waits until it fires) or a message (opens a
-//! subscription and waits for the message).
+//! Intermediate catch events: a timer (waits until it fires), a message (opens a
+//! subscription and waits for the message), or a link (entered from a link throw event
+//! of its scope; passes the token on at once).
 
 use rill_protocol::Intent;
 
-use super::{ElementBehavior, Trigger, wrong_kind};
+use super::{ElementBehavior, Outgoing, Trigger, wrong_kind};
 use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{CatchEventDefinition, ElementKind};
@@ -29,6 +30,11 @@ impl ElementBehavior for IntermediateCatchEvent {
                 let due = p.evaluate_timer(definition, active)?;
                 p.create_timer(active, &active.element().id, due)?;
             }
+            CatchEventDefinition::Link { .. } => {
+                p.mark(active, Intent::ElementActivated)?;
+                p.complete(active, None, Outgoing::All)?;
+                return Ok(());
+            }
         }
         p.mark(active, Intent::ElementActivated)?;
         Ok(())
@@ -49,5 +55,6 @@ fn release(p: &mut Processing<'_>, active: &Active) -> Result<()> {
     match definition(active)? {
         CatchEventDefinition::Timer(_) => p.cancel_timers(active.key()),
         CatchEventDefinition::Message(_) => p.close_message_subscriptions(active.key()),
+        CatchEventDefinition::Link { .. } => Ok(()),
     }
 }

@@ -20,12 +20,17 @@ mod boundary_event;
 mod end_event;
 mod exclusive_gateway;
 mod intermediate_catch_event;
+mod intermediate_throw_event;
+mod manual_task;
 mod parallel_gateway;
 mod process;
 mod receive_task;
+mod script_task;
+mod send_task;
 mod service_task;
 mod start_event;
 mod sub_process;
+mod task;
 
 use std::sync::Arc;
 
@@ -35,7 +40,7 @@ use serde_json::{Map, Value};
 
 use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
-use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel};
+use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel, ThrowEventDefinition};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Halt};
 use crate::state::ElementState;
@@ -81,11 +86,16 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::SubProcess { .. } => &sub_process::SubProcess,
         ElementKind::StartEvent => &start_event::StartEvent,
         ElementKind::EndEvent(_) => &end_event::EndEvent,
+        ElementKind::Task => &task::Task,
+        ElementKind::ManualTask => &manual_task::ManualTask,
         ElementKind::ServiceTask(_) => &service_task::ServiceTask,
+        ElementKind::ScriptTask(_) => &script_task::ScriptTask,
+        ElementKind::SendTask(_) => &send_task::SendTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
         ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
+        ElementKind::IntermediateThrowEvent(_) => &intermediate_throw_event::IntermediateThrowEvent,
         ElementKind::BoundaryEvent { .. } => &boundary_event::BoundaryEvent,
     }
 }
@@ -108,6 +118,15 @@ fn enter_scope(p: &mut Processing<'_>, active: &Active, start_event: ElementIdx)
         element: start_event,
         trigger: None,
     });
+    Ok(())
+}
+
+/// An activity that does no work (undefined and manual tasks): it arms its boundary
+/// timers as every activity does on entry, and completes at once, which cancels them.
+fn pass_through_activity(p: &mut Processing<'_>, active: &Active) -> Evaluated {
+    p.arm_boundary_timers(active)?;
+    p.mark(active, Intent::ElementActivated)?;
+    p.complete(active, None, Outgoing::All)?;
     Ok(())
 }
 
@@ -281,11 +300,19 @@ impl Processing<'_> {
         }
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
+        let scope_key = Key(record.flow_scope_key);
+        if let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
+            catch_event, ..
+        }) = &element.kind
+        {
+            // The token jumps to the link catch event: entered at once, in this step, so
+            // that no other step sees the scope without it.
+            return self.activate(scope_key, &active.process, *catch_event, None);
+        }
         let flows: Vec<FlowIdx> = match outgoing {
             Outgoing::One(flow) => vec![flow],
             Outgoing::All => element.outgoing.clone(),
         };
-        let scope_key = Key(record.flow_scope_key);
         if flows.is_empty() {
             return self.token_ended(scope_key);
         }

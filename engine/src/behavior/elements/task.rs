@@ -1,0 +1,24 @@
+//! Undefined task (`bpmn:task`): work the engine does not know about. It passes the
+//! token on at once, applying its input and output mappings on the way.
+
+use super::{ElementBehavior, Trigger, pass_through_activity};
+use crate::context::{Active, Processing};
+use crate::error::Result;
+use crate::outcome::Evaluated;
+
+pub(super) struct Task;
+
+impl ElementBehavior for Task {
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+        pass_through_activity(p, active)
+    }
+
+    fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.cancel_boundary_timers(active)
+    }
+
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.cancel_boundary_timers(active)?;
+        p.resolve_element_incident(active.key())
+    }
+}

@@ -1,0 +1,136 @@
+//! The one decision about each `zeebe:` extension element the parser meets: Rill runs
+//! it on this element, keeps it as metadata with no runtime meaning, or rejects it with
+//! the reason. Every `extensionElements` child in the Zeebe namespace goes through
+//! [`verdict`]; a name it does not know is rejected, so nothing is accepted and then
+//! ignored. Extensions of other vendors' namespaces are not Zeebe's and are read past.
+
+use super::document::article;
+
+/// What owns an `extensionElements`: the BPMN element name (`process`, `serviceTask`,
+/// `sequenceFlow`, `message`...) and whether it is a message throw or end event (a job).
+#[derive(Clone, Copy)]
+pub(super) struct Owner<'n> {
+    pub element: &'n str,
+    pub message_throw: bool,
+}
+
+/// What Rill does with one `zeebe:` extension element on one owner.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Read and run: the caller reads it.
+    Runs,
+    /// Accepted, with no runtime meaning (documented in `docs/decisions/bpmn-parsing.md`).
+    Metadata,
+    /// Rejected at deploy with this reason.
+    Rejected(String),
+}
+
+/// Elements whose input or output mappings Rill applies (which of the two each allows is
+/// checked when the mappings are read).
+const IO_MAPPING_OWNERS: &[&str] = &[
+    "task",
+    "manualTask",
+    "serviceTask",
+    "scriptTask",
+    "sendTask",
+    "receiveTask",
+    "subProcess",
+    "startEvent",
+    "endEvent",
+    "intermediateCatchEvent",
+    "intermediateThrowEvent",
+    "boundaryEvent",
+];
+
+/// The decision for `zeebe:<name>` on `owner`.
+pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
+    let element = owner.element;
+    let on = || format!("{} {element}", article(element));
+    let is_job =
+        matches!(element, "serviceTask" | "sendTask" | "scriptTask") || owner.message_throw;
+    let not_yet = |what: &str| {
+        Verdict::Rejected(format!(
+            "zeebe:{name} is not supported: Rill does not run {what} yet; remove it"
+        ))
+    };
+    match name {
+        "properties" => Verdict::Metadata,
+        "versionTag" | "userTaskForm" if element == "process" => Verdict::Metadata,
+        "versionTag" => Verdict::Rejected(format!(
+            "zeebe:versionTag belongs on the process, not on {}",
+            on()
+        )),
+        "taskDefinition" | "taskHeaders" if is_job => Verdict::Runs,
+        "taskDefinition" | "taskHeaders" => Verdict::Rejected(format!(
+            "zeebe:{name} is not supported on {}; only service, send and script tasks and \
+             message throw and end events are jobs",
+            on()
+        )),
+        "script" if element == "scriptTask" => Verdict::Runs,
+        "script" => Verdict::Rejected(format!(
+            "zeebe:script is not supported on {}; only a script task evaluates a script",
+            on()
+        )),
+        "ioMapping" if IO_MAPPING_OWNERS.contains(&element) => Verdict::Runs,
+        "ioMapping" => Verdict::Rejected(format!(
+            "zeebe:ioMapping is not supported on {}; it has no variables to map",
+            on()
+        )),
+        "subscription" if element == "message" => Verdict::Runs,
+        "subscription" => Verdict::Rejected(format!(
+            "zeebe:subscription belongs on a bpmn:message, not on {}",
+            on()
+        )),
+        "executionListeners" => not_yet("execution listeners"),
+        "taskListeners" => not_yet("task listeners (they belong to user tasks)"),
+        "userTask"
+        | "assignmentDefinition"
+        | "formDefinition"
+        | "taskSchedule"
+        | "priorityDefinition"
+        | "userTaskForm" => not_yet("user tasks"),
+        "calledElement" => not_yet("call activities"),
+        "calledDecision" => not_yet("business rule tasks (DMN decisions)"),
+        "loopCharacteristics" => not_yet("multi-instance"),
+        "linkedResources" => not_yet("linked resources"),
+        "adHoc" => not_yet("ad-hoc subprocesses"),
+        _ => Verdict::Rejected(format!(
+            "zeebe:{name} is not an extension Rill knows; remove it (or check its spelling)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(element: &str) -> Owner<'_> {
+        Owner {
+            element,
+            message_throw: false,
+        }
+    }
+
+    #[test]
+    fn unknown_extensions_are_rejected_and_metadata_is_kept() {
+        assert_eq!(verdict("properties", on("sequenceFlow")), Verdict::Metadata);
+        assert_eq!(verdict("versionTag", on("process")), Verdict::Metadata);
+        assert!(matches!(
+            verdict("versionTag", on("serviceTask")),
+            Verdict::Rejected(reason) if reason.contains("belongs on the process")
+        ));
+        assert!(matches!(
+            verdict("frobnicate", on("serviceTask")),
+            Verdict::Rejected(reason) if reason.contains("not an extension Rill knows")
+        ));
+        let message_end = Owner {
+            element: "endEvent",
+            message_throw: true,
+        };
+        assert_eq!(verdict("taskDefinition", message_end), Verdict::Runs);
+        assert!(matches!(
+            verdict("taskDefinition", on("endEvent")),
+            Verdict::Rejected(_)
+        ));
+    }
+}

@@ -1,0 +1,379 @@
+//! The guard of issue 23, item 5: every `zeebe:` extension element, on every kind of
+//! element that can hold one, is either accepted and run (or kept as documented
+//! metadata) or rejected at deploy with a problem naming the element and the extension.
+//! Nothing is accepted and ignored: a pair that deploys must be in `RUNS` or `METADATA`,
+//! and what it means must show in the model.
+
+use rill_engine::model::{ElementKind, ProcessModel, ScriptDefinition};
+use rill_engine::parse_bpmn;
+
+use super::*;
+
+/// Every extension element of Zeebe 8.8's moddle, with content that is valid where it
+/// is supported (so that a rejection is about the place, not the content), plus one
+/// Zeebe does not have.
+const EXTENSIONS: &[(&str, &str)] = &[
+    ("taskDefinition", r#"<zeebe:taskDefinition type="extra" />"#),
+    (
+        "taskHeaders",
+        r#"<zeebe:taskHeaders><zeebe:header key="k" value="v" /></zeebe:taskHeaders>"#,
+    ),
+    (
+        "ioMapping",
+        r#"<zeebe:ioMapping><zeebe:output source="=1" target="mapped" /></zeebe:ioMapping>"#,
+    ),
+    (
+        "script",
+        r#"<zeebe:script expression="=1 + 1" resultVariable="two" />"#,
+    ),
+    (
+        "subscription",
+        r#"<zeebe:subscription correlationKey="=key" />"#,
+    ),
+    (
+        "properties",
+        r#"<zeebe:properties><zeebe:property name="team" value="billing" /></zeebe:properties>"#,
+    ),
+    ("versionTag", r#"<zeebe:versionTag value="v1.0" />"#),
+    (
+        "userTaskForm",
+        r#"<zeebe:userTaskForm id="form1">{}</zeebe:userTaskForm>"#,
+    ),
+    (
+        "executionListeners",
+        r#"<zeebe:executionListeners><zeebe:executionListener eventType="start" type="audit" /></zeebe:executionListeners>"#,
+    ),
+    (
+        "taskListeners",
+        r#"<zeebe:taskListeners><zeebe:taskListener eventType="creating" type="audit" /></zeebe:taskListeners>"#,
+    ),
+    ("userTask", r#"<zeebe:userTask />"#),
+    (
+        "assignmentDefinition",
+        r#"<zeebe:assignmentDefinition assignee="demo" />"#,
+    ),
+    ("formDefinition", r#"<zeebe:formDefinition formId="f" />"#),
+    ("taskSchedule", r#"<zeebe:taskSchedule dueDate="=now()" />"#),
+    (
+        "priorityDefinition",
+        r#"<zeebe:priorityDefinition priority="50" />"#,
+    ),
+    (
+        "calledElement",
+        r#"<zeebe:calledElement processId="child" propagateAllChildVariables="false" />"#,
+    ),
+    (
+        "calledDecision",
+        r#"<zeebe:calledDecision decisionId="d" resultVariable="r" />"#,
+    ),
+    (
+        "loopCharacteristics",
+        r#"<zeebe:loopCharacteristics inputCollection="=items" inputElement="item" />"#,
+    ),
+    (
+        "linkedResources",
+        r#"<zeebe:linkedResources><zeebe:linkedResource resourceId="r" linkName="l" resourceType="RPA" /></zeebe:linkedResources>"#,
+    ),
+    (
+        "adHoc",
+        r#"<zeebe:adHoc activeElementsCollection="=items" />"#,
+    ),
+    ("frobnicate", r#"<zeebe:frobnicate />"#),
+];
+
+/// Every place the parser meets an `extensionElements`, as `(host, model body)`: the
+/// element `Host` holds `{ext}` and is valid without it.
+fn hosts() -> Vec<(&'static str, String)> {
+    let job = r#"<zeebe:taskDefinition type="base" />"#;
+    vec![
+        ("process", String::new()),
+        (
+            "serviceTask",
+            format!(r#"<bpmn:serviceTask id="Host"><bpmn:extensionElements>{job}{{ext}}</bpmn:extensionElements></bpmn:serviceTask>"#),
+        ),
+        (
+            "sendTask",
+            format!(r#"<bpmn:sendTask id="Host"><bpmn:extensionElements>{job}{{ext}}</bpmn:extensionElements></bpmn:sendTask>"#),
+        ),
+        (
+            "scriptTask",
+            r#"<bpmn:scriptTask id="Host"><bpmn:extensionElements><zeebe:script expression="=0" resultVariable="zero" />{ext}</bpmn:extensionElements></bpmn:scriptTask>"#.to_owned(),
+        ),
+        (
+            "messageThrowEvent",
+            format!(r#"<bpmn:intermediateThrowEvent id="Host"><bpmn:extensionElements>{job}{{ext}}</bpmn:extensionElements><bpmn:messageEventDefinition /></bpmn:intermediateThrowEvent>"#),
+        ),
+        (
+            "messageEndEvent",
+            format!(r#"<bpmn:endEvent id="Host"><bpmn:extensionElements>{job}{{ext}}</bpmn:extensionElements><bpmn:messageEventDefinition /></bpmn:endEvent>"#),
+        ),
+        (
+            "task",
+            r#"<bpmn:task id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:task>"#.to_owned(),
+        ),
+        (
+            "manualTask",
+            r#"<bpmn:manualTask id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:manualTask>"#.to_owned(),
+        ),
+        (
+            "receiveTask",
+            r#"<bpmn:receiveTask id="Host" messageRef="M"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:receiveTask>"#.to_owned(),
+        ),
+        (
+            "subProcess",
+            r#"<bpmn:subProcess id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:startEvent id="Inner" /></bpmn:subProcess>"#.to_owned(),
+        ),
+        (
+            "startEvent",
+            r#"<bpmn:startEvent id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:startEvent>"#.to_owned(),
+        ),
+        (
+            "endEvent",
+            r#"<bpmn:endEvent id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:endEvent>"#.to_owned(),
+        ),
+        (
+            "intermediateThrowEvent",
+            r#"<bpmn:intermediateThrowEvent id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:intermediateThrowEvent>"#.to_owned(),
+        ),
+        (
+            "intermediateCatchEvent",
+            r#"<bpmn:intermediateCatchEvent id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"#.to_owned(),
+        ),
+        (
+            "boundaryEvent",
+            format!(r#"<bpmn:serviceTask id="Work"><bpmn:extensionElements>{job}</bpmn:extensionElements></bpmn:serviceTask><bpmn:boundaryEvent id="Host" attachedToRef="Work"><bpmn:extensionElements>{{ext}}</bpmn:extensionElements><bpmn:outgoing>Out</bpmn:outgoing><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#),
+        ),
+        (
+            "exclusiveGateway",
+            r#"<bpmn:exclusiveGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:exclusiveGateway><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#.to_owned(),
+        ),
+        (
+            "parallelGateway",
+            r#"<bpmn:parallelGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:parallelGateway><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#.to_owned(),
+        ),
+        (
+            "sequenceFlow",
+            r#"<bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Host" sourceRef="Start" targetRef="After"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:sequenceFlow>"#.to_owned(),
+        ),
+        (
+            "message",
+            r#"<bpmn:receiveTask id="Wait" messageRef="Host" />"#.to_owned(),
+        ),
+    ]
+}
+
+/// `(extension, host)` pairs Rill runs; each is checked in the model by `runs_in`.
+const RUNS: &[(&str, &[&str])] = &[
+    (
+        "taskDefinition",
+        &[
+            "serviceTask",
+            "sendTask",
+            "messageThrowEvent",
+            "messageEndEvent",
+        ],
+    ),
+    (
+        "taskHeaders",
+        &[
+            "serviceTask",
+            "sendTask",
+            "messageThrowEvent",
+            "messageEndEvent",
+        ],
+    ),
+    (
+        "ioMapping",
+        &[
+            "serviceTask",
+            "sendTask",
+            "scriptTask",
+            "messageThrowEvent",
+            "messageEndEvent",
+            "task",
+            "manualTask",
+            "receiveTask",
+            "subProcess",
+            "startEvent",
+            "endEvent",
+            "intermediateThrowEvent",
+            "intermediateCatchEvent",
+            "boundaryEvent",
+        ],
+    ),
+    ("subscription", &["message"]),
+];
+
+/// `(extension, hosts)` accepted with no runtime meaning (docs/decisions/bpmn-parsing.md).
+const METADATA: &[(&str, &[&str])] = &[
+    (
+        "properties",
+        &[
+            "process",
+            "serviceTask",
+            "sendTask",
+            "scriptTask",
+            "messageThrowEvent",
+            "messageEndEvent",
+            "task",
+            "manualTask",
+            "receiveTask",
+            "subProcess",
+            "startEvent",
+            "endEvent",
+            "intermediateThrowEvent",
+            "intermediateCatchEvent",
+            "boundaryEvent",
+            "exclusiveGateway",
+            "parallelGateway",
+            "sequenceFlow",
+            "message",
+        ],
+    ),
+    ("versionTag", &["process"]),
+    ("userTaskForm", &["process"]),
+];
+
+fn listed(table: &[(&str, &[&str])], extension: &str, host: &str) -> bool {
+    table
+        .iter()
+        .any(|(e, hosts)| *e == extension && hosts.contains(&host))
+}
+
+fn model_with(host: &str, body: &str, snippet: &str) -> String {
+    let (process_ext, message_ext, body) = match host {
+        "process" => (snippet.to_owned(), String::new(), body.to_owned()),
+        "message" => (String::new(), snippet.to_owned(), body.to_owned()),
+        _ => (String::new(), String::new(), body.replace("{ext}", snippet)),
+    };
+    let message_id = if host == "message" { "Host" } else { "M" };
+    // The host is the process's start event itself there.
+    let start = if host == "startEvent" {
+        ""
+    } else {
+        r#"<bpmn:startEvent id="Start" />"#
+    };
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:extensionElements>{process_ext}</bpmn:extensionElements>
+    {start}
+    {body}
+  </bpmn:process>
+  <bpmn:message id="{message_id}" name="msg"><bpmn:extensionElements><zeebe:subscription correlationKey="=key" />{message_ext}</bpmn:extensionElements></bpmn:message>
+</bpmn:definitions>"#
+    )
+}
+
+/// The element id a host's problems are reported on.
+fn host_id(host: &str) -> &str {
+    if host == "process" { "p" } else { "Host" }
+}
+
+/// What an accepted, running extension must have put into the model.
+fn runs_in(model: &ProcessModel, extension: &str, host: &str) -> bool {
+    if host == "message" {
+        // The subscription is the correlation key of the element waiting for it.
+        return matches!(
+            &el(model, "Wait").kind,
+            ElementKind::ReceiveTask(m) if expr_source(&m.correlation_key) == "key"
+        );
+    }
+    let element = el(model, "Host");
+    match extension {
+        "taskDefinition" => element
+            .kind
+            .job_definition()
+            .is_some_and(|job| static_value(&job.job_type) == "extra"),
+        "taskHeaders" => element
+            .kind
+            .job_definition()
+            .is_some_and(|job| job.headers == vec![("k".to_owned(), "v".to_owned())]),
+        "ioMapping" => element.outputs.len() == 1 && element.outputs[0].target == vec!["mapped"],
+        "script" => matches!(
+            &element.kind,
+            ElementKind::ScriptTask(ScriptDefinition::Expression { result_variable, .. })
+                if result_variable == "two"
+        ),
+        _ => false,
+    }
+}
+
+#[test]
+fn every_zeebe_extension_is_run_kept_as_metadata_or_rejected_naming_the_element() {
+    let mut checked = 0;
+    for (host, body) in hosts() {
+        for (extension, snippet) in EXTENSIONS {
+            let xml = model_with(host, &body, snippet);
+            let place = format!("zeebe:{extension} on {host}");
+            match parse_bpmn("extensions.bpmn", xml.as_bytes()) {
+                Ok(mut models) => {
+                    let model = models.remove(0);
+                    if listed(RUNS, extension, host) {
+                        assert!(
+                            runs_in(&model, extension, host),
+                            "{place} deployed but is not in the model"
+                        );
+                    } else {
+                        assert!(
+                            listed(METADATA, extension, host),
+                            "{place} was accepted but is neither run nor documented metadata"
+                        );
+                    }
+                }
+                Err(error) => {
+                    assert!(
+                        !listed(METADATA, extension, host),
+                        "{place} is metadata but was rejected:\n{error}"
+                    );
+                    let named = error.problems.iter().any(|p| {
+                        p.element_id.as_deref() == Some(host_id(host))
+                            && p.message.contains(&format!("zeebe:{extension}"))
+                    });
+                    assert!(
+                        named,
+                        "{place} must be rejected on '{}' with a reason naming \
+                         zeebe:{extension}:\n{error}",
+                        host_id(host)
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, hosts().len() * EXTENSIONS.len());
+}
+
+#[test]
+fn a_job_worker_script_task_runs_its_task_definition_and_headers() {
+    // On a script task the job extensions replace zeebe:script, so they are checked
+    // apart from the table above (where the host already has a script).
+    let body = r#"<bpmn:scriptTask id="Host"><bpmn:extensionElements><zeebe:taskDefinition type="extra" /><zeebe:taskHeaders><zeebe:header key="k" value="v" /></zeebe:taskHeaders></bpmn:extensionElements></bpmn:scriptTask>"#;
+    let xml = model_with("scriptTask", body, "");
+    let model = parse_bpmn("script.bpmn", xml.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0);
+    assert!(runs_in(&model, "taskDefinition", "scriptTask"));
+    assert!(runs_in(&model, "taskHeaders", "scriptTask"));
+    let scripted = model_with(
+        "task",
+        r#"<bpmn:scriptTask id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:scriptTask>"#,
+        r#"<zeebe:script expression="=1 + 1" resultVariable="two" />"#,
+    );
+    let model = parse_bpmn("script.bpmn", scripted.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0);
+    assert!(runs_in(&model, "script", "scriptTask"));
+}
+
+#[test]
+fn other_vendors_extensions_are_not_zeebes_and_are_read_past() {
+    let body = r#"<bpmn:task id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:task>"#;
+    let xml = model_with(
+        "task",
+        body,
+        r#"<camunda:inputOutput xmlns:camunda="http://camunda.org/schema/1.0/bpmn" />"#,
+    );
+    assert!(parse_bpmn("vendor.bpmn", xml.as_bytes()).is_ok());
+}
