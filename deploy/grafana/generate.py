@@ -187,6 +187,10 @@ def dashboard():
     g.add(timeseries("Role per replica",
                      "1 follower, 2 candidate, 3 leader. Candidates that stay are elections that do not finish.",
                      [(f"rill_raft_role{{{PART}}}", "{{pod}} p{{partition}}")]), 8, 8)
+    g.add(timeseries("Leader changes",
+                     "New leaders per partition as its replicas saw them (each replica counts once), and the time each went without one.",
+                     [(f"max by (partition) (increase(rill_raft_leader_changes_total{{{PART}}}[$__rate_interval]))", "changes p{{partition}}"),
+                      (f"max by (partition) (rill_raft_leaderless_seconds{{{PART}}})", "without leader now (s) p{{partition}}")]), 8, 8)
     g.add(timeseries("Replica apply gap",
                      "Entries the slowest replica of a partition trails the fastest one by.",
                      [(f"max by (partition) (rill_raft_applied_index{{{PART}}}) - min by (partition) (rill_raft_applied_index{{{PART}}})",
