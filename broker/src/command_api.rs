@@ -227,7 +227,10 @@ impl<E: ProtocolEngine> CommandApi<E> {
                 let result = target.submit_now(command, Duration::from_millis(timeout_ms));
                 Box::pin(async move {
                     match result.await {
-                        Ok(response) => ApiAnswer::Response(response),
+                        Ok(answered) => ApiAnswer::Response {
+                            response: answered.response,
+                            term: answered.term,
+                        },
                         Err(e) => ApiAnswer::Error(e.into()),
                     }
                 })
@@ -340,7 +343,10 @@ impl<E: Engine> PartitionRouter<E> for ClusterRouter<E> {
         timeout: Duration,
     ) -> BoxFuture<'static, Result<E::Response>> {
         match self.led_here(target) {
-            Some(partition) => Box::pin(partition.submit_now(command, timeout)),
+            Some(partition) => {
+                let answered = partition.submit_now(command, timeout);
+                Box::pin(async move { answered.await.map(|a| a.response) })
+            }
             None => self.remote.deliver(target, command, timeout),
         }
     }

@@ -77,7 +77,10 @@ impl<E: Engine> PartitionRouter<E> for LocalRouter<E> {
         timeout: Duration,
     ) -> BoxFuture<'static, Result<E::Response>> {
         match self.partitions.read().get(&target) {
-            Some(partition) => Box::pin(partition.submit_now(command, timeout)),
+            Some(partition) => {
+                let answered = partition.submit_now(command, timeout);
+                Box::pin(async move { answered.await.map(|a| a.response) })
+            }
             None => Box::pin(async move {
                 Err(Error::Config(format!(
                     "partition {target} is not hosted by this node"

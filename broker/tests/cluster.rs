@@ -28,6 +28,32 @@ async fn current_leader(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_answers_in_its_own_later_term() {
+    let timeout = Duration::from_secs(5);
+    let mut cluster = Cluster::new(3, |_| {});
+    cluster.start_all().await;
+    let old = cluster.leader(Duration::from_secs(10)).await;
+    let old_term = cluster.node(old).status().term;
+    let answered = cluster
+        .node(old)
+        .submit_answered(ListCommand::Append { id: 1 }, timeout)
+        .await
+        .unwrap();
+    assert_eq!(answered.term, old_term);
+
+    cluster.stop(old).await;
+    let new = cluster.leader(Duration::from_secs(30)).await;
+    let new_term = cluster.node(new).status().term;
+    assert!(new_term > old_term, "{new_term} after {old_term}");
+    let answered = cluster
+        .node(new)
+        .submit_answered(ListCommand::Append { id: 2 }, timeout)
+        .await
+        .unwrap();
+    assert_eq!(answered.term, new_term);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_commands_survive_repeated_leader_kills() {
     const COMMANDS: u64 = 10_000;
     const CLIENTS: usize = 32;

@@ -178,6 +178,36 @@ async fn restart_keeps_state_and_applies_nothing_twice() {
     assert_eq!(positions, vec![59, 60, 61, 62]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_carry_the_term_of_the_leader() {
+    let timeout = Duration::from_secs(5);
+    let cluster = single(|_| {}).await;
+    let p = cluster.node(0);
+    let first_term = p.status().term;
+    assert!(first_term > 0);
+    let appended = p
+        .submit_answered(ListCommand::Append { id: 1 }, timeout)
+        .await
+        .unwrap();
+    assert_eq!(appended.term, first_term);
+    status_reaching(p, Position(2)).await;
+    // Answered from state, without an entry: the term of the leader that read it.
+    let found = p
+        .submit_answered(ListCommand::Lookup { seq: 1 }, timeout)
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        rill_broker::Answered {
+            response: ListResponse::Found {
+                seq: 1,
+                id: Some(1)
+            },
+            term: first_term
+        }
+    );
+}
+
 /// Fires `count` commands at once and sorts the outcomes.
 async fn burst(
     p: &rill_broker::Partition<rill_broker::testing::ListEngine>,

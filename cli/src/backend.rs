@@ -8,10 +8,10 @@ use futures::future::BoxFuture;
 use rill_broker::{BrokerNode, Partition, Role, forward_jobs_available};
 use rill_engine::BpmnEngine;
 use rill_gateway::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
-use rill_protocol::{BROKER_VERSION, Command, CommandResponse, PartitionId, Query, QueryResult};
+use rill_protocol::{BROKER_VERSION, Command, PartitionId, Query, QueryResult};
 use tokio::sync::broadcast;
 
 /// Serves the gateway from the partitions of a node in this process.
@@ -58,15 +58,23 @@ impl GatewayBackend for LocalBackend {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
+    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
         Box::pin(async move {
             let target = self.partition(partition)?;
-            match tokio::time::timeout(timeout, target.submit_with_timeout(command, timeout)).await
-            {
-                Ok(result) => result.map_err(|e| BackendError::from_local(partition, e)),
+            match tokio::time::timeout(timeout, target.submit_answered(command, timeout)).await {
+                Ok(Ok(answered)) => Ok(Answered {
+                    response: answered.response,
+                    term: Some(answered.term),
+                }),
+                Ok(Err(e)) => Err(BackendError::from_local(partition, e)),
                 Err(_) => Err(BackendError::Timeout),
             }
         })
+    }
+
+    fn current_term(&self, partition: PartitionId) -> Option<u64> {
+        let status = self.node.partition(partition)?.status();
+        (status.role == Role::Leader).then_some(status.term)
     }
 
     fn query(

@@ -99,6 +99,15 @@ impl BackendError {
     }
 }
 
+/// A partition's response to a command, with the raft term of the log entry that carried
+/// the command (`None` where the backend cannot tell). An answer from a term the
+/// partition has since left may have waited out an election (see `activation`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answered {
+    pub response: CommandResponse,
+    pub term: Option<u64>,
+}
+
 /// Jobs of a type became activatable on a partition (sent by the partition leader after
 /// the commit that created, failed or timed out such jobs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,7 +196,15 @@ pub trait GatewayBackend: Send + Sync + 'static {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>>;
+    ) -> BoxFuture<'_, Result<Answered, BackendError>>;
+
+    /// The raft term `partition` is in as far as the backend knows (the term of the
+    /// leader it routes to); `None` if it does not know, and then no answer counts as
+    /// coming from a term the partition has left.
+    fn current_term(&self, partition: PartitionId) -> Option<u64> {
+        let _ = partition;
+        None
+    }
 
     /// Answers a read-only question from the state of `partition` (the engine's query
     /// API: process instances, incidents, variables).

@@ -33,7 +33,7 @@ use serde::Serialize;
 use tokio::sync::{Notify, broadcast};
 
 use crate::backend::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
 
@@ -330,6 +330,15 @@ impl ClusterClient {
             .map(|(_, node)| *node)
     }
 
+    /// The term of the leader of `partition` this client routes to, if it knows one.
+    pub fn current_term(&self, partition: PartitionId) -> Option<u64> {
+        self.view
+            .read()
+            .leaders
+            .get(&partition)
+            .map(|(term, _)| *term)
+    }
+
     /// Sends one request to the leader of `partition`. Errors that mean "not applied"
     /// are `NotLeader` or `Unavailable`, which the dispatcher retries.
     async fn call(
@@ -386,7 +395,8 @@ impl ClusterClient {
         }
     }
 
-    /// What `node`'s answer means for the caller; a `NotLeader` updates the view.
+    /// What `node`'s answer means for the caller; a `NotLeader` updates the view, and so
+    /// does a response from a later term than the view knows (`node` led in it).
     fn answered(
         &self,
         node: NodeId,
@@ -394,6 +404,19 @@ impl ClusterClient {
         answer: ApiAnswer,
     ) -> Result<ApiAnswer, BackendError> {
         match answer {
+            ApiAnswer::Response { term, .. } => {
+                // Read first: nearly every answer is from the term already known.
+                let later = self
+                    .view
+                    .read()
+                    .leaders
+                    .get(&partition)
+                    .is_some_and(|(known, _)| term > *known);
+                if later {
+                    note_leader(&mut self.view.write(), partition, term, node);
+                }
+                Ok(answer)
+            }
             ApiAnswer::Error(ApiError::NotLeader { leader }) => {
                 let mut view = self.view.write();
                 match leader.map(NodeId).filter(|l| *l != node) {
@@ -425,12 +448,27 @@ impl ClusterClient {
         command: Command,
         timeout: Duration,
     ) -> Result<CommandResponse, BackendError> {
+        self.submit_answered(partition, command, timeout)
+            .await
+            .map(|answered| answered.response)
+    }
+
+    /// [`ClusterClient::submit`], with the term of the entry that carried the command.
+    pub async fn submit_answered(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        timeout: Duration,
+    ) -> Result<Answered, BackendError> {
         let request = ApiRequest::Submit {
             command,
             timeout_ms: timeout.as_millis() as u64,
         };
         match self.call(partition, request, timeout).await? {
-            ApiAnswer::Response(response) => Ok(response),
+            ApiAnswer::Response { response, term } => Ok(Answered {
+                response,
+                term: Some(term),
+            }),
             other => Err(unexpected(other)),
         }
     }
@@ -545,8 +583,12 @@ impl GatewayBackend for RemoteBackend {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
-        Box::pin(self.client.submit(partition, command, timeout))
+    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
+        Box::pin(self.client.submit_answered(partition, command, timeout))
+    }
+
+    fn current_term(&self, partition: PartitionId) -> Option<u64> {
+        self.client.current_term(partition)
     }
 
     fn query(
@@ -571,7 +613,7 @@ impl GatewayBackend for RemoteBackend {
 mod tests {
     use std::sync::atomic::AtomicU64;
 
-    use rill_protocol::ReplicaView;
+    use rill_protocol::{Key, Rejection, RejectionType, ReplicaView};
     use rill_transport::TransportConfig;
 
     use super::*;
@@ -704,6 +746,105 @@ mod tests {
         // Later ones are news this gateway's long polls missed: they must all look again.
         assert_eq!(next_notice(&mut notifications).await, JobsNotice::Missed);
         assert_eq!(next_notice(&mut notifications).await, work);
+
+        transport.shutdown().await;
+        broker.shutdown().await;
+    }
+
+    /// A broker that says it leads partition 1 in term `topology_term`, and answers every
+    /// command from an entry of term `answer_term`.
+    async fn broker(topology_term: u64, answer_term: u64) -> Transport {
+        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let handler = Arc::new(
+            move |_: NodeId,
+                  service: ServiceId,
+                  _: PartitionId,
+                  _: Bytes|
+                  -> BoxFuture<'static, Result<Bytes, String>> {
+                let answer = match service {
+                    ServiceId::TOPOLOGY => encode(&NodeTopology {
+                        node_id: 1,
+                        cluster_size: 1,
+                        partitions_count: 1,
+                        replication_factor: 1,
+                        command_address: "127.0.0.1:1".to_owned(),
+                        version: "test".to_owned(),
+                        partitions: vec![ReplicaView {
+                            partition: 1,
+                            role: ReplicaRole::Leader,
+                            leader: Some(1),
+                            term: topology_term,
+                            healthy: true,
+                        }],
+                    }),
+                    ServiceId::COMMAND => encode(&ApiAnswer::Response {
+                        response: CommandResponse::Rejected(Rejection::new(
+                            RejectionType::NotFound,
+                            "no such job",
+                        )),
+                        term: answer_term,
+                    }),
+                    _ => Err(BackendError::Internal("no such service".into())),
+                };
+                Box::pin(async move { answer.map_err(|e| e.to_string()) })
+            },
+        );
+        Transport::start(TransportConfig::new(NodeId(1), listen), handler)
+            .await
+            .unwrap()
+    }
+
+    async fn known_term(client: &ClusterClient) -> u64 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(term) = client.current_term(PartitionId(1)) {
+                return term;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no term learned");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_brings_its_entry_term_and_a_later_one_is_noted() {
+        let broker = broker(3, 5).await;
+        let transport = gateway_transport().await;
+        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
+        assert_eq!(known_term(&client).await, 3, "the topology's term");
+
+        let command = Command::CompleteJob {
+            job_key: Key::new(PartitionId(1), 7),
+            variables: rill_protocol::JsonValue::empty_object(),
+        };
+        let answered = client
+            .submit_answered(PartitionId(1), command, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(answered.term, Some(5));
+        // The broker led in term 5, later than the topology said.
+        assert_eq!(client.current_term(PartitionId(1)), Some(5));
+
+        transport.shutdown().await;
+        broker.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn an_answer_from_an_earlier_term_leaves_the_known_term() {
+        let broker = broker(4, 2).await;
+        let transport = gateway_transport().await;
+        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
+        assert_eq!(known_term(&client).await, 4);
+
+        let command = Command::CompleteJob {
+            job_key: Key::new(PartitionId(1), 7),
+            variables: rill_protocol::JsonValue::empty_object(),
+        };
+        let answered = client
+            .submit_answered(PartitionId(1), command, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(answered.term, Some(2));
+        assert_eq!(client.current_term(PartitionId(1)), Some(4));
 
         transport.shutdown().await;
         broker.shutdown().await;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rill_protocol::{Command, CommandResponse, Key, PartitionId, Query, QueryResult, RecordValue};
 use tokio::time::Instant;
 
-use crate::backend::{BackendError, GatewayBackend};
+use crate::backend::{Answered, BackendError, GatewayBackend};
 use crate::problem::Problem;
 
 /// First pause before sending a command again to a partition without a leader.
@@ -77,7 +77,7 @@ impl Dispatcher {
         timeout: Duration,
     ) -> Result<Accepted, Problem> {
         let result = self.submit_raw(partition, &command, timeout).await;
-        accepted(&command, result)
+        accepted(&command, result.map(|a| a.response))
     }
 
     /// Submits a command that any partition can take (a new process instance), starting
@@ -108,7 +108,7 @@ impl Dispatcher {
                         tracing::debug!(%partition, %error, "trying the next partition");
                         last_error = Some(error);
                     }
-                    other => return (partition, accepted(&command, other)),
+                    other => return (partition, accepted(&command, other.map(|a| a.response))),
                 }
             }
             // No partition could take it: wait for an election somewhere.
@@ -129,7 +129,7 @@ impl Dispatcher {
         partition: PartitionId,
         command: &Command,
         timeout: Duration,
-    ) -> Result<CommandResponse, BackendError> {
+    ) -> Result<Answered, BackendError> {
         let deadline = Instant::now() + timeout;
         let mut delay = FIRST_RETRY_DELAY;
         // Once time is up after retries, the answer is why the partition was unusable.
@@ -155,13 +155,14 @@ impl Dispatcher {
         }
     }
 
-    /// Sends a command to a partition once, giving up when `remaining` has passed.
-    async fn attempt(
+    /// Sends a command to a partition once, giving up when `remaining` has passed: a
+    /// partition without a leader is not waited for.
+    pub async fn attempt(
         &self,
         partition: PartitionId,
         command: &Command,
         remaining: Duration,
-    ) -> Result<CommandResponse, BackendError> {
+    ) -> Result<Answered, BackendError> {
         let attempt = self.backend.submit(partition, command.clone(), remaining);
         match tokio::time::timeout(remaining, attempt).await {
             Ok(result) => result,

@@ -2,6 +2,7 @@
 //! in front of the brokers, routing each request to its partition and long polling for
 //! jobs. The brokers are reached through the [`GatewayBackend`] trait.
 
+pub mod activation;
 mod api;
 mod backend;
 pub mod cluster;
@@ -13,7 +14,7 @@ mod problem;
 mod server;
 
 pub use backend::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
 pub use error::{GatewayError, Result};

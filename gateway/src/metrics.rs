@@ -7,6 +7,8 @@ use prometheus::{
     HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
 };
 
+use crate::activation::DropReason;
+
 pub const REST_REQUESTS_TOTAL: &str = "rill_gateway_rest_requests_total";
 const REST_REQUESTS_HELP: &str = "REST requests answered, by endpoint, method and status code";
 
@@ -23,6 +25,10 @@ pub const ACTIVATION_COMMANDS_TOTAL: &str = "rill_gateway_job_activation_command
 const ACTIVATION_COMMANDS_HELP: &str =
     "Job activation commands answered by a partition, by whether they found jobs";
 
+pub const ACTIVATED_JOBS_DROPPED_TOTAL: &str = "rill_gateway_activated_jobs_dropped_total";
+const ACTIVATED_JOBS_DROPPED_HELP: &str = "Activated jobs not handed to a worker, by reason: deadline (passed or too close) or term \
+     (answered from a raft term the partition has left)";
+
 /// Latency buckets from 1 ms to 60 s (long polls and awaited instances are slow by design).
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -36,6 +42,7 @@ pub struct GatewayMetrics {
     long_polling_waiting: IntGauge,
     jobs_activated: IntCounter,
     activation_commands: IntCounterVec,
+    activated_jobs_dropped: IntCounterVec,
 }
 
 impl GatewayMetrics {
@@ -47,12 +54,13 @@ impl GatewayMetrics {
         registry.register(Box::new(metrics.long_polling_waiting.clone()))?;
         registry.register(Box::new(metrics.jobs_activated.clone()))?;
         registry.register(Box::new(metrics.activation_commands.clone()))?;
+        registry.register(Box::new(metrics.activated_jobs_dropped.clone()))?;
         Ok(metrics)
     }
 
     /// Metrics that are counted but not exported anywhere.
     pub fn unregistered() -> Result<Self, prometheus::Error> {
-        Ok(GatewayMetrics {
+        let metrics = GatewayMetrics {
             requests: IntCounterVec::new(
                 Opts::new(REST_REQUESTS_TOTAL, REST_REQUESTS_HELP),
                 &["endpoint", "method", "status"],
@@ -68,7 +76,18 @@ impl GatewayMetrics {
                 Opts::new(ACTIVATION_COMMANDS_TOTAL, ACTIVATION_COMMANDS_HELP),
                 &["outcome"],
             )?,
-        })
+            activated_jobs_dropped: IntCounterVec::new(
+                Opts::new(ACTIVATED_JOBS_DROPPED_TOTAL, ACTIVATED_JOBS_DROPPED_HELP),
+                &["reason"],
+            )?,
+        };
+        // Exported at 0 from the start, so that a rate over them has a series to follow.
+        for reason in [DropReason::Deadline, DropReason::Term] {
+            metrics
+                .activated_jobs_dropped
+                .with_label_values(&[reason.label()]);
+        }
+        Ok(metrics)
     }
 
     /// Counts one answered request. `endpoint` is the route template (e.g.
@@ -91,6 +110,13 @@ impl GatewayMetrics {
     pub fn activation_command(&self, jobs: usize) {
         let outcome = if jobs == 0 { "empty" } else { "jobs" };
         self.activation_commands.with_label_values(&[outcome]).inc();
+    }
+
+    /// Counts activated jobs that were not handed to a worker.
+    pub fn activated_jobs_dropped(&self, reason: DropReason, count: usize) {
+        self.activated_jobs_dropped
+            .with_label_values(&[reason.label()])
+            .inc_by(count as u64);
     }
 
     /// Marks a long poll as waiting until the guard is dropped.

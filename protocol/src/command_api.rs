@@ -32,7 +32,13 @@ pub enum ApiRequest {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ApiAnswer {
-    Response(CommandResponse),
+    /// A command's response, with the raft term of the log entry that carried the command
+    /// (of the leader that answered, for one answered from state). The gateway judges by
+    /// it whether the answer outlived its leader's term.
+    Response {
+        response: CommandResponse,
+        term: u64,
+    },
     QueryResult(QueryResult),
     Error(ApiError),
 }

@@ -55,6 +55,7 @@ use tokio::sync::{broadcast, oneshot, watch};
 use super::leader::QueuedCommand;
 use super::raft::RaftView;
 use super::replica::Replica;
+use super::requests::Reply;
 use super::{JobsAvailable, PartitionConfig, PartitionEnv, PartitionStatus, StateDigest};
 use crate::batch::CoreCommand;
 use crate::delivery::PartitionRouter;
@@ -71,7 +72,7 @@ pub(crate) enum Msg<E: Engine> {
         command: E::Command,
         /// How long the request may wait for its answer.
         timeout: Duration,
-        reply: oneshot::Sender<Result<E::Response>>,
+        reply: Reply<E::Response>,
     },
     Query {
         query: E::Query,

@@ -38,6 +38,7 @@ use crate::error::{ActorError, Error, Result};
 use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
 use actor::{Msg, PartitionActor, StartArgs};
+pub use requests::Answered;
 
 /// How a partition is set up.
 #[derive(Clone, Debug)]
@@ -340,6 +341,18 @@ impl<E: Engine> Partition<E> {
         command: E::Command,
         timeout: Duration,
     ) -> Result<E::Response> {
+        self.submit_answered(command, timeout)
+            .await
+            .map(|answered| answered.response)
+    }
+
+    /// [`Partition::submit_with_timeout`], with the term of the entry that carried the
+    /// command.
+    pub async fn submit_answered(
+        &self,
+        command: E::Command,
+        timeout: Duration,
+    ) -> Result<Answered<E::Response>> {
         // A little more than the actor's own deadline, which answers with Timeout itself.
         self.ask(
             |reply| Msg::Submit {
@@ -352,13 +365,13 @@ impl<E: Engine> Partition<E> {
         .await?
     }
 
-    /// Like [`Partition::submit_with_timeout`], but the command is in the partition's
+    /// Like [`Partition::submit_answered`], but the command is in the partition's
     /// mailbox when this returns, so commands arrive in the order of the calls.
     pub fn submit_now(
         &self,
         command: E::Command,
         timeout: Duration,
-    ) -> impl Future<Output = Result<E::Response>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<E::Response>>> + Send + 'static {
         let partition = self.config.partition_id;
         let (reply, rx) = oneshot::channel();
         let sent = self

@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, oneshot, watch};
 use super::actor::{Msg, ProposeError, StartArgs};
 use super::leader::{Acknowledge, LeaderState, Leadership, QueuedCommand};
 use super::raft::RaftView;
-use super::requests::{Reply, RequestBook};
+use super::requests::{Answered, Reply, RequestBook};
 use super::snapshots::Snapshots;
 use super::{JobsAvailable, PartitionConfig, PartitionEnv, PartitionStatus, Role, StateDigest};
 use crate::batch::CoreCommand;
@@ -136,13 +136,13 @@ impl<E: Engine> Replica<E> {
         reply: Reply<E::Response>,
     ) {
         self.metrics.received.inc();
-        if !self.leadership.is_leader() {
+        let Some(term) = self.leadership.term() else {
             let _ = reply.send(Err(self.refusal()));
             return;
-        }
+        };
         if let Some(response) = self.answer_from_state(&command) {
             self.metrics.answered_from_state.inc();
-            let _ = reply.send(Ok(response));
+            let _ = reply.send(Ok(Answered { response, term }));
             return;
         }
         let never_rejected = E::is_never_rejected(&command);

@@ -14,6 +14,9 @@
 //! book dropped with requests still in it answers them with `ShuttingDown` (what their
 //! callers heard from a dropped reply channel). `NotLeader` means certainly not applied,
 //! and never names this node as the leader: a client would only come back here.
+//! A response carries the term of the entry its command was applied from
+//! ([`Answered`]): a request proposed before an election can still be answered after it,
+//! late, by a replica that no longer leads.
 //!
 //! The book also holds the flow-control limiter, since every request holds a permit
 //! until it is answered, and remembers whether the partition failed or shuts down,
@@ -29,16 +32,26 @@ use tokio::sync::oneshot;
 use crate::error::{Error, Result};
 use crate::flow_control::{Permit, RequestLimiter};
 
+/// A command's response, with the raft term of the log entry that carried the command
+/// (for one answered from state without an entry, the term of the leader that read it).
+/// A gateway compares it with the partition's current term: an answer from a term the
+/// partition has left may have waited out an election.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answered<R> {
+    pub response: R,
+    pub term: u64,
+}
+
 /// Where a request's answer goes.
-pub(crate) type Reply<R> = oneshot::Sender<Result<R>>;
+pub(crate) type Reply<R> = oneshot::Sender<Result<Answered<R>>>;
 
 enum Phase {
     /// Waiting in the leader's queue for the next entry.
     Queued,
     /// In an entry given to raft, built in `term`.
     Proposed { term: u64 },
-    /// Applied; the engine answers later (a `Respond` action).
-    Applied,
+    /// Applied from an entry of `term`; the engine answers later (a `Respond` action).
+    Applied { term: u64 },
 }
 
 struct Pending<R> {
@@ -53,6 +66,15 @@ struct Pending<R> {
 impl<R> Pending<R> {
     fn proposed_up_to(&self, up_to_term: u64) -> bool {
         matches!(self.phase, Phase::Proposed { term } if term <= up_to_term)
+    }
+
+    /// The term of the entry that carried the command. Only applied commands are
+    /// answered with a response, so a queued one (0) never is.
+    fn term(&self) -> u64 {
+        match self.phase {
+            Phase::Queued => 0,
+            Phase::Proposed { term } | Phase::Applied { term } => term,
+        }
     }
 }
 
@@ -173,15 +195,16 @@ impl<R> RequestBook<R> {
     /// The request's command was applied; its answer comes later.
     pub(crate) fn applied_later(&mut self, RequestId(id): RequestId) {
         if let Some(p) = self.pending.get_mut(&id) {
-            p.phase = Phase::Applied;
+            p.phase = Phase::Applied { term: p.term() };
         }
     }
 
-    /// Answers with the command's response. Ids this replica does not hold (another
-    /// replica's requests, or answered already) are ignored.
+    /// Answers with the command's response and the term of its entry. Ids this replica
+    /// does not hold (another replica's requests, or answered already) are ignored.
     pub(crate) fn respond(&mut self, RequestId(id): RequestId, response: R) {
         if let Some(p) = self.pending.remove(&id) {
-            finish(&mut self.limiter, p, Ok(response));
+            let term = p.term();
+            finish(&mut self.limiter, p, Ok(Answered { response, term }));
         }
     }
 
@@ -335,7 +358,7 @@ impl<R> Drop for RequestBook<R> {
 
 /// Releases the request's permit (a failed request counts as dropped for the limit)
 /// and sends its answer.
-fn finish<R>(limiter: &mut RequestLimiter, pending: Pending<R>, result: Result<R>) {
+fn finish<R>(limiter: &mut RequestLimiter, pending: Pending<R>, result: Result<Answered<R>>) {
     limiter.release(pending.permit, Instant::now(), result.is_err());
     let _ = pending.reply.send(result);
 }

@@ -5,7 +5,9 @@
 //! partition once. If nothing was found it waits until a notification wakes it (then it
 //! polls the partition named) or until its request timeout, and answers with what it
 //! has, possibly nothing. Joining before polling means a job created between the poll
-//! and the wait still wakes the request. `job_waiters` says who is woken.
+//! and the wait still wakes the request. `job_waiters` says who is woken. The answers go
+//! through `crate::activation` before a worker sees them: jobs past or near their
+//! deadline, or from a term the partition has left, are not handed out.
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_protocol::value::{JobBatchRecord, JobRecord};
+use rill_protocol::value::JobRecord;
 use rill_protocol::{
     ActivateJobs, Command, CommandResponse, FailJob, JsonValue, PartitionId, RecordValue,
     ThrowError, UpdateJob,
@@ -23,7 +25,8 @@ use tokio::time::Instant;
 
 use super::job_waiters::Wake;
 use super::{Body, KeyParam, SharedState, check_tenant, optional_key_text, unsupported};
-use crate::backend::BackendError;
+use crate::activation::{Activation, usable_jobs};
+use crate::backend::{Answered, BackendError};
 use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
@@ -185,17 +188,11 @@ pub async fn activate(
                 .clamp(MIN_PARTITION_TIMEOUT, state.settings.request_timeout),
             None => state.settings.request_timeout,
         };
-        let jobs = match look {
+        let answers = match look {
             Wake::Everywhere => poll_partitions(&state, &template, timeout).await?,
-            Wake::Partition(partition) => {
-                let jobs = poll_woken(&state, &template, partition, timeout).await;
-                // A full batch may have left jobs behind: the next waiter looks too.
-                if jobs.len() >= template.max_jobs as usize {
-                    waiters.notify(&template.job_type, look);
-                }
-                jobs
-            }
+            Wake::Partition(partition) => poll_woken(&state, &template, partition, timeout).await,
         };
+        let jobs = hand_out(&state, answers);
         if !jobs.is_empty() {
             state.metrics.jobs_activated(jobs.len());
             return Ok(Json(ActivationResult { jobs }));
@@ -220,6 +217,22 @@ pub async fn activate(
     }
 }
 
+/// The jobs of `answers` that a worker may still get (`crate::activation`: not past or
+/// near their deadline, not from a term the partition has left), as the API shows them.
+fn hand_out(state: &SharedState, answers: Vec<Activation>) -> Vec<ActivatedJob> {
+    answers
+        .into_iter()
+        .flat_map(|answer| usable_jobs(state.dispatch.backend(), &state.metrics, answer))
+        .map(|(key, job)| ActivatedJob::new(key, job))
+        .collect()
+}
+
+/// How long jobs in hand may wait while further partitions are asked: a tenth of their
+/// timeout, so that a worker gets nearly all of it.
+fn hold_limit(job_timeout_ms: i64) -> Duration {
+    Duration::from_millis((job_timeout_ms / 10).max(0) as u64)
+}
+
 /// Asks the partition a notification named. A failure counts as nothing found: the
 /// request goes on waiting instead of failing in the middle of its long poll.
 async fn poll_woken(
@@ -227,19 +240,33 @@ async fn poll_woken(
     template: &ActivateJobs,
     partition: PartitionId,
     timeout: Duration,
-) -> Vec<ActivatedJob> {
+) -> Vec<Activation> {
     let command = Command::ActivateJobs(template.clone());
     match state
         .dispatch
         .submit_raw(partition, &command, timeout)
         .await
     {
-        Ok(CommandResponse::Accepted {
-            value: RecordValue::JobBatch(batch),
-            ..
+        Ok(Answered {
+            response:
+                CommandResponse::Accepted {
+                    value: RecordValue::JobBatch(batch),
+                    ..
+                },
+            term,
         }) => {
             state.metrics.activation_command(batch.jobs.len());
-            batch_jobs(batch).collect()
+            // A full batch may have left jobs behind: the next waiter looks too.
+            if batch.jobs.len() >= template.max_jobs as usize {
+                state
+                    .job_waiters
+                    .notify(&template.job_type, Wake::Partition(partition));
+            }
+            vec![Activation {
+                partition,
+                term,
+                batch,
+            }]
         }
         Ok(answer) => {
             tracing::debug!(%partition, ?answer, "job activation after a notification found nothing");
@@ -254,19 +281,25 @@ async fn poll_woken(
 
 /// Asks every partition once, starting at a rotating one, until `max_jobs` are found.
 /// Partitions that fail are skipped; if every partition fails, the first error is the
-/// answer.
+/// answer. Until jobs are found, a partition without a leader is retried within
+/// `timeout`. Once some are in hand, each further partition gets one try, and all of
+/// them together [`hold_limit`]: jobs in hand must not wait out another partition's
+/// election, which would leave the worker little or none of their time.
 async fn poll_partitions(
     state: &SharedState,
     template: &ActivateJobs,
     timeout: Duration,
-) -> Result<Vec<ActivatedJob>, Problem> {
+) -> Result<Vec<Activation>, Problem> {
     let count = state.dispatch.partition_count();
     let first = state.dispatch.round_robin().get();
-    let mut jobs: Vec<ActivatedJob> = Vec::new();
+    let mut answers: Vec<Activation> = Vec::new();
+    let mut found = 0;
+    // Set once jobs are in hand: when asking further partitions ends.
+    let mut hold_until: Option<Instant> = None;
     let mut first_error: Option<BackendError> = None;
     let mut failures = 0;
     for offset in 0..count {
-        let remaining = template.max_jobs - jobs.len() as i32;
+        let remaining = template.max_jobs - found as i32;
         if remaining <= 0 {
             break;
         }
@@ -275,23 +308,52 @@ async fn poll_partitions(
             max_jobs: remaining,
             ..template.clone()
         });
-        match state
-            .dispatch
-            .submit_raw(partition, &command, timeout)
-            .await
-        {
-            Ok(CommandResponse::Accepted {
-                value: RecordValue::JobBatch(batch),
-                ..
+        let result = match hold_until {
+            None => {
+                state
+                    .dispatch
+                    .submit_raw(partition, &command, timeout)
+                    .await
+            }
+            Some(until) => {
+                let left = until.saturating_duration_since(Instant::now()).min(timeout);
+                if left.is_zero() {
+                    break;
+                }
+                state.dispatch.attempt(partition, &command, left).await
+            }
+        };
+        match result {
+            Ok(Answered {
+                response:
+                    CommandResponse::Accepted {
+                        value: RecordValue::JobBatch(batch),
+                        ..
+                    },
+                term,
             }) => {
                 state.metrics.activation_command(batch.jobs.len());
-                jobs.extend(batch_jobs(batch));
+                if !batch.jobs.is_empty() && hold_until.is_none() {
+                    hold_until = Some(Instant::now() + hold_limit(template.timeout));
+                }
+                found += batch.jobs.len();
+                answers.push(Activation {
+                    partition,
+                    term,
+                    batch,
+                });
             }
-            Ok(CommandResponse::Accepted { value, .. }) => {
+            Ok(Answered {
+                response: CommandResponse::Accepted { value, .. },
+                ..
+            }) => {
                 tracing::warn!(%partition, value_type = value.value_type().name(), "unexpected answer to job activation");
                 failures += 1;
             }
-            Ok(CommandResponse::Rejected(rejection)) => {
+            Ok(Answered {
+                response: CommandResponse::Rejected(rejection),
+                ..
+            }) => {
                 // A rejected activation is about the request itself (same on every
                 // partition), so it is the answer.
                 return Err(Problem::from_rejection(
@@ -307,21 +369,12 @@ async fn poll_partitions(
             }
         }
     }
-    if jobs.is_empty()
-        && failures == count
+    if failures == count
         && let Some(error) = first_error
     {
         return Err(Problem::from_backend(&error));
     }
-    Ok(jobs)
-}
-
-fn batch_jobs(batch: JobBatchRecord) -> impl Iterator<Item = ActivatedJob> {
-    batch
-        .job_keys
-        .into_iter()
-        .zip(batch.jobs)
-        .map(|(key, job)| ActivatedJob::new(key, job))
+    Ok(answers)
 }
 
 #[derive(Deserialize)]

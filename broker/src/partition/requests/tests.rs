@@ -10,7 +10,7 @@ const ME: NodeId = NodeId(1);
 const OTHER: NodeId = NodeId(2);
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-type Answer = oneshot::Receiver<Result<&'static str>>;
+type Answer = oneshot::Receiver<Result<Answered<&'static str>>>;
 
 /// A book whose flow control lets everything in (and still counts).
 fn book() -> RequestBook<&'static str> {
@@ -28,7 +28,12 @@ fn admit(book: &mut RequestBook<&'static str>, now: Instant) -> (RequestId, Answ
 }
 
 /// The answer, which must be there.
-fn answered(mut rx: Answer) -> Result<&'static str> {
+fn answered(rx: Answer) -> Result<&'static str> {
+    answered_in_term(rx).map(|answered| answered.response)
+}
+
+/// The answer with the term it came with, which must be there.
+fn answered_in_term(mut rx: Answer) -> Result<Answered<&'static str>> {
     rx.try_recv().expect("answered")
 }
 
@@ -57,6 +62,35 @@ fn a_response_answers_once_and_releases_the_permit() {
     assert_eq!(answered(rx).unwrap(), "done");
     assert_eq!(book.len(), 0);
     assert_eq!(book.limiter().inflight(), 0);
+}
+
+#[test]
+fn a_response_carries_the_term_its_command_was_proposed_in() {
+    let mut book = book();
+    let now = Instant::now();
+    let (direct, direct_rx) = admit(&mut book, now);
+    book.proposed(direct, 4);
+    let (later, later_rx) = admit(&mut book, now);
+    book.proposed(later, 4);
+    book.applied_later(later);
+    // Answered only after a step down and an election: still the term of its entry.
+    book.step_down(4, 10, 7, Some(OTHER));
+    book.respond(direct, "direct");
+    book.respond(later, "later");
+    assert_eq!(
+        answered_in_term(direct_rx).unwrap(),
+        Answered {
+            response: "direct",
+            term: 4
+        }
+    );
+    assert_eq!(
+        answered_in_term(later_rx).unwrap(),
+        Answered {
+            response: "later",
+            term: 4
+        }
+    );
 }
 
 #[test]

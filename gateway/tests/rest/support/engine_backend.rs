@@ -15,7 +15,7 @@ use rill_engine_api::{
     Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
 };
 use rill_gateway::{
-    BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
 use rill_protocol::{
@@ -38,11 +38,11 @@ pub struct EngineBackend {
     /// Drops the partitions' jobs-available notifications, as when a broker could keep
     /// no more of them for this gateway.
     muted: AtomicBool,
-    /// The clock commands are stamped with: a fixed epoch plus the real time elapsed.
+    /// The clock commands are stamped with: the wall clock at the start plus the time
+    /// elapsed since (the gateway judges job deadlines by its wall clock).
     started: Instant,
+    started_millis: i64,
 }
-
-const EPOCH_MILLIS: i64 = 1_700_000_000_000;
 
 impl EngineBackend {
     pub fn new(partition_count: u16) -> Arc<EngineBackend> {
@@ -62,6 +62,10 @@ impl EngineBackend {
             next_request: AtomicU64::new(1),
             muted: AtomicBool::new(false),
             started: Instant::now(),
+            started_millis: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("a clock after 1970")
+                .as_millis() as i64,
         });
         tokio::spawn(tick(Arc::downgrade(&backend)));
         backend
@@ -78,7 +82,7 @@ impl EngineBackend {
     }
 
     fn now(&self) -> Timestamp {
-        Timestamp(EPOCH_MILLIS + self.started.elapsed().as_millis() as i64)
+        Timestamp(self.started_millis + self.started.elapsed().as_millis() as i64)
     }
 
     /// Applies `command` on `partition` and everything it sends to other partitions.
@@ -211,15 +215,20 @@ impl GatewayBackend for EngineBackend {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
+    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
+        // One leader for good: every answer is from its term.
+        let answered = |response| Answered {
+            response,
+            term: Some(1),
+        };
         Box::pin(async move {
             let request = RequestId(self.next_request.fetch_add(1, Ordering::Relaxed));
             let (sender, receiver) = oneshot::channel();
             if let Some(response) = self.apply(partition, &command, Some(request), Some(sender))? {
-                return Ok(response);
+                return Ok(answered(response));
             }
             match tokio::time::timeout(timeout, receiver).await {
-                Ok(Ok(response)) => Ok(response),
+                Ok(Ok(response)) => Ok(answered(response)),
                 Ok(Err(_)) => Err(BackendError::Internal("response channel dropped".into())),
                 Err(_) => {
                     self.waiting.lock().unwrap().remove(&(partition, request));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rill_gateway::{
-    BackendError, BrokerInfo, GatewayBackend, JobsNotice, PartitionHealth, PartitionInfo,
+    Answered, BackendError, BrokerInfo, GatewayBackend, JobsNotice, PartitionHealth, PartitionInfo,
     PartitionRole, Topology,
 };
 use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Query, QueryResult};
@@ -24,6 +24,10 @@ pub struct ScriptedBackend {
     pub jobs: broadcast::Sender<JobsNotice>,
     /// The role every broker reports for every partition (for `/v2/status`).
     pub role: Mutex<PartitionRole>,
+    /// The term every answer says its entry was in.
+    pub answer_term: Mutex<Option<u64>>,
+    /// The term the backend reports every partition in.
+    pub current_term: Mutex<Option<u64>>,
 }
 
 impl ScriptedBackend {
@@ -41,6 +45,8 @@ impl ScriptedBackend {
             submitted: Mutex::new(Vec::new()),
             jobs,
             role: Mutex::new(PartitionRole::Leader),
+            answer_term: Mutex::new(Some(1)),
+            current_term: Mutex::new(Some(1)),
         })
     }
 
@@ -74,19 +80,24 @@ impl GatewayBackend for ScriptedBackend {
         partition: PartitionId,
         command: Command,
         _timeout: Duration,
-    ) -> BoxFuture<'_, Result<CommandResponse, BackendError>> {
+    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
         self.submitted
             .lock()
             .unwrap()
             .push((partition, command.clone()));
+        let term = *self.answer_term.lock().unwrap();
         let result = (self.answer)(partition, &command);
         Box::pin(async move {
             if matches!(result, Err(BackendError::Timeout)) {
                 // A broker that never answers: the gateway's own timeout must fire.
                 std::future::pending::<()>().await;
             }
-            result
+            result.map(|response| Answered { response, term })
         })
+    }
+
+    fn current_term(&self, _partition: PartitionId) -> Option<u64> {
+        *self.current_term.lock().unwrap()
     }
 
     fn query(

@@ -1,0 +1,211 @@
+//! Activation answers that come too late for a worker, with the scripted backend: jobs
+//! past (or near) their deadline and answers from a raft term the partition has left are
+//! not handed out, and jobs in hand do not wait for a partition without a leader.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rill_gateway::BackendError;
+use rill_protocol::value::{JobBatchRecord, JobRecord};
+use rill_protocol::{Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue};
+use serde_json::{Value, json};
+
+use crate::support::scripted_backend::ScriptedBackend;
+use crate::support::{TestGateway, test_config};
+
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis() as i64
+}
+
+fn job(timeout: i64, deadline: i64) -> JobRecord {
+    JobRecord {
+        job_type: "work".into(),
+        element_id: "task".into(),
+        element_instance_key: 1,
+        bpmn_process_id: "p".into(),
+        process_definition_version: 1,
+        process_definition_key: 2,
+        process_instance_key: 3,
+        worker: "w".into(),
+        retries: 3,
+        retry_backoff: 0,
+        recurring_time: -1,
+        deadline,
+        timeout,
+        error_message: String::new(),
+        error_code: String::new(),
+        custom_headers: Default::default(),
+        variables: JsonValue::empty_object(),
+        tenant_id: "<default>".into(),
+    }
+}
+
+/// An activation's answer with `jobs` (key, job), as the engine gives it.
+fn batch(jobs: Vec<(Key, JobRecord)>) -> CommandResponse {
+    let (job_keys, jobs): (Vec<i64>, Vec<JobRecord>) =
+        jobs.into_iter().map(|(key, job)| (key.get(), job)).unzip();
+    CommandResponse::Accepted {
+        key: Key::NONE,
+        intent: Intent::Activated,
+        value: RecordValue::JobBatch(JobBatchRecord {
+            job_type: "work".into(),
+            worker: "w".into(),
+            timeout: 5000,
+            max_jobs_to_activate: 10,
+            job_keys,
+            jobs,
+            truncated: false,
+            tenant_ids: Vec::new(),
+        }),
+    }
+}
+
+fn unexpected(partition: PartitionId) -> Result<CommandResponse, BackendError> {
+    Err(BackendError::Internal(format!(
+        "only activations are expected (partition {partition})"
+    )))
+}
+
+/// Activates `work` jobs, waiting up to `request_timeout` ms (negative: not at all).
+async fn activate(gateway: &TestGateway, request_timeout: i64) -> Vec<Value> {
+    let reply = gateway
+        .post(
+            "/v2/jobs/activation",
+            json!({"type": "work", "timeout": 5000, "maxJobsToActivate": 10,
+                   "requestTimeout": request_timeout}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    reply.body["jobs"].as_array().expect("a job list").clone()
+}
+
+fn job_keys(jobs: &[Value]) -> Vec<String> {
+    jobs.iter()
+        .map(|job| job["jobKey"].as_str().expect("a key").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn jobs_whose_deadline_passed_before_the_answer_arrived_are_not_handed_out() {
+    let p = PartitionId(1);
+    let (late, near, fresh) = (Key::new(p, 11), Key::new(p, 12), Key::new(p, 13));
+    let backend = ScriptedBackend::new(1, move |partition, command| {
+        let Command::ActivateJobs(_) = command else {
+            return unexpected(partition);
+        };
+        let now = now_millis();
+        Ok(batch(vec![
+            // Activated by a leader 5 s ago, answered only now.
+            (late, job(5000, now - 10)),
+            // 50 ms left of 5 s: inside the margin, a worker could not report back.
+            (near, job(5000, now + 50)),
+            (fresh, job(5000, now + 4990)),
+        ]))
+    });
+    let gateway = TestGateway::start(backend.clone()).await;
+
+    let jobs = activate(&gateway, -1).await;
+    assert_eq!(job_keys(&jobs), [fresh.to_string()]);
+    let metrics = gateway.metrics_text();
+    assert!(
+        metrics.contains(r#"rill_gateway_activated_jobs_dropped_total{reason="deadline"} 2"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"rill_gateway_activated_jobs_dropped_total{reason="term"} 0"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("rill_gateway_jobs_activated_total 1"),
+        "only the handed-out job counts as activated: {metrics}"
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn a_long_poll_that_gets_only_late_jobs_goes_on_waiting() {
+    let backend = ScriptedBackend::new(1, |partition, command| {
+        let Command::ActivateJobs(_) = command else {
+            return unexpected(partition);
+        };
+        Ok(batch(vec![(
+            Key::new(partition, 21),
+            job(5000, now_millis() - 1),
+        )]))
+    });
+    let gateway = TestGateway::start(backend.clone()).await;
+    let started = Instant::now();
+    let jobs = activate(&gateway, 300).await;
+    assert!(jobs.is_empty(), "{jobs:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "answered before the long poll ended: {:?}",
+        started.elapsed()
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_from_a_term_the_partition_has_left_is_not_handed_out() {
+    let key = Key::new(PartitionId(1), 31);
+    let backend = ScriptedBackend::new(1, move |partition, command| {
+        let Command::ActivateJobs(_) = command else {
+            return unexpected(partition);
+        };
+        Ok(batch(vec![(key, job(5000, now_millis() + 4990))]))
+    });
+    // The entry was in term 3, and the partition has a leader of term 4 since.
+    *backend.answer_term.lock().unwrap() = Some(3);
+    *backend.current_term.lock().unwrap() = Some(4);
+    let gateway = TestGateway::start(backend.clone()).await;
+
+    assert!(activate(&gateway, -1).await.is_empty());
+    let metrics = gateway.metrics_text();
+    assert!(
+        metrics.contains(r#"rill_gateway_activated_jobs_dropped_total{reason="term"} 1"#),
+        "{metrics}"
+    );
+
+    // The same answer while term 3 is still the partition's: handed out.
+    *backend.current_term.lock().unwrap() = Some(3);
+    assert_eq!(job_keys(&activate(&gateway, -1).await), [key.to_string()]);
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn jobs_in_hand_do_not_wait_for_a_partition_without_a_leader() {
+    let key = Key::new(PartitionId(1), 41);
+    // Partition 1 has jobs (of the 5 s the request asks for); partition 2 lost its leader.
+    let backend = ScriptedBackend::new(2, move |partition, command| match command {
+        Command::ActivateJobs(_) if partition == PartitionId(1) => {
+            Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
+        }
+        Command::ActivateJobs(_) => Err(BackendError::Unavailable {
+            partition,
+            reason: "no leader known yet".into(),
+        }),
+        _ => unexpected(partition),
+    });
+    // Waiting for partition 2 until the long poll's end would outlast the jobs.
+    let mut config = test_config();
+    config.request_timeout = Duration::from_secs(6);
+    let gateway = TestGateway::start_with(backend.clone(), config).await;
+
+    let started = Instant::now();
+    // A fresh gateway starts its round at partition 1.
+    let jobs = activate(&gateway, 5000).await;
+    assert_eq!(job_keys(&jobs), [key.to_string()]);
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "the jobs waited {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        backend.partitions_used(),
+        [1, 2],
+        "partition 2 is asked once, not until it has a leader"
+    );
+    gateway.stop().await;
+}
