@@ -805,13 +805,20 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_answer_brings_its_entry_term_and_a_later_one_is_noted() {
-        let broker = broker(3, 5).await;
+    /// Submits a command to a broker whose topology says `topology_term` and that answers
+    /// in `answer_term`: the answer's term, and the term the client knows afterwards.
+    async fn terms_after_an_answer(
+        topology_term: u64,
+        answer_term: u64,
+    ) -> (Option<u64>, Option<u64>) {
+        let broker = broker(topology_term, answer_term).await;
         let transport = gateway_transport().await;
         let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
-        assert_eq!(known_term(&client).await, 3, "the topology's term");
-
+        assert_eq!(
+            known_term(&client).await,
+            topology_term,
+            "the topology's term"
+        );
         let command = Command::CompleteJob {
             job_key: Key::new(PartitionId(1), 7),
             variables: rill_protocol::JsonValue::empty_object(),
@@ -820,33 +827,20 @@ mod tests {
             .submit_answered(PartitionId(1), command, Duration::from_secs(5))
             .await
             .unwrap();
-        assert_eq!(answered.term, Some(5));
-        // The broker led in term 5, later than the topology said.
-        assert_eq!(client.current_term(PartitionId(1)), Some(5));
-
+        let known = client.current_term(PartitionId(1));
         transport.shutdown().await;
         broker.shutdown().await;
+        (answered.term, known)
+    }
+
+    #[tokio::test]
+    async fn an_answer_brings_its_entry_term_and_a_later_one_is_noted() {
+        // The broker led in term 5, later than the topology said.
+        assert_eq!(terms_after_an_answer(3, 5).await, (Some(5), Some(5)));
     }
 
     #[tokio::test]
     async fn an_answer_from_an_earlier_term_leaves_the_known_term() {
-        let broker = broker(4, 2).await;
-        let transport = gateway_transport().await;
-        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
-        assert_eq!(known_term(&client).await, 4);
-
-        let command = Command::CompleteJob {
-            job_key: Key::new(PartitionId(1), 7),
-            variables: rill_protocol::JsonValue::empty_object(),
-        };
-        let answered = client
-            .submit_answered(PartitionId(1), command, Duration::from_secs(5))
-            .await
-            .unwrap();
-        assert_eq!(answered.term, Some(2));
-        assert_eq!(client.current_term(PartitionId(1)), Some(4));
-
-        transport.shutdown().await;
-        broker.shutdown().await;
+        assert_eq!(terms_after_an_answer(4, 2).await, (Some(2), Some(4)));
     }
 }
