@@ -281,48 +281,94 @@ async fn poll_woken(
 
 /// Asks every partition once, starting at a rotating one, until `max_jobs` are found.
 /// Partitions that fail are skipped; if every partition fails, the first error is the
-/// answer. Until jobs are found, a partition without a leader is retried within
-/// `timeout`. Once some are in hand, each further partition gets one try, and all of
-/// them together [`hold_limit`]: jobs in hand must not wait out another partition's
-/// election, which would leave the worker little or none of their time.
+/// answer. A partition without a leader is passed over for the next one at once, as
+/// Zeebe's gateway does: jobs waiting on the others must not wait out its election.
+/// Only when the others had nothing is it asked again, retried within `timeout`. Once
+/// jobs are in hand, all further partitions together get [`hold_limit`]: jobs in hand
+/// must not wait long for more, which would leave the worker little of their time.
 async fn poll_partitions(
     state: &SharedState,
     template: &ActivateJobs,
     timeout: Duration,
 ) -> Result<Vec<Activation>, Problem> {
+    let deadline = Instant::now() + timeout;
     let count = state.dispatch.partition_count();
     let first = state.dispatch.round_robin().get();
-    let mut answers: Vec<Activation> = Vec::new();
-    let mut found = 0;
-    // Set once jobs are in hand: when asking further partitions ends.
-    let mut hold_until: Option<Instant> = None;
-    let mut first_error: Option<BackendError> = None;
-    let mut failures = 0;
+    let mut poll = Poll::default();
+    let mut leaderless = Vec::new();
     for offset in 0..count {
-        let remaining = template.max_jobs - found as i32;
-        if remaining <= 0 {
+        let partition = PartitionId((first - 1 + offset) % count + 1);
+        let Some(command) = poll.command(template) else {
+            break;
+        };
+        let limit = match poll.hold_until {
+            None => timeout,
+            Some(until) => until.saturating_duration_since(Instant::now()).min(timeout),
+        };
+        if limit.is_zero() {
             break;
         }
-        let partition = PartitionId((first - 1 + offset) % count + 1);
-        let command = Command::ActivateJobs(ActivateJobs {
-            max_jobs: remaining,
-            ..template.clone()
-        });
-        let result = match hold_until {
-            None => {
-                state
-                    .dispatch
-                    .submit_raw(partition, &command, timeout)
-                    .await
+        match state.dispatch.attempt(partition, &command, limit).await {
+            Err(error) if error.is_retryable() && poll.found == 0 => {
+                tracing::debug!(%partition, %error, "job activation passes over a partition without a leader");
+                leaderless.push((partition, error));
             }
-            Some(until) => {
-                let left = until.saturating_duration_since(Instant::now()).min(timeout);
-                if left.is_zero() {
-                    break;
-                }
-                state.dispatch.attempt(partition, &command, left).await
+            result => poll.take(state, partition, &command, template, result)?,
+        }
+    }
+    for (partition, error) in leaderless {
+        let (command, result) = match poll.command(template) {
+            // The others had nothing: this one may, once it has a leader again.
+            Some(command) if poll.found == 0 => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let result = state.dispatch.submit_raw(partition, &command, left).await;
+                (command, result)
             }
+            _ => (Command::ActivateJobs(template.clone()), Err(error)),
         };
+        poll.take(state, partition, &command, template, result)?;
+    }
+    if poll.failures == count
+        && let Some(error) = poll.first_error
+    {
+        return Err(Problem::from_backend(&error));
+    }
+    Ok(poll.answers)
+}
+
+/// What a pass over the partitions has gathered.
+#[derive(Default)]
+struct Poll {
+    answers: Vec<Activation>,
+    found: usize,
+    /// Set once jobs are in hand: when asking further partitions ends.
+    hold_until: Option<Instant>,
+    first_error: Option<BackendError>,
+    failures: u16,
+}
+
+impl Poll {
+    /// The command for the jobs still wanted, if any are.
+    fn command(&self, template: &ActivateJobs) -> Option<Command> {
+        let remaining = template.max_jobs - self.found as i32;
+        (remaining > 0).then(|| {
+            Command::ActivateJobs(ActivateJobs {
+                max_jobs: remaining,
+                ..template.clone()
+            })
+        })
+    }
+
+    /// Takes one partition's answer to `command`. A rejection is about the request itself
+    /// (the same on every partition), so it is the answer to the whole poll.
+    fn take(
+        &mut self,
+        state: &SharedState,
+        partition: PartitionId,
+        command: &Command,
+        template: &ActivateJobs,
+        result: Result<Answered, BackendError>,
+    ) -> Result<(), Problem> {
         match result {
             Ok(Answered {
                 response:
@@ -333,11 +379,11 @@ async fn poll_partitions(
                 term,
             }) => {
                 state.metrics.activation_command(batch.jobs.len());
-                if !batch.jobs.is_empty() && hold_until.is_none() {
-                    hold_until = Some(Instant::now() + hold_limit(template.timeout));
+                if !batch.jobs.is_empty() && self.hold_until.is_none() {
+                    self.hold_until = Some(Instant::now() + hold_limit(template.timeout));
                 }
-                found += batch.jobs.len();
-                answers.push(Activation {
+                self.found += batch.jobs.len();
+                self.answers.push(Activation {
                     partition,
                     term,
                     batch,
@@ -348,33 +394,26 @@ async fn poll_partitions(
                 ..
             }) => {
                 tracing::warn!(%partition, value_type = value.value_type().name(), "unexpected answer to job activation");
-                failures += 1;
+                self.failures += 1;
             }
             Ok(Answered {
                 response: CommandResponse::Rejected(rejection),
                 ..
             }) => {
-                // A rejected activation is about the request itself (same on every
-                // partition), so it is the answer.
                 return Err(Problem::from_rejection(
-                    &command,
+                    command,
                     rejection.rejection_type,
                     &rejection.reason,
                 ));
             }
             Err(error) => {
                 tracing::debug!(%partition, %error, "job activation failed on partition");
-                failures += 1;
-                first_error.get_or_insert(error);
+                self.failures += 1;
+                self.first_error.get_or_insert(error);
             }
         }
+        Ok(())
     }
-    if failures == count
-        && let Some(error) = first_error
-    {
-        return Err(Problem::from_backend(&error));
-    }
-    Ok(answers)
 }
 
 #[derive(Deserialize)]

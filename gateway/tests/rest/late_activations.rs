@@ -209,3 +209,49 @@ async fn jobs_in_hand_do_not_wait_for_a_partition_without_a_leader() {
     );
     gateway.stop().await;
 }
+
+#[tokio::test]
+async fn a_partition_without_a_leader_does_not_hold_up_jobs_on_the_next() {
+    let key = Key::new(PartitionId(2), 7);
+    // Partition 1, where a fresh gateway starts its round, lost its leader; 2 has jobs.
+    let backend = ScriptedBackend::new(2, move |partition, command| match command {
+        Command::ActivateJobs(_) if partition == PartitionId(2) => {
+            Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
+        }
+        Command::ActivateJobs(_) => Err(BackendError::NotLeader { partition }),
+        _ => unexpected(partition),
+    });
+    let gateway = TestGateway::start_with(backend.clone(), test_config()).await;
+    let jobs = activate(&gateway, 5000).await;
+    assert_eq!(job_keys(&jobs), [key.to_string()]);
+    assert_eq!(
+        backend.partitions_used(),
+        [1, 2],
+        "partition 1 is asked once and passed over, not retried first"
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn when_no_other_partition_has_jobs_one_without_a_leader_is_waited_for() {
+    let key = Key::new(PartitionId(1), 9);
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let asked_in_script = asked.clone();
+    // Partition 1 has a leader again from its third request on, with a job; 2 has none.
+    let backend = ScriptedBackend::new(2, move |partition, command| match command {
+        Command::ActivateJobs(_) if partition == PartitionId(1) => {
+            if asked_in_script.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 {
+                Err(BackendError::NotLeader { partition })
+            } else {
+                Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
+            }
+        }
+        Command::ActivateJobs(_) => Ok(batch(Vec::new())),
+        _ => unexpected(partition),
+    });
+    let gateway = TestGateway::start_with(backend.clone(), test_config()).await;
+    let jobs = activate(&gateway, 5000).await;
+    assert_eq!(job_keys(&jobs), [key.to_string()]);
+    assert_eq!(backend.partitions_used(), [1, 2, 1, 1]);
+    gateway.stop().await;
+}
