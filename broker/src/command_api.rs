@@ -236,7 +236,7 @@ impl<E: ProtocolEngine> CommandApi<E> {
                 })
             }
             ApiRequest::Query { query } => Box::pin(async move {
-                match target.query(query).await {
+                match target.answer(query).await {
                     Ok(result) => ApiAnswer::QueryResult(result),
                     Err(e) => ApiAnswer::Error(e.into()),
                 }

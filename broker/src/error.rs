@@ -35,6 +35,10 @@ pub enum Error {
     },
     #[error("query failed: {0}")]
     QueryFailed(#[source] EngineError),
+    #[error("history: {0}")]
+    History(#[from] rill_history::HistoryError),
+    #[error("history is off on this broker (history.enabled = false)")]
+    HistoryDisabled,
     #[error("a log entry cannot be read: {0}")]
     CorruptEntry(String),
     #[error(transparent)]

@@ -9,6 +9,7 @@ mod delivery;
 mod error;
 mod export;
 mod flow_control;
+mod history;
 pub mod metrics;
 mod monitoring;
 mod node;
@@ -29,6 +30,7 @@ pub use flow_control::{
     AimdLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit, Permit, RequestLimiter,
     VegasLimit, limit_from_config,
 };
+pub use history::HistorySettings;
 pub use metrics::BrokerMetrics;
 pub use monitoring::{HealthCheck, MonitoringServer};
 pub use node::{BrokerNode, partitions_of, replicas_of, single_node_transport};

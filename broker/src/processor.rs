@@ -21,12 +21,14 @@ use rill_engine_api::{
     Action, Engine, EngineError, EngineEvent, Overlay, ProcessingContext, ProcessingOutput,
     RequestId,
 };
-use rill_protocol::{BROKER_VERSION, PartitionId, Position, Record, codec};
+use rill_history::{EXPIRE_LIMIT, HistoryWriter};
+use rill_protocol::{BROKER_VERSION, PartitionId, Position, Record, Timestamp, codec};
 use rill_raft::{ApplyBatch, StateDb};
 use rocksdb::WriteBatch;
 
 use crate::batch::{BatchView, CoreCommand, Item};
 use crate::error::{Error, Result};
+use crate::history::CfHistory;
 use crate::state::{Cursor, RocksState, apply_exported, write_changes};
 
 /// Which partition is applying.
@@ -34,6 +36,8 @@ use crate::state::{Cursor, RocksState, apply_exported, write_changes};
 pub(crate) struct PartitionInfo {
     pub partition_id: PartitionId,
     pub partition_count: u16,
+    /// Feed the history store from the records (`history.enabled`).
+    pub history: bool,
 }
 
 /// What applying a batch produced, for the partition to act on after the write.
@@ -56,6 +60,8 @@ pub(crate) struct Applied<E: Engine> {
     /// The records written, in position order, when the caller asked to keep them (for
     /// the exporter director, which then need not read them back).
     pub written: Vec<Record>,
+    /// Finished instances removed from the history store.
+    pub history_expired: u64,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -71,6 +77,7 @@ impl<E: Engine> Default for Applied<E> {
             events: Vec::new(),
             exported: None,
             written: Vec::new(),
+            history_expired: 0,
         }
     }
 }
@@ -105,6 +112,8 @@ pub(crate) fn apply_batch<E: Engine>(
     let mut applied = Applied::<E>::default();
     let mut write = WriteBatch::default();
     let export = db.export_cf()?;
+    let history_base = CfHistory::new(db)?;
+    let mut history = info.history.then(|| HistoryWriter::new(&history_base));
     let mut out = ProcessingOutput::default();
     let mut record_bytes = Vec::with_capacity(256);
 
@@ -131,6 +140,13 @@ pub(crate) fn apply_batch<E: Engine>(
                         );
                     }
                     applied.exported = Some(floor);
+                    continue;
+                }
+                Item::Core(CoreCommand::ExpireHistory { before }) => {
+                    if let Some(history) = &mut history {
+                        let removed = history.expire(Timestamp(before), EXPIRE_LIMIT)?;
+                        applied.history_expired += removed as u64;
+                    }
                     continue;
                 }
             };
@@ -175,6 +191,9 @@ pub(crate) fn apply_batch<E: Engine>(
                     info.partition_id,
                     BROKER_VERSION,
                 );
+                if let Some(history) = &mut history {
+                    history.index(&record)?;
+                }
                 record_bytes.clear();
                 codec::encode_into(&record, &mut record_bytes)?;
                 write.put_cf(&export, record_position.get().to_be_bytes(), &record_bytes);
@@ -196,6 +215,9 @@ pub(crate) fn apply_batch<E: Engine>(
     }
 
     write_changes(&mut write, state.into_writes());
+    if let Some(history) = history {
+        history_base.write(&mut write, history.into_writes());
+    }
     next.write(&mut write);
     batch.mark_applied(&mut write)?;
     db.write(write)?;

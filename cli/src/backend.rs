@@ -85,7 +85,7 @@ impl GatewayBackend for LocalBackend {
     ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
         Box::pin(async move {
             let target = self.partition(partition)?;
-            match tokio::time::timeout(timeout, target.query(query)).await {
+            match tokio::time::timeout(timeout, target.answer(query)).await {
                 Ok(result) => result.map_err(|e| BackendError::from_local(partition, e)),
                 Err(_) => Err(BackendError::Timeout),
             }

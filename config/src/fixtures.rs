@@ -102,6 +102,8 @@ pub(crate) fn nothing_default() -> RillConfig {
     write.throttling.minimum_limit = 50;
     write.throttling.resolution = Duration::from_secs(5);
     config.engine.instance_retention = Duration::from_secs(60);
+    config.history.enabled = false;
+    config.history.retention = Duration::from_secs(3600);
     config.gateway.enabled = false;
     config.gateway.host = "127.0.0.1".to_owned();
     config.gateway.rest_port = 18080;

@@ -20,6 +20,7 @@ pub struct RillConfig {
     pub raft: RaftConfig,
     pub flow_control: FlowControlConfig,
     pub engine: EngineConfig,
+    pub history: HistoryConfig,
     pub gateway: GatewayConfig,
     pub monitoring: MonitoringConfig,
     pub exporters: ExportersConfig,
@@ -337,6 +338,26 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             instance_retention: Duration::from_secs(60 * 60),
+        }
+    }
+}
+
+/// The history store each partition keeps for searches (docs/decisions/history-store.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct HistoryConfig {
+    /// Keep a searchable history of process instances in every partition.
+    pub enabled: bool,
+    /// How long a finished process instance stays in the history (and searchable).
+    #[serde(with = "humantime_serde")]
+    pub retention: Duration,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig {
+            enabled: true,
+            retention: Duration::from_secs(7 * 24 * 60 * 60),
         }
     }
 }

@@ -137,6 +137,7 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("flow-control.write", "Write-rate limit: records per second a partition accepts."),
     ("flow-control.write.throttling", "Refuses new work while exporters fall behind, and accepts it again as they catch up."),
     ("engine", "Process engine behaviour."),
+    ("history", "The history store each partition keeps, so that searches need no other service."),
     ("gateway", "The client-facing gateway (REST and gRPC)."),
     ("monitoring", "Metrics and health endpoints."),
     ("exporters.elasticsearch", "Ships records to Elasticsearch in Zeebe's format. Off unless the section is present (or one of its options is set). Defaults are Zeebe's."),
@@ -204,6 +205,9 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "flow-control.write.throttling.resolution", kind: Kind::Duration, description: "How often the throttled limit is recomputed." },
     // engine
     OptionSpec { path: "engine.instance-retention", kind: Kind::Duration, description: "How long a finished process instance stays readable through the API." },
+    // history
+    OptionSpec { path: "history.enabled", kind: Kind::Bool, description: "Keep a searchable history of process instances in every partition (fed from the applied records on every replica)." },
+    OptionSpec { path: "history.retention", kind: Kind::Duration, description: "How long a finished process instance stays in the history, by the log's timestamps; older ones are removed in the background." },
     // gateway
     OptionSpec { path: "gateway.enabled", kind: Kind::Bool, description: "Run the gateway in this process (standalone, or a broker hosting one)." },
     OptionSpec { path: "gateway.host", kind: Kind::Text, description: "Interface the gateway's ports bind to." },

@@ -284,6 +284,7 @@ impl RillConfig {
             gateway.max_message_size.bytes(),
         );
         positive(found, "gateway.request-timeout", gateway.request_timeout);
+        positive(found, "history.retention", self.history.retention);
         positive(
             found,
             "gateway.long-polling-timeout",

@@ -8,7 +8,7 @@ use rill_protocol::{
 };
 pub use rill_protocol::{Query, QueryResult};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::state::{ElementState, InstanceState, JobState, Reader};
 
 pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
@@ -132,6 +132,13 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                 true
             })?;
             QueryResult::ProcessDefinitions(out)
+        }
+        // The partition's history store answers these, outside the engine.
+        Query::SearchProcessInstances(_) | Query::HistoricProcessInstance { .. } => {
+            return Err(Error::Inconsistent(
+                "history queries are answered by the partition's history store, not the engine"
+                    .to_owned(),
+            ));
         }
     })
 }

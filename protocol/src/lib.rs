@@ -5,6 +5,7 @@
 pub mod codec;
 mod command;
 mod command_api;
+pub mod history;
 mod ids;
 mod json;
 mod query;

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::{HistoricProcessInstance, ProcessInstancePage, ProcessInstanceSearch};
 use crate::ids::{Key, Timestamp};
 use crate::json::Blob;
 use crate::value::{BpmnElementType, IncidentRecord, JobRecord};
@@ -42,6 +43,24 @@ pub enum Query {
     ProcessDefinitions {
         bpmn_process_id: Option<String>,
     },
+    /// (History store) Process instances matching a filter, in a sort order, after a
+    /// cursor. Answered by the partition's history store, not by the engine.
+    SearchProcessInstances(ProcessInstanceSearch),
+    /// (History store) One process instance, active or finished within
+    /// `history.retention`.
+    HistoricProcessInstance {
+        key: Key,
+    },
+}
+
+impl Query {
+    /// True for the queries a partition's history store answers (the engine does not).
+    pub fn is_history(&self) -> bool {
+        matches!(
+            self,
+            Query::SearchProcessInstances(_) | Query::HistoricProcessInstance { .. }
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,6 +73,8 @@ pub enum QueryResult {
     ElementInstances(Vec<ElementInstanceView>),
     ProcessDefinition(Option<ProcessDefinitionView>),
     ProcessDefinitions(Vec<ProcessDefinitionView>),
+    ProcessInstancePage(ProcessInstancePage),
+    HistoricProcessInstance(Option<HistoricProcessInstance>),
 }
 
 /// The state of a process instance as readers see it.

@@ -27,7 +27,9 @@ pub use snapshot::{SnapshotFile, SnapshotStore};
 pub use state_machine::{
     ApplyBatch, ApplyHandler, CommittedEntry, PartitionStateMachine, SnapshotBuilder,
 };
-pub use state_store::{CF_EXPORT, KEY_APPLIED, KEY_MEMBERSHIP, StateDb, StateStore, put_applied};
+pub use state_store::{
+    CF_EXPORT, CF_HISTORY, KEY_APPLIED, KEY_MEMBERSHIP, StateDb, StateStore, put_applied,
+};
 pub use storage::{ClosedSignal, PartitionStorage};
 pub use types::{
     Entry, EntryData, EntryResponse, LogId, Raft, RaftMetrics, RaftNodeId, Snapshot, SnapshotMeta,

@@ -1,9 +1,9 @@
 //! The partition's state database: what the stream processor writes, next to the
 //! raft log but separate from it.
 //!
-//! It holds two column families: `default` for the engine's tables and the core's
-//! reserved prefix `0x00` (applied log id, membership, positions), and `export` for
-//! records keyed by position. Writes skip the WAL: the raft log is the durable part, and a
+//! It holds three column families: `default` for the engine's tables and the core's
+//! reserved prefix `0x00` (applied log id, membership, positions), `export` for
+//! records keyed by position, and `history` for the history store. Writes skip the WAL: the raft log is the durable part, and a
 //! restarted replica re-applies the log after the applied log id stored here (in the
 //! same write batch as the state it describes). Both column families are flushed
 //! together (`atomic_flush`), so what is on disk is always one applied log id's state;
@@ -29,6 +29,9 @@ use crate::types::{LogId, StoredMembership};
 
 /// The column family that holds records for export, keyed by big-endian position.
 pub const CF_EXPORT: &str = "export";
+/// The column family of the history store (`rill-history`), fed from the applied records
+/// in the same write batch.
+pub const CF_HISTORY: &str = "history";
 /// Where the last applied log id is kept (reserved core prefix `0x00`).
 pub const KEY_APPLIED: &[u8] = b"\x00raft/applied";
 /// Where the last applied membership is kept.
@@ -48,7 +51,7 @@ fn db_options() -> Options {
 }
 
 fn column_families() -> Vec<ColumnFamilyDescriptor> {
-    ["default", CF_EXPORT]
+    ["default", CF_EXPORT, CF_HISTORY]
         .into_iter()
         .map(|name| ColumnFamilyDescriptor::new(name, Options::default()))
         .collect()
@@ -106,6 +109,13 @@ impl StateDb {
         self.db
             .cf_handle(CF_EXPORT)
             .ok_or_else(|| Error::corrupt("state database", "the export column family is missing"))
+    }
+
+    /// The column family of the history store.
+    pub fn history_cf(&self) -> Result<&rocksdb::ColumnFamily> {
+        self.db
+            .cf_handle(CF_HISTORY)
+            .ok_or_else(|| Error::corrupt("state database", "the history column family is missing"))
     }
 
     /// Writes a batch, without the WAL (see the module comment).

@@ -105,6 +105,7 @@ async fn run(
             request_timeout: Duration::from_secs(30),
             max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
             export_backlog_limit: None,
+            history: rill_broker::HistorySettings::default(),
         };
         let env = PartitionEnv {
             cpu: runtimes.cpu().clone(),

@@ -78,6 +78,10 @@ pub(crate) enum Msg<E: Engine> {
         query: E::Query,
         reply: oneshot::Sender<Result<E::QueryResult>>,
     },
+    /// The state database to read the history store from, if this replica leads.
+    HistoryDb {
+        reply: oneshot::Sender<Result<Arc<rill_raft::StateDb>>>,
+    },
     Apply {
         batch: ApplyBatch,
         reply: oneshot::Sender<rill_raft::Result<Vec<EntryResponse>>>,
@@ -120,7 +124,10 @@ pub(crate) enum Msg<E: Engine> {
 impl<E: Engine> Msg<E> {
     /// Sent once per command or query: handled outside the partition's span.
     fn once_per_command(&self) -> bool {
-        matches!(self, Msg::Submit { .. } | Msg::Query { .. })
+        matches!(
+            self,
+            Msg::Submit { .. } | Msg::Query { .. } | Msg::HistoryDb { .. }
+        )
     }
 }
 
@@ -216,6 +223,9 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         } => st.submit(command, timeout, reply),
         Msg::Query { query, reply } => {
             let _ = reply.send(st.query(&query));
+        }
+        Msg::HistoryDb { reply } => {
+            let _ = reply.send(st.history_db());
         }
         Msg::Apply { batch, reply } => {
             let _ = reply.send(st.apply(batch));

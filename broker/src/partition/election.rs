@@ -247,6 +247,7 @@ mod tests {
             request_timeout: Duration::from_secs(10),
             max_inflight_proposals: 2,
             export_backlog_limit: None,
+            history: crate::HistorySettings::default(),
         }
     }
 

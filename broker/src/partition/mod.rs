@@ -36,6 +36,7 @@ use tracing::Instrument;
 use crate::delivery::PartitionRouter;
 use crate::error::{ActorError, Error, Result};
 use crate::export::ExporterFactory;
+use crate::history::HistorySettings;
 use crate::metrics::BrokerMetrics;
 use actor::{Msg, PartitionActor, StartArgs};
 pub use requests::Answered;
@@ -68,6 +69,8 @@ pub struct PartitionConfig {
     /// Refuse new work (not its completion) while more records than this wait for
     /// export (`flow-control.write.throttling`); `None` never refuses.
     pub export_backlog_limit: Option<u64>,
+    /// The history store (`history.*`).
+    pub history: HistorySettings,
 }
 
 impl PartitionConfig {
@@ -105,6 +108,7 @@ impl PartitionConfig {
                 .throttling
                 .enabled
                 .then_some(config.flow_control.write.throttling.acceptable_backlog),
+            history: HistorySettings::from_config(config),
         }
     }
 }
@@ -407,6 +411,24 @@ impl<E: Engine> Partition<E> {
             self.config.request_timeout,
         )
         .await?
+    }
+
+    /// The live state database, for reading the history store, once this replica is
+    /// known to lead (as for [`Partition::query`]).
+    pub(crate) async fn history_db(&self) -> Result<Arc<rill_raft::StateDb>> {
+        if !self.config.history.enabled {
+            return Err(Error::HistoryDisabled);
+        }
+        self.ask(
+            |reply| Msg::HistoryDb { reply },
+            self.config.request_timeout,
+        )
+        .await?
+    }
+
+    /// The io runtime (blocking reads).
+    pub(crate) fn io(&self) -> &Handle {
+        &self.env.io
     }
 
     /// Notifications that jobs became available (leader only).

@@ -84,6 +84,7 @@ impl<E: Engine> Replica<E> {
             info: PartitionInfo {
                 partition_id: args.config.partition_id,
                 partition_count: args.config.partition_count,
+                history: args.config.history.enabled,
             },
             requests: RequestBook::new(
                 args.config.partition_id,
@@ -218,6 +219,14 @@ impl<E: Engine> Replica<E> {
                 EngineError::State(e) => Error::State(e),
                 e => Error::QueryFailed(e),
             })
+    }
+
+    /// The state database, for a history query, if this replica leads.
+    pub(super) fn history_db(&self) -> Result<Arc<rill_raft::StateDb>> {
+        if !self.leadership.is_leader() {
+            return Err(self.refusal());
+        }
+        Ok(self.state.current())
     }
 
     pub(super) fn apply(&mut self, batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {

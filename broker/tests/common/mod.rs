@@ -38,6 +38,7 @@ pub fn test_config(
         request_timeout: Duration::from_secs(5),
         max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
         export_backlog_limit: None,
+        history: rill_broker::HistorySettings::default(),
     }
 }
 

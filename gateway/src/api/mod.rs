@@ -10,6 +10,7 @@ mod incidents;
 mod job_waiters;
 mod jobs;
 mod messages;
+mod process_instance_search;
 mod process_instances;
 mod search;
 mod variables;
@@ -59,6 +60,10 @@ pub fn routes() -> Router<SharedState> {
     Router::new()
         .route("/v2/deployments", post(deployments::deploy))
         .route("/v2/process-instances", post(process_instances::create))
+        .route(
+            "/v2/process-instances/search",
+            post(process_instance_search::search),
+        )
         .route(
             "/v2/process-instances/{processInstanceKey}",
             get(process_instances::get),

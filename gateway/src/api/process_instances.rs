@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rill_protocol::history::{HistoricProcessInstance, process_instance_state_name};
 use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{
     Command, CreateProcessInstance, JsonValue, ProcessInstanceState, ProcessInstanceView,
@@ -218,7 +219,7 @@ pub async fn cancel(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceResult {
     process_definition_id: String,
@@ -269,6 +270,34 @@ impl From<ProcessInstanceView> for InstanceResult {
     }
 }
 
+impl From<HistoricProcessInstance> for InstanceResult {
+    fn from(view: HistoricProcessInstance) -> Self {
+        InstanceResult {
+            process_definition_id: view.bpmn_process_id,
+            process_definition_name: None,
+            process_definition_version: view.version,
+            process_definition_version_tag: None,
+            start_date: date_text(view.start_date),
+            end_date: view.end_date.map(date_text),
+            state: process_instance_state_name(view.state),
+            suspended_date: None,
+            has_incident: view.incidents > 0,
+            tenant_id: view.tenant_id,
+            process_instance_key: key_text(view.key),
+            process_definition_key: key_text(view.process_definition_key),
+            parent_process_instance_key: view.parent_process_instance_key.map(key_text),
+            parent_element_instance_key: view.parent_element_instance_key.map(key_text),
+            root_process_instance_key: match view.parent_process_instance_key {
+                // Only a root instance knows its root without following the parents.
+                None => Some(key_text(view.key)),
+                Some(_) => None,
+            },
+            tags: Vec::new(),
+            business_id: None,
+        }
+    }
+}
+
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
@@ -293,7 +322,30 @@ pub async fn get(
         .await?;
     match answer {
         QueryResult::ProcessInstance(Some(view)) => Ok(Json(view.into())),
-        QueryResult::ProcessInstance(None) => Err(not_found()),
+        // Finished longer ago than the engine keeps it: the history store may still have it.
+        QueryResult::ProcessInstance(None) => {
+            match state
+                .dispatch
+                .query(
+                    partition,
+                    Query::HistoricProcessInstance { key },
+                    state.settings.request_timeout,
+                )
+                .await
+            {
+                Ok(QueryResult::HistoricProcessInstance(Some(instance))) => {
+                    Ok(Json(instance.into()))
+                }
+                Ok(_) => Err(not_found()),
+                // A broker without the history store (history.enabled = false) fails it:
+                // the instance is just not known any more.
+                Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => {
+                    tracing::debug!(detail = %problem.detail, "no history to look in");
+                    Err(not_found())
+                }
+                Err(problem) => Err(problem),
+            }
+        }
         _ => Err(Problem::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "INTERNAL",

@@ -1,0 +1,170 @@
+//! The history store end to end: a real `rill standalone` answers process instance
+//! searches across its partitions, by state and process, with cursor paging, and reads
+//! finished instances after the engine has let them go.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Api, Standalone, examples};
+
+fn keys(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["processInstanceKey"].as_str().expect("key").to_owned())
+        .collect()
+}
+
+async fn search(api: &Api, body: Value) -> Value {
+    let (s, b) = api
+        .post("/v2/process-instances/search", body)
+        .await
+        .unwrap();
+    assert_eq!(s, 200, "{b}");
+    b
+}
+
+#[test]
+fn searches_find_instances_by_state_and_process_and_page_with_cursors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        // The engine forgets finished instances after a second; the history keeps them.
+        let mut rill = Standalone::start(
+            &data,
+            &["cluster.partitions-count=3", "engine.instance-retention=1s"],
+        );
+        rill.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api
+            .deploy(&[
+                &examples().join("two-rest-calls.bpmn"),
+                &examples().join("wait-timer.bpmn"),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let mut created = Vec::new();
+        for i in 0..12 {
+            let (s, b) = api
+                .post("/v2/process-instances", json!({"processDefinitionId": "two-rest-calls", "variables": {"i": i}}))
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            created.push(b["processInstanceKey"].as_str().unwrap().to_owned());
+        }
+        let partitions: BTreeSet<u64> = created
+            .iter()
+            .map(|k| k.parse::<u64>().unwrap() >> 51)
+            .collect();
+        assert_eq!(partitions.len(), 3, "spread over the partitions: {created:?}");
+        // Four cancelled, three completed (both jobs), five left active.
+        for key in &created[..4] {
+            let (s, b) = api
+                .post(&format!("/v2/process-instances/{key}/cancellation"), json!({}))
+                .await
+                .unwrap();
+            assert_eq!(s, 204, "{b}");
+        }
+        let finish: BTreeSet<String> = created[4..7].iter().cloned().collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let completed = search(
+                &api,
+                json!({"filter": {"state": "COMPLETED", "processDefinitionId": "two-rest-calls"}}),
+            )
+            .await;
+            if completed["page"]["totalItems"] == 3 {
+                let found: BTreeSet<String> = keys(&completed).into_iter().collect();
+                assert_eq!(found, finish);
+                break;
+            }
+            assert!(Instant::now() < deadline, "not completed: {completed}");
+            let (s, b) = api
+                .post(
+                    "/v2/jobs/activation",
+                    json!({"type": "restCall", "timeout": 600000, "maxJobsToActivate": 50, "requestTimeout": 500}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            for job in b["jobs"].as_array().unwrap() {
+                if finish.contains(job["processInstanceKey"].as_str().unwrap()) {
+                    let key = job["jobKey"].as_str().unwrap();
+                    let (s, b) = api
+                        .post(&format!("/v2/jobs/{key}/completion"), json!({}))
+                        .await
+                        .unwrap();
+                    assert_eq!(s, 204, "{b}");
+                }
+            }
+        }
+
+        let terminated = search(&api, json!({"filter": {"state": "TERMINATED"}})).await;
+        assert_eq!(terminated["page"]["totalItems"], 4, "{terminated}");
+        let found: BTreeSet<String> = keys(&terminated).into_iter().collect();
+        assert_eq!(found, created[..4].iter().cloned().collect());
+        assert!(terminated["items"][0]["endDate"].is_string());
+        let active = search(
+            &api,
+            json!({"filter": {"state": {"$eq": "ACTIVE"}, "processDefinitionId": {"$like": "two-*"}}}),
+        )
+        .await;
+        assert_eq!(active["page"]["totalItems"], 5, "{active}");
+        let other = search(&api, json!({"filter": {"processDefinitionId": "wait-timer"}})).await;
+        assert_eq!(other["page"]["totalItems"], 0, "{other}");
+
+        // Paging through all twelve by start date, three at a time, forwards then back.
+        let sort = json!([{"field": "startDate", "order": "ASC"}]);
+        let mut forward = Vec::new();
+        let mut pages = Vec::new();
+        let mut page = search(&api, json!({"sort": sort, "page": {"limit": 3}})).await;
+        loop {
+            assert_eq!(page["page"]["totalItems"], 12, "{page}");
+            if keys(&page).is_empty() {
+                break;
+            }
+            forward.extend(keys(&page));
+            pages.push(page.clone());
+            let end = page["page"]["endCursor"].as_str().unwrap().to_owned();
+            page = search(&api, json!({"sort": sort, "page": {"limit": 3, "after": end}})).await;
+        }
+        assert_eq!(forward, created, "creation order is start-date order");
+        let mut backward = Vec::new();
+        let mut page = pages.last().unwrap().clone();
+        loop {
+            backward.splice(0..0, keys(&page));
+            let start = page["page"]["startCursor"].as_str().unwrap().to_owned();
+            page = search(&api, json!({"sort": sort, "page": {"limit": 3, "before": start}})).await;
+            if keys(&page).is_empty() {
+                break;
+            }
+        }
+        assert_eq!(backward, created);
+
+        // Finished instances are still there when the engine has forgotten them.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (s, b) = api.get(&format!("/v2/process-instances/{}", created[4])).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["state"], "COMPLETED");
+        assert!(b["endDate"].is_string(), "{b}");
+
+        // A filter Rill cannot serve yet is refused, naming it.
+        let (s, b) = api
+            .post("/v2/process-instances/search", json!({"filter": {"variables": [{"name": "i", "value": "1"}]}}))
+            .await
+            .unwrap();
+        assert_eq!(s, 400, "{b}");
+        assert!(b["detail"].as_str().unwrap().contains("filter.variables"), "{b}");
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}

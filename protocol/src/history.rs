@@ -1,0 +1,349 @@
+//! Searches over a partition's history store, as they cross the command API: filters of
+//! field conditions, a sort, a cursor and a limit, and the pages answered.
+//!
+//! The conditions and the ordering live here, not in the store or the gateway, so that a
+//! partition filtering and sorting its entries and the gateway merging the partitions'
+//! pages agree on every comparison.
+
+use std::cmp::Ordering;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Key, Timestamp};
+use crate::query::ProcessInstanceState;
+
+/// A field's value as searches compare it. Keys, versions and dates are `Int` (dates in
+/// epoch milliseconds), states and ids `Text`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum FieldValue {
+    Bool(bool),
+    Int(i64),
+    Text(String),
+}
+
+/// One condition on a field. A field without a value (`None`) matches only `Neq`,
+/// `NotIn` and `Exists(false)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Condition {
+    Eq(FieldValue),
+    Neq(FieldValue),
+    In(Vec<FieldValue>),
+    NotIn(Vec<FieldValue>),
+    Exists(bool),
+    /// `*` any run of characters, `?` one character, `\` escapes the next one.
+    Like(String),
+    Gt(FieldValue),
+    Gte(FieldValue),
+    Lt(FieldValue),
+    Lte(FieldValue),
+}
+
+impl Condition {
+    pub fn matches(&self, actual: Option<&FieldValue>) -> bool {
+        match (self, actual) {
+            (Condition::Exists(should), actual) => actual.is_some() == *should,
+            (Condition::Neq(v), actual) => actual != Some(v),
+            (Condition::NotIn(list), actual) => actual.is_none_or(|a| !list.contains(a)),
+            (_, None) => false,
+            (Condition::Eq(v), Some(a)) => a == v,
+            (Condition::In(list), Some(a)) => list.contains(a),
+            (Condition::Like(pattern), Some(FieldValue::Text(text))) => like(pattern, text),
+            (Condition::Like(_), Some(_)) => false,
+            (Condition::Gt(v), Some(a)) => same_kind(a, v) && a > v,
+            (Condition::Gte(v), Some(a)) => same_kind(a, v) && a >= v,
+            (Condition::Lt(v), Some(a)) => same_kind(a, v) && a < v,
+            (Condition::Lte(v), Some(a)) => same_kind(a, v) && a <= v,
+        }
+    }
+}
+
+fn same_kind(a: &FieldValue, b: &FieldValue) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+/// Camunda's `$like`: `*` matches any run of characters, `?` exactly one, and a
+/// backslash makes the next character literal.
+pub fn like(pattern: &str, text: &str) -> bool {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Token {
+        Any,
+        One,
+        Char(char),
+    }
+    let mut tokens = Vec::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        tokens.push(match c {
+            '*' => Token::Any,
+            '?' => Token::One,
+            '\\' => Token::Char(chars.next().unwrap_or('\\')),
+            c => Token::Char(c),
+        });
+    }
+    let text: Vec<char> = text.chars().collect();
+    // Greedy matching with one backtrack point (the last `*`): linear in practice.
+    let (mut t, mut p) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match tokens.get(p) {
+            Some(Token::Char(c)) if *c == text[t] => {
+                t += 1;
+                p += 1;
+            }
+            Some(Token::One) => {
+                t += 1;
+                p += 1;
+            }
+            Some(Token::Any) => {
+                star = Some((p, t));
+                p += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    tokens[p..].iter().all(|t| *t == Token::Any)
+}
+
+/// Orders two optional values: no value first, then by value.
+pub fn compare_values(a: Option<&FieldValue>, b: Option<&FieldValue>) -> Ordering {
+    a.cmp(&b)
+}
+
+/// The fields of a process instance that searches filter and sort by (Camunda's names in
+/// [`ProcessInstanceField::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProcessInstanceField {
+    ProcessInstanceKey,
+    ProcessDefinitionId,
+    ProcessDefinitionName,
+    ProcessDefinitionVersion,
+    ProcessDefinitionVersionTag,
+    ProcessDefinitionKey,
+    ParentProcessInstanceKey,
+    ParentElementInstanceKey,
+    StartDate,
+    EndDate,
+    State,
+    HasIncident,
+    TenantId,
+}
+
+impl ProcessInstanceField {
+    pub const ALL: [ProcessInstanceField; 13] = [
+        ProcessInstanceField::ProcessInstanceKey,
+        ProcessInstanceField::ProcessDefinitionId,
+        ProcessInstanceField::ProcessDefinitionName,
+        ProcessInstanceField::ProcessDefinitionVersion,
+        ProcessInstanceField::ProcessDefinitionVersionTag,
+        ProcessInstanceField::ProcessDefinitionKey,
+        ProcessInstanceField::ParentProcessInstanceKey,
+        ProcessInstanceField::ParentElementInstanceKey,
+        ProcessInstanceField::StartDate,
+        ProcessInstanceField::EndDate,
+        ProcessInstanceField::State,
+        ProcessInstanceField::HasIncident,
+        ProcessInstanceField::TenantId,
+    ];
+
+    /// Camunda's name of the field.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcessInstanceField::ProcessInstanceKey => "processInstanceKey",
+            ProcessInstanceField::ProcessDefinitionId => "processDefinitionId",
+            ProcessInstanceField::ProcessDefinitionName => "processDefinitionName",
+            ProcessInstanceField::ProcessDefinitionVersion => "processDefinitionVersion",
+            ProcessInstanceField::ProcessDefinitionVersionTag => "processDefinitionVersionTag",
+            ProcessInstanceField::ProcessDefinitionKey => "processDefinitionKey",
+            ProcessInstanceField::ParentProcessInstanceKey => "parentProcessInstanceKey",
+            ProcessInstanceField::ParentElementInstanceKey => "parentElementInstanceKey",
+            ProcessInstanceField::StartDate => "startDate",
+            ProcessInstanceField::EndDate => "endDate",
+            ProcessInstanceField::State => "state",
+            ProcessInstanceField::HasIncident => "hasIncident",
+            ProcessInstanceField::TenantId => "tenantId",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ProcessInstanceField> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// One sort criterion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SortBy<F> {
+    pub field: F,
+    pub descending: bool,
+}
+
+/// A search of one partition's process instances.
+///
+/// `sort` is complete: its last criterion is unique (the gateway appends the key), so the
+/// order is total and `after` (the sort values of the last item already seen, one per
+/// criterion) says exactly where to continue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessInstanceSearch {
+    pub filter: Vec<(ProcessInstanceField, Condition)>,
+    pub sort: Vec<SortBy<ProcessInstanceField>>,
+    pub after: Option<Vec<Option<FieldValue>>>,
+    /// Items wanted (after `after`).
+    pub limit: u32,
+    /// Matches counted at most (`total` stops there, with `more` set).
+    pub count_limit: u32,
+}
+
+/// A process instance as the history store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricProcessInstance {
+    pub key: Key,
+    pub bpmn_process_id: String,
+    pub version: i32,
+    pub process_definition_key: Key,
+    pub state: ProcessInstanceState,
+    /// Open incidents.
+    pub incidents: u32,
+    pub start_date: Timestamp,
+    pub end_date: Option<Timestamp>,
+    pub parent_process_instance_key: Option<Key>,
+    pub parent_element_instance_key: Option<Key>,
+    pub tenant_id: String,
+}
+
+/// Camunda's name of a process instance state.
+pub fn process_instance_state_name(state: ProcessInstanceState) -> &'static str {
+    match state {
+        ProcessInstanceState::Active => "ACTIVE",
+        ProcessInstanceState::Completed => "COMPLETED",
+        ProcessInstanceState::Terminated => "TERMINATED",
+    }
+}
+
+impl HistoricProcessInstance {
+    /// The value of `field`, as searches compare it.
+    pub fn field(&self, field: ProcessInstanceField) -> Option<FieldValue> {
+        use ProcessInstanceField as F;
+        match field {
+            F::ProcessInstanceKey => Some(FieldValue::Int(self.key.get())),
+            F::ProcessDefinitionId => Some(FieldValue::Text(self.bpmn_process_id.clone())),
+            // Records carry no process name or version tag yet.
+            F::ProcessDefinitionName | F::ProcessDefinitionVersionTag => None,
+            F::ProcessDefinitionVersion => Some(FieldValue::Int(i64::from(self.version))),
+            F::ProcessDefinitionKey => Some(FieldValue::Int(self.process_definition_key.get())),
+            F::ParentProcessInstanceKey => self
+                .parent_process_instance_key
+                .map(|k| FieldValue::Int(k.get())),
+            F::ParentElementInstanceKey => self
+                .parent_element_instance_key
+                .map(|k| FieldValue::Int(k.get())),
+            F::StartDate => Some(FieldValue::Int(self.start_date.millis())),
+            F::EndDate => self.end_date.map(|d| FieldValue::Int(d.millis())),
+            F::State => Some(FieldValue::Text(
+                process_instance_state_name(self.state).to_owned(),
+            )),
+            F::HasIncident => Some(FieldValue::Bool(self.incidents > 0)),
+            F::TenantId => Some(FieldValue::Text(self.tenant_id.clone())),
+        }
+    }
+
+    pub fn matches(&self, filter: &[(ProcessInstanceField, Condition)]) -> bool {
+        filter
+            .iter()
+            .all(|(field, condition)| condition.matches(self.field(*field).as_ref()))
+    }
+
+    /// The values the item sorts by, one per criterion.
+    pub fn sort_values(&self, sort: &[SortBy<ProcessInstanceField>]) -> Vec<Option<FieldValue>> {
+        sort.iter().map(|s| self.field(s.field)).collect()
+    }
+}
+
+/// Compares two items' sort values under `sort` (each criterion in its direction).
+pub fn compare_sorted<F>(
+    sort: &[SortBy<F>],
+    a: &[Option<FieldValue>],
+    b: &[Option<FieldValue>],
+) -> Ordering {
+    for (i, by) in sort.iter().enumerate() {
+        let order = compare_values(
+            a.get(i).and_then(Option::as_ref),
+            b.get(i).and_then(Option::as_ref),
+        );
+        let order = if by.descending {
+            order.reverse()
+        } else {
+            order
+        };
+        if order != Ordering::Equal {
+            return order;
+        }
+    }
+    Ordering::Equal
+}
+
+/// One partition's answer to a [`ProcessInstanceSearch`]: the first `limit` matches after
+/// the cursor in the sort order, and how many match in all (cursor or not).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessInstancePage {
+    pub items: Vec<HistoricProcessInstance>,
+    pub total: u64,
+    /// More matches than `total` (counting stopped at the search's `count_limit`).
+    pub more: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_handles_wildcards_and_escapes() {
+        assert!(like("order*", "order-process"));
+        assert!(like("*process", "order-process"));
+        assert!(like("o?der*s", "order-process"));
+        assert!(like("*", ""));
+        assert!(!like("order?", "order"));
+        assert!(like("a\\*b", "a*b"));
+        assert!(!like("a\\*b", "axxb"));
+        assert!(like("*a*b*", "xxaxxbxx"));
+        assert!(!like("*a*b", "xxbxxa"));
+    }
+
+    #[test]
+    fn conditions_treat_a_missing_value_as_absent() {
+        let one = FieldValue::Int(1);
+        assert!(Condition::Neq(one.clone()).matches(None));
+        assert!(Condition::NotIn(vec![one.clone()]).matches(None));
+        assert!(Condition::Exists(false).matches(None));
+        assert!(!Condition::Eq(one.clone()).matches(None));
+        assert!(!Condition::Gt(FieldValue::Int(0)).matches(None));
+        assert!(Condition::Gte(one.clone()).matches(Some(&one)));
+        assert!(!Condition::Gt(one.clone()).matches(Some(&one)));
+        // Ranges compare values of the same kind only.
+        assert!(!Condition::Lt(FieldValue::Int(5)).matches(Some(&FieldValue::Bool(false))));
+    }
+
+    #[test]
+    fn sorting_puts_missing_values_first_and_honours_directions() {
+        let sort = [
+            SortBy {
+                field: ProcessInstanceField::EndDate,
+                descending: false,
+            },
+            SortBy {
+                field: ProcessInstanceField::ProcessInstanceKey,
+                descending: true,
+            },
+        ];
+        let a = vec![None, Some(FieldValue::Int(5))];
+        let b = vec![Some(FieldValue::Int(1)), Some(FieldValue::Int(9))];
+        let c = vec![None, Some(FieldValue::Int(7))];
+        assert_eq!(compare_sorted(&sort, &a, &b), Ordering::Less);
+        assert_eq!(compare_sorted(&sort, &c, &a), Ordering::Less);
+    }
+}
