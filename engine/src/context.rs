@@ -32,6 +32,10 @@ pub(crate) enum Step {
     },
     /// Complete an element instance whose work is done (a scope with no token left).
     Complete { key: Key },
+    /// Something left the scope `scope_key` (an element completed or was terminated):
+    /// enter its joining inclusive gateways whose waiting tokens no other token can
+    /// join any more.
+    RecheckJoins { scope_key: Key },
     /// The message partition's side of a new subscription: record it and correlate a
     /// buffered message if there is one.
     OpenMessageSubscription {
@@ -213,6 +217,19 @@ impl<'a> Processing<'a> {
         self.steps.push_back(step);
     }
 
+    /// The elements that tokens travelling in `scope_key` are about to enter (queued
+    /// activations of this command).
+    pub fn pending_activations(&self, scope_key: Key) -> impl Iterator<Item = ElementIdx> + '_ {
+        self.steps.iter().filter_map(move |step| match step {
+            Step::Activate {
+                scope_key: scope,
+                element,
+                ..
+            } if *scope == scope_key => Some(*element),
+            _ => None,
+        })
+    }
+
     /// Wake job workers waiting for this type once the command is committed.
     pub fn notify_jobs_available(&mut self, job_type: &str) {
         if !self.jobs_available.iter().any(|t| t == job_type) {
@@ -237,6 +254,7 @@ impl<'a> Processing<'a> {
                     trigger,
                 } => self.activate(scope_key, &process, element, trigger)?,
                 Step::Complete { key } => self.complete_scope(key)?,
+                Step::RecheckJoins { scope_key } => self.recheck_joins(scope_key)?,
                 Step::OpenMessageSubscription {
                     process_message_subscription_key,
                     element_instance_key,

@@ -38,7 +38,8 @@ pub(super) fn element_activating(
         return Ok(());
     }
     // A token that arrived over sequence flows is consumed now: one per incoming
-    // flow for a parallel join, one otherwise. Start and boundary events have none.
+    // flow that holds one for a join, one otherwise. Start and boundary events have
+    // none.
     let process = models.get(state.read(), value.process_definition_key)?;
     let model = &process.model;
     let element = model
@@ -47,7 +48,7 @@ pub(super) fn element_activating(
     let element = model.element(element);
     let scope_key = value.flow_scope_key;
     let mut consumed = 0;
-    if matches!(element.kind, ElementKind::ParallelGateway) && element.incoming.len() > 1 {
+    if counts_tokens(&element.kind, element.incoming.len()) {
         for flow in &element.incoming {
             let flow_id = &model.flow(*flow).id;
             let count = state.join_token_count(scope_key, &element.id, flow_id)?;
@@ -178,7 +179,7 @@ pub(super) fn sequence_flow_taken(
         .flow_by_id(&value.element_id)
         .ok_or_else(|| inconsistent(format!("flow '{}' not in model", value.element_id)))?;
     let target = model.element(model.flow(flow).target);
-    if matches!(target.kind, ElementKind::ParallelGateway) && target.incoming.len() > 1 {
+    if counts_tokens(&target.kind, target.incoming.len()) {
         let count = state.join_token_count(scope_key, &target.id, &value.element_id)?;
         state.set_join_tokens(scope_key, &target.id, &value.element_id, count + 1)?;
     }
@@ -215,4 +216,14 @@ pub(super) fn instance_created(
         )?;
     }
     Ok(())
+}
+
+/// Whether tokens arriving at this element are counted per incoming flow until it is
+/// entered: a parallel or inclusive gateway with several incoming flows (a join).
+fn counts_tokens(kind: &ElementKind, incoming: usize) -> bool {
+    incoming > 1
+        && matches!(
+            kind,
+            ElementKind::ParallelGateway | ElementKind::InclusiveGateway { .. }
+        )
 }

@@ -14,9 +14,13 @@
 //!   boundary); no flow leaves an end event or enters a start or boundary event;
 //! - every scope (process, subprocess) has exactly one none start event, which is in
 //!   its `children`;
-//! - a flow has a `condition` only if it leaves an exclusive gateway; an exclusive
-//!   gateway with several outgoing flows has a condition on each of them except its
+//! - a flow has a `condition` only if it leaves an exclusive or inclusive gateway; such
+//!   a gateway with several outgoing flows has a condition on each of them except its
 //!   default flow, which is one of its outgoing flows and has no condition;
+//! - an inclusive gateway with several incoming flows (a join) lists in `upstream` every
+//!   element of its scope from which a token can reach it without passing through it
+//!   (over flows, boundary events and links), sorted; its scope lists it in
+//!   `inclusive_joins`;
 //! - gateways and boundary events have at least one outgoing flow. Other elements may
 //!   have none: a token that reaches such an element ends there (Zeebe's implicit end),
 //!   and the scope completes when no token is left in it;
@@ -102,6 +106,19 @@ impl ProcessModel {
         }
     }
 
+    /// The joining inclusive gateways directly inside a process or subprocess.
+    pub fn inclusive_joins(&self, scope: ElementIdx) -> &[ElementIdx] {
+        match &self.element(scope).kind {
+            ElementKind::Process {
+                inclusive_joins, ..
+            }
+            | ElementKind::SubProcess {
+                inclusive_joins, ..
+            } => inclusive_joins,
+            _ => &[],
+        }
+    }
+
     /// The none start event of a process or subprocess.
     pub fn start_event(&self, scope: ElementIdx) -> Option<ElementIdx> {
         match &self.element(scope).kind {
@@ -146,10 +163,13 @@ pub enum ElementKind {
         /// The none start event.
         start_event: ElementIdx,
         children: Vec<ElementIdx>,
+        /// The inclusive gateways among `children` that join (several incoming flows).
+        inclusive_joins: Vec<ElementIdx>,
     },
     SubProcess {
         start_event: ElementIdx,
         children: Vec<ElementIdx>,
+        inclusive_joins: Vec<ElementIdx>,
     },
     StartEvent,
     EndEvent(EndEventKind),
@@ -167,6 +187,14 @@ pub enum ElementKind {
         default_flow: Option<FlowIdx>,
     },
     ParallelGateway,
+    /// Takes every outgoing flow whose condition is true (else the default flow); as a
+    /// join it waits for every token that can still arrive.
+    InclusiveGateway {
+        default_flow: Option<FlowIdx>,
+        /// For a join: the elements of its scope from which a token can still reach it
+        /// without passing through it, sorted (empty for a fork-only gateway).
+        upstream: Vec<ElementIdx>,
+    },
     IntermediateCatchEvent(CatchEventDefinition),
     IntermediateThrowEvent(ThrowEventDefinition),
     BoundaryEvent {
@@ -193,6 +221,7 @@ impl ElementKind {
             ElementKind::ReceiveTask(_) => "receiveTask",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
+            ElementKind::InclusiveGateway { .. } => "inclusiveGateway",
             ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
             ElementKind::IntermediateThrowEvent(_) => "intermediateThrowEvent",
             ElementKind::BoundaryEvent { .. } => "boundaryEvent",
@@ -226,6 +255,7 @@ impl ElementKind {
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
+            ElementKind::InclusiveGateway { .. } => BpmnElementType::InclusiveGateway,
             ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
             ElementKind::IntermediateThrowEvent(_) => BpmnElementType::IntermediateThrowEvent,
             ElementKind::BoundaryEvent { .. } => BpmnElementType::BoundaryEvent,

@@ -25,8 +25,8 @@ use crate::model::{
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
                          sendTask, receiveTask, exclusiveGateway, parallelGateway, \
-                         intermediateCatchEvent, intermediateThrowEvent, boundaryEvent, \
-                         subProcess";
+                         inclusiveGateway, intermediateCatchEvent, intermediateThrowEvent, \
+                         boundaryEvent, subProcess";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -94,7 +94,7 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub raw_flows: Vec<RawFlow<'a, 'input>>,
     /// Boundary events with their `attachedToRef`.
     pub raw_attachments: Vec<(ElementIdx, Option<&'a str>)>,
-    /// Exclusive gateways with their `default` attribute.
+    /// Exclusive and inclusive gateways with their `default` attribute.
     pub raw_defaults: Vec<(ElementIdx, &'a str)>,
     /// Link throw and catch events with their link name, in document order.
     pub link_throws: Vec<(ElementIdx, String)>,
@@ -143,6 +143,7 @@ pub(super) fn build<'a, 'input>(
             kind: ElementKind::Process {
                 start_event: ProcessModel::ROOT,
                 children: Vec::new(),
+                inclusive_joins: Vec::new(),
             },
             flow_scope: None,
             incoming: Vec::new(),
@@ -190,6 +191,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "receiveTask"
                 | "exclusiveGateway"
                 | "parallelGateway"
+                | "inclusiveGateway"
                 | "intermediateCatchEvent"
                 | "intermediateThrowEvent"
                 | "boundaryEvent"
@@ -272,12 +274,22 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ElementKind::ExclusiveGateway { default_flow: None }
             }
             "parallelGateway" => ElementKind::ParallelGateway,
+            "inclusiveGateway" => {
+                if let Some(default) = node.attribute("default") {
+                    self.raw_defaults.push((idx, default));
+                }
+                ElementKind::InclusiveGateway {
+                    default_flow: None,
+                    upstream: Vec::new(),
+                }
+            }
             "intermediateCatchEvent" => self.intermediate_catch_event(idx, id, node),
             "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node, &extensions),
             "boundaryEvent" => self.boundary_event(idx, id, node),
             _ => ElementKind::SubProcess {
                 start_event: idx,
                 children: Vec::new(),
+                inclusive_joins: Vec::new(),
             },
         };
         let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);

@@ -299,6 +299,23 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// The gateways of a scope where tokens wait (parallel and inclusive joins), each
+    /// once, in key order.
+    pub fn gateways_with_tokens(&self, scope_key: impl AsKey) -> Result<Vec<String>> {
+        let prefix = KeyBuf::new(table::JOIN_TOKEN).key(scope_key);
+        let at = prefix.bytes().len();
+        let mut out: Vec<String> = Vec::new();
+        self.scan(&prefix, |k, _| {
+            let (gateway, _) =
+                keys::decode_str(k, at).ok_or_else(|| inconsistent("bad join token key"))?;
+            if out.last().map(String::as_str) != Some(gateway) {
+                out.push(gateway.to_owned());
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
     // --- variables ---
 
     pub fn variable(

@@ -152,6 +152,10 @@ fn hosts() -> Vec<(&'static str, String)> {
             r#"<bpmn:parallelGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:parallelGateway><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#.to_owned(),
         ),
         (
+            "inclusiveGateway",
+            r#"<bpmn:inclusiveGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:inclusiveGateway><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#.to_owned(),
+        ),
+        (
             "sequenceFlow",
             r#"<bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Host" sourceRef="Start" targetRef="After"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:sequenceFlow>"#.to_owned(),
         ),
@@ -226,6 +230,7 @@ const METADATA: &[(&str, &[&str])] = &[
             "boundaryEvent",
             "exclusiveGateway",
             "parallelGateway",
+            "inclusiveGateway",
             "sequenceFlow",
             "message",
         ],

@@ -5,6 +5,7 @@ mod commands;
 mod distribution;
 mod elements;
 mod harness;
+mod inclusive;
 mod interleavings;
 mod random;
 mod samples;

@@ -19,6 +19,7 @@
 mod boundary_event;
 mod end_event;
 mod exclusive_gateway;
+mod inclusive_gateway;
 mod intermediate_catch_event;
 mod intermediate_throw_event;
 mod manual_task;
@@ -94,6 +95,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
+        ElementKind::InclusiveGateway { .. } => &inclusive_gateway::InclusiveGateway,
         ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
         ElementKind::IntermediateThrowEvent(_) => &intermediate_throw_event::IntermediateThrowEvent,
         ElementKind::BoundaryEvent { .. } => &boundary_event::BoundaryEvent,
@@ -134,6 +136,7 @@ fn pass_through_activity(p: &mut Processing<'_>, active: &Active) -> Evaluated {
 enum Outgoing {
     All,
     One(FlowIdx),
+    Many(Vec<FlowIdx>),
 }
 
 impl Processing<'_> {
@@ -301,6 +304,7 @@ impl Processing<'_> {
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
         let scope_key = Key(record.flow_scope_key);
+        self.left_scope(active, scope_key);
         if let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
             catch_event, ..
         }) = &element.kind
@@ -311,6 +315,7 @@ impl Processing<'_> {
         }
         let flows: Vec<FlowIdx> = match outgoing {
             Outgoing::One(flow) => vec![flow],
+            Outgoing::Many(flows) => flows,
             Outgoing::All => element.outgoing.clone(),
         };
         if flows.is_empty() {
@@ -380,7 +385,20 @@ impl Processing<'_> {
             self.mark(&active, Intent::ElementTerminated)?;
             return self.instance_finished(key, registration, false);
         }
-        self.mark(&active, Intent::ElementTerminated)
+        self.mark(&active, Intent::ElementTerminated)?;
+        self.left_scope(&active, Key(active.record().flow_scope_key));
+        Ok(())
+    }
+
+    /// An element instance left its scope: a joining inclusive gateway there may no
+    /// longer have to wait for it (looked at once the queued steps before it ran).
+    fn left_scope(&mut self, active: &Active, scope_key: Key) {
+        let Some(scope) = active.element().flow_scope else {
+            return;
+        };
+        if !active.process.model.inclusive_joins(scope).is_empty() {
+            self.push_step(Step::RecheckJoins { scope_key });
+        }
     }
 
     /// Cancels the timers of an activity's boundary events.
