@@ -71,6 +71,7 @@ impl Processing<'_> {
         let process = self.model(job.process_definition_key)?;
         if let Some(idx) = process.model.element_by_id(&job.element_id)
             && process.model.element(idx).flow_scope == Some(crate::model::ProcessModel::ROOT)
+            && process.model.element(idx).multi_instance.is_none()
         {
             return Ok(vec![
                 Key(job.element_instance_key),
@@ -113,6 +114,9 @@ impl Processing<'_> {
         let mut out = Map::new();
         for scope in chain.iter().rev() {
             for (name, variable) in self.read().scope_variables(instance, *scope)? {
+                if name == super::elements::INPUT_SNAPSHOT {
+                    continue;
+                }
                 out.insert(
                     name,
                     serde_json::from_str(&variable.value).unwrap_or(Value::Null),
@@ -155,9 +159,16 @@ impl Processing<'_> {
 
     /// Input mappings: evaluated in the flow scope, each seeing the earlier ones,
     /// written as the element's local variables.
+    /// A multi-instance inner instance's inputs also see its own locals (the item and
+    /// the loop counter), as in Zeebe.
     pub fn evaluate_inputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
-        let chain = self.scope_chain(Key(active.record().flow_scope_key))?;
+        let from = if active.is_multi_instance_inner() {
+            active.key()
+        } else {
+            Key(active.record().flow_scope_key)
+        };
+        let chain = self.scope_chain(from)?;
         self.evaluate_mappings(&active.element().inputs, Key(instance), &chain, false)
     }
 

@@ -36,6 +36,9 @@
 //!   events have a job type (static and non-empty, or an expression); static retries
 //!   are non-negative; a script task has exactly one of `zeebe:script` (with a
 //!   compiled expression and a non-empty result variable) and `zeebe:taskDefinition`;
+//! - `multi_instance` appears only on tasks (undefined, manual, service, script, send,
+//!   receive) and subprocesses; `output_collection` and `output_element` are both set or
+//!   both unset; variable names are non-empty;
 //! - `inputs` appear only on tasks, subprocesses, intermediate catch events, message
 //!   throw events and message end events; `outputs` on those and on every other event
 //!   but error end events (start, none and link throw, none and terminate end,
@@ -145,6 +148,9 @@ pub struct Element {
     pub outputs: Vec<Mapping>,
     /// Boundary events attached to this element, in document order.
     pub boundary_events: Vec<ElementIdx>,
+    /// Multi-instance characteristics: the element runs as a multi-instance body
+    /// holding one inner instance per item of the input collection.
+    pub multi_instance: Option<MultiInstance>,
 }
 
 impl Element {
@@ -310,6 +316,43 @@ pub enum EndEventKind {
     /// A message end event: a job for a worker that sends the message (as in Zeebe);
     /// the token ends when the job is completed.
     Message(JobDefinition),
+}
+
+/// `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`.
+#[derive(Debug)]
+pub struct MultiInstance {
+    /// `isSequential`: one inner instance after the other, else all at once.
+    pub sequential: bool,
+    /// Evaluated once, when the body is entered; must be a list.
+    pub input_collection: Expression,
+    /// The local variable of each inner instance that holds its item.
+    pub input_element: Option<String>,
+    /// The variable that collects the outputs, in input order; set with `output_element`.
+    pub output_collection: Option<String>,
+    /// Evaluated in each inner instance when it completes.
+    pub output_element: Option<Expression>,
+    /// Evaluated when an inner instance completes; `true` ends the body early.
+    pub completion_condition: Option<Expression>,
+}
+
+impl MultiInstance {
+    /// The variable `output_element` reads when it is a plain variable reference (or a
+    /// path into one): created as a local of each inner instance, as in Zeebe, so that
+    /// what a worker sets under that name stays in the instance.
+    pub fn output_element_variable(&self) -> Option<&str> {
+        let source = self.output_element.as_ref()?.source().trim();
+        let first = source.split('.').next()?;
+        let is_name = first
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && first.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !matches!(first, "null" | "true" | "false" | "not");
+        let path = source
+            .split('.')
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        (is_name && path).then_some(first)
+    }
 }
 
 /// How a script task runs.

@@ -608,3 +608,40 @@ fn inclusive_gateways_fork_with_conditions_and_joins_know_what_can_reach_them() 
     );
     assert!(nested.inclusive_joins(ProcessModel::ROOT).is_empty());
 }
+
+#[test]
+fn multi_instance_activities_carry_their_loop_characteristics() {
+    let models = parse_ok("elements/multi-instance.bpmn");
+    assert_eq!(models.len(), 4);
+    let pick = el(&models[0], "Pick");
+    assert_eq!(pick.element_type(), BpmnElementType::ServiceTask);
+    let mi = pick.multi_instance.as_ref().expect("multi-instance");
+    assert!(!mi.sequential, "parallel is the default");
+    assert_eq!(mi.input_collection.source(), "lines");
+    assert_eq!(mi.input_element.as_deref(), Some("item"));
+    assert!(mi.completion_condition.is_none());
+    assert_eq!(
+        pick.boundary_events.len(),
+        1,
+        "the boundary attaches to the activity"
+    );
+    let ship = el(&models[1], "Ship");
+    let mi = ship.multi_instance.as_ref().expect("multi-instance");
+    assert!(mi.sequential);
+    assert_eq!(
+        mi.output_element_variable(),
+        None,
+        "a context is not a plain variable"
+    );
+    let ballot = el(&models[2], "Ballot");
+    assert!(matches!(ballot.kind, ElementKind::SubProcess { .. }));
+    assert!(
+        ballot
+            .multi_instance
+            .as_ref()
+            .expect("mi")
+            .completion_condition
+            .is_some()
+    );
+    assert!(el(&models[2], "Vote").multi_instance.is_none());
+}

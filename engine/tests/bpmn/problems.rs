@@ -314,7 +314,32 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "multi-instance",
         Some("Work"),
-        "multi-instance is not supported",
+        "a multi-instance activity needs zeebe:loopCharacteristics with an inputCollection",
+    ),
+    (
+        "multi-instance-on-gateway",
+        Some("Split"),
+        "a parallelGateway cannot be multi-instance; only tasks and subprocesses can",
+    ),
+    (
+        "multi-instance-output-without-element",
+        Some("Work"),
+        "outputCollection and outputElement go together",
+    ),
+    (
+        "multi-instance-static-collection",
+        Some("Work"),
+        "the inputCollection 'items' must be a FEEL expression starting with '='",
+    ),
+    (
+        "multi-instance-loop-cardinality",
+        Some("Work"),
+        "loopCardinality is not supported (as in Zeebe)",
+    ),
+    (
+        "standard-loop",
+        Some("Work"),
+        "a standard loop is not supported",
     ),
     (
         "event-subprocess",

@@ -7,6 +7,7 @@ mod elements;
 mod harness;
 mod inclusive;
 mod interleavings;
+mod multi_instance;
 mod random;
 mod samples;
 
