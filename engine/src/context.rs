@@ -32,6 +32,10 @@ pub(crate) enum Step {
     },
     /// Complete an element instance whose work is done (a scope with no token left).
     Complete { key: Key },
+    /// Something left the scope `scope_key` (an element completed or was terminated):
+    /// enter its joining inclusive gateways whose waiting tokens no other token can
+    /// join any more.
+    RecheckJoins { scope_key: Key },
     /// The message partition's side of a new subscription: record it and correlate a
     /// buffered message if there is one.
     OpenMessageSubscription {
@@ -60,6 +64,18 @@ impl Active {
     pub fn record(&self) -> &ProcessInstanceRecord {
         &self.instance.record
     }
+
+    /// A multi-instance body (same element id as its inner instances).
+    pub fn is_multi_instance_body(&self) -> bool {
+        self.record().bpmn_element_type == rill_protocol::value::BpmnElementType::MultiInstanceBody
+    }
+
+    /// One inner instance of a multi-instance body: it runs the element's own kind, its
+    /// flow scope is the body, and the body (not it) has the boundary events and the
+    /// outgoing flows.
+    pub fn is_multi_instance_inner(&self) -> bool {
+        self.element().multi_instance.is_some() && !self.is_multi_instance_body()
+    }
 }
 
 pub(crate) struct Processing<'a> {
@@ -69,12 +85,16 @@ pub(crate) struct Processing<'a> {
     models: &'a mut ModelCache,
     cache: &'a ElementCache,
     floors: &'a ScanFloors,
+    pub collections: &'a mut CollectionCache,
     pub out: &'a mut Output,
     /// The next local key value, read once and written back at the end.
     next_key: Option<u64>,
     steps: VecDeque<Step>,
     jobs_available: Vec<String>,
     wake_at: Option<i64>,
+    /// The number of inner instances of the parallel multi-instance bodies entered in
+    /// this command (their inner instances are entered by queued steps).
+    pub multi_instance_totals: std::collections::BTreeMap<Key, u32>,
     /// How long finished instances stay readable (leader timing only: it decides when
     /// to wake up, never what a command does).
     retention_millis: i64,
@@ -87,7 +107,42 @@ pub(crate) struct EngineParts<'a> {
     pub models: &'a mut ModelCache,
     pub cache: &'a ElementCache,
     pub floors: &'a ScanFloors,
+    pub collections: &'a mut CollectionCache,
     pub retention_millis: i64,
+}
+
+/// Parsed input collections of sequential multi-instance bodies, by body key, with the
+/// JSON text they were parsed from. Only a shortcut: an entry is used when the stored
+/// text is the same, so a miss (after a restart, on another replica) gives the same
+/// items, just slower. Keeps at most [`CollectionCache::CAPACITY`] bodies.
+#[derive(Default)]
+pub(crate) struct CollectionCache {
+    entries: std::collections::HashMap<Key, Arc<(String, Vec<Value>)>>,
+}
+
+impl CollectionCache {
+    const CAPACITY: usize = 64;
+
+    /// The items of `text`, parsed once per body; `None` if it is not a JSON list.
+    pub fn items(&mut self, body: Key, text: &str) -> Option<Arc<(String, Vec<Value>)>> {
+        if let Some(entry) = self.entries.get(&body)
+            && entry.0 == text
+        {
+            return Some(entry.clone());
+        }
+        let items: Vec<Value> = serde_json::from_str(text).ok()?;
+        if self.entries.len() >= Self::CAPACITY {
+            self.entries.clear();
+        }
+        let entry = Arc::new((text.to_owned(), items));
+        self.entries.insert(body, entry.clone());
+        Some(entry)
+    }
+
+    /// Forgets a body that ended.
+    pub fn forget(&mut self, body: Key) {
+        self.entries.remove(&body);
+    }
 }
 
 impl<'a> Processing<'a> {
@@ -102,6 +157,7 @@ impl<'a> Processing<'a> {
             models,
             cache,
             floors,
+            collections,
             retention_millis,
         } = parts;
         cache.clear();
@@ -112,11 +168,13 @@ impl<'a> Processing<'a> {
             models,
             cache,
             floors,
+            collections,
             out,
             next_key: None,
             steps: VecDeque::new(),
             jobs_available: Vec::new(),
             wake_at: None,
+            multi_instance_totals: std::collections::BTreeMap::new(),
             retention_millis,
         }
     }
@@ -213,6 +271,19 @@ impl<'a> Processing<'a> {
         self.steps.push_back(step);
     }
 
+    /// The elements that tokens travelling in `scope_key` are about to enter (queued
+    /// activations of this command).
+    pub fn pending_activations(&self, scope_key: Key) -> impl Iterator<Item = ElementIdx> + '_ {
+        self.steps.iter().filter_map(move |step| match step {
+            Step::Activate {
+                scope_key: scope,
+                element,
+                ..
+            } if *scope == scope_key => Some(*element),
+            _ => None,
+        })
+    }
+
     /// Wake job workers waiting for this type once the command is committed.
     pub fn notify_jobs_available(&mut self, job_type: &str) {
         if !self.jobs_available.iter().any(|t| t == job_type) {
@@ -237,6 +308,7 @@ impl<'a> Processing<'a> {
                     trigger,
                 } => self.activate(scope_key, &process, element, trigger)?,
                 Step::Complete { key } => self.complete_scope(key)?,
+                Step::RecheckJoins { scope_key } => self.recheck_joins(scope_key)?,
                 Step::OpenMessageSubscription {
                     process_message_subscription_key,
                     element_instance_key,

@@ -40,6 +40,7 @@ pub struct BpmnEngine {
     models: ModelCache,
     elements: ElementCache,
     floors: ScanFloors,
+    collections: crate::context::CollectionCache,
 }
 
 impl BpmnEngine {
@@ -50,6 +51,7 @@ impl BpmnEngine {
             models: ModelCache::default(),
             elements: ElementCache::default(),
             floors: ScanFloors::default(),
+            collections: crate::context::CollectionCache::default(),
         }
     }
 
@@ -161,6 +163,7 @@ impl Engine for BpmnEngine {
             models: &mut self.models,
             cache: &self.elements,
             floors: &self.floors,
+            collections: &mut self.collections,
             retention_millis,
         };
         let mut processing = Processing::new(ctx, state, parts, out);

@@ -179,6 +179,8 @@ pub enum BpmnElementType {
     SendTask,
     IntermediateThrowEvent,
     InclusiveGateway,
+    /// The container of a multi-instance activity's inner instances (same element id).
+    MultiInstanceBody,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.

@@ -38,7 +38,8 @@ pub(super) fn element_activating(
         return Ok(());
     }
     // A token that arrived over sequence flows is consumed now: one per incoming
-    // flow for a parallel join, one otherwise. Start and boundary events have none.
+    // flow that holds one for a join, one otherwise. Start and boundary events have
+    // none.
     let process = models.get(state.read(), value.process_definition_key)?;
     let model = &process.model;
     let element = model
@@ -47,7 +48,16 @@ pub(super) fn element_activating(
     let element = model.element(element);
     let scope_key = value.flow_scope_key;
     let mut consumed = 0;
-    if matches!(element.kind, ElementKind::ParallelGateway) && element.incoming.len() > 1 {
+    let inner = element.multi_instance.is_some()
+        && value.bpmn_element_type != BpmnElementType::MultiInstanceBody;
+    if inner {
+        // An inner instance of a multi-instance body: no token of the scope is consumed
+        // (the body took it); it gets the next loop counter.
+        let mut counts = state.read().multi_instance_counts(scope_key)?;
+        counts.created += 1;
+        state.put_multi_instance_counts(scope_key, &counts)?;
+        state.put_loop_counter(key, counts.created)?;
+    } else if counts_tokens(&element.kind, element.incoming.len()) {
         for flow in &element.incoming {
             let flow_id = &model.flow(*flow).id;
             let count = state.join_token_count(scope_key, &element.id, flow_id)?;
@@ -99,6 +109,7 @@ pub(super) fn element_completed(
     key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
+    multi_instance_ended(ctx, key, value, true)?;
     element_ended(ctx, key, value, InstanceState::Completed)
 }
 
@@ -107,7 +118,57 @@ pub(super) fn element_terminated(
     key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
+    multi_instance_ended(ctx, key, value, false)?;
     element_ended(ctx, key, value, InstanceState::Terminated)
+}
+
+/// A multi-instance body or inner instance ended. A body drops what it kept. A
+/// completed inner instance hands its output element to the body: the local variable
+/// named like the output collection, which the engine set while it completed, is kept
+/// under its loop counter (before the instance's variables are removed), so collecting
+/// the outputs costs one entry per instance and never rewrites the whole list.
+fn multi_instance_ended(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &ProcessInstanceRecord,
+    completed: bool,
+) -> Result<()> {
+    let state = &mut *ctx.state;
+    if value.bpmn_element_type == BpmnElementType::MultiInstanceBody {
+        return state.delete_multi_instance(key);
+    }
+    let in_body = state
+        .read()
+        .peek_element_instance(value.flow_scope_key, |scope| {
+            scope.record.bpmn_element_type == BpmnElementType::MultiInstanceBody
+        })?
+        == Some(true);
+    if !in_body {
+        return Ok(());
+    }
+    let counter = state.read().loop_counter(key)?;
+    state.delete_loop_counter(key);
+    if !completed {
+        return Ok(());
+    }
+    let body_key = value.flow_scope_key;
+    let mut counts = state.read().multi_instance_counts(body_key)?;
+    counts.completed += 1;
+    state.put_multi_instance_counts(body_key, &counts)?;
+    let process = ctx.models.get(state.read(), value.process_definition_key)?;
+    let output_collection = process
+        .model
+        .element_by_id(&value.element_id)
+        .and_then(|idx| process.model.element(idx).multi_instance.as_ref())
+        .and_then(|mi| mi.output_collection.as_deref());
+    if let (Some(name), Some(counter)) = (output_collection, counter)
+        && let Some(output) = state
+            .read()
+            .variable(value.process_instance_key, key, name)?
+    {
+        state.put_multi_instance_output(body_key, counter, &output.value)?;
+    }
+    Ok(())
 }
 
 fn set_element_state(state: &mut Writer<'_>, key: Key, new_state: ElementState) -> Result<()> {
@@ -178,7 +239,7 @@ pub(super) fn sequence_flow_taken(
         .flow_by_id(&value.element_id)
         .ok_or_else(|| inconsistent(format!("flow '{}' not in model", value.element_id)))?;
     let target = model.element(model.flow(flow).target);
-    if matches!(target.kind, ElementKind::ParallelGateway) && target.incoming.len() > 1 {
+    if counts_tokens(&target.kind, target.incoming.len()) {
         let count = state.join_token_count(scope_key, &target.id, &value.element_id)?;
         state.set_join_tokens(scope_key, &target.id, &value.element_id, count + 1)?;
     }
@@ -215,4 +276,14 @@ pub(super) fn instance_created(
         )?;
     }
     Ok(())
+}
+
+/// Whether tokens arriving at this element are counted per incoming flow until it is
+/// entered: a parallel or inclusive gateway with several incoming flows (a join).
+fn counts_tokens(kind: &ElementKind, incoming: usize) -> bool {
+    incoming > 1
+        && matches!(
+            kind,
+            ElementKind::ParallelGateway | ElementKind::InclusiveGateway { .. }
+        )
 }

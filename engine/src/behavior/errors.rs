@@ -19,7 +19,13 @@ impl Processing<'_> {
         while let Some(active) = self.active(current)? {
             let mut catch_all = None;
             let mut exact = None;
-            for boundary in &active.element().boundary_events {
+            // An inner instance's boundary events are its body's, found next.
+            let boundaries: &[ElementIdx] = if active.is_multi_instance_inner() {
+                &[]
+            } else {
+                &active.element().boundary_events
+            };
+            for boundary in boundaries {
                 if let ElementKind::BoundaryEvent {
                     definition: BoundaryDefinition::Error { error_code },
                     ..

@@ -88,6 +88,10 @@ impl Processing<'_> {
     /// Creates the timers of an activity's timer boundary events. All are evaluated
     /// first: when one fails, none is created.
     pub fn arm_boundary_timers(&mut self, active: &Active) -> Evaluated {
+        if active.is_multi_instance_inner() {
+            // The boundary events belong to the multi-instance body.
+            return Ok(());
+        }
         let process = active.process.clone();
         let mut timers = Vec::new();
         for boundary in &active.element().boundary_events {

@@ -26,6 +26,15 @@ pub(crate) fn json_type_name(value: &Value) -> &'static str {
     }
 }
 
+/// No condition of a gateway held and it has no default flow.
+fn no_flow_taken(gateway_id: &str, kind: &str) -> crate::outcome::Halt {
+    Failure::condition(format!(
+        "Expected at least one condition to evaluate to true, or to have a default flow, but \
+         no condition of {kind} '{gateway_id}' was true"
+    ))
+    .into()
+}
+
 /// Sets `value` at `path` inside `base` (creating contexts on the way).
 fn put_path(base: Option<Value>, path: &[String], value: Value) -> Value {
     let Some((first, rest)) = path.split_first() else {
@@ -62,6 +71,7 @@ impl Processing<'_> {
         let process = self.model(job.process_definition_key)?;
         if let Some(idx) = process.model.element_by_id(&job.element_id)
             && process.model.element(idx).flow_scope == Some(crate::model::ProcessModel::ROOT)
+            && process.model.element(idx).multi_instance.is_none()
         {
             return Ok(vec![
                 Key(job.element_instance_key),
@@ -104,6 +114,9 @@ impl Processing<'_> {
         let mut out = Map::new();
         for scope in chain.iter().rev() {
             for (name, variable) in self.read().scope_variables(instance, *scope)? {
+                if name == super::elements::INPUT_SNAPSHOT {
+                    continue;
+                }
                 out.insert(
                     name,
                     serde_json::from_str(&variable.value).unwrap_or(Value::Null),
@@ -146,9 +159,16 @@ impl Processing<'_> {
 
     /// Input mappings: evaluated in the flow scope, each seeing the earlier ones,
     /// written as the element's local variables.
+    /// A multi-instance inner instance's inputs also see its own locals (the item and
+    /// the loop counter), as in Zeebe.
     pub fn evaluate_inputs(&self, active: &Active) -> Evaluated<Map<String, Value>> {
         let instance = active.record().process_instance_key;
-        let chain = self.scope_chain(Key(active.record().flow_scope_key))?;
+        let from = if active.is_multi_instance_inner() {
+            active.key()
+        } else {
+            Key(active.record().flow_scope_key)
+        };
+        let chain = self.scope_chain(from)?;
         self.evaluate_mappings(&active.element().inputs, Key(instance), &chain, false)
     }
 
@@ -262,6 +282,29 @@ impl Processing<'_> {
         Ok(())
     }
 
+    /// Evaluates the condition of a flow leaving a gateway: `true` or `false`, anything
+    /// else is a condition failure.
+    fn condition_holds(
+        &self,
+        condition: &rill_feel::Expression,
+        instance: Key,
+        chain: &[Key],
+    ) -> Evaluated<bool> {
+        let context = self.variables_named(instance, chain, condition.variable_names())?;
+        let value = condition
+            .evaluate(&context, self.now())
+            .map_err(|e| Failure::condition(e.to_string()))?;
+        match value {
+            Value::Bool(holds) => Ok(holds),
+            other => Err(Failure::condition(format!(
+                "Expected result of the expression '{}' to be 'BOOLEAN', but was '{}'",
+                condition.source(),
+                json_type_name(&other)
+            ))
+            .into()),
+        }
+    }
+
     /// Picks the flow an exclusive gateway takes: the first whose condition is true,
     /// else the default flow.
     pub fn choose_flow(
@@ -271,42 +314,52 @@ impl Processing<'_> {
     ) -> Evaluated<FlowIdx> {
         let model = &active.process.model;
         let element = active.element();
-        let instance = active.record().process_instance_key;
+        let instance = Key(active.record().process_instance_key);
         let chain = self.scope_chain(active.key())?;
         for flow_idx in &element.outgoing {
             if Some(*flow_idx) == default_flow {
                 continue;
             }
-            let flow = model.flow(*flow_idx);
-            let Some(condition) = &flow.condition else {
+            let Some(condition) = &model.flow(*flow_idx).condition else {
                 return Ok(*flow_idx);
             };
-            let context =
-                self.variables_named(Key(instance), &chain, condition.variable_names())?;
-            let value = condition
-                .evaluate(&context, self.now())
-                .map_err(|e| Failure::condition(e.to_string()))?;
-            match value {
-                Value::Bool(true) => return Ok(*flow_idx),
-                Value::Bool(false) => {}
-                other => {
-                    return Err(Failure::condition(format!(
-                        "Expected result of the expression '{}' to be 'BOOLEAN', but was '{}'",
-                        condition.source(),
-                        json_type_name(&other)
-                    ))
-                    .into());
-                }
+            if self.condition_holds(condition, instance, &chain)? {
+                return Ok(*flow_idx);
             }
         }
-        default_flow.ok_or_else(|| {
-            Failure::condition(format!(
-                "Expected at least one condition to evaluate to true, or to have a default \
-                 flow, but no condition of exclusive gateway '{}' was true",
-                element.id
-            ))
-            .into()
-        })
+        default_flow.ok_or_else(|| no_flow_taken(&element.id, "exclusive gateway"))
+    }
+
+    /// Picks the flows an inclusive gateway takes: every flow whose condition is true
+    /// (a flow without a condition is taken), in document order; else the default flow.
+    pub fn choose_flows(
+        &self,
+        active: &Active,
+        default_flow: Option<FlowIdx>,
+    ) -> Evaluated<Vec<FlowIdx>> {
+        let model = &active.process.model;
+        let element = active.element();
+        let instance = Key(active.record().process_instance_key);
+        let chain = self.scope_chain(active.key())?;
+        let mut taken = Vec::new();
+        for flow_idx in &element.outgoing {
+            if Some(*flow_idx) == default_flow {
+                continue;
+            }
+            let holds = match &model.flow(*flow_idx).condition {
+                None => true,
+                Some(condition) => self.condition_holds(condition, instance, &chain)?,
+            };
+            if holds {
+                taken.push(*flow_idx);
+            }
+        }
+        if taken.is_empty() {
+            let default =
+                default_flow.ok_or_else(|| no_flow_taken(&element.id, "inclusive gateway"))?;
+            taken.push(default);
+        }
+        Ok(taken)
     }
 
     /// An instance ended: answer the client awaiting its result, if any. The

@@ -14,9 +14,13 @@
 //!   boundary); no flow leaves an end event or enters a start or boundary event;
 //! - every scope (process, subprocess) has exactly one none start event, which is in
 //!   its `children`;
-//! - a flow has a `condition` only if it leaves an exclusive gateway; an exclusive
-//!   gateway with several outgoing flows has a condition on each of them except its
+//! - a flow has a `condition` only if it leaves an exclusive or inclusive gateway; such
+//!   a gateway with several outgoing flows has a condition on each of them except its
 //!   default flow, which is one of its outgoing flows and has no condition;
+//! - an inclusive gateway with several incoming flows (a join) lists in `upstream` every
+//!   element of its scope from which a token can reach it without passing through it
+//!   (over flows, boundary events and links), sorted; its scope lists it in
+//!   `inclusive_joins`;
 //! - gateways and boundary events have at least one outgoing flow. Other elements may
 //!   have none: a token that reaches such an element ends there (Zeebe's implicit end),
 //!   and the scope completes when no token is left in it;
@@ -32,6 +36,9 @@
 //!   events have a job type (static and non-empty, or an expression); static retries
 //!   are non-negative; a script task has exactly one of `zeebe:script` (with a
 //!   compiled expression and a non-empty result variable) and `zeebe:taskDefinition`;
+//! - `multi_instance` appears only on tasks (undefined, manual, service, script, send,
+//!   receive) and subprocesses; `output_collection` and `output_element` are both set or
+//!   both unset; variable names are non-empty;
 //! - `inputs` appear only on tasks, subprocesses, intermediate catch events, message
 //!   throw events and message end events; `outputs` on those and on every other event
 //!   but error end events (start, none and link throw, none and terminate end,
@@ -102,6 +109,19 @@ impl ProcessModel {
         }
     }
 
+    /// The joining inclusive gateways directly inside a process or subprocess.
+    pub fn inclusive_joins(&self, scope: ElementIdx) -> &[ElementIdx] {
+        match &self.element(scope).kind {
+            ElementKind::Process {
+                inclusive_joins, ..
+            }
+            | ElementKind::SubProcess {
+                inclusive_joins, ..
+            } => inclusive_joins,
+            _ => &[],
+        }
+    }
+
     /// The none start event of a process or subprocess.
     pub fn start_event(&self, scope: ElementIdx) -> Option<ElementIdx> {
         match &self.element(scope).kind {
@@ -128,6 +148,9 @@ pub struct Element {
     pub outputs: Vec<Mapping>,
     /// Boundary events attached to this element, in document order.
     pub boundary_events: Vec<ElementIdx>,
+    /// Multi-instance characteristics: the element runs as a multi-instance body
+    /// holding one inner instance per item of the input collection.
+    pub multi_instance: Option<MultiInstance>,
 }
 
 impl Element {
@@ -146,10 +169,13 @@ pub enum ElementKind {
         /// The none start event.
         start_event: ElementIdx,
         children: Vec<ElementIdx>,
+        /// The inclusive gateways among `children` that join (several incoming flows).
+        inclusive_joins: Vec<ElementIdx>,
     },
     SubProcess {
         start_event: ElementIdx,
         children: Vec<ElementIdx>,
+        inclusive_joins: Vec<ElementIdx>,
     },
     StartEvent,
     EndEvent(EndEventKind),
@@ -167,6 +193,14 @@ pub enum ElementKind {
         default_flow: Option<FlowIdx>,
     },
     ParallelGateway,
+    /// Takes every outgoing flow whose condition is true (else the default flow); as a
+    /// join it waits for every token that can still arrive.
+    InclusiveGateway {
+        default_flow: Option<FlowIdx>,
+        /// For a join: the elements of its scope from which a token can still reach it
+        /// without passing through it, sorted (empty for a fork-only gateway).
+        upstream: Vec<ElementIdx>,
+    },
     IntermediateCatchEvent(CatchEventDefinition),
     IntermediateThrowEvent(ThrowEventDefinition),
     BoundaryEvent {
@@ -193,6 +227,7 @@ impl ElementKind {
             ElementKind::ReceiveTask(_) => "receiveTask",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
+            ElementKind::InclusiveGateway { .. } => "inclusiveGateway",
             ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
             ElementKind::IntermediateThrowEvent(_) => "intermediateThrowEvent",
             ElementKind::BoundaryEvent { .. } => "boundaryEvent",
@@ -226,6 +261,7 @@ impl ElementKind {
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
+            ElementKind::InclusiveGateway { .. } => BpmnElementType::InclusiveGateway,
             ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
             ElementKind::IntermediateThrowEvent(_) => BpmnElementType::IntermediateThrowEvent,
             ElementKind::BoundaryEvent { .. } => BpmnElementType::BoundaryEvent,
@@ -280,6 +316,43 @@ pub enum EndEventKind {
     /// A message end event: a job for a worker that sends the message (as in Zeebe);
     /// the token ends when the job is completed.
     Message(JobDefinition),
+}
+
+/// `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`.
+#[derive(Debug)]
+pub struct MultiInstance {
+    /// `isSequential`: one inner instance after the other, else all at once.
+    pub sequential: bool,
+    /// Evaluated once, when the body is entered; must be a list.
+    pub input_collection: Expression,
+    /// The local variable of each inner instance that holds its item.
+    pub input_element: Option<String>,
+    /// The variable that collects the outputs, in input order; set with `output_element`.
+    pub output_collection: Option<String>,
+    /// Evaluated in each inner instance when it completes.
+    pub output_element: Option<Expression>,
+    /// Evaluated when an inner instance completes; `true` ends the body early.
+    pub completion_condition: Option<Expression>,
+}
+
+impl MultiInstance {
+    /// The variable `output_element` reads when it is a plain variable reference (or a
+    /// path into one): created as a local of each inner instance, as in Zeebe, so that
+    /// what a worker sets under that name stays in the instance.
+    pub fn output_element_variable(&self) -> Option<&str> {
+        let source = self.output_element.as_ref()?.source().trim();
+        let first = source.split('.').next()?;
+        let is_name = first
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && first.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !matches!(first, "null" | "true" | "false" | "not");
+        let path = source
+            .split('.')
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        (is_name && path).then_some(first)
+    }
 }
 
 /// How a script task runs.

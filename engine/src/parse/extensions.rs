@@ -91,7 +91,12 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         | "userTaskForm" => not_yet("user tasks"),
         "calledElement" => not_yet("call activities"),
         "calledDecision" => not_yet("business rule tasks (DMN decisions)"),
-        "loopCharacteristics" => not_yet("multi-instance"),
+        "loopCharacteristics" if element == "multiInstanceLoopCharacteristics" => Verdict::Runs,
+        "loopCharacteristics" => Verdict::Rejected(format!(
+            "zeebe:loopCharacteristics belongs inside the bpmn:multiInstanceLoopCharacteristics \
+             of a task or subprocess, not on {}",
+            on()
+        )),
         "linkedResources" => not_yet("linked resources"),
         "adHoc" => not_yet("ad-hoc subprocesses"),
         _ => Verdict::Rejected(format!(

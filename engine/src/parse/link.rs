@@ -23,6 +23,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     check_required_outgoing(&mut builder);
     check_start_events(&mut builder);
     link_link_events(&mut builder);
+    link_inclusive_joins(&mut builder, &linker.flows);
     ProcessModel {
         bpmn_process_id: builder.process_id.to_owned(),
         name: builder.elements[0].name.clone(),
@@ -125,13 +126,14 @@ impl Linker {
             let mut has_condition = false;
             if let Some((text, condition_node)) = &raw.condition {
                 has_condition = true;
-                if source_kind != "exclusiveGateway" {
+                if source_kind != "exclusiveGateway" && source_kind != "inclusiveGateway" {
                     b.problem(
                         Some(raw.id),
                         *condition_node,
                         format!(
                             "the flow has a condition but leaves {} {source_kind} ('{source_id}'); \
-                             only flows leaving an exclusive gateway can have conditions",
+                             only flows leaving an exclusive or inclusive gateway can have \
+                             conditions",
                             article(source_kind)
                         ),
                     );
@@ -249,7 +251,8 @@ impl Linker {
                     ),
                 );
             }
-            if let ElementKind::ExclusiveGateway { default_flow } =
+            if let ElementKind::ExclusiveGateway { default_flow }
+            | ElementKind::InclusiveGateway { default_flow, .. } =
                 &mut b.elements[gateway.0 as usize].kind
             {
                 *default_flow = Some(flow);
@@ -261,9 +264,12 @@ impl Linker {
     fn check_exclusive_gateways(&self, b: &mut Builder<'_, '_, '_>) {
         for idx in 0..b.elements.len() {
             let element = &b.elements[idx];
-            let ElementKind::ExclusiveGateway { default_flow } = element.kind else {
+            let (ElementKind::ExclusiveGateway { default_flow }
+            | ElementKind::InclusiveGateway { default_flow, .. }) = element.kind
+            else {
                 continue;
             };
+            let kind = element.kind.bpmn_name();
             if element.outgoing.len() < 2 {
                 continue;
             }
@@ -280,9 +286,9 @@ impl Linker {
                     Some(&flow_id),
                     b.nodes[idx],
                     format!(
-                        "the flow leaves exclusive gateway '{gateway_id}', which has several \
-                         outgoing flows, and has no condition; add a condition or make it the \
-                         gateway's default flow"
+                        "the flow leaves {kind} '{gateway_id}', which has several outgoing \
+                         flows, and has no condition; add a condition or make it the gateway's \
+                         default flow"
                     ),
                 );
             }
@@ -454,6 +460,7 @@ fn check_required_outgoing(b: &mut Builder<'_, '_, '_>) {
             element.kind,
             ElementKind::ExclusiveGateway { .. }
                 | ElementKind::ParallelGateway
+                | ElementKind::InclusiveGateway { .. }
                 | ElementKind::BoundaryEvent { .. }
         );
         if needs_outgoing && element.outgoing.is_empty() {
@@ -575,6 +582,66 @@ fn link_link_events(b: &mut Builder<'_, '_, '_>) {
         }) = &mut b.elements[throw.0 as usize].kind
         {
             *catch_event = catch;
+        }
+    }
+}
+
+/// For each joining inclusive gateway (several incoming flows): the elements of its scope
+/// from which a token can still reach it without passing through it. A token moves over
+/// sequence flows, from an activity to its boundary events, and from a link throw event
+/// to its catch event; the walk goes backwards from the gateway and stops at it. The
+/// runtime then only looks up live elements in this sorted list.
+fn link_inclusive_joins(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
+    let count = b.elements.len();
+    let mut predecessors: Vec<Vec<ElementIdx>> = vec![Vec::new(); count];
+    for flow in flows {
+        predecessors[flow.target.0 as usize].push(flow.source);
+    }
+    for (idx, element) in b.elements.iter().enumerate() {
+        let here = ElementIdx(u32::try_from(idx).unwrap_or(u32::MAX));
+        match &element.kind {
+            ElementKind::BoundaryEvent { attached_to, .. } if *attached_to != here => {
+                predecessors[idx].push(*attached_to);
+            }
+            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
+                catch_event, ..
+            }) if *catch_event != here => {
+                predecessors[catch_event.0 as usize].push(here);
+            }
+            _ => {}
+        }
+    }
+    let joins: Vec<usize> = (0..count)
+        .filter(|&i| {
+            matches!(b.elements[i].kind, ElementKind::InclusiveGateway { .. })
+                && b.elements[i].incoming.len() > 1
+        })
+        .collect();
+    for join in joins {
+        let mut seen = vec![false; count];
+        seen[join] = true;
+        let mut stack = predecessors[join].clone();
+        let mut upstream = Vec::new();
+        while let Some(element) = stack.pop() {
+            if std::mem::replace(&mut seen[element.0 as usize], true) {
+                continue;
+            }
+            upstream.push(element);
+            stack.extend(predecessors[element.0 as usize].iter().copied());
+        }
+        upstream.sort_unstable();
+        if let ElementKind::InclusiveGateway { upstream: slot, .. } = &mut b.elements[join].kind {
+            *slot = upstream;
+        }
+        let scope = b.elements[join].flow_scope.unwrap_or(ProcessModel::ROOT);
+        if let ElementKind::Process {
+            inclusive_joins, ..
+        }
+        | ElementKind::SubProcess {
+            inclusive_joins, ..
+        } = &mut b.elements[scope.0 as usize].kind
+        {
+            inclusive_joins.push(ElementIdx(u32::try_from(join).unwrap_or(u32::MAX)));
         }
     }
 }

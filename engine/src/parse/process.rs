@@ -18,15 +18,15 @@ use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     BoundaryDefinition, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
-    JobDefinition, Mapping, MessageDefinition, ProcessModel, ScriptDefinition,
+    JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel, ScriptDefinition,
     ThrowEventDefinition, TimerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
                          sendTask, receiveTask, exclusiveGateway, parallelGateway, \
-                         intermediateCatchEvent, intermediateThrowEvent, boundaryEvent, \
-                         subProcess";
+                         inclusiveGateway, intermediateCatchEvent, intermediateThrowEvent, \
+                         boundaryEvent, subProcess";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -48,6 +48,17 @@ const READ_PAST_IN_SCOPE: &[&str] = &[
     "property",
     "multiInstanceLoopCharacteristics",
     "standardLoopCharacteristics",
+];
+
+/// Elements that can be multi-instance (call activities will join them).
+const MULTI_INSTANCE_HOSTS: &[&str] = &[
+    "task",
+    "manualTask",
+    "serviceTask",
+    "scriptTask",
+    "sendTask",
+    "receiveTask",
+    "subProcess",
 ];
 
 /// Default job retries when `zeebe:taskDefinition` has none (as in Zeebe).
@@ -94,7 +105,7 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub raw_flows: Vec<RawFlow<'a, 'input>>,
     /// Boundary events with their `attachedToRef`.
     pub raw_attachments: Vec<(ElementIdx, Option<&'a str>)>,
-    /// Exclusive gateways with their `default` attribute.
+    /// Exclusive and inclusive gateways with their `default` attribute.
     pub raw_defaults: Vec<(ElementIdx, &'a str)>,
     /// Link throw and catch events with their link name, in document order.
     pub link_throws: Vec<(ElementIdx, String)>,
@@ -143,6 +154,7 @@ pub(super) fn build<'a, 'input>(
             kind: ElementKind::Process {
                 start_event: ProcessModel::ROOT,
                 children: Vec::new(),
+                inclusive_joins: Vec::new(),
             },
             flow_scope: None,
             incoming: Vec::new(),
@@ -150,6 +162,7 @@ pub(super) fn build<'a, 'input>(
             inputs: Vec::new(),
             outputs: Vec::new(),
             boundary_events: Vec::new(),
+            multi_instance: None,
         },
     );
     let process_owner = Owner {
@@ -190,6 +203,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "receiveTask"
                 | "exclusiveGateway"
                 | "parallelGateway"
+                | "inclusiveGateway"
                 | "intermediateCatchEvent"
                 | "intermediateThrowEvent"
                 | "boundaryEvent"
@@ -241,7 +255,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 return;
             }
         }
-        self.check_loops(id, node);
+        let multi_instance = self.loop_characteristics(id, node, name);
         let extensions = self.extensions(id, node, name);
         let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
         let kind = match name {
@@ -272,12 +286,22 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ElementKind::ExclusiveGateway { default_flow: None }
             }
             "parallelGateway" => ElementKind::ParallelGateway,
+            "inclusiveGateway" => {
+                if let Some(default) = node.attribute("default") {
+                    self.raw_defaults.push((idx, default));
+                }
+                ElementKind::InclusiveGateway {
+                    default_flow: None,
+                    upstream: Vec::new(),
+                }
+            }
             "intermediateCatchEvent" => self.intermediate_catch_event(idx, id, node),
             "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node, &extensions),
             "boundaryEvent" => self.boundary_event(idx, id, node),
             _ => ElementKind::SubProcess {
                 start_event: idx,
                 children: Vec::new(),
+                inclusive_joins: Vec::new(),
             },
         };
         let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);
@@ -299,6 +323,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 inputs,
                 outputs,
                 boundary_events: Vec::new(),
+                multi_instance,
             },
         );
         if let ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } =
@@ -348,19 +373,229 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         });
     }
 
-    fn check_loops(&mut self, id: &str, node: Node<'a, 'input>) {
+    /// Reads `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`
+    /// (tasks and subprocesses only); a standard loop is not supported.
+    fn loop_characteristics(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        element_name: &str,
+    ) -> Option<MultiInstance> {
+        let mut found = None;
         for child in bpmn_children(node) {
-            let what = match child.tag_name().name() {
-                "multiInstanceLoopCharacteristics" => "multi-instance",
-                "standardLoopCharacteristics" => "a standard loop",
-                _ => continue,
-            };
+            match child.tag_name().name() {
+                "standardLoopCharacteristics" => self.problem(
+                    Some(id),
+                    child,
+                    "a standard loop is not supported (Zeebe does not run it either); use \
+                     multi-instance with an inputCollection"
+                        .to_owned(),
+                ),
+                "multiInstanceLoopCharacteristics" => {
+                    if found.is_some() {
+                        self.problem(
+                            Some(id),
+                            child,
+                            "multiInstanceLoopCharacteristics appears more than once; keep one"
+                                .to_owned(),
+                        );
+                        continue;
+                    }
+                    if !MULTI_INSTANCE_HOSTS.contains(&element_name) {
+                        self.problem(
+                            Some(id),
+                            child,
+                            format!(
+                                "{} {element_name} cannot be multi-instance; only tasks and \
+                                 subprocesses can",
+                                article(element_name)
+                            ),
+                        );
+                        continue;
+                    }
+                    // On a problem the whole resource is rejected; the element is built
+                    // without its loop so that nothing else is reported about it.
+                    found = self.multi_instance(id, child);
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    fn multi_instance(&mut self, id: &str, node: Node<'a, 'input>) -> Option<MultiInstance> {
+        let sequential = node.attribute("isSequential").map(str::trim) == Some("true");
+        let owner = Owner {
+            element: "multiInstanceLoopCharacteristics",
+            message_throw: false,
+        };
+        let runs = self.checked_extensions(id, node, owner);
+        let mut characteristics = None;
+        for extension in runs {
+            if extension.tag_name().name() != "loopCharacteristics" {
+                continue;
+            }
+            if characteristics.is_some() {
+                self.problem(
+                    Some(id),
+                    extension,
+                    "zeebe:loopCharacteristics appears more than once; merge them into one"
+                        .to_owned(),
+                );
+            } else {
+                characteristics = Some(extension);
+            }
+        }
+        let mut completion_condition = None;
+        for child in bpmn_children(node) {
+            match child.tag_name().name() {
+                "completionCondition" => {
+                    let text = text_of(child);
+                    match text.strip_prefix('=') {
+                        Some(source) => match values::expression("completion condition", source) {
+                            Ok(expression) => completion_condition = Some(expression),
+                            Err(message) => self.problem(Some(id), child, message),
+                        },
+                        None if text.is_empty() => {}
+                        None => self.problem(
+                            Some(id),
+                            child,
+                            format!(
+                                "the completion condition '{text}' must be a FEEL expression \
+                                 starting with '=' (e.g. '=numberOfCompletedInstances >= 2')"
+                            ),
+                        ),
+                    }
+                }
+                "loopCardinality"
+                | "loopDataInputRef"
+                | "loopDataOutputRef"
+                | "inputDataItem"
+                | "outputDataItem"
+                | "complexBehaviorDefinition" => {
+                    let name = child.tag_name().name();
+                    self.problem(
+                        Some(id),
+                        child,
+                        format!(
+                            "{name} is not supported (as in Zeebe); set the collection with \
+                             zeebe:loopCharacteristics inputCollection (for a count n: '=for i \
+                             in 1..n return i')"
+                        ),
+                    );
+                }
+                _ => {}
+            }
+        }
+        let Some(extension) = characteristics else {
             self.problem(
                 Some(id),
-                child,
-                format!("{what} is not supported; remove the loop marker"),
+                node,
+                "a multi-instance activity needs zeebe:loopCharacteristics with an \
+                 inputCollection (e.g. '=items')"
+                    .to_owned(),
+            );
+            return None;
+        };
+        let input_collection = match extension.attribute("inputCollection").map(str::trim) {
+            None | Some("") => {
+                self.problem(
+                    Some(id),
+                    extension,
+                    "zeebe:loopCharacteristics needs an inputCollection, the list to iterate \
+                 over (e.g. '=items')"
+                        .to_owned(),
+                );
+                None
+            }
+            Some(raw) => match raw.strip_prefix('=') {
+                Some(source) => match values::expression("input collection", source) {
+                    Ok(expression) => Some(expression),
+                    Err(message) => {
+                        self.problem(Some(id), extension, message);
+                        None
+                    }
+                },
+                None => {
+                    self.problem(
+                        Some(id),
+                        extension,
+                        format!(
+                            "the inputCollection '{raw}' must be a FEEL expression starting \
+                             with '=' (e.g. '={raw}')"
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        let name = |attribute: &str, this: &mut Self| -> Option<String> {
+            let raw = extension.attribute(attribute)?.trim();
+            if raw.is_empty() {
+                return None;
+            }
+            if raw.starts_with('=') || raw.contains(char::is_whitespace) {
+                this.problem(
+                    Some(id),
+                    extension,
+                    format!("the {attribute} '{raw}' must be a variable name, not an expression"),
+                );
+                return None;
+            }
+            Some(raw.to_owned())
+        };
+        let input_element = name("inputElement", self);
+        let output_collection = name("outputCollection", self);
+        let output_element = match extension
+            .attribute("outputElement")
+            .map(str::trim)
+            .filter(|raw| !raw.is_empty())
+        {
+            None => None,
+            Some(raw) => match raw.strip_prefix('=') {
+                Some(source) => match values::expression("output element", source) {
+                    Ok(expression) => Some(expression),
+                    Err(message) => {
+                        self.problem(Some(id), extension, message);
+                        None
+                    }
+                },
+                None => {
+                    self.problem(
+                        Some(id),
+                        extension,
+                        format!(
+                            "the outputElement '{raw}' must be a FEEL expression starting \
+                             with '=' (e.g. '={raw}')"
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        let has_collection = extension
+            .attribute("outputCollection")
+            .is_some_and(|v| !v.trim().is_empty());
+        let has_element = extension
+            .attribute("outputElement")
+            .is_some_and(|v| !v.trim().is_empty());
+        if has_collection != has_element {
+            self.problem(
+                Some(id),
+                extension,
+                "outputCollection and outputElement go together: set both (the collection \
+                 to fill and what each instance adds to it) or neither"
+                    .to_owned(),
             );
         }
+        Some(MultiInstance {
+            sequential,
+            input_collection: input_collection?,
+            input_element,
+            output_collection,
+            output_element,
+            completion_condition,
+        })
     }
 
     /// Reads the `zeebe:` extensions, reporting those this element cannot have (see

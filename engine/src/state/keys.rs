@@ -15,6 +15,13 @@ pub(crate) mod table {
     pub const ELEMENT_INSTANCE: u8 = 0x20;
     pub const ELEMENT_CHILD: u8 = 0x21;
     pub const JOIN_TOKEN: u8 = 0x22;
+    /// Multi-instance bodies: how many inner instances were created and completed.
+    pub const MULTI_INSTANCE_BODY: u8 = 0x23;
+    /// Multi-instance inner instances: their loop counter.
+    pub const LOOP_COUNTER: u8 = 0x24;
+    /// Multi-instance bodies: the output element of each completed inner instance, by
+    /// loop counter.
+    pub const MULTI_INSTANCE_OUTPUT: u8 = 0x25;
     pub const VARIABLE: u8 = 0x30;
     pub const JOB: u8 = 0x40;
     pub const JOB_ACTIVATABLE: u8 = 0x41;

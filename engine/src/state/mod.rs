@@ -22,8 +22,8 @@ pub(crate) use floors::ScanFloors;
 pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    OutboxEntry, StoredIncident, StoredJob, StoredMessage, StoredMessageSubscription,
-    StoredProcessMessageSubscription, StoredVariable,
+    MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob, StoredMessage,
+    StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
 };
 
 use crate::error::{Result, inconsistent};
@@ -294,6 +294,49 @@ impl<'a> Reader<'a> {
             let (flow, _) =
                 keys::decode_str(k, at).ok_or_else(|| inconsistent("bad join token key"))?;
             out.push((flow.to_owned(), decode(v)?));
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// The gateways of a scope where tokens wait (parallel and inclusive joins), each
+    /// once, in key order.
+    pub fn gateways_with_tokens(&self, scope_key: impl AsKey) -> Result<Vec<String>> {
+        let prefix = KeyBuf::new(table::JOIN_TOKEN).key(scope_key);
+        let at = prefix.bytes().len();
+        let mut out: Vec<String> = Vec::new();
+        self.scan(&prefix, |k, _| {
+            let (gateway, _) =
+                keys::decode_str(k, at).ok_or_else(|| inconsistent("bad join token key"))?;
+            if out.last().map(String::as_str) != Some(gateway) {
+                out.push(gateway.to_owned());
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// How many inner instances of a multi-instance body were created and completed.
+    pub fn multi_instance_counts(&self, body_key: impl AsKey) -> Result<MultiInstanceCounts> {
+        Ok(self
+            .get(KeyBuf::new(table::MULTI_INSTANCE_BODY).key(body_key))?
+            .unwrap_or_default())
+    }
+
+    /// The loop counter of a multi-instance inner instance (from 1).
+    pub fn loop_counter(&self, inner_key: impl AsKey) -> Result<Option<u32>> {
+        self.get(KeyBuf::new(table::LOOP_COUNTER).key(inner_key))
+    }
+
+    /// The output elements collected by a multi-instance body: `(loop counter, JSON
+    /// text)`, in loop-counter order.
+    pub fn multi_instance_outputs(&self, body_key: impl AsKey) -> Result<Vec<(u32, String)>> {
+        let prefix = KeyBuf::new(table::MULTI_INSTANCE_OUTPUT).key(body_key);
+        let at = prefix.bytes().len();
+        let mut out = Vec::new();
+        self.scan(&prefix, |k, v| {
+            let counter = keys::decode_i64(k, at).ok_or_else(|| inconsistent("bad output key"))?;
+            out.push((u32::try_from(counter).unwrap_or(u32::MAX), decode(v)?));
             Ok(ControlFlow::Continue(()))
         })?;
         Ok(out)
@@ -778,6 +821,45 @@ impl<'a> Writer<'a> {
 
     pub fn delete_join_tokens(&mut self, scope_key: impl AsKey) -> Result<()> {
         self.delete_prefix(KeyBuf::new(table::JOIN_TOKEN).key(scope_key))
+    }
+
+    pub fn put_multi_instance_counts(
+        &mut self,
+        body_key: impl AsKey,
+        counts: &MultiInstanceCounts,
+    ) -> Result<()> {
+        self.put(
+            KeyBuf::new(table::MULTI_INSTANCE_BODY).key(body_key),
+            counts,
+        )
+    }
+
+    pub fn put_loop_counter(&mut self, inner_key: impl AsKey, counter: u32) -> Result<()> {
+        self.put(KeyBuf::new(table::LOOP_COUNTER).key(inner_key), &counter)
+    }
+
+    pub fn delete_loop_counter(&mut self, inner_key: impl AsKey) {
+        self.delete(KeyBuf::new(table::LOOP_COUNTER).key(inner_key));
+    }
+
+    pub fn put_multi_instance_output(
+        &mut self,
+        body_key: impl AsKey,
+        counter: u32,
+        json: &String,
+    ) -> Result<()> {
+        self.put(
+            KeyBuf::new(table::MULTI_INSTANCE_OUTPUT)
+                .key(body_key)
+                .i64(i64::from(counter)),
+            json,
+        )
+    }
+
+    /// Removes what a multi-instance body kept (its counts and collected outputs).
+    pub fn delete_multi_instance(&mut self, body_key: impl AsKey) -> Result<()> {
+        self.delete(KeyBuf::new(table::MULTI_INSTANCE_BODY).key(body_key));
+        self.delete_prefix(KeyBuf::new(table::MULTI_INSTANCE_OUTPUT).key(body_key))
     }
 
     // --- variables ---

@@ -51,6 +51,13 @@ pub struct ElementInstance {
     pub start_date: i64,
 }
 
+/// A multi-instance body's progress: inner instances created and completed so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MultiInstanceCounts {
+    pub created: u32,
+    pub completed: u32,
+}
+
 /// A variable in a scope: its key and its value as JSON text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredVariable {

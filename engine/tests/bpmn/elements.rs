@@ -558,3 +558,90 @@ fn start_and_end_events_carry_output_mappings() {
     ));
     assert_eq!(el(&model, "End").outputs.len(), 1);
 }
+
+#[test]
+fn inclusive_gateways_fork_with_conditions_and_joins_know_what_can_reach_them() {
+    let mut models = parse_ok("elements/inclusive-gateway.bpmn");
+    assert_eq!(models.len(), 2);
+    let model = models.remove(0);
+    let split = el(&model, "Split");
+    assert_eq!(split.element_type(), BpmnElementType::InclusiveGateway);
+    let ElementKind::InclusiveGateway {
+        default_flow,
+        upstream,
+    } = &split.kind
+    else {
+        panic!("Split is {:?}", split.kind)
+    };
+    assert_eq!(*default_flow, model.flow_by_id("ToNothing"));
+    assert!(upstream.is_empty(), "a fork does not wait");
+    assert_eq!(
+        flow(&model, "ToPasta")
+            .condition
+            .as_ref()
+            .map(|c| c.source()),
+        Some("pasta")
+    );
+    assert!(flow(&model, "ToNothing").condition.is_none());
+
+    let join = el(&model, "Join");
+    let ElementKind::InclusiveGateway { upstream, .. } = &join.kind else {
+        panic!("Join is {:?}", join.kind)
+    };
+    let mut ids: Vec<&str> = upstream
+        .iter()
+        .map(|i| model.element(*i).id.as_str())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["Pasta", "Salad", "Served", "Split", "Start"]);
+    assert_eq!(
+        model.inclusive_joins(ProcessModel::ROOT),
+        &[idx(&model, "Join")]
+    );
+
+    // In a subprocess, the join belongs to the subprocess's scope.
+    let nested = models.remove(0);
+    let kitchen = idx(&nested, "Kitchen");
+    assert_eq!(
+        nested.inclusive_joins(kitchen),
+        &[idx(&nested, "KitchenJoin")]
+    );
+    assert!(nested.inclusive_joins(ProcessModel::ROOT).is_empty());
+}
+
+#[test]
+fn multi_instance_activities_carry_their_loop_characteristics() {
+    let models = parse_ok("elements/multi-instance.bpmn");
+    assert_eq!(models.len(), 4);
+    let pick = el(&models[0], "Pick");
+    assert_eq!(pick.element_type(), BpmnElementType::ServiceTask);
+    let mi = pick.multi_instance.as_ref().expect("multi-instance");
+    assert!(!mi.sequential, "parallel is the default");
+    assert_eq!(mi.input_collection.source(), "lines");
+    assert_eq!(mi.input_element.as_deref(), Some("item"));
+    assert!(mi.completion_condition.is_none());
+    assert_eq!(
+        pick.boundary_events.len(),
+        1,
+        "the boundary attaches to the activity"
+    );
+    let ship = el(&models[1], "Ship");
+    let mi = ship.multi_instance.as_ref().expect("multi-instance");
+    assert!(mi.sequential);
+    assert_eq!(
+        mi.output_element_variable(),
+        None,
+        "a context is not a plain variable"
+    );
+    let ballot = el(&models[2], "Ballot");
+    assert!(matches!(ballot.kind, ElementKind::SubProcess { .. }));
+    assert!(
+        ballot
+            .multi_instance
+            .as_ref()
+            .expect("mi")
+            .completion_condition
+            .is_some()
+    );
+    assert!(el(&models[2], "Vote").multi_instance.is_none());
+}

@@ -152,6 +152,14 @@ fn hosts() -> Vec<(&'static str, String)> {
             r#"<bpmn:parallelGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:parallelGateway><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#.to_owned(),
         ),
         (
+            "multiInstanceLoopCharacteristics",
+            r#"<bpmn:task id="Host"><bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=[1]" />{ext}</bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics></bpmn:task>"#.to_owned(),
+        ),
+        (
+            "inclusiveGateway",
+            r#"<bpmn:inclusiveGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:inclusiveGateway><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#.to_owned(),
+        ),
+        (
             "sequenceFlow",
             r#"<bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Host" sourceRef="Start" targetRef="After"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:sequenceFlow>"#.to_owned(),
         ),
@@ -226,6 +234,8 @@ const METADATA: &[(&str, &[&str])] = &[
             "boundaryEvent",
             "exclusiveGateway",
             "parallelGateway",
+            "inclusiveGateway",
+            "multiInstanceLoopCharacteristics",
             "sequenceFlow",
             "message",
         ],
@@ -376,4 +386,36 @@ fn other_vendors_extensions_are_not_zeebes_and_are_read_past() {
         r#"<camunda:inputOutput xmlns:camunda="http://camunda.org/schema/1.0/bpmn" />"#,
     );
     assert!(parse_bpmn("vendor.bpmn", xml.as_bytes()).is_ok());
+}
+
+#[test]
+fn loop_characteristics_run_inside_multi_instance_loop_characteristics_only() {
+    // The table above has loopCharacteristics on every host's own extensionElements,
+    // where it is rejected; inside bpmn:multiInstanceLoopCharacteristics it runs.
+    let body = r#"<bpmn:serviceTask id="Host"><bpmn:extensionElements><zeebe:taskDefinition type="t" /></bpmn:extensionElements><bpmn:multiInstanceLoopCharacteristics isSequential="true"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:completionCondition>=numberOfCompletedInstances = 2</bpmn:completionCondition></bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>"#;
+    let xml = model_with(
+        "task",
+        body,
+        r#"<zeebe:loopCharacteristics inputCollection="=items" inputElement="item" outputCollection="results" outputElement="=result" />"#,
+    );
+    let model = parse_bpmn("mi.bpmn", xml.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0);
+    let mi = el(&model, "Host")
+        .multi_instance
+        .as_ref()
+        .expect("multi-instance");
+    assert!(mi.sequential);
+    assert_eq!(mi.input_collection.source(), "items");
+    assert_eq!(mi.input_element.as_deref(), Some("item"));
+    assert_eq!(mi.output_collection.as_deref(), Some("results"));
+    assert_eq!(
+        mi.output_element.as_ref().map(|e| e.source()),
+        Some("result")
+    );
+    assert_eq!(mi.output_element_variable(), Some("result"));
+    assert_eq!(
+        mi.completion_condition.as_ref().map(|e| e.source()),
+        Some("numberOfCompletedInstances = 2")
+    );
 }

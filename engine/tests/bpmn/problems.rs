@@ -5,6 +5,17 @@ use super::*;
 /// (fixture in `invalid/`, element the problem names, fragment of its message).
 const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
+        "inclusive-without-condition",
+        Some("B"),
+        "the flow leaves inclusiveGateway 'Split', which has several outgoing flows, and has \
+         no condition",
+    ),
+    (
+        "inclusive-without-outgoing",
+        Some("Merge"),
+        "the inclusiveGateway has no outgoing sequence flow",
+    ),
+    (
         "user-task",
         Some("Approve"),
         "userTask is not supported (Rill runs: startEvent",
@@ -87,7 +98,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "condition-on-task-flow",
         Some("Cond"),
-        "only flows leaving an exclusive gateway can have conditions",
+        "only flows leaving an exclusive or inclusive gateway can have conditions",
     ),
     (
         "condition-missing",
@@ -303,7 +314,32 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "multi-instance",
         Some("Work"),
-        "multi-instance is not supported",
+        "a multi-instance activity needs zeebe:loopCharacteristics with an inputCollection",
+    ),
+    (
+        "multi-instance-on-gateway",
+        Some("Split"),
+        "a parallelGateway cannot be multi-instance; only tasks and subprocesses can",
+    ),
+    (
+        "multi-instance-output-without-element",
+        Some("Work"),
+        "outputCollection and outputElement go together",
+    ),
+    (
+        "multi-instance-static-collection",
+        Some("Work"),
+        "the inputCollection 'items' must be a FEEL expression starting with '='",
+    ),
+    (
+        "multi-instance-loop-cardinality",
+        Some("Work"),
+        "loopCardinality is not supported (as in Zeebe)",
+    ),
+    (
+        "standard-loop",
+        Some("Work"),
+        "a standard loop is not supported",
     ),
     (
         "event-subprocess",

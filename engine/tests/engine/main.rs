@@ -5,7 +5,9 @@ mod commands;
 mod distribution;
 mod elements;
 mod harness;
+mod inclusive;
 mod interleavings;
+mod multi_instance;
 mod random;
 mod samples;
 

@@ -19,9 +19,11 @@
 mod boundary_event;
 mod end_event;
 mod exclusive_gateway;
+mod inclusive_gateway;
 mod intermediate_catch_event;
 mod intermediate_throw_event;
 mod manual_task;
+mod multi_instance_body;
 mod parallel_gateway;
 mod process;
 mod receive_task;
@@ -44,6 +46,11 @@ use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel, Thro
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Halt};
 use crate::state::ElementState;
+
+/// The hidden local variable of a sequential multi-instance body that keeps its input
+/// collection as evaluated on entry (Zeebe 8.8 keeps it in its own record type, which
+/// Rill's protocol does not have). Left out of "all variables" reads.
+pub(super) const INPUT_SNAPSHOT: &str = "~inputCollection";
 
 /// Variables of the event that triggered an element (a caught error, a message).
 type Trigger = Option<Map<String, Value>>;
@@ -94,9 +101,20 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
+        ElementKind::InclusiveGateway { .. } => &inclusive_gateway::InclusiveGateway,
         ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
         ElementKind::IntermediateThrowEvent(_) => &intermediate_throw_event::IntermediateThrowEvent,
         ElementKind::BoundaryEvent { .. } => &boundary_event::BoundaryEvent,
+    }
+}
+
+/// The behaviour of a live element instance: a multi-instance body has its own, an
+/// inner instance runs its element's kind.
+fn behavior_of(active: &Active) -> &'static dyn ElementBehavior {
+    if active.is_multi_instance_body() {
+        &multi_instance_body::MultiInstanceBody
+    } else {
+        behavior(&active.element().kind)
     }
 }
 
@@ -134,6 +152,7 @@ fn pass_through_activity(p: &mut Processing<'_>, active: &Active) -> Evaluated {
 enum Outgoing {
     All,
     One(FlowIdx),
+    Many(Vec<FlowIdx>),
 }
 
 impl Processing<'_> {
@@ -156,11 +175,23 @@ impl Processing<'_> {
         if !behavior(&element.kind).may_enter(self, scope_key, &process.model, element)? {
             return Ok(());
         }
+        // A multi-instance element is entered as its body; the body enters the element
+        // itself once per item (its inner instances).
+        let inner = scope.record.bpmn_element_type == BpmnElementType::MultiInstanceBody
+            && scope.record.element_id == element.id;
+        let (bpmn_element_type, bpmn_event_type) = if element.multi_instance.is_some() && !inner {
+            (
+                BpmnElementType::MultiInstanceBody,
+                BpmnEventType::Unspecified,
+            )
+        } else {
+            (element.element_type(), element.event_type())
+        };
         let record = ProcessInstanceRecord {
-            bpmn_element_type: element.element_type(),
+            bpmn_element_type,
             element_id: element.id.clone(),
             flow_scope_key: scope_key.get(),
-            bpmn_event_type: element.event_type(),
+            bpmn_event_type,
             ..scope.record
         };
         let key = self.next_key()?;
@@ -207,12 +238,17 @@ impl Processing<'_> {
         }
     }
 
-    fn activation(&mut self, active: &Active, trigger: Trigger) -> Evaluated {
-        if !active.element().inputs.is_empty() {
+    fn activation(&mut self, active: &Active, mut trigger: Trigger) -> Evaluated {
+        if active.is_multi_instance_inner() {
+            // The item, the output element and the loop counter come before the input
+            // mappings, which may read them.
+            self.set_loop_variables(active, trigger.take())?;
+        }
+        if !active.element().inputs.is_empty() && !active.is_multi_instance_body() {
             let locals = self.evaluate_inputs(active)?;
             self.set_local_variables(&active.instance, locals)?;
         }
-        behavior(&active.element().kind).activate(self, active, trigger)
+        behavior_of(active).activate(self, active, trigger)
     }
 
     /// Writes a lifecycle event for an instance with its stored record.
@@ -270,7 +306,8 @@ impl Processing<'_> {
         if active.instance.state != ElementState::Completing {
             self.mark(active, Intent::ElementCompleting)?;
         }
-        let has_outputs = !active.element().outputs.is_empty();
+        // A body's mappings belong to its inner instances.
+        let has_outputs = !active.element().outputs.is_empty() && !active.is_multi_instance_body();
         if let Some(variables) = trigger {
             if has_outputs {
                 self.set_local_variables(&active.instance, variables)?;
@@ -287,7 +324,14 @@ impl Processing<'_> {
                 Err(halt) => return self.incident_on(active, halt),
             }
         }
-        behavior(&active.element().kind).complete(self, active)?;
+        let mut ends_body = false;
+        if active.is_multi_instance_inner() {
+            match self.collect_inner_output(active) {
+                Ok(done) => ends_body = done,
+                Err(halt) => return self.incident_on(active, halt),
+            }
+        }
+        behavior_of(active).complete(self, active)?;
         let record = active.record();
         if record.bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
@@ -301,6 +345,11 @@ impl Processing<'_> {
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
         let scope_key = Key(record.flow_scope_key);
+        if active.is_multi_instance_inner() {
+            // The body goes on: the next item, or its own completion.
+            return self.inner_instance_completed(scope_key, active, ends_body);
+        }
+        self.left_scope(active, scope_key);
         if let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
             catch_event, ..
         }) = &element.kind
@@ -311,6 +360,7 @@ impl Processing<'_> {
         }
         let flows: Vec<FlowIdx> = match outgoing {
             Outgoing::One(flow) => vec![flow],
+            Outgoing::Many(flows) => flows,
             Outgoing::All => element.outgoing.clone(),
         };
         if flows.is_empty() {
@@ -370,7 +420,7 @@ impl Processing<'_> {
         if active.instance.state != ElementState::Terminating {
             self.mark(&active, Intent::ElementTerminating)?;
         }
-        behavior(&active.element().kind).terminate(self, &active)?;
+        behavior_of(&active).terminate(self, &active)?;
         if active.record().bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
                 self.read().await_registration(key)?
@@ -380,12 +430,28 @@ impl Processing<'_> {
             self.mark(&active, Intent::ElementTerminated)?;
             return self.instance_finished(key, registration, false);
         }
-        self.mark(&active, Intent::ElementTerminated)
+        self.mark(&active, Intent::ElementTerminated)?;
+        self.left_scope(&active, Key(active.record().flow_scope_key));
+        Ok(())
+    }
+
+    /// An element instance left its scope: a joining inclusive gateway there may no
+    /// longer have to wait for it (looked at once the queued steps before it ran).
+    fn left_scope(&mut self, active: &Active, scope_key: Key) {
+        let Some(scope) = active.element().flow_scope else {
+            return;
+        };
+        if active.is_multi_instance_inner() {
+            return;
+        }
+        if !active.process.model.inclusive_joins(scope).is_empty() {
+            self.push_step(Step::RecheckJoins { scope_key });
+        }
     }
 
     /// Cancels the timers of an activity's boundary events.
     fn cancel_boundary_timers(&mut self, active: &Active) -> Result<()> {
-        if active.element().boundary_events.is_empty() {
+        if active.element().boundary_events.is_empty() || active.is_multi_instance_inner() {
             return Ok(());
         }
         self.cancel_timers(active.key())
