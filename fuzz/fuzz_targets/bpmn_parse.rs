@@ -50,7 +50,8 @@ fn check_promises(model: &ProcessModel) {
                 assert_eq!(host.flow_scope, element.flow_scope);
                 assert!(!element.outgoing.is_empty());
             }
-            ElementKind::ExclusiveGateway { default_flow } => {
+            ElementKind::ExclusiveGateway { default_flow }
+            | ElementKind::InclusiveGateway { default_flow, .. } => {
                 assert!(!element.outgoing.is_empty());
                 if let Some(default) = default_flow {
                     assert!(element.outgoing.contains(default));
@@ -67,7 +68,10 @@ fn check_promises(model: &ProcessModel) {
         let source = model.element(flow.source);
         assert_eq!(source.flow_scope, model.element(flow.target).flow_scope);
         if flow.condition.is_some() {
-            assert!(matches!(source.kind, ElementKind::ExclusiveGateway { .. }));
+            assert!(matches!(
+                source.kind,
+                ElementKind::ExclusiveGateway { .. } | ElementKind::InclusiveGateway { .. }
+            ));
         }
     }
 }
