@@ -305,6 +305,36 @@ async fn without_the_preferred_replica_the_next_one_starts_after_its_patience() 
     assert!(started.elapsed() >= timeout, "elected after the timeout");
 }
 
+/// A candidate whose log is behind cannot win. The replica ahead of it stands, and in a
+/// later term than the candidate's even with a lower node id: the candidate keeps the
+/// vote it gave itself in its own term, so a rival of that same term never gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replica_ahead_wins_over_a_preferred_one_behind_in_its_term() {
+    // Priority order 1, 2, 0.
+    let mut cluster = Cluster::new(3, |c| c.preferred_leader = Some(NodeId(1)));
+    cluster.start_all().await;
+    assert_eq!(cluster.leader(Duration::from_secs(10)).await, 1);
+    // Equal logs, so that the next in priority order takes over.
+    cluster.submit(ListCommand::Append { id: 1 }).await;
+    cluster.converged(Duration::from_secs(10)).await;
+    cluster.stop(1).await;
+    assert_eq!(cluster.leader(Duration::from_secs(10)).await, 2);
+    // Node 1 comes back into node 2's term, then leaves again and misses an entry.
+    cluster.start(1).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cluster.node(1).status().leader != Some(NodeId(2)) {
+        assert!(Instant::now() < deadline, "node 1 did not rejoin");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.stop(1).await;
+    cluster.submit(ListCommand::Append { id: 2 }).await;
+    cluster.stop(2).await;
+    // Node 1 (first in priority, behind) and node 0 (ahead) are in one term.
+    cluster.start(1).await;
+    assert_eq!(cluster.leader(Duration::from_secs(15)).await, 0);
+    assert_eq!(applied_ids(cluster.node(0)).await, [1, 2]);
+}
+
 /// When the leader stops, another replica takes over, and the replicas count the change
 /// and how long the partition went without a leader: at least the election timeout
 /// minus a heartbeat, from the old leader's last message.

@@ -21,7 +21,8 @@ pub use config::{leader_lease, openraft_config};
 pub use error::{Error, Result};
 pub use log_store::{LogReader, LogStats, LogStore};
 pub use network::{
-    NetworkFactory, PeerClient, RaftRpcKind, RaftService, RaftTransport, TransportFailure,
+    BetterLog, NetworkFactory, PeerClient, RaftRpcKind, RaftService, RaftTransport,
+    TransportFailure,
 };
 pub use snapshot::{SnapshotFile, SnapshotStore};
 pub use state_machine::{

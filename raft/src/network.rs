@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -270,7 +271,17 @@ impl RaftNetwork<TypeConfig> for PeerClient {
 #[derive(Clone, Default)]
 pub struct RaftService {
     rafts: Arc<RwLock<BTreeMap<PartitionId, Raft>>>,
-    better_log: Arc<RwLock<BTreeMap<PartitionId, Arc<Notify>>>>,
+    better_log: Arc<RwLock<BTreeMap<PartitionId, Arc<BetterLog>>>>,
+}
+
+/// This replica refused its vote to a candidate whose log is behind its own (see
+/// [`RaftService::better_log_signal`]).
+#[derive(Default)]
+pub struct BetterLog {
+    pub notify: Notify,
+    /// The highest term of such a candidate: to win, this replica must stand in a later
+    /// one (a candidate keeps the term's vote it gave itself).
+    pub candidate_term: AtomicU64,
 }
 
 impl RaftService {
@@ -291,7 +302,7 @@ impl RaftService {
     /// its own. The candidate went without a leader for an election timeout, so the
     /// leader is likely gone, and only a replica with a log like this one can win: the
     /// election driver may stand at once instead of waiting out its priority step.
-    pub fn better_log_signal(&self, partition: PartitionId) -> Arc<Notify> {
+    pub fn better_log_signal(&self, partition: PartitionId) -> Arc<BetterLog> {
         self.better_log
             .write()
             .entry(partition)
@@ -314,13 +325,17 @@ impl RaftService {
                 raft.append_entries(req).await.map_err(|e| e.to_string()),
             ),
             RaftRpc::Vote(req) => {
-                let candidate_log = req.last_log_id;
+                let (candidate_log, candidate_term) = (req.last_log_id, req.vote.leader_id.term);
                 let answer = raft.vote(req).await;
                 if let Ok(vote) = &answer
                     && !vote.vote_granted
                     && vote.last_log_id > candidate_log
                 {
-                    self.better_log_signal(partition).notify_one();
+                    let signal = self.better_log_signal(partition);
+                    signal
+                        .candidate_term
+                        .fetch_max(candidate_term, Ordering::SeqCst);
+                    signal.notify.notify_one();
                 }
                 RaftRpcReply::Vote(answer.map_err(|e| e.to_string()))
             }

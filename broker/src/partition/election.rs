@@ -11,11 +11,12 @@
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use openraft::ServerState;
-use rill_raft::Raft;
-use tokio::sync::{Notify, oneshot};
+use rill_raft::{BetterLog, Raft};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::PartitionConfig;
@@ -139,7 +140,7 @@ impl LeaderWatch {
 pub(crate) async fn drive(
     raft: Raft,
     plan: ElectionPlan,
-    better_log: Arc<Notify>,
+    better_log: Arc<BetterLog>,
     metrics: PartitionMetrics,
 ) {
     let started = Instant::now();
@@ -194,32 +195,53 @@ pub(crate) async fn drive(
         if let Some(due) = due
             && now >= due
         {
-            let why = if now >= heard + plan.patience() {
-                "no leader"
+            if now >= heard + plan.patience() {
+                stand(&raft, &plan, silence, "no leader", 0).await;
             } else {
-                "a candidate whose log is behind this replica's found no leader"
-            };
-            stand(&raft, &plan, silence, why).await;
+                let above = better_log.candidate_term.load(Ordering::SeqCst);
+                let why = "a candidate whose log is behind this replica's found no leader";
+                stand(&raft, &plan, silence, why, above).await;
+            }
             stood = Some(Instant::now());
             continue;
         }
         let next = due.map_or(now + plan.tick, |due| due.min(now + plan.tick));
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
-            _ = better_log.notified() => nudged = Some(Instant::now()),
+            _ = better_log.notify.notified() => nudged = Some(Instant::now()),
         }
     }
 }
 
-async fn stand(raft: &Raft, plan: &ElectionPlan, silence: Duration, why: &str) {
+/// Starts an election in a term after `above`. Each election takes the next term after
+/// this replica's own; a candidate whose log is behind this one's keeps the vote it gave
+/// itself in its term, and refuses a candidate of that same term with a lower node id,
+/// so standing in the candidate's term again and again would never win.
+async fn stand(raft: &Raft, plan: &ElectionPlan, silence: Duration, why: &str, above: u64) {
     tracing::info!(
         rank = plan.rank,
         "{why} for {}ms; standing for election",
         silence.as_millis()
     );
-    if let Err(e) = raft.trigger().elect().await {
-        tracing::debug!(error = %e, "election not started");
+    for _ in 0..3 {
+        if let Err(e) = raft.trigger().elect().await {
+            tracing::debug!(error = %e, "election not started");
+            return;
+        }
+        match own_term(raft).await {
+            Ok(term) if term <= above => {}
+            _ => return,
+        }
     }
+}
+
+/// The term of this replica's vote, read after any command sent to raft before.
+async fn own_term(raft: &Raft) -> Result<u64, ()> {
+    let (tx, rx) = oneshot::channel();
+    raft.external_request(move |state| {
+        let _ = tx.send(state.vote_ref().leader_id.term);
+    });
+    rx.await.map_err(|_| ())
 }
 
 #[cfg(test)]
