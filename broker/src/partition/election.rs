@@ -146,6 +146,9 @@ pub(crate) async fn drive(
     let started = Instant::now();
     let mut stood: Option<Instant> = None;
     let mut nudged: Option<Instant> = None;
+    // The last message from a leader: only a leader's lease keeps this replica from
+    // standing for a candidate it refused.
+    let mut leader_heard = started;
     let mut watch = LeaderWatch {
         leader: None,
         alive_at: started,
@@ -168,6 +171,12 @@ pub(crate) async fn drive(
         let now = Instant::now();
         let heard = contact.unwrap_or(started).max(stood.unwrap_or(started));
         let silence = now.saturating_duration_since(heard);
+        // A committed vote names a leader: then the last contact was that leader's.
+        if leader.is_some()
+            && let Some(contact) = contact
+        {
+            leader_heard = leader_heard.max(contact);
+        }
         let alive = match state {
             ServerState::Leader => Some(now),
             _ if leader.is_some() && silence < plan.lease => contact,
@@ -186,7 +195,7 @@ pub(crate) async fn drive(
                 let by_silence = heard + plan.patience();
                 Some(match nudged {
                     Some(at) if at > heard => {
-                        by_silence.min(at.max(heard + plan.lease) + plan.nudge_delay())
+                        by_silence.min(at.max(leader_heard + plan.lease) + plan.nudge_delay())
                     }
                     _ => by_silence,
                 })
@@ -195,13 +204,18 @@ pub(crate) async fn drive(
         if let Some(due) = due
             && now >= due
         {
-            if now >= heard + plan.patience() {
-                stand(&raft, &plan, silence, "no leader", 0).await;
+            // A candidate this replica refused since its leader's last message stands in
+            // some term: this replica must stand in a later one to get its vote.
+            let above = match nudged {
+                Some(at) if at > heard => better_log.candidate_term.load(Ordering::SeqCst),
+                _ => 0,
+            };
+            let why = if now >= heard + plan.patience() {
+                "no leader"
             } else {
-                let above = better_log.candidate_term.load(Ordering::SeqCst);
-                let why = "a candidate whose log is behind this replica's found no leader";
-                stand(&raft, &plan, silence, why, above).await;
-            }
+                "a candidate whose log is behind this replica's found no leader"
+            };
+            stand(&raft, &plan, silence, why, above).await;
             stood = Some(Instant::now());
             continue;
         }
