@@ -1,8 +1,11 @@
 //! The parsed form of an expression.
 
+use std::sync::Arc;
+
 use rust_decimal::Decimal;
 
 use crate::builtins::Builtin;
+use crate::value::Value;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Expr {
@@ -17,7 +20,15 @@ pub(crate) enum Expr {
     NamePath(String, Vec<String>),
     Path(Box<Expr>, String),
     Filter(Box<Expr>, Box<Expr>),
+    /// A built-in call; named arguments were put in order by the parser.
     Call(Builtin, Vec<Expr>),
+    /// A call of a function value: `f(1)` with `f` bound in the expression,
+    /// `(function(x) x + 1)(2)`.
+    Apply(Box<Expr>, Arguments),
+    /// `function(a, b) body`.
+    Function(Arc<Lambda>),
+    /// A value known when parsing: a temporal literal `@"2025-01-01"`.
+    Constant(Value),
     List(Vec<Expr>),
     Context(Vec<(String, Expr)>),
     Range(Box<RangeExpr>),
@@ -36,6 +47,24 @@ pub(crate) enum Expr {
         bindings: Vec<(String, Expr)>,
         condition: Box<Expr>,
     },
+}
+
+/// The arguments of a call of a function value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Arguments {
+    Positional(Vec<Expr>),
+    Named(Vec<(String, Expr)>),
+}
+
+/// A function literal. Shared by every function value made from it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Lambda {
+    /// Parameter names, each with its declared type if written (`function(x: number)`).
+    pub(crate) params: Vec<(String, Option<TypeName>)>,
+    pub(crate) body: Expr,
+    /// Names the body reads besides its parameters: the enclosing bindings among them
+    /// are captured when the function value is made.
+    pub(crate) free: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -89,9 +118,29 @@ pub(crate) enum TypeName {
     List,
     Context,
     Range,
+    Function,
 }
 
 impl TypeName {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TypeName::Any => "Any",
+            TypeName::Null => "Null",
+            TypeName::Boolean => "boolean",
+            TypeName::Number => "number",
+            TypeName::String => "string",
+            TypeName::Date => "date",
+            TypeName::Time => "time",
+            TypeName::DateTime => "date and time",
+            TypeName::DayTimeDuration => "days and time duration",
+            TypeName::YearMonthDuration => "years and months duration",
+            TypeName::List => "list",
+            TypeName::Context => "context",
+            TypeName::Range => "range",
+            TypeName::Function => "function",
+        }
+    }
+
     pub(crate) fn from_words(words: &str) -> Option<TypeName> {
         Some(match words {
             "Any" => TypeName::Any,
@@ -107,6 +156,7 @@ impl TypeName {
             "list" => TypeName::List,
             "context" => TypeName::Context,
             "range" => TypeName::Range,
+            "function" => TypeName::Function,
             _ => return None,
         })
     }
@@ -115,9 +165,9 @@ impl TypeName {
 /// Names the expression reads from outside: variables, minus names bound inside it.
 pub(crate) fn free_names(expr: &Expr, bound: &mut Vec<String>, out: &mut Vec<String>) {
     match expr {
-        Expr::Null | Expr::Bool(_) | Expr::Number(_) | Expr::String(_) => {}
+        Expr::Null | Expr::Bool(_) | Expr::Number(_) | Expr::String(_) | Expr::Constant(_) => {}
         Expr::Name(name) | Expr::NamePath(name, _) => {
-            if !bound.iter().any(|b| b == name) {
+            if !bound.iter().rev().any(|b| b == name) {
                 out.push(name.clone());
             }
         }
@@ -133,6 +183,28 @@ pub(crate) fn free_names(expr: &Expr, bound: &mut Vec<String>, out: &mut Vec<Str
         Expr::Call(_, arguments) | Expr::List(arguments) => {
             for argument in arguments {
                 free_names(argument, bound, out);
+            }
+        }
+        Expr::Apply(callee, arguments) => {
+            free_names(callee, bound, out);
+            match arguments {
+                Arguments::Positional(arguments) => {
+                    for argument in arguments {
+                        free_names(argument, bound, out);
+                    }
+                }
+                Arguments::Named(arguments) => {
+                    for (_, argument) in arguments {
+                        free_names(argument, bound, out);
+                    }
+                }
+            }
+        }
+        Expr::Function(lambda) => {
+            for name in &lambda.free {
+                if !bound.iter().rev().any(|b| b == name) {
+                    out.push(name.clone());
+                }
             }
         }
         Expr::Context(entries) => {

@@ -41,6 +41,8 @@ pub(crate) enum Builtin {
     Trim,
     StringJoin,
     IsBlank,
+    ToBase64,
+    Uuid,
     // List
     ListContains,
     Count,
@@ -66,6 +68,8 @@ pub(crate) enum Builtin {
     IsEmpty,
     Sort,
     Partition,
+    Stddev,
+    Mode,
     // Number
     Decimal,
     Floor,
@@ -81,15 +85,34 @@ pub(crate) enum Builtin {
     Exp,
     Odd,
     Even,
+    RandomNumber,
     // Context
     GetValue,
     GetEntries,
     ContextPut,
     ContextMerge,
+    PutAll,
     Context,
+    // Range
+    Before,
+    After,
+    Meets,
+    MetBy,
+    Overlaps,
+    OverlapsBefore,
+    OverlapsAfter,
+    Finishes,
+    FinishedBy,
+    Includes,
+    During,
+    Starts,
+    StartedBy,
+    Coincides,
 }
 
 /// (name, builtin, fewest arguments, most arguments; `usize::MAX` for any number).
+/// A builtin's first entry is its name in messages; later entries are FEEL-Scala's
+/// older aliases (`and`, `or`, `put`).
 const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("string", Builtin::String, 1, 1),
     ("number", Builtin::Number, 1, 1),
@@ -130,6 +153,8 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("trim", Builtin::Trim, 1, 1),
     ("string join", Builtin::StringJoin, 1, 4),
     ("is blank", Builtin::IsBlank, 1, 1),
+    ("to base64", Builtin::ToBase64, 1, 1),
+    ("uuid", Builtin::Uuid, 0, 0),
     ("list contains", Builtin::ListContains, 2, 2),
     ("count", Builtin::Count, 1, 1),
     ("min", Builtin::Min, 1, usize::MAX),
@@ -139,7 +164,11 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("median", Builtin::Median, 1, usize::MAX),
     ("product", Builtin::Product, 1, usize::MAX),
     ("all", Builtin::All, 1, usize::MAX),
+    ("and", Builtin::All, 1, usize::MAX),
     ("any", Builtin::Any, 1, usize::MAX),
+    ("or", Builtin::Any, 1, usize::MAX),
+    ("stddev", Builtin::Stddev, 1, usize::MAX),
+    ("mode", Builtin::Mode, 1, usize::MAX),
     ("sublist", Builtin::Sublist, 2, 3),
     ("append", Builtin::Append, 1, usize::MAX),
     ("concatenate", Builtin::Concatenate, 0, usize::MAX),
@@ -152,7 +181,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("duplicate values", Builtin::DuplicateValues, 1, 1),
     ("flatten", Builtin::Flatten, 1, 1),
     ("is empty", Builtin::IsEmpty, 1, 1),
-    ("sort", Builtin::Sort, 1, 1),
+    ("sort", Builtin::Sort, 1, 2),
     ("partition", Builtin::Partition, 2, 2),
     ("decimal", Builtin::Decimal, 2, 2),
     ("floor", Builtin::Floor, 1, 2),
@@ -168,12 +197,112 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("exp", Builtin::Exp, 1, 1),
     ("odd", Builtin::Odd, 1, 1),
     ("even", Builtin::Even, 1, 1),
+    ("random number", Builtin::RandomNumber, 0, 0),
     ("get value", Builtin::GetValue, 2, 2),
     ("get entries", Builtin::GetEntries, 1, 1),
     ("context put", Builtin::ContextPut, 3, 3),
+    ("put", Builtin::ContextPut, 3, 3),
     ("context merge", Builtin::ContextMerge, 1, 1),
+    ("put all", Builtin::PutAll, 1, usize::MAX),
     ("context", Builtin::Context, 1, 1),
+    ("before", Builtin::Before, 2, 2),
+    ("after", Builtin::After, 2, 2),
+    ("meets", Builtin::Meets, 2, 2),
+    ("met by", Builtin::MetBy, 2, 2),
+    ("overlaps", Builtin::Overlaps, 2, 2),
+    ("overlaps before", Builtin::OverlapsBefore, 2, 2),
+    ("overlaps after", Builtin::OverlapsAfter, 2, 2),
+    ("finishes", Builtin::Finishes, 2, 2),
+    ("finished by", Builtin::FinishedBy, 2, 2),
+    ("includes", Builtin::Includes, 2, 2),
+    ("during", Builtin::During, 2, 2),
+    ("starts", Builtin::Starts, 2, 2),
+    ("started by", Builtin::StartedBy, 2, 2),
+    ("coincides", Builtin::Coincides, 2, 2),
 ];
+
+/// Parameter names for calls with named arguments, one list per signature (FEEL-Scala's
+/// names; the DMN text's where they differ). `?` marks an optional parameter, `...` one
+/// that takes the remaining positional arguments and so cannot be named.
+fn signatures(builtin: Builtin) -> &'static [&'static [&'static str]] {
+    use Builtin as B;
+    match builtin {
+        B::String | B::Number | B::Duration => &[&["from"]],
+        B::Date => &[&["from"], &["year", "month", "day"]],
+        B::Time => &[&["from"], &["hour", "minute", "second", "offset?"]],
+        B::DateAndTime => &[&["from"], &["date", "time"], &["date", "timezone"]],
+        B::YearsAndMonthsDuration => &[&["from", "to"]],
+        B::Not => &[&["negand"]],
+        B::IsDefined => &[&["value"]],
+        B::GetOrElse => &[&["value", "default"]],
+        B::Assert => &[&["value", "condition", "cause?"]],
+        B::Now | B::Today | B::Uuid | B::RandomNumber => &[&[]],
+        B::DayOfWeek | B::DayOfYear | B::MonthOfYear | B::WeekOfYear | B::LastDayOfMonth => {
+            &[&["date"]]
+        }
+        B::Substring => &[&["string", "start position", "length?"]],
+        B::StringLength | B::UpperCase | B::LowerCase | B::Trim | B::IsBlank => &[&["string"]],
+        B::SubstringBefore | B::SubstringAfter | B::Contains | B::StartsWith | B::EndsWith => {
+            &[&["string", "match"], &["input", "match"]]
+        }
+        B::Matches => &[&["input", "pattern", "flags?"]],
+        B::Replace => &[&["input", "pattern", "replacement", "flags?"]],
+        B::Split => &[&["string", "delimiter"]],
+        B::Extract => &[&["string", "pattern"]],
+        B::StringJoin => &[&["list", "delimiter?", "prefix?", "suffix?"]],
+        B::ToBase64 => &[&["value"]],
+        B::ListContains => &[&["list", "element"]],
+        B::Count
+        | B::Min
+        | B::Max
+        | B::Sum
+        | B::Mean
+        | B::Median
+        | B::Product
+        | B::Stddev
+        | B::Mode
+        | B::All
+        | B::Any
+        | B::Reverse
+        | B::DistinctValues
+        | B::DuplicateValues
+        | B::Flatten
+        | B::IsEmpty => &[&["list"]],
+        B::Sublist => &[&["list", "start position", "length?"]],
+        B::Append => &[&["list", "...items"]],
+        B::Concatenate | B::Union => &[&["...lists"]],
+        B::InsertBefore => &[&["list", "position", "newItem"]],
+        B::Remove => &[&["list", "position"]],
+        B::IndexOf => &[&["list", "match"]],
+        B::Sort => &[&["list", "precedes?"]],
+        B::Partition => &[&["list", "size"]],
+        B::Decimal | B::RoundUp | B::RoundDown | B::RoundHalfUp | B::RoundHalfDown => {
+            &[&["n", "scale"]]
+        }
+        B::Floor | B::Ceiling => &[&["n", "scale?"]],
+        B::Abs => &[&["n"], &["number"]],
+        B::Modulo => &[&["dividend", "divisor"]],
+        B::Sqrt | B::Log | B::Exp | B::Odd | B::Even => &[&["number"], &["n"]],
+        B::GetValue => &[&["context", "key"], &["context", "keys"], &["m", "key"]],
+        B::GetEntries => &[&["context"], &["m"]],
+        B::ContextPut => &[&["context", "key", "value"], &["context", "keys", "value"]],
+        B::ContextMerge => &[&["contexts"]],
+        B::PutAll => &[&["...contexts"]],
+        B::Context => &[&["entries"]],
+        B::Before | B::After => &[
+            &["point1", "point2"],
+            &["point", "range"],
+            &["range", "point"],
+            &["range1", "range2"],
+        ],
+        B::Meets | B::MetBy | B::Overlaps | B::OverlapsBefore | B::OverlapsAfter => {
+            &[&["range1", "range2"]]
+        }
+        B::Finishes | B::During | B::Starts => &[&["point", "range"], &["range1", "range2"]],
+        B::FinishedBy | B::Includes | B::StartedBy => &[&["range", "point"], &["range1", "range2"]],
+        B::Coincides => &[&["point1", "point2"], &["range1", "range2"]],
+    }
+}
 
 impl Builtin {
     pub(crate) fn lookup(name: &str) -> Option<Builtin> {
@@ -190,9 +319,9 @@ impl Builtin {
             .map_or("?", |(name, ..)| name)
     }
 
-    /// Checks the argument count, with a message naming the function.
-    pub(crate) fn check_arity(self, count: usize) -> Result<(), String> {
-        let Some(&(name, _, fewest, most)) = TABLE.iter().find(|(_, b, ..)| *b == self) else {
+    /// Checks the argument count of a call by the name `called` (an alias or the name).
+    pub(crate) fn check_arity(self, called: &str, count: usize) -> Result<(), String> {
+        let Some(&(_, _, fewest, most)) = TABLE.iter().find(|(_, b, ..)| *b == self) else {
             return Ok(());
         };
         if count >= fewest && count <= most {
@@ -205,10 +334,73 @@ impl Builtin {
         } else {
             format!("{fewest} to {most}")
         };
-        let plural = if expected == "1" { "" } else { "s" };
+        // "takes 1 argument", "takes at least 1 argument", "takes 1 to 2 arguments".
+        let plural = if fewest == 1 && (most == 1 || most == usize::MAX) {
+            ""
+        } else {
+            "s"
+        };
         Err(format!(
-            "function '{name}' takes {expected} argument{plural}, but {count} were given"
+            "function '{called}' takes {expected} argument{plural}, but {count} were given"
         ))
+    }
+
+    /// Puts named arguments in the order of the first signature they fit: every name is
+    /// a parameter of it and every required parameter is given. A skipped optional
+    /// parameter before a given one becomes `null`.
+    pub(crate) fn order_named<T>(
+        self,
+        mut named: Vec<(String, T)>,
+        null: impl Fn() -> T,
+    ) -> Result<Vec<T>, String> {
+        let name = self.name();
+        if let Some((given, _)) = named.iter().find(|(given, _)| {
+            signatures(self)
+                .iter()
+                .any(|params| params.iter().any(|p| p.strip_prefix("...") == Some(given)))
+        }) {
+            return Err(format!(
+                "the parameter '{given}' of '{name}' takes several values and can't be named; pass the arguments in order"
+            ));
+        }
+        let fits = |params: &[&str]| {
+            named.iter().all(|(given, _)| {
+                params
+                    .iter()
+                    .any(|param| param.trim_end_matches('?') == given)
+            }) && params
+                .iter()
+                .filter(|param| !param.ends_with('?') && !param.starts_with("..."))
+                .all(|param| named.iter().any(|(given, _)| given == param))
+        };
+        let Some(params) = signatures(self).iter().find(|params| fits(params)) else {
+            let known: Vec<String> = signatures(self)
+                .iter()
+                .map(|params| format!("({})", params.join(", ")))
+                .collect();
+            let given: Vec<&str> = named.iter().map(|(given, _)| given.as_str()).collect();
+            return Err(format!(
+                "function '{name}' has no signature with the parameters ({}); it takes {}",
+                given.join(", "),
+                known.join(" or ")
+            ));
+        };
+        let mut ordered = Vec::with_capacity(params.len());
+        let mut pending = 0;
+        for param in params.iter() {
+            let param = param.trim_end_matches('?');
+            match named.iter().position(|(given, _)| given == param) {
+                Some(index) => {
+                    for _ in 0..pending {
+                        ordered.push(null());
+                    }
+                    pending = 0;
+                    ordered.push(named.swap_remove(index).1);
+                }
+                None => pending += 1,
+            }
+        }
+        Ok(ordered)
     }
 
     /// Multi-word names whose first word is `first`, longest first, as word lists.

@@ -6,15 +6,18 @@
 //! Type mismatches (`"a" - 1`, `1 < "b"`) are errors with a message naming the values.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use rust_decimal::Decimal;
 use serde_json::{Map, Value as Json};
 
-use crate::ast::{ArithmeticOp, CompareOp, Expr, TypeName, UnaryTest};
+use crate::ast::{
+    Arguments, ArithmeticOp, CompareOp, Expr, Lambda, RangeExpr, TypeName, UnaryTest,
+};
 use crate::builtins::Builtin;
 use crate::calendar::{self, MILLIS_PER_DAY, MILLIS_PER_SECOND};
-use crate::functions;
-use crate::value::{self, DateTime, Range, Time, Value, Zone};
+use crate::value::{self, DateTime, Function, Range, Time, Value, Zone};
+use crate::{Environment, functions};
 
 /// Upper bound on loop iterations, filter checks and generated list items in one
 /// evaluation, so `for i in 1..1000000000 return i` fails fast instead of hanging.
@@ -32,6 +35,17 @@ pub(crate) const MAX_BYTES: usize = 256 << 20;
 #[cfg(fuzzing)]
 pub(crate) const MAX_BYTES: usize = 16 << 20;
 
+/// Upper bound on how deeply evaluation recurses (expression nodes inside each other,
+/// plus [`CALL_COST`] per function call in progress). The parser's limits keep an
+/// expression without function calls far below it; it stops functions that call each
+/// other without end (`{f: function(g) g(g), r: f(f)}`) before the stack runs out.
+pub(crate) const MAX_DEPTH: usize = 400;
+
+/// What a function call in progress counts towards [`MAX_DEPTH`]: its own frames
+/// (the call, the built-in that makes it, the evaluator it runs in) are larger than an
+/// expression node's.
+const CALL_COST: usize = 8;
+
 pub(crate) type Outcome = Result<Value, String>;
 
 /// A name bound inside the expression. Names borrow from the expression, so binding
@@ -44,34 +58,62 @@ enum Local<'a> {
 
 pub(crate) struct Evaluator<'a> {
     variables: &'a Map<String, Json>,
-    pub(crate) now_millis: i64,
-    /// Local bindings, innermost last: loop variables, `item`, context entries.
+    environment: Environment,
+    /// Local bindings, innermost last: loop variables, `item`, context entries,
+    /// parameters and captured values of the function being called.
     locals: Vec<Local<'a>>,
+    shared: Shared,
+}
+
+/// What one evaluation accounts for as a whole, across the functions it calls (each call
+/// runs in an evaluator of its own, which takes this over for the call).
+#[derive(Default)]
+struct Shared {
     /// Why a `null` appeared (missing variables, missing entries), for messages.
-    pub(crate) warnings: Vec<String>,
+    warnings: Vec<String>,
     steps: u64,
     /// Bytes built so far, see [`MAX_BYTES`].
     bytes: usize,
     /// How many lookups found nothing, for `is defined()`.
     missing: u64,
+    /// See [`MAX_DEPTH`].
+    depth: usize,
+    /// Values drawn by `random number()` and `uuid()` so far.
+    draws: u64,
 }
 
 impl<'a> Evaluator<'a> {
-    pub(crate) fn new(variables: &'a Map<String, Json>, now_millis: i64) -> Evaluator<'a> {
+    pub(crate) fn new(variables: &'a Map<String, Json>, environment: Environment) -> Evaluator<'a> {
         Evaluator {
             variables,
-            now_millis,
+            environment,
             locals: Vec::new(),
-            warnings: Vec::new(),
-            steps: 0,
-            bytes: 0,
-            missing: 0,
+            shared: Shared::default(),
         }
     }
 
+    pub(crate) fn into_warnings(self) -> Vec<String> {
+        self.shared.warnings
+    }
+
+    pub(crate) fn now_millis(&self) -> i64 {
+        self.environment.now_millis
+    }
+
+    /// The next 64 random bits of this evaluation: a SplitMix64 stream seeded by the
+    /// environment, so the same entry draws the same values on every replica.
+    pub(crate) fn draw(&mut self) -> u64 {
+        self.shared.draws += 1;
+        crate::mix(
+            self.environment
+                .seed
+                .wrapping_add(self.shared.draws.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        )
+    }
+
     pub(crate) fn step(&mut self) -> Result<(), String> {
-        self.steps += 1;
-        if self.steps > MAX_STEPS {
+        self.shared.steps += 1;
+        if self.shared.steps > MAX_STEPS {
             return Err(format!(
                 "the expression needs more than {MAX_STEPS} steps (loops, filters or list items)"
             ));
@@ -81,8 +123,8 @@ impl<'a> Evaluator<'a> {
 
     /// Accounts for `size` more bytes built by this evaluation.
     pub(crate) fn charge(&mut self, size: usize) -> Result<(), String> {
-        self.bytes = self.bytes.saturating_add(size);
-        if self.bytes > MAX_BYTES {
+        self.shared.bytes = self.shared.bytes.saturating_add(size);
+        if self.shared.bytes > MAX_BYTES {
             return Err(format!(
                 "the expression builds more than {} MiB of strings and lists",
                 MAX_BYTES >> 20
@@ -92,9 +134,10 @@ impl<'a> Evaluator<'a> {
     }
 
     fn warn(&mut self, warning: String) {
-        self.missing += 1;
-        if self.warnings.len() < 8 && !self.warnings.contains(&warning) {
-            self.warnings.push(warning);
+        self.shared.missing += 1;
+        let warnings = &mut self.shared.warnings;
+        if warnings.len() < 8 && !warnings.contains(&warning) {
+            warnings.push(warning);
         }
     }
 
@@ -111,143 +154,329 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(crate) fn eval(&mut self, expr: &'a Expr) -> Outcome {
+        self.shared.depth += 1;
+        let result = if self.shared.depth > MAX_DEPTH {
+            Err(too_deep())
+        } else {
+            self.eval_node(expr)
+        };
+        self.shared.depth -= 1;
+        result
+    }
+
+    /// One node. Each kind with work of its own is a method: in a debug build a function's
+    /// frame holds every temporary of every arm, and this one is on the path of every
+    /// nested node, so keeping it small keeps deep expressions within a thread's stack.
+    fn eval_node(&mut self, expr: &'a Expr) -> Outcome {
         match expr {
             Expr::Null => Ok(Value::Null),
             Expr::Bool(value) => Ok(Value::Bool(*value)),
             Expr::Number(number) => Ok(Value::Number(*number)),
             Expr::String(text) => Ok(Value::String(text.clone())),
+            Expr::Constant(value) => Ok(value.clone()),
             Expr::Name(name) => self.name(name),
             Expr::NamePath(root, keys) => self.name_path(root, keys),
-            Expr::Path(base, key) => {
-                let base = self.eval(base)?;
-                self.property(base, key)
-            }
-            Expr::Filter(base, filter) => {
-                let base = self.eval(base)?;
-                self.filter(base, filter)
-            }
-            Expr::Call(Builtin::IsDefined, arguments) => {
-                // Defined means found, even if the value found is null.
-                let before = self.missing;
-                for argument in arguments {
-                    self.eval(argument)?;
-                }
-                Ok(Value::Bool(self.missing == before))
-            }
-            Expr::Call(builtin, arguments) => {
-                let mut values = Vec::with_capacity(arguments.len());
-                for argument in arguments {
-                    values.push(self.eval(argument)?);
-                }
-                functions::call(self, *builtin, values)
-            }
-            Expr::List(items) => {
-                let mut values = Vec::with_capacity(items.len());
-                for item in items {
-                    values.push(self.eval(item)?);
-                }
-                Ok(Value::List(values))
-            }
+            Expr::Path(base, key) => self.path(base, key),
+            Expr::Filter(base, filter) => self.filter_expr(base, filter),
+            Expr::Call(builtin, arguments) => self.call(*builtin, arguments),
+            Expr::Apply(callee, arguments) => self.apply(callee, arguments),
+            Expr::Function(lambda) => Ok(self.function_value(lambda)),
+            Expr::List(items) => self.list(items),
             Expr::Context(entries) => self.context(entries),
-            Expr::Range(range) => {
-                let start = self.eval(&range.start)?;
-                let end = self.eval(&range.end)?;
-                Ok(Value::Range(Box::new(Range {
-                    start,
-                    start_closed: range.start_closed,
-                    end,
-                    end_closed: range.end_closed,
-                })))
-            }
-            Expr::Negate(operand) => negate(self.eval(operand)?),
-            Expr::Arithmetic(op, left, right) => {
-                let left = self.eval(left)?;
-                let right = self.eval(right)?;
-                if let (ArithmeticOp::Add, Value::String(a), Value::String(b)) = (op, &left, &right)
-                {
-                    self.charge(a.len() + b.len())?;
-                }
-                arithmetic(*op, left, right)
-            }
-            Expr::Compare(op, left, right) => {
-                let left = self.eval(left)?;
-                let right = self.eval(right)?;
-                compare(*op, &left, &right)
-            }
-            Expr::And(left, right) => {
-                let left = self.eval(left)?;
-                if left == Value::Bool(false) {
-                    return Ok(left);
-                }
-                let right = self.eval(right)?;
-                Ok(match (left, right) {
-                    (_, Value::Bool(false)) => Value::Bool(false),
-                    (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
-                    _ => Value::Null,
-                })
-            }
-            Expr::Or(left, right) => {
-                let left = self.eval(left)?;
-                if left == Value::Bool(true) {
-                    return Ok(left);
-                }
-                let right = self.eval(right)?;
-                Ok(match (left, right) {
-                    (_, Value::Bool(true)) => Value::Bool(true),
-                    (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
-                    _ => Value::Null,
-                })
-            }
-            Expr::Between(value, low, high) => {
-                let value = self.eval(value)?;
-                let low = self.eval(low)?;
-                let high = self.eval(high)?;
-                let above = compare(CompareOp::GreaterEqual, &value, &low)?;
-                let below = compare(CompareOp::LessEqual, &value, &high)?;
-                Ok(match (above, below) {
-                    (Value::Bool(false), _) | (_, Value::Bool(false)) => Value::Bool(false),
-                    (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
-                    _ => Value::Null,
-                })
-            }
-            Expr::In(value, tests) => {
-                let value = self.eval(value)?;
-                let mut saw_null = false;
-                for test in tests {
-                    match self.unary_test(&value, test)? {
-                        Value::Bool(true) => return Ok(Value::Bool(true)),
-                        Value::Bool(false) => {}
-                        _ => saw_null = true,
-                    }
-                }
-                Ok(if saw_null {
-                    Value::Null
-                } else {
-                    Value::Bool(false)
-                })
-            }
-            Expr::InstanceOf(value, type_name) => {
-                let value = self.eval(value)?;
-                Ok(Value::Bool(instance_of(&value, *type_name)))
-            }
-            Expr::If(condition, then, otherwise) => {
-                if self.eval(condition)? == Value::Bool(true) {
-                    self.eval(then)
-                } else {
-                    self.eval(otherwise)
-                }
-            }
-            Expr::For(bindings, body) => {
-                let mut results = Vec::new();
-                self.for_loop(bindings, body, &mut results)?;
-                Ok(Value::List(results))
-            }
+            Expr::Range(range) => self.range(range),
+            Expr::Negate(operand) => self.negate(operand),
+            Expr::Arithmetic(op, left, right) => self.arithmetic(*op, left, right),
+            Expr::Compare(op, left, right) => self.compare(*op, left, right),
+            Expr::And(left, right) => self.and(left, right),
+            Expr::Or(left, right) => self.or(left, right),
+            Expr::Between(value, low, high) => self.between(value, low, high),
+            Expr::In(value, tests) => self.in_tests(value, tests),
+            Expr::InstanceOf(value, type_name) => self.instance_of(value, *type_name),
+            Expr::If(condition, then, otherwise) => self.if_then_else(condition, then, otherwise),
+            Expr::For(bindings, body) => self.for_expr(bindings, body),
             Expr::Quantified {
                 every,
                 bindings,
                 condition,
             } => self.quantified(*every, bindings, condition),
         }
+    }
+
+    fn path(&mut self, base: &'a Expr, key: &str) -> Outcome {
+        let base = self.eval(base)?;
+        self.property(base, key)
+    }
+
+    fn filter_expr(&mut self, base: &'a Expr, filter: &'a Expr) -> Outcome {
+        let base = self.eval(base)?;
+        self.filter(base, filter)
+    }
+
+    fn call(&mut self, builtin: Builtin, arguments: &'a [Expr]) -> Outcome {
+        if builtin == Builtin::IsDefined {
+            // Defined means found, even if the value found is null.
+            let before = self.shared.missing;
+            for argument in arguments {
+                self.eval(argument)?;
+            }
+            return Ok(Value::Bool(self.shared.missing == before));
+        }
+        let mut values = Vec::with_capacity(arguments.len());
+        for argument in arguments {
+            values.push(self.eval(argument)?);
+        }
+        if builtin == Builtin::Sort {
+            return functions::sort(self, values);
+        }
+        functions::call(self, builtin, values)
+    }
+
+    fn list(&mut self, items: &'a [Expr]) -> Outcome {
+        let mut values = Vec::with_capacity(items.len());
+        for item in items {
+            values.push(self.eval(item)?);
+        }
+        Ok(Value::List(values))
+    }
+
+    fn range(&mut self, range: &'a RangeExpr) -> Outcome {
+        let start = self.eval(&range.start)?;
+        let end = self.eval(&range.end)?;
+        Ok(Value::Range(Box::new(Range {
+            start,
+            start_closed: range.start_closed,
+            end,
+            end_closed: range.end_closed,
+        })))
+    }
+
+    fn negate(&mut self, operand: &'a Expr) -> Outcome {
+        negate(self.eval(operand)?)
+    }
+
+    fn arithmetic(&mut self, op: ArithmeticOp, left: &'a Expr, right: &'a Expr) -> Outcome {
+        let left = self.eval(left)?;
+        let right = self.eval(right)?;
+        if let (ArithmeticOp::Add, Value::String(a), Value::String(b)) = (op, &left, &right) {
+            self.charge(a.len() + b.len())?;
+        }
+        arithmetic(op, left, right)
+    }
+
+    fn compare(&mut self, op: CompareOp, left: &'a Expr, right: &'a Expr) -> Outcome {
+        let left = self.eval(left)?;
+        let right = self.eval(right)?;
+        compare(op, &left, &right)
+    }
+
+    fn and(&mut self, left: &'a Expr, right: &'a Expr) -> Outcome {
+        let left = self.eval(left)?;
+        if left == Value::Bool(false) {
+            return Ok(left);
+        }
+        let right = self.eval(right)?;
+        Ok(match (left, right) {
+            (_, Value::Bool(false)) => Value::Bool(false),
+            (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
+            _ => Value::Null,
+        })
+    }
+
+    fn or(&mut self, left: &'a Expr, right: &'a Expr) -> Outcome {
+        let left = self.eval(left)?;
+        if left == Value::Bool(true) {
+            return Ok(left);
+        }
+        let right = self.eval(right)?;
+        Ok(match (left, right) {
+            (_, Value::Bool(true)) => Value::Bool(true),
+            (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
+            _ => Value::Null,
+        })
+    }
+
+    fn between(&mut self, value: &'a Expr, low: &'a Expr, high: &'a Expr) -> Outcome {
+        let value = self.eval(value)?;
+        let low = self.eval(low)?;
+        let high = self.eval(high)?;
+        let above = compare(CompareOp::GreaterEqual, &value, &low)?;
+        let below = compare(CompareOp::LessEqual, &value, &high)?;
+        Ok(match (above, below) {
+            (Value::Bool(false), _) | (_, Value::Bool(false)) => Value::Bool(false),
+            (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
+            _ => Value::Null,
+        })
+    }
+
+    fn in_tests(&mut self, value: &'a Expr, tests: &'a [UnaryTest]) -> Outcome {
+        let value = self.eval(value)?;
+        let mut saw_null = false;
+        for test in tests {
+            match self.unary_test(&value, test)? {
+                Value::Bool(true) => return Ok(Value::Bool(true)),
+                Value::Bool(false) => {}
+                _ => saw_null = true,
+            }
+        }
+        Ok(if saw_null {
+            Value::Null
+        } else {
+            Value::Bool(false)
+        })
+    }
+
+    fn instance_of(&mut self, value: &'a Expr, type_name: TypeName) -> Outcome {
+        let value = self.eval(value)?;
+        Ok(Value::Bool(instance_of(&value, type_name)))
+    }
+
+    fn if_then_else(
+        &mut self,
+        condition: &'a Expr,
+        then: &'a Expr,
+        otherwise: &'a Expr,
+    ) -> Outcome {
+        if self.eval(condition)? == Value::Bool(true) {
+            self.eval(then)
+        } else {
+            self.eval(otherwise)
+        }
+    }
+
+    fn for_expr(&mut self, bindings: &'a [(String, Expr)], body: &'a Expr) -> Outcome {
+        let mut results = Vec::new();
+        self.for_loop(bindings, body, &mut results)?;
+        Ok(Value::List(results))
+    }
+
+    /// A function value: the literal plus the values of the enclosing bindings its body
+    /// reads (names it reads that are not bound here are variables, read at the call).
+    fn function_value(&self, lambda: &Arc<Lambda>) -> Value {
+        let captured = lambda
+            .free
+            .iter()
+            .filter_map(|name| self.local(name).map(|value| (name.clone(), value.clone())))
+            .collect();
+        Value::Function(Arc::new(Function {
+            lambda: Arc::clone(lambda),
+            captured,
+        }))
+    }
+
+    /// `f(1, 2)`, `f(b: 2, a: 1)`: calls the function value `callee` evaluates to.
+    fn apply(&mut self, callee: &'a Expr, arguments: &'a Arguments) -> Outcome {
+        let function = match self.eval(callee)? {
+            Value::Function(function) => function,
+            other => {
+                let shown = match callee {
+                    Expr::Name(name) => format!("'{name}'"),
+                    Expr::NamePath(root, keys) => format!("'{root}.{}'", keys.join(".")),
+                    _ => "the called value".to_owned(),
+                };
+                return Err(format!(
+                    "{shown} is not a function but {}",
+                    other.describe()
+                ));
+            }
+        };
+        let values = match arguments {
+            Arguments::Positional(arguments) => {
+                let mut values = Vec::with_capacity(arguments.len());
+                for argument in arguments {
+                    values.push(self.eval(argument)?);
+                }
+                values
+            }
+            Arguments::Named(arguments) => {
+                let params = &function.lambda.params;
+                for (name, _) in arguments {
+                    if !params.iter().any(|(param, _)| param == name) {
+                        return Err(format!(
+                            "{} has no parameter '{name}'",
+                            Value::Function(function.clone()).to_feel_string()
+                        ));
+                    }
+                }
+                let mut values = Vec::with_capacity(params.len());
+                for (param, _) in params {
+                    match arguments.iter().find(|(name, _)| name == param) {
+                        Some((_, argument)) => values.push(self.eval(argument)?),
+                        None => {
+                            return Err(format!(
+                                "{} is called without its parameter '{param}'",
+                                Value::Function(function.clone()).to_feel_string()
+                            ));
+                        }
+                    }
+                }
+                values
+            }
+        };
+        self.call_function(&function, values)
+    }
+
+    /// Runs a function value with `arguments` (in parameter order). The body runs in an
+    /// evaluator of its own that sees the parameters, the captured bindings and the
+    /// variables, and shares this evaluation's budgets.
+    pub(crate) fn call_function(
+        &mut self,
+        function: &Arc<Function>,
+        arguments: Vec<Value>,
+    ) -> Outcome {
+        let function = Arc::clone(function);
+        let params = &function.lambda.params;
+        if arguments.len() != params.len() {
+            return Err(format!(
+                "{} takes {} argument{}, but {} were given",
+                Value::Function(function.clone()).to_feel_string(),
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                arguments.len()
+            ));
+        }
+        for ((param, declared), argument) in params.iter().zip(&arguments) {
+            if let Some(declared) = declared
+                && !matches!(argument, Value::Null)
+                && !instance_of(argument, *declared)
+            {
+                return Err(format!(
+                    "the parameter '{param}' of {} expects {}, but got {}",
+                    Value::Function(function.clone()).to_feel_string(),
+                    declared.name(),
+                    argument.describe()
+                ));
+            }
+        }
+        self.step()?;
+        if self.shared.depth + CALL_COST > MAX_DEPTH {
+            return Err(too_deep());
+        }
+        let mut inner = Evaluator {
+            variables: self.variables,
+            environment: self.environment,
+            locals: Vec::with_capacity(function.captured.len() + params.len()),
+            shared: std::mem::take(&mut self.shared),
+        };
+        inner.shared.depth += CALL_COST;
+        for (name, value) in &function.captured {
+            inner.locals.push(Local::Named(name, value.clone()));
+        }
+        for ((param, _), argument) in params.iter().zip(arguments) {
+            inner.locals.push(Local::Named(param, argument));
+        }
+        let result = inner.eval(&function.lambda.body);
+        self.shared = std::mem::take(&mut inner.shared);
+        self.shared.depth -= CALL_COST;
+        let result = result?;
+        // A function calling itself could otherwise wrap its result level upon level.
+        if value::too_nested(&result) {
+            return Err(format!(
+                "the result of {} is nested more than {} levels deep",
+                Value::Function(function.clone()).to_feel_string(),
+                value::MAX_VALUE_NESTING
+            ));
+        }
+        Ok(result)
     }
 
     fn name(&mut self, name: &str) -> Outcome {
@@ -454,6 +683,15 @@ impl<'a> Evaluator<'a> {
                     return Err(error);
                 }
             };
+            // A later entry may wrap an earlier one (`{a: [], b: [a], c: [b], …}`), so
+            // nesting grows with the number of entries unless it is checked here.
+            if value::too_nested(&value) {
+                self.locals.truncate(depth);
+                return Err(format!(
+                    "the value of the context entry '{key}' is nested more than {} levels deep",
+                    value::MAX_VALUE_NESTING
+                ));
+            }
             // Later entries may refer to earlier ones: `{a: 1, b: a + 1}`.
             self.locals.push(Local::Named(key, value.clone()));
             result.push((key.clone(), value));
@@ -589,6 +827,12 @@ pub(crate) fn weight(value: &Value) -> usize {
     }
 }
 
+fn too_deep() -> String {
+    format!(
+        "the expression is evaluated too deeply (more than {MAX_DEPTH} levels; functions calling each other without end?)"
+    )
+}
+
 pub(crate) fn number(value: i64) -> Value {
     Value::Number(Decimal::from(value))
 }
@@ -622,7 +866,7 @@ fn pick(items: &[Value], index: Decimal) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn instance_of(value: &Value, type_name: TypeName) -> bool {
+pub(crate) fn instance_of(value: &Value, type_name: TypeName) -> bool {
     match type_name {
         TypeName::Any => !matches!(value, Value::Null),
         TypeName::Null => matches!(value, Value::Null),
@@ -637,6 +881,7 @@ fn instance_of(value: &Value, type_name: TypeName) -> bool {
         TypeName::List => matches!(value, Value::List(_)),
         TypeName::Context => matches!(value, Value::Context(_)),
         TypeName::Range => matches!(value, Value::Range(_)),
+        TypeName::Function => matches!(value, Value::Function(_)),
     }
 }
 

@@ -4,14 +4,14 @@
 use std::cmp::Ordering;
 
 use regex::{Regex, RegexBuilder};
-use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::builtins::Builtin;
 use crate::calendar::{self, MILLIS_PER_DAY, MILLIS_PER_SECOND};
 use crate::eval::{self, Evaluator, Outcome, integer, number};
-use crate::temporal;
-use crate::value::{self, DateTime, Time, Value, Zone};
+use crate::value::{self, DateTime, Function, Time, Value, Zone};
+use crate::{ranges, temporal, zone};
 
 /// Compiled regular expressions are bounded so a pattern from a model cannot take
 /// unbounded memory; the regex crate matches in linear time.
@@ -62,10 +62,10 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             value => value,
         }),
         B::Now => Ok(Value::DateTime(DateTime::at_instant(
-            evaluator.now_millis,
+            evaluator.now_millis(),
             &Zone::Offset(0),
         )?)),
-        B::Today => value::checked_date(evaluator.now_millis.div_euclid(MILLIS_PER_DAY)),
+        B::Today => value::checked_date(evaluator.now_millis().div_euclid(MILLIS_PER_DAY)),
         B::DayOfWeek => args.with_date(0, |days| {
             const NAMES: [&str; 7] = [
                 "Monday",
@@ -116,6 +116,20 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
         B::LowerCase => args.with_string(0, |text| Value::String(text.to_lowercase())),
         B::Trim => args.with_string(0, |text| Value::String(text.trim().to_owned())),
         B::IsBlank => args.with_string(0, |text| Value::Bool(text.trim().is_empty())),
+        B::ToBase64 => args.with_string(0, |text| Value::String(base64(text.as_bytes()))),
+        // Random, but drawn from the environment's seed: the same on every replica.
+        B::Uuid => {
+            let (high, low) = (evaluator.draw(), evaluator.draw());
+            Ok(Value::String(uuid_v4(high, low)))
+        }
+        B::RandomNumber => {
+            // 18 random decimal digits in [0, 1); the modulo bias is below 1e-19.
+            const SCALE: u64 = 1_000_000_000_000_000_000;
+            let digits = evaluator.draw() % SCALE;
+            Ok(Value::Number(
+                Decimal::from_i128_with_scale(i128::from(digits), 18).normalize(),
+            ))
+        }
         B::SubstringBefore => args.with_two_strings(|text, pattern| {
             Value::String(
                 text.find(pattern)
@@ -448,26 +462,76 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
         B::IsEmpty => Ok(args
             .list_or_null(0)?
             .map_or(Value::Null, |items| Value::Bool(items.is_empty()))),
-        B::Sort => {
-            let Some(mut items) = args.list_or_null(0)? else {
+        B::Sort => sort(evaluator, args.args),
+        B::Stddev => {
+            let Some(numbers) = args.numbers()? else {
                 return Ok(Value::Null);
             };
-            // Check every pair the sort will meet is comparable before sorting.
-            for pair in items.windows(2) {
-                eval::order(&pair[0], &pair[1]).map_err(|reason| format!("{name}(): {reason}"))?;
+            // The sample standard deviation: undefined for fewer than two values.
+            if numbers.len() < 2 {
+                return Ok(Value::Null);
             }
-            let mut failure = None;
-            items.sort_by(|a, b| {
-                eval::order(a, b).unwrap_or_else(|reason| {
-                    failure = Some(reason);
-                    Ordering::Equal
-                })
-            });
-            match failure {
-                Some(reason) => Err(format!("{name}(): {reason}")),
-                None => Ok(Value::List(items)),
+            let too_large = || format!("{name}(): the result is too large");
+            let count = Decimal::from(numbers.len() as i64);
+            let mut total = Decimal::ZERO;
+            for n in &numbers {
+                total = total.checked_add(*n).ok_or_else(too_large)?;
             }
+            let mean = total.checked_div(count).ok_or_else(too_large)?;
+            let mut squares = Decimal::ZERO;
+            for n in &numbers {
+                let deviation = n.checked_sub(mean).ok_or_else(too_large)?;
+                let square = deviation.checked_mul(deviation).ok_or_else(too_large)?;
+                squares = squares.checked_add(square).ok_or_else(too_large)?;
+            }
+            let variance = squares
+                .checked_div(count - Decimal::ONE)
+                .ok_or_else(too_large)?;
+            let root = variance.to_f64().map(f64::sqrt).unwrap_or(f64::NAN);
+            value::decimal_from_f64(root)
+                .map(|d| Value::Number(d.normalize()))
+                .ok_or_else(too_large)
         }
+        B::Mode => {
+            let Some(mut numbers) = args.numbers()? else {
+                return Ok(Value::Null);
+            };
+            // The most frequent values, ascending: sorted, each run's length counts.
+            numbers.sort();
+            let mut best = 0;
+            let mut modes: Vec<Decimal> = Vec::new();
+            let mut start = 0;
+            while start < numbers.len() {
+                evaluator.step()?;
+                let run = numbers[start..]
+                    .iter()
+                    .take_while(|n| **n == numbers[start])
+                    .count();
+                if run > best {
+                    best = run;
+                    modes.clear();
+                }
+                if run == best {
+                    modes.push(numbers[start]);
+                }
+                start += run;
+            }
+            Ok(Value::List(modes.into_iter().map(Value::Number).collect()))
+        }
+        B::Before
+        | B::After
+        | B::Meets
+        | B::MetBy
+        | B::Overlaps
+        | B::OverlapsBefore
+        | B::OverlapsAfter
+        | B::Finishes
+        | B::FinishedBy
+        | B::Includes
+        | B::During
+        | B::Starts
+        | B::StartedBy
+        | B::Coincides => ranges::call(builtin, args.take(0), args.take(1)),
         // Camunda's extension: the value if the condition holds, else a failure whose
         // message is the cause (so a model can raise a clear incident).
         B::Assert => {
@@ -558,7 +622,7 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                 B::Log => float.ln(),
                 _ => float.exp(),
             };
-            Decimal::from_f64(result)
+            value::decimal_from_f64(result)
                 .map(|d| Value::Number(d.normalize()))
                 .ok_or_else(|| format!("{name}(): the result is out of range"))
         }
@@ -581,7 +645,27 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
                     .into_iter()
                     .find(|(entry, _)| *entry == key)
                     .map_or(Value::Null, |(_, value)| value)),
-                (Value::Context(_), other) => Err(args.wrong(&other, "a string key")),
+                // Camunda's extension: a path of keys into nested contexts.
+                (Value::Context(entries), Value::List(keys)) => {
+                    let keys = args.keys(keys)?;
+                    if keys.is_empty() {
+                        return Ok(Value::Null);
+                    }
+                    let mut current = Value::Context(entries);
+                    for key in keys {
+                        let Value::Context(entries) = current else {
+                            return Ok(Value::Null);
+                        };
+                        current = match entries.into_iter().find(|(entry, _)| *entry == key) {
+                            Some((_, value)) => value,
+                            None => return Ok(Value::Null),
+                        };
+                    }
+                    Ok(current)
+                }
+                (Value::Context(_), other) => {
+                    Err(args.wrong(&other, "a string key or a list of keys"))
+                }
                 (other, _) => Err(args.wrong(&other, "a context")),
             }
         }
@@ -604,14 +688,34 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             let (context, key, value) = (args.take(0), args.take(1), args.take(2));
             match (context, key) {
                 (Value::Null, _) | (_, Value::Null) => Ok(Value::Null),
-                (Value::Context(mut entries), Value::String(key)) => {
-                    match entries.iter_mut().find(|(entry, _)| *entry == key) {
-                        Some(entry) => entry.1 = value,
-                        None => entries.push((key, value)),
-                    }
-                    Ok(Value::Context(entries))
+                (Value::Context(entries), Value::String(key)) => {
+                    Ok(Value::Context(put_path(entries, &[key], value)))
                 }
-                (Value::Context(_), other) => Err(args.wrong(&other, "a string key")),
+                // Camunda's extension: a path of keys; missing contexts on the way are
+                // created, and an entry on the way that is not a context is replaced.
+                (Value::Context(entries), Value::List(keys)) => {
+                    let keys = args.keys(keys)?;
+                    if keys.is_empty() {
+                        return Ok(Value::Null);
+                    }
+                    if keys.len() > value::MAX_VALUE_NESTING {
+                        return Err(format!(
+                            "{name}(): the key path has more than {} keys",
+                            value::MAX_VALUE_NESTING
+                        ));
+                    }
+                    let result = Value::Context(put_path(entries, &keys, value));
+                    if value::too_nested(&result) {
+                        return Err(format!(
+                            "{name}(): the result is nested more than {} levels deep",
+                            value::MAX_VALUE_NESTING
+                        ));
+                    }
+                    Ok(result)
+                }
+                (Value::Context(_), other) => {
+                    Err(args.wrong(&other, "a string key or a list of keys"))
+                }
                 (other, _) => Err(args.wrong(&other, "a context")),
             }
         }
@@ -641,9 +745,15 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             }
             Ok(Value::Context(context))
         }
-        B::ContextMerge => {
-            let Some(contexts) = args.list_or_null(0)? else {
-                return Ok(Value::Null);
+        B::ContextMerge | B::PutAll => {
+            // `put all` is FEEL-Scala's older form: the contexts as separate arguments.
+            let contexts = if builtin == B::PutAll {
+                args.items()
+            } else {
+                let Some(contexts) = args.list_or_null(0)? else {
+                    return Ok(Value::Null);
+                };
+                contexts
             };
             let mut merged: Vec<(String, Value)> = Vec::new();
             for context in contexts {
@@ -713,6 +823,16 @@ impl Arguments {
         }
     }
 
+    /// The keys of a key path: strings only.
+    fn keys(&self, keys: Vec<Value>) -> Result<Vec<String>, String> {
+        keys.into_iter()
+            .map(|key| match key {
+                Value::String(key) => Ok(key),
+                other => Err(self.wrong(&other, "a list of string keys")),
+            })
+            .collect()
+    }
+
     fn list_or_null(&mut self, index: usize) -> Result<Option<Vec<Value>>, String> {
         match self.take(index) {
             Value::Null => Ok(None),
@@ -723,10 +843,8 @@ impl Arguments {
 
     /// A single list argument, or the arguments themselves: `max([1, 2])`, `max(1, 2)`.
     fn items(&mut self) -> Vec<Value> {
-        if self.args.len() == 1
-            && let Value::List(items) = self.take(0)
-        {
-            return items;
+        if let [Value::List(items)] = self.args.as_mut_slice() {
+            return std::mem::take(items);
         }
         std::mem::take(&mut self.args)
     }
@@ -773,6 +891,144 @@ impl Arguments {
             other => Ok(f(self.date_like(other)?)),
         }
     }
+}
+
+/// `sort(list)` in natural order, `sort(list, precedes)` by a function. Reached from the
+/// evaluator directly rather than through [`call`], whose frame is large in a debug
+/// build: a `precedes` function may sort again, recursively.
+pub(crate) fn sort(evaluator: &mut Evaluator<'_>, values: Vec<Value>) -> Outcome {
+    let name = Builtin::Sort.name();
+    let mut args = Arguments { name, args: values };
+    let Some(mut items) = args.list_or_null(0)? else {
+        return Ok(Value::Null);
+    };
+    if args.args.len() == 2 {
+        return match args.take(1) {
+            Value::Function(precedes) => sort_with(evaluator, items, &precedes).map(Value::List),
+            other => Err(args.wrong(&other, "a function as 'precedes'")),
+        };
+    }
+    // Check every pair the sort will meet is comparable before sorting.
+    for pair in items.windows(2) {
+        eval::order(&pair[0], &pair[1]).map_err(|reason| format!("{name}(): {reason}"))?;
+    }
+    let mut failure = None;
+    items.sort_by(|a, b| {
+        eval::order(a, b).unwrap_or_else(|reason| {
+            failure = Some(reason);
+            Ordering::Equal
+        })
+    });
+    match failure {
+        Some(reason) => Err(format!("{name}(): {reason}")),
+        None => Ok(Value::List(items)),
+    }
+}
+
+/// Sets `value` at the key path `keys` (not empty) inside `entries`, keeping the order
+/// of existing entries and appending new ones.
+fn put_path(
+    mut entries: Vec<(String, Value)>,
+    keys: &[String],
+    value: Value,
+) -> Vec<(String, Value)> {
+    let Some((key, rest)) = keys.split_first() else {
+        return entries;
+    };
+    let position = entries.iter().position(|(entry, _)| entry == key);
+    let value = if rest.is_empty() {
+        value
+    } else {
+        let inner = match position.map(|index| std::mem::take(&mut entries[index].1)) {
+            Some(Value::Context(inner)) => inner,
+            _ => Vec::new(),
+        };
+        Value::Context(put_path(inner, rest, value))
+    };
+    match position {
+        Some(index) => entries[index].1 = value,
+        None => entries.push((key.clone(), value)),
+    }
+    entries
+}
+
+/// Sorts by a FEEL function `precedes(a, b)` that is true when `a` comes first. A merge
+/// sort: it needs no consistent order from the function (the standard library's sorts
+/// may panic on one that is not), keeps equal items in order, and makes O(n log n) calls.
+fn sort_with(
+    evaluator: &mut Evaluator<'_>,
+    mut items: Vec<Value>,
+    precedes: &std::sync::Arc<Function>,
+) -> Result<Vec<Value>, String> {
+    if items.len() < 2 {
+        return Ok(items);
+    }
+    let right = items.split_off(items.len() / 2);
+    let left = sort_with(evaluator, items, precedes)?;
+    let right = sort_with(evaluator, right, precedes)?;
+    let mut merged = Vec::with_capacity(left.len() + right.len());
+    let mut left = left.into_iter().peekable();
+    let mut right = right.into_iter().peekable();
+    while let (Some(a), Some(b)) = (left.peek(), right.peek()) {
+        // The right item goes first only if it strictly precedes: equal items keep
+        // their order.
+        let arguments = vec![b.clone(), a.clone()];
+        let right_first = match evaluator.call_function(precedes, arguments)? {
+            Value::Bool(value) => value,
+            Value::Null => false,
+            other => {
+                return Err(format!(
+                    "sort(): the precedes function must return a boolean, but returned {}",
+                    other.describe()
+                ));
+            }
+        };
+        let next = if right_first {
+            right.next()
+        } else {
+            left.next()
+        };
+        merged.extend(next);
+    }
+    merged.extend(left);
+    merged.extend(right);
+    Ok(merged)
+}
+
+/// Standard Base64 (RFC 4648, with padding).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let group = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (index, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if index <= chunk.len() {
+                text.push(char::from(ALPHABET[(group >> shift) as usize & 63]));
+            } else {
+                text.push('=');
+            }
+        }
+    }
+    text
+}
+
+/// A version-4 (random) UUID from 128 random bits: `xxxxxxxx-xxxx-4xxx-Yxxx-xxxxxxxxxxxx`.
+fn uuid_v4(high: u64, low: u64) -> String {
+    let high = (high & !0xf000) | 0x4000;
+    let low = (low & !(0xc000 << 48)) | (0x8000 << 48);
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0xffff,
+        low >> 48,
+        low & 0xffff_ffff_ffff
+    )
 }
 
 fn parse_number(text: &str) -> Option<Decimal> {
@@ -1045,17 +1301,7 @@ fn time(args: &mut Arguments) -> Outcome {
             offset: Some(0),
         })),
         Value::String(text) => {
-            let parts = temporal::parse_time_parts(text.trim())
-                .map_err(|reason| format!("{name}(): {reason}"))?;
-            if parts.zone.is_some() {
-                return Err(format!(
-                    "{name}(): a time can't have a zone id (\"{text}\"); use an offset like '+01:00'"
-                ));
-            }
-            Ok(Value::Time(Time {
-                millis: parts.millis % MILLIS_PER_DAY,
-                offset: parts.offset_seconds,
-            }))
+            time_value(text.trim()).map_err(|reason| format!("{name}(): {reason}"))
         }
         other => Err(args.wrong(&other, "a string")),
     }
@@ -1065,6 +1311,9 @@ fn date_and_time(args: &mut Arguments) -> Outcome {
     let name = args.name;
     if args.args.len() == 2 {
         let (date, time) = (args.take(0), args.take(1));
+        if let Value::String(zone) = &time {
+            return date_time_at_zone(args, date, zone);
+        }
         let days = match date {
             Value::Null => return Ok(Value::Null),
             Value::Date(days) => days,
@@ -1092,6 +1341,60 @@ fn date_and_time(args: &mut Arguments) -> Outcome {
             .map_err(|reason| format!("{name}(): {reason}")),
         other => Err(args.wrong(&other, "a string")),
     }
+}
+
+/// Camunda's `date and time(date, timezone)`: the same instant in another zone (an id
+/// like "Europe/Berlin" or an offset like "Z", "+01:00"). A date-time without a zone is
+/// taken as UTC, as on Camunda 8's servers, never the host's zone.
+fn date_time_at_zone(args: &Arguments, date: Value, zone: &str) -> Outcome {
+    let name = args.name;
+    let instant = match date {
+        Value::Null => return Ok(Value::Null),
+        Value::DateTime(date_time) => date_time.instant().unwrap_or(date_time.local),
+        other => return Err(args.wrong(&other, "a date and time")),
+    };
+    let zone = zone.trim();
+    let zone = if zone.starts_with(['+', '-']) || zone.eq_ignore_ascii_case("z") {
+        Zone::Offset(temporal::parse_offset(zone).map_err(|reason| format!("{name}(): {reason}"))?)
+    } else {
+        zone::validate(zone).map_err(|reason| format!("{name}(): {reason}"))?;
+        Zone::Named(zone.to_owned(), 0)
+    };
+    DateTime::at_instant(instant, &zone)
+        .map(Value::DateTime)
+        .map_err(|reason| format!("{name}(): {reason}"))
+}
+
+/// The value of a temporal literal `@"…"`: a date, a time, a date-time or a duration,
+/// told apart by their form.
+pub(crate) fn temporal_literal(text: &str) -> Outcome {
+    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if body.starts_with('P') {
+        return duration(text);
+    }
+    if text.contains('T') {
+        return parse_date_time_value(text).map(Value::DateTime);
+    }
+    if text.contains(':') {
+        return time_value(text);
+    }
+    let (year, month, day) = temporal::parse_date_parts(text)?;
+    Ok(Value::Date(calendar::days_from_civil(year, month, day)))
+}
+
+/// A time from its text: `10:00:00`, `10:00:00+01:00` (a zone id is refused: a time of
+/// day has no date to resolve the zone's offset at).
+fn time_value(text: &str) -> Outcome {
+    let parts = temporal::parse_time_parts(text)?;
+    if parts.zone.is_some() {
+        return Err(format!(
+            "a time can't have a zone id (\"{text}\"); use an offset like '+01:00'"
+        ));
+    }
+    Ok(Value::Time(Time {
+        millis: parts.millis % MILLIS_PER_DAY,
+        offset: parts.offset_seconds,
+    }))
 }
 
 pub(crate) fn parse_date_time_value(text: &str) -> Result<DateTime, String> {

@@ -9,6 +9,8 @@ pub(crate) enum Token {
     Name(String),
     /// A name in backticks, never a keyword: `` `order id` ``.
     QuotedName(String),
+    /// A temporal literal: the text of `@"2025-01-01"`, `@"P1D"`, `@"10:00:00"`.
+    Temporal(String),
     Symbol(Symbol),
 }
 
@@ -149,53 +151,11 @@ pub(crate) fn tokenize(source: &str) -> Result<Vec<Spanned>, String> {
             Token::Number(text)
         } else if c == '"' {
             index += 1;
-            let mut text = String::new();
-            loop {
-                let Some(&next) = chars.get(index) else {
-                    return Err(format!("unclosed string starting at position {start}"));
-                };
-                index += 1;
-                match next {
-                    '"' => break,
-                    '\\' => {
-                        let Some(&escaped) = chars.get(index) else {
-                            return Err(format!("unclosed string starting at position {start}"));
-                        };
-                        index += 1;
-                        match escaped {
-                            'n' => text.push('\n'),
-                            'r' => text.push('\r'),
-                            't' => text.push('\t'),
-                            '"' => text.push('"'),
-                            '\'' => text.push('\''),
-                            '\\' => text.push('\\'),
-                            'u' => {
-                                let hex: String = chars.iter().skip(index).take(4).collect();
-                                let code = (hex.len() == 4)
-                                    .then(|| u32::from_str_radix(&hex, 16).ok())
-                                    .flatten()
-                                    .and_then(char::from_u32)
-                                    .ok_or_else(|| {
-                                        format!(
-                                            "invalid unicode escape '\\u{hex}' at position {}",
-                                            index - 2
-                                        )
-                                    })?;
-                                text.push(code);
-                                index += 4;
-                            }
-                            other => {
-                                return Err(format!(
-                                    "unknown escape '\\{other}' in string at position {}",
-                                    index - 2
-                                ));
-                            }
-                        }
-                    }
-                    other => text.push(other),
-                }
-            }
-            Token::String(text)
+            Token::String(lex_string(&chars, &mut index, start)?)
+        } else if c == '@' && chars.get(index + 1) == Some(&'"') {
+            // `@"…"`: FEEL-Scala's temporal literal, checked by the parser.
+            index += 2;
+            Token::Temporal(lex_string(&chars, &mut index, start)?)
         } else if c == '`' {
             index += 1;
             let mut text = String::new();
@@ -256,6 +216,58 @@ pub(crate) fn tokenize(source: &str) -> Result<Vec<Spanned>, String> {
     Ok(tokens)
 }
 
+/// The rest of a string literal after its opening quote; `index` ends after the closing
+/// quote. `start` is where the literal began, for messages.
+fn lex_string(chars: &[char], index: &mut usize, start: usize) -> Result<String, String> {
+    let mut text = String::new();
+    loop {
+        let Some(&next) = chars.get(*index) else {
+            return Err(format!("unclosed string starting at position {start}"));
+        };
+        *index += 1;
+        match next {
+            '"' => break,
+            '\\' => {
+                let Some(&escaped) = chars.get(*index) else {
+                    return Err(format!("unclosed string starting at position {start}"));
+                };
+                *index += 1;
+                match escaped {
+                    'n' => text.push('\n'),
+                    'r' => text.push('\r'),
+                    't' => text.push('\t'),
+                    '"' => text.push('"'),
+                    '\'' => text.push('\''),
+                    '\\' => text.push('\\'),
+                    'u' => {
+                        let hex: String = chars.iter().skip(*index).take(4).collect();
+                        let code = (hex.len() == 4)
+                            .then(|| u32::from_str_radix(&hex, 16).ok())
+                            .flatten()
+                            .and_then(char::from_u32)
+                            .ok_or_else(|| {
+                                format!(
+                                    "invalid unicode escape '\\u{hex}' at position {}",
+                                    *index - 2
+                                )
+                            })?;
+                        text.push(code);
+                        *index += 4;
+                    }
+                    other => {
+                        return Err(format!(
+                            "unknown escape '\\{other}' in string at position {}",
+                            *index - 2
+                        ));
+                    }
+                }
+            }
+            other => text.push(other),
+        }
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +313,26 @@ mod tests {
         assert!(tokenize("\"bad \\q\"").is_err());
         assert!(tokenize("\"\\u12\"").is_err());
         assert!(tokenize("1 # 2").is_err());
+    }
+
+    #[test]
+    fn temporal_literals() {
+        assert_eq!(
+            kinds(r#"@"2025-01-01" + @"P1D""#),
+            vec![
+                Token::Temporal("2025-01-01".into()),
+                Token::Symbol(Symbol::Plus),
+                Token::Temporal("P1D".into())
+            ]
+        );
+        // The zone in a date-time is part of the string, not another '@'.
+        assert_eq!(
+            kinds(r#"@"10:00@Europe/Berlin""#),
+            vec![Token::Temporal("10:00@Europe/Berlin".into())]
+        );
+        assert!(tokenize("@").is_err());
+        assert!(tokenize("@x").is_err());
+        assert!(tokenize("@\"open").is_err());
     }
 
     #[test]

@@ -7,6 +7,10 @@
 //!   may read, so the engine fetches only those.
 //! - [`Expression::evaluate`] maps JSON in, JSON out. A failed evaluation is an error
 //!   with a message a user can act on (the engine turns it into an incident).
+//! - Every evaluation takes an [`Environment`]: the clock (`now()`) and the seed of
+//!   `random number()` and `uuid()`, both taken from the log entry being applied, so
+//!   every replica computes the same value. A plain `i64` (the entry's timestamp)
+//!   converts into one.
 //! - [`temporal`] parses ISO 8601 durations and date-times for timer definitions.
 //!
 //! Semantics follow Camunda 8 (FEEL-Scala) where it differs from the DMN text: a
@@ -26,6 +30,7 @@ mod eval;
 mod functions;
 mod lexer;
 mod parser;
+mod ranges;
 pub mod temporal;
 mod value;
 mod zone;
@@ -51,6 +56,65 @@ impl FeelError {
             FeelError::Syntax { reason, .. } | FeelError::Evaluation { reason, .. } => reason,
         }
     }
+}
+
+/// What an evaluation may depend on besides its variables. Both parts must come from
+/// the log entry being applied (never the machine's clock or random source), so every
+/// replica that applies the entry computes the same result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Environment {
+    /// The value of `now()`/`today()`: ms since the Unix epoch, UTC.
+    pub now_millis: i64,
+    /// Where the values of `random number()` and `uuid()` come from. Evaluations with
+    /// the same seed draw the same values, in the same order.
+    pub seed: u64,
+}
+
+impl Environment {
+    /// An environment whose seed is derived from the clock alone. Two evaluations in the
+    /// same millisecond then draw the same random numbers and UUIDs; an engine should
+    /// use [`Environment::for_entry`].
+    pub fn at(now_millis: i64) -> Environment {
+        Environment {
+            now_millis,
+            seed: mix(now_millis as u64),
+        }
+    }
+
+    /// The environment of the `evaluation`-th expression (counting from 0) evaluated
+    /// while applying the log entry at `position` of `partition`, with the entry's
+    /// timestamp as `now_millis`. Distinct (partition, position, evaluation) triples give
+    /// unrelated seeds, so `uuid()` differs between instances, entries and partitions.
+    pub fn for_entry(
+        now_millis: i64,
+        partition: u32,
+        position: u64,
+        evaluation: u64,
+    ) -> Environment {
+        let seed = mix(mix(mix(u64::from(partition)) ^ position) ^ evaluation);
+        Environment { now_millis, seed }
+    }
+
+    /// The same clock with another seed.
+    pub fn with_seed(self, seed: u64) -> Environment {
+        Environment { seed, ..self }
+    }
+}
+
+/// The entry's timestamp alone: see [`Environment::at`].
+impl From<i64> for Environment {
+    fn from(now_millis: i64) -> Environment {
+        Environment::at(now_millis)
+    }
+}
+
+/// SplitMix64's finalizer: spreads every input bit over the output, so nearby inputs
+/// (consecutive positions) give unrelated seeds.
+pub(crate) fn mix(value: u64) -> u64 {
+    let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// A compiled FEEL expression. Cheap to share: it holds no per-evaluation state.
@@ -90,8 +154,8 @@ impl Expression {
         &self.variable_names
     }
 
-    /// Evaluates against `variables`, with `now_millis` (ms since the Unix epoch, UTC)
-    /// as the value of `now()`/`today()`.
+    /// Evaluates against `variables` in `environment` (or just the entry's timestamp, ms
+    /// since the Unix epoch, UTC, as the value of `now()`/`today()`).
     ///
     /// A result of `null` is `Ok(Json::Null)` (missing variables are `null`, as in
     /// Camunda 8). Type errors, invalid arguments and results with no JSON form (a
@@ -100,9 +164,9 @@ impl Expression {
     pub fn evaluate(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<Json, FeelError> {
-        let (value, _) = self.evaluate_value(variables, now_millis)?;
+        let (value, _) = self.evaluate_value(variables, environment.into())?;
         value::to_json(&value).map_err(|reason| self.evaluation_error(reason))
     }
 
@@ -111,9 +175,9 @@ impl Expression {
     pub fn evaluate_condition(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<bool, FeelError> {
-        match self.evaluate_value(variables, now_millis)? {
+        match self.evaluate_value(variables, environment.into())? {
             (Value::Bool(value), _) => Ok(value),
             (Value::Null, _) => Ok(false),
             (other, warnings) => Err(self.type_error("a boolean", &other, &warnings)),
@@ -124,9 +188,9 @@ impl Expression {
     pub fn evaluate_string(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<String, FeelError> {
-        match self.evaluate_value(variables, now_millis)? {
+        match self.evaluate_value(variables, environment.into())? {
             (Value::String(text), _) => Ok(text),
             (other, warnings) => Err(self.type_error("a string", &other, &warnings)),
         }
@@ -137,9 +201,9 @@ impl Expression {
     pub fn evaluate_correlation_key(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<String, FeelError> {
-        match self.evaluate_value(variables, now_millis)? {
+        match self.evaluate_value(variables, environment.into())? {
             (Value::String(text), _) => Ok(text),
             (value @ Value::Number(_), _) => Ok(value.to_feel_string()),
             (other, warnings) => Err(self.type_error("a string or a number", &other, &warnings)),
@@ -150,9 +214,9 @@ impl Expression {
     pub fn evaluate_integer(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<i64, FeelError> {
-        match self.evaluate_value(variables, now_millis)? {
+        match self.evaluate_value(variables, environment.into())? {
             (Value::Number(number), warnings) => eval::integer(number)
                 .ok_or_else(|| self.type_error("an integer", &Value::Number(number), &warnings)),
             (other, warnings) => Err(self.type_error("an integer", &other, &warnings)),
@@ -164,9 +228,9 @@ impl Expression {
     pub fn evaluate_duration(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<IsoDuration, FeelError> {
-        match self.evaluate_value(variables, now_millis)? {
+        match self.evaluate_value(variables, environment.into())? {
             (Value::DayTime(millis), _) => Ok(IsoDuration { months: 0, millis }),
             (Value::YearMonth(months), _) => Ok(IsoDuration { months, millis: 0 }),
             (Value::String(text), _) => temporal::parse_duration(&text)
@@ -180,9 +244,9 @@ impl Expression {
     pub fn evaluate_date_time(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<i64, FeelError> {
-        match self.evaluate_value(variables, now_millis)? {
+        match self.evaluate_value(variables, environment.into())? {
             (Value::DateTime(date_time), warnings) => date_time.instant().ok_or_else(|| {
                 let value = Value::DateTime(date_time);
                 self.type_error("a date and time with a zone", &value, &warnings)
@@ -197,9 +261,9 @@ impl Expression {
     pub fn evaluate_cycle(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: impl Into<Environment>,
     ) -> Result<IsoCycle, FeelError> {
-        match self.evaluate_value(variables, now_millis)? {
+        match self.evaluate_value(variables, environment.into())? {
             (Value::String(text), _) => temporal::parse_cycle(&text)
                 .map_err(|error| self.evaluation_error(error.reason().to_owned())),
             (other, warnings) => {
@@ -211,13 +275,13 @@ impl Expression {
     fn evaluate_value(
         &self,
         variables: &Map<String, Json>,
-        now_millis: i64,
+        environment: Environment,
     ) -> Result<(Value, Vec<String>), FeelError> {
-        let mut evaluator = eval::Evaluator::new(variables, now_millis);
+        let mut evaluator = eval::Evaluator::new(variables, environment);
         let value = evaluator
             .eval(&self.expr)
             .map_err(|reason| self.evaluation_error(reason))?;
-        Ok((value, evaluator.warnings))
+        Ok((value, evaluator.into_warnings()))
     }
 
     fn evaluation_error(&self, reason: String) -> FeelError {

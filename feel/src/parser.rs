@@ -3,10 +3,16 @@
 //! `instance of`) → `+ -` → `* /` → `**` → unary `-` → postfix (`.name`, `[filter]`)
 //! → primary (literals, names, calls, lists, ranges, contexts, parentheses).
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use rust_decimal::Decimal;
 
-use crate::ast::{ArithmeticOp, CompareOp, Expr, RangeExpr, TypeName, UnaryTest};
+use crate::ast::{
+    Arguments, ArithmeticOp, CompareOp, Expr, Lambda, RangeExpr, TypeName, UnaryTest, free_names,
+};
 use crate::builtins::Builtin;
+use crate::functions;
 use crate::lexer::{Spanned, Symbol, Token, tokenize};
 
 /// Deeper nesting (parentheses, lists, calls, `if` inside `if` …) is rejected: it keeps
@@ -49,6 +55,7 @@ pub(crate) fn parse(source: &str) -> Result<Expr, String> {
         depth: 0,
         chain: 0,
         source_chars: source.chars().count(),
+        bound: Vec::new(),
     };
     let expr = parser.expression()?;
     if let Some(token) = parser.tokens.get(parser.position) {
@@ -66,6 +73,7 @@ fn describe(token: &Token) -> String {
         Token::Number(text) => format!("number '{text}'"),
         Token::String(text) => format!("string \"{text}\""),
         Token::Name(text) | Token::QuotedName(text) => format!("'{text}'"),
+        Token::Temporal(text) => format!("temporal literal @\"{text}\""),
         Token::Symbol(symbol) => format!("'{}'", symbol.text()),
     }
 }
@@ -76,6 +84,10 @@ struct Parser {
     depth: usize,
     chain: usize,
     source_chars: usize,
+    /// Names bound where the parser stands (context entries written so far, loop
+    /// variables, function parameters): only these can be called as functions besides
+    /// the built-ins, since variables (JSON) never hold a function.
+    bound: Vec<String>,
 }
 
 type Parsed = Result<Expr, String>;
@@ -223,6 +235,13 @@ impl Parser {
     }
 
     fn for_expression(&mut self) -> Parsed {
+        let scope = self.bound.len();
+        let result = self.for_rest();
+        self.bound.truncate(scope);
+        result
+    }
+
+    fn for_rest(&mut self) -> Parsed {
         let mut bindings = Vec::new();
         loop {
             let name = self.binding_name()?;
@@ -240,6 +259,7 @@ impl Parser {
             } else {
                 source
             };
+            self.bound.push(name.clone());
             bindings.push((name, source));
             // Evaluation recurses once per binding.
             self.enter_chain()?;
@@ -254,11 +274,20 @@ impl Parser {
     }
 
     fn quantified(&mut self, every: bool) -> Parsed {
+        let scope = self.bound.len();
+        let result = self.quantified_rest(every);
+        self.bound.truncate(scope);
+        result
+    }
+
+    fn quantified_rest(&mut self, every: bool) -> Parsed {
         let mut bindings = Vec::new();
         loop {
             let name = self.binding_name()?;
             self.expect_word("in")?;
-            bindings.push((name, self.expression()?));
+            let source = self.expression()?;
+            self.bound.push(name.clone());
+            bindings.push((name, source));
             self.enter_chain()?;
             if !self.eat_symbol(Symbol::Comma) {
                 break;
@@ -360,6 +389,7 @@ impl Parser {
                 "list",
                 "context",
                 "range",
+                "function",
             ]
             .iter()
             .any(|name| *name == candidate || name.starts_with(&format!("{candidate} ")));
@@ -525,10 +555,19 @@ impl Parser {
                 self.expect_symbol(Symbol::CloseBracket)?;
                 expr = Expr::Filter(Box::new(expr), Box::new(filter));
             } else if self.at_symbol(Symbol::OpenParen) {
-                return Err(format!(
-                    "only built-in functions can be called; {}",
-                    self.here()
-                ));
+                // Calling what the expression so far evaluates to: `(function(x) x)(1)`,
+                // `fns.double(2)`.
+                if let Expr::Name(name) = &expr
+                    && !self.is_bound(name)
+                {
+                    // `` `string length`("a") ``: a quoted name is a name like another.
+                    expr = self.call(&name.clone())?;
+                    continue;
+                }
+                self.enter_chain()?;
+                levels += 1;
+                let arguments = self.arguments()?;
+                expr = Expr::Apply(Box::new(expr), arguments);
             } else {
                 break;
             }
@@ -561,6 +600,9 @@ impl Parser {
             Token::Number(text) => parse_number(&text).map(Expr::Number),
             Token::String(text) => Ok(Expr::String(text)),
             Token::QuotedName(name) => Ok(Expr::Name(name)),
+            Token::Temporal(text) => functions::temporal_literal(&text)
+                .map(Expr::Constant)
+                .map_err(|reason| format!("invalid temporal literal @\"{text}\": {reason}")),
             Token::Name(word) => self.name_or_call(word),
             Token::Symbol(Symbol::OpenParen) => {
                 let first = self.expression()?;
@@ -623,7 +665,16 @@ impl Parser {
     }
 
     fn context(&mut self) -> Parsed {
+        let scope = self.bound.len();
+        let result = self.context_entries();
+        self.bound.truncate(scope);
+        result
+    }
+
+    fn context_entries(&mut self) -> Parsed {
         let mut entries: Vec<(String, Expr)> = Vec::new();
+        // Keys seen, so a context of many entries is checked for duplicates in linear time.
+        let mut keys: HashSet<String> = HashSet::new();
         if self.eat_symbol(Symbol::CloseBrace) {
             return Ok(Expr::Context(entries));
         }
@@ -645,11 +696,13 @@ impl Parser {
                     return Err(format!("expected a context key but {}", self.here()));
                 }
             };
-            if entries.iter().any(|(existing, _)| *existing == key) {
+            if !keys.insert(key.clone()) {
                 return Err(format!("the context has the key '{key}' twice"));
             }
             self.expect_symbol(Symbol::Colon)?;
             let value = self.expression()?;
+            // Later entries see this one: `{f: function(x) x + 1, r: f(2)}`.
+            self.bound.push(key.clone());
             entries.push((key, value));
             if !self.eat_symbol(Symbol::Comma) {
                 break;
@@ -668,9 +721,9 @@ impl Parser {
             "for" => return self.for_expression(),
             "some" => return self.quantified(false),
             "every" => return self.quantified(true),
-            "function" => {
-                return Err("function definitions are not supported".to_owned());
-            }
+            "function" => return self.function_literal(),
+            // FEEL-Scala's older names of `all` and `any`: `and([a, b])`, `or(a, b)`.
+            "and" | "or" if self.at_symbol(Symbol::OpenParen) => return self.call(&word),
             _ => {}
         }
         // Multi-word built-ins (`date and time(`, `string length(`) win over names.
@@ -692,34 +745,136 @@ impl Parser {
             return Err(format!("expected a value but {}", self.here()));
         }
         if self.at_symbol(Symbol::OpenParen) {
+            if Builtin::lookup(&word).is_none() && self.is_bound(&word) {
+                self.enter_chain()?;
+                let arguments = self.arguments();
+                self.leave_chain(1);
+                return Ok(Expr::Apply(Box::new(Expr::Name(word)), arguments?));
+            }
             return self.call(&word);
         }
         Ok(Expr::Name(word))
     }
 
-    fn call(&mut self, name: &str) -> Parsed {
-        let Some(builtin) = Builtin::lookup(name) else {
-            return Err(format!("no function found with name '{name}'"));
-        };
+    /// Whether `name` is bound here (searched from the innermost binding, which is
+    /// usually the one called).
+    fn is_bound(&self, name: &str) -> bool {
+        self.bound.iter().rev().any(|bound| bound == name)
+    }
+
+    /// After `function`: `(a, b: number) body`.
+    fn function_literal(&mut self) -> Parsed {
         self.expect_symbol(Symbol::OpenParen)?;
-        let mut arguments = Vec::new();
+        let mut params: Vec<(String, Option<TypeName>)> = Vec::new();
         if !self.eat_symbol(Symbol::CloseParen) {
             loop {
-                if matches!(self.peek(), Some(Token::Name(_)))
-                    && self.peek_at(1) == Some(&Token::Symbol(Symbol::Colon))
-                {
-                    return Err(format!(
-                        "named arguments are not supported in the call of '{name}'; pass the arguments in order"
-                    ));
+                let name = self.binding_name()?;
+                if params.iter().any(|(existing, _)| *existing == name) {
+                    return Err(format!("the function has the parameter '{name}' twice"));
                 }
-                arguments.push(self.expression()?);
+                let declared = if self.eat_symbol(Symbol::Colon) {
+                    Some(self.type_name()?)
+                } else {
+                    None
+                };
+                params.push((name, declared));
                 if !self.eat_symbol(Symbol::Comma) {
                     break;
                 }
             }
             self.expect_symbol(Symbol::CloseParen)?;
         }
-        builtin.check_arity(arguments.len())?;
+        if self.at_word("external") {
+            return Err(
+                "external functions (Java or PMML) are not supported; define the function in FEEL"
+                    .to_owned(),
+            );
+        }
+        let scope = self.bound.len();
+        self.bound
+            .extend(params.iter().map(|(name, _)| name.clone()));
+        let body = self.expression();
+        self.bound.truncate(scope);
+        let body = body?;
+        let mut free = Vec::new();
+        let mut names: Vec<String> = params.iter().map(|(name, _)| name.clone()).collect();
+        free_names(&body, &mut names, &mut free);
+        free.sort();
+        free.dedup();
+        Ok(Expr::Function(Arc::new(Lambda { params, body, free })))
+    }
+
+    /// A parenthesised argument list: all positional (`(1, 2)`) or all named
+    /// (`(start position: 2, string: "abc")`; a name may have several words).
+    fn arguments(&mut self) -> Result<Arguments, String> {
+        self.expect_symbol(Symbol::OpenParen)?;
+        let mut positional = Vec::new();
+        let mut named: Vec<(String, Expr)> = Vec::new();
+        if !self.eat_symbol(Symbol::CloseParen) {
+            loop {
+                match self.argument_name() {
+                    Some(name) => {
+                        if !positional.is_empty() {
+                            return Err(format!(
+                                "the argument '{name}' is named but an earlier one is not; name all arguments or none"
+                            ));
+                        }
+                        if named.iter().any(|(existing, _)| *existing == name) {
+                            return Err(format!("the argument '{name}' is given twice"));
+                        }
+                        let value = self.expression()?;
+                        named.push((name, value));
+                    }
+                    None => {
+                        if let Some((name, _)) = named.first() {
+                            return Err(format!(
+                                "an argument after the named argument '{name}' has no name; name all arguments or none"
+                            ));
+                        }
+                        positional.push(self.expression()?);
+                    }
+                }
+                if !self.eat_symbol(Symbol::Comma) {
+                    break;
+                }
+            }
+            self.expect_symbol(Symbol::CloseParen)?;
+        }
+        Ok(if named.is_empty() {
+            Arguments::Positional(positional)
+        } else {
+            Arguments::Named(named)
+        })
+    }
+
+    /// At `start position:` (names then a colon): consumes them and returns the name.
+    fn argument_name(&mut self) -> Option<String> {
+        let mut words = 0;
+        while let Some(Token::Name(_) | Token::QuotedName(_)) = self.peek_at(words) {
+            words += 1;
+        }
+        if words == 0 || self.peek_at(words) != Some(&Token::Symbol(Symbol::Colon)) {
+            return None;
+        }
+        let mut parts = Vec::with_capacity(words);
+        for _ in 0..words {
+            if let Some(Token::Name(word) | Token::QuotedName(word)) = self.advance() {
+                parts.push(word);
+            }
+        }
+        self.position += 1;
+        Some(parts.join(" "))
+    }
+
+    fn call(&mut self, name: &str) -> Parsed {
+        let Some(builtin) = Builtin::lookup(name) else {
+            return Err(format!("no function found with name '{name}'"));
+        };
+        let arguments = match self.arguments()? {
+            Arguments::Positional(arguments) => arguments,
+            Arguments::Named(arguments) => builtin.order_named(arguments, || Expr::Null)?,
+        };
+        builtin.check_arity(name, arguments.len())?;
         Ok(Expr::Call(builtin, arguments))
     }
 }

@@ -1,15 +1,41 @@
 //! FEEL values, and their conversion from and to JSON.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use rust_decimal::Decimal;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use serde_json::{Map, Number, Value as Json};
 
+use crate::ast::Lambda;
 use crate::calendar::{
     self, MILLIS_PER_DAY, MILLIS_PER_HOUR, MILLIS_PER_MINUTE, MILLIS_PER_SECOND,
 };
 use crate::zone;
+
+/// How deeply lists, contexts and ranges may nest inside one another. Checked where a
+/// value can grow without the parser's limits seeing it (a context entry wrapping the
+/// previous one, a function calling itself, a key path): walking a value (copying,
+/// comparing, dropping, writing JSON) recurses once per level.
+pub(crate) const MAX_VALUE_NESTING: usize = 256;
+
+/// Whether `value` nests deeper than [`MAX_VALUE_NESTING`] levels.
+pub(crate) fn too_nested(value: &Value) -> bool {
+    fn deeper_than(value: &Value, limit: usize) -> bool {
+        let Some(limit) = limit.checked_sub(1) else {
+            return matches!(value, Value::List(_) | Value::Context(_) | Value::Range(_));
+        };
+        match value {
+            Value::List(items) => items.iter().any(|item| deeper_than(item, limit)),
+            Value::Context(entries) => entries.iter().any(|(_, value)| deeper_than(value, limit)),
+            Value::Range(range) => {
+                deeper_than(&range.start, limit) || deeper_than(&range.end, limit)
+            }
+            _ => false,
+        }
+    }
+    deeper_than(value, MAX_VALUE_NESTING)
+}
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) enum Value {
@@ -30,6 +56,69 @@ pub(crate) enum Value {
     /// Entries in the order they were written or inserted.
     Context(Vec<(String, Value)>),
     Range(Box<Range>),
+    /// A function value made by a function literal.
+    Function(Arc<Function>),
+}
+
+/// A function literal together with the values of the enclosing bindings its body
+/// reads (a closure).
+pub(crate) struct Function {
+    pub(crate) lambda: Arc<Lambda>,
+    pub(crate) captured: Vec<(String, Value)>,
+}
+
+/// A function equals only itself: comparing bodies and captured values would walk
+/// chains of closures of any length.
+impl PartialEq for Function {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let params: Vec<&str> = self
+            .lambda
+            .params
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        write!(f, "function({})", params.join(", "))
+    }
+}
+
+/// Closures can capture closures without a bound on the chain (`{f0: function() 1,
+/// f1: function() f0(), f2: function() f1(), …}`), so dropping one must not recurse once
+/// per link: what it captured is taken apart here, with a work list.
+impl Drop for Function {
+    fn drop(&mut self) {
+        let mut pending: Vec<Value> = std::mem::take(&mut self.captured)
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect();
+        while let Some(value) = pending.pop() {
+            match value {
+                Value::Function(function) => {
+                    // Only the last holder takes it apart; the rest just let go.
+                    if let Ok(mut function) = Arc::try_unwrap(function) {
+                        pending.extend(
+                            std::mem::take(&mut function.captured)
+                                .into_iter()
+                                .map(|(_, value)| value),
+                        );
+                    }
+                }
+                Value::List(items) => pending.extend(items),
+                Value::Context(entries) => pending.extend(entries.into_iter().map(|(_, v)| v)),
+                Value::Range(range) => {
+                    let Range { start, end, .. } = *range;
+                    pending.push(start);
+                    pending.push(end);
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -153,6 +242,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Context(_) => "context",
             Value::Range(_) => "range",
+            Value::Function(_) => "function",
         }
     }
 
@@ -160,7 +250,9 @@ impl Value {
     pub(crate) fn describe(&self) -> String {
         match self {
             Value::Null => "null".to_owned(),
-            Value::List(_) | Value::Context(_) | Value::Range(_) => self.type_name().to_owned(),
+            Value::List(_) | Value::Context(_) | Value::Range(_) | Value::Function(_) => {
+                self.type_name().to_owned()
+            }
             Value::String(text) => {
                 let shown: String = text.chars().take(40).collect();
                 let ellipsis = if text.chars().count() > 40 { "…" } else { "" };
@@ -206,6 +298,15 @@ impl Value {
                 range.end.to_feel_literal(),
                 if range.end_closed { "]" } else { ")" },
             ),
+            Value::Function(function) => {
+                let params: Vec<&str> = function
+                    .lambda
+                    .params
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect();
+                format!("function({})", params.join(", "))
+            }
         }
     }
 
@@ -346,14 +447,19 @@ fn number_from_json(number: &Number) -> Result<Decimal, String> {
     if let Some(integer) = number.as_u64() {
         return Ok(Decimal::from(integer));
     }
-    // Shortest round-trip text of the double, so 0.1 stays 0.1 (formatted on the
-    // stack: this runs for every non-integer variable read).
     let float = number.as_f64().unwrap_or(f64::NAN);
+    decimal_from_f64(float).ok_or_else(|| format!("the number {number} is too large for FEEL"))
+}
+
+/// The decimal a double prints as: its shortest round-trip text, so 0.1 stays 0.1 and
+/// `sqrt(2)` keeps the double's 17 digits (formatted on the stack: this runs for every
+/// non-integer variable read). `None` for NaN, infinities and numbers out of range.
+pub(crate) fn decimal_from_f64(float: f64) -> Option<Decimal> {
     let mut buffer = StackText::default();
     let _ = write!(buffer, "{float:e}");
     Decimal::from_scientific(buffer.as_str())
-        .or_else(|_| Decimal::from_f64(float).ok_or(()))
-        .map_err(|_| format!("the number {number} is too large for FEEL"))
+        .ok()
+        .or_else(|| Decimal::from_f64(float))
 }
 
 /// FEEL to JSON. Integral numbers become JSON integers; temporal values become ISO
@@ -380,6 +486,12 @@ pub(crate) fn to_json(value: &Value) -> Result<Json, String> {
         Value::Range(_) => {
             return Err(format!(
                 "the result is a range ({}), which has no JSON form",
+                value.to_feel_string()
+            ));
+        }
+        Value::Function(_) => {
+            return Err(format!(
+                "the result is a function ({}), which has no JSON form",
                 value.to_feel_string()
             ));
         }

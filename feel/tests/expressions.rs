@@ -737,18 +737,64 @@ fn syntax_errors_name_the_problem() {
             ("for in [1] return 1", Syntax("expected a variable name")),
             ("some x in [1] satisfies", Syntax("expected a value")),
             (
-                "function(a) a + 1",
-                Syntax("function definitions are not supported"),
+                "function(a) external {java: {class: \"x\"}}",
+                Syntax("external functions (Java or PMML) are not supported"),
+            ),
+            ("function(a, a) a", Syntax("the parameter 'a' twice")),
+            (
+                "{f: 1}.g(1) + h(2)",
+                Syntax("no function found with name 'h'"),
+            ),
+            // A context entry is not in scope inside its own value: no direct recursion.
+            (
+                "{f: function(n) f(n - 1)}",
+                Syntax("no function found with name 'f'"),
             ),
             (
-                "substring(string: \"a\", start position: 1)",
-                Syntax("named arguments are not supported"),
+                "substring(text: \"a\", start position: 1)",
+                Syntax(
+                    "function 'substring' has no signature with the parameters (text, start position)",
+                ),
+            ),
+            (
+                "substring(string: \"a\")",
+                Syntax("has no signature with the parameters (string)"),
+            ),
+            (
+                "substring(\"a\", start position: 1)",
+                Syntax("name all arguments or none"),
+            ),
+            (
+                "substring(string: \"a\", 1)",
+                Syntax("name all arguments or none"),
+            ),
+            (
+                "substring(string: \"a\", string: \"b\", start position: 1)",
+                Syntax("the argument 'string' is given twice"),
+            ),
+            (
+                "concatenate(lists: [[1], [2]])",
+                Syntax(
+                    "the parameter 'lists' of 'concatenate' takes several values and can't be named",
+                ),
+            ),
+            ("@\"soon\"", Syntax("invalid temporal literal @\"soon\"")),
+            ("@\"2025-13-01\"", Syntax("invalid temporal literal")),
+            ("@\"P1Y2D\"", Syntax("mixes years or months with days")),
+            (
+                "@\"10:00@Europe/Berlin\"",
+                Syntax("a time can't have a zone id"),
+            ),
+            ("@ \"2025-01-01\"", Syntax("unexpected character '@'")),
+            ("and", Syntax("expected a value but found 'and'")),
+            (
+                "before(1)",
+                Syntax("function 'before' takes 2 arguments, but 1 were given"),
             ),
             ("x instance of thing", Syntax("expected a type name")),
             ("=x", Syntax("expected a value but found '='")),
             ("x.", Syntax("expected a name after '.'")),
             ("[1..", Syntax("expected a value")),
-            ("and", Syntax("expected a value but found 'and'")),
         ],
         ORDER,
         NOW,
@@ -943,4 +989,874 @@ fn expressions_are_shareable_across_threads_and_comparable() {
     assert_eq!(compile("x + 1"), compile("x + 1"));
     assert_ne!(compile("x + 1"), compile("x + 2"));
     assert_eq!(format!("{:?}", compile("x")), "Expression(\"x\")");
+}
+
+/// The 14 range functions, with the examples of Camunda's FEEL documentation and the
+/// DMN text's definitions at the edges (open and closed ends).
+#[test]
+fn range_functions() {
+    check(
+        &[
+            // before / after: point-point, point-range, range-point, range-range.
+            ("before(1, 10)", J("true")),
+            ("before(10, 1)", J("false")),
+            ("before(1, [2..5])", J("true")),
+            ("before(1, [1..10])", J("false")),
+            ("before(1, (1..10])", J("true")),
+            ("before([1..5], 10)", J("true")),
+            ("before([1..10], 10)", J("false")),
+            ("before([1..10), 10)", J("true")),
+            ("before([1..5], [6..10])", J("true")),
+            ("before([1..5),[5..10])", J("true")),
+            ("before([1..10], [10..20])", J("false")),
+            ("before([1..10], (10..20])", J("true")),
+            ("after(10, 1)", J("true")),
+            ("after(1, 10)", J("false")),
+            ("after(12, [2..5])", J("true")),
+            ("after(10, [1..10))", J("true")),
+            ("after(10, [1..10])", J("false")),
+            ("after([1..5], 10)", J("false")),
+            ("after((11..20], 11)", J("true")),
+            ("after([11..20], 11)", J("false")),
+            ("after([6..10], [1..5])", J("true")),
+            ("after([5..10], [1..5))", J("true")),
+            ("after([11..20], [1..11))", J("true")),
+            ("after([1..10], [11..20])", J("false")),
+            // meets / met by.
+            ("meets([1..5], [5..10])", J("true")),
+            ("meets([1..3], [4..6])", J("false")),
+            ("meets([1..5), [5..10])", J("false")),
+            ("meets([1..5], (5..8])", J("false")),
+            ("met by([5..10], [1..5])", J("true")),
+            ("met by([3..4], [1..2])", J("false")),
+            ("met by((5..8], [1..5))", J("false")),
+            ("met by([5..10], [1..5))", J("false")),
+            // overlaps, overlaps before, overlaps after.
+            ("overlaps([5..10], [1..6])", J("true")),
+            ("overlaps((3..7], [1..4])", J("true")),
+            ("overlaps([1..3], (3..6])", J("false")),
+            ("overlaps((5..8], [1..5))", J("false")),
+            ("overlaps([4..10], [1..5))", J("true")),
+            ("overlaps([1..8], [3..5])", J("true")),
+            ("overlaps([1..5], [5..8])", J("true")),
+            ("overlaps([6..8], [1..5])", J("false")),
+            ("overlaps before([1..5], [4..10])", J("true")),
+            ("overlaps before([3..4], [1..2])", J("false")),
+            ("overlaps before([1..3], (3..5])", J("false")),
+            ("overlaps before([1..5), (3..8])", J("true")),
+            ("overlaps before([1..5), [5..10])", J("false")),
+            ("overlaps before([1..5), (1..5])", J("true")),
+            ("overlaps before([1..5], [1..5])", J("false")),
+            ("overlaps after([4..10], [1..5])", J("true")),
+            ("overlaps after([3..4], [1..2])", J("false")),
+            ("overlaps after([3..5], [1..3))", J("false")),
+            ("overlaps after((5..8], [1..5))", J("false")),
+            ("overlaps after([4..10], [1..5))", J("true")),
+            ("overlaps after((1..5], [1..5))", J("true")),
+            ("overlaps after([1..5], [1..5])", J("false")),
+            // finishes / finished by.
+            ("finishes(5, [1..5])", J("true")),
+            ("finishes(10, [1..7])", J("false")),
+            ("finishes(10, [1..10))", J("false")),
+            ("finishes([3..5], [1..5])", J("true")),
+            ("finishes((1..5], [1..5))", J("false")),
+            ("finishes([5..10], [1..10))", J("false")),
+            ("finishes([5..10), [1..10))", J("true")),
+            ("finishes((1..10], [1..10])", J("true")),
+            ("finished by([5..10], 10)", J("true")),
+            ("finished by([3..4], 2)", J("false")),
+            ("finished by([1..5], [3..5])", J("true")),
+            ("finished by((5..8], [1..5))", J("false")),
+            // The DMN text: the ends' inclusion must agree (FEEL-Scala's page says true).
+            ("finished by([5..10], (1..10))", J("false")),
+            // includes / during.
+            ("includes([5..10], 6)", J("true")),
+            ("includes([3..4], 5)", J("false")),
+            ("includes([1..10], [4..6])", J("true")),
+            ("includes((5..8], [1..5))", J("false")),
+            ("includes([1..10], [1..5))", J("true")),
+            ("during(5, [1..10])", J("true")),
+            ("during(12, [1..10])", J("false")),
+            ("during(1, (1..10])", J("false")),
+            ("during(10, [1..10])", J("true")),
+            ("during([4..6], [1..10))", J("true")),
+            ("during((1..5], (1..10])", J("true")),
+            ("during((1..10), [1..10])", J("true")),
+            ("during([1..10], (1..10])", J("false")),
+            // starts / started by.
+            ("starts(1, [1..5])", J("true")),
+            ("starts(1, (1..8])", J("false")),
+            ("starts((1..5], [1..5])", J("false")),
+            ("starts([1..10], [1..10])", J("true")),
+            ("starts((1..10), (1..10))", J("true")),
+            ("starts([1..10), [1..10])", J("true")),
+            ("started by([1..10], 1)", J("true")),
+            ("started by((1..10], 1)", J("false")),
+            ("started by([1..10], [1..5])", J("true")),
+            ("started by((1..10], [1..5))", J("false")),
+            ("started by([1..10], [1..10))", J("true")),
+            // coincides.
+            ("coincides(5, 5)", J("true")),
+            ("coincides(3, 4)", J("false")),
+            ("coincides([1..5], [1..5])", J("true")),
+            ("coincides((1..5], [1..5))", J("false")),
+            ("coincides([1..5], [2..6])", J("false")),
+            // Dates, times and durations are points too.
+            (
+                "before(date(\"2025-01-01\"), [date(\"2025-01-02\")..date(\"2025-12-31\")])",
+                J("true"),
+            ),
+            (
+                "during(@\"10:30:00\", [@\"09:00:00\"..@\"17:00:00\"))",
+                J("true"),
+            ),
+            ("after(@\"P2D\", [@\"PT1H\"..@\"P1D\"])", J("true")),
+            (
+                "includes([@\"2025-01-01T00:00:00Z\"..@\"2025-02-01T00:00:00Z\"), now())",
+                J("false"),
+            ),
+            // Named arguments pick the signature.
+            ("before(point: 11, range: [5..10])", J("false")),
+            // The names alone pick (point, range), the first signature with them.
+            ("before(range: [5..10], point: 11)", J("false")),
+            ("before(range1: [1..10], range2: (10..20])", J("true")),
+            ("before(point1: 1, point2: 10)", J("true")),
+            ("during(range: [1..10], point: 5)", J("true")),
+            // null arguments and open ends give null.
+            ("before(null, 1)", J("null")),
+            ("after(missing, [1..5])", J("null")),
+            ("includes([1..missing], 3)", J("null")),
+            ("before(3, [5..missing])", J("true")),
+            ("before([1..missing], 3)", J("null")),
+            // Wrong kinds of arguments are errors.
+            (
+                "meets(1, [1..5])",
+                Failure("meets() can't relate number 1 and range: it takes two ranges"),
+            ),
+            (
+                "finishes([1..5], 5)",
+                Failure("finishes() can't relate range and number 5"),
+            ),
+            (
+                "finished by(5, [1..5])",
+                Failure("it takes a range and a point, or two ranges"),
+            ),
+            (
+                "coincides(1, [1..5])",
+                Failure("it takes two points or two ranges"),
+            ),
+            (
+                "before(1, \"a\")",
+                Failure("before(): can't compare number 1 with string \"a\""),
+            ),
+            ("during(\"b\", [1..5])", Failure("during(): can't compare")),
+            ("before(true, false)", Failure("can't compare boolean true")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn statistics_encoding_and_older_aliases() {
+    check(
+        &[
+            ("mode(6, 3, 9, 6, 6)", J("[6]")),
+            ("mode([6, 1, 9, 6, 1])", J("[1,6]")),
+            ("mode([3, 6, 1, 9, 6, 1, 3])", J("[1,3,6]")),
+            ("mode([2.5])", J("[2.5]")),
+            ("mode([])", J("[]")),
+            ("mode(numbers)", J("[1]")),
+            ("mode([1, null])", J("null")),
+            ("mode(missing)", J("null")),
+            (
+                "mode([\"a\"])",
+                Failure("mode() expects numbers, but got string \"a\""),
+            ),
+            ("stddev(2, 4, 7, 5)", J("2.0816659994661326")),
+            ("stddev([2, 4, 7, 5])", J("2.0816659994661326")),
+            ("decimal(stddev([2, 4, 7, 5]), 4)", J("2.0817")),
+            ("stddev([3, 3, 3])", J("0")),
+            ("stddev([1, 3])", J("1.4142135623730951")),
+            ("stddev([1])", J("null")),
+            ("stddev([])", J("null")),
+            ("stddev([1, null])", J("null")),
+            ("stddev([1, \"a\"])", Failure("stddev() expects numbers")),
+            ("to base64(\"FEEL\")", J("\"RkVFTA==\"")),
+            ("to base64(\"\")", J("\"\"")),
+            ("to base64(\"a\")", J("\"YQ==\"")),
+            ("to base64(\"ab\")", J("\"YWI=\"")),
+            ("to base64(\"abc\")", J("\"YWJj\"")),
+            ("to base64(\"Grüße €\")", J("\"R3LDvMOfZSDigqw=\"")),
+            ("to base64(value: name)", J("\"QWRh\"")),
+            ("to base64(null)", J("null")),
+            (
+                "to base64(1)",
+                Failure("to base64() expects a string, but got number 1"),
+            ),
+            // `and`/`or` are FEEL-Scala's older names of `all`/`any`.
+            ("and([true, false])", J("false")),
+            ("and(false, null, true)", J("false")),
+            ("and(true, true)", J("true")),
+            ("and([])", J("true")),
+            ("and(true, null)", J("null")),
+            ("or([false, true])", J("true")),
+            ("or(false, null, true)", J("true")),
+            ("or([])", J("false")),
+            ("or(false, null)", J("null")),
+            ("not(and(true, false))", J("true")),
+            ("x > 1 and(true)", J("true")),
+            (
+                "and()",
+                Syntax("function 'and' takes at least 1 argument, but 0 were given"),
+            ),
+            (
+                "put({}, \"a\")",
+                Syntax("function 'put' takes 3 arguments, but 2 were given"),
+            ),
+            ("flag or(true)", J("true")),
+            // `put`/`put all` are FEEL-Scala's older names of `context put`/`context merge`.
+            ("put({x: 1}, \"y\", 2)", J("{\"x\":1,\"y\":2}")),
+            ("put({x: 1}, \"x\", 2)", J("{\"x\":2}")),
+            ("put all({x: 1}, {y: 2})", J("{\"x\":1,\"y\":2}")),
+            (
+                "put all({x: 1, y: 3, z: 1}, {x: 2, y: 2, z: 3}, {x: 3})",
+                J("{\"x\":3,\"y\":2,\"z\":3}"),
+            ),
+            ("put all({})", J("{}")),
+            ("put all({a: 1})", J("{\"a\":1}")),
+            // A single argument that is not a list is a list of one, as the DMN text has it.
+            ("max(5)", J("5")),
+            ("sum(1)", J("1")),
+            ("all(true)", J("true")),
+            ("mode(4)", J("[4]")),
+            ("log(10)", J("2.302585092994046")),
+            ("exp(5)", J("148.4131591025766")),
+            ("sqrt(2)", J("1.4142135623730951")),
+            ("put all([{a: 1}, {b: 2}])", J("{\"a\":1,\"b\":2}")),
+            (
+                "put all({}, 1)",
+                Failure("put all() expects a list of contexts, but got number 1"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn context_key_paths() {
+    check(
+        &[
+            ("get value({x: 1, y: {z: 0}}, [\"y\", \"z\"])", J("0")),
+            (
+                "get value({x: {y: {z: 0}}}, [\"x\", \"y\"])",
+                J("{\"z\":0}"),
+            ),
+            ("get value({a: {b: 3}}, [\"b\"])", J("null")),
+            ("get value({a: 1}, [\"a\", \"b\"])", J("null")),
+            ("get value({a: 1}, [])", J("null")),
+            (
+                "get value(order, [\"customer\", \"name\"])",
+                J("\"Ada Lovelace\""),
+            ),
+            ("get value(context: order, keys: [\"id\"])", J("\"o-1\"")),
+            ("get value(m: {a: 1}, key: \"a\")", J("1")),
+            (
+                "get value({a: 1}, [1])",
+                Failure("get value() expects a list of string keys, but got number 1"),
+            ),
+            (
+                "get value({a: 1}, 1)",
+                Failure("get value() expects a string key or a list of keys"),
+            ),
+            ("context put({x: 1}, [\"y\"], 2)", J("{\"x\":1,\"y\":2}")),
+            (
+                "context put({x: 1, y: {z: 0}}, [\"y\", \"z\"], 2)",
+                J("{\"x\":1,\"y\":{\"z\":2}}"),
+            ),
+            (
+                "context put({x: 1}, [\"y\", \"z\"], 2)",
+                J("{\"x\":1,\"y\":{\"z\":2}}"),
+            ),
+            (
+                "context put({y: {a: 1, z: 0}, x: 1}, [\"y\", \"z\"], 2)",
+                J("{\"y\":{\"a\":1,\"z\":2},\"x\":1}"),
+            ),
+            // An entry on the way that is not a context is replaced by one.
+            (
+                "context put({x: 1, y: 5}, [\"y\", \"z\"], 2)",
+                J("{\"x\":1,\"y\":{\"z\":2}}"),
+            ),
+            ("context put({x: 1}, [], 2)", J("null")),
+            (
+                "context put({x: 1}, [\"y\"], null)",
+                J("{\"x\":1,\"y\":null}"),
+            ),
+            (
+                "context put(context: {}, keys: [\"a\", \"b\", \"c\"], value: 1)",
+                J("{\"a\":{\"b\":{\"c\":1}}}"),
+            ),
+            ("context put(null, [\"a\"], 1)", J("null")),
+            (
+                "context put({}, [\"a\", 2], 1)",
+                Failure("expects a list of string keys"),
+            ),
+            (
+                "context put([], [\"a\"], 1)",
+                Failure("context put() expects a context, but got list"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn date_and_time_at_a_zone() {
+    check(
+        &[
+            (
+                "date and time(@\"2020-07-31T14:27:30@Europe/Berlin\", \"America/Los_Angeles\")",
+                J("\"2020-07-31T05:27:30-07:00[America/Los_Angeles]\""),
+            ),
+            (
+                "date and time(@\"2020-07-31T14:27:30+02:00\", \"Z\")",
+                J("\"2020-07-31T12:27:30Z\""),
+            ),
+            (
+                "date and time(@\"2020-07-31T12:00:00Z\", \"+05:30\")",
+                J("\"2020-07-31T17:30:00+05:30\""),
+            ),
+            (
+                "date and time(date and time(\"2020-01-15T12:00:00Z\"), \"Europe/Berlin\")",
+                J("\"2020-01-15T13:00:00+01:00[Europe/Berlin]\""),
+            ),
+            // Without a zone the date-time is taken as UTC (as on Camunda 8's servers),
+            // never as the host's zone.
+            (
+                "date and time(@\"2020-07-31T14:27:30\", \"Z\")",
+                J("\"2020-07-31T14:27:30Z\""),
+            ),
+            (
+                "date and time(@\"2020-07-31T14:27:30\", \"Europe/Berlin\")",
+                J("\"2020-07-31T16:27:30+02:00[Europe/Berlin]\""),
+            ),
+            (
+                "date and time(date: date and time(order.placed), timezone: \"Asia/Kolkata\").hour",
+                J("15"),
+            ),
+            (
+                "date and time(@\"2020-07-31T14:27:30Z\", \"Europe/Berlin\") = @\"2020-07-31T14:27:30Z\"",
+                J("true"),
+            ),
+            ("date and time(missing, \"Z\")", J("null")),
+            (
+                "date and time(@\"2020-07-31T14:27:30Z\", \"Mars/Olympus\")",
+                Failure("date and time(): unknown time zone 'Mars/Olympus'"),
+            ),
+            (
+                "date and time(@\"2020-07-31T14:27:30Z\", \"+25:00\")",
+                Failure("is not a zone offset"),
+            ),
+            (
+                "date and time(@\"2020-07-31\", \"Z\")",
+                Failure("date and time() expects a date and time, but got date 2020-07-31"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn temporal_literals() {
+    check(
+        &[
+            ("@\"2025-01-01\"", J("\"2025-01-01\"")),
+            ("@\"2025-01-01\" instance of date", J("true")),
+            ("@\"2025-01-01\" + @\"P1D\"", J("\"2025-01-02\"")),
+            ("@\"2025-01-31\" + @\"P1M\"", J("\"2025-02-28\"")),
+            ("@\"P1D\"", J("\"P1D\"")),
+            ("@\"PT36H\" instance of days and time duration", J("true")),
+            ("@\"P1Y2M\"", J("\"P1Y2M\"")),
+            ("@\"-PT5M\"", J("\"-PT5M\"")),
+            ("@\"10:00:00\"", J("\"10:00:00\"")),
+            ("@\"10:00:00+01:00\"", J("\"10:00:00+01:00\"")),
+            ("@\"10:00:00\" instance of time", J("true")),
+            ("@\"2025-01-01T10:00:00\"", J("\"2025-01-01T10:00:00\"")),
+            ("@\"2025-01-01T10:00:00Z\"", J("\"2025-01-01T10:00:00Z\"")),
+            (
+                "@\"2025-01-01T10:00:00@Europe/Berlin\"",
+                J("\"2025-01-01T10:00:00+01:00[Europe/Berlin]\""),
+            ),
+            (
+                "@\"2025-07-01T10:00:00@Europe/Berlin\" = date and time(\"2025-07-01T08:00:00Z\")",
+                J("true"),
+            ),
+            (
+                "@\"2025-01-01T10:00:00@Europe/Berlin\".timezone",
+                J("\"Europe/Berlin\""),
+            ),
+            (
+                "date(date and time(order.placed)) < @\"2026-12-01\"",
+                J("true"),
+            ),
+            ("now() - @\"P1D\"", J("\"2026-11-29T10:00:00Z\"")),
+            (
+                "[@\"2025-01-02\", @\"2025-01-01\"][item > @\"2025-01-01\"]",
+                J("[\"2025-01-02\"]"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn named_arguments() {
+    check(
+        &[
+            ("substring(string: \"abc\", start position: 2)", J("\"bc\"")),
+            (
+                "substring(start position: 2, string: \"abcdef\", length: 3)",
+                J("\"bcd\""),
+            ),
+            (
+                "contains(string: \"me@camunda.com\", match: \".de\")",
+                J("false"),
+            ),
+            ("starts with(input: \"foobar\", match: \"fo\")", J("true")),
+            ("string length(string: name)", J("3")),
+            (
+                "string join(list: [\"a\", \"b\"], prefix: \"[\", suffix: \"]\")",
+                J("\"[ab]\""),
+            ),
+            (
+                "string join(list: [\"a\", \"b\"], delimiter: \"-\")",
+                J("\"a-b\""),
+            ),
+            (
+                "replace(input: \"abc\", pattern: \"b\", replacement: \"x\")",
+                J("\"axc\""),
+            ),
+            ("date(year: 2025, month: 1, day: 31)", J("\"2025-01-31\"")),
+            ("date(from: \"2025-01-31\")", J("\"2025-01-31\"")),
+            ("time(hour: 10, minute: 30, second: 0)", J("\"10:30:00\"")),
+            ("floor(n: 1.5)", J("1")),
+            ("round half up(n: 2.25, scale: 1)", J("2.3")),
+            ("modulo(divisor: 5, dividend: 12)", J("2")),
+            ("abs(number: -3)", J("3")),
+            ("count(list: [1, 2])", J("2")),
+            ("sum(list: [1, 2, 3])", J("6")),
+            ("sublist(list: [1, 2, 3], start position: 2)", J("[2,3]")),
+            (
+                "append(list: [1], 2, 3)",
+                Syntax("name all arguments or none"),
+            ),
+            ("list contains(element: 2, list: [1, 2])", J("true")),
+            ("index of(list: [1, 2, 1], match: 1)", J("[1,3]")),
+            (
+                "insert before(list: [1, 3], position: 2, newItem: 2)",
+                J("[1,2,3]"),
+            ),
+            ("get or else(value: missing, default: 7)", J("7")),
+            ("is defined(value: x)", J("true")),
+            ("is defined(value: missing)", J("false")),
+            ("not(negand: false)", J("true")),
+            (
+                "context merge(contexts: [{a: 1}, {b: 2}])",
+                J("{\"a\":1,\"b\":2}"),
+            ),
+            (
+                "get entries(context: {a: 1})",
+                J("[{\"key\":\"a\",\"value\":1}]"),
+            ),
+            (
+                "years and months duration(from: @\"2011-12-22\", to: @\"2013-08-24\")",
+                J("\"P1Y8M\""),
+            ),
+            ("number(from: \"1.5\")", J("1.5")),
+            ("day of week(date: @\"2025-01-01\")", J("\"Wednesday\"")),
+            ("`string length`(\"abc\")", J("3")),
+            (
+                "`no such`(\"a\")",
+                Syntax("no function found with name 'no such'"),
+            ),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn function_literals_and_user_functions() {
+    check(
+        &[
+            (
+                "sort(list: [3, 1, 4, 5, 2], precedes: function(x, y) x < y)",
+                J("[1,2,3,4,5]"),
+            ),
+            ("sort([3, 1, 2], function(a, b) a > b)", J("[3,2,1]")),
+            (
+                "sort(numbers, function(a, b) a < b)",
+                J("[1,1,2,3,4,5,6,9]"),
+            ),
+            (
+                "sort(order.items, function(a, b) a.price < b.price).sku",
+                J("[\"c-3\",\"a-1\",\"b-2\"]"),
+            ),
+            // Stable: equal items keep their order.
+            (
+                "sort([{k: 1, v: \"a\"}, {k: 0, v: \"b\"}, {k: 1, v: \"c\"}], function(x, y) x.k < y.k).v",
+                J("[\"b\",\"a\",\"c\"]"),
+            ),
+            (
+                "sort([\"b\", \"a\"], function(x, y) x < y)",
+                J("[\"a\",\"b\"]"),
+            ),
+            ("sort([], function(x, y) x < y)", J("[]")),
+            ("sort(null, function(x, y) x < y)", J("null")),
+            // An inconsistent order never panics; a null answer means "not before".
+            (
+                "count(sort([5, 3, 8, 1, 9, 2, 7], function(a, b) true))",
+                J("7"),
+            ),
+            ("sort([2, 1], function(a, b) null)", J("[2,1]")),
+            (
+                "sort([2, 1], function(a, b) 1)",
+                Failure(
+                    "sort(): the precedes function must return a boolean, but returned number 1",
+                ),
+            ),
+            (
+                "sort([2, 1], 5)",
+                Failure("sort() expects a function as 'precedes', but got number 5"),
+            ),
+            (
+                "sort([2, 1], function(a) true)",
+                Failure("function(a) takes 1 argument, but 2 were given"),
+            ),
+            // User-defined functions in contexts, called by later entries.
+            ("{f: function(a) a + 1, r: f(2)}.r", J("3")),
+            ("{f: function(a, b) a * b, r: f(b: 3, a: 2)}.r", J("6")),
+            ("{f: function() 42, r: f()}.r", J("42")),
+            (
+                "{double: function(x) x * 2, r: for i in [1, 2] return double(i)}.r",
+                J("[2,4]"),
+            ),
+            ("{f: function(a) a + x, r: f(1)}.r", J("6")),
+            ("{rate: 2, f: function(x) x * rate, r: f(5)}.r", J("10")),
+            ("{f: function(a: number) a, r: f(null)}.r", J("null")),
+            (
+                "{f: function(s: string) upper case(s), r: f(s: \"a\")}.r",
+                J("\"A\""),
+            ),
+            // Closures keep the values they were made with.
+            (
+                "{add: function(a) function(b) a + b, r: add(1)(2)}.r",
+                J("3"),
+            ),
+            (
+                "for i in [1, 2] return {f: function(x) x + i}.f(10)",
+                J("[11,12]"),
+            ),
+            (
+                "order.items[{f: function(p) p > 5}.f(price)].sku",
+                J("[\"a-1\",\"b-2\"]"),
+            ),
+            ("(function(x) x * 2)(21)", J("42")),
+            (
+                "{fs: [function(x) x + 1, function(x) x * 10]}.fs[2](3)",
+                J("30"),
+            ),
+            (
+                "{f: function(g, x) g(g(x)), r: f(function(y) y * 3, 2)}.r",
+                J("18"),
+            ),
+            ("(function(a) a) instance of function", J("true")),
+            ("x instance of function", J("false")),
+            ("{f: function(a) a, r: f instance of function}.r", J("true")),
+            ("string({f: function(a, b) a}.f)", J("\"function(a, b)\"")),
+            // Errors.
+            (
+                "function(a) a + 1",
+                Failure("the result is a function (function(a)), which has no JSON form"),
+            ),
+            ("{f: function(a) a}", Failure("which has no JSON form")),
+            (
+                "{f: 1, r: f(2)}.r",
+                Failure("'f' is not a function but number 1"),
+            ),
+            (
+                "{c: {}, r: c.g(2)}.r",
+                Failure("'c.g' is not a function but null"),
+            ),
+            (
+                "{f: function(a) a, r: f(1, 2)}.r",
+                Failure("function(a) takes 1 argument, but 2 were given"),
+            ),
+            (
+                "{f: function(a, b) a, r: f(1)}.r",
+                Failure("function(a, b) takes 2 arguments, but 1 were given"),
+            ),
+            (
+                "{f: function(a) a, r: f(b: 1)}.r",
+                Failure("function(a) has no parameter 'b'"),
+            ),
+            (
+                "{f: function(a, b) a, r: f(a: 1)}.r",
+                Failure("function(a, b) is called without its parameter 'b'"),
+            ),
+            (
+                "{f: function(a: number) a, r: f(\"x\")}.r",
+                Failure("the parameter 'a' of function(a) expects number, but got string \"x\""),
+            ),
+            (
+                "{f: function(g) g(g), r: f(f)}.r",
+                Failure("evaluated too deeply"),
+            ),
+            (
+                "{f: function(g, n) if n > 20 then 0 else g(g, n + 1) + g(g, n + 1), r: f(f, 0)}.r",
+                Failure("steps"),
+            ),
+            ("function(a) x", Failure("no JSON form")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn random_number_and_uuid_come_from_the_environment() {
+    use rill_feel::Environment;
+    let vars = variables(ORDER);
+    let compile = |source: &str| Expression::compile(source).unwrap_or_else(|e| panic!("{e}"));
+    let random = compile("random number()");
+    let draw = |environment: Environment| -> f64 {
+        match random.evaluate(&vars, environment) {
+            Ok(Json::Number(n)) => n.as_f64().unwrap_or(-1.0),
+            other => panic!("{other:?}"),
+        }
+    };
+    // The same entry and evaluation: the same value on every replica.
+    let entry = Environment::for_entry(NOW, 1, 42, 0);
+    assert_eq!(draw(entry), draw(entry));
+    assert_eq!(draw(entry), draw(Environment::for_entry(NOW + 5, 1, 42, 0)));
+    // Another evaluation, entry or partition: another value.
+    assert_ne!(draw(entry), draw(Environment::for_entry(NOW, 1, 42, 1)));
+    assert_ne!(draw(entry), draw(Environment::for_entry(NOW, 1, 43, 0)));
+    assert_ne!(draw(entry), draw(Environment::for_entry(NOW, 2, 42, 0)));
+    assert_eq!(
+        draw(entry.with_seed(7)),
+        draw(Environment::at(0).with_seed(7))
+    );
+    // A bare timestamp is `Environment::at`.
+    assert_eq!(
+        random.evaluate(&vars, NOW),
+        random.evaluate(&vars, Environment::at(NOW))
+    );
+    // Uniform enough: 2,000 draws in [0, 1), all distinct, mean near 0.5.
+    let values: Vec<f64> = (0..2_000)
+        .map(|evaluation| draw(Environment::for_entry(NOW, 1, 42, evaluation)))
+        .collect();
+    assert!(values.iter().all(|v| (0.0..1.0).contains(v)), "{values:?}");
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    assert!((0.45..0.55).contains(&mean), "{mean}");
+    let mut sorted = values.clone();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    assert_eq!(sorted.len(), values.len());
+
+    // Several draws in one evaluation differ, and replay identically.
+    let many = compile("[uuid(), uuid(), random number(), random number()]");
+    let first = many
+        .evaluate(&vars, entry)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(many.evaluate(&vars, entry), Ok(first.clone()));
+    let Json::Array(items) = &first else {
+        panic!("{first}")
+    };
+    assert_ne!(items[0], items[1]);
+    assert_ne!(items[2], items[3]);
+    for uuid in &items[..2] {
+        let text = uuid.as_str().unwrap_or_default();
+        let groups: Vec<&str> = text.split('-').collect();
+        assert_eq!(
+            groups.iter().map(|g| g.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12],
+            "{text}"
+        );
+        assert!(
+            text.chars()
+                .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+            "{text}"
+        );
+        assert!(groups[2].starts_with('4'), "version 4: {text}");
+        assert!(
+            groups[3].starts_with(['8', '9', 'a', 'b']),
+            "variant: {text}"
+        );
+    }
+    let distinct = compile("count(distinct values(for i in 1..1000 return uuid()))");
+    assert_eq!(distinct.evaluate(&vars, entry), Ok(Json::from(1000)));
+    check(
+        &[
+            ("string length(uuid())", J("36")),
+            ("random number() instance of number", J("true")),
+            ("uuid(1)", Syntax("function 'uuid' takes 0 arguments")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn functions_calling_themselves_stop_before_the_stack_ends() {
+    // Every way of recursing without end fails with an error on a 2 MiB thread stack,
+    // in a debug build, however deep the body or the expression around it.
+    let deep_body = format!("{}g(g){}", "[".repeat(30), "]".repeat(30));
+    let long_body = format!("g(g){}", " + 1".repeat(200));
+    let nested_around = format!(
+        "{}{{f: function(g) g(g), r: f(f)}}.r{}",
+        "[".repeat(35),
+        "]".repeat(35)
+    );
+    let cases = vec![
+        "{f: function(g) g(g), r: f(f)}.r".to_owned(),
+        format!("{{f: function(g) {deep_body}, r: f(f)}}.r"),
+        format!("{{f: function(g) {long_body}, r: f(f)}}.r"),
+        "{f: function(g) sort([1, 2], function(a, b) g(g)), r: f(f)}.r".to_owned(),
+        "{f: function(g) {h: function(x) g(g)}.h(1), r: f(f)}.r".to_owned(),
+        "{f: function(g) for i in [1] return g(g), r: f(f)}.r".to_owned(),
+        "{f: function(g) [1, 2][g(g)], r: f(f)}.r".to_owned(),
+        "{f: function(g) some i in [1] satisfies g(g), r: f(f)}.r".to_owned(),
+        nested_around,
+    ];
+    let vars = variables(ORDER);
+    let results = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            cases
+                .iter()
+                .map(|source| {
+                    let outcome = Expression::compile(source).and_then(|e| e.evaluate(&vars, NOW));
+                    (source.clone(), outcome)
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join()
+        .unwrap_or_else(|_| panic!("evaluation panicked"));
+    for (source, outcome) in results {
+        assert!(
+            matches!(&outcome, Err(FeelError::Evaluation { reason, .. }) if reason.contains("evaluated too deeply")),
+            "{source}: {outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn variable_names_see_through_functions() {
+    let cases: &[(&str, &[&str])] = &[
+        ("{f: function(a) a + rate, r: f(x)}", &["rate", "x"]),
+        ("sort(items, function(a, b) a.price < b.price)", &["items"]),
+        ("function(a) a", &[]),
+        ("{f: function(a) a, r: f(1)}.r", &[]),
+        (
+            "for i in xs return (function(y) y + i + z)(1)",
+            &["xs", "z"],
+        ),
+        ("@\"2025-01-01\" + duration(d)", &["d"]),
+    ];
+    for (source, expected) in cases {
+        let expression = Expression::compile(source).unwrap_or_else(|e| panic!("{source}: {e}"));
+        assert_eq!(expression.variable_names(), *expected, "{source}");
+    }
+}
+
+#[test]
+fn long_chains_of_entries_and_closures_stay_within_the_stack() {
+    // Each context entry may wrap the one before, and each closure may capture the one
+    // before: neither is bounded by the parser's nesting limit. On a 2 MiB thread stack,
+    // in a debug build, deep values are refused and closure chains are dropped without
+    // recursing per link.
+    let entries = format!(
+        "{{a0: [], {}}}.a1999",
+        (1..2000)
+            .map(|i| format!("a{i}: [a{}]", i - 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let closures = format!(
+        "{{f0: function() 1, {}, x: 1}}.x",
+        (1..20_000)
+            .map(|i| format!("f{i}: function() f{}()", i - 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let closures_in_lists = format!(
+        "{{f0: function() 1, {}, x: 2}}.x",
+        (1..5_000)
+            .map(|i| format!("l{i}: [f{}], f{i}: function() l{i}[1]()", i - 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let calling_down = format!(
+        "{{f0: function() 1, {}}}.f2999()",
+        (1..3_000)
+            .map(|i| format!("f{i}: function() f{}()", i - 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let cases: Vec<(String, Result<Json, &str>)> = vec![
+        (entries, Err("the value of the context entry 'a256' is nested more than 256 levels deep")),
+        (closures, Ok(Json::from(1))),
+        (closures_in_lists, Ok(Json::from(2))),
+        (calling_down, Err("evaluated too deeply")),
+        (
+            "{p: for i in 1..250 return \"k\", d: context put({}, p, 1), f: function() [[[[[[[[d]]]]]]]], r: f()}.r".to_owned(),
+            Err("the result of function() is nested more than 256 levels deep"),
+        ),
+        (
+            "context put({}, for i in 1..300 return \"k\", 1)".to_owned(),
+            Err("context put(): the key path has more than 256 keys"),
+        ),
+        (
+            "{p: for i in 1..200 return \"k\", r: context put({}, p, context put({}, p, 1))}.r".to_owned(),
+            Err("context put(): the result is nested more than 256 levels deep"),
+        ),
+        (
+            "count(get value(context put({}, for i in 1..200 return \"k\", [1]), for i in 1..200 return \"k\"))".to_owned(),
+            Ok(Json::from(1)),
+        ),
+    ];
+    let vars = variables(ORDER);
+    let results = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            cases
+                .into_iter()
+                .map(|(source, expected)| {
+                    let outcome = Expression::compile(&source).and_then(|e| e.evaluate(&vars, NOW));
+                    (
+                        source.chars().take(80).collect::<String>(),
+                        expected,
+                        outcome,
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+        .join()
+        .unwrap_or_else(|_| panic!("evaluation panicked"));
+    for (source, expected, outcome) in results {
+        match (&expected, &outcome) {
+            (Ok(value), Ok(actual)) => assert_eq!(value, actual, "{source}"),
+            (Err(part), Err(FeelError::Evaluation { reason, .. })) => {
+                assert!(reason.contains(part), "{source}: {reason}")
+            }
+            _ => panic!("{source}: expected {expected:?}, got {outcome:?}"),
+        }
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use rill_feel::{Expression, temporal};
+use rill_feel::{Environment, Expression, temporal};
 use serde_json::{Map, Value};
 
 fn replay(text: &str) {
@@ -22,6 +22,7 @@ fn replay(text: &str) {
             let _ = expression.evaluate_duration(&variables, now);
             let _ = expression.evaluate_date_time(&variables, now);
         }
+        let _ = expression.evaluate(&variables, Environment::for_entry(0, u32::MAX, u64::MAX, 1));
     }
 }
 

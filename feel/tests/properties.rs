@@ -1,5 +1,7 @@
 //! Property tests: arithmetic is exact, JSON passes through unchanged (key order
-//! included), ISO values round-trip, and no input makes compile or evaluate panic.
+//! included), ISO values round-trip, sorting by any FEEL function gives a permutation,
+//! the range functions agree with `in` and with their converses, and no input makes
+//! compile or evaluate panic.
 
 use proptest::prelude::*;
 use rill_feel::{Expression, temporal};
@@ -43,8 +45,84 @@ fn json_value() -> impl Strategy<Value = Json> {
     })
 }
 
+/// A range literal such as `(2..7]` from its ends and whether each is included.
+fn range_text((start, start_closed, end, end_closed): (i64, bool, i64, bool)) -> String {
+    format!(
+        "{}{start}..{end}{}",
+        if start_closed { "[" } else { "(" },
+        if end_closed { "]" } else { ")" }
+    )
+}
+
+fn range() -> impl Strategy<Value = (i64, bool, i64, bool)> {
+    (0i64..6, any::<bool>(), 0i64..6, any::<bool>())
+        .prop_map(|(a, a_closed, b, b_closed)| (a.min(b), a_closed, a.max(b), b_closed))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn sorting_by_any_function_gives_a_permutation(
+        items in prop::collection::vec(-5i64..5, 0..40),
+        body in prop::sample::select(vec![
+            "x < y", "x > y", "true", "false", "null", "modulo(x + y, 3) = 0", "x <= y",
+            "if x = y then null else x < y",
+        ]),
+    ) {
+        let vars = one("items", json!(items));
+        let sorted = eval(&format!("sort(items, function(x, y) {body})"), &vars);
+        let Ok(Json::Array(sorted)) = sorted else {
+            return Err(TestCaseError::fail(format!("{body}: {sorted:?}")));
+        };
+        let mut expected: Vec<i64> = items.clone();
+        expected.sort();
+        let mut actual: Vec<i64> = sorted.iter().filter_map(Json::as_i64).collect();
+        if body == "x < y" || body == "x <= y" {
+            prop_assert_eq!(&actual, &expected);
+        }
+        actual.sort();
+        prop_assert_eq!(actual, expected);
+    }
+
+    #[test]
+    fn range_functions_agree_with_in_and_their_converses(
+        point in 0i64..6,
+        first in range(),
+        second in range(),
+    ) {
+        let (r1, r2) = (range_text(first), range_text(second));
+        let vars = Map::new();
+        let truth = |source: String| eval(&source, &vars);
+        // The DMN text's definitions treat an empty range such as [1..1) as holding its
+        // closed end, where `in` finds nothing: compare proper ranges only.
+        if first.0 < first.2 {
+            prop_assert_eq!(truth(format!("during({point}, {r1})")), truth(format!("{point} in {r1}")));
+        }
+        prop_assert_eq!(truth(format!("includes({r1}, {point})")), truth(format!("during({point}, {r1})")));
+        for (relation, converse) in [
+            ("before", "after"),
+            ("meets", "met by"),
+            ("overlaps before", "overlaps after"),
+            ("finishes", "finished by"),
+            ("during", "includes"),
+            ("starts", "started by"),
+            ("overlaps", "overlaps"),
+            ("coincides", "coincides"),
+        ] {
+            prop_assert_eq!(
+                truth(format!("{relation}({r1}, {r2})")),
+                truth(format!("{converse}({r2}, {r1})")),
+                "{}({}, {})", relation, r1, r2
+            );
+        }
+        // A point before a range is not in it, and neither is one after it.
+        if first.0 < first.2
+            && truth(format!("before({point}, {r1}) or after({point}, {r1})")) == Ok(json!(true))
+        {
+            prop_assert_eq!(truth(format!("{point} in {r1}")), Ok(json!(false)));
+        }
+    }
 
     #[test]
     fn integer_arithmetic_is_exact(a in -(1i64 << 52)..(1i64 << 52), b in -(1i64 << 52)..(1i64 << 52)) {
@@ -156,6 +234,10 @@ proptest! {
         "round up(", "date(", "time(", "date and time(", "years and months duration(", "split(",
         "replace(", "matches(", "[1, 2]", "3", "-3", "100000", "\"\"", "\"P1Y\"", "\".*\"",
         "min(", "max(", "median(", "get value(", "context put(", "string(", "number(", "abs(",
+        "function(", "function(a, b)", "f(", "g", "a", "b", ":", "@\"2025-01-01\"", "@\"P1D\"",
+        "@\"10:00:00\"", "before(", "overlaps before(", "during(", "coincides(", "mode(",
+        "stddev(", "to base64(", "uuid()", "random number()", "and(", "or(", "put all(",
+        "start position:", "precedes:", "[\"a\", \"b\"]", "date and time(\"2026-01-31T10:00:00Z\", \"Z\")",
     ]), 0..16)) {
         let source = tokens.join(" ");
         let vars = serde_json::from_str::<Map<String, Json>>(

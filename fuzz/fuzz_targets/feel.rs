@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rill_feel::{Expression, temporal};
+use rill_feel::{Environment, Expression, temporal};
 use serde_json::{Map, Value};
 
 fn default_variables() -> Map<String, Value> {
@@ -39,6 +39,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let now = 1_796_032_800_000;
     let _ = expression.evaluate(&variables, now);
+    // `random number()` and `uuid()` draw from the seed: extreme entry coordinates too.
+    let _ = expression.evaluate(
+        &variables,
+        Environment::for_entry(now, u32::MAX, u64::MAX, u64::MAX),
+    );
     let _ = expression.evaluate_condition(&variables, now);
     let _ = expression.evaluate_correlation_key(&variables, now);
     let _ = expression.evaluate_integer(&variables, now);
