@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rill_config::RillConfig;
 use rill_history::{HistoryError, HistoryRead};
+use rill_protocol::history::{HistoryQuery, HistoryResult};
 use rill_protocol::{Query, QueryResult};
 use rill_raft::StateDb;
 use rocksdb::{ColumnFamily, DB, Direction, IteratorMode, ReadOptions, WriteBatch};
@@ -124,6 +125,17 @@ pub(crate) fn answer(db: &StateDb, query: &Query) -> Result<QueryResult> {
         Query::HistoricProcessInstance { key } => {
             QueryResult::HistoricProcessInstance(rill_history::process_instance(&history, *key)?)
         }
+        Query::History(query) => QueryResult::History(match query {
+            HistoryQuery::SearchJobs(search) => {
+                HistoryResult::Jobs(rill_history::search(&history, search)?)
+            }
+            HistoryQuery::SearchIncidents(search) => {
+                HistoryResult::Incidents(rill_history::search(&history, search)?)
+            }
+            HistoryQuery::Incident { key } => {
+                HistoryResult::Incident(rill_history::get(&history, *key)?)
+            }
+        }),
         other => {
             return Err(Error::Config(format!("not a history query: {other:?}")));
         }

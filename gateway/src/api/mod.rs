@@ -6,7 +6,11 @@
 mod cluster;
 mod deployments;
 mod element_instances;
+#[cfg(test)]
+mod entity_search_tests;
+mod history_search;
 mod incidents;
+mod job_search;
 mod job_waiters;
 mod jobs;
 mod messages;
@@ -77,6 +81,7 @@ pub fn routes() -> Router<SharedState> {
             post(incidents::search_of_instance),
         )
         .route("/v2/jobs/activation", post(jobs::activate))
+        .route("/v2/jobs/search", post(job_search::search))
         .route("/v2/jobs/{jobKey}", patch(jobs::update))
         .route("/v2/jobs/{jobKey}/completion", post(jobs::complete))
         .route("/v2/jobs/{jobKey}/failure", post(jobs::fail))

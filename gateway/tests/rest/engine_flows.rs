@@ -253,6 +253,7 @@ async fn incidents_retries_and_resolution() {
     assert_eq!(incident["errorMessage"], "the printer is on fire");
     assert_eq!(incident["jobKey"], job_key.as_str());
     assert_eq!(incident["state"], "ACTIVE");
+    assert!(incident["creationTime"].is_string(), "{incident}");
     let incident_key = incident["incidentKey"].as_str().unwrap().to_owned();
 
     // The same through the instance's own path and by key.
@@ -287,13 +288,29 @@ async fn incidents_retries_and_resolution() {
         .await;
     assert_eq!(resolved.status, 204, "{:?}", resolved.body);
 
+    // The resolved incident stays, as RESOLVED; no incident is open.
     let search = gateway
         .post(
             "/v2/incidents/search",
-            json!({"filter": {"processInstanceKey": {"$eq": instance}}}),
+            json!({"filter": {"processInstanceKey": {"$eq": instance}, "state": "ACTIVE"}}),
         )
         .await;
     assert_eq!(search.body["page"]["totalItems"], 0, "{:?}", search.body);
+    let one = gateway.get(&format!("/v2/incidents/{incident_key}")).await;
+    assert_eq!(one.body["state"], "RESOLVED", "{:?}", one.body);
+    // The job's history: failed, then its retries updated.
+    let job = gateway
+        .post("/v2/jobs/search", json!({"filter": {"jobKey": job_key}}))
+        .await;
+    assert_eq!(
+        job.body["items"][0]["state"], "RETRIES_UPDATED",
+        "{:?}",
+        job.body
+    );
+    assert_eq!(
+        job.body["items"][0]["errorMessage"],
+        "the printer is on fire"
+    );
     let jobs = activate(&gateway, "flaky", 1).await;
     assert_eq!(jobs.len(), 1, "the job is activatable again");
     assert_eq!(jobs[0]["retries"], 2);

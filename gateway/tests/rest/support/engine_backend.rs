@@ -2,7 +2,9 @@
 //! standalone broker does, minus Raft and RocksDB. Commands are applied one at a time
 //! per partition, leader actions are carried out (responses to waiting requests,
 //! jobs-available notifications, sends to other partitions), and a ticker proposes
-//! due commands (timers, job timeouts), as the partition leader would.
+//! due commands (timers, job timeouts), as the partition leader would. Each partition
+//! keeps a history store (`rill-history` in memory), fed from the records and answering
+//! the history queries, as a broker's does.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +20,8 @@ use rill_gateway::{
     Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
+use rill_history::{HistoryWriter, MemoryHistory};
+use rill_protocol::history::{HistoryQuery, HistoryResult};
 use rill_protocol::{
     Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Timestamp,
 };
@@ -26,6 +30,7 @@ use tokio::sync::{broadcast, oneshot};
 struct Partition {
     engine: BpmnEngine,
     state: MemoryState,
+    history: MemoryHistory,
     position: u64,
 }
 
@@ -53,6 +58,7 @@ impl EngineBackend {
                     Mutex::new(Partition {
                         engine: BpmnEngine::new(EngineOptions::default()),
                         state: MemoryState::new(),
+                        history: MemoryHistory::new(),
                         position: 0,
                     })
                 })
@@ -139,6 +145,24 @@ impl EngineBackend {
             })?;
         let writes = overlay.into_writes();
         part.state.apply(writes);
+        let history = {
+            let mut writer = HistoryWriter::new(&part.history);
+            for (i, draft) in out.records.iter().enumerate() {
+                let record = draft.clone().into_record(
+                    Position(part.position + i as u64),
+                    (i > 0).then_some(Position(part.position)),
+                    ctx.timestamp,
+                    partition,
+                    "test",
+                );
+                writer.index(&record).map_err(|e| BackendError::Failed {
+                    partition,
+                    source: Box::new(e),
+                })?;
+            }
+            writer.into_writes()
+        };
+        part.history.apply(history);
         part.position += out.records.len().saturating_sub(1) as u64;
 
         // Register before releasing the partition, so no later command can answer first.
@@ -192,6 +216,35 @@ impl EngineBackend {
             }
         }
     }
+}
+
+/// Answers a history query as a broker does (broker/src/history.rs).
+fn history_answer(
+    history: &MemoryHistory,
+    query: &Query,
+) -> Result<QueryResult, rill_history::HistoryError> {
+    Ok(match query {
+        Query::SearchProcessInstances(search) => {
+            QueryResult::ProcessInstancePage(rill_history::search(history, search)?)
+        }
+        Query::HistoricProcessInstance { key } => {
+            QueryResult::HistoricProcessInstance(rill_history::get(history, *key)?)
+        }
+        Query::History(HistoryQuery::SearchJobs(search)) => {
+            QueryResult::History(HistoryResult::Jobs(rill_history::search(history, search)?))
+        }
+        Query::History(HistoryQuery::SearchIncidents(search)) => QueryResult::History(
+            HistoryResult::Incidents(rill_history::search(history, search)?),
+        ),
+        Query::History(HistoryQuery::Incident { key }) => {
+            QueryResult::History(HistoryResult::Incident(rill_history::get(history, *key)?))
+        }
+        other => {
+            return Err(rill_history::HistoryError::Storage(format!(
+                "not a history query: {other:?}"
+            )));
+        }
+    })
 }
 
 /// The leader's scheduler: proposes due commands every few milliseconds.
@@ -255,6 +308,12 @@ impl GatewayBackend for EngineBackend {
                 })?;
             let mut guard = slot.lock().unwrap();
             let part = &mut *guard;
+            if query.is_history() {
+                return history_answer(&part.history, &query).map_err(|e| BackendError::Failed {
+                    partition,
+                    source: Box::new(e),
+                });
+            }
             part.engine
                 .query(&part.state, &query)
                 .map_err(|e| BackendError::Failed {
