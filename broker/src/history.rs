@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use rill_config::RillConfig;
 use rill_history::{HistoryError, HistoryRead};
-use rill_protocol::history::{HistoryQuery, HistoryResult};
 use rill_protocol::{Query, QueryResult};
 use rill_raft::StateDb;
 use rocksdb::{ColumnFamily, DB, Direction, IteratorMode, ReadOptions, WriteBatch};
@@ -118,28 +117,7 @@ impl HistoryRead for CfHistory<'_> {
 /// Answers a history query from a state database.
 pub(crate) fn answer(db: &StateDb, query: &Query) -> Result<QueryResult> {
     let history = CfHistory::new(db)?;
-    Ok(match query {
-        Query::SearchProcessInstances(search) => QueryResult::ProcessInstancePage(
-            rill_history::search_process_instances(&history, search)?,
-        ),
-        Query::HistoricProcessInstance { key } => {
-            QueryResult::HistoricProcessInstance(rill_history::process_instance(&history, *key)?)
-        }
-        Query::History(query) => QueryResult::History(match query {
-            HistoryQuery::SearchJobs(search) => {
-                HistoryResult::Jobs(rill_history::search(&history, search)?)
-            }
-            HistoryQuery::SearchIncidents(search) => {
-                HistoryResult::Incidents(rill_history::search(&history, search)?)
-            }
-            HistoryQuery::Incident { key } => {
-                HistoryResult::Incident(rill_history::get(&history, *key)?)
-            }
-        }),
-        other => {
-            return Err(Error::Config(format!("not a history query: {other:?}")));
-        }
-    })
+    Ok(rill_history::answer(&history, query)?)
 }
 
 impl<E: ProtocolEngine> Partition<E> {

@@ -189,7 +189,7 @@ fn total(page: &Value) -> u64 {
 }
 
 #[test]
-fn jobs_and_incidents_are_searched_in_every_state() {
+fn jobs_incidents_element_instances_and_variables_are_searched() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -207,9 +207,9 @@ fn jobs_and_incidents_are_searched_in_every_state() {
             .unwrap();
         assert_eq!(s, 200, "{b}");
         let mut instances = Vec::new();
-        for _ in 0..3 {
+        for i in 0..3 {
             let (s, b) = api
-                .post("/v2/process-instances", json!({"processDefinitionId": "two-rest-calls"}))
+                .post("/v2/process-instances", json!({"processDefinitionId": "two-rest-calls", "variables": {"i": i}}))
                 .await
                 .unwrap();
             assert_eq!(s, 200, "{b}");
@@ -367,6 +367,49 @@ fn jobs_and_incidents_are_searched_in_every_state() {
         .await;
         assert_eq!(retried["items"][0]["state"], "RETRIES_UPDATED", "{retried}");
         assert_eq!(retried["items"][0]["retries"], 1);
+
+        // Element instances: the failing instance's task is active, its incident gone.
+        let tasks = search_until(
+            &api,
+            "/v2/element-instances/search",
+            json!({"filter": {"processInstanceKey": failing, "type": "SERVICE_TASK"}}),
+            |b| total(b) == 1 && b["items"][0]["hasIncident"] == false,
+        )
+        .await;
+        assert_eq!(tasks["items"][0]["state"], "ACTIVE");
+        assert_eq!(tasks["items"][0]["elementId"], "Rest1");
+        let task_key = tasks["items"][0]["elementInstanceKey"].as_str().unwrap();
+        let (s, b) = api.get(&format!("/v2/element-instances/{task_key}")).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["processInstanceKey"], failing.as_str());
+        let completed_starts = search_until(
+            &api,
+            "/v2/element-instances/search",
+            json!({"filter": {"type": "START_EVENT", "state": "COMPLETED"}}),
+            |b| total(b) == 3,
+        )
+        .await;
+        assert!(completed_starts["items"][0]["endDate"].is_string());
+
+        // Variables: searched with no instance named, and read by key.
+        let variables = search_until(
+            &api,
+            "/v2/variables/search",
+            json!({"filter": {"name": "i"}, "sort": [{"field": "value"}]}),
+            |b| total(b) == 3,
+        )
+        .await;
+        let values: Vec<&str> = variables["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["value"].as_str().unwrap())
+            .collect();
+        assert_eq!(values, ["0", "1", "2"]);
+        let key = variables["items"][1]["variableKey"].as_str().unwrap();
+        let (s, b) = api.get(&format!("/v2/variables/{key}")).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!((b["name"].as_str(), b["value"].as_str()), (Some("i"), Some("1")));
 
         // A state Camunda's jobs do not have is refused, naming the field.
         let (s, b) = api

@@ -1,5 +1,5 @@
-//! A partition's history store: what happened to its process instances, jobs and
-//! incidents, kept after they finish (for `history.retention`) and indexed so that the
+//! A partition's history store: what happened to its process instances, element
+//! instances, variables, jobs and incidents, kept after they finish (for `history.retention`) and indexed so that the
 //! common searches read only what they return and count. See
 //! docs/decisions/history-store.md.
 //!
@@ -30,14 +30,25 @@
 //! 31 | process instance key | state | key -> ()
 //! 32 | process instance key | key   -> ()   (also: retention with the instance)
 //! 33 | state | key                  -> ()
+//! 40 | key                          -> HistoricVariable
+//! 41 | process instance key | name | key -> ()
+//! 42 | process instance key | key   -> ()   (also: retention with the instance)
+//! 43 | scope key | key              -> ()
+//! 44 | name | key                   -> ()
+//! 50 | key                          -> HistoricElementInstance
+//! 51 | process instance key | state | key -> ()
+//! 52 | process instance key | key   -> ()   (also: retention with the instance)
+//! 53 | flow scope key | key         -> ()
 //! ```
 //! Keys and numbers are 8 bytes, sign-flipped; texts (ids, states, types) their length
 //! (u16) and bytes, so no text is a prefix of another.
 
+mod answer;
 mod search;
 mod store;
 mod table;
 
+pub use answer::answer;
 pub use search::{get, process_instance, search, search_process_instances};
 pub use store::{HistoryRead, HistoryWriter, MemoryHistory, ScanVisitor, oldest_finished};
 pub use table::Table;
@@ -71,6 +82,10 @@ pub(crate) mod keys {
     pub const JOB_BY_INSTANCE: u8 = 0x24;
     pub const INCIDENT: u8 = 0x30;
     pub const INCIDENT_BY_INSTANCE: u8 = 0x32;
+    pub const VARIABLE: u8 = 0x40;
+    pub const VARIABLE_BY_INSTANCE: u8 = 0x42;
+    pub const ELEMENT: u8 = 0x50;
+    pub const ELEMENT_BY_INSTANCE: u8 = 0x52;
 
     /// A signed number whose bytes sort in numeric order.
     pub fn int(value: i64) -> [u8; 8] {

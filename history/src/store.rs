@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 use rill_protocol::history::{
-    HistoricIncident, HistoricJob, HistoricProcessInstance, IncidentState, JobState,
+    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob, HistoricProcessInstance,
+    HistoricVariable, IncidentState, JobState,
 };
 use rill_protocol::value::{BpmnElementType, JobRecord};
 use rill_protocol::{
@@ -214,7 +215,8 @@ impl<'a> HistoryWriter<'a> {
     }
 
     /// Takes in one applied record: process instance lifecycle events (of the process
-    /// itself), job and job batch events, and incident events change the store.
+    /// itself: the instance; of its elements: element instances), variable, job and job
+    /// batch, and incident events change the store.
     pub fn index(&mut self, record: &Record) -> Result<()> {
         if record.record_type != RecordType::Event {
             return Ok(());
@@ -257,6 +259,58 @@ impl<'a> HistoryWriter<'a> {
                     _ => {}
                 }
             }
+            RecordValue::ProcessInstance(value) => {
+                let key = record.key;
+                match record.intent {
+                    Intent::ElementActivating => {
+                        let element = HistoricElementInstance {
+                            key,
+                            element_id: value.element_id.clone(),
+                            element_type: value.bpmn_element_type,
+                            bpmn_process_id: value.bpmn_process_id.clone(),
+                            process_definition_key: Key(value.process_definition_key),
+                            process_instance_key: Key(value.process_instance_key),
+                            flow_scope_key: Key(value.flow_scope_key),
+                            state: ElementState::Active,
+                            start_date: record.timestamp,
+                            end_date: None,
+                            incident_key: None,
+                            tenant_id: value.tenant_id.clone(),
+                        };
+                        let old = self.get::<HistoricElementInstance>(key)?;
+                        self.replace(old.as_ref(), &element)?;
+                    }
+                    Intent::ElementCompleted | Intent::ElementTerminated => {
+                        let state = if record.intent == Intent::ElementCompleted {
+                            ElementState::Completed
+                        } else {
+                            ElementState::Terminated
+                        };
+                        self.update(key, |e: &mut HistoricElementInstance| {
+                            e.state = state;
+                            e.end_date = Some(record.timestamp);
+                        })?;
+                    }
+                    _ => {}
+                }
+            }
+            RecordValue::Variable(value) => match record.intent {
+                Intent::Created | Intent::Updated => {
+                    let variable = HistoricVariable {
+                        key: record.key,
+                        name: value.name.clone(),
+                        value: value.value.clone(),
+                        scope_key: Key(value.scope_key),
+                        process_instance_key: Key(value.process_instance_key),
+                        process_definition_key: Key(value.process_definition_key),
+                        bpmn_process_id: value.bpmn_process_id.clone(),
+                        tenant_id: value.tenant_id.clone(),
+                    };
+                    let old = self.get::<HistoricVariable>(record.key)?;
+                    self.replace(old.as_ref(), &variable)?;
+                }
+                _ => {}
+            },
             RecordValue::Job(value) => self.index_job(record, record.key, value)?,
             RecordValue::JobBatch(batch) if record.intent == Intent::Activated => {
                 for (key, job) in batch.job_keys.iter().zip(&batch.jobs) {
@@ -288,6 +342,10 @@ impl<'a> HistoryWriter<'a> {
                         self.update(instance, |i: &mut HistoricProcessInstance| {
                             i.incidents = i.incidents.saturating_add(1);
                         })?;
+                        let element = Key(value.element_instance_key);
+                        self.update(element, |e: &mut HistoricElementInstance| {
+                            e.incident_key = Some(key);
+                        })?;
                     }
                     Intent::Resolved => {
                         self.update(key, |i: &mut HistoricIncident| {
@@ -296,6 +354,12 @@ impl<'a> HistoryWriter<'a> {
                         })?;
                         self.update(instance, |i: &mut HistoricProcessInstance| {
                             i.incidents = i.incidents.saturating_sub(1);
+                        })?;
+                        let element = Key(value.element_instance_key);
+                        self.update(element, |e: &mut HistoricElementInstance| {
+                            if e.incident_key == Some(key) {
+                                e.incident_key = None;
+                            }
                         })?;
                     }
                     _ => {}
@@ -410,7 +474,7 @@ impl<'a> HistoryWriter<'a> {
     }
 
     /// Removes finished instances that ended before `before`, oldest first, with their
-    /// jobs and incidents: at most `limit` entries in all (an instance goes once all of
+    /// jobs, incidents, variables and element instances: at most `limit` entries in all (an instance goes once all of
     /// its jobs and incidents have). Returns how many entries were removed.
     pub fn expire(&mut self, before: Timestamp, limit: usize) -> Result<usize> {
         let start = [keys::BY_END];
@@ -440,6 +504,16 @@ impl<'a> HistoryWriter<'a> {
             if !self.remove_of_instance::<HistoricJob>(keys::JOB_BY_INSTANCE, key, &mut budget)?
                 || !self.remove_of_instance::<HistoricIncident>(
                     keys::INCIDENT_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || !self.remove_of_instance::<HistoricVariable>(
+                    keys::VARIABLE_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || !self.remove_of_instance::<HistoricElementInstance>(
+                    keys::ELEMENT_BY_INSTANCE,
                     key,
                     &mut budget,
                 )?

@@ -3,8 +3,9 @@
 //! over [`Table`].
 
 use rill_protocol::history::{
-    FieldValue, Historic, HistoricIncident, HistoricJob, HistoricProcessInstance, IncidentField,
-    JobField, ProcessInstanceField,
+    ElementInstanceField, FieldValue, Historic, HistoricElementInstance, HistoricIncident,
+    HistoricJob, HistoricProcessInstance, HistoricVariable, IncidentField, JobField,
+    ProcessInstanceField, VariableField,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -141,6 +142,58 @@ impl Table for HistoricIncident {
             Index {
                 table: 0x33,
                 fields: &[F::State],
+            },
+        ]
+    }
+}
+
+impl Table for HistoricVariable {
+    const PRIMARY: u8 = keys::VARIABLE;
+    const KEY_FIELD: VariableField = VariableField::VariableKey;
+    const TIME_FIELD: Option<VariableField> = None;
+
+    fn indexes() -> &'static [Index<VariableField>] {
+        use VariableField as F;
+        &[
+            Index {
+                table: 0x41,
+                fields: &[F::ProcessInstanceKey, F::Name],
+            },
+            Index {
+                table: keys::VARIABLE_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0x43,
+                fields: &[F::ScopeKey],
+            },
+            Index {
+                table: 0x44,
+                fields: &[F::Name],
+            },
+        ]
+    }
+}
+
+impl Table for HistoricElementInstance {
+    const PRIMARY: u8 = keys::ELEMENT;
+    const KEY_FIELD: ElementInstanceField = ElementInstanceField::ElementInstanceKey;
+    const TIME_FIELD: Option<ElementInstanceField> = Some(ElementInstanceField::StartDate);
+
+    fn indexes() -> &'static [Index<ElementInstanceField>] {
+        use ElementInstanceField as F;
+        &[
+            Index {
+                table: 0x51,
+                fields: &[F::ProcessInstanceKey, F::State],
+            },
+            Index {
+                table: keys::ELEMENT_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0x53,
+                fields: &[F::ElementInstanceScopeKey],
             },
         ]
     }

@@ -409,3 +409,230 @@ fn expiry_removes_jobs_and_incidents_with_their_instance_in_small_steps() {
     );
     assert_eq!(store.len(), fresh.len());
 }
+
+fn element(
+    intent: Intent,
+    time: i64,
+    n: u64,
+    instance: u64,
+    element_type: BpmnElementType,
+) -> Record {
+    record(
+        intent,
+        time,
+        key(n),
+        RecordValue::ProcessInstance(ProcessInstanceRecord {
+            bpmn_element_type: element_type,
+            element_id: format!("e{n}"),
+            bpmn_process_id: "p".into(),
+            version: 1,
+            process_definition_key: 7,
+            process_instance_key: key(instance).get(),
+            flow_scope_key: key(instance).get(),
+            bpmn_event_type: BpmnEventType::Unspecified,
+            parent_process_instance_key: -1,
+            parent_element_instance_key: -1,
+            tenant_id: "<default>".into(),
+        }),
+    )
+}
+
+fn variable(intent: Intent, n: u64, instance: u64, name: &str, value: &str) -> Record {
+    record(
+        intent,
+        1_000 + n as i64,
+        key(n),
+        RecordValue::Variable(rill_protocol::value::VariableRecord {
+            name: name.into(),
+            value: value.into(),
+            scope_key: key(instance).get(),
+            process_instance_key: key(instance).get(),
+            process_definition_key: 7,
+            bpmn_process_id: "p".into(),
+            tenant_id: "<default>".into(),
+        }),
+    )
+}
+
+#[test]
+fn variables_keep_their_latest_value_and_are_found_by_instance_and_name() {
+    use rill_protocol::history::{HistoricVariable, VariableField as VF};
+    let mut store = MemoryHistory::new();
+    apply(
+        &mut store,
+        &[
+            instance(Intent::ElementActivating, 1_000, 100),
+            instance(Intent::ElementActivating, 1_001, 200),
+            variable(Intent::Created, 101, 100, "a", "1"),
+            variable(Intent::Created, 102, 100, "b", "\"x\""),
+            variable(Intent::Created, 201, 200, "a", "2"),
+            variable(Intent::Updated, 101, 100, "a", "3"),
+        ],
+    );
+    let a: HistoricVariable = get(&store, key(101)).unwrap().unwrap();
+    assert_eq!(a.value, "3");
+    let by_key = vec![SortBy {
+        field: VF::VariableKey,
+        descending: false,
+    }];
+    let named =
+        search::<HistoricVariable, _>(&store, &query(vec![(VF::Name, text("a"))], by_key.clone()))
+            .unwrap();
+    let keys: Vec<u64> = named.items.iter().map(|v| v.key.local()).collect();
+    assert_eq!(keys, vec![101, 201]);
+    let of_instance = search::<HistoricVariable, _>(
+        &store,
+        &query(
+            vec![
+                (
+                    VF::ProcessInstanceKey,
+                    Condition::Eq(FieldValue::Int(key(100).get())),
+                ),
+                (VF::Value, Condition::Like("\"*".into())),
+            ],
+            by_key,
+        ),
+    )
+    .unwrap();
+    let keys: Vec<u64> = of_instance.items.iter().map(|v| v.key.local()).collect();
+    assert_eq!(keys, vec![102]);
+}
+
+#[test]
+fn element_instances_follow_their_lifecycle_and_incidents() {
+    use rill_protocol::history::{
+        ElementInstanceField as EF, ElementState, HistoricElementInstance,
+    };
+    let mut store = MemoryHistory::new();
+    apply(
+        &mut store,
+        &[
+            instance(Intent::ElementActivating, 1_000, 100),
+            element(
+                Intent::ElementActivating,
+                1_001,
+                101,
+                100,
+                BpmnElementType::StartEvent,
+            ),
+            element(
+                Intent::ElementCompleted,
+                1_002,
+                101,
+                100,
+                BpmnElementType::StartEvent,
+            ),
+            element(
+                Intent::ElementActivating,
+                1_003,
+                110,
+                100,
+                BpmnElementType::ServiceTask,
+            ),
+            job(Intent::Created, 1_004, 150, job_value("pay", 100, 0)),
+            // The incident names element instance 101 + 0 (key(instance + 1)) by default;
+            // here it is about the task.
+            record(
+                Intent::Created,
+                1_005,
+                key(151),
+                RecordValue::Incident(IncidentRecord {
+                    error_type: IncidentErrorType::JobNoRetries,
+                    error_message: "no retries left".into(),
+                    bpmn_process_id: "p".into(),
+                    process_definition_key: 7,
+                    process_instance_key: key(100).get(),
+                    element_id: "e110".into(),
+                    element_instance_key: key(110).get(),
+                    job_key: key(150).get(),
+                    variable_scope_key: key(110).get(),
+                    tenant_id: "<default>".into(),
+                }),
+            ),
+        ],
+    );
+    // The process itself is the process instance, not an element instance.
+    assert!(
+        get::<HistoricElementInstance, _>(&store, key(100))
+            .unwrap()
+            .is_none()
+    );
+    let start: HistoricElementInstance = get(&store, key(101)).unwrap().unwrap();
+    assert_eq!(start.state, ElementState::Completed);
+    assert_eq!(start.end_date, Some(Timestamp(1_002)));
+    let task: HistoricElementInstance = get(&store, key(110)).unwrap().unwrap();
+    assert_eq!(
+        (task.state, task.incident_key),
+        (ElementState::Active, Some(key(151)))
+    );
+    let active = search::<HistoricElementInstance, _>(
+        &store,
+        &query(
+            vec![
+                (
+                    EF::ProcessInstanceKey,
+                    Condition::Eq(FieldValue::Int(key(100).get())),
+                ),
+                (EF::State, text("ACTIVE")),
+            ],
+            vec![],
+        ),
+    )
+    .unwrap();
+    assert_eq!(active.items.len(), 1);
+    assert_eq!(active.items[0].key, key(110));
+    let typed = search::<HistoricElementInstance, _>(
+        &store,
+        &query(vec![(EF::Type, text("START_EVENT"))], vec![]),
+    )
+    .unwrap();
+    assert_eq!(typed.items.len(), 1);
+    // Resolving clears it; the instance finishing lets retention take it all.
+    apply(
+        &mut store,
+        &[
+            incident(Intent::Resolved, 1_006, 151, 100),
+            record(
+                Intent::Resolved,
+                1_006,
+                key(151),
+                RecordValue::Incident(IncidentRecord {
+                    error_type: IncidentErrorType::JobNoRetries,
+                    error_message: "no retries left".into(),
+                    bpmn_process_id: "p".into(),
+                    process_definition_key: 7,
+                    process_instance_key: key(100).get(),
+                    element_id: "e110".into(),
+                    element_instance_key: key(110).get(),
+                    job_key: key(150).get(),
+                    variable_scope_key: key(110).get(),
+                    tenant_id: "<default>".into(),
+                }),
+            ),
+            element(
+                Intent::ElementTerminated,
+                1_007,
+                110,
+                100,
+                BpmnElementType::ServiceTask,
+            ),
+            variable(Intent::Created, 120, 100, "v", "1"),
+            instance(Intent::ElementTerminated, 1_008, 100),
+        ],
+    );
+    let task: HistoricElementInstance = get(&store, key(110)).unwrap().unwrap();
+    assert_eq!(
+        (task.state, task.incident_key),
+        (ElementState::Terminated, None)
+    );
+    let writes = {
+        let mut writer = HistoryWriter::new(&store);
+        writer.expire(Timestamp(10_000), 100).unwrap();
+        writer.into_writes()
+    };
+    store.apply(writes);
+    assert!(
+        store.is_empty(),
+        "every entry and index key goes with the instance"
+    );
+}

@@ -7,7 +7,7 @@
 //!          ─► every partition: its first `from + limit` matches after the cursor, and its count
 //!          ─► merge by the sort values ─► page (`from`, `limit`), cursors = first/last item
 //! ```
-//! A cursor is the sort values of an item, opaque to clients (base64url of JSON). `after`
+//! A cursor is the sort values of an item, opaque to clients (base64 of JSON, padded, as the SDKs' cursor pattern wants). `after`
 //! continues after its item; `before` asks every partition in the reversed order and
 //! turns the merged page around. Totals are summed over partitions, each counting up to
 //! `COUNT_LIMIT` (more: `hasMoreTotalItems`).
@@ -231,7 +231,7 @@ fn reversed<F: Copy>(sort: &[SortBy<F>]) -> Vec<SortBy<F>> {
 
 fn encode_cursor(values: &[Option<FieldValue>]) -> String {
     let json = serde_json::to_vec(values).unwrap_or_default();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+    base64::engine::general_purpose::STANDARD.encode(json)
 }
 
 fn decode_cursor(
@@ -245,8 +245,11 @@ fn decode_cursor(
              startCursor or endCursor of a page answered for the same sort)"
         ))
     };
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+    // Standard base64 with padding (the SDKs check cursors against that pattern); the
+    // URL-safe form of the first slice is still read.
+    let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text))
         .map_err(|_| bad())?;
     let values: Vec<Option<FieldValue>> = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     if values.len() != sort_len {

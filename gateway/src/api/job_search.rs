@@ -16,28 +16,31 @@ use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::{Body, SharedState, date_text, key_text};
 use crate::problem::Problem;
 
-/// Camunda's `JobSearchResult`. Optional fields without a value are left out.
+/// Camunda's `JobSearchResult`. The fields 8.8 marks nullable (`deadline`,
+/// `deniedReason`, `errorCode`, `errorMessage`, `isDenied`) are `null` without a value;
+/// `endTime`, which it does not, is left out.
 #[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct JobResult {
     custom_headers: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     deadline: Option<String>,
+    denied_reason: Option<String>,
     element_id: String,
     element_instance_key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     end_time: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     error_code: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     error_message: Option<String>,
     has_failed_with_retries_left: bool,
+    is_denied: Option<bool>,
     job_key: String,
     kind: &'static str,
     listener_event_type: &'static str,
     process_definition_id: String,
     process_definition_key: String,
     process_instance_key: String,
+    /// Rill has no call activities: every instance is a root.
+    root_process_instance_key: String,
     retries: i32,
     state: &'static str,
     tenant_id: String,
@@ -55,18 +58,21 @@ impl From<HistoricJob> for JobResult {
         JobResult {
             custom_headers: job.custom_headers,
             deadline: job.deadline.map(date_text),
+            denied_reason: None,
             element_id: job.element_id,
             element_instance_key: key_text(job.element_instance_key),
             end_time: job.end_time.map(date_text),
             error_code: non_empty(job.error_code),
             error_message: non_empty(job.error_message),
             has_failed_with_retries_left: job.failed_with_retries_left,
+            is_denied: None,
             job_key: key_text(job.key),
             kind: "BPMN_ELEMENT",
             listener_event_type: "UNSPECIFIED",
             process_definition_id: job.bpmn_process_id,
             process_definition_key: key_text(job.process_definition_key),
             process_instance_key: key_text(job.process_instance_key),
+            root_process_instance_key: key_text(job.process_instance_key),
             retries: job.retries,
             state: job.state.name(),
             tenant_id: job.tenant_id,

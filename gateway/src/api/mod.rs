@@ -16,7 +16,6 @@ mod jobs;
 mod messages;
 mod process_instance_search;
 mod process_instances;
-mod search;
 mod variables;
 
 use std::sync::Arc;
@@ -94,10 +93,19 @@ pub fn routes() -> Router<SharedState> {
             post(incidents::resolve),
         )
         .route(
+            "/v2/element-instances/search",
+            post(element_instances::search),
+        )
+        .route(
+            "/v2/element-instances/{elementInstanceKey}",
+            get(element_instances::get),
+        )
+        .route(
             "/v2/element-instances/{elementInstanceKey}/variables",
             put(element_instances::set_variables),
         )
         .route("/v2/variables/search", post(variables::search))
+        .route("/v2/variables/{variableKey}", get(variables::get))
         .route("/v2/topology", get(cluster::topology))
         .route("/v2/status", get(cluster::status))
 }

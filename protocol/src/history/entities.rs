@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FieldValue, Historic, Page, Search, SearchField};
 use crate::ids::{Key, Timestamp};
-use crate::value::IncidentErrorType;
+use crate::value::{BpmnElementType, IncidentErrorType};
 
 fn text(value: &str) -> Option<FieldValue> {
     Some(FieldValue::Text(value.to_owned()))
@@ -299,6 +299,189 @@ impl Historic for HistoricIncident {
     }
 }
 
+/// Values longer than this (in bytes) are truncated in variable search results (unless
+/// the client asks for full values) and count as truncated for `isTruncated`.
+pub const VARIABLE_TRUNCATE_LIMIT: usize = 8_191;
+
+fields! {
+    /// The fields of a variable that searches filter and sort by.
+    VariableField {
+        Name = "name",
+        Value = "value",
+        TenantId = "tenantId",
+        IsTruncated = "isTruncated",
+        VariableKey = "variableKey",
+        ScopeKey = "scopeKey",
+        ProcessInstanceKey = "processInstanceKey",
+    }
+}
+
+/// A variable as the history store keeps it: its latest value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricVariable {
+    pub key: Key,
+    pub name: String,
+    /// JSON text.
+    pub value: String,
+    pub scope_key: Key,
+    pub process_instance_key: Key,
+    pub process_definition_key: Key,
+    pub bpmn_process_id: String,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricVariable {
+    type Field = VariableField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: VariableField) -> Option<FieldValue> {
+        use VariableField as F;
+        match field {
+            F::Name => text(&self.name),
+            F::Value => text(&self.value),
+            F::TenantId => text(&self.tenant_id),
+            F::IsTruncated => Some(FieldValue::Bool(self.value.len() > VARIABLE_TRUNCATE_LIMIT)),
+            F::VariableKey => int(self.key.get()),
+            F::ScopeKey => int(self.scope_key.get()),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+        }
+    }
+}
+
+/// An element instance's state in Camunda's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElementState {
+    Active,
+    Completed,
+    Terminated,
+}
+
+impl ElementState {
+    pub const NAMES: &'static [&'static str] = &["ACTIVE", "COMPLETED", "TERMINATED"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ElementState::Active => "ACTIVE",
+            ElementState::Completed => "COMPLETED",
+            ElementState::Terminated => "TERMINATED",
+        }
+    }
+}
+
+/// Camunda's element instance types.
+pub const ELEMENT_TYPES: &[&str] = &[
+    "UNSPECIFIED",
+    "PROCESS",
+    "SUB_PROCESS",
+    "EVENT_SUB_PROCESS",
+    "AD_HOC_SUB_PROCESS",
+    "AD_HOC_SUB_PROCESS_INNER_INSTANCE",
+    "START_EVENT",
+    "INTERMEDIATE_CATCH_EVENT",
+    "INTERMEDIATE_THROW_EVENT",
+    "BOUNDARY_EVENT",
+    "END_EVENT",
+    "SERVICE_TASK",
+    "RECEIVE_TASK",
+    "USER_TASK",
+    "MANUAL_TASK",
+    "TASK",
+    "EXCLUSIVE_GATEWAY",
+    "INCLUSIVE_GATEWAY",
+    "PARALLEL_GATEWAY",
+    "EVENT_BASED_GATEWAY",
+    "SEQUENCE_FLOW",
+    "MULTI_INSTANCE_BODY",
+    "CALL_ACTIVITY",
+    "BUSINESS_RULE_TASK",
+    "SCRIPT_TASK",
+    "SEND_TASK",
+    "UNKNOWN",
+];
+
+/// Camunda's name of an element type (Zeebe's, which Rill's records use; `UNKNOWN` for
+/// one Camunda's enum does not have).
+pub fn element_type_name(element_type: BpmnElementType) -> &'static str {
+    let name = serde_json::to_value(element_type).ok();
+    let name = name.as_ref().and_then(|v| v.as_str()).unwrap_or("UNKNOWN");
+    ELEMENT_TYPES
+        .iter()
+        .find(|known| **known == name)
+        .copied()
+        .unwrap_or("UNKNOWN")
+}
+
+fields! {
+    /// The fields of an element instance that searches filter and sort by.
+    ElementInstanceField {
+        ElementInstanceKey = "elementInstanceKey",
+        ProcessInstanceKey = "processInstanceKey",
+        ProcessDefinitionKey = "processDefinitionKey",
+        ProcessDefinitionId = "processDefinitionId",
+        StartDate = "startDate",
+        EndDate = "endDate",
+        ElementId = "elementId",
+        ElementName = "elementName",
+        Type = "type",
+        State = "state",
+        IncidentKey = "incidentKey",
+        TenantId = "tenantId",
+        HasIncident = "hasIncident",
+        ElementInstanceScopeKey = "elementInstanceScopeKey",
+    }
+}
+
+/// An element instance (every element but the process itself, which is the process
+/// instance) as the history store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricElementInstance {
+    pub key: Key,
+    pub element_id: String,
+    pub element_type: BpmnElementType,
+    pub bpmn_process_id: String,
+    pub process_definition_key: Key,
+    pub process_instance_key: Key,
+    /// The element instance (or process instance) it runs in.
+    pub flow_scope_key: Key,
+    pub state: ElementState,
+    pub start_date: Timestamp,
+    pub end_date: Option<Timestamp>,
+    /// Its open incident, if it has one.
+    pub incident_key: Option<Key>,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricElementInstance {
+    type Field = ElementInstanceField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: ElementInstanceField) -> Option<FieldValue> {
+        use ElementInstanceField as F;
+        match field {
+            F::ElementInstanceKey => int(self.key.get()),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+            F::ProcessDefinitionKey => int(self.process_definition_key.get()),
+            F::ProcessDefinitionId => text(&self.bpmn_process_id),
+            F::StartDate => int(self.start_date.millis()),
+            F::EndDate => self.end_date.and_then(|d| int(d.millis())),
+            // Records carry no element names: the id stands in for it.
+            F::ElementId | F::ElementName => text(&self.element_id),
+            F::Type => text(element_type_name(self.element_type)),
+            F::State => text(self.state.name()),
+            F::IncidentKey => self.incident_key.and_then(|k| int(k.get())),
+            F::TenantId => text(&self.tenant_id),
+            F::HasIncident => Some(FieldValue::Bool(self.incident_key.is_some())),
+            F::ElementInstanceScopeKey => int(self.flow_scope_key.get()),
+        }
+    }
+}
+
 /// History queries after the first (process instances), in one variant of
 /// [`crate::Query`] so that new kinds of entries do not touch the engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -306,6 +489,10 @@ pub enum HistoryQuery {
     SearchJobs(Search<JobField>),
     SearchIncidents(Search<IncidentField>),
     Incident { key: Key },
+    SearchVariables(Search<VariableField>),
+    Variable { key: Key },
+    SearchElementInstances(Search<ElementInstanceField>),
+    ElementInstance { key: Key },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -313,4 +500,8 @@ pub enum HistoryResult {
     Jobs(Page<HistoricJob>),
     Incidents(Page<HistoricIncident>),
     Incident(Option<HistoricIncident>),
+    Variables(Page<HistoricVariable>),
+    Variable(Option<HistoricVariable>),
+    ElementInstances(Page<HistoricElementInstance>),
+    ElementInstance(Option<HistoricElementInstance>),
 }

@@ -21,7 +21,6 @@ use rill_gateway::{
     PartitionInfo, PartitionRole, Topology,
 };
 use rill_history::{HistoryWriter, MemoryHistory};
-use rill_protocol::history::{HistoryQuery, HistoryResult};
 use rill_protocol::{
     Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Timestamp,
 };
@@ -218,35 +217,6 @@ impl EngineBackend {
     }
 }
 
-/// Answers a history query as a broker does (broker/src/history.rs).
-fn history_answer(
-    history: &MemoryHistory,
-    query: &Query,
-) -> Result<QueryResult, rill_history::HistoryError> {
-    Ok(match query {
-        Query::SearchProcessInstances(search) => {
-            QueryResult::ProcessInstancePage(rill_history::search(history, search)?)
-        }
-        Query::HistoricProcessInstance { key } => {
-            QueryResult::HistoricProcessInstance(rill_history::get(history, *key)?)
-        }
-        Query::History(HistoryQuery::SearchJobs(search)) => {
-            QueryResult::History(HistoryResult::Jobs(rill_history::search(history, search)?))
-        }
-        Query::History(HistoryQuery::SearchIncidents(search)) => QueryResult::History(
-            HistoryResult::Incidents(rill_history::search(history, search)?),
-        ),
-        Query::History(HistoryQuery::Incident { key }) => {
-            QueryResult::History(HistoryResult::Incident(rill_history::get(history, *key)?))
-        }
-        other => {
-            return Err(rill_history::HistoryError::Storage(format!(
-                "not a history query: {other:?}"
-            )));
-        }
-    })
-}
-
 /// The leader's scheduler: proposes due commands every few milliseconds.
 async fn tick(backend: Weak<EngineBackend>) {
     loop {
@@ -309,9 +279,11 @@ impl GatewayBackend for EngineBackend {
             let mut guard = slot.lock().unwrap();
             let part = &mut *guard;
             if query.is_history() {
-                return history_answer(&part.history, &query).map_err(|e| BackendError::Failed {
-                    partition,
-                    source: Box::new(e),
+                return rill_history::answer(&part.history, &query).map_err(|e| {
+                    BackendError::Failed {
+                        partition,
+                        source: Box::new(e),
+                    }
                 });
             }
             part.engine
