@@ -48,8 +48,9 @@ pub(crate) enum CoreCommand {
     /// exporter, by id). Export entries at or below the lowest are deleted; with no
     /// exporters, every entry written so far.
     Exported { positions: Vec<(String, u64)> },
-    /// Removes finished instances that ended before `before` (epoch milliseconds) from
-    /// the history store, at most `rill_history::EXPIRE_LIMIT` of them (the leader
+    /// Removes finished instances that ended before `before` (epoch milliseconds), with
+    /// their jobs and incidents, from the history store, at most
+    /// `rill_history::EXPIRE_LIMIT` entries in all (the leader
     /// proposes it again while more are due). The cutoff travels in the log, so every
     /// replica removes the same ones.
     ExpireHistory { before: i64 },

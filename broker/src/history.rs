@@ -117,17 +117,7 @@ impl HistoryRead for CfHistory<'_> {
 /// Answers a history query from a state database.
 pub(crate) fn answer(db: &StateDb, query: &Query) -> Result<QueryResult> {
     let history = CfHistory::new(db)?;
-    Ok(match query {
-        Query::SearchProcessInstances(search) => QueryResult::ProcessInstancePage(
-            rill_history::search_process_instances(&history, search)?,
-        ),
-        Query::HistoricProcessInstance { key } => {
-            QueryResult::HistoricProcessInstance(rill_history::process_instance(&history, *key)?)
-        }
-        other => {
-            return Err(Error::Config(format!("not a history query: {other:?}")));
-        }
-    })
+    Ok(rill_history::answer(&history, query)?)
 }
 
 impl<E: ProtocolEngine> Partition<E> {

@@ -60,7 +60,8 @@ pub(crate) struct Applied<E: Engine> {
     /// The records written, in position order, when the caller asked to keep them (for
     /// the exporter director, which then need not read them back).
     pub written: Vec<Record>,
-    /// Finished instances removed from the history store.
+    /// Entries removed from the history store (finished instances, and their jobs and
+    /// incidents).
     pub history_expired: u64,
 }
 

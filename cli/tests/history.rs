@@ -168,3 +168,256 @@ fn searches_find_instances_by_state_and_process_and_page_with_cursors() {
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }
+
+/// Polls a search until `done` holds for its answer (the history is written as the
+/// records are applied, so this is quick), failing after ten seconds.
+async fn search_until(api: &Api, path: &str, body: Value, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (s, b) = api.post(path, body.clone()).await.unwrap();
+        assert_eq!(s, 200, "{path} {body}: {b}");
+        if done(&b) {
+            return b;
+        }
+        assert!(Instant::now() < deadline, "{path} {body}: {b}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn total(page: &Value) -> u64 {
+    page["page"]["totalItems"].as_u64().expect("totalItems")
+}
+
+#[test]
+fn jobs_incidents_element_instances_and_variables_are_searched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut rill = Standalone::start(&data, &["cluster.partitions-count=2"]);
+        rill.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api
+            .deploy(&[&examples().join("two-rest-calls.bpmn")])
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let mut instances = Vec::new();
+        for i in 0..3 {
+            let (s, b) = api
+                .post("/v2/process-instances", json!({"processDefinitionId": "two-rest-calls", "variables": {"i": i}}))
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            instances.push(b["processInstanceKey"].as_str().unwrap().to_owned());
+        }
+        // Activate the three first jobs, complete the first instance's, fail the second's
+        // without retries (an incident), leave the third's activated.
+        let mut jobs = std::collections::BTreeMap::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while jobs.len() < 3 {
+            assert!(Instant::now() < deadline, "jobs: {jobs:?}");
+            let (s, b) = api
+                .post(
+                    "/v2/jobs/activation",
+                    json!({"type": "restCall", "worker": "e2e-worker", "timeout": 600000, "maxJobsToActivate": 10, "requestTimeout": 500}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            for job in b["jobs"].as_array().unwrap() {
+                jobs.insert(
+                    job["processInstanceKey"].as_str().unwrap().to_owned(),
+                    job["jobKey"].as_str().unwrap().to_owned(),
+                );
+            }
+        }
+        let (done, failing, waiting) = (&instances[0], &instances[1], &instances[2]);
+        let (s, b) = api
+            .post(&format!("/v2/jobs/{}/completion", jobs[done]), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(s, 204, "{b}");
+        let (s, b) = api
+            .post(
+                &format!("/v2/jobs/{}/failure", jobs[failing]),
+                json!({"retries": 0, "errorMessage": "boom"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 204, "{b}");
+
+        let completed = search_until(
+            &api,
+            "/v2/jobs/search",
+            json!({"filter": {"type": "restCall", "state": "COMPLETED"}}),
+            |b| total(b) == 1,
+        )
+        .await;
+        let job = &completed["items"][0];
+        assert_eq!(job["jobKey"], jobs[done].as_str());
+        assert_eq!(job["worker"], "e2e-worker");
+        assert_eq!(job["elementId"], "Rest1");
+        assert!(job["endTime"].is_string(), "{job}");
+        // The waiting instance's activated job and the completed one's next job.
+        let created = search_until(
+            &api,
+            "/v2/jobs/search",
+            json!({"filter": {"type": "restCall", "state": "CREATED"}, "sort": [{"field": "processInstanceKey"}]}),
+            |b| total(b) == 2,
+        )
+        .await;
+        let of: BTreeSet<&str> = created["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["processInstanceKey"].as_str().unwrap())
+            .collect();
+        assert_eq!(of, BTreeSet::from([done.as_str(), waiting.as_str()]));
+        let activated = created["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["processInstanceKey"] == waiting.as_str())
+            .unwrap();
+        assert!(activated["deadline"].is_string(), "{activated}");
+        let failed = search_until(
+            &api,
+            "/v2/jobs/search",
+            json!({"filter": {"processInstanceKey": failing}}),
+            |b| total(b) == 1 && b["items"][0]["state"] == "FAILED",
+        )
+        .await;
+        assert_eq!(failed["items"][0]["retries"], 0);
+        assert_eq!(failed["items"][0]["errorMessage"], "boom");
+        assert_eq!(failed["items"][0]["hasFailedWithRetriesLeft"], false);
+
+        // The incident: searched with no filter, by instance, and read by key.
+        let incidents = search_until(&api, "/v2/incidents/search", json!({}), |b| total(b) == 1).await;
+        let incident = &incidents["items"][0];
+        assert_eq!(incident["state"], "ACTIVE");
+        assert_eq!(incident["errorType"], "JOB_NO_RETRIES");
+        assert_eq!(incident["processInstanceKey"], failing.as_str());
+        assert_eq!(incident["jobKey"], jobs[failing].as_str());
+        assert!(incident["creationTime"].is_string(), "{incident}");
+        let incident_key = incident["incidentKey"].as_str().unwrap().to_owned();
+        let (s, b) = api
+            .post(&format!("/v2/process-instances/{failing}/incidents/search"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(total(&b), 1, "{b}");
+        let (s, b) = api
+            .post(&format!("/v2/process-instances/{done}/incidents/search"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!((s, total(&b)), (200, 0), "{b}");
+        let unknown = ((1u64 << 51) + 999_999).to_string();
+        let (s, b) = api
+            .post(&format!("/v2/process-instances/{unknown}/incidents/search"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(s, 404, "{b}");
+        let (s, b) = api.get(&format!("/v2/incidents/{unknown}")).await.unwrap();
+        assert_eq!(s, 404, "{b}");
+
+        // Resolved: retries back, incident resolved; it stays, as RESOLVED.
+        let response = api
+            .http
+            .patch(format!("{}/v2/jobs/{}", api.base, jobs[failing]))
+            .json(&json!({"changeset": {"retries": 1}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 204);
+        let (s, b) = api
+            .post(&format!("/v2/incidents/{incident_key}/resolution"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(s, 204, "{b}");
+        search_until(
+            &api,
+            "/v2/incidents/search",
+            json!({"filter": {"state": "RESOLVED"}}),
+            |b| total(b) == 1,
+        )
+        .await;
+        let (s, b) = api.get(&format!("/v2/incidents/{incident_key}")).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["state"], "RESOLVED");
+        assert!(b["creationTime"].is_string(), "{b}");
+        let active = search_until(
+            &api,
+            "/v2/incidents/search",
+            json!({"filter": {"state": "ACTIVE"}}),
+            |_| true,
+        )
+        .await;
+        assert_eq!(total(&active), 0, "{active}");
+        let retried = search_until(
+            &api,
+            "/v2/jobs/search",
+            json!({"filter": {"jobKey": jobs[failing].as_str()}}),
+            |b| total(b) == 1,
+        )
+        .await;
+        assert_eq!(retried["items"][0]["state"], "RETRIES_UPDATED", "{retried}");
+        assert_eq!(retried["items"][0]["retries"], 1);
+
+        // Element instances: the failing instance's task is active, its incident gone.
+        let tasks = search_until(
+            &api,
+            "/v2/element-instances/search",
+            json!({"filter": {"processInstanceKey": failing, "type": "SERVICE_TASK"}}),
+            |b| total(b) == 1 && b["items"][0]["hasIncident"] == false,
+        )
+        .await;
+        assert_eq!(tasks["items"][0]["state"], "ACTIVE");
+        assert_eq!(tasks["items"][0]["elementId"], "Rest1");
+        let task_key = tasks["items"][0]["elementInstanceKey"].as_str().unwrap();
+        let (s, b) = api.get(&format!("/v2/element-instances/{task_key}")).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["processInstanceKey"], failing.as_str());
+        let completed_starts = search_until(
+            &api,
+            "/v2/element-instances/search",
+            json!({"filter": {"type": "START_EVENT", "state": "COMPLETED"}}),
+            |b| total(b) == 3,
+        )
+        .await;
+        assert!(completed_starts["items"][0]["endDate"].is_string());
+
+        // Variables: searched with no instance named, and read by key.
+        let variables = search_until(
+            &api,
+            "/v2/variables/search",
+            json!({"filter": {"name": "i"}, "sort": [{"field": "value"}]}),
+            |b| total(b) == 3,
+        )
+        .await;
+        let values: Vec<&str> = variables["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["value"].as_str().unwrap())
+            .collect();
+        assert_eq!(values, ["0", "1", "2"]);
+        let key = variables["items"][1]["variableKey"].as_str().unwrap();
+        let (s, b) = api.get(&format!("/v2/variables/{key}")).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!((b["name"].as_str(), b["value"].as_str()), (Some("i"), Some("1")));
+
+        // A state Camunda's jobs do not have is refused, naming the field.
+        let (s, b) = api
+            .post("/v2/jobs/search", json!({"filter": {"state": "ACTIVATED"}}))
+            .await
+            .unwrap();
+        assert_eq!(s, 400, "{b}");
+        assert!(b["detail"].as_str().unwrap().contains("filter.state"), "{b}");
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}

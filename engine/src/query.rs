@@ -134,7 +134,9 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
             QueryResult::ProcessDefinitions(out)
         }
         // The partition's history store answers these, outside the engine.
-        Query::SearchProcessInstances(_) | Query::HistoricProcessInstance { .. } => {
+        Query::SearchProcessInstances(_)
+        | Query::HistoricProcessInstance { .. }
+        | Query::History(_) => {
             return Err(Error::Inconsistent(
                 "history queries are answered by the partition's history store, not the engine"
                     .to_owned(),

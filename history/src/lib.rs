@@ -1,6 +1,7 @@
-//! A partition's history store: what happened to its process instances, kept after they
-//! finish (for `history.retention`) and indexed so that searches by process, definition
-//! and state read only what they return and count. See docs/decisions/history-store.md.
+//! A partition's history store: what happened to its process instances, element
+//! instances, variables, jobs and incidents, kept after they finish (for `history.retention`) and indexed so that the
+//! common searches read only what they return and count. See
+//! docs/decisions/history-store.md.
 //!
 //! It is fed from the records the stream processor writes, on every replica, in the same
 //! write batch as the state and records (the broker keeps it in the state database's
@@ -9,7 +10,8 @@
 //! dates are the records' timestamps, and expiry takes its cutoff from a replicated
 //! command.
 //!
-//! Layout (keys big-endian, so scans come out in key order):
+//! Layout (keys big-endian, so scans come out in key order; every kind of entry is a
+//! [`Table`]: a primary table of entries and secondary indexes of field values):
 //!
 //! ```text
 //! 10 | key                          -> HistoricProcessInstance (rill codec)
@@ -19,14 +21,37 @@
 //! 14 | definition key | key         -> ()   by process definition key
 //! 15 | definition key | state | key -> ()
 //! 16 | end date | key               -> ()   finished instances, oldest first (retention)
+//! 20 | key                          -> HistoricJob
+//! 21 | type | state | key           -> ()
+//! 22 | type | key                   -> ()
+//! 23 | state | key                  -> ()
+//! 24 | process instance key | key   -> ()   (also: retention with the instance)
+//! 30 | key                          -> HistoricIncident
+//! 31 | process instance key | state | key -> ()
+//! 32 | process instance key | key   -> ()   (also: retention with the instance)
+//! 33 | state | key                  -> ()
+//! 40 | key                          -> HistoricVariable
+//! 41 | process instance key | name | key -> ()
+//! 42 | process instance key | key   -> ()   (also: retention with the instance)
+//! 43 | scope key | key              -> ()
+//! 44 | name | key                   -> ()
+//! 50 | key                          -> HistoricElementInstance
+//! 51 | process instance key | state | key -> ()
+//! 52 | process instance key | key   -> ()   (also: retention with the instance)
+//! 53 | flow scope key | key         -> ()
 //! ```
-//! A process id is written as its length (u16) and bytes, so no id is a prefix of another.
+//! Keys and numbers are 8 bytes, sign-flipped; texts (ids, states, types) their length
+//! (u16) and bytes, so no text is a prefix of another.
 
+mod answer;
 mod search;
 mod store;
+mod table;
 
-pub use search::{process_instance, search_process_instances};
+pub use answer::answer;
+pub use search::{get, process_instance, search, search_process_instances};
 pub use store::{HistoryRead, HistoryWriter, MemoryHistory, ScanVisitor, oldest_finished};
+pub use table::Table;
 
 /// Why the history store could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -43,28 +68,24 @@ pub type Result<T, E = HistoryError> = std::result::Result<T, E>;
 /// (`hasMoreTotalItems`), as Camunda's search backends do at 10,000.
 pub const COUNT_LIMIT: u32 = 10_000;
 
-/// Finished instances removed per expiry command at most, so that one command never
-/// holds up the partition.
+/// Entries (instances, and the jobs and incidents that go with them) removed per expiry
+/// command at most, so that one command never holds up the partition.
 pub const EXPIRE_LIMIT: usize = 1_000;
 
 pub(crate) mod keys {
-    use rill_protocol::{Key, ProcessInstanceState, Timestamp};
+    use rill_protocol::history::FieldValue;
+    use rill_protocol::{Key, Timestamp};
 
     pub const INSTANCE: u8 = 0x10;
-    pub const BY_STATE: u8 = 0x11;
-    pub const BY_PROCESS: u8 = 0x12;
-    pub const BY_PROCESS_STATE: u8 = 0x13;
-    pub const BY_DEFINITION: u8 = 0x14;
-    pub const BY_DEFINITION_STATE: u8 = 0x15;
     pub const BY_END: u8 = 0x16;
-
-    pub fn state_byte(state: ProcessInstanceState) -> u8 {
-        match state {
-            ProcessInstanceState::Active => 1,
-            ProcessInstanceState::Completed => 2,
-            ProcessInstanceState::Terminated => 3,
-        }
-    }
+    pub const JOB: u8 = 0x20;
+    pub const JOB_BY_INSTANCE: u8 = 0x24;
+    pub const INCIDENT: u8 = 0x30;
+    pub const INCIDENT_BY_INSTANCE: u8 = 0x32;
+    pub const VARIABLE: u8 = 0x40;
+    pub const VARIABLE_BY_INSTANCE: u8 = 0x42;
+    pub const ELEMENT: u8 = 0x50;
+    pub const ELEMENT_BY_INSTANCE: u8 = 0x52;
 
     /// A signed number whose bytes sort in numeric order.
     pub fn int(value: i64) -> [u8; 8] {
@@ -76,44 +97,23 @@ pub(crate) mod keys {
         Some((u64::from_be_bytes(raw) ^ (1 << 63)) as i64)
     }
 
-    pub fn text(out: &mut Vec<u8>, text: &str) {
-        let len = u16::try_from(text.len()).unwrap_or(u16::MAX);
-        out.extend_from_slice(&len.to_be_bytes());
-        out.extend_from_slice(&text.as_bytes()[..usize::from(len)]);
+    /// Appends a field value as index keys hold it; `None` for a text too long to index.
+    pub fn value(out: &mut Vec<u8>, value: &FieldValue) -> Option<()> {
+        match value {
+            FieldValue::Int(v) => out.extend_from_slice(&int(*v)),
+            FieldValue::Bool(b) => out.push(u8::from(*b)),
+            FieldValue::Text(text) => {
+                let len = u16::try_from(text.len()).ok()?;
+                out.extend_from_slice(&len.to_be_bytes());
+                out.extend_from_slice(text.as_bytes());
+            }
+        }
+        Some(())
     }
 
-    pub fn instance(key: Key) -> Vec<u8> {
-        let mut out = vec![INSTANCE];
+    pub fn entry(table: u8, key: Key) -> Vec<u8> {
+        let mut out = vec![table];
         out.extend_from_slice(&int(key.get()));
-        out
-    }
-
-    /// Prefixes of the indexes: (table, what the prefix names), with the key after.
-    pub fn by_state(state: Option<ProcessInstanceState>) -> Vec<u8> {
-        let mut out = vec![BY_STATE];
-        out.extend(state.map(state_byte));
-        out
-    }
-
-    pub fn by_process(id: &str, state: Option<ProcessInstanceState>) -> Vec<u8> {
-        let mut out = vec![if state.is_some() {
-            BY_PROCESS_STATE
-        } else {
-            BY_PROCESS
-        }];
-        text(&mut out, id);
-        out.extend(state.map(state_byte));
-        out
-    }
-
-    pub fn by_definition(definition: Key, state: Option<ProcessInstanceState>) -> Vec<u8> {
-        let mut out = vec![if state.is_some() {
-            BY_DEFINITION_STATE
-        } else {
-            BY_DEFINITION
-        }];
-        out.extend_from_slice(&int(definition.get()));
-        out.extend(state.map(state_byte));
         out
     }
 
@@ -129,7 +129,7 @@ pub(crate) mod keys {
         prefix
     }
 
-    /// The instance key at the end of an index key.
+    /// The entry key at the end of an index key.
     pub fn trailing_key(index_key: &[u8]) -> Option<Key> {
         let at = index_key.len().checked_sub(8)?;
         read_int(&index_key[at..]).map(Key)
@@ -138,3 +138,5 @@ pub(crate) mod keys {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_entities;

@@ -1,103 +1,98 @@
-//! Answering searches from the indexes.
+//! Answering searches from the indexes, for every kind of entry ([`Table`]).
 //!
-//! A search reads one index: the narrowest that its equality conditions name (definition
-//! key and state, definition key, process id and state, process id, state; or every
-//! instance). Every index lists instances in key order, and within a partition the key
-//! order is also the start-date order (keys come from a counter, timestamps never go
-//! back), so a search sorted by key or by start date reads its page straight from the
-//! index, from the cursor on, and stops when the page is full. Counting the matches for
-//! `totalItems` stops at the search's `count_limit`. Other sorts read every match.
+//! A search reads one index: the first of the table's indexes (most specific first) whose
+//! every field its filter names with one value (`$eq`, or `$in` with one value); or every
+//! entry. Every index lists entries in key order, and within a partition the key order is
+//! also the order of the table's creation date if it has one (keys come from a counter,
+//! timestamps never go back), so a search sorted by key, or by that date then key, reads
+//! its page straight from the index, from the cursor on, and stops when the page is full.
+//! Counting the matches for `totalItems` stops at the search's `count_limit`. Other sorts
+//! read every match.
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
+use rill_protocol::Key;
 use rill_protocol::history::{
-    Condition, FieldValue, HistoricProcessInstance, ProcessInstanceField, ProcessInstancePage,
-    ProcessInstanceSearch, compare_sorted,
+    Condition, FieldValue, HistoricProcessInstance, Page, ProcessInstancePage,
+    ProcessInstanceSearch, Search, compare_sorted,
 };
-use rill_protocol::{Key, ProcessInstanceState};
 
 use crate::Result;
 use crate::keys;
-use crate::store::{HistoryRead, decode_instance, prefix_end, read_instance};
+use crate::store::{HistoryRead, decode, prefix_end, read};
+use crate::table::{Table, single};
+
+/// One entry, by its key.
+pub fn get<T: Table, R: HistoryRead + ?Sized>(store: &R, key: Key) -> Result<Option<T>> {
+    read(store, key)
+}
 
 /// One process instance, active or finished within the retention.
 pub fn process_instance<R: HistoryRead + ?Sized>(
-    read: &R,
+    store: &R,
     key: Key,
 ) -> Result<Option<HistoricProcessInstance>> {
-    read_instance(read, key)
+    read(store, key)
 }
 
-fn state_of(value: &FieldValue) -> Option<ProcessInstanceState> {
-    match value {
-        FieldValue::Text(t) if t == "ACTIVE" => Some(ProcessInstanceState::Active),
-        FieldValue::Text(t) if t == "COMPLETED" => Some(ProcessInstanceState::Completed),
-        FieldValue::Text(t) if t == "TERMINATED" => Some(ProcessInstanceState::Terminated),
-        _ => None,
-    }
+/// The page of one partition for a process instance search.
+pub fn search_process_instances<R: HistoryRead + ?Sized>(
+    store: &R,
+    search: &ProcessInstanceSearch,
+) -> Result<ProcessInstancePage> {
+    self::search(store, search)
 }
 
 /// The index a search reads, and the filter conditions it already satisfies.
 struct Plan {
     prefix: Vec<u8>,
-    /// True when the index holds the instances themselves (the primary table).
+    /// True when the index holds the entries themselves (the primary table).
     primary: bool,
     /// Indexes into the filter of the conditions the index satisfies.
     covered: Vec<usize>,
 }
 
-fn plan(filter: &[(ProcessInstanceField, Condition)]) -> Plan {
-    let eq = |field: ProcessInstanceField| {
-        filter.iter().enumerate().find_map(|(i, (f, c))| match c {
-            Condition::Eq(v) if *f == field => Some((i, v)),
-            Condition::In(list) if *f == field && list.len() == 1 => Some((i, &list[0])),
-            _ => None,
-        })
-    };
-    let state = eq(ProcessInstanceField::State).and_then(|(i, v)| Some((i, state_of(v)?)));
-    let definition = eq(ProcessInstanceField::ProcessDefinitionKey).and_then(|(i, v)| match v {
-        FieldValue::Int(k) => Some((i, Key(*k))),
-        _ => None,
-    });
-    let process = eq(ProcessInstanceField::ProcessDefinitionId).and_then(|(i, v)| match v {
-        FieldValue::Text(id) if id.len() <= usize::from(u16::MAX) => Some((i, id.as_str())),
-        _ => None,
-    });
-    let mut covered: Vec<usize> = state.iter().map(|(i, _)| *i).collect();
-    let state = state.map(|(_, s)| s);
-    let prefix = if let Some((i, definition)) = definition {
-        covered.push(i);
-        keys::by_definition(definition, state)
-    } else if let Some((i, id)) = process {
-        covered.push(i);
-        keys::by_process(id, state)
-    } else if state.is_some() {
-        keys::by_state(state)
-    } else {
-        covered.clear();
+fn plan<T: Table>(filter: &[(T::Field, Condition)]) -> Plan {
+    'index: for index in T::indexes() {
+        let mut prefix = vec![index.table];
+        let mut covered = Vec::new();
+        for field in index.fields {
+            let Some((i, value)) = filter
+                .iter()
+                .enumerate()
+                .find_map(|(i, (f, c))| (f == field).then(|| single(c).map(|v| (i, v)))?)
+            else {
+                continue 'index;
+            };
+            if keys::value(&mut prefix, value).is_none() {
+                continue 'index;
+            }
+            covered.push(i);
+        }
         return Plan {
-            prefix: vec![keys::INSTANCE],
-            primary: true,
+            prefix,
+            primary: false,
             covered,
         };
-    };
+    }
     Plan {
-        prefix,
-        primary: false,
-        covered,
+        prefix: vec![T::PRIMARY],
+        primary: true,
+        covered: Vec::new(),
     }
 }
 
-/// Visits the instances under the plan's prefix in key order (backwards with
-/// `reverse`), strictly after (before, backwards) `from`, until the visitor breaks.
-fn visit<R: HistoryRead + ?Sized>(
-    read: &R,
+/// Visits the entries under the plan's prefix in key order (backwards with `reverse`),
+/// strictly after (before, backwards) `from`, until the visitor breaks. Entries are read
+/// only with `load`.
+fn visit<T: Table, R: HistoryRead + ?Sized>(
+    store: &R,
     plan: &Plan,
     from: Option<Key>,
     reverse: bool,
     load: bool,
-    f: &mut dyn FnMut(Key, Option<HistoricProcessInstance>) -> ControlFlow<()>,
+    f: &mut dyn FnMut(Option<T>) -> ControlFlow<()>,
 ) -> Result<()> {
     let end_of_prefix = prefix_end(&plan.prefix);
     let (start, end) = match (from, reverse) {
@@ -110,24 +105,24 @@ fn visit<R: HistoryRead + ?Sized>(
         (Some(k), true) => (plan.prefix.clone(), keys::with_key(plan.prefix.clone(), k)),
     };
     let mut failure = None;
-    read.scan(&start, &end, reverse, &mut |index_key, value| {
+    store.scan(&start, &end, reverse, &mut |index_key, value| {
         let Some(key) = keys::trailing_key(index_key) else {
             return ControlFlow::Continue(());
         };
-        let instance = if !load {
+        let entry = if !load {
             None
         } else if plan.primary {
-            match decode_instance(index_key, value) {
-                Ok(i) => Some(i),
+            match decode::<T>(index_key, value) {
+                Ok(e) => Some(e),
                 Err(e) => {
                     failure = Some(e);
                     return ControlFlow::Break(());
                 }
             }
         } else {
-            match read_instance(read, key) {
-                Ok(Some(i)) => Some(i),
-                // An index entry without its instance: not a match.
+            match read::<T, R>(store, key) {
+                Ok(Some(e)) => Some(e),
+                // An index entry without its entry: not a match.
                 Ok(None) => return ControlFlow::Continue(()),
                 Err(e) => {
                     failure = Some(e);
@@ -135,7 +130,7 @@ fn visit<R: HistoryRead + ?Sized>(
                 }
             }
         };
-        f(key, instance)
+        f(entry)
     })?;
     match failure {
         Some(e) => Err(e),
@@ -144,25 +139,25 @@ fn visit<R: HistoryRead + ?Sized>(
 }
 
 /// The search's page of one partition (see the module comment).
-pub fn search_process_instances<R: HistoryRead + ?Sized>(
-    read: &R,
-    search: &ProcessInstanceSearch,
-) -> Result<ProcessInstancePage> {
+pub fn search<T: Table, R: HistoryRead + ?Sized>(
+    store: &R,
+    search: &Search<T::Field>,
+) -> Result<Page<T>> {
     let limit = search.limit as usize;
     // A search for named keys reads just those.
-    if let Some(keys) = named_keys(&search.filter) {
+    if let Some(keys) = named_keys::<T>(&search.filter) {
         let mut items = Vec::new();
         for key in keys {
-            if let Some(instance) = read_instance(read, key)?
-                && instance.matches(&search.filter)
+            if let Some(entry) = read::<T, R>(store, key)?
+                && entry.matches(&search.filter)
             {
-                items.push(instance);
+                items.push(entry);
             }
         }
         return Ok(page_of(items, search, limit));
     }
-    let plan = plan(&search.filter);
-    let residual: Vec<(ProcessInstanceField, Condition)> = search
+    let plan = plan::<T>(&search.filter);
+    let residual: Vec<(T::Field, Condition)> = search
         .filter
         .iter()
         .enumerate()
@@ -174,14 +169,14 @@ pub fn search_process_instances<R: HistoryRead + ?Sized>(
     let count_limit = u64::from(search.count_limit);
     let mut total = 0u64;
     let mut more = false;
-    visit(
-        read,
+    visit::<T, R>(
+        store,
         &plan,
         None,
         false,
         !residual.is_empty(),
-        &mut |_, instance| {
-            if instance.is_none_or(|i| i.matches(&residual)) {
+        &mut |entry| {
+            if entry.is_none_or(|e| e.matches(&residual)) {
                 if total == count_limit {
                     more = true;
                     return ControlFlow::Break(());
@@ -194,13 +189,13 @@ pub fn search_process_instances<R: HistoryRead + ?Sized>(
 
     let mut items = Vec::new();
     if limit == 0 {
-        return Ok(ProcessInstancePage { items, total, more });
+        return Ok(Page { items, total, more });
     }
-    if let Some((reverse, by_key_alone)) = key_ordered(search) {
+    if let Some((reverse, by_key_alone)) = key_ordered::<T>(search) {
         // The index order is the sort order: read from the cursor on. A cursor's key
-        // gives the place to start only when the sort is by key alone: after a start date
-        // the cursor may name another partition's instance, whose key says nothing about
-        // the order here, so the instances before it are passed over.
+        // gives the place to start only when the sort is by key alone: after a date the
+        // cursor may name another partition's entry, whose key says nothing about the
+        // order here, so the entries before it are passed over.
         let from = search
             .after
             .as_ref()
@@ -210,15 +205,15 @@ pub fn search_process_instances<R: HistoryRead + ?Sized>(
                 _ => None,
             });
         let skip_until = search.after.as_ref().filter(|_| !by_key_alone);
-        visit(read, &plan, from, reverse, true, &mut |_, instance| {
-            if let Some(instance) = instance
-                && instance.matches(&residual)
+        visit::<T, R>(store, &plan, from, reverse, true, &mut |entry| {
+            if let Some(entry) = entry
+                && entry.matches(&residual)
                 && skip_until.is_none_or(|after| {
-                    compare_sorted(&search.sort, &instance.sort_values(&search.sort), after)
+                    compare_sorted(&search.sort, &entry.sort_values(&search.sort), after)
                         == Ordering::Greater
                 })
             {
-                items.push(instance);
+                items.push(entry);
             }
             if items.len() >= limit {
                 ControlFlow::Break(())
@@ -226,26 +221,25 @@ pub fn search_process_instances<R: HistoryRead + ?Sized>(
                 ControlFlow::Continue(())
             }
         })?;
-        return Ok(ProcessInstancePage { items, total, more });
+        return Ok(Page { items, total, more });
     }
     // Any other order: every match after the cursor, keeping the first `limit`.
-    let mut kept: Vec<(Vec<Option<FieldValue>>, HistoricProcessInstance)> = Vec::new();
+    let mut kept: Vec<(Vec<Option<FieldValue>>, T)> = Vec::new();
     let sort = &search.sort;
-    let by_sort = |a: &(Vec<Option<FieldValue>>, HistoricProcessInstance),
-                   b: &(Vec<Option<FieldValue>>, HistoricProcessInstance)| {
+    let by_sort = |a: &(Vec<Option<FieldValue>>, T), b: &(Vec<Option<FieldValue>>, T)| {
         compare_sorted(sort, &a.0, &b.0)
     };
-    visit(read, &plan, None, false, true, &mut |_, instance| {
-        if let Some(instance) = instance
-            && instance.matches(&residual)
+    visit::<T, R>(store, &plan, None, false, true, &mut |entry| {
+        if let Some(entry) = entry
+            && entry.matches(&residual)
         {
-            let values = instance.sort_values(sort);
+            let values = entry.sort_values(sort);
             let after_cursor = search
                 .after
                 .as_ref()
                 .is_none_or(|after| compare_sorted(sort, &values, after) == Ordering::Greater);
             if after_cursor {
-                kept.push((values, instance));
+                kept.push((values, entry));
                 if kept.len() >= limit * 2 + 64 {
                     kept.sort_by(by_sort);
                     kept.truncate(limit);
@@ -256,14 +250,14 @@ pub fn search_process_instances<R: HistoryRead + ?Sized>(
     })?;
     kept.sort_by(by_sort);
     kept.truncate(limit);
-    items = kept.into_iter().map(|(_, i)| i).collect();
-    Ok(ProcessInstancePage { items, total, more })
+    items = kept.into_iter().map(|(_, e)| e).collect();
+    Ok(Page { items, total, more })
 }
 
-/// The keys a filter names with `$eq` or `$in` on `processInstanceKey`, if it does.
-fn named_keys(filter: &[(ProcessInstanceField, Condition)]) -> Option<Vec<Key>> {
+/// The keys a filter names with `$eq` or `$in` on the table's key field, if it does.
+fn named_keys<T: Table>(filter: &[(T::Field, Condition)]) -> Option<Vec<Key>> {
     filter.iter().find_map(|(field, condition)| {
-        if *field != ProcessInstanceField::ProcessInstanceKey {
+        if *field != T::KEY_FIELD {
             return None;
         }
         let values = match condition {
@@ -285,11 +279,7 @@ fn named_keys(filter: &[(ProcessInstanceField, Condition)]) -> Option<Vec<Key>> 
 }
 
 /// Filters nothing more: sorts the given matches and takes the page after the cursor.
-fn page_of(
-    mut items: Vec<HistoricProcessInstance>,
-    search: &ProcessInstanceSearch,
-    limit: usize,
-) -> ProcessInstancePage {
+fn page_of<T: Table>(mut items: Vec<T>, search: &Search<T::Field>, limit: usize) -> Page<T> {
     let total = items.len() as u64;
     let sort = &search.sort;
     items.sort_by(|a, b| compare_sorted(sort, &a.sort_values(sort), &b.sort_values(sort)));
@@ -297,7 +287,7 @@ fn page_of(
         items.retain(|i| compare_sorted(sort, &i.sort_values(sort), after) == Ordering::Greater);
     }
     items.truncate(limit);
-    ProcessInstancePage {
+    Page {
         items,
         total,
         more: false,
@@ -305,15 +295,13 @@ fn page_of(
 }
 
 /// `Some((reverse, by key alone))` when the sort is the index order: by key alone, or by
-/// start date then key in the same direction.
-fn key_ordered(search: &ProcessInstanceSearch) -> Option<(bool, bool)> {
+/// the table's creation date then key in the same direction.
+fn key_ordered<T: Table>(search: &Search<T::Field>) -> Option<(bool, bool)> {
     match search.sort.as_slice() {
-        [only] if only.field == ProcessInstanceField::ProcessInstanceKey => {
-            Some((only.descending, true))
-        }
+        [only] if only.field == T::KEY_FIELD => Some((only.descending, true)),
         [first, second]
-            if first.field == ProcessInstanceField::StartDate
-                && second.field == ProcessInstanceField::ProcessInstanceKey
+            if Some(first.field) == T::TIME_FIELD
+                && second.field == T::KEY_FIELD
                 && first.descending == second.descending =>
         {
             Some((first.descending, false))

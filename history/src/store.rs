@@ -3,14 +3,17 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-use rill_protocol::history::HistoricProcessInstance;
-use rill_protocol::value::BpmnElementType;
+use rill_protocol::history::{
+    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob, HistoricProcessInstance,
+    HistoricVariable, IncidentState, JobState,
+};
+use rill_protocol::value::{BpmnElementType, JobRecord};
 use rill_protocol::{
     Intent, Key, ProcessInstanceState, Record, RecordType, RecordValue, Timestamp, codec,
 };
 
-use crate::keys;
-use crate::{HistoryError, Result};
+use crate::table::Table;
+use crate::{HistoryError, Result, keys};
 
 /// Visits one key and value of a scan; `Break` ends it.
 pub type ScanVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
@@ -42,20 +45,17 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![u8::MAX; prefix.len() + 1]
 }
 
-pub(crate) fn decode_instance(key: &[u8], bytes: &[u8]) -> Result<HistoricProcessInstance> {
+pub(crate) fn decode<T: Table>(key: &[u8], bytes: &[u8]) -> Result<T> {
     codec::decode(bytes).map_err(|e| HistoryError::Corrupt {
         key: format!("{key:02x?}"),
         reason: e.to_string(),
     })
 }
 
-pub(crate) fn read_instance<R: HistoryRead + ?Sized>(
-    read: &R,
-    key: Key,
-) -> Result<Option<HistoricProcessInstance>> {
-    let k = keys::instance(key);
+pub(crate) fn read<T: Table, R: HistoryRead + ?Sized>(read: &R, key: Key) -> Result<Option<T>> {
+    let k = keys::entry(T::PRIMARY, key);
     match read.get(&k)? {
-        Some(bytes) => decode_instance(&k, &bytes).map(Some),
+        Some(bytes) => decode(&k, &bytes).map(Some),
         None => Ok(None),
     }
 }
@@ -155,13 +155,13 @@ impl<'a> HistoryWriter<'a> {
         self.writes.is_empty()
     }
 
-    fn get_instance(&self, key: Key) -> Result<Option<HistoricProcessInstance>> {
-        let k = keys::instance(key);
+    fn get<T: Table>(&self, key: Key) -> Result<Option<T>> {
+        let k = keys::entry(T::PRIMARY, key);
         let bytes = match self.writes.get(&k) {
             Some(value) => value.clone(),
             None => self.base.get(&k)?,
         };
-        bytes.map(|b| decode_instance(&k, &b)).transpose()
+        bytes.map(|b| decode(&k, &b)).transpose()
     }
 
     fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
@@ -172,36 +172,51 @@ impl<'a> HistoryWriter<'a> {
         self.writes.insert(key, None);
     }
 
-    fn put_instance(&mut self, instance: &HistoricProcessInstance) -> Result<()> {
-        let bytes = codec::encode(instance).map_err(|e| HistoryError::Corrupt {
-            key: instance.key.to_string(),
+    fn put_entry<T: Table>(&mut self, entry: &T) -> Result<()> {
+        let bytes = codec::encode(entry).map_err(|e| HistoryError::Corrupt {
+            key: entry.key().to_string(),
             reason: e.to_string(),
         })?;
-        self.put(keys::instance(instance.key), bytes);
+        self.put(keys::entry(T::PRIMARY, entry.key()), bytes);
         Ok(())
     }
 
-    /// The index keys of an instance in its current state.
-    fn index_keys(instance: &HistoricProcessInstance) -> Vec<Vec<u8>> {
-        let key = instance.key;
-        let state = Some(instance.state);
-        let id = &instance.bpmn_process_id;
-        let definition = instance.process_definition_key;
-        let mut out = vec![
-            keys::with_key(keys::by_state(state), key),
-            keys::with_key(keys::by_process(id, None), key),
-            keys::with_key(keys::by_process(id, state), key),
-            keys::with_key(keys::by_definition(definition, None), key),
-            keys::with_key(keys::by_definition(definition, state), key),
-        ];
-        if let Some(end) = instance.end_date {
-            out.push(keys::by_end(end, key));
+    /// Writes `new` in place of `old`, moving its index entries.
+    fn replace<T: Table>(&mut self, old: Option<&T>, new: &T) -> Result<()> {
+        let new_keys = new.index_keys();
+        if let Some(old) = old {
+            for key in old.index_keys() {
+                if !new_keys.contains(&key) {
+                    self.delete(key);
+                }
+            }
         }
-        out
+        for key in new_keys {
+            self.put(key, Vec::new());
+        }
+        self.put_entry(new)
     }
 
-    /// Takes in one applied record. Only process instance lifecycle events (of the process
-    /// itself) and incident events change the store.
+    /// Changes the entry `key` with `change`, if it is kept.
+    fn update<T: Table>(&mut self, key: Key, change: impl FnOnce(&mut T)) -> Result<()> {
+        if let Some(old) = self.get::<T>(key)? {
+            let mut new = old.clone();
+            change(&mut new);
+            self.replace(Some(&old), &new)?;
+        }
+        Ok(())
+    }
+
+    fn remove<T: Table>(&mut self, entry: &T) {
+        for index in entry.index_keys() {
+            self.delete(index);
+        }
+        self.delete(keys::entry(T::PRIMARY, entry.key()));
+    }
+
+    /// Takes in one applied record: process instance lifecycle events (of the process
+    /// itself: the instance; of its elements: element instances), variable, job and job
+    /// batch, and incident events change the store.
     pub fn index(&mut self, record: &Record) -> Result<()> {
         if record.record_type != RecordType::Event {
             return Ok(());
@@ -231,33 +246,123 @@ impl<'a> HistoryWriter<'a> {
                         self.replace(None, &instance)?;
                     }
                     Intent::ElementCompleted | Intent::ElementTerminated => {
-                        if let Some(old) = self.get_instance(key)? {
-                            let mut new = old.clone();
-                            new.state = if record.intent == Intent::ElementCompleted {
-                                ProcessInstanceState::Completed
-                            } else {
-                                ProcessInstanceState::Terminated
-                            };
-                            new.end_date = Some(record.timestamp);
-                            self.replace(Some(&old), &new)?;
-                        }
+                        let state = if record.intent == Intent::ElementCompleted {
+                            ProcessInstanceState::Completed
+                        } else {
+                            ProcessInstanceState::Terminated
+                        };
+                        self.update(key, |i: &mut HistoricProcessInstance| {
+                            i.state = state;
+                            i.end_date = Some(record.timestamp);
+                        })?;
                     }
                     _ => {}
                 }
             }
-            RecordValue::Incident(value) => {
-                let up = match record.intent {
-                    Intent::Created => true,
-                    Intent::Resolved => false,
-                    _ => return Ok(()),
-                };
-                if let Some(mut instance) = self.get_instance(Key(value.process_instance_key))? {
-                    instance.incidents = if up {
-                        instance.incidents.saturating_add(1)
-                    } else {
-                        instance.incidents.saturating_sub(1)
+            RecordValue::ProcessInstance(value) => {
+                let key = record.key;
+                match record.intent {
+                    Intent::ElementActivating => {
+                        let element = HistoricElementInstance {
+                            key,
+                            element_id: value.element_id.clone(),
+                            element_type: value.bpmn_element_type,
+                            bpmn_process_id: value.bpmn_process_id.clone(),
+                            process_definition_key: Key(value.process_definition_key),
+                            process_instance_key: Key(value.process_instance_key),
+                            flow_scope_key: Key(value.flow_scope_key),
+                            state: ElementState::Active,
+                            start_date: record.timestamp,
+                            end_date: None,
+                            incident_key: None,
+                            tenant_id: value.tenant_id.clone(),
+                        };
+                        let old = self.get::<HistoricElementInstance>(key)?;
+                        self.replace(old.as_ref(), &element)?;
+                    }
+                    Intent::ElementCompleted | Intent::ElementTerminated => {
+                        let state = if record.intent == Intent::ElementCompleted {
+                            ElementState::Completed
+                        } else {
+                            ElementState::Terminated
+                        };
+                        self.update(key, |e: &mut HistoricElementInstance| {
+                            e.state = state;
+                            e.end_date = Some(record.timestamp);
+                        })?;
+                    }
+                    _ => {}
+                }
+            }
+            RecordValue::Variable(value) => match record.intent {
+                Intent::Created | Intent::Updated => {
+                    let variable = HistoricVariable {
+                        key: record.key,
+                        name: value.name.clone(),
+                        value: value.value.clone(),
+                        scope_key: Key(value.scope_key),
+                        process_instance_key: Key(value.process_instance_key),
+                        process_definition_key: Key(value.process_definition_key),
+                        bpmn_process_id: value.bpmn_process_id.clone(),
+                        tenant_id: value.tenant_id.clone(),
                     };
-                    self.put_instance(&instance)?;
+                    let old = self.get::<HistoricVariable>(record.key)?;
+                    self.replace(old.as_ref(), &variable)?;
+                }
+                _ => {}
+            },
+            RecordValue::Job(value) => self.index_job(record, record.key, value)?,
+            RecordValue::JobBatch(batch) if record.intent == Intent::Activated => {
+                for (key, job) in batch.job_keys.iter().zip(&batch.jobs) {
+                    self.index_job(record, Key(*key), job)?;
+                }
+            }
+            RecordValue::Incident(value) => {
+                let key = record.key;
+                let instance = Key(value.process_instance_key);
+                match record.intent {
+                    Intent::Created => {
+                        let incident = HistoricIncident {
+                            key,
+                            error_type: value.error_type,
+                            error_message: value.error_message.clone(),
+                            bpmn_process_id: value.bpmn_process_id.clone(),
+                            process_definition_key: Key(value.process_definition_key),
+                            process_instance_key: instance,
+                            element_id: value.element_id.clone(),
+                            element_instance_key: Key(value.element_instance_key),
+                            job_key: (value.job_key > 0).then_some(Key(value.job_key)),
+                            tenant_id: value.tenant_id.clone(),
+                            state: IncidentState::Active,
+                            creation_time: record.timestamp,
+                            resolution_time: None,
+                        };
+                        let old = self.get::<HistoricIncident>(key)?;
+                        self.replace(old.as_ref(), &incident)?;
+                        self.update(instance, |i: &mut HistoricProcessInstance| {
+                            i.incidents = i.incidents.saturating_add(1);
+                        })?;
+                        let element = Key(value.element_instance_key);
+                        self.update(element, |e: &mut HistoricElementInstance| {
+                            e.incident_key = Some(key);
+                        })?;
+                    }
+                    Intent::Resolved => {
+                        self.update(key, |i: &mut HistoricIncident| {
+                            i.state = IncidentState::Resolved;
+                            i.resolution_time = Some(record.timestamp);
+                        })?;
+                        self.update(instance, |i: &mut HistoricProcessInstance| {
+                            i.incidents = i.incidents.saturating_sub(1);
+                        })?;
+                        let element = Key(value.element_instance_key);
+                        self.update(element, |e: &mut HistoricElementInstance| {
+                            if e.incident_key == Some(key) {
+                                e.incident_key = None;
+                            }
+                        })?;
+                    }
+                    _ => {}
                 }
             }
             _ => {}
@@ -265,28 +370,112 @@ impl<'a> HistoryWriter<'a> {
         Ok(())
     }
 
-    /// Writes `new` in place of `old`, moving its index entries.
-    fn replace(
-        &mut self,
-        old: Option<&HistoricProcessInstance>,
-        new: &HistoricProcessInstance,
-    ) -> Result<()> {
-        let new_keys = Self::index_keys(new);
-        if let Some(old) = old {
-            for key in Self::index_keys(old) {
-                if !new_keys.contains(&key) {
-                    self.delete(key);
-                }
+    /// A job event (or a job of an activated batch): creates the entry if it is not kept
+    /// yet, and moves it to the state the event names.
+    fn index_job(&mut self, record: &Record, key: Key, value: &JobRecord) -> Result<()> {
+        let state = match record.intent {
+            Intent::Created => Some(JobState::Created),
+            Intent::Completed => Some(JobState::Completed),
+            Intent::Failed => Some(JobState::Failed),
+            Intent::ErrorThrown => Some(JobState::ErrorThrown),
+            Intent::RetriesUpdated => Some(JobState::RetriesUpdated),
+            Intent::TimedOut => Some(JobState::TimedOut),
+            Intent::Canceled => Some(JobState::Canceled),
+            // Activated (in a batch), timeout updated, recurred after a backoff: the
+            // state stays (Camunda's job states have none for these).
+            Intent::Activated | Intent::TimeoutUpdated | Intent::RecurredAfterBackoff => None,
+            _ => return Ok(()),
+        };
+        let old = self.get::<HistoricJob>(key)?;
+        let mut job = match &old {
+            Some(old) => old.clone(),
+            None => HistoricJob {
+                key,
+                job_type: value.job_type.clone(),
+                worker: String::new(),
+                state: JobState::Created,
+                retries: value.retries,
+                bpmn_process_id: value.bpmn_process_id.clone(),
+                process_definition_version: value.process_definition_version,
+                process_definition_key: Key(value.process_definition_key),
+                process_instance_key: Key(value.process_instance_key),
+                element_id: value.element_id.clone(),
+                element_instance_key: Key(value.element_instance_key),
+                tenant_id: value.tenant_id.clone(),
+                deadline: None,
+                error_code: String::new(),
+                error_message: String::new(),
+                failed_with_retries_left: false,
+                custom_headers: value.custom_headers.clone(),
+                creation_time: record.timestamp,
+                end_time: None,
+            },
+        };
+        job.retries = value.retries;
+        if !value.worker.is_empty() {
+            job.worker = value.worker.clone();
+        }
+        job.deadline = (value.deadline > 0).then_some(Timestamp(value.deadline));
+        if !value.error_message.is_empty() {
+            job.error_message = value.error_message.clone();
+        }
+        if !value.error_code.is_empty() {
+            job.error_code = value.error_code.clone();
+        }
+        if let Some(state) = state {
+            job.state = state;
+            job.end_time = matches!(
+                state,
+                JobState::Completed | JobState::Canceled | JobState::ErrorThrown
+            )
+            .then_some(record.timestamp);
+            if state == JobState::Failed && value.retries > 0 {
+                job.failed_with_retries_left = true;
             }
         }
-        for key in new_keys {
-            self.put(key, Vec::new());
+        if old.as_ref() != Some(&job) {
+            self.replace(old.as_ref(), &job)?;
         }
-        self.put_instance(new)
+        Ok(())
     }
 
-    /// Removes finished instances that ended before `before`, oldest first, at most
-    /// `limit`. Returns how many were removed.
+    /// Removes up to `budget` entries of table `T` of the instance (found through the
+    /// index `by_instance`). True when none is left.
+    fn remove_of_instance<T: Table>(
+        &mut self,
+        by_instance: u8,
+        instance: Key,
+        budget: &mut usize,
+    ) -> Result<bool> {
+        let prefix = keys::entry(by_instance, instance);
+        let mut found = Vec::new();
+        let want = *budget + 1;
+        self.base
+            .scan(&prefix, &prefix_end(&prefix), false, &mut |key, _| {
+                if let Some(k) = keys::trailing_key(key) {
+                    found.push(k);
+                }
+                if found.len() >= want {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })?;
+        let all = found.len() <= *budget;
+        for key in found.into_iter().take(*budget) {
+            if let Some(entry) = self.get::<T>(key)? {
+                self.remove(&entry);
+            } else {
+                self.delete(keys::with_key(prefix.clone(), key));
+            }
+            *budget -= 1;
+        }
+        Ok(all)
+    }
+
+    /// Removes finished instances that ended before `before`, oldest first, with their
+    /// jobs, incidents, variables and element instances: at most `limit` entries in all (an instance goes once all of
+    /// its jobs and incidents have). Returns how many entries were removed.
     pub fn expire(&mut self, before: Timestamp, limit: usize) -> Result<usize> {
         let start = [keys::BY_END];
         let end = keys::by_end(before, Key(i64::MIN));
@@ -301,20 +490,40 @@ impl<'a> HistoryWriter<'a> {
                 ControlFlow::Continue(())
             }
         })?;
-        let mut removed = 0;
+        let mut budget = limit;
         for key in expired {
-            let Some(instance) = self.get_instance(key)? else {
+            if budget == 0 {
+                break;
+            }
+            let Some(instance) = self.get::<HistoricProcessInstance>(key)? else {
                 continue;
             };
             if instance.end_date.is_none_or(|end| end >= before) {
                 continue;
             }
-            for index in Self::index_keys(&instance) {
-                self.delete(index);
+            if !self.remove_of_instance::<HistoricJob>(keys::JOB_BY_INSTANCE, key, &mut budget)?
+                || !self.remove_of_instance::<HistoricIncident>(
+                    keys::INCIDENT_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || !self.remove_of_instance::<HistoricVariable>(
+                    keys::VARIABLE_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || !self.remove_of_instance::<HistoricElementInstance>(
+                    keys::ELEMENT_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || budget == 0
+            {
+                break;
             }
-            self.delete(keys::instance(key));
-            removed += 1;
+            self.remove(&instance);
+            budget -= 1;
         }
-        Ok(removed)
+        Ok(limit - budget)
     }
 }

@@ -1,5 +1,5 @@
 use rill_protocol::history::{
-    Condition, FieldValue, ProcessInstanceField as F, ProcessInstanceSearch, SortBy,
+    Condition, FieldValue, Historic, ProcessInstanceField as F, ProcessInstanceSearch, SortBy,
 };
 use rill_protocol::value::{
     BpmnElementType, BpmnEventType, IncidentErrorType, IncidentRecord, ProcessInstanceRecord,

@@ -116,6 +116,42 @@ pub fn compare_values(a: Option<&FieldValue>, b: Option<&FieldValue>) -> Orderin
     a.cmp(&b)
 }
 
+/// The fields of one kind of history entry that searches filter and sort by, by
+/// Camunda's names.
+pub trait SearchField: Copy + Eq + std::fmt::Debug + Send + Sync + 'static {
+    /// Every field, in Camunda's order.
+    fn all() -> &'static [Self];
+
+    /// Camunda's name of the field.
+    fn name(self) -> &'static str;
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::all().iter().copied().find(|f| f.name() == name)
+    }
+}
+
+/// An entry of the history store as searches see it: a key, and field values.
+pub trait Historic: Clone + std::fmt::Debug + Send + Sync + 'static {
+    type Field: SearchField;
+
+    /// The entry's own key (unique within the cluster).
+    fn key(&self) -> Key;
+
+    /// The value of `field`, as searches compare it.
+    fn field(&self, field: Self::Field) -> Option<FieldValue>;
+
+    fn matches(&self, filter: &[(Self::Field, Condition)]) -> bool {
+        filter
+            .iter()
+            .all(|(field, condition)| condition.matches(self.field(*field).as_ref()))
+    }
+
+    /// The values the item sorts by, one per criterion.
+    fn sort_values(&self, sort: &[SortBy<Self::Field>]) -> Vec<Option<FieldValue>> {
+        sort.iter().map(|s| self.field(s.field)).collect()
+    }
+}
+
 /// The fields of a process instance that searches filter and sort by (Camunda's names in
 /// [`ProcessInstanceField::name`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -176,6 +212,16 @@ impl ProcessInstanceField {
     }
 }
 
+impl SearchField for ProcessInstanceField {
+    fn all() -> &'static [Self] {
+        &Self::ALL
+    }
+
+    fn name(self) -> &'static str {
+        ProcessInstanceField::name(self)
+    }
+}
+
 /// One sort criterion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SortBy<F> {
@@ -183,21 +229,24 @@ pub struct SortBy<F> {
     pub descending: bool,
 }
 
-/// A search of one partition's process instances.
+/// A search of one partition's history entries of one kind (fields `F`).
 ///
 /// `sort` is complete: its last criterion is unique (the gateway appends the key), so the
 /// order is total and `after` (the sort values of the last item already seen, one per
 /// criterion) says exactly where to continue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProcessInstanceSearch {
-    pub filter: Vec<(ProcessInstanceField, Condition)>,
-    pub sort: Vec<SortBy<ProcessInstanceField>>,
+pub struct Search<F> {
+    pub filter: Vec<(F, Condition)>,
+    pub sort: Vec<SortBy<F>>,
     pub after: Option<Vec<Option<FieldValue>>>,
     /// Items wanted (after `after`).
     pub limit: u32,
     /// Matches counted at most (`total` stops there, with `more` set).
     pub count_limit: u32,
 }
+
+pub type ProcessInstanceSearch = Search<ProcessInstanceField>;
+pub type ProcessInstancePage = Page<HistoricProcessInstance>;
 
 /// A process instance as the history store keeps it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -225,9 +274,14 @@ pub fn process_instance_state_name(state: ProcessInstanceState) -> &'static str 
     }
 }
 
-impl HistoricProcessInstance {
-    /// The value of `field`, as searches compare it.
-    pub fn field(&self, field: ProcessInstanceField) -> Option<FieldValue> {
+impl Historic for HistoricProcessInstance {
+    type Field = ProcessInstanceField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: ProcessInstanceField) -> Option<FieldValue> {
         use ProcessInstanceField as F;
         match field {
             F::ProcessInstanceKey => Some(FieldValue::Int(self.key.get())),
@@ -250,17 +304,6 @@ impl HistoricProcessInstance {
             F::HasIncident => Some(FieldValue::Bool(self.incidents > 0)),
             F::TenantId => Some(FieldValue::Text(self.tenant_id.clone())),
         }
-    }
-
-    pub fn matches(&self, filter: &[(ProcessInstanceField, Condition)]) -> bool {
-        filter
-            .iter()
-            .all(|(field, condition)| condition.matches(self.field(*field).as_ref()))
-    }
-
-    /// The values the item sorts by, one per criterion.
-    pub fn sort_values(&self, sort: &[SortBy<ProcessInstanceField>]) -> Vec<Option<FieldValue>> {
-        sort.iter().map(|s| self.field(s.field)).collect()
     }
 }
 
@@ -287,15 +330,18 @@ pub fn compare_sorted<F>(
     Ordering::Equal
 }
 
-/// One partition's answer to a [`ProcessInstanceSearch`]: the first `limit` matches after
-/// the cursor in the sort order, and how many match in all (cursor or not).
+/// One partition's answer to a [`Search`]: the first `limit` matches after the cursor in
+/// the sort order, and how many match in all (cursor or not).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProcessInstancePage {
-    pub items: Vec<HistoricProcessInstance>,
+pub struct Page<T> {
+    pub items: Vec<T>,
     pub total: u64,
     /// More matches than `total` (counting stopped at the search's `count_limit`).
     pub more: bool,
 }
+
+mod entities;
+pub use entities::*;
 
 #[cfg(test)]
 mod tests {

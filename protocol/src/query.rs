@@ -6,7 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{HistoricProcessInstance, ProcessInstancePage, ProcessInstanceSearch};
+use crate::history::{
+    HistoricProcessInstance, HistoryQuery, HistoryResult, ProcessInstancePage,
+    ProcessInstanceSearch,
+};
 use crate::ids::{Key, Timestamp};
 use crate::json::Blob;
 use crate::value::{BpmnElementType, IncidentRecord, JobRecord};
@@ -51,6 +54,8 @@ pub enum Query {
     HistoricProcessInstance {
         key: Key,
     },
+    /// (History store) Jobs, incidents, and the entries to come.
+    History(HistoryQuery),
 }
 
 impl Query {
@@ -58,7 +63,9 @@ impl Query {
     pub fn is_history(&self) -> bool {
         matches!(
             self,
-            Query::SearchProcessInstances(_) | Query::HistoricProcessInstance { .. }
+            Query::SearchProcessInstances(_)
+                | Query::HistoricProcessInstance { .. }
+                | Query::History(_)
         )
     }
 }
@@ -75,6 +82,7 @@ pub enum QueryResult {
     ProcessDefinitions(Vec<ProcessDefinitionView>),
     ProcessInstancePage(ProcessInstancePage),
     HistoricProcessInstance(Option<HistoricProcessInstance>),
+    History(HistoryResult),
 }
 
 /// The state of a process instance as readers see it.

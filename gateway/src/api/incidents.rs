@@ -1,16 +1,19 @@
-//! Incidents: resolve one, read one, and search the incidents of a process instance
-//! (answered from the partition's state).
+//! Incidents: resolve one, read one, and search them (open and resolved), from every
+//! partition's history store.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_protocol::{Command, IncidentView, Query, QueryResult};
+use rill_protocol::history::{
+    Condition, FieldValue, HistoricIncident, HistoryQuery, HistoryResult, INCIDENT_ERROR_TYPES,
+    IncidentField as F, IncidentState, Page, Search, incident_error_type_name,
+};
+use rill_protocol::{Command, IncidentView, Key, Query, QueryResult};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::search::{SearchRequest, SearchResult};
-use super::{Body, KeyParam, SharedState, key_text, optional_key_text};
+use super::history_search::{Kind, SearchEntity, SearchResult, run};
+use super::{Body, KeyParam, SharedState, date_text, key_text, optional_key_text};
 use crate::json::{optional_long, parse_optional_body};
 use crate::problem::Problem;
 
@@ -41,39 +44,27 @@ pub async fn resolve(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// The fields of an incident result, which are also the filter and sort fields.
-const INCIDENT_FIELDS: &[&str] = &[
-    "processDefinitionId",
-    "errorType",
-    "errorMessage",
-    "elementId",
-    "creationTime",
-    "state",
-    "tenantId",
-    "incidentKey",
-    "processDefinitionKey",
-    "processInstanceKey",
-    "rootProcessInstanceKey",
-    "elementInstanceKey",
-    "jobKey",
-];
-
-#[derive(Serialize)]
+/// Camunda's `IncidentResult`. Optional fields without a value are left out.
+#[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct IncidentResult {
     process_definition_id: String,
-    error_type: Value,
+    error_type: &'static str,
     error_message: String,
     element_id: String,
-    /// Not known yet: the engine does not keep when an incident was raised.
+    /// Known from the history store; an incident read from the engine alone (history
+    /// off) has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     creation_time: Option<String>,
     state: &'static str,
     tenant_id: String,
     incident_key: String,
     process_definition_key: String,
     process_instance_key: String,
-    root_process_instance_key: Option<String>,
+    /// Rill has no call activities: every instance is a root.
+    root_process_instance_key: String,
     element_instance_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     job_key: Option<String>,
 }
 
@@ -82,24 +73,77 @@ impl From<IncidentView> for IncidentResult {
         let record = view.record;
         IncidentResult {
             process_definition_id: record.bpmn_process_id,
-            // Zeebe's error type names, e.g. JOB_NO_RETRIES.
-            error_type: serde_json::to_value(record.error_type).unwrap_or(Value::Null),
+            error_type: incident_error_type_name(record.error_type),
             error_message: record.error_message,
             element_id: record.element_id,
             creation_time: None,
-            // The engine keeps open incidents only; a resolved one is gone.
+            // The engine keeps open incidents only.
             state: "ACTIVE",
             tenant_id: record.tenant_id,
             incident_key: key_text(view.key),
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
-            root_process_instance_key: optional_key_text(record.process_instance_key),
+            root_process_instance_key: record.process_instance_key.to_string(),
             element_instance_key: record.element_instance_key.to_string(),
             job_key: optional_key_text(record.job_key),
         }
     }
 }
 
+impl From<HistoricIncident> for IncidentResult {
+    fn from(incident: HistoricIncident) -> Self {
+        IncidentResult {
+            process_definition_id: incident.bpmn_process_id,
+            error_type: incident_error_type_name(incident.error_type),
+            error_message: incident.error_message,
+            element_id: incident.element_id,
+            creation_time: Some(date_text(incident.creation_time)),
+            state: incident.state.name(),
+            tenant_id: incident.tenant_id,
+            incident_key: key_text(incident.key),
+            process_definition_key: key_text(incident.process_definition_key),
+            process_instance_key: key_text(incident.process_instance_key),
+            root_process_instance_key: key_text(incident.process_instance_key),
+            element_instance_key: key_text(incident.element_instance_key),
+            job_key: incident.job_key.map(key_text),
+        }
+    }
+}
+
+impl SearchEntity for HistoricIncident {
+    const WHAT: &'static str = "incident";
+    const KEY_FIELD: F = F::IncidentKey;
+    const TIME_FIELD: Option<F> = Some(F::CreationTime);
+    type Item = IncidentResult;
+
+    fn kind(field: F) -> Kind {
+        match field {
+            F::ProcessDefinitionId | F::ErrorMessage | F::ElementId | F::TenantId => Kind::Text,
+            F::ErrorType => Kind::Enum(INCIDENT_ERROR_TYPES),
+            F::CreationTime => Kind::Date,
+            F::State => Kind::Enum(IncidentState::NAMES),
+            F::IncidentKey
+            | F::ProcessDefinitionKey
+            | F::ProcessInstanceKey
+            | F::ElementInstanceKey
+            | F::JobKey => Kind::Key,
+        }
+    }
+
+    fn query(search: Search<F>) -> Query {
+        Query::History(HistoryQuery::SearchIncidents(search))
+    }
+
+    fn page(result: QueryResult) -> Option<Page<Self>> {
+        match result {
+            QueryResult::History(HistoryResult::Incidents(page)) => Some(page),
+            _ => None,
+        }
+    }
+}
+
+/// `GET /v2/incidents/{incidentKey}`: open or resolved, from the history store (or, with
+/// the history store off, an open one from the engine).
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(incident_key): KeyParam,
@@ -109,13 +153,23 @@ pub async fn get(
         .dispatch
         .partition_of(incident_key, "incident")
         .map_err(|_| not_found())?;
+    let timeout = state.settings.request_timeout;
+    let history = Query::History(HistoryQuery::Incident { key: incident_key });
+    match state.dispatch.query(partition, history, timeout).await {
+        Ok(QueryResult::History(HistoryResult::Incident(Some(incident)))) => {
+            return Ok(Json(incident.into()));
+        }
+        Ok(QueryResult::History(HistoryResult::Incident(None))) => {}
+        Ok(_) => return Err(wrong_result()),
+        // A broker without the history store (history.enabled = false) fails it.
+        Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => {
+            tracing::debug!(detail = %problem.detail, "no history to look in");
+        }
+        Err(problem) => return Err(problem),
+    }
     match state
         .dispatch
-        .query(
-            partition,
-            Query::Incident { key: incident_key },
-            state.settings.request_timeout,
-        )
+        .query(partition, Query::Incident { key: incident_key }, timeout)
         .await?
     {
         QueryResult::Incident(Some(view)) => Ok(Json(view.into())),
@@ -124,74 +178,58 @@ pub async fn get(
     }
 }
 
-/// `POST /v2/incidents/search`: needs a `processInstanceKey` or `incidentKey` filter.
+/// `POST /v2/incidents/search`: every state, no filter required.
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult>, Problem> {
-    let request: SearchRequest = parse_optional_body(&body)?;
-    run_search(&state, request).await
+) -> Result<Json<SearchResult<IncidentResult>>, Problem> {
+    run::<HistoricIncident>(&state, &body, None).await.map(Json)
 }
 
-/// `POST /v2/process-instances/{processInstanceKey}/incidents/search`.
+/// `POST /v2/process-instances/{processInstanceKey}/incidents/search`: a 404 for an
+/// instance that is neither live nor in the history store.
 pub async fn search_of_instance(
     State(state): State<SharedState>,
     KeyParam(process_instance_key): KeyParam,
     Body(body): Body,
-) -> Result<Json<SearchResult>, Problem> {
-    let mut request: SearchRequest = parse_optional_body(&body)?;
-    if let Some(other) = request.filter_key("processInstanceKey")?
-        && other != process_instance_key
-    {
-        return Err(Problem::invalid_argument(format!(
-            "The filter's processInstanceKey '{other}' differs from the path's \
-             '{process_instance_key}'"
+) -> Result<Json<SearchResult<IncidentResult>>, Problem> {
+    if !instance_known(&state, process_instance_key).await? {
+        return Err(Problem::not_found(format!(
+            "Process instance with key '{process_instance_key}' not found"
         )));
     }
-    request.filter.insert(
-        "processInstanceKey".to_owned(),
-        Value::String(key_text(process_instance_key)),
+    let only = (
+        F::ProcessInstanceKey,
+        Condition::Eq(FieldValue::Int(process_instance_key.get())),
     );
-    run_search(&state, request).await
+    run::<HistoricIncident>(&state, &body, Some(only))
+        .await
+        .map(Json)
 }
 
-async fn run_search(
-    state: &SharedState,
-    request: SearchRequest,
-) -> Result<Json<SearchResult>, Problem> {
-    request.validate(INCIDENT_FIELDS)?;
-    let timeout = state.settings.request_timeout;
-    let views = if let Some(instance) = request.filter_key("processInstanceKey")? {
-        let Ok(partition) = state.dispatch.partition_of(instance, "process instance") else {
-            return Ok(Json(request.apply(Vec::new())?));
-        };
-        let query = Query::IncidentsOfInstance {
-            process_instance_key: instance,
-        };
-        match state.dispatch.query(partition, query, timeout).await? {
-            QueryResult::Incidents(views) => views,
-            _ => return Err(wrong_result()),
-        }
-    } else if let Some(incident_key) = request.filter_key("incidentKey")? {
-        let Ok(partition) = state.dispatch.partition_of(incident_key, "incident") else {
-            return Ok(Json(request.apply(Vec::new())?));
-        };
-        let query = Query::Incident { key: incident_key };
-        match state.dispatch.query(partition, query, timeout).await? {
-            QueryResult::Incident(view) => view.into_iter().collect(),
-            _ => return Err(wrong_result()),
-        }
-    } else {
-        return Err(Problem::invalid_argument(
-            "Rill answers incident searches from broker state, not a search index: filter by \
-             processInstanceKey or incidentKey",
-        ));
+/// Whether the engine or the history store knows the process instance.
+async fn instance_known(state: &SharedState, key: Key) -> Result<bool, Problem> {
+    let Ok(partition) = state.dispatch.partition_of(key, "process instance") else {
+        return Ok(false);
     };
-    let items = views
-        .into_iter()
-        .map(|view| serde_json::to_value(IncidentResult::from(view)).unwrap_or(Value::Null))
-        .collect();
-    Ok(Json(request.apply(items)?))
+    let timeout = state.settings.request_timeout;
+    if let QueryResult::ProcessInstance(Some(_)) = state
+        .dispatch
+        .query(partition, Query::ProcessInstance { key }, timeout)
+        .await?
+    {
+        return Ok(true);
+    }
+    match state
+        .dispatch
+        .query(partition, Query::HistoricProcessInstance { key }, timeout)
+        .await
+    {
+        Ok(QueryResult::HistoricProcessInstance(found)) => Ok(found.is_some()),
+        Ok(_) => Err(wrong_result()),
+        Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => Ok(false),
+        Err(problem) => Err(problem),
+    }
 }
 
 fn wrong_result() -> Problem {

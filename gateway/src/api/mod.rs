@@ -6,13 +6,16 @@
 mod cluster;
 mod deployments;
 mod element_instances;
+#[cfg(test)]
+mod entity_search_tests;
+mod history_search;
 mod incidents;
+mod job_search;
 mod job_waiters;
 mod jobs;
 mod messages;
 mod process_instance_search;
 mod process_instances;
-mod search;
 mod variables;
 
 use std::sync::Arc;
@@ -77,6 +80,7 @@ pub fn routes() -> Router<SharedState> {
             post(incidents::search_of_instance),
         )
         .route("/v2/jobs/activation", post(jobs::activate))
+        .route("/v2/jobs/search", post(job_search::search))
         .route("/v2/jobs/{jobKey}", patch(jobs::update))
         .route("/v2/jobs/{jobKey}/completion", post(jobs::complete))
         .route("/v2/jobs/{jobKey}/failure", post(jobs::fail))
@@ -89,10 +93,19 @@ pub fn routes() -> Router<SharedState> {
             post(incidents::resolve),
         )
         .route(
+            "/v2/element-instances/search",
+            post(element_instances::search),
+        )
+        .route(
+            "/v2/element-instances/{elementInstanceKey}",
+            get(element_instances::get),
+        )
+        .route(
             "/v2/element-instances/{elementInstanceKey}/variables",
             put(element_instances::set_variables),
         )
         .route("/v2/variables/search", post(variables::search))
+        .route("/v2/variables/{variableKey}", get(variables::get))
         .route("/v2/topology", get(cluster::topology))
         .route("/v2/status", get(cluster::status))
 }

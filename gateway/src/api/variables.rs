@@ -1,110 +1,159 @@
-//! `POST /v2/variables/search`: the variables of one process instance, from the
-//! partition's state.
+//! Variables: `POST /v2/variables/search` (no filter required) and `GET
+//! /v2/variables/{variableKey}`, from every partition's history store (the machinery is
+//! `history_search`). A variable's entry holds its latest value.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use rill_protocol::value::DEFAULT_TENANT;
-use rill_protocol::{Query, QueryResult, VariableView};
+use rill_protocol::history::{
+    HistoricVariable, HistoryQuery, HistoryResult, Page, Search, VARIABLE_TRUNCATE_LIMIT,
+    VariableField as F,
+};
+use rill_protocol::{Query, QueryResult};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::search::{SearchRequest, SearchResult};
-use super::{Body, SharedState, key_text};
-use crate::json::parse_optional_body;
+use super::history_search::{Kind, SearchEntity, run};
+use super::{Body, KeyParam, SharedState, key_text};
 use crate::problem::Problem;
-
-/// The fields of a variable result, which are also the filter and sort fields.
-const VARIABLE_FIELDS: &[&str] = &[
-    "name",
-    "value",
-    "isTruncated",
-    "tenantId",
-    "variableKey",
-    "scopeKey",
-    "processInstanceKey",
-    "rootProcessInstanceKey",
-];
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchParams {
-    /// Values are never truncated here; the parameter is accepted for compatibility.
-    #[allow(dead_code)]
+    /// False: whole values. Otherwise values longer than `VARIABLE_TRUNCATE_LIMIT` bytes
+    /// are cut there (at a character boundary) with `isTruncated` set.
     truncate_values: Option<bool>,
 }
 
-#[derive(Serialize)]
+/// Camunda's `VariableSearchResult` (and, with the whole value and no `isTruncated`,
+/// `VariableResult`).
+#[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
-struct VariableResult {
-    value: String,
-    is_truncated: bool,
+pub struct VariableResult {
     name: String,
+    value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    is_truncated: Option<bool>,
     tenant_id: String,
     variable_key: String,
     scope_key: String,
     process_instance_key: String,
-    root_process_instance_key: Option<String>,
+    /// Rill has no call activities: every instance is a root.
+    root_process_instance_key: String,
 }
 
-impl From<VariableView> for VariableResult {
-    fn from(view: VariableView) -> Self {
+impl From<HistoricVariable> for VariableResult {
+    fn from(variable: HistoricVariable) -> Self {
         VariableResult {
-            value: view.value,
-            is_truncated: false,
-            name: view.name,
-            tenant_id: DEFAULT_TENANT.to_owned(),
-            variable_key: key_text(view.key),
-            scope_key: key_text(view.scope_key),
-            process_instance_key: key_text(view.process_instance_key),
-            root_process_instance_key: Some(key_text(view.process_instance_key)),
+            name: variable.name,
+            value: variable.value,
+            is_truncated: Some(false),
+            tenant_id: variable.tenant_id,
+            variable_key: key_text(variable.key),
+            scope_key: key_text(variable.scope_key),
+            process_instance_key: key_text(variable.process_instance_key),
+            root_process_instance_key: key_text(variable.process_instance_key),
         }
     }
+}
+
+impl VariableResult {
+    fn truncate(mut self) -> Self {
+        if self.value.len() > VARIABLE_TRUNCATE_LIMIT {
+            let mut at = VARIABLE_TRUNCATE_LIMIT;
+            while !self.value.is_char_boundary(at) {
+                at -= 1;
+            }
+            self.value.truncate(at);
+            self.is_truncated = Some(true);
+        }
+        self
+    }
+}
+
+impl SearchEntity for HistoricVariable {
+    const WHAT: &'static str = "variable";
+    const KEY_FIELD: F = F::VariableKey;
+    type Item = VariableResult;
+
+    fn kind(field: F) -> Kind {
+        match field {
+            F::Name | F::Value | F::TenantId => Kind::Text,
+            F::IsTruncated => Kind::Bool,
+            F::VariableKey | F::ScopeKey | F::ProcessInstanceKey => Kind::Key,
+        }
+    }
+
+    fn query(search: Search<F>) -> Query {
+        Query::History(HistoryQuery::SearchVariables(search))
+    }
+
+    fn page(result: QueryResult) -> Option<Page<Self>> {
+        match result {
+            QueryResult::History(HistoryResult::Variables(page)) => Some(page),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariableSearchResult {
+    items: Vec<VariableResult>,
+    page: super::history_search::PageResult,
 }
 
 pub async fn search(
     State(state): State<SharedState>,
     params: Result<axum::extract::Query<SearchParams>, axum::extract::rejection::QueryRejection>,
     Body(body): Body,
-) -> Result<Json<SearchResult>, Problem> {
-    params.map_err(|rejection| {
+) -> Result<Json<VariableSearchResult>, Problem> {
+    let params = params.map_err(|rejection| {
         Problem::invalid_argument(format!(
             "Invalid query parameters: {}",
             rejection.body_text()
         ))
     })?;
-    let request: SearchRequest = parse_optional_body(&body)?;
-    request.validate(VARIABLE_FIELDS)?;
-    let Some(instance) = request.filter_key("processInstanceKey")? else {
-        return Err(Problem::invalid_argument(
-            "Rill answers variable searches from broker state, not a search index: filter by \
-             processInstanceKey",
-        ));
-    };
-    let Ok(partition) = state.dispatch.partition_of(instance, "process instance") else {
-        return Ok(Json(request.apply(Vec::new())?));
-    };
-    let query = Query::Variables {
-        process_instance_key: instance,
-        scope_key: None,
-    };
-    let views = match state
+    let result = run::<HistoricVariable>(&state, &body, None).await?;
+    let truncate = params.0.truncate_values != Some(false);
+    Ok(Json(VariableSearchResult {
+        items: result
+            .items
+            .into_iter()
+            .map(|v| if truncate { v.truncate() } else { v })
+            .collect(),
+        page: result.page,
+    }))
+}
+
+/// `GET /v2/variables/{variableKey}`: the whole value.
+pub async fn get(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+) -> Result<Json<VariableResult>, Problem> {
+    let not_found = || Problem::not_found(format!("Variable with key '{key}' not found"));
+    let partition = state
         .dispatch
-        .query(partition, query, state.settings.request_timeout)
+        .partition_of(key, "variable")
+        .map_err(|_| not_found())?;
+    match state
+        .dispatch
+        .query(
+            partition,
+            Query::History(HistoryQuery::Variable { key }),
+            state.settings.request_timeout,
+        )
         .await?
     {
-        QueryResult::Variables(views) => views,
-        _ => {
-            return Err(crate::problem::Problem::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL",
-                "The broker answered a variable query with another kind of result",
-            ));
+        QueryResult::History(HistoryResult::Variable(Some(variable))) => {
+            let mut result = VariableResult::from(variable);
+            result.is_truncated = None;
+            Ok(Json(result))
         }
-    };
-    let items = views
-        .into_iter()
-        .map(|view| serde_json::to_value(VariableResult::from(view)).unwrap_or(Value::Null))
-        .collect();
-    Ok(Json(request.apply(items)?))
+        QueryResult::History(HistoryResult::Variable(None)) => Err(not_found()),
+        _ => Err(Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "The broker answered a variable query with another kind of result",
+        )),
+    }
 }

@@ -253,6 +253,7 @@ async fn incidents_retries_and_resolution() {
     assert_eq!(incident["errorMessage"], "the printer is on fire");
     assert_eq!(incident["jobKey"], job_key.as_str());
     assert_eq!(incident["state"], "ACTIVE");
+    assert!(incident["creationTime"].is_string(), "{incident}");
     let incident_key = incident["incidentKey"].as_str().unwrap().to_owned();
 
     // The same through the instance's own path and by key.
@@ -269,6 +270,36 @@ async fn incidents_retries_and_resolution() {
     let one = gateway.get(&format!("/v2/incidents/{incident_key}")).await;
     assert_eq!(one.status, 200, "{:?}", one.body);
     assert_eq!(one.body["processInstanceKey"], instance.as_str());
+
+    // The task's element instance has the incident; the start event completed.
+    let elements = gateway
+        .post(
+            "/v2/element-instances/search",
+            json!({"filter": {"processInstanceKey": instance}, "sort": [{"field": "startDate"}]}),
+        )
+        .await;
+    assert_eq!(elements.status, 200, "{:?}", elements.body);
+    let items = elements.body["items"].as_array().unwrap();
+    let types: Vec<&str> = items.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        ["START_EVENT", "SERVICE_TASK"],
+        "{:?}",
+        elements.body
+    );
+    assert_eq!(items[0]["state"], "COMPLETED");
+    assert!(items[0]["endDate"].is_string());
+    assert_eq!(items[1]["state"], "ACTIVE");
+    assert_eq!(items[1]["hasIncident"], true);
+    assert_eq!(items[1]["incidentKey"], incident_key.as_str());
+    let task_key = items[1]["elementInstanceKey"].as_str().unwrap();
+    let task = gateway
+        .get(&format!("/v2/element-instances/{task_key}"))
+        .await;
+    assert_eq!(task.status, 200, "{:?}", task.body);
+    assert_eq!(task.body["elementId"], items[1]["elementId"]);
+    let missing = gateway.get("/v2/element-instances/2251799813685999").await;
+    assert_eq!(missing.status, 404, "{:?}", missing.body);
 
     // Resolving while the job still has no retries raises a new incident in Zeebe; give
     // it retries first.
@@ -287,13 +318,29 @@ async fn incidents_retries_and_resolution() {
         .await;
     assert_eq!(resolved.status, 204, "{:?}", resolved.body);
 
+    // The resolved incident stays, as RESOLVED; no incident is open.
     let search = gateway
         .post(
             "/v2/incidents/search",
-            json!({"filter": {"processInstanceKey": {"$eq": instance}}}),
+            json!({"filter": {"processInstanceKey": {"$eq": instance}, "state": "ACTIVE"}}),
         )
         .await;
     assert_eq!(search.body["page"]["totalItems"], 0, "{:?}", search.body);
+    let one = gateway.get(&format!("/v2/incidents/{incident_key}")).await;
+    assert_eq!(one.body["state"], "RESOLVED", "{:?}", one.body);
+    // The job's history: failed, then its retries updated.
+    let job = gateway
+        .post("/v2/jobs/search", json!({"filter": {"jobKey": job_key}}))
+        .await;
+    assert_eq!(
+        job.body["items"][0]["state"], "RETRIES_UPDATED",
+        "{:?}",
+        job.body
+    );
+    assert_eq!(
+        job.body["items"][0]["errorMessage"],
+        "the printer is on fire"
+    );
     let jobs = activate(&gateway, "flaky", 1).await;
     assert_eq!(jobs.len(), 1, "the job is activatable again");
     assert_eq!(jobs[0]["retries"], 2);
@@ -378,6 +425,16 @@ async fn variables_can_be_set_and_searched() {
         )
         .await;
     assert_eq!(one.body["page"]["totalItems"], 1);
+    let key = one.body["items"][0]["variableKey"].as_str().unwrap();
+    let read = gateway.get(&format!("/v2/variables/{key}")).await;
+    assert_eq!(read.status, 200, "{:?}", read.body);
+    assert_eq!(read.body["name"], "b");
+    assert_eq!(read.body["value"], "\"two\"");
+    let missing = gateway.get("/v2/variables/2251799813685999").await;
+    assert_eq!(missing.status, 404, "{:?}", missing.body);
+    // No filter needed: every variable of every instance.
+    let all = gateway.post("/v2/variables/search", json!({})).await;
+    assert_eq!(all.body["page"]["totalItems"], 3, "{:?}", all.body);
 
     // The variables reach the job.
     let jobs = activate(&gateway, "v", 1).await;

@@ -2,7 +2,9 @@
 //! standalone broker does, minus Raft and RocksDB. Commands are applied one at a time
 //! per partition, leader actions are carried out (responses to waiting requests,
 //! jobs-available notifications, sends to other partitions), and a ticker proposes
-//! due commands (timers, job timeouts), as the partition leader would.
+//! due commands (timers, job timeouts), as the partition leader would. Each partition
+//! keeps a history store (`rill-history` in memory), fed from the records and answering
+//! the history queries, as a broker's does.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +20,7 @@ use rill_gateway::{
     Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
+use rill_history::{HistoryWriter, MemoryHistory};
 use rill_protocol::{
     Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Timestamp,
 };
@@ -26,6 +29,7 @@ use tokio::sync::{broadcast, oneshot};
 struct Partition {
     engine: BpmnEngine,
     state: MemoryState,
+    history: MemoryHistory,
     position: u64,
 }
 
@@ -53,6 +57,7 @@ impl EngineBackend {
                     Mutex::new(Partition {
                         engine: BpmnEngine::new(EngineOptions::default()),
                         state: MemoryState::new(),
+                        history: MemoryHistory::new(),
                         position: 0,
                     })
                 })
@@ -139,6 +144,24 @@ impl EngineBackend {
             })?;
         let writes = overlay.into_writes();
         part.state.apply(writes);
+        let history = {
+            let mut writer = HistoryWriter::new(&part.history);
+            for (i, draft) in out.records.iter().enumerate() {
+                let record = draft.clone().into_record(
+                    Position(part.position + i as u64),
+                    (i > 0).then_some(Position(part.position)),
+                    ctx.timestamp,
+                    partition,
+                    "test",
+                );
+                writer.index(&record).map_err(|e| BackendError::Failed {
+                    partition,
+                    source: Box::new(e),
+                })?;
+            }
+            writer.into_writes()
+        };
+        part.history.apply(history);
         part.position += out.records.len().saturating_sub(1) as u64;
 
         // Register before releasing the partition, so no later command can answer first.
@@ -255,6 +278,14 @@ impl GatewayBackend for EngineBackend {
                 })?;
             let mut guard = slot.lock().unwrap();
             let part = &mut *guard;
+            if query.is_history() {
+                return rill_history::answer(&part.history, &query).map_err(|e| {
+                    BackendError::Failed {
+                        partition,
+                        source: Box::new(e),
+                    }
+                });
+            }
             part.engine
                 .query(&part.state, &query)
                 .map_err(|e| BackendError::Failed {

@@ -1,0 +1,129 @@
+//! `POST /v2/jobs/search`: Camunda's job search, answered from every partition's history
+//! store (the machinery is `history_search`).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use rill_protocol::history::{
+    HistoricJob, HistoryQuery, HistoryResult, JOB_KINDS, JOB_LISTENER_EVENT_TYPES, JobField as F,
+    JobState, Page, Search,
+};
+use rill_protocol::{Query, QueryResult};
+use serde::Serialize;
+
+use super::history_search::{Kind, SearchEntity, SearchResult, run};
+use super::{Body, SharedState, date_text, key_text};
+use crate::problem::Problem;
+
+/// Camunda's `JobSearchResult`. The fields 8.8 marks nullable (`deadline`,
+/// `deniedReason`, `errorCode`, `errorMessage`, `isDenied`) are `null` without a value;
+/// `endTime`, which it does not, is left out.
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct JobResult {
+    custom_headers: BTreeMap<String, String>,
+    deadline: Option<String>,
+    denied_reason: Option<String>,
+    element_id: String,
+    element_instance_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_time: Option<String>,
+    error_code: Option<String>,
+    error_message: Option<String>,
+    has_failed_with_retries_left: bool,
+    is_denied: Option<bool>,
+    job_key: String,
+    kind: &'static str,
+    listener_event_type: &'static str,
+    process_definition_id: String,
+    process_definition_key: String,
+    process_instance_key: String,
+    /// Rill has no call activities: every instance is a root.
+    root_process_instance_key: String,
+    retries: i32,
+    state: &'static str,
+    tenant_id: String,
+    #[serde(rename = "type")]
+    job_type: String,
+    worker: String,
+}
+
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+impl From<HistoricJob> for JobResult {
+    fn from(job: HistoricJob) -> Self {
+        JobResult {
+            custom_headers: job.custom_headers,
+            deadline: job.deadline.map(date_text),
+            denied_reason: None,
+            element_id: job.element_id,
+            element_instance_key: key_text(job.element_instance_key),
+            end_time: job.end_time.map(date_text),
+            error_code: non_empty(job.error_code),
+            error_message: non_empty(job.error_message),
+            has_failed_with_retries_left: job.failed_with_retries_left,
+            is_denied: None,
+            job_key: key_text(job.key),
+            kind: "BPMN_ELEMENT",
+            listener_event_type: "UNSPECIFIED",
+            process_definition_id: job.bpmn_process_id,
+            process_definition_key: key_text(job.process_definition_key),
+            process_instance_key: key_text(job.process_instance_key),
+            root_process_instance_key: key_text(job.process_instance_key),
+            retries: job.retries,
+            state: job.state.name(),
+            tenant_id: job.tenant_id,
+            job_type: job.job_type,
+            worker: job.worker,
+        }
+    }
+}
+
+impl SearchEntity for HistoricJob {
+    const WHAT: &'static str = "job";
+    const KEY_FIELD: F = F::JobKey;
+    type Item = JobResult;
+
+    fn kind(field: F) -> Kind {
+        match field {
+            F::Deadline | F::EndTime => Kind::Date,
+            F::DeniedReason
+            | F::ElementId
+            | F::ErrorCode
+            | F::ErrorMessage
+            | F::ProcessDefinitionId
+            | F::TenantId
+            | F::Type
+            | F::Worker => Kind::Text,
+            F::ElementInstanceKey | F::JobKey | F::ProcessDefinitionKey | F::ProcessInstanceKey => {
+                Kind::Key
+            }
+            F::HasFailedWithRetriesLeft | F::IsDenied => Kind::Bool,
+            F::Kind => Kind::Enum(JOB_KINDS),
+            F::ListenerEventType => Kind::Enum(JOB_LISTENER_EVENT_TYPES),
+            F::Retries => Kind::Int,
+            F::State => Kind::Enum(JobState::NAMES),
+        }
+    }
+
+    fn query(search: Search<F>) -> Query {
+        Query::History(HistoryQuery::SearchJobs(search))
+    }
+
+    fn page(result: QueryResult) -> Option<Page<Self>> {
+        match result {
+            QueryResult::History(HistoryResult::Jobs(page)) => Some(page),
+            _ => None,
+        }
+    }
+}
+
+pub async fn search(
+    State(state): State<SharedState>,
+    Body(body): Body,
+) -> Result<Json<SearchResult<JobResult>>, Problem> {
+    run::<HistoricJob>(&state, &body, None).await.map(Json)
+}

@@ -1,0 +1,37 @@
+//! Answering the history queries of the command API from a store (the broker's column
+//! family, or memory in tests).
+
+use rill_protocol::history::{HistoryQuery, HistoryResult};
+use rill_protocol::{Query, QueryResult};
+
+use crate::search::{get, search};
+use crate::store::HistoryRead;
+use crate::{HistoryError, Result};
+
+/// The answer to a history query ([`Query::is_history`]); any other query is an error.
+pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<QueryResult> {
+    Ok(match query {
+        Query::SearchProcessInstances(s) => QueryResult::ProcessInstancePage(search(store, s)?),
+        Query::HistoricProcessInstance { key } => {
+            QueryResult::HistoricProcessInstance(get(store, *key)?)
+        }
+        Query::History(query) => QueryResult::History(match query {
+            HistoryQuery::SearchJobs(s) => HistoryResult::Jobs(search(store, s)?),
+            HistoryQuery::SearchIncidents(s) => HistoryResult::Incidents(search(store, s)?),
+            HistoryQuery::Incident { key } => HistoryResult::Incident(get(store, *key)?),
+            HistoryQuery::SearchVariables(s) => HistoryResult::Variables(search(store, s)?),
+            HistoryQuery::Variable { key } => HistoryResult::Variable(get(store, *key)?),
+            HistoryQuery::SearchElementInstances(s) => {
+                HistoryResult::ElementInstances(search(store, s)?)
+            }
+            HistoryQuery::ElementInstance { key } => {
+                HistoryResult::ElementInstance(get(store, *key)?)
+            }
+        }),
+        other => {
+            return Err(HistoryError::Storage(format!(
+                "not a history query: {other:?}"
+            )));
+        }
+    })
+}

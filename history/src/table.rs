@@ -1,0 +1,210 @@
+//! What the store knows of each kind of entry: its primary table, its indexes, and which
+//! field orders entries like their keys do. The writer and the searches are written once
+//! over [`Table`].
+
+use rill_protocol::history::{
+    ElementInstanceField, FieldValue, Historic, HistoricElementInstance, HistoricIncident,
+    HistoricJob, HistoricProcessInstance, HistoricVariable, IncidentField, JobField,
+    ProcessInstanceField, VariableField,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::keys;
+
+/// A secondary index: its table byte and the fields it holds values of, in order.
+pub struct Index<F: 'static> {
+    pub table: u8,
+    pub fields: &'static [F],
+}
+
+/// A kind of entry in the store.
+pub trait Table: Historic + Serialize + DeserializeOwned {
+    /// The table byte of the entries themselves (entry key -> encoded entry).
+    const PRIMARY: u8;
+    /// The field that holds the entry's own key.
+    const KEY_FIELD: Self::Field;
+    /// A date whose order within a partition is the key order (set once, when the entry
+    /// is created from a record, and keys come from a counter), if the entry has one.
+    const TIME_FIELD: Option<Self::Field>;
+
+    /// The secondary indexes, the most specific first: a search reads the first whose
+    /// every field its filter names with one value.
+    fn indexes() -> &'static [Index<Self::Field>];
+
+    /// Index keys beyond [`Table::indexes`] (the end-date index of instances).
+    fn extra_keys(&self) -> Vec<Vec<u8>> {
+        Vec::new()
+    }
+
+    /// Every index key of the entry in its current state.
+    fn index_keys(&self) -> Vec<Vec<u8>> {
+        let mut out = self.extra_keys();
+        'index: for index in Self::indexes() {
+            let mut key = vec![index.table];
+            for field in index.fields {
+                let Some(value) = self.field(*field) else {
+                    continue 'index;
+                };
+                if keys::value(&mut key, &value).is_none() {
+                    continue 'index;
+                }
+            }
+            out.push(keys::with_key(key, self.key()));
+        }
+        out
+    }
+}
+
+impl Table for HistoricProcessInstance {
+    const PRIMARY: u8 = keys::INSTANCE;
+    const KEY_FIELD: ProcessInstanceField = ProcessInstanceField::ProcessInstanceKey;
+    const TIME_FIELD: Option<ProcessInstanceField> = Some(ProcessInstanceField::StartDate);
+
+    fn indexes() -> &'static [Index<ProcessInstanceField>] {
+        use ProcessInstanceField as F;
+        &[
+            Index {
+                table: 0x15,
+                fields: &[F::ProcessDefinitionKey, F::State],
+            },
+            Index {
+                table: 0x14,
+                fields: &[F::ProcessDefinitionKey],
+            },
+            Index {
+                table: 0x13,
+                fields: &[F::ProcessDefinitionId, F::State],
+            },
+            Index {
+                table: 0x12,
+                fields: &[F::ProcessDefinitionId],
+            },
+            Index {
+                table: 0x11,
+                fields: &[F::State],
+            },
+        ]
+    }
+
+    fn extra_keys(&self) -> Vec<Vec<u8>> {
+        self.end_date
+            .map(|end| keys::by_end(end, self.key))
+            .into_iter()
+            .collect()
+    }
+}
+
+impl Table for HistoricJob {
+    const PRIMARY: u8 = keys::JOB;
+    const KEY_FIELD: JobField = JobField::JobKey;
+    const TIME_FIELD: Option<JobField> = None;
+
+    fn indexes() -> &'static [Index<JobField>] {
+        use JobField as F;
+        &[
+            Index {
+                table: 0x21,
+                fields: &[F::Type, F::State],
+            },
+            Index {
+                table: 0x22,
+                fields: &[F::Type],
+            },
+            Index {
+                table: keys::JOB_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0x23,
+                fields: &[F::State],
+            },
+        ]
+    }
+}
+
+impl Table for HistoricIncident {
+    const PRIMARY: u8 = keys::INCIDENT;
+    const KEY_FIELD: IncidentField = IncidentField::IncidentKey;
+    const TIME_FIELD: Option<IncidentField> = Some(IncidentField::CreationTime);
+
+    fn indexes() -> &'static [Index<IncidentField>] {
+        use IncidentField as F;
+        &[
+            Index {
+                table: 0x31,
+                fields: &[F::ProcessInstanceKey, F::State],
+            },
+            Index {
+                table: keys::INCIDENT_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0x33,
+                fields: &[F::State],
+            },
+        ]
+    }
+}
+
+impl Table for HistoricVariable {
+    const PRIMARY: u8 = keys::VARIABLE;
+    const KEY_FIELD: VariableField = VariableField::VariableKey;
+    const TIME_FIELD: Option<VariableField> = None;
+
+    fn indexes() -> &'static [Index<VariableField>] {
+        use VariableField as F;
+        &[
+            Index {
+                table: 0x41,
+                fields: &[F::ProcessInstanceKey, F::Name],
+            },
+            Index {
+                table: keys::VARIABLE_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0x43,
+                fields: &[F::ScopeKey],
+            },
+            Index {
+                table: 0x44,
+                fields: &[F::Name],
+            },
+        ]
+    }
+}
+
+impl Table for HistoricElementInstance {
+    const PRIMARY: u8 = keys::ELEMENT;
+    const KEY_FIELD: ElementInstanceField = ElementInstanceField::ElementInstanceKey;
+    const TIME_FIELD: Option<ElementInstanceField> = Some(ElementInstanceField::StartDate);
+
+    fn indexes() -> &'static [Index<ElementInstanceField>] {
+        use ElementInstanceField as F;
+        &[
+            Index {
+                table: 0x51,
+                fields: &[F::ProcessInstanceKey, F::State],
+            },
+            Index {
+                table: keys::ELEMENT_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0x53,
+                fields: &[F::ElementInstanceScopeKey],
+            },
+        ]
+    }
+}
+
+/// The single value a condition names (`$eq`, or `$in` with one value).
+pub(crate) fn single(condition: &rill_protocol::history::Condition) -> Option<&FieldValue> {
+    use rill_protocol::history::Condition;
+    match condition {
+        Condition::Eq(v) => Some(v),
+        Condition::In(list) if list.len() == 1 => Some(&list[0]),
+        _ => None,
+    }
+}

@@ -1,0 +1,507 @@
+//! The history entries after process instances: jobs and incidents, their search fields,
+//! and the history queries that carry them across the command API.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{FieldValue, Historic, Page, Search, SearchField};
+use crate::ids::{Key, Timestamp};
+use crate::value::{BpmnElementType, IncidentErrorType};
+
+fn text(value: &str) -> Option<FieldValue> {
+    Some(FieldValue::Text(value.to_owned()))
+}
+
+fn int(value: i64) -> Option<FieldValue> {
+    Some(FieldValue::Int(value))
+}
+
+/// Defines a field enum with Camunda's names.
+macro_rules! fields {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($variant),*
+        }
+
+        impl SearchField for $name {
+            fn all() -> &'static [Self] {
+                &[$($name::$variant),*]
+            }
+
+            fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),*
+                }
+            }
+        }
+    };
+}
+
+/// Where a job is, in Camunda's `JobStateEnum` (which has no "activated": an activation
+/// sets the worker and deadline and leaves the state as it was).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    Created,
+    Completed,
+    Failed,
+    ErrorThrown,
+    RetriesUpdated,
+    TimedOut,
+    Canceled,
+    Migrated,
+}
+
+impl JobState {
+    pub const NAMES: &'static [&'static str] = &[
+        "CANCELED",
+        "COMPLETED",
+        "CREATED",
+        "ERROR_THROWN",
+        "FAILED",
+        "MIGRATED",
+        "RETRIES_UPDATED",
+        "TIMED_OUT",
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Created => "CREATED",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::ErrorThrown => "ERROR_THROWN",
+            JobState::RetriesUpdated => "RETRIES_UPDATED",
+            JobState::TimedOut => "TIMED_OUT",
+            JobState::Canceled => "CANCELED",
+            JobState::Migrated => "MIGRATED",
+        }
+    }
+}
+
+/// Camunda's job kinds and listener event types (Rill's jobs are all of BPMN elements).
+pub const JOB_KINDS: &[&str] = &[
+    "BPMN_ELEMENT",
+    "EXECUTION_LISTENER",
+    "TASK_LISTENER",
+    "AD_HOC_SUB_PROCESS",
+];
+pub const JOB_LISTENER_EVENT_TYPES: &[&str] = &[
+    "ASSIGNING",
+    "CANCELING",
+    "COMPLETING",
+    "CREATING",
+    "END",
+    "START",
+    "UNSPECIFIED",
+    "UPDATING",
+];
+
+fields! {
+    /// The fields of a job that searches filter and sort by.
+    JobField {
+        Deadline = "deadline",
+        DeniedReason = "deniedReason",
+        ElementId = "elementId",
+        ElementInstanceKey = "elementInstanceKey",
+        EndTime = "endTime",
+        ErrorCode = "errorCode",
+        ErrorMessage = "errorMessage",
+        HasFailedWithRetriesLeft = "hasFailedWithRetriesLeft",
+        IsDenied = "isDenied",
+        JobKey = "jobKey",
+        Kind = "kind",
+        ListenerEventType = "listenerEventType",
+        ProcessDefinitionId = "processDefinitionId",
+        ProcessDefinitionKey = "processDefinitionKey",
+        ProcessInstanceKey = "processInstanceKey",
+        Retries = "retries",
+        State = "state",
+        TenantId = "tenantId",
+        Type = "type",
+        Worker = "worker",
+    }
+}
+
+/// A job as the history store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricJob {
+    pub key: Key,
+    pub job_type: String,
+    pub worker: String,
+    pub state: JobState,
+    pub retries: i32,
+    pub bpmn_process_id: String,
+    pub process_definition_version: i32,
+    pub process_definition_key: Key,
+    pub process_instance_key: Key,
+    pub element_id: String,
+    pub element_instance_key: Key,
+    pub tenant_id: String,
+    /// When an activated job times out.
+    pub deadline: Option<Timestamp>,
+    pub error_code: String,
+    pub error_message: String,
+    /// Failed at least once while it still had retries.
+    pub failed_with_retries_left: bool,
+    pub custom_headers: BTreeMap<String, String>,
+    pub creation_time: Timestamp,
+    /// Completed, canceled or ended with a thrown error.
+    pub end_time: Option<Timestamp>,
+}
+
+impl Historic for HistoricJob {
+    type Field = JobField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: JobField) -> Option<FieldValue> {
+        use JobField as F;
+        let optional = |s: &str| (!s.is_empty()).then(|| FieldValue::Text(s.to_owned()));
+        match field {
+            F::Deadline => self.deadline.and_then(|d| int(d.millis())),
+            // User task listeners are not in Rill: never denied.
+            F::DeniedReason | F::IsDenied => None,
+            F::ElementId => text(&self.element_id),
+            F::ElementInstanceKey => int(self.element_instance_key.get()),
+            F::EndTime => self.end_time.and_then(|d| int(d.millis())),
+            F::ErrorCode => optional(&self.error_code),
+            F::ErrorMessage => optional(&self.error_message),
+            F::HasFailedWithRetriesLeft => Some(FieldValue::Bool(self.failed_with_retries_left)),
+            F::JobKey => int(self.key.get()),
+            F::Kind => text("BPMN_ELEMENT"),
+            F::ListenerEventType => text("UNSPECIFIED"),
+            F::ProcessDefinitionId => text(&self.bpmn_process_id),
+            F::ProcessDefinitionKey => int(self.process_definition_key.get()),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+            F::Retries => int(i64::from(self.retries)),
+            F::State => text(self.state.name()),
+            F::TenantId => text(&self.tenant_id),
+            F::Type => text(&self.job_type),
+            F::Worker => optional(&self.worker),
+        }
+    }
+}
+
+/// An incident's state in Camunda's terms (Rill has no migration, nor pending incidents).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IncidentState {
+    Active,
+    Resolved,
+}
+
+impl IncidentState {
+    pub const NAMES: &'static [&'static str] = &["ACTIVE", "MIGRATED", "RESOLVED", "PENDING"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IncidentState::Active => "ACTIVE",
+            IncidentState::Resolved => "RESOLVED",
+        }
+    }
+}
+
+/// Camunda's incident error types.
+pub const INCIDENT_ERROR_TYPES: &[&str] = &[
+    "UNSPECIFIED",
+    "UNKNOWN",
+    "IO_MAPPING_ERROR",
+    "JOB_NO_RETRIES",
+    "EXECUTION_LISTENER_NO_RETRIES",
+    "TASK_LISTENER_NO_RETRIES",
+    "AD_HOC_SUB_PROCESS_NO_RETRIES",
+    "CONDITION_ERROR",
+    "EXTRACT_VALUE_ERROR",
+    "CALLED_ELEMENT_ERROR",
+    "UNHANDLED_ERROR_EVENT",
+    "MESSAGE_SIZE_EXCEEDED",
+    "CALLED_DECISION_ERROR",
+    "DECISION_EVALUATION_ERROR",
+    "FORM_NOT_FOUND",
+    "RESOURCE_NOT_FOUND",
+];
+
+/// Camunda's name of an incident error type.
+pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
+    match error_type {
+        IncidentErrorType::Unknown => "UNKNOWN",
+        IncidentErrorType::IoMappingError => "IO_MAPPING_ERROR",
+        IncidentErrorType::JobNoRetries => "JOB_NO_RETRIES",
+        IncidentErrorType::ConditionError => "CONDITION_ERROR",
+        IncidentErrorType::ExtractValueError => "EXTRACT_VALUE_ERROR",
+        IncidentErrorType::UnhandledErrorEvent => "UNHANDLED_ERROR_EVENT",
+        IncidentErrorType::MessageSizeExceeded => "MESSAGE_SIZE_EXCEEDED",
+    }
+}
+
+fields! {
+    /// The fields of an incident that searches filter and sort by.
+    IncidentField {
+        ProcessDefinitionId = "processDefinitionId",
+        ErrorType = "errorType",
+        ErrorMessage = "errorMessage",
+        ElementId = "elementId",
+        CreationTime = "creationTime",
+        State = "state",
+        TenantId = "tenantId",
+        IncidentKey = "incidentKey",
+        ProcessDefinitionKey = "processDefinitionKey",
+        ProcessInstanceKey = "processInstanceKey",
+        ElementInstanceKey = "elementInstanceKey",
+        JobKey = "jobKey",
+    }
+}
+
+/// An incident as the history store keeps it, open or resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricIncident {
+    pub key: Key,
+    pub error_type: IncidentErrorType,
+    pub error_message: String,
+    pub bpmn_process_id: String,
+    pub process_definition_key: Key,
+    pub process_instance_key: Key,
+    pub element_id: String,
+    pub element_instance_key: Key,
+    pub job_key: Option<Key>,
+    pub tenant_id: String,
+    pub state: IncidentState,
+    pub creation_time: Timestamp,
+    pub resolution_time: Option<Timestamp>,
+}
+
+impl Historic for HistoricIncident {
+    type Field = IncidentField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: IncidentField) -> Option<FieldValue> {
+        use IncidentField as F;
+        match field {
+            F::ProcessDefinitionId => text(&self.bpmn_process_id),
+            F::ErrorType => text(incident_error_type_name(self.error_type)),
+            F::ErrorMessage => text(&self.error_message),
+            F::ElementId => text(&self.element_id),
+            F::CreationTime => int(self.creation_time.millis()),
+            F::State => text(self.state.name()),
+            F::TenantId => text(&self.tenant_id),
+            F::IncidentKey => int(self.key.get()),
+            F::ProcessDefinitionKey => int(self.process_definition_key.get()),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+            F::ElementInstanceKey => int(self.element_instance_key.get()),
+            F::JobKey => self.job_key.and_then(|k| int(k.get())),
+        }
+    }
+}
+
+/// Values longer than this (in bytes) are truncated in variable search results (unless
+/// the client asks for full values) and count as truncated for `isTruncated`.
+pub const VARIABLE_TRUNCATE_LIMIT: usize = 8_191;
+
+fields! {
+    /// The fields of a variable that searches filter and sort by.
+    VariableField {
+        Name = "name",
+        Value = "value",
+        TenantId = "tenantId",
+        IsTruncated = "isTruncated",
+        VariableKey = "variableKey",
+        ScopeKey = "scopeKey",
+        ProcessInstanceKey = "processInstanceKey",
+    }
+}
+
+/// A variable as the history store keeps it: its latest value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricVariable {
+    pub key: Key,
+    pub name: String,
+    /// JSON text.
+    pub value: String,
+    pub scope_key: Key,
+    pub process_instance_key: Key,
+    pub process_definition_key: Key,
+    pub bpmn_process_id: String,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricVariable {
+    type Field = VariableField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: VariableField) -> Option<FieldValue> {
+        use VariableField as F;
+        match field {
+            F::Name => text(&self.name),
+            F::Value => text(&self.value),
+            F::TenantId => text(&self.tenant_id),
+            F::IsTruncated => Some(FieldValue::Bool(self.value.len() > VARIABLE_TRUNCATE_LIMIT)),
+            F::VariableKey => int(self.key.get()),
+            F::ScopeKey => int(self.scope_key.get()),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+        }
+    }
+}
+
+/// An element instance's state in Camunda's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElementState {
+    Active,
+    Completed,
+    Terminated,
+}
+
+impl ElementState {
+    pub const NAMES: &'static [&'static str] = &["ACTIVE", "COMPLETED", "TERMINATED"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ElementState::Active => "ACTIVE",
+            ElementState::Completed => "COMPLETED",
+            ElementState::Terminated => "TERMINATED",
+        }
+    }
+}
+
+/// Camunda's element instance types.
+pub const ELEMENT_TYPES: &[&str] = &[
+    "UNSPECIFIED",
+    "PROCESS",
+    "SUB_PROCESS",
+    "EVENT_SUB_PROCESS",
+    "AD_HOC_SUB_PROCESS",
+    "AD_HOC_SUB_PROCESS_INNER_INSTANCE",
+    "START_EVENT",
+    "INTERMEDIATE_CATCH_EVENT",
+    "INTERMEDIATE_THROW_EVENT",
+    "BOUNDARY_EVENT",
+    "END_EVENT",
+    "SERVICE_TASK",
+    "RECEIVE_TASK",
+    "USER_TASK",
+    "MANUAL_TASK",
+    "TASK",
+    "EXCLUSIVE_GATEWAY",
+    "INCLUSIVE_GATEWAY",
+    "PARALLEL_GATEWAY",
+    "EVENT_BASED_GATEWAY",
+    "SEQUENCE_FLOW",
+    "MULTI_INSTANCE_BODY",
+    "CALL_ACTIVITY",
+    "BUSINESS_RULE_TASK",
+    "SCRIPT_TASK",
+    "SEND_TASK",
+    "UNKNOWN",
+];
+
+/// Camunda's name of an element type (Zeebe's, which Rill's records use; `UNKNOWN` for
+/// one Camunda's enum does not have).
+pub fn element_type_name(element_type: BpmnElementType) -> &'static str {
+    let name = serde_json::to_value(element_type).ok();
+    let name = name.as_ref().and_then(|v| v.as_str()).unwrap_or("UNKNOWN");
+    ELEMENT_TYPES
+        .iter()
+        .find(|known| **known == name)
+        .copied()
+        .unwrap_or("UNKNOWN")
+}
+
+fields! {
+    /// The fields of an element instance that searches filter and sort by.
+    ElementInstanceField {
+        ElementInstanceKey = "elementInstanceKey",
+        ProcessInstanceKey = "processInstanceKey",
+        ProcessDefinitionKey = "processDefinitionKey",
+        ProcessDefinitionId = "processDefinitionId",
+        StartDate = "startDate",
+        EndDate = "endDate",
+        ElementId = "elementId",
+        ElementName = "elementName",
+        Type = "type",
+        State = "state",
+        IncidentKey = "incidentKey",
+        TenantId = "tenantId",
+        HasIncident = "hasIncident",
+        ElementInstanceScopeKey = "elementInstanceScopeKey",
+    }
+}
+
+/// An element instance (every element but the process itself, which is the process
+/// instance) as the history store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricElementInstance {
+    pub key: Key,
+    pub element_id: String,
+    pub element_type: BpmnElementType,
+    pub bpmn_process_id: String,
+    pub process_definition_key: Key,
+    pub process_instance_key: Key,
+    /// The element instance (or process instance) it runs in.
+    pub flow_scope_key: Key,
+    pub state: ElementState,
+    pub start_date: Timestamp,
+    pub end_date: Option<Timestamp>,
+    /// Its open incident, if it has one.
+    pub incident_key: Option<Key>,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricElementInstance {
+    type Field = ElementInstanceField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: ElementInstanceField) -> Option<FieldValue> {
+        use ElementInstanceField as F;
+        match field {
+            F::ElementInstanceKey => int(self.key.get()),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+            F::ProcessDefinitionKey => int(self.process_definition_key.get()),
+            F::ProcessDefinitionId => text(&self.bpmn_process_id),
+            F::StartDate => int(self.start_date.millis()),
+            F::EndDate => self.end_date.and_then(|d| int(d.millis())),
+            // Records carry no element names: the id stands in for it.
+            F::ElementId | F::ElementName => text(&self.element_id),
+            F::Type => text(element_type_name(self.element_type)),
+            F::State => text(self.state.name()),
+            F::IncidentKey => self.incident_key.and_then(|k| int(k.get())),
+            F::TenantId => text(&self.tenant_id),
+            F::HasIncident => Some(FieldValue::Bool(self.incident_key.is_some())),
+            F::ElementInstanceScopeKey => int(self.flow_scope_key.get()),
+        }
+    }
+}
+
+/// History queries after the first (process instances), in one variant of
+/// [`crate::Query`] so that new kinds of entries do not touch the engine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum HistoryQuery {
+    SearchJobs(Search<JobField>),
+    SearchIncidents(Search<IncidentField>),
+    Incident { key: Key },
+    SearchVariables(Search<VariableField>),
+    Variable { key: Key },
+    SearchElementInstances(Search<ElementInstanceField>),
+    ElementInstance { key: Key },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum HistoryResult {
+    Jobs(Page<HistoricJob>),
+    Incidents(Page<HistoricIncident>),
+    Incident(Option<HistoricIncident>),
+    Variables(Page<HistoricVariable>),
+    Variable(Option<HistoricVariable>),
+    ElementInstances(Page<HistoricElementInstance>),
+    ElementInstance(Option<HistoricElementInstance>),
+}
