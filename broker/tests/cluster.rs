@@ -293,13 +293,6 @@ async fn without_the_preferred_replica_the_next_one_starts_after_its_patience() 
     let started = Instant::now();
     cluster.start(1).await;
     cluster.start(2).await;
-    tokio::time::sleep(timeout / 2).await;
-    assert!(
-        cluster
-            .running()
-            .all(|(_, p)| p.status().role != Role::Leader),
-        "no leader before an election timeout"
-    );
     let leader = cluster.leader(Duration::from_secs(10)).await;
     assert!(leader == 1 || leader == 2, "leader {leader}");
     assert!(started.elapsed() >= timeout, "elected after the timeout");
