@@ -181,6 +181,8 @@ pub enum BpmnElementType {
     InclusiveGateway,
     /// The container of a multi-instance activity's inner instances (same element id).
     MultiInstanceBody,
+    /// Creates an instance of another process and waits for it to end.
+    CallActivity,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
@@ -329,6 +331,9 @@ pub enum IncidentErrorType {
     ExtractValueError,
     UnhandledErrorEvent,
     MessageSizeExceeded,
+    /// A call activity could not create its child instance (no such process, version
+    /// or version tag).
+    CalledElementError,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

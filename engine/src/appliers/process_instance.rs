@@ -34,7 +34,13 @@ pub(super) fn element_activating(
     });
     if value.bpmn_element_type == BpmnElementType::Process {
         // Readers see an active instance through its element instance; the summary is
-        // written when it ends.
+        // written when it ends. A called instance is noted on its call activity, which
+        // terminates it when it is terminated itself.
+        if value.parent_element_instance_key > 0 {
+            state.update_element_instance(value.parent_element_instance_key, |call| {
+                call.job_key = key;
+            })?;
+        }
         return Ok(());
     }
     // A token that arrived over sequence flows is consumed now: one per incoming

@@ -134,6 +134,24 @@ pub(super) fn cancel(p: &mut Processing<'_>, key: Key) -> Result<()> {
         p.reject(key, Intent::Cancel, placeholder(key), rejection);
         return Ok(());
     };
+    if instance.record.parent_process_instance_key > 0 {
+        // As in Zeebe: a called instance ends with its call activity.
+        let mut root = instance.record.parent_process_instance_key;
+        while let Some(parent) = p.read().element_instance(root)? {
+            if parent.record.parent_process_instance_key <= 0 {
+                break;
+            }
+            root = parent.record.parent_process_instance_key;
+        }
+        let rejection = Rejection::invalid_state(format!(
+            "Expected to cancel a process instance with key '{key}', but it was created by a \
+             call activity of process instance '{}'; cancel the root process instance '{root}' \
+             instead",
+            instance.record.parent_process_instance_key
+        ));
+        p.reject(key, Intent::Cancel, instance.record, rejection);
+        return Ok(());
+    }
     p.command(key, Intent::Cancel, instance.record.clone());
     p.respond(key, Intent::ElementTerminating, instance.record);
     p.terminate(key)

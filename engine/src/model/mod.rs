@@ -24,8 +24,10 @@
 //! - gateways and boundary events have at least one outgoing flow. Other elements may
 //!   have none: a token that reaches such an element ends there (Zeebe's implicit end),
 //!   and the scope completes when no token is left in it;
+//! - a call activity names a called process id (static and non-empty, or an
+//!   expression); a `VersionTag` binding carries a non-empty tag;
 //! - a boundary event is attached to a task (undefined, manual, service, script, send,
-//!   receive) or a subprocess of its own scope and is listed in that element's
+//!   receive), a call activity or a subprocess of its own scope and is listed in that element's
 //!   `boundary_events`; an error boundary is interrupting, and no two error boundaries
 //!   of one element catch the same code;
 //! - a timer cycle appears only on a non-interrupting boundary event;
@@ -37,9 +39,9 @@
 //!   are non-negative; a script task has exactly one of `zeebe:script` (with a
 //!   compiled expression and a non-empty result variable) and `zeebe:taskDefinition`;
 //! - `multi_instance` appears only on tasks (undefined, manual, service, script, send,
-//!   receive) and subprocesses; `output_collection` and `output_element` are both set or
+//!   receive), call activities and subprocesses; `output_collection` and `output_element` are both set or
 //!   both unset; variable names are non-empty;
-//! - `inputs` appear only on tasks, subprocesses, intermediate catch events, message
+//! - `inputs` appear only on tasks, call activities, subprocesses, intermediate catch events, message
 //!   throw events and message end events; `outputs` on those and on every other event
 //!   but error end events (start, none and link throw, none and terminate end,
 //!   boundary). Mapping targets are non-empty dotted paths of variable names.
@@ -70,6 +72,8 @@ pub enum ValueOrExpr<T> {
 pub struct ProcessModel {
     pub bpmn_process_id: String,
     pub name: Option<String>,
+    /// `zeebe:versionTag` on the process (call activities can bind to it).
+    pub version_tag: Option<String>,
     /// All flow nodes, the process itself first (index 0).
     pub elements: Vec<Element>,
     pub flows: Vec<SequenceFlow>,
@@ -189,6 +193,8 @@ pub enum ElementKind {
     /// A send task: a job for a worker (as in Zeebe).
     SendTask(JobDefinition),
     ReceiveTask(MessageDefinition),
+    /// Creates an instance of another process and completes when it completes.
+    CallActivity(CalledElement),
     ExclusiveGateway {
         default_flow: Option<FlowIdx>,
     },
@@ -225,6 +231,7 @@ impl ElementKind {
             ElementKind::ScriptTask(_) => "scriptTask",
             ElementKind::SendTask(_) => "sendTask",
             ElementKind::ReceiveTask(_) => "receiveTask",
+            ElementKind::CallActivity(_) => "callActivity",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
             ElementKind::InclusiveGateway { .. } => "inclusiveGateway",
@@ -259,6 +266,7 @@ impl ElementKind {
             ElementKind::ScriptTask(_) => BpmnElementType::ScriptTask,
             ElementKind::SendTask(_) => BpmnElementType::SendTask,
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
+            ElementKind::CallActivity(_) => BpmnElementType::CallActivity,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
             ElementKind::InclusiveGateway { .. } => BpmnElementType::InclusiveGateway,
@@ -353,6 +361,33 @@ impl MultiInstance {
             .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'));
         (is_name && path).then_some(first)
     }
+}
+
+/// `zeebe:calledElement`: which process a call activity starts and which variables
+/// cross between the two instances.
+#[derive(Debug)]
+pub struct CalledElement {
+    /// The called BPMN process id, evaluated on entry.
+    pub process_id: ValueOrExpr<String>,
+    pub binding: CalledBinding,
+    /// Without output mappings: whether the child's variables propagate from the call
+    /// activity when the child completes (default true). With output mappings the
+    /// mappings decide.
+    pub propagate_all_child_variables: bool,
+    /// Whether the child starts with every variable visible at the call activity
+    /// (default true), or only with the call activity's locals (its input mappings).
+    pub propagate_all_parent_variables: bool,
+}
+
+/// `bindingType`: which version of the called process a call activity starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CalledBinding {
+    /// The latest version when the call activity is entered (the default).
+    Latest,
+    /// The version deployed in the same deployment as the calling process.
+    Deployment,
+    /// The latest version whose `zeebe:versionTag` is this tag.
+    VersionTag(String),
 }
 
 /// How a script task runs.

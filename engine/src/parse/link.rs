@@ -27,6 +27,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     ProcessModel {
         bpmn_process_id: builder.process_id.to_owned(),
         name: builder.elements[0].name.clone(),
+        version_tag: builder.version_tag,
         elements: builder.elements,
         flows: linker.flows,
         element_index: builder.element_index,
@@ -375,6 +376,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 | ElementKind::ScriptTask(_)
                 | ElementKind::SendTask(_)
                 | ElementKind::ReceiveTask(_)
+                | ElementKind::CallActivity(_)
                 | ElementKind::SubProcess { .. }
         ) {
             b.problem(
@@ -382,7 +384,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 node,
                 format!(
                     "the boundary event is attached to '{attached_ref}', {} {host_kind}; boundary \
-                     events can only be attached to tasks and subprocesses",
+                     events can only be attached to tasks, call activities and subprocesses",
                     article(host_kind)
                 ),
             );

@@ -12,6 +12,11 @@ pub(crate) mod table {
     pub const PROCESS_VERSION: u8 = 0x11;
     pub const PROCESS_LATEST: u8 = 0x12;
     pub const DEPLOYMENT: u8 = 0x13;
+    /// Process definition key -> the key of the deployment that created it.
+    pub const PROCESS_DEPLOYMENT: u8 = 0x14;
+    /// (deployment key, process id) -> the definition key that deployment deployed
+    /// (a new version, or the existing one for a duplicate).
+    pub const DEPLOYMENT_PROCESS: u8 = 0x15;
     pub const ELEMENT_INSTANCE: u8 = 0x20;
     pub const ELEMENT_CHILD: u8 = 0x21;
     pub const JOIN_TOKEN: u8 = 0x22;

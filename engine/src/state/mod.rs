@@ -200,6 +200,28 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// The deployment that created a process definition.
+    pub fn deployment_of_process(&self, definition_key: impl AsKey) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(KeyBuf::new(table::PROCESS_DEPLOYMENT).key(definition_key))?
+            .map(Key))
+    }
+
+    /// The definition of `bpmn_process_id` that a deployment deployed, if any.
+    pub fn process_in_deployment(
+        &self,
+        deployment_key: impl AsKey,
+        bpmn_process_id: &str,
+    ) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(
+                KeyBuf::new(table::DEPLOYMENT_PROCESS)
+                    .key(deployment_key)
+                    .str(bpmn_process_id),
+            )?
+            .map(Key))
+    }
+
     pub fn deployment(
         &self,
         key: impl AsKey,
@@ -725,7 +747,22 @@ impl<'a> Writer<'a> {
         key: impl AsKey,
         record: &rill_protocol::value::DeploymentRecord,
     ) -> Result<()> {
-        self.put(KeyBuf::new(table::DEPLOYMENT).key(key), record)
+        self.put(KeyBuf::new(table::DEPLOYMENT).key(key), record)?;
+        for process in &record.processes_metadata {
+            self.put_i64(
+                KeyBuf::new(table::DEPLOYMENT_PROCESS)
+                    .key(key)
+                    .str(&process.bpmn_process_id),
+                process.process_definition_key,
+            );
+            if !process.is_duplicate {
+                self.put_i64(
+                    KeyBuf::new(table::PROCESS_DEPLOYMENT).i64(process.process_definition_key),
+                    key.as_key().get(),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Queues a command for `target` under the next sequence number.

@@ -41,7 +41,8 @@ pub struct ElementInstance {
     /// Sequence flows taken inside this scope whose target has not been entered yet
     /// (tokens travelling, or waiting at a parallel join).
     pub active_flows: u32,
-    /// The job of a service task, or `Key::NONE`.
+    /// The job of a job-based element, the child process instance of a call activity,
+    /// or `Key::NONE`.
     pub job_key: Key,
     /// Whether variables were ever set in this scope (so leaving it must drop them).
     pub has_variables: bool,

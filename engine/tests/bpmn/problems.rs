@@ -5,6 +5,16 @@ use super::*;
 /// (fixture in `invalid/`, element the problem names, fragment of its message).
 const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
+        "call-activity-without-called-element",
+        Some("Ship"),
+        "a call activity needs the process to call; add zeebe:calledElement with a processId",
+    ),
+    (
+        "call-activity-version-tag-binding-without-tag",
+        Some("Ship"),
+        "bindingType is versionTag but zeebe:calledElement has no versionTag",
+    ),
+    (
         "inclusive-without-condition",
         Some("B"),
         "the flow leaves inclusiveGateway 'Split', which has several outgoing flows, and has \
@@ -183,7 +193,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "boundary-on-gateway",
         Some("OnGateway"),
-        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to tasks and subprocesses",
+        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to tasks, call activities and subprocesses",
     ),
     (
         "boundary-unattached",
@@ -319,7 +329,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "multi-instance-on-gateway",
         Some("Split"),
-        "a parallelGateway cannot be multi-instance; only tasks and subprocesses can",
+        "a parallelGateway cannot be multi-instance; only tasks, call activities and subprocesses can",
     ),
     (
         "multi-instance-output-without-element",

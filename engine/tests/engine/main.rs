@@ -1,6 +1,7 @@
 //! Engine tests: commands in, records out (Zeebe's EngineRule style).
 
 mod breadth;
+mod call_activity;
 mod commands;
 mod distribution;
 mod elements;

@@ -17,6 +17,7 @@
 //! before the step emits anything.
 
 mod boundary_event;
+mod call_activity;
 mod end_event;
 mod exclusive_gateway;
 mod inclusive_gateway;
@@ -99,6 +100,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::ScriptTask(_) => &script_task::ScriptTask,
         ElementKind::SendTask(_) => &send_task::SendTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
+        ElementKind::CallActivity(_) => &call_activity::CallActivity,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
         ElementKind::InclusiveGateway { .. } => &inclusive_gateway::InclusiveGateway,
@@ -339,8 +341,19 @@ impl Processing<'_> {
             } else {
                 None
             };
+            // A called instance hands its variables to its call activity.
+            let parent = Key(record.parent_element_instance_key);
+            let handed_back = if parent.get() > 0 {
+                Some(self.child_variables(active)?)
+            } else {
+                None
+            };
             self.mark(active, Intent::ElementCompleted)?;
-            return self.instance_finished(active.key(), registration, true);
+            self.instance_finished(active.key(), registration, true)?;
+            if let Some(variables) = handed_back {
+                self.called_instance_completed(parent, variables)?;
+            }
+            return Ok(());
         }
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
