@@ -451,3 +451,47 @@ fn a_multi_instance_call_activity_starts_one_child_per_item() {
     assert_eq!(rule.variables(parent)["results"], json!([10, 20, 30]));
     rule.assert_replay_matches();
 }
+
+#[test]
+fn a_process_calling_itself_stops_at_the_depth_limit_with_an_incident() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&caller(r#"processId="p""#, ""));
+    let root = rule.create("p", json!({}));
+    let started = process_events(&rule, "p")
+        .into_iter()
+        .filter(|(_, intent, _)| *intent == Intent::ElementActivating)
+        .count();
+    assert_eq!(started, 1000);
+    let incidents: Vec<_> = rule
+        .records()
+        .events()
+        .of_type(ValueType::Incident)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::Incident(i) => Some(i.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(
+        incidents[0].error_type,
+        IncidentErrorType::CalledElementError
+    );
+    assert!(
+        incidents[0]
+            .error_message
+            .contains("1000 process instances are already nested")
+    );
+    // Cancelling the root takes the whole chain down.
+    let outcome = rule.process(Command::CancelProcessInstance {
+        process_instance_key: root,
+    });
+    assert!(!outcome.is_rejected());
+    let terminated = process_events(&rule, "p")
+        .into_iter()
+        .filter(|(_, intent, _)| *intent == Intent::ElementTerminated)
+        .count();
+    assert_eq!(terminated, 1000);
+    rule.assert_replay_matches();
+}

@@ -17,6 +17,10 @@ use crate::state::ElementState;
 
 pub(super) struct CallActivity;
 
+/// How deep call activities may nest (Zeebe's default `maxProcessDepth`): a process that
+/// calls itself without waiting would otherwise create instances forever in one command.
+const MAX_CALL_DEPTH: u32 = 1000;
+
 impl ElementBehavior for CallActivity {
     fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
         let ElementKind::CallActivity(called) = &active.element().kind else {
@@ -24,6 +28,7 @@ impl ElementBehavior for CallActivity {
         };
         let process_id = p.evaluate_string(&called.process_id, active)?;
         let child = p.called_process(called, &process_id, active)?;
+        p.check_call_depth(active)?;
         let instance = Key(active.record().process_instance_key);
         let variables = if called.propagate_all_parent_variables {
             let chain = p.scope_chain(active.key())?;
@@ -44,13 +49,8 @@ impl ElementBehavior for CallActivity {
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.cancel_boundary_timers(active)?;
-        p.resolve_element_incident(active.key())?;
-        // The applier of the child's ELEMENT_ACTIVATING noted it on the call activity.
-        let child = active.instance.job_key;
-        if child.get() > 0 && p.read().element_instance(child)?.is_some() {
-            p.terminate(child)?;
-        }
-        Ok(())
+        // The child instance is terminated next, by the lifecycle (`runs_inside`).
+        p.resolve_element_incident(active.key())
     }
 }
 
@@ -101,6 +101,32 @@ impl Processing<'_> {
             .into());
         };
         Ok(self.model(key)?)
+    }
+
+    /// Refuses a child when [`MAX_CALL_DEPTH`] instances, the caller's included, are
+    /// already nested (an incident).
+    fn check_call_depth(&self, active: &Active) -> Evaluated {
+        let mut depth = 1;
+        let mut parent = active.record().parent_process_instance_key;
+        while parent > 0 {
+            depth += 1;
+            if depth >= MAX_CALL_DEPTH {
+                return Err(Failure::new(
+                    IncidentErrorType::CalledElementError,
+                    format!(
+                        "The call activity cannot create a child instance: {MAX_CALL_DEPTH} \
+                         process instances are already nested here (does the process call \
+                         itself without waiting?)"
+                    ),
+                )
+                .into());
+            }
+            parent = match self.read().element_instance(parent)? {
+                Some(instance) => instance.record.parent_process_instance_key,
+                None => break,
+            };
+        }
+        Ok(())
     }
 
     /// The latest version of `process_id` whose `zeebe:versionTag` is `tag` (versions

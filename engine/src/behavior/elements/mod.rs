@@ -82,8 +82,9 @@ trait ElementBehavior: Sync {
     /// holds (timers, subscriptions) before ELEMENT_COMPLETED.
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
 
-    /// Runs in ELEMENT_TERMINATING: releases what the element holds, resolves its
-    /// incident and terminates what runs inside it, before ELEMENT_TERMINATED.
+    /// Runs in ELEMENT_TERMINATING: releases what the element holds and resolves its
+    /// incident. What runs inside it (children, a called instance) is terminated next by
+    /// the lifecycle, before ELEMENT_TERMINATED.
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
 }
 
@@ -425,26 +426,68 @@ impl Processing<'_> {
         Ok(())
     }
 
-    /// Terminates an element instance and everything in it.
+    /// Terminates an element instance and everything in it, depth-first: each instance
+    /// writes ELEMENT_TERMINATING and releases what it holds, then what runs inside it
+    /// (its children, a call activity's child instance) is terminated in order, then it
+    /// writes ELEMENT_TERMINATED. Done with an explicit stack, not recursion: call
+    /// activities nest instances up to `MAX_CALL_DEPTH` deep.
     pub fn terminate(&mut self, key: Key) -> Result<()> {
-        let Some(active) = self.active(key)? else {
-            return Ok(());
-        };
-        if active.instance.state != ElementState::Terminating {
-            self.mark(&active, Intent::ElementTerminating)?;
+        enum Work {
+            Enter(Key),
+            Leave(Box<Active>),
         }
-        behavior_of(&active).terminate(self, &active)?;
+        let mut work = vec![Work::Enter(key)];
+        while let Some(item) = work.pop() {
+            match item {
+                Work::Enter(key) => {
+                    let Some(active) = self.active(key)? else {
+                        continue;
+                    };
+                    if active.instance.state != ElementState::Terminating {
+                        self.mark(&active, Intent::ElementTerminating)?;
+                    }
+                    behavior_of(&active).terminate(self, &active)?;
+                    let inside = self.runs_inside(&active)?;
+                    work.push(Work::Leave(Box::new(active)));
+                    work.extend(inside.into_iter().rev().map(Work::Enter));
+                }
+                Work::Leave(active) => self.terminated(&active)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// What a terminating instance must terminate before it is itself terminated: its
+    /// live children in order, or a call activity's child instance.
+    fn runs_inside(&self, active: &Active) -> Result<Vec<Key>> {
+        if active.record().bpmn_element_type == BpmnElementType::CallActivity {
+            // The applier of the child's ELEMENT_ACTIVATING noted it on the call activity.
+            let child = active.instance.job_key;
+            let alive = child.get() > 0 && self.read().element_instance(child)?.is_some();
+            return Ok(if alive { vec![child] } else { Vec::new() });
+        }
+        Ok(self
+            .read()
+            .children(active.key())?
+            .into_iter()
+            .map(Key)
+            .collect())
+    }
+
+    /// The last step of a termination, once everything inside is terminated.
+    fn terminated(&mut self, active: &Active) -> Result<()> {
+        let key = active.key();
         if active.record().bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
                 self.read().await_registration(key)?
             } else {
                 None
             };
-            self.mark(&active, Intent::ElementTerminated)?;
+            self.mark(active, Intent::ElementTerminated)?;
             return self.instance_finished(key, registration, false);
         }
-        self.mark(&active, Intent::ElementTerminated)?;
-        self.left_scope(&active, Key(active.record().flow_scope_key));
+        self.mark(active, Intent::ElementTerminated)?;
+        self.left_scope(active, Key(active.record().flow_scope_key));
         Ok(())
     }
 

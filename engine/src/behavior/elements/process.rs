@@ -23,7 +23,6 @@ impl ElementBehavior for Process {
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.resolve_element_incident(active.key())?;
-        p.terminate_children(active.key())
+        p.resolve_element_incident(active.key())
     }
 }
