@@ -94,6 +94,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                         version,
                         model,
                     });
+                    // Timer start events run on the partition that takes the deployment
+                    // (the others receive it without timers, as in Zeebe).
+                    let deployed = p.model(key)?;
+                    p.arm_start_timers(&deployed)?;
                     (version, key, false)
                 }
             };

@@ -81,6 +81,19 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
         return Ok(());
     };
     let process = p.model(definition_key)?;
+    if process
+        .model
+        .start_event(crate::model::ProcessModel::ROOT)
+        .is_none()
+    {
+        let rejection = Rejection::invalid_state(format!(
+            "Expected to create an instance of process '{}' at its none start event, but it \
+             has none: it starts only by timer or message",
+            process.model.bpmn_process_id
+        ));
+        p.reject(Key::NONE, intent, record, rejection);
+        return Ok(());
+    }
 
     p.command(Key::NONE, intent, record.clone());
     let instance_key = p.next_key()?;

@@ -12,8 +12,13 @@
 //!   `sequenceFlow` elements (an exclusive gateway tries its conditions in that order);
 //! - every flow joins two elements of the same scope (no flow crosses a subprocess
 //!   boundary); no flow leaves an end event or enters a start or boundary event;
-//! - every scope (process, subprocess) has exactly one none start event, which is in
-//!   its `children`;
+//! - every subprocess has exactly one none start event, which is in its `children`; the
+//!   process has at most one, and none only when it has a timer or message start event
+//!   (then it cannot be created by a command or a call activity);
+//! - timer and message start events appear only directly in the process; a timer start
+//!   event has a date or a cycle (ISO 8601 or cron), never a duration; a message start
+//!   event has a static, non-empty message name, unique among the process's message
+//!   start events;
 //! - a flow has a `condition` only if it leaves an exclusive or inclusive gateway; such
 //!   a gateway with several outgoing flows has a condition on each of them except its
 //!   default flow, which is one of its outgoing flows and has no condition;
@@ -47,6 +52,9 @@
 //!   boundary). Mapping targets are non-empty dotted paths of variable names.
 
 use std::collections::HashMap;
+
+pub mod cron;
+pub use cron::CronSchedule;
 
 use rill_feel::Expression;
 use rill_feel::temporal::{IsoCycle, IsoDuration};
@@ -113,6 +121,16 @@ impl ProcessModel {
         }
     }
 
+    /// The timer and message start events of the process, in document order.
+    pub fn event_start_events(&self) -> impl Iterator<Item = ElementIdx> + '_ {
+        self.children(Self::ROOT).iter().copied().filter(|c| {
+            matches!(
+                self.element(*c).kind,
+                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+            )
+        })
+    }
+
     /// The joining inclusive gateways directly inside a process or subprocess.
     pub fn inclusive_joins(&self, scope: ElementIdx) -> &[ElementIdx] {
         match &self.element(scope).kind {
@@ -129,8 +147,8 @@ impl ProcessModel {
     /// The none start event of a process or subprocess.
     pub fn start_event(&self, scope: ElementIdx) -> Option<ElementIdx> {
         match &self.element(scope).kind {
-            ElementKind::Process { start_event, .. }
-            | ElementKind::SubProcess { start_event, .. } => Some(*start_event),
+            ElementKind::Process { start_event, .. } => *start_event,
+            ElementKind::SubProcess { start_event, .. } => Some(*start_event),
             _ => None,
         }
     }
@@ -170,8 +188,8 @@ impl Element {
 #[derive(Debug)]
 pub enum ElementKind {
     Process {
-        /// The none start event.
-        start_event: ElementIdx,
+        /// The none start event, if the process has one.
+        start_event: Option<ElementIdx>,
         children: Vec<ElementIdx>,
         /// The inclusive gateways among `children` that join (several incoming flows).
         inclusive_joins: Vec<ElementIdx>,
@@ -182,6 +200,13 @@ pub enum ElementKind {
         inclusive_joins: Vec<ElementIdx>,
     },
     StartEvent,
+    /// A timer start event of the process: creates an instance when its timer is due.
+    TimerStartEvent(TimerDefinition),
+    /// A message start event of the process: a published message of this name creates
+    /// an instance.
+    MessageStartEvent {
+        message_name: String,
+    },
     EndEvent(EndEventKind),
     /// An undefined task (`bpmn:task`): passes the token on at once.
     Task,
@@ -223,7 +248,9 @@ impl ElementKind {
         match self {
             ElementKind::Process { .. } => "process",
             ElementKind::SubProcess { .. } => "subProcess",
-            ElementKind::StartEvent => "startEvent",
+            ElementKind::StartEvent
+            | ElementKind::TimerStartEvent(_)
+            | ElementKind::MessageStartEvent { .. } => "startEvent",
             ElementKind::EndEvent(_) => "endEvent",
             ElementKind::Task => "task",
             ElementKind::ManualTask => "manualTask",
@@ -258,7 +285,9 @@ impl ElementKind {
         match self {
             ElementKind::Process { .. } => BpmnElementType::Process,
             ElementKind::SubProcess { .. } => BpmnElementType::SubProcess,
-            ElementKind::StartEvent => BpmnElementType::StartEvent,
+            ElementKind::StartEvent
+            | ElementKind::TimerStartEvent(_)
+            | ElementKind::MessageStartEvent { .. } => BpmnElementType::StartEvent,
             ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
             ElementKind::Task => BpmnElementType::Task,
             ElementKind::ManualTask => BpmnElementType::ManualTask,
@@ -279,6 +308,8 @@ impl ElementKind {
     pub fn event_type(&self) -> BpmnEventType {
         match self {
             ElementKind::StartEvent => BpmnEventType::None,
+            ElementKind::TimerStartEvent(_) => BpmnEventType::Timer,
+            ElementKind::MessageStartEvent { .. } => BpmnEventType::Message,
             ElementKind::EndEvent(EndEventKind::None) => BpmnEventType::None,
             ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
             ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
@@ -426,6 +457,9 @@ pub enum TimerDefinition {
     /// An absolute date-time, ms since the epoch.
     Date(ValueOrExpr<i64>),
     Cycle(ValueOrExpr<IsoCycle>),
+    /// A cron cycle (`timeCycle` such as `0 0 9-17 * * MON-FRI`): fires at every match,
+    /// forever.
+    Cron(CronSchedule),
 }
 
 #[derive(Debug)]

@@ -68,7 +68,11 @@ impl Linker {
                 ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. })
             );
             let target_rule = match target_el.kind {
-                ElementKind::StartEvent => Some("a start event cannot have an incoming flow"),
+                ElementKind::StartEvent
+                | ElementKind::TimerStartEvent(_)
+                | ElementKind::MessageStartEvent { .. } => {
+                    Some("a start event cannot have an incoming flow")
+                }
                 ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. }) => Some(
                     "a link catch event cannot have an incoming flow; it is entered from the link \
                      throw events with its link name",
@@ -489,9 +493,17 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
             .copied()
             .filter(|c| matches!(b.elements[c.0 as usize].kind, ElementKind::StartEvent))
             .collect();
+        let has_event_starts = children.iter().any(|c| {
+            matches!(
+                b.elements[c.0 as usize].kind,
+                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+            )
+        });
         let scope_id = b.elements[idx].id.clone();
         let scope_kind = b.elements[idx].kind.bpmn_name();
         match starts.as_slice() {
+            // A process may start by timer or message only.
+            [] if has_event_starts => {}
             [] => b.problem(
                 Some(&scope_id),
                 b.nodes[idx],
@@ -499,10 +511,10 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
             ),
             [only] => {
                 let only = *only;
-                if let ElementKind::Process { start_event, .. }
-                | ElementKind::SubProcess { start_event, .. } = &mut b.elements[idx].kind
-                {
-                    *start_event = only;
+                match &mut b.elements[idx].kind {
+                    ElementKind::Process { start_event, .. } => *start_event = Some(only),
+                    ElementKind::SubProcess { start_event, .. } => *start_event = only,
+                    _ => {}
                 }
             }
             [_, extra @ ..] => {

@@ -157,7 +157,7 @@ pub(super) fn build<'a, 'input>(
             id: process_id.to_owned(),
             name: process_node.attribute("name").map(str::to_owned),
             kind: ElementKind::Process {
-                start_event: ProcessModel::ROOT,
+                start_event: None,
                 children: Vec::new(),
                 inclusive_joins: Vec::new(),
             },
@@ -272,22 +272,41 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             self.unsupported(Some(id), node, message.to_owned());
             return;
         }
-        if name == "startEvent" {
-            // Only none start events run; any other kind is not built at all, so it
-            // cannot count as the scope's start event.
-            if let Some(definition) = self.event_definition(id, node) {
-                let kind = definition.tag_name().name();
-                let message =
-                    format!("a start event with a {kind} is not supported; use a none start event");
+        let mut start_definition = None;
+        if name == "startEvent"
+            && let Some(definition) = self.event_definition(id, node)
+        {
+            // Timer and message start events run on the process itself; any other kind
+            // is not built at all, so it cannot count as the scope's start event.
+            let kind = definition.tag_name().name();
+            let runs = matches!(kind, "timerEventDefinition" | "messageEventDefinition");
+            if !runs {
+                let message = format!(
+                    "a start event with a {kind} is not supported; use a none, timer or \
+                     message start event"
+                );
                 self.unsupported(Some(id), definition, message);
                 return;
             }
+            if scope != ProcessModel::ROOT {
+                let message = format!(
+                    "a start event with a {kind} inside a subprocess would make it an event \
+                     subprocess, which is not supported; a subprocess starts at a none start \
+                     event"
+                );
+                self.unsupported(Some(id), definition, message);
+                return;
+            }
+            start_definition = Some(definition);
         }
         let multi_instance = self.loop_characteristics(id, node, name);
         let extensions = self.extensions(id, node, name);
         let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
         let kind = match name {
-            "startEvent" => ElementKind::StartEvent,
+            "startEvent" => match start_definition {
+                None => ElementKind::StartEvent,
+                Some(definition) => self.event_start(id, definition),
+            },
             "endEvent" => self.end_event(id, node, &extensions),
             "task" => ElementKind::Task,
             "manualTask" => ElementKind::ManualTask,
@@ -749,6 +768,113 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             }
         }
         (inputs, outputs)
+    }
+
+    /// A timer or message start event of the process.
+    fn event_start(&mut self, id: &str, definition: Node<'a, 'input>) -> ElementKind {
+        if definition.tag_name().name() == "timerEventDefinition" {
+            let timer = self
+                .start_timer(id, definition)
+                .unwrap_or(TimerDefinition::Date(ValueOrExpr::Static(0)));
+            return ElementKind::TimerStartEvent(timer);
+        }
+        let message_name = match definition.attribute("messageRef") {
+            None => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    "the message start event names no message (messageRef); reference a \
+                     bpmn:message with a name"
+                        .to_owned(),
+                );
+                String::new()
+            }
+            Some(reference) => self.start_message_name(id, definition, reference),
+        };
+        ElementKind::MessageStartEvent { message_name }
+    }
+
+    /// The timer of a timer start event: a date or a cycle (ISO 8601 or cron), static
+    /// (evaluated at deploy time, when there are no variables yet).
+    fn start_timer(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<TimerDefinition> {
+        let values: Vec<Node<'a, 'input>> = bpmn_children(definition)
+            .filter(|n| TimerKind::from_element_name(n.tag_name().name()).is_some())
+            .collect();
+        let [value] = values.as_slice() else {
+            self.problem(
+                Some(id),
+                definition,
+                "a timer start event needs exactly one timeDate or timeCycle".to_owned(),
+            );
+            return None;
+        };
+        let kind = TimerKind::from_element_name(value.tag_name().name())?;
+        let raw = text_of(*value);
+        if kind == TimerKind::Duration {
+            self.problem(
+                Some(id),
+                *value,
+                "a timer start event cannot have a timeDuration (a duration from what?); use \
+                 timeDate or timeCycle"
+                    .to_owned(),
+            );
+            return None;
+        }
+        if raw.trim_start().starts_with('=') {
+            self.problem(
+                Some(id),
+                *value,
+                format!(
+                    "the {} of a timer start event must be a static ISO 8601 value or cron \
+                     expression; Rill does not evaluate expressions at deploy time",
+                    kind.element_name()
+                ),
+            );
+            return None;
+        }
+        match values::timer(kind, raw.trim()) {
+            Ok(timer) => Some(timer),
+            Err(message) => {
+                self.problem(Some(id), *value, message);
+                None
+            }
+        }
+    }
+
+    /// The static name of the message a message start event waits for.
+    fn start_message_name(&mut self, id: &str, at: Node<'a, 'input>, reference: &str) -> String {
+        let Some(&message) = self.ctx.messages.get(reference) else {
+            self.problem(
+                Some(id),
+                at,
+                format!(
+                    "the message start event references message '{reference}', which does not exist"
+                ),
+            );
+            return String::new();
+        };
+        match message.attribute("name").map(str::trim) {
+            Some(name) if !name.is_empty() && !name.starts_with('=') => name.to_owned(),
+            Some(name) if name.starts_with('=') => {
+                self.problem(
+                    Some(id),
+                    at,
+                    format!(
+                        "the message '{reference}' of a message start event has the name \
+                         expression '{name}'; a message start event needs a static name"
+                    ),
+                );
+                String::new()
+            }
+            _ => {
+                self.problem(
+                    Some(id),
+                    at,
+                    format!("the message '{reference}' has no name; give it one"),
+                );
+                String::new()
+            }
+        }
     }
 
     /// A call activity: `zeebe:calledElement` with the called process id, the binding
@@ -1425,7 +1551,9 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
         ElementKind::BoundaryEvent { .. } => {
             Some("a boundaryEvent cannot have input mappings; use output mappings")
         }
-        ElementKind::StartEvent => Some(
+        ElementKind::StartEvent
+        | ElementKind::TimerStartEvent(_)
+        | ElementKind::MessageStartEvent { .. } => Some(
             "a start event cannot have input mappings, nothing in it would read them; use \
              output mappings",
         ),

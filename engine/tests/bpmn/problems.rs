@@ -302,9 +302,24 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "has several none start events ('Start', 'SecondStart')",
     ),
     (
-        "timer-start-event",
-        Some("Nightly"),
-        "a start event with a timerEventDefinition is not supported",
+        "timer-start-duration",
+        Some("Start"),
+        "a timer start event cannot have a timeDuration",
+    ),
+    (
+        "timer-start-bad-cron",
+        Some("Start"),
+        "neither an ISO 8601 cycle (like 'R5/PT10S') nor a cron expression (the hour '25' is not a value from 0 to 23)",
+    ),
+    (
+        "signal-start-event",
+        Some("Start"),
+        "a start event with a signalEventDefinition is not supported; use a none, timer or message start event",
+    ),
+    (
+        "timer-start-in-subprocess",
+        Some("SubTimer"),
+        "inside a subprocess would make it an event subprocess, which is not supported",
     ),
     (
         "subprocess-without-start",

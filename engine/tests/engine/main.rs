@@ -11,5 +11,6 @@ mod interleavings;
 mod multi_instance;
 mod random;
 mod samples;
+mod start_events;
 
 pub use harness::*;

@@ -100,7 +100,19 @@ impl Processing<'_> {
             ))
             .into());
         };
-        Ok(self.model(key)?)
+        let child = self.model(key)?;
+        if child
+            .model
+            .start_event(crate::model::ProcessModel::ROOT)
+            .is_none()
+        {
+            return Err(missing(format!(
+                "Expected to call process '{process_id}' at its none start event, but it has \
+                 none: it starts only by timer or message"
+            ))
+            .into());
+        }
+        Ok(child)
     }
 
     /// Refuses a child when [`MAX_CALL_DEPTH`] instances, the caller's included, are

@@ -93,7 +93,9 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
     match kind {
         ElementKind::Process { .. } => &process::Process,
         ElementKind::SubProcess { .. } => &sub_process::SubProcess,
-        ElementKind::StartEvent => &start_event::StartEvent,
+        ElementKind::StartEvent
+        | ElementKind::TimerStartEvent(_)
+        | ElementKind::MessageStartEvent { .. } => &start_event::StartEvent,
         ElementKind::EndEvent(_) => &end_event::EndEvent,
         ElementKind::Task => &task::Task,
         ElementKind::ManualTask => &manual_task::ManualTask,
@@ -228,6 +230,27 @@ impl Processing<'_> {
             .active(key)?
             .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
         self.run_activation(active, None)
+    }
+
+    /// Creates an instance that starts at a timer or message start event, with
+    /// `variables` in its process scope (a message's); returns its key.
+    pub fn start_instance_at(
+        &mut self,
+        process: &Arc<DeployedProcess>,
+        start: ElementIdx,
+        variables: Map<String, Value>,
+    ) -> Result<Key> {
+        let key = self.next_key()?;
+        let root = Processing::root_record(process, key);
+        for (name, value) in &variables {
+            self.set_variable(&root, key, name, value)?;
+        }
+        self.enter_process(key, root)?;
+        let active = self
+            .active(key)?
+            .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
+        enter_scope(self, &active, start)?;
+        Ok(key)
     }
 
     /// The activation of an element in ELEMENT_ACTIVATING (first time, or again after an
