@@ -77,6 +77,8 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
             QueryResult::Variables(
                 variables
                     .into_iter()
+                    // The engine's hidden bookkeeping (a message start's marker).
+                    .filter(|(_, name, _)| name != crate::behavior::MESSAGE_START_VARIABLE)
                     .map(|(scope, name, v)| VariableView {
                         key: v.key,
                         name,

@@ -212,6 +212,20 @@ fn element_ended(
         if awaited {
             state.delete_await_registration(key);
         }
+        // A message-started instance frees its correlation key for the next message.
+        if let Some(variable) =
+            state
+                .read()
+                .variable(key, key, crate::behavior::MESSAGE_START_VARIABLE)?
+            && let Ok(start) =
+                serde_json::from_str::<crate::behavior::MessageStart>(&variable.value)
+            && state
+                .read()
+                .message_start_lock(&value.bpmn_process_id, &start.correlation_key)?
+                == Some(key)
+        {
+            state.delete_message_start_lock(&value.bpmn_process_id, &start.correlation_key);
+        }
         return state.put_summary(&InstanceSummary {
             process_instance_key: key,
             bpmn_process_id: value.bpmn_process_id.clone(),

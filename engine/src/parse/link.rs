@@ -501,6 +501,24 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
         });
         let scope_id = b.elements[idx].id.clone();
         let scope_kind = b.elements[idx].kind.bpmn_name();
+        let mut message_starts: Vec<(String, String)> = Vec::new();
+        for child in children.clone() {
+            let element = &b.elements[child.0 as usize];
+            if let ElementKind::MessageStartEvent { message_name } = &element.kind
+                && !message_name.is_empty()
+            {
+                if let Some((first, _)) = message_starts.iter().find(|(_, n)| n == message_name) {
+                    let message = format!(
+                        "the message '{message_name}' already starts the process at '{first}'; \
+                         each message start event needs its own message"
+                    );
+                    let id = element.id.clone();
+                    b.problem(Some(&id), b.nodes[child.0 as usize], message);
+                } else {
+                    message_starts.push((element.id.clone(), message_name.clone()));
+                }
+            }
+        }
         match starts.as_slice() {
             // A process may start by timer or message only.
             [] if has_event_starts => {}

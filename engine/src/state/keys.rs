@@ -40,6 +40,13 @@ pub(crate) mod table {
     pub const MESSAGE_DEADLINE: u8 = 0x62;
     pub const MESSAGE_ID: u8 = 0x63;
     pub const MESSAGE_CORRELATED: u8 = 0x64;
+    /// (message name, process id) -> the message start event of the process's latest
+    /// version that this message name starts.
+    pub const MESSAGE_START: u8 = 0x65;
+    /// (process id, message name) -> marker: the message start events of a process.
+    pub const MESSAGE_START_BY_PROCESS: u8 = 0x66;
+    /// (process id, correlation key) -> the active instance a message started.
+    pub const MESSAGE_START_LOCK: u8 = 0x67;
     pub const MESSAGE_SUBSCRIPTION: u8 = 0x70;
     pub const PROCESS_MESSAGE_SUBSCRIPTION: u8 = 0x71;
     pub const INCIDENT: u8 = 0x80;

@@ -22,8 +22,8 @@ pub(crate) use floors::ScanFloors;
 pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob, StoredMessage,
-    StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
+    MessageStartSubscription, MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob,
+    StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
 };
 
 use crate::error::{Result, inconsistent};
@@ -477,6 +477,44 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether the message was already correlated to an instance of this process.
+    /// The message start events a message of this name starts, by process id.
+    pub fn message_start_subscriptions(&self, name: &str) -> Result<Vec<MessageStartSubscription>> {
+        let mut out = Vec::new();
+        self.scan(&KeyBuf::new(table::MESSAGE_START).str(name), |_, v| {
+            out.push(decode(v)?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// The message names whose start events a process's latest version has.
+    pub fn message_start_names(&self, bpmn_process_id: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        self.scan(
+            &KeyBuf::new(table::MESSAGE_START_BY_PROCESS).str(bpmn_process_id),
+            |_, v| {
+                out.push(decode(v)?);
+                Ok(ControlFlow::Continue(()))
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The active instance of a process that a message with this correlation key started.
+    pub fn message_start_lock(
+        &self,
+        bpmn_process_id: &str,
+        correlation_key: &str,
+    ) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(
+                KeyBuf::new(table::MESSAGE_START_LOCK)
+                    .str(bpmn_process_id)
+                    .str(correlation_key),
+            )?
+            .map(Key))
+    }
+
     pub fn message_correlated(
         &self,
         message_key: impl AsKey,
@@ -1081,6 +1119,65 @@ impl<'a> Writer<'a> {
         self.delete_prefix(KeyBuf::new(table::MESSAGE_CORRELATED).key(message.key))?;
         self.delete(KeyBuf::new(table::MESSAGE).key(message.key));
         Ok(())
+    }
+
+    /// The message start events of a process's new latest version replace the previous
+    /// version's.
+    pub fn replace_message_starts(
+        &mut self,
+        bpmn_process_id: &str,
+        starts: &[MessageStartSubscription],
+        names: &[String],
+    ) -> Result<()> {
+        for old in self.read().message_start_names(bpmn_process_id)? {
+            self.delete(
+                KeyBuf::new(table::MESSAGE_START)
+                    .str(&old)
+                    .str(bpmn_process_id),
+            );
+            self.delete(
+                KeyBuf::new(table::MESSAGE_START_BY_PROCESS)
+                    .str(bpmn_process_id)
+                    .str(&old),
+            );
+        }
+        for (start, name) in starts.iter().zip(names) {
+            self.put(
+                KeyBuf::new(table::MESSAGE_START)
+                    .str(name)
+                    .str(bpmn_process_id),
+                start,
+            )?;
+            self.put(
+                KeyBuf::new(table::MESSAGE_START_BY_PROCESS)
+                    .str(bpmn_process_id)
+                    .str(name),
+                name,
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn put_message_start_lock(
+        &mut self,
+        bpmn_process_id: &str,
+        correlation_key: &str,
+        instance: impl AsKey,
+    ) {
+        self.put_i64(
+            KeyBuf::new(table::MESSAGE_START_LOCK)
+                .str(bpmn_process_id)
+                .str(correlation_key),
+            instance.as_key().get(),
+        );
+    }
+
+    pub fn delete_message_start_lock(&mut self, bpmn_process_id: &str, correlation_key: &str) {
+        self.delete(
+            KeyBuf::new(table::MESSAGE_START_LOCK)
+                .str(bpmn_process_id)
+                .str(correlation_key),
+        );
     }
 
     pub fn mark_message_correlated(&mut self, message_key: impl AsKey, bpmn_process_id: &str) {

@@ -280,3 +280,11 @@ pub struct OutboxEntry {
     /// The payload, when it is not read from state at send time.
     pub value: Option<rill_protocol::RecordValue>,
 }
+
+/// A message start event that a message name starts (the latest version's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageStartSubscription {
+    pub bpmn_process_id: String,
+    pub process_definition_key: Key,
+    pub start_event_id: String,
+}

@@ -5,6 +5,11 @@ use super::*;
 /// (fixture in `invalid/`, element the problem names, fragment of its message).
 const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
+        "message-start-same-message-twice",
+        Some("AlsoPlaced"),
+        "the message 'order-placed' already starts the process at 'OrderPlaced'",
+    ),
+    (
         "call-activity-without-called-element",
         Some("Ship"),
         "a call activity needs the process to call; add zeebe:calledElement with a processId",

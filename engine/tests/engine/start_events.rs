@@ -216,3 +216,158 @@ fn a_new_version_replaces_the_start_timers_of_the_previous_one() {
     assert!(instances(&rule).is_empty());
     rule.assert_replay_matches();
 }
+
+// --- message start events ---
+
+fn publish(rule: &mut EngineRule, correlation_key: &str, ttl: i64, variables: serde_json::Value) {
+    let outcome = rule.publish("order-placed", correlation_key, ttl, variables);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+#[test]
+fn a_published_message_starts_an_instance_with_its_variables() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/message-start-event.bpmn");
+    publish(&mut rule, "order-1", 0, json!({"orderId": 1}));
+    let started = instances(&rule);
+    assert_eq!(started.len(), 1);
+    let instance = started[0];
+    assert_eq!(
+        rule.variables(instance),
+        json!({"orderId": 1, "channel": "web"}),
+        "the message's variables, then the start event's output"
+    );
+    let start: Vec<(Intent, BpmnElementType, BpmnEventType)> = rule
+        .records()
+        .events()
+        .element("OrderPlaced")
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::ProcessInstance(v) => {
+                Some((r.intent, v.bpmn_element_type, v.bpmn_event_type))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(start.len(), 4);
+    assert!(
+        start
+            .iter()
+            .all(|(_, t, e)| *t == BpmnElementType::StartEvent && *e == BpmnEventType::Message)
+    );
+    // No none start event: it cannot be created by a command.
+    let outcome = rule.process(EngineRule::create_command("order-intake", json!({})));
+    assert!(outcome.is_rejected());
+    // A job worker sees the message's variables, not the engine's bookkeeping.
+    let (_, job) = rule.job("check");
+    assert_eq!(job.variables.0, json!({"orderId": 1, "channel": "web"}));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn one_active_instance_per_correlation_key_and_buffered_messages_start_the_next() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/message-start-event.bpmn");
+    publish(&mut rule, "order-1", 0, json!({"n": 1}));
+    // Same key while the first runs: buffered (TTL), no instance.
+    publish(&mut rule, "order-1", 3_600_000, json!({"n": 2}));
+    // Same key, TTL 0: dropped.
+    publish(&mut rule, "order-1", 0, json!({"n": 3}));
+    assert_eq!(instances(&rule).len(), 1);
+    // Another key: its own instance. An empty key never locks.
+    publish(&mut rule, "order-2", 0, json!({"n": 4}));
+    publish(&mut rule, "", 0, json!({"n": 5}));
+    publish(&mut rule, "", 0, json!({"n": 6}));
+    assert_eq!(instances(&rule).len(), 4);
+
+    // The first instance ends: the buffered message starts the next one for order-1.
+    let jobs = rule.activate("check", 10);
+    let first = jobs
+        .iter()
+        .find(|(_, j)| j.variables.0["n"] == json!(1))
+        .expect("job of the first instance")
+        .0;
+    rule.complete(first, json!({}));
+    let started = instances(&rule);
+    assert_eq!(started.len(), 5);
+    assert_eq!(rule.variables(started[4])["n"], json!(2));
+    // It holds the key now: another publish for order-1 is buffered again.
+    publish(&mut rule, "order-1", 0, json!({"n": 7}));
+    assert_eq!(instances(&rule).len(), 5);
+
+    // Cancelling frees the key too; nothing is buffered for order-1 any more.
+    let outcome = rule.process(Command::CancelProcessInstance {
+        process_instance_key: started[4],
+    });
+    assert!(!outcome.is_rejected());
+    publish(&mut rule, "order-1", 0, json!({"n": 8}));
+    assert_eq!(instances(&rule).len(), 6);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_new_version_replaces_the_message_start_events_of_the_previous_one() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/message-start-event.bpmn");
+    let renamed = String::from_utf8(fixture("elements/message-start-event.bpmn"))
+        .unwrap()
+        .replace(r#"name="order-placed""#, r#"name="order-received""#);
+    rule.deploy_xml(&renamed);
+    publish(&mut rule, "a", 0, json!({}));
+    assert!(instances(&rule).is_empty(), "the old name starts nothing");
+    rule.publish("order-received", "a", 0, json!({}));
+    let started = instances(&rule);
+    assert_eq!(started.len(), 1);
+    let version = rule
+        .records()
+        .events()
+        .of_type(ValueType::ProcessInstance)
+        .records
+        .iter()
+        .find_map(|r| match &r.value {
+            RecordValue::ProcessInstance(v) if r.key == started[0] => Some(v.version),
+            _ => None,
+        });
+    assert_eq!(version, Some(2));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn message_starts_reach_every_partition_and_timers_stay_on_the_deploying_one() {
+    use rill_engine_api::Action;
+    let mut first = EngineRule::on_partition(1, 2);
+    let mut second = EngineRule::on_partition(2, 2);
+    let both = String::from_utf8(fixture("elements/message-start-event.bpmn"))
+        .unwrap()
+        .replace(
+            r#"<bpmn:serviceTask id="Check""#,
+            r#"<bpmn:startEvent id="Nightly"><bpmn:outgoing>Flow_9</bpmn:outgoing><bpmn:timerEventDefinition><bpmn:timeCycle>R/P1D</bpmn:timeCycle></bpmn:timerEventDefinition></bpmn:startEvent><bpmn:sequenceFlow id="Flow_9" sourceRef="Nightly" targetRef="Check" /><bpmn:serviceTask id="Check""#,
+        )
+        .replace(
+            "<bpmn:incoming>Flow_1</bpmn:incoming>",
+            "<bpmn:incoming>Flow_1</bpmn:incoming><bpmn:incoming>Flow_9</bpmn:incoming>",
+        );
+    let deployed = first.deploy(&[("both.bpmn", both.into_bytes())]);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    for action in &deployed.actions {
+        if let Action::Send { command, .. } = action {
+            assert!(!second.process(command.clone()).is_rejected());
+        }
+    }
+    assert_eq!(timers(&first, Intent::Created).len(), 1);
+    assert!(timers(&second, Intent::Created).is_empty());
+    assert_eq!(second.next_due(), None);
+
+    // A key that belongs to partition 2, published there, starts the instance there.
+    let key = (0..100)
+        .map(|i| format!("order-{i}"))
+        .find(|k| rill_protocol::message_partition(k, 2) == rill_protocol::PartitionId(2))
+        .expect("a key of partition 2");
+    let outcome = second.publish("order-placed", &key, 0, json!({}));
+    assert!(!outcome.is_rejected());
+    let started = instances(&second);
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0].partition(), rill_protocol::PartitionId(2));
+    second.assert_replay_matches();
+}

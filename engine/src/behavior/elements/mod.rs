@@ -377,7 +377,7 @@ impl Processing<'_> {
             if let Some(variables) = handed_back {
                 self.called_instance_completed(parent, variables)?;
             }
-            return Ok(());
+            return self.root_ended(active);
         }
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
@@ -507,10 +507,27 @@ impl Processing<'_> {
                 None
             };
             self.mark(active, Intent::ElementTerminated)?;
-            return self.instance_finished(key, registration, false);
+            self.instance_finished(key, registration, false)?;
+            return self.root_ended(active);
         }
         self.mark(active, Intent::ElementTerminated)?;
         self.left_scope(active, Key(active.record().flow_scope_key));
+        Ok(())
+    }
+
+    /// A process instance ended: if a message started it, a buffered message may start
+    /// the next one.
+    fn root_ended(&mut self, active: &Active) -> Result<()> {
+        let has_message_start = active.process.model.event_start_events().any(|start| {
+            matches!(
+                active.process.model.element(start).kind,
+                ElementKind::MessageStartEvent { .. }
+            )
+        });
+        if has_message_start {
+            let process_id = active.record().bpmn_process_id.clone();
+            self.message_started_instance_ended(active.key(), &process_id)?;
+        }
         Ok(())
     }
 
