@@ -132,6 +132,9 @@ pub struct ProcessMetadata {
     pub is_duplicate: bool,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// `zeebe:versionTag` of the process, empty without one (as in Zeebe).
+    #[serde(default)]
+    pub version_tag: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,6 +158,9 @@ pub struct ProcessRecord {
     pub is_duplicate: bool,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// `zeebe:versionTag` of the process, empty without one (as in Zeebe).
+    #[serde(default)]
+    pub version_tag: String,
 }
 
 /// Zeebe's `BpmnElementType` names. Encoded by variant index: add new ones at the end.

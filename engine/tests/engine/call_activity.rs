@@ -495,3 +495,39 @@ fn a_process_calling_itself_stops_at_the_depth_limit_with_an_incident() {
     assert_eq!(terminated, 1000);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn the_version_tag_is_recorded_in_the_process_and_deployment_records() {
+    let mut rule = EngineRule::new();
+    let outcome = rule.deploy_fixture("elements/call-activity-child.bpmn");
+    match outcome.value() {
+        RecordValue::Deployment(d) => assert_eq!(d.processes_metadata[0].version_tag, "v1"),
+        other => panic!("{other:?}"),
+    }
+    let process = rule
+        .records()
+        .events()
+        .of_type(ValueType::Process)
+        .records
+        .iter()
+        .find_map(|r| match &r.value {
+            RecordValue::Process(p) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("PROCESS CREATED");
+    assert_eq!(process.version_tag, "v1");
+    // Without a tag it is empty, as in Zeebe.
+    rule.deploy_fixture("elements/call-activity.bpmn");
+    let tags: Vec<String> = rule
+        .records()
+        .events()
+        .of_type(ValueType::Process)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::Process(p) => Some(p.version_tag.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tags, vec!["v1".to_owned(), String::new()]);
+}
