@@ -371,3 +371,27 @@ fn message_starts_reach_every_partition_and_timers_stay_on_the_deploying_one() {
     assert_eq!(started[0].partition(), rill_protocol::PartitionId(2));
     second.assert_replay_matches();
 }
+
+#[test]
+fn a_cron_cycle_on_a_non_interrupting_boundary_event_repeats_at_its_matches() {
+    let body = format!(
+        r#"<bpmn:startEvent id="s" />{}<bpmn:boundaryEvent id="Remind" attachedToRef="Work" cancelActivity="false"><bpmn:timerEventDefinition>{}</bpmn:timerEventDefinition></bpmn:boundaryEvent>{}<bpmn:endEvent id="e" /><bpmn:endEvent id="r" />{}{}{}"#,
+        task("Work", "work"),
+        cycle("0 */30 * * * *"),
+        task("Nudge", "nudge"),
+        flow("f1", "s", "Work"),
+        flow("f2", "Work", "e"),
+        flow("f3", "Remind", "Nudge") + &flow("f4", "Nudge", "r")
+    );
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&model(&body));
+    rule.create("p", json!({}));
+    // 22:13:20 → 22:30:00, then 23:00:00.
+    let first = T0 + (16 * 60 + 40) * 1000;
+    assert_eq!(rule.next_due().map(|t| t.millis()), Some(first));
+    rule.advance(first - T0);
+    assert_eq!(rule.fire_due().len(), 1);
+    assert_eq!(rule.next_due().map(|t| t.millis()), Some(first + 1_800_000));
+    assert_eq!(rule.activate("nudge", 10).len(), 1);
+    rule.assert_replay_matches();
+}
