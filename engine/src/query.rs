@@ -9,7 +9,7 @@ use rill_protocol::{
 pub use rill_protocol::{Query, QueryResult};
 
 use crate::error::{Error, Result};
-use crate::state::{ElementState, InstanceState, JobState, Reader};
+use crate::state::{ElementInstance, ElementState, InstanceState, JobState, Reader};
 
 pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
     Ok(match query {
@@ -77,6 +77,8 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
             QueryResult::Variables(
                 variables
                     .into_iter()
+                    // The engine's hidden bookkeeping (a message start's marker).
+                    .filter(|(_, name, _)| name != crate::behavior::MESSAGE_START_VARIABLE)
                     .map(|(scope, name, v)| VariableView {
                         key: v.key,
                         name,
@@ -108,6 +110,7 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                     state: instance.state.into(),
                     flow_scope_key: Key(instance.record.flow_scope_key),
                     has_incident: state.incident_of_element(key)?.is_some()
+                        || called_has_incident(&state, &instance)?
                         || (instance.job_key.get() > 0
                             && state.incident_of_job(instance.job_key)?.is_some()),
                 });
@@ -143,6 +146,35 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
             ));
         }
     })
+}
+
+/// Whether the instance a call activity called, or one called further down from it,
+/// has an open incident: the call activity shows it, as Operate does.
+fn called_has_incident(state: &Reader<'_>, instance: &ElementInstance) -> Result<bool> {
+    if instance.record.bpmn_element_type != BpmnElementType::CallActivity {
+        return Ok(false);
+    }
+    let mut pending = vec![instance.job_key];
+    // Bounded: call activities nest as deep as instances were created.
+    while let Some(child) = pending.pop() {
+        if child.get() <= 0 {
+            continue;
+        }
+        if state.has_incident(child)? {
+            return Ok(true);
+        }
+        let mut elements = vec![child.get()];
+        while let Some(key) = elements.pop() {
+            let Some(element) = state.element_instance(key)? else {
+                continue;
+            };
+            if element.record.bpmn_element_type == BpmnElementType::CallActivity {
+                pending.push(element.job_key);
+            }
+            elements.extend(state.children(key)?);
+        }
+    }
+    Ok(false)
 }
 
 fn definition_view(p: rill_protocol::value::ProcessRecord) -> ProcessDefinitionView {

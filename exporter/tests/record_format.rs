@@ -57,6 +57,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "resource",
             "duplicate",
             "tenantId",
+            "versionTag",
         ],
         ValueType::ProcessInstance => &[
             "bpmnElementType",
@@ -250,6 +251,7 @@ fn nested_values_keep_zeebes_shape() {
             "checksum",
             "duplicate",
             "tenantId",
+            "versionTag",
         ])
     );
     assert_eq!(process["duplicate"], false);

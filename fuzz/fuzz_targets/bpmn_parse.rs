@@ -59,6 +59,24 @@ fn check_promises(model: &ProcessModel) {
                 }
             }
             ElementKind::ParallelGateway => assert!(!element.outgoing.is_empty()),
+            ElementKind::CallActivity(called) => {
+                if let rill_engine::model::ValueOrExpr::Static(id) = &called.process_id {
+                    assert!(!id.is_empty());
+                }
+                if let rill_engine::model::CalledBinding::VersionTag(tag) = &called.binding {
+                    assert!(!tag.is_empty());
+                }
+            }
+            ElementKind::TimerStartEvent(timer) => {
+                assert_eq!(element.flow_scope.map(|s| s.0), Some(0));
+                assert!(element.incoming.is_empty());
+                assert!(!matches!(timer, rill_engine::model::TimerDefinition::Duration(_)));
+            }
+            ElementKind::MessageStartEvent { message_name } => {
+                assert_eq!(element.flow_scope.map(|s| s.0), Some(0));
+                assert!(element.incoming.is_empty());
+                assert!(!message_name.is_empty());
+            }
             ElementKind::EndEvent(_) => assert!(element.outgoing.is_empty()),
             _ => {}
         }

@@ -132,6 +132,9 @@ pub struct ProcessMetadata {
     pub is_duplicate: bool,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// `zeebe:versionTag` of the process, empty without one (as in Zeebe).
+    #[serde(default)]
+    pub version_tag: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,6 +158,9 @@ pub struct ProcessRecord {
     pub is_duplicate: bool,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// `zeebe:versionTag` of the process, empty without one (as in Zeebe).
+    #[serde(default)]
+    pub version_tag: String,
 }
 
 /// Zeebe's `BpmnElementType` names. Encoded by variant index: add new ones at the end.
@@ -181,6 +187,8 @@ pub enum BpmnElementType {
     InclusiveGateway,
     /// The container of a multi-instance activity's inner instances (same element id).
     MultiInstanceBody,
+    /// Creates an instance of another process and waits for it to end.
+    CallActivity,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
@@ -329,6 +337,9 @@ pub enum IncidentErrorType {
     ExtractValueError,
     UnhandledErrorEvent,
     MessageSizeExceeded,
+    /// A call activity could not create its child instance (no such process, version
+    /// or version tag).
+    CalledElementError,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

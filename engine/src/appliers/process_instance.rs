@@ -34,7 +34,13 @@ pub(super) fn element_activating(
     });
     if value.bpmn_element_type == BpmnElementType::Process {
         // Readers see an active instance through its element instance; the summary is
-        // written when it ends.
+        // written when it ends. A called instance is noted on its call activity, which
+        // terminates it when it is terminated itself.
+        if value.parent_element_instance_key > 0 {
+            state.update_element_instance(value.parent_element_instance_key, |call| {
+                call.job_key = key;
+            })?;
+        }
         return Ok(());
     }
     // A token that arrived over sequence flows is consumed now: one per incoming
@@ -205,6 +211,20 @@ fn element_ended(
         };
         if awaited {
             state.delete_await_registration(key);
+        }
+        // A message-started instance frees its correlation key for the next message.
+        if let Some(variable) =
+            state
+                .read()
+                .variable(key, key, crate::behavior::MESSAGE_START_VARIABLE)?
+            && let Ok(start) =
+                serde_json::from_str::<crate::behavior::MessageStart>(&variable.value)
+            && state
+                .read()
+                .message_start_lock(&value.bpmn_process_id, &start.correlation_key)?
+                == Some(key)
+        {
+            state.delete_message_start_lock(&value.bpmn_process_id, &start.correlation_key);
         }
         return state.put_summary(&InstanceSummary {
             process_instance_key: key,

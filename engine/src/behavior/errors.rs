@@ -41,7 +41,13 @@ impl Processing<'_> {
             if let Some(boundary) = exact.or(catch_all) {
                 return Ok(Some((active, boundary)));
             }
-            current = Key(active.record().flow_scope_key);
+            let record = active.record();
+            current = if record.flow_scope_key < 0 && record.parent_element_instance_key > 0 {
+                // Not caught in a called instance: on to its call activity in the parent.
+                Key(record.parent_element_instance_key)
+            } else {
+                Key(record.flow_scope_key)
+            };
             if current.is_none() {
                 break;
             }

@@ -13,8 +13,12 @@
 //! ```
 
 use rill_protocol::Key;
-use rill_protocol::value::{MessageSubscriptionRecord, ProcessMessageSubscriptionRecord};
+use rill_protocol::value::{
+    MessageRecord, MessageSubscriptionRecord, ProcessMessageSubscriptionRecord,
+};
 use rill_protocol::{Intent, JsonValue, message_partition};
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
 use serde_json::Value;
 
 use crate::context::{Active, Processing, Step};
@@ -22,6 +26,21 @@ use crate::error::Result;
 use crate::model::{MessageDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};
 use crate::state::StoredMessageSubscription;
+
+/// The hidden process-scope variable of an instance that a message started: which
+/// message, and the correlation key the instance holds until it ends (Zeebe keeps this
+/// in its state and in `MESSAGE_START_EVENT_SUBSCRIPTION` records, a value type Rill's
+/// protocol does not have). Left out of every variable read.
+pub(crate) const MESSAGE_START_VARIABLE: &str = "~messageStart";
+
+/// The value of [`MESSAGE_START_VARIABLE`].
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessageStart {
+    pub message_name: String,
+    pub correlation_key: String,
+    pub message_key: i64,
+}
 
 /// A subscription's message name and correlation key, evaluated.
 pub(crate) struct NewSubscription {
@@ -267,6 +286,102 @@ impl Processing<'_> {
         }
 
         self.event(subscription.key, Intent::Correlated, value)
+    }
+
+    /// A published message starts an instance of every process whose latest version has
+    /// a message start event for its name, unless the message already reached that
+    /// process or (for a non-empty correlation key) an instance it started with that key
+    /// is still active.
+    pub fn start_by_message(&mut self, message_key: Key, message: &MessageRecord) -> Result<()> {
+        for subscription in self.read().message_start_subscriptions(&message.name)? {
+            self.try_message_start(&subscription, message_key, message)?;
+        }
+        Ok(())
+    }
+
+    /// Starts an instance at a message start event; `false` when the message may not.
+    fn try_message_start(
+        &mut self,
+        subscription: &crate::state::MessageStartSubscription,
+        message_key: Key,
+        message: &MessageRecord,
+    ) -> Result<bool> {
+        let process_id = &subscription.bpmn_process_id;
+        if self.read().message_correlated(message_key, process_id)? {
+            return Ok(false);
+        }
+        if !message.correlation_key.is_empty()
+            && self
+                .read()
+                .message_start_lock(process_id, &message.correlation_key)?
+                .is_some()
+        {
+            return Ok(false);
+        }
+        let process = self.model(subscription.process_definition_key)?;
+        let Some(start) = process.model.element_by_id(&subscription.start_event_id) else {
+            return Ok(false);
+        };
+        let mut variables = match &message.variables.0 {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
+        let marker = MessageStart {
+            message_name: message.name.clone(),
+            correlation_key: message.correlation_key.clone(),
+            message_key: message_key.get(),
+        };
+        variables.insert(
+            MESSAGE_START_VARIABLE.to_owned(),
+            serde_json::to_value(&marker).unwrap_or(Value::Null),
+        );
+        self.start_instance_at(&process, start, variables)?;
+        Ok(true)
+    }
+
+    /// An instance ended. If a message started it with a correlation key, the oldest
+    /// buffered message with that key that this process has not received starts the
+    /// next instance (as in Zeebe).
+    pub fn message_started_instance_ended(
+        &mut self,
+        instance: Key,
+        process_id: &str,
+    ) -> Result<()> {
+        let Some(variable) = self
+            .read()
+            .variable(instance, instance, MESSAGE_START_VARIABLE)?
+        else {
+            return Ok(());
+        };
+        let Ok(ended) = serde_json::from_str::<MessageStart>(&variable.value) else {
+            return Ok(());
+        };
+        if ended.correlation_key.is_empty() {
+            return Ok(());
+        }
+        let now = self.now();
+        for name in self.read().message_start_names(process_id)? {
+            let Some(subscription) = self
+                .read()
+                .message_start_subscriptions(&name)?
+                .into_iter()
+                .find(|s| s.bpmn_process_id == process_id)
+            else {
+                continue;
+            };
+            for message_key in self.read().messages_for(&name, &ended.correlation_key)? {
+                let Some(message) = self.read().message(message_key)? else {
+                    continue;
+                };
+                if message.record.deadline < now {
+                    continue;
+                }
+                if self.try_message_start(&subscription, message_key, &message.record)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Closes the subscriptions of an element instance that is left.

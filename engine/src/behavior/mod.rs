@@ -9,4 +9,5 @@ mod messages;
 mod timers;
 mod variables;
 
+pub(crate) use messages::{MESSAGE_START_VARIABLE, MessageStart};
 pub(crate) use variables::json_type_name;

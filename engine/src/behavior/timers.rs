@@ -1,8 +1,12 @@
-//! Timers: intermediate timer catch events and timer boundary events.
+//! Timers: intermediate timer catch events, timer boundary events and timer start
+//! events. A start event's timer belongs to no instance (`elementInstanceKey` and
+//! `processInstanceKey` are -1, as in Zeebe) and lives in state like any timer, so the
+//! leader finds it due after a restart or a failover.
 
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::model::{BoundaryDefinition, ElementKind, TimerDefinition, ValueOrExpr};
+use crate::model::{BoundaryDefinition, CronSchedule, ElementKind, TimerDefinition, ValueOrExpr};
+use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Failure, ignore_failure};
 use rill_feel::temporal::{self, IsoDuration};
 use rill_protocol::Intent;
@@ -47,6 +51,11 @@ impl Processing<'_> {
                         .map_err(failed)?,
                 )
             }
+            TimerDefinition::Cron(cron) => Due {
+                due_date: cron_next(cron, now)?,
+                repetitions: -1,
+                interval: None,
+            },
             TimerDefinition::Cycle(value) => {
                 let cycle = match value {
                     ValueOrExpr::Static(cycle) => *cycle,
@@ -120,10 +129,14 @@ impl Processing<'_> {
         Ok(())
     }
 
-    /// A due timer fires: completes its catch event, or triggers its boundary event.
+    /// A due timer fires: completes its catch event, triggers its boundary event, or
+    /// creates an instance at its timer start event.
     pub fn fire_timer(&mut self, key: Key, timer: TimerRecord) -> Result<()> {
         let element_key = timer.element_instance_key;
         self.event(key, Intent::Triggered, timer.clone())?;
+        if element_key < 0 {
+            return self.fire_start_timer(timer);
+        }
         let Some(active) = self.active(Key(element_key))? else {
             return Ok(());
         };
@@ -141,7 +154,10 @@ impl Processing<'_> {
                 ..
             } => (
                 *interrupting,
-                matches!(definition, TimerDefinition::Cycle(_)),
+                matches!(
+                    definition,
+                    TimerDefinition::Cycle(_) | TimerDefinition::Cron(_)
+                ),
             ),
             _ => return Ok(()),
         };
@@ -149,7 +165,20 @@ impl Processing<'_> {
             return self.interrupt_and_activate_boundary(&active, boundary, None);
         }
         // A cycle with firings left arms its next timer, counted from this due date.
-        if cycle
+        if let ElementKind::BoundaryEvent {
+            definition: BoundaryDefinition::Timer(TimerDefinition::Cron(cron)),
+            ..
+        } = &process.model.element(boundary).kind
+            && let Some(due_date) = cron.next_after(timer.due_date)
+        {
+            // A cron cycle fires at its next match after this one, forever.
+            let due = Due {
+                due_date,
+                repetitions: -1,
+                interval: None,
+            };
+            self.create_timer(&active, &timer.target_element_id, due)?;
+        } else if cycle
             && timer.repetitions != 1
             && let ElementKind::BoundaryEvent {
                 definition: BoundaryDefinition::Timer(definition),
@@ -180,5 +209,131 @@ impl Processing<'_> {
         }
         let scope_key = active.record().flow_scope_key;
         self.activate(Key(scope_key), &process, boundary, None)
+    }
+}
+
+/// The next match of a cron cycle after `after`; one that never matches again cannot be
+/// armed (an `EXTRACT_VALUE_ERROR` on an element).
+fn cron_next(cron: &CronSchedule, after: i64) -> Evaluated<i64> {
+    cron.next_after(after).ok_or_else(|| {
+        Failure::extract_value(format!(
+            "the cron cycle '{}' has no time after {after} that matches",
+            cron.source()
+        ))
+        .into()
+    })
+}
+
+/// When a timer start event is armed at `now` (at deploy), or, with `previous`, when
+/// it fires next after that firing; `None` when it never fires (again).
+fn start_timer_due(
+    definition: &TimerDefinition,
+    now: i64,
+    previous: Option<&TimerRecord>,
+) -> Option<Due> {
+    match (definition, previous) {
+        (TimerDefinition::Date(ValueOrExpr::Static(date)), None) => Some(Due {
+            due_date: *date,
+            repetitions: 1,
+            interval: None,
+        }),
+        (TimerDefinition::Cycle(ValueOrExpr::Static(cycle)), previous) => {
+            let (from, repetitions) = match previous {
+                None => (now, cycle.repetitions),
+                Some(_) if previous.is_some_and(|t| t.repetitions == 1) => return None,
+                Some(timer) => (
+                    timer.due_date,
+                    if timer.repetitions < 0 {
+                        -1
+                    } else {
+                        timer.repetitions - 1
+                    },
+                ),
+            };
+            if repetitions == 0 {
+                return None;
+            }
+            Some(Due {
+                due_date: temporal::add_duration(from, cycle.interval),
+                repetitions,
+                interval: Some(cycle.interval),
+            })
+        }
+        (TimerDefinition::Cron(cron), previous) => Some(Due {
+            due_date: cron.next_after(previous.map_or(now, |t| t.due_date))?,
+            repetitions: -1,
+            interval: None,
+        }),
+        _ => None,
+    }
+}
+
+impl Processing<'_> {
+    /// A new version of a process was deployed: the start timers of its earlier versions
+    /// are cancelled (as in Zeebe), and its own timer start events are armed.
+    pub fn arm_start_timers(&mut self, process: &DeployedProcess) -> Result<()> {
+        let id = &process.model.bpmn_process_id;
+        for key in self.read().timers_of_element(-1)? {
+            let Some(timer) = self.read().timer(key)? else {
+                continue;
+            };
+            if timer.process_definition_key == process.key.get() {
+                continue;
+            }
+            let same_process = self
+                .read()
+                .process(timer.process_definition_key)?
+                .is_some_and(|p| p.bpmn_process_id == *id);
+            if same_process {
+                self.event(key, Intent::Canceled, timer)?;
+            }
+        }
+        let now = self.now();
+        for start in process.model.event_start_events() {
+            let element = process.model.element(start);
+            if let ElementKind::TimerStartEvent(definition) = &element.kind
+                && let Some(due) = start_timer_due(definition, now, None)
+            {
+                self.create_start_timer(process, &element.id, due)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn create_start_timer(
+        &mut self,
+        process: &DeployedProcess,
+        start_id: &str,
+        due: Due,
+    ) -> Result<()> {
+        let timer = TimerRecord {
+            element_instance_key: -1,
+            process_instance_key: -1,
+            process_definition_key: process.key.get(),
+            due_date: due.due_date,
+            target_element_id: start_id.to_owned(),
+            repetitions: due.repetitions,
+            tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
+        };
+        let key = self.next_key()?;
+        self.wake_at(due.due_date);
+        self.event(key, Intent::Created, timer)
+    }
+
+    /// A timer start event fired (TRIGGERED is written): a cycle arms its next timer,
+    /// then a new instance starts at the start event.
+    fn fire_start_timer(&mut self, timer: TimerRecord) -> Result<()> {
+        let process = self.model(timer.process_definition_key)?;
+        let Some(start) = process.model.element_by_id(&timer.target_element_id) else {
+            return Ok(());
+        };
+        let ElementKind::TimerStartEvent(definition) = &process.model.element(start).kind else {
+            return Ok(());
+        };
+        if let Some(due) = start_timer_due(definition, self.now(), Some(&timer)) {
+            self.create_start_timer(&process, &timer.target_element_id, due)?;
+        }
+        self.start_instance_at(&process, start, serde_json::Map::new())
+            .map(|_| ())
     }
 }

@@ -114,7 +114,8 @@ impl Processing<'_> {
         let mut out = Map::new();
         for scope in chain.iter().rev() {
             for (name, variable) in self.read().scope_variables(instance, *scope)? {
-                if name == super::elements::INPUT_SNAPSHOT {
+                if name == super::elements::INPUT_SNAPSHOT || name == super::MESSAGE_START_VARIABLE
+                {
                     continue;
                 }
                 out.insert(

@@ -63,6 +63,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         let checksum = resource.checksum.as_bytes().to_vec();
         for model in resource.processes {
             let id = model.bpmn_process_id.clone();
+            let version_tag = model.version_tag.clone().unwrap_or_default();
             let latest = p.read().latest_process(&id)?;
             let mut duplicate_of = None;
             if let Some((version, key)) = latest
@@ -87,6 +88,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                         resource: content.content.clone(),
                         is_duplicate: false,
                         tenant_id: tenant(),
+                        version_tag: version_tag.clone(),
                     };
                     p.event(key, Intent::Created, process)?;
                     p.cache_model(DeployedProcess {
@@ -94,6 +96,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                         version,
                         model,
                     });
+                    // Timer start events run on the partition that takes the deployment
+                    // (the others receive it without timers, as in Zeebe).
+                    let deployed = p.model(key)?;
+                    p.arm_start_timers(&deployed)?;
                     (version, key, false)
                 }
             };
@@ -105,6 +111,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                 checksum: Blob(checksum.clone()),
                 is_duplicate,
                 tenant_id: tenant(),
+                version_tag,
             });
         }
     }

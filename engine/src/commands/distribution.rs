@@ -171,6 +171,7 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
             resource: resource.resource.clone(),
             is_duplicate: false,
             tenant_id: metadata.tenant_id.clone(),
+            version_tag: metadata.version_tag.clone(),
         };
         p.event(
             Key(metadata.process_definition_key),

@@ -81,6 +81,19 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
         return Ok(());
     };
     let process = p.model(definition_key)?;
+    if process
+        .model
+        .start_event(crate::model::ProcessModel::ROOT)
+        .is_none()
+    {
+        let rejection = Rejection::invalid_state(format!(
+            "Expected to create an instance of process '{}' at its none start event, but it \
+             has none: it starts only by timer or message",
+            process.model.bpmn_process_id
+        ));
+        p.reject(Key::NONE, intent, record, rejection);
+        return Ok(());
+    }
 
     p.command(Key::NONE, intent, record.clone());
     let instance_key = p.next_key()?;
@@ -134,6 +147,24 @@ pub(super) fn cancel(p: &mut Processing<'_>, key: Key) -> Result<()> {
         p.reject(key, Intent::Cancel, placeholder(key), rejection);
         return Ok(());
     };
+    if instance.record.parent_process_instance_key > 0 {
+        // As in Zeebe: a called instance ends with its call activity.
+        let mut root = instance.record.parent_process_instance_key;
+        while let Some(parent) = p.read().element_instance(root)? {
+            if parent.record.parent_process_instance_key <= 0 {
+                break;
+            }
+            root = parent.record.parent_process_instance_key;
+        }
+        let rejection = Rejection::invalid_state(format!(
+            "Expected to cancel a process instance with key '{key}', but it was created by a \
+             call activity of process instance '{}'; cancel the root process instance '{root}' \
+             instead",
+            instance.record.parent_process_instance_key
+        ));
+        p.reject(key, Intent::Cancel, instance.record, rejection);
+        return Ok(());
+    }
     p.command(key, Intent::Cancel, instance.record.clone());
     p.respond(key, Intent::ElementTerminating, instance.record);
     p.terminate(key)

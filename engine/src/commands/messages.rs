@@ -74,6 +74,7 @@ pub(super) fn publish(p: &mut Processing<'_>, command: &PublishMessage) -> Resul
         reached.push(process_id.clone());
         p.correlate(subscription, key, record.variables.clone())?;
     }
+    p.start_by_message(key, &record)?;
     if command.time_to_live == 0 {
         p.event(key, Intent::Expired, record)?;
     } else {

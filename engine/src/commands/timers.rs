@@ -13,6 +13,10 @@ use crate::state::ElementState;
 pub(super) fn trigger(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let timer = p.read().timer(key)?;
     let element_active = match &timer {
+        // A start event's timer belongs to its process definition.
+        Some(t) if t.element_instance_key < 0 => {
+            p.read().process(t.process_definition_key)?.is_some()
+        }
         Some(t) => p
             .read()
             .peek_element_instance(t.element_instance_key, |i| {

@@ -12,8 +12,13 @@
 //!   `sequenceFlow` elements (an exclusive gateway tries its conditions in that order);
 //! - every flow joins two elements of the same scope (no flow crosses a subprocess
 //!   boundary); no flow leaves an end event or enters a start or boundary event;
-//! - every scope (process, subprocess) has exactly one none start event, which is in
-//!   its `children`;
+//! - every subprocess has exactly one none start event, which is in its `children`; the
+//!   process has at most one, and none only when it has a timer or message start event
+//!   (then it cannot be created by a command or a call activity);
+//! - timer and message start events appear only directly in the process; a timer start
+//!   event has a date or a cycle (ISO 8601 or cron), never a duration; a message start
+//!   event has a static, non-empty message name, unique among the process's message
+//!   start events;
 //! - a flow has a `condition` only if it leaves an exclusive or inclusive gateway; such
 //!   a gateway with several outgoing flows has a condition on each of them except its
 //!   default flow, which is one of its outgoing flows and has no condition;
@@ -24,8 +29,10 @@
 //! - gateways and boundary events have at least one outgoing flow. Other elements may
 //!   have none: a token that reaches such an element ends there (Zeebe's implicit end),
 //!   and the scope completes when no token is left in it;
+//! - a call activity names a called process id (static and non-empty, or an
+//!   expression); a `VersionTag` binding carries a non-empty tag;
 //! - a boundary event is attached to a task (undefined, manual, service, script, send,
-//!   receive) or a subprocess of its own scope and is listed in that element's
+//!   receive), a call activity or a subprocess of its own scope and is listed in that element's
 //!   `boundary_events`; an error boundary is interrupting, and no two error boundaries
 //!   of one element catch the same code;
 //! - a timer cycle appears only on a non-interrupting boundary event;
@@ -37,14 +44,17 @@
 //!   are non-negative; a script task has exactly one of `zeebe:script` (with a
 //!   compiled expression and a non-empty result variable) and `zeebe:taskDefinition`;
 //! - `multi_instance` appears only on tasks (undefined, manual, service, script, send,
-//!   receive) and subprocesses; `output_collection` and `output_element` are both set or
+//!   receive), call activities and subprocesses; `output_collection` and `output_element` are both set or
 //!   both unset; variable names are non-empty;
-//! - `inputs` appear only on tasks, subprocesses, intermediate catch events, message
+//! - `inputs` appear only on tasks, call activities, subprocesses, intermediate catch events, message
 //!   throw events and message end events; `outputs` on those and on every other event
 //!   but error end events (start, none and link throw, none and terminate end,
 //!   boundary). Mapping targets are non-empty dotted paths of variable names.
 
 use std::collections::HashMap;
+
+pub mod cron;
+pub use cron::CronSchedule;
 
 use rill_feel::Expression;
 use rill_feel::temporal::{IsoCycle, IsoDuration};
@@ -70,6 +80,8 @@ pub enum ValueOrExpr<T> {
 pub struct ProcessModel {
     pub bpmn_process_id: String,
     pub name: Option<String>,
+    /// `zeebe:versionTag` on the process (call activities can bind to it).
+    pub version_tag: Option<String>,
     /// All flow nodes, the process itself first (index 0).
     pub elements: Vec<Element>,
     pub flows: Vec<SequenceFlow>,
@@ -109,6 +121,16 @@ impl ProcessModel {
         }
     }
 
+    /// The timer and message start events of the process, in document order.
+    pub fn event_start_events(&self) -> impl Iterator<Item = ElementIdx> + '_ {
+        self.children(Self::ROOT).iter().copied().filter(|c| {
+            matches!(
+                self.element(*c).kind,
+                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+            )
+        })
+    }
+
     /// The joining inclusive gateways directly inside a process or subprocess.
     pub fn inclusive_joins(&self, scope: ElementIdx) -> &[ElementIdx] {
         match &self.element(scope).kind {
@@ -125,8 +147,8 @@ impl ProcessModel {
     /// The none start event of a process or subprocess.
     pub fn start_event(&self, scope: ElementIdx) -> Option<ElementIdx> {
         match &self.element(scope).kind {
-            ElementKind::Process { start_event, .. }
-            | ElementKind::SubProcess { start_event, .. } => Some(*start_event),
+            ElementKind::Process { start_event, .. } => *start_event,
+            ElementKind::SubProcess { start_event, .. } => Some(*start_event),
             _ => None,
         }
     }
@@ -166,8 +188,8 @@ impl Element {
 #[derive(Debug)]
 pub enum ElementKind {
     Process {
-        /// The none start event.
-        start_event: ElementIdx,
+        /// The none start event, if the process has one.
+        start_event: Option<ElementIdx>,
         children: Vec<ElementIdx>,
         /// The inclusive gateways among `children` that join (several incoming flows).
         inclusive_joins: Vec<ElementIdx>,
@@ -178,6 +200,13 @@ pub enum ElementKind {
         inclusive_joins: Vec<ElementIdx>,
     },
     StartEvent,
+    /// A timer start event of the process: creates an instance when its timer is due.
+    TimerStartEvent(TimerDefinition),
+    /// A message start event of the process: a published message of this name creates
+    /// an instance.
+    MessageStartEvent {
+        message_name: String,
+    },
     EndEvent(EndEventKind),
     /// An undefined task (`bpmn:task`): passes the token on at once.
     Task,
@@ -189,6 +218,8 @@ pub enum ElementKind {
     /// A send task: a job for a worker (as in Zeebe).
     SendTask(JobDefinition),
     ReceiveTask(MessageDefinition),
+    /// Creates an instance of another process and completes when it completes.
+    CallActivity(CalledElement),
     ExclusiveGateway {
         default_flow: Option<FlowIdx>,
     },
@@ -217,7 +248,9 @@ impl ElementKind {
         match self {
             ElementKind::Process { .. } => "process",
             ElementKind::SubProcess { .. } => "subProcess",
-            ElementKind::StartEvent => "startEvent",
+            ElementKind::StartEvent
+            | ElementKind::TimerStartEvent(_)
+            | ElementKind::MessageStartEvent { .. } => "startEvent",
             ElementKind::EndEvent(_) => "endEvent",
             ElementKind::Task => "task",
             ElementKind::ManualTask => "manualTask",
@@ -225,6 +258,7 @@ impl ElementKind {
             ElementKind::ScriptTask(_) => "scriptTask",
             ElementKind::SendTask(_) => "sendTask",
             ElementKind::ReceiveTask(_) => "receiveTask",
+            ElementKind::CallActivity(_) => "callActivity",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
             ElementKind::InclusiveGateway { .. } => "inclusiveGateway",
@@ -251,7 +285,9 @@ impl ElementKind {
         match self {
             ElementKind::Process { .. } => BpmnElementType::Process,
             ElementKind::SubProcess { .. } => BpmnElementType::SubProcess,
-            ElementKind::StartEvent => BpmnElementType::StartEvent,
+            ElementKind::StartEvent
+            | ElementKind::TimerStartEvent(_)
+            | ElementKind::MessageStartEvent { .. } => BpmnElementType::StartEvent,
             ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
             ElementKind::Task => BpmnElementType::Task,
             ElementKind::ManualTask => BpmnElementType::ManualTask,
@@ -259,6 +295,7 @@ impl ElementKind {
             ElementKind::ScriptTask(_) => BpmnElementType::ScriptTask,
             ElementKind::SendTask(_) => BpmnElementType::SendTask,
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
+            ElementKind::CallActivity(_) => BpmnElementType::CallActivity,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
             ElementKind::InclusiveGateway { .. } => BpmnElementType::InclusiveGateway,
@@ -271,6 +308,8 @@ impl ElementKind {
     pub fn event_type(&self) -> BpmnEventType {
         match self {
             ElementKind::StartEvent => BpmnEventType::None,
+            ElementKind::TimerStartEvent(_) => BpmnEventType::Timer,
+            ElementKind::MessageStartEvent { .. } => BpmnEventType::Message,
             ElementKind::EndEvent(EndEventKind::None) => BpmnEventType::None,
             ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
             ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
@@ -355,6 +394,33 @@ impl MultiInstance {
     }
 }
 
+/// `zeebe:calledElement`: which process a call activity starts and which variables
+/// cross between the two instances.
+#[derive(Debug)]
+pub struct CalledElement {
+    /// The called BPMN process id, evaluated on entry.
+    pub process_id: ValueOrExpr<String>,
+    pub binding: CalledBinding,
+    /// Without output mappings: whether the child's variables propagate from the call
+    /// activity when the child completes (default true). With output mappings the
+    /// mappings decide.
+    pub propagate_all_child_variables: bool,
+    /// Whether the child starts with every variable visible at the call activity
+    /// (default true), or only with the call activity's locals (its input mappings).
+    pub propagate_all_parent_variables: bool,
+}
+
+/// `bindingType`: which version of the called process a call activity starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CalledBinding {
+    /// The latest version when the call activity is entered (the default).
+    Latest,
+    /// The version deployed in the same deployment as the calling process.
+    Deployment,
+    /// The latest version whose `zeebe:versionTag` is this tag.
+    VersionTag(String),
+}
+
 /// How a script task runs.
 #[derive(Debug)]
 pub enum ScriptDefinition {
@@ -391,6 +457,9 @@ pub enum TimerDefinition {
     /// An absolute date-time, ms since the epoch.
     Date(ValueOrExpr<i64>),
     Cycle(ValueOrExpr<IsoCycle>),
+    /// A cron cycle (`timeCycle` such as `0 0 9-17 * * MON-FRI`): fires at every match,
+    /// forever.
+    Cron(CronSchedule),
 }
 
 #[derive(Debug)]

@@ -35,6 +35,7 @@ const IO_MAPPING_OWNERS: &[&str] = &[
     "sendTask",
     "receiveTask",
     "subProcess",
+    "callActivity",
     "startEvent",
     "endEvent",
     "intermediateCatchEvent",
@@ -55,7 +56,8 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
     };
     match name {
         "properties" => Verdict::Metadata,
-        "versionTag" | "userTaskForm" if element == "process" => Verdict::Metadata,
+        "versionTag" if element == "process" => Verdict::Runs,
+        "userTaskForm" if element == "process" => Verdict::Metadata,
         "versionTag" => Verdict::Rejected(format!(
             "zeebe:versionTag belongs on the process, not on {}",
             on()
@@ -89,12 +91,16 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         | "taskSchedule"
         | "priorityDefinition"
         | "userTaskForm" => not_yet("user tasks"),
-        "calledElement" => not_yet("call activities"),
+        "calledElement" if element == "callActivity" => Verdict::Runs,
+        "calledElement" => Verdict::Rejected(format!(
+            "zeebe:calledElement belongs on a call activity, not on {}",
+            on()
+        )),
         "calledDecision" => not_yet("business rule tasks (DMN decisions)"),
         "loopCharacteristics" if element == "multiInstanceLoopCharacteristics" => Verdict::Runs,
         "loopCharacteristics" => Verdict::Rejected(format!(
             "zeebe:loopCharacteristics belongs inside the bpmn:multiInstanceLoopCharacteristics \
-             of a task or subprocess, not on {}",
+             of a task, call activity or subprocess, not on {}",
             on()
         )),
         "linkedResources" => not_yet("linked resources"),
@@ -119,7 +125,8 @@ mod tests {
     #[test]
     fn unknown_extensions_are_rejected_and_metadata_is_kept() {
         assert_eq!(verdict("properties", on("sequenceFlow")), Verdict::Metadata);
-        assert_eq!(verdict("versionTag", on("process")), Verdict::Metadata);
+        assert_eq!(verdict("versionTag", on("process")), Verdict::Runs);
+        assert_eq!(verdict("calledElement", on("callActivity")), Verdict::Runs);
         assert!(matches!(
             verdict("versionTag", on("serviceTask")),
             Verdict::Rejected(reason) if reason.contains("belongs on the process")

@@ -27,6 +27,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     ProcessModel {
         bpmn_process_id: builder.process_id.to_owned(),
         name: builder.elements[0].name.clone(),
+        version_tag: builder.version_tag,
         elements: builder.elements,
         flows: linker.flows,
         element_index: builder.element_index,
@@ -67,7 +68,11 @@ impl Linker {
                 ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. })
             );
             let target_rule = match target_el.kind {
-                ElementKind::StartEvent => Some("a start event cannot have an incoming flow"),
+                ElementKind::StartEvent
+                | ElementKind::TimerStartEvent(_)
+                | ElementKind::MessageStartEvent { .. } => {
+                    Some("a start event cannot have an incoming flow")
+                }
                 ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. }) => Some(
                     "a link catch event cannot have an incoming flow; it is entered from the link \
                      throw events with its link name",
@@ -375,6 +380,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 | ElementKind::ScriptTask(_)
                 | ElementKind::SendTask(_)
                 | ElementKind::ReceiveTask(_)
+                | ElementKind::CallActivity(_)
                 | ElementKind::SubProcess { .. }
         ) {
             b.problem(
@@ -382,7 +388,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 node,
                 format!(
                     "the boundary event is attached to '{attached_ref}', {} {host_kind}; boundary \
-                     events can only be attached to tasks and subprocesses",
+                     events can only be attached to tasks, call activities and subprocesses",
                     article(host_kind)
                 ),
             );
@@ -487,9 +493,35 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
             .copied()
             .filter(|c| matches!(b.elements[c.0 as usize].kind, ElementKind::StartEvent))
             .collect();
+        let has_event_starts = children.iter().any(|c| {
+            matches!(
+                b.elements[c.0 as usize].kind,
+                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+            )
+        });
         let scope_id = b.elements[idx].id.clone();
         let scope_kind = b.elements[idx].kind.bpmn_name();
+        let mut message_starts: Vec<(String, String)> = Vec::new();
+        for child in children.clone() {
+            let element = &b.elements[child.0 as usize];
+            if let ElementKind::MessageStartEvent { message_name } = &element.kind
+                && !message_name.is_empty()
+            {
+                if let Some((first, _)) = message_starts.iter().find(|(_, n)| n == message_name) {
+                    let message = format!(
+                        "the message '{message_name}' already starts the process at '{first}'; \
+                         each message start event needs its own message"
+                    );
+                    let id = element.id.clone();
+                    b.problem(Some(&id), b.nodes[child.0 as usize], message);
+                } else {
+                    message_starts.push((element.id.clone(), message_name.clone()));
+                }
+            }
+        }
         match starts.as_slice() {
+            // A process may start by timer or message only.
+            [] if has_event_starts => {}
             [] => b.problem(
                 Some(&scope_id),
                 b.nodes[idx],
@@ -497,10 +529,10 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
             ),
             [only] => {
                 let only = *only;
-                if let ElementKind::Process { start_event, .. }
-                | ElementKind::SubProcess { start_event, .. } = &mut b.elements[idx].kind
-                {
-                    *start_event = only;
+                match &mut b.elements[idx].kind {
+                    ElementKind::Process { start_event, .. } => *start_event = Some(only),
+                    ElementKind::SubProcess { start_event, .. } => *start_event = only,
+                    _ => {}
                 }
             }
             [_, extra @ ..] => {

@@ -17,16 +17,16 @@ use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
-    BoundaryDefinition, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
-    JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel, ScriptDefinition,
-    ThrowEventDefinition, TimerDefinition, ValueOrExpr,
+    BoundaryDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx,
+    ElementKind, EndEventKind, JobDefinition, Mapping, MessageDefinition, MultiInstance,
+    ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
                          sendTask, receiveTask, exclusiveGateway, parallelGateway, \
                          inclusiveGateway, intermediateCatchEvent, intermediateThrowEvent, \
-                         boundaryEvent, subProcess";
+                         boundaryEvent, subProcess, callActivity";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -50,8 +50,9 @@ const READ_PAST_IN_SCOPE: &[&str] = &[
     "standardLoopCharacteristics",
 ];
 
-/// Elements that can be multi-instance (call activities will join them).
+/// Elements that can be multi-instance.
 const MULTI_INSTANCE_HOSTS: &[&str] = &[
+    "callActivity",
     "task",
     "manualTask",
     "serviceTask",
@@ -90,6 +91,7 @@ struct Extensions<'a, 'input> {
     task_headers: Option<Node<'a, 'input>>,
     io_mapping: Option<Node<'a, 'input>>,
     script: Option<Node<'a, 'input>>,
+    called_element: Option<Node<'a, 'input>>,
 }
 
 pub(super) struct Builder<'c, 'a, 'input> {
@@ -111,6 +113,8 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub link_throws: Vec<(ElementIdx, String)>,
     pub link_catches: Vec<(ElementIdx, String)>,
     pub declared: Vec<DeclaredFlows>,
+    /// `zeebe:versionTag` of the process.
+    pub version_tag: Option<String>,
 }
 
 /// Builds the model of one executable process, or reports why it cannot be built.
@@ -145,6 +149,7 @@ pub(super) fn build<'a, 'input>(
         link_throws: Vec::new(),
         link_catches: Vec::new(),
         declared: Vec::new(),
+        version_tag: None,
     };
     builder.push_element(
         process_node,
@@ -152,7 +157,7 @@ pub(super) fn build<'a, 'input>(
             id: process_id.to_owned(),
             name: process_node.attribute("name").map(str::to_owned),
             kind: ElementKind::Process {
-                start_event: ProcessModel::ROOT,
+                start_event: None,
                 children: Vec::new(),
                 inclusive_joins: Vec::new(),
             },
@@ -169,8 +174,30 @@ pub(super) fn build<'a, 'input>(
         element: "process",
         message_throw: false,
     };
-    // Nothing on the process itself runs yet: what is not metadata is rejected.
-    builder.checked_extensions(process_id, process_node, process_owner);
+    // Only the version tag on the process itself runs; what is not metadata is rejected.
+    for extension in builder.checked_extensions(process_id, process_node, process_owner) {
+        if extension.tag_name().name() != "versionTag" {
+            continue;
+        }
+        match extension.attribute("value").map(str::trim) {
+            Some(tag) if !tag.is_empty() => {
+                if builder.version_tag.is_some() {
+                    builder.problem(
+                        Some(process_id),
+                        extension,
+                        "zeebe:versionTag appears more than once; keep one".to_owned(),
+                    );
+                }
+                builder.version_tag = Some(tag.to_owned());
+            }
+            _ => builder.problem(
+                Some(process_id),
+                extension,
+                "zeebe:versionTag has no value; set the tag (e.g. value=\"v1.0\") or remove it"
+                    .to_owned(),
+            ),
+        }
+    }
     builder.walk_scope(ProcessModel::ROOT, process_node, 0);
     let model = link::link(builder);
     (problems.count() == problems_before).then_some(model)
@@ -207,6 +234,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "intermediateCatchEvent"
                 | "intermediateThrowEvent"
                 | "boundaryEvent"
+                | "callActivity"
                 | "subProcess" => self.add_flow_node(scope, child, depth),
                 "sequenceFlow" => self.add_flow(scope, child),
                 _ if READ_PAST_IN_SCOPE.contains(&name) => {}
@@ -244,22 +272,41 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             self.unsupported(Some(id), node, message.to_owned());
             return;
         }
-        if name == "startEvent" {
-            // Only none start events run; any other kind is not built at all, so it
-            // cannot count as the scope's start event.
-            if let Some(definition) = self.event_definition(id, node) {
-                let kind = definition.tag_name().name();
-                let message =
-                    format!("a start event with a {kind} is not supported; use a none start event");
+        let mut start_definition = None;
+        if name == "startEvent"
+            && let Some(definition) = self.event_definition(id, node)
+        {
+            // Timer and message start events run on the process itself; any other kind
+            // is not built at all, so it cannot count as the scope's start event.
+            let kind = definition.tag_name().name();
+            let runs = matches!(kind, "timerEventDefinition" | "messageEventDefinition");
+            if !runs {
+                let message = format!(
+                    "a start event with a {kind} is not supported; use a none, timer or \
+                     message start event"
+                );
                 self.unsupported(Some(id), definition, message);
                 return;
             }
+            if scope != ProcessModel::ROOT {
+                let message = format!(
+                    "a start event with a {kind} inside a subprocess would make it an event \
+                     subprocess, which is not supported; a subprocess starts at a none start \
+                     event"
+                );
+                self.unsupported(Some(id), definition, message);
+                return;
+            }
+            start_definition = Some(definition);
         }
         let multi_instance = self.loop_characteristics(id, node, name);
         let extensions = self.extensions(id, node, name);
         let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
         let kind = match name {
-            "startEvent" => ElementKind::StartEvent,
+            "startEvent" => match start_definition {
+                None => ElementKind::StartEvent,
+                Some(definition) => self.event_start(id, definition),
+            },
             "endEvent" => self.end_event(id, node, &extensions),
             "task" => ElementKind::Task,
             "manualTask" => ElementKind::ManualTask,
@@ -298,6 +345,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             "intermediateCatchEvent" => self.intermediate_catch_event(idx, id, node),
             "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node, &extensions),
             "boundaryEvent" => self.boundary_event(idx, id, node),
+            "callActivity" => self.call_activity(id, node, &extensions),
             _ => ElementKind::SubProcess {
                 start_event: idx,
                 children: Vec::new(),
@@ -406,8 +454,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                             Some(id),
                             child,
                             format!(
-                                "{} {element_name} cannot be multi-instance; only tasks and \
-                                 subprocesses can",
+                                "{} {element_name} cannot be multi-instance; only tasks, call \
+                                 activities and subprocesses can",
                                 article(element_name)
                             ),
                         );
@@ -621,6 +669,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 "taskHeaders" => &mut found.task_headers,
                 "script" => &mut found.script,
                 "ioMapping" => &mut found.io_mapping,
+                "calledElement" => &mut found.called_element,
                 _ => continue,
             };
             if slot.is_some() {
@@ -719,6 +768,197 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             }
         }
         (inputs, outputs)
+    }
+
+    /// A timer or message start event of the process.
+    fn event_start(&mut self, id: &str, definition: Node<'a, 'input>) -> ElementKind {
+        if definition.tag_name().name() == "timerEventDefinition" {
+            let timer = self
+                .start_timer(id, definition)
+                .unwrap_or(TimerDefinition::Date(ValueOrExpr::Static(0)));
+            return ElementKind::TimerStartEvent(timer);
+        }
+        let message_name = match definition.attribute("messageRef") {
+            None => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    "the message start event names no message (messageRef); reference a \
+                     bpmn:message with a name"
+                        .to_owned(),
+                );
+                String::new()
+            }
+            Some(reference) => self.start_message_name(id, definition, reference),
+        };
+        ElementKind::MessageStartEvent { message_name }
+    }
+
+    /// The timer of a timer start event: a date or a cycle (ISO 8601 or cron), static
+    /// (evaluated at deploy time, when there are no variables yet).
+    fn start_timer(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<TimerDefinition> {
+        let values: Vec<Node<'a, 'input>> = bpmn_children(definition)
+            .filter(|n| TimerKind::from_element_name(n.tag_name().name()).is_some())
+            .collect();
+        let [value] = values.as_slice() else {
+            self.problem(
+                Some(id),
+                definition,
+                "a timer start event needs exactly one timeDate or timeCycle".to_owned(),
+            );
+            return None;
+        };
+        let kind = TimerKind::from_element_name(value.tag_name().name())?;
+        let raw = text_of(*value);
+        if kind == TimerKind::Duration {
+            self.problem(
+                Some(id),
+                *value,
+                "a timer start event cannot have a timeDuration (a duration from what?); use \
+                 timeDate or timeCycle"
+                    .to_owned(),
+            );
+            return None;
+        }
+        if raw.trim_start().starts_with('=') {
+            self.problem(
+                Some(id),
+                *value,
+                format!(
+                    "the {} of a timer start event must be a static ISO 8601 value or cron \
+                     expression; Rill does not evaluate expressions at deploy time",
+                    kind.element_name()
+                ),
+            );
+            return None;
+        }
+        match values::timer(kind, raw.trim()) {
+            Ok(timer) => Some(timer),
+            Err(message) => {
+                self.problem(Some(id), *value, message);
+                None
+            }
+        }
+    }
+
+    /// The static name of the message a message start event waits for.
+    fn start_message_name(&mut self, id: &str, at: Node<'a, 'input>, reference: &str) -> String {
+        let Some(&message) = self.ctx.messages.get(reference) else {
+            self.problem(
+                Some(id),
+                at,
+                format!(
+                    "the message start event references message '{reference}', which does not exist"
+                ),
+            );
+            return String::new();
+        };
+        match message.attribute("name").map(str::trim) {
+            Some(name) if !name.is_empty() && !name.starts_with('=') => name.to_owned(),
+            Some(name) if name.starts_with('=') => {
+                self.problem(
+                    Some(id),
+                    at,
+                    format!(
+                        "the message '{reference}' of a message start event has the name \
+                         expression '{name}'; a message start event needs a static name"
+                    ),
+                );
+                String::new()
+            }
+            _ => {
+                self.problem(
+                    Some(id),
+                    at,
+                    format!("the message '{reference}' has no name; give it one"),
+                );
+                String::new()
+            }
+        }
+    }
+
+    /// A call activity: `zeebe:calledElement` with the called process id, the binding
+    /// and the two propagation flags.
+    fn call_activity(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
+        let mut called = CalledElement {
+            process_id: ValueOrExpr::Static(String::new()),
+            binding: CalledBinding::Latest,
+            propagate_all_child_variables: true,
+            propagate_all_parent_variables: true,
+        };
+        let Some(definition) = extensions.called_element else {
+            self.problem(
+                Some(id),
+                node,
+                "a call activity needs the process to call; add zeebe:calledElement with a \
+                 processId"
+                    .to_owned(),
+            );
+            return ElementKind::CallActivity(called);
+        };
+        match definition
+            .attribute("processId")
+            .filter(|p| !p.trim().is_empty())
+        {
+            None => self.problem(
+                Some(id),
+                definition,
+                "zeebe:calledElement has no processId; set the BPMN process id to call".to_owned(),
+            ),
+            Some(raw) => match values::string_or_expr("called process id", raw.trim()) {
+                Ok(process_id) => called.process_id = process_id,
+                Err(message) => self.problem(Some(id), definition, message),
+            },
+        }
+        for (attribute, slot) in [
+            (
+                "propagateAllChildVariables",
+                &mut called.propagate_all_child_variables,
+            ),
+            (
+                "propagateAllParentVariables",
+                &mut called.propagate_all_parent_variables,
+            ),
+        ] {
+            match definition.attribute(attribute).map(str::trim) {
+                None | Some("true") => {}
+                Some("false") => *slot = false,
+                Some(other) => self.problem(
+                    Some(id),
+                    definition,
+                    format!("{attribute} is '{other}'; it must be true or false"),
+                ),
+            }
+        }
+        let version_tag = definition
+            .attribute("versionTag")
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        match definition.attribute("bindingType").map(str::trim) {
+            None | Some("latest") => {}
+            Some("deployment") => called.binding = CalledBinding::Deployment,
+            Some("versionTag") => match version_tag {
+                Some(tag) => called.binding = CalledBinding::VersionTag(tag.to_owned()),
+                None => self.problem(
+                    Some(id),
+                    definition,
+                    "bindingType is versionTag but zeebe:calledElement has no versionTag; set \
+                     the version tag of the process to call"
+                        .to_owned(),
+                ),
+            },
+            Some(other) => self.problem(
+                Some(id),
+                definition,
+                format!("bindingType '{other}' is not known; use latest, deployment or versionTag"),
+            ),
+        }
+        ElementKind::CallActivity(called)
     }
 
     /// The job of a job-based element: `zeebe:taskDefinition` and `zeebe:taskHeaders`.
@@ -1311,7 +1551,9 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
         ElementKind::BoundaryEvent { .. } => {
             Some("a boundaryEvent cannot have input mappings; use output mappings")
         }
-        ElementKind::StartEvent => Some(
+        ElementKind::StartEvent
+        | ElementKind::TimerStartEvent(_)
+        | ElementKind::MessageStartEvent { .. } => Some(
             "a start event cannot have input mappings, nothing in it would read them; use \
              output mappings",
         ),

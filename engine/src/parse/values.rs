@@ -94,6 +94,16 @@ pub(super) fn timer(kind: TimerKind, raw: &str) -> Result<TimerDefinition, Strin
         TimerKind::Date => parse_date_time(raw)
             .map(|d| TimerDefinition::Date(ValueOrExpr::Static(d)))
             .map_err(malformed),
+        TimerKind::Cycle if !raw.trim_start().starts_with('R') => {
+            crate::model::CronSchedule::parse(raw)
+                .map(TimerDefinition::Cron)
+                .map_err(|reason| {
+                    format!(
+                        "malformed {field} '{raw}': neither an ISO 8601 cycle (like 'R5/PT10S') \
+                         nor a cron expression ({reason})"
+                    )
+                })
+        }
         TimerKind::Cycle => parse_cycle(raw)
             .map(|c| TimerDefinition::Cycle(ValueOrExpr::Static(c)))
             .map_err(malformed),

@@ -12,6 +12,11 @@ pub(crate) mod table {
     pub const PROCESS_VERSION: u8 = 0x11;
     pub const PROCESS_LATEST: u8 = 0x12;
     pub const DEPLOYMENT: u8 = 0x13;
+    /// Process definition key -> the key of the deployment that created it.
+    pub const PROCESS_DEPLOYMENT: u8 = 0x14;
+    /// (deployment key, process id) -> the definition key that deployment deployed
+    /// (a new version, or the existing one for a duplicate).
+    pub const DEPLOYMENT_PROCESS: u8 = 0x15;
     pub const ELEMENT_INSTANCE: u8 = 0x20;
     pub const ELEMENT_CHILD: u8 = 0x21;
     pub const JOIN_TOKEN: u8 = 0x22;
@@ -35,6 +40,13 @@ pub(crate) mod table {
     pub const MESSAGE_DEADLINE: u8 = 0x62;
     pub const MESSAGE_ID: u8 = 0x63;
     pub const MESSAGE_CORRELATED: u8 = 0x64;
+    /// (message name, process id) -> the message start event of the process's latest
+    /// version that this message name starts.
+    pub const MESSAGE_START: u8 = 0x65;
+    /// (process id, message name) -> marker: the message start events of a process.
+    pub const MESSAGE_START_BY_PROCESS: u8 = 0x66;
+    /// (process id, correlation key) -> the active instance a message started.
+    pub const MESSAGE_START_LOCK: u8 = 0x67;
     pub const MESSAGE_SUBSCRIPTION: u8 = 0x70;
     pub const PROCESS_MESSAGE_SUBSCRIPTION: u8 = 0x71;
     pub const INCIDENT: u8 = 0x80;

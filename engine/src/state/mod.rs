@@ -22,8 +22,8 @@ pub(crate) use floors::ScanFloors;
 pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob, StoredMessage,
-    StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
+    MessageStartSubscription, MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob,
+    StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
 };
 
 use crate::error::{Result, inconsistent};
@@ -198,6 +198,28 @@ impl<'a> Reader<'a> {
                 ControlFlow::Break(())
             })
         })
+    }
+
+    /// The deployment that created a process definition.
+    pub fn deployment_of_process(&self, definition_key: impl AsKey) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(KeyBuf::new(table::PROCESS_DEPLOYMENT).key(definition_key))?
+            .map(Key))
+    }
+
+    /// The definition of `bpmn_process_id` that a deployment deployed, if any.
+    pub fn process_in_deployment(
+        &self,
+        deployment_key: impl AsKey,
+        bpmn_process_id: &str,
+    ) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(
+                KeyBuf::new(table::DEPLOYMENT_PROCESS)
+                    .key(deployment_key)
+                    .str(bpmn_process_id),
+            )?
+            .map(Key))
     }
 
     pub fn deployment(
@@ -455,6 +477,44 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether the message was already correlated to an instance of this process.
+    /// The message start events a message of this name starts, by process id.
+    pub fn message_start_subscriptions(&self, name: &str) -> Result<Vec<MessageStartSubscription>> {
+        let mut out = Vec::new();
+        self.scan(&KeyBuf::new(table::MESSAGE_START).str(name), |_, v| {
+            out.push(decode(v)?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// The message names whose start events a process's latest version has.
+    pub fn message_start_names(&self, bpmn_process_id: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        self.scan(
+            &KeyBuf::new(table::MESSAGE_START_BY_PROCESS).str(bpmn_process_id),
+            |_, v| {
+                out.push(decode(v)?);
+                Ok(ControlFlow::Continue(()))
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The active instance of a process that a message with this correlation key started.
+    pub fn message_start_lock(
+        &self,
+        bpmn_process_id: &str,
+        correlation_key: &str,
+    ) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(
+                KeyBuf::new(table::MESSAGE_START_LOCK)
+                    .str(bpmn_process_id)
+                    .str(correlation_key),
+            )?
+            .map(Key))
+    }
+
     pub fn message_correlated(
         &self,
         message_key: impl AsKey,
@@ -725,7 +785,22 @@ impl<'a> Writer<'a> {
         key: impl AsKey,
         record: &rill_protocol::value::DeploymentRecord,
     ) -> Result<()> {
-        self.put(KeyBuf::new(table::DEPLOYMENT).key(key), record)
+        self.put(KeyBuf::new(table::DEPLOYMENT).key(key), record)?;
+        for process in &record.processes_metadata {
+            self.put_i64(
+                KeyBuf::new(table::DEPLOYMENT_PROCESS)
+                    .key(key)
+                    .str(&process.bpmn_process_id),
+                process.process_definition_key,
+            );
+            if !process.is_duplicate {
+                self.put_i64(
+                    KeyBuf::new(table::PROCESS_DEPLOYMENT).i64(process.process_definition_key),
+                    key.as_key().get(),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Queues a command for `target` under the next sequence number.
@@ -1044,6 +1119,65 @@ impl<'a> Writer<'a> {
         self.delete_prefix(KeyBuf::new(table::MESSAGE_CORRELATED).key(message.key))?;
         self.delete(KeyBuf::new(table::MESSAGE).key(message.key));
         Ok(())
+    }
+
+    /// The message start events of a process's new latest version replace the previous
+    /// version's.
+    pub fn replace_message_starts(
+        &mut self,
+        bpmn_process_id: &str,
+        starts: &[MessageStartSubscription],
+        names: &[String],
+    ) -> Result<()> {
+        for old in self.read().message_start_names(bpmn_process_id)? {
+            self.delete(
+                KeyBuf::new(table::MESSAGE_START)
+                    .str(&old)
+                    .str(bpmn_process_id),
+            );
+            self.delete(
+                KeyBuf::new(table::MESSAGE_START_BY_PROCESS)
+                    .str(bpmn_process_id)
+                    .str(&old),
+            );
+        }
+        for (start, name) in starts.iter().zip(names) {
+            self.put(
+                KeyBuf::new(table::MESSAGE_START)
+                    .str(name)
+                    .str(bpmn_process_id),
+                start,
+            )?;
+            self.put(
+                KeyBuf::new(table::MESSAGE_START_BY_PROCESS)
+                    .str(bpmn_process_id)
+                    .str(name),
+                name,
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn put_message_start_lock(
+        &mut self,
+        bpmn_process_id: &str,
+        correlation_key: &str,
+        instance: impl AsKey,
+    ) {
+        self.put_i64(
+            KeyBuf::new(table::MESSAGE_START_LOCK)
+                .str(bpmn_process_id)
+                .str(correlation_key),
+            instance.as_key().get(),
+        );
+    }
+
+    pub fn delete_message_start_lock(&mut self, bpmn_process_id: &str, correlation_key: &str) {
+        self.delete(
+            KeyBuf::new(table::MESSAGE_START_LOCK)
+                .str(bpmn_process_id)
+                .str(correlation_key),
+        );
     }
 
     pub fn mark_message_correlated(&mut self, message_key: impl AsKey, bpmn_process_id: &str) {

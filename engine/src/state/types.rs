@@ -41,7 +41,8 @@ pub struct ElementInstance {
     /// Sequence flows taken inside this scope whose target has not been entered yet
     /// (tokens travelling, or waiting at a parallel join).
     pub active_flows: u32,
-    /// The job of a service task, or `Key::NONE`.
+    /// The job of a job-based element, the child process instance of a call activity,
+    /// or `Key::NONE`.
     pub job_key: Key,
     /// Whether variables were ever set in this scope (so leaving it must drop them).
     pub has_variables: bool,
@@ -278,4 +279,12 @@ pub struct OutboxEntry {
     pub key: Key,
     /// The payload, when it is not read from state at send time.
     pub value: Option<rill_protocol::RecordValue>,
+}
+
+/// A message start event that a message name starts (the latest version's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageStartSubscription {
+    pub bpmn_process_id: String,
+    pub process_definition_key: Key,
+    pub start_event_id: String,
 }

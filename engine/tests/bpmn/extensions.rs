@@ -124,6 +124,10 @@ fn hosts() -> Vec<(&'static str, String)> {
             r#"<bpmn:subProcess id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:startEvent id="Inner" /></bpmn:subProcess>"#.to_owned(),
         ),
         (
+            "callActivity",
+            r#"<bpmn:callActivity id="Host"><bpmn:extensionElements><zeebe:calledElement processId="child" />{ext}</bpmn:extensionElements></bpmn:callActivity>"#.to_owned(),
+        ),
+        (
             "startEvent",
             r#"<bpmn:startEvent id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:startEvent>"#.to_owned(),
         ),
@@ -202,6 +206,7 @@ const RUNS: &[(&str, &[&str])] = &[
             "manualTask",
             "receiveTask",
             "subProcess",
+            "callActivity",
             "startEvent",
             "endEvent",
             "intermediateThrowEvent",
@@ -210,6 +215,7 @@ const RUNS: &[(&str, &[&str])] = &[
         ],
     ),
     ("subscription", &["message"]),
+    ("versionTag", &["process"]),
 ];
 
 /// `(extension, hosts)` accepted with no runtime meaning (docs/decisions/bpmn-parsing.md).
@@ -227,6 +233,7 @@ const METADATA: &[(&str, &[&str])] = &[
             "manualTask",
             "receiveTask",
             "subProcess",
+            "callActivity",
             "startEvent",
             "endEvent",
             "intermediateThrowEvent",
@@ -240,7 +247,6 @@ const METADATA: &[(&str, &[&str])] = &[
             "message",
         ],
     ),
-    ("versionTag", &["process"]),
     ("userTaskForm", &["process"]),
 ];
 
@@ -289,6 +295,9 @@ fn runs_in(model: &ProcessModel, extension: &str, host: &str) -> bool {
             &el(model, "Wait").kind,
             ElementKind::ReceiveTask(m) if expr_source(&m.correlation_key) == "key"
         );
+    }
+    if host == "process" {
+        return extension == "versionTag" && model.version_tag.as_deref() == Some("v1.0");
     }
     let element = el(model, "Host");
     match extension {
@@ -418,4 +427,38 @@ fn loop_characteristics_run_inside_multi_instance_loop_characteristics_only() {
         mi.completion_condition.as_ref().map(|e| e.source()),
         Some("numberOfCompletedInstances = 2")
     );
+}
+
+#[test]
+fn a_call_activity_runs_its_called_element() {
+    let body = r#"<bpmn:callActivity id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:callActivity>"#;
+    let xml = model_with(
+        "task",
+        body,
+        r#"<zeebe:calledElement processId="=&quot;ship-&quot; + region" propagateAllChildVariables="false" propagateAllParentVariables="false" bindingType="versionTag" versionTag="v2" />"#,
+    );
+    let model = parse_bpmn("call.bpmn", xml.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0);
+    let ElementKind::CallActivity(called) = &el(&model, "Host").kind else {
+        panic!("not a call activity");
+    };
+    assert_eq!(expr_source(&called.process_id), "\"ship-\" + region");
+    assert!(!called.propagate_all_child_variables);
+    assert!(!called.propagate_all_parent_variables);
+    assert_eq!(
+        called.binding,
+        rill_engine::model::CalledBinding::VersionTag("v2".to_owned())
+    );
+    // Defaults: latest, both propagations on.
+    let xml = model_with("task", body, r#"<zeebe:calledElement processId="child" />"#);
+    let model = parse_bpmn("call.bpmn", xml.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0);
+    let ElementKind::CallActivity(called) = &el(&model, "Host").kind else {
+        panic!("not a call activity");
+    };
+    assert_eq!(static_value(&called.process_id), "child");
+    assert!(called.propagate_all_child_variables && called.propagate_all_parent_variables);
+    assert_eq!(called.binding, rill_engine::model::CalledBinding::Latest);
 }

@@ -5,6 +5,21 @@ use super::*;
 /// (fixture in `invalid/`, element the problem names, fragment of its message).
 const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
+        "message-start-same-message-twice",
+        Some("AlsoPlaced"),
+        "the message 'order-placed' already starts the process at 'OrderPlaced'",
+    ),
+    (
+        "call-activity-without-called-element",
+        Some("Ship"),
+        "a call activity needs the process to call; add zeebe:calledElement with a processId",
+    ),
+    (
+        "call-activity-version-tag-binding-without-tag",
+        Some("Ship"),
+        "bindingType is versionTag but zeebe:calledElement has no versionTag",
+    ),
+    (
         "inclusive-without-condition",
         Some("B"),
         "the flow leaves inclusiveGateway 'Split', which has several outgoing flows, and has \
@@ -183,7 +198,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "boundary-on-gateway",
         Some("OnGateway"),
-        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to tasks and subprocesses",
+        "attached to 'Split', an exclusiveGateway; boundary events can only be attached to tasks, call activities and subprocesses",
     ),
     (
         "boundary-unattached",
@@ -292,9 +307,24 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "has several none start events ('Start', 'SecondStart')",
     ),
     (
-        "timer-start-event",
-        Some("Nightly"),
-        "a start event with a timerEventDefinition is not supported",
+        "timer-start-duration",
+        Some("Start"),
+        "a timer start event cannot have a timeDuration",
+    ),
+    (
+        "timer-start-bad-cron",
+        Some("Start"),
+        "neither an ISO 8601 cycle (like 'R5/PT10S') nor a cron expression (the hour '25' is not a value from 0 to 23)",
+    ),
+    (
+        "signal-start-event",
+        Some("Start"),
+        "a start event with a signalEventDefinition is not supported; use a none, timer or message start event",
+    ),
+    (
+        "timer-start-in-subprocess",
+        Some("SubTimer"),
+        "inside a subprocess would make it an event subprocess, which is not supported",
     ),
     (
         "subprocess-without-start",
@@ -319,7 +349,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "multi-instance-on-gateway",
         Some("Split"),
-        "a parallelGateway cannot be multi-instance; only tasks and subprocesses can",
+        "a parallelGateway cannot be multi-instance; only tasks, call activities and subprocesses can",
     ),
     (
         "multi-instance-output-without-element",

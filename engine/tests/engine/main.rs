@@ -1,6 +1,7 @@
 //! Engine tests: commands in, records out (Zeebe's EngineRule style).
 
 mod breadth;
+mod call_activity;
 mod commands;
 mod distribution;
 mod elements;
@@ -10,5 +11,6 @@ mod interleavings;
 mod multi_instance;
 mod random;
 mod samples;
+mod start_events;
 
 pub use harness::*;

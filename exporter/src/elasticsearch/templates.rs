@@ -153,6 +153,7 @@ fn value_properties(value_type: ValueType) -> Value {
                     ("checksum", not_indexed()),
                     ("duplicate", boolean()),
                     ("tenantId", keyword()),
+                    ("versionTag", keyword()),
                 ])}),
             ),
             ("tenantId", keyword()),
@@ -166,6 +167,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("resource", not_indexed()),
             ("duplicate", boolean()),
             ("tenantId", keyword()),
+            ("versionTag", keyword()),
         ]),
         ValueType::ProcessInstance => object(&[
             ("bpmnElementType", keyword()),

@@ -57,6 +57,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
                 checksum: Blob(vec![1, 2, 3]),
                 is_duplicate: false,
                 tenant_id: DEFAULT_TENANT.into(),
+                version_tag: "v1".into(),
             }],
             tenant_id: DEFAULT_TENANT.into(),
         }
@@ -70,6 +71,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             resource: Blob(b"<definitions/>".to_vec()),
             is_duplicate: false,
             tenant_id: DEFAULT_TENANT.into(),
+            version_tag: "v1".into(),
         }
         .into(),
         ValueType::ProcessInstance => ProcessInstanceRecord {

@@ -17,6 +17,7 @@
 //! before the step emits anything.
 
 mod boundary_event;
+mod call_activity;
 mod end_event;
 mod exclusive_gateway;
 mod inclusive_gateway;
@@ -81,8 +82,9 @@ trait ElementBehavior: Sync {
     /// holds (timers, subscriptions) before ELEMENT_COMPLETED.
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
 
-    /// Runs in ELEMENT_TERMINATING: releases what the element holds, resolves its
-    /// incident and terminates what runs inside it, before ELEMENT_TERMINATED.
+    /// Runs in ELEMENT_TERMINATING: releases what the element holds and resolves its
+    /// incident. What runs inside it (children, a called instance) is terminated next by
+    /// the lifecycle, before ELEMENT_TERMINATED.
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()>;
 }
 
@@ -91,7 +93,9 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
     match kind {
         ElementKind::Process { .. } => &process::Process,
         ElementKind::SubProcess { .. } => &sub_process::SubProcess,
-        ElementKind::StartEvent => &start_event::StartEvent,
+        ElementKind::StartEvent
+        | ElementKind::TimerStartEvent(_)
+        | ElementKind::MessageStartEvent { .. } => &start_event::StartEvent,
         ElementKind::EndEvent(_) => &end_event::EndEvent,
         ElementKind::Task => &task::Task,
         ElementKind::ManualTask => &manual_task::ManualTask,
@@ -99,6 +103,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::ScriptTask(_) => &script_task::ScriptTask,
         ElementKind::SendTask(_) => &send_task::SendTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
+        ElementKind::CallActivity(_) => &call_activity::CallActivity,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
         ElementKind::InclusiveGateway { .. } => &inclusive_gateway::InclusiveGateway,
@@ -227,6 +232,27 @@ impl Processing<'_> {
         self.run_activation(active, None)
     }
 
+    /// Creates an instance that starts at a timer or message start event, with
+    /// `variables` in its process scope (a message's); returns its key.
+    pub fn start_instance_at(
+        &mut self,
+        process: &Arc<DeployedProcess>,
+        start: ElementIdx,
+        variables: Map<String, Value>,
+    ) -> Result<Key> {
+        let key = self.next_key()?;
+        let root = Processing::root_record(process, key);
+        for (name, value) in &variables {
+            self.set_variable(&root, key, name, value)?;
+        }
+        self.enter_process(key, root)?;
+        let active = self
+            .active(key)?
+            .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
+        enter_scope(self, &active, start)?;
+        Ok(key)
+    }
+
     /// The activation of an element in ELEMENT_ACTIVATING (first time, or again after an
     /// incident was resolved): its input mappings, then its kind's behaviour. A failure
     /// to evaluate either becomes an incident, and the element stays in
@@ -339,8 +365,19 @@ impl Processing<'_> {
             } else {
                 None
             };
+            // A called instance hands its variables to its call activity.
+            let parent = Key(record.parent_element_instance_key);
+            let handed_back = if parent.get() > 0 {
+                Some(self.child_variables(active)?)
+            } else {
+                None
+            };
             self.mark(active, Intent::ElementCompleted)?;
-            return self.instance_finished(active.key(), registration, true);
+            self.instance_finished(active.key(), registration, true)?;
+            if let Some(variables) = handed_back {
+                self.called_instance_completed(parent, variables)?;
+            }
+            return self.root_ended(active);
         }
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
@@ -412,26 +449,85 @@ impl Processing<'_> {
         Ok(())
     }
 
-    /// Terminates an element instance and everything in it.
+    /// Terminates an element instance and everything in it, depth-first: each instance
+    /// writes ELEMENT_TERMINATING and releases what it holds, then what runs inside it
+    /// (its children, a call activity's child instance) is terminated in order, then it
+    /// writes ELEMENT_TERMINATED. Done with an explicit stack, not recursion: call
+    /// activities nest instances up to `MAX_CALL_DEPTH` deep.
     pub fn terminate(&mut self, key: Key) -> Result<()> {
-        let Some(active) = self.active(key)? else {
-            return Ok(());
-        };
-        if active.instance.state != ElementState::Terminating {
-            self.mark(&active, Intent::ElementTerminating)?;
+        enum Work {
+            Enter(Key),
+            Leave(Box<Active>),
         }
-        behavior_of(&active).terminate(self, &active)?;
+        let mut work = vec![Work::Enter(key)];
+        while let Some(item) = work.pop() {
+            match item {
+                Work::Enter(key) => {
+                    let Some(active) = self.active(key)? else {
+                        continue;
+                    };
+                    if active.instance.state != ElementState::Terminating {
+                        self.mark(&active, Intent::ElementTerminating)?;
+                    }
+                    behavior_of(&active).terminate(self, &active)?;
+                    let inside = self.runs_inside(&active)?;
+                    work.push(Work::Leave(Box::new(active)));
+                    work.extend(inside.into_iter().rev().map(Work::Enter));
+                }
+                Work::Leave(active) => self.terminated(&active)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// What a terminating instance must terminate before it is itself terminated: its
+    /// live children in order, or a call activity's child instance.
+    fn runs_inside(&self, active: &Active) -> Result<Vec<Key>> {
+        if active.record().bpmn_element_type == BpmnElementType::CallActivity {
+            // The applier of the child's ELEMENT_ACTIVATING noted it on the call activity.
+            let child = active.instance.job_key;
+            let alive = child.get() > 0 && self.read().element_instance(child)?.is_some();
+            return Ok(if alive { vec![child] } else { Vec::new() });
+        }
+        Ok(self
+            .read()
+            .children(active.key())?
+            .into_iter()
+            .map(Key)
+            .collect())
+    }
+
+    /// The last step of a termination, once everything inside is terminated.
+    fn terminated(&mut self, active: &Active) -> Result<()> {
+        let key = active.key();
         if active.record().bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
                 self.read().await_registration(key)?
             } else {
                 None
             };
-            self.mark(&active, Intent::ElementTerminated)?;
-            return self.instance_finished(key, registration, false);
+            self.mark(active, Intent::ElementTerminated)?;
+            self.instance_finished(key, registration, false)?;
+            return self.root_ended(active);
         }
-        self.mark(&active, Intent::ElementTerminated)?;
-        self.left_scope(&active, Key(active.record().flow_scope_key));
+        self.mark(active, Intent::ElementTerminated)?;
+        self.left_scope(active, Key(active.record().flow_scope_key));
+        Ok(())
+    }
+
+    /// A process instance ended: if a message started it, a buffered message may start
+    /// the next one.
+    fn root_ended(&mut self, active: &Active) -> Result<()> {
+        let has_message_start = active.process.model.event_start_events().any(|start| {
+            matches!(
+                active.process.model.element(start).kind,
+                ElementKind::MessageStartEvent { .. }
+            )
+        });
+        if has_message_start {
+            let process_id = active.record().bpmn_process_id.clone();
+            self.message_started_instance_ended(active.key(), &process_id)?;
+        }
         Ok(())
     }
 

@@ -109,7 +109,7 @@ impl ElementBehavior for MultiInstanceBody {
         p.cancel_boundary_timers(active)?;
         p.resolve_element_incident(active.key())?;
         p.collections.forget(active.key());
-        p.terminate_children(active.key())
+        Ok(())
     }
 }
 

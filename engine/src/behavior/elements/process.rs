@@ -14,7 +14,10 @@ impl ElementBehavior for Process {
         let ElementKind::Process { start_event, .. } = &active.element().kind else {
             return Err(wrong_kind(active, "process").into());
         };
-        enter_scope(p, active, *start_event)?;
+        // Creation and call activities check for a none start event first.
+        let start_event =
+            start_event.ok_or_else(|| wrong_kind(active, "process with a none start event"))?;
+        enter_scope(p, active, start_event)?;
         Ok(())
     }
 
@@ -23,7 +26,6 @@ impl ElementBehavior for Process {
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.resolve_element_incident(active.key())?;
-        p.terminate_children(active.key())
+        p.resolve_element_incident(active.key())
     }
 }

@@ -25,7 +25,6 @@ impl ElementBehavior for SubProcess {
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.cancel_boundary_timers(active)?;
-        p.resolve_element_incident(active.key())?;
-        p.terminate_children(active.key())
+        p.resolve_element_incident(active.key())
     }
 }
