@@ -98,6 +98,8 @@ pub(crate) struct Processing<'a> {
     /// How long finished instances stay readable (leader timing only: it decides when
     /// to wake up, never what a command does).
     retention_millis: i64,
+    /// FEEL evaluations so far in this command (seeds `feel_env`).
+    feel_evaluations: std::cell::Cell<u64>,
 }
 
 /// What the engine lends the processing of one command: its appliers, its caches and
@@ -176,6 +178,7 @@ impl<'a> Processing<'a> {
             wake_at: None,
             multi_instance_totals: std::collections::BTreeMap::new(),
             retention_millis,
+            feel_evaluations: std::cell::Cell::new(0),
         }
     }
 
@@ -191,6 +194,20 @@ impl<'a> Processing<'a> {
     /// The entry's timestamp in ms: the only clock the engine has.
     pub fn now(&self) -> i64 {
         self.ctx.timestamp.millis()
+    }
+
+    /// What a FEEL evaluation sees of the world: the entry's time, and a seed for
+    /// `random number()` and `uuid()` that differs per evaluation of this command and
+    /// is the same on every replica (partition, position, and a count of evaluations).
+    pub fn feel_env(&self) -> rill_feel::Environment {
+        let evaluation = self.feel_evaluations.get();
+        self.feel_evaluations.set(evaluation + 1);
+        rill_feel::Environment::for_entry(
+            self.now(),
+            u32::from(self.ctx.partition_id.get()),
+            self.ctx.position.get(),
+            evaluation,
+        )
     }
 
     /// A fresh key from the partition's counter (`keys::next_key`'s layout; the

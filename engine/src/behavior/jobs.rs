@@ -32,7 +32,7 @@ impl Processing<'_> {
             ValueOrExpr::Expr(expression) => {
                 let context = self.context_at(expression, active)?;
                 let n = expression
-                    .evaluate_integer(&context, self.now())
+                    .evaluate_integer(&context, self.feel_env())
                     .map_err(|e| Failure::extract_value(e.to_string()))?;
                 n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
             }

@@ -60,7 +60,7 @@ impl Processing<'_> {
             ValueOrExpr::Expr(expression) => {
                 let context = self.context_at(expression, active)?;
                 expression
-                    .evaluate_correlation_key(&context, self.now())
+                    .evaluate_correlation_key(&context, self.feel_env())
                     .map_err(|e| {
                         Failure::extract_value(format!(
                             "Failed to extract the correlation key for '{}': {e}",

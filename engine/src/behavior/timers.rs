@@ -38,7 +38,7 @@ impl Processing<'_> {
             TimerDefinition::Duration(ValueOrExpr::Expr(expression)) => {
                 let context = self.context_at(expression, active)?;
                 let duration = expression
-                    .evaluate_duration(&context, now)
+                    .evaluate_duration(&context, self.feel_env())
                     .map_err(failed)?;
                 once(temporal::add_duration(now, duration))
             }
@@ -47,7 +47,7 @@ impl Processing<'_> {
                 let context = self.context_at(expression, active)?;
                 once(
                     expression
-                        .evaluate_date_time(&context, now)
+                        .evaluate_date_time(&context, self.feel_env())
                         .map_err(failed)?,
                 )
             }
@@ -61,7 +61,9 @@ impl Processing<'_> {
                     ValueOrExpr::Static(cycle) => *cycle,
                     ValueOrExpr::Expr(expression) => {
                         let context = self.context_at(expression, active)?;
-                        expression.evaluate_cycle(&context, now).map_err(failed)?
+                        expression
+                            .evaluate_cycle(&context, self.feel_env())
+                            .map_err(failed)?
                     }
                 };
                 Due {

@@ -153,7 +153,7 @@ impl Processing<'_> {
         };
         let context = self.context_at(expression, active)?;
         let text = expression
-            .evaluate_string(&context, self.now())
+            .evaluate_string(&context, self.feel_env())
             .map_err(|e| Failure::extract_value(e.to_string()))?;
         Ok(text)
     }
@@ -203,7 +203,7 @@ impl Processing<'_> {
             }
             let value = mapping
                 .source
-                .evaluate(&context, self.now())
+                .evaluate(&context, self.feel_env())
                 .map_err(|e| Failure::io_mapping(e.to_string()))?;
             let base = match result.remove(root) {
                 Some(existing) => Some(existing),
@@ -293,7 +293,7 @@ impl Processing<'_> {
     ) -> Evaluated<bool> {
         let context = self.variables_named(instance, chain, condition.variable_names())?;
         let value = condition
-            .evaluate(&context, self.now())
+            .evaluate(&context, self.feel_env())
             .map_err(|e| Failure::condition(e.to_string()))?;
         match value {
             Value::Bool(holds) => Ok(holds),

@@ -517,3 +517,30 @@ fn a_failing_start_event_output_is_an_incident_on_the_start_event() {
     assert_eq!(rule.variables(instance)["share"], json!(0.5));
     rule.assert_replay_matches();
 }
+
+#[test]
+fn uuid_and_random_number_differ_per_evaluation_and_replay_the_same() {
+    let body = r#"<bpmn:startEvent id="s" />
+        <bpmn:scriptTask id="id"><bpmn:extensionElements><zeebe:script expression="=uuid()" resultVariable="id" /></bpmn:extensionElements></bpmn:scriptTask>
+        <bpmn:scriptTask id="dice"><bpmn:extensionElements><zeebe:script expression="=[random number(), random number()]" resultVariable="dice" /></bpmn:extensionElements></bpmn:scriptTask>
+        <bpmn:endEvent id="e" />
+        <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="id" />
+        <bpmn:sequenceFlow id="f2" sourceRef="id" targetRef="dice" />
+        <bpmn:sequenceFlow id="f3" sourceRef="dice" targetRef="e" />"#;
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&super::elements::model(body));
+    let first = rule.create("p", json!({}));
+    let second = rule.create("p", json!({}));
+    let (a, b) = (rule.variables(first), rule.variables(second));
+    let id = a["id"].as_str().expect("a uuid string");
+    assert_eq!(id.len(), 36, "{id}");
+    assert_ne!(a["id"], b["id"], "two instances get two uuids");
+    assert_ne!(a["dice"], b["dice"]);
+    assert_ne!(
+        a["dice"][0], a["dice"][1],
+        "two draws in one expression differ"
+    );
+    // The seed is the entry's (partition, position, evaluation), never the machine's, so
+    // every replica processing the command draws the same values.
+    rule.assert_replay_matches();
+}

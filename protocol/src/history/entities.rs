@@ -234,6 +234,7 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::ExtractValueError => "EXTRACT_VALUE_ERROR",
         IncidentErrorType::UnhandledErrorEvent => "UNHANDLED_ERROR_EVENT",
         IncidentErrorType::MessageSizeExceeded => "MESSAGE_SIZE_EXCEEDED",
+        IncidentErrorType::CalledElementError => "CALLED_ELEMENT_ERROR",
     }
 }
 

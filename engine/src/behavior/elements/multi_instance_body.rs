@@ -51,7 +51,7 @@ impl ElementBehavior for MultiInstanceBody {
         let expression = &mi.input_collection;
         let context = p.context_at(expression, active)?;
         let collection = expression
-            .evaluate(&context, p.now())
+            .evaluate(&context, p.feel_env())
             .map_err(|e| Failure::extract_value(e.to_string()))?;
         let Value::Array(mut items) = collection else {
             return Err(Failure::extract_value(format!(
@@ -149,7 +149,7 @@ impl Processing<'_> {
             (Some(name), Some(expression)) => {
                 let context = self.context_at(expression, active)?;
                 let value = expression
-                    .evaluate(&context, self.now())
+                    .evaluate(&context, self.feel_env())
                     .map_err(|e| Failure::extract_value(e.to_string()))?;
                 Some((name, value))
             }
@@ -184,7 +184,7 @@ impl Processing<'_> {
                     let so_far = self.collected_outputs(body_key, total, Some((counter, value)))?;
                     context.insert((*name).clone(), so_far);
                 }
-                match condition.evaluate(&context, self.now()) {
+                match condition.evaluate(&context, self.feel_env()) {
                     Ok(Value::Bool(done)) => done,
                     Ok(other) => {
                         return Err(Failure::extract_value(format!(

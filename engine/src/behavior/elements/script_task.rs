@@ -28,7 +28,7 @@ impl ElementBehavior for ScriptTask {
             } => {
                 let context = p.context_at(expression, active)?;
                 let result = expression
-                    .evaluate(&context, p.now())
+                    .evaluate(&context, p.feel_env())
                     .map_err(|e| Failure::extract_value(e.to_string()))?;
                 p.arm_boundary_timers(active)?;
                 p.mark(active, Intent::ElementActivated)?;
