@@ -421,3 +421,58 @@ fn jobs_incidents_element_instances_and_variables_are_searched() {
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }
+
+/// A called instance answers `GET /v2/process-instances/{key}` with its parent's keys,
+/// and a search by `parentProcessInstanceKey` finds it.
+#[test]
+fn a_called_instance_names_its_parent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut rill = Standalone::start(&data, &["cluster.partitions-count=2"]);
+        rill.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill.rest());
+        let fixtures = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../engine/tests/fixtures/elements");
+        let (s, b) = api
+            .deploy(&[
+                &fixtures.join("call-activity.bpmn"),
+                &fixtures.join("call-activity-child.bpmn"),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let (s, b) = api
+            .post(
+                "/v2/process-instances",
+                json!({"processDefinitionId": "order"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let parent = b["processInstanceKey"].as_str().expect("key").to_owned();
+        let page = search_until(
+            &api,
+            "/v2/process-instances/search",
+            json!({"filter": {"parentProcessInstanceKey": parent}}),
+            |b| total(b) == 1,
+        )
+        .await;
+        let child = &page["items"][0];
+        assert_eq!(child["processDefinitionId"], "shipping", "{page}");
+        let child_key = child["processInstanceKey"].as_str().expect("key");
+        let (s, got) = api
+            .get(&format!("/v2/process-instances/{child_key}"))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{got}");
+        assert_eq!(got["parentProcessInstanceKey"], parent.as_str(), "{got}");
+        assert!(got["parentElementInstanceKey"].is_string(), "{got}");
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}

@@ -260,7 +260,8 @@ impl From<ProcessInstanceView> for InstanceResult {
             tenant_id: DEFAULT_TENANT.to_owned(),
             process_instance_key: key_text(view.key),
             process_definition_key: key_text(view.process_definition_key),
-            // Rill has no call activities yet: every instance is a root instance.
+            // The engine's summary has no parent keys (the history store has them); it is
+            // read only where the history store is off.
             parent_process_instance_key: None,
             parent_element_instance_key: None,
             root_process_instance_key: Some(key_text(view.key)),
@@ -312,6 +313,28 @@ pub async fn get(
         .dispatch
         .partition_of(key, "process instance")
         .map_err(|_| not_found())?;
+    // The history store first: it has the parent keys of a called instance, and it keeps
+    // finished instances longer than the engine does.
+    match state
+        .dispatch
+        .query(
+            partition,
+            Query::HistoricProcessInstance { key },
+            state.settings.request_timeout,
+        )
+        .await
+    {
+        Ok(QueryResult::HistoricProcessInstance(Some(instance))) => {
+            return Ok(Json(instance.into()));
+        }
+        Ok(_) => {}
+        // A broker without the history store (history.enabled = false) fails it: the
+        // engine's own summary is what there is.
+        Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => {
+            tracing::debug!(detail = %problem.detail, "no history to look in");
+        }
+        Err(problem) => return Err(problem),
+    }
     let answer = state
         .dispatch
         .query(
@@ -322,30 +345,7 @@ pub async fn get(
         .await?;
     match answer {
         QueryResult::ProcessInstance(Some(view)) => Ok(Json(view.into())),
-        // Finished longer ago than the engine keeps it: the history store may still have it.
-        QueryResult::ProcessInstance(None) => {
-            match state
-                .dispatch
-                .query(
-                    partition,
-                    Query::HistoricProcessInstance { key },
-                    state.settings.request_timeout,
-                )
-                .await
-            {
-                Ok(QueryResult::HistoricProcessInstance(Some(instance))) => {
-                    Ok(Json(instance.into()))
-                }
-                Ok(_) => Err(not_found()),
-                // A broker without the history store (history.enabled = false) fails it:
-                // the instance is just not known any more.
-                Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => {
-                    tracing::debug!(detail = %problem.detail, "no history to look in");
-                    Err(not_found())
-                }
-                Err(problem) => Err(problem),
-            }
-        }
+        QueryResult::ProcessInstance(None) => Err(not_found()),
         _ => Err(Problem::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "INTERNAL",
