@@ -89,12 +89,13 @@ fn random_below(limit: Duration) -> Duration {
     Duration::from_millis(RandomState::new().hash_one(0u8) % millis)
 }
 
-/// When raft last heard from a leader (or granted a vote, or stood itself); `None` until
-/// it has heard anything since it started. `Err` once raft has stopped.
-async fn last_contact(raft: &Raft) -> Result<Option<Instant>, ()> {
+/// Raft's own vote, read after every command sent to raft before: when it last changed
+/// or was refreshed (a leader's message, a granted vote, this replica standing; `None`
+/// until something happened since it started), and its term. `Err` once raft stopped.
+async fn own_vote(raft: &Raft) -> Result<(Option<Instant>, u64), ()> {
     let (tx, rx) = oneshot::channel();
     raft.external_request(move |state| {
-        let _ = tx.send(state.vote_last_modified());
+        let _ = tx.send((state.vote_last_modified(), state.vote_ref().leader_id.term));
     });
     rx.await.map_err(|_| ())
 }
@@ -165,7 +166,7 @@ pub(crate) async fn drive(
         if state == ServerState::Shutdown {
             return;
         }
-        let Ok(contact) = last_contact(&raft).await else {
+        let Ok((contact, _)) = own_vote(&raft).await else {
             return;
         };
         let now = Instant::now();
@@ -242,20 +243,11 @@ async fn stand(raft: &Raft, plan: &ElectionPlan, silence: Duration, why: &str, a
             tracing::debug!(error = %e, "election not started");
             return;
         }
-        match own_term(raft).await {
-            Ok(term) if term <= above => {}
+        match own_vote(raft).await {
+            Ok((_, term)) if term <= above => {}
             _ => return,
         }
     }
-}
-
-/// The term of this replica's vote, read after any command sent to raft before.
-async fn own_term(raft: &Raft) -> Result<u64, ()> {
-    let (tx, rx) = oneshot::channel();
-    raft.external_request(move |state| {
-        let _ = tx.send(state.vote_ref().leader_id.term);
-    });
-    rx.await.map_err(|_| ())
 }
 
 #[cfg(test)]

@@ -208,6 +208,36 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         self.problems.add(element_id, self.ctx.line(node), message);
     }
 
+    /// A `zeebe:loopCharacteristics` attribute that must be a FEEL expression (`=…`),
+    /// compiled; `None` after reporting why it is not one.
+    fn loop_expression(
+        &mut self,
+        id: &str,
+        extension: Node<'_, '_>,
+        attribute: &str,
+        what: &str,
+        raw: &str,
+    ) -> Option<rill_feel::Expression> {
+        let Some(source) = raw.strip_prefix('=') else {
+            self.problem(
+                Some(id),
+                extension,
+                format!(
+                    "the {attribute} '{raw}' must be a FEEL expression starting with '=' \
+                     (e.g. '={raw}')"
+                ),
+            );
+            return None;
+        };
+        match values::expression(what, source) {
+            Ok(expression) => Some(expression),
+            Err(message) => {
+                self.problem(Some(id), extension, message);
+                None
+            }
+        }
+    }
+
     fn push_element(&mut self, node: Node<'a, 'input>, element: Element) -> ElementIdx {
         let idx = ElementIdx(u32::try_from(self.elements.len()).unwrap_or(u32::MAX));
         self.element_index.insert(element.id.clone(), idx);
@@ -556,26 +586,9 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 );
                 None
             }
-            Some(raw) => match raw.strip_prefix('=') {
-                Some(source) => match values::expression("input collection", source) {
-                    Ok(expression) => Some(expression),
-                    Err(message) => {
-                        self.problem(Some(id), extension, message);
-                        None
-                    }
-                },
-                None => {
-                    self.problem(
-                        Some(id),
-                        extension,
-                        format!(
-                            "the inputCollection '{raw}' must be a FEEL expression starting \
-                             with '=' (e.g. '={raw}')"
-                        ),
-                    );
-                    None
-                }
-            },
+            Some(raw) => {
+                self.loop_expression(id, extension, "inputCollection", "input collection", raw)
+            }
         };
         let name = |attribute: &str, this: &mut Self| -> Option<String> {
             let raw = extension.attribute(attribute)?.trim();
@@ -600,26 +613,9 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             .filter(|raw| !raw.is_empty())
         {
             None => None,
-            Some(raw) => match raw.strip_prefix('=') {
-                Some(source) => match values::expression("output element", source) {
-                    Ok(expression) => Some(expression),
-                    Err(message) => {
-                        self.problem(Some(id), extension, message);
-                        None
-                    }
-                },
-                None => {
-                    self.problem(
-                        Some(id),
-                        extension,
-                        format!(
-                            "the outputElement '{raw}' must be a FEEL expression starting \
-                             with '=' (e.g. '={raw}')"
-                        ),
-                    );
-                    None
-                }
-            },
+            Some(raw) => {
+                self.loop_expression(id, extension, "outputElement", "output element", raw)
+            }
         };
         let has_collection = extension
             .attribute("outputCollection")

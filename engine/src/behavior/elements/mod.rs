@@ -23,13 +23,11 @@ mod exclusive_gateway;
 mod inclusive_gateway;
 mod intermediate_catch_event;
 mod intermediate_throw_event;
-mod manual_task;
 mod multi_instance_body;
 mod parallel_gateway;
 mod process;
 mod receive_task;
 mod script_task;
-mod send_task;
 mod service_task;
 mod start_event;
 mod sub_process;
@@ -97,11 +95,9 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         | ElementKind::TimerStartEvent(_)
         | ElementKind::MessageStartEvent { .. } => &start_event::StartEvent,
         ElementKind::EndEvent(_) => &end_event::EndEvent,
-        ElementKind::Task => &task::Task,
-        ElementKind::ManualTask => &manual_task::ManualTask,
-        ElementKind::ServiceTask(_) => &service_task::ServiceTask,
+        ElementKind::Task | ElementKind::ManualTask => &task::Task,
+        ElementKind::ServiceTask(_) | ElementKind::SendTask(_) => &service_task::ServiceTask,
         ElementKind::ScriptTask(_) => &script_task::ScriptTask,
-        ElementKind::SendTask(_) => &send_task::SendTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
         ElementKind::CallActivity(_) => &call_activity::CallActivity,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,

@@ -8,6 +8,7 @@
 use rill_protocol::Intent;
 use serde_json::Map;
 
+use super::service_task::wait_for_job;
 use super::{ElementBehavior, Outgoing, Trigger, wrong_kind};
 use crate::context::{Active, Processing};
 use crate::error::Result;
@@ -36,12 +37,7 @@ impl ElementBehavior for ScriptTask {
                 variables.insert(result_variable.clone(), result);
                 p.complete(active, Some(variables), Outgoing::All)?;
             }
-            ScriptDefinition::Job(definition) => {
-                let job = p.evaluate_job(definition, active)?;
-                p.arm_boundary_timers(active)?;
-                p.create_job(active, job)?;
-                p.mark(active, Intent::ElementActivated)?;
-            }
+            ScriptDefinition::Job(definition) => wait_for_job(p, active, definition)?,
         }
         Ok(())
     }

@@ -1,26 +1,25 @@
-//! Service task: creates a job for a worker and waits for it to be completed (or for
-//! an error it throws to be caught). It may carry boundary events.
+//! Service and send tasks: a job for a worker (for a send task, the worker sends the
+//! message, as in Zeebe); the task waits for it to be completed (or for an error it
+//! throws to be caught). They may carry boundary events.
 
 use rill_protocol::Intent;
 
 use super::{ElementBehavior, Trigger, wrong_kind};
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::model::ElementKind;
+use crate::model::{ElementKind, JobDefinition};
 use crate::outcome::Evaluated;
 
 pub(super) struct ServiceTask;
 
 impl ElementBehavior for ServiceTask {
     fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
-        let ElementKind::ServiceTask(definition) = &active.element().kind else {
-            return Err(wrong_kind(active, "serviceTask").into());
+        let (ElementKind::ServiceTask(definition) | ElementKind::SendTask(definition)) =
+            &active.element().kind
+        else {
+            return Err(wrong_kind(active, "serviceTask or sendTask").into());
         };
-        let job = p.evaluate_job(definition, active)?;
-        p.arm_boundary_timers(active)?;
-        p.create_job(active, job)?;
-        p.mark(active, Intent::ElementActivated)?;
-        Ok(())
+        wait_for_job(p, active, definition)
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
@@ -32,4 +31,17 @@ impl ElementBehavior for ServiceTask {
         p.cancel_boundary_timers(active)?;
         p.resolve_element_incident(active.key())
     }
+}
+
+/// Enters a job-based task: its job, its boundary timers, and `ELEMENT_ACTIVATED`.
+pub(super) fn wait_for_job(
+    p: &mut Processing<'_>,
+    active: &Active,
+    definition: &JobDefinition,
+) -> Evaluated {
+    let job = p.evaluate_job(definition, active)?;
+    p.arm_boundary_timers(active)?;
+    p.create_job(active, job)?;
+    p.mark(active, Intent::ElementActivated)?;
+    Ok(())
 }

@@ -1,5 +1,6 @@
-//! Undefined task (`bpmn:task`): work the engine does not know about. It passes the
-//! token on at once, applying its input and output mappings on the way.
+//! Undefined tasks (`bpmn:task`) and manual tasks: work the engine does not know about,
+//! done by someone it need not know of. They pass the token on at once, applying their
+//! input and output mappings on the way.
 
 use super::{ElementBehavior, Trigger, pass_through_activity};
 use crate::context::{Active, Processing};
