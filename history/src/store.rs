@@ -1,6 +1,6 @@
 //! Reading the store, and the writer that turns applied records into entries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
 
 use rill_protocol::history::{
@@ -137,6 +137,11 @@ impl HistoryRead for MemoryHistory {
 pub struct HistoryWriter<'a> {
     base: &'a dyn HistoryRead,
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Primary keys of the entries this writer created from a record with a new key: the
+    /// base holds neither them nor their index keys, so dropping one of those keys drops
+    /// the pending put instead of writing a tombstone (an element that starts and ends in
+    /// one batch leaves nothing behind).
+    fresh: HashSet<Vec<u8>>,
 }
 
 impl<'a> HistoryWriter<'a> {
@@ -144,6 +149,7 @@ impl<'a> HistoryWriter<'a> {
         HistoryWriter {
             base,
             writes: BTreeMap::new(),
+            fresh: HashSet::new(),
         }
     }
 
@@ -172,6 +178,15 @@ impl<'a> HistoryWriter<'a> {
         self.writes.insert(key, None);
     }
 
+    /// Deletes a key of an entry; `fresh` when the base cannot hold it.
+    fn unset(&mut self, key: Vec<u8>, fresh: bool) {
+        if fresh {
+            self.writes.remove(&key);
+        } else {
+            self.delete(key);
+        }
+    }
+
     fn put_entry<T: Table>(&mut self, entry: &T) -> Result<()> {
         let bytes = codec::encode(entry).map_err(|e| HistoryError::Corrupt {
             key: entry.key().to_string(),
@@ -181,13 +196,20 @@ impl<'a> HistoryWriter<'a> {
         Ok(())
     }
 
+    /// Writes the entry of a record whose key is new (nothing in the store has it).
+    fn create<T: Table>(&mut self, new: &T) -> Result<()> {
+        self.fresh.insert(keys::entry(T::PRIMARY, new.key()));
+        self.replace(None, new)
+    }
+
     /// Writes `new` in place of `old`, moving its index entries.
     fn replace<T: Table>(&mut self, old: Option<&T>, new: &T) -> Result<()> {
         let new_keys = new.index_keys();
         if let Some(old) = old {
+            let fresh = self.fresh.contains(&keys::entry(T::PRIMARY, old.key()));
             for key in old.index_keys() {
                 if !new_keys.contains(&key) {
-                    self.delete(key);
+                    self.unset(key, fresh);
                 }
             }
         }
@@ -208,10 +230,12 @@ impl<'a> HistoryWriter<'a> {
     }
 
     fn remove<T: Table>(&mut self, entry: &T) {
+        let primary = keys::entry(T::PRIMARY, entry.key());
+        let fresh = self.fresh.remove(&primary);
         for index in entry.index_keys() {
-            self.delete(index);
+            self.unset(index, fresh);
         }
-        self.delete(keys::entry(T::PRIMARY, entry.key()));
+        self.unset(primary, fresh);
     }
 
     /// Takes in one applied record: process instance lifecycle events (of the process
@@ -243,7 +267,7 @@ impl<'a> HistoryWriter<'a> {
                                 .then_some(Key(value.parent_element_instance_key)),
                             tenant_id: value.tenant_id.clone(),
                         };
-                        self.replace(None, &instance)?;
+                        self.create(&instance)?;
                     }
                     Intent::ElementCompleted | Intent::ElementTerminated => {
                         let state = if record.intent == Intent::ElementCompleted {
@@ -277,8 +301,7 @@ impl<'a> HistoryWriter<'a> {
                             incident_key: None,
                             tenant_id: value.tenant_id.clone(),
                         };
-                        let old = self.get::<HistoricElementInstance>(key)?;
-                        self.replace(old.as_ref(), &element)?;
+                        self.create(&element)?;
                     }
                     Intent::ElementCompleted | Intent::ElementTerminated => {
                         let state = if record.intent == Intent::ElementCompleted {
@@ -306,8 +329,12 @@ impl<'a> HistoryWriter<'a> {
                         bpmn_process_id: value.bpmn_process_id.clone(),
                         tenant_id: value.tenant_id.clone(),
                     };
-                    let old = self.get::<HistoricVariable>(record.key)?;
-                    self.replace(old.as_ref(), &variable)?;
+                    if record.intent == Intent::Created {
+                        self.create(&variable)?;
+                    } else {
+                        let old = self.get::<HistoricVariable>(record.key)?;
+                        self.replace(old.as_ref(), &variable)?;
+                    }
                 }
                 _ => {}
             },
@@ -337,8 +364,7 @@ impl<'a> HistoryWriter<'a> {
                             creation_time: record.timestamp,
                             resolution_time: None,
                         };
-                        let old = self.get::<HistoricIncident>(key)?;
-                        self.replace(old.as_ref(), &incident)?;
+                        self.create(&incident)?;
                         self.update(instance, |i: &mut HistoricProcessInstance| {
                             i.incidents = i.incidents.saturating_add(1);
                         })?;
@@ -386,7 +412,12 @@ impl<'a> HistoryWriter<'a> {
             Intent::Activated | Intent::TimeoutUpdated | Intent::RecurredAfterBackoff => None,
             _ => return Ok(()),
         };
-        let old = self.get::<HistoricJob>(key)?;
+        let created = record.intent == Intent::Created;
+        let old = if created {
+            None
+        } else {
+            self.get::<HistoricJob>(key)?
+        };
         let mut job = match &old {
             Some(old) => old.clone(),
             None => HistoricJob {
@@ -433,7 +464,9 @@ impl<'a> HistoryWriter<'a> {
                 job.failed_with_retries_left = true;
             }
         }
-        if old.as_ref() != Some(&job) {
+        if created {
+            self.create(&job)?;
+        } else if old.as_ref() != Some(&job) {
             self.replace(old.as_ref(), &job)?;
         }
         Ok(())

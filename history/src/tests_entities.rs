@@ -636,3 +636,105 @@ fn element_instances_follow_their_lifecycle_and_incidents() {
         "every entry and index key goes with the instance"
     );
 }
+
+#[test]
+fn an_element_that_starts_and_ends_in_one_batch_writes_no_tombstones() {
+    let base = MemoryHistory::new();
+    let mut writer = HistoryWriter::new(&base);
+    for r in [
+        instance(Intent::ElementActivating, 1_000, 100),
+        element(
+            Intent::ElementActivating,
+            1_001,
+            101,
+            100,
+            BpmnElementType::StartEvent,
+        ),
+        element(
+            Intent::ElementCompleted,
+            1_002,
+            101,
+            100,
+            BpmnElementType::StartEvent,
+        ),
+    ] {
+        writer.index(&r).unwrap();
+    }
+    let writes = writer.into_writes();
+    let deletes: Vec<_> = writes.iter().filter(|(_, v)| v.is_none()).collect();
+    assert!(deletes.is_empty(), "tombstones for new keys: {deletes:?}");
+
+    // In a later batch the entry is in the base: moving it deletes its old index keys.
+    let mut store = MemoryHistory::new();
+    store.apply(writes);
+    let before = store.len();
+    let mut writer = HistoryWriter::new(&store);
+    writer
+        .index(&element(
+            Intent::ElementActivating,
+            1_003,
+            102,
+            100,
+            BpmnElementType::ServiceTask,
+        ))
+        .unwrap();
+    let writes = writer.into_writes();
+    store.apply(writes);
+    let mut writer = HistoryWriter::new(&store);
+    writer
+        .index(&element(
+            Intent::ElementCompleted,
+            1_004,
+            102,
+            100,
+            BpmnElementType::ServiceTask,
+        ))
+        .unwrap();
+    let writes = writer.into_writes();
+    assert!(
+        writes.values().any(Option::is_none),
+        "the ACTIVE index key is deleted"
+    );
+    store.apply(writes);
+    let mut rebuilt = MemoryHistory::new();
+    apply(
+        &mut rebuilt,
+        &[
+            instance(Intent::ElementActivating, 1_000, 100),
+            element(
+                Intent::ElementActivating,
+                1_001,
+                101,
+                100,
+                BpmnElementType::StartEvent,
+            ),
+            element(
+                Intent::ElementCompleted,
+                1_002,
+                101,
+                100,
+                BpmnElementType::StartEvent,
+            ),
+            element(
+                Intent::ElementActivating,
+                1_003,
+                102,
+                100,
+                BpmnElementType::ServiceTask,
+            ),
+            element(
+                Intent::ElementCompleted,
+                1_004,
+                102,
+                100,
+                BpmnElementType::ServiceTask,
+            ),
+        ],
+    );
+    assert!(store.len() > before);
+    assert_eq!(
+        store.len(),
+        rebuilt.len(),
+        "same entries batch by batch as in one batch"
+    );
+}
