@@ -4,10 +4,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
 
 use rill_protocol::history::{
-    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob, HistoricProcessInstance,
-    HistoricVariable, IncidentState, JobState,
+    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob,
+    HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
+    HistoricVariable, IncidentState, JobState, MessageSubscriptionState,
 };
-use rill_protocol::value::{BpmnElementType, JobRecord};
+use rill_protocol::value::{
+    BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord,
+};
 use rill_protocol::{
     Intent, Key, ProcessInstanceState, Record, RecordType, RecordValue, Timestamp, codec,
 };
@@ -240,7 +243,8 @@ impl<'a> HistoryWriter<'a> {
 
     /// Takes in one applied record: process instance lifecycle events (of the process
     /// itself: the instance; of its elements: element instances), variable, job and job
-    /// batch, and incident events change the store.
+    /// batch, incident, deployed process and process message subscription events change
+    /// the store.
     pub fn index(&mut self, record: &Record) -> Result<()> {
         if record.record_type != RecordType::Event {
             return Ok(());
@@ -252,6 +256,15 @@ impl<'a> HistoryWriter<'a> {
                 let key = Key(value.process_instance_key);
                 match record.intent {
                     Intent::ElementActivating => {
+                        // The definition is on every partition an instance can start on
+                        // (deployments reach them all before their instances can).
+                        let definition = self
+                            .get::<HistoricProcessDefinition>(Key(value.process_definition_key))?;
+                        let (process_definition_name, process_definition_version_tag) =
+                            match definition {
+                                Some(d) => (d.name, d.version_tag),
+                                None => (None, None),
+                            };
                         let instance = HistoricProcessInstance {
                             key,
                             bpmn_process_id: value.bpmn_process_id.clone(),
@@ -266,6 +279,8 @@ impl<'a> HistoryWriter<'a> {
                             parent_element_instance_key: (value.parent_element_instance_key > 0)
                                 .then_some(Key(value.parent_element_instance_key)),
                             tenant_id: value.tenant_id.clone(),
+                            process_definition_name,
+                            process_definition_version_tag,
                         };
                         self.create(&instance)?;
                     }
@@ -338,6 +353,12 @@ impl<'a> HistoryWriter<'a> {
                 }
                 _ => {}
             },
+            RecordValue::Process(value) if record.intent == Intent::Created => {
+                self.index_definition(record.key, value)?;
+            }
+            RecordValue::ProcessMessageSubscription(value) => {
+                self.index_subscription(record, value)?;
+            }
             RecordValue::Job(value) => self.index_job(record, record.key, value)?,
             RecordValue::JobBatch(batch) if record.intent == Intent::Activated => {
                 for (key, job) in batch.job_keys.iter().zip(&batch.jobs) {
@@ -394,6 +415,67 @@ impl<'a> HistoryWriter<'a> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A deployed process: its entry (with the model's name, read from the XML) and its
+    /// XML. Every partition the deployment reaches writes the same.
+    fn index_definition(&mut self, key: Key, value: &ProcessRecord) -> Result<()> {
+        let definition = HistoricProcessDefinition {
+            key,
+            bpmn_process_id: value.bpmn_process_id.clone(),
+            name: crate::model::process_name(&value.resource.0, &value.bpmn_process_id),
+            version: value.version,
+            version_tag: (!value.version_tag.is_empty()).then(|| value.version_tag.clone()),
+            resource_name: value.resource_name.clone(),
+            tenant_id: value.tenant_id.clone(),
+        };
+        let old = self.get::<HistoricProcessDefinition>(key)?;
+        self.replace(old.as_ref(), &definition)?;
+        self.put(
+            keys::entry(keys::DEFINITION_XML, key),
+            value.resource.0.clone(),
+        );
+        Ok(())
+    }
+
+    /// The instance's side of a message subscription: created when it opens (or starts
+    /// opening, on another partition), then correlated or deleted.
+    fn index_subscription(
+        &mut self,
+        record: &Record,
+        value: &ProcessMessageSubscriptionRecord,
+    ) -> Result<()> {
+        let state = match record.intent {
+            Intent::Creating | Intent::Created => MessageSubscriptionState::Created,
+            Intent::Correlated => MessageSubscriptionState::Correlated,
+            Intent::Deleted => MessageSubscriptionState::Deleted,
+            _ => return Ok(()),
+        };
+        let old = self.get::<HistoricMessageSubscription>(record.key)?;
+        // Opening confirmed: the subscription stays as it was created.
+        if record.intent == Intent::Created && old.is_some() {
+            return Ok(());
+        }
+        let process_definition_key = match &old {
+            Some(old) => old.process_definition_key,
+            None => self
+                .get::<HistoricElementInstance>(Key(value.element_instance_key))?
+                .map(|element| element.process_definition_key),
+        };
+        let subscription = HistoricMessageSubscription {
+            key: record.key,
+            bpmn_process_id: value.bpmn_process_id.clone(),
+            process_definition_key,
+            process_instance_key: Key(value.process_instance_key),
+            element_id: value.element_id.clone(),
+            element_instance_key: Key(value.element_instance_key),
+            state,
+            last_updated: record.timestamp,
+            message_name: value.message_name.clone(),
+            correlation_key: value.correlation_key.clone(),
+            tenant_id: value.tenant_id.clone(),
+        };
+        self.replace(old.as_ref(), &subscription)
     }
 
     /// A job event (or a job of an activated batch): creates the entry if it is not kept
@@ -507,7 +589,7 @@ impl<'a> HistoryWriter<'a> {
     }
 
     /// Removes finished instances that ended before `before`, oldest first, with their
-    /// jobs, incidents, variables and element instances: at most `limit` entries in all (an instance goes once all of
+    /// jobs, incidents, variables, element instances and message subscriptions: at most `limit` entries in all (an instance goes once all of
     /// its jobs and incidents have). Returns how many entries were removed.
     pub fn expire(&mut self, before: Timestamp, limit: usize) -> Result<usize> {
         let start = [keys::BY_END];
@@ -547,6 +629,11 @@ impl<'a> HistoryWriter<'a> {
                 )?
                 || !self.remove_of_instance::<HistoricElementInstance>(
                     keys::ELEMENT_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || !self.remove_of_instance::<HistoricMessageSubscription>(
+                    keys::SUBSCRIPTION_BY_INSTANCE,
                     key,
                     &mut budget,
                 )?

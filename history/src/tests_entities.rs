@@ -18,11 +18,11 @@ use rill_protocol::{
 
 use super::*;
 
-fn key(n: u64) -> Key {
+pub(crate) fn key(n: u64) -> Key {
     Key::new(PartitionId(1), n)
 }
 
-fn record(intent: Intent, time: i64, k: Key, value: RecordValue) -> Record {
+pub(crate) fn record(intent: Intent, time: i64, k: Key, value: RecordValue) -> Record {
     Record {
         position: Position(1),
         source_record_position: None,
@@ -39,7 +39,7 @@ fn record(intent: Intent, time: i64, k: Key, value: RecordValue) -> Record {
     }
 }
 
-fn instance(intent: Intent, time: i64, n: u64) -> Record {
+pub(crate) fn instance(intent: Intent, time: i64, n: u64) -> Record {
     record(
         intent,
         time,
@@ -107,7 +107,7 @@ fn incident(intent: Intent, time: i64, n: u64, instance: u64) -> Record {
     )
 }
 
-fn apply(store: &mut MemoryHistory, records: &[Record]) {
+pub(crate) fn apply(store: &mut MemoryHistory, records: &[Record]) {
     let writes = {
         let mut writer = HistoryWriter::new(store);
         for r in records {
@@ -118,7 +118,7 @@ fn apply(store: &mut MemoryHistory, records: &[Record]) {
     store.apply(writes);
 }
 
-fn query<F>(filter: Vec<(F, Condition)>, sort: Vec<SortBy<F>>) -> Search<F> {
+pub(crate) fn query<F>(filter: Vec<(F, Condition)>, sort: Vec<SortBy<F>>) -> Search<F> {
     Search {
         filter,
         sort,
@@ -410,7 +410,7 @@ fn expiry_removes_jobs_and_incidents_with_their_instance_in_small_steps() {
     assert_eq!(store.len(), fresh.len());
 }
 
-fn element(
+pub(crate) fn element(
     intent: Intent,
     time: i64,
     n: u64,

@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::job_waiters::Wake;
-use super::{Body, KeyParam, SharedState, check_tenant, optional_key_text, unsupported};
+use super::{
+    Body, KeyParam, SharedState, check_tenant, client_timeout, optional_key_text, unsupported,
+};
 use crate::activation::{Activation, usable_jobs};
 use crate::backend::{Answered, BackendError};
 use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
@@ -162,8 +164,11 @@ pub async fn activate(
 
     let long_poll_until = match request.request_timeout {
         Some(ms) if ms < 0 => None,
-        Some(ms) if ms > 0 => Some(Instant::now() + Duration::from_millis(ms as u64)),
-        _ => Some(Instant::now() + state.settings.long_polling_timeout),
+        requested => Some(
+            Instant::now()
+                + client_timeout(requested, &state.settings)
+                    .unwrap_or(state.settings.long_polling_timeout),
+        ),
     };
     let template = ActivateJobs {
         job_type: request.job_type,

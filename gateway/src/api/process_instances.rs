@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::deployments::DEPLOYMENT_PARTITION;
 use super::{
-    Body, KeyParam, SharedState, check_tenant, date_text, key_text, timeout_or_default,
+    Body, KeyParam, SharedState, check_tenant, client_timeout, date_text, key_text,
     unexpected_answer, unsupported,
 };
 use crate::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
@@ -135,10 +135,9 @@ pub async fn create(
     };
 
     let await_result = request.await_completion.unwrap_or(false);
-    let timeout = if await_result {
-        timeout_or_default(request.request_timeout, state.settings.request_timeout)
-    } else {
-        state.settings.request_timeout
+    let timeout = match client_timeout(request.request_timeout, &state.settings) {
+        Some(requested) if await_result => requested,
+        _ => state.settings.request_timeout,
     };
     let command = Command::CreateProcessInstance(CreateProcessInstance {
         process,
