@@ -17,7 +17,8 @@ use base64::Engine as _;
 use rill_protocol::history::{
     Condition, FieldValue, Historic, Page, Search, SearchField, SortBy, compare_sorted,
 };
-use rill_protocol::{PartitionId, Query, QueryResult};
+use rill_protocol::history::{HistoryQuery, HistoryResult};
+use rill_protocol::{Key, PartitionId, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -46,6 +47,44 @@ pub trait SearchEntity: Historic {
     fn query(search: Search<Self::Field>) -> Query;
     /// The page in a partition's answer (`None`: another kind of answer).
     fn page(result: QueryResult) -> Option<Page<Self>>;
+
+    /// The partitions whose stores hold the entries: every one, unless the entries are
+    /// the same on every partition (then one is asked, so none is counted twice).
+    fn partitions(count: u16) -> Vec<PartitionId> {
+        (1..=count).map(PartitionId).collect()
+    }
+}
+
+/// A broker answered with another kind of result than the query asks for: a bug.
+pub fn wrong_answer(what: &str) -> Problem {
+    Problem::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "INTERNAL",
+        format!("The broker answered a {what} query with another kind of result"),
+    )
+}
+
+/// One history entry from its key's partition; `None` when the store has none (or the
+/// key names no partition of the cluster).
+pub async fn fetch<T>(
+    state: &SharedState,
+    key: Key,
+    what: &str,
+    query: HistoryQuery,
+    pick: impl FnOnce(HistoryResult) -> Option<Option<T>>,
+) -> Result<Option<T>, Problem> {
+    let Ok(partition) = state.dispatch.partition_of(key, what) else {
+        return Ok(None);
+    };
+    let timeout = state.settings.request_timeout;
+    match state
+        .dispatch
+        .query(partition, Query::History(query), timeout)
+        .await?
+    {
+        QueryResult::History(result) => pick(result).ok_or_else(|| wrong_answer(what)),
+        _ => Err(wrong_answer(what)),
+    }
 }
 
 /// Runs a search request body across all partitions.
@@ -58,27 +97,18 @@ pub async fn run<E: SearchEntity>(
     let mut plan = plan::<E>(body)?;
     plan.filter.extend(extra);
     let query = plan.partition_search();
-    let count = state.dispatch.partition_count();
     let dispatch = &state.dispatch;
     let timeout = state.settings.request_timeout;
-    let asks = (1..=count).map(|p| {
+    let partitions = E::partitions(dispatch.partition_count());
+    let asks = partitions.iter().map(|p| {
         let query = E::query(query.clone());
-        async move { dispatch.query(PartitionId(p), query, timeout).await }
+        async move { dispatch.query(*p, query, timeout).await }
     });
-    let mut pages = Vec::with_capacity(usize::from(count));
+    let mut pages = Vec::with_capacity(partitions.len());
     for answer in futures::future::join_all(asks).await {
         match E::page(answer?) {
             Some(page) => pages.push(page),
-            None => {
-                return Err(Problem::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "INTERNAL",
-                    format!(
-                        "The broker answered a {} search with another kind of result",
-                        E::WHAT
-                    ),
-                ));
-            }
+            None => return Err(wrong_answer(&format!("{} search", E::WHAT))),
         }
     }
     Ok(plan.merge(pages))
@@ -258,10 +288,12 @@ fn decode_cursor(
     Ok(values)
 }
 
-/// Checks the request and turns it into a plan (every problem names its field).
-pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
+/// The conditions of a request's filter object (every problem names its field).
+pub fn filter<E: SearchEntity>(
+    body: &Map<String, Value>,
+) -> Result<Vec<(E::Field, Condition)>, Problem> {
     let mut filter = Vec::new();
-    for (name, value) in &body.filter {
+    for (name, value) in body {
         if E::NOT_YET.contains(&name.as_str()) {
             return Err(Problem::invalid_argument(format!(
                 "The filter field 'filter.{name}' is not supported by Rill's {} search yet",
@@ -279,6 +311,12 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
             filter.push((field, condition));
         }
     }
+    Ok(filter)
+}
+
+/// Checks the request and turns it into a plan (every problem names its field).
+pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
+    let filter = filter::<E>(&body.filter)?;
     let mut sort = Vec::new();
     for (i, by) in body.sort.iter().enumerate() {
         let field = E::Field::from_name(&by.field).ok_or_else(|| {

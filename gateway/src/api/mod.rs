@@ -13,7 +13,9 @@ mod incidents;
 mod job_search;
 mod job_waiters;
 mod jobs;
+mod message_subscriptions;
 mod messages;
+mod process_definitions;
 mod process_instance_search;
 mod process_instances;
 mod variables;
@@ -105,6 +107,26 @@ pub fn routes() -> Router<SharedState> {
         .route(
             "/v2/element-instances/{elementInstanceKey}/variables",
             put(element_instances::set_variables),
+        )
+        .route(
+            "/v2/process-definitions/search",
+            post(process_definitions::search),
+        )
+        .route(
+            "/v2/process-definitions/{processDefinitionKey}",
+            get(process_definitions::get),
+        )
+        .route(
+            "/v2/process-definitions/{processDefinitionKey}/xml",
+            get(process_definitions::xml),
+        )
+        .route(
+            "/v2/process-definitions/{processDefinitionKey}/statistics/element-instances",
+            post(process_definitions::element_statistics),
+        )
+        .route(
+            "/v2/message-subscriptions/search",
+            post(message_subscriptions::search),
         )
         .route("/v2/variables/search", post(variables::search))
         .route("/v2/variables/{variableKey}", get(variables::get))

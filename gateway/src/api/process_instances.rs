@@ -218,33 +218,40 @@ pub async fn cancel(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// Camunda's `ProcessInstanceResult`. Fields without a value are left out: the 8.8
+/// spec has none of them nullable.
 #[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceResult {
     process_definition_id: String,
-    process_definition_name: Option<String>,
+    process_definition_name: String,
     process_definition_version: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     process_definition_version_tag: Option<String>,
     start_date: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     end_date: Option<String>,
     state: &'static str,
-    suspended_date: Option<String>,
     has_incident: bool,
     tenant_id: String,
     process_instance_key: String,
     process_definition_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     parent_process_instance_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     parent_element_instance_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     root_process_instance_key: Option<String>,
     tags: Vec<String>,
-    business_id: Option<String>,
 }
 
 impl From<ProcessInstanceView> for InstanceResult {
     fn from(view: ProcessInstanceView) -> Self {
         InstanceResult {
+            // The engine's summary has no name (the history store has it); it is read
+            // only where the history store is off.
+            process_definition_name: view.bpmn_process_id.clone(),
             process_definition_id: view.bpmn_process_id,
-            process_definition_name: None,
             process_definition_version: view.version,
             process_definition_version_tag: None,
             start_date: date_text(view.start_date),
@@ -254,7 +261,6 @@ impl From<ProcessInstanceView> for InstanceResult {
                 ProcessInstanceState::Completed => "COMPLETED",
                 ProcessInstanceState::Terminated => "TERMINATED",
             },
-            suspended_date: None,
             has_incident: view.has_incident,
             tenant_id: DEFAULT_TENANT.to_owned(),
             process_instance_key: key_text(view.key),
@@ -265,7 +271,6 @@ impl From<ProcessInstanceView> for InstanceResult {
             parent_element_instance_key: None,
             root_process_instance_key: Some(key_text(view.key)),
             tags: Vec::new(),
-            business_id: None,
         }
     }
 }
@@ -273,14 +278,13 @@ impl From<ProcessInstanceView> for InstanceResult {
 impl From<HistoricProcessInstance> for InstanceResult {
     fn from(view: HistoricProcessInstance) -> Self {
         InstanceResult {
+            process_definition_name: view.display_name().to_owned(),
             process_definition_id: view.bpmn_process_id,
-            process_definition_name: None,
             process_definition_version: view.version,
-            process_definition_version_tag: None,
+            process_definition_version_tag: view.process_definition_version_tag,
             start_date: date_text(view.start_date),
             end_date: view.end_date.map(date_text),
             state: process_instance_state_name(view.state),
-            suspended_date: None,
             has_incident: view.incidents > 0,
             tenant_id: view.tenant_id,
             process_instance_key: key_text(view.key),
@@ -293,7 +297,6 @@ impl From<HistoricProcessInstance> for InstanceResult {
                 Some(_) => None,
             },
             tags: Vec::new(),
-            business_id: None,
         }
     }
 }
