@@ -1,6 +1,7 @@
 //! The history store end to end: a real `rill standalone` answers process instance
 //! searches across its partitions, by state and process, with cursor paging, and reads
-//! finished instances after the engine has let them go.
+//! finished instances after the engine has let them go; jobs, incidents, variables,
+//! element instances, process definitions and message subscriptions are searched too.
 
 mod support;
 
@@ -19,6 +20,15 @@ fn keys(page: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The runtime each test drives its `rill` process from.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 async fn search(api: &Api, body: Value) -> Value {
     let (s, b) = api
         .post("/v2/process-instances/search", body)
@@ -32,12 +42,7 @@ async fn search(api: &Api, body: Value) -> Value {
 fn searches_find_instances_by_state_and_process_and_page_with_cursors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    runtime().block_on(async {
         // The engine forgets finished instances after a second; the history keeps them.
         let mut rill = Standalone::start(
             &data,
@@ -192,12 +197,7 @@ fn total(page: &Value) -> u64 {
 fn jobs_incidents_element_instances_and_variables_are_searched() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    runtime().block_on(async {
         let mut rill = Standalone::start(&data, &["cluster.partitions-count=2"]);
         rill.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(rill.rest());
@@ -428,12 +428,7 @@ fn jobs_incidents_element_instances_and_variables_are_searched() {
 fn a_called_instance_names_its_parent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    runtime().block_on(async {
         let mut rill = Standalone::start(&data, &["cluster.partitions-count=2"]);
         rill.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(rill.rest());
@@ -502,12 +497,7 @@ fn definitions_are_listed_once_and_subscriptions_follow_their_messages() {
     let data = dir.path().join("data");
     let model = dir.path().join("awaiting-payment.bpmn");
     std::fs::write(&model, WAITING_PROCESS).expect("write the model");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    runtime().block_on(async {
         let mut rill = Standalone::start(&data, &["cluster.partitions-count=3"]);
         rill.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(rill.rest());
