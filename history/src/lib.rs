@@ -100,6 +100,7 @@ pub(crate) mod keys {
     pub const INSTANCE_BY_DEFINITION: u8 = 0x14;
     pub const DEFINITION: u8 = 0x60;
     pub const DEFINITION_XML: u8 = 0x61;
+    pub const DEFINITION_BY_PROCESS: u8 = 0x62;
     pub const SUBSCRIPTION: u8 = 0x70;
     pub const SUBSCRIPTION_BY_INSTANCE: u8 = 0x71;
 
@@ -138,6 +139,14 @@ pub(crate) mod keys {
         out.extend_from_slice(&int(end.millis()));
         out.extend_from_slice(&int(key.get()));
         out
+    }
+
+    /// The prefix of the definitions of one process id in their index; `None` for an id
+    /// too long to be indexed.
+    pub fn definitions_of(process_id: &str) -> Option<Vec<u8>> {
+        let mut out = vec![DEFINITION_BY_PROCESS];
+        value(&mut out, &FieldValue::Text(process_id.to_owned()))?;
+        Some(out)
     }
 
     pub fn with_key(mut prefix: Vec<u8>, key: Key) -> Vec<u8> {

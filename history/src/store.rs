@@ -417,9 +417,45 @@ impl<'a> HistoryWriter<'a> {
         Ok(())
     }
 
+    /// The entry keys an index holds under `prefix`, with this batch's changes.
+    fn keys_under(&self, prefix: &[u8]) -> Result<Vec<Key>> {
+        let end = prefix_end(prefix);
+        let mut found = std::collections::BTreeSet::new();
+        self.base.scan(prefix, &end, false, &mut |key, _| {
+            found.insert(key.to_vec());
+            ControlFlow::Continue(())
+        })?;
+        for (key, value) in self.writes.range(prefix.to_vec()..end) {
+            match value {
+                Some(_) => found.insert(key.clone()),
+                None => found.remove(key),
+            };
+        }
+        Ok(found.iter().filter_map(|k| keys::trailing_key(k)).collect())
+    }
+
     /// A deployed process: its entry (with the model's name, read from the XML) and its
-    /// XML. Every partition the deployment reaches writes the same.
+    /// XML. Every partition the deployment reaches writes the same. It is the latest
+    /// version unless a higher one is kept; lower ones are the latest no more.
     fn index_definition(&mut self, key: Key, value: &ProcessRecord) -> Result<()> {
+        let mut latest = true;
+        let versions = match keys::definitions_of(&value.bpmn_process_id) {
+            Some(prefix) => self.keys_under(&prefix)?,
+            None => Vec::new(),
+        };
+        for other in versions {
+            if other == key {
+                continue;
+            }
+            let Some(older) = self.get::<HistoricProcessDefinition>(other)? else {
+                continue;
+            };
+            if older.version > value.version {
+                latest = false;
+            } else if older.latest {
+                self.update(other, |d: &mut HistoricProcessDefinition| d.latest = false)?;
+            }
+        }
         let definition = HistoricProcessDefinition {
             key,
             bpmn_process_id: value.bpmn_process_id.clone(),
@@ -428,6 +464,7 @@ impl<'a> HistoryWriter<'a> {
             version_tag: (!value.version_tag.is_empty()).then(|| value.version_tag.clone()),
             resource_name: value.resource_name.clone(),
             tenant_id: value.tenant_id.clone(),
+            latest,
         };
         let old = self.get::<HistoricProcessDefinition>(key)?;
         self.replace(old.as_ref(), &definition)?;

@@ -207,7 +207,7 @@ impl Table for HistoricProcessDefinition {
 
     fn indexes() -> &'static [Index<ProcessDefinitionField>] {
         &[Index {
-            table: 0x62,
+            table: keys::DEFINITION_BY_PROCESS,
             fields: &[ProcessDefinitionField::ProcessDefinitionId],
         }]
     }

@@ -116,6 +116,48 @@ fn definitions_keep_the_model_name_tag_and_xml_and_name_their_instances() {
 }
 
 #[test]
+fn only_the_highest_version_is_the_latest_also_within_one_batch() {
+    let mut store = MemoryHistory::new();
+    // Versions 1 and 2 in one applied batch, version 3 in the next, and a version 1 of
+    // another process that stays the latest of its own.
+    apply(
+        &mut store,
+        &[
+            deployed(Key(20), "p", 1, None, ""),
+            deployed(Key(21), "p", 2, None, ""),
+            deployed(Key(30), "q", 1, None, ""),
+        ],
+    );
+    let latest = |store: &MemoryHistory| {
+        let page = search::<HistoricProcessDefinition, _>(
+            store,
+            &query(
+                vec![(DF::IsLatestVersion, Condition::Eq(FieldValue::Bool(true)))],
+                vec![SortBy {
+                    field: DF::ProcessDefinitionKey,
+                    descending: false,
+                }],
+            ),
+        )
+        .unwrap();
+        page.items.iter().map(|d| d.key).collect::<Vec<_>>()
+    };
+    assert_eq!(latest(&store), vec![Key(21), Key(30)]);
+    apply(&mut store, &[deployed(Key(22), "p", 3, None, "")]);
+    assert_eq!(latest(&store), vec![Key(22), Key(30)]);
+    // A partition that receives an older version late keeps the newer one the latest.
+    let mut late = MemoryHistory::new();
+    apply(
+        &mut late,
+        &[
+            deployed(Key(22), "p", 3, None, ""),
+            deployed(Key(21), "p", 2, None, ""),
+        ],
+    );
+    assert_eq!(latest(&late), vec![Key(22)]);
+}
+
+#[test]
 fn an_instance_of_an_unnamed_definition_shows_its_process_id_as_name() {
     let mut store = MemoryHistory::new();
     apply(

@@ -60,7 +60,6 @@ impl From<HistoricProcessDefinition> for ProcessDefinitionResult {
 
 impl SearchEntity for HistoricProcessDefinition {
     const WHAT: &'static str = "process definition";
-    const NOT_YET: &'static [&'static str] = &["isLatestVersion"];
     const KEY_FIELD: F = F::ProcessDefinitionKey;
     type Item = ProcessDefinitionResult;
 
@@ -71,7 +70,7 @@ impl SearchEntity for HistoricProcessDefinition {
                 Kind::Text
             }
             F::Version => Kind::Int,
-            F::HasStartForm => Kind::Bool,
+            F::HasStartForm | F::IsLatestVersion => Kind::Bool,
         }
     }
 

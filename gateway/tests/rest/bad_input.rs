@@ -493,7 +493,7 @@ async fn definitions_and_subscriptions_refuse_bad_input() {
 
     let path = "/v2/process-definitions/search";
     gateway
-        .post(path, json!({"filter": {"isLatestVersion": true}}))
+        .post(path, json!({"filter": {"isLatestVersion": "yes"}}))
         .await
         .assert_problem(400, "INVALID_ARGUMENT", path, &["'filter.isLatestVersion'"]);
     gateway

@@ -500,6 +500,28 @@ async fn every_served_search_and_get_answers_in_the_spec_shape() {
     assert_eq!(subscription["correlationKey"], "o-1");
     assert_eq!(subscription["messageName"], "shaped-paid");
 
+    // A second version: the latest only, and both.
+    let second = ORDER_PROCESS.replace("Shaped order", "Shaped order, again");
+    let deployed = gateway.deploy(&[("shaped.bpmn", second.as_bytes())]).await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let latest = gateway
+        .post(
+            "/v2/process-definitions/search",
+            json!({"filter": {"processDefinitionId": "shaped", "isLatestVersion": true}}),
+        )
+        .await;
+    assert_eq!(latest.body["page"]["totalItems"], 1, "{:?}", latest.body);
+    assert_eq!(latest.body["items"][0]["version"], 2);
+    assert_eq!(latest.body["items"][0]["name"], "Shaped order, again");
+    let all = gateway
+        .post(
+            "/v2/process-definitions/search",
+            json!({"sort": [{"field": "version", "order": "DESC"}]}),
+        )
+        .await;
+    assert_eq!(all.body["page"]["totalItems"], 2, "{:?}", all.body);
+    assert_eq!(all.body["items"][1]["version"], 1);
+
     // An empty page still has both cursors.
     let empty = gateway
         .post(

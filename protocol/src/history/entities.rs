@@ -495,6 +495,7 @@ fields! {
         ProcessDefinitionId = "processDefinitionId",
         TenantId = "tenantId",
         HasStartForm = "hasStartForm",
+        IsLatestVersion = "isLatestVersion",
     }
 }
 
@@ -511,6 +512,8 @@ pub struct HistoricProcessDefinition {
     pub version_tag: Option<String>,
     pub resource_name: String,
     pub tenant_id: String,
+    /// No higher version of the process is deployed.
+    pub latest: bool,
 }
 
 impl Historic for HistoricProcessDefinition {
@@ -532,6 +535,7 @@ impl Historic for HistoricProcessDefinition {
             F::TenantId => text(&self.tenant_id),
             // Rill has no forms.
             F::HasStartForm => Some(FieldValue::Bool(false)),
+            F::IsLatestVersion => Some(FieldValue::Bool(self.latest)),
         }
     }
 }
