@@ -466,8 +466,10 @@ impl<'a> HistoryWriter<'a> {
             tenant_id: value.tenant_id.clone(),
             latest,
         };
-        let old = self.get::<HistoricProcessDefinition>(key)?;
-        self.replace(old.as_ref(), &definition)?;
+        match self.get::<HistoricProcessDefinition>(key)? {
+            Some(old) => self.replace(Some(&old), &definition)?,
+            None => self.create(&definition)?,
+        }
         self.put(
             keys::entry(keys::DEFINITION_XML, key),
             value.resource.0.clone(),
@@ -512,7 +514,10 @@ impl<'a> HistoryWriter<'a> {
             correlation_key: value.correlation_key.clone(),
             tenant_id: value.tenant_id.clone(),
         };
-        self.replace(old.as_ref(), &subscription)
+        match &old {
+            Some(old) => self.replace(Some(old), &subscription),
+            None => self.create(&subscription),
+        }
     }
 
     /// A job event (or a job of an activated batch): creates the entry if it is not kept
