@@ -296,7 +296,7 @@ fn searches_keep_answering_while_a_partition_leader_is_killed() {
             searcher.await.expect("searcher");
         }
 
-        let seen = seen.lock().unwrap();
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
         for asked in seen.iter() {
             match asked.status {
                 200 => assert!(

@@ -133,7 +133,9 @@ fn fill(store: &StateStore, args: &Args) -> Result<Duration> {
             eprintln!("  {} instances written", n - 1);
         }
     }
-    db.db().flush_cf(db.history_cf()?).context("flush the history")?;
+    db.db()
+        .flush_cf(db.history_cf()?)
+        .context("flush the history")?;
     Ok(started.elapsed())
 }
 
@@ -181,18 +183,26 @@ fn main() -> Result<()> {
     let args = Args::parse();
     let temp = match &args.dir {
         Some(_) => None,
-        None => Some(tempfile::Builder::new().prefix("history-bench").tempdir_in("/var/tmp")?),
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("history-bench")
+                .tempdir_in("/var/tmp")?,
+        ),
     };
-    let dir = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default());
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        temp.as_ref()
+            .map(|t| t.path().to_path_buf())
+            .unwrap_or_default()
+    });
     let store = StateStore::open(&dir.join("state"))?;
     let db = store.current();
     let cf = CfHistory::new(&db)?;
     let kept = rill_history::process_instance(&cf, Key::new(PARTITION, args.instances))?;
     if kept.is_none() {
-        eprintln!("filling {} instances over {} processes", args.instances, args.processes);
+        eprintln!(
+            "filling {} instances over {} processes",
+            args.instances, args.processes
+        );
         let took = fill(&store, &args)?;
         println!(
             "filled {} instances in {:.1} s ({:.0}/s)",
