@@ -2,7 +2,7 @@
 
 Deploys the two-task example, creates an instance, activates and completes its jobs,
 and checks that the instance finishes; also checks topology, incidents, variables,
-messages, create-and-await, process instance searches (as the SDK's README
+messages, create-and-await, process instance and job searches (as the SDK's README
 shows them, with its eventual-consistency polling), and that the SDK surfaces Rill's
 errors as its typed errors. Exits non-zero on the first failed check.
 
@@ -22,6 +22,8 @@ from camunda_orchestration_sdk.models import (
     IncidentSearchQuery,
     JobActivationRequest,
     JobCompletionRequest,
+    JobSearchQuery,
+    JobSearchQueryFilter,
     MessagePublicationRequest,
     ProcessCreationById,
     ProcessInstanceSearchQuery,
@@ -156,6 +158,23 @@ def main():
         all(state(i) == "ACTIVE" for i in active.items) and key not in [i.process_instance_key for i in active.items],
         f"a state filter leaves it out ({active.page.total_items} active)",
     )
+    jobs = client.search_jobs(
+        data=JobSearchQuery(filter_=JobSearchQueryFilter(process_instance_key=key)),
+        consistency=ConsistencyOptions(
+            wait_up_to_ms=10_000,
+            poll_interval_ms=100,
+            predicate=lambda r: len(r.items) == 2 and all(state(j) == "COMPLETED" for j in r.items),
+        ),
+    )
+    check(
+        sorted(j.element_id for j in jobs.items) == ["Rest1", "Rest2"]
+        and all(j.worker == "python-sdk" and j.type_ == "restCall" for j in jobs.items),
+        "search_jobs finds both jobs of the instance, completed by this worker",
+    )
+    failed = client.search_jobs(
+        data=JobSearchQuery(filter_=JobSearchQueryFilter.from_dict({"type": "restCall", "state": "FAILED"}))
+    )
+    check(failed.page.total_items == 0, "no job failed")
 
     # Create-and-await, with a worker thread doing the jobs.
     worker = threading.Thread(target=complete_jobs, args=(CamundaClient(), "restCall", 2, {"n": 7}))
