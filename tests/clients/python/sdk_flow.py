@@ -3,8 +3,9 @@ instances are read over plain HTTP: see read_instance).
 
 Deploys the two-task example, creates an instance, activates and completes its jobs,
 and checks that the instance finishes; also checks topology, incidents, variables,
-messages, create-and-await, and that the SDK surfaces Rill's errors as its typed
-errors. Exits non-zero on the first failed check.
+messages, create-and-await, process instance and job searches (as the SDK's README
+shows them, with its eventual-consistency polling), and that the SDK surfaces Rill's
+errors as its typed errors. Exits non-zero on the first failed check.
 
 Usage: CAMUNDA_REST_ADDRESS=http://127.0.0.1:8080 python sdk_flow.py EXAMPLES_DIR
 """
@@ -20,15 +21,21 @@ from pathlib import Path
 
 from camunda_orchestration_sdk import CamundaAsyncClient, CamundaClient, WorkerConfig, errors
 from camunda_orchestration_sdk.models import (
+    CursorBasedForwardPagination,
     IncidentFilter,
     IncidentSearchQuery,
     JobActivationRequest,
     JobCompletionRequest,
+    JobSearchQuery,
+    JobSearchQueryFilter,
     MessagePublicationRequest,
     ProcessCreationById,
+    ProcessInstanceSearchQuery,
+    ProcessInstanceSearchQueryFilter,
     VariableFilter,
     VariableSearchQuery,
 )
+from camunda_orchestration_sdk.runtime.eventual import ConsistencyOptions
 
 
 def check(condition, message):
@@ -133,6 +140,56 @@ def main():
     )
     check(incidents.page.total_items == 0, "the instance has no incidents")
 
+    def state(item):
+        return str(item.state.value)
+
+    # Searches as the SDK's README shows them, polling until the history has the answer.
+    found = client.search_process_instances(
+        data=ProcessInstanceSearchQuery(
+            filter_=ProcessInstanceSearchQueryFilter(process_definition_id="two-rest-calls"),
+        ),
+        consistency=ConsistencyOptions(
+            wait_up_to_ms=10_000,
+            poll_interval_ms=100,
+            predicate=lambda r: any(
+                i.process_instance_key == key and state(i) == "COMPLETED" for i in r.items
+            ),
+        ),
+    )
+    mine = [i for i in found.items if i.process_instance_key == key]
+    check(
+        len(mine) == 1 and mine[0].end_date is not None and mine[0].process_definition_version == 1,
+        f"search_process_instances finds the finished instance ({found.page.total_items} in all)",
+    )
+    active = client.search_process_instances(
+        data=ProcessInstanceSearchQuery(
+            filter_=ProcessInstanceSearchQueryFilter.from_dict(
+                {"processDefinitionId": "two-rest-calls", "state": "ACTIVE"}
+            ),
+        )
+    )
+    check(
+        all(state(i) == "ACTIVE" for i in active.items) and key not in [i.process_instance_key for i in active.items],
+        f"a state filter leaves it out ({active.page.total_items} active)",
+    )
+    jobs = client.search_jobs(
+        data=JobSearchQuery(filter_=JobSearchQueryFilter(process_instance_key=key)),
+        consistency=ConsistencyOptions(
+            wait_up_to_ms=10_000,
+            poll_interval_ms=100,
+            predicate=lambda r: len(r.items) == 2 and all(state(j) == "COMPLETED" for j in r.items),
+        ),
+    )
+    check(
+        sorted(j.element_id for j in jobs.items) == ["Rest1", "Rest2"]
+        and all(j.worker == "python-sdk" and j.type_ == "restCall" for j in jobs.items),
+        "search_jobs finds both jobs of the instance, completed by this worker",
+    )
+    failed = client.search_jobs(
+        data=JobSearchQuery(filter_=JobSearchQueryFilter.from_dict({"type": "restCall", "state": "FAILED"}))
+    )
+    check(failed.page.total_items == 0, "no job failed")
+
     # Create-and-await, with a worker thread doing the jobs.
     worker = threading.Thread(target=complete_jobs, args=(CamundaClient(), "restCall", 2, {"n": 7}))
     worker.start()
@@ -162,6 +219,27 @@ def main():
     )
     names = sorted(v.name for v in found.items)
     check(names == ["orderId"], f"variables of a running instance: {names}")
+
+    # Paging with the cursor, one instance a page: three instances of the process now.
+    first = client.search_process_instances(
+        data=ProcessInstanceSearchQuery(
+            filter_=ProcessInstanceSearchQueryFilter(process_definition_id="two-rest-calls"),
+            page=CursorBasedForwardPagination(limit=1),
+        )
+    )
+    second = client.search_process_instances(
+        data=ProcessInstanceSearchQuery(
+            filter_=ProcessInstanceSearchQueryFilter(process_definition_id="two-rest-calls"),
+            page=CursorBasedForwardPagination(limit=1, after=first.page.end_cursor),
+        )
+    )
+    check(
+        first.page.total_items == 3
+        and len(first.items) == 1
+        and len(second.items) == 1
+        and first.items[0].process_instance_key != second.items[0].process_instance_key,
+        "a cursor page continues after the previous one",
+    )
 
     # The SDK's own job worker (long polling with requestTimeout 0 = the server's default).
     completed, handled = asyncio.run(run_with_sdk_worker())
