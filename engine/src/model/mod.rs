@@ -131,6 +131,21 @@ impl ProcessModel {
         })
     }
 
+    /// The start events of the event subprocesses directly inside a process or
+    /// subprocess, in document order: their triggers belong to that scope.
+    pub fn event_subprocess_starts(&self, scope: ElementIdx) -> impl Iterator<Item = ElementIdx> + '_ {
+        self.children(scope)
+            .iter()
+            .filter_map(|c| match &self.element(*c).kind {
+                ElementKind::SubProcess {
+                    triggered_by_event: true,
+                    start_event,
+                    ..
+                } => Some(*start_event),
+                _ => None,
+            })
+    }
+
     /// The joining inclusive gateways directly inside a process or subprocess.
     pub fn inclusive_joins(&self, scope: ElementIdx) -> &[ElementIdx] {
         match &self.element(scope).kind {
@@ -195,9 +210,13 @@ pub enum ElementKind {
         inclusive_joins: Vec<ElementIdx>,
     },
     SubProcess {
+        /// The none start event; for an event subprocess, its one event start event.
         start_event: ElementIdx,
         children: Vec<ElementIdx>,
         inclusive_joins: Vec<ElementIdx>,
+        /// An event subprocess (`triggeredByEvent`): no flow enters it; its start event's
+        /// trigger, held by the enclosing scope, starts it.
+        triggered_by_event: bool,
     },
     StartEvent,
     /// A timer start event of the process: creates an instance when its timer is due.
@@ -206,6 +225,13 @@ pub enum ElementKind {
     /// an instance.
     MessageStartEvent {
         message_name: String,
+    },
+    /// The start event of an event subprocess: its trigger is held by the subprocess's
+    /// enclosing scope for as long as that scope is active.
+    EventStartEvent {
+        /// `isInterrupting` (the default): terminates the other children of the scope.
+        interrupting: bool,
+        definition: TriggerDefinition,
     },
     EndEvent(EndEventKind),
     /// An undefined task (`bpmn:task`): passes the token on at once.
@@ -224,6 +250,9 @@ pub enum ElementKind {
         default_flow: Option<FlowIdx>,
     },
     ParallelGateway,
+    /// Holds the triggers of the catch events its outgoing flows lead to; the first one
+    /// that fires wins and the gateway takes the flow to it.
+    EventBasedGateway,
     /// Takes every outgoing flow whose condition is true (else the default flow); as a
     /// join it waits for every token that can still arrive.
     InclusiveGateway {
@@ -238,7 +267,7 @@ pub enum ElementKind {
         attached_to: ElementIdx,
         /// `cancelActivity`: interrupting (the default) or not.
         interrupting: bool,
-        definition: BoundaryDefinition,
+        definition: TriggerDefinition,
     },
 }
 
@@ -249,6 +278,7 @@ impl ElementKind {
             ElementKind::Process { .. } => "process",
             ElementKind::SubProcess { .. } => "subProcess",
             ElementKind::StartEvent
+            | ElementKind::EventStartEvent { .. }
             | ElementKind::TimerStartEvent(_)
             | ElementKind::MessageStartEvent { .. } => "startEvent",
             ElementKind::EndEvent(_) => "endEvent",
@@ -261,10 +291,28 @@ impl ElementKind {
             ElementKind::CallActivity(_) => "callActivity",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
+            ElementKind::EventBasedGateway => "eventBasedGateway",
             ElementKind::InclusiveGateway { .. } => "inclusiveGateway",
             ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
             ElementKind::IntermediateThrowEvent(_) => "intermediateThrowEvent",
             ElementKind::BoundaryEvent { .. } => "boundaryEvent",
+        }
+    }
+
+    /// What a boundary event or an event subprocess's start event waits for, and
+    /// whether it interrupts.
+    pub fn trigger(&self) -> Option<(&TriggerDefinition, bool)> {
+        match self {
+            ElementKind::BoundaryEvent {
+                definition,
+                interrupting,
+                ..
+            }
+            | ElementKind::EventStartEvent {
+                definition,
+                interrupting,
+            } => Some((definition, *interrupting)),
+            _ => None,
         }
     }
 
@@ -284,8 +332,13 @@ impl ElementKind {
     pub fn element_type(&self) -> BpmnElementType {
         match self {
             ElementKind::Process { .. } => BpmnElementType::Process,
+            ElementKind::SubProcess {
+                triggered_by_event: true,
+                ..
+            } => BpmnElementType::EventSubProcess,
             ElementKind::SubProcess { .. } => BpmnElementType::SubProcess,
             ElementKind::StartEvent
+            | ElementKind::EventStartEvent { .. }
             | ElementKind::TimerStartEvent(_)
             | ElementKind::MessageStartEvent { .. } => BpmnElementType::StartEvent,
             ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
@@ -298,6 +351,7 @@ impl ElementKind {
             ElementKind::CallActivity(_) => BpmnElementType::CallActivity,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
+            ElementKind::EventBasedGateway => BpmnElementType::EventBasedGateway,
             ElementKind::InclusiveGateway { .. } => BpmnElementType::InclusiveGateway,
             ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
             ElementKind::IntermediateThrowEvent(_) => BpmnElementType::IntermediateThrowEvent,
@@ -330,14 +384,8 @@ impl ElementKind {
             ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. }) => {
                 BpmnEventType::Link
             }
-            ElementKind::BoundaryEvent {
-                definition: BoundaryDefinition::Timer(_),
-                ..
-            } => BpmnEventType::Timer,
-            ElementKind::BoundaryEvent {
-                definition: BoundaryDefinition::Error { .. },
-                ..
-            } => BpmnEventType::Error,
+            ElementKind::BoundaryEvent { definition, .. }
+            | ElementKind::EventStartEvent { definition, .. } => definition.event_type(),
             ElementKind::ReceiveTask(_) => BpmnEventType::Message,
             _ => BpmnEventType::Unspecified,
         }
@@ -487,13 +535,42 @@ pub enum ThrowEventDefinition {
     Message(JobDefinition),
 }
 
+/// What a boundary event or an event subprocess's start event waits for. The element
+/// instance that holds the trigger (the attached activity, the enclosing scope) opens
+/// timers and subscriptions when it is entered and closes them when it is left.
 #[derive(Debug)]
-pub enum BoundaryDefinition {
+pub enum TriggerDefinition {
     Timer(TimerDefinition),
+    Message(MessageDefinition),
     /// Catches errors with this code, or any error when `None`.
     Error {
         error_code: Option<String>,
     },
+}
+
+impl TriggerDefinition {
+    pub fn message(&self) -> Option<&MessageDefinition> {
+        match self {
+            TriggerDefinition::Message(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// For an error trigger, the code it catches (`None`: any error).
+    pub fn error_code(&self) -> Option<Option<String>> {
+        match self {
+            TriggerDefinition::Error { error_code } => Some(error_code.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn event_type(&self) -> BpmnEventType {
+        match self {
+            TriggerDefinition::Timer(_) => BpmnEventType::Timer,
+            TriggerDefinition::Message(_) => BpmnEventType::Message,
+            TriggerDefinition::Error { .. } => BpmnEventType::Error,
+        }
+    }
 }
 
 /// A sequence flow, with its condition when it leaves an exclusive gateway.

@@ -17,7 +17,7 @@ use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
-    BoundaryDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx,
+    TriggerDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx,
     ElementKind, EndEventKind, JobDefinition, Mapping, MessageDefinition, MultiInstance,
     ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition, ValueOrExpr,
 };
@@ -25,8 +25,8 @@ use crate::model::{
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
                          sendTask, receiveTask, exclusiveGateway, parallelGateway, \
-                         inclusiveGateway, intermediateCatchEvent, intermediateThrowEvent, \
-                         boundaryEvent, subProcess, callActivity";
+                         inclusiveGateway, eventBasedGateway, intermediateCatchEvent, \
+                         intermediateThrowEvent, boundaryEvent, subProcess, callActivity";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -261,6 +261,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "exclusiveGateway"
                 | "parallelGateway"
                 | "inclusiveGateway"
+                | "eventBasedGateway"
                 | "intermediateCatchEvent"
                 | "intermediateThrowEvent"
                 | "boundaryEvent"
@@ -296,12 +297,13 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             // A duplicate id, already reported for the whole document.
             return;
         }
-        if name == "subProcess" && node.attribute("triggeredByEvent") == Some("true") {
-            let message = "an event subprocess is not supported; use boundary events on a \
-                           subprocess instead";
-            self.unsupported(Some(id), node, message.to_owned());
-            return;
-        }
+        let in_event_subprocess = matches!(
+            self.elements[scope.0 as usize].kind,
+            ElementKind::SubProcess {
+                triggered_by_event: true,
+                ..
+            }
+        );
         let mut start_definition = None;
         if name == "startEvent"
             && let Some(definition) = self.event_definition(id, node)
@@ -309,7 +311,22 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             // Timer and message start events run on the process itself; any other kind
             // is not built at all, so it cannot count as the scope's start event.
             let kind = definition.tag_name().name();
-            let runs = matches!(kind, "timerEventDefinition" | "messageEventDefinition");
+            let runs = if in_event_subprocess {
+                matches!(
+                    kind,
+                    "timerEventDefinition" | "messageEventDefinition" | "errorEventDefinition"
+                )
+            } else {
+                matches!(kind, "timerEventDefinition" | "messageEventDefinition")
+            };
+            if in_event_subprocess && !runs {
+                let message = format!(
+                    "an event subprocess started by a {kind} is not supported; use a timer, \
+                     message or error start event"
+                );
+                self.unsupported(Some(id), definition, message);
+                return;
+            }
             if !runs {
                 let message = format!(
                     "a start event with a {kind} is not supported; use a none, timer or \
@@ -318,11 +335,10 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 self.unsupported(Some(id), definition, message);
                 return;
             }
-            if scope != ProcessModel::ROOT {
+            if scope != ProcessModel::ROOT && !in_event_subprocess {
                 let message = format!(
-                    "a start event with a {kind} inside a subprocess would make it an event \
-                     subprocess, which is not supported; a subprocess starts at a none start \
-                     event"
+                    "a start event with a {kind} inside a subprocess needs an event subprocess \
+                     (triggeredByEvent=\"true\"); a subprocess starts at a none start event"
                 );
                 self.unsupported(Some(id), definition, message);
                 return;
@@ -335,6 +351,9 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         let kind = match name {
             "startEvent" => match start_definition {
                 None => ElementKind::StartEvent,
+                Some(definition) if in_event_subprocess => {
+                    self.event_subprocess_start(id, node, definition)
+                }
                 Some(definition) => self.event_start(id, definition),
             },
             "endEvent" => self.end_event(id, node, &extensions),
@@ -363,6 +382,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ElementKind::ExclusiveGateway { default_flow: None }
             }
             "parallelGateway" => ElementKind::ParallelGateway,
+            "eventBasedGateway" => self.event_based_gateway(id, node),
             "inclusiveGateway" => {
                 if let Some(default) = node.attribute("default") {
                     self.raw_defaults.push((idx, default));
@@ -380,6 +400,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 start_event: idx,
                 children: Vec::new(),
                 inclusive_joins: Vec::new(),
+                triggered_by_event: node.attribute("triggeredByEvent").map(str::trim)
+                    == Some("true"),
             },
         };
         let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);
@@ -475,6 +497,18 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                             Some(id),
                             child,
                             "multiInstanceLoopCharacteristics appears more than once; keep one"
+                                .to_owned(),
+                        );
+                        continue;
+                    }
+                    if element_name == "subProcess"
+                        && node.attribute("triggeredByEvent").map(str::trim) == Some("true")
+                    {
+                        self.problem(
+                            Some(id),
+                            child,
+                            "an event subprocess cannot be multi-instance; its start event \
+                             decides when it runs"
                                 .to_owned(),
                         );
                         continue;
@@ -1401,20 +1435,25 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         let interrupting = node.attribute("cancelActivity").map(str::trim) != Some("false");
         self.raw_attachments
             .push((idx, node.attribute("attachedToRef")));
-        let placeholder = BoundaryDefinition::Error { error_code: None };
+        let placeholder = TriggerDefinition::Error { error_code: None };
         let definition = match self.event_definition(id, node) {
             None => {
                 self.problem(
                     Some(id),
                     node,
-                    "a boundary event needs a timer or error definition".to_owned(),
+                    "a boundary event needs a timer, message or error definition".to_owned(),
                 );
                 placeholder
             }
             Some(definition) => match definition.tag_name().name() {
                 "timerEventDefinition" => {
-                    BoundaryDefinition::Timer(self.timer(id, definition, !interrupting))
+                    TriggerDefinition::Timer(self.timer(id, definition, !interrupting))
                 }
+                "messageEventDefinition" => TriggerDefinition::Message(self.message(
+                    id,
+                    definition,
+                    definition.attribute("messageRef"),
+                )),
                 "errorEventDefinition" => {
                     if !interrupting {
                         self.problem(
@@ -1426,15 +1465,15 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                         );
                     }
                     let error_code = self.caught_error_code(id, definition);
-                    BoundaryDefinition::Error { error_code }
+                    TriggerDefinition::Error { error_code }
                 }
                 other => {
                     self.problem(
                         Some(id),
                         definition,
                         format!(
-                            "a boundary event with a {other} is not supported; use a timer or \
-                             an error boundary event"
+                            "a boundary event with a {other} is not supported; use a timer, \
+                             message or error boundary event"
                         ),
                     );
                     placeholder
@@ -1446,6 +1485,69 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             interrupting,
             definition,
         }
+    }
+
+    /// The start event of an event subprocess: a timer, a message or an error, which
+    /// interrupts the enclosing scope unless `isInterrupting="false"` (never for an
+    /// error).
+    fn event_subprocess_start(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        definition: Node<'a, 'input>,
+    ) -> ElementKind {
+        let interrupting = node.attribute("isInterrupting").map(str::trim) != Some("false");
+        let definition = match definition.tag_name().name() {
+            "timerEventDefinition" => {
+                TriggerDefinition::Timer(self.timer(id, definition, !interrupting))
+            }
+            "messageEventDefinition" => TriggerDefinition::Message(self.message(
+                id,
+                definition,
+                definition.attribute("messageRef"),
+            )),
+            _ => {
+                if !interrupting {
+                    self.problem(
+                        Some(id),
+                        node,
+                        "an error start event of an event subprocess must be interrupting; \
+                         remove isInterrupting=\"false\""
+                            .to_owned(),
+                    );
+                }
+                TriggerDefinition::Error {
+                    error_code: self.caught_error_code(id, definition),
+                }
+            }
+        };
+        ElementKind::EventStartEvent {
+            interrupting,
+            definition,
+        }
+    }
+
+    /// An event-based gateway: exclusive (the BPMN default), never instantiating.
+    fn event_based_gateway(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+        if node.attribute("instantiate").map(str::trim) == Some("true") {
+            self.problem(
+                Some(id),
+                node,
+                "an event-based gateway that starts a process (instantiate=\"true\") is not \
+                 supported; use message or timer start events"
+                    .to_owned(),
+            );
+        }
+        if node.attribute("eventGatewayType").map(str::trim) == Some("Parallel") {
+            self.problem(
+                Some(id),
+                node,
+                "a parallel event-based gateway is not supported; remove \
+                 eventGatewayType=\"Parallel\""
+                    .to_owned(),
+            );
+        }
+        ElementKind::EventBasedGateway
     }
 
     /// The code an error boundary catches: `None` (any error) without an `errorRef` or
@@ -1518,8 +1620,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             self.problem(
                 Some(id),
                 value_node,
-                "timeCycle is only supported on non-interrupting boundary events; use \
-                 timeDuration or timeDate"
+                "timeCycle is only supported on non-interrupting boundary events and \
+                 event subprocesses; use timeDuration or timeDate"
                     .to_owned(),
             );
             return placeholder;
@@ -1548,6 +1650,7 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
             Some("a boundaryEvent cannot have input mappings; use output mappings")
         }
         ElementKind::StartEvent
+        | ElementKind::EventStartEvent { .. }
         | ElementKind::TimerStartEvent(_)
         | ElementKind::MessageStartEvent { .. } => Some(
             "a start event cannot have input mappings, nothing in it would read them; use \

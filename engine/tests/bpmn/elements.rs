@@ -1,7 +1,7 @@
 //! Each element family parses into the expected model shape.
 
 use rill_engine::model::{
-    BoundaryDefinition, CatchEventDefinition, ElementKind, EndEventKind, ProcessModel,
+    TriggerDefinition, CatchEventDefinition, ElementKind, EndEventKind, ProcessModel,
     TimerDefinition,
 };
 use rill_feel::temporal::{IsoCycle, IsoDuration};
@@ -211,7 +211,7 @@ fn boundary_events_attach_to_tasks_and_subprocesses() {
     let (host, interrupting, definition) = boundary("PayTimeout");
     assert_eq!((host, interrupting), ("Pay", true));
     assert!(matches!(definition,
-        BoundaryDefinition::Timer(TimerDefinition::Duration(d)) if static_value(d) == duration_millis(30_000)));
+        TriggerDefinition::Timer(TimerDefinition::Duration(d)) if static_value(d) == duration_millis(30_000)));
 
     let (host, interrupting, definition) = boundary("PayReminder");
     assert_eq!((host, interrupting), ("Pay", false));
@@ -220,7 +220,7 @@ fn boundary_events_attach_to_tasks_and_subprocesses() {
         interval: duration_millis(10_000),
     };
     assert!(matches!(definition,
-        BoundaryDefinition::Timer(TimerDefinition::Cycle(c)) if static_value(c) == expected));
+        TriggerDefinition::Timer(TimerDefinition::Cycle(c)) if static_value(c) == expected));
     assert_eq!(
         el(&model, "PayReminder").outputs[0].target,
         vec!["reminded"]
@@ -229,25 +229,25 @@ fn boundary_events_attach_to_tasks_and_subprocesses() {
     let (_, interrupting, definition) = boundary("PayDeclined");
     assert!(interrupting);
     assert!(matches!(definition,
-        BoundaryDefinition::Error { error_code: Some(code) } if code == "CARD_DECLINED"));
+        TriggerDefinition::Error { error_code: Some(code) } if code == "CARD_DECLINED"));
     let (_, _, definition) = boundary("PayAnyError");
     assert!(matches!(
         definition,
-        BoundaryDefinition::Error { error_code: None }
+        TriggerDefinition::Error { error_code: None }
     ));
     assert_eq!(el(&model, "PayAnyError").event_type(), BpmnEventType::Error);
 
     let (host, _, definition) = boundary("WaitTimeout");
     assert_eq!(host, "Wait");
     assert!(matches!(definition,
-        BoundaryDefinition::Timer(TimerDefinition::Date(d)) if static_value(d) == 1_906_495_200_000));
+        TriggerDefinition::Timer(TimerDefinition::Date(d)) if static_value(d) == 1_906_495_200_000));
 
     // An error without a code catches every error, as no errorRef does.
     let (host, _, definition) = boundary("SubError");
     assert_eq!(host, "Sub");
     assert!(matches!(
         definition,
-        BoundaryDefinition::Error { error_code: None }
+        TriggerDefinition::Error { error_code: None }
     ));
 
     assert_eq!(

@@ -1,5 +1,6 @@
 //! The process itself: the root scope of an instance. Entered by the creation command;
-//! ending it ends the instance (see the lifecycle in the parent module).
+//! ending it ends the instance (see the lifecycle in the parent module). It holds the
+//! triggers of its event subprocesses while it is active.
 
 use super::{ElementBehavior, Trigger, enter_scope, wrong_kind};
 use crate::context::{Active, Processing};
@@ -17,15 +18,17 @@ impl ElementBehavior for Process {
         // Creation and call activities check for a none start event first.
         let start_event =
             start_event.ok_or_else(|| wrong_kind(active, "process with a none start event"))?;
-        enter_scope(p, active, start_event)?;
+        p.open_event_triggers(active)?;
+        enter_scope(p, active, start_event, None)?;
         Ok(())
     }
 
-    fn complete(&self, _p: &mut Processing<'_>, _active: &Active) -> Result<()> {
-        Ok(())
+    fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.close_event_triggers(active)
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.close_event_triggers(active)?;
         p.resolve_element_incident(active.key())
     }
 }
