@@ -645,3 +645,114 @@ fn multi_instance_activities_carry_their_loop_characteristics() {
     );
     assert!(el(&models[2], "Vote").multi_instance.is_none());
 }
+
+#[test]
+fn message_boundary_events_carry_their_message_and_interrupting_flag() {
+    let model = parse_one("elements/message-boundary.bpmn");
+    let work = el(&model, "Work");
+    assert_eq!(
+        ids(&model, &work.boundary_events),
+        vec!["Cancelled", "Updated", "Reminder", "Nudge"]
+    );
+    let ElementKind::BoundaryEvent {
+        interrupting,
+        definition: TriggerDefinition::Message(message),
+        ..
+    } = &el(&model, "Cancelled").kind
+    else {
+        panic!("Cancelled is a message boundary event")
+    };
+    assert!(*interrupting);
+    assert_eq!(static_value(&message.message_name), "order-cancelled");
+    assert_eq!(expr_source(&message.correlation_key), "orderId");
+    let updated = el(&model, "Updated");
+    assert!(matches!(
+        updated.kind,
+        ElementKind::BoundaryEvent {
+            interrupting: false,
+            definition: TriggerDefinition::Message(_),
+            ..
+        }
+    ));
+    assert_eq!(updated.event_type(), BpmnEventType::Message);
+    assert_eq!(updated.outputs[0].target, vec!["lastChange"]);
+    assert!(matches!(
+        el(&model, "Nudge").kind,
+        ElementKind::BoundaryEvent {
+            interrupting: false,
+            definition: TriggerDefinition::Timer(TimerDefinition::Cycle(_)),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn event_subprocesses_have_one_event_start_event_and_no_flows() {
+    let model = parse_one("elements/event-subprocesses.bpmn");
+    let on_cancel = el(&model, "OnCancel");
+    assert_eq!(on_cancel.element_type(), BpmnElementType::EventSubProcess);
+    assert!(on_cancel.incoming.is_empty() && on_cancel.outgoing.is_empty());
+    assert_eq!(on_cancel.flow_scope, Some(ProcessModel::ROOT));
+    assert_eq!(
+        ids(
+            &model,
+            &model.event_subprocess_starts(ProcessModel::ROOT).collect::<Vec<_>>()
+        ),
+        vec!["CancelStart", "StatusStart", "SlowStart", "FailureStart"]
+    );
+    assert_eq!(model.start_event(idx(&model, "OnCancel")), Some(idx(&model, "CancelStart")));
+    assert_eq!(
+        model.start_event(ProcessModel::ROOT),
+        Some(idx(&model, "Start")),
+        "the process still starts at its none start event"
+    );
+    let kinds: Vec<(bool, BpmnEventType)> = ["CancelStart", "StatusStart", "SlowStart", "FailureStart"]
+        .iter()
+        .map(|id| match &el(&model, id).kind {
+            ElementKind::EventStartEvent {
+                interrupting,
+                definition,
+            } => (*interrupting, definition.event_type()),
+            other => panic!("{id} is {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (true, BpmnEventType::Message),
+            (false, BpmnEventType::Message),
+            (false, BpmnEventType::Timer),
+            (true, BpmnEventType::Error),
+        ]
+    );
+    assert_eq!(el(&model, "FailureStart").element_type(), BpmnElementType::StartEvent);
+    assert_eq!(el(&model, "FailureStart").event_type(), BpmnEventType::Error);
+
+    let nested = parse_one("elements/nested-event-subprocess.bpmn");
+    let handling = idx(&nested, "Handling");
+    assert_eq!(
+        ids(&nested, &nested.event_subprocess_starts(handling).collect::<Vec<_>>()),
+        vec!["TooSlowStart", "CheckFailedStart"]
+    );
+    assert_eq!(el(&nested, "TooSlow").flow_scope, Some(handling));
+}
+
+#[test]
+fn an_event_based_gateway_leads_to_its_catch_events() {
+    let model = parse_one("elements/event-based-gateway.bpmn");
+    let gateway = el(&model, "AwaitPayment");
+    assert!(matches!(gateway.kind, ElementKind::EventBasedGateway));
+    assert_eq!(gateway.element_type(), BpmnElementType::EventBasedGateway);
+    assert_eq!(outgoing(&model, "AwaitPayment"), vec!["F2", "F3"]);
+    assert_eq!(incoming(&model, "Paid"), vec!["F2"]);
+    assert!(matches!(
+        el(&model, "Paid").kind,
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(_))
+    ));
+    assert!(matches!(
+        el(&model, "Expired").kind,
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(TimerDefinition::Duration(
+            ValueOrExpr::Expr(_)
+        )))
+    ));
+}
