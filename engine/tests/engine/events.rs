@@ -8,6 +8,7 @@ use rill_protocol::value::{BpmnElementType, BpmnEventType};
 use rill_protocol::{Command, Intent, JsonValue, Key, RecordValue, ValueType};
 use serde_json::{Value, json};
 
+use super::elements::{flow, model, task};
 use super::*;
 
 const MINUTE: i64 = 60_000;
@@ -610,6 +611,55 @@ fn a_buffered_message_wins_at_an_event_based_gateway_as_it_is_entered() {
     assert_eq!(count(&rule, "Expired", Intent::ElementActivating), 0);
     assert_eq!(armed_timers(&rule), 0, "the timer was cancelled");
     complete_job(&mut rule, "ship", json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_message_started_instance_whose_event_subprocess_timer_fails_resumes_at_its_start() {
+    let mut rule = EngineRule::new();
+    let body = [
+        r#"<bpmn:startEvent id="s"><bpmn:messageEventDefinition messageRef="Go" /></bpmn:startEvent>"#,
+        &task("t", "t"),
+        r#"<bpmn:endEvent id="e" />"#,
+        &flow("f0", "s", "t"),
+        &flow("f1", "t", "e"),
+        r#"<bpmn:subProcess id="late" triggeredByEvent="true"><bpmn:startEvent id="ls" isInterrupting="false"><bpmn:timerEventDefinition><bpmn:timeDuration>=limit</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:startEvent></bpmn:subProcess>"#,
+    ]
+    .concat();
+    let xml = model(&body).replace(
+        "</bpmn:definitions>",
+        r#"<bpmn:message id="Go" name="go" /></bpmn:definitions>"#,
+    );
+    rule.deploy_xml(&xml);
+    rule.publish("go", "", 0, json!({"limit": 5}));
+    let instance = rule
+        .records()
+        .of_type(ValueType::ProcessInstance)
+        .element("p")
+        .records
+        .first()
+        .map(|r| r.key)
+        .expect("an instance started");
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1, "a number is no duration");
+    assert_eq!(count(&rule, "s", Intent::ElementActivating), 0);
+    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: instance,
+        variables: JsonValue(json!({"limit": "PT1M"})),
+        local: false,
+    }));
+    assert!(!outcome.is_rejected());
+    let outcome = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_eq!(count(&rule, "s", Intent::ElementCompleted), 1);
+    assert_eq!(timers(&rule), vec![("ls".to_owned(), Intent::Created)]);
+    rule.advance(MINUTE);
+    rule.fire_due();
+    assert_eq!(count(&rule, "late", Intent::ElementCompleted), 1);
+    complete_job(&mut rule, "t", json!({}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
