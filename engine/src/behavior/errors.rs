@@ -1,6 +1,7 @@
 //! BPMN errors: thrown by a job worker or an error end event, caught by the nearest
 //! matching error event subprocess or error boundary event (a specific code wins over
-//! a catch-all), else an incident.
+//! a catch-all), else an incident. Escalations (`escalations.rs`) are caught by the
+//! same walk.
 
 use rill_protocol::Intent;
 use rill_protocol::Key;
@@ -9,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::model::{ElementIdx, ProcessModel, TriggerDefinition};
+use crate::model::{ElementIdx, ProcessModel};
 
 impl Processing<'_> {
     /// Finds the catch event for `code`, starting at `from` and walking up the scopes:
@@ -17,7 +18,12 @@ impl Processing<'_> {
     /// interrupting one already runs there), then its error boundary events; a
     /// specific code wins over a catch-all among each. Returns the instance that holds
     /// the catch event and the catch event.
-    fn find_catcher(&mut self, from: Key, code: &str) -> Result<Option<(Active, ElementIdx)>> {
+    pub(crate) fn find_catcher(
+        &mut self,
+        from: Key,
+        thrown: Thrown,
+        code: &str,
+    ) -> Result<Option<(Active, ElementIdx)>> {
         let mut current = from;
         while let Some(active) = self.active(current)? {
             let model = &active.process.model;
@@ -31,7 +37,8 @@ impl Processing<'_> {
             } else {
                 &active.element().boundary_events
             };
-            let catch = matching(model, &inside, code).or_else(|| matching(model, boundaries, code));
+            let catch = matching(model, &inside, thrown, code)
+                .or_else(|| matching(model, boundaries, thrown, code));
             if let Some(catch) = catch {
                 return Ok(Some((active, catch)));
             }
@@ -58,7 +65,7 @@ impl Processing<'_> {
         message: &str,
         variables: Option<Map<String, Value>>,
     ) -> Result<()> {
-        match self.find_catcher(task.key(), code)? {
+        match self.find_catcher(task.key(), Thrown::Error, code)? {
             Some((holder, catch)) => self.fire_catch_event(&holder, catch, variables),
             None => self.raise_incident(
                 task.record(),
@@ -79,7 +86,7 @@ impl Processing<'_> {
         variables: Option<Map<String, Value>>,
     ) -> Result<()> {
         let scope = end_event.record().flow_scope_key;
-        match self.find_catcher(Key(scope), code)? {
+        match self.find_catcher(Key(scope), Thrown::Error, code)? {
             Some((holder, catch)) => {
                 self.mark(end_event, Intent::ElementActivated)?;
                 self.fire_catch_event(&holder, catch, variables)
@@ -95,18 +102,31 @@ impl Processing<'_> {
     }
 }
 
+/// What is thrown up the scopes.
+#[derive(Clone, Copy)]
+pub(crate) enum Thrown {
+    Error,
+    Escalation,
+}
+
 /// The catch event among `candidates` that catches `code`: one with that code, else a
 /// catch-all.
-fn matching(model: &ProcessModel, candidates: &[ElementIdx], code: &str) -> Option<ElementIdx> {
+fn matching(
+    model: &ProcessModel,
+    candidates: &[ElementIdx],
+    thrown: Thrown,
+    code: &str,
+) -> Option<ElementIdx> {
     let mut catch_all = None;
     for candidate in candidates {
-        match model.element(*candidate).kind.trigger() {
-            Some((TriggerDefinition::Error { error_code: Some(c) }, _)) if c == code => {
-                return Some(*candidate);
-            }
-            Some((TriggerDefinition::Error { error_code: None }, _)) => {
-                catch_all = catch_all.or(Some(*candidate));
-            }
+        let caught = match (thrown, model.element(*candidate).kind.trigger()) {
+            (Thrown::Error, Some((definition, _))) => definition.error_code(),
+            (Thrown::Escalation, Some((definition, _))) => definition.escalation_code(),
+            (_, None) => None,
+        };
+        match caught {
+            Some(Some(c)) if c == code => return Some(*candidate),
+            Some(None) => catch_all = catch_all.or(Some(*candidate)),
             _ => {}
         }
     }

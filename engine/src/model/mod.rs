@@ -368,6 +368,10 @@ impl ElementKind {
             ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
             ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
             ElementKind::EndEvent(EndEventKind::Message(_)) => BpmnEventType::Message,
+            ElementKind::EndEvent(EndEventKind::Escalation { .. })
+            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Escalation { .. }) => {
+                BpmnEventType::Escalation
+            }
             ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(_)) => {
                 BpmnEventType::Message
             }
@@ -403,6 +407,11 @@ pub enum EndEventKind {
     /// A message end event: a job for a worker that sends the message (as in Zeebe);
     /// the token ends when the job is completed.
     Message(JobDefinition),
+    /// Throws the escalation with this code (from the referenced `bpmn:escalation`),
+    /// then the token ends.
+    Escalation {
+        escalation_code: ValueOrExpr<String>,
+    },
 }
 
 /// `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`.
@@ -533,6 +542,11 @@ pub enum ThrowEventDefinition {
     },
     /// A message throw event: a job for a worker that sends the message (as in Zeebe).
     Message(JobDefinition),
+    /// Throws the escalation with this code, then passes the token on (unless an
+    /// interrupting catch event ended its scope).
+    Escalation {
+        escalation_code: ValueOrExpr<String>,
+    },
 }
 
 /// What a boundary event or an event subprocess's start event waits for. The element
@@ -545,6 +559,10 @@ pub enum TriggerDefinition {
     /// Catches errors with this code, or any error when `None`.
     Error {
         error_code: Option<String>,
+    },
+    /// Catches escalations with this code, or any escalation when `None`.
+    Escalation {
+        escalation_code: Option<String>,
     },
 }
 
@@ -564,11 +582,20 @@ impl TriggerDefinition {
         }
     }
 
+    /// For an escalation trigger, the code it catches (`None`: any escalation).
+    pub fn escalation_code(&self) -> Option<Option<String>> {
+        match self {
+            TriggerDefinition::Escalation { escalation_code } => Some(escalation_code.clone()),
+            _ => None,
+        }
+    }
+
     pub fn event_type(&self) -> BpmnEventType {
         match self {
             TriggerDefinition::Timer(_) => BpmnEventType::Timer,
             TriggerDefinition::Message(_) => BpmnEventType::Message,
             TriggerDefinition::Error { .. } => BpmnEventType::Error,
+            TriggerDefinition::Escalation { .. } => BpmnEventType::Escalation,
         }
     }
 }

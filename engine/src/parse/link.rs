@@ -735,6 +735,7 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
         let host = ElementIdx(u32::try_from(idx).unwrap_or(u32::MAX));
         let mut messages: Vec<(ElementIdx, String)> = Vec::new();
         let mut errors: Vec<(ElementIdx, Option<String>)> = Vec::new();
+        let mut escalations: Vec<(ElementIdx, Option<String>)> = Vec::new();
         if let ElementKind::ReceiveTask(definition) = &b.elements[idx].kind
             && let ValueOrExpr::Static(name) = &definition.message_name
         {
@@ -755,23 +756,48 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
             hosted.extend(b.elements[idx].outgoing.iter().map(|f| flows[f.0 as usize].target));
         }
         for catch in hosted {
-            let (message, error) = match &b.elements[catch.0 as usize].kind {
-                ElementKind::BoundaryEvent { definition, .. } => (definition.message(), None),
-                ElementKind::EventStartEvent { definition, .. } => {
-                    (definition.message(), definition.error_code())
+            let (message, error, escalation) = match &b.elements[catch.0 as usize].kind {
+                ElementKind::BoundaryEvent { definition, .. } => {
+                    (definition.message(), None, definition.escalation_code())
                 }
+                ElementKind::EventStartEvent { definition, .. } => (
+                    definition.message(),
+                    definition.error_code(),
+                    definition.escalation_code(),
+                ),
                 ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(m)) => {
-                    (Some(m), None)
+                    (Some(m), None, None)
                 }
-                _ => (None, None),
+                _ => (None, None, None),
             };
-            if let Some(MessageDefinition {
-                message_name: ValueOrExpr::Static(name),
-                ..
-            }) = message
-                && !name.is_empty()
-            {
-                let name = name.clone();
+            let message = match message {
+                Some(MessageDefinition {
+                    message_name: ValueOrExpr::Static(name),
+                    ..
+                }) if !name.is_empty() => Some(name.clone()),
+                _ => None,
+            };
+            if let Some(code) = escalation {
+                if let Some((first, _)) = escalations.iter().find(|(_, c)| *c == code) {
+                    let first = b.elements[first.0 as usize].id.clone();
+                    let catch_id = b.elements[catch.0 as usize].id.clone();
+                    let what = match &code {
+                        Some(code) => format!("the escalation code '{code}'"),
+                        None => "any escalation".to_owned(),
+                    };
+                    b.problem(
+                        Some(&catch_id),
+                        b.nodes[catch.0 as usize],
+                        format!(
+                            "'{first}' already catches {what} here; each escalation can be \
+                             caught once per element"
+                        ),
+                    );
+                } else {
+                    escalations.push((catch, code));
+                }
+            }
+            if let Some(name) = message {
                 if let Some((first, _)) = messages.iter().find(|(_, n)| *n == name) {
                     let first = b.elements[first.0 as usize].id.clone();
                     let catch_id = b.elements[catch.0 as usize].id.clone();

@@ -62,6 +62,46 @@ const MULTI_INSTANCE_HOSTS: &[&str] = &[
     "subProcess",
 ];
 
+/// Which thrown and caught codes a reference names.
+#[derive(Clone, Copy)]
+enum CodeKind {
+    Error,
+    Escalation,
+}
+
+impl CodeKind {
+    fn what(self) -> &'static str {
+        match self {
+            CodeKind::Error => "error",
+            CodeKind::Escalation => "escalation",
+        }
+    }
+
+    fn reference(self) -> &'static str {
+        match self {
+            CodeKind::Error => "errorRef",
+            CodeKind::Escalation => "escalationRef",
+        }
+    }
+
+    fn code(self) -> &'static str {
+        match self {
+            CodeKind::Error => "errorCode",
+            CodeKind::Escalation => "escalationCode",
+        }
+    }
+
+    fn definitions<'d, 'a, 'input>(
+        self,
+        ctx: &'d Context<'a, 'input>,
+    ) -> &'d HashMap<&'a str, Node<'a, 'input>> {
+        match self {
+            CodeKind::Error => &ctx.errors,
+            CodeKind::Escalation => &ctx.escalations,
+        }
+    }
+}
+
 /// Default job retries when `zeebe:taskDefinition` has none (as in Zeebe).
 const DEFAULT_RETRIES: i32 = 3;
 
@@ -314,7 +354,10 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             let runs = if in_event_subprocess {
                 matches!(
                     kind,
-                    "timerEventDefinition" | "messageEventDefinition" | "errorEventDefinition"
+                    "timerEventDefinition"
+                        | "messageEventDefinition"
+                        | "errorEventDefinition"
+                        | "escalationEventDefinition"
                 )
             } else {
                 matches!(kind, "timerEventDefinition" | "messageEventDefinition")
@@ -322,7 +365,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             if in_event_subprocess && !runs {
                 let message = format!(
                     "an event subprocess started by a {kind} is not supported; use a timer, \
-                     message or error start event"
+                     message, error or escalation start event"
                 );
                 self.unsupported(Some(id), definition, message);
                 return;
@@ -1266,8 +1309,13 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 )))
             }
             "errorEventDefinition" => {
-                let error_code = self.thrown_error_code(id, definition);
+                let error_code = self.thrown_code(id, definition, CodeKind::Error, "end event");
                 ElementKind::EndEvent(EndEventKind::Error { error_code })
+            }
+            "escalationEventDefinition" => {
+                let escalation_code =
+                    self.thrown_code(id, definition, CodeKind::Escalation, "end event");
+                ElementKind::EndEvent(EndEventKind::Escalation { escalation_code })
             }
             other => {
                 self.problem(
@@ -1275,7 +1323,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     definition,
                     format!(
                         "an end event with a {other} is not supported; Rill runs none, \
-                         terminate, error and message end events"
+                         terminate, error, escalation and message end events"
                     ),
                 );
                 ElementKind::EndEvent(EndEventKind::None)
@@ -1283,46 +1331,59 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    /// The code an error end event throws: from its `errorRef`, required.
-    fn thrown_error_code(&mut self, id: &str, definition: Node<'a, 'input>) -> ValueOrExpr<String> {
+    /// The code an error or escalation throw event throws: from its `errorRef` or
+    /// `escalationRef`, required.
+    fn thrown_code(
+        &mut self,
+        id: &str,
+        definition: Node<'a, 'input>,
+        kind: CodeKind,
+        thrower: &str,
+    ) -> ValueOrExpr<String> {
         let placeholder = ValueOrExpr::Static(String::new());
-        let Some(error_ref) = definition
-            .attribute("errorRef")
+        let what = kind.what();
+        let Some(reference) = definition
+            .attribute(kind.reference())
             .filter(|r| !r.trim().is_empty())
         else {
             self.problem(
                 Some(id),
                 definition,
-                "an error end event needs an error to throw; select an error (errorRef) with an \
-                 error code"
-                    .to_owned(),
+                format!(
+                    "{a} {what} {thrower} needs {a} {what} to throw; select {a} {what} ({}) \
+                     with {a} {what} code",
+                    kind.reference(),
+                    a = article(what),
+                ),
             );
             return placeholder;
         };
-        let Some(&error) = self.ctx.errors.get(error_ref) else {
+        let Some(&target) = kind.definitions(self.ctx).get(reference) else {
             self.problem(
                 Some(id),
                 definition,
-                format!("the referenced error '{error_ref}' does not exist in this file"),
+                format!("the referenced {what} '{reference}' does not exist in this file"),
             );
             return placeholder;
         };
-        match error
-            .attribute("errorCode")
+        match target
+            .attribute(kind.code())
             .filter(|c| !c.trim().is_empty())
         {
             None => {
                 self.problem(
                     Some(id),
                     definition,
-                    format!("the error '{error_ref}' has no error code; set the code to throw"),
+                    format!("the {what} '{reference}' has no {what} code; set the code to throw"),
                 );
                 placeholder
             }
-            Some(raw) => values::string_or_expr("error code", raw).unwrap_or_else(|message| {
-                self.problem(Some(id), error, message);
-                placeholder
-            }),
+            Some(raw) => values::string_or_expr(&format!("{what} code"), raw).unwrap_or_else(
+                |message| {
+                    self.problem(Some(id), target, message);
+                    placeholder
+                },
+            ),
         }
     }
 
@@ -1368,13 +1429,21 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                                event is a job for a worker that sends the message)";
                 ThrowEventDefinition::Message(self.job(id, node, extensions, Some(missing)))
             }
+            "escalationEventDefinition" => ThrowEventDefinition::Escalation {
+                escalation_code: self.thrown_code(
+                    id,
+                    definition,
+                    CodeKind::Escalation,
+                    "intermediate throw event",
+                ),
+            },
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate throw event with a {other} is not supported; Rill runs \
-                         none, link and message intermediate throw events"
+                         none, link, message and escalation intermediate throw events"
                     ),
                 );
                 ThrowEventDefinition::None
@@ -1441,7 +1510,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 self.problem(
                     Some(id),
                     node,
-                    "a boundary event needs a timer, message or error definition".to_owned(),
+                    "a boundary event needs a timer, message, error or escalation definition".to_owned(),
                 );
                 placeholder
             }
@@ -1464,16 +1533,19 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                                 .to_owned(),
                         );
                     }
-                    let error_code = self.caught_error_code(id, definition);
+                    let error_code = self.caught_code(id, definition, CodeKind::Error);
                     TriggerDefinition::Error { error_code }
                 }
+                "escalationEventDefinition" => TriggerDefinition::Escalation {
+                    escalation_code: self.caught_code(id, definition, CodeKind::Escalation),
+                },
                 other => {
                     self.problem(
                         Some(id),
                         definition,
                         format!(
                             "a boundary event with a {other} is not supported; use a timer, \
-                             message or error boundary event"
+                             message, error or escalation boundary event"
                         ),
                     );
                     placeholder
@@ -1487,7 +1559,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    /// The start event of an event subprocess: a timer, a message or an error, which
+    /// The start event of an event subprocess: a timer, a message, an error or an
+    /// escalation, which
     /// interrupts the enclosing scope unless `isInterrupting="false"` (never for an
     /// error).
     fn event_subprocess_start(
@@ -1506,6 +1579,9 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 definition,
                 definition.attribute("messageRef"),
             )),
+            "escalationEventDefinition" => TriggerDefinition::Escalation {
+                escalation_code: self.caught_code(id, definition, CodeKind::Escalation),
+            },
             _ => {
                 if !interrupting {
                     self.problem(
@@ -1517,7 +1593,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     );
                 }
                 TriggerDefinition::Error {
-                    error_code: self.caught_error_code(id, definition),
+                    error_code: self.caught_code(id, definition, CodeKind::Error),
                 }
             }
         };
@@ -1550,29 +1626,35 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         ElementKind::EventBasedGateway
     }
 
-    /// The code an error boundary catches: `None` (any error) without an `errorRef` or
-    /// when the error has no code.
-    fn caught_error_code(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<String> {
-        let error_ref = definition
-            .attribute("errorRef")
+    /// The code an error or escalation catch event catches: `None` (any) without a
+    /// reference or when the referenced error or escalation has no code.
+    fn caught_code(
+        &mut self,
+        id: &str,
+        definition: Node<'a, 'input>,
+        kind: CodeKind,
+    ) -> Option<String> {
+        let what = kind.what();
+        let reference = definition
+            .attribute(kind.reference())
             .filter(|r| !r.trim().is_empty())?;
-        let Some(&error) = self.ctx.errors.get(error_ref) else {
+        let Some(&target) = kind.definitions(self.ctx).get(reference) else {
             self.problem(
                 Some(id),
                 definition,
-                format!("the referenced error '{error_ref}' does not exist in this file"),
+                format!("the referenced {what} '{reference}' does not exist in this file"),
             );
             return None;
         };
-        let code = error
-            .attribute("errorCode")
+        let code = target
+            .attribute(kind.code())
             .filter(|c| !c.trim().is_empty())?;
         if code.starts_with('=') {
             self.problem(
                 Some(id),
-                error,
+                target,
                 format!(
-                    "the error code '{code}' of a catching event must be static text, not an \
+                    "the {what} code '{code}' of a catching event must be static text, not an \
                      expression"
                 ),
             );
@@ -1657,13 +1739,18 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
              output mappings",
         ),
         ElementKind::IntermediateThrowEvent(
-            ThrowEventDefinition::None | ThrowEventDefinition::Link { .. },
+            ThrowEventDefinition::None
+            | ThrowEventDefinition::Link { .. }
+            | ThrowEventDefinition::Escalation { .. },
         ) => Some(
-            "a none or link intermediate throw event cannot have input mappings, nothing in it \
-             would read them; use output mappings",
+            "a none, link or escalation intermediate throw event cannot have input mappings, \
+             nothing in it would read them; use output mappings",
         ),
         ElementKind::EndEvent(
-            EndEventKind::None | EndEventKind::Terminate | EndEventKind::Error { .. },
+            EndEventKind::None
+            | EndEventKind::Terminate
+            | EndEventKind::Error { .. }
+            | EndEventKind::Escalation { .. },
         ) => Some(
             "only a message end event (a job) can have input mappings; on this end event \
              nothing would read them",

@@ -399,6 +399,16 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "a standard loop is not supported",
     ),
     (
+        "escalation-throw-without-escalation",
+        Some("Raise"),
+        "an escalation intermediate throw event needs an escalation to throw",
+    ),
+    (
+        "escalation-boundary-duplicate-code",
+        Some("Second"),
+        "'First' already catches the escalation code 'LATE' here",
+    ),
+    (
         "event-subprocess-signal-start",
         Some("SigStart"),
         "an event subprocess started by a signalEventDefinition is not supported",
@@ -446,7 +456,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "input-on-none-throw-event",
         Some("Milestone"),
-        "a none or link intermediate throw event cannot have input mappings",
+        "a none, link or escalation intermediate throw event cannot have input mappings",
     ),
     (
         "output-on-error-end-event",

@@ -663,3 +663,103 @@ fn a_message_started_instance_whose_event_subprocess_timer_fails_resumes_at_its_
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
+
+// --- escalations ---
+
+#[test]
+fn a_non_interrupting_escalation_boundary_catches_its_code_and_the_thrower_goes_on() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/escalation.bpmn");
+    let instance = rule.create("escalation", json!({"code": "LATE", "giveUp": false}));
+    assert_eq!(count(&rule, "Late", Intent::ElementCompleted), 1);
+    assert_eq!(count(&rule, "Abandoned", Intent::ElementActivating), 0, "the code wins");
+    assert_eq!(count(&rule, "RaiseLate", Intent::ElementCompleted), 1);
+    assert_eq!(rule.variables(instance)["raised"], json!(true));
+    let boundary = rule
+        .records()
+        .of_type(ValueType::ProcessInstance)
+        .element("Late")
+        .records
+        .first()
+        .map(|r| r.value.clone());
+    assert!(matches!(
+        boundary,
+        Some(RecordValue::ProcessInstance(v)) if v.bpmn_event_type == BpmnEventType::Escalation
+    ));
+    complete_job(&mut rule, "finish", json!({}));
+    assert_eq!(count(&rule, "Review", Intent::ElementCompleted), 1);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
+    complete_job(&mut rule, "notify", json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert!(rule.incidents(instance).is_empty());
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_interrupting_catch_all_escalation_boundary_ends_the_subprocess() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/escalation.bpmn");
+    let instance = rule.create("escalation", json!({"code": "OTHER", "giveUp": false}));
+    assert_eq!(count(&rule, "Review", Intent::ElementTerminated), 1);
+    assert_eq!(count(&rule, "RaiseLate", Intent::ElementTerminated), 1);
+    assert_eq!(count(&rule, "Finish", Intent::ElementActivating), 0);
+    assert_eq!(count(&rule, "AbandonedEnd", Intent::ElementCompleted), 1);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_escalation_end_event_is_caught_around_its_subprocess() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/escalation.bpmn");
+    let instance = rule.create("escalation", json!({"code": "LATE", "giveUp": true}));
+    complete_job(&mut rule, "finish", json!({}));
+    assert_eq!(count(&rule, "GaveUp", Intent::ElementTerminated), 1);
+    assert_eq!(count(&rule, "Review", Intent::ElementTerminated), 1);
+    assert_eq!(count(&rule, "AbandonedEnd", Intent::ElementCompleted), 1);
+    assert_eq!(count(&rule, "Done", Intent::ElementActivating), 0);
+    // The earlier non-interrupting branch still runs.
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
+    complete_job(&mut rule, "notify", json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_escalation_event_subprocess_runs_beside_the_thrower() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/escalation.bpmn");
+    let instance = rule.create("escalation-in-process", json!({}));
+    assert_eq!(count(&rule, "OnAsk", Intent::ElementCompleted), 1);
+    assert_eq!(count(&rule, "Ask", Intent::ElementCompleted), 1);
+    assert_eq!(rule.variables(instance)["answered"], json!(true));
+    complete_job(&mut rule, "work", json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_uncaught_escalation_changes_nothing() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/escalation.bpmn");
+    let instance = rule.create("escalation-child", json!({}));
+    complete_job(&mut rule, "child-work", json!({}));
+    assert_eq!(count(&rule, "ChildEscalates", Intent::ElementCompleted), 1);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert!(rule.incidents(instance).is_empty());
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_escalation_a_called_process_does_not_catch_reaches_the_call_activity() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/escalation.bpmn");
+    let instance = rule.create("escalation-caller", json!({}));
+    complete_job(&mut rule, "child-work", json!({}));
+    assert_eq!(count(&rule, "ChildGaveUp", Intent::ElementCompleted), 1);
+    assert_eq!(count(&rule, "KNoted", Intent::ElementCompleted), 1);
+    // Non-interrupting: the child ends normally and the call activity completes.
+    assert_eq!(count(&rule, "CallChild", Intent::ElementCompleted), 1);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}

@@ -14,8 +14,8 @@
 //! Timers and message subscriptions are opened when the holder is entered (all
 //! evaluated first, so a failure opens none) and closed when it is left. A timer's
 //! `targetElementId` and a subscription's `elementId` name the catch event; the
-//! element instance key is the holder's. Errors are caught by walking up the scopes
-//! (`behavior/errors.rs`) and fired here like any trigger. A new kind of trigger (a
+//! element instance key is the holder's. Errors and escalations are caught by walking
+//! up the scopes (`behavior/errors.rs`) and fired here like any trigger. A new kind of trigger (a
 //! signal) adds a variant to [`Opening`] and its open and close calls.
 
 use rill_protocol::Key;
@@ -56,7 +56,7 @@ pub(super) fn held_catch_events(active: &Active) -> Vec<ElementIdx> {
 }
 
 /// What a held catch event waits for: a timer, a message, or (`None`) an event thrown
-/// inside (an error), which needs nothing opened.
+/// inside (an error, an escalation), which needs nothing opened.
 enum Waits<'m> {
     Timer(&'m crate::model::TimerDefinition),
     Message(&'m crate::model::MessageDefinition),
@@ -77,7 +77,7 @@ fn waits_for(kind: &ElementKind) -> Option<(Waits<'_>, bool)> {
             (TriggerDefinition::Message(message), interrupting) => {
                 Some((Waits::Message(message), interrupting))
             }
-            (TriggerDefinition::Error { .. }, _) => None,
+            (TriggerDefinition::Error { .. } | TriggerDefinition::Escalation { .. }, _) => None,
         },
     }
 }
