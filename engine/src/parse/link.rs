@@ -777,26 +777,6 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
                 }) if !name.is_empty() => Some(name.clone()),
                 _ => None,
             };
-            if let Some(code) = escalation {
-                if let Some((first, _)) = escalations.iter().find(|(_, c)| *c == code) {
-                    let first = b.elements[first.0 as usize].id.clone();
-                    let catch_id = b.elements[catch.0 as usize].id.clone();
-                    let what = match &code {
-                        Some(code) => format!("the escalation code '{code}'"),
-                        None => "any escalation".to_owned(),
-                    };
-                    b.problem(
-                        Some(&catch_id),
-                        b.nodes[catch.0 as usize],
-                        format!(
-                            "'{first}' already catches {what} here; each escalation can be \
-                             caught once per element"
-                        ),
-                    );
-                } else {
-                    escalations.push((catch, code));
-                }
-            }
             if let Some(name) = message {
                 if let Some((first, _)) = messages.iter().find(|(_, n)| *n == name) {
                     let first = b.elements[first.0 as usize].id.clone();
@@ -814,27 +794,39 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
                 }
             }
             if let Some(code) = error {
-                if let Some((first, _)) = errors.iter().find(|(_, c)| *c == code) {
-                    let first = b.elements[first.0 as usize].id.clone();
-                    let catch_id = b.elements[catch.0 as usize].id.clone();
-                    let what = match &code {
-                        Some(code) => format!("the error code '{code}'"),
-                        None => "any error".to_owned(),
-                    };
-                    b.problem(
-                        Some(&catch_id),
-                        b.nodes[catch.0 as usize],
-                        format!(
-                            "the event subprocess starting at '{first}' already catches {what} \
-                             in this scope; each error can be caught once per scope"
-                        ),
-                    );
-                } else {
-                    errors.push((catch, code));
-                }
+                check_code_unique(b, &mut errors, catch, code, "error");
+            }
+            if let Some(code) = escalation {
+                check_code_unique(b, &mut escalations, catch, code, "escalation");
             }
         }
     }
+}
+
+/// A scope catches each error or escalation code (and "any") once: `seen` holds the
+/// catch events met so far with their codes.
+fn check_code_unique(
+    b: &mut Builder<'_, '_, '_>,
+    seen: &mut Vec<(ElementIdx, Option<String>)>,
+    catch: ElementIdx,
+    code: Option<String>,
+    what: &str,
+) {
+    let Some((first, _)) = seen.iter().find(|(_, c)| *c == code) else {
+        seen.push((catch, code));
+        return;
+    };
+    let first = b.elements[first.0 as usize].id.clone();
+    let catch_id = b.elements[catch.0 as usize].id.clone();
+    let caught = match &code {
+        Some(code) => format!("the {what} code '{code}'"),
+        None => format!("any {what}"),
+    };
+    b.problem(
+        Some(&catch_id),
+        b.nodes[catch.0 as usize],
+        format!("'{first}' already catches {caught} here; each {what} can be caught once per scope"),
+    );
 }
 
 /// Pairs each link throw event with the link catch event of the same name in its own

@@ -1510,47 +1510,30 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 self.problem(
                     Some(id),
                     node,
-                    "a boundary event needs a timer, message, error or escalation definition".to_owned(),
+                    "a boundary event needs a timer, message, error or escalation definition"
+                        .to_owned(),
                 );
                 placeholder
             }
-            Some(definition) => match definition.tag_name().name() {
-                "timerEventDefinition" => {
-                    TriggerDefinition::Timer(self.timer(id, definition, !interrupting))
-                }
-                "messageEventDefinition" => TriggerDefinition::Message(self.message(
-                    id,
-                    definition,
-                    definition.attribute("messageRef"),
-                )),
-                "errorEventDefinition" => {
-                    if !interrupting {
+            Some(definition) => {
+                let fix = "an error boundary event must be interrupting; remove \
+                           cancelActivity=\"false\"";
+                match self.trigger(id, node, definition, interrupting, fix) {
+                    Some(trigger) => trigger,
+                    None => {
+                        let other = definition.tag_name().name();
                         self.problem(
                             Some(id),
-                            node,
-                            "an error boundary event must be interrupting; remove \
-                             cancelActivity=\"false\""
-                                .to_owned(),
+                            definition,
+                            format!(
+                                "a boundary event with a {other} is not supported; use a timer, \
+                                 message, error or escalation boundary event"
+                            ),
                         );
+                        placeholder
                     }
-                    let error_code = self.caught_code(id, definition, CodeKind::Error);
-                    TriggerDefinition::Error { error_code }
                 }
-                "escalationEventDefinition" => TriggerDefinition::Escalation {
-                    escalation_code: self.caught_code(id, definition, CodeKind::Escalation),
-                },
-                other => {
-                    self.problem(
-                        Some(id),
-                        definition,
-                        format!(
-                            "a boundary event with a {other} is not supported; use a timer, \
-                             message, error or escalation boundary event"
-                        ),
-                    );
-                    placeholder
-                }
-            },
+            }
         };
         ElementKind::BoundaryEvent {
             attached_to: idx,
@@ -1560,9 +1543,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
     }
 
     /// The start event of an event subprocess: a timer, a message, an error or an
-    /// escalation, which
-    /// interrupts the enclosing scope unless `isInterrupting="false"` (never for an
-    /// error).
+    /// escalation, which interrupts the enclosing scope unless `isInterrupting="false"`
+    /// (never for an error). Other definitions were refused before.
     fn event_subprocess_start(
         &mut self,
         id: &str,
@@ -1570,7 +1552,29 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         definition: Node<'a, 'input>,
     ) -> ElementKind {
         let interrupting = node.attribute("isInterrupting").map(str::trim) != Some("false");
-        let definition = match definition.tag_name().name() {
+        let fix = "an error start event of an event subprocess must be interrupting; remove \
+                   isInterrupting=\"false\"";
+        let definition = self
+            .trigger(id, node, definition, interrupting, fix)
+            .unwrap_or(TriggerDefinition::Error { error_code: None });
+        ElementKind::EventStartEvent {
+            interrupting,
+            definition,
+        }
+    }
+
+    /// What a boundary event or an event subprocess's start event waits for, or `None`
+    /// for a definition Rill does not run there. A timer cycle needs a non-interrupting
+    /// event; an error an interrupting one (else the problem `fix`).
+    fn trigger(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        definition: Node<'a, 'input>,
+        interrupting: bool,
+        fix: &str,
+    ) -> Option<TriggerDefinition> {
+        Some(match definition.tag_name().name() {
             "timerEventDefinition" => {
                 TriggerDefinition::Timer(self.timer(id, definition, !interrupting))
             }
@@ -1579,28 +1583,19 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 definition,
                 definition.attribute("messageRef"),
             )),
-            "escalationEventDefinition" => TriggerDefinition::Escalation {
-                escalation_code: self.caught_code(id, definition, CodeKind::Escalation),
-            },
-            _ => {
+            "errorEventDefinition" => {
                 if !interrupting {
-                    self.problem(
-                        Some(id),
-                        node,
-                        "an error start event of an event subprocess must be interrupting; \
-                         remove isInterrupting=\"false\""
-                            .to_owned(),
-                    );
+                    self.problem(Some(id), node, fix.to_owned());
                 }
                 TriggerDefinition::Error {
                     error_code: self.caught_code(id, definition, CodeKind::Error),
                 }
             }
-        };
-        ElementKind::EventStartEvent {
-            interrupting,
-            definition,
-        }
+            "escalationEventDefinition" => TriggerDefinition::Escalation {
+                escalation_code: self.caught_code(id, definition, CodeKind::Escalation),
+            },
+            _ => return None,
+        })
     }
 
     /// An event-based gateway: exclusive (the BPMN default), never instantiating.

@@ -4,7 +4,7 @@
 //! Modeler-shaped fixtures from `tests/fixtures/elements/`.
 
 use rill_engine::ProcessInstanceState;
-use rill_protocol::value::{BpmnElementType, BpmnEventType};
+use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
 use rill_protocol::{Command, Intent, JsonValue, Key, RecordValue, ValueType};
 use serde_json::{Value, json};
 
@@ -49,6 +49,44 @@ fn throw_error(rule: &mut EngineRule, job_type: &str, code: &str) {
         variables: JsonValue(json!({"reason": "broken"})),
     }));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+/// The first process-instance record of an element, and its key.
+fn first_record(rule: &EngineRule, element: &str) -> (Key, ProcessInstanceRecord) {
+    rule.records()
+        .of_type(ValueType::ProcessInstance)
+        .element(element)
+        .records
+        .iter()
+        .find_map(|r| match &r.value {
+            RecordValue::ProcessInstance(v) => Some((r.key, v.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{element} was never entered"))
+}
+
+fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {
+    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: scope,
+        variables: JsonValue(variables),
+        local: false,
+    }));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+fn resolve(rule: &mut EngineRule, incident_key: Key) {
+    let outcome = rule.process(Command::ResolveIncident { incident_key });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+/// The catch events whose subscriptions were closed, sorted.
+fn closed_subscriptions(rule: &EngineRule) -> Vec<String> {
+    let mut closed: Vec<String> = subscriptions(rule, Intent::Deleted)
+        .into_iter()
+        .map(|s| s.0)
+        .collect();
+    closed.sort();
+    closed
 }
 
 /// How often an element reached `intent`.
@@ -173,20 +211,9 @@ fn an_interrupting_message_boundary_terminates_the_task_and_closes_its_other_tri
         .collect();
     assert_eq!(canceled, vec!["Reminder", "Nudge"]);
     // The boundary event's element instance is written as Zeebe writes it.
-    let boundary = rule
-        .records()
-        .of_type(ValueType::ProcessInstance)
-        .element("Cancelled")
-        .records
-        .first()
-        .map(|r| r.value.clone());
-    match boundary {
-        Some(RecordValue::ProcessInstance(v)) => {
-            assert_eq!(v.bpmn_element_type, BpmnElementType::BoundaryEvent);
-            assert_eq!(v.bpmn_event_type, BpmnEventType::Message);
-        }
-        other => panic!("{other:?}"),
-    }
+    let (_, boundary) = first_record(&rule, "Cancelled");
+    assert_eq!(boundary.bpmn_element_type, BpmnElementType::BoundaryEvent);
+    assert_eq!(boundary.bpmn_event_type, BpmnEventType::Message);
     rule.assert_replay_matches();
 }
 
@@ -206,13 +233,8 @@ fn a_non_interrupting_message_boundary_fires_per_message_while_the_task_runs() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
     complete_job(&mut rule, "work", json!({}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
-    let mut closed: Vec<String> = subscriptions(&rule, Intent::Deleted)
-        .into_iter()
-        .map(|s| s.0)
-        .collect();
-    closed.sort();
     assert_eq!(
-        closed,
+        closed_subscriptions(&rule),
         vec!["Cancelled", "Updated"],
         "completing the task closes every boundary subscription"
     );
@@ -228,12 +250,7 @@ fn the_correlation_key_is_the_one_evaluated_when_the_task_was_entered() {
     let mut rule = EngineRule::new();
     rule.deploy_fixture("elements/message-boundary.bpmn");
     let instance = rule.create("message-boundary", json!({"orderId": "first"}));
-    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
-        element_instance_key: instance,
-        variables: JsonValue(json!({"orderId": "second"})),
-        local: false,
-    }));
-    assert!(!outcome.is_rejected());
+    set_variables(&mut rule, instance, json!({"orderId": "second"}));
     rule.publish("order-cancelled", "second", 0, json!({}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
     rule.publish("order-cancelled", "first", 0, json!({}));
@@ -301,10 +318,7 @@ fn an_interrupting_message_event_subprocess_replaces_the_process_flow() {
     assert_eq!(count(&rule, "CancelStart", Intent::ElementCompleted), 1);
     // The other event subprocesses' triggers are closed: it starts only once.
     assert_eq!(
-        subscriptions(&rule, Intent::Deleted)
-            .into_iter()
-            .map(|s| s.0)
-            .collect::<Vec<_>>(),
+        closed_subscriptions(&rule),
         vec!["StatusStart"]
     );
     assert_eq!(timers(&rule).last(), Some(&("SlowStart".to_owned(), Intent::Canceled)));
@@ -318,20 +332,9 @@ fn an_interrupting_message_event_subprocess_replaces_the_process_flow() {
     complete_job(&mut rule, "compensate", json!({}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert_eq!(count(&rule, "Done", Intent::ElementActivating), 0);
-    let element = rule
-        .records()
-        .of_type(ValueType::ProcessInstance)
-        .element("OnCancel")
-        .records
-        .first()
-        .map(|r| r.value.clone());
-    match element {
-        Some(RecordValue::ProcessInstance(v)) => {
-            assert_eq!(v.bpmn_element_type, BpmnElementType::EventSubProcess);
-            assert_eq!(v.flow_scope_key, instance.get());
-        }
-        other => panic!("{other:?}"),
-    }
+    let (_, element) = first_record(&rule, "OnCancel");
+    assert_eq!(element.bpmn_element_type, BpmnElementType::EventSubProcess);
+    assert_eq!(element.flow_scope_key, instance.get());
     rule.assert_replay_matches();
 }
 
@@ -424,14 +427,7 @@ fn an_event_subprocess_in_a_subprocess_lives_and_interrupts_within_it() {
     rule.deploy_fixture("elements/nested-event-subprocess.bpmn");
     let instance = rule.create("nested-event-subprocess", json!({"limit": "PT10M"}));
     // Its timer is evaluated in the subprocess and belongs to it.
-    let handling = rule
-        .records()
-        .of_type(ValueType::ProcessInstance)
-        .element("Handling")
-        .records
-        .first()
-        .map(|r| r.key)
-        .expect("Handling entered");
+    let (handling, _) = first_record(&rule, "Handling");
     let timer_owner = rule
         .records()
         .of_type(ValueType::Timer)
@@ -506,16 +502,8 @@ fn a_bad_event_subprocess_timer_is_an_incident_on_its_scope_resolved_after_a_fix
     assert_eq!(incidents.len(), 1);
     assert_eq!(incidents[0].record.element_id, "Handling");
     assert_eq!(count(&rule, "Pack", Intent::ElementActivating), 0);
-    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
-        element_instance_key: instance,
-        variables: JsonValue(json!({"limit": "PT1M"})),
-        local: false,
-    }));
-    assert!(!outcome.is_rejected());
-    let outcome = rule.process(Command::ResolveIncident {
-        incident_key: incidents[0].key,
-    });
-    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    set_variables(&mut rule, instance, json!({"limit": "PT1M"}));
+    resolve(&mut rule, incidents[0].key);
     assert_eq!(count(&rule, "Pack", Intent::ElementActivated), 1);
     rule.advance(MINUTE);
     rule.fire_due();
@@ -575,10 +563,7 @@ fn the_first_event_after_an_event_based_gateway_wins_a_timer() {
     assert_eq!(count(&rule, "Lapsed", Intent::ElementCompleted), 1);
     assert_eq!(count(&rule, "Paid", Intent::ElementActivating), 0);
     assert_eq!(
-        subscriptions(&rule, Intent::Deleted)
-            .into_iter()
-            .map(|s| s.0)
-            .collect::<Vec<_>>(),
+        closed_subscriptions(&rule),
         vec!["Paid"]
     );
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
@@ -633,27 +618,12 @@ fn a_message_started_instance_whose_event_subprocess_timer_fails_resumes_at_its_
     );
     rule.deploy_xml(&xml);
     rule.publish("go", "", 0, json!({"limit": 5}));
-    let instance = rule
-        .records()
-        .of_type(ValueType::ProcessInstance)
-        .element("p")
-        .records
-        .first()
-        .map(|r| r.key)
-        .expect("an instance started");
+    let (instance, _) = first_record(&rule, "p");
     let incidents = rule.incidents(instance);
     assert_eq!(incidents.len(), 1, "a number is no duration");
     assert_eq!(count(&rule, "s", Intent::ElementActivating), 0);
-    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
-        element_instance_key: instance,
-        variables: JsonValue(json!({"limit": "PT1M"})),
-        local: false,
-    }));
-    assert!(!outcome.is_rejected());
-    let outcome = rule.process(Command::ResolveIncident {
-        incident_key: incidents[0].key,
-    });
-    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    set_variables(&mut rule, instance, json!({"limit": "PT1M"}));
+    resolve(&mut rule, incidents[0].key);
     assert_eq!(count(&rule, "s", Intent::ElementCompleted), 1);
     assert_eq!(timers(&rule), vec![("ls".to_owned(), Intent::Created)]);
     rule.advance(MINUTE);
@@ -675,17 +645,8 @@ fn a_non_interrupting_escalation_boundary_catches_its_code_and_the_thrower_goes_
     assert_eq!(count(&rule, "Abandoned", Intent::ElementActivating), 0, "the code wins");
     assert_eq!(count(&rule, "RaiseLate", Intent::ElementCompleted), 1);
     assert_eq!(rule.variables(instance)["raised"], json!(true));
-    let boundary = rule
-        .records()
-        .of_type(ValueType::ProcessInstance)
-        .element("Late")
-        .records
-        .first()
-        .map(|r| r.value.clone());
-    assert!(matches!(
-        boundary,
-        Some(RecordValue::ProcessInstance(v)) if v.bpmn_event_type == BpmnEventType::Escalation
-    ));
+    let (_, boundary) = first_record(&rule, "Late");
+    assert_eq!(boundary.bpmn_event_type, BpmnEventType::Escalation);
     complete_job(&mut rule, "finish", json!({}));
     assert_eq!(count(&rule, "Review", Intent::ElementCompleted), 1);
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
