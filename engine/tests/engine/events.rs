@@ -1,6 +1,8 @@
 //! Event triggers held by scopes (`behavior/elements/triggers.rs`): message and timer
 //! boundary events, interrupting and not; event subprocesses with message, timer and
-//! error start events, in the process and in a subprocess; the event-based gateway.
+//! error start events, in the process and in a subprocess; the event-based gateway;
+//! escalations (throw and end events, boundary events, event subprocesses, call
+//! activities).
 //! Modeler-shaped fixtures from `tests/fixtures/elements/`.
 
 use rill_engine::ProcessInstanceState;
@@ -8,21 +10,11 @@ use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord
 use rill_protocol::{Command, Intent, JsonValue, Key, RecordValue, ValueType};
 use serde_json::{Value, json};
 
+use super::breadth::{cancel, resolve, set_variables, state};
 use super::elements::{flow, model, task};
 use super::*;
 
 const MINUTE: i64 = 60_000;
-
-fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
-}
-
-fn cancel(rule: &mut EngineRule, instance: Key) {
-    let outcome = rule.process(Command::CancelProcessInstance {
-        process_instance_key: instance,
-    });
-    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-}
 
 fn complete_job(rule: &mut EngineRule, job_type: &str, variables: Value) {
     let (key, _) = rule.job(job_type);
@@ -63,20 +55,6 @@ fn first_record(rule: &EngineRule, element: &str) -> (Key, ProcessInstanceRecord
             _ => None,
         })
         .unwrap_or_else(|| panic!("{element} was never entered"))
-}
-
-fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {
-    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
-        element_instance_key: scope,
-        variables: JsonValue(variables),
-        local: false,
-    }));
-    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-}
-
-fn resolve(rule: &mut EngineRule, incident_key: Key) {
-    let outcome = rule.process(Command::ResolveIncident { incident_key });
-    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
 }
 
 /// The catch events whose subscriptions were closed, sorted.
