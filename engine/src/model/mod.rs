@@ -14,7 +14,12 @@
 //!   boundary); no flow leaves an end event or enters a start or boundary event;
 //! - every subprocess has exactly one none start event, which is in its `children`; the
 //!   process has at most one, and none only when it has a timer or message start event
-//!   (then it cannot be created by a command or a call activity);
+//!   (then it cannot be created by a command or a call activity); an event subprocess
+//!   (`triggered_by_event`) instead has exactly one [`ElementKind::EventStartEvent`]
+//!   (timer, message, error or escalation), its `start_event`, and no none start event;
+//! - an event subprocess has no incoming or outgoing flow, no boundary event and no
+//!   multi-instance; event start events appear only directly in an event subprocess,
+//!   and one with an error trigger is interrupting;
 //! - timer and message start events appear only directly in the process; a timer start
 //!   event has a date or a cycle (ISO 8601 or cron), never a duration; a message start
 //!   event has a static, non-empty message name, unique among the process's message
@@ -32,10 +37,17 @@
 //! - a call activity names a called process id (static and non-empty, or an
 //!   expression); a `VersionTag` binding carries a non-empty tag;
 //! - a boundary event is attached to a task (undefined, manual, service, script, send,
-//!   receive), a call activity or a subprocess of its own scope and is listed in that element's
-//!   `boundary_events`; an error boundary is interrupting, and no two error boundaries
-//!   of one element catch the same code;
-//! - a timer cycle appears only on a non-interrupting boundary event;
+//!   receive), a call activity or a subprocess (not an event subprocess) of its own scope
+//!   and is listed in that element's `boundary_events`; an error boundary is
+//!   interrupting, and no two error boundaries of one element catch the same code;
+//! - the catch events one element instance holds triggers for (its own message, its
+//!   boundary events, the start events of its event subprocesses, the events after an
+//!   event-based gateway) have distinct static message names; the error and the
+//!   escalation catch events among them catch each code (and "any") once;
+//! - an event-based gateway has at least two outgoing flows, each to a timer or message
+//!   intermediate catch event that has no other incoming flow;
+//! - a timer cycle appears only on a non-interrupting boundary event or event
+//!   subprocess start event;
 //! - a link throw event's `catch_event` is the one link catch event of its own scope
 //!   with its name; no two link catch events of a scope share a name; a link throw
 //!   event has no outgoing flow and a link catch event no incoming flow;
@@ -48,8 +60,8 @@
 //!   both unset; variable names are non-empty;
 //! - `inputs` appear only on tasks, call activities, subprocesses, intermediate catch events, message
 //!   throw events and message end events; `outputs` on those and on every other event
-//!   but error end events (start, none and link throw, none and terminate end,
-//!   boundary). Mapping targets are non-empty dotted paths of variable names.
+//!   but error end events (start, none, link and escalation throw, none, terminate and
+//!   escalation end, boundary). Mapping targets are non-empty dotted paths of variable names.
 
 use std::collections::HashMap;
 
