@@ -702,3 +702,49 @@ fn an_escalation_a_called_process_does_not_catch_reaches_the_call_activity() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn each_inner_instance_of_a_multi_instance_subprocess_holds_its_event_subprocesses() {
+    let mut rule = EngineRule::new();
+    let body = [
+        r#"<bpmn:startEvent id="s" />"#,
+        r#"<bpmn:subProcess id="each"><bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=[1, 2]" inputElement="item" /></bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>"#,
+        r#"<bpmn:startEvent id="is" />"#,
+        &task("work", "work"),
+        &flow("i0", "is", "work"),
+        r#"<bpmn:subProcess id="tick" triggeredByEvent="true"><bpmn:startEvent id="ts" isInterrupting="false"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:startEvent></bpmn:subProcess>"#,
+        r#"</bpmn:subProcess>"#,
+        r#"<bpmn:boundaryEvent id="stop" attachedToRef="each"><bpmn:messageEventDefinition messageRef="M" /></bpmn:boundaryEvent>"#,
+        r#"<bpmn:endEvent id="e" />"#,
+        r#"<bpmn:endEvent id="stopped" />"#,
+        &flow("f0", "s", "each"),
+        &flow("f1", "each", "e"),
+        &flow("f2", "stop", "stopped"),
+    ]
+    .concat();
+    rule.deploy_xml(&model(&body));
+    let instance = rule.create("p", json!({"key": "k"}));
+    assert_eq!(
+        timers(&rule),
+        vec![
+            ("ts".to_owned(), Intent::Created),
+            ("ts".to_owned(), Intent::Created)
+        ],
+        "one timer per inner instance"
+    );
+    assert_eq!(
+        subscriptions(&rule, Intent::Creating),
+        vec![("stop".to_owned(), "msg".to_owned(), true)],
+        "one subscription, on the body"
+    );
+    rule.advance(MINUTE);
+    rule.fire_due();
+    assert_eq!(count(&rule, "tick", Intent::ElementCompleted), 2);
+    rule.publish("msg", "k", 0, json!({}));
+    assert_eq!(count(&rule, "work", Intent::ElementTerminated), 2);
+    assert_eq!(count(&rule, "stopped", Intent::ElementCompleted), 1);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(armed_timers(&rule), 0);
+    assert_eq!(open_message_subscriptions(&rule), 0);
+    rule.assert_replay_matches();
+}
