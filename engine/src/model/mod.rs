@@ -145,7 +145,10 @@ impl ProcessModel {
 
     /// The start events of the event subprocesses directly inside a process or
     /// subprocess, in document order: their triggers belong to that scope.
-    pub fn event_subprocess_starts(&self, scope: ElementIdx) -> impl Iterator<Item = ElementIdx> + '_ {
+    pub fn event_subprocess_starts(
+        &self,
+        scope: ElementIdx,
+    ) -> impl Iterator<Item = ElementIdx> + '_ {
         self.children(scope)
             .iter()
             .filter_map(|c| match &self.element(*c).kind {

@@ -411,17 +411,19 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 ..
             }
         );
-        if event_subprocess || !matches!(
-            host_element.kind,
-            ElementKind::Task
-                | ElementKind::ManualTask
-                | ElementKind::ServiceTask(_)
-                | ElementKind::ScriptTask(_)
-                | ElementKind::SendTask(_)
-                | ElementKind::ReceiveTask(_)
-                | ElementKind::CallActivity(_)
-                | ElementKind::SubProcess { .. }
-        ) {
+        if event_subprocess
+            || !matches!(
+                host_element.kind,
+                ElementKind::Task
+                    | ElementKind::ManualTask
+                    | ElementKind::ServiceTask(_)
+                    | ElementKind::ScriptTask(_)
+                    | ElementKind::SendTask(_)
+                    | ElementKind::ReceiveTask(_)
+                    | ElementKind::CallActivity(_)
+                    | ElementKind::SubProcess { .. }
+            )
+        {
             b.problem(
                 Some(&boundary_id),
                 node,
@@ -632,7 +634,12 @@ fn check_event_subprocess_start(b: &mut Builder<'_, '_, '_>, idx: usize) {
         .collect();
     let scope_id = b.elements[idx].id.clone();
     match starts.as_slice() {
-        [only] if matches!(b.elements[only.0 as usize].kind, ElementKind::EventStartEvent { .. }) => {
+        [only]
+            if matches!(
+                b.elements[only.0 as usize].kind,
+                ElementKind::EventStartEvent { .. }
+            ) =>
+        {
             if let ElementKind::SubProcess { start_event, .. } = &mut b.elements[idx].kind {
                 *start_event = *only;
             }
@@ -641,7 +648,8 @@ fn check_event_subprocess_start(b: &mut Builder<'_, '_, '_>, idx: usize) {
             // A start event already reported as unsupported is not missing as well.
             let reported = bpmn_children(b.nodes[idx]).any(|n| {
                 n.tag_name().name() == "startEvent"
-                    && n.attribute("id").is_some_and(|id| b.unsupported.contains(id))
+                    && n.attribute("id")
+                        .is_some_and(|id| b.unsupported.contains(id))
             });
             if !reported {
                 b.problem(
@@ -656,18 +664,18 @@ fn check_event_subprocess_start(b: &mut Builder<'_, '_, '_>, idx: usize) {
         _ => {
             for start in starts {
                 let id = b.elements[start.0 as usize].id.clone();
-                let message = if matches!(b.elements[start.0 as usize].kind, ElementKind::StartEvent)
-                {
-                    format!(
-                        "the event subprocess '{scope_id}' cannot start at a none start event; \
+                let message =
+                    if matches!(b.elements[start.0 as usize].kind, ElementKind::StartEvent) {
+                        format!(
+                            "the event subprocess '{scope_id}' cannot start at a none start event; \
                          give it a timer, message or error definition"
-                    )
-                } else {
-                    format!(
-                        "the event subprocess '{scope_id}' has several start events; keep \
+                        )
+                    } else {
+                        format!(
+                            "the event subprocess '{scope_id}' has several start events; keep \
                          exactly one"
-                    )
-                };
+                        )
+                    };
                 b.problem(Some(&id), b.nodes[start.0 as usize], message);
             }
         }
@@ -753,7 +761,12 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
             }
         }
         if matches!(b.elements[idx].kind, ElementKind::EventBasedGateway) {
-            hosted.extend(b.elements[idx].outgoing.iter().map(|f| flows[f.0 as usize].target));
+            hosted.extend(
+                b.elements[idx]
+                    .outgoing
+                    .iter()
+                    .map(|f| flows[f.0 as usize].target),
+            );
         }
         for catch in hosted {
             let (message, error, escalation) = match &b.elements[catch.0 as usize].kind {
@@ -825,7 +838,9 @@ fn check_code_unique(
     b.problem(
         Some(&catch_id),
         b.nodes[catch.0 as usize],
-        format!("'{first}' already catches {caught} here; each {what} can be caught once per scope"),
+        format!(
+            "'{first}' already catches {caught} here; each {what} can be caught once per scope"
+        ),
     );
 }
 

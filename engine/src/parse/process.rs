@@ -17,9 +17,9 @@ use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
-    TriggerDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx,
-    ElementKind, EndEventKind, JobDefinition, Mapping, MessageDefinition, MultiInstance,
-    ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition, ValueOrExpr,
+    CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind,
+    EndEventKind, JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel,
+    ScriptDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
@@ -1378,12 +1378,12 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 );
                 placeholder
             }
-            Some(raw) => values::string_or_expr(&format!("{what} code"), raw).unwrap_or_else(
-                |message| {
+            Some(raw) => {
+                values::string_or_expr(&format!("{what} code"), raw).unwrap_or_else(|message| {
                     self.problem(Some(id), target, message);
                     placeholder
-                },
-            ),
+                })
+            }
         }
     }
 

@@ -1,8 +1,8 @@
 //! Each element family parses into the expected model shape.
 
 use rill_engine::model::{
-    TriggerDefinition, CatchEventDefinition, ElementKind, EndEventKind, ProcessModel,
-    TimerDefinition,
+    CatchEventDefinition, ElementKind, EndEventKind, ProcessModel, TimerDefinition,
+    TriggerDefinition,
 };
 use rill_feel::temporal::{IsoCycle, IsoDuration};
 use rill_protocol::value::{BpmnElementType, BpmnEventType};
@@ -696,26 +696,32 @@ fn event_subprocesses_have_one_event_start_event_and_no_flows() {
     assert_eq!(
         ids(
             &model,
-            &model.event_subprocess_starts(ProcessModel::ROOT).collect::<Vec<_>>()
+            &model
+                .event_subprocess_starts(ProcessModel::ROOT)
+                .collect::<Vec<_>>()
         ),
         vec!["CancelStart", "StatusStart", "SlowStart", "FailureStart"]
     );
-    assert_eq!(model.start_event(idx(&model, "OnCancel")), Some(idx(&model, "CancelStart")));
+    assert_eq!(
+        model.start_event(idx(&model, "OnCancel")),
+        Some(idx(&model, "CancelStart"))
+    );
     assert_eq!(
         model.start_event(ProcessModel::ROOT),
         Some(idx(&model, "Start")),
         "the process still starts at its none start event"
     );
-    let kinds: Vec<(bool, BpmnEventType)> = ["CancelStart", "StatusStart", "SlowStart", "FailureStart"]
-        .iter()
-        .map(|id| match &el(&model, id).kind {
-            ElementKind::EventStartEvent {
-                interrupting,
-                definition,
-            } => (*interrupting, definition.event_type()),
-            other => panic!("{id} is {other:?}"),
-        })
-        .collect();
+    let kinds: Vec<(bool, BpmnEventType)> =
+        ["CancelStart", "StatusStart", "SlowStart", "FailureStart"]
+            .iter()
+            .map(|id| match &el(&model, id).kind {
+                ElementKind::EventStartEvent {
+                    interrupting,
+                    definition,
+                } => (*interrupting, definition.event_type()),
+                other => panic!("{id} is {other:?}"),
+            })
+            .collect();
     assert_eq!(
         kinds,
         vec![
@@ -725,13 +731,22 @@ fn event_subprocesses_have_one_event_start_event_and_no_flows() {
             (true, BpmnEventType::Error),
         ]
     );
-    assert_eq!(el(&model, "FailureStart").element_type(), BpmnElementType::StartEvent);
-    assert_eq!(el(&model, "FailureStart").event_type(), BpmnEventType::Error);
+    assert_eq!(
+        el(&model, "FailureStart").element_type(),
+        BpmnElementType::StartEvent
+    );
+    assert_eq!(
+        el(&model, "FailureStart").event_type(),
+        BpmnEventType::Error
+    );
 
     let nested = parse_one("elements/nested-event-subprocess.bpmn");
     let handling = idx(&nested, "Handling");
     assert_eq!(
-        ids(&nested, &nested.event_subprocess_starts(handling).collect::<Vec<_>>()),
+        ids(
+            &nested,
+            &nested.event_subprocess_starts(handling).collect::<Vec<_>>()
+        ),
         vec!["TooSlowStart", "CheckFailedStart"]
     );
     assert_eq!(el(&nested, "TooSlow").flow_scope, Some(handling));
@@ -751,8 +766,8 @@ fn an_event_based_gateway_leads_to_its_catch_events() {
     ));
     assert!(matches!(
         el(&model, "Expired").kind,
-        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(TimerDefinition::Duration(
-            ValueOrExpr::Expr(_)
-        )))
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(
+            TimerDefinition::Duration(ValueOrExpr::Expr(_))
+        ))
     ));
 }

@@ -1,6 +1,6 @@
 //! The Modeler samples from `shared/bpmn` parse into what their README describes.
 
-use rill_engine::model::{TriggerDefinition, CatchEventDefinition, ElementKind, TimerDefinition};
+use rill_engine::model::{CatchEventDefinition, ElementKind, TimerDefinition, TriggerDefinition};
 use rill_engine::{Checksum, parse_deployment};
 use rill_feel::temporal::IsoDuration;
 

@@ -289,17 +289,20 @@ fn an_interrupting_message_event_subprocess_replaces_the_process_flow() {
             ("StatusStart".to_owned(), "status".to_owned(), false),
         ]
     );
-    assert_eq!(timers(&rule), vec![("SlowStart".to_owned(), Intent::Created)]);
+    assert_eq!(
+        timers(&rule),
+        vec![("SlowStart".to_owned(), Intent::Created)]
+    );
     rule.publish("cancel", "o-1", 0, json!({"reason": "fraud"}));
     assert_eq!(count(&rule, "Work", Intent::ElementTerminated), 1);
     assert_eq!(count(&rule, "OnCancel", Intent::ElementActivated), 1);
     assert_eq!(count(&rule, "CancelStart", Intent::ElementCompleted), 1);
     // The other event subprocesses' triggers are closed: it starts only once.
+    assert_eq!(closed_subscriptions(&rule), vec!["StatusStart"]);
     assert_eq!(
-        closed_subscriptions(&rule),
-        vec!["StatusStart"]
+        timers(&rule).last(),
+        Some(&("SlowStart".to_owned(), Intent::Canceled))
     );
-    assert_eq!(timers(&rule).last(), Some(&("SlowStart".to_owned(), Intent::Canceled)));
     rule.publish("cancel", "o-1", 0, json!({}));
     rule.publish("status", "o-1", 0, json!({"status": "late"}));
     assert_eq!(count(&rule, "OnCancel", Intent::ElementActivating), 1);
@@ -495,7 +498,10 @@ fn a_bad_event_subprocess_timer_is_an_incident_on_its_scope_resolved_after_a_fix
 fn the_first_event_after_an_event_based_gateway_wins_a_message() {
     let mut rule = EngineRule::new();
     rule.deploy_fixture("elements/event-based-gateway.bpmn");
-    let instance = rule.create("event-based-gateway", json!({"orderId": "o-1", "wait": "PT1H"}));
+    let instance = rule.create(
+        "event-based-gateway",
+        json!({"orderId": "o-1", "wait": "PT1H"}),
+    );
     assert_eq!(count(&rule, "AwaitPayment", Intent::ElementActivated), 1);
     assert_eq!(
         subscriptions(&rule, Intent::Creating),
@@ -522,7 +528,10 @@ fn the_first_event_after_an_event_based_gateway_wins_a_message() {
             ("Paid", Intent::ElementCompleted),
         ])
     );
-    assert_eq!(timers(&rule).last(), Some(&("Expired".to_owned(), Intent::Canceled)));
+    assert_eq!(
+        timers(&rule).last(),
+        Some(&("Expired".to_owned(), Intent::Canceled))
+    );
     assert_eq!(count(&rule, "Expired", Intent::ElementActivating), 0);
     assert_eq!(rule.variables(instance)["paidAmount"], json!(12));
     complete_job(&mut rule, "ship", json!({}));
@@ -535,15 +544,15 @@ fn the_first_event_after_an_event_based_gateway_wins_a_message() {
 fn the_first_event_after_an_event_based_gateway_wins_a_timer() {
     let mut rule = EngineRule::new();
     rule.deploy_fixture("elements/event-based-gateway.bpmn");
-    let instance = rule.create("event-based-gateway", json!({"orderId": "o-1", "wait": "PT1H"}));
+    let instance = rule.create(
+        "event-based-gateway",
+        json!({"orderId": "o-1", "wait": "PT1H"}),
+    );
     rule.advance(60 * MINUTE);
     rule.fire_due();
     assert_eq!(count(&rule, "Lapsed", Intent::ElementCompleted), 1);
     assert_eq!(count(&rule, "Paid", Intent::ElementActivating), 0);
-    assert_eq!(
-        closed_subscriptions(&rule),
-        vec!["Paid"]
-    );
+    assert_eq!(closed_subscriptions(&rule), vec!["Paid"]);
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     // A late payment finds nothing to correlate to.
     rule.publish("payment", "o-1", 0, json!({"amount": 1}));
@@ -556,7 +565,10 @@ fn the_first_event_after_an_event_based_gateway_wins_a_timer() {
 fn cancelling_at_an_event_based_gateway_closes_both_triggers() {
     let mut rule = EngineRule::new();
     rule.deploy_fixture("elements/event-based-gateway.bpmn");
-    let instance = rule.create("event-based-gateway", json!({"orderId": "o-1", "wait": "PT1H"}));
+    let instance = rule.create(
+        "event-based-gateway",
+        json!({"orderId": "o-1", "wait": "PT1H"}),
+    );
     cancel(&mut rule, instance);
     assert_eq!(count(&rule, "AwaitPayment", Intent::ElementTerminated), 1);
     assert_eq!(open_message_subscriptions(&rule), 0);
@@ -569,7 +581,10 @@ fn a_buffered_message_wins_at_an_event_based_gateway_as_it_is_entered() {
     let mut rule = EngineRule::new();
     rule.deploy_fixture("elements/event-based-gateway.bpmn");
     rule.publish("payment", "o-1", 60_000, json!({"amount": 5}));
-    let instance = rule.create("event-based-gateway", json!({"orderId": "o-1", "wait": "PT1H"}));
+    let instance = rule.create(
+        "event-based-gateway",
+        json!({"orderId": "o-1", "wait": "PT1H"}),
+    );
     assert_eq!(count(&rule, "Paid", Intent::ElementCompleted), 1);
     assert_eq!(count(&rule, "Expired", Intent::ElementActivating), 0);
     assert_eq!(armed_timers(&rule), 0, "the timer was cancelled");
@@ -620,7 +635,11 @@ fn a_non_interrupting_escalation_boundary_catches_its_code_and_the_thrower_goes_
     rule.deploy_fixture("elements/escalation.bpmn");
     let instance = rule.create("escalation", json!({"code": "LATE", "giveUp": false}));
     assert_eq!(count(&rule, "Late", Intent::ElementCompleted), 1);
-    assert_eq!(count(&rule, "Abandoned", Intent::ElementActivating), 0, "the code wins");
+    assert_eq!(
+        count(&rule, "Abandoned", Intent::ElementActivating),
+        0,
+        "the code wins"
+    );
     assert_eq!(count(&rule, "RaiseLate", Intent::ElementCompleted), 1);
     assert_eq!(rule.variables(instance)["raised"], json!(true));
     let (_, boundary) = first_record(&rule, "Late");

@@ -1,7 +1,8 @@
 //! End events: none (the token ends), terminate (ends every token of its scope, then
 //! the scope), error (throws to the nearest catching boundary event or event
-//! subprocess, else an incident), escalation (throws, then the token ends), and message (as in Zeebe, a job for a worker that sends the message; the
-//! token ends when the job is completed).
+//! subprocess, else an incident), escalation (throws, then the token ends), and
+//! message (as in Zeebe, a job for a worker that sends the message; the token ends
+//! when the job is completed).
 
 use rill_protocol::Intent;
 use rill_protocol::Key;

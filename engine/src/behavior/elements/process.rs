@@ -3,9 +3,9 @@
 //! triggers of its event subprocesses while it is active.
 
 use super::{ElementBehavior, Trigger, enter_scope, wrong_kind};
+use crate::behavior::{MESSAGE_START_VARIABLE, MessageStart};
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::behavior::{MESSAGE_START_VARIABLE, MessageStart};
 use crate::model::{ElementIdx, ElementKind};
 use crate::outcome::Evaluated;
 
@@ -48,13 +48,13 @@ fn event_start(p: &Processing<'_>, active: &Active) -> Result<Option<ElementIdx>
         .read()
         .variable(active.key(), active.key(), MESSAGE_START_VARIABLE)?
         .and_then(|v| serde_json::from_str::<MessageStart>(&v.value).ok());
-    Ok(model.event_start_events().find(|start| {
-        match (&model.element(*start).kind, &started_by) {
+    Ok(model
+        .event_start_events()
+        .find(|start| match (&model.element(*start).kind, &started_by) {
             (ElementKind::MessageStartEvent { message_name }, Some(marker)) => {
                 *message_name == marker.message_name
             }
             (ElementKind::TimerStartEvent(_), None) => true,
             _ => false,
-        }
-    }))
+        }))
 }

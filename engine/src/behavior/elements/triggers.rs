@@ -1,22 +1,25 @@
 //! Event triggers an element instance holds for catch events other than itself:
 //!
 //! ```text
-//!  holder                      catch events                 fired
-//!  activity                    its boundary events          interrupting: terminate it, enter the boundary event
-//!                                                            non-interrupting: enter the boundary event beside it
-//!  process / subprocess        its event subprocesses'      interrupting: close the event subprocesses' triggers,
-//!                              start events                   terminate the children, enter the event subprocess
-//!                                                            non-interrupting: enter the event subprocess
-//!  event-based gateway         the catch events after it    complete the gateway (closing the others), take the
-//!                                                            flow to the one that fired, which passes through
+//!  holder                catch events it holds         when one fires
+//!  activity              its boundary events           interrupting: terminate the activity,
+//!                                                        then enter the boundary event;
+//!                                                        else enter it beside the activity
+//!  process / subprocess  its event subprocesses'       interrupting: close the event
+//!                        start events                    subprocesses' triggers, terminate
+//!                                                        the children, enter the event
+//!                                                        subprocess; else just enter it
+//!  event-based gateway   the catch events after it     complete the gateway (closing the
+//!                                                        others), take the flow to the one
+//!                                                        that fired; it passes through
 //! ```
 //!
 //! Timers and message subscriptions are opened when the holder is entered (all
 //! evaluated first, so a failure opens none) and closed when it is left. A timer's
 //! `targetElementId` and a subscription's `elementId` name the catch event; the
 //! element instance key is the holder's. Errors and escalations are caught by walking
-//! up the scopes (`behavior/errors.rs`) and fired here like any trigger. A new kind of trigger (a
-//! signal) adds a variant to [`Opening`] and its open and close calls.
+//! up the scopes (`behavior/errors.rs`) and fired here like any trigger. A new kind of
+//! trigger (a signal) adds a variant to [`Opening`] and its open and close calls.
 
 use rill_protocol::Key;
 use rill_protocol::value::BpmnElementType;
@@ -267,10 +270,7 @@ impl Processing<'_> {
                 .element_by_id(&instance.record.element_id)
                 .and_then(|idx| model.start_event(idx))
                 .is_some_and(|start| {
-                    matches!(
-                        model.element(start).kind.trigger(),
-                        Some((_, true))
-                    )
+                    matches!(model.element(start).kind.trigger(), Some((_, true)))
                 });
             if interrupting {
                 return Ok(true);
