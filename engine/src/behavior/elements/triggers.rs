@@ -58,13 +58,14 @@ pub(super) fn held_catch_events(active: &Active) -> Vec<ElementIdx> {
     held
 }
 
-/// What a held catch event waits for: a timer, a message, or (`None`) an event thrown
-/// inside (an error, an escalation), which needs nothing opened.
+/// What a held catch event waits for that is opened with its holder.
 enum Waits<'m> {
     Timer(&'m crate::model::TimerDefinition),
     Message(&'m crate::model::MessageDefinition),
 }
 
+/// What a held catch event waits for and whether it interrupts; `None` for an event
+/// thrown inside (an error, an escalation), which needs nothing opened.
 fn waits_for(kind: &ElementKind) -> Option<(Waits<'_>, bool)> {
     match kind {
         ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(timer)) => {
