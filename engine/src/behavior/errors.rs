@@ -28,8 +28,11 @@ impl Processing<'_> {
         while let Some(active) = self.active(current)? {
             let model = &active.process.model;
             let mut inside: Vec<ElementIdx> = Vec::new();
-            if !active.is_multi_instance_body() && !self.interrupted_by_event_subprocess(&active)? {
+            if !active.is_multi_instance_body() {
                 inside.extend(model.event_subprocess_starts(active.idx));
+                if !inside.is_empty() && self.interrupted_by_event_subprocess(&active)? {
+                    inside.clear();
+                }
             }
             // An inner instance's boundary events are its body's, found next.
             let boundaries: &[ElementIdx] = if active.is_multi_instance_inner() {

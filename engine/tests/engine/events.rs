@@ -767,3 +767,19 @@ fn each_inner_instance_of_a_multi_instance_subprocess_holds_its_event_subprocess
     assert_eq!(open_message_subscriptions(&rule), 0);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn an_error_inside_a_running_interrupting_event_subprocess_skips_its_scopes_event_subprocesses() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/event-subprocesses.bpmn");
+    let instance = rule.create("event-subprocesses", json!({"orderId": "o-1"}));
+    rule.publish("cancel", "o-1", 0, json!({}));
+    throw_error(&mut rule, "compensate", "FAILED");
+    assert_eq!(
+        count(&rule, "OnFailure", Intent::ElementActivating),
+        0,
+        "the process was interrupted once already"
+    );
+    assert_eq!(rule.incidents(instance).len(), 1);
+    rule.assert_replay_matches();
+}
