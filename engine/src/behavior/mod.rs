@@ -4,6 +4,7 @@
 
 mod elements;
 mod errors;
+mod escalations;
 mod jobs;
 mod messages;
 mod timers;
