@@ -24,9 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::job_waiters::Wake;
-use super::{
-    Body, KeyParam, SharedState, check_tenant, client_timeout, unsupported,
-};
+use super::{Body, KeyParam, SharedState, check_tenant, client_timeout, unsupported};
 use crate::activation::{Activation, usable_jobs};
 use crate::backend::{Answered, BackendError};
 use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};

@@ -313,7 +313,10 @@ fn assert_no_unknown_fields(what: &str, schema: &Value, value: &Value) {
         .keys()
         .filter(|name| !known.contains_key(*name))
         .collect();
-    assert!(unknown.is_empty(), "{what} has fields 8.8 lacks: {unknown:?} in {value:#}");
+    assert!(
+        unknown.is_empty(),
+        "{what} has fields 8.8 lacks: {unknown:?} in {value:#}"
+    );
 }
 
 /// A named, version-tagged process: a service task, then a message catch.
@@ -373,7 +376,10 @@ async fn every_served_search_and_get_answers_in_the_spec_shape() {
     assert_eq!(created.status, 200, "{:?}", created.body);
     assert_matches("created instance", &created_instance(), &created.body);
     assert_no_unknown_fields("created instance", &created_instance(), &created.body);
-    let canceled = created.body["processInstanceKey"].as_str().unwrap().to_owned();
+    let canceled = created.body["processInstanceKey"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let jobs = gateway
         .post(
             "/v2/jobs/activation",
@@ -611,6 +617,9 @@ async fn every_served_search_and_get_answers_in_the_spec_shape() {
         &search_result(message_subscription(), false),
         &empty.body,
     );
-    assert_eq!(empty.body["page"], json!({"totalItems": 0, "hasMoreTotalItems": false}));
+    assert_eq!(
+        empty.body["page"],
+        json!({"totalItems": 0, "hasMoreTotalItems": false})
+    );
     gateway.stop().await;
 }
