@@ -157,10 +157,14 @@ pub struct SearchResult<I> {
 pub struct PageResult {
     total_items: u64,
     has_more_total_items: bool,
-    /// Always set (never `null`): on an empty page both cursors name the place the page
-    /// is at (see [`Plan::merge`]).
-    start_cursor: String,
-    end_cursor: String,
+    /// The sort values of the first and last item; an empty page has neither (Camunda
+    /// 8.8's `SearchQueryPageResponse`: optional, not nullable). A cursor naming a place
+    /// instead would be exclusive: `before` the one of the empty page past the end
+    /// skipped the last item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_cursor: Option<String>,
 }
 
 /// Where a page starts.
@@ -215,16 +219,6 @@ impl<E: SearchEntity> Plan<E> {
             Window::Offset { from } => from as usize,
             _ => 0,
         };
-        // Where an empty page is: at the request's cursor, or after the last item before
-        // its offset (no item: before the first, all values missing, which sorts first).
-        // Its cursors both name that place, so `after` and `before` still walk on.
-        let anchor = match &self.window {
-            Window::After(values) | Window::Before(values) => values.clone(),
-            Window::Offset { .. } => match items.get(skip.min(items.len()).wrapping_sub(1)) {
-                Some((values, _)) => values.clone(),
-                None => vec![None; self.sort.len()],
-            },
-        };
         let mut page: Vec<_> = items
             .into_iter()
             .skip(skip)
@@ -242,8 +236,8 @@ impl<E: SearchEntity> Plan<E> {
             page: PageResult {
                 total_items,
                 has_more_total_items,
-                start_cursor: cursor(page.first().map_or(&anchor, |(v, _)| v)),
-                end_cursor: cursor(page.last().map_or(&anchor, |(v, _)| v)),
+                start_cursor: page.first().map(|(v, _)| cursor(v)),
+                end_cursor: page.last().map(|(v, _)| cursor(v)),
             },
             items: page.into_iter().map(|(_, i)| i.into()).collect(),
         }

@@ -55,8 +55,8 @@ pub struct CreateResult {
     variables: serde_json::Value,
     process_definition_key: String,
     process_instance_key: String,
+    // 8.8's `CreateProcessInstanceResult` has no `businessId` (an 8.10 field).
     tags: Vec<String>,
-    business_id: Option<String>,
 }
 
 pub async fn create(
@@ -169,7 +169,6 @@ pub async fn create(
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
             tags: Vec::new(),
-            business_id: None,
         },
         RecordValue::ProcessInstanceResult(record) => CreateResult {
             process_definition_id: record.bpmn_process_id.clone(),
@@ -182,7 +181,6 @@ pub async fn create(
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
             tags: Vec::new(),
-            business_id: None,
         },
         other => return Err(unexpected_answer("process instance creation", other)),
     };

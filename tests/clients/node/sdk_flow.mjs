@@ -5,10 +5,9 @@
 //
 // Usage: CAMUNDA_REST_ADDRESS=http://127.0.0.1:8080 node sdk_flow.mjs EXAMPLES_DIR
 //
-// The SDK's schema validation is off by default, as for its users. With
-// CAMUNDA_SDK_VALIDATION=res:warn it reports fields Rill sends as null that the 8.8
-// schema has as optional-but-not-nullable (Rill follows the 8.10 schema, where they
-// are required and nullable): see docs/decisions/rest-api.md.
+// The SDK's schema validation is off by default, as for its users. Rill answers in the
+// 8.8 schema's shapes (see docs/decisions/rest-api.md), which
+// CAMUNDA_SDK_VALIDATION=res:warn checks.
 import path from 'node:path';
 import createCamundaClient from '@camunda8/orchestration-cluster-api';
 
