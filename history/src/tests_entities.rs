@@ -80,6 +80,8 @@ fn job_value(job_type: &str, instance: u64, retries: i32) -> JobRecord {
         custom_headers: BTreeMap::from([("h".to_owned(), "v".to_owned())]),
         variables: JsonValue(serde_json::json!({})),
         tenant_id: "<default>".into(),
+        job_kind: Default::default(),
+        job_listener_event_type: Default::default(),
     }
 }
 

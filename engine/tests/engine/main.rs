@@ -8,6 +8,7 @@ mod elements;
 mod harness;
 mod inclusive;
 mod interleavings;
+mod listeners;
 mod multi_instance;
 mod random;
 mod samples;

@@ -235,6 +235,7 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::UnhandledErrorEvent => "UNHANDLED_ERROR_EVENT",
         IncidentErrorType::MessageSizeExceeded => "MESSAGE_SIZE_EXCEEDED",
         IncidentErrorType::CalledElementError => "CALLED_ELEMENT_ERROR",
+        IncidentErrorType::ExecutionListenerNoRetries => "EXECUTION_LISTENER_NO_RETRIES",
     }
 }
 
