@@ -373,7 +373,20 @@ fn cancelling_while_the_process_start_listener_waits_ends_the_instance() {
         process_instance_key: instance,
     });
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let canceled: Vec<String> = rule
+        .records()
+        .of_type(ValueType::Job)
+        .with_intent(Intent::Canceled)
+        .records
+        .iter()
+        .map(|r| match &r.value {
+            RecordValue::Job(job) => job.job_type.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(canceled, vec!["process-start".to_owned()]);
     assert!(rule.activate("process-start", 1).is_empty());
+    assert!(!rule.records().element("Start").exists());
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
     rule.assert_replay_matches();
 }
@@ -413,6 +426,44 @@ fn listeners_of_a_multi_instance_task_run_for_each_inner_instance() {
     for (key, _) in &after {
         rule.complete(*key, json!({}));
     }
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn boundary_timers_are_cancelled_before_the_end_listeners_run() {
+    let mut rule = EngineRule::new();
+    let body = r#"<bpmn:startEvent id="s" />
+      <bpmn:serviceTask id="guarded">
+        <bpmn:extensionElements>
+          <zeebe:taskDefinition type="guarded" />
+          <zeebe:executionListeners>
+            <zeebe:executionListener eventType="end" type="after-guarded" />
+          </zeebe:executionListeners>
+        </bpmn:extensionElements>
+      </bpmn:serviceTask>
+      <bpmn:boundaryEvent id="late" attachedToRef="guarded">
+        <bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition>
+      </bpmn:boundaryEvent>
+      <bpmn:endEvent id="timedOut" />
+      <bpmn:sequenceFlow id="f" sourceRef="s" targetRef="guarded" />
+      <bpmn:sequenceFlow id="t" sourceRef="late" targetRef="timedOut" />"#;
+    rule.deploy_xml(&super::elements::model(body));
+    let instance = rule.create("p", json!({}));
+    let (work, _) = rule.job("guarded");
+    rule.complete(work, json!({}));
+    assert_eq!(
+        rule.records()
+            .of_type(ValueType::Timer)
+            .with_intent(Intent::Canceled)
+            .count(),
+        1
+    );
+    // The end listener may take longer than the timer: nothing is due meanwhile.
+    rule.advance(120_000);
+    assert!(rule.fire_due().is_empty());
+    run_listener(&mut rule, "after-guarded", JobListenerEventType::End, json!({}));
+    assert!(!rule.records().element("late").exists());
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }

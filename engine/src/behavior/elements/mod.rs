@@ -387,6 +387,11 @@ impl Processing<'_> {
     /// element waits in ELEMENT_COMPLETING for each), then the element's own
     /// completion, ELEMENT_COMPLETED and the outgoing flows.
     fn complete_after_outputs(&mut self, active: &Active, outgoing: Outgoing) -> Result<()> {
+        if !active.element().listeners.end.is_empty() {
+            // A boundary timer fires only on an activated element: one left armed while
+            // the end listeners run would be proposed again and again by the leader.
+            self.cancel_boundary_timers(active)?;
+        }
         match self.next_listener(active, JobListenerEventType::End) {
             Ok(true) => return Ok(()),
             Ok(false) => {}
