@@ -43,6 +43,22 @@ fn check_promises(model: &ProcessModel) {
         for &flow in element.incoming.iter() {
             assert_eq!(model.flow(flow).target.0 as usize, i);
         }
+        let listeners = &element.listeners;
+        for job in listeners.start.iter().chain(listeners.end.iter()) {
+            if let rill_engine::model::ValueOrExpr::Static(job_type) = &job.job_type {
+                assert!(!job_type.is_empty());
+            }
+        }
+        match &element.kind {
+            ElementKind::StartEvent
+            | ElementKind::TimerStartEvent(_)
+            | ElementKind::MessageStartEvent { .. }
+            | ElementKind::BoundaryEvent { .. } => assert!(listeners.start.is_empty()),
+            ElementKind::ExclusiveGateway { .. }
+            | ElementKind::ParallelGateway
+            | ElementKind::InclusiveGateway { .. } => assert!(listeners.end.is_empty()),
+            _ => {}
+        }
         match &element.kind {
             ElementKind::BoundaryEvent { attached_to, .. } => {
                 let host = model.element(*attached_to);
