@@ -554,11 +554,26 @@ fn execution_listener_jobs_are_activated_over_rest_in_order() {
 
         let steps = [
             ("process-start", "EXECUTION_LISTENER", "START", json!({})),
-            ("prepare", "EXECUTION_LISTENER", "START", json!({"token": "t-1"})),
+            (
+                "prepare",
+                "EXECUTION_LISTENER",
+                "START",
+                json!({"token": "t-1"}),
+            ),
             ("check-eu", "EXECUTION_LISTENER", "START", json!({})),
-            ("work", "BPMN_ELEMENT", "UNSPECIFIED", json!({"result": "ok"})),
+            (
+                "work",
+                "BPMN_ELEMENT",
+                "UNSPECIFIED",
+                json!({"result": "ok"}),
+            ),
             ("audit", "EXECUTION_LISTENER", "END", json!({})),
-            ("decide", "EXECUTION_LISTENER", "START", json!({"approved": true})),
+            (
+                "decide",
+                "EXECUTION_LISTENER",
+                "START",
+                json!({"approved": true}),
+            ),
             ("process-end", "EXECUTION_LISTENER", "END", json!({})),
         ];
         for (job_type, kind, event, variables) in steps {

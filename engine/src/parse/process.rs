@@ -19,7 +19,8 @@ use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     BoundaryDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx,
     ElementKind, EndEventKind, ExecutionListeners, JobDefinition, Mapping, MessageDefinition,
-    MultiInstance, ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition, ValueOrExpr,
+    MultiInstance, ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition,
+    ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.

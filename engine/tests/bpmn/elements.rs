@@ -668,7 +668,12 @@ fn execution_listeners_are_jobs_in_document_order_per_event_type() {
     );
     assert_eq!(static_value(&work.listeners.start[1].retries), 1);
     assert_eq!(static_value(&work.listeners.start[0].retries), 3);
-    assert!(work.listeners.start.iter().all(|job| job.headers.is_empty()));
+    assert!(
+        work.listeners
+            .start
+            .iter()
+            .all(|job| job.headers.is_empty())
+    );
     assert_eq!(types(&work.listeners.end), vec!["audit"]);
 
     let route = el(&model, "Route");

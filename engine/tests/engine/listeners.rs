@@ -60,13 +60,32 @@ fn created_jobs(rule: &EngineRule) -> Vec<(String, JobKind, JobListenerEventType
         .collect()
 }
 
+/// The key and type of every JOB CANCELED, in order.
+fn canceled_jobs(rule: &EngineRule) -> Vec<(Key, String)> {
+    rule.records()
+        .of_type(ValueType::Job)
+        .with_intent(Intent::Canceled)
+        .records
+        .iter()
+        .map(|r| match &r.value {
+            RecordValue::Job(job) => (r.key, job.job_type.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
     rule.instance_state(instance).expect("summary").state
 }
 
 /// Runs the instance up to the job of `Work`'s second start listener (`check-eu`).
 fn up_to_check(rule: &mut EngineRule) {
-    run_listener(rule, "process-start", JobListenerEventType::Start, json!({}));
+    run_listener(
+        rule,
+        "process-start",
+        JobListenerEventType::Start,
+        json!({}),
+    );
     run_listener(rule, "prepare", JobListenerEventType::Start, json!({}));
 }
 
@@ -98,19 +117,28 @@ fn listeners_run_in_order_around_the_process_and_its_elements() {
     );
     assert_eq!(seen["id"], "o-1");
     assert_eq!(seen["fromProcessStart"], 1);
-    assert!(rule.activate("work", 1).is_empty(), "no work before the listeners");
+    assert!(
+        rule.activate("work", 1).is_empty(),
+        "no work before the listeners"
+    );
     let seen = run_listener(
         &mut rule,
         "check-eu",
         JobListenerEventType::Start,
         json!({}),
     );
-    assert_eq!(seen["token"], "t-1", "a later listener sees the earlier one's variables");
+    assert_eq!(
+        seen["token"], "t-1",
+        "a later listener sees the earlier one's variables"
+    );
 
     // The element's own job sees what its start listeners set (locals of Work).
     let (work, job) = rule.job("work");
     assert_eq!(job.job_kind, JobKind::BpmnElement);
-    assert_eq!(job.job_listener_event_type, JobListenerEventType::Unspecified);
+    assert_eq!(
+        job.job_listener_event_type,
+        JobListenerEventType::Unspecified
+    );
     assert_eq!(job.variables.0["token"], "t-1");
     rule.complete(work, json!({"result": "done"}));
 
@@ -141,7 +169,12 @@ fn listeners_run_in_order_around_the_process_and_its_elements() {
     assert!(!rule.records().element("Rejected").exists());
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
 
-    let seen = run_listener(&mut rule, "process-end", JobListenerEventType::End, json!({"closed": true}));
+    let seen = run_listener(
+        &mut rule,
+        "process-end",
+        JobListenerEventType::End,
+        json!({"closed": true}),
+    );
     assert_eq!(seen["audited"], true);
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
 
@@ -197,7 +230,12 @@ fn listener_variables_go_where_zeebe_puts_them() {
         JobListenerEventType::Start,
         json!({"token": "t-2"}),
     );
-    run_listener(&mut rule, "check-eu", JobListenerEventType::Start, json!({}));
+    run_listener(
+        &mut rule,
+        "check-eu",
+        JobListenerEventType::Start,
+        json!({}),
+    );
     let (work, _) = rule.job("work");
     rule.complete(work, json!({"result": "r"}));
     run_listener(
@@ -223,7 +261,12 @@ fn listener_variables_go_where_zeebe_puts_them() {
     assert!(variables.get("token").is_none(), "{variables}");
     assert!(variables.get("approved").is_none(), "{variables}");
     assert!(variables.get("id").is_none(), "{variables}");
-    run_listener(&mut rule, "process-end", JobListenerEventType::End, json!({}));
+    run_listener(
+        &mut rule,
+        "process-end",
+        JobListenerEventType::End,
+        json!({}),
+    );
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
@@ -269,7 +312,12 @@ fn a_listener_out_of_retries_raises_an_incident_and_resolving_it_retries_that_li
     assert!(rule.incidents(instance).is_empty());
 
     // Only the failed listener runs again, then the element goes on.
-    let seen = run_listener(&mut rule, "check-eu", JobListenerEventType::Start, json!({}));
+    let seen = run_listener(
+        &mut rule,
+        "check-eu",
+        JobListenerEventType::Start,
+        json!({}),
+    );
     assert_eq!(seen["id"], "o-3");
     assert!(rule.activate("prepare", 1).is_empty());
     let (work, _) = rule.job("work");
@@ -310,7 +358,12 @@ fn a_listener_type_that_cannot_be_evaluated_is_an_incident_on_the_element() {
     rule.process(Command::ResolveIncident {
         incident_key: incidents[0].key,
     });
-    run_listener(&mut rule, "check-us", JobListenerEventType::Start, json!({}));
+    run_listener(
+        &mut rule,
+        "check-us",
+        JobListenerEventType::Start,
+        json!({}),
+    );
     assert_eq!(rule.activate("work", 1).len(), 1);
     rule.assert_replay_matches();
 }
@@ -337,22 +390,22 @@ fn a_listener_job_cannot_throw_a_bpmn_error() {
 #[test]
 fn cancelling_while_a_listener_job_waits_cancels_the_job() {
     let (mut rule, instance) = started(json!({"orderId": "o-6", "region": "eu"}));
-    run_listener(&mut rule, "process-start", JobListenerEventType::Start, json!({}));
+    run_listener(
+        &mut rule,
+        "process-start",
+        JobListenerEventType::Start,
+        json!({}),
+    );
     let prepare: Vec<(Key, JobRecord)> = rule.activate("prepare", 1);
     assert_eq!(prepare.len(), 1);
     let outcome = rule.process(Command::CancelProcessInstance {
         process_instance_key: instance,
     });
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-    let canceled = rule
-        .records()
-        .of_type(ValueType::Job)
-        .with_intent(Intent::Canceled)
-        .records
-        .iter()
-        .map(|r| r.key)
-        .collect::<Vec<_>>();
-    assert_eq!(canceled, vec![prepare[0].0]);
+    assert_eq!(
+        canceled_jobs(&rule),
+        vec![(prepare[0].0, "prepare".to_owned())]
+    );
     assert_eq!(
         rule.records().element("Work").lifecycle(),
         lc(&[
@@ -373,17 +426,7 @@ fn cancelling_while_the_process_start_listener_waits_ends_the_instance() {
         process_instance_key: instance,
     });
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-    let canceled: Vec<String> = rule
-        .records()
-        .of_type(ValueType::Job)
-        .with_intent(Intent::Canceled)
-        .records
-        .iter()
-        .map(|r| match &r.value {
-            RecordValue::Job(job) => job.job_type.clone(),
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let canceled: Vec<String> = canceled_jobs(&rule).into_iter().map(|(_, t)| t).collect();
     assert_eq!(canceled, vec!["process-start".to_owned()]);
     assert!(rule.activate("process-start", 1).is_empty());
     assert!(!rule.records().element("Start").exists());
@@ -412,7 +455,10 @@ fn listeners_of_a_multi_instance_task_run_for_each_inner_instance() {
     let instance = rule.create("p", json!({}));
     let before = rule.activate("before-each", 10);
     assert_eq!(before.len(), 2, "one start listener job per inner instance");
-    let items: Vec<&Value> = before.iter().map(|(_, job)| &job.variables.0["item"]).collect();
+    let items: Vec<&Value> = before
+        .iter()
+        .map(|(_, job)| &job.variables.0["item"])
+        .collect();
     assert_eq!(items, [&json!(1), &json!(2)]);
     for (key, _) in &before {
         rule.complete(*key, json!({}));
@@ -462,7 +508,12 @@ fn boundary_timers_are_cancelled_before_the_end_listeners_run() {
     // The end listener may take longer than the timer: nothing is due meanwhile.
     rule.advance(120_000);
     assert!(rule.fire_due().is_empty());
-    run_listener(&mut rule, "after-guarded", JobListenerEventType::End, json!({}));
+    run_listener(
+        &mut rule,
+        "after-guarded",
+        JobListenerEventType::End,
+        json!({}),
+    );
     assert!(!rule.records().element("late").exists());
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
