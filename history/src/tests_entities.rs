@@ -246,6 +246,39 @@ fn jobs_follow_their_records() {
 }
 
 #[test]
+fn execution_listener_jobs_keep_their_kind_and_event_type() {
+    let mut store = populated();
+    let listener = JobRecord {
+        job_kind: rill_protocol::value::JobKind::ExecutionListener,
+        job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
+        ..job_value("audit", 300, 3)
+    };
+    apply(&mut store, &[job(Intent::Created, 4_000, 310, listener)]);
+    let found: HistoricJob = get(&store, key(310)).unwrap().unwrap();
+    assert_eq!(found.kind, rill_protocol::value::JobKind::ExecutionListener);
+    assert_eq!(
+        found.listener_event_type,
+        rill_protocol::value::JobListenerEventType::End
+    );
+    let by_key = vec![SortBy {
+        field: JF::JobKey,
+        descending: false,
+    }];
+    let listeners = search::<HistoricJob, _>(
+        &store,
+        &query(vec![(JF::Kind, text("EXECUTION_LISTENER"))], by_key.clone()),
+    )
+    .unwrap();
+    assert_eq!(job_keys(&listeners), vec![310]);
+    let elements = search::<HistoricJob, _>(
+        &store,
+        &query(vec![(JF::Kind, text("BPMN_ELEMENT"))], by_key),
+    )
+    .unwrap();
+    assert_eq!(job_keys(&elements), vec![110, 111, 112, 210]);
+}
+
+#[test]
 fn jobs_are_found_by_type_state_and_instance() {
     let store = populated();
     let by_key = vec![SortBy {
@@ -637,37 +670,4 @@ fn element_instances_follow_their_lifecycle_and_incidents() {
         store.is_empty(),
         "every entry and index key goes with the instance"
     );
-}
-
-#[test]
-fn execution_listener_jobs_keep_their_kind_and_event_type() {
-    let mut store = populated();
-    let listener = JobRecord {
-        job_kind: rill_protocol::value::JobKind::ExecutionListener,
-        job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
-        ..job_value("audit", 300, 3)
-    };
-    apply(&mut store, &[job(Intent::Created, 4_000, 310, listener)]);
-    let found: HistoricJob = get(&store, key(310)).unwrap().unwrap();
-    assert_eq!(found.kind, rill_protocol::value::JobKind::ExecutionListener);
-    assert_eq!(
-        found.listener_event_type,
-        rill_protocol::value::JobListenerEventType::End
-    );
-    let by_key = vec![SortBy {
-        field: JF::JobKey,
-        descending: false,
-    }];
-    let listeners = search::<HistoricJob, _>(
-        &store,
-        &query(vec![(JF::Kind, text("EXECUTION_LISTENER"))], by_key.clone()),
-    )
-    .unwrap();
-    assert_eq!(job_keys(&listeners), vec![310]);
-    let elements = search::<HistoricJob, _>(
-        &store,
-        &query(vec![(JF::Kind, text("BPMN_ELEMENT"))], by_key),
-    )
-    .unwrap();
-    assert_eq!(job_keys(&elements), vec![110, 111, 112, 210]);
 }
