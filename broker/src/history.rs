@@ -49,7 +49,7 @@ impl Default for HistorySettings {
 }
 
 /// The history column family of a state database.
-pub(crate) struct CfHistory<'a> {
+pub struct CfHistory<'a> {
     db: &'a DB,
     cf: &'a ColumnFamily,
 }
@@ -115,7 +115,7 @@ impl HistoryRead for CfHistory<'_> {
 }
 
 /// Answers a history query from a state database.
-pub(crate) fn answer(db: &StateDb, query: &Query) -> Result<QueryResult> {
+pub fn answer(db: &StateDb, query: &Query) -> Result<QueryResult> {
     let history = CfHistory::new(db)?;
     Ok(rill_history::answer(&history, query)?)
 }

@@ -30,7 +30,7 @@ pub use flow_control::{
     AimdLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit, Permit, RequestLimiter,
     VegasLimit, limit_from_config,
 };
-pub use history::HistorySettings;
+pub use history::{CfHistory, HistorySettings, answer as answer_history};
 pub use metrics::BrokerMetrics;
 pub use monitoring::{HealthCheck, MonitoringServer};
 pub use node::{BrokerNode, partitions_of, replicas_of, single_node_transport};

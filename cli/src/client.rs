@@ -8,7 +8,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
-use serde_json::{Value, json};
+use rill_protocol::history::{IncidentState, JobState};
+use serde_json::{Map, Value, json};
+
+use crate::search::{
+    INCIDENT_COLUMNS, INSTANCE_COLUMNS, JOB_COLUMNS, ListArgs, Listing, put, table,
+};
+
+const INSTANCE_STATES: [&str; 3] = ["ACTIVE", "COMPLETED", "TERMINATED"];
 
 /// Client commands against a running gateway.
 #[derive(Debug, Subcommand)]
@@ -61,6 +68,26 @@ pub enum ClientCommand {
     Status,
     /// Show a process instance: its state and incidents.
     Instance { key: String },
+    /// List process instances, newest last (finished ones too, while history keeps them).
+    Instances {
+        #[arg(long, ignore_case = true, value_parser = INSTANCE_STATES)]
+        state: Option<String>,
+        /// Only instances of this BPMN process id.
+        #[arg(long)]
+        process: Option<String>,
+        #[command(flatten)]
+        list: ListArgs,
+    },
+    /// List incidents.
+    Incidents {
+        #[arg(long, ignore_case = true, value_parser = IncidentState::NAMES.to_vec())]
+        state: Option<String>,
+        /// Only the incidents of this process instance.
+        #[arg(long)]
+        process_instance: Option<String>,
+        #[command(flatten)]
+        list: ListArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,6 +130,86 @@ pub enum JobsCommand {
     },
     /// Change a job's retries.
     Retries { key: String, retries: i32 },
+    /// List jobs (Camunda's job states: an activated job keeps its state and shows its
+    /// worker).
+    List {
+        #[arg(long = "type")]
+        job_type: Option<String>,
+        #[arg(long, ignore_case = true, value_parser = JobState::NAMES.to_vec())]
+        state: Option<String>,
+        /// Only the jobs of this process instance.
+        #[arg(long)]
+        process_instance: Option<String>,
+        #[command(flatten)]
+        list: ListArgs,
+    },
+}
+
+/// What a client command prints.
+pub enum Output {
+    /// An answer, printed as pretty JSON.
+    Value(Value),
+    /// A listing's table, printed as it is.
+    Text(String),
+}
+
+/// A listing command's search and arguments.
+fn listing(command: ClientCommand) -> Result<(Listing, ListArgs), ClientCommand> {
+    let upper = |s: Option<String>| s.map(|s| s.to_ascii_uppercase());
+    let mut filter = Map::new();
+    match command {
+        ClientCommand::Instances {
+            state,
+            process,
+            list,
+        } => {
+            put(&mut filter, "state", upper(state));
+            put(&mut filter, "processDefinitionId", process);
+            let listing = Listing {
+                path: "/v2/process-instances/search",
+                what: "process instances",
+                filter,
+                columns: INSTANCE_COLUMNS,
+            };
+            Ok((listing, list))
+        }
+        ClientCommand::Incidents {
+            state,
+            process_instance,
+            list,
+        } => {
+            put(&mut filter, "state", upper(state));
+            put(&mut filter, "processInstanceKey", process_instance);
+            let listing = Listing {
+                path: "/v2/incidents/search",
+                what: "incidents",
+                filter,
+                columns: INCIDENT_COLUMNS,
+            };
+            Ok((listing, list))
+        }
+        ClientCommand::Jobs {
+            command:
+                JobsCommand::List {
+                    job_type,
+                    state,
+                    process_instance,
+                    list,
+                },
+        } => {
+            put(&mut filter, "type", job_type);
+            put(&mut filter, "state", upper(state));
+            put(&mut filter, "processInstanceKey", process_instance);
+            let listing = Listing {
+                path: "/v2/jobs/search",
+                what: "jobs",
+                filter,
+                columns: JOB_COLUMNS,
+            };
+            Ok((listing, list))
+        }
+        other => Err(other),
+    }
 }
 
 /// Talks to one gateway's REST API.
@@ -124,7 +231,21 @@ impl Client {
         Ok(Client { http, base })
     }
 
-    pub async fn run(&self, command: ClientCommand) -> Result<Value> {
+    pub async fn run(&self, command: ClientCommand) -> Result<Output> {
+        match listing(command) {
+            Ok((listing, args)) => {
+                let found = self.list(&listing, &args).await?;
+                if args.json {
+                    Ok(Output::Value(Value::Array(found.items)))
+                } else {
+                    Ok(Output::Text(table(&listing, &found)))
+                }
+            }
+            Err(command) => self.call(command).await.map(Output::Value),
+        }
+    }
+
+    async fn call(&self, command: ClientCommand) -> Result<Value> {
         match command {
             ClientCommand::Deploy { files } => self.deploy(&files).await,
             ClientCommand::Create {
@@ -195,6 +316,9 @@ impl Client {
                     .await?;
                 Ok(json!({"processInstance": instance, "incidents": incidents["items"]}))
             }
+            ClientCommand::Instances { .. } | ClientCommand::Incidents { .. } => {
+                bail!("a listing reached the single-call path")
+            }
         }
     }
 
@@ -252,6 +376,7 @@ impl Client {
                     .await;
                 self.read(response).await
             }
+            JobsCommand::List { .. } => bail!("a listing reached the single-call path"),
         }
     }
 
@@ -283,7 +408,7 @@ impl Client {
         self.read(response).await
     }
 
-    async fn post(&self, path: &str, body: Value) -> Result<Value> {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Result<Value> {
         let response = self
             .http
             .post(format!("{}{path}", self.base))

@@ -6,6 +6,7 @@ mod client;
 mod cluster;
 mod logging;
 mod memory;
+mod search;
 mod server;
 
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use rill_config::ConfigLoader;
 
-use crate::client::{Client, ClientCommand};
+use crate::client::{Client, ClientCommand, Output};
 use crate::server::{ConfigArgs, validated};
 
 /// mimalloc: the engine and the exporters allocate many small, short-lived values, and
@@ -128,8 +129,10 @@ fn run(cli: Cli) -> Result<()> {
                 .enable_all()
                 .build()?;
             let client = Client::new(&cli.address)?;
-            let output = runtime.block_on(client.run(command))?;
-            println!("{}", serde_json::to_string_pretty(&output)?);
+            match runtime.block_on(client.run(command))? {
+                Output::Value(value) => println!("{}", serde_json::to_string_pretty(&value)?),
+                Output::Text(text) => print!("{text}"),
+            }
             Ok(())
         }
     }

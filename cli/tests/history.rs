@@ -1,6 +1,7 @@
 //! The history store end to end: a real `rill standalone` answers process instance
 //! searches across its partitions, by state and process, with cursor paging, and reads
-//! finished instances after the engine has let them go.
+//! finished instances after the engine has let them go; jobs, incidents, variables,
+//! element instances, process definitions and message subscriptions are searched too.
 
 mod support;
 
@@ -19,6 +20,15 @@ fn keys(page: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The runtime each test drives its `rill` process from.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 async fn search(api: &Api, body: Value) -> Value {
     let (s, b) = api
         .post("/v2/process-instances/search", body)
@@ -32,12 +42,7 @@ async fn search(api: &Api, body: Value) -> Value {
 fn searches_find_instances_by_state_and_process_and_page_with_cursors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    runtime().block_on(async {
         // The engine forgets finished instances after a second; the history keeps them.
         let mut rill = Standalone::start(
             &data,
@@ -192,12 +197,7 @@ fn total(page: &Value) -> u64 {
 fn jobs_incidents_element_instances_and_variables_are_searched() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    runtime().block_on(async {
         let mut rill = Standalone::start(&data, &["cluster.partitions-count=2"]);
         rill.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(rill.rest());
@@ -428,12 +428,7 @@ fn jobs_incidents_element_instances_and_variables_are_searched() {
 fn a_called_instance_names_its_parent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    runtime().block_on(async {
         let mut rill = Standalone::start(&data, &["cluster.partitions-count=2"]);
         rill.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(rill.rest());
@@ -473,6 +468,130 @@ fn a_called_instance_names_its_parent() {
         assert_eq!(s, 200, "{got}");
         assert_eq!(got["parentProcessInstanceKey"], parent.as_str(), "{got}");
         assert!(got["parentElementInstanceKey"].is_string(), "{got}");
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}
+
+/// A named, version-tagged process that waits for `paid` correlated by `orderId`.
+const WAITING_PROCESS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="awaiting-payment" name="Awaiting payment" isExecutable="true">
+    <bpmn:extensionElements><zeebe:versionTag value="2024.1" /></bpmn:extensionElements>
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:intermediateCatchEvent id="paid">
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:messageEventDefinition messageRef="payment" />
+    </bpmn:intermediateCatchEvent>
+    <bpmn:endEvent id="end"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="paid" />
+    <bpmn:sequenceFlow id="f2" sourceRef="paid" targetRef="end" />
+  </bpmn:process>
+  <bpmn:message id="payment" name="paid">
+    <bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements>
+  </bpmn:message>
+</bpmn:definitions>"#;
+
+#[test]
+fn definitions_are_listed_once_and_subscriptions_follow_their_messages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let model = dir.path().join("awaiting-payment.bpmn");
+    std::fs::write(&model, WAITING_PROCESS).expect("write the model");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &["cluster.partitions-count=3"]);
+        rill.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api
+            .deploy(&[&model, &examples().join("two-rest-calls.bpmn")])
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let definition = b["deployments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| &d["processDefinition"])
+            .find(|d| d["processDefinitionId"] == "awaiting-payment")
+            .expect("deployed")["processDefinitionKey"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+
+        // Every partition stores both definitions; each is listed once, at once.
+        let (s, definitions) = api.post("/v2/process-definitions/search", json!({})).await.unwrap();
+        assert_eq!(s, 200, "{definitions}");
+        assert_eq!(total(&definitions), 2, "{definitions}");
+        let (s, one) = api.get(&format!("/v2/process-definitions/{definition}")).await.unwrap();
+        assert_eq!(s, 200, "{one}");
+        assert_eq!(one["name"], "Awaiting payment");
+        assert_eq!(one["versionTag"], "2024.1");
+        assert_eq!(one["resourceName"], "awaiting-payment.bpmn");
+
+        let mut instances = Vec::new();
+        for order in ["o-1", "o-2", "o-3", "o-4", "o-5", "o-6"] {
+            let (s, b) = api
+                .post("/v2/process-instances", json!({"processDefinitionId": "awaiting-payment", "variables": {"orderId": order}}))
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            instances.push(b["processInstanceKey"].as_str().unwrap().to_owned());
+        }
+        let (s, b) = api.get(&format!("/v2/process-instances/{}", instances[0])).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["processDefinitionName"], "Awaiting payment");
+        assert_eq!(b["processDefinitionVersionTag"], "2024.1");
+        assert!(b.get("endDate").is_none(), "no null end date: {b}");
+
+        // Subscriptions open on the instances' partitions, their messages' partitions
+        // confirming (most of them another partition).
+        let open = search_until(
+            &api,
+            "/v2/message-subscriptions/search",
+            json!({"filter": {"messageName": "paid", "messageSubscriptionState": "CREATED"}}),
+            |b| total(b) == 6,
+        )
+        .await;
+        let item = &open["items"][0];
+        assert_eq!(item["processDefinitionKey"], definition.as_str(), "{item}");
+        assert_eq!(item["elementId"], "paid");
+
+        let (s, b) = api
+            .post("/v2/messages/publication", json!({"name": "paid", "correlationKey": "o-2", "timeToLive": 0}))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let correlated = search_until(
+            &api,
+            "/v2/message-subscriptions/search",
+            json!({"filter": {"messageSubscriptionState": "CORRELATED"}}),
+            |b| total(b) == 1,
+        )
+        .await;
+        assert_eq!(correlated["items"][0]["processInstanceKey"], instances[1].as_str());
+        assert_eq!(correlated["items"][0]["correlationKey"], "o-2");
+
+        // Statistics over all three partitions: five waiting, one through.
+        let statistics = search_until(
+            &api,
+            &format!("/v2/process-definitions/{definition}/statistics/element-instances"),
+            json!({}),
+            |b| b["items"].as_array().is_some_and(|items| items.iter().any(|i| i["elementId"] == "end")),
+        )
+        .await;
+        let paid = statistics["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["elementId"] == "paid")
+            .cloned()
+            .unwrap_or_else(|| panic!("{statistics}"));
+        assert_eq!(paid, json!({"elementId": "paid", "active": 5, "canceled": 0, "incidents": 0, "completed": 1}));
+        let (s, named) = api
+            .post("/v2/process-instances/search", json!({"filter": {"processDefinitionName": {"$like": "Awaiting*"}, "state": "ACTIVE"}}))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{named}");
+        assert_eq!(total(&named), 5, "{named}");
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }

@@ -633,3 +633,33 @@ fn the_camunda_python_sdk_runs_a_process_on_the_real_binary() {
     );
     assert!(rill.terminate(Duration::from_secs(20)));
 }
+
+/// Camunda's npm SDK (`@camunda8/orchestration-cluster-api`, unmodified, pinned in
+/// `tests/clients/node/package.json`) against the real binary
+/// (`tests/clients/node/sdk_flow.mjs`), searches included.
+#[test]
+fn the_camunda_npm_sdk_runs_a_process_on_the_real_binary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let mut rill = Standalone::start(&data, &[]);
+    runtime().block_on(rill.wait_ready(Duration::from_secs(30)));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = std::process::Command::new("bash")
+        .arg(root.join("tests/clients/node/run.sh"))
+        .env("RILL_REST_ADDRESS", rill.rest())
+        .env(
+            "RILL_NODE_DIR",
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-clients"),
+        )
+        .output()
+        .expect("run tests/clients/node/run.sh (needs bash, node and npm)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("all checks passed"),
+        "the npm SDK flow failed ({}):\n{stdout}\n{stderr}\n{}",
+        output.status,
+        rill.log_text()
+    );
+    assert!(rill.terminate(Duration::from_secs(20)));
+}

@@ -111,6 +111,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.gateway.max_message_size = crate::ByteSize(8 << 20);
     config.gateway.request_timeout = Duration::from_secs(20);
     config.gateway.long_polling_timeout = Duration::from_secs(30);
+    config.gateway.max_request_timeout = Duration::from_secs(120);
     config.gateway.contact_points = vec!["b0:26501".to_owned()];
     config.monitoring.host = "127.0.0.2".to_owned();
     config.monitoring.port = 19600;

@@ -378,6 +378,10 @@ pub struct GatewayConfig {
     /// Longest a job activation request may wait for jobs.
     #[serde(with = "humantime_serde")]
     pub long_polling_timeout: Duration,
+    /// Cap on a client's own `requestTimeout` (job activation, create-and-await): a
+    /// request holds its connection and flow-control permit no longer than this.
+    #[serde(with = "humantime_serde")]
+    pub max_request_timeout: Duration,
     /// Brokers' command API addresses (for a standalone gateway).
     pub contact_points: Vec<String>,
 }
@@ -392,6 +396,7 @@ impl Default for GatewayConfig {
             max_message_size: ByteSize(4 * 1024 * 1024),
             request_timeout: Duration::from_secs(15),
             long_polling_timeout: Duration::from_secs(10),
+            max_request_timeout: Duration::from_secs(600),
             contact_points: Vec::new(),
         }
     }

@@ -216,6 +216,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "gateway.max-message-size", kind: Kind::Size, description: "Largest request body accepted." },
     OptionSpec { path: "gateway.request-timeout", kind: Kind::Duration, description: "Default timeout of a request to a broker." },
     OptionSpec { path: "gateway.long-polling-timeout", kind: Kind::Duration, description: "Longest a job activation request waits for jobs." },
+    OptionSpec { path: "gateway.max-request-timeout", kind: Kind::Duration, description: "Cap on the requestTimeout a client asks for (job activation, create-and-await); longer requests are cut to it." },
     OptionSpec { path: "gateway.contact-points", kind: Kind::List, description: "`host:port` of brokers' command API, for a standalone gateway." },
     // monitoring
     OptionSpec { path: "monitoring.host", kind: Kind::Text, description: "Interface the monitoring port binds to." },

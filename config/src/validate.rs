@@ -290,6 +290,11 @@ impl RillConfig {
             "gateway.long-polling-timeout",
             gateway.long_polling_timeout,
         );
+        positive(
+            found,
+            "gateway.max-request-timeout",
+            gateway.max_request_timeout,
+        );
         for (i, point) in gateway.contact_points.iter().enumerate() {
             if let Err(reason) = check_host_port(point) {
                 found.add(

@@ -30,8 +30,19 @@ fn check_promises(model: &ProcessModel) {
             model.element_by_id(&element.id).map(|e| e.0 as usize),
             Some(i)
         );
+        let event_subprocess = matches!(
+            element.kind,
+            ElementKind::SubProcess {
+                triggered_by_event: true,
+                ..
+            }
+        );
         if let Some(start) = model.start_event(rill_engine::model::ElementIdx(i as u32)) {
-            assert!(matches!(model.element(start).kind, ElementKind::StartEvent));
+            if event_subprocess {
+                assert!(matches!(model.element(start).kind, ElementKind::EventStartEvent { .. }));
+            } else {
+                assert!(matches!(model.element(start).kind, ElementKind::StartEvent));
+            }
             assert_eq!(
                 model.element(start).flow_scope.map(|s| s.0 as usize),
                 Some(i)
@@ -53,15 +64,63 @@ fn check_promises(model: &ProcessModel) {
             ElementKind::StartEvent
             | ElementKind::TimerStartEvent(_)
             | ElementKind::MessageStartEvent { .. }
+            | ElementKind::EventStartEvent { .. }
             | ElementKind::BoundaryEvent { .. } => assert!(listeners.start.is_empty()),
             ElementKind::ExclusiveGateway { .. }
             | ElementKind::ParallelGateway
+            | ElementKind::EventBasedGateway
             | ElementKind::InclusiveGateway { .. } => assert!(listeners.end.is_empty()),
             _ => {}
         }
         match &element.kind {
+            ElementKind::SubProcess {
+                triggered_by_event: true,
+                ..
+            } => {
+                assert!(element.incoming.is_empty() && element.outgoing.is_empty());
+                assert!(element.boundary_events.is_empty());
+                assert!(element.multi_instance.is_none());
+            }
+            ElementKind::EventStartEvent {
+                interrupting,
+                definition,
+            } => {
+                let scope = model.element(element.flow_scope.expect("a scope"));
+                assert!(matches!(
+                    scope.kind,
+                    ElementKind::SubProcess {
+                        triggered_by_event: true,
+                        ..
+                    }
+                ));
+                assert!(element.incoming.is_empty());
+                if definition.error_code().is_some() {
+                    assert!(*interrupting);
+                }
+            }
+            ElementKind::EventBasedGateway => {
+                assert!(element.outgoing.len() >= 2);
+                for &flow in &element.outgoing {
+                    let target = model.element(model.flow(flow).target);
+                    assert!(matches!(
+                        target.kind,
+                        ElementKind::IntermediateCatchEvent(
+                            rill_engine::model::CatchEventDefinition::Timer(_)
+                                | rill_engine::model::CatchEventDefinition::Message(_)
+                        )
+                    ));
+                    assert_eq!(target.incoming.len(), 1);
+                }
+            }
             ElementKind::BoundaryEvent { attached_to, .. } => {
                 let host = model.element(*attached_to);
+                assert!(!matches!(
+                    host.kind,
+                    ElementKind::SubProcess {
+                        triggered_by_event: true,
+                        ..
+                    }
+                ));
                 assert!(host.boundary_events.iter().any(|b| b.0 as usize == i));
                 assert_eq!(host.flow_scope, element.flow_scope);
                 assert!(!element.outgoing.is_empty());

@@ -37,6 +37,7 @@ pub fn router(
         settings: ApiSettings {
             request_timeout: config.request_timeout,
             long_polling_timeout: config.long_polling_timeout,
+            max_request_timeout: config.max_request_timeout,
             max_message_size,
         },
         metrics,

@@ -4,7 +4,7 @@
 use rill_protocol::history::{HistoryQuery, HistoryResult};
 use rill_protocol::{Query, QueryResult};
 
-use crate::search::{get, search};
+use crate::search::{definition_xml, element_statistics, get, search};
 use crate::store::HistoryRead;
 use crate::{HistoryError, Result};
 
@@ -26,6 +26,26 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             }
             HistoryQuery::ElementInstance { key } => {
                 HistoryResult::ElementInstance(get(store, *key)?)
+            }
+            HistoryQuery::SearchProcessDefinitions(s) => {
+                HistoryResult::ProcessDefinitions(search(store, s)?)
+            }
+            HistoryQuery::ProcessDefinition { key } => {
+                HistoryResult::ProcessDefinition(get(store, *key)?)
+            }
+            HistoryQuery::ProcessDefinitionXml { key } => {
+                HistoryResult::ProcessDefinitionXml(definition_xml(store, *key)?)
+            }
+            HistoryQuery::ElementStatistics {
+                process_definition_key,
+                filter,
+            } => HistoryResult::ElementStatistics(element_statistics(
+                store,
+                *process_definition_key,
+                filter,
+            )?),
+            HistoryQuery::SearchMessageSubscriptions(s) => {
+                HistoryResult::MessageSubscriptions(search(store, s)?)
             }
         }),
         other => {

@@ -1,5 +1,6 @@
 //! A partition's history store: what happened to its process instances, element
-//! instances, variables, jobs and incidents, kept after they finish (for `history.retention`) and indexed so that the
+//! instances, variables, jobs, incidents and message subscriptions, and the process
+//! definitions deployed, kept after they finish (for `history.retention`) and indexed so that the
 //! common searches read only what they return and count. See
 //! docs/decisions/history-store.md.
 //!
@@ -39,17 +40,27 @@
 //! 51 | process instance key | state | key -> ()
 //! 52 | process instance key | key   -> ()   (also: retention with the instance)
 //! 53 | flow scope key | key         -> ()
+//! 60 | key                          -> HistoricProcessDefinition
+//! 61 | key                          -> the definition's XML (bytes as deployed)
+//! 62 | process id | key             -> ()
+//! 70 | key                          -> HistoricMessageSubscription
+//! 71 | process instance key | key   -> ()   (also: retention with the instance)
+//! 72 | message name | key           -> ()
+//! 73 | state | key                  -> ()
 //! ```
 //! Keys and numbers are 8 bytes, sign-flipped; texts (ids, states, types) their length
 //! (u16) and bytes, so no text is a prefix of another.
 
 mod answer;
+mod model;
 mod search;
 mod store;
 mod table;
 
 pub use answer::answer;
-pub use search::{get, process_instance, search, search_process_instances};
+pub use search::{
+    definition_xml, element_statistics, get, process_instance, search, search_process_instances,
+};
 pub use store::{HistoryRead, HistoryWriter, MemoryHistory, ScanVisitor, oldest_finished};
 pub use table::Table;
 
@@ -86,6 +97,12 @@ pub(crate) mod keys {
     pub const VARIABLE_BY_INSTANCE: u8 = 0x42;
     pub const ELEMENT: u8 = 0x50;
     pub const ELEMENT_BY_INSTANCE: u8 = 0x52;
+    pub const INSTANCE_BY_DEFINITION: u8 = 0x14;
+    pub const DEFINITION: u8 = 0x60;
+    pub const DEFINITION_XML: u8 = 0x61;
+    pub const DEFINITION_BY_PROCESS: u8 = 0x62;
+    pub const SUBSCRIPTION: u8 = 0x70;
+    pub const SUBSCRIPTION_BY_INSTANCE: u8 = 0x71;
 
     /// A signed number whose bytes sort in numeric order.
     pub fn int(value: i64) -> [u8; 8] {
@@ -124,6 +141,14 @@ pub(crate) mod keys {
         out
     }
 
+    /// The prefix of the definitions of one process id in their index; `None` for an id
+    /// too long to be indexed.
+    pub fn definitions_of(process_id: &str) -> Option<Vec<u8>> {
+        let mut out = vec![DEFINITION_BY_PROCESS];
+        value(&mut out, &FieldValue::Text(process_id.to_owned()))?;
+        Some(out)
+    }
+
     pub fn with_key(mut prefix: Vec<u8>, key: Key) -> Vec<u8> {
         prefix.extend_from_slice(&int(key.get()));
         prefix
@@ -138,5 +163,7 @@ pub(crate) mod keys {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_definitions;
 #[cfg(test)]
 mod tests_entities;

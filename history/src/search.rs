@@ -13,8 +13,11 @@ use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use rill_protocol::Key;
+use std::collections::BTreeMap;
+
 use rill_protocol::history::{
-    Condition, FieldValue, HistoricProcessInstance, Page, ProcessInstancePage,
+    Condition, ElementState, ElementStatistics, FieldValue, Historic, HistoricElementInstance,
+    HistoricProcessInstance, Page, ProcessInstanceField, ProcessInstancePage,
     ProcessInstanceSearch, Search, compare_sorted,
 };
 
@@ -42,6 +45,87 @@ pub fn search_process_instances<R: HistoryRead + ?Sized>(
     search: &ProcessInstanceSearch,
 ) -> Result<ProcessInstancePage> {
     self::search(store, search)
+}
+
+/// The XML a process definition was deployed with.
+pub fn definition_xml<R: HistoryRead + ?Sized>(store: &R, key: Key) -> Result<Option<String>> {
+    Ok(store
+        .get(&keys::entry(keys::DEFINITION_XML, key))?
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Per element of the definition, how many of its instances are active, completed,
+/// terminated and have an open incident, over this partition's process instances of the
+/// definition that match `filter`. Sorted by element id.
+pub fn element_statistics<R: HistoryRead + ?Sized>(
+    store: &R,
+    definition: Key,
+    filter: &[(ProcessInstanceField, Condition)],
+) -> Result<Vec<ElementStatistics>> {
+    let mut of_definition = filter.to_vec();
+    of_definition.push((
+        ProcessInstanceField::ProcessDefinitionKey,
+        Condition::Eq(FieldValue::Int(definition.get())),
+    ));
+    let plan = plan::<HistoricProcessInstance>(&of_definition);
+    let residual: Vec<_> = of_definition
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !plan.covered.contains(i))
+        .map(|(_, c)| c.clone())
+        .collect();
+    let mut by_element: BTreeMap<String, ElementStatistics> = BTreeMap::new();
+    let mut failure = None;
+    visit::<HistoricProcessInstance, R>(store, &plan, None, false, true, &mut |instance| {
+        let Some(instance) = instance.filter(|i| i.matches(&residual)) else {
+            return ControlFlow::Continue(());
+        };
+        match count_elements(store, instance.key, &mut by_element) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(by_element.into_values().collect()),
+    }
+}
+
+/// Adds the element instances of one process instance to the counts.
+fn count_elements<R: HistoryRead + ?Sized>(
+    store: &R,
+    instance: Key,
+    by_element: &mut BTreeMap<String, ElementStatistics>,
+) -> Result<()> {
+    let prefix = keys::entry(keys::ELEMENT_BY_INSTANCE, instance);
+    let mut element_keys = Vec::new();
+    store.scan(&prefix, &prefix_end(&prefix), false, &mut |key, _| {
+        element_keys.extend(keys::trailing_key(key));
+        ControlFlow::Continue(())
+    })?;
+    for key in element_keys {
+        let Some(element) = read::<HistoricElementInstance, R>(store, key)? else {
+            continue;
+        };
+        let counts = by_element
+            .entry(element.element_id.clone())
+            .or_insert_with(|| ElementStatistics {
+                element_id: element.element_id.clone(),
+                ..ElementStatistics::default()
+            });
+        match element.state {
+            ElementState::Active => counts.active += 1,
+            ElementState::Completed => counts.completed += 1,
+            ElementState::Terminated => counts.canceled += 1,
+        }
+        if element.incident_key.is_some() {
+            counts.incidents += 1;
+        }
+    }
+    Ok(())
 }
 
 /// The index a search reads, and the filter conditions it already satisfies.

@@ -1,13 +1,16 @@
 //! Reading the store, and the writer that turns applied records into entries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
 
 use rill_protocol::history::{
-    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob, HistoricProcessInstance,
-    HistoricVariable, IncidentState, JobState,
+    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob,
+    HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
+    HistoricVariable, IncidentState, JobState, MessageSubscriptionState,
 };
-use rill_protocol::value::{BpmnElementType, JobRecord};
+use rill_protocol::value::{
+    BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord,
+};
 use rill_protocol::{
     Intent, Key, ProcessInstanceState, Record, RecordType, RecordValue, Timestamp, codec,
 };
@@ -137,6 +140,11 @@ impl HistoryRead for MemoryHistory {
 pub struct HistoryWriter<'a> {
     base: &'a dyn HistoryRead,
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Primary keys of the entries this writer created from a record with a new key: the
+    /// base holds neither them nor their index keys, so dropping one of those keys drops
+    /// the pending put instead of writing a tombstone (an element that starts and ends in
+    /// one batch leaves nothing behind).
+    fresh: HashSet<Vec<u8>>,
 }
 
 impl<'a> HistoryWriter<'a> {
@@ -144,6 +152,7 @@ impl<'a> HistoryWriter<'a> {
         HistoryWriter {
             base,
             writes: BTreeMap::new(),
+            fresh: HashSet::new(),
         }
     }
 
@@ -172,6 +181,15 @@ impl<'a> HistoryWriter<'a> {
         self.writes.insert(key, None);
     }
 
+    /// Deletes a key of an entry; `fresh` when the base cannot hold it.
+    fn unset(&mut self, key: Vec<u8>, fresh: bool) {
+        if fresh {
+            self.writes.remove(&key);
+        } else {
+            self.delete(key);
+        }
+    }
+
     fn put_entry<T: Table>(&mut self, entry: &T) -> Result<()> {
         let bytes = codec::encode(entry).map_err(|e| HistoryError::Corrupt {
             key: entry.key().to_string(),
@@ -181,13 +199,20 @@ impl<'a> HistoryWriter<'a> {
         Ok(())
     }
 
+    /// Writes the entry of a record whose key is new (nothing in the store has it).
+    fn create<T: Table>(&mut self, new: &T) -> Result<()> {
+        self.fresh.insert(keys::entry(T::PRIMARY, new.key()));
+        self.replace(None, new)
+    }
+
     /// Writes `new` in place of `old`, moving its index entries.
     fn replace<T: Table>(&mut self, old: Option<&T>, new: &T) -> Result<()> {
         let new_keys = new.index_keys();
         if let Some(old) = old {
+            let fresh = self.fresh.contains(&keys::entry(T::PRIMARY, old.key()));
             for key in old.index_keys() {
                 if !new_keys.contains(&key) {
-                    self.delete(key);
+                    self.unset(key, fresh);
                 }
             }
         }
@@ -208,15 +233,18 @@ impl<'a> HistoryWriter<'a> {
     }
 
     fn remove<T: Table>(&mut self, entry: &T) {
+        let primary = keys::entry(T::PRIMARY, entry.key());
+        let fresh = self.fresh.remove(&primary);
         for index in entry.index_keys() {
-            self.delete(index);
+            self.unset(index, fresh);
         }
-        self.delete(keys::entry(T::PRIMARY, entry.key()));
+        self.unset(primary, fresh);
     }
 
     /// Takes in one applied record: process instance lifecycle events (of the process
     /// itself: the instance; of its elements: element instances), variable, job and job
-    /// batch, and incident events change the store.
+    /// batch, incident, deployed process and process message subscription events change
+    /// the store.
     pub fn index(&mut self, record: &Record) -> Result<()> {
         if record.record_type != RecordType::Event {
             return Ok(());
@@ -228,6 +256,15 @@ impl<'a> HistoryWriter<'a> {
                 let key = Key(value.process_instance_key);
                 match record.intent {
                     Intent::ElementActivating => {
+                        // The definition is on every partition an instance can start on
+                        // (deployments reach them all before their instances can).
+                        let definition = self
+                            .get::<HistoricProcessDefinition>(Key(value.process_definition_key))?;
+                        let (process_definition_name, process_definition_version_tag) =
+                            match definition {
+                                Some(d) => (d.name, d.version_tag),
+                                None => (None, None),
+                            };
                         let instance = HistoricProcessInstance {
                             key,
                             bpmn_process_id: value.bpmn_process_id.clone(),
@@ -242,8 +279,10 @@ impl<'a> HistoryWriter<'a> {
                             parent_element_instance_key: (value.parent_element_instance_key > 0)
                                 .then_some(Key(value.parent_element_instance_key)),
                             tenant_id: value.tenant_id.clone(),
+                            process_definition_name,
+                            process_definition_version_tag,
                         };
-                        self.replace(None, &instance)?;
+                        self.create(&instance)?;
                     }
                     Intent::ElementCompleted | Intent::ElementTerminated => {
                         let state = if record.intent == Intent::ElementCompleted {
@@ -277,8 +316,7 @@ impl<'a> HistoryWriter<'a> {
                             incident_key: None,
                             tenant_id: value.tenant_id.clone(),
                         };
-                        let old = self.get::<HistoricElementInstance>(key)?;
-                        self.replace(old.as_ref(), &element)?;
+                        self.create(&element)?;
                     }
                     Intent::ElementCompleted | Intent::ElementTerminated => {
                         let state = if record.intent == Intent::ElementCompleted {
@@ -306,11 +344,21 @@ impl<'a> HistoryWriter<'a> {
                         bpmn_process_id: value.bpmn_process_id.clone(),
                         tenant_id: value.tenant_id.clone(),
                     };
-                    let old = self.get::<HistoricVariable>(record.key)?;
-                    self.replace(old.as_ref(), &variable)?;
+                    if record.intent == Intent::Created {
+                        self.create(&variable)?;
+                    } else {
+                        let old = self.get::<HistoricVariable>(record.key)?;
+                        self.replace(old.as_ref(), &variable)?;
+                    }
                 }
                 _ => {}
             },
+            RecordValue::Process(value) if record.intent == Intent::Created => {
+                self.index_definition(record.key, value)?;
+            }
+            RecordValue::ProcessMessageSubscription(value) => {
+                self.index_subscription(record, value)?;
+            }
             RecordValue::Job(value) => self.index_job(record, record.key, value)?,
             RecordValue::JobBatch(batch) if record.intent == Intent::Activated => {
                 for (key, job) in batch.job_keys.iter().zip(&batch.jobs) {
@@ -337,8 +385,7 @@ impl<'a> HistoryWriter<'a> {
                             creation_time: record.timestamp,
                             resolution_time: None,
                         };
-                        let old = self.get::<HistoricIncident>(key)?;
-                        self.replace(old.as_ref(), &incident)?;
+                        self.create(&incident)?;
                         self.update(instance, |i: &mut HistoricProcessInstance| {
                             i.incidents = i.incidents.saturating_add(1);
                         })?;
@@ -370,6 +417,109 @@ impl<'a> HistoryWriter<'a> {
         Ok(())
     }
 
+    /// The entry keys an index holds under `prefix`, with this batch's changes.
+    fn keys_under(&self, prefix: &[u8]) -> Result<Vec<Key>> {
+        let end = prefix_end(prefix);
+        let mut found = std::collections::BTreeSet::new();
+        self.base.scan(prefix, &end, false, &mut |key, _| {
+            found.insert(key.to_vec());
+            ControlFlow::Continue(())
+        })?;
+        for (key, value) in self.writes.range(prefix.to_vec()..end) {
+            match value {
+                Some(_) => found.insert(key.clone()),
+                None => found.remove(key),
+            };
+        }
+        Ok(found.iter().filter_map(|k| keys::trailing_key(k)).collect())
+    }
+
+    /// A deployed process: its entry (with the model's name, read from the XML) and its
+    /// XML. Every partition the deployment reaches writes the same. It is the latest
+    /// version unless a higher one is kept; lower ones are the latest no more.
+    fn index_definition(&mut self, key: Key, value: &ProcessRecord) -> Result<()> {
+        let mut latest = true;
+        let versions = match keys::definitions_of(&value.bpmn_process_id) {
+            Some(prefix) => self.keys_under(&prefix)?,
+            None => Vec::new(),
+        };
+        for other in versions {
+            if other == key {
+                continue;
+            }
+            let Some(older) = self.get::<HistoricProcessDefinition>(other)? else {
+                continue;
+            };
+            if older.version > value.version {
+                latest = false;
+            } else if older.latest {
+                self.update(other, |d: &mut HistoricProcessDefinition| d.latest = false)?;
+            }
+        }
+        let definition = HistoricProcessDefinition {
+            key,
+            bpmn_process_id: value.bpmn_process_id.clone(),
+            name: crate::model::process_name(&value.resource.0, &value.bpmn_process_id),
+            version: value.version,
+            version_tag: (!value.version_tag.is_empty()).then(|| value.version_tag.clone()),
+            resource_name: value.resource_name.clone(),
+            tenant_id: value.tenant_id.clone(),
+            latest,
+        };
+        match self.get::<HistoricProcessDefinition>(key)? {
+            Some(old) => self.replace(Some(&old), &definition)?,
+            None => self.create(&definition)?,
+        }
+        self.put(
+            keys::entry(keys::DEFINITION_XML, key),
+            value.resource.0.clone(),
+        );
+        Ok(())
+    }
+
+    /// The instance's side of a message subscription: created when it opens (or starts
+    /// opening, on another partition), then correlated or deleted.
+    fn index_subscription(
+        &mut self,
+        record: &Record,
+        value: &ProcessMessageSubscriptionRecord,
+    ) -> Result<()> {
+        let state = match record.intent {
+            Intent::Creating | Intent::Created => MessageSubscriptionState::Created,
+            Intent::Correlated => MessageSubscriptionState::Correlated,
+            Intent::Deleted => MessageSubscriptionState::Deleted,
+            _ => return Ok(()),
+        };
+        let old = self.get::<HistoricMessageSubscription>(record.key)?;
+        // Opening confirmed: the subscription stays as it was created.
+        if record.intent == Intent::Created && old.is_some() {
+            return Ok(());
+        }
+        let process_definition_key = match &old {
+            Some(old) => old.process_definition_key,
+            None => self
+                .get::<HistoricElementInstance>(Key(value.element_instance_key))?
+                .map(|element| element.process_definition_key),
+        };
+        let subscription = HistoricMessageSubscription {
+            key: record.key,
+            bpmn_process_id: value.bpmn_process_id.clone(),
+            process_definition_key,
+            process_instance_key: Key(value.process_instance_key),
+            element_id: value.element_id.clone(),
+            element_instance_key: Key(value.element_instance_key),
+            state,
+            last_updated: record.timestamp,
+            message_name: value.message_name.clone(),
+            correlation_key: value.correlation_key.clone(),
+            tenant_id: value.tenant_id.clone(),
+        };
+        match &old {
+            Some(old) => self.replace(Some(old), &subscription),
+            None => self.create(&subscription),
+        }
+    }
+
     /// A job event (or a job of an activated batch): creates the entry if it is not kept
     /// yet, and moves it to the state the event names.
     fn index_job(&mut self, record: &Record, key: Key, value: &JobRecord) -> Result<()> {
@@ -386,7 +536,12 @@ impl<'a> HistoryWriter<'a> {
             Intent::Activated | Intent::TimeoutUpdated | Intent::RecurredAfterBackoff => None,
             _ => return Ok(()),
         };
-        let old = self.get::<HistoricJob>(key)?;
+        let created = record.intent == Intent::Created;
+        let old = if created {
+            None
+        } else {
+            self.get::<HistoricJob>(key)?
+        };
         let mut job = match &old {
             Some(old) => old.clone(),
             None => HistoricJob {
@@ -435,7 +590,9 @@ impl<'a> HistoryWriter<'a> {
                 job.failed_with_retries_left = true;
             }
         }
-        if old.as_ref() != Some(&job) {
+        if created {
+            self.create(&job)?;
+        } else if old.as_ref() != Some(&job) {
             self.replace(old.as_ref(), &job)?;
         }
         Ok(())
@@ -476,7 +633,7 @@ impl<'a> HistoryWriter<'a> {
     }
 
     /// Removes finished instances that ended before `before`, oldest first, with their
-    /// jobs, incidents, variables and element instances: at most `limit` entries in all (an instance goes once all of
+    /// jobs, incidents, variables, element instances and message subscriptions: at most `limit` entries in all (an instance goes once all of
     /// its jobs and incidents have). Returns how many entries were removed.
     pub fn expire(&mut self, before: Timestamp, limit: usize) -> Result<usize> {
         let start = [keys::BY_END];
@@ -516,6 +673,11 @@ impl<'a> HistoryWriter<'a> {
                 )?
                 || !self.remove_of_instance::<HistoricElementInstance>(
                     keys::ELEMENT_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || !self.remove_of_instance::<HistoricMessageSubscription>(
+                    keys::SUBSCRIPTION_BY_INSTANCE,
                     key,
                     &mut budget,
                 )?

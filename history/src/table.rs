@@ -4,7 +4,8 @@
 
 use rill_protocol::history::{
     ElementInstanceField, FieldValue, Historic, HistoricElementInstance, HistoricIncident,
-    HistoricJob, HistoricProcessInstance, HistoricVariable, IncidentField, JobField,
+    HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
+    HistoricVariable, IncidentField, JobField, MessageSubscriptionField, ProcessDefinitionField,
     ProcessInstanceField, VariableField,
 };
 use serde::Serialize;
@@ -69,7 +70,7 @@ impl Table for HistoricProcessInstance {
                 fields: &[F::ProcessDefinitionKey, F::State],
             },
             Index {
-                table: 0x14,
+                table: keys::INSTANCE_BY_DEFINITION,
                 fields: &[F::ProcessDefinitionKey],
             },
             Index {
@@ -194,6 +195,43 @@ impl Table for HistoricElementInstance {
             Index {
                 table: 0x53,
                 fields: &[F::ElementInstanceScopeKey],
+            },
+        ]
+    }
+}
+
+impl Table for HistoricProcessDefinition {
+    const PRIMARY: u8 = keys::DEFINITION;
+    const KEY_FIELD: ProcessDefinitionField = ProcessDefinitionField::ProcessDefinitionKey;
+    const TIME_FIELD: Option<ProcessDefinitionField> = None;
+
+    fn indexes() -> &'static [Index<ProcessDefinitionField>] {
+        &[Index {
+            table: keys::DEFINITION_BY_PROCESS,
+            fields: &[ProcessDefinitionField::ProcessDefinitionId],
+        }]
+    }
+}
+
+impl Table for HistoricMessageSubscription {
+    const PRIMARY: u8 = keys::SUBSCRIPTION;
+    const KEY_FIELD: MessageSubscriptionField = MessageSubscriptionField::MessageSubscriptionKey;
+    const TIME_FIELD: Option<MessageSubscriptionField> = None;
+
+    fn indexes() -> &'static [Index<MessageSubscriptionField>] {
+        use MessageSubscriptionField as F;
+        &[
+            Index {
+                table: keys::SUBSCRIPTION_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0x72,
+                fields: &[F::MessageName],
+            },
+            Index {
+                table: 0x73,
+                fields: &[F::MessageSubscriptionState],
             },
         ]
     }

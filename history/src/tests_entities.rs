@@ -18,11 +18,11 @@ use rill_protocol::{
 
 use super::*;
 
-fn key(n: u64) -> Key {
+pub(crate) fn key(n: u64) -> Key {
     Key::new(PartitionId(1), n)
 }
 
-fn record(intent: Intent, time: i64, k: Key, value: RecordValue) -> Record {
+pub(crate) fn record(intent: Intent, time: i64, k: Key, value: RecordValue) -> Record {
     Record {
         position: Position(1),
         source_record_position: None,
@@ -39,7 +39,7 @@ fn record(intent: Intent, time: i64, k: Key, value: RecordValue) -> Record {
     }
 }
 
-fn instance(intent: Intent, time: i64, n: u64) -> Record {
+pub(crate) fn instance(intent: Intent, time: i64, n: u64) -> Record {
     record(
         intent,
         time,
@@ -109,7 +109,7 @@ fn incident(intent: Intent, time: i64, n: u64, instance: u64) -> Record {
     )
 }
 
-fn apply(store: &mut MemoryHistory, records: &[Record]) {
+pub(crate) fn apply(store: &mut MemoryHistory, records: &[Record]) {
     let writes = {
         let mut writer = HistoryWriter::new(store);
         for r in records {
@@ -120,7 +120,7 @@ fn apply(store: &mut MemoryHistory, records: &[Record]) {
     store.apply(writes);
 }
 
-fn query<F>(filter: Vec<(F, Condition)>, sort: Vec<SortBy<F>>) -> Search<F> {
+pub(crate) fn query<F>(filter: Vec<(F, Condition)>, sort: Vec<SortBy<F>>) -> Search<F> {
     Search {
         filter,
         sort,
@@ -445,7 +445,7 @@ fn expiry_removes_jobs_and_incidents_with_their_instance_in_small_steps() {
     assert_eq!(store.len(), fresh.len());
 }
 
-fn element(
+pub(crate) fn element(
     intent: Intent,
     time: i64,
     n: u64,
@@ -669,5 +669,107 @@ fn element_instances_follow_their_lifecycle_and_incidents() {
     assert!(
         store.is_empty(),
         "every entry and index key goes with the instance"
+    );
+}
+
+#[test]
+fn an_element_that_starts_and_ends_in_one_batch_writes_no_tombstones() {
+    let base = MemoryHistory::new();
+    let mut writer = HistoryWriter::new(&base);
+    for r in [
+        instance(Intent::ElementActivating, 1_000, 100),
+        element(
+            Intent::ElementActivating,
+            1_001,
+            101,
+            100,
+            BpmnElementType::StartEvent,
+        ),
+        element(
+            Intent::ElementCompleted,
+            1_002,
+            101,
+            100,
+            BpmnElementType::StartEvent,
+        ),
+    ] {
+        writer.index(&r).unwrap();
+    }
+    let writes = writer.into_writes();
+    let deletes: Vec<_> = writes.iter().filter(|(_, v)| v.is_none()).collect();
+    assert!(deletes.is_empty(), "tombstones for new keys: {deletes:?}");
+
+    // In a later batch the entry is in the base: moving it deletes its old index keys.
+    let mut store = MemoryHistory::new();
+    store.apply(writes);
+    let before = store.len();
+    let mut writer = HistoryWriter::new(&store);
+    writer
+        .index(&element(
+            Intent::ElementActivating,
+            1_003,
+            102,
+            100,
+            BpmnElementType::ServiceTask,
+        ))
+        .unwrap();
+    let writes = writer.into_writes();
+    store.apply(writes);
+    let mut writer = HistoryWriter::new(&store);
+    writer
+        .index(&element(
+            Intent::ElementCompleted,
+            1_004,
+            102,
+            100,
+            BpmnElementType::ServiceTask,
+        ))
+        .unwrap();
+    let writes = writer.into_writes();
+    assert!(
+        writes.values().any(Option::is_none),
+        "the ACTIVE index key is deleted"
+    );
+    store.apply(writes);
+    let mut rebuilt = MemoryHistory::new();
+    apply(
+        &mut rebuilt,
+        &[
+            instance(Intent::ElementActivating, 1_000, 100),
+            element(
+                Intent::ElementActivating,
+                1_001,
+                101,
+                100,
+                BpmnElementType::StartEvent,
+            ),
+            element(
+                Intent::ElementCompleted,
+                1_002,
+                101,
+                100,
+                BpmnElementType::StartEvent,
+            ),
+            element(
+                Intent::ElementActivating,
+                1_003,
+                102,
+                100,
+                BpmnElementType::ServiceTask,
+            ),
+            element(
+                Intent::ElementCompleted,
+                1_004,
+                102,
+                100,
+                BpmnElementType::ServiceTask,
+            ),
+        ],
+    );
+    assert!(store.len() > before);
+    assert_eq!(
+        store.len(),
+        rebuilt.len(),
+        "same entries batch by batch as in one batch"
     );
 }

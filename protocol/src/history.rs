@@ -263,6 +263,20 @@ pub struct HistoricProcessInstance {
     pub parent_process_instance_key: Option<Key>,
     pub parent_element_instance_key: Option<Key>,
     pub tenant_id: String,
+    /// The model's `name` of the definition, looked up when the instance starts.
+    pub process_definition_name: Option<String>,
+    /// The definition's `zeebe:versionTag`, if it has one.
+    pub process_definition_version_tag: Option<String>,
+}
+
+impl HistoricProcessInstance {
+    /// The name the API shows: the model's `name`, or the process id for a model
+    /// without one (the API's field is required).
+    pub fn display_name(&self) -> &str {
+        self.process_definition_name
+            .as_deref()
+            .unwrap_or(&self.bpmn_process_id)
+    }
 }
 
 /// Camunda's name of a process instance state.
@@ -286,8 +300,11 @@ impl Historic for HistoricProcessInstance {
         match field {
             F::ProcessInstanceKey => Some(FieldValue::Int(self.key.get())),
             F::ProcessDefinitionId => Some(FieldValue::Text(self.bpmn_process_id.clone())),
-            // Records carry no process name or version tag yet.
-            F::ProcessDefinitionName | F::ProcessDefinitionVersionTag => None,
+            F::ProcessDefinitionName => Some(FieldValue::Text(self.display_name().to_owned())),
+            F::ProcessDefinitionVersionTag => self
+                .process_definition_version_tag
+                .clone()
+                .map(FieldValue::Text),
             F::ProcessDefinitionVersion => Some(FieldValue::Int(i64::from(self.version))),
             F::ProcessDefinitionKey => Some(FieldValue::Int(self.process_definition_key.get())),
             F::ParentProcessInstanceKey => self

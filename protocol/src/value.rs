@@ -189,6 +189,10 @@ pub enum BpmnElementType {
     MultiInstanceBody,
     /// Creates an instance of another process and waits for it to end.
     CallActivity,
+    /// A subprocess started by an event of its enclosing scope (`triggeredByEvent`).
+    EventSubProcess,
+    /// Waits for the first of the catch events after it.
+    EventBasedGateway,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
@@ -202,6 +206,7 @@ pub enum BpmnEventType {
     Error,
     Terminate,
     Link,
+    Escalation,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -55,6 +55,8 @@ pub(crate) struct Replica<E: Engine> {
     /// Export entries up to here are deleted (every exporter has them).
     exported: Position,
     snapshots: Snapshots,
+    /// When the leader next looks for history entries past `history.retention`.
+    next_history_expiry: Instant,
     jobs: broadcast::Sender<JobsAvailable>,
     status: watch::Sender<PartitionStatus>,
     pub(super) metrics: PartitionMetrics,
@@ -113,6 +115,7 @@ impl<E: Engine> Replica<E> {
             }),
             exported,
             snapshots: Snapshots::new(),
+            next_history_expiry: Instant::now(),
             jobs: args.jobs,
             status: args.status,
             metrics,
@@ -421,6 +424,7 @@ impl<E: Engine> Replica<E> {
             }
             leader.redeliver(&mut self.engine, &db);
         }
+        self.propose_history_expiry(now);
         if !self.config.snapshot_period.is_zero()
             && self
                 .snapshots
@@ -433,6 +437,30 @@ impl<E: Engine> Replica<E> {
         self.metrics
             .limit
             .set(i64::from(limiter.limit().min(i32::MAX as u32)));
+    }
+
+    /// Once a second on the leader: when the oldest finished instance in the history
+    /// ended before `history.retention` ago (one seek), proposes its removal with the
+    /// cutoff from this clock, so every replica removes the same entries.
+    fn propose_history_expiry(&mut self, now: Instant) {
+        let settings = self.config.history;
+        if !settings.enabled || now < self.next_history_expiry || self.leadership.leader().is_none()
+        {
+            return;
+        }
+        self.next_history_expiry = now + Duration::from_secs(1);
+        let retention = i64::try_from(settings.retention.as_millis()).unwrap_or(i64::MAX);
+        let before = clock::now().millis().saturating_sub(retention);
+        let db = self.state.current();
+        let oldest = crate::history::CfHistory::new(&db)
+            .and_then(|history| Ok(rill_history::oldest_finished(&history)?));
+        match oldest {
+            Ok(Some(end)) if end.millis() < before => {
+                (self.propose_core)(CoreCommand::ExpireHistory { before });
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not read the history's oldest end date"),
+        }
     }
 
     /// The last position and the export backlog, as gauges.

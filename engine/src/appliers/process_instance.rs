@@ -201,7 +201,7 @@ fn element_ended(
     state.delete_element_instance(key);
     if matches!(
         value.bpmn_element_type,
-        BpmnElementType::Process | BpmnElementType::SubProcess
+        BpmnElementType::Process | BpmnElementType::SubProcess | BpmnElementType::EventSubProcess
     ) {
         state.delete_join_tokens(key)?;
     }

@@ -1,6 +1,7 @@
 //! BPMN errors: thrown by a job worker or an error end event, caught by the nearest
-//! matching error boundary event (a specific code wins over a catch-all), else an
-//! incident.
+//! matching error event subprocess or error boundary event (a specific code wins over
+//! a catch-all), else an incident. Escalations (`escalations.rs`) are caught by the
+//! same walk.
 
 use rill_protocol::Intent;
 use rill_protocol::Key;
@@ -9,37 +10,40 @@ use serde_json::{Map, Value};
 
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::model::{BoundaryDefinition, ElementIdx, ElementKind};
+use crate::model::{ElementIdx, ProcessModel};
 
 impl Processing<'_> {
-    /// Finds the boundary event that catches `code`, starting at `from` and walking
-    /// up the scopes: the instance it is attached to and the boundary element.
-    fn find_catcher(&mut self, from: Key, code: &str) -> Result<Option<(Active, ElementIdx)>> {
+    /// Finds the catch event for `code`, starting at `from` and walking up the scopes:
+    /// at each element instance, the error event subprocesses inside it (unless an
+    /// interrupting one already runs there), then its error boundary events; a
+    /// specific code wins over a catch-all among each. Returns the instance that holds
+    /// the catch event and the catch event.
+    pub(crate) fn find_catcher(
+        &mut self,
+        from: Key,
+        thrown: Thrown,
+        code: &str,
+    ) -> Result<Option<(Active, ElementIdx)>> {
         let mut current = from;
         while let Some(active) = self.active(current)? {
-            let mut catch_all = None;
-            let mut exact = None;
+            let model = &active.process.model;
+            let mut inside: Vec<ElementIdx> = Vec::new();
+            if !active.is_multi_instance_body() {
+                inside.extend(model.event_subprocess_starts(active.idx));
+                if !inside.is_empty() && self.interrupted_by_event_subprocess(&active)? {
+                    inside.clear();
+                }
+            }
             // An inner instance's boundary events are its body's, found next.
             let boundaries: &[ElementIdx] = if active.is_multi_instance_inner() {
                 &[]
             } else {
                 &active.element().boundary_events
             };
-            for boundary in boundaries {
-                if let ElementKind::BoundaryEvent {
-                    definition: BoundaryDefinition::Error { error_code },
-                    ..
-                } = &active.process.model.element(*boundary).kind
-                {
-                    match error_code {
-                        Some(c) if c == code => exact = exact.or(Some(*boundary)),
-                        None => catch_all = catch_all.or(Some(*boundary)),
-                        Some(_) => {}
-                    }
-                }
-            }
-            if let Some(boundary) = exact.or(catch_all) {
-                return Ok(Some((active, boundary)));
+            let catch = matching(model, &inside, thrown, code)
+                .or_else(|| matching(model, boundaries, thrown, code));
+            if let Some(catch) = catch {
+                return Ok(Some((active, catch)));
             }
             let record = active.record();
             current = if record.flow_scope_key < 0 && record.parent_element_instance_key > 0 {
@@ -64,10 +68,8 @@ impl Processing<'_> {
         message: &str,
         variables: Option<Map<String, Value>>,
     ) -> Result<()> {
-        match self.find_catcher(task.key(), code)? {
-            Some((attached, boundary)) => {
-                self.interrupt_and_activate_boundary(&attached, boundary, variables)
-            }
+        match self.find_catcher(task.key(), Thrown::Error, code)? {
+            Some((holder, catch)) => self.fire_catch_event(&holder, catch, variables),
             None => self.raise_incident(
                 task.record(),
                 task.key(),
@@ -87,10 +89,10 @@ impl Processing<'_> {
         variables: Option<Map<String, Value>>,
     ) -> Result<()> {
         let scope = end_event.record().flow_scope_key;
-        match self.find_catcher(Key(scope), code)? {
-            Some((attached, boundary)) => {
+        match self.find_catcher(Key(scope), Thrown::Error, code)? {
+            Some((holder, catch)) => {
                 self.mark(end_event, Intent::ElementActivated)?;
-                self.interrupt_and_activate_boundary(&attached, boundary, variables)
+                self.fire_catch_event(&holder, catch, variables)
             }
             None => self.raise_incident(
                 end_event.record(),
@@ -101,6 +103,37 @@ impl Processing<'_> {
             ),
         }
     }
+}
+
+/// What is thrown up the scopes.
+#[derive(Clone, Copy)]
+pub(crate) enum Thrown {
+    Error,
+    Escalation,
+}
+
+/// The catch event among `candidates` that catches `code`: one with that code, else a
+/// catch-all.
+fn matching(
+    model: &ProcessModel,
+    candidates: &[ElementIdx],
+    thrown: Thrown,
+    code: &str,
+) -> Option<ElementIdx> {
+    let mut catch_all = None;
+    for candidate in candidates {
+        let caught = match (thrown, model.element(*candidate).kind.trigger()) {
+            (Thrown::Error, Some((definition, _))) => definition.error_code(),
+            (Thrown::Escalation, Some((definition, _))) => definition.escalation_code(),
+            (_, None) => None,
+        };
+        match caught {
+            Some(Some(c)) if c == code => return Some(*candidate),
+            Some(None) => catch_all = catch_all.or(Some(*candidate)),
+            _ => {}
+        }
+    }
+    catch_all
 }
 
 fn unhandled(code: &str, message: &str) -> String {

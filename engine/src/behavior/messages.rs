@@ -25,7 +25,7 @@ use crate::context::{Active, Processing, Step};
 use crate::error::Result;
 use crate::model::{MessageDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};
-use crate::state::StoredMessageSubscription;
+use crate::state::{StoredMessageSubscription, StoredProcessMessageSubscription};
 
 /// The hidden process-scope variable of an instance that a message started: which
 /// message, and the correlation key the instance holds until it ends (Zeebe keeps this
@@ -44,8 +44,21 @@ pub(crate) struct MessageStart {
 
 /// A subscription's message name and correlation key, evaluated.
 pub(crate) struct NewSubscription {
-    message_name: String,
+    pub message_name: String,
     correlation_key: String,
+    /// The catch event it is for when that is not the element instance itself (a
+    /// boundary event, an event subprocess's start event, an event after an
+    /// event-based gateway), and whether that event interrupts.
+    catch_event: Option<(String, bool)>,
+}
+
+impl NewSubscription {
+    /// The subscription is for `catch_event`, held by the element instance it is
+    /// opened on.
+    pub fn for_catch_event(mut self, catch_event: &str, interrupting: bool) -> NewSubscription {
+        self.catch_event = Some((catch_event.to_owned(), interrupting));
+        self
+    }
 }
 
 impl Processing<'_> {
@@ -72,6 +85,7 @@ impl Processing<'_> {
         Ok(NewSubscription {
             message_name,
             correlation_key,
+            catch_event: None,
         })
     }
 
@@ -82,17 +96,20 @@ impl Processing<'_> {
     ) -> Result<()> {
         let record = active.record();
         let partition = message_partition(&subscription.correlation_key, self.ctx.partition_count);
+        let (element_id, is_interrupting) = subscription
+            .catch_event
+            .unwrap_or_else(|| (record.element_id.clone(), true));
         let value = ProcessMessageSubscriptionRecord {
             subscription_partition_id: i32::from(partition.get()),
             process_instance_key: record.process_instance_key,
             element_instance_key: active.key().get(),
             bpmn_process_id: record.bpmn_process_id.clone(),
-            element_id: record.element_id.clone(),
+            element_id,
             message_name: subscription.message_name.clone(),
             correlation_key: subscription.correlation_key,
             message_key: -1,
             variables: JsonValue::empty_object(),
-            is_interrupting: true,
+            is_interrupting,
             tenant_id: record.tenant_id.clone(),
         };
         let key = self.next_key()?;
@@ -221,12 +238,13 @@ impl Processing<'_> {
             variables: value.variables.clone(),
             ..process_subscription.record
         };
+        let catch_event = correlated.element_id.clone();
         self.event(process_subscription.key, Intent::Correlated, correlated)?;
         let trigger = match &value.variables.0 {
             Value::Object(map) => Some(map.clone()),
             _ => None,
         };
-        self.complete_with(Key(element_key), trigger)
+        self.trigger_catch_event(Key(element_key), &catch_event, trigger)
     }
 
     /// The instance's partition applied a correlation sent from here.
@@ -277,12 +295,13 @@ impl Processing<'_> {
                 variables: variables.clone(),
                 ..process_subscription.record
             };
+            let catch_event = correlated.element_id.clone();
             self.event(process_subscription.key, Intent::Correlated, correlated)?;
             let trigger = match variables.0 {
                 Value::Object(map) => Some(map),
                 _ => None,
             };
-            self.complete_with(Key(element_key), trigger)?;
+            self.trigger_catch_event(Key(element_key), &catch_event, trigger)?;
         }
 
         self.event(subscription.key, Intent::Correlated, value)
@@ -390,28 +409,50 @@ impl Processing<'_> {
             .read()
             .process_message_subscriptions(element_instance_key)?
         {
-            let record = subscription.record;
-            self.event(subscription.key, Intent::Deleting, record.clone())?;
-            let target = record.subscription_partition_id as u16;
-            if rill_protocol::Key(record.process_instance_key)
-                .partition()
-                .get()
-                != target
-            {
-                // The applier queued the close for the message's partition.
-                crate::commands::send_latest(self, target)?;
-                self.event(subscription.key, Intent::Deleted, record)?;
-                continue;
-            }
-            if let Some(message_side) = self.read().message_subscription(
-                &record.message_name,
-                &record.correlation_key,
-                element_instance_key,
-            )? {
-                self.event(message_side.key, Intent::Deleted, message_side.record)?;
-            }
-            self.event(subscription.key, Intent::Deleted, record)?;
+            self.close_subscription(element_instance_key, subscription)?;
         }
         Ok(())
+    }
+
+    /// Closes one subscription of an element instance, by message name.
+    pub fn close_message_subscription(
+        &mut self,
+        element_instance_key: Key,
+        message_name: &str,
+    ) -> Result<()> {
+        match self
+            .read()
+            .process_message_subscription(element_instance_key, message_name)?
+        {
+            Some(subscription) => self.close_subscription(element_instance_key, subscription),
+            None => Ok(()),
+        }
+    }
+
+    fn close_subscription(
+        &mut self,
+        element_instance_key: Key,
+        subscription: StoredProcessMessageSubscription,
+    ) -> Result<()> {
+        let record = subscription.record;
+        self.event(subscription.key, Intent::Deleting, record.clone())?;
+        let target = record.subscription_partition_id as u16;
+        if rill_protocol::Key(record.process_instance_key)
+            .partition()
+            .get()
+            != target
+        {
+            // The applier queued the close for the message's partition.
+            crate::commands::send_latest(self, target)?;
+            return self.event(subscription.key, Intent::Deleted, record);
+        }
+        if let Some(message_side) = self.read().message_subscription(
+            &record.message_name,
+            &record.correlation_key,
+            element_instance_key,
+        )? {
+            self.event(message_side.key, Intent::Deleted, message_side.record)?;
+        }
+        self.event(subscription.key, Intent::Deleted, record)
     }
 }

@@ -5,6 +5,7 @@
 
 mod elements;
 mod errors;
+mod escalations;
 mod jobs;
 mod listeners;
 mod messages;

@@ -1,11 +1,11 @@
-//! Timers: intermediate timer catch events, timer boundary events and timer start
-//! events. A start event's timer belongs to no instance (`elementInstanceKey` and
+//! Timers: intermediate timer catch events, timer boundary events, timer start events
+//! of processes and event subprocesses. A start event's timer belongs to no instance (`elementInstanceKey` and
 //! `processInstanceKey` are -1, as in Zeebe) and lives in state like any timer, so the
 //! leader finds it due after a restart or a failover.
 
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::model::{BoundaryDefinition, CronSchedule, ElementKind, TimerDefinition, ValueOrExpr};
+use crate::model::{CronSchedule, ElementKind, TimerDefinition, TriggerDefinition, ValueOrExpr};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Failure, ignore_failure};
 use rill_feel::temporal::{self, IsoDuration};
@@ -96,31 +96,6 @@ impl Processing<'_> {
         self.event(key, Intent::Created, timer)
     }
 
-    /// Creates the timers of an activity's timer boundary events. All are evaluated
-    /// first: when one fails, none is created.
-    pub fn arm_boundary_timers(&mut self, active: &Active) -> Evaluated {
-        if active.is_multi_instance_inner() {
-            // The boundary events belong to the multi-instance body.
-            return Ok(());
-        }
-        let process = active.process.clone();
-        let mut timers = Vec::new();
-        for boundary in &active.element().boundary_events {
-            let element = process.model.element(*boundary);
-            if let ElementKind::BoundaryEvent {
-                definition: BoundaryDefinition::Timer(definition),
-                ..
-            } = &element.kind
-            {
-                timers.push((element.id.clone(), self.evaluate_timer(definition, active)?));
-            }
-        }
-        for (target, due) in timers {
-            self.create_timer(active, &target, due)?;
-        }
-        Ok(())
-    }
-
     /// Cancels the timers that belong to an element instance.
     pub fn cancel_timers(&mut self, element_instance_key: Key) -> Result<()> {
         for key in self.read().timers_of_element(element_instance_key)? {
@@ -146,57 +121,31 @@ impl Processing<'_> {
             return self.complete_with(Key(element_key), None);
         }
         let process = active.process.clone();
-        let Some(boundary) = process.model.element_by_id(&timer.target_element_id) else {
-            return Ok(());
-        };
-        let (interrupting, cycle) = match &process.model.element(boundary).kind {
-            ElementKind::BoundaryEvent {
-                interrupting,
-                definition: BoundaryDefinition::Timer(definition),
-                ..
-            } => (
-                *interrupting,
-                matches!(
-                    definition,
-                    TimerDefinition::Cycle(_) | TimerDefinition::Cron(_)
-                ),
-            ),
-            _ => return Ok(()),
-        };
-        if interrupting {
-            return self.interrupt_and_activate_boundary(&active, boundary, None);
-        }
-        // A cycle with firings left arms its next timer, counted from this due date.
-        if let ElementKind::BoundaryEvent {
-            definition: BoundaryDefinition::Timer(TimerDefinition::Cron(cron)),
-            ..
-        } = &process.model.element(boundary).kind
-            && let Some(due_date) = cron.next_after(timer.due_date)
+        if let Some(catch) = process.model.element_by_id(&timer.target_element_id)
+            && let Some((TriggerDefinition::Timer(definition), false)) =
+                process.model.element(catch).kind.trigger()
         {
-            // A cron cycle fires at its next match after this one, forever.
-            let due = Due {
+            self.arm_next_cycle(&active, &timer, definition)?;
+        }
+        self.trigger_catch_event(Key(element_key), &timer.target_element_id, None)
+    }
+
+    /// A non-interrupting cycle that fired arms its next timer, counted from this due
+    /// date, while it has firings left (a cron cycle: at its next match, forever).
+    fn arm_next_cycle(
+        &mut self,
+        active: &Active,
+        timer: &TimerRecord,
+        definition: &TimerDefinition,
+    ) -> Result<()> {
+        let due = match definition {
+            TimerDefinition::Cron(cron) => cron.next_after(timer.due_date).map(|due_date| Due {
                 due_date,
                 repetitions: -1,
                 interval: None,
-            };
-            self.create_timer(&active, &timer.target_element_id, due)?;
-        } else if cycle
-            && timer.repetitions != 1
-            && let ElementKind::BoundaryEvent {
-                definition: BoundaryDefinition::Timer(definition),
-                ..
-            } = &process.model.element(boundary).kind
-            && let Some(due) = ignore_failure(self.evaluate_timer(definition, &active))?
-        {
-            let repetitions = if timer.repetitions < 0 {
-                -1
-            } else {
-                timer.repetitions - 1
-            };
-            self.create_timer(
-                &active,
-                &timer.target_element_id,
-                Due {
+            }),
+            TimerDefinition::Cycle(_) if timer.repetitions != 1 => {
+                ignore_failure(self.evaluate_timer(definition, active))?.map(|due| Due {
                     due_date: temporal::add_duration(
                         timer.due_date,
                         due.interval.unwrap_or(IsoDuration {
@@ -204,13 +153,20 @@ impl Processing<'_> {
                             millis: 0,
                         }),
                     ),
-                    repetitions,
+                    repetitions: if timer.repetitions < 0 {
+                        -1
+                    } else {
+                        timer.repetitions - 1
+                    },
                     interval: due.interval,
-                },
-            )?;
+                })
+            }
+            _ => None,
+        };
+        match due {
+            Some(due) => self.create_timer(active, &timer.target_element_id, due),
+            None => Ok(()),
         }
-        let scope_key = active.record().flow_scope_key;
-        self.activate(Key(scope_key), &process, boundary, None)
     }
 }
 

@@ -14,7 +14,12 @@
 //!   boundary); no flow leaves an end event or enters a start or boundary event;
 //! - every subprocess has exactly one none start event, which is in its `children`; the
 //!   process has at most one, and none only when it has a timer or message start event
-//!   (then it cannot be created by a command or a call activity);
+//!   (then it cannot be created by a command or a call activity); an event subprocess
+//!   (`triggered_by_event`) instead has exactly one [`ElementKind::EventStartEvent`]
+//!   (timer, message, error or escalation), its `start_event`, and no none start event;
+//! - an event subprocess has no incoming or outgoing flow, no boundary event and no
+//!   multi-instance; event start events appear only directly in an event subprocess,
+//!   and one with an error trigger is interrupting;
 //! - timer and message start events appear only directly in the process; a timer start
 //!   event has a date or a cycle (ISO 8601 or cron), never a duration; a message start
 //!   event has a static, non-empty message name, unique among the process's message
@@ -32,10 +37,17 @@
 //! - a call activity names a called process id (static and non-empty, or an
 //!   expression); a `VersionTag` binding carries a non-empty tag;
 //! - a boundary event is attached to a task (undefined, manual, service, script, send,
-//!   receive), a call activity or a subprocess of its own scope and is listed in that element's
-//!   `boundary_events`; an error boundary is interrupting, and no two error boundaries
-//!   of one element catch the same code;
-//! - a timer cycle appears only on a non-interrupting boundary event;
+//!   receive), a call activity or a subprocess (not an event subprocess) of its own scope
+//!   and is listed in that element's `boundary_events`; an error boundary is
+//!   interrupting, and no two error boundaries of one element catch the same code;
+//! - the catch events one element instance holds triggers for (its own message, its
+//!   boundary events, the start events of its event subprocesses, the events after an
+//!   event-based gateway) have distinct static message names; the error and the
+//!   escalation catch events among them catch each code (and "any") once;
+//! - an event-based gateway has at least two outgoing flows, each to a timer or message
+//!   intermediate catch event that has no other incoming flow;
+//! - a timer cycle appears only on a non-interrupting boundary event or event
+//!   subprocess start event;
 //! - a link throw event's `catch_event` is the one link catch event of its own scope
 //!   with its name; no two link catch events of a scope share a name; a link throw
 //!   event has no outgoing flow and a link catch event no incoming flow;
@@ -48,12 +60,13 @@
 //!   both unset; variable names are non-empty;
 //! - `inputs` appear only on tasks, call activities, subprocesses, intermediate catch events, message
 //!   throw events and message end events; `outputs` on those and on every other event
-//!   but error end events (start, none and link throw, none and terminate end,
-//!   boundary). Mapping targets are non-empty dotted paths of variable names;
+//!   but error end events (start, none, link and escalation throw, none, terminate and
+//!   escalation end, boundary). Mapping targets are non-empty dotted paths of variable names;
 //! - execution listeners have a job type (static and non-empty, or an expression) and
 //!   no two of one event type share a type; there are no start listeners on start and
-//!   boundary events, no end listeners on gateways and error end events, and no start
-//!   listeners on a process with timer or message start events.
+//!   boundary events, no end listeners on gateways, error and escalation end events and
+//!   escalation throw events, and no start listeners on a process with timer or message
+//!   start events.
 
 use std::collections::HashMap;
 
@@ -135,6 +148,24 @@ impl ProcessModel {
         })
     }
 
+    /// The start events of the event subprocesses directly inside a process or
+    /// subprocess, in document order: their triggers belong to that scope.
+    pub fn event_subprocess_starts(
+        &self,
+        scope: ElementIdx,
+    ) -> impl Iterator<Item = ElementIdx> + '_ {
+        self.children(scope)
+            .iter()
+            .filter_map(|c| match &self.element(*c).kind {
+                ElementKind::SubProcess {
+                    triggered_by_event: true,
+                    start_event,
+                    ..
+                } => Some(*start_event),
+                _ => None,
+            })
+    }
+
     /// The joining inclusive gateways directly inside a process or subprocess.
     pub fn inclusive_joins(&self, scope: ElementIdx) -> &[ElementIdx] {
         match &self.element(scope).kind {
@@ -201,9 +232,13 @@ pub enum ElementKind {
         inclusive_joins: Vec<ElementIdx>,
     },
     SubProcess {
+        /// The none start event; for an event subprocess, its one event start event.
         start_event: ElementIdx,
         children: Vec<ElementIdx>,
         inclusive_joins: Vec<ElementIdx>,
+        /// An event subprocess (`triggeredByEvent`): no flow enters it; its start event's
+        /// trigger, held by the enclosing scope, starts it.
+        triggered_by_event: bool,
     },
     StartEvent,
     /// A timer start event of the process: creates an instance when its timer is due.
@@ -212,6 +247,13 @@ pub enum ElementKind {
     /// an instance.
     MessageStartEvent {
         message_name: String,
+    },
+    /// The start event of an event subprocess: its trigger is held by the subprocess's
+    /// enclosing scope for as long as that scope is active.
+    EventStartEvent {
+        /// `isInterrupting` (the default): terminates the other children of the scope.
+        interrupting: bool,
+        definition: TriggerDefinition,
     },
     EndEvent(EndEventKind),
     /// An undefined task (`bpmn:task`): passes the token on at once.
@@ -230,6 +272,9 @@ pub enum ElementKind {
         default_flow: Option<FlowIdx>,
     },
     ParallelGateway,
+    /// Holds the triggers of the catch events its outgoing flows lead to; the first one
+    /// that fires wins and the gateway takes the flow to it.
+    EventBasedGateway,
     /// Takes every outgoing flow whose condition is true (else the default flow); as a
     /// join it waits for every token that can still arrive.
     InclusiveGateway {
@@ -244,7 +289,7 @@ pub enum ElementKind {
         attached_to: ElementIdx,
         /// `cancelActivity`: interrupting (the default) or not.
         interrupting: bool,
-        definition: BoundaryDefinition,
+        definition: TriggerDefinition,
     },
 }
 
@@ -255,6 +300,7 @@ impl ElementKind {
             ElementKind::Process { .. } => "process",
             ElementKind::SubProcess { .. } => "subProcess",
             ElementKind::StartEvent
+            | ElementKind::EventStartEvent { .. }
             | ElementKind::TimerStartEvent(_)
             | ElementKind::MessageStartEvent { .. } => "startEvent",
             ElementKind::EndEvent(_) => "endEvent",
@@ -267,10 +313,28 @@ impl ElementKind {
             ElementKind::CallActivity(_) => "callActivity",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
+            ElementKind::EventBasedGateway => "eventBasedGateway",
             ElementKind::InclusiveGateway { .. } => "inclusiveGateway",
             ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
             ElementKind::IntermediateThrowEvent(_) => "intermediateThrowEvent",
             ElementKind::BoundaryEvent { .. } => "boundaryEvent",
+        }
+    }
+
+    /// What a boundary event or an event subprocess's start event waits for, and
+    /// whether it interrupts.
+    pub fn trigger(&self) -> Option<(&TriggerDefinition, bool)> {
+        match self {
+            ElementKind::BoundaryEvent {
+                definition,
+                interrupting,
+                ..
+            }
+            | ElementKind::EventStartEvent {
+                definition,
+                interrupting,
+            } => Some((definition, *interrupting)),
+            _ => None,
         }
     }
 
@@ -290,8 +354,13 @@ impl ElementKind {
     pub fn element_type(&self) -> BpmnElementType {
         match self {
             ElementKind::Process { .. } => BpmnElementType::Process,
+            ElementKind::SubProcess {
+                triggered_by_event: true,
+                ..
+            } => BpmnElementType::EventSubProcess,
             ElementKind::SubProcess { .. } => BpmnElementType::SubProcess,
             ElementKind::StartEvent
+            | ElementKind::EventStartEvent { .. }
             | ElementKind::TimerStartEvent(_)
             | ElementKind::MessageStartEvent { .. } => BpmnElementType::StartEvent,
             ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
@@ -304,6 +373,7 @@ impl ElementKind {
             ElementKind::CallActivity(_) => BpmnElementType::CallActivity,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
+            ElementKind::EventBasedGateway => BpmnElementType::EventBasedGateway,
             ElementKind::InclusiveGateway { .. } => BpmnElementType::InclusiveGateway,
             ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
             ElementKind::IntermediateThrowEvent(_) => BpmnElementType::IntermediateThrowEvent,
@@ -320,6 +390,10 @@ impl ElementKind {
             ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
             ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
             ElementKind::EndEvent(EndEventKind::Message(_)) => BpmnEventType::Message,
+            ElementKind::EndEvent(EndEventKind::Escalation { .. })
+            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Escalation { .. }) => {
+                BpmnEventType::Escalation
+            }
             ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(_)) => {
                 BpmnEventType::Message
             }
@@ -336,14 +410,8 @@ impl ElementKind {
             ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. }) => {
                 BpmnEventType::Link
             }
-            ElementKind::BoundaryEvent {
-                definition: BoundaryDefinition::Timer(_),
-                ..
-            } => BpmnEventType::Timer,
-            ElementKind::BoundaryEvent {
-                definition: BoundaryDefinition::Error { .. },
-                ..
-            } => BpmnEventType::Error,
+            ElementKind::BoundaryEvent { definition, .. }
+            | ElementKind::EventStartEvent { definition, .. } => definition.event_type(),
             ElementKind::ReceiveTask(_) => BpmnEventType::Message,
             _ => BpmnEventType::Unspecified,
         }
@@ -361,6 +429,11 @@ pub enum EndEventKind {
     /// A message end event: a job for a worker that sends the message (as in Zeebe);
     /// the token ends when the job is completed.
     Message(JobDefinition),
+    /// Throws the escalation with this code (from the referenced `bpmn:escalation`),
+    /// then the token ends.
+    Escalation {
+        escalation_code: ValueOrExpr<String>,
+    },
 }
 
 /// `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`.
@@ -501,15 +574,62 @@ pub enum ThrowEventDefinition {
     },
     /// A message throw event: a job for a worker that sends the message (as in Zeebe).
     Message(JobDefinition),
+    /// Throws the escalation with this code, then passes the token on (unless an
+    /// interrupting catch event ended its scope).
+    Escalation {
+        escalation_code: ValueOrExpr<String>,
+    },
 }
 
+/// What a boundary event or an event subprocess's start event waits for. The element
+/// instance that holds the trigger (the attached activity, the enclosing scope) opens
+/// timers and subscriptions when it is entered and closes them when it is left.
 #[derive(Debug)]
-pub enum BoundaryDefinition {
+pub enum TriggerDefinition {
     Timer(TimerDefinition),
+    Message(MessageDefinition),
     /// Catches errors with this code, or any error when `None`.
     Error {
         error_code: Option<String>,
     },
+    /// Catches escalations with this code, or any escalation when `None`.
+    Escalation {
+        escalation_code: Option<String>,
+    },
+}
+
+impl TriggerDefinition {
+    pub fn message(&self) -> Option<&MessageDefinition> {
+        match self {
+            TriggerDefinition::Message(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// For an error trigger, the code it catches (`None`: any error).
+    pub fn error_code(&self) -> Option<Option<String>> {
+        match self {
+            TriggerDefinition::Error { error_code } => Some(error_code.clone()),
+            _ => None,
+        }
+    }
+
+    /// For an escalation trigger, the code it catches (`None`: any escalation).
+    pub fn escalation_code(&self) -> Option<Option<String>> {
+        match self {
+            TriggerDefinition::Escalation { escalation_code } => Some(escalation_code.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn event_type(&self) -> BpmnEventType {
+        match self {
+            TriggerDefinition::Timer(_) => BpmnEventType::Timer,
+            TriggerDefinition::Message(_) => BpmnEventType::Message,
+            TriggerDefinition::Error { .. } => BpmnEventType::Error,
+            TriggerDefinition::Escalation { .. } => BpmnEventType::Escalation,
+        }
+    }
 }
 
 /// A sequence flow, with its condition when it leaves an exclusive gateway.

@@ -21,6 +21,8 @@ pub(super) struct Context<'a, 'input> {
     pub messages: HashMap<&'a str, Node<'a, 'input>>,
     /// `bpmn:error` by id.
     pub errors: HashMap<&'a str, Node<'a, 'input>>,
+    /// `bpmn:escalation` by id.
+    pub escalations: HashMap<&'a str, Node<'a, 'input>>,
 }
 
 impl Context<'_, '_> {
@@ -165,6 +167,7 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
         lines,
         messages: root_elements_by_id(root, "message"),
         errors: root_elements_by_id(root, "error"),
+        escalations: root_elements_by_id(root, "escalation"),
     };
 
     let mut models = Vec::new();

@@ -3,12 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::document::article;
+use super::document::{article, bpmn_children};
 use super::process::Builder;
 use super::values;
 use crate::model::{
-    BoundaryDefinition, CatchEventDefinition, ElementIdx, ElementKind, FlowIdx, ProcessModel,
-    SequenceFlow, ThrowEventDefinition,
+    CatchEventDefinition, ElementIdx, ElementKind, FlowIdx, MessageDefinition, ProcessModel,
+    SequenceFlow, ThrowEventDefinition, TriggerDefinition, ValueOrExpr,
 };
 
 /// Resolves references and checks the graph; the model is only used by the caller when
@@ -18,10 +18,12 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     linker.link_flows(&mut builder);
     linker.check_declared_flows(&mut builder);
     link_attachments(&mut builder);
+    check_event_gateways(&mut builder, &linker.flows);
     linker.link_defaults(&mut builder);
     linker.check_exclusive_gateways(&mut builder);
     check_required_outgoing(&mut builder);
     check_start_events(&mut builder);
+    check_hosted_triggers(&mut builder, &linker.flows);
     link_link_events(&mut builder);
     link_inclusive_joins(&mut builder, &linker.flows);
     ProcessModel {
@@ -67,8 +69,26 @@ impl Linker {
                 source_el.kind,
                 ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. })
             );
+            let is_event_subprocess = |kind: &ElementKind| {
+                matches!(
+                    kind,
+                    ElementKind::SubProcess {
+                        triggered_by_event: true,
+                        ..
+                    }
+                )
+            };
+            let leaves_event_subprocess = is_event_subprocess(&source_el.kind);
             let target_rule = match target_el.kind {
+                ElementKind::SubProcess {
+                    triggered_by_event: true,
+                    ..
+                } => Some(
+                    "an event subprocess cannot have an incoming flow; its start event's trigger \
+                     starts it",
+                ),
                 ElementKind::StartEvent
+                | ElementKind::EventStartEvent { .. }
                 | ElementKind::TimerStartEvent(_)
                 | ElementKind::MessageStartEvent { .. } => {
                     Some("a start event cannot have an incoming flow")
@@ -105,6 +125,18 @@ impl Linker {
                     raw.node,
                     format!(
                         "an end event cannot have an outgoing flow ('{}'); remove it",
+                        raw.id
+                    ),
+                );
+                sound = false;
+            }
+            if leaves_event_subprocess {
+                b.problem(
+                    Some(&source_id),
+                    raw.node,
+                    format!(
+                        "an event subprocess cannot have an outgoing flow ('{}'); when it \
+                         completes, its token ends",
                         raw.id
                     ),
                 );
@@ -372,23 +404,33 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
         };
         let host_element = &b.elements[host.0 as usize];
         let host_kind = host_element.kind.bpmn_name();
-        if !matches!(
+        let event_subprocess = matches!(
             host_element.kind,
-            ElementKind::Task
-                | ElementKind::ManualTask
-                | ElementKind::ServiceTask(_)
-                | ElementKind::ScriptTask(_)
-                | ElementKind::SendTask(_)
-                | ElementKind::ReceiveTask(_)
-                | ElementKind::CallActivity(_)
-                | ElementKind::SubProcess { .. }
-        ) {
+            ElementKind::SubProcess {
+                triggered_by_event: true,
+                ..
+            }
+        );
+        if event_subprocess
+            || !matches!(
+                host_element.kind,
+                ElementKind::Task
+                    | ElementKind::ManualTask
+                    | ElementKind::ServiceTask(_)
+                    | ElementKind::ScriptTask(_)
+                    | ElementKind::SendTask(_)
+                    | ElementKind::ReceiveTask(_)
+                    | ElementKind::CallActivity(_)
+                    | ElementKind::SubProcess { .. }
+            )
+        {
             b.problem(
                 Some(&boundary_id),
                 node,
                 format!(
                     "the boundary event is attached to '{attached_ref}', {} {host_kind}; boundary \
-                     events can only be attached to tasks, call activities and subprocesses",
+                     events can only be attached to tasks, call activities and subprocesses \
+                     (not event subprocesses)",
                     article(host_kind)
                 ),
             );
@@ -417,7 +459,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
 
 /// An element catches each error code (and "any error") at most once.
 fn check_error_catch_unique(b: &mut Builder<'_, '_, '_>, host: ElementIdx, boundary: ElementIdx) {
-    let Some(BoundaryDefinition::Error { error_code }) = boundary_definition(b, boundary) else {
+    let Some(TriggerDefinition::Error { error_code }) = boundary_definition(b, boundary) else {
         return;
     };
     let error_code = error_code.clone();
@@ -427,7 +469,7 @@ fn check_error_catch_unique(b: &mut Builder<'_, '_, '_>, host: ElementIdx, bound
         .copied()
         .find(|&other| {
             matches!(boundary_definition(b, other),
-                Some(BoundaryDefinition::Error { error_code: code }) if *code == error_code)
+                Some(TriggerDefinition::Error { error_code: code }) if *code == error_code)
         });
     if let Some(earlier) = earlier {
         let earlier_id = b.elements[earlier.0 as usize].id.clone();
@@ -451,7 +493,7 @@ fn check_error_catch_unique(b: &mut Builder<'_, '_, '_>, host: ElementIdx, bound
 fn boundary_definition<'m>(
     b: &'m Builder<'_, '_, '_>,
     idx: ElementIdx,
-) -> Option<&'m BoundaryDefinition> {
+) -> Option<&'m TriggerDefinition> {
     match &b.elements[idx.0 as usize].kind {
         ElementKind::BoundaryEvent { definition, .. } => Some(definition),
         _ => None,
@@ -467,6 +509,7 @@ fn check_required_outgoing(b: &mut Builder<'_, '_, '_>) {
             ElementKind::ExclusiveGateway { .. }
                 | ElementKind::ParallelGateway
                 | ElementKind::InclusiveGateway { .. }
+                | ElementKind::EventBasedGateway
                 | ElementKind::BoundaryEvent { .. }
         );
         if needs_outgoing && element.outgoing.is_empty() {
@@ -488,6 +531,14 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
         else {
             continue;
         };
+        if let ElementKind::SubProcess {
+            triggered_by_event: true,
+            ..
+        } = &b.elements[idx].kind
+        {
+            check_event_subprocess_start(b, idx);
+            continue;
+        }
         let starts: Vec<ElementIdx> = children
             .iter()
             .copied()
@@ -555,6 +606,242 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
             }
         }
     }
+}
+
+/// The elements directly inside a process or subprocess.
+fn children_of(b: &Builder<'_, '_, '_>, idx: usize) -> Vec<ElementIdx> {
+    match &b.elements[idx].kind {
+        ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } => {
+            children.clone()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// An event subprocess has exactly one start event, with a trigger (timer, message,
+/// error): it becomes the subprocess's `start_event`.
+fn check_event_subprocess_start(b: &mut Builder<'_, '_, '_>, idx: usize) {
+    let children = children_of(b, idx);
+    let starts: Vec<ElementIdx> = children
+        .iter()
+        .copied()
+        .filter(|c| {
+            matches!(
+                b.elements[c.0 as usize].kind,
+                ElementKind::StartEvent | ElementKind::EventStartEvent { .. }
+            )
+        })
+        .collect();
+    let scope_id = b.elements[idx].id.clone();
+    match starts.as_slice() {
+        [only]
+            if matches!(
+                b.elements[only.0 as usize].kind,
+                ElementKind::EventStartEvent { .. }
+            ) =>
+        {
+            if let ElementKind::SubProcess { start_event, .. } = &mut b.elements[idx].kind {
+                *start_event = *only;
+            }
+        }
+        [] => {
+            // A start event already reported as unsupported is not missing as well.
+            let reported = bpmn_children(b.nodes[idx]).any(|n| {
+                n.tag_name().name() == "startEvent"
+                    && n.attribute("id")
+                        .is_some_and(|id| b.unsupported.contains(id))
+            });
+            if !reported {
+                b.problem(
+                    Some(&scope_id),
+                    b.nodes[idx],
+                    "the event subprocess has no start event; add a timer, message or error \
+                     start event"
+                        .to_owned(),
+                );
+            }
+        }
+        _ => {
+            for start in starts {
+                let id = b.elements[start.0 as usize].id.clone();
+                let message =
+                    if matches!(b.elements[start.0 as usize].kind, ElementKind::StartEvent) {
+                        format!(
+                            "the event subprocess '{scope_id}' cannot start at a none start event; \
+                         give it a timer, message or error definition"
+                        )
+                    } else {
+                        format!(
+                            "the event subprocess '{scope_id}' has several start events; keep \
+                         exactly one"
+                        )
+                    };
+                b.problem(Some(&id), b.nodes[start.0 as usize], message);
+            }
+        }
+    }
+}
+
+/// An event-based gateway leads to at least two message or timer intermediate catch
+/// events, which nothing else enters (so entering one means the gateway chose it).
+fn check_event_gateways(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
+    for idx in 0..b.elements.len() {
+        if !matches!(b.elements[idx].kind, ElementKind::EventBasedGateway) {
+            continue;
+        }
+        let id = b.elements[idx].id.clone();
+        let outgoing = b.elements[idx].outgoing.clone();
+        if outgoing.len() < 2 {
+            b.problem(
+                Some(&id),
+                b.nodes[idx],
+                "an event-based gateway needs at least two outgoing flows, each to a message or \
+                 timer intermediate catch event"
+                    .to_owned(),
+            );
+        }
+        for flow in outgoing {
+            let target = flows[flow.0 as usize].target;
+            let element = &b.elements[target.0 as usize];
+            let target_id = element.id.clone();
+            let catches = matches!(
+                element.kind,
+                ElementKind::IntermediateCatchEvent(
+                    CatchEventDefinition::Timer(_) | CatchEventDefinition::Message(_)
+                )
+            );
+            if !catches {
+                let kind = element.kind.bpmn_name();
+                b.problem(
+                    Some(&id),
+                    b.nodes[idx],
+                    format!(
+                        "the event-based gateway leads to '{target_id}', {} {kind}; it can only \
+                         lead to message or timer intermediate catch events",
+                        article(kind)
+                    ),
+                );
+            } else if element.incoming.len() > 1 {
+                b.problem(
+                    Some(&target_id),
+                    b.nodes[target.0 as usize],
+                    "a catch event after an event-based gateway cannot have other incoming \
+                     flows; the gateway decides when it is entered"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+}
+
+/// The message subscriptions one element instance holds are told apart by message name
+/// (its own, its boundary events', its event subprocesses', or those of the events after
+/// an event-based gateway), and a scope catches each error code once: static names must
+/// differ.
+fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
+    for idx in 0..b.elements.len() {
+        let host = ElementIdx(u32::try_from(idx).unwrap_or(u32::MAX));
+        let mut messages: Vec<(ElementIdx, String)> = Vec::new();
+        let mut errors: Vec<(ElementIdx, Option<String>)> = Vec::new();
+        let mut escalations: Vec<(ElementIdx, Option<String>)> = Vec::new();
+        if let ElementKind::ReceiveTask(definition) = &b.elements[idx].kind
+            && let ValueOrExpr::Static(name) = &definition.message_name
+        {
+            messages.push((host, name.clone()));
+        }
+        let mut hosted: Vec<ElementIdx> = b.elements[idx].boundary_events.clone();
+        for child in children_of(b, idx) {
+            if let ElementKind::SubProcess {
+                triggered_by_event: true,
+                start_event,
+                ..
+            } = &b.elements[child.0 as usize].kind
+            {
+                hosted.push(*start_event);
+            }
+        }
+        if matches!(b.elements[idx].kind, ElementKind::EventBasedGateway) {
+            hosted.extend(
+                b.elements[idx]
+                    .outgoing
+                    .iter()
+                    .map(|f| flows[f.0 as usize].target),
+            );
+        }
+        for catch in hosted {
+            let (message, error, escalation) = match &b.elements[catch.0 as usize].kind {
+                ElementKind::BoundaryEvent { definition, .. } => {
+                    (definition.message(), None, definition.escalation_code())
+                }
+                ElementKind::EventStartEvent { definition, .. } => (
+                    definition.message(),
+                    definition.error_code(),
+                    definition.escalation_code(),
+                ),
+                ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(m)) => {
+                    (Some(m), None, None)
+                }
+                _ => (None, None, None),
+            };
+            let message = match message {
+                Some(MessageDefinition {
+                    message_name: ValueOrExpr::Static(name),
+                    ..
+                }) if !name.is_empty() => Some(name.clone()),
+                _ => None,
+            };
+            if let Some(name) = message {
+                if let Some((first, _)) = messages.iter().find(|(_, n)| *n == name) {
+                    let first = b.elements[first.0 as usize].id.clone();
+                    let catch_id = b.elements[catch.0 as usize].id.clone();
+                    b.problem(
+                        Some(&catch_id),
+                        b.nodes[catch.0 as usize],
+                        format!(
+                            "'{first}' already waits for the message '{name}' in the same \
+                             scope; each message can be awaited once per element"
+                        ),
+                    );
+                } else {
+                    messages.push((catch, name));
+                }
+            }
+            if let Some(code) = error {
+                check_code_unique(b, &mut errors, catch, code, "error");
+            }
+            if let Some(code) = escalation {
+                check_code_unique(b, &mut escalations, catch, code, "escalation");
+            }
+        }
+    }
+}
+
+/// A scope catches each error or escalation code (and "any") once: `seen` holds the
+/// catch events met so far with their codes.
+fn check_code_unique(
+    b: &mut Builder<'_, '_, '_>,
+    seen: &mut Vec<(ElementIdx, Option<String>)>,
+    catch: ElementIdx,
+    code: Option<String>,
+    what: &str,
+) {
+    let Some((first, _)) = seen.iter().find(|(_, c)| *c == code) else {
+        seen.push((catch, code));
+        return;
+    };
+    let first = b.elements[first.0 as usize].id.clone();
+    let catch_id = b.elements[catch.0 as usize].id.clone();
+    let caught = match &code {
+        Some(code) => format!("the {what} code '{code}'"),
+        None => format!("any {what}"),
+    };
+    b.problem(
+        Some(&catch_id),
+        b.nodes[catch.0 as usize],
+        format!(
+            "'{first}' already catches {caught} here; each {what} can be caught once per scope"
+        ),
+    );
 }
 
 /// Pairs each link throw event with the link catch event of the same name in its own

@@ -17,17 +17,17 @@ use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
-    BoundaryDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx,
-    ElementKind, EndEventKind, ExecutionListeners, JobDefinition, Mapping, MessageDefinition,
-    MultiInstance, ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition,
+    CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind,
+    EndEventKind, ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance,
+    ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition,
     ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
                          sendTask, receiveTask, exclusiveGateway, parallelGateway, \
-                         inclusiveGateway, intermediateCatchEvent, intermediateThrowEvent, \
-                         boundaryEvent, subProcess, callActivity";
+                         inclusiveGateway, eventBasedGateway, intermediateCatchEvent, \
+                         intermediateThrowEvent, boundaryEvent, subProcess, callActivity";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -62,6 +62,46 @@ const MULTI_INSTANCE_HOSTS: &[&str] = &[
     "receiveTask",
     "subProcess",
 ];
+
+/// Which thrown and caught codes a reference names.
+#[derive(Clone, Copy)]
+enum CodeKind {
+    Error,
+    Escalation,
+}
+
+impl CodeKind {
+    fn what(self) -> &'static str {
+        match self {
+            CodeKind::Error => "error",
+            CodeKind::Escalation => "escalation",
+        }
+    }
+
+    fn reference(self) -> &'static str {
+        match self {
+            CodeKind::Error => "errorRef",
+            CodeKind::Escalation => "escalationRef",
+        }
+    }
+
+    fn code(self) -> &'static str {
+        match self {
+            CodeKind::Error => "errorCode",
+            CodeKind::Escalation => "escalationCode",
+        }
+    }
+
+    fn definitions<'d, 'a, 'input>(
+        self,
+        ctx: &'d Context<'a, 'input>,
+    ) -> &'d HashMap<&'a str, Node<'a, 'input>> {
+        match self {
+            CodeKind::Error => &ctx.errors,
+            CodeKind::Escalation => &ctx.escalations,
+        }
+    }
+}
 
 /// Default job retries when `zeebe:taskDefinition` has none (as in Zeebe).
 const DEFAULT_RETRIES: i32 = 3;
@@ -283,6 +323,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "exclusiveGateway"
                 | "parallelGateway"
                 | "inclusiveGateway"
+                | "eventBasedGateway"
                 | "intermediateCatchEvent"
                 | "intermediateThrowEvent"
                 | "boundaryEvent"
@@ -318,12 +359,13 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             // A duplicate id, already reported for the whole document.
             return;
         }
-        if name == "subProcess" && node.attribute("triggeredByEvent") == Some("true") {
-            let message = "an event subprocess is not supported; use boundary events on a \
-                           subprocess instead";
-            self.unsupported(Some(id), node, message.to_owned());
-            return;
-        }
+        let in_event_subprocess = matches!(
+            self.elements[scope.0 as usize].kind,
+            ElementKind::SubProcess {
+                triggered_by_event: true,
+                ..
+            }
+        );
         let mut start_definition = None;
         if name == "startEvent"
             && let Some(definition) = self.event_definition(id, node)
@@ -331,7 +373,25 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             // Timer and message start events run on the process itself; any other kind
             // is not built at all, so it cannot count as the scope's start event.
             let kind = definition.tag_name().name();
-            let runs = matches!(kind, "timerEventDefinition" | "messageEventDefinition");
+            let runs = if in_event_subprocess {
+                matches!(
+                    kind,
+                    "timerEventDefinition"
+                        | "messageEventDefinition"
+                        | "errorEventDefinition"
+                        | "escalationEventDefinition"
+                )
+            } else {
+                matches!(kind, "timerEventDefinition" | "messageEventDefinition")
+            };
+            if in_event_subprocess && !runs {
+                let message = format!(
+                    "an event subprocess started by a {kind} is not supported; use a timer, \
+                     message, error or escalation start event"
+                );
+                self.unsupported(Some(id), definition, message);
+                return;
+            }
             if !runs {
                 let message = format!(
                     "a start event with a {kind} is not supported; use a none, timer or \
@@ -340,11 +400,10 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 self.unsupported(Some(id), definition, message);
                 return;
             }
-            if scope != ProcessModel::ROOT {
+            if scope != ProcessModel::ROOT && !in_event_subprocess {
                 let message = format!(
-                    "a start event with a {kind} inside a subprocess would make it an event \
-                     subprocess, which is not supported; a subprocess starts at a none start \
-                     event"
+                    "a start event with a {kind} inside a subprocess needs an event subprocess \
+                     (triggeredByEvent=\"true\"); a subprocess starts at a none start event"
                 );
                 self.unsupported(Some(id), definition, message);
                 return;
@@ -357,6 +416,9 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         let kind = match name {
             "startEvent" => match start_definition {
                 None => ElementKind::StartEvent,
+                Some(definition) if in_event_subprocess => {
+                    self.event_subprocess_start(id, node, definition)
+                }
                 Some(definition) => self.event_start(id, definition),
             },
             "endEvent" => self.end_event(id, node, &extensions),
@@ -385,6 +447,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ElementKind::ExclusiveGateway { default_flow: None }
             }
             "parallelGateway" => ElementKind::ParallelGateway,
+            "eventBasedGateway" => self.event_based_gateway(id, node),
             "inclusiveGateway" => {
                 if let Some(default) = node.attribute("default") {
                     self.raw_defaults.push((idx, default));
@@ -402,6 +465,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 start_event: idx,
                 children: Vec::new(),
                 inclusive_joins: Vec::new(),
+                triggered_by_event: node.attribute("triggeredByEvent").map(str::trim)
+                    == Some("true"),
             },
         };
         let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);
@@ -505,6 +570,18 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                             Some(id),
                             child,
                             "multiInstanceLoopCharacteristics appears more than once; keep one"
+                                .to_owned(),
+                        );
+                        continue;
+                    }
+                    if element_name == "subProcess"
+                        && node.attribute("triggeredByEvent").map(str::trim) == Some("true")
+                    {
+                        self.problem(
+                            Some(id),
+                            child,
+                            "an event subprocess cannot be multi-instance; its start event \
+                             decides when it runs"
                                 .to_owned(),
                         );
                         continue;
@@ -1362,8 +1439,13 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 )))
             }
             "errorEventDefinition" => {
-                let error_code = self.thrown_error_code(id, definition);
+                let error_code = self.thrown_code(id, definition, CodeKind::Error, "end event");
                 ElementKind::EndEvent(EndEventKind::Error { error_code })
+            }
+            "escalationEventDefinition" => {
+                let escalation_code =
+                    self.thrown_code(id, definition, CodeKind::Escalation, "end event");
+                ElementKind::EndEvent(EndEventKind::Escalation { escalation_code })
             }
             other => {
                 self.problem(
@@ -1371,7 +1453,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     definition,
                     format!(
                         "an end event with a {other} is not supported; Rill runs none, \
-                         terminate, error and message end events"
+                         terminate, error, escalation and message end events"
                     ),
                 );
                 ElementKind::EndEvent(EndEventKind::None)
@@ -1379,46 +1461,59 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    /// The code an error end event throws: from its `errorRef`, required.
-    fn thrown_error_code(&mut self, id: &str, definition: Node<'a, 'input>) -> ValueOrExpr<String> {
+    /// The code an error or escalation throw event throws: from its `errorRef` or
+    /// `escalationRef`, required.
+    fn thrown_code(
+        &mut self,
+        id: &str,
+        definition: Node<'a, 'input>,
+        kind: CodeKind,
+        thrower: &str,
+    ) -> ValueOrExpr<String> {
         let placeholder = ValueOrExpr::Static(String::new());
-        let Some(error_ref) = definition
-            .attribute("errorRef")
+        let what = kind.what();
+        let Some(reference) = definition
+            .attribute(kind.reference())
             .filter(|r| !r.trim().is_empty())
         else {
             self.problem(
                 Some(id),
                 definition,
-                "an error end event needs an error to throw; select an error (errorRef) with an \
-                 error code"
-                    .to_owned(),
+                format!(
+                    "{a} {what} {thrower} needs {a} {what} to throw; select {a} {what} ({}) \
+                     with {a} {what} code",
+                    kind.reference(),
+                    a = article(what),
+                ),
             );
             return placeholder;
         };
-        let Some(&error) = self.ctx.errors.get(error_ref) else {
+        let Some(&target) = kind.definitions(self.ctx).get(reference) else {
             self.problem(
                 Some(id),
                 definition,
-                format!("the referenced error '{error_ref}' does not exist in this file"),
+                format!("the referenced {what} '{reference}' does not exist in this file"),
             );
             return placeholder;
         };
-        match error
-            .attribute("errorCode")
+        match target
+            .attribute(kind.code())
             .filter(|c| !c.trim().is_empty())
         {
             None => {
                 self.problem(
                     Some(id),
                     definition,
-                    format!("the error '{error_ref}' has no error code; set the code to throw"),
+                    format!("the {what} '{reference}' has no {what} code; set the code to throw"),
                 );
                 placeholder
             }
-            Some(raw) => values::string_or_expr("error code", raw).unwrap_or_else(|message| {
-                self.problem(Some(id), error, message);
-                placeholder
-            }),
+            Some(raw) => {
+                values::string_or_expr(&format!("{what} code"), raw).unwrap_or_else(|message| {
+                    self.problem(Some(id), target, message);
+                    placeholder
+                })
+            }
         }
     }
 
@@ -1464,13 +1559,21 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                                event is a job for a worker that sends the message)";
                 ThrowEventDefinition::Message(self.job(id, node, extensions, Some(missing)))
             }
+            "escalationEventDefinition" => ThrowEventDefinition::Escalation {
+                escalation_code: self.thrown_code(
+                    id,
+                    definition,
+                    CodeKind::Escalation,
+                    "intermediate throw event",
+                ),
+            },
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate throw event with a {other} is not supported; Rill runs \
-                         none, link and message intermediate throw events"
+                         none, link, message and escalation intermediate throw events"
                     ),
                 );
                 ThrowEventDefinition::None
@@ -1531,45 +1634,36 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         let interrupting = node.attribute("cancelActivity").map(str::trim) != Some("false");
         self.raw_attachments
             .push((idx, node.attribute("attachedToRef")));
-        let placeholder = BoundaryDefinition::Error { error_code: None };
+        let placeholder = TriggerDefinition::Error { error_code: None };
         let definition = match self.event_definition(id, node) {
             None => {
                 self.problem(
                     Some(id),
                     node,
-                    "a boundary event needs a timer or error definition".to_owned(),
+                    "a boundary event needs a timer, message, error or escalation definition"
+                        .to_owned(),
                 );
                 placeholder
             }
-            Some(definition) => match definition.tag_name().name() {
-                "timerEventDefinition" => {
-                    BoundaryDefinition::Timer(self.timer(id, definition, !interrupting))
-                }
-                "errorEventDefinition" => {
-                    if !interrupting {
+            Some(definition) => {
+                let fix = "an error boundary event must be interrupting; remove \
+                           cancelActivity=\"false\"";
+                match self.trigger(id, node, definition, interrupting, fix) {
+                    Some(trigger) => trigger,
+                    None => {
+                        let other = definition.tag_name().name();
                         self.problem(
                             Some(id),
-                            node,
-                            "an error boundary event must be interrupting; remove \
-                             cancelActivity=\"false\""
-                                .to_owned(),
+                            definition,
+                            format!(
+                                "a boundary event with a {other} is not supported; use a timer, \
+                                 message, error or escalation boundary event"
+                            ),
                         );
+                        placeholder
                     }
-                    let error_code = self.caught_error_code(id, definition);
-                    BoundaryDefinition::Error { error_code }
                 }
-                other => {
-                    self.problem(
-                        Some(id),
-                        definition,
-                        format!(
-                            "a boundary event with a {other} is not supported; use a timer or \
-                             an error boundary event"
-                        ),
-                    );
-                    placeholder
-                }
-            },
+            }
         };
         ElementKind::BoundaryEvent {
             attached_to: idx,
@@ -1578,29 +1672,114 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
-    /// The code an error boundary catches: `None` (any error) without an `errorRef` or
-    /// when the error has no code.
-    fn caught_error_code(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<String> {
-        let error_ref = definition
-            .attribute("errorRef")
+    /// The start event of an event subprocess: a timer, a message, an error or an
+    /// escalation, which interrupts the enclosing scope unless `isInterrupting="false"`
+    /// (never for an error). Other definitions were refused before.
+    fn event_subprocess_start(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        definition: Node<'a, 'input>,
+    ) -> ElementKind {
+        let interrupting = node.attribute("isInterrupting").map(str::trim) != Some("false");
+        let fix = "an error start event of an event subprocess must be interrupting; remove \
+                   isInterrupting=\"false\"";
+        let definition = self
+            .trigger(id, node, definition, interrupting, fix)
+            .unwrap_or(TriggerDefinition::Error { error_code: None });
+        ElementKind::EventStartEvent {
+            interrupting,
+            definition,
+        }
+    }
+
+    /// What a boundary event or an event subprocess's start event waits for, or `None`
+    /// for a definition Rill does not run there. A timer cycle needs a non-interrupting
+    /// event; an error an interrupting one (else the problem `fix`).
+    fn trigger(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        definition: Node<'a, 'input>,
+        interrupting: bool,
+        fix: &str,
+    ) -> Option<TriggerDefinition> {
+        Some(match definition.tag_name().name() {
+            "timerEventDefinition" => {
+                TriggerDefinition::Timer(self.timer(id, definition, !interrupting))
+            }
+            "messageEventDefinition" => TriggerDefinition::Message(self.message(
+                id,
+                definition,
+                definition.attribute("messageRef"),
+            )),
+            "errorEventDefinition" => {
+                if !interrupting {
+                    self.problem(Some(id), node, fix.to_owned());
+                }
+                TriggerDefinition::Error {
+                    error_code: self.caught_code(id, definition, CodeKind::Error),
+                }
+            }
+            "escalationEventDefinition" => TriggerDefinition::Escalation {
+                escalation_code: self.caught_code(id, definition, CodeKind::Escalation),
+            },
+            _ => return None,
+        })
+    }
+
+    /// An event-based gateway: exclusive (the BPMN default), never instantiating.
+    fn event_based_gateway(&mut self, id: &str, node: Node<'a, 'input>) -> ElementKind {
+        if node.attribute("instantiate").map(str::trim) == Some("true") {
+            self.problem(
+                Some(id),
+                node,
+                "an event-based gateway that starts a process (instantiate=\"true\") is not \
+                 supported; use message or timer start events"
+                    .to_owned(),
+            );
+        }
+        if node.attribute("eventGatewayType").map(str::trim) == Some("Parallel") {
+            self.problem(
+                Some(id),
+                node,
+                "a parallel event-based gateway is not supported; remove \
+                 eventGatewayType=\"Parallel\""
+                    .to_owned(),
+            );
+        }
+        ElementKind::EventBasedGateway
+    }
+
+    /// The code an error or escalation catch event catches: `None` (any) without a
+    /// reference or when the referenced error or escalation has no code.
+    fn caught_code(
+        &mut self,
+        id: &str,
+        definition: Node<'a, 'input>,
+        kind: CodeKind,
+    ) -> Option<String> {
+        let what = kind.what();
+        let reference = definition
+            .attribute(kind.reference())
             .filter(|r| !r.trim().is_empty())?;
-        let Some(&error) = self.ctx.errors.get(error_ref) else {
+        let Some(&target) = kind.definitions(self.ctx).get(reference) else {
             self.problem(
                 Some(id),
                 definition,
-                format!("the referenced error '{error_ref}' does not exist in this file"),
+                format!("the referenced {what} '{reference}' does not exist in this file"),
             );
             return None;
         };
-        let code = error
-            .attribute("errorCode")
+        let code = target
+            .attribute(kind.code())
             .filter(|c| !c.trim().is_empty())?;
         if code.starts_with('=') {
             self.problem(
                 Some(id),
-                error,
+                target,
                 format!(
-                    "the error code '{code}' of a catching event must be static text, not an \
+                    "the {what} code '{code}' of a catching event must be static text, not an \
                      expression"
                 ),
             );
@@ -1648,8 +1827,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             self.problem(
                 Some(id),
                 value_node,
-                "timeCycle is only supported on non-interrupting boundary events; use \
-                 timeDuration or timeDate"
+                "timeCycle is only supported on non-interrupting boundary events and \
+                 event subprocesses; use timeDuration or timeDate"
                     .to_owned(),
             );
             return placeholder;
@@ -1678,19 +1857,25 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
             Some("a boundaryEvent cannot have input mappings; use output mappings")
         }
         ElementKind::StartEvent
+        | ElementKind::EventStartEvent { .. }
         | ElementKind::TimerStartEvent(_)
         | ElementKind::MessageStartEvent { .. } => Some(
             "a start event cannot have input mappings, nothing in it would read them; use \
              output mappings",
         ),
         ElementKind::IntermediateThrowEvent(
-            ThrowEventDefinition::None | ThrowEventDefinition::Link { .. },
+            ThrowEventDefinition::None
+            | ThrowEventDefinition::Link { .. }
+            | ThrowEventDefinition::Escalation { .. },
         ) => Some(
-            "a none or link intermediate throw event cannot have input mappings, nothing in it \
-             would read them; use output mappings",
+            "a none, link or escalation intermediate throw event cannot have input mappings, \
+             nothing in it would read them; use output mappings",
         ),
         ElementKind::EndEvent(
-            EndEventKind::None | EndEventKind::Terminate | EndEventKind::Error { .. },
+            EndEventKind::None
+            | EndEventKind::Terminate
+            | EndEventKind::Error { .. }
+            | EndEventKind::Escalation { .. },
         ) => Some(
             "only a message end event (a job) can have input mappings; on this end event \
              nothing would read them",
@@ -1705,7 +1890,8 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
     match kind {
         ElementKind::StartEvent
         | ElementKind::TimerStartEvent(_)
-        | ElementKind::MessageStartEvent { .. } => (
+        | ElementKind::MessageStartEvent { .. }
+        | ElementKind::EventStartEvent { .. } => (
             Some(
                 "a start event cannot have start listeners in zeebe:executionListeners; put \
                  them on the process or subprocess",
@@ -1721,6 +1907,7 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
         ),
         ElementKind::ExclusiveGateway { .. }
         | ElementKind::ParallelGateway
+        | ElementKind::EventBasedGateway
         | ElementKind::InclusiveGateway { .. } => (
             None,
             Some(
@@ -1733,6 +1920,17 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
             Some(
                 "an error end event cannot have end listeners in zeebe:executionListeners: it \
                  never completes; put them on the element that catches the error",
+            ),
+        ),
+        // Zeebe skips them when an interrupting catch event takes the escalation; Rill
+        // refuses them rather than run them only sometimes.
+        ElementKind::EndEvent(EndEventKind::Escalation { .. })
+        | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Escalation { .. }) => (
+            None,
+            Some(
+                "an escalation throw or end event cannot have end listeners in \
+                 zeebe:executionListeners (an interrupting catch event would skip them); put \
+                 them on the element that catches the escalation",
             ),
         ),
         _ => (None, None),

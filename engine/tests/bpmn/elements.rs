@@ -1,8 +1,8 @@
 //! Each element family parses into the expected model shape.
 
 use rill_engine::model::{
-    BoundaryDefinition, CatchEventDefinition, ElementKind, EndEventKind, ProcessModel,
-    TimerDefinition,
+    CatchEventDefinition, ElementKind, EndEventKind, ProcessModel, TimerDefinition,
+    TriggerDefinition,
 };
 use rill_feel::temporal::{IsoCycle, IsoDuration};
 use rill_protocol::value::{BpmnElementType, BpmnEventType};
@@ -211,7 +211,7 @@ fn boundary_events_attach_to_tasks_and_subprocesses() {
     let (host, interrupting, definition) = boundary("PayTimeout");
     assert_eq!((host, interrupting), ("Pay", true));
     assert!(matches!(definition,
-        BoundaryDefinition::Timer(TimerDefinition::Duration(d)) if static_value(d) == duration_millis(30_000)));
+        TriggerDefinition::Timer(TimerDefinition::Duration(d)) if static_value(d) == duration_millis(30_000)));
 
     let (host, interrupting, definition) = boundary("PayReminder");
     assert_eq!((host, interrupting), ("Pay", false));
@@ -220,7 +220,7 @@ fn boundary_events_attach_to_tasks_and_subprocesses() {
         interval: duration_millis(10_000),
     };
     assert!(matches!(definition,
-        BoundaryDefinition::Timer(TimerDefinition::Cycle(c)) if static_value(c) == expected));
+        TriggerDefinition::Timer(TimerDefinition::Cycle(c)) if static_value(c) == expected));
     assert_eq!(
         el(&model, "PayReminder").outputs[0].target,
         vec!["reminded"]
@@ -229,25 +229,25 @@ fn boundary_events_attach_to_tasks_and_subprocesses() {
     let (_, interrupting, definition) = boundary("PayDeclined");
     assert!(interrupting);
     assert!(matches!(definition,
-        BoundaryDefinition::Error { error_code: Some(code) } if code == "CARD_DECLINED"));
+        TriggerDefinition::Error { error_code: Some(code) } if code == "CARD_DECLINED"));
     let (_, _, definition) = boundary("PayAnyError");
     assert!(matches!(
         definition,
-        BoundaryDefinition::Error { error_code: None }
+        TriggerDefinition::Error { error_code: None }
     ));
     assert_eq!(el(&model, "PayAnyError").event_type(), BpmnEventType::Error);
 
     let (host, _, definition) = boundary("WaitTimeout");
     assert_eq!(host, "Wait");
     assert!(matches!(definition,
-        BoundaryDefinition::Timer(TimerDefinition::Date(d)) if static_value(d) == 1_906_495_200_000));
+        TriggerDefinition::Timer(TimerDefinition::Date(d)) if static_value(d) == 1_906_495_200_000));
 
     // An error without a code catches every error, as no errorRef does.
     let (host, _, definition) = boundary("SubError");
     assert_eq!(host, "Sub");
     assert!(matches!(
         definition,
-        BoundaryDefinition::Error { error_code: None }
+        TriggerDefinition::Error { error_code: None }
     ));
 
     assert_eq!(
@@ -680,4 +680,130 @@ fn execution_listeners_are_jobs_in_document_order_per_event_type() {
     assert_eq!(types(&route.listeners.start), vec!["decide"]);
     assert!(route.listeners.end.is_empty());
     assert!(el(&model, "Start").listeners.start.is_empty());
+}
+
+#[test]
+fn message_boundary_events_carry_their_message_and_interrupting_flag() {
+    let model = parse_one("elements/message-boundary.bpmn");
+    let work = el(&model, "Work");
+    assert_eq!(
+        ids(&model, &work.boundary_events),
+        vec!["Cancelled", "Updated", "Reminder", "Nudge"]
+    );
+    let ElementKind::BoundaryEvent {
+        interrupting,
+        definition: TriggerDefinition::Message(message),
+        ..
+    } = &el(&model, "Cancelled").kind
+    else {
+        panic!("Cancelled is a message boundary event")
+    };
+    assert!(*interrupting);
+    assert_eq!(static_value(&message.message_name), "order-cancelled");
+    assert_eq!(expr_source(&message.correlation_key), "orderId");
+    let updated = el(&model, "Updated");
+    assert!(matches!(
+        updated.kind,
+        ElementKind::BoundaryEvent {
+            interrupting: false,
+            definition: TriggerDefinition::Message(_),
+            ..
+        }
+    ));
+    assert_eq!(updated.event_type(), BpmnEventType::Message);
+    assert_eq!(updated.outputs[0].target, vec!["lastChange"]);
+    assert!(matches!(
+        el(&model, "Nudge").kind,
+        ElementKind::BoundaryEvent {
+            interrupting: false,
+            definition: TriggerDefinition::Timer(TimerDefinition::Cycle(_)),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn event_subprocesses_have_one_event_start_event_and_no_flows() {
+    let model = parse_one("elements/event-subprocesses.bpmn");
+    let on_cancel = el(&model, "OnCancel");
+    assert_eq!(on_cancel.element_type(), BpmnElementType::EventSubProcess);
+    assert!(on_cancel.incoming.is_empty() && on_cancel.outgoing.is_empty());
+    assert_eq!(on_cancel.flow_scope, Some(ProcessModel::ROOT));
+    assert_eq!(
+        ids(
+            &model,
+            &model
+                .event_subprocess_starts(ProcessModel::ROOT)
+                .collect::<Vec<_>>()
+        ),
+        vec!["CancelStart", "StatusStart", "SlowStart", "FailureStart"]
+    );
+    assert_eq!(
+        model.start_event(idx(&model, "OnCancel")),
+        Some(idx(&model, "CancelStart"))
+    );
+    assert_eq!(
+        model.start_event(ProcessModel::ROOT),
+        Some(idx(&model, "Start")),
+        "the process still starts at its none start event"
+    );
+    let kinds: Vec<(bool, BpmnEventType)> =
+        ["CancelStart", "StatusStart", "SlowStart", "FailureStart"]
+            .iter()
+            .map(|id| match &el(&model, id).kind {
+                ElementKind::EventStartEvent {
+                    interrupting,
+                    definition,
+                } => (*interrupting, definition.event_type()),
+                other => panic!("{id} is {other:?}"),
+            })
+            .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (true, BpmnEventType::Message),
+            (false, BpmnEventType::Message),
+            (false, BpmnEventType::Timer),
+            (true, BpmnEventType::Error),
+        ]
+    );
+    assert_eq!(
+        el(&model, "FailureStart").element_type(),
+        BpmnElementType::StartEvent
+    );
+    assert_eq!(
+        el(&model, "FailureStart").event_type(),
+        BpmnEventType::Error
+    );
+
+    let nested = parse_one("elements/nested-event-subprocess.bpmn");
+    let handling = idx(&nested, "Handling");
+    assert_eq!(
+        ids(
+            &nested,
+            &nested.event_subprocess_starts(handling).collect::<Vec<_>>()
+        ),
+        vec!["TooSlowStart", "CheckFailedStart"]
+    );
+    assert_eq!(el(&nested, "TooSlow").flow_scope, Some(handling));
+}
+
+#[test]
+fn an_event_based_gateway_leads_to_its_catch_events() {
+    let model = parse_one("elements/event-based-gateway.bpmn");
+    let gateway = el(&model, "AwaitPayment");
+    assert!(matches!(gateway.kind, ElementKind::EventBasedGateway));
+    assert_eq!(gateway.element_type(), BpmnElementType::EventBasedGateway);
+    assert_eq!(outgoing(&model, "AwaitPayment"), vec!["F2", "F3"]);
+    assert_eq!(incoming(&model, "Paid"), vec!["F2"]);
+    assert!(matches!(
+        el(&model, "Paid").kind,
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(_))
+    ));
+    assert!(matches!(
+        el(&model, "Expired").kind,
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(
+            TimerDefinition::Duration(ValueOrExpr::Expr(_))
+        ))
+    ));
 }

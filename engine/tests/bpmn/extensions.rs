@@ -164,6 +164,22 @@ fn hosts() -> Vec<(&'static str, String)> {
             r#"<bpmn:inclusiveGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:inclusiveGateway><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#.to_owned(),
         ),
         (
+            "eventBasedGateway",
+            r#"<bpmn:eventBasedGateway id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:eventBasedGateway><bpmn:intermediateCatchEvent id="Later"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:intermediateCatchEvent><bpmn:intermediateCatchEvent id="Told"><bpmn:messageEventDefinition messageRef="M" /></bpmn:intermediateCatchEvent><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="Later" /><bpmn:sequenceFlow id="Out2" sourceRef="Host" targetRef="Told" />"#.to_owned(),
+        ),
+        (
+            "eventSubProcess",
+            r#"<bpmn:subProcess id="Host" triggeredByEvent="true"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:startEvent id="Inner"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:startEvent></bpmn:subProcess>"#.to_owned(),
+        ),
+        (
+            "eventSubProcessStartEvent",
+            r#"<bpmn:subProcess id="Events" triggeredByEvent="true"><bpmn:startEvent id="Host" isInterrupting="false"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:messageEventDefinition messageRef="M" /></bpmn:startEvent></bpmn:subProcess>"#.to_owned(),
+        ),
+        (
+            "messageBoundaryEvent",
+            format!(r#"<bpmn:serviceTask id="Work"><bpmn:extensionElements>{job}</bpmn:extensionElements></bpmn:serviceTask><bpmn:boundaryEvent id="Host" attachedToRef="Work"><bpmn:extensionElements>{{ext}}</bpmn:extensionElements><bpmn:outgoing>Out</bpmn:outgoing><bpmn:messageEventDefinition messageRef="M" /></bpmn:boundaryEvent><bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Out" sourceRef="Host" targetRef="After" />"#),
+        ),
+        (
             "sequenceFlow",
             r#"<bpmn:endEvent id="After" /><bpmn:sequenceFlow id="Host" sourceRef="Start" targetRef="After"><bpmn:extensionElements>{ext}</bpmn:extensionElements></bpmn:sequenceFlow>"#.to_owned(),
         ),
@@ -212,6 +228,9 @@ const RUNS: &[(&str, &[&str])] = &[
             "intermediateThrowEvent",
             "intermediateCatchEvent",
             "boundaryEvent",
+            "eventSubProcess",
+            "eventSubProcessStartEvent",
+            "messageBoundaryEvent",
         ],
     ),
     ("subscription", &["message"]),
@@ -237,6 +256,8 @@ const RUNS: &[(&str, &[&str])] = &[
             "exclusiveGateway",
             "parallelGateway",
             "inclusiveGateway",
+            "eventBasedGateway",
+            "eventSubProcess",
         ],
     ),
 ];
@@ -265,6 +286,10 @@ const METADATA: &[(&str, &[&str])] = &[
             "exclusiveGateway",
             "parallelGateway",
             "inclusiveGateway",
+            "eventBasedGateway",
+            "eventSubProcess",
+            "eventSubProcessStartEvent",
+            "messageBoundaryEvent",
             "multiInstanceLoopCharacteristics",
             "sequenceFlow",
             "message",

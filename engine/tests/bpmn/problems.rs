@@ -216,9 +216,36 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "the boundaryEvent has no outgoing sequence flow",
     ),
     (
-        "boundary-message",
-        Some("OnMessage"),
-        "a boundary event with a messageEventDefinition is not supported",
+        "boundary-signal",
+        Some("OnSignal"),
+        "a boundary event with a signalEventDefinition is not supported",
+    ),
+    (
+        "boundary-on-event-subprocess",
+        Some("OnTimeout"),
+        "boundary events can only be attached to tasks, call activities and subprocesses (not \
+         event subprocesses)",
+    ),
+    (
+        "message-boundary-same-message",
+        Some("Second"),
+        "'First' already waits for the message 'ping' in the same scope",
+    ),
+    (
+        "event-gateway-to-task",
+        Some("Decide"),
+        "the event-based gateway leads to 'Chase', a serviceTask; it can only lead to message or \
+         timer intermediate catch events",
+    ),
+    (
+        "event-gateway-one-flow",
+        Some("Decide"),
+        "an event-based gateway needs at least two outgoing flows",
+    ),
+    (
+        "event-gateway-target-entered-elsewhere",
+        Some("Paid"),
+        "a catch event after an event-based gateway cannot have other incoming flows",
     ),
     (
         "boundary-incoming-flow",
@@ -324,7 +351,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "timer-start-in-subprocess",
         Some("SubTimer"),
-        "inside a subprocess would make it an event subprocess, which is not supported",
+        "inside a subprocess needs an event subprocess (triggeredByEvent=\"true\")",
     ),
     (
         "subprocess-without-start",
@@ -372,9 +399,34 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "a standard loop is not supported",
     ),
     (
-        "event-subprocess",
-        Some("OnError"),
-        "an event subprocess is not supported",
+        "escalation-throw-without-escalation",
+        Some("Raise"),
+        "an escalation intermediate throw event needs an escalation to throw",
+    ),
+    (
+        "escalation-boundary-duplicate-code",
+        Some("Second"),
+        "'First' already catches the escalation code 'LATE' here",
+    ),
+    (
+        "event-subprocess-signal-start",
+        Some("SigStart"),
+        "an event subprocess started by a signalEventDefinition is not supported",
+    ),
+    (
+        "event-subprocess-none-start",
+        Some("PlainStart"),
+        "the event subprocess 'OnEvent' cannot start at a none start event",
+    ),
+    (
+        "event-subprocess-with-incoming",
+        Some("OnCancel"),
+        "an event subprocess cannot have an incoming flow",
+    ),
+    (
+        "event-subprocess-error-non-interrupting",
+        Some("ErrorStart"),
+        "an error start event of an event subprocess must be interrupting",
     ),
     (
         "extension-on-wrong-element",
@@ -416,7 +468,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "input-on-none-throw-event",
         Some("Milestone"),
-        "a none or link intermediate throw event cannot have input mappings",
+        "a none, link or escalation intermediate throw event cannot have input mappings",
     ),
     (
         "output-on-error-end-event",

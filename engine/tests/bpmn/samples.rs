@@ -1,6 +1,6 @@
 //! The Modeler samples from `shared/bpmn` parse into what their README describes.
 
-use rill_engine::model::{BoundaryDefinition, CatchEventDefinition, ElementKind, TimerDefinition};
+use rill_engine::model::{CatchEventDefinition, ElementKind, TimerDefinition, TriggerDefinition};
 use rill_engine::{Checksum, parse_deployment};
 use rill_feel::temporal::IsoDuration;
 
@@ -93,13 +93,13 @@ fn payment_retry() {
     assert!(matches!(&el(&model, "PayTimeout").kind,
         ElementKind::BoundaryEvent {
             interrupting: true,
-            definition: BoundaryDefinition::Timer(TimerDefinition::Duration(d)),
+            definition: TriggerDefinition::Timer(TimerDefinition::Duration(d)),
             ..
         } if static_value(d) == IsoDuration { months: 0, millis: 30_000 }));
     assert!(matches!(&el(&model, "PayDeclined").kind,
         ElementKind::BoundaryEvent {
             interrupting: true,
-            definition: BoundaryDefinition::Error { error_code: Some(code) },
+            definition: TriggerDefinition::Error { error_code: Some(code) },
             ..
         } if code == "CARD_DECLINED"));
     assert_eq!(outgoing(&model, "PayDeclined"), vec!["F3"]);

@@ -42,11 +42,11 @@ fn passed_through(
     .collect()
 }
 
-fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
+pub(super) fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
     rule.instance_state(instance).expect("summary").state
 }
 
-fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {
+pub(super) fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: scope,
         variables: JsonValue(variables),
@@ -55,12 +55,12 @@ fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
 }
 
-fn resolve(rule: &mut EngineRule, incident_key: Key) {
+pub(super) fn resolve(rule: &mut EngineRule, incident_key: Key) {
     let outcome = rule.process(Command::ResolveIncident { incident_key });
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
 }
 
-fn cancel(rule: &mut EngineRule, instance: Key) {
+pub(super) fn cancel(rule: &mut EngineRule, instance: Key) {
     let outcome = rule.process(Command::CancelProcessInstance {
         process_instance_key: instance,
     });

@@ -5,6 +5,7 @@ mod call_activity;
 mod commands;
 mod distribution;
 mod elements;
+mod events;
 mod harness;
 mod inclusive;
 mod interleavings;

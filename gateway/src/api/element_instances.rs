@@ -13,7 +13,7 @@ use rill_protocol::history::{
 use rill_protocol::{Command, JsonValue, Query, QueryResult, SetVariables};
 use serde::{Deserialize, Serialize};
 
-use super::history_search::{Kind, SearchEntity, SearchResult, run};
+use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
 use super::{Body, KeyParam, SharedState, date_text, key_text};
 use crate::json::{Variables, optional_long, parse_body};
 use crate::problem::Problem;
@@ -145,28 +145,18 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<ElementInstanceResult>, Problem> {
-    let not_found = || Problem::not_found(format!("Element instance with key '{key}' not found"));
-    let partition = state
-        .dispatch
-        .partition_of(key, "element instance")
-        .map_err(|_| not_found())?;
-    match state
-        .dispatch
-        .query(
-            partition,
-            Query::History(HistoryQuery::ElementInstance { key }),
-            state.settings.request_timeout,
-        )
-        .await?
-    {
-        QueryResult::History(HistoryResult::ElementInstance(Some(element))) => {
-            Ok(Json(element.into()))
-        }
-        QueryResult::History(HistoryResult::ElementInstance(None)) => Err(not_found()),
-        _ => Err(Problem::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            "The broker answered an element instance query with another kind of result",
-        )),
-    }
+    let found = fetch(
+        &state,
+        key,
+        "element instance",
+        HistoryQuery::ElementInstance { key },
+        |result| match result {
+            HistoryResult::ElementInstance(found) => Some(found),
+            _ => None,
+        },
+    )
+    .await?;
+    found
+        .map(|element| Json(element.into()))
+        .ok_or_else(|| Problem::not_found(format!("Element instance with key '{key}' not found")))
 }

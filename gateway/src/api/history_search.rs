@@ -17,7 +17,8 @@ use base64::Engine as _;
 use rill_protocol::history::{
     Condition, FieldValue, Historic, Page, Search, SearchField, SortBy, compare_sorted,
 };
-use rill_protocol::{PartitionId, Query, QueryResult};
+use rill_protocol::history::{HistoryQuery, HistoryResult};
+use rill_protocol::{Key, PartitionId, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -46,6 +47,44 @@ pub trait SearchEntity: Historic {
     fn query(search: Search<Self::Field>) -> Query;
     /// The page in a partition's answer (`None`: another kind of answer).
     fn page(result: QueryResult) -> Option<Page<Self>>;
+
+    /// The partitions whose stores hold the entries: every one, unless the entries are
+    /// the same on every partition (then one is asked, so none is counted twice).
+    fn partitions(count: u16) -> Vec<PartitionId> {
+        (1..=count).map(PartitionId).collect()
+    }
+}
+
+/// A broker answered with another kind of result than the query asks for: a bug.
+pub fn wrong_answer(what: &str) -> Problem {
+    Problem::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "INTERNAL",
+        format!("The broker answered a {what} query with another kind of result"),
+    )
+}
+
+/// One history entry from its key's partition; `None` when the store has none (or the
+/// key names no partition of the cluster).
+pub async fn fetch<T>(
+    state: &SharedState,
+    key: Key,
+    what: &str,
+    query: HistoryQuery,
+    pick: impl FnOnce(HistoryResult) -> Option<Option<T>>,
+) -> Result<Option<T>, Problem> {
+    let Ok(partition) = state.dispatch.partition_of(key, what) else {
+        return Ok(None);
+    };
+    let timeout = state.settings.request_timeout;
+    match state
+        .dispatch
+        .query(partition, Query::History(query), timeout)
+        .await?
+    {
+        QueryResult::History(result) => pick(result).ok_or_else(|| wrong_answer(what)),
+        _ => Err(wrong_answer(what)),
+    }
 }
 
 /// Runs a search request body across all partitions.
@@ -58,27 +97,18 @@ pub async fn run<E: SearchEntity>(
     let mut plan = plan::<E>(body)?;
     plan.filter.extend(extra);
     let query = plan.partition_search();
-    let count = state.dispatch.partition_count();
     let dispatch = &state.dispatch;
     let timeout = state.settings.request_timeout;
-    let asks = (1..=count).map(|p| {
+    let partitions = E::partitions(dispatch.partition_count());
+    let asks = partitions.iter().map(|p| {
         let query = E::query(query.clone());
-        async move { dispatch.query(PartitionId(p), query, timeout).await }
+        async move { dispatch.query(*p, query, timeout).await }
     });
-    let mut pages = Vec::with_capacity(usize::from(count));
+    let mut pages = Vec::with_capacity(partitions.len());
     for answer in futures::future::join_all(asks).await {
         match E::page(answer?) {
             Some(page) => pages.push(page),
-            None => {
-                return Err(Problem::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "INTERNAL",
-                    format!(
-                        "The broker answered a {} search with another kind of result",
-                        E::WHAT
-                    ),
-                ));
-            }
+            None => return Err(wrong_answer(&format!("{} search", E::WHAT))),
         }
     }
     Ok(plan.merge(pages))
@@ -127,10 +157,14 @@ pub struct SearchResult<I> {
 pub struct PageResult {
     total_items: u64,
     has_more_total_items: bool,
-    /// Always set (never `null`): on an empty page both cursors name the place the page
-    /// is at (see [`Plan::merge`]).
-    start_cursor: String,
-    end_cursor: String,
+    /// The sort values of the first and last item; an empty page has neither (Camunda
+    /// 8.8's `SearchQueryPageResponse`: optional, not nullable). A cursor naming a place
+    /// instead would be exclusive: `before` the one of the empty page past the end
+    /// skipped the last item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_cursor: Option<String>,
 }
 
 /// Where a page starts.
@@ -185,16 +219,6 @@ impl<E: SearchEntity> Plan<E> {
             Window::Offset { from } => from as usize,
             _ => 0,
         };
-        // Where an empty page is: at the request's cursor, or after the last item before
-        // its offset (no item: before the first, all values missing, which sorts first).
-        // Its cursors both name that place, so `after` and `before` still walk on.
-        let anchor = match &self.window {
-            Window::After(values) | Window::Before(values) => values.clone(),
-            Window::Offset { .. } => match items.get(skip.min(items.len()).wrapping_sub(1)) {
-                Some((values, _)) => values.clone(),
-                None => vec![None; self.sort.len()],
-            },
-        };
         let mut page: Vec<_> = items
             .into_iter()
             .skip(skip)
@@ -212,8 +236,8 @@ impl<E: SearchEntity> Plan<E> {
             page: PageResult {
                 total_items,
                 has_more_total_items,
-                start_cursor: cursor(page.first().map_or(&anchor, |(v, _)| v)),
-                end_cursor: cursor(page.last().map_or(&anchor, |(v, _)| v)),
+                start_cursor: page.first().map(|(v, _)| cursor(v)),
+                end_cursor: page.last().map(|(v, _)| cursor(v)),
             },
             items: page.into_iter().map(|(_, i)| i.into()).collect(),
         }
@@ -258,10 +282,12 @@ fn decode_cursor(
     Ok(values)
 }
 
-/// Checks the request and turns it into a plan (every problem names its field).
-pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
+/// The conditions of a request's filter object (every problem names its field).
+pub fn filter<E: SearchEntity>(
+    body: &Map<String, Value>,
+) -> Result<Vec<(E::Field, Condition)>, Problem> {
     let mut filter = Vec::new();
-    for (name, value) in &body.filter {
+    for (name, value) in body {
         if E::NOT_YET.contains(&name.as_str()) {
             return Err(Problem::invalid_argument(format!(
                 "The filter field 'filter.{name}' is not supported by Rill's {} search yet",
@@ -279,6 +305,12 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
             filter.push((field, condition));
         }
     }
+    Ok(filter)
+}
+
+/// Checks the request and turns it into a plan (every problem names its field).
+pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
+    let filter = filter::<E>(&body.filter)?;
     let mut sort = Vec::new();
     for (i, by) in body.sort.iter().enumerate() {
         let field = E::Field::from_name(&by.field).ok_or_else(|| {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::job_waiters::Wake;
-use super::{Body, KeyParam, SharedState, check_tenant, optional_key_text, unsupported};
+use super::{Body, KeyParam, SharedState, check_tenant, client_timeout, unsupported};
 use crate::activation::{Activation, usable_jobs};
 use crate::backend::{Answered, BackendError};
 use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
@@ -79,19 +79,16 @@ struct ActivatedJob {
     deadline: i64,
     variables: serde_json::Value,
     tenant_id: String,
-    physical_tenant_id: String,
     job_key: String,
     process_instance_key: String,
     process_definition_key: String,
     element_instance_key: String,
     kind: &'static str,
     listener_event_type: &'static str,
-    user_task: Option<serde_json::Value>,
+    // Camunda 8.8's `ActivatedJobResult` ends here: `userTask` (a non-nullable object,
+    // for user task listener jobs, which Rill has not) is left out, and 8.10's fields
+    // (`rootProcessInstanceKey`, `businessId`, `priority`...) are not sent.
     tags: Vec<String>,
-    root_process_instance_key: Option<String>,
-    business_id: Option<String>,
-    priority: i32,
-    job_lease_token: Option<String>,
 }
 
 impl ActivatedJob {
@@ -114,7 +111,6 @@ impl ActivatedJob {
                 serde_json::Value::Null => serde_json::Value::Object(Default::default()),
                 other => other,
             },
-            physical_tenant_id: job.tenant_id.clone(),
             tenant_id: job.tenant_id,
             job_key: key.to_string(),
             process_instance_key: job.process_instance_key.to_string(),
@@ -122,12 +118,7 @@ impl ActivatedJob {
             element_instance_key: job.element_instance_key.to_string(),
             kind: job.job_kind.name(),
             listener_event_type: job.job_listener_event_type.name(),
-            user_task: None,
             tags: Vec::new(),
-            root_process_instance_key: optional_key_text(job.process_instance_key),
-            business_id: None,
-            priority: 0,
-            job_lease_token: None,
         }
     }
 }
@@ -162,8 +153,11 @@ pub async fn activate(
 
     let long_poll_until = match request.request_timeout {
         Some(ms) if ms < 0 => None,
-        Some(ms) if ms > 0 => Some(Instant::now() + Duration::from_millis(ms as u64)),
-        _ => Some(Instant::now() + state.settings.long_polling_timeout),
+        requested => Some(
+            Instant::now()
+                + client_timeout(requested, &state.settings)
+                    .unwrap_or(state.settings.long_polling_timeout),
+        ),
     };
     let template = ActivateJobs {
         job_type: request.job_type,

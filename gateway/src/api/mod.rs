@@ -13,7 +13,9 @@ mod incidents;
 mod job_search;
 mod job_waiters;
 mod jobs;
+mod message_subscriptions;
 mod messages;
+mod process_definitions;
 mod process_instance_search;
 mod process_instances;
 mod variables;
@@ -42,6 +44,8 @@ pub struct ApiSettings {
     pub request_timeout: Duration,
     /// How long a job activation waits for jobs when the client does not say.
     pub long_polling_timeout: Duration,
+    /// The longest `requestTimeout` a client may ask for (longer ones are cut to it).
+    pub max_request_timeout: Duration,
     /// Largest accepted request body, in bytes.
     pub max_message_size: u64,
 }
@@ -103,6 +107,26 @@ pub fn routes() -> Router<SharedState> {
         .route(
             "/v2/element-instances/{elementInstanceKey}/variables",
             put(element_instances::set_variables),
+        )
+        .route(
+            "/v2/process-definitions/search",
+            post(process_definitions::search),
+        )
+        .route(
+            "/v2/process-definitions/{processDefinitionKey}",
+            get(process_definitions::get),
+        )
+        .route(
+            "/v2/process-definitions/{processDefinitionKey}/xml",
+            get(process_definitions::xml),
+        )
+        .route(
+            "/v2/process-definitions/{processDefinitionKey}/statistics/element-instances",
+            post(process_definitions::element_statistics),
+        )
+        .route(
+            "/v2/message-subscriptions/search",
+            post(message_subscriptions::search),
         )
         .route("/v2/variables/search", post(variables::search))
         .route("/v2/variables/{variableKey}", get(variables::get))
@@ -194,11 +218,14 @@ pub fn unsupported(condition: bool, what: &str) -> Result<(), Problem> {
     }
 }
 
-/// The request timeout to use for a command: the client's (if positive) or the default.
-pub fn timeout_or_default(requested_millis: Option<i64>, default: Duration) -> Duration {
+/// A client's `requestTimeout` if positive (`None` otherwise), cut to the configured
+/// maximum so that no request holds its connection and flow-control permit for long.
+pub fn client_timeout(requested_millis: Option<i64>, settings: &ApiSettings) -> Option<Duration> {
     match requested_millis {
-        Some(ms) if ms > 0 => Duration::from_millis(ms as u64),
-        _ => default,
+        Some(ms) if ms > 0 => {
+            Some(Duration::from_millis(ms as u64).min(settings.max_request_timeout))
+        }
+        _ => None,
     }
 }
 
@@ -226,6 +253,27 @@ mod tests {
             date_text(Timestamp(1_700_000_000_123)),
             "2023-11-14T22:13:20.123Z"
         );
+    }
+
+    #[test]
+    fn client_timeouts_are_capped_by_the_maximum() {
+        let settings = ApiSettings {
+            request_timeout: Duration::from_secs(15),
+            long_polling_timeout: Duration::from_secs(10),
+            max_request_timeout: Duration::from_secs(60),
+            max_message_size: 1024,
+        };
+        assert_eq!(
+            client_timeout(Some(i64::MAX), &settings),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            client_timeout(Some(5_000), &settings),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(client_timeout(Some(0), &settings), None);
+        assert_eq!(client_timeout(Some(-1), &settings), None);
+        assert_eq!(client_timeout(None, &settings), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::deployments::DEPLOYMENT_PARTITION;
 use super::{
-    Body, KeyParam, SharedState, check_tenant, date_text, key_text, timeout_or_default,
+    Body, KeyParam, SharedState, check_tenant, client_timeout, date_text, key_text,
     unexpected_answer, unsupported,
 };
 use crate::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
@@ -55,8 +55,8 @@ pub struct CreateResult {
     variables: serde_json::Value,
     process_definition_key: String,
     process_instance_key: String,
+    // 8.8's `CreateProcessInstanceResult` has no `businessId` (an 8.10 field).
     tags: Vec<String>,
-    business_id: Option<String>,
 }
 
 pub async fn create(
@@ -135,10 +135,9 @@ pub async fn create(
     };
 
     let await_result = request.await_completion.unwrap_or(false);
-    let timeout = if await_result {
-        timeout_or_default(request.request_timeout, state.settings.request_timeout)
-    } else {
-        state.settings.request_timeout
+    let timeout = match client_timeout(request.request_timeout, &state.settings) {
+        Some(requested) if await_result => requested,
+        _ => state.settings.request_timeout,
     };
     let command = Command::CreateProcessInstance(CreateProcessInstance {
         process,
@@ -170,7 +169,6 @@ pub async fn create(
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
             tags: Vec::new(),
-            business_id: None,
         },
         RecordValue::ProcessInstanceResult(record) => CreateResult {
             process_definition_id: record.bpmn_process_id.clone(),
@@ -183,7 +181,6 @@ pub async fn create(
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
             tags: Vec::new(),
-            business_id: None,
         },
         other => return Err(unexpected_answer("process instance creation", other)),
     };
@@ -219,33 +216,40 @@ pub async fn cancel(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// Camunda's `ProcessInstanceResult`. Fields without a value are left out: the 8.8
+/// spec has none of them nullable.
 #[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceResult {
     process_definition_id: String,
-    process_definition_name: Option<String>,
+    process_definition_name: String,
     process_definition_version: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     process_definition_version_tag: Option<String>,
     start_date: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     end_date: Option<String>,
     state: &'static str,
-    suspended_date: Option<String>,
     has_incident: bool,
     tenant_id: String,
     process_instance_key: String,
     process_definition_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     parent_process_instance_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     parent_element_instance_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     root_process_instance_key: Option<String>,
     tags: Vec<String>,
-    business_id: Option<String>,
 }
 
 impl From<ProcessInstanceView> for InstanceResult {
     fn from(view: ProcessInstanceView) -> Self {
         InstanceResult {
+            // The engine's summary has no name (the history store has it); it is read
+            // only where the history store is off.
+            process_definition_name: view.bpmn_process_id.clone(),
             process_definition_id: view.bpmn_process_id,
-            process_definition_name: None,
             process_definition_version: view.version,
             process_definition_version_tag: None,
             start_date: date_text(view.start_date),
@@ -255,7 +259,6 @@ impl From<ProcessInstanceView> for InstanceResult {
                 ProcessInstanceState::Completed => "COMPLETED",
                 ProcessInstanceState::Terminated => "TERMINATED",
             },
-            suspended_date: None,
             has_incident: view.has_incident,
             tenant_id: DEFAULT_TENANT.to_owned(),
             process_instance_key: key_text(view.key),
@@ -266,7 +269,6 @@ impl From<ProcessInstanceView> for InstanceResult {
             parent_element_instance_key: None,
             root_process_instance_key: Some(key_text(view.key)),
             tags: Vec::new(),
-            business_id: None,
         }
     }
 }
@@ -274,14 +276,13 @@ impl From<ProcessInstanceView> for InstanceResult {
 impl From<HistoricProcessInstance> for InstanceResult {
     fn from(view: HistoricProcessInstance) -> Self {
         InstanceResult {
+            process_definition_name: view.display_name().to_owned(),
             process_definition_id: view.bpmn_process_id,
-            process_definition_name: None,
             process_definition_version: view.version,
-            process_definition_version_tag: None,
+            process_definition_version_tag: view.process_definition_version_tag,
             start_date: date_text(view.start_date),
             end_date: view.end_date.map(date_text),
             state: process_instance_state_name(view.state),
-            suspended_date: None,
             has_incident: view.incidents > 0,
             tenant_id: view.tenant_id,
             process_instance_key: key_text(view.key),
@@ -294,7 +295,6 @@ impl From<HistoricProcessInstance> for InstanceResult {
                 Some(_) => None,
             },
             tags: Vec::new(),
-            business_id: None,
         }
     }
 }

@@ -4,7 +4,6 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use rill_protocol::history::{
     HistoricVariable, HistoryQuery, HistoryResult, Page, Search, VARIABLE_TRUNCATE_LIMIT,
     VariableField as F,
@@ -12,7 +11,7 @@ use rill_protocol::history::{
 use rill_protocol::{Query, QueryResult};
 use serde::{Deserialize, Serialize};
 
-use super::history_search::{Kind, SearchEntity, run};
+use super::history_search::{Kind, SearchEntity, fetch, run};
 use super::{Body, KeyParam, SharedState, key_text};
 use crate::problem::Problem;
 
@@ -130,30 +129,20 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<VariableResult>, Problem> {
-    let not_found = || Problem::not_found(format!("Variable with key '{key}' not found"));
-    let partition = state
-        .dispatch
-        .partition_of(key, "variable")
-        .map_err(|_| not_found())?;
-    match state
-        .dispatch
-        .query(
-            partition,
-            Query::History(HistoryQuery::Variable { key }),
-            state.settings.request_timeout,
-        )
-        .await?
-    {
-        QueryResult::History(HistoryResult::Variable(Some(variable))) => {
-            let mut result = VariableResult::from(variable);
-            result.is_truncated = None;
-            Ok(Json(result))
-        }
-        QueryResult::History(HistoryResult::Variable(None)) => Err(not_found()),
-        _ => Err(Problem::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            "The broker answered a variable query with another kind of result",
-        )),
-    }
+    let found = fetch(
+        &state,
+        key,
+        "variable",
+        HistoryQuery::Variable { key },
+        |result| match result {
+            HistoryResult::Variable(found) => Some(found),
+            _ => None,
+        },
+    )
+    .await?;
+    let variable =
+        found.ok_or_else(|| Problem::not_found(format!("Variable with key '{key}' not found")))?;
+    let mut result = VariableResult::from(variable);
+    result.is_truncated = None;
+    Ok(Json(result))
 }

@@ -469,3 +469,72 @@ async fn unknown_endpoints_methods_and_unsupported_features() {
     assert_eq!(gateway.get("/v2/status").await.status, 204, "still serving");
     gateway.stop().await;
 }
+
+/// The definition and subscription endpoints: unknown keys are 404s, bad filters are
+/// 400s naming the field, and an incident search of an unknown instance is a 404.
+#[tokio::test]
+async fn definitions_and_subscriptions_refuse_bad_input() {
+    let gateway = TestGateway::start(EngineBackend::new(2)).await;
+    let unknown = "2251799813685999";
+    for path in [
+        format!("/v2/process-definitions/{unknown}"),
+        format!("/v2/process-definitions/{unknown}/xml"),
+    ] {
+        gateway
+            .get(&path)
+            .await
+            .assert_problem(404, "NOT_FOUND", &path, &[unknown]);
+    }
+    let path = format!("/v2/process-instances/{unknown}/incidents/search");
+    gateway
+        .post(&path, json!({}))
+        .await
+        .assert_problem(404, "NOT_FOUND", &path, &[unknown]);
+
+    let path = "/v2/process-definitions/search";
+    gateway
+        .post(path, json!({"filter": {"isLatestVersion": "yes"}}))
+        .await
+        .assert_problem(400, "INVALID_ARGUMENT", path, &["'filter.isLatestVersion'"]);
+    gateway
+        .post(path, json!({"filter": {"version": "one"}}))
+        .await
+        .assert_problem(400, "INVALID_ARGUMENT", path, &["'filter.version'"]);
+
+    let path = format!("/v2/process-definitions/{unknown}/statistics/element-instances");
+    gateway
+        .post(&path, json!({"filter": {"processDefinitionId": "x"}}))
+        .await
+        .assert_problem(
+            400,
+            "INVALID_ARGUMENT",
+            &path,
+            &["'filter.processDefinitionId'"],
+        );
+    gateway
+        .post(&path, json!({"sort": []}))
+        .await
+        .assert_problem(400, "INVALID_ARGUMENT", &path, &["sort"]);
+    let empty = gateway.post(&path, json!({})).await;
+    assert_eq!(empty.status, 200, "{:?}", empty.body);
+    assert_eq!(empty.body, json!({"items": []}));
+
+    let path = "/v2/message-subscriptions/search";
+    gateway
+        .post(
+            path,
+            json!({"filter": {"messageSubscriptionState": "OPEN"}}),
+        )
+        .await
+        .assert_problem(
+            400,
+            "INVALID_ARGUMENT",
+            path,
+            &["'filter.messageSubscriptionState'", "CORRELATED"],
+        );
+    gateway
+        .post(path, json!({"sort": [{"field": "processDefinitionKey"}]}))
+        .await
+        .assert_problem(400, "INVALID_ARGUMENT", path, &["'sort[0].field'"]);
+    gateway.stop().await;
+}

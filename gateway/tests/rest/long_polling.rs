@@ -232,3 +232,47 @@ fn backend_notify(backend: &EngineBackend, job_type: &str) {
         job_type: job_type.to_owned(),
     }));
 }
+
+/// A client's `requestTimeout` is cut to `gateway.max-request-timeout`: a huge one neither
+/// holds the activation (and its permit) nor a create-and-await for longer than that.
+#[tokio::test]
+async fn huge_request_timeouts_are_capped_by_the_configured_maximum() {
+    let config = rill_config::GatewayConfig {
+        max_request_timeout: Duration::from_millis(400),
+        ..crate::support::test_config()
+    };
+    let gateway = TestGateway::start_with(EngineBackend::new(1), config).await;
+    deploy_one_task(&gateway, "capped", "nobody-works-this").await;
+
+    let started = Instant::now();
+    let reply = gateway
+        .post(
+            "/v2/jobs/activation",
+            json!({"type": "nobody-works-this", "timeout": 5000, "maxJobsToActivate": 1,
+                   "requestTimeout": i64::MAX.to_string()}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["jobs"], json!([]));
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(3),
+        "waited {waited:?}"
+    );
+
+    let started = Instant::now();
+    let reply = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "capped", "awaitCompletion": true,
+                   "requestTimeout": 86_400_000}),
+        )
+        .await;
+    reply.assert_problem(504, "DEADLINE_EXCEEDED", "/v2/process-instances", &[]);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(3),
+        "waited {waited:?}"
+    );
+    gateway.stop().await;
+}

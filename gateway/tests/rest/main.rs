@@ -8,4 +8,5 @@ mod late_activations;
 mod long_polling;
 mod python_client;
 mod routing;
+mod shapes;
 mod support;

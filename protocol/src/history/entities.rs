@@ -1,11 +1,12 @@
-//! The history entries after process instances: jobs and incidents, their search fields,
+//! The history entries after process instances (jobs, incidents, variables, element
+//! instances, process definitions, message subscriptions), their search fields,
 //! and the history queries that carry them across the command API.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{FieldValue, Historic, Page, Search, SearchField};
+use super::{Condition, FieldValue, Historic, Page, ProcessInstanceField, Search, SearchField};
 use crate::ids::{Key, Timestamp};
 use crate::value::{BpmnElementType, IncidentErrorType, JobKind, JobListenerEventType};
 
@@ -487,17 +488,192 @@ impl Historic for HistoricElementInstance {
     }
 }
 
+fields! {
+    /// The fields of a process definition that searches filter and sort by.
+    ProcessDefinitionField {
+        ProcessDefinitionKey = "processDefinitionKey",
+        Name = "name",
+        ResourceName = "resourceName",
+        Version = "version",
+        VersionTag = "versionTag",
+        ProcessDefinitionId = "processDefinitionId",
+        TenantId = "tenantId",
+        HasStartForm = "hasStartForm",
+        IsLatestVersion = "isLatestVersion",
+    }
+}
+
+/// A deployed process definition as the history store keeps it (its XML is kept apart,
+/// so searches do not read it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricProcessDefinition {
+    pub key: Key,
+    pub bpmn_process_id: String,
+    /// The model's `name`, if it has one.
+    pub name: Option<String>,
+    pub version: i32,
+    /// `zeebe:versionTag`, if the model has one.
+    pub version_tag: Option<String>,
+    pub resource_name: String,
+    pub tenant_id: String,
+    /// No higher version of the process is deployed.
+    pub latest: bool,
+}
+
+impl Historic for HistoricProcessDefinition {
+    type Field = ProcessDefinitionField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: ProcessDefinitionField) -> Option<FieldValue> {
+        use ProcessDefinitionField as F;
+        match field {
+            F::ProcessDefinitionKey => int(self.key.get()),
+            F::Name => self.name.as_deref().and_then(text),
+            F::ResourceName => text(&self.resource_name),
+            F::Version => int(i64::from(self.version)),
+            F::VersionTag => self.version_tag.as_deref().and_then(text),
+            F::ProcessDefinitionId => text(&self.bpmn_process_id),
+            F::TenantId => text(&self.tenant_id),
+            // Rill has no forms.
+            F::HasStartForm => Some(FieldValue::Bool(false)),
+            F::IsLatestVersion => Some(FieldValue::Bool(self.latest)),
+        }
+    }
+}
+
+/// How many instances of one element are in each state, for a definition's statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElementStatistics {
+    pub element_id: String,
+    pub active: u64,
+    pub canceled: u64,
+    /// Element instances with an open incident.
+    pub incidents: u64,
+    pub completed: u64,
+}
+
+impl ElementStatistics {
+    /// Adds another partition's counts of the same element.
+    pub fn add(&mut self, other: &ElementStatistics) {
+        self.active += other.active;
+        self.canceled += other.canceled;
+        self.incidents += other.incidents;
+        self.completed += other.completed;
+    }
+}
+
+/// A message subscription's state in Camunda's terms (Rill has no migration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MessageSubscriptionState {
+    Created,
+    Correlated,
+    Deleted,
+}
+
+impl MessageSubscriptionState {
+    pub const NAMES: &'static [&'static str] = &["CORRELATED", "CREATED", "DELETED", "MIGRATED"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageSubscriptionState::Created => "CREATED",
+            MessageSubscriptionState::Correlated => "CORRELATED",
+            MessageSubscriptionState::Deleted => "DELETED",
+        }
+    }
+}
+
+fields! {
+    /// The fields of a message subscription that searches filter and sort by.
+    MessageSubscriptionField {
+        MessageSubscriptionKey = "messageSubscriptionKey",
+        ProcessDefinitionId = "processDefinitionId",
+        ProcessInstanceKey = "processInstanceKey",
+        ElementId = "elementId",
+        ElementInstanceKey = "elementInstanceKey",
+        MessageSubscriptionState = "messageSubscriptionState",
+        LastUpdatedDate = "lastUpdatedDate",
+        MessageName = "messageName",
+        CorrelationKey = "correlationKey",
+        TenantId = "tenantId",
+    }
+}
+
+/// A message subscription of a waiting element (the instance's side of it), as the
+/// history store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricMessageSubscription {
+    pub key: Key,
+    pub bpmn_process_id: String,
+    /// From the element instance's entry (the subscription's records do not carry it).
+    pub process_definition_key: Option<Key>,
+    pub process_instance_key: Key,
+    pub element_id: String,
+    pub element_instance_key: Key,
+    pub state: MessageSubscriptionState,
+    pub last_updated: Timestamp,
+    pub message_name: String,
+    pub correlation_key: String,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricMessageSubscription {
+    type Field = MessageSubscriptionField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: MessageSubscriptionField) -> Option<FieldValue> {
+        use MessageSubscriptionField as F;
+        match field {
+            F::MessageSubscriptionKey => int(self.key.get()),
+            F::ProcessDefinitionId => text(&self.bpmn_process_id),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+            F::ElementId => text(&self.element_id),
+            F::ElementInstanceKey => int(self.element_instance_key.get()),
+            F::MessageSubscriptionState => text(self.state.name()),
+            F::LastUpdatedDate => int(self.last_updated.millis()),
+            F::MessageName => text(&self.message_name),
+            F::CorrelationKey => text(&self.correlation_key),
+            F::TenantId => text(&self.tenant_id),
+        }
+    }
+}
+
 /// History queries after the first (process instances), in one variant of
 /// [`crate::Query`] so that new kinds of entries do not touch the engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum HistoryQuery {
     SearchJobs(Search<JobField>),
     SearchIncidents(Search<IncidentField>),
-    Incident { key: Key },
+    Incident {
+        key: Key,
+    },
     SearchVariables(Search<VariableField>),
-    Variable { key: Key },
+    Variable {
+        key: Key,
+    },
     SearchElementInstances(Search<ElementInstanceField>),
-    ElementInstance { key: Key },
+    ElementInstance {
+        key: Key,
+    },
+    SearchProcessDefinitions(Search<ProcessDefinitionField>),
+    ProcessDefinition {
+        key: Key,
+    },
+    ProcessDefinitionXml {
+        key: Key,
+    },
+    /// Per element of the definition, its instances by state, over the process
+    /// instances of the definition that match `filter`.
+    ElementStatistics {
+        process_definition_key: Key,
+        filter: Vec<(ProcessInstanceField, Condition)>,
+    },
+    SearchMessageSubscriptions(Search<MessageSubscriptionField>),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -509,4 +685,11 @@ pub enum HistoryResult {
     Variable(Option<HistoricVariable>),
     ElementInstances(Page<HistoricElementInstance>),
     ElementInstance(Option<HistoricElementInstance>),
+    ProcessDefinitions(Page<HistoricProcessDefinition>),
+    ProcessDefinition(Option<HistoricProcessDefinition>),
+    /// The deployed resource the definition came from.
+    ProcessDefinitionXml(Option<String>),
+    /// Sorted by element id.
+    ElementStatistics(Vec<ElementStatistics>),
+    MessageSubscriptions(Page<HistoricMessageSubscription>),
 }

@@ -1,30 +1,48 @@
-"""Drives a running Rill gateway with Camunda's own Python SDK, unmodified.
+"""Drives a running Rill gateway with Camunda's own Python SDK (the Camunda 8.8 API
+client pinned in requirements.txt), unmodified.
 
 Deploys the two-task example, creates an instance, activates and completes its jobs,
 and checks that the instance finishes; also checks topology, incidents, variables,
-messages, create-and-await, and that the SDK surfaces Rill's errors as its typed
-errors. Exits non-zero on the first failed check.
+messages, create-and-await, process instance and job searches (polling until the
+history has the answer: searches are eventually consistent), and that the SDK
+surfaces Rill's errors as its typed errors. Exits non-zero on the first failed check.
 
 Usage: CAMUNDA_REST_ADDRESS=http://127.0.0.1:8080 python sdk_flow.py EXAMPLES_DIR
 """
 
 import asyncio
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 from camunda_orchestration_sdk import CamundaAsyncClient, CamundaClient, WorkerConfig, errors
-from camunda_orchestration_sdk.models import (
-    IncidentFilter,
-    IncidentSearchQuery,
-    JobActivationRequest,
-    JobCompletionRequest,
-    MessagePublicationRequest,
-    ProcessCreationById,
-    VariableFilter,
-    VariableSearchQuery,
+from camunda_orchestration_sdk.models.activate_jobs_data import ActivateJobsData
+from camunda_orchestration_sdk.models.complete_job_data import CompleteJobData
+from camunda_orchestration_sdk.models.processcreationbyid import Processcreationbyid
+from camunda_orchestration_sdk.models.publish_message_data import PublishMessageData
+from camunda_orchestration_sdk.models.search_incidents_data import SearchIncidentsData
+from camunda_orchestration_sdk.models.search_jobs_data import SearchJobsData
+from camunda_orchestration_sdk.models.search_process_instances_data import (
+    SearchProcessInstancesData,
 )
+from camunda_orchestration_sdk.models.search_variables_data import SearchVariablesData
+from camunda_orchestration_sdk.types import Unset
+
+
+# The example's process is deployed as `two_rest_calls`: this SDK's ProcessDefinitionId
+# pattern is escaped twice (r'[a-zA-Z0-9_\\-\\.]'), so it refuses the `-` that the 8.8
+# spec allows and fails on every answer naming `two-rest-calls`.
+PROCESS_ID = "two_rest_calls"
+
+
+def example_model(examples, workdir):
+    """examples/two-rest-calls.bpmn with its process id spelled PROCESS_ID."""
+    text = (examples / "two-rest-calls.bpmn").read_text()
+    path = Path(workdir) / "two_rest_calls.bpmn"
+    path.write_text(text.replace('"two-rest-calls"', f'"{PROCESS_ID}"'))
+    return path
 
 
 def check(condition, message):
@@ -34,13 +52,28 @@ def check(condition, message):
     print(f"ok: {message}", flush=True)
 
 
+def poll(search, predicate, wait_s=10.0):
+    """Repeats `search` until `predicate` holds for its answer (or the time is up) and
+    returns the last answer: the history behind searches is eventually consistent."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        answer = search()
+        if predicate(answer) or time.monotonic() >= deadline:
+            return answer
+        time.sleep(0.1)
+
+
+def state(item):
+    return str(item.state.value)
+
+
 def complete_jobs(client, job_type, count, variables=None):
     """Activates and completes `count` jobs of `job_type`, long polling for them."""
     done = 0
     deadline = time.monotonic() + 30
     while done < count and time.monotonic() < deadline:
         result = client.activate_jobs(
-            data=JobActivationRequest(
+            data=ActivateJobsData(
                 type_=job_type,
                 timeout=30_000,
                 max_jobs_to_activate=count - done,
@@ -51,7 +84,7 @@ def complete_jobs(client, job_type, count, variables=None):
         for job in result.jobs:
             client.complete_job(
                 job_key=job.job_key,
-                data=JobCompletionRequest.from_dict({"variables": variables or {}}),
+                data=CompleteJobData.from_dict({"variables": variables or {}}),
             )
             done += 1
     return done
@@ -66,22 +99,27 @@ async def run_with_sdk_worker():
         return {"handledBy": "sdk-worker"}
 
     async with CamundaAsyncClient() as client:
-        client.create_job_worker(
+        worker = client.create_job_worker(
             config=WorkerConfig(job_type="restCall", job_timeout_milliseconds=30_000),
             callback=handle,
         )
         created = await client.create_process_instance(
-            data=ProcessCreationById.from_dict({"processDefinitionId": "two-rest-calls"})
+            data=Processcreationbyid.from_dict({"processDefinitionId": PROCESS_ID})
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            instance = await client.get_process_instance(
-                process_instance_key=created.process_instance_key
-            )
-            if str(instance.state.value) == "COMPLETED":
-                return True, len(handled)
-            await asyncio.sleep(0.1)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                instance = await client.get_process_instance(created.process_instance_key)
+                if state(instance) == "COMPLETED":
+                    return True, len(handled)
+                await asyncio.sleep(0.1)
+        finally:
+            worker.stop()
     return False, len(handled)
+
+
+def search_instances(client, query):
+    return client.search_process_instances(data=SearchProcessInstancesData.from_dict(query))
 
 
 def main():
@@ -91,41 +129,83 @@ def main():
     topology = client.get_topology()
     check(topology.partitions_count >= 1, f"topology lists {topology.partitions_count} partition(s)")
 
-    deployment = client.deploy_resources_from_files([examples / "two-rest-calls.bpmn"])
+    with tempfile.TemporaryDirectory() as workdir:
+        deployment = client.deploy_resources_from_files([example_model(examples, workdir)])
     check(
-        [p.process_definition_id for p in deployment.processes] == ["two-rest-calls"],
+        [p.process_definition_id for p in deployment.processes] == [PROCESS_ID],
         f"deployed two-rest-calls as key {deployment.processes[0].process_definition_key}",
     )
 
     created = client.create_process_instance(
-        data=ProcessCreationById.from_dict(
-            {"processDefinitionId": "two-rest-calls", "variables": {"orderId": "py-1"}}
+        data=Processcreationbyid.from_dict(
+            {"processDefinitionId": PROCESS_ID, "variables": {"orderId": "py-1"}}
         )
     )
     key = created.process_instance_key
-    check(created.process_definition_id == "two-rest-calls", f"created instance {key}")
+    check(created.process_definition_id == PROCESS_ID, f"created instance {key}")
 
-    instance = client.get_process_instance(process_instance_key=key)
-    check(str(instance.state.value) == "ACTIVE", "the new instance is ACTIVE")
+    # The SDK's own model for the instance: 8.8 leaves endDate and the version tag out
+    # while they have no value.
+    instance = client.get_process_instance(key)
+    check(state(instance) == "ACTIVE", "the new instance is ACTIVE")
+    check(instance.process_definition_name == "Two REST calls", "it names its process model")
+    check(isinstance(instance.end_date, Unset), "a running instance has no end date")
 
     check(complete_jobs(client, "restCall", 2, {"status": 200}) == 2, "completed both jobs")
 
-    instance = client.get_process_instance(process_instance_key=key)
-    check(str(instance.state.value) == "COMPLETED", "the instance finished (COMPLETED)")
-    check(instance.end_date is not None, f"it has an end date ({instance.end_date})")
+    instance = client.get_process_instance(key)
+    check(state(instance) == "COMPLETED", "the instance finished (COMPLETED)")
+    check(not isinstance(instance.end_date, Unset), f"it has an end date ({instance.end_date})")
 
     incidents = client.search_incidents(
-        data=IncidentSearchQuery(filter_=IncidentFilter.from_dict({"processInstanceKey": key}))
+        data=SearchIncidentsData.from_dict({"filter": {"processInstanceKey": key}})
     )
     check(incidents.page.total_items == 0, "the instance has no incidents")
+
+    # Searches as the SDK's README shows them, polling until the history has the answer.
+    by_process = {"filter": {"processDefinitionId": PROCESS_ID}}
+    found = poll(
+        lambda: search_instances(client, by_process),
+        lambda r: any(i.process_instance_key == key and state(i) == "COMPLETED" for i in r.items),
+    )
+    mine = [i for i in found.items if i.process_instance_key == key]
+    check(
+        len(mine) == 1
+        and not isinstance(mine[0].end_date, Unset)
+        and mine[0].process_definition_version == 1,
+        f"search_process_instances finds the finished instance ({found.page.total_items} in all)",
+    )
+    active = search_instances(
+        client, {"filter": {"processDefinitionId": PROCESS_ID, "state": "ACTIVE"}}
+    )
+    check(
+        all(state(i) == "ACTIVE" for i in active.items)
+        and key not in [i.process_instance_key for i in active.items],
+        f"a state filter leaves it out ({active.page.total_items} active)",
+    )
+    jobs = poll(
+        lambda: client.search_jobs(
+            data=SearchJobsData.from_dict({"filter": {"processInstanceKey": key}})
+        ),
+        lambda r: len(r.items) == 2 and all(state(j) == "COMPLETED" for j in r.items),
+    )
+    check(
+        sorted(j.element_id for j in jobs.items) == ["Rest1", "Rest2"]
+        and all(j.worker == "python-sdk" and j.type_ == "restCall" for j in jobs.items),
+        "search_jobs finds both jobs of the instance, completed by this worker",
+    )
+    failed = client.search_jobs(
+        data=SearchJobsData.from_dict({"filter": {"type": "restCall", "state": "FAILED"}})
+    )
+    check(failed.page.total_items == 0, "no job failed")
 
     # Create-and-await, with a worker thread doing the jobs.
     worker = threading.Thread(target=complete_jobs, args=(CamundaClient(), "restCall", 2, {"n": 7}))
     worker.start()
     awaited = client.create_process_instance(
-        data=ProcessCreationById.from_dict(
+        data=Processcreationbyid.from_dict(
             {
-                "processDefinitionId": "two-rest-calls",
+                "processDefinitionId": PROCESS_ID,
                 "variables": {"orderId": "py-2"},
                 "awaitCompletion": True,
                 "requestTimeout": 20_000,
@@ -137,36 +217,57 @@ def main():
     check(variables.get("n") == 7 and variables.get("orderId") == "py-2", f"awaited result {variables}")
 
     running = client.create_process_instance(
-        data=ProcessCreationById.from_dict(
-            {"processDefinitionId": "two-rest-calls", "variables": {"orderId": "py-3"}}
+        data=Processcreationbyid.from_dict(
+            {"processDefinitionId": PROCESS_ID, "variables": {"orderId": "py-3"}}
         )
     )
     found = client.search_variables(
-        data=VariableSearchQuery(
-            filter_=VariableFilter.from_dict({"processInstanceKey": running.process_instance_key})
+        data=SearchVariablesData.from_dict(
+            {"filter": {"processInstanceKey": running.process_instance_key}}
         )
     )
     names = sorted(v.name for v in found.items)
     check(names == ["orderId"], f"variables of a running instance: {names}")
+
+    # Paging with the cursor, one instance a page: three instances of the process now.
+    first = search_instances(client, {**by_process, "page": {"limit": 1}})
+    second = search_instances(
+        client, {**by_process, "page": {"limit": 1, "after": first.page.end_cursor}}
+    )
+    check(
+        first.page.total_items == 3
+        and len(first.items) == 1
+        and len(second.items) == 1
+        and first.items[0].process_instance_key != second.items[0].process_instance_key,
+        "a cursor page continues after the previous one",
+    )
 
     # The SDK's own job worker (long polling with requestTimeout 0 = the server's default).
     completed, handled = asyncio.run(run_with_sdk_worker())
     check(completed, f"the SDK's job worker completed an instance ({handled} jobs)")
 
     published = client.publish_message(
-        data=MessagePublicationRequest.from_dict({"name": "nobody-waits", "correlationKey": "k"})
+        data=PublishMessageData.from_dict({"name": "nobody-waits", "correlationKey": "k"})
     )
     check(int(published.message_key) > 0, f"published message {published.message_key}")
 
+    # 8.8's spec lists no 404 for creating an instance, so this SDK raises its
+    # UnexpectedStatus; reading an unknown instance has a typed NotFound.
     try:
         client.create_process_instance(
-            data=ProcessCreationById.from_dict({"processDefinitionId": "no-such-process"})
+            data=Processcreationbyid.from_dict({"processDefinitionId": "no_such_process"})
         )
         check(False, "an unknown process id is rejected")
-    except errors.NotFoundError as error:
-        check(error.status_code == 404, f"an unknown process id is a NotFoundError: {error.parsed.detail}")
     except errors.ApiError as error:
-        check(error.status_code == 404, f"an unknown process id is a 404 ({error.status_code})")
+        check(
+            error.status_code == 404 and b"no_such_process" in error.content,
+            f"an unknown process id is a 404 ({error.status_code})",
+        )
+    try:
+        client.get_process_instance("2251799813685999")
+        check(False, "an unknown instance key is rejected")
+    except errors.GetProcessInstanceNotFound as error:
+        check(error.status_code == 404, f"an unknown instance is a NotFound: {error.parsed.detail}")
 
     print("all checks passed", flush=True)
 

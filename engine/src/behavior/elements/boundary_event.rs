@@ -1,7 +1,7 @@
-//! Boundary events: entered when the event they wait for (a timer, a caught error)
-//! happens on the element they are attached to, with that event's variables; they
-//! pass the token on at once. Arming and interrupting are the attached element's
-//! business (`arm_boundary_timers`, `fire_timer`, `throw_error_*`).
+//! Boundary events: entered when the event they wait for (a timer, a message, a caught
+//! error) happens on the element they are attached to, with that event's variables;
+//! they pass the token on at once. Opening their triggers and interrupting are the
+//! attached element's business (`triggers.rs`).
 
 use rill_protocol::Intent;
 

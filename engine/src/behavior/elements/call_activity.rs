@@ -37,18 +37,18 @@ impl ElementBehavior for CallActivity {
             // Only the call activity's locals: its input mappings.
             p.all_variables(instance, &[active.key()])?
         };
-        p.arm_boundary_timers(active)?;
+        p.open_event_triggers(active)?;
         p.mark(active, Intent::ElementActivated)?;
         p.start_child(active, &child, &variables)?;
         Ok(())
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)
+        p.close_event_triggers(active)
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         // The child instance is terminated next, by the lifecycle (`runs_inside`).
         p.resolve_element_incident(active.key())
     }

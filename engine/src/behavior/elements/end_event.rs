@@ -1,7 +1,8 @@
 //! End events: none (the token ends), terminate (ends every token of its scope, then
-//! the scope), error (throws to the nearest catching boundary event, else an
-//! incident), and message (as in Zeebe, a job for a worker that sends the message; the
-//! token ends when the job is completed).
+//! the scope), error (throws to the nearest catching boundary event or event
+//! subprocess, else an incident), escalation (throws, then the token ends), and
+//! message (as in Zeebe, a job for a worker that sends the message; the token ends
+//! when the job is completed).
 
 use rill_protocol::Intent;
 use rill_protocol::Key;
@@ -34,6 +35,10 @@ impl ElementBehavior for EndEvent {
             EndEventKind::Error { error_code } => {
                 let code = p.evaluate_string(error_code, active)?;
                 p.throw_error_from_element(active, &code, "", None)?;
+            }
+            EndEventKind::Escalation { escalation_code } => {
+                let code = p.evaluate_string(escalation_code, active)?;
+                p.throw_escalation(active, &code)?;
             }
             EndEventKind::Message(definition) => {
                 let job = p.evaluate_job(definition, active)?;

@@ -1,6 +1,8 @@
 //! Intermediate catch events: a timer (waits until it fires), a message (opens a
 //! subscription and waits for the message), or a link (entered from a link throw event
-//! of its scope; passes the token on at once).
+//! of its scope; passes the token on at once). After an event-based gateway, the
+//! gateway held the trigger: the event is entered once it fired, with its variables,
+//! and passes the token on at once.
 
 use rill_protocol::Intent;
 
@@ -20,7 +22,12 @@ fn definition(active: &Active) -> Result<&CatchEventDefinition> {
 }
 
 impl ElementBehavior for IntermediateCatchEvent {
-    fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, trigger: Trigger) -> Evaluated {
+        if after_event_gateway(active) {
+            p.mark(active, Intent::ElementActivated)?;
+            p.complete(active, trigger, Outgoing::All)?;
+            return Ok(());
+        }
         match definition(active)? {
             CatchEventDefinition::Message(definition) => {
                 let subscription = p.evaluate_subscription(definition, active)?;
@@ -41,6 +48,9 @@ impl ElementBehavior for IntermediateCatchEvent {
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        if after_event_gateway(active) {
+            return Ok(());
+        }
         release(p, active)
     }
 
@@ -48,6 +58,18 @@ impl ElementBehavior for IntermediateCatchEvent {
         release(p, active)?;
         p.resolve_element_incident(active.key())
     }
+}
+
+/// Whether the event follows an event-based gateway (the only way in, as validated at
+/// deploy).
+fn after_event_gateway(active: &Active) -> bool {
+    let model = &active.process.model;
+    active.element().incoming.iter().any(|flow| {
+        matches!(
+            model.element(model.flow(*flow).source).kind,
+            ElementKind::EventBasedGateway
+        )
+    })
 }
 
 /// Cancels the event's timer or closes its subscription.

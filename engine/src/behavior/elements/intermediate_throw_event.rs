@@ -2,7 +2,8 @@
 //! link event completes and the token continues at the link catch event of the same
 //! name in its scope (the lifecycle does the jump, see `Processing::complete`); a
 //! message event is, as in Zeebe, a job for a worker that sends the message, and waits
-//! for it.
+//! for it; an escalation event throws its escalation and, unless an interrupting catch
+//! event ended it, passes the token on.
 
 use rill_protocol::Intent;
 
@@ -23,6 +24,10 @@ impl ElementBehavior for IntermediateThrowEvent {
             ThrowEventDefinition::None | ThrowEventDefinition::Link { .. } => {
                 p.mark(active, Intent::ElementActivated)?;
                 p.complete(active, None, Outgoing::All)?;
+            }
+            ThrowEventDefinition::Escalation { escalation_code } => {
+                let code = p.evaluate_string(escalation_code, active)?;
+                p.throw_escalation(active, &code)?;
             }
             ThrowEventDefinition::Message(definition) => {
                 let job = p.evaluate_job(definition, active)?;

@@ -19,6 +19,7 @@
 mod boundary_event;
 mod call_activity;
 mod end_event;
+mod event_based_gateway;
 mod exclusive_gateway;
 mod inclusive_gateway;
 mod intermediate_catch_event;
@@ -32,6 +33,7 @@ mod service_task;
 mod start_event;
 mod sub_process;
 mod task;
+mod triggers;
 
 use std::sync::Arc;
 
@@ -94,6 +96,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::Process { .. } => &process::Process,
         ElementKind::SubProcess { .. } => &sub_process::SubProcess,
         ElementKind::StartEvent
+        | ElementKind::EventStartEvent { .. }
         | ElementKind::TimerStartEvent(_)
         | ElementKind::MessageStartEvent { .. } => &start_event::StartEvent,
         ElementKind::EndEvent(_) => &end_event::EndEvent,
@@ -104,6 +107,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::CallActivity(_) => &call_activity::CallActivity,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,
+        ElementKind::EventBasedGateway => &event_based_gateway::EventBasedGateway,
         ElementKind::InclusiveGateway { .. } => &inclusive_gateway::InclusiveGateway,
         ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
         ElementKind::IntermediateThrowEvent(_) => &intermediate_throw_event::IntermediateThrowEvent,
@@ -130,22 +134,29 @@ fn wrong_kind(active: &Active, expected: &str) -> crate::error::Error {
     ))
 }
 
-/// Marks a scope (a process or a subprocess) activated and enters its start event.
-fn enter_scope(p: &mut Processing<'_>, active: &Active, start_event: ElementIdx) -> Result<()> {
+/// Marks a scope (a process or a subprocess) activated and enters its start event,
+/// with the variables of the event that started it (an event subprocess's trigger).
+fn enter_scope(
+    p: &mut Processing<'_>,
+    active: &Active,
+    start_event: ElementIdx,
+    trigger: Trigger,
+) -> Result<()> {
     p.mark(active, Intent::ElementActivated)?;
     p.push_step(Step::Activate {
         scope_key: active.key(),
         process: active.process.clone(),
         element: start_event,
-        trigger: None,
+        trigger,
     });
     Ok(())
 }
 
-/// An activity that does no work (undefined and manual tasks): it arms its boundary
-/// timers as every activity does on entry, and completes at once, which cancels them.
+/// An activity that does no work (undefined and manual tasks): it opens its boundary
+/// events' triggers as every activity does on entry, and completes at once, which
+/// closes them.
 fn pass_through_activity(p: &mut Processing<'_>, active: &Active) -> Evaluated {
-    p.arm_boundary_timers(active)?;
+    p.open_event_triggers(active)?;
     p.mark(active, Intent::ElementActivated)?;
     p.complete(active, None, Outgoing::All)?;
     Ok(())
@@ -156,6 +167,9 @@ enum Outgoing {
     All,
     One(FlowIdx),
     Many(Vec<FlowIdx>),
+    /// One flow, whose target is entered with the variables of the event that chose it
+    /// (an event-based gateway).
+    Triggered(FlowIdx, Trigger),
 }
 
 impl Processing<'_> {
@@ -248,7 +262,13 @@ impl Processing<'_> {
         let active = self
             .active(key)?
             .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
-        enter_scope(self, &active, start)?;
+        // The event subprocesses' triggers first, as when a process is entered by a
+        // command; one that cannot be evaluated is an incident on the process.
+        if let Err(halt) = self.open_event_triggers(&active) {
+            self.incident_on(&active, halt)?;
+            return Ok(key);
+        }
+        enter_scope(self, &active, start, None)?;
         Ok(key)
     }
 
@@ -388,9 +408,9 @@ impl Processing<'_> {
     /// completion, ELEMENT_COMPLETED and the outgoing flows.
     fn complete_after_outputs(&mut self, active: &Active, outgoing: Outgoing) -> Result<()> {
         if !active.element().listeners.end.is_empty() {
-            // A boundary timer fires only on an activated element: one left armed while
+            // Catch events fire only on an activated element: a timer left armed while
             // the end listeners run would be proposed again and again by the leader.
-            self.cancel_boundary_timers(active)?;
+            self.close_event_triggers(active)?;
         }
         match self.next_listener(active, JobListenerEventType::End) {
             Ok(true) => return Ok(()),
@@ -442,15 +462,16 @@ impl Processing<'_> {
             // that no other step sees the scope without it.
             return self.activate(scope_key, &active.process, *catch_event, None);
         }
-        let flows: Vec<FlowIdx> = match outgoing {
-            Outgoing::One(flow) => vec![flow],
-            Outgoing::Many(flows) => flows,
-            Outgoing::All => element.outgoing.clone(),
+        let (flows, carried): (Vec<FlowIdx>, Trigger) = match outgoing {
+            Outgoing::One(flow) => (vec![flow], None),
+            Outgoing::Many(flows) => (flows, None),
+            Outgoing::All => (element.outgoing.clone(), None),
+            Outgoing::Triggered(flow, trigger) => (vec![flow], trigger),
         };
         if flows.is_empty() {
             return self.token_ended(scope_key);
         }
-        self.take_flows(scope_key, record, &active.process, &flows)
+        self.take_flows(scope_key, record, &active.process, &flows, carried)
     }
 
     /// A token ended in `scope_key`: complete the scope when it was the last one.
@@ -472,6 +493,7 @@ impl Processing<'_> {
         from: &ProcessInstanceRecord,
         process: &Arc<DeployedProcess>,
         flows: &[FlowIdx],
+        trigger: Trigger,
     ) -> Result<()> {
         let model: &ProcessModel = &process.model;
         for flow in flows {
@@ -490,7 +512,7 @@ impl Processing<'_> {
                 scope_key,
                 process: process.clone(),
                 element: model.flow(*flow).target,
-                trigger: None,
+                trigger: trigger.clone(),
             });
         }
         Ok(())
@@ -608,14 +630,6 @@ impl Processing<'_> {
         Ok(())
     }
 
-    /// Cancels the timers of an activity's boundary events.
-    fn cancel_boundary_timers(&mut self, active: &Active) -> Result<()> {
-        if active.element().boundary_events.is_empty() || active.is_multi_instance_inner() {
-            return Ok(());
-        }
-        self.cancel_timers(active.key())
-    }
-
     /// Terminates every live child of a scope.
     pub fn terminate_children(&mut self, scope_key: Key) -> Result<()> {
         for child in self.read().children(scope_key)? {
@@ -632,19 +646,6 @@ impl Processing<'_> {
             self.event(incident_key, Intent::Resolved, incident.record)?;
         }
         Ok(())
-    }
-
-    /// Interrupts `attached` because one of its boundary events fired, then enters the
-    /// boundary event with the event's variables.
-    pub fn interrupt_and_activate_boundary(
-        &mut self,
-        attached: &Active,
-        boundary: ElementIdx,
-        trigger: Trigger,
-    ) -> Result<()> {
-        let scope_key = Key(attached.record().flow_scope_key);
-        self.terminate(attached.key())?;
-        self.activate(scope_key, &attached.process, boundary, trigger)
     }
 
     /// The element id of the process element is its BPMN process id.

@@ -61,7 +61,7 @@ impl ElementBehavior for MultiInstanceBody {
             ))
             .into());
         };
-        p.arm_boundary_timers(active)?;
+        p.open_event_triggers(active)?;
         if mi.sequential && !items.is_empty() {
             // The first item now, the others from the kept collection as they come.
             let first = items[0].clone();
@@ -91,7 +91,7 @@ impl ElementBehavior for MultiInstanceBody {
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         let mi = characteristics(active)?;
         if let Some(name) = &mi.output_collection {
             let total = p.number_of_instances(active, mi)?;
@@ -106,7 +106,7 @@ impl ElementBehavior for MultiInstanceBody {
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         p.resolve_element_incident(active.key())?;
         p.collections.forget(active.key());
         Ok(())

@@ -17,19 +17,19 @@ impl ElementBehavior for ReceiveTask {
             return Err(wrong_kind(active, "receiveTask").into());
         };
         let subscription = p.evaluate_subscription(definition, active)?;
-        p.arm_boundary_timers(active)?;
+        p.open_event_triggers(active)?;
         p.create_process_message_subscription(active, subscription)?;
         p.mark(active, Intent::ElementActivated)?;
         Ok(())
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         p.close_message_subscriptions(active.key())
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         p.close_message_subscriptions(active.key())?;
         p.resolve_element_incident(active.key())
     }

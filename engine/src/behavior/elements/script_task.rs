@@ -31,7 +31,7 @@ impl ElementBehavior for ScriptTask {
                 let result = expression
                     .evaluate(&context, p.feel_env())
                     .map_err(|e| Failure::extract_value(e.to_string()))?;
-                p.arm_boundary_timers(active)?;
+                p.open_event_triggers(active)?;
                 p.mark(active, Intent::ElementActivated)?;
                 let mut variables = Map::new();
                 variables.insert(result_variable.clone(), result);
@@ -43,12 +43,12 @@ impl ElementBehavior for ScriptTask {
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)
+        p.close_event_triggers(active)
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.cancel_job(active)?;
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         p.resolve_element_incident(active.key())
     }
 }

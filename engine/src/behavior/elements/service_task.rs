@@ -23,12 +23,12 @@ impl ElementBehavior for ServiceTask {
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)
+        p.close_event_triggers(active)
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.cancel_job(active)?;
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         p.resolve_element_incident(active.key())
     }
 }
@@ -40,7 +40,7 @@ pub(super) fn wait_for_job(
     definition: &JobDefinition,
 ) -> Evaluated {
     let job = p.evaluate_job(definition, active)?;
-    p.arm_boundary_timers(active)?;
+    p.open_event_triggers(active)?;
     p.create_job(active, job)?;
     p.mark(active, Intent::ElementActivated)?;
     Ok(())

@@ -1,4 +1,6 @@
-//! None start event: passes the token on at once.
+//! Start events (none, and the timer, message and error start events of event
+//! subprocesses and of the process): pass the token on at once, with the variables of
+//! the event that fired.
 
 use rill_protocol::Intent;
 
@@ -10,9 +12,9 @@ use crate::outcome::Evaluated;
 pub(super) struct StartEvent;
 
 impl ElementBehavior for StartEvent {
-    fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, trigger: Trigger) -> Evaluated {
         p.mark(active, Intent::ElementActivated)?;
-        p.complete(active, None, Outgoing::All)?;
+        p.complete(active, trigger, Outgoing::All)?;
         Ok(())
     }
 

@@ -15,11 +15,11 @@ impl ElementBehavior for Task {
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)
+        p.close_event_triggers(active)
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_boundary_timers(active)?;
+        p.close_event_triggers(active)?;
         p.resolve_element_incident(active.key())
     }
 }

@@ -118,9 +118,9 @@ fn cursors_walk_every_match_once_forwards_and_backwards() {
             )
             .unwrap();
             if keys(&page).is_empty() {
-                // An empty page's cursors stay where it is.
-                assert_eq!(page["page"]["endCursor"], end.as_str());
-                assert_eq!(page["page"]["startCursor"], end.as_str());
+                // An empty page has no cursors (8.8's are optional, not nullable).
+                assert!(page["page"].get("endCursor").is_none(), "{page}");
+                assert!(page["page"].get("startCursor").is_none(), "{page}");
                 break;
             }
             forward.extend(keys(&page));

@@ -1,6 +1,7 @@
 //! A gateway on a real socket (127.0.0.1, a free port) and a real HTTP client.
 
 pub mod engine_backend;
+pub mod schema;
 pub mod scripted_backend;
 
 use std::sync::Arc;

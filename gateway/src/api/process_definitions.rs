@@ -1,0 +1,234 @@
+//! Process definitions: search, get, XML and element statistics, from the history store.
+//!
+//! Every partition stores every definition (deployments are distributed to all of
+//! them, and each one names its instances from its own copy), so searches and reads of
+//! definitions ask the deployment partition alone: it takes every deployment first, and
+//! asking one partition counts each definition once. Statistics count element instances,
+//! which live on the partitions of their process instances: every partition is asked
+//! and the counts are added up.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use rill_protocol::history::{
+    ElementStatistics, HistoricProcessDefinition, HistoricProcessInstance, HistoryQuery,
+    HistoryResult, Page, ProcessDefinitionField as F, ProcessInstanceField, Search,
+};
+use rill_protocol::{Key, PartitionId, Query, QueryResult};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::deployments::DEPLOYMENT_PARTITION;
+use super::history_search::{Kind, SearchEntity, SearchResult, fetch, filter, run, wrong_answer};
+use super::{Body, KeyParam, SharedState, key_text};
+use crate::json::parse_optional_body;
+use crate::problem::Problem;
+
+/// Camunda's `ProcessDefinitionResult`. A model without a name or version tag has
+/// neither field.
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessDefinitionResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    resource_name: String,
+    version: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version_tag: Option<String>,
+    process_definition_id: String,
+    tenant_id: String,
+    process_definition_key: String,
+    /// Rill has no forms.
+    has_start_form: bool,
+}
+
+impl From<HistoricProcessDefinition> for ProcessDefinitionResult {
+    fn from(definition: HistoricProcessDefinition) -> Self {
+        ProcessDefinitionResult {
+            name: definition.name,
+            resource_name: definition.resource_name,
+            version: definition.version,
+            version_tag: definition.version_tag,
+            process_definition_id: definition.bpmn_process_id,
+            tenant_id: definition.tenant_id,
+            process_definition_key: key_text(definition.key),
+            has_start_form: false,
+        }
+    }
+}
+
+impl SearchEntity for HistoricProcessDefinition {
+    const WHAT: &'static str = "process definition";
+    const KEY_FIELD: F = F::ProcessDefinitionKey;
+    type Item = ProcessDefinitionResult;
+
+    fn kind(field: F) -> Kind {
+        match field {
+            F::ProcessDefinitionKey => Kind::Key,
+            F::Name | F::ResourceName | F::VersionTag | F::ProcessDefinitionId | F::TenantId => {
+                Kind::Text
+            }
+            F::Version => Kind::Int,
+            F::HasStartForm | F::IsLatestVersion => Kind::Bool,
+        }
+    }
+
+    fn query(search: Search<F>) -> Query {
+        Query::History(HistoryQuery::SearchProcessDefinitions(search))
+    }
+
+    fn page(result: QueryResult) -> Option<Page<Self>> {
+        match result {
+            QueryResult::History(HistoryResult::ProcessDefinitions(page)) => Some(page),
+            _ => None,
+        }
+    }
+
+    fn partitions(_count: u16) -> Vec<PartitionId> {
+        vec![DEPLOYMENT_PARTITION]
+    }
+}
+
+/// `POST /v2/process-definitions/search`.
+pub async fn search(
+    State(state): State<SharedState>,
+    Body(body): Body,
+) -> Result<Json<SearchResult<ProcessDefinitionResult>>, Problem> {
+    run::<HistoricProcessDefinition>(&state, &body, None)
+        .await
+        .map(Json)
+}
+
+fn not_found(key: Key) -> Problem {
+    Problem::not_found(format!("Process definition with key '{key}' not found"))
+}
+
+/// `GET /v2/process-definitions/{processDefinitionKey}`.
+pub async fn get(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+) -> Result<Json<ProcessDefinitionResult>, Problem> {
+    let found = fetch(
+        &state,
+        key,
+        "process definition",
+        HistoryQuery::ProcessDefinition { key },
+        |result| match result {
+            HistoryResult::ProcessDefinition(found) => Some(found),
+            _ => None,
+        },
+    )
+    .await?;
+    found.map(|d| Json(d.into())).ok_or_else(|| not_found(key))
+}
+
+/// `GET /v2/process-definitions/{processDefinitionKey}/xml`: the resource as deployed.
+pub async fn xml(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+) -> Result<Response, Problem> {
+    let found = fetch(
+        &state,
+        key,
+        "process definition",
+        HistoryQuery::ProcessDefinitionXml { key },
+        |result| match result {
+            HistoryResult::ProcessDefinitionXml(found) => Some(found),
+            _ => None,
+        },
+    )
+    .await?;
+    let xml = found.ok_or_else(|| not_found(key))?;
+    Ok(([(header::CONTENT_TYPE, "text/xml; charset=utf-8")], xml).into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StatisticsBody {
+    #[serde(default)]
+    filter: Map<String, Value>,
+}
+
+/// Filter fields of process instance searches that the statistics filter does not have
+/// (the definition is the one in the path).
+const NOT_STATISTICS_FIELDS: &[ProcessInstanceField] = &[
+    ProcessInstanceField::ProcessDefinitionId,
+    ProcessInstanceField::ProcessDefinitionName,
+    ProcessInstanceField::ProcessDefinitionVersion,
+    ProcessInstanceField::ProcessDefinitionVersionTag,
+    ProcessInstanceField::ProcessDefinitionKey,
+];
+
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ElementStatisticsResult {
+    element_id: String,
+    active: u64,
+    canceled: u64,
+    incidents: u64,
+    completed: u64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct StatisticsResult {
+    items: Vec<ElementStatisticsResult>,
+}
+
+/// `POST /v2/process-definitions/{processDefinitionKey}/statistics/element-instances`:
+/// per element, its instances by state over the definition's process instances that
+/// match the filter (every state unless the filter names one), from every partition.
+pub async fn element_statistics(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Json<StatisticsResult>, Problem> {
+    let body: StatisticsBody = parse_optional_body(&body)?;
+    let conditions = filter::<HistoricProcessInstance>(&body.filter)?;
+    if let Some((field, _)) = conditions
+        .iter()
+        .find(|(field, _)| NOT_STATISTICS_FIELDS.contains(field))
+    {
+        return Err(Problem::invalid_argument(format!(
+            "The filter field 'filter.{}' is not a field of the statistics filter (the \
+             process definition is the one in the path)",
+            field.name()
+        )));
+    }
+    let dispatch = &state.dispatch;
+    let timeout = state.settings.request_timeout;
+    let asks = (1..=dispatch.partition_count()).map(|p| {
+        let query = Query::History(HistoryQuery::ElementStatistics {
+            process_definition_key: key,
+            filter: conditions.clone(),
+        });
+        async move { dispatch.query(PartitionId(p), query, timeout).await }
+    });
+    let mut by_element: std::collections::BTreeMap<String, ElementStatistics> = Default::default();
+    for answer in futures::future::join_all(asks).await {
+        let QueryResult::History(HistoryResult::ElementStatistics(counts)) = answer? else {
+            return Err(wrong_answer("element statistics"));
+        };
+        for counts in counts {
+            by_element
+                .entry(counts.element_id.clone())
+                .or_insert_with(|| ElementStatistics {
+                    element_id: counts.element_id.clone(),
+                    ..ElementStatistics::default()
+                })
+                .add(&counts);
+        }
+    }
+    Ok(Json(StatisticsResult {
+        items: by_element
+            .into_values()
+            .map(|s| ElementStatisticsResult {
+                element_id: s.element_id,
+                active: s.active,
+                canceled: s.canceled,
+                incidents: s.incidents,
+                completed: s.completed,
+            })
+            .collect(),
+    }))
+}
