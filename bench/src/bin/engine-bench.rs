@@ -78,6 +78,18 @@ impl Driver {
         }
     }
 
+    /// A driver with one resource deployed.
+    fn deployed(overlay: bool, name: &str, model: &[u8]) -> anyhow::Result<Driver> {
+        let mut driver = Driver::new(overlay);
+        driver.run(&Command::Deploy {
+            resources: vec![Resource {
+                name: name.to_owned(),
+                content: Blob(model.to_vec()),
+            }],
+        })?;
+        Ok(driver)
+    }
+
     fn run(&mut self, command: &Command) -> anyhow::Result<&Output> {
         self.position += 1;
         self.now += 1;
@@ -150,13 +162,7 @@ fn cpu_seconds() -> Option<f64> {
 
 /// Instances of `fan-out-call`: each one runs to its end in its create command.
 fn bench_fan_out(mode: &str, args: &Args) -> anyhow::Result<()> {
-    let mut driver = Driver::new(mode == "overlay");
-    driver.run(&Command::Deploy {
-        resources: vec![Resource {
-            name: "fan-out-call.bpmn".to_owned(),
-            content: Blob(FAN_OUT.to_vec()),
-        }],
-    })?;
+    let mut driver = Driver::deployed(mode == "overlay", "fan-out-call.bpmn", FAN_OUT)?;
     let items: Vec<usize> = (1..=args.items).collect();
     let create = Command::CreateProcessInstance(CreateProcessInstance {
         process: ProcessSelector::ById {
@@ -193,13 +199,7 @@ fn bench_fan_out(mode: &str, args: &Args) -> anyhow::Result<()> {
 }
 
 fn bench(mode: &str, args: &Args) -> anyhow::Result<()> {
-    let mut driver = Driver::new(mode == "overlay");
-    driver.run(&Command::Deploy {
-        resources: vec![Resource {
-            name: "two-rest-calls.bpmn".to_owned(),
-            content: Blob(MODEL.to_vec()),
-        }],
-    })?;
+    let mut driver = Driver::deployed(mode == "overlay", "two-rest-calls.bpmn", MODEL)?;
     let create = Command::CreateProcessInstance(CreateProcessInstance {
         process: ProcessSelector::ById {
             bpmn_process_id: "two-rest-calls".to_owned(),
