@@ -526,6 +526,84 @@ fn messages_correlate_across_partitions() {
     });
 }
 
+/// Execution listeners through the real REST API: listener jobs are handed out by
+/// `POST /v2/jobs/activation` to workers of their type, with `kind` and
+/// `listenerEventType`, one at a time and in order, before and after the element.
+#[test]
+fn execution_listener_jobs_are_activated_over_rest_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../engine/tests/fixtures/elements/execution-listeners.bpmn");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &[]);
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api.deploy(&[&model]).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        let (s, b) = api
+            .post(
+                "/v2/process-instances",
+                json!({"processDefinitionId": "execution-listeners",
+                    "variables": {"orderId": "o-1", "region": "eu"}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "create: {b}");
+        let instance = b["processInstanceKey"].as_str().unwrap().to_owned();
+
+        let steps = [
+            ("process-start", "EXECUTION_LISTENER", "START", json!({})),
+            (
+                "prepare",
+                "EXECUTION_LISTENER",
+                "START",
+                json!({"token": "t-1"}),
+            ),
+            ("check-eu", "EXECUTION_LISTENER", "START", json!({})),
+            (
+                "work",
+                "BPMN_ELEMENT",
+                "UNSPECIFIED",
+                json!({"result": "ok"}),
+            ),
+            ("audit", "EXECUTION_LISTENER", "END", json!({})),
+            (
+                "decide",
+                "EXECUTION_LISTENER",
+                "START",
+                json!({"approved": true}),
+            ),
+            ("process-end", "EXECUTION_LISTENER", "END", json!({})),
+        ];
+        for (job_type, kind, event, variables) in steps {
+            let request = json!({"type": job_type, "timeout": 30000,
+                "maxJobsToActivate": 5, "requestTimeout": 5000});
+            let (s, b) = api.post("/v2/jobs/activation", request).await.unwrap();
+            assert_eq!(s, 200, "activate {job_type}: {b}");
+            let jobs = b["jobs"].as_array().cloned().unwrap_or_default();
+            assert_eq!(jobs.len(), 1, "{job_type}: {b}");
+            assert_eq!(jobs[0]["kind"], kind, "{job_type}");
+            assert_eq!(jobs[0]["listenerEventType"], event, "{job_type}");
+            if job_type == "work" {
+                assert_eq!(jobs[0]["variables"]["token"], "t-1");
+            }
+            let key = jobs[0]["jobKey"].as_str().unwrap();
+            let (s, b) = api
+                .post(
+                    &format!("/v2/jobs/{key}/completion"),
+                    json!({"variables": variables}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(s, 204, "complete {job_type}: {b}");
+        }
+        api.wait_completed(&[instance], Duration::from_secs(30), || rill.log_text())
+            .await;
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}
+
 /// Camunda's own Python SDK (`camunda-orchestration-sdk`, unmodified, pinned in
 /// `tests/clients/python/requirements.txt`) against the real binary: deploy, create,
 /// activate and complete jobs, see the instance finish (`tests/clients/python/sdk_flow.py`).

@@ -45,6 +45,8 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
         "customHeaders",
         "variables",
         "tenantId",
+        "jobKind",
+        "jobListenerEventType",
     ];
     set(match value_type {
         ValueType::Deployment => &["resources", "processesMetadata", "tenantId"],

@@ -54,6 +54,24 @@ fn check_promises(model: &ProcessModel) {
         for &flow in element.incoming.iter() {
             assert_eq!(model.flow(flow).target.0 as usize, i);
         }
+        let listeners = &element.listeners;
+        for job in listeners.start.iter().chain(listeners.end.iter()) {
+            if let rill_engine::model::ValueOrExpr::Static(job_type) = &job.job_type {
+                assert!(!job_type.is_empty());
+            }
+        }
+        match &element.kind {
+            ElementKind::StartEvent
+            | ElementKind::TimerStartEvent(_)
+            | ElementKind::MessageStartEvent { .. }
+            | ElementKind::EventStartEvent { .. }
+            | ElementKind::BoundaryEvent { .. } => assert!(listeners.start.is_empty()),
+            ElementKind::ExclusiveGateway { .. }
+            | ElementKind::ParallelGateway
+            | ElementKind::EventBasedGateway
+            | ElementKind::InclusiveGateway { .. } => assert!(listeners.end.is_empty()),
+            _ => {}
+        }
         match &element.kind {
             ElementKind::SubProcess {
                 triggered_by_event: true,

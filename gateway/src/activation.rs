@@ -174,6 +174,8 @@ mod tests {
             custom_headers: Default::default(),
             variables: JsonValue::empty_object(),
             tenant_id: "<default>".into(),
+            job_kind: Default::default(),
+            job_listener_event_type: Default::default(),
         }
     }
 

@@ -564,6 +564,8 @@ impl<'a> HistoryWriter<'a> {
                 custom_headers: value.custom_headers.clone(),
                 creation_time: record.timestamp,
                 end_time: None,
+                kind: value.job_kind,
+                listener_event_type: value.job_listener_event_type,
             },
         };
         job.retries = value.retries;

@@ -80,6 +80,8 @@ fn job_value(job_type: &str, instance: u64, retries: i32) -> JobRecord {
         custom_headers: BTreeMap::from([("h".to_owned(), "v".to_owned())]),
         variables: JsonValue(serde_json::json!({})),
         tenant_id: "<default>".into(),
+        job_kind: Default::default(),
+        job_listener_event_type: Default::default(),
     }
 }
 
@@ -241,6 +243,39 @@ fn jobs_follow_their_records() {
     );
     let created: HistoricJob = get(&store2, key(5)).unwrap().unwrap();
     assert_eq!((created.state, created.deadline), (JobState::Created, None));
+}
+
+#[test]
+fn execution_listener_jobs_keep_their_kind_and_event_type() {
+    let mut store = populated();
+    let listener = JobRecord {
+        job_kind: rill_protocol::value::JobKind::ExecutionListener,
+        job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
+        ..job_value("audit", 300, 3)
+    };
+    apply(&mut store, &[job(Intent::Created, 4_000, 310, listener)]);
+    let found: HistoricJob = get(&store, key(310)).unwrap().unwrap();
+    assert_eq!(found.kind, rill_protocol::value::JobKind::ExecutionListener);
+    assert_eq!(
+        found.listener_event_type,
+        rill_protocol::value::JobListenerEventType::End
+    );
+    let by_key = vec![SortBy {
+        field: JF::JobKey,
+        descending: false,
+    }];
+    let listeners = search::<HistoricJob, _>(
+        &store,
+        &query(vec![(JF::Kind, text("EXECUTION_LISTENER"))], by_key.clone()),
+    )
+    .unwrap();
+    assert_eq!(job_keys(&listeners), vec![310]);
+    let elements = search::<HistoricJob, _>(
+        &store,
+        &query(vec![(JF::Kind, text("BPMN_ELEMENT"))], by_key),
+    )
+    .unwrap();
+    assert_eq!(job_keys(&elements), vec![110, 111, 112, 210]);
 }
 
 #[test]

@@ -153,7 +153,8 @@ pub enum Command {
     },
 
     // --- from other partitions ---
-    FromPartition(InterPartitionCommand),
+    /// Boxed: it carries a whole record value, and it is rare next to client commands.
+    FromPartition(Box<InterPartitionCommand>),
     /// The receiver has applied the command `sequence` sent by this partition.
     AcknowledgeSend {
         target: PartitionId,

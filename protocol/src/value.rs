@@ -283,6 +283,55 @@ pub struct JobRecord {
     pub variables: JsonValue,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// What the job is for: a BPMN element's work or an execution listener.
+    #[serde(default)]
+    pub job_kind: JobKind,
+    /// For an execution listener's job: whether it runs before (`START`) or after
+    /// (`END`) its element; `UNSPECIFIED` for other jobs.
+    #[serde(default)]
+    pub job_listener_event_type: JobListenerEventType,
+}
+
+/// Zeebe's `JobKind` names (Rill has no task listeners). Encoded by variant index: add
+/// new ones at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobKind {
+    #[default]
+    BpmnElement,
+    ExecutionListener,
+}
+
+impl JobKind {
+    /// The name Zeebe's records and Camunda's REST API use.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobKind::BpmnElement => "BPMN_ELEMENT",
+            JobKind::ExecutionListener => "EXECUTION_LISTENER",
+        }
+    }
+}
+
+/// Zeebe's `JobListenerEventType` names for execution listeners. Encoded by variant
+/// index: add new ones at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobListenerEventType {
+    #[default]
+    Unspecified,
+    Start,
+    End,
+}
+
+impl JobListenerEventType {
+    /// The name Zeebe's records and Camunda's REST API use.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobListenerEventType::Unspecified => "UNSPECIFIED",
+            JobListenerEventType::Start => "START",
+            JobListenerEventType::End => "END",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -345,6 +394,8 @@ pub enum IncidentErrorType {
     /// A call activity could not create its child instance (no such process, version
     /// or version tag).
     CalledElementError,
+    /// An execution listener's job failed with no retries left.
+    ExecutionListenerNoRetries,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,9 @@
 //! The BPMN engine alone, on in-memory state: how many instances of
 //! `two-rest-calls.bpmn` per second one core runs (create, then activate and complete
-//! each of the two jobs).
+//! each of the two jobs), or, with `--process fan-out`, instances of
+//! `bench/processes/fan-out-call.bpmn`: a parallel multi-instance call activity over
+//! `--items` items, each calling a start-to-end process (no jobs: an instance runs in
+//! its create command).
 //!
 //! `cargo run --release -p rill-bench --bin engine-bench -- --instances 200000`
 
@@ -22,6 +25,7 @@ use rill_protocol::{
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const MODEL: &[u8] = include_bytes!("../../../engine/tests/fixtures/two-rest-calls.bpmn");
+const FAN_OUT: &[u8] = include_bytes!("../../processes/fan-out-call.bpmn");
 
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark the BPMN engine alone on in-memory state")]
@@ -39,6 +43,12 @@ struct Args {
     /// after it, as the broker does), or `both`.
     #[arg(long, default_value = "both")]
     mode: String,
+    /// `two-rest-calls`, or `fan-out` (a parallel multi-instance call activity).
+    #[arg(long, default_value = "two-rest-calls")]
+    process: String,
+    /// Items of each fan-out instance (inner instances, each calling a child process).
+    #[arg(long, default_value_t = 100)]
+    items: usize,
 }
 
 type Output = ProcessingOutput<Command, CommandResponse>;
@@ -66,6 +76,18 @@ impl Driver {
             commands: 0,
             records: 0,
         }
+    }
+
+    /// A driver with one resource deployed.
+    fn deployed(overlay: bool, name: &str, model: &[u8]) -> anyhow::Result<Driver> {
+        let mut driver = Driver::new(overlay);
+        driver.run(&Command::Deploy {
+            resources: vec![Resource {
+                name: name.to_owned(),
+                content: Blob(model.to_vec()),
+            }],
+        })?;
+        Ok(driver)
     }
 
     fn run(&mut self, command: &Command) -> anyhow::Result<&Output> {
@@ -138,14 +160,46 @@ fn cpu_seconds() -> Option<f64> {
     Some(nanos / 1e9)
 }
 
+/// Instances of `fan-out-call`: each one runs to its end in its create command.
+fn bench_fan_out(mode: &str, args: &Args) -> anyhow::Result<()> {
+    let mut driver = Driver::deployed(mode == "overlay", "fan-out-call.bpmn", FAN_OUT)?;
+    let items: Vec<usize> = (1..=args.items).collect();
+    let create = Command::CreateProcessInstance(CreateProcessInstance {
+        process: ProcessSelector::ById {
+            bpmn_process_id: "fan-out-call".to_owned(),
+            version: None,
+        },
+        variables: JsonValue(serde_json::json!({ "items": items })),
+        await_result: false,
+        fetch_variables: Vec::new(),
+    });
+    let started = Instant::now();
+    let cpu_started = cpu_seconds();
+    for _ in 0..args.instances {
+        driver.run(&create)?;
+    }
+    let elapsed = started.elapsed();
+    let cpu = match (cpu_started, cpu_seconds()) {
+        (Some(a), Some(b)) => b - a,
+        _ => elapsed.as_secs_f64(),
+    };
+    let elements = (args.instances * args.items) as f64;
+    println!(
+        "mode={mode:<8} process=fan-out items={} instances={} wall={:.3}s cpu={cpu:.3}s \
+         instances/cpu-s={:.1} cpu-us/item={:.2} records/item={:.1} state_entries_after={}",
+        args.items,
+        args.instances,
+        elapsed.as_secs_f64(),
+        args.instances as f64 / cpu,
+        cpu * 1e6 / elements,
+        driver.records as f64 / elements,
+        driver.state.len(),
+    );
+    Ok(())
+}
+
 fn bench(mode: &str, args: &Args) -> anyhow::Result<()> {
-    let mut driver = Driver::new(mode == "overlay");
-    driver.run(&Command::Deploy {
-        resources: vec![Resource {
-            name: "two-rest-calls.bpmn".to_owned(),
-            content: Blob(MODEL.to_vec()),
-        }],
-    })?;
+    let mut driver = Driver::deployed(mode == "overlay", "two-rest-calls.bpmn", MODEL)?;
     let create = Command::CreateProcessInstance(CreateProcessInstance {
         process: ProcessSelector::ById {
             bpmn_process_id: "two-rest-calls".to_owned(),
@@ -199,7 +253,12 @@ fn main() -> anyhow::Result<()> {
         other => bail!("unknown mode '{other}' (memory, overlay, both)"),
     };
     for mode in modes {
-        bench(mode, &args).with_context(|| format!("mode {mode}"))?;
+        match args.process.as_str() {
+            "two-rest-calls" => bench(mode, &args),
+            "fan-out" => bench_fan_out(mode, &args),
+            other => bail!("unknown process '{other}' (two-rest-calls, fan-out)"),
+        }
+        .with_context(|| format!("mode {mode}"))?;
     }
     Ok(())
 }

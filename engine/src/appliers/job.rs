@@ -2,7 +2,7 @@
 //! deadline, back-off).
 
 use rill_protocol::Key;
-use rill_protocol::value::{JobBatchRecord, JobRecord};
+use rill_protocol::value::{JobBatchRecord, JobKind, JobRecord};
 
 use super::Apply;
 use crate::error::{Result, inconsistent};
@@ -24,6 +24,16 @@ pub(super) fn removed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> R
             i.job_key = Key::NONE;
         }
     })?;
+    Ok(())
+}
+
+/// COMPLETED: the job goes; an execution listener's element counts it as done.
+pub(super) fn completed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
+    removed(ctx, key, value)?;
+    if value.job_kind == JobKind::ExecutionListener {
+        ctx.state
+            .update_element_instance(value.element_instance_key, |i| i.listeners_done += 1)?;
+    }
     Ok(())
 }
 

@@ -138,7 +138,9 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         )],
 
         (V::Job, I::Created) => &[(1, A::Job(job::created))],
-        (V::Job, I::Completed) => &[(1, A::Job(job::removed))],
+        // Version 1 counts a listener's job on its element; logs written before
+        // listeners existed hold no such job, so they replay the same.
+        (V::Job, I::Completed) => &[(1, A::Job(job::completed))],
         (V::Job, I::Canceled) => &[(1, A::Job(job::removed))],
         (V::Job, I::TimedOut) => &[(1, A::Job(job::activatable_again))],
         (V::Job, I::RecurredAfterBackoff) => &[(1, A::Job(job::activatable_again))],

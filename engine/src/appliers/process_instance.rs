@@ -31,6 +31,7 @@ pub(super) fn element_activating(
         has_variables: false,
         awaited: false,
         start_date: timestamp.millis(),
+        listeners_done: 0,
     });
     if value.bpmn_element_type == BpmnElementType::Process {
         // Readers see an active instance through its element instance; the summary is

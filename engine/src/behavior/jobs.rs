@@ -1,5 +1,6 @@
 //! Jobs of job-based elements (service, send and job-worker script tasks, message throw
-//! and message end events): created on activation, cancelled on termination.
+//! and message end events) and of execution listeners: created on activation (or when
+//! a listener is due), cancelled on termination.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +8,7 @@ use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{JobDefinition, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};
-use rill_protocol::value::JobRecord;
+use rill_protocol::value::{JobKind, JobListenerEventType, JobRecord};
 use rill_protocol::{Intent, JsonValue};
 
 /// A job's type and retries, evaluated.
@@ -41,7 +42,6 @@ impl Processing<'_> {
     }
 
     pub fn create_job(&mut self, active: &Active, job: NewJob) -> Result<()> {
-        let record = active.record();
         let headers = match active.element().kind.job_definition() {
             Some(definition) => definition
                 .headers
@@ -50,6 +50,41 @@ impl Processing<'_> {
                 .collect::<BTreeMap<String, String>>(),
             None => BTreeMap::new(),
         };
+        self.write_job(
+            active,
+            job,
+            headers,
+            JobKind::BpmnElement,
+            JobListenerEventType::Unspecified,
+        )
+    }
+
+    /// Creates the job of an execution listener of `active` (listeners have no headers
+    /// in Zeebe 8.8).
+    pub fn create_listener_job(
+        &mut self,
+        active: &Active,
+        job: NewJob,
+        event: JobListenerEventType,
+    ) -> Result<()> {
+        self.write_job(
+            active,
+            job,
+            BTreeMap::new(),
+            JobKind::ExecutionListener,
+            event,
+        )
+    }
+
+    fn write_job(
+        &mut self,
+        active: &Active,
+        job: NewJob,
+        custom_headers: BTreeMap<String, String>,
+        job_kind: JobKind,
+        job_listener_event_type: JobListenerEventType,
+    ) -> Result<()> {
+        let record = active.record();
         let value = JobRecord {
             job_type: job.job_type,
             element_id: record.element_id.clone(),
@@ -66,9 +101,11 @@ impl Processing<'_> {
             timeout: -1,
             error_message: String::new(),
             error_code: String::new(),
-            custom_headers: headers,
+            custom_headers,
             variables: JsonValue::empty_object(),
             tenant_id: record.tenant_id.clone(),
+            job_kind,
+            job_listener_event_type,
         };
         let key = self.next_key()?;
         self.notify_jobs_available(&value.job_type);

@@ -1,11 +1,13 @@
-//! BPMN behaviour run in-line while a command is processed: the element lifecycle and
-//! what elements hold (jobs, timers, message subscriptions, variables), as methods of
+//! BPMN behaviour run in-line while a command is processed: the element lifecycle, its
+//! execution listeners, and what elements hold (jobs, timers, message subscriptions,
+//! variables), as methods of
 //! [`Processing`](crate::context::Processing).
 
 mod elements;
 mod errors;
 mod escalations;
 mod jobs;
+mod listeners;
 mod messages;
 mod timers;
 mod variables;

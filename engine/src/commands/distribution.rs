@@ -47,14 +47,14 @@ pub(crate) fn outgoing(
     };
     Ok(Some((
         PartitionId(target),
-        Command::FromPartition(InterPartitionCommand {
+        Command::FromPartition(Box::new(InterPartitionCommand {
             source: entry.key.partition(),
             sequence,
             value_type: entry.value_type,
             intent: entry.intent,
             key: entry.key,
             value,
-        }),
+        })),
     )))
 }
 

@@ -1,7 +1,7 @@
 //! JOB and JOB_BATCH commands: activate, complete, fail, throw error, update, and the
 //! leader's time-outs and back-off recurrences.
 
-use rill_protocol::value::{JobBatchRecord, JobRecord};
+use rill_protocol::value::{IncidentErrorType, JobBatchRecord, JobKind, JobRecord};
 use rill_protocol::{
     ActivateJobs, CommandResponse, FailJob, Intent, JsonValue, Key, RecordValue, ThrowError,
     UpdateJob,
@@ -35,6 +35,8 @@ pub(super) fn unknown_job() -> JobRecord {
         custom_headers: Default::default(),
         variables: JsonValue::empty_object(),
         tenant_id: super::tenant(),
+        job_kind: JobKind::BpmnElement,
+        job_listener_event_type: Default::default(),
     }
 }
 
@@ -209,6 +211,9 @@ pub(super) fn complete(p: &mut Processing<'_>, key: Key, variables: &JsonValue) 
     p.command(key, Intent::Complete, record.clone());
     p.event(key, Intent::Completed, record.clone())?;
     p.respond(key, Intent::Completed, record.clone());
+    if record.job_kind == JobKind::ExecutionListener {
+        return p.listener_completed(&record, document);
+    }
     p.complete_with(Key(record.element_instance_key), Some(document))
 }
 
@@ -255,13 +260,11 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
         } else {
             command.error_message.clone()
         };
-        p.raise_incident(
-            &task.record,
-            task.key,
-            rill_protocol::value::IncidentErrorType::JobNoRetries,
-            message,
-            key,
-        )?;
+        let error_type = match record.job_kind {
+            JobKind::BpmnElement => IncidentErrorType::JobNoRetries,
+            JobKind::ExecutionListener => IncidentErrorType::ExecutionListenerNoRetries,
+        };
+        p.raise_incident(&task.record, task.key, error_type, message, key)?;
     } else if backoff {
         p.wake_at(record.recurring_time);
     } else {
@@ -293,7 +296,7 @@ pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Resul
     let Some(job) = job_for(p, key, Intent::ThrowError, "throw an error for", WORKABLE)? else {
         return Ok(());
     };
-    let document = match check_throw_error(command, key) {
+    let document = match check_throw_error(command, key, &job.record) {
         Ok(document) => document,
         Err(rejection) => {
             p.reject(key, Intent::ThrowError, job.record, rejection);
@@ -330,7 +333,18 @@ pub(super) fn throw_error(p: &mut Processing<'_>, command: &ThrowError) -> Resul
 fn check_throw_error(
     command: &ThrowError,
     key: Key,
+    job: &JobRecord,
 ) -> std::result::Result<Map<String, Value>, Rejection> {
+    if job.job_kind == JobKind::ExecutionListener {
+        // As in Zeebe: the listener's element is not in a state where an error can be
+        // caught (it is activating or completing).
+        return Err(Rejection::invalid_state(format!(
+            "Expected to throw an error for job with key '{key}', but it is the job of an \
+             execution listener (type '{}'), which cannot throw BPMN errors; complete or fail \
+             the job instead",
+            job.job_type
+        )));
+    }
     let document = variables_document(&command.variables, "the error's variables")?;
     if command.error_code.is_empty() {
         return Err(Rejection::invalid_argument(format!(

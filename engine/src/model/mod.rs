@@ -61,7 +61,12 @@
 //! - `inputs` appear only on tasks, call activities, subprocesses, intermediate catch events, message
 //!   throw events and message end events; `outputs` on those and on every other event
 //!   but error end events (start, none, link and escalation throw, none, terminate and
-//!   escalation end, boundary). Mapping targets are non-empty dotted paths of variable names.
+//!   escalation end, boundary). Mapping targets are non-empty dotted paths of variable names;
+//! - execution listeners have a job type (static and non-empty, or an expression) and
+//!   no two of one event type share a type; there are no start listeners on start and
+//!   boundary events, no end listeners on gateways, error and escalation end events and
+//!   escalation throw events, and no start listeners on a process with timer or message
+//!   start events.
 
 use std::collections::HashMap;
 
@@ -203,6 +208,8 @@ pub struct Element {
     /// Multi-instance characteristics: the element runs as a multi-instance body
     /// holding one inner instance per item of the input collection.
     pub multi_instance: Option<MultiInstance>,
+    /// `zeebe:executionListeners`: jobs run before and after the element's own work.
+    pub listeners: ExecutionListeners,
 }
 
 impl Element {
@@ -464,6 +471,16 @@ impl MultiInstance {
             .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'));
         (is_name && path).then_some(first)
     }
+}
+
+/// `zeebe:executionListeners` of an element, each a job (type and retries; no headers),
+/// in document order. On a multi-instance activity they run for each inner instance.
+#[derive(Debug, Default)]
+pub struct ExecutionListeners {
+    /// Run one after the other after the input mappings, before the element's work.
+    pub start: Vec<JobDefinition>,
+    /// Run one after the other after the output mappings, before the element is left.
+    pub end: Vec<JobDefinition>,
 }
 
 /// `zeebe:calledElement`: which process a call activity starts and which variables

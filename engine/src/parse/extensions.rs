@@ -83,7 +83,17 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             "zeebe:subscription belongs on a bpmn:message, not on {}",
             on()
         )),
-        "executionListeners" => not_yet("execution listeners"),
+        "executionListeners"
+            if element == "process"
+                || IO_MAPPING_OWNERS.contains(&element)
+                || element.ends_with("Gateway") =>
+        {
+            Verdict::Runs
+        }
+        "executionListeners" => Verdict::Rejected(format!(
+            "zeebe:executionListeners belong on a process or a flow node, not on {}",
+            on()
+        )),
         "taskListeners" => not_yet("task listeners (they belong to user tasks)"),
         "userTask"
         | "assignmentDefinition"

@@ -18,8 +18,9 @@ use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind,
-    EndEventKind, JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel,
-    ScriptDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition, ValueOrExpr,
+    EndEventKind, ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance,
+    ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition,
+    ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
@@ -132,6 +133,7 @@ struct Extensions<'a, 'input> {
     io_mapping: Option<Node<'a, 'input>>,
     script: Option<Node<'a, 'input>>,
     called_element: Option<Node<'a, 'input>>,
+    execution_listeners: Option<Node<'a, 'input>>,
 }
 
 pub(super) struct Builder<'c, 'a, 'input> {
@@ -208,14 +210,21 @@ pub(super) fn build<'a, 'input>(
             outputs: Vec::new(),
             boundary_events: Vec::new(),
             multi_instance: None,
+            listeners: ExecutionListeners::default(),
         },
     );
     let process_owner = Owner {
         element: "process",
         message_throw: false,
     };
-    // Only the version tag on the process itself runs; what is not metadata is rejected.
+    // The version tag and the execution listeners of the process itself run; what is
+    // not metadata is rejected.
+    let mut listeners = None;
     for extension in builder.checked_extensions(process_id, process_node, process_owner) {
+        if extension.tag_name().name() == "executionListeners" {
+            builder.once(process_id, extension, &mut listeners);
+            continue;
+        }
         if extension.tag_name().name() != "versionTag" {
             continue;
         }
@@ -239,6 +248,19 @@ pub(super) fn build<'a, 'input>(
         }
     }
     builder.walk_scope(ProcessModel::ROOT, process_node, 0);
+    let event_started = builder.elements.iter().skip(1).any(|e| {
+        e.flow_scope == Some(ProcessModel::ROOT)
+            && matches!(
+                e.kind,
+                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+            )
+    });
+    let refused_start = event_started.then_some(
+        "start listeners on a process with timer or message start events are not supported \
+         yet; put them on the element after the start event",
+    );
+    let process_listeners = builder.execution_listeners(process_id, listeners, refused_start, None);
+    builder.elements[ProcessModel::ROOT.0 as usize].listeners = process_listeners;
     let model = link::link(builder);
     (problems.count() == problems_before).then_some(model)
 }
@@ -448,6 +470,13 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             },
         };
         let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);
+        let (refused_start, refused_end) = listeners_refused(&kind);
+        let listeners = self.execution_listeners(
+            id,
+            extensions.execution_listeners,
+            refused_start,
+            refused_end,
+        );
         let declared = DeclaredFlows {
             element: idx,
             incoming: flow_refs(node, "incoming"),
@@ -467,6 +496,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 outputs,
                 boundary_events: Vec::new(),
                 multi_instance,
+                listeners,
             },
         );
         if let ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } =
@@ -743,19 +773,119 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 "script" => &mut found.script,
                 "ioMapping" => &mut found.io_mapping,
                 "calledElement" => &mut found.called_element,
+                "executionListeners" => &mut found.execution_listeners,
                 _ => continue,
             };
-            if slot.is_some() {
-                self.problem(
-                    Some(id),
-                    extension,
-                    format!("zeebe:{name} appears more than once; merge them into one"),
-                );
-            } else {
-                *slot = Some(extension);
-            }
+            self.once(id, extension, slot);
         }
         found
+    }
+
+    /// Keeps `extension` in `slot`, or reports that it appears twice.
+    fn once(&mut self, id: &str, extension: Node<'a, 'input>, slot: &mut Option<Node<'a, 'input>>) {
+        if slot.is_some() {
+            let name = extension.tag_name().name();
+            self.problem(
+                Some(id),
+                extension,
+                format!("zeebe:{name} appears more than once; merge them into one"),
+            );
+        } else {
+            *slot = Some(extension);
+        }
+    }
+
+    /// Reads `zeebe:executionListeners`: each `zeebe:executionListener` is a job (a
+    /// `type`, static or `=`FEEL, and `retries`, default 3) run at its `eventType`
+    /// (`start` or `end`). A listener of an event type the element refuses is reported
+    /// with the reason, as is a second listener of one event type with the same type.
+    fn execution_listeners(
+        &mut self,
+        id: &str,
+        container: Option<Node<'a, 'input>>,
+        refused_start: Option<&str>,
+        refused_end: Option<&str>,
+    ) -> ExecutionListeners {
+        let mut listeners = ExecutionListeners::default();
+        let Some(container) = container else {
+            return listeners;
+        };
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        for node in container.children().filter(|n| n.is_element()) {
+            let name = node.tag_name().name();
+            if node.tag_name().namespace() != Some(ZEEBE_NS) || name != "executionListener" {
+                self.problem(
+                    Some(id),
+                    node,
+                    format!(
+                        "'{name}' is not expected in zeebe:executionListeners (only \
+                         zeebe:executionListener)"
+                    ),
+                );
+                continue;
+            }
+            let event = node.attribute("eventType").map(str::trim).unwrap_or("");
+            let (into, refused) = match event {
+                "start" => (&mut listeners.start, refused_start),
+                "end" => (&mut listeners.end, refused_end),
+                _ => {
+                    self.problem(
+                        Some(id),
+                        node,
+                        format!(
+                            "an execution listener's eventType must be 'start' or 'end', not \
+                             '{event}'"
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if let Some(reason) = refused {
+                self.problem(Some(id), node, reason.to_owned());
+                continue;
+            }
+            let raw_type = node.attribute("type").map(str::trim).unwrap_or("");
+            if raw_type.is_empty() {
+                self.problem(
+                    Some(id),
+                    node,
+                    format!(
+                        "a {event} execution listener has no type; set the job type that \
+                         workers subscribe to"
+                    ),
+                );
+                continue;
+            }
+            if seen.contains(&(event, raw_type)) {
+                self.problem(
+                    Some(id),
+                    node,
+                    format!(
+                        "two {event} execution listeners have the type '{raw_type}'; give each \
+                         listener of an event type its own type"
+                    ),
+                );
+                continue;
+            }
+            seen.push((event, raw_type));
+            let mut job = JobDefinition {
+                job_type: ValueOrExpr::Static(String::new()),
+                retries: ValueOrExpr::Static(DEFAULT_RETRIES),
+                headers: Vec::new(),
+            };
+            match values::string_or_expr("listener type", raw_type) {
+                Ok(job_type) => job.job_type = job_type,
+                Err(message) => self.problem(Some(id), node, message),
+            }
+            if let Some(raw) = node.attribute("retries").filter(|r| !r.trim().is_empty()) {
+                match values::retries(raw) {
+                    Ok(retries) => job.retries = retries,
+                    Err(message) => self.problem(Some(id), node, message),
+                }
+            }
+            into.push(job);
+        }
+        listeners
     }
 
     /// The `zeebe:` extension elements of `node` that Rill runs; those it rejects are
@@ -1751,6 +1881,59 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
              nothing would read them",
         ),
         _ => None,
+    }
+}
+
+/// Why an element of this kind cannot have start and end execution listeners (as Zeebe
+/// refuses them), or `None` when it can.
+fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'static str>) {
+    match kind {
+        ElementKind::StartEvent
+        | ElementKind::TimerStartEvent(_)
+        | ElementKind::MessageStartEvent { .. }
+        | ElementKind::EventStartEvent { .. } => (
+            Some(
+                "a start event cannot have start listeners in zeebe:executionListeners; put \
+                 them on the process or subprocess",
+            ),
+            None,
+        ),
+        ElementKind::BoundaryEvent { .. } => (
+            Some(
+                "a boundary event cannot have start listeners in zeebe:executionListeners; \
+                 put them on the activity it is attached to",
+            ),
+            None,
+        ),
+        ElementKind::ExclusiveGateway { .. }
+        | ElementKind::ParallelGateway
+        | ElementKind::EventBasedGateway
+        | ElementKind::InclusiveGateway { .. } => (
+            None,
+            Some(
+                "a gateway cannot have end listeners in zeebe:executionListeners; use start \
+                 listeners on the element after it",
+            ),
+        ),
+        ElementKind::EndEvent(EndEventKind::Error { .. }) => (
+            None,
+            Some(
+                "an error end event cannot have end listeners in zeebe:executionListeners: it \
+                 never completes; put them on the element that catches the error",
+            ),
+        ),
+        // Zeebe skips them when an interrupting catch event takes the escalation; Rill
+        // refuses them rather than run them only sometimes.
+        ElementKind::EndEvent(EndEventKind::Escalation { .. })
+        | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Escalation { .. }) => (
+            None,
+            Some(
+                "an escalation throw or end event cannot have end listeners in \
+                 zeebe:executionListeners (an interrupting catch event would skip them); put \
+                 them on the element that catches the escalation",
+            ),
+        ),
+        _ => (None, None),
     }
 }
 

@@ -218,6 +218,7 @@ mod tests {
             has_variables: false,
             awaited: false,
             start_date: 0,
+            listeners_done: 0,
         }
     }
 

@@ -50,6 +50,9 @@ pub struct ElementInstance {
     pub awaited: bool,
     /// Process instances only: when it started (ms since the epoch).
     pub start_date: i64,
+    /// Execution listeners of this instance whose jobs completed, start listeners
+    /// first: the next one to run is found from it.
+    pub listeners_done: u32,
 }
 
 /// A multi-instance body's progress: inner instances created and completed so far.
@@ -124,6 +127,8 @@ pub struct JobRecordRef<'a> {
     /// A `JsonValue` is JSON text in binary formats.
     variables: &'static str,
     tenant_id: &'a str,
+    job_kind: rill_protocol::value::JobKind,
+    job_listener_event_type: rill_protocol::value::JobListenerEventType,
 }
 
 impl<'a> StoredJobRef<'a> {
@@ -149,6 +154,8 @@ impl<'a> StoredJobRef<'a> {
                 custom_headers: &r.custom_headers,
                 variables: "null",
                 tenant_id: &r.tenant_id,
+                job_kind: r.job_kind,
+                job_listener_event_type: r.job_listener_event_type,
             },
         }
     }
@@ -254,6 +261,8 @@ mod tests {
             custom_headers: [("a".to_owned(), "b".to_owned())].into(),
             variables: JsonValue(serde_json::json!({"dropped": true})),
             tenant_id: "<default>".into(),
+            job_kind: rill_protocol::value::JobKind::ExecutionListener,
+            job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
         };
         let bytes = codec::encode(&StoredJobRef::new(JobState::Activated, &record)).unwrap();
         let decoded: StoredJob = codec::decode(&bytes).unwrap();

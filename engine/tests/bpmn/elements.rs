@@ -647,6 +647,42 @@ fn multi_instance_activities_carry_their_loop_characteristics() {
 }
 
 #[test]
+fn execution_listeners_are_jobs_in_document_order_per_event_type() {
+    let model = parse_one("elements/execution-listeners.bpmn");
+    let process = model.element(ProcessModel::ROOT);
+    let types = |jobs: &[rill_engine::model::JobDefinition]| -> Vec<String> {
+        jobs.iter()
+            .map(|job| match &job.job_type {
+                ValueOrExpr::Static(t) => t.clone(),
+                ValueOrExpr::Expr(e) => format!("={}", e.source()),
+            })
+            .collect()
+    };
+    assert_eq!(types(&process.listeners.start), vec!["process-start"]);
+    assert_eq!(types(&process.listeners.end), vec!["process-end"]);
+
+    let work = el(&model, "Work");
+    assert_eq!(
+        types(&work.listeners.start),
+        vec!["prepare", "=\"check-\" + region"]
+    );
+    assert_eq!(static_value(&work.listeners.start[1].retries), 1);
+    assert_eq!(static_value(&work.listeners.start[0].retries), 3);
+    assert!(
+        work.listeners
+            .start
+            .iter()
+            .all(|job| job.headers.is_empty())
+    );
+    assert_eq!(types(&work.listeners.end), vec!["audit"]);
+
+    let route = el(&model, "Route");
+    assert_eq!(types(&route.listeners.start), vec!["decide"]);
+    assert!(route.listeners.end.is_empty());
+    assert!(el(&model, "Start").listeners.start.is_empty());
+}
+
+#[test]
 fn message_boundary_events_carry_their_message_and_interrupting_flag() {
     let model = parse_one("elements/message-boundary.bpmn");
     let work = el(&model, "Work");

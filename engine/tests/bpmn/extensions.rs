@@ -235,6 +235,31 @@ const RUNS: &[(&str, &[&str])] = &[
     ),
     ("subscription", &["message"]),
     ("versionTag", &["process"]),
+    // A start listener (the snippet's): start and boundary events refuse those.
+    (
+        "executionListeners",
+        &[
+            "process",
+            "serviceTask",
+            "sendTask",
+            "scriptTask",
+            "messageThrowEvent",
+            "messageEndEvent",
+            "task",
+            "manualTask",
+            "receiveTask",
+            "subProcess",
+            "callActivity",
+            "endEvent",
+            "intermediateThrowEvent",
+            "intermediateCatchEvent",
+            "exclusiveGateway",
+            "parallelGateway",
+            "inclusiveGateway",
+            "eventBasedGateway",
+            "eventSubProcess",
+        ],
+    ),
 ];
 
 /// `(extension, hosts)` accepted with no runtime meaning (docs/decisions/bpmn-parsing.md).
@@ -319,11 +344,20 @@ fn runs_in(model: &ProcessModel, extension: &str, host: &str) -> bool {
             ElementKind::ReceiveTask(m) if expr_source(&m.correlation_key) == "key"
         );
     }
+    let runs_listener = |element: &rill_engine::model::Element| {
+        element.listeners.end.is_empty()
+            && matches!(element.listeners.start.as_slice(), [job] if static_value(&job.job_type) == "audit")
+    };
     if host == "process" {
-        return extension == "versionTag" && model.version_tag.as_deref() == Some("v1.0");
+        return match extension {
+            "versionTag" => model.version_tag.as_deref() == Some("v1.0"),
+            "executionListeners" => runs_listener(model.element(ProcessModel::ROOT)),
+            _ => false,
+        };
     }
     let element = el(model, "Host");
     match extension {
+        "executionListeners" => runs_listener(element),
         "taskDefinition" => element
             .kind
             .job_definition()

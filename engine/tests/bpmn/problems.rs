@@ -434,14 +434,26 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "zeebe:taskDefinition is not supported on a receiveTask",
     ),
     (
-        "execution-listener",
-        Some("Work"),
-        "zeebe:executionListeners is not supported: Rill does not run execution listeners yet",
+        "execution-listener-on-start-event",
+        Some("Start"),
+        "a start event cannot have start listeners in zeebe:executionListeners; put them on \
+         the process",
     ),
     (
-        "process-execution-listener",
-        Some("process-execution-listener"),
-        "zeebe:executionListeners is not supported: Rill does not run execution listeners yet",
+        "execution-listener-end-on-gateway",
+        Some("Fork"),
+        "a gateway cannot have end listeners in zeebe:executionListeners; use start listeners \
+         on the element after it",
+    ),
+    (
+        "execution-listener-duplicate-type",
+        Some("Work"),
+        "two start execution listeners have the type 'audit'",
+    ),
+    (
+        "execution-listener-process-timer-start",
+        Some("execution-listener-process-timer-start"),
+        "start listeners on a process with timer or message start events are not supported",
     ),
     (
         "input-on-start-event",

@@ -9,6 +9,7 @@ mod events;
 mod harness;
 mod inclusive;
 mod interleavings;
+mod listeners;
 mod multi_instance;
 mod random;
 mod samples;

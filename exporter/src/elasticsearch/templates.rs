@@ -129,6 +129,8 @@ fn job_properties() -> Value {
         ("customHeaders", not_indexed()),
         ("variables", not_indexed()),
         ("tenantId", keyword()),
+        ("jobKind", keyword()),
+        ("jobListenerEventType", keyword()),
     ])
 }
 

@@ -42,6 +42,8 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
         custom_headers: BTreeMap::from([("region".to_owned(), "eu".to_owned())]),
         variables: vars(),
         tenant_id: DEFAULT_TENANT.into(),
+        job_kind: Default::default(),
+        job_listener_event_type: Default::default(),
     };
     match value_type {
         ValueType::Deployment => DeploymentRecord {

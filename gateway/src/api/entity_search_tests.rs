@@ -62,6 +62,8 @@ fn partitions() -> Vec<MemoryHistory> {
                     custom_headers: BTreeMap::new(),
                     variables: JsonValue(json!({})),
                     tenant_id: "<default>".into(),
+                    job_kind: Default::default(),
+                    job_listener_event_type: Default::default(),
                 };
                 let at = 1_000 + n as i64 * 3 + i64::from(p);
                 records.push(record(Intent::Created, at, key, RecordValue::Job(job(3))));

@@ -116,8 +116,8 @@ impl ActivatedJob {
             process_instance_key: job.process_instance_key.to_string(),
             process_definition_key: job.process_definition_key.to_string(),
             element_instance_key: job.element_instance_key.to_string(),
-            kind: "BPMN_ELEMENT",
-            listener_event_type: "UNSPECIFIED",
+            kind: job.job_kind.name(),
+            listener_event_type: job.job_listener_event_type.name(),
             tags: Vec::new(),
         }
     }
@@ -620,6 +620,8 @@ mod tests {
             custom_headers: [("h".to_owned(), "v".to_owned())].into_iter().collect(),
             variables: JsonValue(serde_json::json!({"a": 1})),
             tenant_id: "<default>".into(),
+            job_kind: Default::default(),
+            job_listener_event_type: Default::default(),
         };
         let json = serde_json::to_value(ActivatedJob::new(2251799813685253, job)).unwrap();
         assert_eq!(json["jobKey"], "2251799813685253");

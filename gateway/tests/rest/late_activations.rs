@@ -39,6 +39,8 @@ fn job(timeout: i64, deadline: i64) -> JobRecord {
         custom_headers: Default::default(),
         variables: JsonValue::empty_object(),
         tenant_id: "<default>".into(),
+        job_kind: Default::default(),
+        job_listener_event_type: Default::default(),
     }
 }
 

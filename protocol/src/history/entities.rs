@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Condition, FieldValue, Historic, Page, ProcessInstanceField, Search, SearchField};
 use crate::ids::{Key, Timestamp};
-use crate::value::{BpmnElementType, IncidentErrorType};
+use crate::value::{BpmnElementType, IncidentErrorType, JobKind, JobListenerEventType};
 
 fn text(value: &str) -> Option<FieldValue> {
     Some(FieldValue::Text(value.to_owned()))
@@ -81,7 +81,8 @@ impl JobState {
     }
 }
 
-/// Camunda's job kinds and listener event types (Rill's jobs are all of BPMN elements).
+/// Camunda's job kinds and listener event types (Rill's jobs are BPMN elements' and
+/// execution listeners').
 pub const JOB_KINDS: &[&str] = &[
     "BPMN_ELEMENT",
     "EXECUTION_LISTENER",
@@ -150,6 +151,8 @@ pub struct HistoricJob {
     pub creation_time: Timestamp,
     /// Completed, canceled or ended with a thrown error.
     pub end_time: Option<Timestamp>,
+    pub kind: JobKind,
+    pub listener_event_type: JobListenerEventType,
 }
 
 impl Historic for HistoricJob {
@@ -173,8 +176,8 @@ impl Historic for HistoricJob {
             F::ErrorMessage => optional(&self.error_message),
             F::HasFailedWithRetriesLeft => Some(FieldValue::Bool(self.failed_with_retries_left)),
             F::JobKey => int(self.key.get()),
-            F::Kind => text("BPMN_ELEMENT"),
-            F::ListenerEventType => text("UNSPECIFIED"),
+            F::Kind => text(self.kind.name()),
+            F::ListenerEventType => text(self.listener_event_type.name()),
             F::ProcessDefinitionId => text(&self.bpmn_process_id),
             F::ProcessDefinitionKey => int(self.process_definition_key.get()),
             F::ProcessInstanceKey => int(self.process_instance_key.get()),
@@ -236,6 +239,7 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::UnhandledErrorEvent => "UNHANDLED_ERROR_EVENT",
         IncidentErrorType::MessageSizeExceeded => "MESSAGE_SIZE_EXCEEDED",
         IncidentErrorType::CalledElementError => "CALLED_ELEMENT_ERROR",
+        IncidentErrorType::ExecutionListenerNoRetries => "EXECUTION_LISTENER_NO_RETRIES",
     }
 }
 

@@ -37,7 +37,9 @@ mod triggers;
 
 use std::sync::Arc;
 
-use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
+use rill_protocol::value::{
+    BpmnElementType, BpmnEventType, JobKind, JobListenerEventType, ProcessInstanceRecord,
+};
 use rill_protocol::{Intent, Key};
 use serde_json::{Map, Value};
 
@@ -222,6 +224,7 @@ impl Processing<'_> {
                 has_variables: false,
                 awaited: false,
                 start_date: self.now(),
+                listeners_done: 0,
             },
             process: process.clone(),
             idx,
@@ -290,7 +293,38 @@ impl Processing<'_> {
             let locals = self.evaluate_inputs(active)?;
             self.set_local_variables(&active.instance, locals)?;
         }
+        // Start listeners run first; elements that take a trigger (boundary events)
+        // have none.
+        if self.next_listener(active, JobListenerEventType::Start)? {
+            return Ok(());
+        }
         behavior_of(active).activate(self, active, trigger)
+    }
+
+    /// A start listener of an element in ELEMENT_ACTIVATING completed: the next one, or
+    /// the element's own activation (its input mappings are not applied again).
+    pub(crate) fn resume_activation_after_listener(&mut self, key: Key) -> Result<()> {
+        let Some(active) = self.active(key)? else {
+            return Ok(());
+        };
+        let step = match self.next_listener(&active, JobListenerEventType::Start) {
+            Ok(true) => Ok(()),
+            Ok(false) => behavior_of(&active).activate(self, &active, None),
+            Err(halt) => Err(halt),
+        };
+        match step {
+            Ok(()) => Ok(()),
+            Err(halt) => self.incident_on(&active, halt),
+        }
+    }
+
+    /// An end listener of an element in ELEMENT_COMPLETING completed: the next one, or
+    /// the rest of the completion (its output mappings are not applied again).
+    pub(crate) fn resume_completion_after_listener(&mut self, key: Key) -> Result<()> {
+        let Some(active) = self.active(key)? else {
+            return Ok(());
+        };
+        self.complete_after_outputs(&active, Outgoing::All)
     }
 
     /// Writes a lifecycle event for an instance with its stored record.
@@ -365,6 +399,23 @@ impl Processing<'_> {
                 }
                 Err(halt) => return self.incident_on(active, halt),
             }
+        }
+        self.complete_after_outputs(active, outgoing)
+    }
+
+    /// The completion after the output mappings: the end listeners one by one (the
+    /// element waits in ELEMENT_COMPLETING for each), then the element's own
+    /// completion, ELEMENT_COMPLETED and the outgoing flows.
+    fn complete_after_outputs(&mut self, active: &Active, outgoing: Outgoing) -> Result<()> {
+        if !active.element().listeners.end.is_empty() {
+            // Catch events fire only on an activated element: a timer left armed while
+            // the end listeners run would be proposed again and again by the leader.
+            self.close_event_triggers(active)?;
+        }
+        match self.next_listener(active, JobListenerEventType::End) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(halt) => return self.incident_on(active, halt),
         }
         let mut ends_body = false;
         if active.is_multi_instance_inner() {
@@ -487,6 +538,7 @@ impl Processing<'_> {
                     if active.instance.state != ElementState::Terminating {
                         self.mark(&active, Intent::ElementTerminating)?;
                     }
+                    self.cancel_listener_job(&active)?;
                     behavior_of(&active).terminate(self, &active)?;
                     let inside = self.runs_inside(&active)?;
                     work.push(Work::Leave(Box::new(active)));
@@ -561,6 +613,21 @@ impl Processing<'_> {
         if !active.process.model.inclusive_joins(scope).is_empty() {
             self.push_step(Step::RecheckJoins { scope_key });
         }
+    }
+
+    /// Cancels the job of a listener the terminated element waits for, if any (its own
+    /// job, if it has one, is its kind's to cancel).
+    fn cancel_listener_job(&mut self, active: &Active) -> Result<()> {
+        let job_key = active.instance.job_key;
+        let is_listener = job_key.get() > 0
+            && self
+                .read()
+                .job(job_key)?
+                .is_some_and(|job| job.record.job_kind == JobKind::ExecutionListener);
+        if is_listener {
+            self.cancel_job(active)?;
+        }
+        Ok(())
     }
 
     /// Terminates every live child of a scope.
