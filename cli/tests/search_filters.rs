@@ -174,7 +174,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     );
     assert_eq!(
         found(
-            &api,
+            api,
             json!({"processDefinitionId": {"$notIn": ["two-rest-calls"]}})
         )
         .await,
@@ -182,7 +182,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     );
     assert_eq!(
         found(
-            &api,
+            api,
             json!({"state": {"$notIn": ["COMPLETED", "TERMINATED"]}})
         )
         .await,
@@ -221,7 +221,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     );
     assert_eq!(
         found(
-            &api,
+            api,
             json!({"processDefinitionVersion": {"$gte": 2}, "processDefinitionId": "quick"})
         )
         .await,
@@ -247,7 +247,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     assert_eq!(between.len(), 5);
     assert_eq!(
         found(
-            &api,
+            api,
             json!({"processInstanceKey": {"$gt": low.to_string(), "$lte": high.to_string()}})
         )
         .await,
@@ -257,7 +257,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     // A date range: the start dates of version 2's instances, both ends included,
     // found by start date alone; and end dates before the first of them.
     let page = search(
-        &api,
+        api,
         "/v2/process-instances/search",
         json!({"processInstanceKey": {"$in": v2}}),
     )
@@ -289,7 +289,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     );
     assert_eq!(
         found(
-            &api,
+            api,
             json!({"startDate": {"$gte": starts[0], "$lte": starts[2]}})
         )
         .await,
