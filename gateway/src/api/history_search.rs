@@ -534,7 +534,12 @@ fn date_millis(text: &str) -> Option<i64> {
             return None;
         }
         let [h1, h2, m1, m2] = digits.map(|d| i64::from(d - b'0'));
-        let minutes = (h1 * 10 + h2) * 60 + m1 * 10 + m2;
+        let (hours, minutes) = (h1 * 10 + h2, m1 * 10 + m2);
+        // RFC 3339 offsets are 00:00 to 23:59, after a time without its own zone.
+        if hours > 23 || minutes > 59 || text[..at].ends_with(['Z', 'z']) {
+            return None;
+        }
+        let minutes = hours * 60 + minutes;
         offset_minutes = if sign == b'-' { -minutes } else { minutes };
         local = &text[..at];
     }

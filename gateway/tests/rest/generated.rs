@@ -382,6 +382,8 @@ fn wrong(rng: &mut Rng, kind: Kind) -> Value {
             json!("yesterday"),
             json!(5),
             json!("2025-13-45T99:00:00Z"),
+            json!("2025-01-01T00:00:00+24:00"),
+            json!("2025-01-01T00:00:00+1:00"),
             json!(""),
             json!(null),
             json!({"at": 1}),

@@ -225,6 +225,14 @@ fn bad_requests_name_the_field() {
             json!({"filter": {"processDefinitionVersion": {"$in": [1, "2"]}}}),
             "filter.processDefinitionVersion.$in[1]",
         ),
+        (
+            json!({"filter": {"startDate": "2025-01-01T00:00:00+24:00"}}),
+            "filter.startDate",
+        ),
+        (
+            json!({"filter": {"endDate": "2025-01-01T00:00:00Z+01:00"}}),
+            "filter.endDate",
+        ),
         (json!({"sort": [{"field": "colour"}]}), "sort[0].field"),
         (
             json!({"sort": [{"field": "state", "order": "UP"}]}),
