@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod engine_flows;
+mod generated;
 mod late_activations;
 mod long_polling;
 mod python_client;

@@ -9,32 +9,32 @@ use crate::support::engine_backend::EngineBackend;
 use crate::support::schema::assert_matches;
 use crate::support::{TestGateway, create};
 
-fn key() -> Value {
+pub(crate) fn key() -> Value {
     json!({"type": "string", "format": "key"})
 }
 
-fn text() -> Value {
+pub(crate) fn text() -> Value {
     json!({"type": "string"})
 }
 
-fn date() -> Value {
+pub(crate) fn date() -> Value {
     json!({"type": "string", "format": "date-time"})
 }
 
-fn integer() -> Value {
+pub(crate) fn integer() -> Value {
     json!({"type": "integer"})
 }
 
-fn boolean() -> Value {
+pub(crate) fn boolean() -> Value {
     json!({"type": "boolean"})
 }
 
-fn one_of(names: &[&str]) -> Value {
+pub(crate) fn one_of(names: &[&str]) -> Value {
     json!({"type": "string", "enum": names})
 }
 
 /// `SearchQueryResponse` with `items` of `item` (`items` required where the spec says).
-fn search_result(item: Value, items_required: bool) -> Value {
+pub(crate) fn search_result(item: Value, items_required: bool) -> Value {
     let required = if items_required {
         json!(["page", "items"])
     } else {
@@ -61,7 +61,7 @@ fn search_result(item: Value, items_required: bool) -> Value {
 
 const INSTANCE_STATES: &[&str] = &["ACTIVE", "COMPLETED", "TERMINATED"];
 
-fn process_instance() -> Value {
+pub(crate) fn process_instance() -> Value {
     json!({
         "type": "object",
         "required": ["processDefinitionId", "processDefinitionName", "processDefinitionVersion",
@@ -86,7 +86,7 @@ fn process_instance() -> Value {
     })
 }
 
-fn job() -> Value {
+pub(crate) fn job() -> Value {
     json!({
         "type": "object",
         "required": ["customHeaders", "elementId", "elementInstanceKey", "jobKey", "kind",
@@ -121,7 +121,7 @@ fn job() -> Value {
     })
 }
 
-fn incident() -> Value {
+pub(crate) fn incident() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -147,7 +147,7 @@ fn incident() -> Value {
 }
 
 /// `VariableSearchResult`; `VariableResult` (a get) has no `isTruncated`.
-fn variable() -> Value {
+pub(crate) fn variable() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -162,7 +162,7 @@ fn variable() -> Value {
     })
 }
 
-fn element_instance() -> Value {
+pub(crate) fn element_instance() -> Value {
     json!({
         "type": "object",
         "required": ["processDefinitionId", "startDate", "elementId", "elementName", "type",
@@ -192,7 +192,7 @@ fn element_instance() -> Value {
     })
 }
 
-fn process_definition() -> Value {
+pub(crate) fn process_definition() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -208,7 +208,7 @@ fn process_definition() -> Value {
     })
 }
 
-fn element_statistics() -> Value {
+pub(crate) fn element_statistics() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -231,7 +231,7 @@ fn element_statistics() -> Value {
 
 /// `MessageSubscriptionResult`. The spec types `correlationKey` as a message
 /// correlation key (a long key): a spec slip, correlation keys are any string.
-fn message_subscription() -> Value {
+pub(crate) fn message_subscription() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -320,7 +320,7 @@ fn assert_no_unknown_fields(what: &str, schema: &Value, value: &Value) {
 }
 
 /// A named, version-tagged process: a service task, then a message catch.
-const ORDER_PROCESS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+pub(crate) const ORDER_PROCESS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
   <bpmn:process id="shaped" name="Shaped order" isExecutable="true">
     <bpmn:extensionElements><zeebe:versionTag value="v2.1" /></bpmn:extensionElements>
@@ -351,8 +351,17 @@ fn first(reply: &Value, field: &str) -> String {
         .to_owned()
 }
 
-#[tokio::test]
-async fn every_served_search_and_get_answers_in_the_spec_shape() {
+/// What `populated` made: the definition's key and the three instances' keys.
+pub(crate) struct Populated {
+    pub definition: String,
+    pub waiting: String,
+    pub failing: String,
+    pub canceled: String,
+}
+
+/// A gateway over the engine on two partitions with a populated history: the order
+/// process deployed and three instances of it.
+pub(crate) async fn populated() -> (TestGateway, Populated) {
     let gateway = TestGateway::start(EngineBackend::new(2)).await;
     let deployed = gateway
         .deploy(&[("shaped.bpmn", ORDER_PROCESS.as_bytes())])
@@ -416,6 +425,27 @@ async fn every_served_search_and_get_answers_in_the_spec_shape() {
         )
         .await;
     assert_eq!(reply.status, 204, "{:?}", reply.body);
+
+    let populated = Populated {
+        definition,
+        waiting,
+        failing,
+        canceled,
+    };
+    (gateway, populated)
+}
+
+#[tokio::test]
+async fn every_served_search_and_get_answers_in_the_spec_shape() {
+    let (
+        gateway,
+        Populated {
+            definition,
+            waiting,
+            failing,
+            canceled,
+        },
+    ) = populated().await;
 
     // Process instances: the model's name and version tag, no nulls.
     let instances = gateway

@@ -225,6 +225,14 @@ fn bad_requests_name_the_field() {
             json!({"filter": {"processDefinitionVersion": {"$in": [1, "2"]}}}),
             "filter.processDefinitionVersion.$in[1]",
         ),
+        (
+            json!({"filter": {"startDate": "2025-01-01T00:00:00+24:00"}}),
+            "filter.startDate",
+        ),
+        (
+            json!({"filter": {"endDate": "2025-01-01T00:00:00Z+01:00"}}),
+            "filter.endDate",
+        ),
         (json!({"sort": [{"field": "colour"}]}), "sort[0].field"),
         (
             json!({"sort": [{"field": "state", "order": "UP"}]}),
@@ -266,6 +274,10 @@ fn operators_select_what_they_say() {
     let cutoff = crate::api::date_text(Timestamp(1_071));
     assert_eq!(count(json!({"startDate": {"$lte": cutoff}})), 28);
     assert_eq!(count(json!({"startDate": {"$lt": cutoff}})), 27);
+    // The same instant with an offset, as RFC 3339 allows.
+    let shifted = "1970-01-01T02:00:01.071+02:00";
+    assert_eq!(count(json!({"startDate": {"$lte": shifted}})), 28);
+    assert_eq!(count(json!({"startDate": {"$lt": shifted}})), 27);
     let key = Key::new(PartitionId(2), 5).get().to_string();
     let one = run(&stores, json!({"filter": {"processInstanceKey": key}})).unwrap();
     assert_eq!(keys(&one), vec![key]);
