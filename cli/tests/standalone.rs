@@ -609,29 +609,7 @@ fn execution_listener_jobs_are_activated_over_rest_in_order() {
 /// activate and complete jobs, see the instance finish (`tests/clients/python/sdk_flow.py`).
 #[test]
 fn the_camunda_python_sdk_runs_a_process_on_the_real_binary() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("data");
-    let mut rill = Standalone::start(&data, &[]);
-    runtime().block_on(rill.wait_ready(Duration::from_secs(30)));
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let output = std::process::Command::new("bash")
-        .arg(root.join("tests/clients/python/run.sh"))
-        .env("RILL_REST_ADDRESS", rill.rest())
-        .env(
-            "RILL_PY_VENV",
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-clients"),
-        )
-        .output()
-        .expect("run tests/clients/python/run.sh (needs bash and python3)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("all checks passed"),
-        "the Python SDK flow failed ({}):\n{stdout}\n{stderr}\n{}",
-        output.status,
-        rill.log_text()
-    );
-    assert!(rill.terminate(Duration::from_secs(20)));
+    run_client_flow("python", "RILL_PY_VENV", "python-clients");
 }
 
 /// Camunda's npm SDK (`@camunda8/orchestration-cluster-api`, unmodified, pinned in
@@ -639,25 +617,32 @@ fn the_camunda_python_sdk_runs_a_process_on_the_real_binary() {
 /// (`tests/clients/node/sdk_flow.mjs`), searches included.
 #[test]
 fn the_camunda_npm_sdk_runs_a_process_on_the_real_binary() {
+    run_client_flow("node", "RILL_NODE_DIR", "node-clients");
+}
+
+/// Runs `tests/clients/{client}/run.sh` against a fresh standalone, its installed packages
+/// kept under the target dir (`install_var` names where), and expects it to pass.
+fn run_client_flow(client: &str, install_var: &str, install_dir: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let mut rill = Standalone::start(&data, &[]);
     runtime().block_on(rill.wait_ready(Duration::from_secs(30)));
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = root.join(format!("tests/clients/{client}/run.sh"));
     let output = std::process::Command::new("bash")
-        .arg(root.join("tests/clients/node/run.sh"))
+        .arg(&script)
         .env("RILL_REST_ADDRESS", rill.rest())
         .env(
-            "RILL_NODE_DIR",
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-clients"),
+            install_var,
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(install_dir),
         )
         .output()
-        .expect("run tests/clients/node/run.sh (needs bash, node and npm)");
+        .unwrap_or_else(|e| panic!("run {} (needs bash and {client}): {e}", script.display()));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success() && stdout.contains("all checks passed"),
-        "the npm SDK flow failed ({}):\n{stdout}\n{stderr}\n{}",
+        "the {client} SDK flow failed ({}):\n{stdout}\n{stderr}\n{}",
         output.status,
         rill.log_text()
     );
