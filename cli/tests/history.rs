@@ -60,12 +60,7 @@ fn searches_find_instances_by_state_and_process_and_page_with_cursors() {
         assert_eq!(s, 200, "{b}");
         let mut created = Vec::new();
         for i in 0..12 {
-            let (s, b) = api
-                .post("/v2/process-instances", json!({"processDefinitionId": "two-rest-calls", "variables": {"i": i}}))
-                .await
-                .unwrap();
-            assert_eq!(s, 200, "{b}");
-            created.push(b["processInstanceKey"].as_str().unwrap().to_owned());
+            created.push(api.create("two-rest-calls", json!({"i": i})).await);
         }
         let partitions: BTreeSet<u64> = created
             .iter()
@@ -208,12 +203,7 @@ fn jobs_incidents_element_instances_and_variables_are_searched() {
         assert_eq!(s, 200, "{b}");
         let mut instances = Vec::new();
         for i in 0..3 {
-            let (s, b) = api
-                .post("/v2/process-instances", json!({"processDefinitionId": "two-rest-calls", "variables": {"i": i}}))
-                .await
-                .unwrap();
-            assert_eq!(s, 200, "{b}");
-            instances.push(b["processInstanceKey"].as_str().unwrap().to_owned());
+            instances.push(api.create("two-rest-calls", json!({"i": i})).await);
         }
         // Activate the three first jobs, complete the first instance's, fail the second's
         // without retries (an incident), leave the third's activated.
@@ -529,12 +519,7 @@ fn definitions_are_listed_once_and_subscriptions_follow_their_messages() {
 
         let mut instances = Vec::new();
         for order in ["o-1", "o-2", "o-3", "o-4", "o-5", "o-6"] {
-            let (s, b) = api
-                .post("/v2/process-instances", json!({"processDefinitionId": "awaiting-payment", "variables": {"orderId": order}}))
-                .await
-                .unwrap();
-            assert_eq!(s, 200, "{b}");
-            instances.push(b["processInstanceKey"].as_str().unwrap().to_owned());
+            instances.push(api.create("awaiting-payment", json!({"orderId": order})).await);
         }
         let (s, b) = api.get(&format!("/v2/process-instances/{}", instances[0])).await.unwrap();
         assert_eq!(s, 200, "{b}");

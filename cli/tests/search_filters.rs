@@ -45,18 +45,6 @@ async fn deploy(api: &Api, file: &Path) -> Value {
     b
 }
 
-async fn create(api: &Api, process: &str) -> String {
-    let (s, b) = api
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": process, "variables": {"x": 1}}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(s, 200, "{b}");
-    b["processInstanceKey"].as_str().unwrap().to_owned()
-}
-
 async fn search(api: &Api, path: &str, filter: Value) -> Value {
     let body = json!({"filter": filter, "page": {"limit": 1000}});
     let (s, b) = api.post(path, body.clone()).await.unwrap();
@@ -115,7 +103,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     // wait for jobs, one of them cancelled.
     let mut v1 = Vec::new();
     for _ in 0..4 {
-        v1.push(create(api, "quick").await);
+        v1.push(api.create("quick", json!({"x": 1})).await);
     }
     let second = deploy(api, &quick(dir, "second")).await;
     assert_eq!(
@@ -141,7 +129,7 @@ async fn every_operator(api: &Api, dir: &Path) {
     }
     let mut rest = Vec::new();
     for _ in 0..3 {
-        rest.push(create(api, "two-rest-calls").await);
+        rest.push(api.create("two-rest-calls", json!({"x": 1})).await);
     }
     let (s, b) = api
         .post(
@@ -342,10 +330,10 @@ fn finished_instances_leave_the_history_after_the_retention() {
         deploy(&api, &quick(dir.path(), "first")).await;
         let mut finished = Vec::new();
         for _ in 0..4 {
-            finished.push(create(&api, "quick").await);
+            finished.push(api.create("quick", json!({"x": 1})).await);
         }
-        let cancelled = create(&api, "two-rest-calls").await;
-        let waiting = create(&api, "two-rest-calls").await;
+        let cancelled = api.create("two-rest-calls", json!({"x": 1})).await;
+        let waiting = api.create("two-rest-calls", json!({"x": 1})).await;
         finished.push(cancelled.clone());
         let (s, b) = api
             .post(
