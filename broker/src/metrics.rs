@@ -29,6 +29,7 @@ pub const ANSWERED_FROM_STATE: &str = "rill_answered_from_state_total";
 pub const ENGINE_EVENTS: &str = "rill_engine_events_total";
 pub const LAST_POSITION: &str = "rill_stream_processor_last_position";
 pub const EXPORT_BACKLOG: &str = "rill_exporter_backlog_records";
+pub const HISTORY_EXPIRED: &str = "rill_history_expired_entries_total";
 
 /// Role gauge values (Zeebe's `atomix_role` idea): follower 1, candidate 2, leader 3.
 pub const ROLE_FOLLOWER: i64 = 1;
@@ -69,6 +70,7 @@ pub struct BrokerMetrics {
     events: IntCounterVec,
     last_position: IntGaugeVec,
     export_backlog: IntGaugeVec,
+    history_expired: IntCounterVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounterVec> {
@@ -227,6 +229,11 @@ impl BrokerMetrics {
                 "Records written and not yet exported by every exporter: the last \
                  position minus the lowest replicated exported position",
             )?,
+            history_expired: counter(
+                registry,
+                HISTORY_EXPIRED,
+                "History store entries removed past history.retention",
+            )?,
         })
     }
 
@@ -265,6 +272,7 @@ impl BrokerMetrics {
             events: self.events.clone(),
             last_position: self.last_position.with_label_values(&l),
             export_backlog: self.export_backlog.with_label_values(&l),
+            history_expired: self.history_expired.with_label_values(&l),
             label,
         }
     }
@@ -293,6 +301,7 @@ pub(crate) struct PartitionMetrics {
     pub answered_from_state: IntCounter,
     pub last_position: IntGauge,
     pub export_backlog: IntGauge,
+    pub history_expired: IntCounter,
     events: IntCounterVec,
     label: String,
 }

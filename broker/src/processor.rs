@@ -63,6 +63,8 @@ pub(crate) struct Applied<E: Engine> {
     /// Entries removed from the history store (finished instances, and their jobs and
     /// incidents).
     pub history_expired: u64,
+    /// `ExpireHistory` commands applied.
+    pub history_expiries: u64,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -79,6 +81,7 @@ impl<E: Engine> Default for Applied<E> {
             exported: None,
             written: Vec::new(),
             history_expired: 0,
+            history_expiries: 0,
         }
     }
 }
@@ -147,6 +150,7 @@ pub(crate) fn apply_batch<E: Engine>(
                     if let Some(history) = &mut history {
                         let removed = history.expire(Timestamp(before), EXPIRE_LIMIT)?;
                         applied.history_expired += removed as u64;
+                        applied.history_expiries += 1;
                     }
                     continue;
                 }

@@ -128,6 +128,37 @@ pub(crate) mod keys {
         Some(())
     }
 
+    /// An index's value: the field it carries (see `Table::VALUE_FIELD`), tagged by kind.
+    pub fn index_value(value: Option<&FieldValue>) -> Vec<u8> {
+        let mut out = Vec::new();
+        match value {
+            None => out.push(0),
+            Some(FieldValue::Bool(b)) => out.extend([1, u8::from(*b)]),
+            Some(FieldValue::Int(v)) => {
+                out.push(2);
+                out.extend_from_slice(&int(*v));
+            }
+            Some(FieldValue::Text(text)) => {
+                out.push(3);
+                out.extend_from_slice(text.as_bytes());
+            }
+        }
+        out
+    }
+
+    /// The field an index value carries; `Err` for bytes `index_value` did not write.
+    pub fn read_index_value(bytes: &[u8]) -> Result<Option<FieldValue>, ()> {
+        match bytes.split_first() {
+            Some((0, [])) => Ok(None),
+            Some((1, [b])) => Ok(Some(FieldValue::Bool(*b != 0))),
+            Some((2, rest)) => read_int(rest).map(|v| Some(FieldValue::Int(v))).ok_or(()),
+            Some((3, rest)) => std::str::from_utf8(rest)
+                .map(|text| Some(FieldValue::Text(text.to_owned())))
+                .map_err(|_| ()),
+            _ => Err(()),
+        }
+    }
+
     pub fn entry(table: u8, key: Key) -> Vec<u8> {
         let mut out = vec![table];
         out.extend_from_slice(&int(key.get()));

@@ -21,10 +21,10 @@ use rill_protocol::history::{
     ProcessInstanceSearch, Search, compare_sorted,
 };
 
-use crate::Result;
 use crate::keys;
 use crate::store::{HistoryRead, decode, prefix_end, read};
 use crate::table::{Table, single};
+use crate::{HistoryError, Result};
 
 /// One entry, by its key.
 pub fn get<T: Table, R: HistoryRead + ?Sized>(store: &R, key: Key) -> Result<Option<T>> {
@@ -133,8 +133,12 @@ struct Plan {
     prefix: Vec<u8>,
     /// True when the index holds the entries themselves (the primary table).
     primary: bool,
-    /// Indexes into the filter of the conditions the index satisfies.
+    /// Indexes into the filter of the conditions the index satisfies: by its key, or by
+    /// the value it carries.
     covered: Vec<usize>,
+    /// The conditions on the field the index carries as its value, checked on each
+    /// index key read (see `Table::VALUE_FIELD`).
+    on_value: Vec<Condition>,
 }
 
 fn plan<T: Table>(filter: &[(T::Field, Condition)]) -> Plan {
@@ -154,16 +158,27 @@ fn plan<T: Table>(filter: &[(T::Field, Condition)]) -> Plan {
             }
             covered.push(i);
         }
+        let mut on_value = Vec::new();
+        if let Some(carried) = T::VALUE_FIELD.filter(|f| !index.fields.contains(f)) {
+            for (i, (field, condition)) in filter.iter().enumerate() {
+                if *field == carried {
+                    covered.push(i);
+                    on_value.push(condition.clone());
+                }
+            }
+        }
         return Plan {
             prefix,
             primary: false,
             covered,
+            on_value,
         };
     }
     Plan {
         prefix: vec![T::PRIMARY],
         primary: true,
         covered: Vec::new(),
+        on_value: Vec::new(),
     }
 }
 
@@ -193,6 +208,18 @@ fn visit<T: Table, R: HistoryRead + ?Sized>(
         let Some(key) = keys::trailing_key(index_key) else {
             return ControlFlow::Continue(());
         };
+        if !plan.on_value.is_empty() {
+            let Ok(carried) = keys::read_index_value(value) else {
+                failure = Some(HistoryError::Corrupt {
+                    key: format!("{index_key:02x?}"),
+                    reason: "index value".to_owned(),
+                });
+                return ControlFlow::Break(());
+            };
+            if !plan.on_value.iter().all(|c| c.matches(carried.as_ref())) {
+                return ControlFlow::Continue(());
+            }
+        }
         let entry = if !load {
             None
         } else if plan.primary {

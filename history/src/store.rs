@@ -205,19 +205,23 @@ impl<'a> HistoryWriter<'a> {
         self.replace(None, new)
     }
 
-    /// Writes `new` in place of `old`, moving its index entries.
+    /// Writes `new` in place of `old`: index keys it no longer has go, and only the
+    /// index keys that are new or carry a new value are written.
     fn replace<T: Table>(&mut self, old: Option<&T>, new: &T) -> Result<()> {
-        let new_keys = new.index_keys();
+        let new_entries = new.index_entries();
+        let old_entries = old.map(Table::index_entries).unwrap_or_default();
         if let Some(old) = old {
             let fresh = self.fresh.contains(&keys::entry(T::PRIMARY, old.key()));
-            for key in old.index_keys() {
-                if !new_keys.contains(&key) {
-                    self.unset(key, fresh);
+            for (key, _) in &old_entries {
+                if !new_entries.iter().any(|(k, _)| k == key) {
+                    self.unset(key.clone(), fresh);
                 }
             }
         }
-        for key in new_keys {
-            self.put(key, Vec::new());
+        for entry in new_entries {
+            if !old_entries.contains(&entry) {
+                self.put(entry.0, entry.1);
+            }
         }
         self.put_entry(new)
     }
@@ -235,7 +239,7 @@ impl<'a> HistoryWriter<'a> {
     fn remove<T: Table>(&mut self, entry: &T) {
         let primary = keys::entry(T::PRIMARY, entry.key());
         let fresh = self.fresh.remove(&primary);
-        for index in entry.index_keys() {
+        for (index, _) in entry.index_entries() {
             self.unset(index, fresh);
         }
         self.unset(primary, fresh);

@@ -29,6 +29,11 @@ pub trait Table: Historic + Serialize + DeserializeOwned {
     /// is created from a record, and keys come from a counter), if the entry has one.
     const TIME_FIELD: Option<Self::Field>;
 
+    /// The field (the entry's state) that each index not keyed by it carries as its
+    /// value: a search filters on it while reading the index, without the entries, and a
+    /// change of it rewrites those values in place instead of moving index keys.
+    const VALUE_FIELD: Option<Self::Field> = None;
+
     /// The secondary indexes, the most specific first: a search reads the first whose
     /// every field its filter names with one value.
     fn indexes() -> &'static [Index<Self::Field>];
@@ -38,9 +43,14 @@ pub trait Table: Historic + Serialize + DeserializeOwned {
         Vec::new()
     }
 
-    /// Every index key of the entry in its current state.
-    fn index_keys(&self) -> Vec<Vec<u8>> {
-        let mut out = self.extra_keys();
+    /// Every index key of the entry in its current state, with its value.
+    fn index_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let carried = Self::VALUE_FIELD.map(|field| keys::index_value(self.field(field).as_ref()));
+        let mut out: Vec<_> = self
+            .extra_keys()
+            .into_iter()
+            .map(|key| (key, Vec::new()))
+            .collect();
         'index: for index in Self::indexes() {
             let mut key = vec![index.table];
             for field in index.fields {
@@ -51,7 +61,11 @@ pub trait Table: Historic + Serialize + DeserializeOwned {
                     continue 'index;
                 }
             }
-            out.push(keys::with_key(key, self.key()));
+            let value = match (&carried, Self::VALUE_FIELD) {
+                (Some(carried), Some(field)) if !index.fields.contains(&field) => carried.clone(),
+                _ => Vec::new(),
+            };
+            out.push((keys::with_key(key, self.key()), value));
         }
         out
     }
@@ -61,21 +75,14 @@ impl Table for HistoricProcessInstance {
     const PRIMARY: u8 = keys::INSTANCE;
     const KEY_FIELD: ProcessInstanceField = ProcessInstanceField::ProcessInstanceKey;
     const TIME_FIELD: Option<ProcessInstanceField> = Some(ProcessInstanceField::StartDate);
+    const VALUE_FIELD: Option<ProcessInstanceField> = Some(ProcessInstanceField::State);
 
     fn indexes() -> &'static [Index<ProcessInstanceField>] {
         use ProcessInstanceField as F;
         &[
             Index {
-                table: 0x15,
-                fields: &[F::ProcessDefinitionKey, F::State],
-            },
-            Index {
                 table: keys::INSTANCE_BY_DEFINITION,
                 fields: &[F::ProcessDefinitionKey],
-            },
-            Index {
-                table: 0x13,
-                fields: &[F::ProcessDefinitionId, F::State],
             },
             Index {
                 table: 0x12,
@@ -100,14 +107,11 @@ impl Table for HistoricJob {
     const PRIMARY: u8 = keys::JOB;
     const KEY_FIELD: JobField = JobField::JobKey;
     const TIME_FIELD: Option<JobField> = None;
+    const VALUE_FIELD: Option<JobField> = Some(JobField::State);
 
     fn indexes() -> &'static [Index<JobField>] {
         use JobField as F;
         &[
-            Index {
-                table: 0x21,
-                fields: &[F::Type, F::State],
-            },
             Index {
                 table: 0x22,
                 fields: &[F::Type],
@@ -128,14 +132,11 @@ impl Table for HistoricIncident {
     const PRIMARY: u8 = keys::INCIDENT;
     const KEY_FIELD: IncidentField = IncidentField::IncidentKey;
     const TIME_FIELD: Option<IncidentField> = Some(IncidentField::CreationTime);
+    const VALUE_FIELD: Option<IncidentField> = Some(IncidentField::State);
 
     fn indexes() -> &'static [Index<IncidentField>] {
         use IncidentField as F;
         &[
-            Index {
-                table: 0x31,
-                fields: &[F::ProcessInstanceKey, F::State],
-            },
             Index {
                 table: keys::INCIDENT_BY_INSTANCE,
                 fields: &[F::ProcessInstanceKey],
@@ -180,14 +181,11 @@ impl Table for HistoricElementInstance {
     const PRIMARY: u8 = keys::ELEMENT;
     const KEY_FIELD: ElementInstanceField = ElementInstanceField::ElementInstanceKey;
     const TIME_FIELD: Option<ElementInstanceField> = Some(ElementInstanceField::StartDate);
+    const VALUE_FIELD: Option<ElementInstanceField> = Some(ElementInstanceField::State);
 
     fn indexes() -> &'static [Index<ElementInstanceField>] {
         use ElementInstanceField as F;
         &[
-            Index {
-                table: 0x51,
-                fields: &[F::ProcessInstanceKey, F::State],
-            },
             Index {
                 table: keys::ELEMENT_BY_INSTANCE,
                 fields: &[F::ProcessInstanceKey],
@@ -217,6 +215,8 @@ impl Table for HistoricMessageSubscription {
     const PRIMARY: u8 = keys::SUBSCRIPTION;
     const KEY_FIELD: MessageSubscriptionField = MessageSubscriptionField::MessageSubscriptionKey;
     const TIME_FIELD: Option<MessageSubscriptionField> = None;
+    const VALUE_FIELD: Option<MessageSubscriptionField> =
+        Some(MessageSubscriptionField::MessageSubscriptionState);
 
     fn indexes() -> &'static [Index<MessageSubscriptionField>] {
         use MessageSubscriptionField as F;

@@ -27,6 +27,12 @@ use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
 use crate::state::{Cursor, RocksState, exported_floor, read_records};
 
+/// How often a leader looks for history past `history.retention` when none was due.
+const EXPIRY_PERIOD: Duration = Duration::from_secs(1);
+/// How long a proposed `ExpireHistory` may stay unapplied before the leader proposes
+/// again (it was lost with a leadership change, or is still queued behind a backlog).
+const EXPIRY_RETRY: Duration = Duration::from_secs(10);
+
 /// The partition actor's state (see `actor` for how messages reach it).
 pub(crate) struct Replica<E: Engine> {
     pub(super) config: Arc<PartitionConfig>,
@@ -57,6 +63,8 @@ pub(crate) struct Replica<E: Engine> {
     snapshots: Snapshots,
     /// When the leader next looks for history entries past `history.retention`.
     next_history_expiry: Instant,
+    /// When this leader proposed the `ExpireHistory` not yet applied: one at a time.
+    history_expiry_proposed: Option<Instant>,
     jobs: broadcast::Sender<JobsAvailable>,
     status: watch::Sender<PartitionStatus>,
     pub(super) metrics: PartitionMetrics,
@@ -116,6 +124,7 @@ impl<E: Engine> Replica<E> {
             exported,
             snapshots: Snapshots::new(),
             next_history_expiry: Instant::now(),
+            history_expiry_proposed: None,
             jobs: args.jobs,
             status: args.status,
             metrics,
@@ -269,6 +278,9 @@ impl<E: Engine> Replica<E> {
         self.metrics.commands.inc_by(applied.commands);
         self.metrics.records.inc_by(applied.records);
         self.metrics.errors.inc_by(applied.errors);
+        if applied.history_expiries > 0 {
+            self.history_expiry_applied(applied.history_expiries, applied.history_expired);
+        }
         if let Some(exported) = applied.exported {
             self.exported = exported;
         }
@@ -441,25 +453,48 @@ impl<E: Engine> Replica<E> {
 
     /// Once a second on the leader: when the oldest finished instance in the history
     /// ended before `history.retention` ago (one seek), proposes its removal with the
-    /// cutoff from this clock, so every replica removes the same entries.
+    /// cutoff from this clock, so every replica removes the same entries. One proposal
+    /// at a time; while each removes a full `EXPIRE_LIMIT`, the next follows as soon as
+    /// it is applied (see `history_expiry_applied`), so expiry keeps up with any load.
     fn propose_history_expiry(&mut self, now: Instant) {
         let settings = self.config.history;
         if !settings.enabled || now < self.next_history_expiry || self.leadership.leader().is_none()
         {
             return;
         }
-        self.next_history_expiry = now + Duration::from_secs(1);
+        // A proposal lost with a leader change is never applied: retry after a while.
+        if self
+            .history_expiry_proposed
+            .is_some_and(|at| now.duration_since(at) < EXPIRY_RETRY)
+        {
+            return;
+        }
+        self.next_history_expiry = now + EXPIRY_PERIOD;
         let retention = i64::try_from(settings.retention.as_millis()).unwrap_or(i64::MAX);
         let before = clock::now().millis().saturating_sub(retention);
         let db = self.state.current();
         let oldest = crate::history::CfHistory::new(&db)
             .and_then(|history| Ok(rill_history::oldest_finished(&history)?));
+        drop(db);
         match oldest {
             Ok(Some(end)) if end.millis() < before => {
-                (self.propose_core)(CoreCommand::ExpireHistory { before });
+                self.history_expiry_proposed = Some(now);
+                self.propose_own(QueuedCommand::Core(CoreCommand::ExpireHistory { before }));
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not read the history's oldest end date"),
+        }
+    }
+
+    /// `commands` `ExpireHistory` commands were applied and removed `removed` entries:
+    /// when each removed its limit there may be more, so the leader looks again at once.
+    fn history_expiry_applied(&mut self, commands: u64, removed: u64) {
+        self.metrics.history_expired.inc_by(removed);
+        self.history_expiry_proposed = None;
+        if removed >= commands * rill_history::EXPIRE_LIMIT as u64 {
+            let now = Instant::now();
+            self.next_history_expiry = now;
+            self.propose_history_expiry(now);
         }
     }
 
