@@ -8,7 +8,7 @@ use rill_config::RillConfig;
 use rill_history::{HistoryError, HistoryRead};
 use rill_protocol::{Query, QueryResult};
 use rill_raft::StateDb;
-use rocksdb::{ColumnFamily, DB, Direction, IteratorMode, ReadOptions, WriteBatch};
+use rocksdb::{ColumnFamily, DB, ReadOptions, WriteBatch};
 
 use crate::command_api::ProtocolEngine;
 use crate::error::{ActorError, Error, Result};
@@ -99,18 +99,24 @@ impl HistoryRead for CfHistory<'_> {
         let mut opts = ReadOptions::default();
         opts.set_iterate_lower_bound(start.to_vec());
         opts.set_iterate_upper_bound(end.to_vec());
-        let mode = if reverse {
-            IteratorMode::End
+        // The raw iterator lends its key and value: nothing is copied per key read.
+        let mut iter = self.db.raw_iterator_cf_opt(self.cf, opts);
+        if reverse {
+            iter.seek_to_last();
         } else {
-            IteratorMode::From(start, Direction::Forward)
-        };
-        for item in self.db.iterator_cf_opt(self.cf, opts, mode) {
-            let (key, value) = item.map_err(|e| storage("scan", e))?;
-            if visit(&key, &value).is_break() {
-                break;
+            iter.seek(start);
+        }
+        while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
+            if visit(key, value).is_break() {
+                return Ok(());
+            }
+            if reverse {
+                iter.prev();
+            } else {
+                iter.next();
             }
         }
-        Ok(())
+        iter.status().map_err(|e| storage("scan", e))
     }
 }
 

@@ -138,7 +138,41 @@ struct Plan {
     covered: Vec<usize>,
     /// The conditions on the field the index carries as its value, checked on each
     /// index key read (see `Table::VALUE_FIELD`).
-    on_value: Vec<Condition>,
+    on_value: Vec<ValueTest>,
+}
+
+/// A condition on an index value: equality tests compare the stored bytes (no decoding
+/// for each of the many keys a count walks), any other decodes the value.
+enum ValueTest {
+    OneOf(Vec<Vec<u8>>),
+    NoneOf(Vec<Vec<u8>>),
+    Decoded(Condition),
+}
+
+impl ValueTest {
+    fn new(condition: &Condition) -> ValueTest {
+        let encode = |values: &[FieldValue]| -> Vec<Vec<u8>> {
+            values.iter().map(|v| keys::index_value(Some(v))).collect()
+        };
+        match condition {
+            Condition::Eq(v) => ValueTest::OneOf(encode(std::slice::from_ref(v))),
+            Condition::In(list) => ValueTest::OneOf(encode(list)),
+            Condition::Neq(v) => ValueTest::NoneOf(encode(std::slice::from_ref(v))),
+            Condition::NotIn(list) => ValueTest::NoneOf(encode(list)),
+            other => ValueTest::Decoded(other.clone()),
+        }
+    }
+
+    /// Whether the stored value passes; `Err` for bytes no index value has.
+    fn passes(&self, stored: &[u8]) -> std::result::Result<bool, ()> {
+        Ok(match self {
+            ValueTest::OneOf(values) => values.iter().any(|v| v == stored),
+            ValueTest::NoneOf(values) => values.iter().all(|v| v != stored),
+            ValueTest::Decoded(condition) => {
+                condition.matches(keys::read_index_value(stored)?.as_ref())
+            }
+        })
+    }
 }
 
 fn plan<T: Table>(filter: &[(T::Field, Condition)]) -> Plan {
@@ -163,7 +197,7 @@ fn plan<T: Table>(filter: &[(T::Field, Condition)]) -> Plan {
             for (i, (field, condition)) in filter.iter().enumerate() {
                 if *field == carried {
                     covered.push(i);
-                    on_value.push(condition.clone());
+                    on_value.push(ValueTest::new(condition));
                 }
             }
         }
@@ -208,16 +242,17 @@ fn visit<T: Table, R: HistoryRead + ?Sized>(
         let Some(key) = keys::trailing_key(index_key) else {
             return ControlFlow::Continue(());
         };
-        if !plan.on_value.is_empty() {
-            let Ok(carried) = keys::read_index_value(value) else {
-                failure = Some(HistoryError::Corrupt {
-                    key: format!("{index_key:02x?}"),
-                    reason: "index value".to_owned(),
-                });
-                return ControlFlow::Break(());
-            };
-            if !plan.on_value.iter().all(|c| c.matches(carried.as_ref())) {
-                return ControlFlow::Continue(());
+        for test in &plan.on_value {
+            match test.passes(value) {
+                Ok(true) => {}
+                Ok(false) => return ControlFlow::Continue(()),
+                Err(()) => {
+                    failure = Some(HistoryError::Corrupt {
+                        key: format!("{index_key:02x?}"),
+                        reason: "index value".to_owned(),
+                    });
+                    return ControlFlow::Break(());
+                }
             }
         }
         let entry = if !load {
