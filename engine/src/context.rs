@@ -43,6 +43,10 @@ pub(crate) enum Step {
         element_instance_key: Key,
         message_name: String,
     },
+    /// Broadcast a signal a throw or end event threw (after the thrower went on).
+    BroadcastSignal {
+        signal: rill_protocol::value::SignalRecord,
+    },
 }
 
 /// A live element instance together with its model element.
@@ -335,6 +339,7 @@ impl<'a> Processing<'a> {
                     element_instance_key,
                     &message_name,
                 )?,
+                Step::BroadcastSignal { signal } => self.broadcast_thrown_signal(signal)?,
             }
         }
         self.cache.flush(self.txn)?;
