@@ -544,3 +544,31 @@ fn a_broadcast_reaches_every_partition_and_starts_instances_only_where_it_was_ma
     first.assert_replay_matches();
     second.assert_replay_matches();
 }
+
+#[test]
+fn cancelling_an_instance_closes_its_event_subprocess_subscriptions() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/signal-start.bpmn");
+    let outcome = broadcast(&mut rule, "order-arrived", json!({}));
+    let instance = outcome
+        .records
+        .iter()
+        .find(|r| {
+            r.intent == Intent::ElementActivating
+                && matches!(&r.value, RecordValue::ProcessInstance(v) if v.element_id == "signal-start")
+        })
+        .map(|r| r.key)
+        .expect("an instance");
+    cancel(&mut rule, instance);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    let deleted: Vec<String> = subscriptions(&rule, Intent::Deleted)
+        .into_iter()
+        .map(|(_, s)| s.catch_event_id)
+        .collect();
+    assert_eq!(deleted, vec!["StatusStart", "ShutdownStart"]);
+    // Only the start event still listens: a status request starts nothing.
+    assert_eq!(open_subscriptions(&rule), vec!["OrderArrived"]);
+    let outcome = broadcast(&mut rule, "status-requested", json!({}));
+    assert_eq!(process_records(&outcome), 0);
+    rule.assert_replay_matches();
+}
