@@ -43,9 +43,10 @@ pub(crate) enum Step {
         element_instance_key: Key,
         message_name: String,
     },
-    /// Broadcast a signal a throw or end event threw (after the thrower went on).
+    /// Broadcast a signal a throw or end event threw (after the thrower went on). Boxed:
+    /// rare, and the queue's steps stay as small as the common ones.
     BroadcastSignal {
-        signal: rill_protocol::value::SignalRecord,
+        signal: Box<rill_protocol::value::SignalRecord>,
     },
 }
 
@@ -339,7 +340,7 @@ impl<'a> Processing<'a> {
                     element_instance_key,
                     &message_name,
                 )?,
-                Step::BroadcastSignal { signal } => self.broadcast_thrown_signal(signal)?,
+                Step::BroadcastSignal { signal } => self.broadcast_thrown_signal(*signal)?,
             }
         }
         self.cache.flush(self.txn)?;

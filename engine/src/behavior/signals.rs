@@ -82,11 +82,11 @@ impl Processing<'_> {
             variables.insert(name, value);
         }
         self.push_step(Step::BroadcastSignal {
-            signal: SignalRecord {
+            signal: Box::new(SignalRecord {
                 signal_name,
                 variables: JsonValue(Value::Object(variables)),
                 tenant_id: thrower.record().tenant_id.clone(),
-            },
+            }),
         });
         Ok(())
     }
