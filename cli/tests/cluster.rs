@@ -1,6 +1,6 @@
 //! Cluster tests against real `rill broker` processes on loopback: a broker catching up
-//! from a snapshot, a network cut, a rolling restart, and messages correlating across
-//! partitions. Every test checks that every acknowledged instance finishes. Then the
+//! from a snapshot, a network cut, a rolling restart, messages correlating across
+//! partitions, and a signal caught on every partition. Every test checks that every acknowledged instance finishes. Then the
 //! start of a broker: two brokers with one node id, ports in use, peers that are not up
 //! yet. Leader kills are in `failover.rs`.
 
@@ -238,6 +238,71 @@ fn messages_correlate_across_partitions_in_a_cluster() {
                 "correlationKey": format!("order-{order}"), "timeToLive": 60000});
             let (s, b) = api.post("/v2/messages/publication", body).await.unwrap();
             assert_eq!(s, 200, "publish: {b}");
+        }
+        api.wait_completed(&instances, Duration::from_secs(60), || brokers.logs())
+            .await;
+    });
+}
+
+/// A signal broadcast through one broker is caught on every partition of a 3-broker
+/// cluster: instances waiting at a signal catch event on all three partitions go on.
+#[test]
+fn a_signal_is_caught_on_every_partition_of_a_cluster() {
+    const INSTANCES: usize = 9;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../engine/tests/fixtures/elements/signal-catch.bpmn");
+    runtime().block_on(async {
+        let mut brokers = Brokers::start(dir.path(), 3, 3, 1, &[]);
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        let api = brokers.api(0);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match api.deploy(&[&model]).await {
+                Ok((200, _)) => break,
+                other => assert!(Instant::now() < deadline, "deploy failed: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let mut instances = Vec::new();
+        for _ in 0..INSTANCES {
+            instances.push(api.create("signal-catch", json!({})).await);
+        }
+        let partitions: std::collections::BTreeSet<u64> = instances
+            .iter()
+            .map(|k| k.parse::<u64>().unwrap() >> 51)
+            .collect();
+        assert_eq!(partitions.len(), 3, "instances on every partition");
+
+        // Broadcast through another broker than the one that created them.
+        let (s, b) = brokers
+            .api(1)
+            .post("/v2/signals/broadcast", json!({"signalName": "go"}))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "broadcast: {b}");
+
+        let mut done = 0;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while done < INSTANCES {
+            assert!(
+                Instant::now() < deadline,
+                "only {done} instances caught the signal\n{}",
+                brokers.logs()
+            );
+            let request = json!({"type": "after-go", "timeout": 30000,
+                "maxJobsToActivate": 32, "requestTimeout": 500});
+            let (s, b) = api.post("/v2/jobs/activation", request).await.unwrap();
+            assert_eq!(s, 200, "activate: {b}");
+            for job in b["jobs"].as_array().cloned().unwrap_or_default() {
+                let key = job["jobKey"].as_str().unwrap();
+                let (s, b) = api
+                    .post(&format!("/v2/jobs/{key}/completion"), json!({}))
+                    .await
+                    .unwrap();
+                assert_eq!(s, 204, "complete: {b}");
+                done += 1;
+            }
         }
         api.wait_completed(&instances, Duration::from_secs(60), || brokers.logs())
             .await;

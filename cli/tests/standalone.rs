@@ -648,3 +648,100 @@ fn run_client_flow(client: &str, install_var: &str, install_dir: &str) {
     );
     assert!(rill.terminate(Duration::from_secs(20)));
 }
+
+/// Signals through the real REST API: `POST /v2/signals/broadcast` answers with the
+/// signal's key; one broadcast reaches the waiting instances on both partitions and
+/// starts exactly one instance of a process with a signal start event.
+#[test]
+fn a_signal_broadcast_reaches_every_partition() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/fixtures/elements");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &[]);
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api
+            .deploy(&[
+                &fixtures.join("signal-catch.bpmn"),
+                &fixtures.join("signal-start.bpmn"),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+
+        let (s, b) = api.post("/v2/signals/broadcast", json!({})).await.unwrap();
+        assert_eq!(s, 400, "a broadcast without a name: {b}");
+
+        let mut instances = Vec::new();
+        for _ in 0..6 {
+            instances.push(api.create("signal-catch", json!({})).await);
+        }
+        let partitions: BTreeSet<u64> = instances
+            .iter()
+            .map(|k| k.parse::<u64>().unwrap() >> 51)
+            .collect();
+        assert_eq!(partitions.len(), 2, "instances on both partitions");
+        // A create is answered after the command that entered the catch event: each
+        // instance waits for the signal now.
+
+        let (s, b) = api
+            .post(
+                "/v2/signals/broadcast",
+                json!({"signalName": "go", "variables": {"speed": 3}, "tenantId": "<default>"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["tenantId"], "<default>");
+        assert!(
+            b["signalKey"].as_str().unwrap().parse::<u64>().is_ok(),
+            "{b}"
+        );
+
+        let mut done = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while done < instances.len() {
+            assert!(Instant::now() < deadline, "only {done} instances went on");
+            let request = json!({"type": "after-go", "timeout": 30000,
+                "maxJobsToActivate": 10, "requestTimeout": 500});
+            let (s, b) = api.post("/v2/jobs/activation", request).await.unwrap();
+            assert_eq!(s, 200, "activate: {b}");
+            for job in b["jobs"].as_array().cloned().unwrap_or_default() {
+                assert_eq!(job["variables"]["speed"], 3, "{job}");
+                let key = job["jobKey"].as_str().unwrap();
+                let (s, b) = api
+                    .post(&format!("/v2/jobs/{key}/completion"), json!({}))
+                    .await
+                    .unwrap();
+                assert_eq!(s, 204, "complete: {b}");
+                done += 1;
+            }
+        }
+        api.wait_completed(&instances, Duration::from_secs(30), || rill.log_text())
+            .await;
+
+        // A signal start event: one instance for the broadcast, not one per partition.
+        let (s, b) = api
+            .post(
+                "/v2/signals/broadcast",
+                json!({"signalName": "order-arrived", "variables": {"orderId": 5}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        let request = json!({"type": "handle", "timeout": 30000,
+            "maxJobsToActivate": 10, "requestTimeout": 5000});
+        let (s, b) = api.post("/v2/jobs/activation", request).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        let jobs = b["jobs"].as_array().cloned().unwrap_or_default();
+        assert_eq!(jobs.len(), 1, "{b}");
+        assert_eq!(jobs[0]["variables"]["orderId"], 5);
+        let request = json!({"type": "handle", "timeout": 30000,
+            "maxJobsToActivate": 10, "requestTimeout": 1500});
+        let (_, b) = api.post("/v2/jobs/activation", request).await.unwrap();
+        assert_eq!(b["jobs"].as_array().map(Vec::len), Some(0), "{b}");
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}

@@ -47,6 +47,10 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         timer: !filter.timer,
         error: !filter.error,
         command_distribution: !filter.command_distribution,
+        signal: !filter.signal,
+        signal_subscription: !filter.signal_subscription,
+        escalation: !filter.escalation,
+        message_start_event_subscription: !filter.message_start_event_subscription,
     }
 }
 

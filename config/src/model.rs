@@ -535,6 +535,10 @@ pub struct RecordFilterConfig {
     pub timer: bool,
     pub error: bool,
     pub command_distribution: bool,
+    pub signal: bool,
+    pub signal_subscription: bool,
+    pub escalation: bool,
+    pub message_start_event_subscription: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -559,6 +563,10 @@ impl Default for RecordFilterConfig {
             timer: true,
             error: true,
             command_distribution: true,
+            signal: true,
+            signal_subscription: true,
+            escalation: true,
+            message_start_event_subscription: true,
         }
     }
 }
@@ -586,6 +594,10 @@ impl RecordFilterConfig {
             timer: true,
             error: true,
             command_distribution: true,
+            signal: true,
+            signal_subscription: true,
+            escalation: true,
+            message_start_event_subscription: true,
         }
     }
 }

@@ -43,6 +43,11 @@ pub(crate) enum Step {
         element_instance_key: Key,
         message_name: String,
     },
+    /// Broadcast a signal a throw or end event threw (after the thrower went on). Boxed:
+    /// rare, and the queue's steps stay as small as the common ones.
+    BroadcastSignal {
+        signal: Box<rill_protocol::value::SignalRecord>,
+    },
 }
 
 /// A live element instance together with its model element.
@@ -335,6 +340,7 @@ impl<'a> Processing<'a> {
                     element_instance_key,
                     &message_name,
                 )?,
+                Step::BroadcastSignal { signal } => self.broadcast_thrown_signal(*signal)?,
             }
         }
         self.cache.flush(self.txn)?;

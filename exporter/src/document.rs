@@ -79,6 +79,10 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::Timer(v) => v.serialize(serializer),
             RecordValue::Error(v) => v.serialize(serializer),
             RecordValue::CommandDistribution(v) => v.serialize(serializer),
+            RecordValue::Signal(v) => v.serialize(serializer),
+            RecordValue::SignalSubscription(v) => v.serialize(serializer),
+            RecordValue::Escalation(v) => v.serialize(serializer),
+            RecordValue::MessageStartEventSubscription(v) => v.serialize(serializer),
             RecordValue::Deployment(_)
             | RecordValue::Process(_)
             | RecordValue::ProcessInstanceCreation(_)

@@ -46,6 +46,10 @@ impl RecordFilter {
             ValueType::Timer => c.timer,
             ValueType::Error => c.error,
             ValueType::CommandDistribution => c.command_distribution,
+            ValueType::Signal => c.signal,
+            ValueType::SignalSubscription => c.signal_subscription,
+            ValueType::Escalation => c.escalation,
+            ValueType::MessageStartEventSubscription => c.message_start_event_subscription,
         }
     }
 

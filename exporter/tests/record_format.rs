@@ -173,6 +173,33 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "processInstanceKey",
         ],
         ValueType::CommandDistribution => &["partitionId", "valueType", "intent"],
+        ValueType::Signal => &["signalName", "variables", "tenantId"],
+        ValueType::SignalSubscription => &[
+            "processDefinitionKey",
+            "bpmnProcessId",
+            "catchEventId",
+            "catchEventInstanceKey",
+            "signalName",
+            "tenantId",
+        ],
+        ValueType::Escalation => &[
+            "processInstanceKey",
+            "escalationCode",
+            "throwElementId",
+            "catchElementId",
+            "tenantId",
+        ],
+        ValueType::MessageStartEventSubscription => &[
+            "processDefinitionKey",
+            "bpmnProcessId",
+            "messageName",
+            "startEventId",
+            "processInstanceKey",
+            "messageKey",
+            "correlationKey",
+            "variables",
+            "tenantId",
+        ],
     })
 }
 

@@ -64,6 +64,7 @@ fn check_promises(model: &ProcessModel) {
             ElementKind::StartEvent
             | ElementKind::TimerStartEvent(_)
             | ElementKind::MessageStartEvent { .. }
+            | ElementKind::SignalStartEvent { .. }
             | ElementKind::EventStartEvent { .. }
             | ElementKind::BoundaryEvent { .. } => assert!(listeners.start.is_empty()),
             ElementKind::ExclusiveGateway { .. }
@@ -107,6 +108,7 @@ fn check_promises(model: &ProcessModel) {
                         ElementKind::IntermediateCatchEvent(
                             rill_engine::model::CatchEventDefinition::Timer(_)
                                 | rill_engine::model::CatchEventDefinition::Message(_)
+                                | rill_engine::model::CatchEventDefinition::Signal(_)
                         )
                     ));
                     assert_eq!(target.incoming.len(), 1);
@@ -151,6 +153,11 @@ fn check_promises(model: &ProcessModel) {
                 assert_eq!(element.flow_scope.map(|s| s.0), Some(0));
                 assert!(element.incoming.is_empty());
                 assert!(!message_name.is_empty());
+            }
+            ElementKind::SignalStartEvent { signal_name } => {
+                assert_eq!(element.flow_scope.map(|s| s.0), Some(0));
+                assert!(element.incoming.is_empty());
+                assert!(!signal_name.is_empty());
             }
             ElementKind::EndEvent(_) => assert!(element.outgoing.is_empty()),
             _ => {}

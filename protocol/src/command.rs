@@ -97,6 +97,12 @@ pub struct SetVariables {
     pub local: bool,
 }
 
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BroadcastSignal {
+    pub signal_name: String,
+    pub variables: JsonValue,
+}
+
 /// A command sent by one partition to another through the replicated outbox. The
 /// receiver de-duplicates on `(source partition, sequence)`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -160,6 +166,11 @@ pub enum Command {
         target: PartitionId,
         sequence: u64,
     },
+
+    // --- added later (commands are encoded by variant index: new ones go last) ---
+    /// From a client: a signal for every partition (the partition that takes it
+    /// passes it on to the others).
+    BroadcastSignal(BroadcastSignal),
 }
 
 impl Command {

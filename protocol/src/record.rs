@@ -34,10 +34,18 @@ pub enum ValueType {
     Timer,
     Error,
     CommandDistribution,
+    /// A signal broadcast to every partition.
+    Signal,
+    /// A catch or start event waiting for a signal.
+    SignalSubscription,
+    /// An escalation thrown, caught or not.
+    Escalation,
+    /// A message start event of a process's latest version, waiting for its message.
+    MessageStartEventSubscription,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 16] = [
+    pub const ALL: [ValueType; 20] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -54,6 +62,10 @@ impl ValueType {
         ValueType::Timer,
         ValueType::Error,
         ValueType::CommandDistribution,
+        ValueType::Signal,
+        ValueType::SignalSubscription,
+        ValueType::Escalation,
+        ValueType::MessageStartEventSubscription,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -75,6 +87,10 @@ impl ValueType {
             ValueType::Timer => "TIMER",
             ValueType::Error => "ERROR",
             ValueType::CommandDistribution => "COMMAND_DISTRIBUTION",
+            ValueType::Signal => "SIGNAL",
+            ValueType::SignalSubscription => "SIGNAL_SUBSCRIPTION",
+            ValueType::Escalation => "ESCALATION",
+            ValueType::MessageStartEventSubscription => "MESSAGE_START_EVENT_SUBSCRIPTION",
         }
     }
 }
@@ -142,6 +158,11 @@ pub enum Intent {
     Distributed,
     Acknowledged,
     FullyDistributed,
+    // Added later; encoded by variant index, so new ones go at the end.
+    Broadcast,
+    Broadcasted,
+    Escalated,
+    NotEscalated,
 }
 
 impl Intent {

@@ -36,6 +36,10 @@ pub enum RecordValue {
     Timer(TimerRecord),
     Error(ErrorRecord),
     CommandDistribution(CommandDistributionRecord),
+    Signal(SignalRecord),
+    SignalSubscription(SignalSubscriptionRecord),
+    Escalation(EscalationRecord),
+    MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
 }
 
 impl RecordValue {
@@ -57,6 +61,12 @@ impl RecordValue {
             RecordValue::Timer(_) => ValueType::Timer,
             RecordValue::Error(_) => ValueType::Error,
             RecordValue::CommandDistribution(_) => ValueType::CommandDistribution,
+            RecordValue::Signal(_) => ValueType::Signal,
+            RecordValue::SignalSubscription(_) => ValueType::SignalSubscription,
+            RecordValue::Escalation(_) => ValueType::Escalation,
+            RecordValue::MessageStartEventSubscription(_) => {
+                ValueType::MessageStartEventSubscription
+            }
         }
     }
 
@@ -79,6 +89,10 @@ impl RecordValue {
             RecordValue::Timer(v) => serde_json::to_value(v),
             RecordValue::Error(v) => serde_json::to_value(v),
             RecordValue::CommandDistribution(v) => serde_json::to_value(v),
+            RecordValue::Signal(v) => serde_json::to_value(v),
+            RecordValue::SignalSubscription(v) => serde_json::to_value(v),
+            RecordValue::Escalation(v) => serde_json::to_value(v),
+            RecordValue::MessageStartEventSubscription(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -112,6 +126,10 @@ impl_from_value!(
     Timer(TimerRecord),
     Error(ErrorRecord),
     CommandDistribution(CommandDistributionRecord),
+    Signal(SignalRecord),
+    SignalSubscription(SignalSubscriptionRecord),
+    Escalation(EscalationRecord),
+    MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -207,6 +225,7 @@ pub enum BpmnEventType {
     Terminate,
     Link,
     Escalation,
+    Signal,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -490,4 +509,62 @@ pub struct CommandDistributionRecord {
     pub partition_id: i32,
     pub value_type: ValueType,
     pub intent: crate::record::Intent,
+}
+
+/// A signal: broadcast by a client or a signal throw event, caught by every signal
+/// subscription of its name on every partition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalRecord {
+    pub signal_name: String,
+    pub variables: JsonValue,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// A catch event (or a signal start event) waiting for a signal of a name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalSubscriptionRecord {
+    pub process_definition_key: i64,
+    pub bpmn_process_id: String,
+    /// The catch event (a boundary event, an event subprocess's start event, a signal
+    /// start event or an intermediate catch event).
+    pub catch_event_id: String,
+    /// The element instance that holds the subscription; -1 for a signal start event.
+    pub catch_event_instance_key: i64,
+    pub signal_name: String,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// An escalation thrown by an escalation throw or end event: `ESCALATED` when a catch
+/// event took it (`catchElementId`), `NOT_ESCALATED` (empty `catchElementId`) when none did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EscalationRecord {
+    pub process_instance_key: i64,
+    pub escalation_code: String,
+    pub throw_element_id: String,
+    pub catch_element_id: String,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// A message start event of a process's latest version: `CREATED` when the version is
+/// deployed, `DELETED` when a newer one replaces it, `CORRELATED` when a message starts
+/// an instance (then with the instance, the message and its variables).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageStartEventSubscriptionRecord {
+    pub process_definition_key: i64,
+    pub bpmn_process_id: String,
+    pub message_name: String,
+    pub start_event_id: String,
+    pub process_instance_key: i64,
+    pub message_key: i64,
+    pub correlation_key: String,
+    pub variables: JsonValue,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
 }

@@ -3,8 +3,8 @@
 //! records on the receiver that the sender's sequence number was applied (key: that
 //! number).
 
-use rill_protocol::Key;
 use rill_protocol::value::CommandDistributionRecord;
+use rill_protocol::{Key, RecordValue, ValueType};
 
 use super::Apply;
 use crate::error::{Result, inconsistent};
@@ -21,13 +21,26 @@ pub(super) fn distributing(
     value: &CommandDistributionRecord,
 ) -> Result<()> {
     let partition = partition(value)?;
+    // A signal is not kept in state like a deployment: the entry carries it, taken from
+    // the broadcast just written.
+    let payload = match value.value_type {
+        ValueType::Signal => match ctx.state.read().last_broadcast_signal()? {
+            Some((signal_key, signal)) if signal_key == key => Some(RecordValue::Signal(signal)),
+            _ => {
+                return Err(inconsistent(format!(
+                    "signal {key} to distribute is not known"
+                )));
+            }
+        },
+        _ => None,
+    };
     ctx.state.push_outbox(
         partition,
         &OutboxEntry {
             value_type: value.value_type,
             intent: value.intent,
             key,
-            value: None,
+            value: payload,
         },
     )?;
     Ok(())

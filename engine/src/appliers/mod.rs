@@ -14,6 +14,7 @@ mod incident;
 mod job;
 mod message;
 mod process_instance;
+mod signal;
 mod timer;
 mod variable;
 
@@ -24,7 +25,8 @@ use rill_protocol::Key;
 use rill_protocol::value::{
     CommandDistributionRecord, DeploymentRecord, IncidentRecord, JobBatchRecord, JobRecord,
     MessageRecord, MessageSubscriptionRecord, ProcessInstanceCreationRecord, ProcessInstanceRecord,
-    ProcessMessageSubscriptionRecord, ProcessRecord, TimerRecord, VariableRecord,
+    ProcessMessageSubscriptionRecord, ProcessRecord, SignalRecord, SignalSubscriptionRecord,
+    TimerRecord, VariableRecord,
 };
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
 
@@ -60,6 +62,8 @@ pub(crate) enum Applier {
     ),
     Timer(fn(&mut Apply<'_, '_>, Key, &TimerRecord) -> Result<()>),
     CommandDistribution(fn(&mut Apply<'_, '_>, Key, &CommandDistributionRecord) -> Result<()>),
+    Signal(fn(&mut Apply<'_, '_>, Key, &SignalRecord) -> Result<()>),
+    SignalSubscription(fn(&mut Apply<'_, '_>, Key, &SignalSubscriptionRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -87,6 +91,8 @@ impl Applier {
             (Applier::CommandDistribution(f), RecordValue::CommandDistribution(v)) => {
                 f(ctx, key, v)
             }
+            (Applier::Signal(f), RecordValue::Signal(v)) => f(ctx, key, v),
+            (Applier::SignalSubscription(f), RecordValue::SignalSubscription(v)) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -206,6 +212,14 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         }
         (V::CommandDistribution, I::Distributed) => {
             &[(1, A::CommandDistribution(distribution::distributed))]
+        }
+
+        (V::Signal, I::Broadcasted) => &[(1, A::Signal(signal::broadcasted))],
+        (V::SignalSubscription, I::Created) => {
+            &[(1, A::SignalSubscription(signal::subscription_created))]
+        }
+        (V::SignalSubscription, I::Deleted) => {
+            &[(1, A::SignalSubscription(signal::subscription_deleted))]
         }
         _ => &[],
     }

@@ -29,8 +29,7 @@ use crate::state::{StoredMessageSubscription, StoredProcessMessageSubscription};
 
 /// The hidden process-scope variable of an instance that a message started: which
 /// message, and the correlation key the instance holds until it ends (Zeebe keeps this
-/// in its state and in `MESSAGE_START_EVENT_SUBSCRIPTION` records, a value type Rill's
-/// protocol does not have). Left out of every variable read.
+/// in its state). Left out of every variable read.
 pub(crate) const MESSAGE_START_VARIABLE: &str = "~messageStart";
 
 /// The value of [`MESSAGE_START_VARIABLE`].
@@ -354,7 +353,8 @@ impl Processing<'_> {
             MESSAGE_START_VARIABLE.to_owned(),
             serde_json::to_value(&marker).unwrap_or(Value::Null),
         );
-        self.start_instance_at(&process, start, variables)?;
+        let instance = self.start_instance_at(&process, start, variables)?;
+        self.message_start_correlated(subscription, &message.name, message_key, message, instance)?;
         Ok(true)
     }
 

@@ -8,7 +8,9 @@ mod errors;
 mod escalations;
 mod jobs;
 mod listeners;
+mod message_starts;
 mod messages;
+mod signals;
 mod timers;
 mod variables;
 

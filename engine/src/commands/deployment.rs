@@ -100,6 +100,8 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                     // (the others receive it without timers, as in Zeebe).
                     let deployed = p.model(key)?;
                     p.arm_start_timers(&deployed)?;
+                    p.write_message_start_subscriptions(key, latest.map(|(_, k)| k))?;
+                    p.replace_signal_start_subscriptions(&deployed, latest.map(|(_, k)| k))?;
                     (version, key, false)
                 }
             };

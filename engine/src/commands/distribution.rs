@@ -9,7 +9,7 @@
 //!
 //! The partition core delivers what `pending_sends` lists (again until acknowledged)
 //! and proposes `AcknowledgeSend` on the sender once the receiver applied it. Carried:
-//! deployments, and the open/correlate/close commands of message subscriptions whose
+//! deployments, signals, and the open/correlate/close commands of message subscriptions whose
 //! two sides live on different partitions.
 
 use rill_engine_api::Action;
@@ -59,7 +59,7 @@ pub(crate) fn outgoing(
 }
 
 /// Queues `key` (of `value_type`/`intent`) for every other partition and sends it.
-pub(super) fn distribute(
+pub(crate) fn distribute(
     p: &mut Processing<'_>,
     key: Key,
     value_type: ValueType,
@@ -75,16 +75,7 @@ pub(super) fn distribute(
             Intent::Distributing,
             record(target, value_type, intent),
         )?;
-        let sequence = p.read().outbox_sequence(target)?;
-        let entry = OutboxEntry {
-            value_type,
-            intent,
-            key,
-            value: None,
-        };
-        if let Some((partition, command)) = outgoing(p.read(), target, sequence, &entry)? {
-            p.out.actions.push(Action::Send { partition, command });
-        }
+        send_latest(p, target)?;
     }
     Ok(())
 }
@@ -119,6 +110,10 @@ pub(super) fn from_partition(
             Intent::Correlate,
         ) => {
             p.correlate_here(s)?;
+        }
+        (RecordValue::Signal(signal), ValueType::Signal, Intent::Broadcast) => {
+            p.event(command.key, Intent::Broadcasted, signal.clone())?;
+            p.catch_signal(signal, false)?;
         }
         _ => {}
     }
@@ -173,11 +168,26 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
             tenant_id: metadata.tenant_id.clone(),
             version_tag: metadata.version_tag.clone(),
         };
-        p.event(
-            Key(metadata.process_definition_key),
-            Intent::Created,
-            process,
-        )?;
+        let latest = p.read().latest_process(&metadata.bpmn_process_id)?;
+        let key = Key(metadata.process_definition_key);
+        p.event(key, Intent::Created, process)?;
+        // Signals reach every partition, so every partition subscribes the signal start
+        // events of the latest version.
+        if latest.is_none_or(|(version, _)| version < metadata.version) {
+            p.write_message_start_subscriptions(key, latest.map(|(_, k)| k))?;
+            if let Some((_, previous)) = latest {
+                p.close_signal_subscriptions(previous)?;
+            }
+            let signalled = resource
+                .resource
+                .0
+                .windows(b"signalEventDefinition".len())
+                .any(|w| w == b"signalEventDefinition");
+            if signalled {
+                let deployed = p.model(key)?;
+                p.replace_signal_start_subscriptions(&deployed, None)?;
+            }
+        }
     }
     p.event(key, Intent::Created, deployment.clone())
 }

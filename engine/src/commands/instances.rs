@@ -88,7 +88,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     {
         let rejection = Rejection::invalid_state(format!(
             "Expected to create an instance of process '{}' at its none start event, but it \
-             has none: it starts only by timer or message",
+             has none: it starts only by timer, message or signal",
             process.model.bpmn_process_id
         ));
         p.reject(Key::NONE, intent, record, rejection);

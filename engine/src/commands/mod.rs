@@ -8,6 +8,7 @@ mod incidents;
 mod instances;
 mod jobs;
 mod messages;
+mod signals;
 mod timers;
 mod variables;
 
@@ -47,6 +48,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::AcknowledgeSend { target, sequence } => {
             distribution::acknowledge(p, *target, *sequence)
         }
+        Command::BroadcastSignal(broadcast) => signals::broadcast(p, broadcast),
     }
 }
 
@@ -165,6 +167,15 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
         Command::TriggerTimer { timer_key } => {
             (*timer_key, Intent::Trigger, timers::placeholder().into())
         }
+        Command::BroadcastSignal(c) => (
+            Key::NONE,
+            Intent::Broadcast,
+            SignalRecord {
+                signal_name: c.signal_name.clone(),
+                ..signals::placeholder()
+            }
+            .into(),
+        ),
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
             Key::NONE,
             Intent::Distribute,
@@ -178,4 +189,4 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
     }
 }
 
-pub(crate) use distribution::{outgoing, send_latest};
+pub(crate) use distribution::{distribute, outgoing, send_latest};

@@ -13,14 +13,16 @@
 //! - every flow joins two elements of the same scope (no flow crosses a subprocess
 //!   boundary); no flow leaves an end event or enters a start or boundary event;
 //! - every subprocess has exactly one none start event, which is in its `children`; the
-//!   process has at most one, and none only when it has a timer or message start event
+//!   process has at most one, and none only when it has a timer, message or signal start event
 //!   (then it cannot be created by a command or a call activity); an event subprocess
 //!   (`triggered_by_event`) instead has exactly one [`ElementKind::EventStartEvent`]
-//!   (timer, message, error or escalation), its `start_event`, and no none start event;
+//!   (timer, message, signal, error or escalation), its `start_event`, and no none start
+//!   event;
 //! - an event subprocess has no incoming or outgoing flow, no boundary event and no
 //!   multi-instance; event start events appear only directly in an event subprocess,
 //!   and one with an error trigger is interrupting;
-//! - timer and message start events appear only directly in the process; a timer start
+//! - timer, message and signal start events appear only directly in the process; a signal
+//!   start event has a static, non-empty signal name; a timer start
 //!   event has a date or a cycle (ISO 8601 or cron), never a duration; a message start
 //!   event has a static, non-empty message name, unique among the process's message
 //!   start events;
@@ -43,9 +45,10 @@
 //! - the catch events one element instance holds triggers for (its own message, its
 //!   boundary events, the start events of its event subprocesses, the events after an
 //!   event-based gateway) have distinct static message names; the error and the
-//!   escalation catch events among them catch each code (and "any") once;
-//! - an event-based gateway has at least two outgoing flows, each to a timer or message
-//!   intermediate catch event that has no other incoming flow;
+//!   escalation catch events among them catch each code (and "any") once; their static
+//!   signal names differ too;
+//! - an event-based gateway has at least two outgoing flows, each to a timer, message or
+//!   signal intermediate catch event that has no other incoming flow;
 //! - a timer cycle appears only on a non-interrupting boundary event or event
 //!   subprocess start event;
 //! - a link throw event's `catch_event` is the one link catch event of its own scope
@@ -59,7 +62,7 @@
 //!   receive), call activities and subprocesses; `output_collection` and `output_element` are both set or
 //!   both unset; variable names are non-empty;
 //! - `inputs` appear only on tasks, call activities, subprocesses, intermediate catch events, message
-//!   throw events and message end events; `outputs` on those and on every other event
+//!   and signal throw events and message and signal end events (a signal's variables); `outputs` on those and on every other event
 //!   but error end events (start, none, link and escalation throw, none, terminate and
 //!   escalation end, boundary). Mapping targets are non-empty dotted paths of variable names;
 //! - execution listeners have a job type (static and non-empty, or an expression) and
@@ -138,12 +141,14 @@ impl ProcessModel {
         }
     }
 
-    /// The timer and message start events of the process, in document order.
+    /// The timer, message and signal start events of the process, in document order.
     pub fn event_start_events(&self) -> impl Iterator<Item = ElementIdx> + '_ {
         self.children(Self::ROOT).iter().copied().filter(|c| {
             matches!(
                 self.element(*c).kind,
-                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+                ElementKind::TimerStartEvent(_)
+                    | ElementKind::MessageStartEvent { .. }
+                    | ElementKind::SignalStartEvent { .. }
             )
         })
     }
@@ -248,6 +253,11 @@ pub enum ElementKind {
     MessageStartEvent {
         message_name: String,
     },
+    /// A signal start event of the process: a broadcast signal of this name creates an
+    /// instance (on every partition, as signals reach them all).
+    SignalStartEvent {
+        signal_name: String,
+    },
     /// The start event of an event subprocess: its trigger is held by the subprocess's
     /// enclosing scope for as long as that scope is active.
     EventStartEvent {
@@ -302,7 +312,8 @@ impl ElementKind {
             ElementKind::StartEvent
             | ElementKind::EventStartEvent { .. }
             | ElementKind::TimerStartEvent(_)
-            | ElementKind::MessageStartEvent { .. } => "startEvent",
+            | ElementKind::MessageStartEvent { .. }
+            | ElementKind::SignalStartEvent { .. } => "startEvent",
             ElementKind::EndEvent(_) => "endEvent",
             ElementKind::Task => "task",
             ElementKind::ManualTask => "manualTask",
@@ -362,7 +373,8 @@ impl ElementKind {
             ElementKind::StartEvent
             | ElementKind::EventStartEvent { .. }
             | ElementKind::TimerStartEvent(_)
-            | ElementKind::MessageStartEvent { .. } => BpmnElementType::StartEvent,
+            | ElementKind::MessageStartEvent { .. }
+            | ElementKind::SignalStartEvent { .. } => BpmnElementType::StartEvent,
             ElementKind::EndEvent(_) => BpmnElementType::EndEvent,
             ElementKind::Task => BpmnElementType::Task,
             ElementKind::ManualTask => BpmnElementType::ManualTask,
@@ -386,6 +398,12 @@ impl ElementKind {
             ElementKind::StartEvent => BpmnEventType::None,
             ElementKind::TimerStartEvent(_) => BpmnEventType::Timer,
             ElementKind::MessageStartEvent { .. } => BpmnEventType::Message,
+            ElementKind::SignalStartEvent { .. }
+            | ElementKind::EndEvent(EndEventKind::Signal(_))
+            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Signal(_))
+            | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Signal(_)) => {
+                BpmnEventType::Signal
+            }
             ElementKind::EndEvent(EndEventKind::None) => BpmnEventType::None,
             ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
             ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
@@ -434,6 +452,9 @@ pub enum EndEventKind {
     Escalation {
         escalation_code: ValueOrExpr<String>,
     },
+    /// Broadcasts the signal, with the event's input mappings as its variables; then
+    /// the token ends.
+    Signal(SignalDefinition),
 }
 
 /// `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`.
@@ -560,6 +581,14 @@ pub enum CatchEventDefinition {
     Link {
         name: String,
     },
+    Signal(SignalDefinition),
+}
+
+/// A signal to catch or throw: the name of the referenced `bpmn:signal`, static or an
+/// expression (evaluated when the catch event's holder is entered, or when thrown).
+#[derive(Debug)]
+pub struct SignalDefinition {
+    pub signal_name: ValueOrExpr<String>,
 }
 
 #[derive(Debug)]
@@ -579,6 +608,9 @@ pub enum ThrowEventDefinition {
     Escalation {
         escalation_code: ValueOrExpr<String>,
     },
+    /// Broadcasts the signal, with the event's input mappings as its variables, then
+    /// passes the token on.
+    Signal(SignalDefinition),
 }
 
 /// What a boundary event or an event subprocess's start event waits for. The element
@@ -596,6 +628,7 @@ pub enum TriggerDefinition {
     Escalation {
         escalation_code: Option<String>,
     },
+    Signal(SignalDefinition),
 }
 
 impl TriggerDefinition {
@@ -628,6 +661,7 @@ impl TriggerDefinition {
             TriggerDefinition::Message(_) => BpmnEventType::Message,
             TriggerDefinition::Error { .. } => BpmnEventType::Error,
             TriggerDefinition::Escalation { .. } => BpmnEventType::Escalation,
+            TriggerDefinition::Signal(_) => BpmnEventType::Signal,
         }
     }
 }

@@ -23,6 +23,8 @@ pub(super) struct Context<'a, 'input> {
     pub errors: HashMap<&'a str, Node<'a, 'input>>,
     /// `bpmn:escalation` by id.
     pub escalations: HashMap<&'a str, Node<'a, 'input>>,
+    /// `bpmn:signal` by id.
+    pub signals: HashMap<&'a str, Node<'a, 'input>>,
 }
 
 impl Context<'_, '_> {
@@ -168,6 +170,7 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
         messages: root_elements_by_id(root, "message"),
         errors: root_elements_by_id(root, "error"),
         escalations: root_elements_by_id(root, "escalation"),
+        signals: root_elements_by_id(root, "signal"),
     };
 
     let mut models = Vec::new();

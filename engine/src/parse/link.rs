@@ -90,7 +90,8 @@ impl Linker {
                 ElementKind::StartEvent
                 | ElementKind::EventStartEvent { .. }
                 | ElementKind::TimerStartEvent(_)
-                | ElementKind::MessageStartEvent { .. } => {
+                | ElementKind::MessageStartEvent { .. }
+                | ElementKind::SignalStartEvent { .. } => {
                     Some("a start event cannot have an incoming flow")
                 }
                 ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. }) => Some(
@@ -547,14 +548,32 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
         let has_event_starts = children.iter().any(|c| {
             matches!(
                 b.elements[c.0 as usize].kind,
-                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+                ElementKind::TimerStartEvent(_)
+                    | ElementKind::MessageStartEvent { .. }
+                    | ElementKind::SignalStartEvent { .. }
             )
         });
         let scope_id = b.elements[idx].id.clone();
         let scope_kind = b.elements[idx].kind.bpmn_name();
         let mut message_starts: Vec<(String, String)> = Vec::new();
+        let mut signal_starts: Vec<(String, String)> = Vec::new();
         for child in children.clone() {
             let element = &b.elements[child.0 as usize];
+            if let ElementKind::SignalStartEvent { signal_name } = &element.kind
+                && !signal_name.is_empty()
+            {
+                if let Some((first, _)) = signal_starts.iter().find(|(_, n)| n == signal_name) {
+                    let message = format!(
+                        "the signal '{signal_name}' already starts the process at '{first}'; \
+                         each signal start event needs its own signal"
+                    );
+                    let id = element.id.clone();
+                    b.problem(Some(&id), b.nodes[child.0 as usize], message);
+                } else {
+                    signal_starts.push((element.id.clone(), signal_name.clone()));
+                }
+                continue;
+            }
             if let ElementKind::MessageStartEvent { message_name } = &element.kind
                 && !message_name.is_empty()
             {
@@ -571,7 +590,7 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
             }
         }
         match starts.as_slice() {
-            // A process may start by timer or message only.
+            // A process may start by timer, message or signal only.
             [] if has_event_starts => {}
             [] => b.problem(
                 Some(&scope_id),
@@ -682,7 +701,7 @@ fn check_event_subprocess_start(b: &mut Builder<'_, '_, '_>, idx: usize) {
     }
 }
 
-/// An event-based gateway leads to at least two message or timer intermediate catch
+/// An event-based gateway leads to at least two message, timer or signal intermediate catch
 /// events, which nothing else enters (so entering one means the gateway chose it).
 fn check_event_gateways(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
     for idx in 0..b.elements.len() {
@@ -695,8 +714,8 @@ fn check_event_gateways(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
             b.problem(
                 Some(&id),
                 b.nodes[idx],
-                "an event-based gateway needs at least two outgoing flows, each to a message or \
-                 timer intermediate catch event"
+                "an event-based gateway needs at least two outgoing flows, each to a message, \
+                 timer or signal intermediate catch event"
                     .to_owned(),
             );
         }
@@ -707,7 +726,9 @@ fn check_event_gateways(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
             let catches = matches!(
                 element.kind,
                 ElementKind::IntermediateCatchEvent(
-                    CatchEventDefinition::Timer(_) | CatchEventDefinition::Message(_)
+                    CatchEventDefinition::Timer(_)
+                        | CatchEventDefinition::Message(_)
+                        | CatchEventDefinition::Signal(_)
                 )
             );
             if !catches {
@@ -717,7 +738,7 @@ fn check_event_gateways(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
                     b.nodes[idx],
                     format!(
                         "the event-based gateway leads to '{target_id}', {} {kind}; it can only \
-                         lead to message or timer intermediate catch events",
+                         lead to message, timer or signal intermediate catch events",
                         article(kind)
                     ),
                 );
@@ -744,6 +765,7 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
         let mut messages: Vec<(ElementIdx, String)> = Vec::new();
         let mut errors: Vec<(ElementIdx, Option<String>)> = Vec::new();
         let mut escalations: Vec<(ElementIdx, Option<String>)> = Vec::new();
+        let mut signals: Vec<(ElementIdx, String)> = Vec::new();
         if let ElementKind::ReceiveTask(definition) = &b.elements[idx].kind
             && let ValueOrExpr::Static(name) = &definition.message_name
         {
@@ -769,6 +791,22 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
             );
         }
         for catch in hosted {
+            if let Some(name) = static_signal_name(&b.elements[catch.0 as usize].kind) {
+                if let Some((first, _)) = signals.iter().find(|(_, n)| *n == name) {
+                    let first = b.elements[first.0 as usize].id.clone();
+                    let catch_id = b.elements[catch.0 as usize].id.clone();
+                    b.problem(
+                        Some(&catch_id),
+                        b.nodes[catch.0 as usize],
+                        format!(
+                            "'{first}' already waits for the signal '{name}' in the same \
+                             scope; each signal can be awaited once per element"
+                        ),
+                    );
+                } else {
+                    signals.push((catch, name));
+                }
+            }
             let (message, error, escalation) = match &b.elements[catch.0 as usize].kind {
                 ElementKind::BoundaryEvent { definition, .. } => {
                     (definition.message(), None, definition.escalation_code())
@@ -813,6 +851,26 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
                 check_code_unique(b, &mut escalations, catch, code, "escalation");
             }
         }
+    }
+}
+
+/// The static signal name a held catch event waits for, if it is a signal event.
+fn static_signal_name(kind: &ElementKind) -> Option<String> {
+    let definition = match kind {
+        ElementKind::BoundaryEvent {
+            definition: TriggerDefinition::Signal(signal),
+            ..
+        }
+        | ElementKind::EventStartEvent {
+            definition: TriggerDefinition::Signal(signal),
+            ..
+        }
+        | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Signal(signal)) => signal,
+        _ => return None,
+    };
+    match &definition.signal_name {
+        ValueOrExpr::Static(name) if !name.is_empty() => Some(name.clone()),
+        _ => None,
     }
 }
 

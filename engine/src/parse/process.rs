@@ -19,8 +19,8 @@ use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind,
     EndEventKind, ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance,
-    ProcessModel, ScriptDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition,
-    ValueOrExpr,
+    ProcessModel, ScriptDefinition, SignalDefinition, ThrowEventDefinition, TimerDefinition,
+    TriggerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
@@ -252,12 +252,14 @@ pub(super) fn build<'a, 'input>(
         e.flow_scope == Some(ProcessModel::ROOT)
             && matches!(
                 e.kind,
-                ElementKind::TimerStartEvent(_) | ElementKind::MessageStartEvent { .. }
+                ElementKind::TimerStartEvent(_)
+                    | ElementKind::MessageStartEvent { .. }
+                    | ElementKind::SignalStartEvent { .. }
             )
     });
     let refused_start = event_started.then_some(
-        "start listeners on a process with timer or message start events are not supported \
-         yet; put them on the element after the start event",
+        "start listeners on a process with timer, message or signal start events are not \
+         supported yet; put them on the element after the start event",
     );
     let process_listeners = builder.execution_listeners(process_id, listeners, refused_start, None);
     builder.elements[ProcessModel::ROOT.0 as usize].listeners = process_listeners;
@@ -378,24 +380,28 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     kind,
                     "timerEventDefinition"
                         | "messageEventDefinition"
+                        | "signalEventDefinition"
                         | "errorEventDefinition"
                         | "escalationEventDefinition"
                 )
             } else {
-                matches!(kind, "timerEventDefinition" | "messageEventDefinition")
+                matches!(
+                    kind,
+                    "timerEventDefinition" | "messageEventDefinition" | "signalEventDefinition"
+                )
             };
             if in_event_subprocess && !runs {
                 let message = format!(
                     "an event subprocess started by a {kind} is not supported; use a timer, \
-                     message, error or escalation start event"
+                     message, signal, error or escalation start event"
                 );
                 self.unsupported(Some(id), definition, message);
                 return;
             }
             if !runs {
                 let message = format!(
-                    "a start event with a {kind} is not supported; use a none, timer or \
-                     message start event"
+                    "a start event with a {kind} is not supported; use a none, timer, message \
+                     or signal start event"
                 );
                 self.unsupported(Some(id), definition, message);
                 return;
@@ -973,8 +979,27 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         (inputs, outputs)
     }
 
-    /// A timer or message start event of the process.
+    /// A timer, message or signal start event of the process.
     fn event_start(&mut self, id: &str, definition: Node<'a, 'input>) -> ElementKind {
+        if definition.tag_name().name() == "signalEventDefinition" {
+            let signal = self.signal(id, definition);
+            let signal_name = match signal.signal_name {
+                ValueOrExpr::Static(name) => name,
+                ValueOrExpr::Expr(expression) => {
+                    self.problem(
+                        Some(id),
+                        definition,
+                        format!(
+                            "the signal of a signal start event has the name expression '={}'; \
+                             a signal start event needs a static name",
+                            expression.source()
+                        ),
+                    );
+                    String::new()
+                }
+            };
+            return ElementKind::SignalStartEvent { signal_name };
+        }
         if definition.tag_name().name() == "timerEventDefinition" {
             let timer = self
                 .start_timer(id, definition)
@@ -1398,6 +1423,50 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         definition
     }
 
+    /// The signal a signal event catches or throws: `signalRef` to a root-level
+    /// `bpmn:signal` with a name (static, or an expression).
+    fn signal(&mut self, id: &str, definition: Node<'a, 'input>) -> SignalDefinition {
+        let placeholder = SignalDefinition {
+            signal_name: ValueOrExpr::Static(String::new()),
+        };
+        let Some(reference) = definition
+            .attribute("signalRef")
+            .filter(|r| !r.trim().is_empty())
+        else {
+            self.problem(
+                Some(id),
+                definition,
+                "no signal is referenced; select a signal (signalRef) with a name".to_owned(),
+            );
+            return placeholder;
+        };
+        let Some(&signal) = self.ctx.signals.get(reference) else {
+            self.problem(
+                Some(id),
+                definition,
+                format!("the referenced signal '{reference}' does not exist in this file"),
+            );
+            return placeholder;
+        };
+        match signal.attribute("name").filter(|n| !n.trim().is_empty()) {
+            None => {
+                self.problem(
+                    Some(id),
+                    signal,
+                    format!("the signal '{reference}' has no name; name the signal to broadcast"),
+                );
+                placeholder
+            }
+            Some(raw) => match values::string_or_expr("signal name", raw) {
+                Ok(signal_name) => SignalDefinition { signal_name },
+                Err(text) => {
+                    self.problem(Some(id), signal, text);
+                    placeholder
+                }
+            },
+        }
+    }
+
     /// The single event definition of an event, or `None` for a none event. More than
     /// one is reported.
     fn event_definition(&mut self, id: &str, node: Node<'a, 'input>) -> Option<Node<'a, 'input>> {
@@ -1447,13 +1516,16 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     self.thrown_code(id, definition, CodeKind::Escalation, "end event");
                 ElementKind::EndEvent(EndEventKind::Escalation { escalation_code })
             }
+            "signalEventDefinition" => {
+                ElementKind::EndEvent(EndEventKind::Signal(self.signal(id, definition)))
+            }
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an end event with a {other} is not supported; Rill runs none, \
-                         terminate, error, escalation and message end events"
+                         terminate, error, escalation, signal and message end events"
                     ),
                 );
                 ElementKind::EndEvent(EndEventKind::None)
@@ -1567,13 +1639,14 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     "intermediate throw event",
                 ),
             },
+            "signalEventDefinition" => ThrowEventDefinition::Signal(self.signal(id, definition)),
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate throw event with a {other} is not supported; Rill runs \
-                         none, link, message and escalation intermediate throw events"
+                         none, link, message, signal and escalation intermediate throw events"
                     ),
                 );
                 ThrowEventDefinition::None
@@ -1598,7 +1671,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             self.problem(
                 Some(id),
                 node,
-                "an intermediate catch event needs a timer, message or link definition".to_owned(),
+                "an intermediate catch event needs a timer, message, signal or link definition"
+                    .to_owned(),
             );
             return ElementKind::IntermediateCatchEvent(placeholder);
         };
@@ -1615,13 +1689,14 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 self.link_catches.push((idx, name.clone()));
                 CatchEventDefinition::Link { name }
             }
+            "signalEventDefinition" => CatchEventDefinition::Signal(self.signal(id, definition)),
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate catch event with a {other} is not supported; use a \
-                         timer, a message or a link"
+                         timer, a message, a signal or a link"
                     ),
                 );
                 placeholder
@@ -1640,7 +1715,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 self.problem(
                     Some(id),
                     node,
-                    "a boundary event needs a timer, message, error or escalation definition"
+                    "a boundary event needs a timer, message, signal, error or escalation \
+                     definition"
                         .to_owned(),
                 );
                 placeholder
@@ -1657,7 +1733,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                             definition,
                             format!(
                                 "a boundary event with a {other} is not supported; use a timer, \
-                                 message, error or escalation boundary event"
+                                 message, signal, error or escalation boundary event"
                             ),
                         );
                         placeholder
@@ -1724,6 +1800,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             "escalationEventDefinition" => TriggerDefinition::Escalation {
                 escalation_code: self.caught_code(id, definition, CodeKind::Escalation),
             },
+            "signalEventDefinition" => TriggerDefinition::Signal(self.signal(id, definition)),
             _ => return None,
         })
     }
@@ -1859,7 +1936,8 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
         ElementKind::StartEvent
         | ElementKind::EventStartEvent { .. }
         | ElementKind::TimerStartEvent(_)
-        | ElementKind::MessageStartEvent { .. } => Some(
+        | ElementKind::MessageStartEvent { .. }
+        | ElementKind::SignalStartEvent { .. } => Some(
             "a start event cannot have input mappings, nothing in it would read them; use \
              output mappings",
         ),
@@ -1877,8 +1955,8 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
             | EndEventKind::Error { .. }
             | EndEventKind::Escalation { .. },
         ) => Some(
-            "only a message end event (a job) can have input mappings; on this end event \
-             nothing would read them",
+            "only message end events (a job) and signal end events (the signal's variables) \
+             can have input mappings; on this end event nothing would read them",
         ),
         _ => None,
     }
@@ -1891,6 +1969,7 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
         ElementKind::StartEvent
         | ElementKind::TimerStartEvent(_)
         | ElementKind::MessageStartEvent { .. }
+        | ElementKind::SignalStartEvent { .. }
         | ElementKind::EventStartEvent { .. } => (
             Some(
                 "a start event cannot have start listeners in zeebe:executionListeners; put \

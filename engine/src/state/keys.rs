@@ -49,6 +49,15 @@ pub(crate) mod table {
     pub const MESSAGE_START_LOCK: u8 = 0x67;
     pub const MESSAGE_SUBSCRIPTION: u8 = 0x70;
     pub const PROCESS_MESSAGE_SUBSCRIPTION: u8 = 0x71;
+    /// (signal name, subscription key) -> a signal subscription.
+    pub const SIGNAL_SUBSCRIPTION: u8 = 0x74;
+    /// (holder key, subscription key) -> its signal name. The holder is the element
+    /// instance that holds the catch event, or the definition key of a signal start
+    /// event.
+    pub const SIGNAL_SUBSCRIPTION_BY_HOLDER: u8 = 0x75;
+    /// The signal broadcast last on this partition, with its key: what a distribution
+    /// of it to another partition carries.
+    pub const SIGNAL_LAST_BROADCAST: u8 = 0x76;
     pub const INCIDENT: u8 = 0x80;
     pub const INCIDENT_BY_INSTANCE: u8 = 0x81;
     pub const INCIDENT_BY_ELEMENT: u8 = 0x82;

@@ -7,6 +7,7 @@
 mod cache;
 mod floors;
 mod keys;
+mod signals;
 mod types;
 
 use std::ops::ControlFlow;
@@ -23,7 +24,8 @@ pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
     MessageStartSubscription, MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob,
-    StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription, StoredVariable,
+    StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
+    StoredSignalSubscription, StoredVariable,
 };
 
 use crate::error::{Result, inconsistent};

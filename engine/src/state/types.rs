@@ -4,7 +4,7 @@
 use rill_protocol::Key;
 use rill_protocol::value::{
     IncidentRecord, JobRecord, MessageRecord, MessageSubscriptionRecord, ProcessInstanceRecord,
-    ProcessMessageSubscriptionRecord,
+    ProcessMessageSubscriptionRecord, SignalSubscriptionRecord,
 };
 use serde::{Deserialize, Serialize};
 
@@ -175,6 +175,25 @@ pub struct StoredMessageSubscription {
     pub record: MessageSubscriptionRecord,
     /// A message is on its way to the instance; do not correlate another one.
     pub correlating: bool,
+}
+
+/// A signal subscription: a catch event (or signal start event) waiting for a signal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredSignalSubscription {
+    pub key: Key,
+    pub record: SignalSubscriptionRecord,
+}
+
+impl StoredSignalSubscription {
+    /// Who holds it: the element instance holding the catch event, or the process
+    /// definition of a signal start event.
+    pub fn holder(&self) -> Key {
+        if self.record.catch_event_instance_key >= 0 {
+            Key(self.record.catch_event_instance_key)
+        } else {
+            Key(self.record.process_definition_key)
+        }
+    }
 }
 
 /// The instance side of a message subscription.

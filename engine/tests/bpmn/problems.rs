@@ -38,7 +38,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "intermediate-throw-signal",
         Some("Notify"),
-        "an intermediate throw event with a signalEventDefinition is not supported",
+        "the referenced signal 'Signal_Ghost' does not exist in this file",
     ),
     (
         "link-throw-without-catch",
@@ -168,12 +168,12 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "catch-event-without-definition",
         Some("Wait"),
-        "needs a timer, message or link definition",
+        "needs a timer, message, signal or link definition",
     ),
     (
         "catch-event-signal",
         Some("Wait"),
-        "with a signalEventDefinition is not supported",
+        "no signal is referenced; select a signal (signalRef) with a name",
     ),
     (
         "message-without-name",
@@ -217,8 +217,8 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     ),
     (
         "boundary-signal",
-        Some("OnSignal"),
-        "a boundary event with a signalEventDefinition is not supported",
+        Some("AlsoOnSignal"),
+        "'OnSignal' already waits for the signal 's' in the same scope",
     ),
     (
         "boundary-on-event-subprocess",
@@ -234,8 +234,8 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "event-gateway-to-task",
         Some("Decide"),
-        "the event-based gateway leads to 'Chase', a serviceTask; it can only lead to message or \
-         timer intermediate catch events",
+        "the event-based gateway leads to 'Chase', a serviceTask; it can only lead to message, \
+         timer or signal intermediate catch events",
     ),
     (
         "event-gateway-one-flow",
@@ -280,7 +280,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "end-event-signal",
         Some("Broadcast"),
-        "an end event with a signalEventDefinition is not supported",
+        "no signal is referenced; select a signal (signalRef) with a name",
     ),
     (
         "script-task-without-implementation",
@@ -346,7 +346,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "signal-start-event",
         Some("Start"),
-        "a start event with a signalEventDefinition is not supported; use a none, timer or message start event",
+        "the signal of a signal start event has the name expression '=signalName'; a signal start event needs a static name",
     ),
     (
         "timer-start-in-subprocess",
@@ -411,7 +411,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "event-subprocess-signal-start",
         Some("SigStart"),
-        "an event subprocess started by a signalEventDefinition is not supported",
+        "the signal 'Sig_1' has no name; name the signal to broadcast",
     ),
     (
         "event-subprocess-none-start",
@@ -453,7 +453,8 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "execution-listener-process-timer-start",
         Some("execution-listener-process-timer-start"),
-        "start listeners on a process with timer or message start events are not supported",
+        "start listeners on a process with timer, message or signal start events are not \
+         supported",
     ),
     (
         "input-on-start-event",
@@ -463,7 +464,8 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "input-on-none-end-event",
         Some("End"),
-        "only a message end event (a job) can have input mappings",
+        "only message end events (a job) and signal end events (the signal's variables) can have \
+         input mappings",
     ),
     (
         "input-on-none-throw-event",

@@ -6,7 +6,9 @@
 //! Modeler-shaped fixtures from `tests/fixtures/elements/`.
 
 use rill_engine::ProcessInstanceState;
-use rill_protocol::value::{BpmnElementType, BpmnEventType, ProcessInstanceRecord};
+use rill_protocol::value::{
+    BpmnElementType, BpmnEventType, EscalationRecord, ProcessInstanceRecord,
+};
 use rill_protocol::{Command, Intent, JsonValue, Key, RecordValue, ValueType};
 use serde_json::{Value, json};
 
@@ -55,6 +57,19 @@ fn first_record(rule: &EngineRule, element: &str) -> (Key, ProcessInstanceRecord
             _ => None,
         })
         .unwrap_or_else(|| panic!("{element} was never entered"))
+}
+
+/// `(intent, record)` of every ESCALATION record, in log order.
+fn escalations(rule: &EngineRule) -> Vec<(Intent, EscalationRecord)> {
+    rule.records()
+        .of_type(ValueType::Escalation)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::Escalation(v) => Some((r.intent, v.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The catch events whose subscriptions were closed, sorted.
@@ -644,6 +659,41 @@ fn a_non_interrupting_escalation_boundary_catches_its_code_and_the_thrower_goes_
     assert_eq!(rule.variables(instance)["raised"], json!(true));
     let (_, boundary) = first_record(&rule, "Late");
     assert_eq!(boundary.bpmn_event_type, BpmnEventType::Escalation);
+    assert_eq!(
+        escalations(&rule),
+        vec![(
+            Intent::Escalated,
+            EscalationRecord {
+                process_instance_key: instance.get(),
+                escalation_code: "LATE".into(),
+                throw_element_id: "RaiseLate".into(),
+                catch_element_id: "Late".into(),
+                tenant_id: "<default>".into(),
+            }
+        )]
+    );
+    // The record comes after the thrower's activation, before the catch event's.
+    let order: Vec<(ValueType, Intent)> = rule
+        .records()
+        .events()
+        .records
+        .iter()
+        .filter(|r| {
+            r.value_type() == ValueType::Escalation
+                || matches!(&r.value, RecordValue::ProcessInstance(v)
+                    if (v.element_id == "RaiseLate" && r.intent == Intent::ElementActivated)
+                        || (v.element_id == "Late" && r.intent == Intent::ElementActivating))
+        })
+        .map(|r| (r.value_type(), r.intent))
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            (ValueType::ProcessInstance, Intent::ElementActivated),
+            (ValueType::Escalation, Intent::Escalated),
+            (ValueType::ProcessInstance, Intent::ElementActivating),
+        ]
+    );
     complete_job(&mut rule, "finish", json!({}));
     assert_eq!(count(&rule, "Review", Intent::ElementCompleted), 1);
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
@@ -705,6 +755,11 @@ fn an_uncaught_escalation_changes_nothing() {
     assert_eq!(count(&rule, "ChildEscalates", Intent::ElementCompleted), 1);
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert!(rule.incidents(instance).is_empty());
+    let written = escalations(&rule);
+    assert_eq!(written.len(), 1);
+    assert_eq!(written[0].0, Intent::NotEscalated);
+    assert_eq!(written[0].1.catch_element_id, "");
+    assert_eq!(written[0].1.throw_element_id, "ChildEscalates");
     rule.assert_replay_matches();
 }
 

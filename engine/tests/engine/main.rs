@@ -13,6 +13,7 @@ mod listeners;
 mod multi_instance;
 mod random;
 mod samples;
+mod signals;
 mod start_events;
 
 pub use harness::*;

@@ -1,7 +1,9 @@
 //! Timer start events (and, below, message start events): instances created by a due
 //! timer or a published message, and what a redeploy does to them.
 
-use rill_protocol::value::{BpmnElementType, BpmnEventType, TimerRecord};
+use rill_protocol::value::{
+    BpmnElementType, BpmnEventType, MessageStartEventSubscriptionRecord, TimerRecord,
+};
 use rill_protocol::{Command, Intent, Key, RecordValue, ValueType};
 use serde_json::json;
 
@@ -78,7 +80,7 @@ fn a_cycle_creates_an_instance_per_firing_and_rearms_until_its_repetitions_are_u
     let outcome = rule.process(EngineRule::create_command("ticker", json!({})));
     let (_, reason) = rejection_of(&outcome);
     assert!(
-        reason.contains("it starts only by timer or message"),
+        reason.contains("it starts only by timer, message or signal"),
         "{reason}"
     );
 
@@ -219,6 +221,19 @@ fn a_new_version_replaces_the_start_timers_of_the_previous_one() {
 
 // --- message start events ---
 
+/// `(intent, record)` of the MESSAGE_START_EVENT_SUBSCRIPTION records, in log order.
+fn message_starts(rule: &EngineRule) -> Vec<(Intent, MessageStartEventSubscriptionRecord)> {
+    rule.records()
+        .of_type(ValueType::MessageStartEventSubscription)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::MessageStartEventSubscription(v) => Some((r.intent, v.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn publish(rule: &mut EngineRule, correlation_key: &str, ttl: i64, variables: serde_json::Value) {
     let outcome = rule.publish("order-placed", correlation_key, ttl, variables);
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
@@ -262,6 +277,26 @@ fn a_published_message_starts_an_instance_with_its_variables() {
     // A job worker sees the message's variables, not the engine's bookkeeping.
     let (_, job) = rule.job("check");
     assert_eq!(job.variables.0, json!({"orderId": 1, "channel": "web"}));
+
+    // Zeebe's records: the deployment opened the subscription, the message correlated.
+    let written = message_starts(&rule);
+    assert_eq!(
+        written.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        vec![Intent::Created, Intent::Correlated]
+    );
+    let (_, created) = &written[0];
+    assert_eq!(created.bpmn_process_id, "order-intake");
+    assert_eq!(created.message_name, "order-placed");
+    assert_eq!(created.start_event_id, "OrderPlaced");
+    assert_eq!(created.process_instance_key, -1);
+    let (_, correlated) = &written[1];
+    assert_eq!(correlated.process_instance_key, instance.get());
+    assert_eq!(correlated.correlation_key, "order-1");
+    assert_eq!(correlated.variables.0, json!({"orderId": 1}));
+    assert_eq!(
+        correlated.process_definition_key,
+        created.process_definition_key
+    );
     rule.assert_replay_matches();
 }
 
@@ -330,6 +365,19 @@ fn a_new_version_replaces_the_message_start_events_of_the_previous_one() {
             _ => None,
         });
     assert_eq!(version, Some(2));
+    let written: Vec<(Intent, String)> = message_starts(&rule)
+        .into_iter()
+        .map(|(i, r)| (i, r.message_name))
+        .collect();
+    assert_eq!(
+        written,
+        vec![
+            (Intent::Created, "order-placed".to_owned()),
+            (Intent::Deleted, "order-placed".to_owned()),
+            (Intent::Created, "order-received".to_owned()),
+            (Intent::Correlated, "order-received".to_owned()),
+        ]
+    );
     rule.assert_replay_matches();
 }
 

@@ -295,5 +295,36 @@ fn value_properties(value_type: ValueType) -> Value {
             ("valueType", keyword()),
             ("intent", keyword()),
         ]),
+        ValueType::Signal => object(&[
+            ("signalName", keyword()),
+            ("variables", not_indexed()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::SignalSubscription => object(&[
+            ("processDefinitionKey", long()),
+            ("bpmnProcessId", keyword()),
+            ("catchEventId", keyword()),
+            ("catchEventInstanceKey", long()),
+            ("signalName", keyword()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Escalation => object(&[
+            ("processInstanceKey", long()),
+            ("escalationCode", keyword()),
+            ("throwElementId", keyword()),
+            ("catchElementId", keyword()),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::MessageStartEventSubscription => object(&[
+            ("processDefinitionKey", long()),
+            ("bpmnProcessId", keyword()),
+            ("messageName", keyword()),
+            ("startEventId", keyword()),
+            ("processInstanceKey", long()),
+            ("messageKey", long()),
+            ("correlationKey", keyword()),
+            ("variables", not_indexed()),
+            ("tenantId", keyword()),
+        ]),
     }
 }

@@ -211,6 +211,41 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             intent: Intent::Create,
         }
         .into(),
+        ValueType::Signal => SignalRecord {
+            signal_name: "order-cancelled".into(),
+            variables: vars(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::SignalSubscription => SignalSubscriptionRecord {
+            process_definition_key: key(2),
+            bpmn_process_id: "order".into(),
+            catch_event_id: "cancelled".into(),
+            catch_event_instance_key: key(6),
+            signal_name: "order-cancelled".into(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::Escalation => EscalationRecord {
+            process_instance_key: key(3),
+            escalation_code: "LATE".into(),
+            throw_element_id: "RaiseLate".into(),
+            catch_element_id: "OnLate".into(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::MessageStartEventSubscription => MessageStartEventSubscriptionRecord {
+            process_definition_key: key(2),
+            bpmn_process_id: "order".into(),
+            message_name: "order-placed".into(),
+            start_event_id: "placed".into(),
+            process_instance_key: key(3),
+            message_key: key(9),
+            correlation_key: "o-1".into(),
+            variables: vars(),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
     }
 }
 
@@ -227,6 +262,8 @@ pub fn intent_of(value_type: ValueType) -> Intent {
         ValueType::Message => Intent::Published,
         ValueType::Timer => Intent::Triggered,
         ValueType::CommandDistribution => Intent::Distributed,
+        ValueType::Signal => Intent::Broadcasted,
+        ValueType::Escalation => Intent::Escalated,
         _ => Intent::Created,
     }
 }

@@ -18,6 +18,7 @@ mod messages;
 mod process_definitions;
 mod process_instance_search;
 mod process_instances;
+mod signals;
 mod variables;
 
 use std::sync::Arc;
@@ -90,6 +91,7 @@ pub fn routes() -> Router<SharedState> {
         .route("/v2/jobs/{jobKey}/failure", post(jobs::fail))
         .route("/v2/jobs/{jobKey}/error", post(jobs::throw_error))
         .route("/v2/messages/publication", post(messages::publish))
+        .route("/v2/signals/broadcast", post(signals::broadcast))
         .route("/v2/incidents/search", post(incidents::search))
         .route("/v2/incidents/{incidentKey}", get(incidents::get))
         .route(

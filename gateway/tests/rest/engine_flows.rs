@@ -538,3 +538,63 @@ async fn job_timeout_update_and_topology() {
     assert_eq!(status.status, 204);
     gateway.stop().await;
 }
+
+#[tokio::test]
+async fn a_broadcast_signal_reaches_instances_on_every_partition() {
+    let gateway = TestGateway::start(EngineBackend::new(2)).await;
+    let xml = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../engine/tests/fixtures/elements/signal-catch.bpmn"),
+    )
+    .expect("fixture");
+    let reply = gateway
+        .deploy(&[("signal-catch.bpmn", xml.as_slice())])
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let mut instances = Vec::new();
+    for _ in 0..2 {
+        instances.push(create(&gateway, "signal-catch", json!({})).await);
+    }
+    assert_ne!(
+        instances[0].parse::<i64>().unwrap() >> 51,
+        instances[1].parse::<i64>().unwrap() >> 51,
+        "one instance per partition"
+    );
+
+    let path = "/v2/signals/broadcast";
+    for body in [
+        json!({}),
+        json!({"signalName": ""}),
+        json!({"signalName": "go", "variables": [1]}),
+        json!({"signalName": "go", "tenantId": "other"}),
+        json!({"signalName": "go", "correlationKey": "x"}),
+    ] {
+        let reply = gateway.post(path, body.clone()).await;
+        assert_eq!(reply.status, 400, "{body}: {:?}", reply.body);
+    }
+    assert!(activate(&gateway, "after-go", 10).await.is_empty());
+
+    let reply = gateway
+        .post(path, json!({"signalName": "go", "variables": {"speed": 2}}))
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.body["tenantId"], "<default>");
+    assert!(
+        reply.body["signalKey"]
+            .as_str()
+            .unwrap()
+            .parse::<i64>()
+            .is_ok()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut jobs = Vec::new();
+    while jobs.len() < 2 {
+        assert!(Instant::now() < deadline, "only {} caught it", jobs.len());
+        jobs.extend(activate(&gateway, "after-go", 10).await);
+    }
+    assert!(
+        jobs.iter().all(|j| j["variables"]["speed"] == 2),
+        "{jobs:?}"
+    );
+    gateway.stop().await;
+}

@@ -108,7 +108,7 @@ impl Processing<'_> {
         {
             return Err(missing(format!(
                 "Expected to call process '{process_id}' at its none start event, but it has \
-                 none: it starts only by timer or message"
+                 none: it starts only by timer, message or signal"
             ))
             .into());
         }

@@ -1,6 +1,7 @@
 //! End events: none (the token ends), terminate (ends every token of its scope, then
 //! the scope), error (throws to the nearest catching boundary event or event
-//! subprocess, else an incident), escalation (throws, then the token ends), and
+//! subprocess, else an incident), escalation (throws, then the token ends), signal
+//! (broadcasts the signal with its input mappings as variables, then the token ends), and
 //! message (as in Zeebe, a job for a worker that sends the message; the token ends
 //! when the job is completed).
 
@@ -39,6 +40,12 @@ impl ElementBehavior for EndEvent {
             EndEventKind::Escalation { escalation_code } => {
                 let code = p.evaluate_string(escalation_code, active)?;
                 p.throw_escalation(active, &code)?;
+            }
+            EndEventKind::Signal(definition) => {
+                let name = p.evaluate_string(&definition.signal_name, active)?;
+                p.mark(active, Intent::ElementActivated)?;
+                p.throw_signal(active, name)?;
+                p.complete(active, None, Outgoing::All)?;
             }
             EndEventKind::Message(definition) => {
                 let job = p.evaluate_job(definition, active)?;

@@ -1,5 +1,5 @@
-//! Intermediate catch events: a timer (waits until it fires), a message (opens a
-//! subscription and waits for the message), or a link (entered from a link throw event
+//! Intermediate catch events: a timer (waits until it fires), a message or a signal
+//! (opens a subscription and waits for it), or a link (entered from a link throw event
 //! of its scope; passes the token on at once). After an event-based gateway, the
 //! gateway held the trigger: the event is entered once it fired, with its variables,
 //! and passes the token on at once.
@@ -36,6 +36,10 @@ impl ElementBehavior for IntermediateCatchEvent {
             CatchEventDefinition::Timer(definition) => {
                 let due = p.evaluate_timer(definition, active)?;
                 p.create_timer(active, &active.element().id, due)?;
+            }
+            CatchEventDefinition::Signal(definition) => {
+                let name = p.evaluate_string(&definition.signal_name, active)?;
+                p.open_signal_subscription(active, &active.element().id, name)?;
             }
             CatchEventDefinition::Link { .. } => {
                 p.mark(active, Intent::ElementActivated)?;
@@ -77,6 +81,7 @@ fn release(p: &mut Processing<'_>, active: &Active) -> Result<()> {
     match definition(active)? {
         CatchEventDefinition::Timer(_) => p.cancel_timers(active.key()),
         CatchEventDefinition::Message(_) => p.close_message_subscriptions(active.key()),
+        CatchEventDefinition::Signal(_) => p.close_signal_subscriptions(active.key()),
         CatchEventDefinition::Link { .. } => Ok(()),
     }
 }

@@ -3,7 +3,8 @@
 //! name in its scope (the lifecycle does the jump, see `Processing::complete`); a
 //! message event is, as in Zeebe, a job for a worker that sends the message, and waits
 //! for it; an escalation event throws its escalation and, unless an interrupting catch
-//! event ended it, passes the token on.
+//! event ended it, passes the token on; a signal event broadcasts its signal (with its
+//! input mappings as variables) and passes the token on.
 
 use rill_protocol::Intent;
 
@@ -28,6 +29,12 @@ impl ElementBehavior for IntermediateThrowEvent {
             ThrowEventDefinition::Escalation { escalation_code } => {
                 let code = p.evaluate_string(escalation_code, active)?;
                 p.throw_escalation(active, &code)?;
+            }
+            ThrowEventDefinition::Signal(definition) => {
+                let name = p.evaluate_string(&definition.signal_name, active)?;
+                p.mark(active, Intent::ElementActivated)?;
+                p.throw_signal(active, name)?;
+                p.complete(active, None, Outgoing::All)?;
             }
             ThrowEventDefinition::Message(definition) => {
                 let job = p.evaluate_job(definition, active)?;

@@ -98,7 +98,8 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::StartEvent
         | ElementKind::EventStartEvent { .. }
         | ElementKind::TimerStartEvent(_)
-        | ElementKind::MessageStartEvent { .. } => &start_event::StartEvent,
+        | ElementKind::MessageStartEvent { .. }
+        | ElementKind::SignalStartEvent { .. } => &start_event::StartEvent,
         ElementKind::EndEvent(_) => &end_event::EndEvent,
         ElementKind::Task | ElementKind::ManualTask => &task::Task,
         ElementKind::ServiceTask(_) | ElementKind::SendTask(_) => &service_task::ServiceTask,
@@ -245,8 +246,8 @@ impl Processing<'_> {
         self.run_activation(active, None)
     }
 
-    /// Creates an instance that starts at a timer or message start event, with
-    /// `variables` in its process scope (a message's); returns its key.
+    /// Creates an instance that starts at a timer, message or signal start event, with
+    /// `variables` in its process scope (a message's or a signal's); returns its key.
     pub fn start_instance_at(
         &mut self,
         process: &Arc<DeployedProcess>,

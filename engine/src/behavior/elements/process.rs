@@ -39,9 +39,9 @@ impl ElementBehavior for Process {
     }
 }
 
-/// The timer or message start event an instance without a none start event was started
-/// at: the message start event of the message that started it, else its first timer
-/// start event (with several timer start events the one that fired is not kept).
+/// The event start event an instance without a none start event was started at: the
+/// message start event of the message that started it, else its first timer or signal
+/// start event (with several of those, the one that fired is not kept).
 fn event_start(p: &Processing<'_>, active: &Active) -> Result<Option<ElementIdx>> {
     let model = &active.process.model;
     let started_by = p
@@ -54,7 +54,7 @@ fn event_start(p: &Processing<'_>, active: &Active) -> Result<Option<ElementIdx>
             (ElementKind::MessageStartEvent { message_name }, Some(marker)) => {
                 *message_name == marker.message_name
             }
-            (ElementKind::TimerStartEvent(_), None) => true,
+            (ElementKind::TimerStartEvent(_) | ElementKind::SignalStartEvent { .. }, None) => true,
             _ => false,
         }))
 }

@@ -14,12 +14,13 @@
 //!                                                        that fired; it passes through
 //! ```
 //!
-//! Timers and message subscriptions are opened when the holder is entered (all
+//! Timers, message and signal subscriptions are opened when the holder is entered (all
 //! evaluated first, so a failure opens none) and closed when it is left. A timer's
-//! `targetElementId` and a subscription's `elementId` name the catch event; the
-//! element instance key is the holder's. Errors and escalations are caught by walking
-//! up the scopes (`behavior/errors.rs`) and fired here like any trigger. A new kind of
-//! trigger (a signal) adds a variant to [`Opening`] and its open and close calls.
+//! `targetElementId`, a message subscription's `elementId` and a signal
+//! subscription's `catchEventId` name the catch event; the element instance key is the
+//! holder's. Errors and escalations are caught by walking up the scopes
+//! (`behavior/errors.rs`) and fired here like any trigger. A new kind of trigger adds a
+//! variant to [`Opening`] and its open and close calls.
 
 use rill_protocol::Key;
 use rill_protocol::value::BpmnElementType;
@@ -35,8 +36,15 @@ use crate::state::ElementState;
 
 /// A trigger evaluated and ready to open.
 enum Opening {
-    Timer { catch_event: String, due: Due },
+    Timer {
+        catch_event: String,
+        due: Due,
+    },
     Message(NewSubscription),
+    Signal {
+        catch_event: String,
+        signal_name: String,
+    },
 }
 
 /// The catch events whose triggers an element instance holds.
@@ -62,6 +70,7 @@ pub(super) fn held_catch_events(active: &Active) -> Vec<ElementIdx> {
 enum Waits<'m> {
     Timer(&'m crate::model::TimerDefinition),
     Message(&'m crate::model::MessageDefinition),
+    Signal(&'m crate::model::SignalDefinition),
 }
 
 /// What a held catch event waits for and whether it interrupts; `None` for an event
@@ -74,12 +83,18 @@ fn waits_for(kind: &ElementKind) -> Option<(Waits<'_>, bool)> {
         ElementKind::IntermediateCatchEvent(CatchEventDefinition::Message(message)) => {
             Some((Waits::Message(message), true))
         }
+        ElementKind::IntermediateCatchEvent(CatchEventDefinition::Signal(signal)) => {
+            Some((Waits::Signal(signal), true))
+        }
         _ => match kind.trigger()? {
             (TriggerDefinition::Timer(timer), interrupting) => {
                 Some((Waits::Timer(timer), interrupting))
             }
             (TriggerDefinition::Message(message), interrupting) => {
                 Some((Waits::Message(message), interrupting))
+            }
+            (TriggerDefinition::Signal(signal), interrupting) => {
+                Some((Waits::Signal(signal), interrupting))
             }
             (TriggerDefinition::Error { .. } | TriggerDefinition::Escalation { .. }, _) => None,
         },
@@ -106,6 +121,10 @@ impl Processing<'_> {
                     self.check_message_free(active, &openings, &subscription.message_name)?;
                     openings.push(Opening::Message(subscription));
                 }
+                Some((Waits::Signal(definition), _)) => openings.push(Opening::Signal {
+                    catch_event: element.id.clone(),
+                    signal_name: self.evaluate_string(&definition.signal_name, active)?,
+                }),
                 None => {}
             }
         }
@@ -117,6 +136,10 @@ impl Processing<'_> {
                 Opening::Message(subscription) => {
                     self.create_process_message_subscription(active, subscription)?
                 }
+                Opening::Signal {
+                    catch_event,
+                    signal_name,
+                } => self.open_signal_subscription(active, &catch_event, signal_name)?,
             }
         }
         Ok(())
@@ -147,11 +170,22 @@ impl Processing<'_> {
 
     /// Closes what an element instance holds for its catch events: it is being left.
     pub(super) fn close_event_triggers(&mut self, active: &Active) -> Result<()> {
-        if held_catch_events(active).is_empty() {
+        let held = held_catch_events(active);
+        if held.is_empty() {
             return Ok(());
         }
         self.cancel_timers(active.key())?;
-        self.close_message_subscriptions(active.key())
+        self.close_message_subscriptions(active.key())?;
+        let model = &active.process.model;
+        if held.iter().any(|c| {
+            matches!(
+                waits_for(&model.element(*c).kind),
+                Some((Waits::Signal(_), _))
+            )
+        }) {
+            self.close_signal_subscriptions(active.key())?;
+        }
+        Ok(())
     }
 
     /// Closes the triggers of a scope's event subprocesses, keeping those of its
@@ -180,16 +214,28 @@ impl Processing<'_> {
             .filter(|s| starts.contains(&s.record.element_id))
             .map(|s| s.record.message_name)
             .collect();
+        let signals: Vec<_> = reader
+            .signal_subscriptions_of(scope.key())?
+            .into_iter()
+            .filter(|s| starts.contains(&s.record.catch_event_id))
+            .collect();
         for (key, timer) in timers {
             self.event(key, rill_protocol::Intent::Canceled, timer)?;
         }
         for name in names {
             self.close_message_subscription(scope.key(), &name)?;
         }
+        for subscription in signals {
+            self.event(
+                subscription.key,
+                rill_protocol::Intent::Deleted,
+                subscription.record,
+            )?;
+        }
         Ok(())
     }
 
-    /// A timer or a message of `catch_event`, held by the element instance `holder`,
+    /// A timer, a message or a signal of `catch_event`, held by the element instance `holder`,
     /// arrived: the holder completes when it is the catch event itself (an intermediate
     /// catch event, a receive task), else the catch event fires.
     pub fn trigger_catch_event(

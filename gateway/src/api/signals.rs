@@ -1,0 +1,50 @@
+//! `POST /v2/signals/broadcast`: taken by any partition, which passes the signal on to
+//! every other one.
+
+use axum::Json;
+use axum::extract::State;
+use rill_protocol::{BroadcastSignal, Command, JsonValue};
+use serde::{Deserialize, Serialize};
+
+use super::{Body, SharedState, check_tenant, key_text};
+use crate::json::{Variables, parse_body};
+use crate::problem::Problem;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BroadcastRequest {
+    signal_name: String,
+    #[serde(default)]
+    variables: Variables,
+    tenant_id: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BroadcastResult {
+    tenant_id: String,
+    signal_key: String,
+}
+
+pub async fn broadcast(
+    State(state): State<SharedState>,
+    Body(body): Body,
+) -> Result<Json<BroadcastResult>, Problem> {
+    let request: BroadcastRequest = parse_body(&body)?;
+    check_tenant("tenantId", request.tenant_id.as_deref())?;
+    if request.signal_name.trim().is_empty() {
+        return Err(Problem::invalid_argument("No signalName provided"));
+    }
+    let command = Command::BroadcastSignal(BroadcastSignal {
+        signal_name: request.signal_name,
+        variables: JsonValue(request.variables.into_value()),
+    });
+    let (_, accepted) = state
+        .dispatch
+        .submit_to_any(command, state.settings.request_timeout)
+        .await;
+    Ok(Json(BroadcastResult {
+        tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
+        signal_key: key_text(accepted?.key),
+    }))
+}
