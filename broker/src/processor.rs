@@ -29,7 +29,9 @@ use rocksdb::WriteBatch;
 use crate::batch::{BatchView, CoreCommand, Item};
 use crate::error::{Error, Result};
 use crate::history::CfHistory;
-use crate::state::{Cursor, RocksState, apply_exported, write_changes};
+use crate::state::{
+    Cursor, RocksState, apply_cluster_configuration, apply_exported, write_changes,
+};
 
 /// Which partition is applying.
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +65,8 @@ pub(crate) struct Applied<E: Engine> {
     /// Entries removed from the history store (finished instances, and their jobs and
     /// incidents).
     pub history_expired: u64,
+    /// The cluster configuration this batch stored (JSON), if it stored one.
+    pub cluster: Option<String>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -79,6 +83,7 @@ impl<E: Engine> Default for Applied<E> {
             exported: None,
             written: Vec::new(),
             history_expired: 0,
+            cluster: None,
         }
     }
 }
@@ -141,6 +146,16 @@ pub(crate) fn apply_batch<E: Engine>(
                         );
                     }
                     applied.exported = Some(floor);
+                    continue;
+                }
+                Item::Core(CoreCommand::ClusterConfiguration {
+                    expected_version,
+                    version,
+                    json,
+                }) => {
+                    if apply_cluster_configuration(&mut state, expected_version, version, &json)? {
+                        applied.cluster = Some(json);
+                    }
                     continue;
                 }
                 Item::Core(CoreCommand::ExpireHistory { before }) => {

@@ -219,11 +219,18 @@ fn cluster_addresses(config: &RillConfig) -> Result<BTreeMap<NodeId, String>> {
             points.len()
         );
     }
-    Ok(points
+    let mut addresses: BTreeMap<NodeId, String> = points
         .iter()
         .enumerate()
         .map(|(i, point)| (NodeId(i as u32), point.clone()))
-        .collect())
+        .collect();
+    // A broker beyond cluster.size joins the running cluster: it is not among the
+    // contact points, and tells the others its own address.
+    let own = NodeId(config.cluster.node_id);
+    addresses
+        .entry(own)
+        .or_insert_with(|| host_port(advertised_host(config), config.cluster.internal_port));
+    Ok(addresses)
 }
 
 fn advertised_host(config: &RillConfig) -> &str {

@@ -113,6 +113,9 @@ impl PartitionConfig {
     }
 }
 
+/// Told each cluster configuration (JSON) a partition's state stores, as it applies it.
+pub type ClusterSink = Arc<dyn Fn(String) + Send + Sync>;
+
 /// Two entries in flight let the next batch be written while the previous is applied,
 /// once a whole batch waits (see `propose`).
 pub const DEFAULT_MAX_INFLIGHT_PROPOSALS: usize = 2;
@@ -402,6 +405,25 @@ impl<E: Engine> Partition<E> {
     /// partitions. Until then they wait in the engine's outbox.
     pub fn set_router(&self, router: Arc<dyn PartitionRouter<E>>) {
         let _ = self.actor.send_message(Msg::SetRouter(router));
+    }
+
+    /// Tells `sink` the cluster configuration this partition's state holds now, and each
+    /// one it stores from now on (partition 1 carries it; docs/decisions/cluster-scaling.md).
+    pub fn follow_cluster(&self, sink: ClusterSink) {
+        let _ = self.actor.send_message(Msg::FollowCluster(sink));
+    }
+
+    /// Proposes the next cluster configuration, `json` at `version`, to be stored if the
+    /// stored one is still at `expected_version`. Only a leader proposes; whether it was
+    /// stored shows in what [`Partition::follow_cluster`]'s sink is told.
+    pub fn propose_cluster_configuration(&self, expected_version: u64, version: u64, json: String) {
+        let _ = self.actor.send_message(Msg::ProposeCore(
+            crate::batch::CoreCommand::ClusterConfiguration {
+                expected_version,
+                version,
+                json,
+            },
+        ));
     }
 
     /// Answers a read-only query from the leader's applied state.
