@@ -14,6 +14,7 @@
 //! version it has seen, so it only ever moves forward, and every broker ends up with the
 //! same one.
 
+pub mod api;
 mod configuration;
 mod plan;
 mod store;
