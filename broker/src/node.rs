@@ -100,6 +100,10 @@ pub struct BrokerNode<E: Engine> {
     partitions: BTreeMap<PartitionId, Partition<E>>,
     /// The cluster configuration as this node knows it.
     cluster: ClusterState,
+    /// What partitions started later (joined) run on.
+    env: PartitionEnv,
+    /// Every known node's internal address.
+    addresses: BTreeMap<NodeId, String>,
     /// The internal transport, in a cluster of several nodes.
     network: Option<RaftNetwork>,
     /// `node`: the parent of the partitions' spans.
@@ -228,6 +232,8 @@ impl<E: Engine> BrokerNode<E> {
             metrics,
             partitions,
             cluster,
+            env,
+            addresses,
             network,
             span,
         })
@@ -236,6 +242,62 @@ impl<E: Engine> BrokerNode<E> {
     /// The cluster configuration as this node knows it.
     pub fn cluster(&self) -> &ClusterState {
         &self.cluster
+    }
+
+    /// Starts an empty replica of `partition` that joins the running partition: it
+    /// waits for the partition's leader to add it as a learner
+    /// ([`Partition::add_learner`]), then to make it a voter. `members` are the
+    /// partition's replicas after the join, this node among them.
+    pub fn join_partition(
+        &mut self,
+        partition_id: PartitionId,
+        members: &[NodeId],
+        engine: E,
+    ) -> Result<Partition<E>> {
+        if let Some(running) = self.partitions.get(&partition_id) {
+            return Ok(running.clone());
+        }
+        let members = members
+            .iter()
+            .map(|&node| {
+                let address = self.addresses.get(&node).cloned().ok_or_else(|| {
+                    Error::Config(format!(
+                        "no address for node {node}, a replica of partition {partition_id}"
+                    ))
+                })?;
+                Ok((node, address))
+            })
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let mut config =
+            PartitionConfig::from_config(&self.config, partition_id, self.node_id, members);
+        config.preferred_leader = None;
+        config.joining = true;
+        let started =
+            Partition::start(config, engine, self.env.clone()).instrument(self.span.clone());
+        let partition = self.runtimes.io().block_on(started)?;
+        let router: Arc<dyn PartitionRouter<E>> =
+            Arc::new(LocalRouter::new(self.partitions.clone()));
+        partition.set_router(router);
+        self.partitions.insert(partition_id, partition.clone());
+        Ok(partition)
+    }
+
+    /// Stops this node's replica of `partition_id`, which is no longer a member of its
+    /// raft group, and deletes its data.
+    pub fn leave_partition(&mut self, partition_id: PartitionId) -> Result<()> {
+        let Some(partition) = self.partitions.remove(&partition_id) else {
+            return Ok(());
+        };
+        let directory = self
+            .config
+            .data
+            .directory
+            .join(format!("partition-{partition_id}"));
+        self.runtimes
+            .io()
+            .block_on(partition.shutdown().instrument(self.span.clone()));
+        std::fs::remove_dir_all(&directory)
+            .map_err(|e| Error::Config(format!("cannot delete {}: {e}", directory.display())))
     }
 
     /// The internal transport (in a cluster of several nodes).

@@ -6,15 +6,19 @@
 //!
 //! Four broker nodes in one process on loopback TCP, one partition replicated on nodes
 //! 0 and 1, plus node 4, started as a StatefulSet scale-up starts one.
+//!
+//! And the replica move under a cluster change's `PARTITION_JOIN` and `PARTITION_LEAVE`
+//! steps: a replica joins as a learner (catching up from a snapshot), becomes a voter,
+//! and the old replica (the leader) leaves, while commands keep being applied.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use prometheus::Registry;
 use rill_broker::cluster::{ClusterConfiguration, Operation};
-use rill_broker::testing::ListEngine;
-use rill_broker::{BrokerNode, Role};
+use rill_broker::testing::{ListCommand, ListEngine, ListQuery, ListQueryResult};
+use rill_broker::{BrokerNode, Partition, Role};
 use rill_config::RillConfig;
 use rill_protocol::{NodeId, PartitionId};
 
@@ -25,6 +29,8 @@ struct Nodes {
     dir: tempfile::TempDir,
     ports: Vec<u16>,
     nodes: BTreeMap<u32, BrokerNode<ListEngine>>,
+    registries: BTreeMap<u32, Registry>,
+    log_retention: u64,
 }
 
 fn free_ports(n: u32) -> Vec<u16> {
@@ -51,6 +57,7 @@ impl Nodes {
         config.raft.election_timeout = Duration::from_millis(1000);
         config.threads.cpu_thread_count = 1;
         config.threads.io_thread_count = 1;
+        config.raft.log_retention_entries = self.log_retention;
         config
     }
 
@@ -64,9 +71,10 @@ impl Nodes {
     }
 
     fn start(&mut self, node: u32) {
+        let registry = Registry::new();
         let started = BrokerNode::start_with_exporters(
             self.config(node),
-            &Registry::new(),
+            &registry,
             rill_broker::single_node_transport(),
             rill_raft::RaftService::new(),
             self.addresses(node),
@@ -75,6 +83,7 @@ impl Nodes {
         )
         .expect("the node starts");
         self.nodes.insert(node, started);
+        self.registries.insert(node, registry);
     }
 
     fn leader_of_partition_1(&self) -> Option<u32> {
@@ -132,6 +141,8 @@ fn the_cluster_configuration_reaches_every_broker_and_survives_restarts() {
         dir: tempfile::tempdir().expect("temp dir"),
         ports: free_ports(SIZE + 1),
         nodes: BTreeMap::new(),
+        registries: BTreeMap::new(),
+        log_retention: 1000,
     };
     for node in 0..SIZE {
         nodes.start(node);
@@ -199,6 +210,148 @@ fn the_cluster_configuration_reaches_every_broker_and_survives_restarts() {
     let leader = nodes.wait_leader();
     restart(&mut nodes, leader);
     nodes.wait_everywhere(&next);
+    for (_, node) in std::mem::take(&mut nodes.nodes) {
+        node.shutdown();
+    }
+}
+
+fn partition_1(nodes: &Nodes, node: u32) -> Partition<ListEngine> {
+    nodes.nodes[&node]
+        .partition(PartitionId(1))
+        .expect("the node holds partition 1")
+        .clone()
+}
+
+async fn append(partition: &Partition<ListEngine>, ids: std::ops::Range<u64>) {
+    for id in ids {
+        partition
+            .submit(ListCommand::Append { id })
+            .await
+            .unwrap_or_else(|e| panic!("append {id}: {e}"));
+    }
+}
+
+/// Waits until `partition`'s replica knows `expected` as the voters.
+async fn wait_voters(partition: &Partition<ListEngine>, expected: &BTreeSet<NodeId>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let voters = partition.voters().await.expect("voters");
+        if voters == *expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "voters {voters:?}, expected {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn a_replica_moves_to_another_broker_while_commands_are_applied() {
+    let mut nodes = Nodes {
+        dir: tempfile::tempdir().expect("temp dir"),
+        ports: free_ports(SIZE),
+        nodes: BTreeMap::new(),
+        registries: BTreeMap::new(),
+        // Snapshots purge the log, so the new replica can only catch up from one.
+        log_retention: 5,
+    };
+    for node in 0..SIZE {
+        nodes.start(node);
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let leader = nodes.wait_leader();
+    let first = partition_1(&nodes, leader);
+    runtime.block_on(async {
+        append(&first, 0..200).await;
+        for node in [0, 1] {
+            partition_1(&nodes, node)
+                .take_snapshot()
+                .await
+                .expect("snapshot");
+        }
+    });
+
+    // PARTITION_JOIN 2: an empty replica on node 2, added by the leader as a learner
+    // (returns once caught up), then made a voter.
+    let joined = nodes
+        .nodes
+        .get_mut(&2)
+        .unwrap()
+        .join_partition(
+            PartitionId(1),
+            &[NodeId(0), NodeId(1), NodeId(2)],
+            ListEngine,
+        )
+        .expect("the joining replica starts");
+    let address = format!("127.0.0.1:{}", nodes.ports[2]);
+    runtime.block_on(async {
+        first
+            .add_learner(NodeId(2), address)
+            .await
+            .expect("learner added");
+        let all = [NodeId(0), NodeId(1), NodeId(2)].into_iter().collect();
+        first.change_voters(&all).await.expect("node 2 votes");
+        wait_voters(&joined, &all).await;
+        // PARTITION_LEAVE 0: the voters without node 0 (the leader, if it led).
+        let staying = [NodeId(1), NodeId(2)].into_iter().collect();
+        let leader = partition_1(&nodes, nodes.wait_leader());
+        leader.change_voters(&staying).await.expect("node 0 leaves");
+    });
+    nodes
+        .nodes
+        .get_mut(&0)
+        .unwrap()
+        .leave_partition(PartitionId(1))
+        .expect("node 0 drops its replica");
+    assert!(nodes.nodes[&0].partition(PartitionId(1)).is_none());
+    assert!(
+        !nodes.dir.path().join("node-0/partition-1").exists(),
+        "the replica's data is deleted"
+    );
+
+    // The partition goes on with nodes 1 and 2, and node 2 has everything.
+    let leader = nodes.wait_leader();
+    assert!(leader == 1 || leader == 2, "leader {leader}");
+    runtime.block_on(async {
+        let leader = partition_1(&nodes, leader);
+        append(&leader, 200..300).await;
+        let count = leader.query(ListQuery::Count).await.expect("count");
+        assert_eq!(count, ListQueryResult::Count(300));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let one = partition_1(&nodes, 1).state_digest().await.unwrap();
+            let two = joined.state_digest().await.unwrap();
+            if one == two {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node 2 {two:?} never matched node 1 {one:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let staying = [NodeId(1), NodeId(2)].into_iter().collect();
+        wait_voters(&joined, &staying).await;
+    });
+    assert!(joined.status().healthy, "{:?}", joined.status());
+    // It caught up from a snapshot: the log before it was purged.
+    let installed: f64 = nodes.registries[&2]
+        .gather()
+        .iter()
+        .filter(|family| family.name() == rill_broker::metrics::SNAPSHOTS_INSTALLED)
+        .flat_map(|family| {
+            family
+                .get_metric()
+                .iter()
+                .map(|m| m.get_counter().get_value())
+        })
+        .sum();
+    assert!(
+        installed >= 1.0,
+        "snapshots installed on node 2: {installed}"
+    );
     for (_, node) in std::mem::take(&mut nodes.nodes) {
         node.shutdown();
     }

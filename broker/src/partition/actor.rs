@@ -121,6 +121,10 @@ pub(crate) enum Msg<E: Engine> {
     BeginShutdown {
         reply: oneshot::Sender<Option<Raft>>,
     },
+    /// This replica's raft, once it runs (membership changes).
+    Raft {
+        reply: oneshot::Sender<Option<Raft>>,
+    },
 }
 
 impl<E: Engine> Msg<E> {
@@ -260,6 +264,9 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         }
         Msg::Records { from, limit, reply } => {
             let _ = reply.send(st.records(from, limit));
+        }
+        Msg::Raft { reply } => {
+            let _ = reply.send(st.raft.clone());
         }
         Msg::BeginShutdown { reply } => {
             st.begin_shutdown();

@@ -19,7 +19,7 @@ mod replica;
 mod requests;
 mod snapshots;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +28,7 @@ use ractor::{Actor, ActorRef};
 use rill_config::{RaftConfig, RequestLimitConfig, RillConfig};
 use rill_engine_api::Engine;
 use rill_protocol::{NodeId, PartitionId, Position, Record};
-use rill_raft::{RaftService, RaftTransport};
+use rill_raft::{Raft, RaftService, RaftTransport};
 use tokio::runtime::Handle;
 use tokio::sync::{broadcast, oneshot, watch};
 use tracing::Instrument;
@@ -71,6 +71,9 @@ pub struct PartitionConfig {
     pub export_backlog_limit: Option<u64>,
     /// The history store (`history.*`).
     pub history: HistorySettings,
+    /// This replica joins a running partition (a cluster change adds it): it never
+    /// starts the raft group itself, and waits for the leader to add it as a learner.
+    pub joining: bool,
 }
 
 impl PartitionConfig {
@@ -109,6 +112,7 @@ impl PartitionConfig {
                 .enabled
                 .then_some(config.flow_control.write.throttling.acceptable_backlog),
             history: HistorySettings::from_config(config),
+            joining: false,
         }
     }
 }
@@ -222,7 +226,9 @@ impl<E: Engine> Partition<E> {
         engine: E,
         env: PartitionEnv,
     ) -> Result<Partition<E>> {
-        if config.members.is_empty() || !config.members.contains_key(&config.node_id) {
+        if !config.joining
+            && (config.members.is_empty() || !config.members.contains_key(&config.node_id))
+        {
             return Err(Error::Config(format!(
                 "partition {}: node {} is not among its replicas {:?}",
                 config.partition_id,
@@ -424,6 +430,60 @@ impl<E: Engine> Partition<E> {
                 json,
             },
         ));
+    }
+
+    async fn raft(&self) -> Result<Raft> {
+        self.ask(|reply| Msg::Raft { reply }, Duration::from_secs(10))
+            .await?
+            .ok_or_else(|| self.gone())
+    }
+
+    /// The voters of the partition's raft group as this replica knows them.
+    pub async fn voters(&self) -> Result<BTreeSet<NodeId>> {
+        let raft = self.raft().await?;
+        let voters = raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .map(|id| NodeId(id as u32))
+            .collect();
+        Ok(voters)
+    }
+
+    /// Leader only: adds `node` (reached at `address`) as a learner and returns once it
+    /// has caught up with the log (openraft sends a snapshot if the log was purged).
+    /// Adding a node that is a member already changes nothing.
+    pub async fn add_learner(&self, node: NodeId, address: String) -> Result<()> {
+        let raft = self.raft().await?;
+        raft.add_learner(
+            u64::from(node.0),
+            openraft::BasicNode { addr: address },
+            true,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| self.membership_error(e))
+    }
+
+    /// Leader only: makes `voters` the partition's voters (openraft's joint consensus:
+    /// a quorum of the old and of the new voters at every step). A voter left out
+    /// stops being a member; a leader left out steps down once the change commits.
+    pub async fn change_voters(&self, voters: &BTreeSet<NodeId>) -> Result<()> {
+        let raft = self.raft().await?;
+        let ids: BTreeSet<u64> = voters.iter().map(|n| u64::from(n.0)).collect();
+        raft.change_membership(ids, false)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.membership_error(e))
+    }
+
+    fn membership_error(&self, error: impl std::fmt::Display) -> Error {
+        Error::Membership {
+            partition: self.config.partition_id,
+            reason: error.to_string(),
+        }
     }
 
     /// Answers a read-only query from the leader's applied state.
