@@ -114,6 +114,13 @@ fn answer(cluster: &ClusterState, request: ChangeRequest, dry_run: bool) -> Resp
         Ok(steps) => steps,
         Err(e) => return bad_request(e.0),
     };
+    if steps.is_empty() {
+        // Nothing to change: no change is started, so the id is the current version.
+        return json_response(
+            StatusCode::ACCEPTED,
+            view::planned(&current, &steps, current.version),
+        );
+    }
     if dry_run {
         return json_response(
             StatusCode::ACCEPTED,
@@ -243,6 +250,12 @@ mod tests {
             answer(&cluster, request.clone(), true).status(),
             StatusCode::ACCEPTED
         );
+        // Asking for what is there needs no change, with or without dryRun.
+        let same = ChangeRequest {
+            broker_count: Some(1),
+            ..ChangeRequest::default()
+        };
+        assert_eq!(answer(&cluster, same, false).status(), StatusCode::ACCEPTED);
         let running = cluster
             .current()
             .start_change(vec![Operation::BrokerAdd { broker: 1 }], 1);
