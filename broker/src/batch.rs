@@ -54,6 +54,14 @@ pub(crate) enum CoreCommand {
     /// proposes it again while more are due). The cutoff travels in the log, so every
     /// replica removes the same ones.
     ExpireHistory { before: i64 },
+    /// The next cluster configuration (partition 1 only; see
+    /// docs/decisions/cluster-scaling.md): `json` at `version`, stored if the stored one
+    /// is still at `expected_version`.
+    ClusterConfiguration {
+        expected_version: u64,
+        version: u64,
+        json: String,
+    },
 }
 
 /// Builds the bytes of one entry.

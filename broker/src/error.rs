@@ -28,6 +28,11 @@ pub enum Error {
     },
     #[error("partition {partition} is shutting down; retry on its next leader")]
     ShuttingDown { partition: PartitionId },
+    #[error("partition {partition}: membership change failed: {reason}")]
+    Membership {
+        partition: PartitionId,
+        reason: String,
+    },
     #[error("partition {partition} stopped after a fatal error: {reason}")]
     Failed {
         partition: PartitionId,

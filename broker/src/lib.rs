@@ -4,6 +4,7 @@
 
 mod batch;
 mod clock;
+pub mod cluster;
 mod command_api;
 mod delivery;
 mod error;
@@ -35,8 +36,8 @@ pub use metrics::BrokerMetrics;
 pub use monitoring::{HealthCheck, MonitoringServer};
 pub use node::{BrokerNode, partitions_of, replicas_of, single_node_transport};
 pub use partition::{
-    Answered, DEFAULT_MAX_INFLIGHT_PROPOSALS, JobsAvailable, Partition, PartitionConfig,
-    PartitionEnv, PartitionStatus, Role, StateDigest,
+    Answered, ClusterSink, DEFAULT_MAX_INFLIGHT_PROPOSALS, JobsAvailable, Partition,
+    PartitionConfig, PartitionEnv, PartitionStatus, Role, StateDigest,
 };
 pub use raft_network::{RaftNetwork, raft_service_id};
 pub use runtime::Runtimes;

@@ -1,5 +1,6 @@
-//! The monitoring port (9600 by default): `/metrics` in Prometheus text format and the
-//! probes Kubernetes asks: `/startup`, `/ready` and `/health`.
+//! The monitoring port (9600 by default): `/metrics` in Prometheus text format, the
+//! probes Kubernetes asks (`/startup`, `/ready` and `/health`) and, on a broker, Zeebe's
+//! cluster management API (`/actuator/cluster`, see `crate::cluster::api`).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -56,6 +57,12 @@ impl MonitoringServer {
             .route("/health", get(health_probe))
             .with_state(MonitoringState { registry, health });
         Ok(MonitoringServer { listener, router })
+    }
+
+    /// Serves the cluster management API (`/actuator/cluster`) from `cluster`.
+    pub fn with_cluster(mut self, cluster: crate::cluster::ClusterState) -> MonitoringServer {
+        self.router = self.router.merge(crate::cluster::api::router(cluster));
+        self
     }
 
     pub fn local_addr(&self) -> Result<SocketAddr> {

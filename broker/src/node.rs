@@ -1,7 +1,8 @@
 //! A broker node: its two runtimes, its metrics, and the partitions it hosts.
 //!
-//! Partition replicas are placed round-robin as in Zeebe: partition `p` (from 1) lives on
-//! the `replication-factor` nodes starting at node `(p - 1) % cluster-size`.
+//! Which partitions it hosts is the cluster configuration's say (`crate::cluster`). A
+//! new cluster's places replicas round-robin as in Zeebe: partition `p` (from 1) lives
+//! on the `replication-factor` nodes starting at node `(p - 1) % cluster-size`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use rill_protocol::{NodeId, PartitionId};
 use rill_raft::{RaftService, RaftTransport};
 use tracing::Instrument;
 
+use crate::cluster::ClusterState;
 use crate::delivery::{LocalRouter, PartitionRouter};
 use crate::error::{Error, Result};
 use crate::export::ExporterFactory;
@@ -96,6 +98,12 @@ pub struct BrokerNode<E: Engine> {
     runtimes: Runtimes,
     metrics: BrokerMetrics,
     partitions: BTreeMap<PartitionId, Partition<E>>,
+    /// The cluster configuration as this node knows it.
+    cluster: ClusterState,
+    /// What partitions started later (joined) run on.
+    env: PartitionEnv,
+    /// Every known node's internal address.
+    addresses: BTreeMap<NodeId, String>,
     /// The internal transport, in a cluster of several nodes.
     network: Option<RaftNetwork>,
     /// `node`: the parent of the partitions' spans.
@@ -167,25 +175,40 @@ impl<E: Engine> BrokerNode<E> {
             metrics: metrics.clone(),
             exporters,
         };
+        let cluster = ClusterState::open(&config)?;
+        if let Some(network) = &network {
+            network.serve_cluster(cluster.handler());
+            let _io = runtimes.io().enter();
+            cluster.sync_with_peers(
+                network.transport().clone(),
+                addresses.keys().copied().collect(),
+            );
+        }
+        let configuration = cluster.current();
+        if !configuration.is_member(node_id) {
+            tracing::info!(
+                version = configuration.version,
+                "this broker is not a member of the cluster (yet): it serves nothing until \
+                 a cluster change adds it"
+            );
+        }
         let mut partitions = BTreeMap::new();
-        for partition_id in partitions_of(node_id, &config) {
-            let members = replicas_of(
-                partition_id,
-                config.cluster.size,
-                config.cluster.replication_factor,
-            )
-            .into_iter()
-            .map(|node| {
-                let address = addresses.get(&node).cloned().ok_or_else(|| {
-                    Error::Config(format!(
-                        "no address for node {node}, a replica of partition {partition_id}"
-                    ))
-                })?;
-                Ok((node, address))
-            })
-            .collect::<Result<BTreeMap<_, _>>>()?;
-            let partition_config =
+        for partition_id in configuration.partitions_of(node_id) {
+            let replicas = configuration.replicas_of(partition_id);
+            let members = replicas
+                .iter()
+                .map(|&(node, _)| {
+                    let address = addresses.get(&node).cloned().ok_or_else(|| {
+                        Error::Config(format!(
+                            "no address for node {node}, a replica of partition {partition_id}"
+                        ))
+                    })?;
+                    Ok((node, address))
+                })
+                .collect::<Result<BTreeMap<_, _>>>()?;
+            let mut partition_config =
                 PartitionConfig::from_config(&config, partition_id, node_id, members);
+            partition_config.preferred_leader = replicas.first().map(|&(node, _)| node);
             let engine = make_engine(partition_id);
             let partition =
                 runtimes
@@ -198,6 +221,9 @@ impl<E: Engine> BrokerNode<E> {
         for partition in partitions.values() {
             partition.set_router(router.clone());
         }
+        if let Some(first) = partitions.get(&PartitionId(1)) {
+            first.follow_cluster(cluster.sink());
+        }
         drop(entered);
         Ok(BrokerNode {
             config: Arc::new(config),
@@ -205,9 +231,73 @@ impl<E: Engine> BrokerNode<E> {
             runtimes,
             metrics,
             partitions,
+            cluster,
+            env,
+            addresses,
             network,
             span,
         })
+    }
+
+    /// The cluster configuration as this node knows it.
+    pub fn cluster(&self) -> &ClusterState {
+        &self.cluster
+    }
+
+    /// Starts an empty replica of `partition` that joins the running partition: it
+    /// waits for the partition's leader to add it as a learner
+    /// ([`Partition::add_learner`]), then to make it a voter. `members` are the
+    /// partition's replicas after the join, this node among them.
+    pub fn join_partition(
+        &mut self,
+        partition_id: PartitionId,
+        members: &[NodeId],
+        engine: E,
+    ) -> Result<Partition<E>> {
+        if let Some(running) = self.partitions.get(&partition_id) {
+            return Ok(running.clone());
+        }
+        let members = members
+            .iter()
+            .map(|&node| {
+                let address = self.addresses.get(&node).cloned().ok_or_else(|| {
+                    Error::Config(format!(
+                        "no address for node {node}, a replica of partition {partition_id}"
+                    ))
+                })?;
+                Ok((node, address))
+            })
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let mut config =
+            PartitionConfig::from_config(&self.config, partition_id, self.node_id, members);
+        config.preferred_leader = None;
+        config.joining = true;
+        let started =
+            Partition::start(config, engine, self.env.clone()).instrument(self.span.clone());
+        let partition = self.runtimes.io().block_on(started)?;
+        let router: Arc<dyn PartitionRouter<E>> =
+            Arc::new(LocalRouter::new(self.partitions.clone()));
+        partition.set_router(router);
+        self.partitions.insert(partition_id, partition.clone());
+        Ok(partition)
+    }
+
+    /// Stops this node's replica of `partition_id`, which is no longer a member of its
+    /// raft group, and deletes its data.
+    pub fn leave_partition(&mut self, partition_id: PartitionId) -> Result<()> {
+        let Some(partition) = self.partitions.remove(&partition_id) else {
+            return Ok(());
+        };
+        let directory = self
+            .config
+            .data
+            .directory
+            .join(format!("partition-{partition_id}"));
+        self.runtimes
+            .io()
+            .block_on(partition.shutdown().instrument(self.span.clone()));
+        std::fs::remove_dir_all(&directory)
+            .map_err(|e| Error::Config(format!("cannot delete {}: {e}", directory.display())))
     }
 
     /// The internal transport (in a cluster of several nodes).

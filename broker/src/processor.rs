@@ -29,7 +29,9 @@ use rocksdb::WriteBatch;
 use crate::batch::{BatchView, CoreCommand, Item};
 use crate::error::{Error, Result};
 use crate::history::CfHistory;
-use crate::state::{Cursor, RocksState, apply_exported, write_changes};
+use crate::state::{
+    Cursor, RocksState, apply_cluster_configuration, apply_exported, write_changes,
+};
 
 /// Which partition is applying.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +67,8 @@ pub(crate) struct Applied<E: Engine> {
     pub history_expired: u64,
     /// `ExpireHistory` commands applied.
     pub history_expiries: u64,
+    /// The cluster configuration this batch stored (JSON), if it stored one.
+    pub cluster: Option<String>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -82,6 +86,7 @@ impl<E: Engine> Default for Applied<E> {
             written: Vec::new(),
             history_expired: 0,
             history_expiries: 0,
+            cluster: None,
         }
     }
 }
@@ -144,6 +149,16 @@ pub(crate) fn apply_batch<E: Engine>(
                         );
                     }
                     applied.exported = Some(floor);
+                    continue;
+                }
+                Item::Core(CoreCommand::ClusterConfiguration {
+                    expected_version,
+                    version,
+                    json,
+                }) => {
+                    if apply_cluster_configuration(&mut state, expected_version, version, &json)? {
+                        applied.cluster = Some(json);
+                    }
                     continue;
                 }
                 Item::Core(CoreCommand::ExpireHistory { before }) => {

@@ -82,6 +82,8 @@ pub struct RaftNetwork {
     max_payload: usize,
     /// Serves the services other than raft's (the command API between brokers).
     others: Arc<OnceLock<Arc<dyn Handler>>>,
+    /// Serves the cluster configuration service.
+    cluster: Arc<OnceLock<Arc<dyn Handler>>>,
 }
 
 impl RaftNetwork {
@@ -98,9 +100,11 @@ impl RaftNetwork {
         let config = TransportConfig::new(node, listen);
         let max_payload = config.max_frame_size - FRAME_HEADER_LEN;
         let others: Arc<OnceLock<Arc<dyn Handler>>> = Arc::default();
+        let cluster: Arc<OnceLock<Arc<dyn Handler>>> = Arc::default();
         let handler = RaftHandler {
             service,
             others: others.clone(),
+            cluster: cluster.clone(),
         };
         let transport = Transport::start(config, Arc::new(handler))
             .await
@@ -124,6 +128,7 @@ impl RaftNetwork {
             follower: Arc::default(),
             max_payload,
             others,
+            cluster,
         })
     }
 
@@ -177,6 +182,12 @@ impl RaftNetwork {
     /// each other's command API over the internal port). Only the first call counts.
     pub fn serve_others(&self, handler: Arc<dyn Handler>) {
         let _ = self.others.set(handler);
+    }
+
+    /// Serves the cluster configuration service with `handler` from now on. Only the
+    /// first call counts.
+    pub fn serve_cluster(&self, handler: Arc<dyn Handler>) {
+        let _ = self.cluster.set(handler);
     }
 
     /// Starts the internal transport of a node of a cluster: it listens on
@@ -349,6 +360,7 @@ impl RaftTransport for TransportRaft {
 struct RaftHandler {
     service: RaftService,
     others: Arc<OnceLock<Arc<dyn Handler>>>,
+    cluster: Arc<OnceLock<Arc<dyn Handler>>>,
 }
 
 impl Handler for RaftHandler {
@@ -364,6 +376,10 @@ impl Handler for RaftHandler {
                 let raft = self.service.clone();
                 Box::pin(async move { raft.handle(partition, payload).await })
             }
+            ServiceId::CLUSTER => match self.cluster.get() {
+                Some(handler) => handler.handle(from, service, partition, payload),
+                None => Box::pin(async { Err("the cluster service is not up yet".to_owned()) }),
+            },
             other => match self.others.get() {
                 Some(handler) => handler.handle(from, other, partition, payload),
                 None => Box::pin(async move {

@@ -181,6 +181,43 @@ pub(crate) fn apply_exported(
     Ok(floor)
 }
 
+/// The cluster configuration (JSON), replicated in partition 1's log
+/// (docs/decisions/cluster-scaling.md), and its version.
+const KEY_CLUSTER_CONFIGURATION: &[u8] = b"\x00core/cluster/configuration";
+const KEY_CLUSTER_VERSION: &[u8] = b"\x00core/cluster/version";
+
+/// The cluster configuration stored in this partition's state, with its version.
+pub(crate) fn cluster_configuration(
+    state: &dyn StateRead,
+) -> Result<Option<(u64, String)>, StateError> {
+    let Some(version) = read_u64(state, KEY_CLUSTER_VERSION)? else {
+        return Ok(None);
+    };
+    let json = state.get(KEY_CLUSTER_CONFIGURATION)?.unwrap_or_default();
+    let json = String::from_utf8(json)
+        .map_err(|e| StateError::corrupt("the cluster configuration is not UTF-8", e))?;
+    Ok(Some((version, json)))
+}
+
+/// Applies a proposed cluster configuration (see
+/// [`crate::batch::CoreCommand::ClusterConfiguration`]): stored only if the stored one is
+/// still at `expected_version` (the initial version when none is stored), so two
+/// coordinators racing cannot both move it on. Returns whether it was stored.
+pub(crate) fn apply_cluster_configuration(
+    state: &mut dyn StateTxn,
+    expected_version: u64,
+    version: u64,
+    json: &str,
+) -> Result<bool, StateError> {
+    let stored = read_u64(state, KEY_CLUSTER_VERSION)?.unwrap_or(crate::cluster::INITIAL_VERSION);
+    if stored != expected_version || version <= stored {
+        return Ok(false);
+    }
+    state.put(KEY_CLUSTER_VERSION, &version.to_be_bytes());
+    state.put(KEY_CLUSTER_CONFIGURATION, json.as_bytes());
+    Ok(true)
+}
+
 /// The position up to which every exporter has the records: export entries before the
 /// first one left were deleted for that reason (none left: all of them).
 pub(crate) fn exported_floor(db: &StateDb, cursor: &Cursor) -> Result<Position> {

@@ -5,6 +5,7 @@ mod backend;
 mod client;
 mod cluster;
 mod logging;
+mod management;
 mod memory;
 mod search;
 mod server;
@@ -61,6 +62,9 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// The cluster's brokers and partitions, and changes to them (the cluster management
+    /// API on a broker's monitoring port).
+    Cluster(management::ClusterArgs),
     /// Inspect or check configuration.
     Config {
         #[command(subcommand)]
@@ -111,6 +115,13 @@ fn run(cli: Cli) -> Result<()> {
         Command::Gateway { config } => {
             init_server_process();
             server::gateway(config.load()?)
+        }
+        Command::Cluster(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            print!("{}", runtime.block_on(management::run(args))?);
+            Ok(())
         }
         Command::Config { command } => match command {
             ConfigCommand::Show { config } => {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use prometheus::Registry;
+use rill_broker::cluster::ClusterState;
 use rill_broker::{BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobsFeed, MonitoringServer};
 use rill_config::{ConfigLoader, RillConfig};
 use rill_engine::{BpmnEngine, EngineOptions};
@@ -158,6 +159,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
         let config = config.clone();
         let registry = registry.clone();
         let health = health.clone();
+        let cluster = node.cluster().clone();
         async move {
             let backend = Arc::new(LocalBackend::new(node, advertised));
             let metrics = GatewayMetrics::register(&registry)
@@ -165,7 +167,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
             let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
             let rest_addr = rest.local_addr()?;
             let (monitoring_addr, monitoring_task) =
-                serve_monitoring(&config, registry, health, stop_rx.clone()).await?;
+                serve_monitoring(&config, registry, health, Some(cluster), stop_rx.clone()).await?;
             let rest_task = tokio::spawn(rest.serve(wait_for_stop(stop_rx)));
             anyhow::Ok((rest_addr, monitoring_addr, rest_task, monitoring_task))
         }
@@ -219,11 +221,18 @@ fn cluster_addresses(config: &RillConfig) -> Result<BTreeMap<NodeId, String>> {
             points.len()
         );
     }
-    Ok(points
+    let mut addresses: BTreeMap<NodeId, String> = points
         .iter()
         .enumerate()
         .map(|(i, point)| (NodeId(i as u32), point.clone()))
-        .collect())
+        .collect();
+    // A broker beyond cluster.size joins the running cluster: it is not among the
+    // contact points, and tells the others its own address.
+    let own = NodeId(config.cluster.node_id);
+    addresses
+        .entry(own)
+        .or_insert_with(|| host_port(advertised_host(config), config.cluster.internal_port));
+    Ok(addresses)
 }
 
 fn advertised_host(config: &RillConfig) -> &str {
@@ -247,6 +256,7 @@ async fn resolve(what: &str, address: &str) -> Result<std::net::SocketAddr> {
 
 struct BrokerHealth {
     partitions: Partitions,
+    cluster: ClusterState,
     started: AtomicBool,
 }
 
@@ -255,8 +265,11 @@ impl HealthCheck for BrokerHealth {
         self.started.load(Ordering::Acquire)
     }
 
+    /// A broker that is not a member of the cluster (started beyond `cluster.size`,
+    /// waiting for a change to add it) serves nothing, so it is not ready.
     fn ready(&self) -> bool {
         self.started()
+            && self.cluster.current().is_member(self.cluster.node_id())
             && self.partitions.values().all(|p| {
                 let status = p.status();
                 status.healthy && status.leader.is_some()
@@ -320,8 +333,10 @@ pub fn broker(config: RillConfig) -> Result<()> {
     let partitions: Partitions = node.partitions().clone();
     let network = node.raft_network().cloned();
     let io = node.runtimes().io().clone();
+    let cluster = node.cluster().clone();
     let health = Arc::new(BrokerHealth {
         partitions: partitions.clone(),
+        cluster: cluster.clone(),
         started: AtomicBool::new(false),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -392,7 +407,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 None
             };
             let (monitoring_addr, monitoring_task) =
-                serve_monitoring(&config, registry, health, stop_rx).await?;
+                serve_monitoring(&config, registry, health, Some(cluster), stop_rx).await?;
             anyhow::Ok((
                 transport,
                 rest,
@@ -551,6 +566,7 @@ pub fn gateway(config: RillConfig) -> Result<()> {
             &config,
             registry.clone(),
             Arc::new(GatewayHealth { client }),
+            None,
             stop_rx.clone(),
         )
         .await?;
@@ -575,11 +591,13 @@ pub fn gateway(config: RillConfig) -> Result<()> {
     Ok(())
 }
 
-/// Binds the monitoring port (metrics and probes) and serves it until `stop` is set.
+/// Binds the monitoring port (metrics, probes and, on a broker, the cluster management
+/// API) and serves it until `stop` is set.
 async fn serve_monitoring(
     config: &RillConfig,
     registry: Registry,
     health: Arc<dyn HealthCheck>,
+    cluster: Option<ClusterState>,
     stop: watch::Receiver<bool>,
 ) -> Result<(
     std::net::SocketAddr,
@@ -591,6 +609,10 @@ async fn serve_monitoring(
         health,
     )
     .await?;
+    let monitoring = match cluster {
+        Some(cluster) => monitoring.with_cluster(cluster),
+        None => monitoring,
+    };
     let addr = monitoring.local_addr()?;
     Ok((addr, tokio::spawn(monitoring.serve(wait_for_stop(stop)))))
 }

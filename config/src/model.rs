@@ -29,7 +29,8 @@ pub struct RillConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct ClusterConfig {
-    /// This broker's id, `0..size`.
+    /// This broker's id: `0..size` in a new cluster; above, a broker that joins a
+    /// running one.
     pub node_id: u32,
     /// Number of brokers.
     pub size: u32,

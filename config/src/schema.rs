@@ -151,11 +151,11 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
 #[rustfmt::skip]
 pub(crate) const OPTIONS: &[OptionSpec] = &[
     // cluster
-    OptionSpec { path: "cluster.node-id", kind: Kind::U32, description: "This broker's id, from 0 to `cluster.size - 1`. Unique in the cluster." },
+    OptionSpec { path: "cluster.node-id", kind: Kind::U32, description: "This broker's id, unique in the cluster. A new cluster's brokers have ids 0 to `cluster.size - 1`; a broker with a higher id (a StatefulSet scaled up) joins the running brokers named in `cluster.initial-contact-points` and serves nothing until a cluster change adds it (`PATCH /actuator/cluster`)." },
     OptionSpec { path: "cluster.size", kind: Kind::U32, description: "Number of brokers in the cluster." },
     OptionSpec { path: "cluster.partitions-count", kind: Kind::U16, description: "Number of partitions, numbered from 1. At most 4095." },
     OptionSpec { path: "cluster.replication-factor", kind: Kind::U16, description: "Replicas of each partition, placed round-robin over the brokers. At most `cluster.size`." },
-    OptionSpec { path: "cluster.initial-contact-points", kind: Kind::List, description: "`host:port` of the internal port of every broker, node 0 first (entry i is node i); required when cluster.size is above 1." },
+    OptionSpec { path: "cluster.initial-contact-points", kind: Kind::List, description: "`host:port` of the internal port of every broker of the cluster as created (`cluster.size` entries), node 0 first (entry i is node i); required when cluster.size is above 1 and for a broker joining a running cluster." },
     OptionSpec { path: "cluster.host", kind: Kind::Text, description: "Interface the broker's ports bind to." },
     OptionSpec { path: "cluster.advertised-host", kind: Kind::OptionalText, description: "Host other brokers and gateways use to reach this broker. Unset: `cluster.host`." },
     OptionSpec { path: "cluster.command-port", kind: Kind::U16, description: "Command API port (gateway to broker)." },

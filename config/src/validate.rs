@@ -39,17 +39,25 @@ impl RillConfig {
                 "is 0",
                 "set it to the number of brokers, at least 1",
             );
-        } else if cluster.node_id >= cluster.size {
+        } else if cluster.node_id == u32::MAX {
+            found.add(
+                "cluster.node-id",
+                format!("is {}, which is reserved for gateways", cluster.node_id),
+                "give each broker a distinct id from 0",
+            );
+        } else if cluster.node_id >= cluster.size && cluster.initial_contact_points.is_empty() {
+            // A broker beyond cluster.size joins a running cluster (a StatefulSet scaled
+            // up), which it finds through the contact points.
             found.add(
                 "cluster.node-id",
                 format!(
-                    "is {}, but node ids run from 0 to {} with cluster.size = {}",
+                    "is {}, but node ids of a new cluster run from 0 to {} with cluster.size                      = {}, and a broker beyond them joins a running cluster through                      cluster.initial-contact-points, which is empty",
                     cluster.node_id,
                     cluster.size - 1,
                     cluster.size
                 ),
                 format!(
-                    "give each broker a distinct id below {}, or raise cluster.size",
+                    "give each broker a distinct id below {}, raise cluster.size, or list the                      running brokers in cluster.initial-contact-points",
                     cluster.size
                 ),
             );

@@ -57,9 +57,30 @@ fn replication_factor_above_cluster_size() {
 fn node_id_out_of_range() {
     let mut config = three_brokers();
     config.cluster.node_id = 3;
+    config.cluster.initial_contact_points.clear();
     let problem = only_problem(&config, "cluster.node-id");
     assert!(problem.message.contains("from 0 to 2"), "{problem}");
     assert!(problem.fix.contains("below 3"), "{problem}");
+    config.cluster.node_id = u32::MAX;
+    let problem = only_problem(&config, "cluster.node-id");
+    assert!(
+        problem.message.contains("reserved for gateways"),
+        "{problem}"
+    );
+}
+
+/// A broker started with an id beyond `cluster.size` (a StatefulSet scaled up) joins the
+/// running brokers it finds at the contact points.
+#[test]
+fn a_node_id_beyond_the_size_joins_through_the_contact_points() {
+    let mut config = three_brokers();
+    config.cluster.node_id = 4;
+    config.cluster.initial_contact_points = vec![
+        "broker-0:26502".to_owned(),
+        "broker-1:26502".to_owned(),
+        "broker-2:26502".to_owned(),
+    ];
+    assert!(problems(&config).is_empty(), "{:?}", problems(&config));
 }
 
 #[test]

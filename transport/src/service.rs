@@ -25,6 +25,8 @@ impl ServiceId {
     pub const PARTITION_SEND: ServiceId = ServiceId(18);
     /// Long poll for "jobs available" notifications of a broker's leading partitions.
     pub const JOBS_AVAILABLE: ServiceId = ServiceId(19);
+    /// The cluster configuration between brokers: a broker asks a peer for a newer one.
+    pub const CLUSTER: ServiceId = ServiceId(20);
 
     pub const fn get(self) -> u16 {
         self.0
@@ -41,6 +43,7 @@ impl ServiceId {
             ServiceId::TOPOLOGY => "topology",
             ServiceId::PARTITION_SEND => "partition-send",
             ServiceId::JOBS_AVAILABLE => "jobs-available",
+            ServiceId::CLUSTER => "cluster",
             _ => return None,
         })
     }

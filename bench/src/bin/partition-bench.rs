@@ -106,6 +106,7 @@ async fn run(
             max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
             export_backlog_limit: None,
             history: rill_broker::HistorySettings::default(),
+            joining: false,
         };
         let env = PartitionEnv {
             cpu: runtimes.cpu().clone(),

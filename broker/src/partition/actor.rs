@@ -101,6 +101,8 @@ pub(crate) enum Msg<E: Engine> {
     Tick,
     /// Where to deliver commands for other partitions.
     SetRouter(Arc<dyn PartitionRouter<E>>),
+    /// Whom to tell the cluster configurations this partition's state stores.
+    FollowCluster(super::ClusterSink),
     /// A target took a command this partition sent: propose the engine's acknowledgement.
     Acknowledge(E::Command),
     /// A command of the partition core (from the exporter director) to propose.
@@ -117,6 +119,10 @@ pub(crate) enum Msg<E: Engine> {
         reply: oneshot::Sender<Result<Vec<rill_protocol::Record>>>,
     },
     BeginShutdown {
+        reply: oneshot::Sender<Option<Raft>>,
+    },
+    /// This replica's raft, once it runs (membership changes).
+    Raft {
         reply: oneshot::Sender<Option<Raft>>,
     },
 }
@@ -249,6 +255,7 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         } => st.on_proposed(term, proposal, result),
         Msg::Tick => st.tick(),
         Msg::SetRouter(router) => st.set_router(router),
+        Msg::FollowCluster(sink) => st.follow_cluster(sink),
         Msg::Acknowledge(command) => st.propose_own(QueuedCommand::Engine(command)),
         Msg::ProposeCore(command) => st.propose_own(QueuedCommand::Core(command)),
         Msg::TakeSnapshot { reply } => st.take_snapshot(reply),
@@ -257,6 +264,9 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         }
         Msg::Records { from, limit, reply } => {
             let _ = reply.send(st.records(from, limit));
+        }
+        Msg::Raft { reply } => {
+            let _ = reply.send(st.raft.clone());
         }
         Msg::BeginShutdown { reply } => {
             st.begin_shutdown();

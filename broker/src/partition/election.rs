@@ -276,6 +276,7 @@ mod tests {
             max_inflight_proposals: 2,
             export_backlog_limit: None,
             history: crate::HistorySettings::default(),
+            joining: false,
         }
     }
 

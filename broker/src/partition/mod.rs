@@ -19,7 +19,7 @@ mod replica;
 mod requests;
 mod snapshots;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +28,7 @@ use ractor::{Actor, ActorRef};
 use rill_config::{RaftConfig, RequestLimitConfig, RillConfig};
 use rill_engine_api::Engine;
 use rill_protocol::{NodeId, PartitionId, Position, Record};
-use rill_raft::{RaftService, RaftTransport};
+use rill_raft::{Raft, RaftService, RaftTransport};
 use tokio::runtime::Handle;
 use tokio::sync::{broadcast, oneshot, watch};
 use tracing::Instrument;
@@ -71,6 +71,9 @@ pub struct PartitionConfig {
     pub export_backlog_limit: Option<u64>,
     /// The history store (`history.*`).
     pub history: HistorySettings,
+    /// This replica joins a running partition (a cluster change adds it): it never
+    /// starts the raft group itself, and waits for the leader to add it as a learner.
+    pub joining: bool,
 }
 
 impl PartitionConfig {
@@ -109,9 +112,13 @@ impl PartitionConfig {
                 .enabled
                 .then_some(config.flow_control.write.throttling.acceptable_backlog),
             history: HistorySettings::from_config(config),
+            joining: false,
         }
     }
 }
+
+/// Told each cluster configuration (JSON) a partition's state stores, as it applies it.
+pub type ClusterSink = Arc<dyn Fn(String) + Send + Sync>;
 
 /// Two entries in flight let the next batch be written while the previous is applied,
 /// once a whole batch waits (see `propose`).
@@ -219,7 +226,9 @@ impl<E: Engine> Partition<E> {
         engine: E,
         env: PartitionEnv,
     ) -> Result<Partition<E>> {
-        if config.members.is_empty() || !config.members.contains_key(&config.node_id) {
+        if !config.joining
+            && (config.members.is_empty() || !config.members.contains_key(&config.node_id))
+        {
             return Err(Error::Config(format!(
                 "partition {}: node {} is not among its replicas {:?}",
                 config.partition_id,
@@ -402,6 +411,79 @@ impl<E: Engine> Partition<E> {
     /// partitions. Until then they wait in the engine's outbox.
     pub fn set_router(&self, router: Arc<dyn PartitionRouter<E>>) {
         let _ = self.actor.send_message(Msg::SetRouter(router));
+    }
+
+    /// Tells `sink` the cluster configuration this partition's state holds now, and each
+    /// one it stores from now on (partition 1 carries it; docs/decisions/cluster-scaling.md).
+    pub fn follow_cluster(&self, sink: ClusterSink) {
+        let _ = self.actor.send_message(Msg::FollowCluster(sink));
+    }
+
+    /// Proposes the next cluster configuration, `json` at `version`, to be stored if the
+    /// stored one is still at `expected_version`. Only a leader proposes; whether it was
+    /// stored shows in what [`Partition::follow_cluster`]'s sink is told.
+    pub fn propose_cluster_configuration(&self, expected_version: u64, version: u64, json: String) {
+        let _ = self.actor.send_message(Msg::ProposeCore(
+            crate::batch::CoreCommand::ClusterConfiguration {
+                expected_version,
+                version,
+                json,
+            },
+        ));
+    }
+
+    async fn raft(&self) -> Result<Raft> {
+        self.ask(|reply| Msg::Raft { reply }, Duration::from_secs(10))
+            .await?
+            .ok_or_else(|| self.gone())
+    }
+
+    /// The voters of the partition's raft group as this replica knows them.
+    pub async fn voters(&self) -> Result<BTreeSet<NodeId>> {
+        let raft = self.raft().await?;
+        let voters = raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .map(|id| NodeId(id as u32))
+            .collect();
+        Ok(voters)
+    }
+
+    /// Leader only: adds `node` (reached at `address`) as a learner and returns once it
+    /// has caught up with the log (openraft sends a snapshot if the log was purged).
+    /// Adding a node that is a member already changes nothing.
+    pub async fn add_learner(&self, node: NodeId, address: String) -> Result<()> {
+        let raft = self.raft().await?;
+        raft.add_learner(
+            u64::from(node.0),
+            openraft::BasicNode { addr: address },
+            true,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| self.membership_error(e))
+    }
+
+    /// Leader only: makes `voters` the partition's voters (openraft's joint consensus:
+    /// a quorum of the old and of the new voters at every step). A voter left out
+    /// stops being a member; a leader left out steps down once the change commits.
+    pub async fn change_voters(&self, voters: &BTreeSet<NodeId>) -> Result<()> {
+        let raft = self.raft().await?;
+        let ids: BTreeSet<u64> = voters.iter().map(|n| u64::from(n.0)).collect();
+        raft.change_membership(ids, false)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.membership_error(e))
+    }
+
+    fn membership_error(&self, error: impl std::fmt::Display) -> Error {
+        Error::Membership {
+            partition: self.config.partition_id,
+            reason: error.to_string(),
+        }
     }
 
     /// Answers a read-only query from the leader's applied state.

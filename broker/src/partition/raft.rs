@@ -136,7 +136,7 @@ async fn open<E: Engine>(
         .await
         .map_err(|e| Error::Actor(ActorError::Raft(Box::new(e))))?;
     let plan = ElectionPlan::of(config);
-    if !initialized {
+    if !initialized && !config.joining {
         tokio::spawn(
             initialize_in_turn(raft.clone(), config.clone(), plan.clone()).in_current_span(),
         );

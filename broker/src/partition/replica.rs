@@ -11,6 +11,7 @@ use rill_protocol::{PartitionId, Position, Record, Timestamp};
 use rill_raft::{ApplyBatch, EntryResponse, PartitionStorage, Raft, StateStore};
 use tokio::sync::{broadcast, oneshot, watch};
 
+use super::ClusterSink;
 use super::actor::{Msg, ProposeError, StartArgs};
 use super::leader::{Acknowledge, LeaderState, Leadership, QueuedCommand};
 use super::raft::RaftView;
@@ -25,7 +26,7 @@ use crate::export::ExportDirector;
 use crate::flow_control::RequestLimiter;
 use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
-use crate::state::{Cursor, RocksState, exported_floor, read_records};
+use crate::state::{Cursor, RocksState, cluster_configuration, exported_floor, read_records};
 
 /// How often a leader looks for history past `history.retention` when none was due.
 const EXPIRY_PERIOD: Duration = Duration::from_secs(1);
@@ -54,6 +55,8 @@ pub(crate) struct Replica<E: Engine> {
     leadership: Leadership<E>,
     last_proposed: Timestamp,
     router: Option<Arc<dyn PartitionRouter<E>>>,
+    /// Told every cluster configuration this replica's state stores (partition 1).
+    cluster_sink: Option<ClusterSink>,
     /// Sends an acknowledgement back to this actor (for the couriers).
     acknowledge: Acknowledge<E::Command>,
     /// Sends core commands back to this actor (for the director).
@@ -115,6 +118,7 @@ impl<E: Engine> Replica<E> {
             leadership: Leadership::Follower,
             last_proposed: Timestamp(0),
             router: None,
+            cluster_sink: None,
             acknowledge: Arc::new(move |command| {
                 let _ = ack.send_message(Msg::Acknowledge(command));
             }),
@@ -275,6 +279,9 @@ impl<E: Engine> Replica<E> {
         self.metrics
             .processing
             .observe(started.elapsed().as_secs_f64());
+        if let (Some(json), Some(sink)) = (applied.cluster.take(), &self.cluster_sink) {
+            sink(json);
+        }
         self.metrics.commands.inc_by(applied.commands);
         self.metrics.records.inc_by(applied.records);
         self.metrics.errors.inc_by(applied.errors);
@@ -425,6 +432,23 @@ impl<E: Engine> Replica<E> {
         self.router = Some(router);
     }
 
+    pub(super) fn follow_cluster(&mut self, sink: ClusterSink) {
+        self.cluster_sink = Some(sink);
+        self.offer_stored_cluster_configuration();
+    }
+
+    /// Tells the cluster sink the configuration in state (after a start or a snapshot).
+    fn offer_stored_cluster_configuration(&self) {
+        let Some(sink) = &self.cluster_sink else {
+            return;
+        };
+        match cluster_configuration(&RocksState::new(&self.state.current())) {
+            Ok(Some((_, json))) => sink(json),
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "cannot read the cluster configuration"),
+        }
+    }
+
     pub(super) fn tick(&mut self) {
         let now = Instant::now();
         // Requests past their deadline: the client has given up.
@@ -556,6 +580,7 @@ impl<E: Engine> Replica<E> {
             .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
         self.update_position_metrics();
         self.engine.reset_caches();
+        self.offer_stored_cluster_configuration();
         self.requests.snapshot_installed(self.applied_index);
         self.publish_status();
         self.metrics.snapshots_installed.inc();

@@ -39,6 +39,7 @@ pub fn test_config(
         max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
         export_backlog_limit: None,
         history: rill_broker::HistorySettings::default(),
+        joining: false,
     }
 }
 

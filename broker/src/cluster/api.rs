@@ -1,0 +1,268 @@
+//! Zeebe's cluster management API on the monitoring port:
+//!
+//! - `GET /actuator/cluster`: the configuration and the change in progress;
+//! - `PATCH /actuator/cluster`: brokers to add or remove (or a count), the partition
+//!   count and the replication factor;
+//! - `POST /actuator/cluster/brokers` (the brokers the cluster should have),
+//!   `POST|DELETE /actuator/cluster/brokers/{id}` (add or remove one).
+//!
+//! Every change request takes `?dryRun=true`, which answers 202 with the plan and
+//! changes nothing. Errors are Zeebe's `{"message": ...}`, in an RFC 9457 problem
+//! document. Running a plan (the coordinator's steps) is not there yet, so a request
+//! without `dryRun` is answered 501 once it has been checked.
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ChangeRequest, ClusterState, plan, view};
+
+/// The routes of the cluster management API.
+pub fn router(cluster: ClusterState) -> Router {
+    Router::new()
+        .route("/actuator/cluster", get(topology).patch(patch_cluster))
+        .route("/actuator/cluster/brokers", post(scale_brokers))
+        .route(
+            "/actuator/cluster/brokers/{id}",
+            post(add_broker).delete(remove_broker),
+        )
+        .with_state(cluster)
+}
+
+fn problem(status: StatusCode, title: &str, message: impl Into<String>) -> Response {
+    let message = message.into();
+    let body = json!({
+        "type": "about:blank",
+        "title": title,
+        "status": status.as_u16(),
+        "detail": message,
+        "message": message,
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/problem+json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn bad_request(message: impl Into<String>) -> Response {
+    problem(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn topology(State(cluster): State<ClusterState>) -> Response {
+    json_response(StatusCode::OK, view::topology(&cluster.current()))
+}
+
+/// `?dryRun=true|false`; anything else is named as wrong.
+fn dry_run(query: &HashMap<String, String>) -> Result<bool, String> {
+    if let Some(unknown) = query.keys().find(|k| k.as_str() != "dryRun") {
+        return Err(format!(
+            "unknown query parameter `{unknown}` (expected dryRun)"
+        ));
+    }
+    match query.get("dryRun").map(String::as_str) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(other) => Err(format!("dryRun: expected true or false, got `{other}`")),
+    }
+}
+
+/// Answers a change request once both the query and the body are understood.
+fn checked(
+    cluster: &ClusterState,
+    query: &HashMap<String, String>,
+    request: Result<ChangeRequest, String>,
+) -> Response {
+    match (dry_run(query), request) {
+        (Ok(dry_run), Ok(request)) => answer(cluster, request, dry_run),
+        (Err(e), _) | (_, Err(e)) => bad_request(e),
+    }
+}
+
+/// Plans `request` against the current configuration and answers it.
+fn answer(cluster: &ClusterState, request: ChangeRequest, dry_run: bool) -> Response {
+    let current = cluster.current();
+    if let Some(change) = &current.pending_change {
+        return problem(
+            StatusCode::CONFLICT,
+            "CONCURRENT_CHANGE",
+            format!(
+                "change {} is in progress ({} step(s) left); wait until it completes",
+                change.id,
+                change.pending.len()
+            ),
+        );
+    }
+    let steps = match plan(&current, &request) {
+        Ok(steps) => steps,
+        Err(e) => return bad_request(e.0),
+    };
+    if steps.is_empty() {
+        // Nothing to change: no change is started, so the id is the current version.
+        return json_response(
+            StatusCode::ACCEPTED,
+            view::planned(&current, &steps, current.version),
+        );
+    }
+    if dry_run {
+        return json_response(
+            StatusCode::ACCEPTED,
+            view::planned(&current, &steps, current.version + 1),
+        );
+    }
+    problem(
+        StatusCode::NOT_IMPLEMENTED,
+        "NOT_IMPLEMENTED",
+        format!(
+            "this version of Rill plans cluster changes but does not run them yet: the \
+             {} planned step(s) were not started; ?dryRun=true shows the plan",
+            steps.len()
+        ),
+    )
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("request body: {e}"))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BrokersPatch {
+    #[serde(default)]
+    add: Vec<u32>,
+    #[serde(default)]
+    remove: Vec<u32>,
+    count: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PartitionsPatch {
+    count: Option<u16>,
+    replication_factor: Option<u16>,
+}
+
+/// Zeebe's `ClusterConfigPatchRequest`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PatchBody {
+    brokers: Option<BrokersPatch>,
+    partitions: Option<PartitionsPatch>,
+}
+
+async fn patch_cluster(
+    State(cluster): State<ClusterState>,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    let request = parse::<PatchBody>(&body).map(|body| {
+        let mut request = ChangeRequest::default();
+        if let Some(brokers) = body.brokers {
+            request.add = brokers.add;
+            request.remove = brokers.remove;
+            request.broker_count = brokers.count;
+        }
+        if let Some(partitions) = body.partitions {
+            request.partitions_count = partitions.count;
+            request.replication_factor = partitions.replication_factor;
+        }
+        request
+    });
+    checked(&cluster, &query, request)
+}
+
+async fn scale_brokers(
+    State(cluster): State<ClusterState>,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    let request = parse::<Vec<u32>>(&body).map(|brokers| ChangeRequest {
+        brokers: Some(brokers),
+        ..ChangeRequest::default()
+    });
+    checked(&cluster, &query, request)
+}
+
+fn broker_id(id: &str) -> Result<u32, String> {
+    id.parse()
+        .map_err(|_| format!("brokerId: `{id}` is not a broker id (0, 1, ...)"))
+}
+
+async fn add_broker(
+    State(cluster): State<ClusterState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let request = broker_id(&id).map(|id| ChangeRequest {
+        add: vec![id],
+        ..ChangeRequest::default()
+    });
+    checked(&cluster, &query, request)
+}
+
+async fn remove_broker(
+    State(cluster): State<ClusterState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let request = broker_id(&id).map(|id| ChangeRequest {
+        remove: vec![id],
+        ..ChangeRequest::default()
+    });
+    checked(&cluster, &query, request)
+}
+
+#[cfg(test)]
+mod tests {
+    use rill_config::RillConfig;
+
+    use super::*;
+    use crate::cluster::Operation;
+
+    #[test]
+    fn a_request_while_a_change_runs_is_a_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = RillConfig::default();
+        settings.data.directory = dir.path().to_path_buf();
+        let cluster = ClusterState::open(&settings).unwrap();
+        let request = ChangeRequest {
+            broker_count: Some(2),
+            ..ChangeRequest::default()
+        };
+        assert_eq!(
+            answer(&cluster, request.clone(), true).status(),
+            StatusCode::ACCEPTED
+        );
+        // Asking for what is there needs no change, with or without dryRun.
+        let same = ChangeRequest {
+            broker_count: Some(1),
+            ..ChangeRequest::default()
+        };
+        assert_eq!(answer(&cluster, same, false).status(), StatusCode::ACCEPTED);
+        let running = cluster
+            .current()
+            .start_change(vec![Operation::BrokerAdd { broker: 1 }], 1);
+        assert!(cluster.offer(running));
+        assert_eq!(
+            answer(&cluster, request, true).status(),
+            StatusCode::CONFLICT
+        );
+    }
+}

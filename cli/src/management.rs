@@ -1,0 +1,239 @@
+//! `rill cluster ...`: the cluster management API of a broker's monitoring port
+//! (`/actuator/cluster`, Zeebe's paths and shapes).
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// A broker's monitoring address (its management API).
+    #[arg(
+        long,
+        global = true,
+        env = "RILL_MANAGEMENT_ADDRESS",
+        default_value = "http://localhost:9600"
+    )]
+    pub management: String,
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// The cluster configuration: brokers, their partitions and priorities, and the
+    /// change in progress.
+    Status {
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change the number of brokers (ids 0..N), partitions and replicas per partition.
+    Scale {
+        #[arg(long)]
+        brokers: Option<u32>,
+        #[arg(long)]
+        partitions: Option<u16>,
+        #[arg(long)]
+        replication_factor: Option<u16>,
+        /// Only show the planned steps.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn url(base: &str, path: &str) -> String {
+    format!("{}{path}", base.trim_end_matches('/'))
+}
+
+/// The body of an answer, or an error with the API's message.
+async fn body(response: reqwest::Response) -> Result<Value> {
+    let status = response.status();
+    let text = response.text().await.context("reading the answer")?;
+    let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    if !status.is_success() {
+        let message = value
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| value.to_string());
+        bail!("{status}: {message}");
+    }
+    Ok(value)
+}
+
+pub async fn run(args: ClusterArgs) -> Result<String> {
+    let client = reqwest::Client::new();
+    let endpoint = url(&args.management, "/actuator/cluster");
+    match args.command {
+        ClusterCommand::Status { json } => {
+            let response = client
+                .get(&endpoint)
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {endpoint}"))?;
+            let topology = body(response).await?;
+            Ok(if json {
+                format!("{}\n", serde_json::to_string_pretty(&topology)?)
+            } else {
+                status_table(&topology)
+            })
+        }
+        ClusterCommand::Scale {
+            brokers,
+            partitions,
+            replication_factor,
+            dry_run,
+        } => {
+            if brokers.is_none() && partitions.is_none() && replication_factor.is_none() {
+                bail!("give --brokers, --partitions or --replication-factor");
+            }
+            let mut request = json!({});
+            if let Some(count) = brokers {
+                request["brokers"] = json!({ "count": count });
+            }
+            let mut partitions_patch = json!({});
+            if let Some(count) = partitions {
+                partitions_patch["count"] = json!(count);
+            }
+            if let Some(factor) = replication_factor {
+                partitions_patch["replicationFactor"] = json!(factor);
+            }
+            if partitions_patch != json!({}) {
+                request["partitions"] = partitions_patch;
+            }
+            let response = client
+                .patch(&endpoint)
+                .query(&[("dryRun", dry_run)])
+                .json(&request)
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {endpoint}"))?;
+            let planned = body(response).await?;
+            Ok(plan_text(&planned, dry_run))
+        }
+    }
+}
+
+fn number(value: &Value) -> String {
+    value
+        .as_u64()
+        .map_or_else(|| value.to_string(), |n| n.to_string())
+}
+
+/// One line per broker with its partitions (`id:priority`), then the change.
+fn status_table(topology: &Value) -> String {
+    let mut out = format!("version {}\n", number(&topology["version"]));
+    out.push_str("BROKER  STATE    PARTITIONS (id:priority)\n");
+    for broker in topology["brokers"].as_array().into_iter().flatten() {
+        let partitions: Vec<String> = broker["partitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| format!("{}:{}", number(&p["id"]), number(&p["priority"])))
+            .collect();
+        out.push_str(&format!(
+            "{:<7} {:<8} {}\n",
+            number(&broker["id"]),
+            broker["state"].as_str().unwrap_or("?"),
+            partitions.join(" ")
+        ));
+    }
+    match topology.get("pendingChange") {
+        Some(change) => out.push_str(&format!(
+            "change {} in progress: {} step(s) done, {} to do\n",
+            number(&change["id"]),
+            change["completed"].as_array().map_or(0, Vec::len),
+            change["pending"].as_array().map_or(0, Vec::len),
+        )),
+        None => out.push_str("no change in progress\n"),
+    }
+    if let Some(last) = topology.get("lastChange") {
+        out.push_str(&format!(
+            "last change {}: {}\n",
+            number(&last["id"]),
+            last["status"].as_str().unwrap_or("?")
+        ));
+    }
+    out
+}
+
+fn operation_text(op: &Value) -> String {
+    let mut text = op["operation"].as_str().unwrap_or("?").to_owned();
+    for (field, label) in [
+        ("brokerId", "broker"),
+        ("partitionId", "partition"),
+        ("priority", "priority"),
+    ] {
+        if let Some(value) = op.get(field) {
+            text.push_str(&format!(" {label} {}", number(value)));
+        }
+    }
+    text
+}
+
+fn plan_text(planned: &Value, dry_run: bool) -> String {
+    let steps = planned["plannedChanges"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut out = if dry_run {
+        format!(
+            "dry run: change {} would take {} step(s)\n",
+            number(&planned["changeId"]),
+            steps.len()
+        )
+    } else {
+        format!(
+            "change {} started: {} step(s)\n",
+            number(&planned["changeId"]),
+            steps.len()
+        )
+    };
+    for (i, step) in steps.iter().enumerate() {
+        out.push_str(&format!("{:>3}. {}\n", i + 1, operation_text(step)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_table_lists_brokers_their_partitions_and_the_change() {
+        let topology = json!({
+            "version": 3,
+            "brokers": [
+                {"id": 0, "state": "ACTIVE", "partitions": [{"id": 1, "priority": 3}, {"id": 2, "priority": 1}]},
+                {"id": 3, "state": "ACTIVE", "partitions": []},
+            ],
+            "pendingChange": {"id": 2, "completed": [{}], "pending": [{}, {}]},
+        });
+        let table = status_table(&topology);
+        assert!(table.starts_with("version 3\n"), "{table}");
+        assert!(table.contains("0       ACTIVE   1:3 2:1\n"), "{table}");
+        assert!(table.contains("3       ACTIVE   \n"), "{table}");
+        assert!(
+            table.contains("change 2 in progress: 1 step(s) done, 2 to do"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn a_plan_is_listed_step_by_step() {
+        let planned = json!({
+            "changeId": 4,
+            "plannedChanges": [
+                {"operation": "BROKER_ADD", "brokerId": 3},
+                {"operation": "PARTITION_JOIN", "brokerId": 3, "partitionId": 2, "priority": 1},
+            ],
+        });
+        let text = plan_text(&planned, true);
+        assert_eq!(
+            text,
+            "dry run: change 4 would take 2 step(s)\n  1. BROKER_ADD broker 3\n  2. \
+             PARTITION_JOIN broker 3 partition 2 priority 1\n"
+        );
+    }
+}
