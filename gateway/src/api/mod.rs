@@ -3,8 +3,8 @@
 //! Every handler answers either its JSON (or 204) or a [`Problem`]. Extractors here
 //! reject with problems too, so no axum default error text reaches a client.
 
-mod cluster;
-mod deployments;
+pub(crate) mod cluster;
+pub(crate) mod deployments;
 mod element_instances;
 #[cfg(test)]
 mod entity_search_tests;
@@ -12,12 +12,12 @@ mod history_search;
 mod incidents;
 mod job_search;
 mod job_waiters;
-mod jobs;
+pub(crate) mod jobs;
 mod message_subscriptions;
 mod messages;
 mod process_definitions;
 mod process_instance_search;
-mod process_instances;
+pub(crate) mod process_instances;
 mod variables;
 
 use std::sync::Arc;
