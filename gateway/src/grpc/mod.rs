@@ -90,3 +90,6 @@ impl GrpcServer {
             .map_err(|e| GatewayError::Grpc(e.to_string()))
     }
 }
+
+#[cfg(test)]
+mod wire_tests;
