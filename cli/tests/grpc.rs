@@ -377,6 +377,14 @@ fn a_job_stream_receives_new_jobs() {
     assert!(rill.terminate(Duration::from_secs(20)));
 }
 
+/// The status of a call expected to fail, and its message.
+fn code<T>(result: Result<tonic::Response<T>, tonic::Status>) -> (Code, String) {
+    match result {
+        Ok(_) => panic!("expected an error"),
+        Err(status) => (status.code(), status.message().to_owned()),
+    }
+}
+
 /// Errors are gRPC statuses as Zeebe answers them, naming what is wrong; bad requests
 /// change nothing. Fail with retries, incidents, errors, messages, variables and cancel.
 #[test]
@@ -392,10 +400,6 @@ fn rpcs_answer_zeebe_status_codes_and_change_state() {
         )
         .await;
 
-        let code = |r: Result<tonic::Response<_>, tonic::Status>| match r {
-            Ok(_) => panic!("expected an error"),
-            Err(status) => (status.code(), status.message().to_owned()),
-        };
         let (c, m) = code(
             client
                 .create_process_instance(create_request("payment-retry", json!([1])))
