@@ -10,6 +10,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use tokio::net::TcpListener;
+use tonic::codec::CompressionEncoding;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
@@ -77,7 +78,10 @@ impl GrpcServer {
         let gateway = proto::gateway_server::GatewayServer::new(service::GatewayService::new(
             self.state.clone(),
         ))
-        .max_decoding_message_size(max_message_size);
+        .max_decoding_message_size(max_message_size)
+        // Zeebe's clients may compress their requests (the npm SDK does).
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip);
         tracing::info!(address = ?self.listener.local_addr().ok(), "gRPC API listening");
         let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
         Server::builder()
