@@ -354,6 +354,9 @@ fn a_job_stream_receives_new_jobs() {
                 .await
                 .expect("create");
         }
+        let page = support::metrics(&rill).await;
+        let open = "rill_gateway_grpc_open_streams{rpc=\"StreamActivatedJobs\"} 1";
+        assert!(page.lines().any(|l| l == open), "{page}");
         // Three instances of two tasks: six jobs, each once.
         let mut keys = BTreeSet::new();
         while keys.len() < 6 {
@@ -634,6 +637,37 @@ fn rpcs_answer_zeebe_status_codes_and_change_state() {
         );
         assert_eq!(c, Code::DeadlineExceeded);
         assert!(started.elapsed() < Duration::from_secs(5));
+
+        // Calls are counted by RPC and status code.
+        let page = support::metrics(&rill).await;
+        let count = |rpc: &str, code: &str| {
+            page.lines()
+                .find(|l| {
+                    l.starts_with("rill_gateway_grpc_requests_total{")
+                        && l.contains(&format!("rpc=\"{rpc}\""))
+                        && l.contains(&format!("code=\"{code}\""))
+                })
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        assert_eq!(count("CompleteJob", "NOT_FOUND"), Some(1.0), "{page}");
+        assert_eq!(
+            count("CompleteJob", "FAILED_PRECONDITION"),
+            Some(1.0),
+            "{page}"
+        );
+        assert_eq!(
+            count("BroadcastSignal", "UNIMPLEMENTED"),
+            Some(1.0),
+            "{page}"
+        );
+        assert_eq!(
+            count("ActivateJobs", "INVALID_ARGUMENT"),
+            Some(1.0),
+            "{page}"
+        );
+        assert!(count("ActivateJobs", "OK") >= Some(4.0), "{page}");
+        assert!(page.contains("rill_gateway_grpc_request_latency_seconds_bucket"));
     });
     assert!(rill.terminate(Duration::from_secs(20)));
 }

@@ -3,6 +3,7 @@
 //! through the same dispatcher and job long poll as REST ones (see `service`).
 
 mod convert;
+mod observe;
 mod service;
 mod status;
 
@@ -85,6 +86,7 @@ impl GrpcServer {
         tracing::info!(address = ?self.listener.local_addr().ok(), "gRPC API listening");
         let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
         Server::builder()
+            .layer(observe::MetricsLayer::new(self.state.metrics.clone()))
             .add_service(gateway)
             .add_service(health_service)
             .add_service(reflection)
