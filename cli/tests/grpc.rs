@@ -671,3 +671,120 @@ fn rpcs_answer_zeebe_status_codes_and_change_state() {
     });
     assert!(rill.terminate(Duration::from_secs(20)));
 }
+
+/// Failures a client retries: no leader yet, back-pressure, a timeout.
+fn transient(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::DeadlineExceeded | Code::ResourceExhausted
+    )
+}
+
+/// Three brokers, two partitions replicated three times, a streaming worker on one
+/// broker's embedded gateway, and the leader of partition 1 killed halfway through: every
+/// instance finishes (no job is lost), and no job reaches the worker again after its
+/// completion was acknowledged.
+#[test]
+fn a_streaming_worker_survives_a_leader_kill_in_a_cluster() {
+    use std::sync::{Arc, Mutex};
+
+    use support::{Api, Brokers};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut brokers = Brokers::start(dir.path(), 3, 2, 3, &[]);
+    runtime().block_on(async {
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        let leader = brokers
+            .wait_leader(1, Duration::from_secs(30))
+            .await
+            .expect("partition 1 has a leader") as usize;
+        let via = (0..3).find(|&i| i != leader).unwrap();
+        let mut client = connect(&brokers.nodes[via]).await;
+        deploy(&mut client, &["two-rest-calls.bpmn"]).await;
+
+        let acknowledged: Arc<Mutex<BTreeSet<i64>>> = Arc::default();
+        let worked_again: Arc<Mutex<Vec<i64>>> = Arc::default();
+        let worker = {
+            let (mut client, acknowledged, worked_again) =
+                (client.clone(), acknowledged.clone(), worked_again.clone());
+            tokio::spawn(async move {
+                loop {
+                    let request = StreamActivatedJobsRequest {
+                        r#type: "restCall".to_owned(),
+                        worker: "failover".to_owned(),
+                        timeout: 5_000,
+                        ..Default::default()
+                    };
+                    let Ok(stream) = client.stream_activated_jobs(request).await else {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    };
+                    let mut stream = stream.into_inner();
+                    while let Ok(Some(job)) = stream.message().await {
+                        if acknowledged.lock().unwrap().contains(&job.key) {
+                            worked_again.lock().unwrap().push(job.key);
+                        }
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        loop {
+                            let completion = CompleteJobRequest {
+                                job_key: job.key,
+                                variables: String::new(),
+                                result: None,
+                            };
+                            match client.complete_job(completion).await {
+                                Ok(_) => {
+                                    acknowledged.lock().unwrap().insert(job.key);
+                                    break;
+                                }
+                                Err(status) if transient(&status) && Instant::now() < deadline => {
+                                    tokio::time::sleep(Duration::from_millis(100)).await
+                                }
+                                // Not acknowledged: the job may come back, legitimately.
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+        };
+
+        let mut instances = Vec::new();
+        for i in 0..20 {
+            if i == 10 {
+                brokers.nodes[leader].kill9();
+            }
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                match client
+                    .create_process_instance(create_request("two-rest-calls", json!({})))
+                    .await
+                {
+                    Ok(created) => {
+                        instances.push(created.into_inner().process_instance_key.to_string());
+                        break;
+                    }
+                    Err(status) if transient(&status) && Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(100)).await
+                    }
+                    Err(status) => panic!("create failed: {status:?}\n{}", brokers.logs()),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Api::new(brokers.nodes[via].rest())
+            .wait_completed(&instances, Duration::from_secs(90), || brokers.logs())
+            .await;
+        worker.abort();
+        let again = worked_again.lock().unwrap().clone();
+        assert!(
+            again.is_empty(),
+            "jobs streamed again after their completion was acknowledged: {again:?}"
+        );
+    });
+    for node in &mut brokers.nodes {
+        if node.is_running() {
+            node.terminate(Duration::from_secs(20));
+        }
+    }
+}

@@ -31,6 +31,17 @@ use crate::dispatch::Accepted;
 /// Jobs a job stream asks for at a time.
 const STREAM_BATCH: i32 = 32;
 
+/// How long a job stream waits before polling again after no partition could answer.
+const STREAM_RETRY_DELAY: Duration = Duration::from_millis(250);
+
+/// Failures that pass on their own (no leader yet, back-pressure, a timeout).
+fn is_transient(code: tonic::Code) -> bool {
+    matches!(
+        code,
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::ResourceExhausted
+    )
+}
+
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 pub struct GatewayService {
@@ -342,8 +353,22 @@ impl Gateway for GatewayService {
                         }
                     }
                     Err(problem) => {
-                        let _ = sender.send(Err(from_problem(problem))).await;
-                        return;
+                        let status = from_problem(problem);
+                        if !is_transient(status.code()) {
+                            let _ = sender.send(Err(status)).await;
+                            return;
+                        }
+                        // No partition could be asked (an election, back-pressure): a
+                        // stream outlives that, as a worker expects, and looks again.
+                        tracing::debug!(
+                            message = status.message(),
+                            "job stream waits to poll again"
+                        );
+                        tokio::select! {
+                            _ = tokio::time::sleep(STREAM_RETRY_DELAY) => {}
+                            _ = sender.closed() => return,
+                            _ = shutdown.wait_for(|stopping| *stopping) => return,
+                        }
                     }
                 }
             }
