@@ -788,3 +788,48 @@ fn a_streaming_worker_survives_a_leader_kill_in_a_cluster() {
         }
     }
 }
+
+/// `rill gateway`, a gateway process of its own in front of a broker, serves the gRPC API
+/// too: topology, deploy, and create-and-await with a worker.
+#[test]
+fn a_standalone_gateway_serves_grpc() {
+    use support::{Brokers, RillProcess};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut brokers = Brokers::start(dir.path(), 1, 2, 1, &["gateway.enabled=false"]);
+    let command = brokers.options[0]
+        .iter()
+        .find_map(|o| o.strip_prefix("cluster.command-port="))
+        .expect("the broker's command port")
+        .to_owned();
+    let contact = format!("gateway.contact-points=127.0.0.1:{command}");
+    let mut gateway = RillProcess::start_role("gateway", &dir.path().join("gateway"), &[&contact]);
+    runtime().block_on(async {
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        gateway.wait_ready(Duration::from_secs(60)).await;
+        let mut client = connect(&gateway).await;
+        let topology = client
+            .topology(TopologyRequest {})
+            .await
+            .expect("topology")
+            .into_inner();
+        assert_eq!(topology.partitions_count, 2);
+        deploy(&mut client, &["two-rest-calls.bpmn"]).await;
+        spawn_worker(client.clone(), "restCall");
+        let result = client
+            .create_process_instance_with_result(CreateProcessInstanceWithResultRequest {
+                request: Some(create_request("two-rest-calls", json!({"steps": 0}))),
+                request_timeout: 20_000,
+                fetch_variables: Vec::new(),
+            })
+            .await
+            .expect("create with result")
+            .into_inner();
+        let variables: Value = serde_json::from_str(&result.variables).unwrap();
+        assert_eq!(variables["steps"], 2);
+    });
+    assert!(gateway.terminate(Duration::from_secs(20)));
+    for node in &mut brokers.nodes {
+        node.terminate(Duration::from_secs(20));
+    }
+}
