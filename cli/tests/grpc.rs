@@ -325,6 +325,35 @@ fn activate_jobs_long_polls_and_hands_each_job_out_once() {
         }
         assert_eq!(keys.len() + rest.len(), 3);
         assert_eq!(seen_instances, instances);
+
+        // A long poll its client gave up on keeps no job from the others: the job of an
+        // instance created after is soon there for the next call, retries unchanged.
+        let abandoned = {
+            let mut client = client.clone();
+            tokio::spawn(
+                async move { activate(&mut client, activation("restCall", 1, 10_000)).await },
+            )
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        abandoned.abort();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let created = client
+            .create_process_instance(create_request("two-rest-calls", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let started = Instant::now();
+        let jobs = activate(&mut client, activation("restCall", 10, 5_000))
+            .await
+            .unwrap();
+        assert_eq!(jobs.len(), 1, "{jobs:?}");
+        assert_eq!(jobs[0].process_instance_key, created.process_instance_key);
+        assert_eq!(jobs[0].retries, 3);
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
     });
     assert!(rill.terminate(Duration::from_secs(20)));
 }
