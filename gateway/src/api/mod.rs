@@ -1,9 +1,10 @@
 //! The REST API: Camunda's Orchestration Cluster API v2 paths and JSON shapes.
 //!
 //! Every handler answers either its JSON (or 204) or a [`Problem`]. Extractors here
-//! reject with problems too, so no axum default error text reaches a client.
+//! reject with problems too, so no axum default error text reaches a client. What the
+//! gRPC API shares with it (create, the job long poll) is `pub(crate)` in its module.
 
-pub(crate) mod cluster;
+mod cluster;
 pub(crate) mod deployments;
 mod element_instances;
 #[cfg(test)]
