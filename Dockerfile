@@ -3,7 +3,7 @@
 # needs, and a small Debian runtime that runs `rill` as an unprivileged user.
 #
 #   docker build -t rill:dev .
-#   docker run --rm -p 8080:8080 -p 9600:9600 rill:dev            # rill standalone
+#   docker run --rm -p 8080:8080 -p 26500:26500 -p 9600:9600 rill:dev   # rill standalone
 #
 # The runtime keeps /bin/sh: the Helm chart's broker start script derives the node id
 # from the pod's ordinal with it.

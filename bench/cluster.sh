@@ -89,6 +89,7 @@ cluster_run() {
       --set cluster.internal-port=$((base + 2 + 10 * i)) \
       --set cluster.initial-contact-points="$contacts" \
       --set gateway.rest-port=$((base + 3 + 10 * i)) \
+      --set gateway.grpc-port=$((base + 5 + 10 * i)) \
       --set monitoring.port=$((base + 4 + 10 * i)) \
       "${extra[@]}" >"$dir/broker-$i.log" 2>&1 &
     pids+=($!)

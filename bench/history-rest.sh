@@ -23,7 +23,8 @@ trap cleanup EXIT
 # The filled dates lie in the past: a long retention keeps them.
 "$bin/rill" standalone --data-dir "$data" --set cluster.partitions-count=1 \
   --set history.retention=3650days --set gateway.host=127.0.0.1 \
-  --set gateway.rest-port="$port" --set monitoring.port=$((port + 1)) >"$data/rill.log" 2>&1 &
+  --set gateway.rest-port="$port" --set monitoring.port=$((port + 1)) \
+  --set gateway.grpc-port=$((port + 2)) >"$data/rill.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$((port + 1))/ready" >/dev/null && break

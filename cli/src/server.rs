@@ -16,7 +16,7 @@ use rill_broker::{BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobsFeed, 
 use rill_config::{ConfigLoader, RillConfig};
 use rill_engine::{BpmnEngine, EngineOptions};
 use rill_gateway::cluster::{ClusterClient, RemoteBackend};
-use rill_gateway::{GatewayBackend, GatewayMetrics, RestServer};
+use rill_gateway::{GatewayBackend, GatewayMetrics, GatewayServer};
 use rill_protocol::NodeId;
 use rill_transport::{Transport, TransportConfig};
 use tokio::sync::watch;
@@ -164,18 +164,19 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
             let backend = Arc::new(LocalBackend::new(node, advertised));
             let metrics = GatewayMetrics::register(&registry)
                 .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
-            let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
-            let rest_addr = rest.local_addr()?;
+            let gateway = GatewayServer::bind(&config.gateway, backend, metrics).await?;
+            let addrs = (gateway.rest_addr()?, gateway.grpc_addr()?);
             let (monitoring_addr, monitoring_task) =
                 serve_monitoring(&config, registry, health, Some(cluster), stop_rx.clone()).await?;
-            let rest_task = tokio::spawn(rest.serve(wait_for_stop(stop_rx)));
-            anyhow::Ok((rest_addr, monitoring_addr, rest_task, monitoring_task))
+            let rest_task = tokio::spawn(gateway.serve(wait_for_stop(stop_rx)));
+            anyhow::Ok((addrs, monitoring_addr, rest_task, monitoring_task))
         }
     })?;
-    let (rest_addr, monitoring_addr, rest_task, monitoring_task) = servers;
+    let ((rest_addr, grpc_addr), monitoring_addr, rest_task, monitoring_task) = servers;
     health.started.store(true, Ordering::Release);
     tracing::info!(
         rest = %rest_addr,
+        grpc = %grpc_addr,
         monitoring = %monitoring_addr,
         partitions = config.cluster.partitions_count,
         data = %config.data.directory.display(),
@@ -188,7 +189,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
     let _ = stop_tx.send(true);
     io.block_on(async {
         if let Ok(Err(e)) = rest_task.await {
-            tracing::warn!(error = %e, "REST server stopped with an error");
+            tracing::warn!(error = %e, "gateway server stopped with an error");
         }
         if let Ok(Err(e)) = monitoring_task.await {
             tracing::warn!(error = %e, "monitoring server stopped with an error");
@@ -308,6 +309,12 @@ pub fn broker(config: RillConfig) -> Result<()> {
             &config.gateway.host,
             config.gateway.rest_port,
         )?;
+        check_port_free(
+            "gateway.grpc-port",
+            "gateway.host",
+            &config.gateway.host,
+            config.gateway.grpc_port,
+        )?;
     }
     check_port_free(
         "monitoring.port",
@@ -397,11 +404,11 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 let backend: Arc<dyn GatewayBackend> = Arc::new(RemoteBackend::new(client));
                 let metrics = GatewayMetrics::register(&registry)
                     .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
-                let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
-                let addr = rest.local_addr()?;
+                let gateway = GatewayServer::bind(&config.gateway, backend, metrics).await?;
+                let addrs = (gateway.rest_addr()?, gateway.grpc_addr()?);
                 Some((
-                    addr,
-                    tokio::spawn(rest.serve(wait_for_stop(stop_rx.clone()))),
+                    addrs,
+                    tokio::spawn(gateway.serve(wait_for_stop(stop_rx.clone()))),
                 ))
             } else {
                 None
@@ -424,7 +431,8 @@ pub fn broker(config: RillConfig) -> Result<()> {
         cluster_size = config.cluster.size,
         partitions = ?partitions.keys().map(|p| p.get()).collect::<Vec<_>>(),
         command = %transport.local_addr(),
-        rest = ?rest.as_ref().map(|(addr, _)| *addr),
+        rest = ?rest.as_ref().map(|((addr, _), _)| *addr),
+        grpc = ?rest.as_ref().map(|((_, addr), _)| *addr),
         monitoring = %monitoring_addr,
         startup_ms = started_at.elapsed().as_millis() as u64,
         "Rill broker is running"
@@ -437,7 +445,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
         if let Some((_, task)) = rest
             && let Ok(Err(e)) = task.await
         {
-            tracing::warn!(error = %e, "REST server stopped with an error");
+            tracing::warn!(error = %e, "gateway server stopped with an error");
         }
         let _ = monitoring_task.await;
         jobs.close();
@@ -561,7 +569,7 @@ pub fn gateway(config: RillConfig) -> Result<()> {
         let backend: Arc<dyn GatewayBackend> = Arc::new(RemoteBackend::new(client.clone()));
         let metrics = GatewayMetrics::register(&registry)
             .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
-        let rest = RestServer::bind(&config.gateway, backend, metrics).await?;
+        let rest = GatewayServer::bind(&config.gateway, backend, metrics).await?;
         let (monitoring_addr, monitoring_task) = serve_monitoring(
             &config,
             registry.clone(),
@@ -571,7 +579,8 @@ pub fn gateway(config: RillConfig) -> Result<()> {
         )
         .await?;
         tracing::info!(
-            rest = %rest.local_addr()?,
+            rest = %rest.rest_addr()?,
+            grpc = %rest.grpc_addr()?,
             monitoring = %monitoring_addr,
             contact_points = ?config.gateway.contact_points,
             "Rill gateway is running"

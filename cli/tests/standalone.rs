@@ -620,6 +620,23 @@ fn the_camunda_npm_sdk_runs_a_process_on_the_real_binary() {
     run_client_flow("node", "RILL_NODE_DIR", "node-clients");
 }
 
+/// pyzeebe 4.7 (Zeebe's Python gRPC client, unmodified, pinned in
+/// `tests/clients/pyzeebe/requirements.txt`) over the gRPC port: topology, deploy, create
+/// with result, polling and streaming workers, a published message correlating
+/// (`tests/clients/pyzeebe/flow.py`).
+#[test]
+fn pyzeebe_runs_processes_over_grpc_on_the_real_binary() {
+    run_client_flow("pyzeebe", "RILL_PYZEEBE_VENV", "pyzeebe-clients");
+}
+
+/// `@camunda8/sdk` 8.8's `ZeebeGrpcClient` (unmodified, pinned in
+/// `tests/clients/zeebe-node/package.json`): topology, deploy, create with result with a
+/// polling worker and with a `streamJobs` worker (`tests/clients/zeebe-node/grpc_flow.mjs`).
+#[test]
+fn the_camunda_npm_grpc_client_runs_processes_on_the_real_binary() {
+    run_client_flow("zeebe-node", "RILL_ZEEBE_NODE_DIR", "zeebe-node-clients");
+}
+
 /// Runs `tests/clients/{client}/run.sh` against a fresh standalone, its installed packages
 /// kept under the target dir (`install_var` names where), and expects it to pass.
 fn run_client_flow(client: &str, install_var: &str, install_dir: &str) {
@@ -632,6 +649,7 @@ fn run_client_flow(client: &str, install_var: &str, install_dir: &str) {
     let output = std::process::Command::new("bash")
         .arg(&script)
         .env("RILL_REST_ADDRESS", rill.rest())
+        .env("RILL_GRPC_ADDRESS", format!("127.0.0.1:{}", rill.grpc_port))
         .env(
             install_var,
             std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(install_dir),

@@ -3,13 +3,16 @@
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
-    #[error("cannot bind the REST API to {address}: {source}")]
+    #[error("cannot bind the {api} API to {address}: {source}")]
     Bind {
+        api: &'static str,
         address: String,
         source: std::io::Error,
     },
     #[error("the REST server failed: {0}")]
     Serve(std::io::Error),
+    #[error("the gRPC server failed: {0}")]
+    Grpc(String),
     #[error("cannot register the gateway's metrics: {0}")]
     Metrics(#[from] prometheus::Error),
 }

@@ -1,6 +1,7 @@
 //! Rill's gateway: the REST API (Camunda Orchestration Cluster API v2 paths and shapes)
-//! in front of the brokers, routing each request to its partition and long polling for
-//! jobs. The brokers are reached through the [`GatewayBackend`] trait.
+//! and Zeebe's gRPC API (`gateway_protocol.Gateway`) in front of the brokers, routing
+//! each request to its partition and long polling for jobs. The brokers are reached
+//! through the [`GatewayBackend`] trait.
 
 pub mod activation;
 mod api;
@@ -8,6 +9,7 @@ mod backend;
 pub mod cluster;
 mod dispatch;
 mod error;
+pub mod grpc;
 mod json;
 mod metrics;
 mod problem;
@@ -20,4 +22,4 @@ pub use backend::{
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;
 pub use problem::{CONTENT_TYPE_PROBLEM, Problem};
-pub use server::{RestServer, router, serve};
+pub use server::{GatewayServer, RestServer, router, serve};

@@ -1,10 +1,10 @@
-//! The REST layer's metrics, registered into the node's Prometheus registry (served on
+//! The REST and gRPC layers' metrics, registered into the node's Prometheus registry (served on
 //! the monitoring port by the binary). Names follow Zeebe's gateway where one exists.
 
 use std::time::Duration;
 
 use prometheus::{
-    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 use crate::activation::DropReason;
@@ -15,11 +15,22 @@ const REST_REQUESTS_HELP: &str = "REST requests answered, by endpoint, method an
 pub const REST_REQUEST_LATENCY: &str = "rill_gateway_rest_request_latency_seconds";
 const REST_REQUEST_LATENCY_HELP: &str = "Time to answer a REST request, by endpoint and method";
 
+pub const GRPC_REQUESTS_TOTAL: &str = "rill_gateway_grpc_requests_total";
+const GRPC_REQUESTS_HELP: &str = "gRPC calls answered, by RPC and status code";
+
+pub const GRPC_REQUEST_LATENCY: &str = "rill_gateway_grpc_request_latency_seconds";
+const GRPC_REQUEST_LATENCY_HELP: &str =
+    "Time to answer a gRPC call (for a stream: until it ends), by RPC";
+
+pub const GRPC_OPEN_STREAMS: &str = "rill_gateway_grpc_open_streams";
+const GRPC_OPEN_STREAMS_HELP: &str =
+    "Server-streaming gRPC calls open now (ActivateJobs long polls, job streams), by RPC";
+
 pub const LONG_POLLING_WAITING: &str = "rill_gateway_long_polling_waiting";
 const LONG_POLLING_WAITING_HELP: &str = "Job activation requests currently waiting for jobs";
 
 pub const JOBS_ACTIVATED_TOTAL: &str = "rill_gateway_jobs_activated_total";
-const JOBS_ACTIVATED_HELP: &str = "Jobs handed to workers through the REST API";
+const JOBS_ACTIVATED_HELP: &str = "Jobs handed to workers through the REST and gRPC APIs";
 
 pub const ACTIVATION_COMMANDS_TOTAL: &str = "rill_gateway_job_activation_commands_total";
 const ACTIVATION_COMMANDS_HELP: &str =
@@ -39,6 +50,9 @@ const LATENCY_BUCKETS: &[f64] = &[
 pub struct GatewayMetrics {
     requests: IntCounterVec,
     latency: HistogramVec,
+    grpc_requests: IntCounterVec,
+    grpc_latency: HistogramVec,
+    grpc_open_streams: IntGaugeVec,
     long_polling_waiting: IntGauge,
     jobs_activated: IntCounter,
     activation_commands: IntCounterVec,
@@ -51,6 +65,9 @@ impl GatewayMetrics {
         let metrics = GatewayMetrics::unregistered()?;
         registry.register(Box::new(metrics.requests.clone()))?;
         registry.register(Box::new(metrics.latency.clone()))?;
+        registry.register(Box::new(metrics.grpc_requests.clone()))?;
+        registry.register(Box::new(metrics.grpc_latency.clone()))?;
+        registry.register(Box::new(metrics.grpc_open_streams.clone()))?;
         registry.register(Box::new(metrics.long_polling_waiting.clone()))?;
         registry.register(Box::new(metrics.jobs_activated.clone()))?;
         registry.register(Box::new(metrics.activation_commands.clone()))?;
@@ -69,6 +86,19 @@ impl GatewayMetrics {
                 HistogramOpts::new(REST_REQUEST_LATENCY, REST_REQUEST_LATENCY_HELP)
                     .buckets(LATENCY_BUCKETS.to_vec()),
                 &["endpoint", "method"],
+            )?,
+            grpc_requests: IntCounterVec::new(
+                Opts::new(GRPC_REQUESTS_TOTAL, GRPC_REQUESTS_HELP),
+                &["rpc", "code"],
+            )?,
+            grpc_latency: HistogramVec::new(
+                HistogramOpts::new(GRPC_REQUEST_LATENCY, GRPC_REQUEST_LATENCY_HELP)
+                    .buckets(LATENCY_BUCKETS.to_vec()),
+                &["rpc"],
+            )?,
+            grpc_open_streams: IntGaugeVec::new(
+                Opts::new(GRPC_OPEN_STREAMS, GRPC_OPEN_STREAMS_HELP),
+                &["rpc"],
             )?,
             long_polling_waiting: IntGauge::new(LONG_POLLING_WAITING, LONG_POLLING_WAITING_HELP)?,
             jobs_activated: IntCounter::new(JOBS_ACTIVATED_TOTAL, JOBS_ACTIVATED_HELP)?,
@@ -100,6 +130,21 @@ impl GatewayMetrics {
         self.latency
             .with_label_values(&[endpoint, method])
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one finished gRPC call with its status code name (`OK`, `NOT_FOUND`...).
+    pub fn observe_grpc(&self, rpc: &str, code: &str, elapsed: Duration) {
+        self.grpc_requests.with_label_values(&[rpc, code]).inc();
+        self.grpc_latency
+            .with_label_values(&[rpc])
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Marks a server stream of `rpc` open until the guard is dropped.
+    pub fn grpc_stream_open(&self, rpc: &str) -> WaitingGuard {
+        let gauge = self.grpc_open_streams.with_label_values(&[rpc]);
+        gauge.inc();
+        WaitingGuard(gauge)
     }
 
     pub fn jobs_activated(&self, count: usize) {

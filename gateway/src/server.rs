@@ -20,6 +20,7 @@ use crate::api::{self, ApiSettings, AppState, JobWaiters, SharedState};
 use crate::backend::GatewayBackend;
 use crate::dispatch::Dispatcher;
 use crate::error::GatewayError;
+use crate::grpc::GrpcServer;
 use crate::metrics::GatewayMetrics;
 use crate::problem::Problem;
 
@@ -30,19 +31,33 @@ pub fn router(
     metrics: GatewayMetrics,
     shutdown: watch::Receiver<bool>,
 ) -> Router {
-    let max_message_size = config.max_message_size.0;
-    let state: SharedState = Arc::new(AppState {
+    rest_router(shared_state(config, backend, metrics, shutdown))
+}
+
+/// What REST and gRPC requests share: one dispatcher, one set of long-polling job
+/// waiters, the settings and the metrics.
+pub(crate) fn shared_state(
+    config: &GatewayConfig,
+    backend: Arc<dyn GatewayBackend>,
+    metrics: GatewayMetrics,
+    shutdown: watch::Receiver<bool>,
+) -> SharedState {
+    Arc::new(AppState {
         job_waiters: JobWaiters::new(backend.clone()),
         dispatch: Dispatcher::new(backend),
         settings: ApiSettings {
             request_timeout: config.request_timeout,
             long_polling_timeout: config.long_polling_timeout,
             max_request_timeout: config.max_request_timeout,
-            max_message_size,
+            max_message_size: config.max_message_size.0,
         },
         metrics,
         shutdown,
-    });
+    })
+}
+
+fn rest_router(state: SharedState) -> Router {
+    let max_message_size = state.settings.max_message_size;
     api::routes()
         .fallback(no_such_endpoint)
         .method_not_allowed_fallback(method_not_allowed)
@@ -133,7 +148,11 @@ impl RestServer {
         };
         let listener = TcpListener::bind(&address)
             .await
-            .map_err(|source| GatewayError::Bind { address, source })?;
+            .map_err(|source| GatewayError::Bind {
+                api: "REST",
+                address,
+                source,
+            })?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         Ok(RestServer {
             listener,
@@ -162,6 +181,83 @@ impl RestServer {
             .with_graceful_shutdown(signal)
             .await
             .map_err(GatewayError::Serve)
+    }
+}
+
+/// The gateway's client APIs, bound: REST on `gateway.rest-port` and Zeebe's gRPC on
+/// `gateway.grpc-port`, sharing one dispatcher and one set of job waiters.
+pub struct GatewayServer {
+    rest: RestServer,
+    grpc: GrpcServer,
+}
+
+impl GatewayServer {
+    /// Binds both ports (port 0 picks a free port).
+    pub async fn bind(
+        config: &GatewayConfig,
+        backend: Arc<dyn GatewayBackend>,
+        metrics: GatewayMetrics,
+    ) -> Result<GatewayServer, GatewayError> {
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let state = shared_state(config, backend, metrics, shutdown_rx);
+        let rest_address = host_port(&config.host, config.rest_port);
+        let listener =
+            TcpListener::bind(&rest_address)
+                .await
+                .map_err(|source| GatewayError::Bind {
+                    api: "REST",
+                    address: rest_address,
+                    source,
+                })?;
+        let grpc =
+            GrpcServer::bind(host_port(&config.host, config.grpc_port), state.clone()).await?;
+        Ok(GatewayServer {
+            rest: RestServer {
+                listener,
+                router: rest_router(state),
+                shutdown,
+            },
+            grpc,
+        })
+    }
+
+    pub fn rest_addr(&self) -> Result<SocketAddr, GatewayError> {
+        self.rest.local_addr()
+    }
+
+    pub fn grpc_addr(&self) -> Result<SocketAddr, GatewayError> {
+        self.grpc.local_addr()
+    }
+
+    /// Serves both APIs until `shutdown` completes, then ends long polls and job streams
+    /// and waits for the requests in flight.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), GatewayError> {
+        let (stopped, stopped_rx) = watch::channel(false);
+        let wait = move || {
+            let mut stopped = stopped_rx.clone();
+            async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            }
+        };
+        let rest = self.rest.serve(wait());
+        let grpc = self.grpc.serve(wait());
+        let signal = async move {
+            shutdown.await;
+            let _ = stopped.send(true);
+        };
+        let (rest, grpc, ()) = tokio::join!(rest, grpc, signal);
+        rest.and(grpc)
+    }
+}
+
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 

@@ -196,7 +196,7 @@ def test_embedded_gateway_runs_in_the_brokers(render):
     assert env_value(container, "RILL_GATEWAY__REST_PORT") == "8080"
     svc = rendered.one("Service", GATEWAY)
     assert svc["spec"]["selector"]["app.kubernetes.io/component"] == "broker"
-    assert [p["name"] for p in svc["spec"]["ports"]] == ["rest"]
+    assert [p["name"] for p in svc["spec"]["ports"]] == ["rest", "grpc"]
 
 
 def test_separate_gateway_reaches_every_broker(render):
@@ -228,6 +228,21 @@ def test_ingress_serves_the_rest_port(render):
     assert backend == {"name": GATEWAY, "port": {"name": "rest"}}
     assert ingress["spec"]["tls"] == [{"hosts": ["rill.example.com"], "secretName": "rill-example-tls"}]
     assert "rest" in {p["name"] for p in rendered.one("Service", GATEWAY)["spec"]["ports"]}
+
+
+@pytest.mark.parametrize("embedded", [True, False])
+def test_the_gateway_service_exposes_the_grpc_port(render, embedded):
+    rendered = render({"gateway": {"embedded": embedded}})
+    ports = {p["name"]: p for p in rendered.one("Service", GATEWAY)["spec"]["ports"]}
+    assert ports["grpc"]["port"] == 26500
+    assert ports["grpc"]["targetPort"] == "grpc"
+    kind, name = ("StatefulSet", BROKER) if embedded else ("Deployment", GATEWAY)
+    (container,) = rendered.one(kind, name)["spec"]["template"]["spec"]["containers"]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]}["grpc"] == 26500
+    assert env_value(container, "RILL_GATEWAY__GRPC_PORT") == "26500"
+    # Switched off, the port is gone from the Service.
+    off = render({"gateway": {"embedded": embedded, "grpc": {"enabled": False}}})
+    assert "grpc" not in {p["name"] for p in off.one("Service", GATEWAY)["spec"]["ports"]}
 
 
 def test_elasticsearch_exporter_takes_credentials_from_the_secret(render):

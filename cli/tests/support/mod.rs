@@ -48,6 +48,7 @@ pub struct RillProcess {
     child: Option<Child>,
     pub data_dir: PathBuf,
     pub rest_port: u16,
+    pub grpc_port: u16,
     pub monitoring_port: u16,
     pub log: PathBuf,
     extra: Vec<String>,
@@ -59,7 +60,7 @@ impl RillProcess {
         RillProcess::start_role("standalone", data_dir, extra)
     }
 
-    /// Starts `rill ROLE` on fresh REST and monitoring ports with `data_dir`, plus
+    /// Starts `rill ROLE` on fresh REST, gRPC and monitoring ports with `data_dir`, plus
     /// `--set` overrides.
     pub fn start_role(role: &'static str, data_dir: &Path, extra: &[&str]) -> RillProcess {
         let mut process = RillProcess::prepare_role(role, data_dir, extra);
@@ -74,6 +75,7 @@ impl RillProcess {
             child: None,
             data_dir: data_dir.to_path_buf(),
             rest_port: free_port(),
+            grpc_port: free_port(),
             monitoring_port: free_port(),
             log: data_dir.with_extension("log"),
             extra: extra.iter().map(|s| s.to_string()).collect(),
@@ -136,6 +138,7 @@ impl RillProcess {
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(["--set", &format!("gateway.rest-port={}", self.rest_port)])
+            .args(["--set", &format!("gateway.grpc-port={}", self.grpc_port)])
             .args(["--set", "gateway.host=127.0.0.1"])
             .args([
                 "--set",
@@ -154,6 +157,11 @@ impl RillProcess {
 
     pub fn rest(&self) -> String {
         format!("http://127.0.0.1:{}", self.rest_port)
+    }
+
+    /// The gRPC API's address, as a tonic channel takes it.
+    pub fn grpc(&self) -> String {
+        format!("http://127.0.0.1:{}", self.grpc_port)
     }
 
     pub fn monitoring(&self) -> String {

@@ -166,7 +166,26 @@ pub async fn activate(
         max_jobs: request.max_jobs_to_activate,
         fetch_variables: request.fetch_variable.unwrap_or_default(),
     };
+    let jobs = activate_jobs(&state, &template, long_poll_until)
+        .await?
+        .into_iter()
+        .flatten()
+        .map(|(key, job)| ActivatedJob::new(key, job))
+        .collect();
+    Ok(Json(ActivationResult { jobs }))
+}
 
+/// Jobs a worker may work on, each batch as one partition activated it.
+pub(crate) type ActivatedBatches = Vec<Vec<(i64, JobRecord)>>;
+
+/// The long poll behind both APIs' job activation: polls the partitions, then waits for
+/// a notification or `long_poll_until` (`None`: no waiting) and answers with what it
+/// has, possibly nothing. Every job answered has been activated for this caller alone.
+pub(crate) async fn activate_jobs(
+    state: &SharedState,
+    template: &ActivateJobs,
+    long_poll_until: Option<Instant>,
+) -> Result<ActivatedBatches, Problem> {
     // Join the waiters before the first poll, so no notification falls between poll
     // and wait.
     let waiters = &state.job_waiters;
@@ -183,16 +202,17 @@ pub async fn activate(
             None => state.settings.request_timeout,
         };
         let answers = match look {
-            Wake::Everywhere => poll_partitions(&state, &template, timeout).await?,
-            Wake::Partition(partition) => poll_woken(&state, &template, partition, timeout).await,
+            Wake::Everywhere => poll_partitions(state, template, timeout).await?,
+            Wake::Partition(partition) => poll_woken(state, template, partition, timeout).await,
         };
-        let jobs = hand_out(&state, answers);
-        if !jobs.is_empty() {
-            state.metrics.jobs_activated(jobs.len());
-            return Ok(Json(ActivationResult { jobs }));
+        let batches = hand_out(state, answers);
+        let found: usize = batches.iter().map(Vec::len).sum();
+        if found > 0 {
+            state.metrics.jobs_activated(found);
+            return Ok(batches);
         }
         let Some(until) = long_poll_until else {
-            return Ok(Json(ActivationResult { jobs }));
+            return Ok(Vec::new());
         };
         if waiting.is_none() {
             waiting = Some(state.metrics.long_poll_waiting());
@@ -203,7 +223,7 @@ pub async fn activate(
             _ = shutdown.wait_for(|stopping| *stopping) => None,
         };
         let Some(wake) = woken else {
-            return Ok(Json(ActivationResult { jobs }));
+            return Ok(Vec::new());
         };
         look = wake;
         // Back in the queue before polling, for notifications that arrive meanwhile.
@@ -212,12 +232,12 @@ pub async fn activate(
 }
 
 /// The jobs of `answers` that a worker may still get (`crate::activation`: not past or
-/// near their deadline, not from a term the partition has left), as the API shows them.
-fn hand_out(state: &SharedState, answers: Vec<Activation>) -> Vec<ActivatedJob> {
+/// near their deadline, not from a term the partition has left), one batch per answer.
+fn hand_out(state: &SharedState, answers: Vec<Activation>) -> ActivatedBatches {
     answers
         .into_iter()
-        .flat_map(|answer| usable_jobs(state.dispatch.backend(), &state.metrics, answer))
-        .map(|(key, job)| ActivatedJob::new(key, job))
+        .map(|answer| usable_jobs(state.dispatch.backend(), &state.metrics, answer))
+        .filter(|batch| !batch.is_empty())
         .collect()
 }
 

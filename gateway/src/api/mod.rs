@@ -1,10 +1,11 @@
 //! The REST API: Camunda's Orchestration Cluster API v2 paths and JSON shapes.
 //!
 //! Every handler answers either its JSON (or 204) or a [`Problem`]. Extractors here
-//! reject with problems too, so no axum default error text reaches a client.
+//! reject with problems too, so no axum default error text reaches a client. What the
+//! gRPC API shares with it (create, the job long poll) is `pub(crate)` in its module.
 
 mod cluster;
-mod deployments;
+pub(crate) mod deployments;
 mod element_instances;
 #[cfg(test)]
 mod entity_search_tests;
@@ -12,12 +13,12 @@ mod history_search;
 mod incidents;
 mod job_search;
 mod job_waiters;
-mod jobs;
+pub(crate) mod jobs;
 mod message_subscriptions;
 mod messages;
 mod process_definitions;
 mod process_instance_search;
-mod process_instances;
+pub(crate) mod process_instances;
 mod signals;
 mod variables;
 

@@ -17,6 +17,7 @@ use super::{
     Body, KeyParam, SharedState, check_tenant, client_timeout, date_text, key_text,
     unexpected_answer, unsupported,
 };
+use crate::dispatch::Accepted;
 use crate::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
@@ -145,20 +146,7 @@ pub async fn create(
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
     });
-    let (partition, created) = state.dispatch.submit_to_any(command.clone(), timeout).await;
-    let accepted = match created {
-        // Deployments reach the other partitions shortly after the one they were made
-        // on: a process deployed a moment ago may not be here yet, but is there.
-        Err(problem)
-            if problem.status == StatusCode::NOT_FOUND && partition != DEPLOYMENT_PARTITION =>
-        {
-            state
-                .dispatch
-                .submit(DEPLOYMENT_PARTITION, command, timeout)
-                .await?
-        }
-        other => other?,
-    };
+    let accepted = submit_create(&state, command, timeout).await?;
     let result = match &accepted.value {
         RecordValue::ProcessInstanceCreation(record) => CreateResult {
             process_definition_id: record.bpmn_process_id.clone(),
@@ -185,6 +173,28 @@ pub async fn create(
         other => return Err(unexpected_answer("process instance creation", other)),
     };
     Ok(Json(result))
+}
+
+/// Creates a process instance on the next partition in turn (both APIs create this way).
+pub(crate) async fn submit_create(
+    state: &SharedState,
+    command: Command,
+    timeout: std::time::Duration,
+) -> Result<Accepted, Problem> {
+    let (partition, created) = state.dispatch.submit_to_any(command.clone(), timeout).await;
+    match created {
+        // Deployments reach the other partitions shortly after the one they were made
+        // on: a process deployed a moment ago may not be here yet, but is there.
+        Err(problem)
+            if problem.status == StatusCode::NOT_FOUND && partition != DEPLOYMENT_PARTITION =>
+        {
+            state
+                .dispatch
+                .submit(DEPLOYMENT_PARTITION, command, timeout)
+                .await
+        }
+        other => other,
+    }
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,213 @@
+//! Between Zeebe's protobuf messages and Rill's commands and records: JSON text fields,
+//! tenants, activated jobs, and how a batch of jobs is split into stream messages.
+
+use prost::Message;
+use rill_protocol::value::{DEFAULT_TENANT, JobRecord};
+use rill_protocol::{JsonValue, Key};
+use tonic::Status;
+
+use super::proto::{ActivateJobsResponse, ActivatedJob, activated_job};
+
+/// A JSON text field that must hold an object of variables. Empty text means none.
+pub fn variables(field: &str, text: &str) -> Result<JsonValue, Status> {
+    if text.trim().is_empty() {
+        return Ok(JsonValue(serde_json::Value::Object(Default::default())));
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(JsonValue(serde_json::Value::Object(map))),
+        // `null` is taken as no variables, as in the REST API.
+        Ok(serde_json::Value::Null) => Ok(JsonValue(serde_json::Value::Object(Default::default()))),
+        Ok(other) => Err(Status::invalid_argument(format!(
+            "Property '{field}' is invalid: expected a JSON object of variables, e.g. \
+             {{\"amount\": 5}}, but got {}",
+            kind_of(&other)
+        ))),
+        Err(error) => Err(Status::invalid_argument(format!(
+            "Property '{field}' is invalid: it is not a JSON document ({error})"
+        ))),
+    }
+}
+
+fn kind_of(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Rill is single-tenant: a tenant id must be empty or the default tenant.
+pub fn tenant(field: &str, tenant: &str) -> Result<(), Status> {
+    if tenant.is_empty() || tenant == DEFAULT_TENANT {
+        Ok(())
+    } else {
+        Err(Status::invalid_argument(format!(
+            "Expected to handle the request with {field} '{tenant}', but multi-tenancy is not \
+             supported; leave {field} empty or use '{DEFAULT_TENANT}'"
+        )))
+    }
+}
+
+/// A key field: keys are positive.
+pub fn key(field: &str, value: i64) -> Result<Key, Status> {
+    if value > 0 {
+        Ok(Key(value))
+    } else {
+        Err(Status::invalid_argument(format!(
+            "Property '{field}' is invalid: expected a key (a positive number), but got {value}"
+        )))
+    }
+}
+
+/// A feature of the request Rill does not run: refused, never ignored.
+pub fn unsupported(condition: bool, what: &str) -> Result<(), Status> {
+    if condition {
+        Err(Status::invalid_argument(format!(
+            "{what} is not supported by Rill"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// The value the tenant id field carries in answers.
+pub fn tenant_text(tenant: String) -> String {
+    if tenant.is_empty() {
+        DEFAULT_TENANT.to_owned()
+    } else {
+        tenant
+    }
+}
+
+/// JSON text of a value, `{}` for none.
+pub fn json_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => "{}".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+pub fn activated_job(key: i64, job: JobRecord) -> ActivatedJob {
+    let custom_headers: serde_json::Map<String, serde_json::Value> = job
+        .custom_headers
+        .into_iter()
+        .map(|(name, value)| (name, serde_json::Value::String(value)))
+        .collect();
+    let kind = activated_job::JobKind::from_str_name(job.job_kind.name())
+        .unwrap_or(activated_job::JobKind::BpmnElement);
+    let listener_event_type =
+        activated_job::ListenerEventType::from_str_name(job.job_listener_event_type.name())
+            .unwrap_or(activated_job::ListenerEventType::Unspecified);
+    ActivatedJob {
+        key,
+        r#type: job.job_type,
+        process_instance_key: job.process_instance_key,
+        bpmn_process_id: job.bpmn_process_id,
+        process_definition_version: job.process_definition_version,
+        process_definition_key: job.process_definition_key,
+        element_id: job.element_id,
+        element_instance_key: job.element_instance_key,
+        custom_headers: serde_json::Value::Object(custom_headers).to_string(),
+        worker: job.worker,
+        retries: job.retries,
+        deadline: job.deadline,
+        variables: json_text(&job.variables.0),
+        tenant_id: tenant_text(job.tenant_id),
+        user_task: None,
+        kind: kind as i32,
+        listener_event_type: listener_event_type as i32,
+        tags: Vec::new(),
+    }
+}
+
+/// Splits one partition's activated jobs into stream messages of at most `max_bytes`
+/// encoded (a single larger job still goes, alone), as Zeebe's gateway sends each
+/// broker's answer as messages of its own that a client can take in.
+pub fn split_batch(jobs: Vec<ActivatedJob>, max_bytes: usize) -> Vec<ActivateJobsResponse> {
+    let mut responses = Vec::new();
+    let mut current = ActivateJobsResponse::default();
+    let mut size = 0;
+    for job in jobs {
+        // A repeated message field costs its tag, its length prefix and its bytes.
+        let job_size = job.encoded_len();
+        let cost = 1 + prost::length_delimiter_len(job_size) + job_size;
+        if !current.jobs.is_empty() && size + cost > max_bytes {
+            responses.push(std::mem::take(&mut current));
+            size = 0;
+        }
+        size += cost;
+        current.jobs.push(job);
+    }
+    if !current.jobs.is_empty() {
+        responses.push(current);
+    }
+    responses
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_must_be_an_object_and_the_error_names_the_field() {
+        assert_eq!(variables("variables", "").unwrap().0, serde_json::json!({}));
+        assert_eq!(
+            variables("variables", r#"{"a":1}"#).unwrap().0,
+            serde_json::json!({"a": 1})
+        );
+        let array = variables("variables", "[1]").unwrap_err();
+        assert_eq!(array.code(), tonic::Code::InvalidArgument);
+        assert!(array.message().contains("'variables'"), "{array:?}");
+        assert!(array.message().contains("an array"), "{array:?}");
+        let broken = variables("request.variables", "{").unwrap_err();
+        assert!(
+            broken.message().contains("'request.variables'"),
+            "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn keys_are_positive() {
+        assert_eq!(key("jobKey", 7).unwrap(), Key(7));
+        let status = key("jobKey", 0).unwrap_err();
+        assert!(status.message().contains("'jobKey'"));
+    }
+
+    fn job(key: i64, payload: usize) -> ActivatedJob {
+        ActivatedJob {
+            key,
+            variables: "x".repeat(payload),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_batch_is_split_by_encoded_size_and_keeps_every_job_once() {
+        let jobs: Vec<_> = (1..=10).map(|k| job(k, 100)).collect();
+        let one = job(1, 100).encoded_len() + 2;
+        let responses = split_batch(jobs, one * 3);
+        assert_eq!(
+            responses.iter().map(|r| r.jobs.len()).collect::<Vec<_>>(),
+            vec![3, 3, 3, 1]
+        );
+        let keys: Vec<i64> = responses
+            .iter()
+            .flat_map(|r| &r.jobs)
+            .map(|j| j.key)
+            .collect();
+        assert_eq!(keys, (1..=10).collect::<Vec<_>>());
+        for response in &responses {
+            assert!(response.encoded_len() <= one * 3);
+        }
+        // A job larger than the limit still goes, alone.
+        let big = split_batch(vec![job(1, 10), job(2, 5000), job(3, 10)], 1000);
+        assert_eq!(
+            big.iter().map(|r| r.jobs.len()).collect::<Vec<_>>(),
+            vec![1, 1, 1]
+        );
+        assert!(split_batch(Vec::new(), 1000).is_empty());
+    }
+}

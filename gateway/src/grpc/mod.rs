@@ -1,0 +1,101 @@
+//! Zeebe's gRPC API (`gateway_protocol.Gateway`, `proto/gateway.proto`) next to the REST
+//! API, on `gateway.grpc-port`, with `grpc.health.v1` and server reflection. Requests go
+//! through the same dispatcher and job long poll as REST ones (see `service`).
+
+mod convert;
+mod observe;
+mod service;
+mod status;
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+use tonic::codec::CompressionEncoding;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+use crate::api::SharedState;
+use crate::error::GatewayError;
+
+/// The generated messages and service of `gateway_protocol`.
+pub mod proto {
+    #![allow(clippy::all, missing_docs, rust_2018_idioms)]
+    tonic::include_proto!("gateway_protocol");
+}
+
+/// `gateway.proto`'s descriptors, for server reflection.
+const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/gateway_descriptor.bin"));
+
+/// The service name clients and health checks use.
+pub const SERVICE_NAME: &str = "gateway_protocol.Gateway";
+
+/// A bound, not yet serving gRPC server.
+pub struct GrpcServer {
+    listener: TcpListener,
+    state: SharedState,
+}
+
+impl GrpcServer {
+    /// Binds `address` (port 0 picks a free port).
+    pub async fn bind(address: String, state: SharedState) -> Result<GrpcServer, GatewayError> {
+        let listener = TcpListener::bind(&address)
+            .await
+            .map_err(|source| GatewayError::Bind {
+                api: "gRPC",
+                address,
+                source,
+            })?;
+        Ok(GrpcServer { listener, state })
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr, GatewayError> {
+        self.listener.local_addr().map_err(GatewayError::Serve)
+    }
+
+    /// Serves until `shutdown` completes, then finishes the calls in flight (job streams
+    /// and long polls end with the shared state's shutdown signal).
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), GatewayError> {
+        let max_message_size =
+            usize::try_from(self.state.settings.max_message_size).unwrap_or(usize::MAX);
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health
+            .set_serving::<proto::gateway_server::GatewayServer<service::GatewayService>>()
+            .await;
+        let reflection = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1()
+            .map_err(|e| GatewayError::Grpc(e.to_string()))?;
+        let reflection_alpha = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1alpha()
+            .map_err(|e| GatewayError::Grpc(e.to_string()))?;
+        let gateway = proto::gateway_server::GatewayServer::new(service::GatewayService::new(
+            self.state.clone(),
+        ))
+        .max_decoding_message_size(max_message_size)
+        // Zeebe's clients may compress their requests (the npm SDK does).
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip);
+        tracing::info!(address = ?self.listener.local_addr().ok(), "gRPC API listening");
+        let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
+        Server::builder()
+            .layer(observe::MetricsLayer::new(self.state.metrics.clone()))
+            .add_service(gateway)
+            .add_service(health_service)
+            .add_service(reflection)
+            .add_service(reflection_alpha)
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await
+            .map_err(|e| GatewayError::Grpc(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod wire_tests;

@@ -1,0 +1,780 @@
+//! The `gateway_protocol.Gateway` service. Each RPC checks its request, builds the same
+//! broker command as the REST endpoint for it and sends it through the shared dispatcher
+//! (`crate::dispatch`); job activation is the REST API's long poll (`api::jobs`).
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::Stream;
+use rill_protocol::value::{DEFAULT_TENANT, JobRecord, ProcessMetadata};
+use rill_protocol::{
+    ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance, FailJob, JsonValue, ProcessSelector,
+    PublishMessage, RecordValue, Resource, SetVariables, ThrowError, UpdateJob, message_partition,
+};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tonic::{Request, Response, Status};
+
+use super::convert::{
+    activated_job, json_text, key, split_batch, tenant, tenant_text, unsupported, variables,
+};
+use super::proto::gateway_server::Gateway;
+use super::proto::*;
+use super::status::{from_problem, not_supported_yet};
+use crate::api::deployments::DEPLOYMENT_PARTITION;
+use crate::api::jobs::{ActivatedBatches, activate_jobs};
+use crate::api::process_instances::submit_create;
+use crate::api::{SharedState, client_timeout};
+use crate::backend::{PartitionHealth, PartitionRole};
+use crate::dispatch::Accepted;
+
+/// Jobs a job stream asks for at a time.
+const STREAM_BATCH: i32 = 32;
+
+/// How long a job stream waits before polling again after no partition could answer.
+const STREAM_RETRY_DELAY: Duration = Duration::from_millis(250);
+
+/// Failures that pass on their own (no leader yet, back-pressure, a timeout).
+fn is_transient(code: tonic::Code) -> bool {
+    matches!(
+        code,
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::ResourceExhausted
+    )
+}
+
+type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+pub struct GatewayService {
+    state: SharedState,
+}
+
+impl GatewayService {
+    pub fn new(state: SharedState) -> Self {
+        GatewayService { state }
+    }
+
+    fn request_timeout(&self) -> Duration {
+        self.state.settings.request_timeout
+    }
+
+    /// Sends a command to the partition that owns `key` (the entity named by `what`).
+    async fn submit_by_key(
+        &self,
+        key: rill_protocol::Key,
+        what: &str,
+        command: Command,
+    ) -> Result<Accepted, Status> {
+        let partition = self
+            .state
+            .dispatch
+            .partition_of(key, what)
+            .map_err(from_problem)?;
+        self.state
+            .dispatch
+            .submit(partition, command, self.request_timeout())
+            .await
+            .map_err(from_problem)
+    }
+
+    async fn deploy(
+        &self,
+        resources: Vec<Resource>,
+    ) -> Result<(i64, Vec<ProcessMetadata>), Status> {
+        if resources.is_empty() {
+            return Err(Status::invalid_argument(
+                "Property 'resources' is invalid: no resources given; deploy at least one",
+            ));
+        }
+        let accepted = self
+            .state
+            .dispatch
+            .submit(
+                DEPLOYMENT_PARTITION,
+                Command::Deploy { resources },
+                self.request_timeout(),
+            )
+            .await
+            .map_err(from_problem)?;
+        match accepted.value {
+            RecordValue::Deployment(record) => Ok((accepted.key.get(), record.processes_metadata)),
+            other => Err(unexpected("deployment", &other)),
+        }
+    }
+
+    /// The command for a new process instance, from either create request.
+    fn creation(
+        &self,
+        request: CreateProcessInstanceRequest,
+        field_prefix: &str,
+        await_result: bool,
+        fetch_variables: Vec<String>,
+    ) -> Result<Command, Status> {
+        tenant(&format!("{field_prefix}tenantId"), &request.tenant_id)?;
+        unsupported(!request.start_instructions.is_empty(), "startInstructions")?;
+        unsupported(
+            !request.runtime_instructions.is_empty(),
+            "runtimeInstructions",
+        )?;
+        unsupported(!request.tags.is_empty(), "tags")?;
+        let process = if request.process_definition_key > 0 {
+            let key = rill_protocol::Key(request.process_definition_key);
+            self.state
+                .dispatch
+                .partition_of(key, "process definition")
+                .map_err(from_problem)?;
+            ProcessSelector::ByKey(key)
+        } else {
+            if request.bpmn_process_id.trim().is_empty() {
+                return Err(Status::invalid_argument(format!(
+                    "Property '{field_prefix}bpmnProcessId' is invalid: give a BPMN process id \
+                     or a processDefinitionKey"
+                )));
+            }
+            // Versions start at 1: -1 (and 0, the field's default) mean the latest.
+            ProcessSelector::ById {
+                bpmn_process_id: request.bpmn_process_id,
+                version: (request.version > 0).then_some(request.version),
+            }
+        };
+        Ok(Command::CreateProcessInstance(CreateProcessInstance {
+            process,
+            variables: variables(&format!("{field_prefix}variables"), &request.variables)?,
+            await_result,
+            fetch_variables,
+        }))
+    }
+}
+
+fn unexpected(what: &str, value: &RecordValue) -> Status {
+    Status::internal(format!(
+        "Expected the broker to answer the {what} request with its record, but it answered \
+         with a {} record",
+        value.value_type().name()
+    ))
+}
+
+fn process_metadata(process: ProcessMetadata) -> super::proto::ProcessMetadata {
+    super::proto::ProcessMetadata {
+        bpmn_process_id: process.bpmn_process_id,
+        version: process.version,
+        process_definition_key: process.process_definition_key,
+        resource_name: process.resource_name,
+        tenant_id: tenant_text(process.tenant_id),
+    }
+}
+
+fn checked_job_type(job_type: &str) -> Result<(), Status> {
+    if job_type.trim().is_empty() {
+        return Err(Status::invalid_argument(
+            "Property 'type' is invalid: the job type must not be blank",
+        ));
+    }
+    Ok(())
+}
+
+fn checked_job_timeout(timeout: i64) -> Result<(), Status> {
+    if timeout < 1 {
+        return Err(Status::invalid_argument(format!(
+            "Property 'timeout' is invalid: expected a job timeout of at least 1 ms, but got \
+             {timeout}"
+        )));
+    }
+    Ok(())
+}
+
+/// A stream message that carries jobs: their keys and retries, to give them back.
+trait CarriesJobs {
+    fn jobs(&self) -> Vec<(i64, i32)>;
+}
+
+impl CarriesJobs for ActivateJobsResponse {
+    fn jobs(&self) -> Vec<(i64, i32)> {
+        self.jobs.iter().map(|job| (job.key, job.retries)).collect()
+    }
+}
+
+impl CarriesJobs for ActivatedJob {
+    fn jobs(&self) -> Vec<(i64, i32)> {
+        vec![(self.key, self.retries)]
+    }
+}
+
+/// Sends messages of activated jobs down a stream; false if the client went away. Jobs
+/// that cannot be sent because it did are given back at once (failed with their retries
+/// unchanged, as Zeebe's gateway does), so they do not wait out their timeout.
+async fn deliver<T: CarriesJobs>(
+    state: &SharedState,
+    sender: &mpsc::Sender<Result<T, Status>>,
+    messages: Vec<T>,
+) -> bool {
+    let mut undelivered: Vec<(i64, i32)> = Vec::new();
+    for message in messages {
+        let jobs = message.jobs();
+        if !undelivered.is_empty() || sender.send(Ok(message)).await.is_err() {
+            undelivered.extend(jobs);
+        }
+    }
+    let delivered = undelivered.is_empty();
+    for (job_key, retries) in undelivered {
+        give_back(state, job_key, retries).await;
+    }
+    delivered
+}
+
+fn activated(batches: ActivatedBatches) -> impl Iterator<Item = Vec<ActivatedJob>> {
+    batches.into_iter().map(|batch| {
+        batch
+            .into_iter()
+            .map(|(key, job): (i64, JobRecord)| activated_job(key, job))
+            .collect()
+    })
+}
+
+async fn give_back(state: &SharedState, job_key: i64, retries: i32) {
+    let key = rill_protocol::Key(job_key);
+    let Ok(partition) = state.dispatch.partition_of(key, "job") else {
+        return;
+    };
+    let command = Command::FailJob(FailJob {
+        job_key: key,
+        retries,
+        error_message: "The worker's connection closed before the gateway could hand the job \
+                        over; it is activatable again"
+            .to_owned(),
+        retry_backoff: 0,
+        variables: JsonValue(serde_json::Value::Object(Default::default())),
+    });
+    if let Err(problem) = state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await
+    {
+        tracing::debug!(job_key, detail = %problem.detail, "could not give back an undelivered job");
+    }
+}
+
+#[tonic::async_trait]
+impl Gateway for GatewayService {
+    type ActivateJobsStream = ResponseStream<ActivateJobsResponse>;
+
+    async fn activate_jobs(
+        &self,
+        request: Request<ActivateJobsRequest>,
+    ) -> Result<Response<Self::ActivateJobsStream>, Status> {
+        let request = request.into_inner();
+        checked_job_type(&request.r#type)?;
+        checked_job_timeout(request.timeout)?;
+        if request.max_jobs_to_activate < 1 {
+            return Err(Status::invalid_argument(format!(
+                "Property 'maxJobsToActivate' is invalid: expected at least 1, but got {}",
+                request.max_jobs_to_activate
+            )));
+        }
+        for id in &request.tenant_ids {
+            tenant("tenantIds", id)?;
+        }
+        let settings = &self.state.settings;
+        let long_poll_until = match request.request_timeout {
+            ms if ms < 0 => None,
+            ms => Some(
+                Instant::now()
+                    + client_timeout(Some(ms), settings).unwrap_or(settings.long_polling_timeout),
+            ),
+        };
+        let template = ActivateJobs {
+            job_type: request.r#type,
+            worker: request.worker,
+            timeout: request.timeout,
+            max_jobs: request.max_jobs_to_activate,
+            fetch_variables: request.fetch_variable,
+        };
+        let max_bytes = usize::try_from(settings.max_message_size).unwrap_or(usize::MAX);
+        let (sender, receiver) = mpsc::channel(4);
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            let activation = activate_jobs(&state, &template, long_poll_until);
+            // A client that goes away ends its long poll.
+            let result = tokio::select! {
+                result = activation => result,
+                _ = sender.closed() => return,
+            };
+            match result {
+                Ok(batches) => {
+                    // Each partition's answer in messages of its own, as Zeebe sends them.
+                    let messages = activated(batches)
+                        .flat_map(|jobs| split_batch(jobs, max_bytes))
+                        .collect();
+                    deliver(&state, &sender, messages).await;
+                }
+                Err(problem) => {
+                    let _ = sender.send(Err(from_problem(problem))).await;
+                }
+            }
+        });
+        Ok(Response::new(receiver_stream(receiver)))
+    }
+
+    type StreamActivatedJobsStream = ResponseStream<ActivatedJob>;
+
+    async fn stream_activated_jobs(
+        &self,
+        request: Request<StreamActivatedJobsRequest>,
+    ) -> Result<Response<Self::StreamActivatedJobsStream>, Status> {
+        let request = request.into_inner();
+        checked_job_type(&request.r#type)?;
+        checked_job_timeout(request.timeout)?;
+        for id in &request.tenant_ids {
+            tenant("tenantIds", id)?;
+        }
+        let template = ActivateJobs {
+            job_type: request.r#type,
+            worker: request.worker,
+            timeout: request.timeout,
+            max_jobs: STREAM_BATCH,
+            fetch_variables: request.fetch_variable,
+        };
+        let (sender, receiver) = mpsc::channel(STREAM_BATCH as usize);
+        let state = self.state.clone();
+        let mut shutdown = state.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                let until = Instant::now() + state.settings.long_polling_timeout;
+                let activation = activate_jobs(&state, &template, Some(until));
+                let result = tokio::select! {
+                    result = activation => result,
+                    _ = sender.closed() => return,
+                    _ = shutdown.wait_for(|stopping| *stopping) => return,
+                };
+                match result {
+                    Ok(batches) => {
+                        let messages = activated(batches).flatten().collect();
+                        if !deliver(&state, &sender, messages).await {
+                            return;
+                        }
+                    }
+                    Err(problem) => {
+                        let status = from_problem(problem);
+                        if !is_transient(status.code()) {
+                            let _ = sender.send(Err(status)).await;
+                            return;
+                        }
+                        // No partition could be asked (an election, back-pressure): a
+                        // stream outlives that, as a worker expects, and looks again.
+                        tracing::debug!(
+                            message = status.message(),
+                            "job stream waits to poll again"
+                        );
+                        tokio::select! {
+                            _ = tokio::time::sleep(STREAM_RETRY_DELAY) => {}
+                            _ = sender.closed() => return,
+                            _ = shutdown.wait_for(|stopping| *stopping) => return,
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Response::new(receiver_stream(receiver)))
+    }
+
+    async fn cancel_process_instance(
+        &self,
+        request: Request<CancelProcessInstanceRequest>,
+    ) -> Result<Response<CancelProcessInstanceResponse>, Status> {
+        let request = request.into_inner();
+        let key = key("processInstanceKey", request.process_instance_key)?;
+        let command = Command::CancelProcessInstance {
+            process_instance_key: key,
+        };
+        self.submit_by_key(key, "process instance", command).await?;
+        Ok(Response::new(CancelProcessInstanceResponse {}))
+    }
+
+    async fn complete_job(
+        &self,
+        request: Request<CompleteJobRequest>,
+    ) -> Result<Response<CompleteJobResponse>, Status> {
+        let request = request.into_inner();
+        unsupported(request.result.is_some(), "A job completion result")?;
+        let job_key = key("jobKey", request.job_key)?;
+        let command = Command::CompleteJob {
+            job_key,
+            variables: variables("variables", &request.variables)?,
+        };
+        self.submit_by_key(job_key, "job", command).await?;
+        Ok(Response::new(CompleteJobResponse {}))
+    }
+
+    async fn create_process_instance(
+        &self,
+        request: Request<CreateProcessInstanceRequest>,
+    ) -> Result<Response<CreateProcessInstanceResponse>, Status> {
+        let command = self.creation(request.into_inner(), "", false, Vec::new())?;
+        let accepted = submit_create(&self.state, command, self.request_timeout())
+            .await
+            .map_err(from_problem)?;
+        match accepted.value {
+            RecordValue::ProcessInstanceCreation(record) => {
+                Ok(Response::new(CreateProcessInstanceResponse {
+                    process_definition_key: record.process_definition_key,
+                    bpmn_process_id: record.bpmn_process_id,
+                    version: record.version,
+                    process_instance_key: record.process_instance_key,
+                    tenant_id: tenant_text(record.tenant_id),
+                    tags: Vec::new(),
+                }))
+            }
+            other => Err(unexpected("process instance creation", &other)),
+        }
+    }
+
+    async fn create_process_instance_with_result(
+        &self,
+        request: Request<CreateProcessInstanceWithResultRequest>,
+    ) -> Result<Response<CreateProcessInstanceWithResultResponse>, Status> {
+        let request = request.into_inner();
+        let Some(create) = request.request else {
+            return Err(Status::invalid_argument(
+                "Property 'request' is invalid: the process instance to create is missing",
+            ));
+        };
+        let command = self.creation(create, "request.", true, request.fetch_variables)?;
+        // 0 (or less) means the gateway's default; longer than the maximum is cut to it.
+        let timeout = client_timeout(Some(request.request_timeout), &self.state.settings)
+            .unwrap_or(self.request_timeout());
+        let accepted = submit_create(&self.state, command, timeout)
+            .await
+            .map_err(from_problem)?;
+        match accepted.value {
+            RecordValue::ProcessInstanceResult(record) => {
+                Ok(Response::new(CreateProcessInstanceWithResultResponse {
+                    process_definition_key: record.process_definition_key,
+                    bpmn_process_id: record.bpmn_process_id,
+                    version: record.version,
+                    process_instance_key: record.process_instance_key,
+                    variables: json_text(&record.variables.0),
+                    tenant_id: tenant_text(record.tenant_id),
+                    tags: Vec::new(),
+                }))
+            }
+            other => Err(unexpected("process instance creation", &other)),
+        }
+    }
+
+    async fn evaluate_decision(
+        &self,
+        _request: Request<EvaluateDecisionRequest>,
+    ) -> Result<Response<EvaluateDecisionResponse>, Status> {
+        Err(not_supported_yet("decisions (DMN evaluation) are"))
+    }
+
+    async fn deploy_process(
+        &self,
+        request: Request<DeployProcessRequest>,
+    ) -> Result<Response<DeployProcessResponse>, Status> {
+        let resources = request
+            .into_inner()
+            .processes
+            .into_iter()
+            .map(|process| Resource {
+                name: process.name,
+                content: Blob(process.definition),
+            })
+            .collect();
+        let (key, processes) = self.deploy(resources).await?;
+        Ok(Response::new(DeployProcessResponse {
+            key,
+            processes: processes.into_iter().map(process_metadata).collect(),
+        }))
+    }
+
+    async fn deploy_resource(
+        &self,
+        request: Request<DeployResourceRequest>,
+    ) -> Result<Response<DeployResourceResponse>, Status> {
+        let request = request.into_inner();
+        tenant("tenantId", &request.tenant_id)?;
+        let resources = request
+            .resources
+            .into_iter()
+            .map(|resource| Resource {
+                name: resource.name,
+                content: Blob(resource.content),
+            })
+            .collect();
+        let (key, processes) = self.deploy(resources).await?;
+        Ok(Response::new(DeployResourceResponse {
+            key,
+            deployments: processes
+                .into_iter()
+                .map(|process| Deployment {
+                    metadata: Some(deployment::Metadata::Process(process_metadata(process))),
+                })
+                .collect(),
+            tenant_id: DEFAULT_TENANT.to_owned(),
+        }))
+    }
+
+    async fn fail_job(
+        &self,
+        request: Request<FailJobRequest>,
+    ) -> Result<Response<FailJobResponse>, Status> {
+        let request = request.into_inner();
+        let job_key = key("jobKey", request.job_key)?;
+        if request.retry_back_off < 0 {
+            return Err(Status::invalid_argument(format!(
+                "Property 'retryBackOff' is invalid: expected 0 or more ms, but got {}",
+                request.retry_back_off
+            )));
+        }
+        let command = Command::FailJob(FailJob {
+            job_key,
+            // No retries left (zero or less) raises an incident.
+            retries: request.retries.max(0),
+            error_message: request.error_message,
+            retry_backoff: request.retry_back_off,
+            variables: variables("variables", &request.variables)?,
+        });
+        self.submit_by_key(job_key, "job", command).await?;
+        Ok(Response::new(FailJobResponse {}))
+    }
+
+    async fn throw_error(
+        &self,
+        request: Request<ThrowErrorRequest>,
+    ) -> Result<Response<ThrowErrorResponse>, Status> {
+        let request = request.into_inner();
+        let job_key = key("jobKey", request.job_key)?;
+        if request.error_code.trim().is_empty() {
+            return Err(Status::invalid_argument(
+                "Property 'errorCode' is invalid: the error code must not be blank",
+            ));
+        }
+        let command = Command::ThrowError(ThrowError {
+            job_key,
+            error_code: request.error_code,
+            error_message: request.error_message,
+            variables: variables("variables", &request.variables)?,
+        });
+        self.submit_by_key(job_key, "job", command).await?;
+        Ok(Response::new(ThrowErrorResponse {}))
+    }
+
+    async fn publish_message(
+        &self,
+        request: Request<PublishMessageRequest>,
+    ) -> Result<Response<PublishMessageResponse>, Status> {
+        let request = request.into_inner();
+        tenant("tenantId", &request.tenant_id)?;
+        if request.name.trim().is_empty() {
+            return Err(Status::invalid_argument(
+                "Property 'name' is invalid: the message name must not be blank",
+            ));
+        }
+        if request.time_to_live < 0 {
+            return Err(Status::invalid_argument(format!(
+                "Property 'timeToLive' is invalid: expected 0 or more ms, but got {}",
+                request.time_to_live
+            )));
+        }
+        let partition = message_partition(
+            &request.correlation_key,
+            self.state.dispatch.partition_count(),
+        );
+        let command = Command::PublishMessage(PublishMessage {
+            name: request.name,
+            correlation_key: request.correlation_key,
+            time_to_live: request.time_to_live,
+            message_id: request.message_id,
+            variables: variables("variables", &request.variables)?,
+        });
+        let accepted = self
+            .state
+            .dispatch
+            .submit(partition, command, self.request_timeout())
+            .await
+            .map_err(from_problem)?;
+        Ok(Response::new(PublishMessageResponse {
+            key: accepted.key.get(),
+            tenant_id: DEFAULT_TENANT.to_owned(),
+        }))
+    }
+
+    async fn resolve_incident(
+        &self,
+        request: Request<ResolveIncidentRequest>,
+    ) -> Result<Response<ResolveIncidentResponse>, Status> {
+        let incident_key = key("incidentKey", request.into_inner().incident_key)?;
+        let command = Command::ResolveIncident { incident_key };
+        self.submit_by_key(incident_key, "incident", command)
+            .await?;
+        Ok(Response::new(ResolveIncidentResponse {}))
+    }
+
+    async fn set_variables(
+        &self,
+        request: Request<SetVariablesRequest>,
+    ) -> Result<Response<SetVariablesResponse>, Status> {
+        let request = request.into_inner();
+        let element_instance_key = key("elementInstanceKey", request.element_instance_key)?;
+        let command = Command::SetVariables(SetVariables {
+            element_instance_key,
+            variables: variables("variables", &request.variables)?,
+            local: request.local,
+        });
+        let accepted = self
+            .submit_by_key(element_instance_key, "element instance", command)
+            .await?;
+        Ok(Response::new(SetVariablesResponse {
+            key: accepted.key.get(),
+        }))
+    }
+
+    async fn topology(
+        &self,
+        _request: Request<TopologyRequest>,
+    ) -> Result<Response<TopologyResponse>, Status> {
+        let topology = self
+            .state
+            .dispatch
+            .backend()
+            .topology()
+            .await
+            .map_err(|error| from_problem(crate::problem::Problem::from_backend(&error)))?;
+        let brokers = topology
+            .brokers
+            .into_iter()
+            .map(|broker| BrokerInfo {
+                node_id: broker.node_id.0 as i32,
+                host: broker.host,
+                port: i32::from(broker.port),
+                version: broker.version,
+                partitions: broker
+                    .partitions
+                    .into_iter()
+                    .map(|p| Partition {
+                        partition_id: i32::from(p.partition.get()),
+                        role: match p.role {
+                            PartitionRole::Leader => partition::PartitionBrokerRole::Leader,
+                            PartitionRole::Follower => partition::PartitionBrokerRole::Follower,
+                            PartitionRole::Inactive => partition::PartitionBrokerRole::Inactive,
+                        } as i32,
+                        health: match p.health {
+                            PartitionHealth::Healthy => partition::PartitionBrokerHealth::Healthy,
+                            PartitionHealth::Unhealthy => {
+                                partition::PartitionBrokerHealth::Unhealthy
+                            }
+                            PartitionHealth::Dead => partition::PartitionBrokerHealth::Dead,
+                        } as i32,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(Response::new(TopologyResponse {
+            brokers,
+            cluster_size: topology.cluster_size as i32,
+            partitions_count: i32::from(topology.partitions_count),
+            replication_factor: topology.replication_factor as i32,
+            gateway_version: env!("CARGO_PKG_VERSION").to_owned(),
+            cluster_id: String::new(),
+        }))
+    }
+
+    async fn update_job_retries(
+        &self,
+        request: Request<UpdateJobRetriesRequest>,
+    ) -> Result<Response<UpdateJobRetriesResponse>, Status> {
+        let request = request.into_inner();
+        let job_key = key("jobKey", request.job_key)?;
+        if request.retries < 1 {
+            return Err(Status::invalid_argument(format!(
+                "Property 'retries' is invalid: expected at least 1, but got {}",
+                request.retries
+            )));
+        }
+        let command = Command::UpdateJob(UpdateJob {
+            job_key,
+            retries: Some(request.retries),
+            timeout: None,
+        });
+        self.submit_by_key(job_key, "job", command).await?;
+        Ok(Response::new(UpdateJobRetriesResponse {}))
+    }
+
+    async fn modify_process_instance(
+        &self,
+        _request: Request<ModifyProcessInstanceRequest>,
+    ) -> Result<Response<ModifyProcessInstanceResponse>, Status> {
+        Err(not_supported_yet("process instance modification is"))
+    }
+
+    async fn migrate_process_instance(
+        &self,
+        _request: Request<MigrateProcessInstanceRequest>,
+    ) -> Result<Response<MigrateProcessInstanceResponse>, Status> {
+        Err(not_supported_yet("process instance migration is"))
+    }
+
+    async fn update_job_timeout(
+        &self,
+        request: Request<UpdateJobTimeoutRequest>,
+    ) -> Result<Response<UpdateJobTimeoutResponse>, Status> {
+        let request = request.into_inner();
+        let job_key = key("jobKey", request.job_key)?;
+        if request.timeout < 1 {
+            return Err(Status::invalid_argument(format!(
+                "Property 'timeout' is invalid: expected at least 1 ms, but got {}",
+                request.timeout
+            )));
+        }
+        let command = Command::UpdateJob(UpdateJob {
+            job_key,
+            retries: None,
+            timeout: Some(request.timeout),
+        });
+        self.submit_by_key(job_key, "job", command).await?;
+        Ok(Response::new(UpdateJobTimeoutResponse {}))
+    }
+
+    async fn delete_resource(
+        &self,
+        _request: Request<DeleteResourceRequest>,
+    ) -> Result<Response<DeleteResourceResponse>, Status> {
+        Err(not_supported_yet("deleting resources is"))
+    }
+
+    async fn broadcast_signal(
+        &self,
+        request: Request<BroadcastSignalRequest>,
+    ) -> Result<Response<BroadcastSignalResponse>, Status> {
+        let request = request.into_inner();
+        tenant("tenantId", &request.tenant_id)?;
+        if request.signal_name.trim().is_empty() {
+            return Err(Status::invalid_argument(
+                "Property 'signalName' is invalid: the signal name must not be blank",
+            ));
+        }
+        // Any partition takes a broadcast and passes it on to every other one.
+        let command = Command::BroadcastSignal(BroadcastSignal {
+            signal_name: request.signal_name,
+            variables: variables("variables", &request.variables)?,
+        });
+        let (_, accepted) = self
+            .state
+            .dispatch
+            .submit_to_any(command, self.request_timeout())
+            .await;
+        Ok(Response::new(BroadcastSignalResponse {
+            key: accepted.map_err(from_problem)?.key.get(),
+            tenant_id: DEFAULT_TENANT.to_owned(),
+        }))
+    }
+}
+
+fn receiver_stream<T: Send + 'static>(
+    receiver: mpsc::Receiver<Result<T, Status>>,
+) -> ResponseStream<T> {
+    Box::pin(futures::stream::unfold(
+        receiver,
+        |mut receiver| async move { receiver.recv().await.map(|item| (item, receiver)) },
+    ))
+}

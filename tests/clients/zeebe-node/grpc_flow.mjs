@@ -1,0 +1,89 @@
+// Drives a Rill gateway over Zeebe's gRPC API with @camunda8/sdk's ZeebeGrpcClient,
+// unmodified from npm: topology, deploy, createProcessInstanceWithResult with a polling
+// worker, then with a streamJobs worker.
+//
+//   node grpc_flow.mjs HOST:PORT EXAMPLES_DIR   (prints "all checks passed" at the end)
+
+import { join } from 'node:path'
+import { Camunda8 } from '@camunda8/sdk'
+
+const [address, examples] = process.argv.slice(2)
+
+function check(condition, what) {
+  if (!condition) throw new Error(`check failed: ${what}`)
+  console.log(`ok: ${what}`)
+}
+
+const c8 = new Camunda8({
+  ZEEBE_GRPC_ADDRESS: `grpc://${address}`,
+  CAMUNDA_AUTH_STRATEGY: 'NONE',
+  zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: 'NONE' },
+})
+const zbc = c8.getZeebeGrpcApiClient()
+
+async function runTwice(label) {
+  for (let i = 0; i < 2; i++) {
+    const result = await zbc.createProcessInstanceWithResult({
+      bpmnProcessId: 'two-rest-calls',
+      variables: { steps: 0 },
+      requestTimeout: 20000,
+      fetchVariables: ['steps'],
+    })
+    check(
+      JSON.stringify(result.variables) === JSON.stringify({ steps: 2 }),
+      `${label}: both jobs completed (${JSON.stringify(result.variables)})`
+    )
+  }
+}
+
+async function main() {
+  const topology = await zbc.topology()
+  check(topology.brokers.length >= 1, 'topology names the brokers')
+  check(Number(topology.partitionsCount) >= 1, 'topology counts the partitions')
+
+  const deployed = await zbc.deployResource({
+    processFilename: join(examples, 'two-rest-calls.bpmn'),
+  })
+  check(
+    deployed.deployments.some((d) => d.process?.bpmnProcessId === 'two-rest-calls'),
+    'deployed two-rest-calls'
+  )
+
+  const handler = (job) => job.complete({ steps: Number(job.variables.steps ?? 0) + 1 })
+
+  const worker = zbc.createWorker({
+    taskType: 'restCall',
+    taskHandler: handler,
+    timeout: 30000,
+    pollInterval: 300,
+  })
+  await runTwice('polling worker')
+  await worker.close()
+
+  const streamer = await zbc.streamJobs({
+    type: 'restCall',
+    worker: 'grpc-flow-stream',
+    timeout: 30000,
+    taskHandler: handler,
+  })
+  await runTwice('streaming worker')
+  streamer.close()
+
+  await zbc.close()
+  console.log('all checks passed')
+}
+
+const timer = setTimeout(() => {
+  console.error('timed out')
+  process.exit(1)
+}, 120000)
+main().then(
+  () => {
+    clearTimeout(timer)
+    process.exit(0)
+  },
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)
