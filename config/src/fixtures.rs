@@ -47,6 +47,8 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         timer: !filter.timer,
         error: !filter.error,
         command_distribution: !filter.command_distribution,
+        user_task: !filter.user_task,
+        form: !filter.form,
     }
 }
 

@@ -535,6 +535,8 @@ pub struct RecordFilterConfig {
     pub timer: bool,
     pub error: bool,
     pub command_distribution: bool,
+    pub user_task: bool,
+    pub form: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -559,6 +561,8 @@ impl Default for RecordFilterConfig {
             timer: true,
             error: true,
             command_distribution: true,
+            user_task: true,
+            form: true,
         }
     }
 }
@@ -586,6 +590,8 @@ impl RecordFilterConfig {
             timer: true,
             error: true,
             command_distribution: true,
+            user_task: true,
+            form: true,
         }
     }
 }

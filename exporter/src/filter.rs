@@ -46,6 +46,8 @@ impl RecordFilter {
             ValueType::Timer => c.timer,
             ValueType::Error => c.error,
             ValueType::CommandDistribution => c.command_distribution,
+            ValueType::UserTask => c.user_task,
+            ValueType::Form => c.form,
         }
     }
 

@@ -49,7 +49,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
         "jobListenerEventType",
     ];
     set(match value_type {
-        ValueType::Deployment => &["resources", "processesMetadata", "tenantId"],
+        ValueType::Deployment => &["resources", "processesMetadata", "tenantId", "formMetadata"],
         ValueType::Process => &[
             "bpmnProcessId",
             "version",
@@ -173,6 +173,41 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "processInstanceKey",
         ],
         ValueType::CommandDistribution => &["partitionId", "valueType", "intent"],
+        ValueType::UserTask => &[
+            "userTaskKey",
+            "assignee",
+            "candidateGroupsList",
+            "candidateUsersList",
+            "dueDate",
+            "followUpDate",
+            "formKey",
+            "externalFormReference",
+            "variables",
+            "customHeaders",
+            "bpmnProcessId",
+            "processDefinitionVersion",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "elementId",
+            "elementInstanceKey",
+            "tenantId",
+            "changedAttributes",
+            "action",
+            "creationTimestamp",
+            "priority",
+        ],
+        ValueType::Form => &[
+            "formId",
+            "version",
+            "formKey",
+            "resourceName",
+            "checksum",
+            "resource",
+            "duplicate",
+            "tenantId",
+            "deploymentKey",
+            "versionTag",
+        ],
     })
 }
 

@@ -164,6 +164,13 @@ fn command_intent(command: &Command) -> String {
         Command::ExpireInstanceSummary { .. } => "DELETE",
         Command::FromPartition(c) => return c.intent.name(),
         Command::AcknowledgeSend { .. } => "ACKNOWLEDGE",
+        Command::UserTask(rill_protocol::UserTaskCommand::Assign {
+            allow_override: false,
+            ..
+        }) => "CLAIM",
+        Command::UserTask(rill_protocol::UserTaskCommand::Assign { .. }) => "ASSIGN",
+        Command::UserTask(rill_protocol::UserTaskCommand::Update { .. }) => "UPDATE",
+        Command::UserTask(rill_protocol::UserTaskCommand::Complete { .. }) => "COMPLETE",
     };
     name.to_owned()
 }

@@ -16,6 +16,7 @@ pub use codec::CodecError;
 pub use command::{
     ActivateJobs, Command, CommandResponse, CreateProcessInstance, FailJob, InterPartitionCommand,
     ProcessSelector, PublishMessage, Rejection, Resource, SetVariables, ThrowError, UpdateJob,
+    UserTaskChanges, UserTaskCommand,
 };
 pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,

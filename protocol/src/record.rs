@@ -34,10 +34,14 @@ pub enum ValueType {
     Timer,
     Error,
     CommandDistribution,
+    /// A Camunda user task (`zeebe:userTask`).
+    UserTask,
+    /// A deployed Camunda form (`.form`).
+    Form,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 16] = [
+    pub const ALL: [ValueType; 18] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -54,6 +58,8 @@ impl ValueType {
         ValueType::Timer,
         ValueType::Error,
         ValueType::CommandDistribution,
+        ValueType::UserTask,
+        ValueType::Form,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -75,6 +81,8 @@ impl ValueType {
             ValueType::Timer => "TIMER",
             ValueType::Error => "ERROR",
             ValueType::CommandDistribution => "COMMAND_DISTRIBUTION",
+            ValueType::UserTask => "USER_TASK",
+            ValueType::Form => "FORM",
         }
     }
 }
@@ -142,6 +150,14 @@ pub enum Intent {
     Distributed,
     Acknowledged,
     FullyDistributed,
+    // User tasks (encoded by variant index: new intents go at the end).
+    Assign,
+    Assigning,
+    Assigned,
+    Claim,
+    Completing,
+    Canceling,
+    Updating,
 }
 
 impl Intent {

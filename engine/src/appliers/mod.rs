@@ -15,6 +15,7 @@ mod job;
 mod message;
 mod process_instance;
 mod timer;
+mod user_task;
 mod variable;
 
 #[cfg(test)]
@@ -26,6 +27,7 @@ use rill_protocol::value::{
     MessageRecord, MessageSubscriptionRecord, ProcessInstanceCreationRecord, ProcessInstanceRecord,
     ProcessMessageSubscriptionRecord, ProcessRecord, TimerRecord, VariableRecord,
 };
+use rill_protocol::value::{FormRecord, UserTaskRecord};
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
 
 use crate::error::{Result, inconsistent};
@@ -60,6 +62,8 @@ pub(crate) enum Applier {
     ),
     Timer(fn(&mut Apply<'_, '_>, Key, &TimerRecord) -> Result<()>),
     CommandDistribution(fn(&mut Apply<'_, '_>, Key, &CommandDistributionRecord) -> Result<()>),
+    UserTask(fn(&mut Apply<'_, '_>, Key, &UserTaskRecord) -> Result<()>),
+    Form(fn(&mut Apply<'_, '_>, Key, &FormRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -87,6 +91,8 @@ impl Applier {
             (Applier::CommandDistribution(f), RecordValue::CommandDistribution(v)) => {
                 f(ctx, key, v)
             }
+            (Applier::UserTask(f), RecordValue::UserTask(v)) => f(ctx, key, v),
+            (Applier::Form(f), RecordValue::Form(v)) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -207,6 +213,17 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::CommandDistribution, I::Distributed) => {
             &[(1, A::CommandDistribution(distribution::distributed))]
         }
+
+        (V::UserTask, I::Created) => &[(1, A::UserTask(user_task::created))],
+        (V::UserTask, I::Assigning) => &[(1, A::UserTask(user_task::assigning))],
+        (V::UserTask, I::Assigned) => &[(1, A::UserTask(user_task::changed))],
+        (V::UserTask, I::Updating) => &[(1, A::UserTask(user_task::updating))],
+        (V::UserTask, I::Updated) => &[(1, A::UserTask(user_task::changed))],
+        (V::UserTask, I::Completing) => &[(1, A::UserTask(user_task::completing))],
+        (V::UserTask, I::Completed) => &[(1, A::UserTask(user_task::removed))],
+        (V::UserTask, I::Canceling) => &[(1, A::UserTask(user_task::canceling))],
+        (V::UserTask, I::Canceled) => &[(1, A::UserTask(user_task::removed))],
+        (V::Form, I::Created) => &[(1, A::Form(user_task::form_created))],
         _ => &[],
     }
 }

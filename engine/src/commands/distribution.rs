@@ -179,6 +179,7 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
             process,
         )?;
     }
+    super::forms::apply_distributed_forms(p, key, deployment)?;
     p.event(key, Intent::Created, deployment.clone())
 }
 

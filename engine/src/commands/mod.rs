@@ -4,11 +4,13 @@
 
 mod deployment;
 mod distribution;
+mod forms;
 mod incidents;
 mod instances;
 mod jobs;
 mod messages;
 mod timers;
+mod user_tasks;
 mod variables;
 
 use rill_protocol::value::DEFAULT_TENANT;
@@ -47,6 +49,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::AcknowledgeSend { target, sequence } => {
             distribution::acknowledge(p, *target, *sequence)
         }
+        Command::UserTask(command) => user_tasks::process(p, command),
     }
 }
 
@@ -94,6 +97,7 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
                 resources: Vec::new(),
                 processes_metadata: Vec::new(),
                 tenant_id: tenant(),
+                form_metadata: Vec::new(),
             }
             .into(),
         ),
@@ -165,6 +169,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
         Command::TriggerTimer { timer_key } => {
             (*timer_key, Intent::Trigger, timers::placeholder().into())
         }
+        Command::UserTask(c) => (
+            c.user_task_key(),
+            user_tasks::intent(c),
+            user_tasks::unknown_user_task(c.user_task_key()).into(),
+        ),
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
             Key::NONE,
             Intent::Distribute,

@@ -14,5 +14,6 @@ mod multi_instance;
 mod random;
 mod samples;
 mod start_events;
+mod user_tasks;
 
 pub use harness::*;
