@@ -13,10 +13,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{
     Condition, FieldValue, HistoricForm, HistoricUserTask, HistoryQuery, HistoryResult, Page,
-    Search, UserTaskField as F, UserTaskState, VariableField,
+    Search, UserTaskField as F, UserTaskState, VariableField, date_millis,
 };
 use rill_protocol::{
-    Command, JsonValue, Key, Query, QueryResult, UserTaskChanges, UserTaskCommand,
+    Command, JsonValue, Key, Query, QueryResult, Timestamp, UserTaskChanges, UserTaskCommand,
 };
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +65,16 @@ fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// A date as the model or a client gave it (any offset), as Camunda writes dates: UTC
+/// with milliseconds.
+fn normalized_date(text: String) -> Option<String> {
+    let text = non_empty(text)?;
+    Some(match date_millis(&text) {
+        Some(millis) => date_text(Timestamp(millis)),
+        None => text,
+    })
+}
+
 impl From<HistoricUserTask> for UserTaskResult {
     fn from(task: HistoricUserTask) -> Self {
         UserTaskResult {
@@ -78,8 +88,8 @@ impl From<HistoricUserTask> for UserTaskResult {
             process_definition_id: task.bpmn_process_id,
             creation_date: date_text(task.creation_date),
             completion_date: task.completion_date.map(date_text),
-            follow_up_date: non_empty(task.follow_up_date),
-            due_date: non_empty(task.due_date),
+            follow_up_date: normalized_date(task.follow_up_date),
+            due_date: normalized_date(task.due_date),
             tenant_id: task.tenant_id,
             external_form_reference: non_empty(task.external_form_reference),
             process_definition_version: task.process_definition_version,
