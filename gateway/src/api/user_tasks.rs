@@ -385,13 +385,14 @@ pub async fn search_variables(
         .map(IntoResponse::into_response)
 }
 
-/// Camunda's `FormResult`.
+/// Camunda's `FormResult`. The 8.8 spec (and the SDKs generated from it) have `schema`
+/// as an object: the form's JSON itself.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct FormResult {
     tenant_id: String,
     form_id: String,
-    schema: String,
+    schema: serde_json::Value,
     version: i64,
     form_key: String,
 }
@@ -428,7 +429,8 @@ pub async fn form(
     Ok(Json(FormResult {
         tenant_id: form.tenant_id,
         form_id: form.form_id,
-        schema: form.schema,
+        // The engine accepted it as a JSON object at deploy.
+        schema: serde_json::from_str(&form.schema).unwrap_or(serde_json::Value::Null),
         version: i64::from(form.version),
         form_key: key_text(form.key),
     })

@@ -78,7 +78,7 @@ fn form() -> Value {
         "properties": {
             "tenantId": text(),
             "formId": text(),
-            "schema": text(),
+            "schema": {"type": "object"},
             "version": integer(),
             "formKey": key()
         }
@@ -234,8 +234,7 @@ async fn user_tasks_are_searched_worked_and_completed_in_camundas_shapes() {
     assert_matches("form", &form(), &linked.body);
     assert_eq!(linked.body["formId"], "approval-form");
     assert_eq!(linked.body["formKey"], form_key.as_str());
-    let schema: Value = serde_json::from_str(linked.body["schema"].as_str().unwrap()).unwrap();
-    assert_eq!(schema["components"][0]["key"], "approved");
+    assert_eq!(linked.body["schema"]["components"][0]["key"], "approved");
     let variables = gateway
         .post(
             &format!("/v2/user-tasks/{task_key}/variables/search"),
