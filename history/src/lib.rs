@@ -176,3 +176,5 @@ mod tests;
 mod tests_definitions;
 #[cfg(test)]
 mod tests_entities;
+#[cfg(test)]
+mod tests_user_tasks;

@@ -499,9 +499,12 @@ impl<'a> HistoryWriter<'a> {
         match record.intent {
             Intent::Created => {
                 let definition_key = Key(value.process_definition_key);
-                let xml = self
-                    .base
-                    .get(&keys::entry(keys::DEFINITION_XML, definition_key))?;
+                let xml_key = keys::entry(keys::DEFINITION_XML, definition_key);
+                // The definition may have come in this very batch.
+                let xml = match self.writes.get(&xml_key) {
+                    Some(pending) => pending.clone(),
+                    None => self.base.get(&xml_key)?,
+                };
                 let name = xml
                     .as_deref()
                     .and_then(|xml| crate::model::element_name(xml, &value.element_id))
