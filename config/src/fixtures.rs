@@ -51,6 +51,8 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         signal_subscription: !filter.signal_subscription,
         escalation: !filter.escalation,
         message_start_event_subscription: !filter.message_start_event_subscription,
+        user_task: !filter.user_task,
+        form: !filter.form,
     }
 }
 

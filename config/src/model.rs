@@ -540,6 +540,8 @@ pub struct RecordFilterConfig {
     pub signal_subscription: bool,
     pub escalation: bool,
     pub message_start_event_subscription: bool,
+    pub user_task: bool,
+    pub form: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -568,6 +570,8 @@ impl Default for RecordFilterConfig {
             signal_subscription: true,
             escalation: true,
             message_start_event_subscription: true,
+            user_task: true,
+            form: true,
         }
     }
 }
@@ -599,6 +603,8 @@ impl RecordFilterConfig {
             signal_subscription: true,
             escalation: true,
             message_start_event_subscription: true,
+            user_task: true,
+            form: true,
         }
     }
 }

@@ -83,7 +83,9 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::SignalSubscription(v) => v.serialize(serializer),
             RecordValue::Escalation(v) => v.serialize(serializer),
             RecordValue::MessageStartEventSubscription(v) => v.serialize(serializer),
-            RecordValue::Deployment(_)
+            RecordValue::UserTask(v) => v.serialize(serializer),
+            RecordValue::Form(_)
+            | RecordValue::Deployment(_)
             | RecordValue::Process(_)
             | RecordValue::ProcessInstanceCreation(_)
             | RecordValue::MessageSubscription(_)
@@ -101,11 +103,13 @@ fn zeebe_value(record: &Record) -> Value {
     let mut value = record.value.to_json();
     match record.value_type {
         ValueType::ProcessInstanceCreation => remove(&mut value, "awaitRequestId"),
-        ValueType::Process => rename(&mut value, "isDuplicate", "duplicate"),
+        ValueType::Process | ValueType::Form => rename(&mut value, "isDuplicate", "duplicate"),
         ValueType::Deployment => {
-            if let Some(Value::Array(processes)) = value.get_mut("processesMetadata") {
-                for process in processes {
-                    rename(process, "isDuplicate", "duplicate");
+            for list in ["processesMetadata", "formMetadata"] {
+                if let Some(Value::Array(entries)) = value.get_mut(list) {
+                    for entry in entries {
+                        rename(entry, "isDuplicate", "duplicate");
+                    }
                 }
             }
         }

@@ -50,6 +50,8 @@ impl RecordFilter {
             ValueType::SignalSubscription => c.signal_subscription,
             ValueType::Escalation => c.escalation,
             ValueType::MessageStartEventSubscription => c.message_start_event_subscription,
+            ValueType::UserTask => c.user_task,
+            ValueType::Form => c.form,
         }
     }
 

@@ -165,6 +165,13 @@ fn command_intent(command: &Command) -> String {
         Command::FromPartition(c) => return c.intent.name(),
         Command::AcknowledgeSend { .. } => "ACKNOWLEDGE",
         Command::BroadcastSignal(_) => "BROADCAST",
+        Command::UserTask(rill_protocol::UserTaskCommand::Assign {
+            allow_override: false,
+            ..
+        }) => "CLAIM",
+        Command::UserTask(rill_protocol::UserTaskCommand::Assign { .. }) => "ASSIGN",
+        Command::UserTask(rill_protocol::UserTaskCommand::Update { .. }) => "UPDATE",
+        Command::UserTask(rill_protocol::UserTaskCommand::Complete { .. }) => "COMPLETE",
     };
     name.to_owned()
 }

@@ -47,6 +47,9 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             HistoryQuery::SearchMessageSubscriptions(s) => {
                 HistoryResult::MessageSubscriptions(search(store, s)?)
             }
+            HistoryQuery::SearchUserTasks(s) => HistoryResult::UserTasks(search(store, s)?),
+            HistoryQuery::UserTask { key } => HistoryResult::UserTask(get(store, *key)?),
+            HistoryQuery::Form { key } => HistoryResult::Form(get(store, *key)?),
         }),
         other => {
             return Err(HistoryError::Storage(format!(

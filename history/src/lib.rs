@@ -47,6 +47,12 @@
 //! 71 | process instance key | key   -> ()   (also: retention with the instance)
 //! 72 | message name | key           -> ()
 //! 73 | state | key                  -> ()
+//! A0 | key                          -> HistoricUserTask
+//! A1 | process instance key | key   -> ()   (also: retention with the instance)
+//! A2 | state | key                  -> ()
+//! A3 | assignee | key               -> ()
+//! A4 | element instance key | key   -> ()
+//! A8 | key                          -> HistoricForm
 //! ```
 //! Keys and numbers are 8 bytes, sign-flipped; texts (ids, states, types) their length
 //! (u16) and bytes, so no text is a prefix of another.
@@ -103,6 +109,9 @@ pub(crate) mod keys {
     pub const DEFINITION_BY_PROCESS: u8 = 0x62;
     pub const SUBSCRIPTION: u8 = 0x70;
     pub const SUBSCRIPTION_BY_INSTANCE: u8 = 0x71;
+    pub const USER_TASK: u8 = 0xA0;
+    pub const USER_TASK_BY_INSTANCE: u8 = 0xA1;
+    pub const FORM: u8 = 0xA8;
 
     /// A signed number whose bytes sort in numeric order.
     pub fn int(value: i64) -> [u8; 8] {
@@ -198,3 +207,5 @@ mod tests;
 mod tests_definitions;
 #[cfg(test)]
 mod tests_entities;
+#[cfg(test)]
+mod tests_user_tasks;

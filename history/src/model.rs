@@ -20,9 +20,31 @@ pub fn process_name(xml: &[u8], process_id: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The `name` of the flow element with id `element_id` (a user task's name), if it has
+/// one.
+pub fn element_name(xml: &[u8], element_id: &str) -> Option<String> {
+    let text = std::str::from_utf8(xml).ok()?;
+    let document = roxmltree::Document::parse(text).ok()?;
+    document
+        .descendants()
+        .find(|node| node.is_element() && node.attribute("id") == Some(element_id))
+        .and_then(|element| element.attribute("name"))
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::process_name;
+    use super::{element_name, process_name};
+
+    #[test]
+    fn an_element_gives_its_name() {
+        let xml =
+            br#"<d><process id="p"><userTask id="t" name="Review" /><task id="u" /></process></d>"#;
+        assert_eq!(element_name(xml, "t").as_deref(), Some("Review"));
+        assert_eq!(element_name(xml, "u"), None);
+    }
 
     const TWO_PROCESSES: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d">

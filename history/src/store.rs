@@ -4,12 +4,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
 
 use rill_protocol::history::{
-    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob,
+    ElementState, HistoricElementInstance, HistoricForm, HistoricIncident, HistoricJob,
     HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
-    HistoricVariable, IncidentState, JobState, MessageSubscriptionState,
+    HistoricUserTask, HistoricVariable, IncidentState, JobState, MessageSubscriptionState,
+    UserTaskState,
 };
 use rill_protocol::value::{
-    BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord,
+    BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord, UserTaskRecord,
 };
 use rill_protocol::{
     Intent, Key, ProcessInstanceState, Record, RecordType, RecordValue, Timestamp, codec,
@@ -364,6 +365,20 @@ impl<'a> HistoryWriter<'a> {
                 self.index_subscription(record, value)?;
             }
             RecordValue::Job(value) => self.index_job(record, record.key, value)?,
+            RecordValue::UserTask(value) => self.index_user_task(record, value)?,
+            RecordValue::Form(value) if record.intent == Intent::Created => {
+                let form = HistoricForm {
+                    key: record.key,
+                    form_id: value.form_id.clone(),
+                    version: value.version,
+                    schema: String::from_utf8_lossy(&value.resource.0).into_owned(),
+                    version_tag: value.version_tag.clone(),
+                    tenant_id: value.tenant_id.clone(),
+                };
+                if self.get::<HistoricForm>(record.key)?.is_none() {
+                    self.create(&form)?;
+                }
+            }
             RecordValue::JobBatch(batch) if record.intent == Intent::Activated => {
                 for (key, job) in batch.job_keys.iter().zip(&batch.jobs) {
                     self.index_job(record, Key(*key), job)?;
@@ -478,6 +493,78 @@ impl<'a> HistoryWriter<'a> {
             keys::entry(keys::DEFINITION_XML, key),
             value.resource.0.clone(),
         );
+        Ok(())
+    }
+
+    /// A Camunda user task: created, then changed by assignments and updates, and ended
+    /// by completion or cancellation.
+    fn index_user_task(&mut self, record: &Record, value: &UserTaskRecord) -> Result<()> {
+        let key = record.key;
+        match record.intent {
+            Intent::Created => {
+                let definition_key = Key(value.process_definition_key);
+                let xml_key = keys::entry(keys::DEFINITION_XML, definition_key);
+                // The definition may have come in this very batch.
+                let xml = match self.writes.get(&xml_key) {
+                    Some(pending) => pending.clone(),
+                    None => self.base.get(&xml_key)?,
+                };
+                let name = xml
+                    .as_deref()
+                    .and_then(|xml| crate::model::element_name(xml, &value.element_id))
+                    .unwrap_or_else(|| value.element_id.clone());
+                let process_name = self
+                    .get::<HistoricProcessDefinition>(definition_key)?
+                    .and_then(|d| d.name);
+                let task = HistoricUserTask {
+                    key,
+                    state: UserTaskState::Created,
+                    assignee: value.assignee.clone(),
+                    candidate_groups: value.candidate_groups_list.clone(),
+                    candidate_users: value.candidate_users_list.clone(),
+                    due_date: value.due_date.clone(),
+                    follow_up_date: value.follow_up_date.clone(),
+                    form_key: (value.form_key > 0).then_some(Key(value.form_key)),
+                    external_form_reference: value.external_form_reference.clone(),
+                    custom_headers: value.custom_headers.clone(),
+                    priority: value.priority,
+                    bpmn_process_id: value.bpmn_process_id.clone(),
+                    process_definition_version: value.process_definition_version,
+                    process_definition_key: definition_key,
+                    process_instance_key: Key(value.process_instance_key),
+                    element_id: value.element_id.clone(),
+                    name,
+                    process_name,
+                    element_instance_key: Key(value.element_instance_key),
+                    tenant_id: value.tenant_id.clone(),
+                    creation_date: record.timestamp,
+                    completion_date: None,
+                };
+                self.create(&task)?;
+            }
+            Intent::Assigned | Intent::Updated => {
+                self.update(key, |t: &mut HistoricUserTask| {
+                    t.assignee = value.assignee.clone();
+                    t.candidate_groups = value.candidate_groups_list.clone();
+                    t.candidate_users = value.candidate_users_list.clone();
+                    t.due_date = value.due_date.clone();
+                    t.follow_up_date = value.follow_up_date.clone();
+                    t.priority = value.priority;
+                })?;
+            }
+            Intent::Completed | Intent::Canceled => {
+                let state = if record.intent == Intent::Completed {
+                    UserTaskState::Completed
+                } else {
+                    UserTaskState::Canceled
+                };
+                self.update(key, |t: &mut HistoricUserTask| {
+                    t.state = state;
+                    t.completion_date = Some(record.timestamp);
+                })?;
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -682,6 +769,11 @@ impl<'a> HistoryWriter<'a> {
                 )?
                 || !self.remove_of_instance::<HistoricMessageSubscription>(
                     keys::SUBSCRIPTION_BY_INSTANCE,
+                    key,
+                    &mut budget,
+                )?
+                || !self.remove_of_instance::<HistoricUserTask>(
+                    keys::USER_TASK_BY_INSTANCE,
                     key,
                     &mut budget,
                 )?

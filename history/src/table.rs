@@ -3,10 +3,11 @@
 //! over [`Table`].
 
 use rill_protocol::history::{
-    ElementInstanceField, FieldValue, Historic, HistoricElementInstance, HistoricIncident,
-    HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
-    HistoricVariable, IncidentField, JobField, MessageSubscriptionField, ProcessDefinitionField,
-    ProcessInstanceField, VariableField,
+    ElementInstanceField, FieldValue, FormField, Historic, HistoricElementInstance, HistoricForm,
+    HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
+    HistoricProcessInstance, HistoricUserTask, HistoricVariable, IncidentField, JobField,
+    MessageSubscriptionField, ProcessDefinitionField, ProcessInstanceField, UserTaskField,
+    VariableField,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -234,6 +235,44 @@ impl Table for HistoricMessageSubscription {
                 fields: &[F::MessageSubscriptionState],
             },
         ]
+    }
+}
+
+impl Table for HistoricUserTask {
+    const PRIMARY: u8 = keys::USER_TASK;
+    const KEY_FIELD: UserTaskField = UserTaskField::UserTaskKey;
+    const TIME_FIELD: Option<UserTaskField> = Some(UserTaskField::CreationDate);
+
+    fn indexes() -> &'static [Index<UserTaskField>] {
+        use UserTaskField as F;
+        &[
+            Index {
+                table: keys::USER_TASK_BY_INSTANCE,
+                fields: &[F::ProcessInstanceKey],
+            },
+            Index {
+                table: 0xA4,
+                fields: &[F::ElementInstanceKey],
+            },
+            Index {
+                table: 0xA3,
+                fields: &[F::Assignee],
+            },
+            Index {
+                table: 0xA2,
+                fields: &[F::State],
+            },
+        ]
+    }
+}
+
+impl Table for HistoricForm {
+    const PRIMARY: u8 = keys::FORM;
+    const KEY_FIELD: FormField = FormField::FormKey;
+    const TIME_FIELD: Option<FormField> = None;
+
+    fn indexes() -> &'static [Index<FormField>] {
+        &[]
     }
 }
 

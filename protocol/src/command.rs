@@ -103,6 +103,51 @@ pub struct BroadcastSignal {
     pub variables: JsonValue,
 }
 
+/// What a client changes on a user task with an update (`None`: unchanged).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserTaskChanges {
+    pub candidate_groups: Option<Vec<String>>,
+    pub candidate_users: Option<Vec<String>>,
+    /// ISO 8601 date-time; empty clears it.
+    pub due_date: Option<String>,
+    pub follow_up_date: Option<String>,
+    pub priority: Option<i32>,
+}
+
+/// A client's command on a user task. `action` is the client's name for it (empty:
+/// Zeebe's default for the command).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum UserTaskCommand {
+    /// Sets the assignee (empty: unassigns). Without `allow_override`, a task assigned
+    /// to someone else is not taken over (Zeebe's `CLAIM`).
+    Assign {
+        user_task_key: Key,
+        assignee: String,
+        action: String,
+        allow_override: bool,
+    },
+    Update {
+        user_task_key: Key,
+        changes: UserTaskChanges,
+        action: String,
+    },
+    Complete {
+        user_task_key: Key,
+        variables: JsonValue,
+        action: String,
+    },
+}
+
+impl UserTaskCommand {
+    pub fn user_task_key(&self) -> Key {
+        match self {
+            UserTaskCommand::Assign { user_task_key, .. }
+            | UserTaskCommand::Update { user_task_key, .. }
+            | UserTaskCommand::Complete { user_task_key, .. } => *user_task_key,
+        }
+    }
+}
+
 /// A command sent by one partition to another through the replicated outbox. The
 /// receiver de-duplicates on `(source partition, sequence)`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -171,6 +216,8 @@ pub enum Command {
     /// From a client: a signal for every partition (the partition that takes it
     /// passes it on to the others).
     BroadcastSignal(BroadcastSignal),
+    // --- from clients (encoded by variant index: new commands go at the end) ---
+    UserTask(UserTaskCommand),
 }
 
 impl Command {
@@ -180,6 +227,7 @@ impl Command {
         matches!(
             self,
             Command::CompleteJob { .. }
+                | Command::UserTask(UserTaskCommand::Complete { .. })
                 | Command::FailJob(_)
                 | Command::ThrowError(_)
                 | Command::TriggerTimer { .. }
@@ -208,6 +256,7 @@ impl Command {
             Command::SetVariables(c) => Some(c.element_instance_key),
             Command::TriggerTimer { timer_key } => Some(*timer_key),
             Command::ExpireMessage { message_key } => Some(*message_key),
+            Command::UserTask(c) => Some(c.user_task_key()),
             Command::CreateProcessInstance(CreateProcessInstance {
                 process: ProcessSelector::ByKey(key),
                 ..

@@ -16,7 +16,7 @@ pub use codec::CodecError;
 pub use command::{
     ActivateJobs, BroadcastSignal, Command, CommandResponse, CreateProcessInstance, FailJob,
     InterPartitionCommand, ProcessSelector, PublishMessage, Rejection, Resource, SetVariables,
-    ThrowError, UpdateJob,
+    ThrowError, UpdateJob, UserTaskChanges, UserTaskCommand,
 };
 pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,

@@ -42,10 +42,14 @@ pub enum ValueType {
     Escalation,
     /// A message start event of a process's latest version, waiting for its message.
     MessageStartEventSubscription,
+    /// A Camunda user task (`zeebe:userTask`).
+    UserTask,
+    /// A deployed Camunda form (`.form`).
+    Form,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 20] = [
+    pub const ALL: [ValueType; 22] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -66,6 +70,8 @@ impl ValueType {
         ValueType::SignalSubscription,
         ValueType::Escalation,
         ValueType::MessageStartEventSubscription,
+        ValueType::UserTask,
+        ValueType::Form,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -91,6 +97,8 @@ impl ValueType {
             ValueType::SignalSubscription => "SIGNAL_SUBSCRIPTION",
             ValueType::Escalation => "ESCALATION",
             ValueType::MessageStartEventSubscription => "MESSAGE_START_EVENT_SUBSCRIPTION",
+            ValueType::UserTask => "USER_TASK",
+            ValueType::Form => "FORM",
         }
     }
 }
@@ -163,6 +171,14 @@ pub enum Intent {
     Broadcasted,
     Escalated,
     NotEscalated,
+    // User tasks (encoded by variant index: new intents go at the end).
+    Assign,
+    Assigning,
+    Assigned,
+    Claim,
+    Completing,
+    Canceling,
+    Updating,
 }
 
 impl Intent {

@@ -40,6 +40,8 @@ pub enum RecordValue {
     SignalSubscription(SignalSubscriptionRecord),
     Escalation(EscalationRecord),
     MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
+    UserTask(UserTaskRecord),
+    Form(FormRecord),
 }
 
 impl RecordValue {
@@ -67,6 +69,8 @@ impl RecordValue {
             RecordValue::MessageStartEventSubscription(_) => {
                 ValueType::MessageStartEventSubscription
             }
+            RecordValue::UserTask(_) => ValueType::UserTask,
+            RecordValue::Form(_) => ValueType::Form,
         }
     }
 
@@ -93,6 +97,8 @@ impl RecordValue {
             RecordValue::SignalSubscription(v) => serde_json::to_value(v),
             RecordValue::Escalation(v) => serde_json::to_value(v),
             RecordValue::MessageStartEventSubscription(v) => serde_json::to_value(v),
+            RecordValue::UserTask(v) => serde_json::to_value(v),
+            RecordValue::Form(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -130,6 +136,8 @@ impl_from_value!(
     SignalSubscription(SignalSubscriptionRecord),
     Escalation(EscalationRecord),
     MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
+    UserTask(UserTaskRecord),
+    Form(FormRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -162,6 +170,94 @@ pub struct DeploymentRecord {
     pub processes_metadata: Vec<ProcessMetadata>,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The forms (`.form` resources) of the deployment (Zeebe's `formMetadata`).
+    #[serde(default)]
+    pub form_metadata: Vec<FormMetadata>,
+}
+
+/// A form of a deployment (Zeebe's `FormMetadataRecord`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FormMetadata {
+    pub form_id: String,
+    pub version: i32,
+    pub form_key: i64,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    pub deployment_key: i64,
+    /// The form's `versionTag`, empty without one.
+    #[serde(default)]
+    pub version_tag: String,
+}
+
+/// A deployed form (Zeebe's `FormRecord`): a Camunda Forms JSON document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FormRecord {
+    pub form_id: String,
+    pub version: i32,
+    pub form_key: i64,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub resource: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    pub deployment_key: i64,
+    #[serde(default)]
+    pub version_tag: String,
+}
+
+/// A Camunda user task (Zeebe's `UserTaskRecord`, the fields of 8.8 that Rill fills).
+/// Dates are ISO 8601 texts as the model or the client gave them, empty when unset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserTaskRecord {
+    pub user_task_key: i64,
+    pub assignee: String,
+    pub candidate_groups_list: Vec<String>,
+    pub candidate_users_list: Vec<String>,
+    pub due_date: String,
+    pub follow_up_date: String,
+    /// The linked form's key, or -1.
+    pub form_key: i64,
+    pub external_form_reference: String,
+    pub variables: JsonValue,
+    pub custom_headers: BTreeMap<String, String>,
+    pub bpmn_process_id: String,
+    pub process_definition_version: i32,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub element_id: String,
+    pub element_instance_key: i64,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    /// The attributes an assignment, update or correction changed (Zeebe's names:
+    /// `assignee`, `candidateGroupsList`, `candidateUsersList`, `dueDate`,
+    /// `followUpDate`, `priority`).
+    pub changed_attributes: Vec<String>,
+    /// What the client did: `assign`, `claim`, `unassign`, `update`, `complete`, or
+    /// its own action name.
+    pub action: String,
+    /// When the task was created (ms since the epoch), or -1.
+    pub creation_timestamp: i64,
+    /// 0 to 100, default 50.
+    pub priority: i32,
+}
+
+impl UserTaskRecord {
+    /// Zeebe's attribute names, as `changedAttributes` lists them.
+    pub const ASSIGNEE: &'static str = "assignee";
+    pub const CANDIDATE_GROUPS: &'static str = "candidateGroupsList";
+    pub const CANDIDATE_USERS: &'static str = "candidateUsersList";
+    pub const DUE_DATE: &'static str = "dueDate";
+    pub const FOLLOW_UP_DATE: &'static str = "followUpDate";
+    pub const PRIORITY: &'static str = "priority";
+    /// The priority of a task whose model sets none.
+    pub const DEFAULT_PRIORITY: i32 = 50;
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -211,6 +307,7 @@ pub enum BpmnElementType {
     EventSubProcess,
     /// Waits for the first of the catch events after it.
     EventBasedGateway,
+    UserTask,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
@@ -415,6 +512,8 @@ pub enum IncidentErrorType {
     CalledElementError,
     /// An execution listener's job failed with no retries left.
     ExecutionListenerNoRetries,
+    /// A user task links a form that is not deployed.
+    FormNotFound,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

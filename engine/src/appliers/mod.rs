@@ -16,6 +16,7 @@ mod message;
 mod process_instance;
 mod signal;
 mod timer;
+mod user_task;
 mod variable;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ use rill_protocol::value::{
     ProcessMessageSubscriptionRecord, ProcessRecord, SignalRecord, SignalSubscriptionRecord,
     TimerRecord, VariableRecord,
 };
+use rill_protocol::value::{FormRecord, UserTaskRecord};
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
 
 use crate::error::{Result, inconsistent};
@@ -64,6 +66,8 @@ pub(crate) enum Applier {
     CommandDistribution(fn(&mut Apply<'_, '_>, Key, &CommandDistributionRecord) -> Result<()>),
     Signal(fn(&mut Apply<'_, '_>, Key, &SignalRecord) -> Result<()>),
     SignalSubscription(fn(&mut Apply<'_, '_>, Key, &SignalSubscriptionRecord) -> Result<()>),
+    UserTask(fn(&mut Apply<'_, '_>, Key, &UserTaskRecord) -> Result<()>),
+    Form(fn(&mut Apply<'_, '_>, Key, &FormRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -93,6 +97,8 @@ impl Applier {
             }
             (Applier::Signal(f), RecordValue::Signal(v)) => f(ctx, key, v),
             (Applier::SignalSubscription(f), RecordValue::SignalSubscription(v)) => f(ctx, key, v),
+            (Applier::UserTask(f), RecordValue::UserTask(v)) => f(ctx, key, v),
+            (Applier::Form(f), RecordValue::Form(v)) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -221,6 +227,16 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::SignalSubscription, I::Deleted) => {
             &[(1, A::SignalSubscription(signal::subscription_deleted))]
         }
+        (V::UserTask, I::Created) => &[(1, A::UserTask(user_task::created))],
+        (V::UserTask, I::Assigning) => &[(1, A::UserTask(user_task::assigning))],
+        (V::UserTask, I::Assigned) => &[(1, A::UserTask(user_task::changed))],
+        (V::UserTask, I::Updating) => &[(1, A::UserTask(user_task::updating))],
+        (V::UserTask, I::Updated) => &[(1, A::UserTask(user_task::changed))],
+        (V::UserTask, I::Completing) => &[(1, A::UserTask(user_task::completing))],
+        (V::UserTask, I::Completed) => &[(1, A::UserTask(user_task::removed))],
+        (V::UserTask, I::Canceling) => &[(1, A::UserTask(user_task::canceling))],
+        (V::UserTask, I::Canceled) => &[(1, A::UserTask(user_task::removed))],
+        (V::Form, I::Created) => &[(1, A::Form(user_task::form_created))],
         _ => &[],
     }
 }

@@ -5,7 +5,7 @@ use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
 use rill_protocol::{Blob, Intent, Resource};
 
-use super::tenant;
+use super::{forms, tenant};
 use crate::ParsedResource;
 use crate::context::Processing;
 use crate::error::Result;
@@ -21,17 +21,21 @@ fn check_resources(resources: &[Resource]) -> std::result::Result<Vec<ParsedReso
     }
     if let Some(bad) = resources
         .iter()
-        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml")))
+        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml") || forms::is_form(r)))
     {
         return Err(Rejection::invalid_argument(format!(
-            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml'), but '{}' is \
-             neither",
+            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml') or forms \
+             ('.form'), but '{}' is neither",
             bad.name
         )));
+    }
+    if resources.iter().all(forms::is_form) {
+        return Ok(Vec::new());
     }
     crate::parse_deployment(
         resources
             .iter()
+            .filter(|r| !forms::is_form(r))
             .map(|r| (r.name.as_str(), r.content.0.as_slice())),
     )
     .map_err(|error| Rejection::invalid_argument(error.to_string()))
@@ -48,8 +52,11 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             .collect(),
         processes_metadata: Vec::new(),
         tenant_id: tenant(),
+        form_metadata: Vec::new(),
     };
-    let parsed = match check_resources(resources) {
+    let parsed = match check_resources(resources)
+        .and_then(|parsed| forms::check_forms(resources).map(|forms| (parsed, forms)))
+    {
         Ok(parsed) => parsed,
         Err(rejection) => {
             p.reject(Key::NONE, Intent::Create, record, rejection);
@@ -59,7 +66,9 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
 
     p.command(Key::NONE, Intent::Create, record.clone());
     let deployment_key = p.next_key()?;
-    for (resource, content) in parsed.into_iter().zip(resources) {
+    let (parsed, forms) = parsed;
+    let bpmn = resources.iter().filter(|r| !forms::is_form(r));
+    for (resource, content) in parsed.into_iter().zip(bpmn) {
         let checksum = resource.checksum.as_bytes().to_vec();
         for model in resource.processes {
             let id = model.bpmn_process_id.clone();
@@ -117,6 +126,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             });
         }
     }
+    forms::deploy_forms(p, deployment_key, &forms, &mut record)?;
     p.event(deployment_key, Intent::Created, record.clone())?;
     p.respond(deployment_key, Intent::Created, record);
     super::distribution::distribute(

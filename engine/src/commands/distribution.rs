@@ -189,6 +189,7 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
             }
         }
     }
+    super::forms::apply_distributed_forms(p, key, deployment)?;
     p.event(key, Intent::Created, deployment.clone())
 }
 

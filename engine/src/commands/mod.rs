@@ -4,12 +4,14 @@
 
 mod deployment;
 mod distribution;
+mod forms;
 mod incidents;
 mod instances;
 mod jobs;
 mod messages;
 mod signals;
 mod timers;
+mod user_tasks;
 mod variables;
 
 use rill_protocol::value::DEFAULT_TENANT;
@@ -49,6 +51,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
             distribution::acknowledge(p, *target, *sequence)
         }
         Command::BroadcastSignal(broadcast) => signals::broadcast(p, broadcast),
+        Command::UserTask(command) => user_tasks::process(p, command),
     }
 }
 
@@ -96,6 +99,7 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
                 resources: Vec::new(),
                 processes_metadata: Vec::new(),
                 tenant_id: tenant(),
+                form_metadata: Vec::new(),
             }
             .into(),
         ),
@@ -175,6 +179,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
                 ..signals::placeholder()
             }
             .into(),
+        ),
+        Command::UserTask(c) => (
+            c.user_task_key(),
+            user_tasks::intent(c),
+            user_tasks::unknown_user_task(c.user_task_key()).into(),
         ),
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
             Key::NONE,

@@ -276,6 +276,9 @@ pub enum ElementKind {
     /// A send task: a job for a worker (as in Zeebe).
     SendTask(JobDefinition),
     ReceiveTask(MessageDefinition),
+    /// A user task: a Camunda user task (`zeebe:userTask`), or a job for a task-list
+    /// worker (the job-worker user task).
+    UserTask(Box<UserTaskDefinition>),
     /// Creates an instance of another process and completes when it completes.
     CallActivity(CalledElement),
     ExclusiveGateway {
@@ -321,6 +324,7 @@ impl ElementKind {
             ElementKind::ScriptTask(_) => "scriptTask",
             ElementKind::SendTask(_) => "sendTask",
             ElementKind::ReceiveTask(_) => "receiveTask",
+            ElementKind::UserTask(_) => "userTask",
             ElementKind::CallActivity(_) => "callActivity",
             ElementKind::ExclusiveGateway { .. } => "exclusiveGateway",
             ElementKind::ParallelGateway => "parallelGateway",
@@ -358,6 +362,10 @@ impl ElementKind {
             | ElementKind::ScriptTask(ScriptDefinition::Job(job))
             | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job))
             | ElementKind::EndEvent(EndEventKind::Message(job)) => Some(job),
+            ElementKind::UserTask(task) => match task.as_ref() {
+                UserTaskDefinition::Job(job) => Some(job),
+                UserTaskDefinition::Camunda(_) => None,
+            },
             _ => None,
         }
     }
@@ -382,6 +390,7 @@ impl ElementKind {
             ElementKind::ScriptTask(_) => BpmnElementType::ScriptTask,
             ElementKind::SendTask(_) => BpmnElementType::SendTask,
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
+            ElementKind::UserTask(_) => BpmnElementType::UserTask,
             ElementKind::CallActivity(_) => BpmnElementType::CallActivity,
             ElementKind::ExclusiveGateway { .. } => BpmnElementType::ExclusiveGateway,
             ElementKind::ParallelGateway => BpmnElementType::ParallelGateway,
@@ -551,6 +560,59 @@ pub struct JobDefinition {
     /// Defaults to 3, as in Zeebe.
     pub retries: ValueOrExpr<i32>,
     pub headers: Vec<(String, String)>,
+}
+
+/// A user task's definition (boxed as a whole in [`ElementKind::UserTask`]).
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum UserTaskDefinition {
+    /// No `zeebe:userTask`: a job of type `io.camunda.zeebe:userTask` whose headers
+    /// carry the assignment, schedule and form (as in Zeebe).
+    Job(JobDefinition),
+    /// `zeebe:userTask`: the engine keeps the task and clients work it through the
+    /// user-task commands.
+    Camunda(CamundaUserTask),
+}
+
+/// A candidate list: comma-separated in the model, or FEEL giving a list of strings.
+pub type CandidateList = ValueOrExpr<Vec<String>>;
+
+/// The properties of a Camunda user task; `None` where the model sets nothing.
+#[derive(Debug, Default)]
+pub struct CamundaUserTask {
+    pub assignee: Option<ValueOrExpr<String>>,
+    pub candidate_groups: Option<CandidateList>,
+    pub candidate_users: Option<CandidateList>,
+    /// ISO 8601 date-times (checked at deploy when static).
+    pub due_date: Option<ValueOrExpr<String>>,
+    pub follow_up_date: Option<ValueOrExpr<String>>,
+    /// 0 to 100; the task's priority is 50 without one.
+    pub priority: Option<ValueOrExpr<i32>>,
+    pub form: Option<FormLink>,
+    pub headers: Vec<(String, String)>,
+}
+
+/// The form a user task shows.
+#[derive(Debug)]
+pub enum FormLink {
+    /// A deployed form by its id (`zeebe:formDefinition formId`), picked by binding.
+    Linked {
+        form_id: String,
+        binding: FormBinding,
+    },
+    /// A form outside Camunda (`externalReference`): a URL or key for the task list.
+    External(ValueOrExpr<String>),
+}
+
+/// Which version of a linked form a task gets (Zeebe's `bindingType`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FormBinding {
+    /// The latest version when the task is created.
+    Latest,
+    /// The version deployed with the process (by the same deployment).
+    Deployment,
+    /// The newest version with this `versionTag`.
+    VersionTag(String),
 }
 
 /// A message to wait for: the `bpmn:message` name and its `zeebe:subscription`.

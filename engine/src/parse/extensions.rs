@@ -34,6 +34,7 @@ const IO_MAPPING_OWNERS: &[&str] = &[
     "scriptTask",
     "sendTask",
     "receiveTask",
+    "userTask",
     "subProcess",
     "callActivity",
     "startEvent",
@@ -63,6 +64,12 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             on()
         )),
         "taskDefinition" | "taskHeaders" if is_job => Verdict::Runs,
+        "taskHeaders" if element == "userTask" => Verdict::Runs,
+        "taskDefinition" if element == "userTask" => Verdict::Rejected(
+            "zeebe:taskDefinition is not supported on a userTask: a job-worker user task's job \
+             type is always io.camunda.zeebe:userTask; remove it"
+                .to_owned(),
+        ),
         "taskDefinition" | "taskHeaders" => Verdict::Rejected(format!(
             "zeebe:{name} is not supported on {}; only service, send and script tasks and \
              message throw and end events are jobs",
@@ -94,13 +101,32 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             "zeebe:executionListeners belong on a process or a flow node, not on {}",
             on()
         )),
-        "taskListeners" => not_yet("task listeners (they belong to user tasks)"),
+        "taskListeners" if element == "userTask" => not_yet("task listeners"),
+        "taskListeners" => Verdict::Rejected(format!(
+            "zeebe:taskListeners belong on a user task, not on {}",
+            on()
+        )),
         "userTask"
         | "assignmentDefinition"
         | "formDefinition"
         | "taskSchedule"
         | "priorityDefinition"
-        | "userTaskForm" => not_yet("user tasks"),
+            if element == "userTask" =>
+        {
+            Verdict::Runs
+        }
+        "userTask"
+        | "assignmentDefinition"
+        | "formDefinition"
+        | "taskSchedule"
+        | "priorityDefinition" => Verdict::Rejected(format!(
+            "zeebe:{name} belongs on a user task, not on {}",
+            on()
+        )),
+        "userTaskForm" => Verdict::Rejected(format!(
+            "zeebe:userTaskForm (an embedded form) belongs on the process, not on {}",
+            on()
+        )),
         "calledElement" if element == "callActivity" => Verdict::Runs,
         "calledElement" => Verdict::Rejected(format!(
             "zeebe:calledElement belongs on a call activity, not on {}",

@@ -421,6 +421,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                     | ElementKind::ScriptTask(_)
                     | ElementKind::SendTask(_)
                     | ElementKind::ReceiveTask(_)
+                    | ElementKind::UserTask(_)
                     | ElementKind::CallActivity(_)
                     | ElementKind::SubProcess { .. }
             )

@@ -17,6 +17,7 @@ mod error;
 mod extensions;
 mod link;
 mod process;
+mod user_task;
 mod values;
 
 use std::collections::BTreeMap;

@@ -25,7 +25,7 @@ use crate::model::{
 
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
-                         sendTask, receiveTask, exclusiveGateway, parallelGateway, \
+                         sendTask, receiveTask, userTask, exclusiveGateway, parallelGateway, \
                          inclusiveGateway, eventBasedGateway, intermediateCatchEvent, \
                          intermediateThrowEvent, boundaryEvent, subProcess, callActivity";
 
@@ -60,6 +60,7 @@ const MULTI_INSTANCE_HOSTS: &[&str] = &[
     "scriptTask",
     "sendTask",
     "receiveTask",
+    "userTask",
     "subProcess",
 ];
 
@@ -104,7 +105,7 @@ impl CodeKind {
 }
 
 /// Default job retries when `zeebe:taskDefinition` has none (as in Zeebe).
-const DEFAULT_RETRIES: i32 = 3;
+pub(super) const DEFAULT_RETRIES: i32 = 3;
 
 /// A sequence flow as written, before its ends are resolved.
 pub(super) struct RawFlow<'a, 'input> {
@@ -127,13 +128,18 @@ pub(super) struct DeclaredFlows {
 
 /// The `zeebe:` extension elements of one flow node.
 #[derive(Default)]
-struct Extensions<'a, 'input> {
-    task_definition: Option<Node<'a, 'input>>,
-    task_headers: Option<Node<'a, 'input>>,
-    io_mapping: Option<Node<'a, 'input>>,
-    script: Option<Node<'a, 'input>>,
-    called_element: Option<Node<'a, 'input>>,
-    execution_listeners: Option<Node<'a, 'input>>,
+pub(super) struct Extensions<'a, 'input> {
+    pub(super) task_definition: Option<Node<'a, 'input>>,
+    pub(super) task_headers: Option<Node<'a, 'input>>,
+    pub(super) io_mapping: Option<Node<'a, 'input>>,
+    pub(super) script: Option<Node<'a, 'input>>,
+    pub(super) called_element: Option<Node<'a, 'input>>,
+    pub(super) execution_listeners: Option<Node<'a, 'input>>,
+    pub(super) user_task: Option<Node<'a, 'input>>,
+    pub(super) assignment: Option<Node<'a, 'input>>,
+    pub(super) schedule: Option<Node<'a, 'input>>,
+    pub(super) priority: Option<Node<'a, 'input>>,
+    pub(super) form: Option<Node<'a, 'input>>,
 }
 
 pub(super) struct Builder<'c, 'a, 'input> {
@@ -322,6 +328,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "scriptTask"
                 | "sendTask"
                 | "receiveTask"
+                | "userTask"
                 | "exclusiveGateway"
                 | "parallelGateway"
                 | "inclusiveGateway"
@@ -446,6 +453,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 let message = self.message(id, node, node.attribute("messageRef"));
                 ElementKind::ReceiveTask(message)
             }
+            "userTask" => self.user_task(id, node, &extensions),
             "exclusiveGateway" => {
                 if let Some(default) = node.attribute("default") {
                     self.raw_defaults.push((idx, default));
@@ -780,6 +788,11 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 "ioMapping" => &mut found.io_mapping,
                 "calledElement" => &mut found.called_element,
                 "executionListeners" => &mut found.execution_listeners,
+                "userTask" => &mut found.user_task,
+                "assignmentDefinition" => &mut found.assignment,
+                "taskSchedule" => &mut found.schedule,
+                "priorityDefinition" => &mut found.priority,
+                "formDefinition" => &mut found.form,
                 _ => continue,
             };
             self.once(id, extension, slot);
@@ -1191,7 +1204,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
 
     /// The job of a job-based element: `zeebe:taskDefinition` and `zeebe:taskHeaders`.
     /// Without a task definition, `missing` is reported (when given).
-    fn job(
+    pub(super) fn job(
         &mut self,
         id: &str,
         node: Node<'a, 'input>,

@@ -68,6 +68,16 @@ pub(crate) mod table {
     pub const OUTBOX: u8 = 0xA0;
     pub const OUTBOX_SEQUENCE: u8 = 0xA1;
     pub const INBOX: u8 = 0xA2;
+    /// Camunda user tasks by key.
+    pub const USER_TASK: u8 = 0xC0;
+    /// Deployed forms by key.
+    pub const FORM: u8 = 0xC1;
+    /// (form id, version) -> form key.
+    pub const FORM_VERSION: u8 = 0xC2;
+    /// Form id -> (latest version, its key).
+    pub const FORM_LATEST: u8 = 0xC3;
+    /// (deployment key, form id) -> the form key that deployment deployed.
+    pub const DEPLOYMENT_FORM: u8 = 0xC4;
 }
 
 /// A key argument of a state accessor: the engine's [`Key`], or a key field of a record

@@ -25,7 +25,7 @@ pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
     MessageStartSubscription, MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob,
     StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
-    StoredSignalSubscription, StoredVariable,
+    StoredSignalSubscription, StoredUserTask, StoredVariable, UserTaskState,
 };
 
 use crate::error::{Result, inconsistent};
@@ -433,6 +433,50 @@ impl<'a> Reader<'a> {
         Ok(keys.into_iter().map(Key).collect())
     }
 
+    // --- user tasks and forms ---
+
+    pub fn user_task(&self, key: impl AsKey) -> Result<Option<StoredUserTask>> {
+        self.get(KeyBuf::new(table::USER_TASK).key(key))
+    }
+
+    pub fn form(&self, key: impl AsKey) -> Result<Option<rill_protocol::value::FormRecord>> {
+        self.get(KeyBuf::new(table::FORM).key(key))
+    }
+
+    /// The latest version of a form id and its key.
+    pub fn latest_form(&self, form_id: &str) -> Result<Option<(i32, Key)>> {
+        let latest: Option<(i32, i64)> = self.get(KeyBuf::new(table::FORM_LATEST).str(form_id))?;
+        Ok(latest.map(|(version, key)| (version, Key(key))))
+    }
+
+    /// The key of the form of this id that a deployment deployed (or found unchanged).
+    pub fn form_in_deployment(
+        &self,
+        deployment_key: impl AsKey,
+        form_id: &str,
+    ) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(
+                KeyBuf::new(table::DEPLOYMENT_FORM)
+                    .key(deployment_key)
+                    .str(form_id),
+            )?
+            .map(Key))
+    }
+
+    /// Every version of a form id, oldest first.
+    pub fn form_versions(&self, form_id: &str) -> Result<Vec<Key>> {
+        let prefix = KeyBuf::new(table::FORM_VERSION).str(form_id);
+        let mut out = Vec::new();
+        self.scan(&prefix, |_, v| {
+            out.push(Key(
+                keys::decode_i64(v, 0).ok_or_else(|| inconsistent("bad form index"))?
+            ));
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
     // --- timers ---
 
     pub fn timer(&self, key: impl AsKey) -> Result<Option<TimerRecord>> {
@@ -788,6 +832,9 @@ impl<'a> Writer<'a> {
         record: &rill_protocol::value::DeploymentRecord,
     ) -> Result<()> {
         self.put(KeyBuf::new(table::DEPLOYMENT).key(key), record)?;
+        for form in &record.form_metadata {
+            self.put_deployment_form(key, &form.form_id, form.form_key);
+        }
         for process in &record.processes_metadata {
             self.put_i64(
                 KeyBuf::new(table::DEPLOYMENT_PROCESS)
@@ -1054,6 +1101,53 @@ impl<'a> Writer<'a> {
                 )),
             JobState::Failed | JobState::ErrorThrown => {}
         }
+    }
+
+    // --- user tasks and forms ---
+
+    pub fn put_user_task(&mut self, key: impl AsKey, task: &StoredUserTask) -> Result<()> {
+        self.put(KeyBuf::new(table::USER_TASK).key(key), task)
+    }
+
+    pub fn delete_user_task(&mut self, key: impl AsKey) {
+        self.delete(KeyBuf::new(table::USER_TASK).key(key));
+    }
+
+    pub fn put_form(&mut self, record: &rill_protocol::value::FormRecord) -> Result<()> {
+        let key = record.form_key;
+        self.put(KeyBuf::new(table::FORM).key(key), record)?;
+        self.put_i64(
+            KeyBuf::new(table::FORM_VERSION)
+                .str(&record.form_id)
+                .i32(record.version),
+            key,
+        );
+        let newer = match self.read().latest_form(&record.form_id)? {
+            Some((version, _)) => record.version > version,
+            None => true,
+        };
+        if newer {
+            self.put(
+                KeyBuf::new(table::FORM_LATEST).str(&record.form_id),
+                &(record.version, key),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Notes which form of an id a deployment deployed (or found unchanged).
+    pub fn put_deployment_form(
+        &mut self,
+        deployment_key: impl AsKey,
+        form_id: &str,
+        form_key: i64,
+    ) {
+        self.put_i64(
+            KeyBuf::new(table::DEPLOYMENT_FORM)
+                .key(deployment_key)
+                .str(form_id),
+            form_key,
+        );
     }
 
     // --- timers ---

@@ -316,3 +316,33 @@ pub struct MessageStartSubscription {
     pub process_definition_key: Key,
     pub start_event_id: String,
 }
+
+/// Where a Camunda user task is. Completed and canceled tasks are removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UserTaskState {
+    Created,
+    Assigning,
+    Updating,
+    Completing,
+    Canceling,
+}
+
+impl UserTaskState {
+    /// Zeebe's lifecycle state names (as rejections name them).
+    pub fn name(self) -> &'static str {
+        match self {
+            UserTaskState::Created => "CREATED",
+            UserTaskState::Assigning => "ASSIGNING",
+            UserTaskState::Updating => "UPDATING",
+            UserTaskState::Completing => "COMPLETING",
+            UserTaskState::Canceling => "CANCELING",
+        }
+    }
+}
+
+/// A Camunda user task (`variables` is not kept).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredUserTask {
+    pub state: UserTaskState,
+    pub record: rill_protocol::value::UserTaskRecord,
+}

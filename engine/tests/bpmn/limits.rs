@@ -139,7 +139,7 @@ fn problems_are_capped_and_counted() {
         format!("{HEAD}<bpmn:process id=\"p\" isExecutable=\"true\"><bpmn:startEvent id=\"s\"/>");
     let tasks = MAX_PROBLEMS + 50;
     for i in 0..tasks {
-        xml.push_str(&format!("<bpmn:userTask id=\"u{i}\"/>"));
+        xml.push_str(&format!("<bpmn:complexGateway id=\"u{i}\"/>"));
     }
     xml.push_str("</bpmn:process></bpmn:definitions>");
     let error = parse_bpmn("many.bpmn", xml.as_bytes()).expect_err("rejected");

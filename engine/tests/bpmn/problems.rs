@@ -31,9 +31,9 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "the inclusiveGateway has no outgoing sequence flow",
     ),
     (
-        "user-task",
+        "complex-gateway",
         Some("Approve"),
-        "userTask is not supported (Rill runs: startEvent",
+        "complexGateway is not supported (Rill runs: startEvent",
     ),
     (
         "intermediate-throw-signal",
@@ -575,7 +575,7 @@ fn all_problems_are_reported_at_once_in_line_order() {
     let error = parse_err("invalid/several-problems.bpmn");
     let expected = [
         ("NoType", "a service task needs a job type"),
-        ("Human", "userTask is not supported"),
+        ("Human", "complexGateway is not supported"),
         (
             "BadTimer",
             "malformed timeDuration: 'soon' is not an ISO 8601 duration",
@@ -615,9 +615,9 @@ fn all_problems_are_reported_at_once_in_line_order() {
 
 #[test]
 fn an_unsupported_element_raises_no_follow_on_flow_problems() {
-    // Flows into and out of the userTask point at an element that was not built; only
+    // Flows into and out of the complexGateway point at an element that was not built; only
     // the unsupported element itself is reported.
-    let error = parse_err("invalid/user-task.bpmn");
+    let error = parse_err("invalid/complex-gateway.bpmn");
     assert_eq!(error.problems.len(), 1, "{error}");
 }
 

@@ -159,7 +159,7 @@ fn a_deployment_rejects_a_process_id_defined_twice() {
 
 #[test]
 fn a_deployment_reports_the_problems_of_every_resource() {
-    let bad = fixture("invalid/user-task.bpmn");
+    let bad = fixture("invalid/complex-gateway.bpmn");
     let worse = fixture("invalid/flow-to-nowhere.bpmn");
     let good = fixture("two-rest-calls.bpmn");
     let error = parse_deployment([

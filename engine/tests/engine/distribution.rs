@@ -248,3 +248,47 @@ fn a_buffered_message_correlates_when_a_remote_subscription_opens_and_closing_re
     first.assert_replay_matches();
     second.assert_replay_matches();
 }
+
+#[test]
+fn forms_reach_the_other_partitions_with_their_deployment() {
+    let mut first = EngineRule::on_partition(1, 3);
+    let mut third = EngineRule::on_partition(3, 3);
+    let process = super::elements::model(
+        r#"<bpmn:startEvent id="s" /><bpmn:userTask id="t"><bpmn:extensionElements><zeebe:userTask /><zeebe:formDefinition formId="f" /></bpmn:extensionElements></bpmn:userTask>
+        <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t" />"#,
+    );
+    let deployed = first.deploy(&[
+        ("p.bpmn", process.into_bytes()),
+        ("f.form", br#"{"id": "f", "components": []}"#.to_vec()),
+    ]);
+    let form_key = match deployed.value() {
+        RecordValue::Deployment(d) => d.form_metadata[0].form_key,
+        other => panic!("{other:?}"),
+    };
+    let sent = sends(&deployed);
+    let applied = third.process(sent[1].1.clone());
+    assert!(!applied.is_rejected(), "{:?}", applied.response);
+    assert!(
+        third
+            .records()
+            .of_type(rill_protocol::ValueType::Form)
+            .exists(),
+        "FORM CREATED on the receiver"
+    );
+    third.create("p", json!({}));
+    let task = third
+        .records()
+        .of_type(rill_protocol::ValueType::UserTask)
+        .records
+        .iter()
+        .find_map(|r| match &r.value {
+            RecordValue::UserTask(t) => Some(t.clone()),
+            _ => None,
+        })
+        .expect("a user task on the third partition");
+    assert_eq!(
+        task.form_key, form_key,
+        "the form found with the key partition 1 gave it"
+    );
+    third.assert_replay_matches();
+}

@@ -15,5 +15,6 @@ mod random;
 mod samples;
 mod signals;
 mod start_events;
+mod user_tasks;
 
 pub use harness::*;

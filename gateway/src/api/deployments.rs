@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
-use rill_protocol::value::{DEFAULT_TENANT, ProcessMetadata};
+use rill_protocol::value::{DEFAULT_TENANT, FormMetadata, ProcessMetadata};
 use rill_protocol::{Blob, Command, PartitionId, RecordValue, Resource};
 use serde::Serialize;
 
@@ -21,10 +21,37 @@ pub struct DeploymentResult {
     deployments: Vec<DeploymentMetadata>,
 }
 
+/// One deployed thing: a process definition or a form (the other is left out).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DeploymentMetadata {
-    process_definition: DeploymentProcess,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process_definition: Option<DeploymentProcess>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    form: Option<DeploymentForm>,
+}
+
+/// Camunda's `DeploymentFormResult`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeploymentForm {
+    form_id: String,
+    version: i32,
+    resource_name: String,
+    tenant_id: String,
+    form_key: String,
+}
+
+impl From<&FormMetadata> for DeploymentForm {
+    fn from(form: &FormMetadata) -> Self {
+        DeploymentForm {
+            form_id: form.form_id.clone(),
+            version: form.version,
+            resource_name: form.resource_name.clone(),
+            tenant_id: form.tenant_id.clone(),
+            form_key: form.form_key.to_string(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -100,7 +127,7 @@ pub async fn deploy(
     }
     if resources.is_empty() {
         return Err(Problem::invalid_argument(
-            "No resources provided; attach one or more BPMN files as multipart field 'resources'",
+            "No resources provided; attach one or more BPMN or form files as multipart field 'resources'",
         ));
     }
 
@@ -126,8 +153,13 @@ pub async fn deploy(
             .processes_metadata
             .iter()
             .map(|process| DeploymentMetadata {
-                process_definition: process.into(),
+                process_definition: Some(process.into()),
+                form: None,
             })
+            .chain(record.form_metadata.iter().map(|form| DeploymentMetadata {
+                process_definition: None,
+                form: Some(form.into()),
+            }))
             .collect(),
     }))
 }

@@ -17,7 +17,7 @@ use base64::Engine as _;
 use rill_protocol::history::{
     Condition, FieldValue, Historic, Page, Search, SearchField, SortBy, compare_sorted,
 };
-use rill_protocol::history::{HistoryQuery, HistoryResult};
+use rill_protocol::history::{HistoryQuery, HistoryResult, date_millis};
 use rill_protocol::{Key, PartitionId, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -512,34 +512,4 @@ fn scalar(path: &str, kind: Kind, value: &Value) -> Result<FieldValue, Problem> 
         (Kind::Bool, Value::Bool(b)) => Ok(FieldValue::Bool(*b)),
         (Kind::Bool, _) => Err(wrong("true or false")),
     }
-}
-
-/// Epoch milliseconds of an RFC 3339 date-time in UTC (`Z`) or with an offset
-/// (`+02:00`): the spec's `date-time` format allows both, and clients send either.
-fn date_millis(text: &str) -> Option<i64> {
-    let mut local = text;
-    let mut offset_minutes = 0;
-    if let Some(at) = text.len().checked_sub(6)
-        && let Some(tail) = text.get(at..)
-        && let [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] = *tail.as_bytes()
-    {
-        let digits = [h1, h2, m1, m2];
-        if !digits.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let [h1, h2, m1, m2] = digits.map(|d| i64::from(d - b'0'));
-        let (hours, minutes) = (h1 * 10 + h2, m1 * 10 + m2);
-        // RFC 3339 offsets are 00:00 to 23:59, after a time without its own zone.
-        if hours > 23 || minutes > 59 || text[..at].ends_with(['Z', 'z']) {
-            return None;
-        }
-        let minutes = hours * 60 + minutes;
-        offset_minutes = if sign == b'-' { -minutes } else { minutes };
-        local = &text[..at];
-    }
-    // humantime reads the date-time without a zone as UTC.
-    let time = humantime::parse_rfc3339_weak(local).ok()?;
-    let millis =
-        i64::try_from(time.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis()).ok()?;
-    Some(millis - offset_minutes * 60_000)
 }

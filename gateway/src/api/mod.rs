@@ -20,6 +20,7 @@ mod process_definitions;
 mod process_instance_search;
 pub(crate) mod process_instances;
 mod signals;
+mod user_tasks;
 mod variables;
 
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
-use axum::routing::{get, patch, post, put};
+use axum::routing::{delete, get, patch, post, put};
 use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{Key, Timestamp};
 use tokio::sync::watch;
@@ -93,6 +94,28 @@ pub fn routes() -> Router<SharedState> {
         .route("/v2/jobs/{jobKey}/error", post(jobs::throw_error))
         .route("/v2/messages/publication", post(messages::publish))
         .route("/v2/signals/broadcast", post(signals::broadcast))
+        .route("/v2/user-tasks/search", post(user_tasks::search))
+        .route(
+            "/v2/user-tasks/{userTaskKey}",
+            get(user_tasks::get).patch(user_tasks::update),
+        )
+        .route(
+            "/v2/user-tasks/{userTaskKey}/assignment",
+            post(user_tasks::assign),
+        )
+        .route(
+            "/v2/user-tasks/{userTaskKey}/assignee",
+            delete(user_tasks::unassign),
+        )
+        .route(
+            "/v2/user-tasks/{userTaskKey}/completion",
+            post(user_tasks::complete),
+        )
+        .route(
+            "/v2/user-tasks/{userTaskKey}/variables/search",
+            post(user_tasks::search_variables),
+        )
+        .route("/v2/user-tasks/{userTaskKey}/form", get(user_tasks::form))
         .route("/v2/incidents/search", post(incidents::search))
         .route("/v2/incidents/{incidentKey}", get(incidents::get))
         .route(

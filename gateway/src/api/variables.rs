@@ -106,13 +106,23 @@ pub async fn search(
     params: Result<axum::extract::Query<SearchParams>, axum::extract::rejection::QueryRejection>,
     Body(body): Body,
 ) -> Result<Json<VariableSearchResult>, Problem> {
+    search_in(&state, params, &body, None).await
+}
+
+/// A variable search with one more condition (a user task's scopes).
+pub(super) async fn search_in(
+    state: &SharedState,
+    params: Result<axum::extract::Query<SearchParams>, axum::extract::rejection::QueryRejection>,
+    body: &[u8],
+    extra: Option<(F, rill_protocol::history::Condition)>,
+) -> Result<Json<VariableSearchResult>, Problem> {
     let params = params.map_err(|rejection| {
         Problem::invalid_argument(format!(
             "Invalid query parameters: {}",
             rejection.body_text()
         ))
     })?;
-    let result = run::<HistoricVariable>(&state, &body, None).await?;
+    let result = run::<HistoricVariable>(state, body, extra).await?;
     let truncate = params.0.truncate_values != Some(false);
     Ok(Json(VariableSearchResult {
         items: result

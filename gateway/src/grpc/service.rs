@@ -8,8 +8,9 @@ use std::time::Duration;
 use futures::Stream;
 use rill_protocol::value::{DEFAULT_TENANT, JobRecord, ProcessMetadata};
 use rill_protocol::{
-    ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance, FailJob, JsonValue, ProcessSelector,
-    PublishMessage, RecordValue, Resource, SetVariables, ThrowError, UpdateJob, message_partition,
+    ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance, FailJob, JsonValue,
+    ProcessSelector, PublishMessage, RecordValue, Resource, SetVariables, ThrowError, UpdateJob,
+    message_partition,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;

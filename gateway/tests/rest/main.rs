@@ -11,3 +11,4 @@ mod python_client;
 mod routing;
 mod shapes;
 mod support;
+mod user_tasks;

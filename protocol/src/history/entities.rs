@@ -240,6 +240,7 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::MessageSizeExceeded => "MESSAGE_SIZE_EXCEEDED",
         IncidentErrorType::CalledElementError => "CALLED_ELEMENT_ERROR",
         IncidentErrorType::ExecutionListenerNoRetries => "EXECUTION_LISTENER_NO_RETRIES",
+        IncidentErrorType::FormNotFound => "FORM_NOT_FOUND",
     }
 }
 
@@ -643,6 +644,184 @@ impl Historic for HistoricMessageSubscription {
     }
 }
 
+/// A user task's state in Camunda's terms. Rill's tasks move between these within one
+/// command, so a stored task is created, completed or canceled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UserTaskState {
+    Created,
+    Completed,
+    Canceled,
+}
+
+impl UserTaskState {
+    pub const NAMES: &'static [&'static str] = &[
+        "CREATING",
+        "CREATED",
+        "ASSIGNING",
+        "UPDATING",
+        "COMPLETING",
+        "COMPLETED",
+        "CANCELING",
+        "CANCELED",
+        "FAILED",
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UserTaskState::Created => "CREATED",
+            UserTaskState::Completed => "COMPLETED",
+            UserTaskState::Canceled => "CANCELED",
+        }
+    }
+}
+
+fields! {
+    /// The fields of a user task that searches filter and sort by.
+    UserTaskField {
+        UserTaskKey = "userTaskKey",
+        State = "state",
+        Assignee = "assignee",
+        Priority = "priority",
+        ElementId = "elementId",
+        Name = "name",
+        CandidateGroup = "candidateGroup",
+        CandidateUser = "candidateUser",
+        ProcessDefinitionId = "processDefinitionId",
+        ProcessDefinitionKey = "processDefinitionKey",
+        ProcessInstanceKey = "processInstanceKey",
+        ElementInstanceKey = "elementInstanceKey",
+        TenantId = "tenantId",
+        CreationDate = "creationDate",
+        CompletionDate = "completionDate",
+        DueDate = "dueDate",
+        FollowUpDate = "followUpDate",
+    }
+}
+
+/// A Camunda user task as the history store keeps it. Dates are kept as the model or
+/// client wrote them (`due_date`), with their instant for filters and sorts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricUserTask {
+    pub key: Key,
+    pub state: UserTaskState,
+    pub assignee: String,
+    pub candidate_groups: Vec<String>,
+    pub candidate_users: Vec<String>,
+    pub due_date: String,
+    pub follow_up_date: String,
+    pub form_key: Option<Key>,
+    pub external_form_reference: String,
+    pub custom_headers: BTreeMap<String, String>,
+    pub priority: i32,
+    pub bpmn_process_id: String,
+    pub process_definition_version: i32,
+    pub process_definition_key: Key,
+    pub process_instance_key: Key,
+    pub element_id: String,
+    /// The element's name from the model (its id when it has none).
+    pub name: String,
+    /// The process's name from the model, if it has one.
+    pub process_name: Option<String>,
+    pub element_instance_key: Key,
+    pub tenant_id: String,
+    pub creation_date: Timestamp,
+    pub completion_date: Option<Timestamp>,
+}
+
+impl Historic for HistoricUserTask {
+    type Field = UserTaskField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: UserTaskField) -> Option<FieldValue> {
+        use UserTaskField as F;
+        let optional = |s: &str| (!s.is_empty()).then(|| FieldValue::Text(s.to_owned()));
+        let date = |s: &str| super::date_millis(s).map(FieldValue::Int);
+        match field {
+            F::UserTaskKey => int(self.key.get()),
+            F::State => text(self.state.name()),
+            F::Assignee => optional(&self.assignee),
+            F::Priority => int(i64::from(self.priority)),
+            F::ElementId => text(&self.element_id),
+            F::Name => text(&self.name),
+            // Lists: one value here (the first); `matches` looks at every one.
+            F::CandidateGroup => self.candidate_groups.first().and_then(|g| text(g)),
+            F::CandidateUser => self.candidate_users.first().and_then(|u| text(u)),
+            F::ProcessDefinitionId => text(&self.bpmn_process_id),
+            F::ProcessDefinitionKey => int(self.process_definition_key.get()),
+            F::ProcessInstanceKey => int(self.process_instance_key.get()),
+            F::ElementInstanceKey => int(self.element_instance_key.get()),
+            F::TenantId => text(&self.tenant_id),
+            F::CreationDate => int(self.creation_date.millis()),
+            F::CompletionDate => self.completion_date.and_then(|d| int(d.millis())),
+            F::DueDate => date(&self.due_date),
+            F::FollowUpDate => date(&self.follow_up_date),
+        }
+    }
+
+    /// A candidate condition holds when it holds for one of the task's candidates
+    /// (`$neq`/`$notIn`: for none of them; `$exists`: the list is not empty).
+    fn matches(&self, filter: &[(UserTaskField, Condition)]) -> bool {
+        filter.iter().all(|(field, condition)| {
+            let list = match field {
+                UserTaskField::CandidateGroup => &self.candidate_groups,
+                UserTaskField::CandidateUser => &self.candidate_users,
+                _ => return condition.matches(self.field(*field).as_ref()),
+            };
+            let values: Vec<FieldValue> =
+                list.iter().map(|v| FieldValue::Text(v.clone())).collect();
+            match condition {
+                Condition::Exists(should) => values.is_empty() != *should,
+                Condition::Neq(_) | Condition::NotIn(_) => {
+                    values.iter().all(|v| condition.matches(Some(v)))
+                }
+                _ => values.iter().any(|v| condition.matches(Some(v))),
+            }
+        })
+    }
+}
+
+fields! {
+    /// The fields of a deployed form.
+    FormField {
+        FormKey = "formKey",
+        FormId = "formId",
+        Version = "version",
+        TenantId = "tenantId",
+    }
+}
+
+/// A deployed form (on every partition: forms come with deployments).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricForm {
+    pub key: Key,
+    pub form_id: String,
+    pub version: i32,
+    /// The Camunda Forms JSON as deployed.
+    pub schema: String,
+    pub version_tag: String,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricForm {
+    type Field = FormField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: FormField) -> Option<FieldValue> {
+        match field {
+            FormField::FormKey => int(self.key.get()),
+            FormField::FormId => text(&self.form_id),
+            FormField::Version => int(i64::from(self.version)),
+            FormField::TenantId => text(&self.tenant_id),
+        }
+    }
+}
+
 /// History queries after the first (process instances), in one variant of
 /// [`crate::Query`] so that new kinds of entries do not touch the engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -674,6 +853,13 @@ pub enum HistoryQuery {
         filter: Vec<(ProcessInstanceField, Condition)>,
     },
     SearchMessageSubscriptions(Search<MessageSubscriptionField>),
+    SearchUserTasks(Search<UserTaskField>),
+    UserTask {
+        key: Key,
+    },
+    Form {
+        key: Key,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -692,4 +878,7 @@ pub enum HistoryResult {
     /// Sorted by element id.
     ElementStatistics(Vec<ElementStatistics>),
     MessageSubscriptions(Page<HistoricMessageSubscription>),
+    UserTasks(Page<HistoricUserTask>),
+    UserTask(Option<HistoricUserTask>),
+    Form(Option<HistoricForm>),
 }

@@ -8,6 +8,8 @@
 // The SDK's schema validation is off by default, as for its users. Rill answers in the
 // 8.8 schema's shapes (see docs/decisions/rest-api.md), which
 // CAMUNDA_SDK_VALIDATION=res:warn checks.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import createCamundaClient from '@camunda8/orchestration-cluster-api';
 
@@ -94,5 +96,51 @@ check(byName.orderId === '"node-1"' && byName.status === '200', `searchVariables
 
 const published = await client.publishMessage({ name: 'nobody-waits', correlationKey: 'k' });
 check(typeof published.messageKey === 'string', `published message ${published.messageKey}`);
+
+// A Camunda user task that links a form deployed with it: search, assign, complete.
+const workdir = mkdtempSync(path.join(os.tmpdir(), 'rill-node-'));
+const reviewBpmn = path.join(workdir, 'review.bpmn');
+writeFileSync(reviewBpmn, `<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="review-defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="node-review" name="Review" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:userTask id="approve" name="Approve">
+      <bpmn:extensionElements>
+        <zeebe:userTask />
+        <zeebe:formDefinition formId="node-approval" />
+        <zeebe:assignmentDefinition candidateGroups="reviewers" />
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="approve" />
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>`);
+const approvalForm = path.join(workdir, 'approval.form');
+writeFileSync(approvalForm, JSON.stringify({
+  id: 'node-approval', type: 'default',
+  components: [{ key: 'approved', type: 'checkbox', label: 'Approve' }],
+}));
+const reviewDeployment = await client.deployResourcesFromFiles([reviewBpmn, approvalForm]);
+check(reviewDeployment.forms.length === 1 && reviewDeployment.forms[0].formId === 'node-approval', `deployed the form with the process (${reviewDeployment.forms[0]?.formKey})`);
+const review = await client.createProcessInstance({ processDefinitionId: 'node-review' });
+const tasks = await client.searchUserTasks(
+  { filter: { processInstanceKey: review.processInstanceKey } },
+  poll((r) => r.items.length === 1),
+);
+check(tasks.items.length === 1 && tasks.items[0].state === 'CREATED', `searchUserTasks finds the task (${tasks.items[0]?.userTaskKey})`);
+const userTaskKey = tasks.items[0].userTaskKey;
+check(tasks.items[0].candidateGroups.join() === 'reviewers', 'it is offered to the group reviewers');
+const linked = await client.getUserTaskForm({ userTaskKey }, { consistency: { waitUpToMs: 0 } });
+check(linked.formId === 'node-approval', `its linked form is ${linked.formId}`);
+await client.assignUserTask({ userTaskKey, assignee: 'demo' });
+const assigned = await client.getUserTask({ userTaskKey }, { consistency: { waitUpToMs: 0 } });
+check(assigned.assignee === 'demo', 'assigned to demo');
+await client.completeUserTask({ userTaskKey, variables: { approved: true } });
+const reviewed = await client.getProcessInstance(
+  { processInstanceKey: review.processInstanceKey },
+  poll((r) => r.state === 'COMPLETED'),
+);
+check(reviewed.state === 'COMPLETED', 'completing the user task finished the instance');
 
 console.log('all checks passed');

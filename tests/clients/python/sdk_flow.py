@@ -19,6 +19,8 @@ from pathlib import Path
 
 from camunda_orchestration_sdk import CamundaAsyncClient, CamundaClient, WorkerConfig, errors
 from camunda_orchestration_sdk.models.activate_jobs_data import ActivateJobsData
+from camunda_orchestration_sdk.models.assign_user_task_data import AssignUserTaskData
+from camunda_orchestration_sdk.models.complete_user_task_data import CompleteUserTaskData
 from camunda_orchestration_sdk.models.complete_job_data import CompleteJobData
 from camunda_orchestration_sdk.models.processcreationbyid import Processcreationbyid
 from camunda_orchestration_sdk.models.publish_message_data import PublishMessageData
@@ -27,6 +29,7 @@ from camunda_orchestration_sdk.models.search_jobs_data import SearchJobsData
 from camunda_orchestration_sdk.models.search_process_instances_data import (
     SearchProcessInstancesData,
 )
+from camunda_orchestration_sdk.models.search_user_tasks_data import SearchUserTasksData
 from camunda_orchestration_sdk.models.search_variables_data import SearchVariablesData
 from camunda_orchestration_sdk.types import Unset
 
@@ -43,6 +46,28 @@ def example_model(examples, workdir):
     path = Path(workdir) / "two_rest_calls.bpmn"
     path.write_text(text.replace('"two-rest-calls"', f'"{PROCESS_ID}"'))
     return path
+
+
+# A Camunda user task that links a deployed form (deployed together with it).
+REVIEW_ID = "py_review"
+REVIEW_BPMN = f"""<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="review-defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="{REVIEW_ID}" name="Review" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:userTask id="approve" name="Approve">
+      <bpmn:extensionElements>
+        <zeebe:userTask />
+        <zeebe:formDefinition formId="py_approval" />
+        <zeebe:assignmentDefinition candidateGroups="reviewers" />
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="approve" />
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"""
+REVIEW_FORM = """{"id": "py_approval", "type": "default", "components": [
+  {"key": "approved", "type": "checkbox", "label": "Approve"}]}"""
 
 
 def check(condition, message):
@@ -269,7 +294,64 @@ def main():
     except errors.GetProcessInstanceNotFound as error:
         check(error.status_code == 404, f"an unknown instance is a NotFound: {error.parsed.detail}")
 
+    run_user_task(client)
+
     print("all checks passed", flush=True)
+
+
+def run_user_task(client):
+    """Deploys a process and its form together, then searches, assigns and completes the
+    user task through the SDK's user-task calls."""
+    with tempfile.TemporaryDirectory() as workdir:
+        bpmn = Path(workdir) / "review.bpmn"
+        bpmn.write_text(REVIEW_BPMN)
+        form = Path(workdir) / "approval.form"
+        form.write_text(REVIEW_FORM)
+        deployment = client.deploy_resources_from_files([bpmn, form])
+    check(
+        [f.form_id for f in deployment.forms] == ["py_approval"],
+        f"deployed the form with the process (form key {deployment.forms[0].form_key})",
+    )
+    created = client.create_process_instance(
+        data=Processcreationbyid.from_dict({"processDefinitionId": REVIEW_ID})
+    )
+    query = {"filter": {"processInstanceKey": created.process_instance_key}}
+    tasks = poll(
+        lambda: client.search_user_tasks(data=SearchUserTasksData.from_dict(query)),
+        lambda answer: answer.page.total_items == 1,
+    )
+    check(tasks.page.total_items == 1, "the instance's user task is found by search")
+    task = tasks.items[0]
+    check(
+        task.candidate_groups == ["reviewers"] and str(task.state.value) == "CREATED",
+        f"it is CREATED for the group reviewers ({task.user_task_key})",
+    )
+    linked = client.get_user_task_form(task.user_task_key)
+    check(linked.form_id == "py_approval", f"its linked form is {linked.form_id}")
+
+    client.assign_user_task(
+        task.user_task_key, data=AssignUserTaskData.from_dict({"assignee": "demo"})
+    )
+    assigned = client.get_user_task(task.user_task_key)
+    check(assigned.assignee == "demo", "assigned to demo")
+    try:
+        client.assign_user_task(
+            task.user_task_key,
+            data=AssignUserTaskData.from_dict({"assignee": "other", "allowOverride": False}),
+        )
+        check(False, "a claim of a task assigned to someone else is refused")
+    except errors.ApiError as error:
+        check(error.status_code == 409, f"a conflicting claim is a 409 ({error.status_code})")
+
+    client.complete_user_task(
+        task.user_task_key,
+        data=CompleteUserTaskData.from_dict({"variables": {"approved": True}}),
+    )
+    instance = poll(
+        lambda: client.get_process_instance(created.process_instance_key),
+        lambda answer: state(answer) == "COMPLETED",
+    )
+    check(state(instance) == "COMPLETED", "completing the user task finished the instance")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ mod start_event;
 mod sub_process;
 mod task;
 mod triggers;
+mod user_task;
 
 use std::sync::Arc;
 
@@ -105,6 +106,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::ServiceTask(_) | ElementKind::SendTask(_) => &service_task::ServiceTask,
         ElementKind::ScriptTask(_) => &script_task::ScriptTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
+        ElementKind::UserTask(_) => &user_task::UserTask,
         ElementKind::CallActivity(_) => &call_activity::CallActivity,
         ElementKind::ExclusiveGateway { .. } => &exclusive_gateway::ExclusiveGateway,
         ElementKind::ParallelGateway => &parallel_gateway::ParallelGateway,

@@ -1,0 +1,438 @@
+//! Camunda user tasks: `POST /v2/user-tasks/search` and `GET /v2/user-tasks/{key}` from
+//! every partition's history store; assignment, unassignment, update and completion as
+//! commands to the task's partition (204, or the engine's rejection: 404 for a missing
+//! task, 409 for a task in another transition or assigned to someone else);
+//! `POST …/variables/search` (the variables of the task's scopes) and `GET …/form` (the
+//! linked form, 204 without one).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rill_protocol::history::{
+    Condition, FieldValue, HistoricForm, HistoricUserTask, HistoryQuery, HistoryResult, Page,
+    Search, UserTaskField as F, UserTaskState, VariableField, date_millis,
+};
+use rill_protocol::{
+    Command, JsonValue, Key, Query, QueryResult, Timestamp, UserTaskChanges, UserTaskCommand,
+};
+use serde::{Deserialize, Serialize};
+
+use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
+use super::{Body, KeyParam, SharedState, date_text, key_text};
+use crate::json::{Variables, parse_optional_body};
+use crate::problem::Problem;
+
+/// Camunda's `UserTaskResult`. Fields without a value are left out (8.8 marks none of
+/// them required).
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct UserTaskResult {
+    name: String,
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assignee: Option<String>,
+    element_id: String,
+    element_instance_key: String,
+    candidate_groups: Vec<String>,
+    candidate_users: Vec<String>,
+    process_definition_id: String,
+    creation_date: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_date: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follow_up_date: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    due_date: Option<String>,
+    tenant_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    external_form_reference: Option<String>,
+    process_definition_version: i32,
+    custom_headers: BTreeMap<String, String>,
+    priority: i32,
+    user_task_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process_name: Option<String>,
+    process_definition_key: String,
+    process_instance_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    form_key: Option<String>,
+}
+
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+/// A date as the model or a client gave it (any offset), as Camunda writes dates: UTC
+/// with milliseconds.
+fn normalized_date(text: String) -> Option<String> {
+    let text = non_empty(text)?;
+    Some(match date_millis(&text) {
+        Some(millis) => date_text(Timestamp(millis)),
+        None => text,
+    })
+}
+
+impl From<HistoricUserTask> for UserTaskResult {
+    fn from(task: HistoricUserTask) -> Self {
+        UserTaskResult {
+            name: task.name,
+            state: task.state.name(),
+            assignee: non_empty(task.assignee),
+            element_id: task.element_id,
+            element_instance_key: key_text(task.element_instance_key),
+            candidate_groups: task.candidate_groups,
+            candidate_users: task.candidate_users,
+            process_definition_id: task.bpmn_process_id,
+            creation_date: date_text(task.creation_date),
+            completion_date: task.completion_date.map(date_text),
+            follow_up_date: normalized_date(task.follow_up_date),
+            due_date: normalized_date(task.due_date),
+            tenant_id: task.tenant_id,
+            external_form_reference: non_empty(task.external_form_reference),
+            process_definition_version: task.process_definition_version,
+            custom_headers: task.custom_headers,
+            priority: task.priority,
+            user_task_key: key_text(task.key),
+            process_name: task.process_name,
+            process_definition_key: key_text(task.process_definition_key),
+            process_instance_key: key_text(task.process_instance_key),
+            form_key: task.form_key.map(key_text),
+        }
+    }
+}
+
+impl SearchEntity for HistoricUserTask {
+    const WHAT: &'static str = "user task";
+    const NOT_YET: &'static [&'static str] =
+        &["processInstanceVariables", "localVariables", "tags"];
+    const KEY_FIELD: F = F::UserTaskKey;
+    const TIME_FIELD: Option<F> = Some(F::CreationDate);
+    type Item = UserTaskResult;
+
+    fn kind(field: F) -> Kind {
+        match field {
+            F::CreationDate | F::CompletionDate | F::DueDate | F::FollowUpDate => Kind::Date,
+            F::Assignee
+            | F::ElementId
+            | F::Name
+            | F::CandidateGroup
+            | F::CandidateUser
+            | F::ProcessDefinitionId
+            | F::TenantId => Kind::Text,
+            F::UserTaskKey
+            | F::ProcessDefinitionKey
+            | F::ProcessInstanceKey
+            | F::ElementInstanceKey => Kind::Key,
+            F::Priority => Kind::Int,
+            F::State => Kind::Enum(UserTaskState::NAMES),
+        }
+    }
+
+    fn query(search: Search<F>) -> Query {
+        Query::History(HistoryQuery::SearchUserTasks(search))
+    }
+
+    fn page(result: QueryResult) -> Option<Page<Self>> {
+        match result {
+            QueryResult::History(HistoryResult::UserTasks(page)) => Some(page),
+            _ => None,
+        }
+    }
+}
+
+pub async fn search(
+    State(state): State<SharedState>,
+    Body(body): Body,
+) -> Result<Json<SearchResult<UserTaskResult>>, Problem> {
+    run::<HistoricUserTask>(&state, &body, None).await.map(Json)
+}
+
+fn not_found(key: Key) -> Problem {
+    Problem::not_found(format!("User task with key '{key}' not found"))
+}
+
+/// The task from its partition's history store; 404 when it has none.
+async fn task(state: &SharedState, key: Key) -> Result<HistoricUserTask, Problem> {
+    let found = fetch(
+        state,
+        key,
+        "user task",
+        HistoryQuery::UserTask { key },
+        |result| match result {
+            HistoryResult::UserTask(found) => Some(found),
+            _ => None,
+        },
+    )
+    .await?;
+    found.ok_or_else(|| not_found(key))
+}
+
+/// `GET /v2/user-tasks/{userTaskKey}`.
+pub async fn get(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+) -> Result<Json<UserTaskResult>, Problem> {
+    Ok(Json(task(&state, key).await?.into()))
+}
+
+/// Sends a user-task command to the task's partition; 204 when accepted.
+async fn submit(state: &SharedState, command: UserTaskCommand) -> Result<Response, Problem> {
+    let key = command.user_task_key();
+    let partition = state
+        .dispatch
+        .partition_of(key, "user task")
+        .map_err(|_| not_found(key))?;
+    state
+        .dispatch
+        .submit(
+            partition,
+            Command::UserTask(command),
+            state.settings.request_timeout,
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AssignmentRequest {
+    assignee: Option<String>,
+    allow_override: Option<bool>,
+    action: Option<String>,
+}
+
+/// `POST /v2/user-tasks/{userTaskKey}/assignment`.
+pub async fn assign(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: AssignmentRequest = parse_optional_body(&body)?;
+    let assignee = match request.assignee {
+        Some(assignee) if !assignee.trim().is_empty() => assignee,
+        _ => {
+            return Err(Problem::invalid_argument(
+                "No assignee provided; set 'assignee' (to unassign, DELETE the task's assignee)",
+            ));
+        }
+    };
+    submit(
+        &state,
+        UserTaskCommand::Assign {
+            user_task_key: key,
+            assignee,
+            action: request.action.unwrap_or_default(),
+            allow_override: request.allow_override.unwrap_or(true),
+        },
+    )
+    .await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ActionRequest {
+    action: Option<String>,
+}
+
+/// `DELETE /v2/user-tasks/{userTaskKey}/assignee`.
+pub async fn unassign(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: ActionRequest = parse_optional_body(&body)?;
+    submit(
+        &state,
+        UserTaskCommand::Assign {
+            user_task_key: key,
+            assignee: String::new(),
+            action: request.action.unwrap_or_default(),
+            allow_override: true,
+        },
+    )
+    .await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Changeset {
+    due_date: Option<String>,
+    follow_up_date: Option<String>,
+    candidate_users: Option<Vec<String>>,
+    candidate_groups: Option<Vec<String>>,
+    priority: Option<i32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct UpdateRequest {
+    changeset: Option<Changeset>,
+    action: Option<String>,
+}
+
+/// `PATCH /v2/user-tasks/{userTaskKey}`: the changeset's attributes (absent or `null`:
+/// unchanged; an empty date or list clears it).
+pub async fn update(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: UpdateRequest = parse_optional_body(&body)?;
+    let changeset = request.changeset.unwrap_or_default();
+    if let Some(priority) = changeset.priority
+        && !(0..=100).contains(&priority)
+    {
+        return Err(Problem::invalid_argument(format!(
+            "The value for priority is '{priority}' but must be within the [0,100] range."
+        )));
+    }
+    let changes = UserTaskChanges {
+        candidate_groups: changeset.candidate_groups,
+        candidate_users: changeset.candidate_users,
+        due_date: changeset.due_date,
+        follow_up_date: changeset.follow_up_date,
+        priority: changeset.priority,
+    };
+    if changes == UserTaskChanges::default() && request.action.is_none() {
+        return Err(Problem::invalid_argument(
+            "No update data provided; set at least one changeset attribute or an action",
+        ));
+    }
+    submit(
+        &state,
+        UserTaskCommand::Update {
+            user_task_key: key,
+            changes,
+            action: request.action.unwrap_or_default(),
+        },
+    )
+    .await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CompletionRequest {
+    #[serde(default)]
+    variables: Option<Variables>,
+    action: Option<String>,
+}
+
+/// `POST /v2/user-tasks/{userTaskKey}/completion`.
+pub async fn complete(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: CompletionRequest = parse_optional_body(&body)?;
+    let variables = request.variables.map_or_else(
+        || serde_json::Value::Object(Default::default()),
+        Variables::into_value,
+    );
+    submit(
+        &state,
+        UserTaskCommand::Complete {
+            user_task_key: key,
+            variables: JsonValue(variables),
+            action: request.action.unwrap_or_default(),
+        },
+    )
+    .await
+}
+
+/// `POST /v2/user-tasks/{userTaskKey}/variables/search`: the variables of the task's
+/// own scope and the scopes around it, with the body's filter, sort and page.
+pub async fn search_variables(
+    State(state): State<SharedState>,
+    params: Result<
+        axum::extract::Query<super::variables::SearchParams>,
+        axum::extract::rejection::QueryRejection,
+    >,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let task = task(&state, key).await?;
+    let mut scopes = vec![FieldValue::Int(task.element_instance_key.get())];
+    let mut scope = task.element_instance_key;
+    // Walk up the element instances to the process instance (subprocesses between).
+    while scope != task.process_instance_key {
+        let found = fetch(
+            &state,
+            scope,
+            "element instance",
+            HistoryQuery::ElementInstance { key: scope },
+            |result| match result {
+                HistoryResult::ElementInstance(found) => Some(found),
+                _ => None,
+            },
+        )
+        .await?;
+        let Some(element) = found else { break };
+        scope = element.flow_scope_key;
+        scopes.push(FieldValue::Int(scope.get()));
+        if scopes.len() > 1_000 {
+            break;
+        }
+    }
+    if !scopes.contains(&FieldValue::Int(task.process_instance_key.get())) {
+        scopes.push(FieldValue::Int(task.process_instance_key.get()));
+    }
+    let scoped = (VariableField::ScopeKey, Condition::In(scopes));
+    super::variables::search_in(&state, params, &body, Some(scoped))
+        .await
+        .map(IntoResponse::into_response)
+}
+
+/// Camunda's `FormResult`. The 8.8 spec (and the SDKs generated from it) have `schema`
+/// as an object: the form's JSON itself.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FormResult {
+    tenant_id: String,
+    form_id: String,
+    schema: serde_json::Value,
+    version: i64,
+    form_key: String,
+}
+
+/// `GET /v2/user-tasks/{userTaskKey}/form`: the linked form; 204 when the task has none.
+pub async fn form(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+) -> Result<Response, Problem> {
+    let task = task(&state, key).await?;
+    let Some(form_key) = task.form_key else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    // Forms come with deployments to every partition: the task's has it.
+    let partition = state.dispatch.partition_of(key, "user task")?;
+    let timeout = state.settings.request_timeout;
+    let answer = state
+        .dispatch
+        .query(
+            partition,
+            Query::History(HistoryQuery::Form { key: form_key }),
+            timeout,
+        )
+        .await?;
+    let form: HistoricForm = match answer {
+        QueryResult::History(HistoryResult::Form(Some(form))) => form,
+        QueryResult::History(HistoryResult::Form(None)) => {
+            return Err(Problem::not_found(format!(
+                "Form with key '{form_key}' of user task '{key}' not found"
+            )));
+        }
+        _ => return Err(super::history_search::wrong_answer("form")),
+    };
+    Ok(Json(FormResult {
+        tenant_id: form.tenant_id,
+        form_id: form.form_id,
+        // The engine accepted it as a JSON object at deploy.
+        schema: serde_json::from_str(&form.schema).unwrap_or(serde_json::Value::Null),
+        version: i64::from(form.version),
+        form_key: key_text(form.key),
+    })
+    .into_response())
+}
