@@ -46,7 +46,7 @@ pub struct DeployError {
 }
 
 impl DeployError {
-    pub(super) fn push(&mut self, problem: Problem) {
+    pub(crate) fn push(&mut self, problem: Problem) {
         if self.problems.len() < MAX_PROBLEMS {
             self.problems.push(problem);
         } else {
