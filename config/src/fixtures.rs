@@ -47,6 +47,9 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         timer: !filter.timer,
         error: !filter.error,
         command_distribution: !filter.command_distribution,
+        decision: !filter.decision,
+        decision_requirements: !filter.decision_requirements,
+        decision_evaluation: !filter.decision_evaluation,
     }
 }
 

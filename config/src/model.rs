@@ -535,6 +535,9 @@ pub struct RecordFilterConfig {
     pub timer: bool,
     pub error: bool,
     pub command_distribution: bool,
+    pub decision: bool,
+    pub decision_requirements: bool,
+    pub decision_evaluation: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -559,6 +562,9 @@ impl Default for RecordFilterConfig {
             timer: true,
             error: true,
             command_distribution: true,
+            decision: true,
+            decision_requirements: true,
+            decision_evaluation: true,
         }
     }
 }
@@ -586,6 +592,9 @@ impl RecordFilterConfig {
             timer: true,
             error: true,
             command_distribution: true,
+            decision: true,
+            decision_requirements: true,
+            decision_evaluation: true,
         }
     }
 }

@@ -230,6 +230,23 @@ impl<'a> Processing<'a> {
         self.models.latest(Reader::new(&*self.txn), bpmn_process_id)
     }
 
+    /// The parsed DMN resource deployed under `key`.
+    pub fn decision_requirements(
+        &mut self,
+        key: Key,
+    ) -> Result<Arc<crate::dmn::DecisionRequirements>> {
+        self.models
+            .decision_requirements(Reader::new(&*self.txn), key)
+    }
+
+    pub fn cache_decision_requirements(
+        &mut self,
+        key: Key,
+        parsed: crate::dmn::DecisionRequirements,
+    ) {
+        self.models.insert_decision_requirements(key, parsed);
+    }
+
     pub fn cache_model(&mut self, deployed: DeployedProcess) {
         self.models.insert(deployed);
     }
@@ -272,6 +289,12 @@ impl<'a> Processing<'a> {
             rejection.kind,
             rejection.reason.clone(),
         ));
+        self.out.response = Some(CommandResponse::Rejected(rejection.into()));
+    }
+
+    /// Answers an accepted command (whose events stay written) with a rejection: the
+    /// command could not do what it was asked, e.g. a decision failed to evaluate.
+    pub fn reject_after_events(&mut self, rejection: Rejection) {
         self.out.response = Some(CommandResponse::Rejected(rejection.into()));
     }
 

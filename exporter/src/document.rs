@@ -79,7 +79,10 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::Timer(v) => v.serialize(serializer),
             RecordValue::Error(v) => v.serialize(serializer),
             RecordValue::CommandDistribution(v) => v.serialize(serializer),
+            RecordValue::DecisionEvaluation(v) => v.serialize(serializer),
             RecordValue::Deployment(_)
+            | RecordValue::Decision(_)
+            | RecordValue::DecisionRequirements(_)
             | RecordValue::Process(_)
             | RecordValue::ProcessInstanceCreation(_)
             | RecordValue::MessageSubscription(_)
@@ -97,11 +100,19 @@ fn zeebe_value(record: &Record) -> Value {
     let mut value = record.value.to_json();
     match record.value_type {
         ValueType::ProcessInstanceCreation => remove(&mut value, "awaitRequestId"),
-        ValueType::Process => rename(&mut value, "isDuplicate", "duplicate"),
+        ValueType::Process | ValueType::Decision | ValueType::DecisionRequirements => {
+            rename(&mut value, "isDuplicate", "duplicate")
+        }
         ValueType::Deployment => {
-            if let Some(Value::Array(processes)) = value.get_mut("processesMetadata") {
-                for process in processes {
-                    rename(process, "isDuplicate", "duplicate");
+            for list in [
+                "processesMetadata",
+                "decisionsMetadata",
+                "decisionRequirementsMetadata",
+            ] {
+                if let Some(Value::Array(entries)) = value.get_mut(list) {
+                    for entry in entries {
+                        rename(entry, "isDuplicate", "duplicate");
+                    }
                 }
             }
         }

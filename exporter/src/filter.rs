@@ -46,6 +46,9 @@ impl RecordFilter {
             ValueType::Timer => c.timer,
             ValueType::Error => c.error,
             ValueType::CommandDistribution => c.command_distribution,
+            ValueType::Decision => c.decision,
+            ValueType::DecisionRequirements => c.decision_requirements,
+            ValueType::DecisionEvaluation => c.decision_evaluation,
         }
     }
 

@@ -164,6 +164,7 @@ fn command_intent(command: &Command) -> String {
         Command::ExpireInstanceSummary { .. } => "DELETE",
         Command::FromPartition(c) => return c.intent.name(),
         Command::AcknowledgeSend { .. } => "ACKNOWLEDGE",
+        Command::EvaluateDecision(_) => "EVALUATE",
     };
     name.to_owned()
 }

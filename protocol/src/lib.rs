@@ -14,8 +14,9 @@ pub mod value;
 
 pub use codec::CodecError;
 pub use command::{
-    ActivateJobs, Command, CommandResponse, CreateProcessInstance, FailJob, InterPartitionCommand,
-    ProcessSelector, PublishMessage, Rejection, Resource, SetVariables, ThrowError, UpdateJob,
+    ActivateJobs, Command, CommandResponse, CreateProcessInstance, DecisionSelector,
+    EvaluateDecision, FailJob, InterPartitionCommand, ProcessSelector, PublishMessage, Rejection,
+    Resource, SetVariables, ThrowError, UpdateJob,
 };
 pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,

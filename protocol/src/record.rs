@@ -34,10 +34,13 @@ pub enum ValueType {
     Timer,
     Error,
     CommandDistribution,
+    Decision,
+    DecisionRequirements,
+    DecisionEvaluation,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 16] = [
+    pub const ALL: [ValueType; 19] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -54,6 +57,9 @@ impl ValueType {
         ValueType::Timer,
         ValueType::Error,
         ValueType::CommandDistribution,
+        ValueType::Decision,
+        ValueType::DecisionRequirements,
+        ValueType::DecisionEvaluation,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -75,6 +81,9 @@ impl ValueType {
             ValueType::Timer => "TIMER",
             ValueType::Error => "ERROR",
             ValueType::CommandDistribution => "COMMAND_DISTRIBUTION",
+            ValueType::Decision => "DECISION",
+            ValueType::DecisionRequirements => "DECISION_REQUIREMENTS",
+            ValueType::DecisionEvaluation => "DECISION_EVALUATION",
         }
     }
 }
@@ -142,6 +151,9 @@ pub enum Intent {
     Distributed,
     Acknowledged,
     FullyDistributed,
+    // DECISION_EVALUATION
+    Evaluate,
+    Evaluated,
 }
 
 impl Intent {

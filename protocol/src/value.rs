@@ -36,6 +36,9 @@ pub enum RecordValue {
     Timer(TimerRecord),
     Error(ErrorRecord),
     CommandDistribution(CommandDistributionRecord),
+    Decision(DecisionRecord),
+    DecisionRequirements(DecisionRequirementsRecord),
+    DecisionEvaluation(DecisionEvaluationRecord),
 }
 
 impl RecordValue {
@@ -57,6 +60,9 @@ impl RecordValue {
             RecordValue::Timer(_) => ValueType::Timer,
             RecordValue::Error(_) => ValueType::Error,
             RecordValue::CommandDistribution(_) => ValueType::CommandDistribution,
+            RecordValue::Decision(_) => ValueType::Decision,
+            RecordValue::DecisionRequirements(_) => ValueType::DecisionRequirements,
+            RecordValue::DecisionEvaluation(_) => ValueType::DecisionEvaluation,
         }
     }
 
@@ -79,6 +85,9 @@ impl RecordValue {
             RecordValue::Timer(v) => serde_json::to_value(v),
             RecordValue::Error(v) => serde_json::to_value(v),
             RecordValue::CommandDistribution(v) => serde_json::to_value(v),
+            RecordValue::Decision(v) => serde_json::to_value(v),
+            RecordValue::DecisionRequirements(v) => serde_json::to_value(v),
+            RecordValue::DecisionEvaluation(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -112,6 +121,9 @@ impl_from_value!(
     Timer(TimerRecord),
     Error(ErrorRecord),
     CommandDistribution(CommandDistributionRecord),
+    Decision(DecisionRecord),
+    DecisionRequirements(DecisionRequirementsRecord),
+    DecisionEvaluation(DecisionEvaluationRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,6 +156,12 @@ pub struct DeploymentRecord {
     pub processes_metadata: Vec<ProcessMetadata>,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The deployed decisions (Zeebe's `decisionsMetadata`: DECISION records without
+    /// their resource).
+    #[serde(default)]
+    pub decisions_metadata: Vec<DecisionRecord>,
+    #[serde(default)]
+    pub decision_requirements_metadata: Vec<DecisionRequirementsMetadata>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -193,6 +211,8 @@ pub enum BpmnElementType {
     EventSubProcess,
     /// Waits for the first of the catch events after it.
     EventBasedGateway,
+    /// Evaluates a DMN decision (or is a job, with a task definition).
+    BusinessRuleTask,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
@@ -396,6 +416,10 @@ pub enum IncidentErrorType {
     CalledElementError,
     /// An execution listener's job failed with no retries left.
     ExecutionListenerNoRetries,
+    /// A business rule task's decision could not be evaluated.
+    DecisionEvaluationError,
+    /// A business rule task's decision id did not resolve to a deployed decision.
+    CalledDecisionError,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -490,4 +514,123 @@ pub struct CommandDistributionRecord {
     pub partition_id: i32,
     pub value_type: ValueType,
     pub intent: crate::record::Intent,
+}
+
+/// DECISION: one decision of a deployed DMN resource (also the entries of a deployment's
+/// `decisionsMetadata`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRecord {
+    pub decision_id: String,
+    pub decision_name: String,
+    pub version: i32,
+    pub decision_key: i64,
+    pub decision_requirements_id: String,
+    pub decision_requirements_key: i64,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    pub deployment_key: i64,
+    /// The decision's version tag, empty without one.
+    pub version_tag: String,
+}
+
+/// DECISION_REQUIREMENTS: a deployed DMN resource (its decision requirements graph).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRequirementsRecord {
+    pub decision_requirements_id: String,
+    pub decision_requirements_name: String,
+    pub decision_requirements_version: i32,
+    pub decision_requirements_key: i64,
+    pub namespace: String,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub resource: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// A deployment's `decisionRequirementsMetadata` entry: the DRG without its resource.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRequirementsMetadata {
+    pub decision_requirements_id: String,
+    pub decision_requirements_name: String,
+    pub decision_requirements_version: i32,
+    pub decision_requirements_key: i64,
+    pub namespace: String,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// DECISION_EVALUATION: one evaluation of a decision (by a business rule task or the
+/// evaluate-decision API) with every decision evaluated on the way. Outputs and input
+/// values are JSON text, as Zeebe writes them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionEvaluationRecord {
+    pub decision_key: i64,
+    pub decision_id: String,
+    pub decision_name: String,
+    pub decision_version: i32,
+    pub decision_requirements_id: String,
+    pub decision_requirements_key: i64,
+    pub decision_output: String,
+    pub variables: JsonValue,
+    pub bpmn_process_id: String,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub element_id: String,
+    pub element_instance_key: i64,
+    pub evaluated_decisions: Vec<EvaluatedDecisionValue>,
+    pub evaluation_failure_message: String,
+    pub failed_decision_id: String,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluatedDecisionValue {
+    pub decision_id: String,
+    /// `<evaluation key>-<1-based position in evaluatedDecisions>`.
+    pub decision_evaluation_instance_key: String,
+    pub decision_name: String,
+    pub decision_key: i64,
+    pub decision_version: i32,
+    pub decision_type: String,
+    pub decision_output: String,
+    pub evaluated_inputs: Vec<EvaluatedInputValue>,
+    pub matched_rules: Vec<MatchedRuleValue>,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluatedInputValue {
+    pub input_id: String,
+    pub input_name: String,
+    pub input_value: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MatchedRuleValue {
+    pub rule_id: String,
+    pub rule_index: i32,
+    pub evaluated_outputs: Vec<EvaluatedOutputValue>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluatedOutputValue {
+    pub output_id: String,
+    pub output_name: String,
+    pub output_value: String,
 }

@@ -8,6 +8,7 @@
 //! written under an older version replays to the same state. [`registered`] is the
 //! table (a `match`: nothing is built or allocated per event).
 
+mod decision;
 mod deployment;
 mod distribution;
 mod incident;
@@ -22,9 +23,10 @@ mod tests;
 
 use rill_protocol::Key;
 use rill_protocol::value::{
-    CommandDistributionRecord, DeploymentRecord, IncidentRecord, JobBatchRecord, JobRecord,
-    MessageRecord, MessageSubscriptionRecord, ProcessInstanceCreationRecord, ProcessInstanceRecord,
-    ProcessMessageSubscriptionRecord, ProcessRecord, TimerRecord, VariableRecord,
+    CommandDistributionRecord, DecisionRecord, DecisionRequirementsRecord, DeploymentRecord,
+    IncidentRecord, JobBatchRecord, JobRecord, MessageRecord, MessageSubscriptionRecord,
+    ProcessInstanceCreationRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
+    ProcessRecord, TimerRecord, VariableRecord,
 };
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
 
@@ -60,6 +62,8 @@ pub(crate) enum Applier {
     ),
     Timer(fn(&mut Apply<'_, '_>, Key, &TimerRecord) -> Result<()>),
     CommandDistribution(fn(&mut Apply<'_, '_>, Key, &CommandDistributionRecord) -> Result<()>),
+    Decision(fn(&mut Apply<'_, '_>, Key, &DecisionRecord) -> Result<()>),
+    DecisionRequirements(fn(&mut Apply<'_, '_>, Key, &DecisionRequirementsRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -87,6 +91,10 @@ impl Applier {
             (Applier::CommandDistribution(f), RecordValue::CommandDistribution(v)) => {
                 f(ctx, key, v)
             }
+            (Applier::Decision(f), RecordValue::Decision(v)) => f(ctx, key, v),
+            (Applier::DecisionRequirements(f), RecordValue::DecisionRequirements(v)) => {
+                f(ctx, key, v)
+            }
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -107,6 +115,11 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
     match (value_type, intent) {
         (V::Deployment, I::Created) => &[(1, A::Deployment(deployment::deployment_created))],
         (V::Process, I::Created) => &[(1, A::Process(deployment::process_created))],
+        (V::Decision, I::Created) => &[(1, A::Decision(decision::decision_created))],
+        (V::DecisionRequirements, I::Created) => &[(
+            1,
+            A::DecisionRequirements(decision::decision_requirements_created),
+        )],
 
         (V::ProcessInstance, I::ElementActivating) => {
             &[(1, A::ProcessInstance(process_instance::element_activating))]

@@ -1,10 +1,12 @@
 //! DEPLOYMENT CREATE: parse and validate every resource, then a new version of each
-//! process whose resource changed (the same XML again keeps its version).
+//! process whose resource changed (the same XML again keeps its version). DMN resources
+//! are deployed by [`super::decision_deployment`].
 
 use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
 use rill_protocol::{Blob, Intent, Resource};
 
+use super::decision_deployment::{self, ParsedDecisions};
 use super::tenant;
 use crate::ParsedResource;
 use crate::context::Processing;
@@ -13,28 +15,45 @@ use crate::model_cache::DeployedProcess;
 use crate::outcome::Rejection;
 
 /// Parses the resources of a deployment, or says why it is refused.
-fn check_resources(resources: &[Resource]) -> std::result::Result<Vec<ParsedResource>, Rejection> {
+fn check_resources(
+    resources: &[Resource],
+) -> std::result::Result<(Vec<ParsedResource>, Vec<ParsedDecisions>), Rejection> {
     if resources.is_empty() {
         return Err(Rejection::invalid_argument(
             "Expected to deploy at least one resource, but none was given",
         ));
     }
-    if let Some(bad) = resources
-        .iter()
-        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml")))
-    {
+    if let Some(bad) = resources.iter().find(|r| {
+        !(r.name.ends_with(".bpmn")
+            || r.name.ends_with(".xml")
+            || decision_deployment::is_dmn(&r.name))
+    }) {
         return Err(Rejection::invalid_argument(format!(
-            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml'), but '{}' is \
-             neither",
+            "Expected to deploy BPMN or DMN resources (names ending in '.bpmn', '.xml' or \
+             '.dmn'), but '{}' is none of these",
             bad.name
         )));
     }
-    crate::parse_deployment(
-        resources
-            .iter()
-            .map(|r| (r.name.as_str(), r.content.0.as_slice())),
-    )
-    .map_err(|error| Rejection::invalid_argument(error.to_string()))
+    let mut problems = crate::DeployError::default();
+    let bpmn: Vec<_> = resources
+        .iter()
+        .filter(|r| !decision_deployment::is_dmn(&r.name))
+        .map(|r| (r.name.as_str(), r.content.0.as_slice()))
+        .collect();
+    let processes = if bpmn.is_empty() {
+        Vec::new()
+    } else {
+        crate::parse_deployment(bpmn).unwrap_or_else(|error| {
+            problems.absorb(error);
+            Vec::new()
+        })
+    };
+    let decisions = decision_deployment::parse_resources(resources, &mut problems);
+    if problems.problems.is_empty() {
+        Ok((processes, decisions))
+    } else {
+        Err(Rejection::invalid_argument(problems.to_string()))
+    }
 }
 
 pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
@@ -48,18 +67,29 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             .collect(),
         processes_metadata: Vec::new(),
         tenant_id: tenant(),
+        decisions_metadata: Vec::new(),
+        decision_requirements_metadata: Vec::new(),
     };
-    let parsed = match check_resources(resources) {
+    let (parsed, decisions) = match check_resources(resources) {
         Ok(parsed) => parsed,
         Err(rejection) => {
             p.reject(Key::NONE, Intent::Create, record, rejection);
             return Ok(());
         }
     };
+    if let Err(rejection) = decision_deployment::check_against_state(p, &decisions)? {
+        p.reject(Key::NONE, Intent::Create, record, rejection);
+        return Ok(());
+    }
+    let bpmn_resources: Vec<Resource> = resources
+        .iter()
+        .filter(|r| !decision_deployment::is_dmn(&r.name))
+        .cloned()
+        .collect();
 
     p.command(Key::NONE, Intent::Create, record.clone());
     let deployment_key = p.next_key()?;
-    for (resource, content) in parsed.into_iter().zip(resources) {
+    for (resource, content) in parsed.into_iter().zip(&bpmn_resources) {
         let checksum = resource.checksum.as_bytes().to_vec();
         for model in resource.processes {
             let id = model.bpmn_process_id.clone();
@@ -115,6 +145,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             });
         }
     }
+    decision_deployment::deploy(p, &mut record, deployment_key, decisions, resources)?;
     p.event(deployment_key, Intent::Created, record.clone())?;
     p.respond(deployment_key, Intent::Created, record);
     super::distribution::distribute(

@@ -179,6 +179,7 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
             process,
         )?;
     }
+    super::decision_deployment::apply_distributed(p, deployment)?;
     p.event(key, Intent::Created, deployment.clone())
 }
 

@@ -265,6 +265,8 @@ pub enum ElementKind {
     ScriptTask(ScriptDefinition),
     /// A send task: a job for a worker (as in Zeebe).
     SendTask(JobDefinition),
+    /// A business rule task: a DMN decision the engine evaluates, or a job for a worker.
+    BusinessRuleTask(BusinessRuleDefinition),
     ReceiveTask(MessageDefinition),
     /// Creates an instance of another process and completes when it completes.
     CallActivity(CalledElement),
@@ -308,6 +310,7 @@ impl ElementKind {
             ElementKind::ManualTask => "manualTask",
             ElementKind::ServiceTask(_) => "serviceTask",
             ElementKind::ScriptTask(_) => "scriptTask",
+            ElementKind::BusinessRuleTask(_) => "businessRuleTask",
             ElementKind::SendTask(_) => "sendTask",
             ElementKind::ReceiveTask(_) => "receiveTask",
             ElementKind::CallActivity(_) => "callActivity",
@@ -345,6 +348,7 @@ impl ElementKind {
             ElementKind::ServiceTask(job)
             | ElementKind::SendTask(job)
             | ElementKind::ScriptTask(ScriptDefinition::Job(job))
+            | ElementKind::BusinessRuleTask(BusinessRuleDefinition::Job(job))
             | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job))
             | ElementKind::EndEvent(EndEventKind::Message(job)) => Some(job),
             _ => None,
@@ -368,6 +372,7 @@ impl ElementKind {
             ElementKind::ManualTask => BpmnElementType::ManualTask,
             ElementKind::ServiceTask(_) => BpmnElementType::ServiceTask,
             ElementKind::ScriptTask(_) => BpmnElementType::ScriptTask,
+            ElementKind::BusinessRuleTask(_) => BpmnElementType::BusinessRuleTask,
             ElementKind::SendTask(_) => BpmnElementType::SendTask,
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
             ElementKind::CallActivity(_) => BpmnElementType::CallActivity,
@@ -508,6 +513,20 @@ pub enum CalledBinding {
     Deployment,
     /// The latest version whose `zeebe:versionTag` is this tag.
     VersionTag(String),
+}
+
+/// How a business rule task runs.
+#[derive(Debug)]
+pub enum BusinessRuleDefinition {
+    /// `zeebe:calledDecision`: the engine evaluates the decision and its output becomes
+    /// `result_variable`.
+    Decision {
+        decision_id: ValueOrExpr<String>,
+        result_variable: String,
+        binding: CalledBinding,
+    },
+    /// `zeebe:taskDefinition`: a job for a worker, as a service task.
+    Job(JobDefinition),
 }
 
 /// How a script task runs.

@@ -54,7 +54,7 @@ impl DeployError {
         }
     }
 
-    pub(super) fn absorb(&mut self, other: DeployError) {
+    pub(crate) fn absorb(&mut self, other: DeployError) {
         for problem in other.problems {
             self.push(problem);
         }

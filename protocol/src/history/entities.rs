@@ -240,6 +240,8 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::MessageSizeExceeded => "MESSAGE_SIZE_EXCEEDED",
         IncidentErrorType::CalledElementError => "CALLED_ELEMENT_ERROR",
         IncidentErrorType::ExecutionListenerNoRetries => "EXECUTION_LISTENER_NO_RETRIES",
+        IncidentErrorType::DecisionEvaluationError => "DECISION_EVALUATION_ERROR",
+        IncidentErrorType::CalledDecisionError => "CALLED_DECISION_ERROR",
     }
 }
 
