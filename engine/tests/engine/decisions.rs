@@ -381,3 +381,44 @@ fn the_evaluate_command_answers_with_the_evaluation() {
     assert_eq!(evaluations(&rule).pop().unwrap().0, Intent::Failed);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn decisions_are_distributed_with_their_keys_and_versions() {
+    let mut first = EngineRule::on_partition(1, 2);
+    let mut second = EngineRule::on_partition(2, 2);
+    let deployed = first.deploy(&[
+        ("dinner.bpmn", fixture("dmn/dinner.bpmn")),
+        ("dish.dmn", fixture("dmn/dish.dmn")),
+    ]);
+    let sent: Vec<Command> = deployed
+        .actions
+        .iter()
+        .filter_map(|action| match action {
+            rill_engine_api::Action::Send { command, .. } => Some(command.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1);
+    let applied = second.process(sent[0].clone());
+    assert!(!applied.is_rejected(), "{:?}", applied.response);
+    let shape = second.records().events().shape();
+    assert!(shape.contains(&(ValueType::DecisionRequirements, Intent::Created)));
+    assert_eq!(
+        second
+            .records()
+            .of_type(ValueType::Decision)
+            .events()
+            .count(),
+        3
+    );
+
+    let instance = second.create("dinner", json!({"month": 4, "guestCount": 2}));
+    assert_eq!(
+        second.variables(instance)["dish"],
+        json!("Dry Aged Gourmet Steak")
+    );
+    let on_first = deployment_value(&deployed).decisions_metadata[1].decision_key;
+    let (_, record) = evaluations(&second).pop().unwrap();
+    assert_eq!(record.decision_key, on_first);
+    second.assert_replay_matches();
+}
