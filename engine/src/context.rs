@@ -292,12 +292,6 @@ impl<'a> Processing<'a> {
         self.out.response = Some(CommandResponse::Rejected(rejection.into()));
     }
 
-    /// Answers an accepted command (whose events stay written) with a rejection: the
-    /// command could not do what it was asked, e.g. a decision failed to evaluate.
-    pub fn reject_after_events(&mut self, rejection: Rejection) {
-        self.out.response = Some(CommandResponse::Rejected(rejection.into()));
-    }
-
     /// Answers the command with an event's key, intent and value.
     pub fn respond(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) {
         self.out.response = Some(CommandResponse::Accepted {

@@ -2,8 +2,8 @@
 //! the business rule task and the evaluate-decision command alike.
 //!
 //! DECISION_EVALUATION EVALUATE (the evaluate-decision API): the latest version of a
-//! decision id, or a decision key; the answer is the EVALUATED event. A failed
-//! evaluation writes the FAILED event, then rejects the command with its message.
+//! decision id, or a decision key; the answer is the EVALUATED event, or the FAILED
+//! event with the failed decision and the message.
 
 use rill_protocol::value::{
     DecisionEvaluationRecord, DecisionRecord, EvaluatedDecisionValue, EvaluatedInputValue,
@@ -82,14 +82,14 @@ pub(super) fn evaluate(p: &mut Processing<'_>, command: &EvaluateDecision) -> Re
     p.command(Key::NONE, Intent::Evaluate, value);
     let (key, record, output) =
         p.evaluate_deployed_decision(&decision, &variables, EvaluationSite::none())?;
-    if output.is_some() {
-        p.respond(key, Intent::Evaluated, record);
+    // As in Zeebe, a failed evaluation answers with the FAILED event: the response
+    // carries the failed decision and the message.
+    let intent = if output.is_some() {
+        Intent::Evaluated
     } else {
-        p.reject_after_events(Rejection::invalid_state(format!(
-            "Expected to evaluate decision '{}', but {}",
-            decision.decision_id, record.evaluation_failure_message
-        )));
-    }
+        Intent::Failed
+    };
+    p.respond(key, intent, record);
     Ok(())
 }
 

@@ -375,9 +375,12 @@ fn the_evaluate_command_answers_with_the_evaluation() {
         DecisionSelector::ById("season".into()),
         json!({"month": "May"}),
     );
-    let (kind, reason) = rejection_of(&failing);
-    assert_eq!(kind, RejectionType::InvalidState);
-    assert!(reason.contains("Season_Rule_1"), "{reason}");
+    let RecordValue::DecisionEvaluation(record) = failing.value() else {
+        panic!("an evaluation");
+    };
+    assert_eq!(record.failed_decision_id, "season");
+    assert!(record.evaluation_failure_message.contains("Season_Rule_1"));
+    assert_eq!(record.decision_output, "null");
     assert_eq!(evaluations(&rule).pop().unwrap().0, Intent::Failed);
     rule.assert_replay_matches();
 }

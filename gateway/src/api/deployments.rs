@@ -7,6 +7,7 @@ use rill_protocol::value::{DEFAULT_TENANT, ProcessMetadata};
 use rill_protocol::{Blob, Command, PartitionId, RecordValue, Resource};
 use serde::Serialize;
 
+use super::decisions::{DeploymentDecision, DeploymentDecisionRequirements};
 use super::{SharedState, check_tenant, key_text, unexpected_answer};
 use crate::problem::Problem;
 
@@ -21,10 +22,26 @@ pub struct DeploymentResult {
     deployments: Vec<DeploymentMetadata>,
 }
 
+/// One deployed thing: exactly one of the fields is present.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DeploymentMetadata {
-    process_definition: DeploymentProcess,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process_definition: Option<DeploymentProcess>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_definition: Option<DeploymentDecision>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_requirements: Option<DeploymentDecisionRequirements>,
+}
+
+impl DeploymentMetadata {
+    fn empty() -> DeploymentMetadata {
+        DeploymentMetadata {
+            process_definition: None,
+            decision_definition: None,
+            decision_requirements: None,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -100,7 +117,7 @@ pub async fn deploy(
     }
     if resources.is_empty() {
         return Err(Problem::invalid_argument(
-            "No resources provided; attach one or more BPMN files as multipart field 'resources'",
+            "No resources provided; attach one or more BPMN or DMN files as multipart field 'resources'",
         ));
     }
 
@@ -126,8 +143,27 @@ pub async fn deploy(
             .processes_metadata
             .iter()
             .map(|process| DeploymentMetadata {
-                process_definition: process.into(),
+                process_definition: Some(process.into()),
+                ..DeploymentMetadata::empty()
             })
+            .chain(
+                record
+                    .decisions_metadata
+                    .iter()
+                    .map(|decision| DeploymentMetadata {
+                        decision_definition: Some(decision.into()),
+                        ..DeploymentMetadata::empty()
+                    }),
+            )
+            .chain(
+                record
+                    .decision_requirements_metadata
+                    .iter()
+                    .map(|drg| DeploymentMetadata {
+                        decision_requirements: Some(drg.into()),
+                        ..DeploymentMetadata::empty()
+                    }),
+            )
             .collect(),
     }))
 }

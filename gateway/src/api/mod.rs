@@ -4,6 +4,7 @@
 //! reject with problems too, so no axum default error text reaches a client.
 
 mod cluster;
+mod decisions;
 mod deployments;
 mod element_instances;
 #[cfg(test)]
@@ -66,6 +67,10 @@ pub type SharedState = Arc<AppState>;
 pub fn routes() -> Router<SharedState> {
     Router::new()
         .route("/v2/deployments", post(deployments::deploy))
+        .route(
+            "/v2/decision-definitions/evaluation",
+            post(decisions::evaluate),
+        )
         .route("/v2/process-instances", post(process_instances::create))
         .route(
             "/v2/process-instances/search",
