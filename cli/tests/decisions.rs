@@ -148,6 +148,85 @@ fn decisions_deploy_evaluate_and_run_in_a_business_rule_task() {
             "{detail}"
         );
 
+        // Searches and reads, from the history store.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let found = loop {
+            let (s, b) = api
+                .post(
+                    "/v2/decision-definitions/search",
+                    json!({"filter": {"decisionRequirementsId": "DishDecisions"},
+                           "sort": [{"field": "decisionDefinitionId", "order": "ASC"}]}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            if b["items"].as_array().is_some_and(|items| items.len() == 3) {
+                break b;
+            }
+            assert!(Instant::now() < deadline, "decisions not in the history: {b}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let sorted: Vec<&str> = found["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["decisionDefinitionId"].as_str().unwrap())
+            .collect();
+        assert_eq!(sorted, ["dish", "menu", "season"]);
+        assert_eq!(found["page"]["totalItems"], 3);
+        let (s, got) = api
+            .get(&format!("/v2/decision-definitions/{season_key}"))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{got}");
+        assert_eq!(got["decisionDefinitionId"], "season");
+        assert_eq!(got["decisionRequirementsKey"], drgs[0]["decisionRequirementsKey"]);
+        let http = reqwest::Client::new();
+        let xml = http
+            .get(format!("{}/v2/decision-definitions/{season_key}/xml", rill.rest()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(xml.status().as_u16(), 200);
+        assert!(xml.text().await.unwrap().contains("<decision id=\"season\""));
+        let drg_key = drgs[0]["decisionRequirementsKey"].as_str().unwrap();
+        let (s, drg) = api
+            .post(
+                "/v2/decision-requirements/search",
+                json!({"filter": {"decisionRequirementsId": "DishDecisions"}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{drg}");
+        assert_eq!(drg["items"][0]["decisionRequirementsKey"], drg_key);
+        assert_eq!(drg["items"][0]["resourceName"], "dish.dmn");
+        let (s, drg) = api
+            .get(&format!("/v2/decision-requirements/{drg_key}"))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{drg}");
+        assert_eq!(drg["decisionRequirementsName"], "Dish decisions");
+        let xml = http
+            .get(format!("{}/v2/decision-requirements/{drg_key}/xml", rill.rest()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(xml.status().as_u16(), 200);
+        assert!(xml.text().await.unwrap().contains("DishDecisions"));
+        let (s, _) = api
+            .get(&format!("/v2/decision-definitions/{drg_key}"))
+            .await
+            .unwrap();
+        assert_eq!(s, 404);
+        let (s, bad) = api
+            .post(
+                "/v2/decision-definitions/search",
+                json!({"filter": {"colour": "red"}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 400, "{bad}");
+
         // The business rule task: its result variable reaches the next job.
         let instance = api
             .create("dinner", json!({"month": 10, "guestCount": 4}))

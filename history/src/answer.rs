@@ -4,7 +4,7 @@
 use rill_protocol::history::{HistoryQuery, HistoryResult};
 use rill_protocol::{Query, QueryResult};
 
-use crate::search::{definition_xml, element_statistics, get, search};
+use crate::search::{decision_xml, definition_xml, element_statistics, get, search};
 use crate::store::HistoryRead;
 use crate::{HistoryError, Result};
 
@@ -46,6 +46,21 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             )?),
             HistoryQuery::SearchMessageSubscriptions(s) => {
                 HistoryResult::MessageSubscriptions(search(store, s)?)
+            }
+            HistoryQuery::SearchDecisionDefinitions(s) => {
+                HistoryResult::DecisionDefinitions(search(store, s)?)
+            }
+            HistoryQuery::DecisionDefinition { key } => {
+                HistoryResult::DecisionDefinition(get(store, *key)?)
+            }
+            HistoryQuery::SearchDecisionRequirements(s) => {
+                HistoryResult::DecisionRequirementsPage(search(store, s)?)
+            }
+            HistoryQuery::DecisionRequirements { key } => {
+                HistoryResult::DecisionRequirements(get(store, *key)?)
+            }
+            HistoryQuery::DecisionXml { key } => {
+                HistoryResult::DecisionXml(decision_xml(store, *key)?)
             }
         }),
         other => {

@@ -47,6 +47,10 @@
 //! 71 | process instance key | key   -> ()   (also: retention with the instance)
 //! 72 | message name | key           -> ()
 //! 73 | state | key                  -> ()
+//! 80 | key                          -> HistoricDecisionDefinition
+//! 81 | decision id | key            -> ()
+//! 82 | key                          -> HistoricDecisionRequirements
+//! 83 | key                          -> the DMN resource (bytes as deployed)
 //! ```
 //! Keys and numbers are 8 bytes, sign-flipped; texts (ids, states, types) their length
 //! (u16) and bytes, so no text is a prefix of another.
@@ -103,6 +107,10 @@ pub(crate) mod keys {
     pub const DEFINITION_BY_PROCESS: u8 = 0x62;
     pub const SUBSCRIPTION: u8 = 0x70;
     pub const SUBSCRIPTION_BY_INSTANCE: u8 = 0x71;
+    pub const DECISION: u8 = 0x80;
+    pub const DECISION_BY_ID: u8 = 0x81;
+    pub const DECISION_REQUIREMENTS: u8 = 0x82;
+    pub const DECISION_XML: u8 = 0x83;
 
     /// A signed number whose bytes sort in numeric order.
     pub fn int(value: i64) -> [u8; 8] {

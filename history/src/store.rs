@@ -4,9 +4,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
 
 use rill_protocol::history::{
-    ElementState, HistoricElementInstance, HistoricIncident, HistoricJob,
-    HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
-    HistoricVariable, IncidentState, JobState, MessageSubscriptionState,
+    ElementState, HistoricDecisionDefinition, HistoricDecisionRequirements,
+    HistoricElementInstance, HistoricIncident, HistoricJob, HistoricMessageSubscription,
+    HistoricProcessDefinition, HistoricProcessInstance, HistoricVariable, IncidentState, JobState,
+    MessageSubscriptionState,
 };
 use rill_protocol::value::{
     BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord,
@@ -355,6 +356,43 @@ impl<'a> HistoryWriter<'a> {
             },
             RecordValue::Process(value) if record.intent == Intent::Created => {
                 self.index_definition(record.key, value)?;
+            }
+            RecordValue::Decision(value) if record.intent == Intent::Created => {
+                let decision = HistoricDecisionDefinition {
+                    key: record.key,
+                    decision_id: value.decision_id.clone(),
+                    name: value.decision_name.clone(),
+                    version: value.version,
+                    decision_requirements_id: value.decision_requirements_id.clone(),
+                    decision_requirements_key: Key(value.decision_requirements_key),
+                    tenant_id: value.tenant_id.clone(),
+                };
+                if self
+                    .get::<HistoricDecisionDefinition>(record.key)?
+                    .is_none()
+                {
+                    self.create(&decision)?;
+                }
+            }
+            RecordValue::DecisionRequirements(value) if record.intent == Intent::Created => {
+                let requirements = HistoricDecisionRequirements {
+                    key: record.key,
+                    decision_requirements_id: value.decision_requirements_id.clone(),
+                    name: value.decision_requirements_name.clone(),
+                    version: value.decision_requirements_version,
+                    resource_name: value.resource_name.clone(),
+                    tenant_id: value.tenant_id.clone(),
+                };
+                if self
+                    .get::<HistoricDecisionRequirements>(record.key)?
+                    .is_none()
+                {
+                    self.create(&requirements)?;
+                }
+                self.put(
+                    keys::entry(keys::DECISION_XML, record.key),
+                    value.resource.0.clone(),
+                );
             }
             RecordValue::ProcessMessageSubscription(value) => {
                 self.index_subscription(record, value)?;

@@ -3,10 +3,11 @@
 //! over [`Table`].
 
 use rill_protocol::history::{
-    ElementInstanceField, FieldValue, Historic, HistoricElementInstance, HistoricIncident,
-    HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
-    HistoricVariable, IncidentField, JobField, MessageSubscriptionField, ProcessDefinitionField,
-    ProcessInstanceField, VariableField,
+    DecisionDefinitionField, DecisionRequirementsField, ElementInstanceField, FieldValue, Historic,
+    HistoricDecisionDefinition, HistoricDecisionRequirements, HistoricElementInstance,
+    HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
+    HistoricProcessInstance, HistoricVariable, IncidentField, JobField, MessageSubscriptionField,
+    ProcessDefinitionField, ProcessInstanceField, VariableField,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -234,6 +235,29 @@ impl Table for HistoricMessageSubscription {
                 fields: &[F::MessageSubscriptionState],
             },
         ]
+    }
+}
+
+impl Table for HistoricDecisionDefinition {
+    const PRIMARY: u8 = keys::DECISION;
+    const KEY_FIELD: DecisionDefinitionField = DecisionDefinitionField::DecisionDefinitionKey;
+    const TIME_FIELD: Option<DecisionDefinitionField> = None;
+
+    fn indexes() -> &'static [Index<DecisionDefinitionField>] {
+        &[Index {
+            table: keys::DECISION_BY_ID,
+            fields: &[DecisionDefinitionField::DecisionDefinitionId],
+        }]
+    }
+}
+
+impl Table for HistoricDecisionRequirements {
+    const PRIMARY: u8 = keys::DECISION_REQUIREMENTS;
+    const KEY_FIELD: DecisionRequirementsField = DecisionRequirementsField::DecisionRequirementsKey;
+    const TIME_FIELD: Option<DecisionRequirementsField> = None;
+
+    fn indexes() -> &'static [Index<DecisionRequirementsField>] {
+        &[]
     }
 }
 

@@ -4,6 +4,7 @@
 //! reject with problems too, so no axum default error text reaches a client.
 
 mod cluster;
+mod decision_definitions;
 mod decisions;
 mod deployments;
 mod element_instances;
@@ -70,6 +71,30 @@ pub fn routes() -> Router<SharedState> {
         .route(
             "/v2/decision-definitions/evaluation",
             post(decisions::evaluate),
+        )
+        .route(
+            "/v2/decision-definitions/search",
+            post(decision_definitions::search_definitions),
+        )
+        .route(
+            "/v2/decision-definitions/{decisionDefinitionKey}",
+            get(decision_definitions::get_definition),
+        )
+        .route(
+            "/v2/decision-definitions/{decisionDefinitionKey}/xml",
+            get(decision_definitions::definition_xml),
+        )
+        .route(
+            "/v2/decision-requirements/search",
+            post(decision_definitions::search_requirements),
+        )
+        .route(
+            "/v2/decision-requirements/{decisionRequirementsKey}",
+            get(decision_definitions::get_requirements),
+        )
+        .route(
+            "/v2/decision-requirements/{decisionRequirementsKey}/xml",
+            get(decision_definitions::requirements_xml),
         )
         .route("/v2/process-instances", post(process_instances::create))
         .route(

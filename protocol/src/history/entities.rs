@@ -546,6 +546,95 @@ impl Historic for HistoricProcessDefinition {
     }
 }
 
+fields! {
+    /// The fields of a decision definition that searches filter and sort by.
+    DecisionDefinitionField {
+        DecisionDefinitionKey = "decisionDefinitionKey",
+        DecisionDefinitionId = "decisionDefinitionId",
+        Name = "name",
+        Version = "version",
+        DecisionRequirementsId = "decisionRequirementsId",
+        DecisionRequirementsKey = "decisionRequirementsKey",
+        TenantId = "tenantId",
+    }
+}
+
+/// A deployed DMN decision as the history store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricDecisionDefinition {
+    pub key: Key,
+    pub decision_id: String,
+    pub name: String,
+    pub version: i32,
+    pub decision_requirements_id: String,
+    pub decision_requirements_key: Key,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricDecisionDefinition {
+    type Field = DecisionDefinitionField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: DecisionDefinitionField) -> Option<FieldValue> {
+        use DecisionDefinitionField as F;
+        match field {
+            F::DecisionDefinitionKey => int(self.key.get()),
+            F::DecisionDefinitionId => text(&self.decision_id),
+            F::Name => text(&self.name),
+            F::Version => int(i64::from(self.version)),
+            F::DecisionRequirementsId => text(&self.decision_requirements_id),
+            F::DecisionRequirementsKey => int(self.decision_requirements_key.get()),
+            F::TenantId => text(&self.tenant_id),
+        }
+    }
+}
+
+fields! {
+    /// The fields of a decision requirements graph that searches filter and sort by.
+    DecisionRequirementsField {
+        DecisionRequirementsKey = "decisionRequirementsKey",
+        DecisionRequirementsId = "decisionRequirementsId",
+        DecisionRequirementsName = "decisionRequirementsName",
+        Version = "version",
+        ResourceName = "resourceName",
+        TenantId = "tenantId",
+    }
+}
+
+/// A deployed DMN resource (its decision requirements graph); its XML is kept apart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricDecisionRequirements {
+    pub key: Key,
+    pub decision_requirements_id: String,
+    pub name: String,
+    pub version: i32,
+    pub resource_name: String,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricDecisionRequirements {
+    type Field = DecisionRequirementsField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: DecisionRequirementsField) -> Option<FieldValue> {
+        use DecisionRequirementsField as F;
+        match field {
+            F::DecisionRequirementsKey => int(self.key.get()),
+            F::DecisionRequirementsId => text(&self.decision_requirements_id),
+            F::DecisionRequirementsName => text(&self.name),
+            F::Version => int(i64::from(self.version)),
+            F::ResourceName => text(&self.resource_name),
+            F::TenantId => text(&self.tenant_id),
+        }
+    }
+}
+
 /// How many instances of one element are in each state, for a definition's statistics.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ElementStatistics {
@@ -676,6 +765,19 @@ pub enum HistoryQuery {
         filter: Vec<(ProcessInstanceField, Condition)>,
     },
     SearchMessageSubscriptions(Search<MessageSubscriptionField>),
+    SearchDecisionDefinitions(Search<DecisionDefinitionField>),
+    DecisionDefinition {
+        key: Key,
+    },
+    SearchDecisionRequirements(Search<DecisionRequirementsField>),
+    DecisionRequirements {
+        key: Key,
+    },
+    /// The DMN resource of a decision requirements graph (`key`), or of the graph a
+    /// decision (`key`) belongs to.
+    DecisionXml {
+        key: Key,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -694,4 +796,10 @@ pub enum HistoryResult {
     /// Sorted by element id.
     ElementStatistics(Vec<ElementStatistics>),
     MessageSubscriptions(Page<HistoricMessageSubscription>),
+    DecisionDefinitions(Page<HistoricDecisionDefinition>),
+    DecisionDefinition(Option<HistoricDecisionDefinition>),
+    DecisionRequirementsPage(Page<HistoricDecisionRequirements>),
+    DecisionRequirements(Option<HistoricDecisionRequirements>),
+    /// The DMN resource as deployed.
+    DecisionXml(Option<String>),
 }
