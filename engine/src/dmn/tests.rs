@@ -314,3 +314,41 @@ fn unsupported_or_inconsistent_models_are_refused() {
     assert!(problems("<definitions/>").contains("expected a DMN 1.3 'definitions'"));
     assert!(problems("not xml").contains("not valid XML"));
 }
+
+/// Mutated models (a byte dropped, doubled or replaced, FEEL-ish characters among the
+/// replacements) are refused or evaluated, never a panic: a resource comes from the
+/// network.
+#[test]
+fn mutated_models_never_panic() {
+    let sources = [DISH.as_bytes(), HIT_POLICIES.as_bytes()];
+    let replacements = b"<>[]()\"-,.?=!0 a\n";
+    let variables =
+        json!({"month": 4, "guestCount": 9, "amount": 600, "customer": {"tier": "gold"}});
+    let variables = variables.as_object().cloned().unwrap();
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..1_500 {
+        let source = sources[round % 2];
+        let mut bytes = source.to_vec();
+        for _ in 0..(1 + next() % 3) {
+            let at = (next() % bytes.len() as u64) as usize;
+            match next() % 3 {
+                0 => {
+                    bytes.remove(at);
+                }
+                1 => bytes.insert(at, bytes[at]),
+                _ => bytes[at] = replacements[(next() % replacements.len() as u64) as usize],
+            }
+        }
+        if let Ok(drg) = parse_dmn("mutated.dmn", &bytes) {
+            for decision in &drg.decisions {
+                let _ = evaluate_decision(&drg, &decision.id, &variables, Environment::at(0));
+            }
+        }
+    }
+}
