@@ -598,7 +598,7 @@ pub struct DecisionEvaluationRecord {
 #[serde(rename_all = "camelCase")]
 pub struct EvaluatedDecisionValue {
     pub decision_id: String,
-    /// `<evaluation key>-<1-based position in evaluatedDecisions>`.
+    /// The key of this decision instance (a key of its own, as text).
     pub decision_evaluation_instance_key: String,
     pub decision_name: String,
     pub decision_key: i64,

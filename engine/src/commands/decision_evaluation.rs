@@ -174,11 +174,14 @@ impl Processing<'_> {
             }) => (evaluated, None, Some((failed_decision_id, message))),
         };
         let mut evaluated_decisions = Vec::with_capacity(evaluated.len());
-        for (index, decision_evaluated) in evaluated.into_iter().enumerate() {
+        for decision_evaluated in evaluated {
             let (key_of, version_of) = self.decision_identity(decision, &decision_evaluated)?;
+            // Each evaluated decision is a decision instance with a key of its own (the
+            // 8.8 API's `decisionEvaluationInstanceKey` is a key).
+            let instance_key = self.next_key()?;
             evaluated_decisions.push(evaluated_value(
                 decision_evaluated,
-                format!("{}-{}", key.get(), index + 1),
+                instance_key.get().to_string(),
                 key_of,
                 version_of,
             ));

@@ -106,7 +106,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             element_instance_key: key(3),
             evaluated_decisions: vec![EvaluatedDecisionValue {
                 decision_id: "dish".into(),
-                decision_evaluation_instance_key: format!("{}-1", key(7)),
+                decision_evaluation_instance_key: key(8).to_string(),
                 decision_name: "Dish".into(),
                 decision_key: key(6),
                 decision_version: 1,
