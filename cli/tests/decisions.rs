@@ -249,6 +249,62 @@ fn decisions_deploy_evaluate_and_run_in_a_business_rule_task() {
         };
         assert_eq!(job["processInstanceKey"], instance.as_str());
         assert_eq!(job["variables"]["dish"], "Spareribs");
+
+        // Decision instances: each decision evaluated, over every partition.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let of_instance = loop {
+            let (s, b) = api
+                .post(
+                    "/v2/decision-instances/search",
+                    json!({"filter": {"processInstanceKey": instance},
+                           "sort": [{"field": "decisionEvaluationInstanceKey"}]}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            if b["items"].as_array().is_some_and(|items| items.len() == 2) {
+                break b;
+            }
+            assert!(Instant::now() < deadline, "no decision instances: {b}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let items = of_instance["items"].as_array().unwrap();
+        assert_eq!(items[0]["decisionDefinitionId"], "season");
+        assert_eq!(items[1]["decisionDefinitionId"], "dish");
+        assert_eq!(items[1]["state"], "EVALUATED");
+        assert_eq!(items[1]["result"], "\"Spareribs\"");
+        assert_eq!(items[1]["processInstanceKey"], instance.as_str());
+        assert_eq!(items[1]["decisionEvaluationKey"], items[0]["decisionEvaluationKey"]);
+        let dish_key = items[1]["decisionEvaluationInstanceKey"].as_str().unwrap();
+        let (s, detail) = api
+            .get(&format!("/v2/decision-instances/{dish_key}"))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{detail}");
+        assert_eq!(detail["evaluatedInputs"][1]["inputName"], "How many guests");
+        assert_eq!(detail["evaluatedInputs"][1]["inputValue"], "4");
+        assert_eq!(detail["matchedRules"][0]["ruleId"], "Dish_Rule_1");
+        assert_eq!(
+            detail["matchedRules"][0]["evaluatedOutputs"][0]["outputValue"],
+            "\"Spareribs\""
+        );
+        let (s, failed) = api
+            .post(
+                "/v2/decision-instances/search",
+                json!({"filter": {"state": "FAILED"}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{failed}");
+        assert_eq!(failed["items"].as_array().unwrap().len(), 1, "{failed}");
+        assert_eq!(failed["items"][0]["decisionDefinitionId"], "season");
+        assert!(
+            failed["items"][0]["evaluationFailure"]
+                .as_str()
+                .unwrap()
+                .contains("Season_Rule_1")
+        );
+        assert!(failed["items"][0].get("processInstanceKey").is_none());
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }

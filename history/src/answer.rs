@@ -62,6 +62,12 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             HistoryQuery::DecisionXml { key } => {
                 HistoryResult::DecisionXml(decision_xml(store, *key)?)
             }
+            HistoryQuery::SearchDecisionInstances(s) => {
+                HistoryResult::DecisionInstances(search(store, s)?)
+            }
+            HistoryQuery::DecisionInstance { key } => {
+                HistoryResult::DecisionInstance(get(store, *key)?)
+            }
         }),
         other => {
             return Err(HistoryError::Storage(format!(

@@ -3,8 +3,9 @@
 //! over [`Table`].
 
 use rill_protocol::history::{
-    DecisionDefinitionField, DecisionRequirementsField, ElementInstanceField, FieldValue, Historic,
-    HistoricDecisionDefinition, HistoricDecisionRequirements, HistoricElementInstance,
+    DecisionDefinitionField, DecisionInstanceField, DecisionRequirementsField,
+    ElementInstanceField, FieldValue, Historic, HistoricDecisionDefinition,
+    HistoricDecisionInstance, HistoricDecisionRequirements, HistoricElementInstance,
     HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
     HistoricProcessInstance, HistoricVariable, IncidentField, JobField, MessageSubscriptionField,
     ProcessDefinitionField, ProcessInstanceField, VariableField,
@@ -258,6 +259,19 @@ impl Table for HistoricDecisionRequirements {
 
     fn indexes() -> &'static [Index<DecisionRequirementsField>] {
         &[]
+    }
+}
+
+impl Table for HistoricDecisionInstance {
+    const PRIMARY: u8 = keys::DECISION_INSTANCE;
+    const KEY_FIELD: DecisionInstanceField = DecisionInstanceField::DecisionEvaluationInstanceKey;
+    const TIME_FIELD: Option<DecisionInstanceField> = Some(DecisionInstanceField::EvaluationDate);
+
+    fn indexes() -> &'static [Index<DecisionInstanceField>] {
+        &[Index {
+            table: keys::DECISION_INSTANCE_BY_INSTANCE,
+            fields: &[DecisionInstanceField::ProcessInstanceKey],
+        }]
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod cluster;
 mod decision_definitions;
+mod decision_instances;
 mod decisions;
 mod deployments;
 mod element_instances;
@@ -83,6 +84,14 @@ pub fn routes() -> Router<SharedState> {
         .route(
             "/v2/decision-definitions/{decisionDefinitionKey}/xml",
             get(decision_definitions::definition_xml),
+        )
+        .route(
+            "/v2/decision-instances/search",
+            post(decision_instances::search),
+        )
+        .route(
+            "/v2/decision-instances/{decisionEvaluationInstanceKey}",
+            get(decision_instances::get),
         )
         .route(
             "/v2/decision-requirements/search",

@@ -635,6 +635,96 @@ impl Historic for HistoricDecisionRequirements {
     }
 }
 
+fields! {
+    /// The fields of a decision instance that searches filter and sort by.
+    DecisionInstanceField {
+        DecisionEvaluationInstanceKey = "decisionEvaluationInstanceKey",
+        State = "state",
+        EvaluationDate = "evaluationDate",
+        EvaluationFailure = "evaluationFailure",
+        DecisionDefinitionId = "decisionDefinitionId",
+        DecisionDefinitionName = "decisionDefinitionName",
+        DecisionDefinitionVersion = "decisionDefinitionVersion",
+        DecisionDefinitionType = "decisionDefinitionType",
+        TenantId = "tenantId",
+        DecisionEvaluationKey = "decisionEvaluationKey",
+        ProcessDefinitionKey = "processDefinitionKey",
+        ProcessInstanceKey = "processInstanceKey",
+        DecisionDefinitionKey = "decisionDefinitionKey",
+        ElementInstanceKey = "elementInstanceKey",
+        RootDecisionDefinitionKey = "rootDecisionDefinitionKey",
+    }
+}
+
+/// One decision evaluated within a DECISION_EVALUATION (Camunda's decision instance).
+/// Keys without a value (no process instance) are -1. Inputs are (id, name, value as
+/// JSON text); matched rules (id, index, outputs as (id, name, value as JSON text)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricDecisionInstance {
+    pub key: Key,
+    /// `EVALUATED` or `FAILED`.
+    pub state: String,
+    pub evaluation_date: Timestamp,
+    pub evaluation_failure: String,
+    pub decision_id: String,
+    pub decision_name: String,
+    pub decision_version: i32,
+    /// `DECISION_TABLE` or `LITERAL_EXPRESSION`.
+    pub decision_type: String,
+    /// The output as JSON text.
+    pub result: String,
+    pub tenant_id: String,
+    pub evaluation_key: Key,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub decision_key: i64,
+    pub element_instance_key: i64,
+    pub root_decision_key: i64,
+    pub evaluated_inputs: Vec<NamedValue>,
+    pub matched_rules: Vec<(String, i32, Vec<NamedValue>)>,
+}
+
+/// An input or output of a decision instance: (id, name, value as JSON text).
+pub type NamedValue = (String, String, String);
+
+impl HistoricDecisionInstance {
+    pub const STATES: &'static [&'static str] = &["EVALUATED", "FAILED"];
+    pub const TYPES: &'static [&'static str] = &["DECISION_TABLE", "LITERAL_EXPRESSION"];
+}
+
+fn known_key(key: i64) -> Option<FieldValue> {
+    if key < 0 { None } else { int(key) }
+}
+
+impl Historic for HistoricDecisionInstance {
+    type Field = DecisionInstanceField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: DecisionInstanceField) -> Option<FieldValue> {
+        use DecisionInstanceField as F;
+        match field {
+            F::DecisionEvaluationInstanceKey => int(self.key.get()),
+            F::State => text(&self.state),
+            F::EvaluationDate => int(self.evaluation_date.millis()),
+            F::EvaluationFailure => text(&self.evaluation_failure),
+            F::DecisionDefinitionId => text(&self.decision_id),
+            F::DecisionDefinitionName => text(&self.decision_name),
+            F::DecisionDefinitionVersion => int(i64::from(self.decision_version)),
+            F::DecisionDefinitionType => text(&self.decision_type),
+            F::TenantId => text(&self.tenant_id),
+            F::DecisionEvaluationKey => int(self.evaluation_key.get()),
+            F::ProcessDefinitionKey => known_key(self.process_definition_key),
+            F::ProcessInstanceKey => known_key(self.process_instance_key),
+            F::DecisionDefinitionKey => known_key(self.decision_key),
+            F::ElementInstanceKey => known_key(self.element_instance_key),
+            F::RootDecisionDefinitionKey => known_key(self.root_decision_key),
+        }
+    }
+}
+
 /// How many instances of one element are in each state, for a definition's statistics.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ElementStatistics {
@@ -778,6 +868,10 @@ pub enum HistoryQuery {
     DecisionXml {
         key: Key,
     },
+    SearchDecisionInstances(Search<DecisionInstanceField>),
+    DecisionInstance {
+        key: Key,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -802,4 +896,6 @@ pub enum HistoryResult {
     DecisionRequirements(Option<HistoricDecisionRequirements>),
     /// The DMN resource as deployed.
     DecisionXml(Option<String>),
+    DecisionInstances(Page<HistoricDecisionInstance>),
+    DecisionInstance(Option<HistoricDecisionInstance>),
 }
