@@ -53,6 +53,9 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         message_start_event_subscription: !filter.message_start_event_subscription,
         user_task: !filter.user_task,
         form: !filter.form,
+        decision: !filter.decision,
+        decision_requirements: !filter.decision_requirements,
+        decision_evaluation: !filter.decision_evaluation,
     }
 }
 

@@ -542,6 +542,9 @@ pub struct RecordFilterConfig {
     pub message_start_event_subscription: bool,
     pub user_task: bool,
     pub form: bool,
+    pub decision: bool,
+    pub decision_requirements: bool,
+    pub decision_evaluation: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -572,6 +575,9 @@ impl Default for RecordFilterConfig {
             message_start_event_subscription: true,
             user_task: true,
             form: true,
+            decision: true,
+            decision_requirements: true,
+            decision_evaluation: true,
         }
     }
 }
@@ -605,6 +611,9 @@ impl RecordFilterConfig {
             message_start_event_subscription: true,
             user_task: true,
             form: true,
+            decision: true,
+            decision_requirements: true,
+            decision_evaluation: true,
         }
     }
 }

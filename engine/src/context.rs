@@ -235,6 +235,23 @@ impl<'a> Processing<'a> {
         self.models.latest(Reader::new(&*self.txn), bpmn_process_id)
     }
 
+    /// The parsed DMN resource deployed under `key`.
+    pub fn decision_requirements(
+        &mut self,
+        key: Key,
+    ) -> Result<Arc<crate::dmn::DecisionRequirements>> {
+        self.models
+            .decision_requirements(Reader::new(&*self.txn), key)
+    }
+
+    pub fn cache_decision_requirements(
+        &mut self,
+        key: Key,
+        parsed: crate::dmn::DecisionRequirements,
+    ) {
+        self.models.insert_decision_requirements(key, parsed);
+    }
+
     pub fn cache_model(&mut self, deployed: DeployedProcess) {
         self.models.insert(deployed);
     }

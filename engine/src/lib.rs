@@ -12,6 +12,7 @@ mod appliers;
 mod behavior;
 mod commands;
 mod context;
+pub mod dmn;
 mod engine;
 mod error;
 mod metrics;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use rill_protocol::Key;
 
+use crate::dmn::DecisionRequirements;
 use crate::error::{Error, Result};
 use crate::model::ProcessModel;
 use crate::state::{AsKey, Reader};
@@ -25,6 +26,8 @@ pub(crate) struct ModelCache {
     models: HashMap<Key, Arc<DeployedProcess>>,
     /// Latest `(version, key)` per process id, as read from state.
     latest: HashMap<String, (i32, Key)>,
+    /// Parsed DMN resources by decision requirements key.
+    decision_requirements: HashMap<Key, Arc<DecisionRequirements>>,
 }
 
 impl ModelCache {
@@ -81,7 +84,34 @@ impl ModelCache {
         Ok(found)
     }
 
+    /// The parsed decision requirements graph deployed under `key`.
+    pub fn decision_requirements(
+        &mut self,
+        state: Reader<'_>,
+        key: Key,
+    ) -> Result<Arc<DecisionRequirements>> {
+        if let Some(found) = self.decision_requirements.get(&key) {
+            return Ok(found.clone());
+        }
+        let record = state
+            .decision_requirements(key)?
+            .ok_or_else(|| Error::Definition {
+                key,
+                reason: "no such decision requirements in state".to_owned(),
+            })?;
+        let parsed = crate::dmn::parse_dmn(&record.resource_name, &record.resource.0)
+            .map_err(|source| Error::Unparsable { key, source })?;
+        let parsed = Arc::new(parsed);
+        self.decision_requirements.insert(key, parsed.clone());
+        Ok(parsed)
+    }
+
+    pub fn insert_decision_requirements(&mut self, key: Key, parsed: DecisionRequirements) {
+        self.decision_requirements.insert(key, Arc::new(parsed));
+    }
+
     pub fn clear(&mut self) {
+        self.decision_requirements.clear();
         self.models.clear();
         self.latest.clear();
     }

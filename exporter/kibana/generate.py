@@ -71,6 +71,8 @@ objects = [
     data_view("rill-incident", f"{PREFIX}-incident", "Rill incidents"),
     data_view("rill-job", f"{PREFIX}-job", "Rill jobs"),
     data_view("rill-variable", f"{PREFIX}-variable", "Rill variables"),
+    data_view("rill-decision-evaluation", f"{PREFIX}-decision-evaluation",
+              "Rill decision evaluations"),
     {
         "id": "rill-instance-history", "type": "search", "coreMigrationVersion": CORE,
         "managed": False,
@@ -106,6 +108,13 @@ objects = [
         "Jobs created, completed, failed and timed out over time.", "rill-job",
         'intent : ("CREATED" or "COMPLETED" or "FAILED" or "TIMED_OUT")',
         "line", [count(), over_time(), split_by("intent")], LINE),
+    visualization(
+        "rill-vis-decisions", "Decision evaluations",
+        "Decisions evaluated (by business rule tasks and the evaluate API) over time, "
+        "by decision id; FAILED evaluations are the ones that raised incidents or answered "
+        "with a failure.",
+        "rill-decision-evaluation", 'intent : ("EVALUATED" or "FAILED")',
+        "line", [count(), over_time(), split_by("value.decisionId")], LINE),
     {
         "id": "rill-vis-exporter-lag", "type": "visualization", "coreMigrationVersion": CORE,
         "managed": False, "references": [],
@@ -131,7 +140,8 @@ objects = [
 panels = []
 references = []
 layout = [("rill-vis-instances", 0, 0, 24, 15), ("rill-vis-incidents", 24, 0, 24, 15),
-          ("rill-vis-jobs", 0, 15, 24, 15), ("rill-vis-exporter-lag", 24, 15, 24, 15)]
+          ("rill-vis-jobs", 0, 15, 24, 15), ("rill-vis-exporter-lag", 24, 15, 24, 15),
+          ("rill-vis-decisions", 0, 30, 24, 15)]
 for index, (vis, x, y, w, h) in enumerate(layout, start=1):
     panels.append({"version": CORE, "type": "visualization", "panelIndex": str(index),
                    "gridData": {"x": x, "y": y, "w": w, "h": h, "i": str(index)},
@@ -142,7 +152,8 @@ objects.append({
     "references": references,
     "attributes": {
         "title": "Rill process history",
-        "description": "Process instances, incidents and jobs from Rill's record indices.",
+        "description": "Process instances, incidents, jobs and decision evaluations from "
+                       "Rill's record indices.",
         "panelsJSON": json.dumps(panels),
         "optionsJSON": json.dumps({"useMargins": True, "syncColors": False,
                                    "hidePanelTitles": False}),

@@ -84,8 +84,11 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::Escalation(v) => v.serialize(serializer),
             RecordValue::MessageStartEventSubscription(v) => v.serialize(serializer),
             RecordValue::UserTask(v) => v.serialize(serializer),
+            RecordValue::DecisionEvaluation(v) => v.serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
+            | RecordValue::Decision(_)
+            | RecordValue::DecisionRequirements(_)
             | RecordValue::Process(_)
             | RecordValue::ProcessInstanceCreation(_)
             | RecordValue::MessageSubscription(_)
@@ -103,9 +106,17 @@ fn zeebe_value(record: &Record) -> Value {
     let mut value = record.value.to_json();
     match record.value_type {
         ValueType::ProcessInstanceCreation => remove(&mut value, "awaitRequestId"),
-        ValueType::Process | ValueType::Form => rename(&mut value, "isDuplicate", "duplicate"),
+        ValueType::Process
+        | ValueType::Form
+        | ValueType::Decision
+        | ValueType::DecisionRequirements => rename(&mut value, "isDuplicate", "duplicate"),
         ValueType::Deployment => {
-            for list in ["processesMetadata", "formMetadata"] {
+            for list in [
+                "processesMetadata",
+                "formMetadata",
+                "decisionsMetadata",
+                "decisionRequirementsMetadata",
+            ] {
                 if let Some(Value::Array(entries)) = value.get_mut(list) {
                     for entry in entries {
                         rename(entry, "isDuplicate", "duplicate");

@@ -52,6 +52,9 @@ impl RecordFilter {
             ValueType::MessageStartEventSubscription => c.message_start_event_subscription,
             ValueType::UserTask => c.user_task,
             ValueType::Form => c.form,
+            ValueType::Decision => c.decision,
+            ValueType::DecisionRequirements => c.decision_requirements,
+            ValueType::DecisionEvaluation => c.decision_evaluation,
         }
     }
 

@@ -48,10 +48,10 @@ fn saved_objects_are_consistent() {
         .collect();
     assert_eq!(by_id.len(), objects.len(), "ids are unique");
     let count = |kind: &str| by_id.values().filter(|t| **t == kind).count();
-    assert_eq!(count("index-pattern"), 5);
+    assert_eq!(count("index-pattern"), 6);
     assert_eq!(count("search"), 1);
     assert_eq!(count("dashboard"), 1);
-    assert_eq!(count("visualization"), 4);
+    assert_eq!(count("visualization"), 5);
 
     for object in &objects {
         for reference in object["references"].as_array().unwrap() {
@@ -96,6 +96,7 @@ fn aggregated_fields_are_keywords_or_dates() {
         ("rill-process-instance", ValueType::ProcessInstance),
         ("rill-incident", ValueType::Incident),
         ("rill-job", ValueType::Job),
+        ("rill-decision-evaluation", ValueType::DecisionEvaluation),
     ]);
     let mut checked = 0;
     for object in objects().iter().filter(|o| o["type"] == "visualization") {

@@ -32,10 +32,12 @@ mod lexer;
 mod parser;
 mod ranges;
 pub mod temporal;
+mod unary;
 mod value;
 mod zone;
 
 use crate::temporal::{IsoCycle, IsoDuration};
+pub use crate::unary::{TestInput, UnaryTests};
 use crate::value::Value;
 
 /// Why an expression could not be compiled or evaluated.

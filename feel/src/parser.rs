@@ -68,6 +68,66 @@ pub(crate) fn parse(source: &str) -> Result<Expr, String> {
     Ok(expr)
 }
 
+/// Unary tests as a decision table's input entry holds them: `-` (any input), a
+/// comma-separated list of tests (`< 5, [10..20], "gold"`), or such a list in `not(…)`.
+/// Returns `None` for `-`, else whether the list is negated and its tests.
+pub(crate) fn parse_unary_tests(source: &str) -> Result<Option<(bool, Vec<UnaryTest>)>, String> {
+    let mut tokens = tokenize(source)?;
+    if tokens.is_empty() {
+        return Err("the unary tests are empty (write '-' to match any input)".to_owned());
+    }
+    if tokens.len() == 1 && tokens[0].token == Token::Symbol(Symbol::Minus) {
+        return Ok(None);
+    }
+    let negated = tokens.len() > 3
+        && matches!(&tokens[0].token, Token::Name(name) if name == "not")
+        && tokens[1].token == Token::Symbol(Symbol::OpenParen)
+        && tokens.last().map(|t| &t.token) == Some(&Token::Symbol(Symbol::CloseParen))
+        && closing_parenthesis(&tokens, 1) == Some(tokens.len() - 1);
+    if negated {
+        tokens.pop();
+        tokens.drain(..2);
+    }
+    let mut parser = Parser {
+        tokens,
+        position: 0,
+        depth: 0,
+        chain: 0,
+        source_chars: source.chars().count(),
+        bound: Vec::new(),
+    };
+    let mut tests = vec![parser.input_entry_test()?];
+    while parser.eat_symbol(Symbol::Comma) {
+        tests.push(parser.input_entry_test()?);
+    }
+    if let Some(token) = parser.tokens.get(parser.position) {
+        return Err(format!(
+            "unexpected {} at position {}",
+            describe(&token.token),
+            token.offset
+        ));
+    }
+    Ok(Some((negated, tests)))
+}
+
+/// The index of the `)` that closes the `(` at `open`.
+fn closing_parenthesis(tokens: &[Spanned], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (index, token) in tokens.iter().enumerate().skip(open) {
+        match token.token {
+            Token::Symbol(Symbol::OpenParen) => depth += 1,
+            Token::Symbol(Symbol::CloseParen) => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(index);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 fn describe(token: &Token) -> String {
     match token {
         Token::Number(text) => format!("number '{text}'"),
@@ -449,6 +509,16 @@ impl Parser {
             }
         }
         false
+    }
+
+    /// One test of an input entry: a comparison (`>= 10`) or any expression, which may
+    /// read the input as `?` (`? > 5 and ? < 10`).
+    fn input_entry_test(&mut self) -> Result<UnaryTest, String> {
+        if let Some(op) = self.compare_op() {
+            self.position += 1;
+            return Ok(UnaryTest::Compare(op, self.additive()?));
+        }
+        Ok(UnaryTest::Value(self.expression()?))
     }
 
     fn unary_test(&mut self) -> Result<UnaryTest, String> {

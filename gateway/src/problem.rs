@@ -172,6 +172,7 @@ fn command_intent(command: &Command) -> String {
         Command::UserTask(rill_protocol::UserTaskCommand::Assign { .. }) => "ASSIGN",
         Command::UserTask(rill_protocol::UserTaskCommand::Update { .. }) => "UPDATE",
         Command::UserTask(rill_protocol::UserTaskCommand::Complete { .. }) => "COMPLETE",
+        Command::EvaluateDecision(_) => "EVALUATE",
     };
     name.to_owned()
 }

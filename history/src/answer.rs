@@ -4,7 +4,7 @@
 use rill_protocol::history::{HistoryQuery, HistoryResult};
 use rill_protocol::{Query, QueryResult};
 
-use crate::search::{definition_xml, element_statistics, get, search};
+use crate::search::{decision_xml, definition_xml, element_statistics, get, search};
 use crate::store::HistoryRead;
 use crate::{HistoryError, Result};
 
@@ -50,6 +50,27 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             HistoryQuery::SearchUserTasks(s) => HistoryResult::UserTasks(search(store, s)?),
             HistoryQuery::UserTask { key } => HistoryResult::UserTask(get(store, *key)?),
             HistoryQuery::Form { key } => HistoryResult::Form(get(store, *key)?),
+            HistoryQuery::SearchDecisionDefinitions(s) => {
+                HistoryResult::DecisionDefinitions(search(store, s)?)
+            }
+            HistoryQuery::DecisionDefinition { key } => {
+                HistoryResult::DecisionDefinition(get(store, *key)?)
+            }
+            HistoryQuery::SearchDecisionRequirements(s) => {
+                HistoryResult::DecisionRequirementsPage(search(store, s)?)
+            }
+            HistoryQuery::DecisionRequirements { key } => {
+                HistoryResult::DecisionRequirements(get(store, *key)?)
+            }
+            HistoryQuery::DecisionXml { key } => {
+                HistoryResult::DecisionXml(decision_xml(store, *key)?)
+            }
+            HistoryQuery::SearchDecisionInstances(s) => {
+                HistoryResult::DecisionInstances(search(store, s)?)
+            }
+            HistoryQuery::DecisionInstance { key } => {
+                HistoryResult::DecisionInstance(get(store, *key)?)
+            }
         }),
         other => {
             return Err(HistoryError::Storage(format!(

@@ -53,6 +53,12 @@
 //! A3 | assignee | key               -> ()
 //! A4 | element instance key | key   -> ()
 //! A8 | key                          -> HistoricForm
+//! 80 | key                          -> HistoricDecisionDefinition
+//! 81 | decision id | key            -> ()
+//! 82 | key                          -> HistoricDecisionRequirements
+//! 83 | key                          -> the DMN resource (bytes as deployed)
+//! 84 | key                          -> HistoricDecisionInstance
+//! 85 | process instance key | key   -> ()
 //! ```
 //! Keys and numbers are 8 bytes, sign-flipped; texts (ids, states, types) their length
 //! (u16) and bytes, so no text is a prefix of another.
@@ -112,6 +118,12 @@ pub(crate) mod keys {
     pub const USER_TASK: u8 = 0xA0;
     pub const USER_TASK_BY_INSTANCE: u8 = 0xA1;
     pub const FORM: u8 = 0xA8;
+    pub const DECISION: u8 = 0x80;
+    pub const DECISION_BY_ID: u8 = 0x81;
+    pub const DECISION_REQUIREMENTS: u8 = 0x82;
+    pub const DECISION_XML: u8 = 0x83;
+    pub const DECISION_INSTANCE: u8 = 0x84;
+    pub const DECISION_INSTANCE_BY_INSTANCE: u8 = 0x85;
 
     /// A signed number whose bytes sort in numeric order.
     pub fn int(value: i64) -> [u8; 8] {

@@ -16,9 +16,9 @@ use rill_protocol::Key;
 use std::collections::BTreeMap;
 
 use rill_protocol::history::{
-    Condition, ElementState, ElementStatistics, FieldValue, Historic, HistoricElementInstance,
-    HistoricProcessInstance, Page, ProcessInstanceField, ProcessInstancePage,
-    ProcessInstanceSearch, Search, compare_sorted,
+    Condition, ElementState, ElementStatistics, FieldValue, Historic, HistoricDecisionDefinition,
+    HistoricElementInstance, HistoricProcessInstance, Page, ProcessInstanceField,
+    ProcessInstancePage, ProcessInstanceSearch, Search, compare_sorted,
 };
 
 use crate::keys;
@@ -51,6 +51,18 @@ pub fn search_process_instances<R: HistoryRead + ?Sized>(
 pub fn definition_xml<R: HistoryRead + ?Sized>(store: &R, key: Key) -> Result<Option<String>> {
     Ok(store
         .get(&keys::entry(keys::DEFINITION_XML, key))?
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// The DMN resource of a decision requirements graph, or of the graph a decision
+/// belongs to.
+pub fn decision_xml<R: HistoryRead + ?Sized>(store: &R, key: Key) -> Result<Option<String>> {
+    let graph = match get::<HistoricDecisionDefinition, R>(store, key)? {
+        Some(decision) => decision.decision_requirements_key,
+        None => key,
+    };
+    Ok(store
+        .get(&keys::entry(keys::DECISION_XML, graph))?
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 

@@ -4,8 +4,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
 
 use rill_protocol::history::{
-    ElementState, HistoricElementInstance, HistoricForm, HistoricIncident, HistoricJob,
-    HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
+    ElementState, HistoricDecisionDefinition, HistoricDecisionInstance,
+    HistoricDecisionRequirements, HistoricElementInstance, HistoricForm, HistoricIncident,
+    HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
     HistoricUserTask, HistoricVariable, IncidentState, JobState, MessageSubscriptionState,
     UserTaskState,
 };
@@ -361,6 +362,48 @@ impl<'a> HistoryWriter<'a> {
             RecordValue::Process(value) if record.intent == Intent::Created => {
                 self.index_definition(record.key, value)?;
             }
+            RecordValue::Decision(value) if record.intent == Intent::Created => {
+                let decision = HistoricDecisionDefinition {
+                    key: record.key,
+                    decision_id: value.decision_id.clone(),
+                    name: value.decision_name.clone(),
+                    version: value.version,
+                    decision_requirements_id: value.decision_requirements_id.clone(),
+                    decision_requirements_key: Key(value.decision_requirements_key),
+                    tenant_id: value.tenant_id.clone(),
+                };
+                if self
+                    .get::<HistoricDecisionDefinition>(record.key)?
+                    .is_none()
+                {
+                    self.create(&decision)?;
+                }
+            }
+            RecordValue::DecisionEvaluation(value)
+                if matches!(record.intent, Intent::Evaluated | Intent::Failed) =>
+            {
+                self.index_decision_instances(record, value)?;
+            }
+            RecordValue::DecisionRequirements(value) if record.intent == Intent::Created => {
+                let requirements = HistoricDecisionRequirements {
+                    key: record.key,
+                    decision_requirements_id: value.decision_requirements_id.clone(),
+                    name: value.decision_requirements_name.clone(),
+                    version: value.decision_requirements_version,
+                    resource_name: value.resource_name.clone(),
+                    tenant_id: value.tenant_id.clone(),
+                };
+                if self
+                    .get::<HistoricDecisionRequirements>(record.key)?
+                    .is_none()
+                {
+                    self.create(&requirements)?;
+                }
+                self.put(
+                    keys::entry(keys::DECISION_XML, record.key),
+                    value.resource.0.clone(),
+                );
+            }
             RecordValue::ProcessMessageSubscription(value) => {
                 self.index_subscription(record, value)?;
             }
@@ -451,6 +494,82 @@ impl<'a> HistoryWriter<'a> {
             };
         }
         Ok(found.iter().filter_map(|k| keys::trailing_key(k)).collect())
+    }
+
+    /// Every decision of an evaluation is a decision instance; under FAILED the last
+    /// one is the decision that failed.
+    fn index_decision_instances(
+        &mut self,
+        record: &Record,
+        value: &rill_protocol::value::DecisionEvaluationRecord,
+    ) -> Result<()> {
+        let count = value.evaluated_decisions.len();
+        for (index, decision) in value.evaluated_decisions.iter().enumerate() {
+            let Ok(key) = decision.decision_evaluation_instance_key.parse::<i64>() else {
+                continue;
+            };
+            let failed = record.intent == Intent::Failed
+                && index + 1 == count
+                && decision.decision_id == value.failed_decision_id;
+            let instance = HistoricDecisionInstance {
+                key: Key(key),
+                state: if failed { "FAILED" } else { "EVALUATED" }.to_owned(),
+                evaluation_date: record.timestamp,
+                evaluation_failure: if failed {
+                    value.evaluation_failure_message.clone()
+                } else {
+                    String::new()
+                },
+                decision_id: decision.decision_id.clone(),
+                decision_name: decision.decision_name.clone(),
+                decision_version: decision.decision_version,
+                decision_type: decision.decision_type.clone(),
+                result: decision.decision_output.clone(),
+                tenant_id: decision.tenant_id.clone(),
+                evaluation_key: record.key,
+                process_definition_key: value.process_definition_key,
+                process_instance_key: value.process_instance_key,
+                decision_key: decision.decision_key,
+                element_instance_key: value.element_instance_key,
+                root_decision_key: value.decision_key,
+                evaluated_inputs: decision
+                    .evaluated_inputs
+                    .iter()
+                    .map(|i| {
+                        (
+                            i.input_id.clone(),
+                            i.input_name.clone(),
+                            i.input_value.clone(),
+                        )
+                    })
+                    .collect(),
+                matched_rules: decision
+                    .matched_rules
+                    .iter()
+                    .map(|rule| {
+                        let outputs = rule
+                            .evaluated_outputs
+                            .iter()
+                            .map(|o| {
+                                (
+                                    o.output_id.clone(),
+                                    o.output_name.clone(),
+                                    o.output_value.clone(),
+                                )
+                            })
+                            .collect();
+                        (rule.rule_id.clone(), rule.rule_index, outputs)
+                    })
+                    .collect(),
+            };
+            if self
+                .get::<HistoricDecisionInstance>(instance.key)?
+                .is_none()
+            {
+                self.create(&instance)?;
+            }
+        }
+        Ok(())
     }
 
     /// A deployed process: its entry (with the model's name, read from the XML) and its

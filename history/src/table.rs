@@ -3,7 +3,9 @@
 //! over [`Table`].
 
 use rill_protocol::history::{
-    ElementInstanceField, FieldValue, FormField, Historic, HistoricElementInstance, HistoricForm,
+    DecisionDefinitionField, DecisionInstanceField, DecisionRequirementsField,
+    ElementInstanceField, FieldValue, FormField, Historic, HistoricDecisionDefinition,
+    HistoricDecisionInstance, HistoricDecisionRequirements, HistoricElementInstance, HistoricForm,
     HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
     HistoricProcessInstance, HistoricUserTask, HistoricVariable, IncidentField, JobField,
     MessageSubscriptionField, ProcessDefinitionField, ProcessInstanceField, UserTaskField,
@@ -273,6 +275,42 @@ impl Table for HistoricForm {
 
     fn indexes() -> &'static [Index<FormField>] {
         &[]
+    }
+}
+
+impl Table for HistoricDecisionDefinition {
+    const PRIMARY: u8 = keys::DECISION;
+    const KEY_FIELD: DecisionDefinitionField = DecisionDefinitionField::DecisionDefinitionKey;
+    const TIME_FIELD: Option<DecisionDefinitionField> = None;
+
+    fn indexes() -> &'static [Index<DecisionDefinitionField>] {
+        &[Index {
+            table: keys::DECISION_BY_ID,
+            fields: &[DecisionDefinitionField::DecisionDefinitionId],
+        }]
+    }
+}
+
+impl Table for HistoricDecisionRequirements {
+    const PRIMARY: u8 = keys::DECISION_REQUIREMENTS;
+    const KEY_FIELD: DecisionRequirementsField = DecisionRequirementsField::DecisionRequirementsKey;
+    const TIME_FIELD: Option<DecisionRequirementsField> = None;
+
+    fn indexes() -> &'static [Index<DecisionRequirementsField>] {
+        &[]
+    }
+}
+
+impl Table for HistoricDecisionInstance {
+    const PRIMARY: u8 = keys::DECISION_INSTANCE;
+    const KEY_FIELD: DecisionInstanceField = DecisionInstanceField::DecisionEvaluationInstanceKey;
+    const TIME_FIELD: Option<DecisionInstanceField> = Some(DecisionInstanceField::EvaluationDate);
+
+    fn indexes() -> &'static [Index<DecisionInstanceField>] {
+        &[Index {
+            table: keys::DECISION_INSTANCE_BY_INSTANCE,
+            fields: &[DecisionInstanceField::ProcessInstanceKey],
+        }]
     }
 }
 

@@ -160,6 +160,20 @@ pub struct InterPartitionCommand {
     pub value: RecordValue,
 }
 
+/// Which decision to evaluate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum DecisionSelector {
+    /// The latest version of a decision id.
+    ById(String),
+    ByKey(Key),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvaluateDecision {
+    pub decision: DecisionSelector,
+    pub variables: JsonValue,
+}
+
 /// Everything an engine can be asked to do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Command {
@@ -218,6 +232,8 @@ pub enum Command {
     BroadcastSignal(BroadcastSignal),
     // --- from clients (encoded by variant index: new commands go at the end) ---
     UserTask(UserTaskCommand),
+    // --- from clients (added later; variants keep their encoding index) ---
+    EvaluateDecision(EvaluateDecision),
 }
 
 impl Command {

@@ -46,10 +46,13 @@ pub enum ValueType {
     UserTask,
     /// A deployed Camunda form (`.form`).
     Form,
+    Decision,
+    DecisionRequirements,
+    DecisionEvaluation,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 22] = [
+    pub const ALL: [ValueType; 25] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -72,6 +75,9 @@ impl ValueType {
         ValueType::MessageStartEventSubscription,
         ValueType::UserTask,
         ValueType::Form,
+        ValueType::Decision,
+        ValueType::DecisionRequirements,
+        ValueType::DecisionEvaluation,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -99,6 +105,9 @@ impl ValueType {
             ValueType::MessageStartEventSubscription => "MESSAGE_START_EVENT_SUBSCRIPTION",
             ValueType::UserTask => "USER_TASK",
             ValueType::Form => "FORM",
+            ValueType::Decision => "DECISION",
+            ValueType::DecisionRequirements => "DECISION_REQUIREMENTS",
+            ValueType::DecisionEvaluation => "DECISION_EVALUATION",
         }
     }
 }
@@ -179,6 +188,9 @@ pub enum Intent {
     Completing,
     Canceling,
     Updating,
+    // DECISION_EVALUATION
+    Evaluate,
+    Evaluated,
 }
 
 impl Intent {

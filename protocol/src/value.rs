@@ -42,6 +42,9 @@ pub enum RecordValue {
     MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
     UserTask(UserTaskRecord),
     Form(FormRecord),
+    Decision(DecisionRecord),
+    DecisionRequirements(DecisionRequirementsRecord),
+    DecisionEvaluation(DecisionEvaluationRecord),
 }
 
 impl RecordValue {
@@ -71,6 +74,9 @@ impl RecordValue {
             }
             RecordValue::UserTask(_) => ValueType::UserTask,
             RecordValue::Form(_) => ValueType::Form,
+            RecordValue::Decision(_) => ValueType::Decision,
+            RecordValue::DecisionRequirements(_) => ValueType::DecisionRequirements,
+            RecordValue::DecisionEvaluation(_) => ValueType::DecisionEvaluation,
         }
     }
 
@@ -99,6 +105,9 @@ impl RecordValue {
             RecordValue::MessageStartEventSubscription(v) => serde_json::to_value(v),
             RecordValue::UserTask(v) => serde_json::to_value(v),
             RecordValue::Form(v) => serde_json::to_value(v),
+            RecordValue::Decision(v) => serde_json::to_value(v),
+            RecordValue::DecisionRequirements(v) => serde_json::to_value(v),
+            RecordValue::DecisionEvaluation(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -138,6 +147,9 @@ impl_from_value!(
     MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
     UserTask(UserTaskRecord),
     Form(FormRecord),
+    Decision(DecisionRecord),
+    DecisionRequirements(DecisionRequirementsRecord),
+    DecisionEvaluation(DecisionEvaluationRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -173,6 +185,12 @@ pub struct DeploymentRecord {
     /// The forms (`.form` resources) of the deployment (Zeebe's `formMetadata`).
     #[serde(default)]
     pub form_metadata: Vec<FormMetadata>,
+    /// The deployed decisions (Zeebe's `decisionsMetadata`: DECISION records without
+    /// their resource).
+    #[serde(default)]
+    pub decisions_metadata: Vec<DecisionRecord>,
+    #[serde(default)]
+    pub decision_requirements_metadata: Vec<DecisionRequirementsMetadata>,
 }
 
 /// A form of a deployment (Zeebe's `FormMetadataRecord`).
@@ -308,6 +326,8 @@ pub enum BpmnElementType {
     /// Waits for the first of the catch events after it.
     EventBasedGateway,
     UserTask,
+    /// Evaluates a DMN decision (or is a job, with a task definition).
+    BusinessRuleTask,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
@@ -514,6 +534,10 @@ pub enum IncidentErrorType {
     ExecutionListenerNoRetries,
     /// A user task links a form that is not deployed.
     FormNotFound,
+    /// A business rule task's decision could not be evaluated.
+    DecisionEvaluationError,
+    /// A business rule task's decision id did not resolve to a deployed decision.
+    CalledDecisionError,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -666,4 +690,122 @@ pub struct MessageStartEventSubscriptionRecord {
     pub variables: JsonValue,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+}
+/// DECISION: one decision of a deployed DMN resource (also the entries of a deployment's
+/// `decisionsMetadata`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRecord {
+    pub decision_id: String,
+    pub decision_name: String,
+    pub version: i32,
+    pub decision_key: i64,
+    pub decision_requirements_id: String,
+    pub decision_requirements_key: i64,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    pub deployment_key: i64,
+    /// The decision's version tag, empty without one.
+    pub version_tag: String,
+}
+
+/// DECISION_REQUIREMENTS: a deployed DMN resource (its decision requirements graph).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRequirementsRecord {
+    pub decision_requirements_id: String,
+    pub decision_requirements_name: String,
+    pub decision_requirements_version: i32,
+    pub decision_requirements_key: i64,
+    pub namespace: String,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub resource: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// A deployment's `decisionRequirementsMetadata` entry: the DRG without its resource.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRequirementsMetadata {
+    pub decision_requirements_id: String,
+    pub decision_requirements_name: String,
+    pub decision_requirements_version: i32,
+    pub decision_requirements_key: i64,
+    pub namespace: String,
+    pub resource_name: String,
+    pub checksum: Blob,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// DECISION_EVALUATION: one evaluation of a decision (by a business rule task or the
+/// evaluate-decision API) with every decision evaluated on the way. Outputs and input
+/// values are JSON text, as Zeebe writes them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionEvaluationRecord {
+    pub decision_key: i64,
+    pub decision_id: String,
+    pub decision_name: String,
+    pub decision_version: i32,
+    pub decision_requirements_id: String,
+    pub decision_requirements_key: i64,
+    pub decision_output: String,
+    pub variables: JsonValue,
+    pub bpmn_process_id: String,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub element_id: String,
+    pub element_instance_key: i64,
+    pub evaluated_decisions: Vec<EvaluatedDecisionValue>,
+    pub evaluation_failure_message: String,
+    pub failed_decision_id: String,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluatedDecisionValue {
+    pub decision_id: String,
+    /// The key of this decision instance (a key of its own, as text).
+    pub decision_evaluation_instance_key: String,
+    pub decision_name: String,
+    pub decision_key: i64,
+    pub decision_version: i32,
+    pub decision_type: String,
+    pub decision_output: String,
+    pub evaluated_inputs: Vec<EvaluatedInputValue>,
+    pub matched_rules: Vec<MatchedRuleValue>,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluatedInputValue {
+    pub input_id: String,
+    pub input_name: String,
+    pub input_value: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MatchedRuleValue {
+    pub rule_id: String,
+    pub rule_index: i32,
+    pub evaluated_outputs: Vec<EvaluatedOutputValue>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluatedOutputValue {
+    pub output_id: String,
+    pub output_name: String,
+    pub output_value: String,
 }

@@ -8,6 +8,7 @@
 //! written under an older version replays to the same state. [`registered`] is the
 //! table (a `match`: nothing is built or allocated per event).
 
+mod decision;
 mod deployment;
 mod distribution;
 mod incident;
@@ -24,10 +25,10 @@ mod tests;
 
 use rill_protocol::Key;
 use rill_protocol::value::{
-    CommandDistributionRecord, DeploymentRecord, IncidentRecord, JobBatchRecord, JobRecord,
-    MessageRecord, MessageSubscriptionRecord, ProcessInstanceCreationRecord, ProcessInstanceRecord,
-    ProcessMessageSubscriptionRecord, ProcessRecord, SignalRecord, SignalSubscriptionRecord,
-    TimerRecord, VariableRecord,
+    CommandDistributionRecord, DecisionRecord, DecisionRequirementsRecord, DeploymentRecord,
+    IncidentRecord, JobBatchRecord, JobRecord, MessageRecord, MessageSubscriptionRecord,
+    ProcessInstanceCreationRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
+    ProcessRecord, SignalRecord, SignalSubscriptionRecord, TimerRecord, VariableRecord,
 };
 use rill_protocol::value::{FormRecord, UserTaskRecord};
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
@@ -68,6 +69,8 @@ pub(crate) enum Applier {
     SignalSubscription(fn(&mut Apply<'_, '_>, Key, &SignalSubscriptionRecord) -> Result<()>),
     UserTask(fn(&mut Apply<'_, '_>, Key, &UserTaskRecord) -> Result<()>),
     Form(fn(&mut Apply<'_, '_>, Key, &FormRecord) -> Result<()>),
+    Decision(fn(&mut Apply<'_, '_>, Key, &DecisionRecord) -> Result<()>),
+    DecisionRequirements(fn(&mut Apply<'_, '_>, Key, &DecisionRequirementsRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -99,6 +102,10 @@ impl Applier {
             (Applier::SignalSubscription(f), RecordValue::SignalSubscription(v)) => f(ctx, key, v),
             (Applier::UserTask(f), RecordValue::UserTask(v)) => f(ctx, key, v),
             (Applier::Form(f), RecordValue::Form(v)) => f(ctx, key, v),
+            (Applier::Decision(f), RecordValue::Decision(v)) => f(ctx, key, v),
+            (Applier::DecisionRequirements(f), RecordValue::DecisionRequirements(v)) => {
+                f(ctx, key, v)
+            }
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -119,6 +126,11 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
     match (value_type, intent) {
         (V::Deployment, I::Created) => &[(1, A::Deployment(deployment::deployment_created))],
         (V::Process, I::Created) => &[(1, A::Process(deployment::process_created))],
+        (V::Decision, I::Created) => &[(1, A::Decision(decision::decision_created))],
+        (V::DecisionRequirements, I::Created) => &[(
+            1,
+            A::DecisionRequirements(decision::decision_requirements_created),
+        )],
 
         (V::ProcessInstance, I::ElementActivating) => {
             &[(1, A::ProcessInstance(process_instance::element_activating))]

@@ -1,10 +1,12 @@
 //! DEPLOYMENT CREATE: parse and validate every resource, then a new version of each
-//! process whose resource changed (the same XML again keeps its version).
+//! process whose resource changed (the same XML again keeps its version). DMN resources
+//! are deployed by [`super::decision_deployment`].
 
 use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
 use rill_protocol::{Blob, Intent, Resource};
 
+use super::decision_deployment::{self, ParsedDecisions};
 use super::{forms, tenant};
 use crate::ParsedResource;
 use crate::context::Processing;
@@ -12,33 +14,52 @@ use crate::error::Result;
 use crate::model_cache::DeployedProcess;
 use crate::outcome::Rejection;
 
+/// A BPMN resource: neither a decision nor a form.
+fn is_bpmn(resource: &Resource) -> bool {
+    !decision_deployment::is_dmn(&resource.name) && !forms::is_form(resource)
+}
+
 /// Parses the resources of a deployment, or says why it is refused.
-fn check_resources(resources: &[Resource]) -> std::result::Result<Vec<ParsedResource>, Rejection> {
+fn check_resources(
+    resources: &[Resource],
+) -> std::result::Result<(Vec<ParsedResource>, Vec<ParsedDecisions>), Rejection> {
     if resources.is_empty() {
         return Err(Rejection::invalid_argument(
             "Expected to deploy at least one resource, but none was given",
         ));
     }
-    if let Some(bad) = resources
-        .iter()
-        .find(|r| !(r.name.ends_with(".bpmn") || r.name.ends_with(".xml") || forms::is_form(r)))
-    {
+    if let Some(bad) = resources.iter().find(|r| {
+        !(r.name.ends_with(".bpmn")
+            || r.name.ends_with(".xml")
+            || decision_deployment::is_dmn(&r.name)
+            || forms::is_form(r))
+    }) {
         return Err(Rejection::invalid_argument(format!(
-            "Expected to deploy BPMN resources (names ending in '.bpmn' or '.xml') or forms \
-             ('.form'), but '{}' is neither",
+            "Expected to deploy BPMN, DMN or form resources (names ending in '.bpmn', '.xml', \
+             '.dmn' or '.form'), but '{}' is none of these",
             bad.name
         )));
     }
-    if resources.iter().all(forms::is_form) {
-        return Ok(Vec::new());
+    let mut problems = crate::DeployError::default();
+    let bpmn: Vec<_> = resources
+        .iter()
+        .filter(|r| is_bpmn(r))
+        .map(|r| (r.name.as_str(), r.content.0.as_slice()))
+        .collect();
+    let processes = if bpmn.is_empty() {
+        Vec::new()
+    } else {
+        crate::parse_deployment(bpmn).unwrap_or_else(|error| {
+            problems.absorb(error);
+            Vec::new()
+        })
+    };
+    let decisions = decision_deployment::parse_resources(resources, &mut problems);
+    if problems.problems.is_empty() {
+        Ok((processes, decisions))
+    } else {
+        Err(Rejection::invalid_argument(problems.to_string()))
     }
-    crate::parse_deployment(
-        resources
-            .iter()
-            .filter(|r| !forms::is_form(r))
-            .map(|r| (r.name.as_str(), r.content.0.as_slice())),
-    )
-    .map_err(|error| Rejection::invalid_argument(error.to_string()))
 }
 
 pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
@@ -53,8 +74,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         processes_metadata: Vec::new(),
         tenant_id: tenant(),
         form_metadata: Vec::new(),
+        decisions_metadata: Vec::new(),
+        decision_requirements_metadata: Vec::new(),
     };
-    let parsed = match check_resources(resources)
+    let ((parsed, decisions), forms) = match check_resources(resources)
         .and_then(|parsed| forms::check_forms(resources).map(|forms| (parsed, forms)))
     {
         Ok(parsed) => parsed,
@@ -63,12 +86,15 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             return Ok(());
         }
     };
+    if let Err(rejection) = decision_deployment::check_against_state(p, &decisions)? {
+        p.reject(Key::NONE, Intent::Create, record, rejection);
+        return Ok(());
+    }
+    let bpmn_resources: Vec<Resource> = resources.iter().filter(|r| is_bpmn(r)).cloned().collect();
 
     p.command(Key::NONE, Intent::Create, record.clone());
     let deployment_key = p.next_key()?;
-    let (parsed, forms) = parsed;
-    let bpmn = resources.iter().filter(|r| !forms::is_form(r));
-    for (resource, content) in parsed.into_iter().zip(bpmn) {
+    for (resource, content) in parsed.into_iter().zip(&bpmn_resources) {
         let checksum = resource.checksum.as_bytes().to_vec();
         for model in resource.processes {
             let id = model.bpmn_process_id.clone();
@@ -127,6 +153,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         }
     }
     forms::deploy_forms(p, deployment_key, &forms, &mut record)?;
+    decision_deployment::deploy(p, &mut record, deployment_key, decisions, resources)?;
     p.event(deployment_key, Intent::Created, record.clone())?;
     p.respond(deployment_key, Intent::Created, record);
     super::distribution::distribute(

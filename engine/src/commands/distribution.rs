@@ -190,6 +190,7 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
         }
     }
     super::forms::apply_distributed_forms(p, key, deployment)?;
+    super::decision_deployment::apply_distributed(p, deployment)?;
     p.event(key, Intent::Created, deployment.clone())
 }
 

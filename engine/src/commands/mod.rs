@@ -2,7 +2,11 @@
 //! can act on, changing nothing), then writes the command's record and the events that
 //! follow; the element behaviours in `behavior` do the rest in-line.
 
+mod decision_deployment;
+mod decision_evaluation;
 mod deployment;
+
+pub(crate) use decision_evaluation::EvaluationSite;
 mod distribution;
 mod forms;
 mod incidents;
@@ -45,6 +49,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::ExpireMessage { message_key } => messages::expire(p, *message_key),
         Command::ResolveIncident { incident_key } => incidents::resolve(p, *incident_key),
         Command::SetVariables(set) => variables::set(p, set),
+        Command::EvaluateDecision(evaluate) => decision_evaluation::evaluate(p, evaluate),
         Command::TriggerTimer { timer_key } => timers::trigger(p, *timer_key),
         Command::FromPartition(command) => distribution::from_partition(p, command),
         Command::AcknowledgeSend { target, sequence } => {
@@ -100,6 +105,8 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
                 processes_metadata: Vec::new(),
                 tenant_id: tenant(),
                 form_metadata: Vec::new(),
+                decisions_metadata: Vec::new(),
+                decision_requirements_metadata: Vec::new(),
             }
             .into(),
         ),
@@ -184,6 +191,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             c.user_task_key(),
             user_tasks::intent(c),
             user_tasks::unknown_user_task(c.user_task_key()).into(),
+        ),
+        Command::EvaluateDecision(_) => (
+            Key::NONE,
+            Intent::Evaluate,
+            decision_evaluation::placeholder().into(),
         ),
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
             Key::NONE,

@@ -275,6 +275,8 @@ pub enum ElementKind {
     ScriptTask(ScriptDefinition),
     /// A send task: a job for a worker (as in Zeebe).
     SendTask(JobDefinition),
+    /// A business rule task: a DMN decision the engine evaluates, or a job for a worker.
+    BusinessRuleTask(BusinessRuleDefinition),
     ReceiveTask(MessageDefinition),
     /// A user task: a Camunda user task (`zeebe:userTask`), or a job for a task-list
     /// worker (the job-worker user task).
@@ -322,6 +324,7 @@ impl ElementKind {
             ElementKind::ManualTask => "manualTask",
             ElementKind::ServiceTask(_) => "serviceTask",
             ElementKind::ScriptTask(_) => "scriptTask",
+            ElementKind::BusinessRuleTask(_) => "businessRuleTask",
             ElementKind::SendTask(_) => "sendTask",
             ElementKind::ReceiveTask(_) => "receiveTask",
             ElementKind::UserTask(_) => "userTask",
@@ -360,6 +363,7 @@ impl ElementKind {
             ElementKind::ServiceTask(job)
             | ElementKind::SendTask(job)
             | ElementKind::ScriptTask(ScriptDefinition::Job(job))
+            | ElementKind::BusinessRuleTask(BusinessRuleDefinition::Job(job))
             | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job))
             | ElementKind::EndEvent(EndEventKind::Message(job)) => Some(job),
             ElementKind::UserTask(task) => match task.as_ref() {
@@ -388,6 +392,7 @@ impl ElementKind {
             ElementKind::ManualTask => BpmnElementType::ManualTask,
             ElementKind::ServiceTask(_) => BpmnElementType::ServiceTask,
             ElementKind::ScriptTask(_) => BpmnElementType::ScriptTask,
+            ElementKind::BusinessRuleTask(_) => BpmnElementType::BusinessRuleTask,
             ElementKind::SendTask(_) => BpmnElementType::SendTask,
             ElementKind::ReceiveTask(_) => BpmnElementType::ReceiveTask,
             ElementKind::UserTask(_) => BpmnElementType::UserTask,
@@ -538,6 +543,20 @@ pub enum CalledBinding {
     Deployment,
     /// The latest version whose `zeebe:versionTag` is this tag.
     VersionTag(String),
+}
+
+/// How a business rule task runs.
+#[derive(Debug)]
+pub enum BusinessRuleDefinition {
+    /// `zeebe:calledDecision`: the engine evaluates the decision and its output becomes
+    /// `result_variable`.
+    Decision {
+        decision_id: ValueOrExpr<String>,
+        result_variable: String,
+        binding: CalledBinding,
+    },
+    /// `zeebe:taskDefinition`: a job for a worker, as a service task.
+    Job(JobDefinition),
 }
 
 /// How a script task runs.

@@ -46,7 +46,7 @@ pub struct DeployError {
 }
 
 impl DeployError {
-    pub(super) fn push(&mut self, problem: Problem) {
+    pub(crate) fn push(&mut self, problem: Problem) {
         if self.problems.len() < MAX_PROBLEMS {
             self.problems.push(problem);
         } else {
@@ -54,7 +54,7 @@ impl DeployError {
         }
     }
 
-    pub(super) fn absorb(&mut self, other: DeployError) {
+    pub(crate) fn absorb(&mut self, other: DeployError) {
         for problem in other.problems {
             self.push(problem);
         }

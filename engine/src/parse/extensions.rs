@@ -32,6 +32,7 @@ const IO_MAPPING_OWNERS: &[&str] = &[
     "manualTask",
     "serviceTask",
     "scriptTask",
+    "businessRuleTask",
     "sendTask",
     "receiveTask",
     "userTask",
@@ -48,8 +49,10 @@ const IO_MAPPING_OWNERS: &[&str] = &[
 pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
     let element = owner.element;
     let on = || format!("{} {element}", article(element));
-    let is_job =
-        matches!(element, "serviceTask" | "sendTask" | "scriptTask") || owner.message_throw;
+    let is_job = matches!(
+        element,
+        "serviceTask" | "sendTask" | "scriptTask" | "businessRuleTask"
+    ) || owner.message_throw;
     let not_yet = |what: &str| {
         Verdict::Rejected(format!(
             "zeebe:{name} is not supported: Rill does not run {what} yet; remove it"
@@ -71,8 +74,8 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
                 .to_owned(),
         ),
         "taskDefinition" | "taskHeaders" => Verdict::Rejected(format!(
-            "zeebe:{name} is not supported on {}; only service, send and script tasks and \
-             message throw and end events are jobs",
+            "zeebe:{name} is not supported on {}; only service, send, script and business \
+             rule tasks and message throw and end events are jobs",
             on()
         )),
         "script" if element == "scriptTask" => Verdict::Runs,
@@ -132,7 +135,11 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             "zeebe:calledElement belongs on a call activity, not on {}",
             on()
         )),
-        "calledDecision" => not_yet("business rule tasks (DMN decisions)"),
+        "calledDecision" if element == "businessRuleTask" => Verdict::Runs,
+        "calledDecision" => Verdict::Rejected(format!(
+            "zeebe:calledDecision belongs on a business rule task, not on {}",
+            on()
+        )),
         "loopCharacteristics" if element == "multiInstanceLoopCharacteristics" => Verdict::Runs,
         "loopCharacteristics" => Verdict::Rejected(format!(
             "zeebe:loopCharacteristics belongs inside the bpmn:multiInstanceLoopCharacteristics \

@@ -419,6 +419,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                     | ElementKind::ManualTask
                     | ElementKind::ServiceTask(_)
                     | ElementKind::ScriptTask(_)
+                    | ElementKind::BusinessRuleTask(_)
                     | ElementKind::SendTask(_)
                     | ElementKind::ReceiveTask(_)
                     | ElementKind::UserTask(_)

@@ -17,15 +17,15 @@ use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
-    CalledBinding, CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind,
-    EndEventKind, ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance,
-    ProcessModel, ScriptDefinition, SignalDefinition, ThrowEventDefinition, TimerDefinition,
-    TriggerDefinition, ValueOrExpr,
+    BusinessRuleDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element,
+    ElementIdx, ElementKind, EndEventKind, ExecutionListeners, JobDefinition, Mapping,
+    MessageDefinition, MultiInstance, ProcessModel, ScriptDefinition, SignalDefinition,
+    ThrowEventDefinition, TimerDefinition, TriggerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
-                         sendTask, receiveTask, userTask, exclusiveGateway, parallelGateway, \
+                         businessRuleTask, sendTask, receiveTask, userTask, exclusiveGateway, parallelGateway, \
                          inclusiveGateway, eventBasedGateway, intermediateCatchEvent, \
                          intermediateThrowEvent, boundaryEvent, subProcess, callActivity";
 
@@ -58,6 +58,7 @@ const MULTI_INSTANCE_HOSTS: &[&str] = &[
     "manualTask",
     "serviceTask",
     "scriptTask",
+    "businessRuleTask",
     "sendTask",
     "receiveTask",
     "userTask",
@@ -134,6 +135,7 @@ pub(super) struct Extensions<'a, 'input> {
     pub(super) io_mapping: Option<Node<'a, 'input>>,
     pub(super) script: Option<Node<'a, 'input>>,
     pub(super) called_element: Option<Node<'a, 'input>>,
+    pub(super) called_decision: Option<Node<'a, 'input>>,
     pub(super) execution_listeners: Option<Node<'a, 'input>>,
     pub(super) user_task: Option<Node<'a, 'input>>,
     pub(super) assignment: Option<Node<'a, 'input>>,
@@ -326,6 +328,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "manualTask"
                 | "serviceTask"
                 | "scriptTask"
+                | "businessRuleTask"
                 | "sendTask"
                 | "receiveTask"
                 | "userTask"
@@ -449,6 +452,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ElementKind::SendTask(self.job(id, node, &extensions, Some(missing)))
             }
             "scriptTask" => self.script_task(id, node, &extensions),
+            "businessRuleTask" => self.business_rule_task(id, node, &extensions),
             "receiveTask" => {
                 let message = self.message(id, node, node.attribute("messageRef"));
                 ElementKind::ReceiveTask(message)
@@ -787,6 +791,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 "script" => &mut found.script,
                 "ioMapping" => &mut found.io_mapping,
                 "calledElement" => &mut found.called_element,
+                "calledDecision" => &mut found.called_decision,
                 "executionListeners" => &mut found.execution_listeners,
                 "userTask" => &mut found.user_task,
                 "assignmentDefinition" => &mut found.assignment,
@@ -1274,6 +1279,130 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             }
         }
         job
+    }
+
+    /// A business rule task: `zeebe:calledDecision` (a DMN decision the engine evaluates
+    /// into a result variable) or `zeebe:taskDefinition` (a job), exactly one of them.
+    fn business_rule_task(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
+        let placeholder = || {
+            ElementKind::BusinessRuleTask(BusinessRuleDefinition::Job(JobDefinition {
+                job_type: ValueOrExpr::Static(String::new()),
+                retries: ValueOrExpr::Static(DEFAULT_RETRIES),
+                headers: Vec::new(),
+            }))
+        };
+        let called = match (extensions.called_decision, extensions.task_definition) {
+            (None, None) => {
+                self.problem(
+                    Some(id),
+                    node,
+                    "a business rule task needs zeebe:calledDecision (a DMN decision and a \
+                     result variable) or zeebe:taskDefinition (a job type for a worker)"
+                        .to_owned(),
+                );
+                return placeholder();
+            }
+            (Some(_), Some(definition)) => {
+                self.problem(
+                    Some(id),
+                    definition,
+                    "a business rule task has both zeebe:calledDecision and \
+                     zeebe:taskDefinition; keep one (a decision the engine evaluates, or a job \
+                     for a worker)"
+                        .to_owned(),
+                );
+                return placeholder();
+            }
+            (None, Some(_)) => {
+                let job = self.job(id, node, extensions, None);
+                return ElementKind::BusinessRuleTask(BusinessRuleDefinition::Job(job));
+            }
+            (Some(called), None) => called,
+        };
+        if let Some(headers) = extensions.task_headers {
+            self.problem(
+                Some(id),
+                headers,
+                "zeebe:taskHeaders only apply to a job; a business rule task with \
+                 zeebe:calledDecision has no job, remove the headers"
+                    .to_owned(),
+            );
+        }
+        let mut problems = Vec::new();
+        let decision_id = match called.attribute("decisionId").map(str::trim) {
+            None | Some("") => {
+                problems.push(
+                    "zeebe:calledDecision has no decisionId; set the id of the DMN decision to \
+                     evaluate"
+                        .to_owned(),
+                );
+                None
+            }
+            Some(raw) => match values::string_or_expr("called decision id", raw) {
+                Ok(decision_id) => Some(decision_id),
+                Err(message) => {
+                    problems.push(message);
+                    None
+                }
+            },
+        };
+        let result_variable = match called.attribute("resultVariable").map(str::trim) {
+            Some(name) if !name.is_empty() => Some(name.to_owned()),
+            _ => {
+                problems.push(
+                    "zeebe:calledDecision has no resultVariable; name the variable that \
+                     receives the decision's output"
+                        .to_owned(),
+                );
+                None
+            }
+        };
+        let version_tag = called
+            .attribute("versionTag")
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        let binding = match called.attribute("bindingType").map(str::trim) {
+            None | Some("latest") => Some(CalledBinding::Latest),
+            Some("deployment") => Some(CalledBinding::Deployment),
+            Some("versionTag") => match version_tag {
+                Some(tag) => Some(CalledBinding::VersionTag(tag.to_owned())),
+                None => {
+                    problems.push(
+                        "zeebe:calledDecision has bindingType versionTag but no versionTag; \
+                         set the version tag of the decision to evaluate"
+                            .to_owned(),
+                    );
+                    None
+                }
+            },
+            Some(other) => {
+                problems.push(format!(
+                    "zeebe:calledDecision has bindingType '{other}'; it must be latest, \
+                     deployment or versionTag"
+                ));
+                None
+            }
+        };
+        match (decision_id, result_variable, binding) {
+            (Some(decision_id), Some(result_variable), Some(binding)) if problems.is_empty() => {
+                ElementKind::BusinessRuleTask(BusinessRuleDefinition::Decision {
+                    decision_id,
+                    result_variable,
+                    binding,
+                })
+            }
+            _ => {
+                for message in problems {
+                    self.problem(Some(id), called, message);
+                }
+                placeholder()
+            }
+        }
     }
 
     /// A script task: `zeebe:script` (a FEEL expression the engine evaluates into a

@@ -17,6 +17,18 @@ pub(crate) mod table {
     /// (deployment key, process id) -> the definition key that deployment deployed
     /// (a new version, or the existing one for a duplicate).
     pub const DEPLOYMENT_PROCESS: u8 = 0x15;
+    /// Decision key -> DECISION record.
+    pub const DECISION: u8 = 0x16;
+    /// (decision id, version) -> decision key.
+    pub const DECISION_VERSION: u8 = 0x17;
+    /// Decision id -> (latest version, its key).
+    pub const DECISION_LATEST: u8 = 0x18;
+    /// Decision requirements key -> DECISION_REQUIREMENTS record (with the resource).
+    pub const DECISION_REQUIREMENTS: u8 = 0x19;
+    /// Decision requirements id -> (latest version, its key).
+    pub const DECISION_REQUIREMENTS_LATEST: u8 = 0x1A;
+    /// (deployment key, decision id) -> the decision key that deployment deployed.
+    pub const DEPLOYMENT_DECISION: u8 = 0x1B;
     pub const ELEMENT_INSTANCE: u8 = 0x20;
     pub const ELEMENT_CHILD: u8 = 0x21;
     pub const JOIN_TOKEN: u8 = 0x22;

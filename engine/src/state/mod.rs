@@ -13,7 +13,9 @@ mod types;
 use std::ops::ControlFlow;
 
 use rill_engine_api::{StateRead, StateTxn};
-use rill_protocol::value::{IncidentRecord, ProcessRecord, TimerRecord};
+use rill_protocol::value::{
+    DecisionRecord, DecisionRequirementsRecord, IncidentRecord, ProcessRecord, TimerRecord,
+};
 use rill_protocol::{Key, codec};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -229,6 +231,53 @@ impl<'a> Reader<'a> {
         key: impl AsKey,
     ) -> Result<Option<rill_protocol::value::DeploymentRecord>> {
         self.get(KeyBuf::new(table::DEPLOYMENT).key(key))
+    }
+
+    // --- decisions (DMN) ---
+
+    pub fn decision(&self, key: impl AsKey) -> Result<Option<DecisionRecord>> {
+        self.get(KeyBuf::new(table::DECISION).key(key))
+    }
+
+    pub fn decision_key_by_version(&self, decision_id: &str, version: i32) -> Result<Option<Key>> {
+        let key = self.get_i64(
+            KeyBuf::new(table::DECISION_VERSION)
+                .str(decision_id)
+                .i32(version),
+        )?;
+        Ok(key.map(Key))
+    }
+
+    /// The latest version of a decision id and its key.
+    pub fn latest_decision(&self, decision_id: &str) -> Result<Option<(i32, Key)>> {
+        self.get(KeyBuf::new(table::DECISION_LATEST).str(decision_id))
+    }
+
+    pub fn decision_requirements(
+        &self,
+        key: impl AsKey,
+    ) -> Result<Option<DecisionRequirementsRecord>> {
+        self.get(KeyBuf::new(table::DECISION_REQUIREMENTS).key(key))
+    }
+
+    /// The latest version of a decision requirements id and its key.
+    pub fn latest_decision_requirements(&self, id: &str) -> Result<Option<(i32, Key)>> {
+        self.get(KeyBuf::new(table::DECISION_REQUIREMENTS_LATEST).str(id))
+    }
+
+    /// The decision with this id that a deployment deployed, if any.
+    pub fn decision_in_deployment(
+        &self,
+        deployment_key: impl AsKey,
+        decision_id: &str,
+    ) -> Result<Option<Key>> {
+        Ok(self
+            .get_i64(
+                KeyBuf::new(table::DEPLOYMENT_DECISION)
+                    .key(deployment_key)
+                    .str(decision_id),
+            )?
+            .map(Key))
     }
 
     // --- outbox and inbox (commands between partitions) ---
@@ -826,6 +875,45 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
+    pub fn put_decision(&mut self, record: &DecisionRecord) -> Result<()> {
+        let key = record.decision_key;
+        self.put(KeyBuf::new(table::DECISION).key(key), record)?;
+        self.put_i64(
+            KeyBuf::new(table::DECISION_VERSION)
+                .str(&record.decision_id)
+                .i32(record.version),
+            key,
+        );
+        let newer = match self.read().latest_decision(&record.decision_id)? {
+            Some((version, _)) => record.version > version,
+            None => true,
+        };
+        if newer {
+            self.put(
+                KeyBuf::new(table::DECISION_LATEST).str(&record.decision_id),
+                &(record.version, key),
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn put_decision_requirements(&mut self, record: &DecisionRequirementsRecord) -> Result<()> {
+        let key = record.decision_requirements_key;
+        self.put(KeyBuf::new(table::DECISION_REQUIREMENTS).key(key), record)?;
+        let id = &record.decision_requirements_id;
+        let newer = match self.read().latest_decision_requirements(id)? {
+            Some((version, _)) => record.decision_requirements_version > version,
+            None => true,
+        };
+        if newer {
+            self.put(
+                KeyBuf::new(table::DECISION_REQUIREMENTS_LATEST).str(id),
+                &(record.decision_requirements_version, key),
+            )?;
+        }
+        Ok(())
+    }
+
     pub fn put_deployment(
         &mut self,
         key: impl AsKey,
@@ -848,6 +936,14 @@ impl<'a> Writer<'a> {
                     key.as_key().get(),
                 );
             }
+        }
+        for decision in &record.decisions_metadata {
+            self.put_i64(
+                KeyBuf::new(table::DEPLOYMENT_DECISION)
+                    .key(key)
+                    .str(&decision.decision_id),
+                decision.decision_key,
+            );
         }
         Ok(())
     }

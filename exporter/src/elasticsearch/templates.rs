@@ -134,6 +134,40 @@ fn job_properties() -> Value {
     ])
 }
 
+fn decision_properties() -> Value {
+    object(&[
+        ("decisionId", keyword()),
+        ("decisionName", text()),
+        ("version", long()),
+        ("decisionKey", long()),
+        ("decisionRequirementsId", keyword()),
+        ("decisionRequirementsKey", long()),
+        ("duplicate", boolean()),
+        ("tenantId", keyword()),
+        ("deploymentKey", long()),
+        ("versionTag", keyword()),
+    ])
+}
+
+/// A DECISION_REQUIREMENTS value; a deployment's metadata entries have no resource.
+fn decision_requirements_properties(with_resource: bool) -> Value {
+    let mut fields = vec![
+        ("decisionRequirementsId", keyword()),
+        ("decisionRequirementsName", text()),
+        ("decisionRequirementsVersion", long()),
+        ("decisionRequirementsKey", long()),
+        ("namespace", keyword()),
+        ("resourceName", text()),
+        ("checksum", not_indexed()),
+        ("duplicate", boolean()),
+        ("tenantId", keyword()),
+    ];
+    if with_resource {
+        fields.push(("resource", not_indexed()));
+    }
+    object(&fields)
+}
+
 /// The mapping of each value type's fields (the `value` object).
 fn value_properties(value_type: ValueType) -> Value {
     match value_type {
@@ -158,6 +192,70 @@ fn value_properties(value_type: ValueType) -> Value {
                     ("versionTag", keyword()),
                 ])}),
             ),
+            (
+                "decisionsMetadata",
+                json!({"properties": decision_properties()}),
+            ),
+            (
+                "decisionRequirementsMetadata",
+                json!({"properties": decision_requirements_properties(false)}),
+            ),
+            ("tenantId", keyword()),
+        ]),
+        ValueType::Decision => decision_properties(),
+        ValueType::DecisionRequirements => decision_requirements_properties(true),
+        ValueType::DecisionEvaluation => object(&[
+            ("decisionKey", long()),
+            ("decisionId", keyword()),
+            ("decisionName", text()),
+            ("decisionVersion", integer()),
+            ("decisionRequirementsId", keyword()),
+            ("decisionRequirementsKey", long()),
+            ("decisionOutput", not_indexed()),
+            ("variables", not_indexed()),
+            ("bpmnProcessId", keyword()),
+            ("processDefinitionKey", long()),
+            ("processInstanceKey", long()),
+            ("elementId", keyword()),
+            ("elementInstanceKey", long()),
+            (
+                "evaluatedDecisions",
+                json!({"properties": object(&[
+                    ("decisionId", keyword()),
+                    ("decisionEvaluationInstanceKey", keyword()),
+                    ("decisionName", text()),
+                    ("decisionKey", long()),
+                    ("decisionVersion", integer()),
+                    ("decisionType", keyword()),
+                    ("decisionOutput", not_indexed()),
+                    (
+                        "evaluatedInputs",
+                        json!({"properties": object(&[
+                            ("inputId", keyword()),
+                            ("inputName", text()),
+                            ("inputValue", not_indexed()),
+                        ])}),
+                    ),
+                    (
+                        "matchedRules",
+                        json!({"properties": object(&[
+                            ("ruleId", keyword()),
+                            ("ruleIndex", integer()),
+                            (
+                                "evaluatedOutputs",
+                                json!({"properties": object(&[
+                                    ("outputId", keyword()),
+                                    ("outputName", text()),
+                                    ("outputValue", not_indexed()),
+                                ])}),
+                            ),
+                        ])}),
+                    ),
+                    ("tenantId", keyword()),
+                ])}),
+            ),
+            ("evaluationFailureMessage", text()),
+            ("failedDecisionId", keyword()),
             ("tenantId", keyword()),
             (
                 "formMetadata",

@@ -73,6 +73,75 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
                 deployment_key: key(8),
                 version_tag: String::new(),
             }],
+            decisions_metadata: vec![decision()],
+            decision_requirements_metadata: vec![DecisionRequirementsMetadata {
+                decision_requirements_id: "dishes".into(),
+                decision_requirements_name: "Dishes".into(),
+                decision_requirements_version: 1,
+                decision_requirements_key: key(5),
+                namespace: "http://camunda.org/schema/1.0/dmn".into(),
+                resource_name: "dish.dmn".into(),
+                checksum: Blob(vec![4, 5]),
+                is_duplicate: false,
+                tenant_id: DEFAULT_TENANT.into(),
+            }],
+        }
+        .into(),
+        ValueType::Decision => decision().into(),
+        ValueType::DecisionRequirements => DecisionRequirementsRecord {
+            decision_requirements_id: "dishes".into(),
+            decision_requirements_name: "Dishes".into(),
+            decision_requirements_version: 1,
+            decision_requirements_key: key(5),
+            namespace: "http://camunda.org/schema/1.0/dmn".into(),
+            resource_name: "dish.dmn".into(),
+            checksum: Blob(vec![4, 5]),
+            resource: Blob(b"<definitions/>".to_vec()),
+            is_duplicate: false,
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::DecisionEvaluation => DecisionEvaluationRecord {
+            decision_key: key(6),
+            decision_id: "dish".into(),
+            decision_name: "Dish".into(),
+            decision_version: 1,
+            decision_requirements_id: "dishes".into(),
+            decision_requirements_key: key(5),
+            decision_output: "\"Stew\"".into(),
+            variables: JsonValue::empty_object(),
+            bpmn_process_id: "order".into(),
+            process_definition_key: key(1),
+            process_instance_key: key(2),
+            element_id: "decide".into(),
+            element_instance_key: key(3),
+            evaluated_decisions: vec![EvaluatedDecisionValue {
+                decision_id: "dish".into(),
+                decision_evaluation_instance_key: key(8).to_string(),
+                decision_name: "Dish".into(),
+                decision_key: key(6),
+                decision_version: 1,
+                decision_type: "DECISION_TABLE".into(),
+                decision_output: "\"Stew\"".into(),
+                evaluated_inputs: vec![EvaluatedInputValue {
+                    input_id: "season".into(),
+                    input_name: "Season".into(),
+                    input_value: "\"Winter\"".into(),
+                }],
+                matched_rules: vec![MatchedRuleValue {
+                    rule_id: "rule-1".into(),
+                    rule_index: 1,
+                    evaluated_outputs: vec![EvaluatedOutputValue {
+                        output_id: "dish".into(),
+                        output_name: "dish".into(),
+                        output_value: "\"Stew\"".into(),
+                    }],
+                }],
+                tenant_id: DEFAULT_TENANT.into(),
+            }],
+            evaluation_failure_message: String::new(),
+            failed_decision_id: String::new(),
+            tenant_id: DEFAULT_TENANT.into(),
         }
         .into(),
         ValueType::Process => ProcessRecord {
@@ -297,6 +366,21 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
     }
 }
 
+fn decision() -> DecisionRecord {
+    DecisionRecord {
+        decision_id: "dish".into(),
+        decision_name: "Dish".into(),
+        version: 1,
+        decision_key: key(6),
+        decision_requirements_id: "dishes".into(),
+        decision_requirements_key: key(5),
+        is_duplicate: false,
+        tenant_id: DEFAULT_TENANT.into(),
+        deployment_key: key(4),
+        version_tag: String::new(),
+    }
+}
+
 /// A plausible intent per value type, so documents look like real history.
 pub fn intent_of(value_type: ValueType) -> Intent {
     match value_type {
@@ -312,6 +396,7 @@ pub fn intent_of(value_type: ValueType) -> Intent {
         ValueType::CommandDistribution => Intent::Distributed,
         ValueType::Signal => Intent::Broadcasted,
         ValueType::Escalation => Intent::Escalated,
+        ValueType::DecisionEvaluation => Intent::Evaluated,
         _ => Intent::Created,
     }
 }

@@ -7,6 +7,7 @@ use rill_protocol::value::{DEFAULT_TENANT, FormMetadata, ProcessMetadata};
 use rill_protocol::{Blob, Command, PartitionId, RecordValue, Resource};
 use serde::Serialize;
 
+use super::decisions::{DeploymentDecision, DeploymentDecisionRequirements};
 use super::{SharedState, check_tenant, key_text, unexpected_answer};
 use crate::problem::Problem;
 
@@ -21,7 +22,7 @@ pub struct DeploymentResult {
     deployments: Vec<DeploymentMetadata>,
 }
 
-/// One deployed thing: a process definition or a form (the other is left out).
+/// One deployed thing: exactly one of the fields is present.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DeploymentMetadata {
@@ -29,6 +30,21 @@ struct DeploymentMetadata {
     process_definition: Option<DeploymentProcess>,
     #[serde(skip_serializing_if = "Option::is_none")]
     form: Option<DeploymentForm>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_definition: Option<DeploymentDecision>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_requirements: Option<DeploymentDecisionRequirements>,
+}
+
+impl DeploymentMetadata {
+    fn empty() -> DeploymentMetadata {
+        DeploymentMetadata {
+            process_definition: None,
+            form: None,
+            decision_definition: None,
+            decision_requirements: None,
+        }
+    }
 }
 
 /// Camunda's `DeploymentFormResult`.
@@ -127,7 +143,7 @@ pub async fn deploy(
     }
     if resources.is_empty() {
         return Err(Problem::invalid_argument(
-            "No resources provided; attach one or more BPMN or form files as multipart field 'resources'",
+            "No resources provided; attach one or more BPMN, DMN or form files as multipart field 'resources'",
         ));
     }
 
@@ -154,12 +170,30 @@ pub async fn deploy(
             .iter()
             .map(|process| DeploymentMetadata {
                 process_definition: Some(process.into()),
-                form: None,
+                ..DeploymentMetadata::empty()
             })
             .chain(record.form_metadata.iter().map(|form| DeploymentMetadata {
-                process_definition: None,
                 form: Some(form.into()),
+                ..DeploymentMetadata::empty()
             }))
+            .chain(
+                record
+                    .decisions_metadata
+                    .iter()
+                    .map(|decision| DeploymentMetadata {
+                        decision_definition: Some(decision.into()),
+                        ..DeploymentMetadata::empty()
+                    }),
+            )
+            .chain(
+                record
+                    .decision_requirements_metadata
+                    .iter()
+                    .map(|drg| DeploymentMetadata {
+                        decision_requirements: Some(drg.into()),
+                        ..DeploymentMetadata::empty()
+                    }),
+            )
             .collect(),
     }))
 }

@@ -5,6 +5,9 @@
 //! gRPC API shares with it (create, the job long poll) is `pub(crate)` in its module.
 
 mod cluster;
+mod decision_definitions;
+mod decision_instances;
+mod decisions;
 pub(crate) mod deployments;
 mod element_instances;
 #[cfg(test)]
@@ -69,6 +72,42 @@ pub type SharedState = Arc<AppState>;
 pub fn routes() -> Router<SharedState> {
     Router::new()
         .route("/v2/deployments", post(deployments::deploy))
+        .route(
+            "/v2/decision-definitions/evaluation",
+            post(decisions::evaluate),
+        )
+        .route(
+            "/v2/decision-definitions/search",
+            post(decision_definitions::search_definitions),
+        )
+        .route(
+            "/v2/decision-definitions/{decisionDefinitionKey}",
+            get(decision_definitions::get_definition),
+        )
+        .route(
+            "/v2/decision-definitions/{decisionDefinitionKey}/xml",
+            get(decision_definitions::definition_xml),
+        )
+        .route(
+            "/v2/decision-instances/search",
+            post(decision_instances::search),
+        )
+        .route(
+            "/v2/decision-instances/{decisionEvaluationInstanceKey}",
+            get(decision_instances::get),
+        )
+        .route(
+            "/v2/decision-requirements/search",
+            post(decision_definitions::search_requirements),
+        )
+        .route(
+            "/v2/decision-requirements/{decisionRequirementsKey}",
+            get(decision_definitions::get_requirements),
+        )
+        .route(
+            "/v2/decision-requirements/{decisionRequirementsKey}/xml",
+            get(decision_definitions::requirements_xml),
+        )
         .route("/v2/process-instances", post(process_instances::create))
         .route(
             "/v2/process-instances/search",

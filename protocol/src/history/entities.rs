@@ -241,6 +241,8 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::CalledElementError => "CALLED_ELEMENT_ERROR",
         IncidentErrorType::ExecutionListenerNoRetries => "EXECUTION_LISTENER_NO_RETRIES",
         IncidentErrorType::FormNotFound => "FORM_NOT_FOUND",
+        IncidentErrorType::DecisionEvaluationError => "DECISION_EVALUATION_ERROR",
+        IncidentErrorType::CalledDecisionError => "CALLED_DECISION_ERROR",
     }
 }
 
@@ -541,6 +543,185 @@ impl Historic for HistoricProcessDefinition {
             // Rill has no forms.
             F::HasStartForm => Some(FieldValue::Bool(false)),
             F::IsLatestVersion => Some(FieldValue::Bool(self.latest)),
+        }
+    }
+}
+
+fields! {
+    /// The fields of a decision definition that searches filter and sort by.
+    DecisionDefinitionField {
+        DecisionDefinitionKey = "decisionDefinitionKey",
+        DecisionDefinitionId = "decisionDefinitionId",
+        Name = "name",
+        Version = "version",
+        DecisionRequirementsId = "decisionRequirementsId",
+        DecisionRequirementsKey = "decisionRequirementsKey",
+        TenantId = "tenantId",
+    }
+}
+
+/// A deployed DMN decision as the history store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricDecisionDefinition {
+    pub key: Key,
+    pub decision_id: String,
+    pub name: String,
+    pub version: i32,
+    pub decision_requirements_id: String,
+    pub decision_requirements_key: Key,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricDecisionDefinition {
+    type Field = DecisionDefinitionField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: DecisionDefinitionField) -> Option<FieldValue> {
+        use DecisionDefinitionField as F;
+        match field {
+            F::DecisionDefinitionKey => int(self.key.get()),
+            F::DecisionDefinitionId => text(&self.decision_id),
+            F::Name => text(&self.name),
+            F::Version => int(i64::from(self.version)),
+            F::DecisionRequirementsId => text(&self.decision_requirements_id),
+            F::DecisionRequirementsKey => int(self.decision_requirements_key.get()),
+            F::TenantId => text(&self.tenant_id),
+        }
+    }
+}
+
+fields! {
+    /// The fields of a decision requirements graph that searches filter and sort by.
+    DecisionRequirementsField {
+        DecisionRequirementsKey = "decisionRequirementsKey",
+        DecisionRequirementsId = "decisionRequirementsId",
+        DecisionRequirementsName = "decisionRequirementsName",
+        Version = "version",
+        ResourceName = "resourceName",
+        TenantId = "tenantId",
+    }
+}
+
+/// A deployed DMN resource (its decision requirements graph); its XML is kept apart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricDecisionRequirements {
+    pub key: Key,
+    pub decision_requirements_id: String,
+    pub name: String,
+    pub version: i32,
+    pub resource_name: String,
+    pub tenant_id: String,
+}
+
+impl Historic for HistoricDecisionRequirements {
+    type Field = DecisionRequirementsField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: DecisionRequirementsField) -> Option<FieldValue> {
+        use DecisionRequirementsField as F;
+        match field {
+            F::DecisionRequirementsKey => int(self.key.get()),
+            F::DecisionRequirementsId => text(&self.decision_requirements_id),
+            F::DecisionRequirementsName => text(&self.name),
+            F::Version => int(i64::from(self.version)),
+            F::ResourceName => text(&self.resource_name),
+            F::TenantId => text(&self.tenant_id),
+        }
+    }
+}
+
+fields! {
+    /// The fields of a decision instance that searches filter and sort by.
+    DecisionInstanceField {
+        DecisionEvaluationInstanceKey = "decisionEvaluationInstanceKey",
+        State = "state",
+        EvaluationDate = "evaluationDate",
+        EvaluationFailure = "evaluationFailure",
+        DecisionDefinitionId = "decisionDefinitionId",
+        DecisionDefinitionName = "decisionDefinitionName",
+        DecisionDefinitionVersion = "decisionDefinitionVersion",
+        DecisionDefinitionType = "decisionDefinitionType",
+        TenantId = "tenantId",
+        DecisionEvaluationKey = "decisionEvaluationKey",
+        ProcessDefinitionKey = "processDefinitionKey",
+        ProcessInstanceKey = "processInstanceKey",
+        DecisionDefinitionKey = "decisionDefinitionKey",
+        ElementInstanceKey = "elementInstanceKey",
+        RootDecisionDefinitionKey = "rootDecisionDefinitionKey",
+    }
+}
+
+/// One decision evaluated within a DECISION_EVALUATION (Camunda's decision instance).
+/// Keys without a value (no process instance) are -1. Inputs are (id, name, value as
+/// JSON text); matched rules (id, index, outputs as (id, name, value as JSON text)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricDecisionInstance {
+    pub key: Key,
+    /// `EVALUATED` or `FAILED`.
+    pub state: String,
+    pub evaluation_date: Timestamp,
+    pub evaluation_failure: String,
+    pub decision_id: String,
+    pub decision_name: String,
+    pub decision_version: i32,
+    /// `DECISION_TABLE` or `LITERAL_EXPRESSION`.
+    pub decision_type: String,
+    /// The output as JSON text.
+    pub result: String,
+    pub tenant_id: String,
+    pub evaluation_key: Key,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
+    pub decision_key: i64,
+    pub element_instance_key: i64,
+    pub root_decision_key: i64,
+    pub evaluated_inputs: Vec<NamedValue>,
+    pub matched_rules: Vec<(String, i32, Vec<NamedValue>)>,
+}
+
+/// An input or output of a decision instance: (id, name, value as JSON text).
+pub type NamedValue = (String, String, String);
+
+impl HistoricDecisionInstance {
+    pub const STATES: &'static [&'static str] = &["EVALUATED", "FAILED"];
+    pub const TYPES: &'static [&'static str] = &["DECISION_TABLE", "LITERAL_EXPRESSION"];
+}
+
+fn known_key(key: i64) -> Option<FieldValue> {
+    if key < 0 { None } else { int(key) }
+}
+
+impl Historic for HistoricDecisionInstance {
+    type Field = DecisionInstanceField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: DecisionInstanceField) -> Option<FieldValue> {
+        use DecisionInstanceField as F;
+        match field {
+            F::DecisionEvaluationInstanceKey => int(self.key.get()),
+            F::State => text(&self.state),
+            F::EvaluationDate => int(self.evaluation_date.millis()),
+            F::EvaluationFailure => text(&self.evaluation_failure),
+            F::DecisionDefinitionId => text(&self.decision_id),
+            F::DecisionDefinitionName => text(&self.decision_name),
+            F::DecisionDefinitionVersion => int(i64::from(self.decision_version)),
+            F::DecisionDefinitionType => text(&self.decision_type),
+            F::TenantId => text(&self.tenant_id),
+            F::DecisionEvaluationKey => int(self.evaluation_key.get()),
+            F::ProcessDefinitionKey => known_key(self.process_definition_key),
+            F::ProcessInstanceKey => known_key(self.process_instance_key),
+            F::DecisionDefinitionKey => known_key(self.decision_key),
+            F::ElementInstanceKey => known_key(self.element_instance_key),
+            F::RootDecisionDefinitionKey => known_key(self.root_decision_key),
         }
     }
 }
@@ -860,6 +1041,23 @@ pub enum HistoryQuery {
     Form {
         key: Key,
     },
+    SearchDecisionDefinitions(Search<DecisionDefinitionField>),
+    DecisionDefinition {
+        key: Key,
+    },
+    SearchDecisionRequirements(Search<DecisionRequirementsField>),
+    DecisionRequirements {
+        key: Key,
+    },
+    /// The DMN resource of a decision requirements graph (`key`), or of the graph a
+    /// decision (`key`) belongs to.
+    DecisionXml {
+        key: Key,
+    },
+    SearchDecisionInstances(Search<DecisionInstanceField>),
+    DecisionInstance {
+        key: Key,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -881,4 +1079,12 @@ pub enum HistoryResult {
     UserTasks(Page<HistoricUserTask>),
     UserTask(Option<HistoricUserTask>),
     Form(Option<HistoricForm>),
+    DecisionDefinitions(Page<HistoricDecisionDefinition>),
+    DecisionDefinition(Option<HistoricDecisionDefinition>),
+    DecisionRequirementsPage(Page<HistoricDecisionRequirements>),
+    DecisionRequirements(Option<HistoricDecisionRequirements>),
+    /// The DMN resource as deployed.
+    DecisionXml(Option<String>),
+    DecisionInstances(Page<HistoricDecisionInstance>),
+    DecisionInstance(Option<HistoricDecisionInstance>),
 }

@@ -17,6 +17,7 @@
 //! before the step emits anything.
 
 mod boundary_event;
+mod business_rule_task;
 mod call_activity;
 mod end_event;
 mod event_based_gateway;
@@ -105,6 +106,7 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::Task | ElementKind::ManualTask => &task::Task,
         ElementKind::ServiceTask(_) | ElementKind::SendTask(_) => &service_task::ServiceTask,
         ElementKind::ScriptTask(_) => &script_task::ScriptTask,
+        ElementKind::BusinessRuleTask(_) => &business_rule_task::BusinessRuleTask,
         ElementKind::ReceiveTask(_) => &receive_task::ReceiveTask,
         ElementKind::UserTask(_) => &user_task::UserTask,
         ElementKind::CallActivity(_) => &call_activity::CallActivity,
