@@ -6,11 +6,15 @@
 
 use std::fmt::Write;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rill_engine::dmn::{DecisionRequirements, evaluate_decision, parse_dmn};
 use rill_feel::Environment;
 use serde_json::{Map, Value, json};
+
+#[path = "../micro.rs"]
+mod micro;
+use micro::rate;
 
 const NOW: i64 = 1_796_032_800_000;
 const RULES: usize = 20;
@@ -100,37 +104,6 @@ fn inputs() -> Vec<Map<String, Value>> {
         .unwrap_or_default()
     })
     .collect()
-}
-
-/// CPU time this thread has used (Linux `/proc/thread-self/stat`, user + system, in
-/// clock ticks of 10 ms), if available.
-fn thread_cpu_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
-    let user: f64 = fields.get(11)?.parse().ok()?;
-    let system: f64 = fields.get(12)?.parse().ok()?;
-    Some((user + system) / 100.0)
-}
-
-fn rate(budget: Duration, mut f: impl FnMut()) -> (f64, Option<f64>) {
-    for _ in 0..1_000 {
-        f();
-    }
-    let start = Instant::now();
-    let cpu_start = thread_cpu_seconds();
-    let mut calls = 0u64;
-    while start.elapsed() < budget {
-        for _ in 0..1_000 {
-            f();
-        }
-        calls += 1_000;
-    }
-    let wall = calls as f64 / start.elapsed().as_secs_f64();
-    let cpu = match (cpu_start, thread_cpu_seconds()) {
-        (Some(before), Some(after)) if after > before => Some(calls as f64 / (after - before)),
-        _ => None,
-    };
-    (wall, cpu)
 }
 
 fn main() {
