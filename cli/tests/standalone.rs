@@ -280,7 +280,7 @@ fn bad_input_gets_a_clear_problem_and_the_server_keeps_serving() {
   <bpmn:process id="bad" isExecutable="true">
     <bpmn:startEvent id="Start"><bpmn:outgoing>F1</bpmn:outgoing></bpmn:startEvent>
     <bpmn:serviceTask id="NoType"><bpmn:incoming>F1</bpmn:incoming></bpmn:serviceTask>
-    <bpmn:userTask id="Human" />
+    <bpmn:complexGateway id="Complex" />
     <bpmn:sequenceFlow id="F1" sourceRef="Start" targetRef="NoType" />
     <bpmn:sequenceFlow id="F2" sourceRef="NoType" targetRef="Nowhere" />
   </bpmn:process>
@@ -290,7 +290,7 @@ fn bad_input_gets_a_clear_problem_and_the_server_keeps_serving() {
         let (s, b) = api.deploy(&[&bad]).await.unwrap();
         assert_eq!(s, 400, "{b}");
         let detail = b["detail"].as_str().unwrap_or_default();
-        for fragment in ["NoType", "Human", "Nowhere"] {
+        for fragment in ["NoType", "Complex", "Nowhere"] {
             assert!(detail.contains(fragment), "{detail} should name {fragment}");
         }
         let (s, b) = api
