@@ -17,7 +17,10 @@ use tokio::sync::Mutex;
 /// A port nobody listens on right now, below the kernel's ephemeral range (32768 and up
 /// on Linux): a port taken from that range and released can be handed to any process's
 /// next outgoing connection before the broker meant to listen on it starts. Each test
-/// process starts at its own place in the range, so parallel tests rarely meet.
+/// process starts at its own place in the range, so parallel tests rarely meet. Rill's
+/// own default ports (26500–26502, and the README's three brokers up to 26522) are never
+/// handed out: a process that keeps a default would refuse the same port for another
+/// setting.
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     const FIRST: u32 = 20_000;
@@ -32,6 +35,9 @@ pub fn free_port() -> u16 {
     }
     for _ in 0..COUNT {
         let port = (FIRST + NEXT.fetch_add(1, Ordering::Relaxed) % COUNT) as u16;
+        if (26_500..=26_522).contains(&port) {
+            continue;
+        }
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
