@@ -794,20 +794,7 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
         }
         for catch in hosted {
             if let Some(name) = static_signal_name(&b.elements[catch.0 as usize].kind) {
-                if let Some((first, _)) = signals.iter().find(|(_, n)| *n == name) {
-                    let first = b.elements[first.0 as usize].id.clone();
-                    let catch_id = b.elements[catch.0 as usize].id.clone();
-                    b.problem(
-                        Some(&catch_id),
-                        b.nodes[catch.0 as usize],
-                        format!(
-                            "'{first}' already waits for the signal '{name}' in the same \
-                             scope; each signal can be awaited once per element"
-                        ),
-                    );
-                } else {
-                    signals.push((catch, name));
-                }
+                check_name_unique(b, &mut signals, catch, name, "signal");
             }
             let (message, error, escalation) = match &b.elements[catch.0 as usize].kind {
                 ElementKind::BoundaryEvent { definition, .. } => {
@@ -831,20 +818,7 @@ fn check_hosted_triggers(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
                 _ => None,
             };
             if let Some(name) = message {
-                if let Some((first, _)) = messages.iter().find(|(_, n)| *n == name) {
-                    let first = b.elements[first.0 as usize].id.clone();
-                    let catch_id = b.elements[catch.0 as usize].id.clone();
-                    b.problem(
-                        Some(&catch_id),
-                        b.nodes[catch.0 as usize],
-                        format!(
-                            "'{first}' already waits for the message '{name}' in the same \
-                             scope; each message can be awaited once per element"
-                        ),
-                    );
-                } else {
-                    messages.push((catch, name));
-                }
+                check_name_unique(b, &mut messages, catch, name, "message");
             }
             if let Some(code) = error {
                 check_code_unique(b, &mut errors, catch, code, "error");
@@ -878,6 +852,31 @@ fn static_signal_name(kind: &ElementKind) -> Option<String> {
 
 /// A scope catches each error or escalation code (and "any") once: `seen` holds the
 /// catch events met so far with their codes.
+/// Records that `catch` waits for the `what` (message, signal) named `name`, or reports
+/// the element that already waits for it in the same scope.
+fn check_name_unique(
+    b: &mut Builder<'_, '_, '_>,
+    seen: &mut Vec<(ElementIdx, String)>,
+    catch: ElementIdx,
+    name: String,
+    what: &str,
+) {
+    let Some((first, _)) = seen.iter().find(|(_, n)| *n == name) else {
+        seen.push((catch, name));
+        return;
+    };
+    let first = b.elements[first.0 as usize].id.clone();
+    let catch_id = b.elements[catch.0 as usize].id.clone();
+    b.problem(
+        Some(&catch_id),
+        b.nodes[catch.0 as usize],
+        format!(
+            "'{first}' already waits for the {what} '{name}' in the same scope; each {what} \
+             can be awaited once per element"
+        ),
+    );
+}
+
 fn check_code_unique(
     b: &mut Builder<'_, '_, '_>,
     seen: &mut Vec<(ElementIdx, Option<String>)>,
