@@ -46,7 +46,7 @@ async fn topology(node: &RillProcess) -> Value {
 }
 
 fn rill_cluster(node: &RillProcess, args: &[&str]) -> (bool, String, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rill"))
+    let output = std::process::Command::new(support::rill_binary())
         .arg("cluster")
         .args(args)
         .args(["--management", &node.monitoring()])

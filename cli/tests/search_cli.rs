@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use support::{Api, Standalone, examples};
 
 fn rill(address: &str, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_rill"))
+    std::process::Command::new(support::rill_binary())
         .arg("--address")
         .arg(address)
         .args(args)

@@ -417,7 +417,7 @@ fn config_validate_reports_every_problem() {
         "[cluster]\nreplication-factor = 3\nnode-id = 5\n[threads]\ncpu-thread-count = 0\n",
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rill"))
+    let output = std::process::Command::new(support::rill_binary())
         .args(["config", "validate"])
         .arg(&bad)
         .output()
@@ -433,7 +433,7 @@ fn config_validate_reports_every_problem() {
     }
     let good = dir.path().join("good.toml");
     std::fs::write(&good, "[cluster]\npartitions-count = 4\n").unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rill"))
+    let output = std::process::Command::new(support::rill_binary())
         .args(["config", "validate"])
         .arg(&good)
         .output()

@@ -138,7 +138,7 @@ impl RillProcess {
             .append(true)
             .open(&self.log)
             .expect("open the log file");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_rill"));
+        let mut command = Command::new(rill_binary());
         command
             .arg(self.role)
             .arg("--data-dir")
@@ -803,4 +803,12 @@ pub async fn deploy(api: &Api, files: &[&str]) {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The `rill` binary the tests run: `RILL_TEST_BIN` when set (worktrees sharing one target
+/// directory each point it at a copy of their own build), else the one Cargo built.
+pub fn rill_binary() -> std::path::PathBuf {
+    std::env::var_os("RILL_TEST_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rill").into())
 }
