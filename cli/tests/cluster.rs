@@ -454,3 +454,50 @@ fn a_broker_whose_peers_are_not_up_says_so_and_the_cluster_forms_when_they_come(
         }
     });
 }
+
+/// A deployment reaches every partition even when the leader of one of them is killed
+/// right after the deploy was answered: instances then start on every partition.
+#[test]
+fn a_deployment_reaches_a_partition_whose_leader_dies_right_after_the_deploy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let mut brokers = Brokers::start(dir.path(), 3, 3, 3, &[]);
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        // The broker to kill leads partition 2 or 3, and the deploy goes through another.
+        let mut victim = None;
+        for partition in [2, 3] {
+            if let Some(leader) = brokers
+                .wait_leader(partition, Duration::from_secs(30))
+                .await
+            {
+                victim = Some(leader as usize);
+                break;
+            }
+        }
+        let victim = victim.expect("a leader of partition 2 or 3");
+        let via = (victim + 1) % 3;
+        deploy(&brokers.api(via), &["two-rest-calls.bpmn"]).await;
+        brokers.nodes[victim].kill9();
+
+        let api = brokers.api(via);
+        let mut seen = std::collections::BTreeSet::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while seen.len() < 3 {
+            assert!(
+                Instant::now() < deadline,
+                "instances started only on partitions {seen:?}\n{}",
+                brokers.logs()
+            );
+            let body = json!({"processDefinitionId": "two-rest-calls"});
+            if let Ok((200, created)) = api.post("/v2/process-instances", body).await {
+                let key: i64 = created["processInstanceKey"]
+                    .as_str()
+                    .and_then(|k| k.parse().ok())
+                    .expect("a key");
+                seen.insert(rill_protocol::Key(key).partition().get());
+            } else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    });
+}
