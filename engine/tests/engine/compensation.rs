@@ -459,3 +459,78 @@ fn cancelling_before_any_throw_deletes_the_subscriptions_of_a_running_subprocess
     );
     rule.assert_replay_matches();
 }
+
+/// `X` before the subprocess; inside it `A`, a throw event, `B`, then a wait; a timer on
+/// the subprocess interrupts it.
+const INSIDE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D" targetNamespace="x">
+  <bpmn:process id="compensation-inside" isExecutable="true">
+    <bpmn:startEvent id="Start"><bpmn:outgoing>F1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:task id="X"><bpmn:incoming>F1</bpmn:incoming><bpmn:outgoing>F2</bpmn:outgoing></bpmn:task>
+    <bpmn:boundaryEvent id="XDone" attachedToRef="X"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>
+    <bpmn:serviceTask id="UndoX" isForCompensation="true"><bpmn:extensionElements><zeebe:taskDefinition type="undo-x" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:association id="AsX" sourceRef="XDone" targetRef="UndoX" />
+    <bpmn:subProcess id="Sub"><bpmn:incoming>F2</bpmn:incoming><bpmn:outgoing>F3</bpmn:outgoing>
+      <bpmn:startEvent id="SubStart"><bpmn:outgoing>S1</bpmn:outgoing></bpmn:startEvent>
+      <bpmn:task id="A"><bpmn:incoming>S1</bpmn:incoming><bpmn:outgoing>S2</bpmn:outgoing></bpmn:task>
+      <bpmn:boundaryEvent id="ADone" attachedToRef="A"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>
+      <bpmn:serviceTask id="UndoA" isForCompensation="true"><bpmn:extensionElements><zeebe:taskDefinition type="undo-a" /></bpmn:extensionElements></bpmn:serviceTask>
+      <bpmn:association id="AsA" sourceRef="ADone" targetRef="UndoA" />
+      <bpmn:intermediateThrowEvent id="UndoInside"><bpmn:incoming>S2</bpmn:incoming><bpmn:outgoing>S3</bpmn:outgoing><bpmn:compensateEventDefinition /></bpmn:intermediateThrowEvent>
+      <bpmn:task id="B"><bpmn:incoming>S3</bpmn:incoming><bpmn:outgoing>S4</bpmn:outgoing></bpmn:task>
+      <bpmn:boundaryEvent id="BDone" attachedToRef="B"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>
+      <bpmn:task id="UndoB" isForCompensation="true" />
+      <bpmn:association id="AsB" sourceRef="BDone" targetRef="UndoB" />
+      <bpmn:serviceTask id="Wait"><bpmn:extensionElements><zeebe:taskDefinition type="wait" /></bpmn:extensionElements><bpmn:incoming>S4</bpmn:incoming></bpmn:serviceTask>
+      <bpmn:sequenceFlow id="S1" sourceRef="SubStart" targetRef="A" />
+      <bpmn:sequenceFlow id="S2" sourceRef="A" targetRef="UndoInside" />
+      <bpmn:sequenceFlow id="S3" sourceRef="UndoInside" targetRef="B" />
+      <bpmn:sequenceFlow id="S4" sourceRef="B" targetRef="Wait" />
+    </bpmn:subProcess>
+    <bpmn:boundaryEvent id="TooSlow" attachedToRef="Sub"><bpmn:outgoing>F4</bpmn:outgoing><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+    <bpmn:endEvent id="Done"><bpmn:incoming>F3</bpmn:incoming></bpmn:endEvent>
+    <bpmn:endEvent id="GaveUp"><bpmn:incoming>F4</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="F1" sourceRef="Start" targetRef="X" />
+    <bpmn:sequenceFlow id="F2" sourceRef="X" targetRef="Sub" />
+    <bpmn:sequenceFlow id="F3" sourceRef="Sub" targetRef="Done" />
+    <bpmn:sequenceFlow id="F4" sourceRef="TooSlow" targetRef="GaveUp" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+#[test]
+fn a_throw_event_in_a_subprocess_stays_inside_and_an_interrupted_subprocess_drops_its_own() {
+    let mut rule = EngineRule::new();
+    let deployed = rule.deploy_xml(INSIDE);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let instance = rule.create("compensation-inside", json!({}));
+    // Only A, inside the subprocess, is compensated; X outside is not.
+    assert_eq!(
+        subscription_steps(&rule),
+        steps(&[
+            (Intent::Created, "X"),
+            (Intent::Created, "A"),
+            (Intent::Triggered, "A"),
+        ])
+    );
+    assert!(rule.activate("undo-x", 10).is_empty());
+    complete_job(&mut rule, "undo-a");
+    assert_eq!(count(&rule, "UndoInside", Intent::ElementCompleted), 1);
+    assert_eq!(count(&rule, "B", Intent::ElementCompleted), 1);
+    // The timer interrupts the subprocess: B's subscription goes with it, X's stays
+    // until the instance ends.
+    rule.advance(60_000);
+    rule.fire_due();
+    assert_eq!(count(&rule, "Sub", Intent::ElementTerminated), 1);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(
+        subscription_steps(&rule)[3..],
+        steps(&[
+            (Intent::Completed, "A"),
+            (Intent::Created, "B"),
+            (Intent::Deleted, "B"),
+            (Intent::Deleted, "X"),
+        ])
+    );
+    assert_eq!(count(&rule, "UndoB", Intent::ElementActivating), 0);
+    rule.assert_replay_matches();
+}
