@@ -1,6 +1,7 @@
 //! Cluster tests against real `rill broker` processes on loopback: a broker catching up
 //! from a snapshot, a network cut, a rolling restart, messages correlating across
-//! partitions, and a signal caught on every partition. Every test checks that every acknowledged instance finishes. Then the
+//! partitions, a signal caught on every partition, message start events and call
+//! activities. Every test checks that every acknowledged instance finishes. Then the
 //! start of a broker: two brokers with one node id, ports in use, peers that are not up
 //! yet. Leader kills are in `failover.rs`.
 
@@ -305,6 +306,166 @@ fn a_signal_is_caught_on_every_partition_of_a_cluster() {
             }
         }
         api.wait_completed(&instances, Duration::from_secs(60), || brokers.logs())
+            .await;
+    });
+}
+
+/// Activates and completes every job of a type it can get through `api`; returns the
+/// jobs.
+async fn work_jobs(api: &Api, job_type: &str, wait_ms: u64) -> Vec<serde_json::Value> {
+    let request = json!({"type": job_type, "timeout": 30000,
+        "maxJobsToActivate": 32, "requestTimeout": wait_ms});
+    let (s, b) = api.post("/v2/jobs/activation", request).await.unwrap();
+    assert_eq!(s, 200, "activate {job_type}: {b}");
+    let jobs = b["jobs"].as_array().cloned().unwrap_or_default();
+    for job in &jobs {
+        let key = job["jobKey"].as_str().unwrap();
+        let (s, b) = api
+            .post(&format!("/v2/jobs/{key}/completion"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(s, 204, "complete {job_type}: {b}");
+    }
+    jobs
+}
+
+fn partition_of(key: &str) -> u64 {
+    key.parse::<u64>().unwrap() >> 51
+}
+
+/// Message start events in a 3-broker cluster: a message published through any broker
+/// starts an instance on its correlation key's partition (the partitions that received
+/// the deployment by distribution have the subscription too), at most one active
+/// instance per correlation key (a second message waits until the first instance
+/// ends). Call activities: parents created through another broker call their child,
+/// which is created on the parent's partition (as in Zeebe) and hands back to it.
+#[test]
+fn message_start_events_and_call_activities_in_a_cluster() {
+    const KEYS: usize = 9;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/fixtures/elements");
+    runtime().block_on(async {
+        let mut brokers = Brokers::start(dir.path(), 3, 3, 1, &[]);
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        let api = brokers.api(0);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let models = [
+                fixtures.join("message-start-event.bpmn"),
+                fixtures.join("call-activity-child.bpmn"),
+                fixtures.join("call-activity.bpmn"),
+            ];
+            let paths: Vec<&std::path::Path> = models.iter().map(|m| m.as_path()).collect();
+            match api.deploy(&paths).await {
+                Ok((200, _)) => break,
+                other => assert!(Instant::now() < deadline, "deploy failed: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+
+        // Published through another broker; "o-0" twice.
+        let publisher = brokers.api(1);
+        for n in (0..KEYS).chain([0]) {
+            let body = json!({"name": "order-placed", "correlationKey": format!("o-{n}"),
+                "timeToLive": 60000, "variables": {"n": n}});
+            let (s, b) = publisher
+                .post("/v2/messages/publication", body)
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "publish: {b}");
+        }
+        let mut started: Vec<(String, i64)> = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while started.len() < KEYS {
+            assert!(
+                Instant::now() < deadline,
+                "only {} instances started\n{}",
+                started.len(),
+                brokers.logs()
+            );
+            let batch = work_jobs(&api, "check", 500).await;
+            // Both "o-0" instances are never active at once.
+            let zeros = batch.iter().filter(|j| j["variables"]["n"] == 0).count();
+            assert!(zeros <= 1, "{batch:?}");
+            for job in batch {
+                started.push((
+                    job["processInstanceKey"].as_str().unwrap().to_owned(),
+                    job["variables"]["n"].as_i64().unwrap(),
+                ));
+            }
+        }
+        let partitions: std::collections::BTreeSet<u64> =
+            started.iter().map(|(k, _)| partition_of(k)).collect();
+        assert!(
+            partitions.len() >= 2,
+            "instances on one partition: {started:?}"
+        );
+        // The second "o-0" starts an instance once the first one ended.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while started.len() < KEYS + 1 {
+            assert!(Instant::now() < deadline, "the second o-0 never started");
+            let batch = work_jobs(&api, "check", 500).await;
+            // Both "o-0" instances are never active at once.
+            let zeros = batch.iter().filter(|j| j["variables"]["n"] == 0).count();
+            assert!(zeros <= 1, "{batch:?}");
+            for job in batch {
+                started.push((
+                    job["processInstanceKey"].as_str().unwrap().to_owned(),
+                    job["variables"]["n"].as_i64().unwrap(),
+                ));
+            }
+        }
+        let mut numbers: Vec<i64> = started.iter().map(|(_, n)| *n).collect();
+        numbers.sort();
+        let mut expected: Vec<i64> = (0..KEYS as i64).collect();
+        expected.insert(0, 0);
+        assert_eq!(numbers, expected);
+        let keys: Vec<String> = started.into_iter().map(|(k, _)| k).collect();
+        api.wait_completed(&keys, Duration::from_secs(60), || brokers.logs())
+            .await;
+
+        // Call activities, created through the third broker.
+        let creator = brokers.api(2);
+        let mut parents = Vec::new();
+        for _ in 0..6 {
+            parents.push(creator.create("order", json!({"orderId": 1})).await);
+        }
+        let parent_partitions: std::collections::BTreeSet<u64> =
+            parents.iter().map(|k| partition_of(k)).collect();
+        assert!(parent_partitions.len() >= 2, "{parents:?}");
+        let mut children = 0;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while children < parents.len() {
+            assert!(
+                Instant::now() < deadline,
+                "only {children} children worked\n{}",
+                brokers.logs()
+            );
+            for job in work_jobs(&api, "pack", 500).await {
+                let child = job["processInstanceKey"].as_str().unwrap();
+                // The history store may show the child a moment after its job.
+                let seen = Instant::now() + Duration::from_secs(20);
+                let parent = loop {
+                    let (s, b) = api
+                        .get(&format!("/v2/process-instances/{child}"))
+                        .await
+                        .unwrap();
+                    let parent = b["parentProcessInstanceKey"]
+                        .to_string()
+                        .trim_matches('"')
+                        .to_owned();
+                    if s == 200 && parents.contains(&parent) {
+                        break parent;
+                    }
+                    assert!(Instant::now() < seen, "child {child}: {s} {b}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                };
+                assert_eq!(partition_of(child), partition_of(&parent), "{child}");
+                children += 1;
+            }
+        }
+        api.wait_completed(&parents, Duration::from_secs(60), || brokers.logs())
             .await;
     });
 }

@@ -763,3 +763,148 @@ fn a_signal_broadcast_reaches_every_partition() {
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }
+
+/// Compensation through the real REST API: a model Zeebe refuses is refused with the
+/// element and the reason; the travel booking's handlers are handed out as jobs once the
+/// throw event is reached, newest booking first, and the instance goes on only after
+/// both; the exported `COMPENSATION_SUBSCRIPTION` records have Zeebe's shape.
+#[test]
+fn compensation_handlers_run_as_jobs_over_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let records = dir.path().join("records.jsonl");
+    let export = format!("exporters.jsonl.path={}", records.display());
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/fixtures/elements");
+    let travel = fixtures.join("compensation-travel.bpmn");
+    let refused = dir.path().join("no-wait.bpmn");
+    let xml = std::fs::read_to_string(&travel)
+        .unwrap()
+        .replace(
+            r#"<bpmn:compensateEventDefinition id="CompensateEventDefinition_3" />"#,
+            r#"<bpmn:compensateEventDefinition id="CompensateEventDefinition_3" waitForCompletion="false" />"#,
+        )
+        .replace("travel-booking", "travel-no-wait");
+    std::fs::write(&refused, xml).unwrap();
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &[&export]);
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api.deploy(&[&refused]).await.unwrap();
+        assert_eq!(s, 400, "{b}");
+        let detail = b["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("UndoAll") && detail.contains("waitForCompletion"),
+            "{b}"
+        );
+        let (s, b) = api.deploy(&[&travel]).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        let instance = api.create("travel-booking", json!({"trip": 7})).await;
+
+        let work = |job_type: &'static str, wait: u64| {
+            let api = &api;
+            async move {
+                let request = json!({"type": job_type, "timeout": 30000,
+                    "maxJobsToActivate": 5, "requestTimeout": wait});
+                let (s, b) = api.post("/v2/jobs/activation", request).await.unwrap();
+                assert_eq!(s, 200, "activate {job_type}: {b}");
+                let jobs = b["jobs"].as_array().cloned().unwrap_or_default();
+                for job in &jobs {
+                    let key = job["jobKey"].as_str().unwrap();
+                    let (s, b) = api
+                        .post(&format!("/v2/jobs/{key}/completion"), json!({}))
+                        .await
+                        .unwrap();
+                    assert_eq!(s, 204, "complete {job_type}: {b}");
+                }
+                jobs
+            }
+        };
+        assert_eq!(work("book-hotel", 5000).await.len(), 1);
+        assert_eq!(work("book-flight", 5000).await.len(), 1);
+        let flight = work("cancel-flight", 5000).await;
+        assert_eq!(flight.len(), 1);
+        assert_eq!(flight[0]["elementId"], "CancelFlight");
+        assert_eq!(flight[0]["variables"]["trip"], 7);
+        // The instance waits for the other handler.
+        assert!(work("notify", 1000).await.is_empty());
+        assert_eq!(work("cancel-hotel", 5000).await.len(), 1);
+        assert_eq!(work("notify", 5000).await.len(), 1);
+        api.wait_completed(
+            std::slice::from_ref(&instance),
+            Duration::from_secs(30),
+            || rill.log_text(),
+        )
+        .await;
+
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let subscriptions = loop {
+            let text = std::fs::read_to_string(&records).unwrap_or_default();
+            let found: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|r| r["valueType"] == "COMPENSATION_SUBSCRIPTION")
+                .collect();
+            if found.len() >= 6 || Instant::now() > deadline {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let steps: Vec<(String, String)> = subscriptions
+            .iter()
+            .map(|r| {
+                (
+                    r["intent"].as_str().unwrap_or_default().to_owned(),
+                    r["value"]["compensableActivityId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = [
+            ("CREATED", "BookHotel"),
+            ("CREATED", "BookFlight"),
+            ("TRIGGERED", "BookFlight"),
+            ("TRIGGERED", "BookHotel"),
+            ("COMPLETED", "BookFlight"),
+            ("COMPLETED", "BookHotel"),
+        ]
+        .iter()
+        .map(|(i, a)| ((*i).to_owned(), (*a).to_owned()))
+        .collect();
+        assert_eq!(steps, expected);
+        let triggered = &subscriptions[3]["value"];
+        assert_eq!(triggered["throwEventId"], "UndoAll");
+        assert_eq!(triggered["compensationHandlerId"], "CancelHotel");
+        assert_eq!(
+            triggered["processInstanceKey"]
+                .to_string()
+                .trim_matches('"'),
+            instance
+        );
+        let fields: BTreeSet<&str> = triggered
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let zeebe: BTreeSet<&str> = [
+            "tenantId",
+            "processInstanceKey",
+            "processDefinitionKey",
+            "compensableActivityId",
+            "throwEventId",
+            "throwEventInstanceKey",
+            "compensationHandlerId",
+            "compensationHandlerInstanceKey",
+            "compensableActivityScopeKey",
+            "compensableActivityInstanceKey",
+            "variables",
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(fields, zeebe);
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}

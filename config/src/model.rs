@@ -545,6 +545,7 @@ pub struct RecordFilterConfig {
     pub decision: bool,
     pub decision_requirements: bool,
     pub decision_evaluation: bool,
+    pub compensation_subscription: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -578,6 +579,7 @@ impl Default for RecordFilterConfig {
             decision: true,
             decision_requirements: true,
             decision_evaluation: true,
+            compensation_subscription: true,
         }
     }
 }
@@ -614,6 +616,7 @@ impl RecordFilterConfig {
             decision: true,
             decision_requirements: true,
             decision_evaluation: true,
+            compensation_subscription: true,
         }
     }
 }

@@ -55,6 +55,7 @@ impl RecordFilter {
             ValueType::Decision => c.decision,
             ValueType::DecisionRequirements => c.decision_requirements,
             ValueType::DecisionEvaluation => c.decision_evaluation,
+            ValueType::CompensationSubscription => c.compensation_subscription,
         }
     }
 

@@ -49,10 +49,13 @@ pub enum ValueType {
     Decision,
     DecisionRequirements,
     DecisionEvaluation,
+    /// A completed activity that can be compensated (its compensation boundary event's
+    /// handler, or the compensable activities of a completed subprocess).
+    CompensationSubscription,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 25] = [
+    pub const ALL: [ValueType; 26] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -78,6 +81,7 @@ impl ValueType {
         ValueType::Decision,
         ValueType::DecisionRequirements,
         ValueType::DecisionEvaluation,
+        ValueType::CompensationSubscription,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -108,6 +112,7 @@ impl ValueType {
             ValueType::Decision => "DECISION",
             ValueType::DecisionRequirements => "DECISION_REQUIREMENTS",
             ValueType::DecisionEvaluation => "DECISION_EVALUATION",
+            ValueType::CompensationSubscription => "COMPENSATION_SUBSCRIPTION",
         }
     }
 }

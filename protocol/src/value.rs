@@ -45,6 +45,7 @@ pub enum RecordValue {
     Decision(DecisionRecord),
     DecisionRequirements(DecisionRequirementsRecord),
     DecisionEvaluation(DecisionEvaluationRecord),
+    CompensationSubscription(CompensationSubscriptionRecord),
 }
 
 impl RecordValue {
@@ -77,6 +78,7 @@ impl RecordValue {
             RecordValue::Decision(_) => ValueType::Decision,
             RecordValue::DecisionRequirements(_) => ValueType::DecisionRequirements,
             RecordValue::DecisionEvaluation(_) => ValueType::DecisionEvaluation,
+            RecordValue::CompensationSubscription(_) => ValueType::CompensationSubscription,
         }
     }
 
@@ -108,6 +110,7 @@ impl RecordValue {
             RecordValue::Decision(v) => serde_json::to_value(v),
             RecordValue::DecisionRequirements(v) => serde_json::to_value(v),
             RecordValue::DecisionEvaluation(v) => serde_json::to_value(v),
+            RecordValue::CompensationSubscription(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -150,6 +153,7 @@ impl_from_value!(
     Decision(DecisionRecord),
     DecisionRequirements(DecisionRequirementsRecord),
     DecisionEvaluation(DecisionEvaluationRecord),
+    CompensationSubscription(CompensationSubscriptionRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -343,6 +347,9 @@ pub enum BpmnEventType {
     Link,
     Escalation,
     Signal,
+    /// A compensation boundary event, throw or end event, and a compensation handler
+    /// while it runs.
+    Compensation,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -672,6 +679,34 @@ pub struct EscalationRecord {
     pub catch_element_id: String,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+}
+
+/// A completed activity that can be compensated: `CREATED` when it completes (with its
+/// handler, or with none for a subprocess or multi-instance body that holds compensable
+/// activities), `TRIGGERED` by a compensation throw or end event (with the thrower),
+/// `COMPLETED` when its handler (or everything inside) is done, `DELETED` when its scope
+/// ends without compensating it. Zeebe 8.8's fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompensationSubscriptionRecord {
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    pub process_instance_key: i64,
+    pub process_definition_key: i64,
+    /// The completed activity (a multi-instance activity's element id for its body).
+    pub compensable_activity_id: String,
+    /// The thrower that triggered it: empty and -1 until triggered.
+    pub throw_event_id: String,
+    pub throw_event_instance_key: i64,
+    /// The handler its compensation boundary event is associated with; empty for a
+    /// subprocess without one (its inner subscriptions are compensated instead).
+    pub compensation_handler_id: String,
+    /// -1, as Zeebe 8.8 writes it.
+    pub compensation_handler_instance_key: i64,
+    /// The flow scope instance the activity completed in.
+    pub compensable_activity_scope_key: i64,
+    pub compensable_activity_instance_key: i64,
+    pub variables: JsonValue,
 }
 
 /// A message start event of a process's latest version: `CREATED` when the version is

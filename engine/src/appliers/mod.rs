@@ -8,6 +8,7 @@
 //! written under an older version replays to the same state. [`registered`] is the
 //! table (a `match`: nothing is built or allocated per event).
 
+mod compensation;
 mod decision;
 mod deployment;
 mod distribution;
@@ -71,6 +72,13 @@ pub(crate) enum Applier {
     Form(fn(&mut Apply<'_, '_>, Key, &FormRecord) -> Result<()>),
     Decision(fn(&mut Apply<'_, '_>, Key, &DecisionRecord) -> Result<()>),
     DecisionRequirements(fn(&mut Apply<'_, '_>, Key, &DecisionRequirementsRecord) -> Result<()>),
+    CompensationSubscription(
+        fn(
+            &mut Apply<'_, '_>,
+            Key,
+            &rill_protocol::value::CompensationSubscriptionRecord,
+        ) -> Result<()>,
+    ),
 }
 
 impl Applier {
@@ -104,6 +112,9 @@ impl Applier {
             (Applier::Form(f), RecordValue::Form(v)) => f(ctx, key, v),
             (Applier::Decision(f), RecordValue::Decision(v)) => f(ctx, key, v),
             (Applier::DecisionRequirements(f), RecordValue::DecisionRequirements(v)) => {
+                f(ctx, key, v)
+            }
+            (Applier::CompensationSubscription(f), RecordValue::CompensationSubscription(v)) => {
                 f(ctx, key, v)
             }
             (_, value) => Err(inconsistent(format!(
@@ -238,6 +249,12 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         }
         (V::SignalSubscription, I::Deleted) => {
             &[(1, A::SignalSubscription(signal::subscription_deleted))]
+        }
+        (V::CompensationSubscription, I::Created | I::Triggered) => {
+            &[(1, A::CompensationSubscription(compensation::stored))]
+        }
+        (V::CompensationSubscription, I::Completed | I::Deleted) => {
+            &[(1, A::CompensationSubscription(compensation::removed))]
         }
         (V::UserTask, I::Created) => &[(1, A::UserTask(user_task::created))],
         (V::UserTask, I::Assigning) => &[(1, A::UserTask(user_task::assigning))],

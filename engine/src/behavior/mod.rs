@@ -3,6 +3,7 @@
 //! variables), as methods of
 //! [`Processing`](crate::context::Processing).
 
+mod compensations;
 mod elements;
 mod errors;
 mod escalations;

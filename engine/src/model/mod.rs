@@ -69,7 +69,14 @@
 //!   no two of one event type share a type; there are no start listeners on start and
 //!   boundary events, no end listeners on gateways, error and escalation end events and
 //!   escalation throw events, and no start listeners on a process with timer or message
-//!   start events.
+//!   start events;
+//! - a compensation boundary event (`TriggerDefinition::Compensation`) has no outgoing
+//!   flow and names its handler: an activity of the same scope with `for_compensation`,
+//!   no incoming or outgoing flow and no boundary event; an activity has at most one;
+//!   a compensation throw or end event's `activity` is an activity with a compensation
+//!   boundary event, or a subprocess, of the thrower's scope (or, for a thrower in an
+//!   event subprocess, of the event subprocess's scope). `has_compensation` is set
+//!   when the process has a compensation boundary event.
 
 use std::collections::HashMap;
 
@@ -105,6 +112,9 @@ pub struct ProcessModel {
     /// All flow nodes, the process itself first (index 0).
     pub elements: Vec<Element>,
     pub flows: Vec<SequenceFlow>,
+    /// Whether an activity has a compensation boundary event: only then does the engine
+    /// look for compensation subscriptions when activities complete and instances end.
+    pub has_compensation: bool,
     /// Element id -> index, for elements and flows alike lookups go through these.
     pub element_index: HashMap<String, ElementIdx>,
     pub flow_index: HashMap<String, FlowIdx>,
@@ -184,6 +194,21 @@ impl ProcessModel {
         }
     }
 
+    /// The compensation boundary event of an activity and the handler associated
+    /// with it, if the activity has one.
+    pub fn compensation_boundary(&self, activity: ElementIdx) -> Option<(ElementIdx, ElementIdx)> {
+        self.element(activity)
+            .boundary_events
+            .iter()
+            .find_map(|boundary| match &self.element(*boundary).kind {
+                ElementKind::BoundaryEvent {
+                    definition: TriggerDefinition::Compensation { handler },
+                    ..
+                } => Some((*boundary, *handler)),
+                _ => None,
+            })
+    }
+
     /// The none start event of a process or subprocess.
     pub fn start_event(&self, scope: ElementIdx) -> Option<ElementIdx> {
         match &self.element(scope).kind {
@@ -215,6 +240,9 @@ pub struct Element {
     pub multi_instance: Option<MultiInstance>,
     /// `zeebe:executionListeners`: jobs run before and after the element's own work.
     pub listeners: ExecutionListeners,
+    /// `isForCompensation`: a compensation handler, entered only when the activity its
+    /// compensation boundary event is attached to is compensated.
+    pub for_compensation: bool,
 }
 
 impl Element {
@@ -429,6 +457,10 @@ impl ElementKind {
             ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(_)) => {
                 BpmnEventType::Message
             }
+            ElementKind::EndEvent(EndEventKind::Compensation { .. })
+            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation { .. }) => {
+                BpmnEventType::Compensation
+            }
             ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(_)) => {
                 BpmnEventType::Timer
             }
@@ -469,6 +501,11 @@ pub enum EndEventKind {
     /// Broadcasts the signal, with the event's input mappings as its variables; then
     /// the token ends.
     Signal(SignalDefinition),
+    /// Compensates the completed activities of its scope (or only `activity`), waits
+    /// for their handlers, then the token ends.
+    Compensation {
+        activity: Option<ElementIdx>,
+    },
 }
 
 /// `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`.
@@ -692,6 +729,9 @@ pub enum ThrowEventDefinition {
     /// Broadcasts the signal, with the event's input mappings as its variables, then
     /// passes the token on.
     Signal(SignalDefinition),
+    /// Compensates the completed activities of its scope (or only `activity`), waits
+    /// for their handlers, then passes the token on.
+    Compensation { activity: Option<ElementIdx> },
 }
 
 /// What a boundary event or an event subprocess's start event waits for. The element
@@ -710,6 +750,11 @@ pub enum TriggerDefinition {
         escalation_code: Option<String>,
     },
     Signal(SignalDefinition),
+    /// A compensation boundary event: nothing is opened while the activity runs; once
+    /// it completed, a compensation throw event can run `handler`.
+    Compensation {
+        handler: ElementIdx,
+    },
 }
 
 impl TriggerDefinition {
@@ -743,6 +788,7 @@ impl TriggerDefinition {
             TriggerDefinition::Error { .. } => BpmnEventType::Error,
             TriggerDefinition::Escalation { .. } => BpmnEventType::Escalation,
             TriggerDefinition::Signal(_) => BpmnEventType::Signal,
+            TriggerDefinition::Compensation { .. } => BpmnEventType::Compensation,
         }
     }
 }

@@ -18,6 +18,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     linker.link_flows(&mut builder);
     linker.check_declared_flows(&mut builder);
     link_attachments(&mut builder);
+    let has_compensation = super::compensation::link_compensation(&mut builder);
     check_event_gateways(&mut builder, &linker.flows);
     linker.link_defaults(&mut builder);
     linker.check_exclusive_gateways(&mut builder);
@@ -30,6 +31,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
         bpmn_process_id: builder.process_id.to_owned(),
         name: builder.elements[0].name.clone(),
         version_tag: builder.version_tag,
+        has_compensation,
         elements: builder.elements,
         flows: linker.flows,
         element_index: builder.element_index,
@@ -507,6 +509,7 @@ fn boundary_definition<'m>(
 fn check_required_outgoing(b: &mut Builder<'_, '_, '_>) {
     for idx in 0..b.elements.len() {
         let element = &b.elements[idx];
+        // A compensation boundary event leads to its handler by an association instead.
         let needs_outgoing = matches!(
             element.kind,
             ElementKind::ExclusiveGateway { .. }
@@ -514,6 +517,12 @@ fn check_required_outgoing(b: &mut Builder<'_, '_, '_>) {
                 | ElementKind::InclusiveGateway { .. }
                 | ElementKind::EventBasedGateway
                 | ElementKind::BoundaryEvent { .. }
+        ) && !matches!(
+            element.kind,
+            ElementKind::BoundaryEvent {
+                definition: TriggerDefinition::Compensation { .. },
+                ..
+            }
         );
         if needs_outgoing && element.outgoing.is_empty() {
             let (id, kind) = (element.id.clone(), element.kind.bpmn_name());

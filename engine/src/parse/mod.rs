@@ -12,6 +12,7 @@
 //! `docs/decisions/bpmn-parsing.md`.
 
 mod checksum;
+mod compensation;
 mod document;
 mod error;
 mod extensions;

@@ -165,6 +165,10 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub declared: Vec<DeclaredFlows>,
     /// `zeebe:versionTag` of the process.
     pub version_tag: Option<String>,
+    /// Compensation boundary events, whose handler is found by association later.
+    pub compensation_boundaries: Vec<ElementIdx>,
+    /// Compensation throw and end events with their `compensateEventDefinition`.
+    pub compensation_throws: Vec<(ElementIdx, Node<'a, 'input>)>,
 }
 
 /// Builds the model of one executable process, or reports why it cannot be built.
@@ -200,6 +204,8 @@ pub(super) fn build<'a, 'input>(
         link_catches: Vec::new(),
         declared: Vec::new(),
         version_tag: None,
+        compensation_boundaries: Vec::new(),
+        compensation_throws: Vec::new(),
     };
     builder.push_element(
         process_node,
@@ -219,6 +225,7 @@ pub(super) fn build<'a, 'input>(
             boundary_events: Vec::new(),
             multi_instance: None,
             listeners: ExecutionListeners::default(),
+            for_compensation: false,
         },
     );
     let process_owner = Owner {
@@ -487,6 +494,10 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     == Some("true"),
             },
         };
+        let for_compensation = self.for_compensation(id, node, name);
+        if let Some(definition) = self.compensation_definition(&kind, node) {
+            self.compensation_throws.push((idx, definition));
+        }
         let (inputs, outputs) = self.io_mapping(id, &kind, extensions.io_mapping);
         let (refused_start, refused_end) = listeners_refused(&kind);
         let listeners = self.execution_listeners(
@@ -515,6 +526,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 boundary_events: Vec::new(),
                 multi_instance,
                 listeners,
+                for_compensation,
             },
         );
         if let ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } =
@@ -1609,6 +1621,62 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
+    /// `isForCompensation="true"`: the element is a compensation handler. Zeebe runs
+    /// tasks, subprocesses and call activities as handlers.
+    fn for_compensation(&mut self, id: &str, node: Node<'a, 'input>, name: &str) -> bool {
+        if node.attribute("isForCompensation").map(str::trim) != Some("true") {
+            return false;
+        }
+        let event_subprocess = node.attribute("triggeredByEvent").map(str::trim) == Some("true");
+        let host =
+            matches!(name, "callActivity" | "subProcess") || MULTI_INSTANCE_HOSTS.contains(&name);
+        if !host || event_subprocess {
+            let a = article(name);
+            self.problem(
+                Some(id),
+                node,
+                format!(
+                    "{a} {name} cannot be a compensation handler (isForCompensation); use a \
+                     task, a subprocess or a call activity"
+                ),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// The `compensateEventDefinition` of a compensation throw or end event.
+    fn compensation_definition(
+        &self,
+        kind: &ElementKind,
+        node: Node<'a, 'input>,
+    ) -> Option<Node<'a, 'input>> {
+        let throws = matches!(
+            kind,
+            ElementKind::EndEvent(EndEventKind::Compensation { .. })
+                | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation { .. })
+        );
+        if !throws {
+            return None;
+        }
+        bpmn_children(node).find(|n| n.tag_name().name() == "compensateEventDefinition")
+    }
+
+    /// Zeebe always waits for the handlers a compensation throw event starts (Camunda
+    /// Modeler's checks refuse `waitForCompletion="false"` for Camunda 8).
+    fn check_wait_for_completion(&mut self, id: &str, definition: Node<'a, 'input>) {
+        if definition.attribute("waitForCompletion").map(str::trim) == Some("false") {
+            self.problem(
+                Some(id),
+                definition,
+                "a compensation throw event that does not wait for its handlers \
+                 (waitForCompletion=\"false\") is not supported, as in Zeebe; remove the \
+                 attribute"
+                    .to_owned(),
+            );
+        }
+    }
+
     /// The single event definition of an event, or `None` for a none event. More than
     /// one is reported.
     fn event_definition(&mut self, id: &str, node: Node<'a, 'input>) -> Option<Node<'a, 'input>> {
@@ -1661,13 +1729,18 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             "signalEventDefinition" => {
                 ElementKind::EndEvent(EndEventKind::Signal(self.signal(id, definition)))
             }
+            "compensateEventDefinition" => {
+                self.check_wait_for_completion(id, definition);
+                ElementKind::EndEvent(EndEventKind::Compensation { activity: None })
+            }
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an end event with a {other} is not supported; Rill runs none, \
-                         terminate, error, escalation, signal and message end events"
+                         terminate, error, escalation, signal, compensation and message end \
+                         events"
                     ),
                 );
                 ElementKind::EndEvent(EndEventKind::None)
@@ -1782,13 +1855,18 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 ),
             },
             "signalEventDefinition" => ThrowEventDefinition::Signal(self.signal(id, definition)),
+            "compensateEventDefinition" => {
+                self.check_wait_for_completion(id, definition);
+                ThrowEventDefinition::Compensation { activity: None }
+            }
             other => {
                 self.problem(
                     Some(id),
                     definition,
                     format!(
                         "an intermediate throw event with a {other} is not supported; Rill runs \
-                         none, link, message, signal and escalation intermediate throw events"
+                         none, link, message, signal, escalation and compensation intermediate \
+                         throw events"
                     ),
                 );
                 ThrowEventDefinition::None
@@ -1857,11 +1935,16 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 self.problem(
                     Some(id),
                     node,
-                    "a boundary event needs a timer, message, signal, error or escalation \
-                     definition"
+                    "a boundary event needs a timer, message, signal, error, escalation or \
+                     compensation definition"
                         .to_owned(),
                 );
                 placeholder
+            }
+            Some(definition) if definition.tag_name().name() == "compensateEventDefinition" => {
+                // The handler is found through the association, once every element is known.
+                self.compensation_boundaries.push(idx);
+                TriggerDefinition::Compensation { handler: idx }
             }
             Some(definition) => {
                 let fix = "an error boundary event must be interrupting; remove \
@@ -1875,7 +1958,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                             definition,
                             format!(
                                 "a boundary event with a {other} is not supported; use a timer, \
-                                 message, signal, error or escalation boundary event"
+                                 message, signal, error, escalation or compensation boundary event"
                             ),
                         );
                         placeholder
@@ -2091,11 +2174,16 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
             "a none, link or escalation intermediate throw event cannot have input mappings, \
              nothing in it would read them; use output mappings",
         ),
+        ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation { .. }) => Some(
+            "a compensation intermediate throw event cannot have input mappings, nothing in it \
+             would read them; use output mappings",
+        ),
         ElementKind::EndEvent(
             EndEventKind::None
             | EndEventKind::Terminate
             | EndEventKind::Error { .. }
-            | EndEventKind::Escalation { .. },
+            | EndEventKind::Escalation { .. }
+            | EndEventKind::Compensation { .. },
         ) => Some(
             "only message end events (a job) and signal end events (the signal's variables) \
              can have input mappings; on this end event nothing would read them",
@@ -2118,6 +2206,19 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
                  them on the process or subprocess",
             ),
             None,
+        ),
+        ElementKind::BoundaryEvent {
+            definition: TriggerDefinition::Compensation { .. },
+            ..
+        } => (
+            Some(
+                "a compensation boundary event cannot have execution listeners; put them on \
+                 its compensation handler",
+            ),
+            Some(
+                "a compensation boundary event cannot have execution listeners; put them on \
+                 its compensation handler",
+            ),
         ),
         ElementKind::BoundaryEvent { .. } => (
             Some(
@@ -2164,6 +2265,13 @@ fn outputs_refused(kind: &ElementKind) -> Option<&'static str> {
         ElementKind::EndEvent(EndEventKind::Error { .. }) => Some(
             "an error end event cannot have output mappings: it never completes, the error it \
              throws ends its scope",
+        ),
+        ElementKind::BoundaryEvent {
+            definition: TriggerDefinition::Compensation { .. },
+            ..
+        } => Some(
+            "a compensation boundary event cannot have output mappings: it carries no \
+             variables; put mappings on its compensation handler",
         ),
         _ => None,
     }

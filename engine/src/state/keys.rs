@@ -70,6 +70,9 @@ pub(crate) mod table {
     /// The signal broadcast last on this partition, with its key: what a distribution
     /// of it to another partition carries.
     pub const SIGNAL_LAST_BROADCAST: u8 = 0x76;
+    /// (process instance key, subscription key) -> a compensation subscription: a
+    /// completed activity that can be compensated.
+    pub const COMPENSATION_SUBSCRIPTION: u8 = 0x77;
     pub const INCIDENT: u8 = 0x80;
     pub const INCIDENT_BY_INSTANCE: u8 = 0x81;
     pub const INCIDENT_BY_ELEMENT: u8 = 0x82;

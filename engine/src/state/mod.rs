@@ -5,6 +5,7 @@
 //! event records, so replaying the events rebuilds the state.
 
 mod cache;
+mod compensations;
 mod floors;
 mod keys;
 mod signals;

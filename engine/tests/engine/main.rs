@@ -3,6 +3,7 @@
 mod breadth;
 mod call_activity;
 mod commands;
+mod compensation;
 mod decisions;
 mod distribution;
 mod elements;

@@ -306,6 +306,20 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             tenant_id: DEFAULT_TENANT.into(),
         }
         .into(),
+        ValueType::CompensationSubscription => CompensationSubscriptionRecord {
+            tenant_id: DEFAULT_TENANT.into(),
+            process_instance_key: key(3),
+            process_definition_key: key(2),
+            compensable_activity_id: "BookHotel".into(),
+            throw_event_id: "UndoAll".into(),
+            throw_event_instance_key: key(7),
+            compensation_handler_id: "CancelHotel".into(),
+            compensation_handler_instance_key: -1,
+            compensable_activity_scope_key: key(3),
+            compensable_activity_instance_key: key(5),
+            variables: vars(),
+        }
+        .into(),
         ValueType::Escalation => EscalationRecord {
             process_instance_key: key(3),
             escalation_code: "LATE".into(),
@@ -396,6 +410,7 @@ pub fn intent_of(value_type: ValueType) -> Intent {
         ValueType::CommandDistribution => Intent::Distributed,
         ValueType::Signal => Intent::Broadcasted,
         ValueType::Escalation => Intent::Escalated,
+        ValueType::CompensationSubscription => Intent::Triggered,
         ValueType::DecisionEvaluation => Intent::Evaluated,
         _ => Intent::Created,
     }

@@ -3,7 +3,9 @@
 //! subprocess, else an incident), escalation (throws, then the token ends), signal
 //! (broadcasts the signal with its input mappings as variables, then the token ends), and
 //! message (as in Zeebe, a job for a worker that sends the message; the token ends
-//! when the job is completed).
+//! when the job is completed), and compensation (compensates the completed activities
+//! of its scope, `behavior/compensations.rs`; the token ends when their handlers are
+//! done).
 
 use rill_protocol::Intent;
 use rill_protocol::Key;
@@ -46,6 +48,9 @@ impl ElementBehavior for EndEvent {
                 p.mark(active, Intent::ElementActivated)?;
                 p.throw_signal(active, name)?;
                 p.complete(active, None, Outgoing::All)?;
+            }
+            EndEventKind::Compensation { activity } => {
+                p.throw_compensation(active, *activity)?;
             }
             EndEventKind::Message(definition) => {
                 let job = p.evaluate_job(definition, active)?;

@@ -4,7 +4,9 @@
 //! message event is, as in Zeebe, a job for a worker that sends the message, and waits
 //! for it; an escalation event throws its escalation and, unless an interrupting catch
 //! event ended it, passes the token on; a signal event broadcasts its signal (with its
-//! input mappings as variables) and passes the token on.
+//! input mappings as variables) and passes the token on; a compensation event
+//! compensates the completed activities of its scope (`behavior/compensations.rs`) and
+//! passes the token on once their handlers are done.
 
 use rill_protocol::Intent;
 
@@ -35,6 +37,9 @@ impl ElementBehavior for IntermediateThrowEvent {
                 p.mark(active, Intent::ElementActivated)?;
                 p.throw_signal(active, name)?;
                 p.complete(active, None, Outgoing::All)?;
+            }
+            ThrowEventDefinition::Compensation { activity } => {
+                p.throw_compensation(active, *activity)?;
             }
             ThrowEventDefinition::Message(definition) => {
                 let job = p.evaluate_job(definition, active)?;

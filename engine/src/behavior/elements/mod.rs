@@ -201,11 +201,17 @@ impl Processing<'_> {
         // itself once per item (its inner instances).
         let inner = scope.record.bpmn_element_type == BpmnElementType::MultiInstanceBody
             && scope.record.element_id == element.id;
+        // A compensation handler runs with the event type COMPENSATION (its body, for a
+        // multi-instance one).
         let (bpmn_element_type, bpmn_event_type) = if element.multi_instance.is_some() && !inner {
-            (
-                BpmnElementType::MultiInstanceBody,
-                BpmnEventType::Unspecified,
-            )
+            let event_type = if element.for_compensation {
+                BpmnEventType::Compensation
+            } else {
+                BpmnEventType::Unspecified
+            };
+            (BpmnElementType::MultiInstanceBody, event_type)
+        } else if element.for_compensation && !inner {
+            (element.element_type(), BpmnEventType::Compensation)
         } else {
             (element.element_type(), element.event_type())
         };
@@ -431,6 +437,10 @@ impl Processing<'_> {
         }
         behavior_of(active).complete(self, active)?;
         let record = active.record();
+        let compensation = active.process.model.has_compensation;
+        if compensation && record.bpmn_element_type != BpmnElementType::Process {
+            self.open_compensation_subscription(active)?;
+        }
         if record.bpmn_element_type == BpmnElementType::Process {
             let registration = if active.instance.awaited {
                 self.read().await_registration(active.key())?
@@ -454,6 +464,9 @@ impl Processing<'_> {
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
         let scope_key = Key(record.flow_scope_key);
+        if compensation && element.for_compensation && !active.is_multi_instance_inner() {
+            self.compensation_handler_completed(active)?;
+        }
         if active.is_multi_instance_inner() {
             // The body goes on: the next item, or its own completion.
             return self.inner_instance_completed(scope_key, active, ends_body);

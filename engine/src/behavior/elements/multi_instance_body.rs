@@ -107,6 +107,7 @@ impl ElementBehavior for MultiInstanceBody {
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.close_event_triggers(active)?;
+        p.delete_compensation_subscriptions(active)?;
         p.resolve_element_incident(active.key())?;
         p.collections.forget(active.key());
         Ok(())

@@ -30,11 +30,13 @@ impl ElementBehavior for Process {
     }
 
     fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.close_event_triggers(active)
+        p.close_event_triggers(active)?;
+        p.delete_compensation_subscriptions(active)
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.close_event_triggers(active)?;
+        p.delete_compensation_subscriptions(active)?;
         p.resolve_element_incident(active.key())
     }
 }

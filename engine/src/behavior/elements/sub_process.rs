@@ -28,6 +28,7 @@ impl ElementBehavior for SubProcess {
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.close_event_triggers(active)?;
+        p.delete_compensation_subscriptions(active)?;
         p.resolve_element_incident(active.key())
     }
 }

@@ -55,7 +55,13 @@ pub(super) fn held_catch_events(active: &Active) -> Vec<ElementIdx> {
     // The boundary events of a multi-instance activity belong to its body; the event
     // subprocesses of a multi-instance subprocess to each inner instance.
     if !active.is_multi_instance_inner() {
-        held.extend(element.boundary_events.iter().copied());
+        // A compensation boundary event waits for nothing while the activity runs.
+        held.extend(element.boundary_events.iter().copied().filter(|b| {
+            !matches!(
+                model.element(*b).kind.trigger(),
+                Some((TriggerDefinition::Compensation { .. }, _))
+            )
+        }));
     }
     if !active.is_multi_instance_body() {
         held.extend(model.event_subprocess_starts(active.idx));
@@ -96,7 +102,12 @@ fn waits_for(kind: &ElementKind) -> Option<(Waits<'_>, bool)> {
             (TriggerDefinition::Signal(signal), interrupting) => {
                 Some((Waits::Signal(signal), interrupting))
             }
-            (TriggerDefinition::Error { .. } | TriggerDefinition::Escalation { .. }, _) => None,
+            (
+                TriggerDefinition::Error { .. }
+                | TriggerDefinition::Escalation { .. }
+                | TriggerDefinition::Compensation { .. },
+                _,
+            ) => None,
         },
     }
 }
