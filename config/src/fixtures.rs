@@ -56,6 +56,7 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         decision: !filter.decision,
         decision_requirements: !filter.decision_requirements,
         decision_evaluation: !filter.decision_evaluation,
+        process_instance_modification: !filter.process_instance_modification,
     }
 }
 

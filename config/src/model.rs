@@ -545,6 +545,7 @@ pub struct RecordFilterConfig {
     pub decision: bool,
     pub decision_requirements: bool,
     pub decision_evaluation: bool,
+    pub process_instance_modification: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -578,6 +579,7 @@ impl Default for RecordFilterConfig {
             decision: true,
             decision_requirements: true,
             decision_evaluation: true,
+            process_instance_modification: true,
         }
     }
 }
@@ -614,6 +616,7 @@ impl RecordFilterConfig {
             decision: true,
             decision_requirements: true,
             decision_evaluation: true,
+            process_instance_modification: true,
         }
     }
 }

@@ -85,6 +85,7 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::MessageStartEventSubscription(v) => v.serialize(serializer),
             RecordValue::UserTask(v) => v.serialize(serializer),
             RecordValue::DecisionEvaluation(v) => v.serialize(serializer),
+            RecordValue::ProcessInstanceModification(v) => v.serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)

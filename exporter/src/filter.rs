@@ -55,6 +55,7 @@ impl RecordFilter {
             ValueType::Decision => c.decision,
             ValueType::DecisionRequirements => c.decision_requirements,
             ValueType::DecisionEvaluation => c.decision_evaluation,
+            ValueType::ProcessInstanceModification => c.process_instance_modification,
         }
     }
 

@@ -49,10 +49,12 @@ pub enum ValueType {
     Decision,
     DecisionRequirements,
     DecisionEvaluation,
+    /// A running instance's elements activated and terminated on request.
+    ProcessInstanceModification,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 25] = [
+    pub const ALL: [ValueType; 26] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -78,6 +80,7 @@ impl ValueType {
         ValueType::Decision,
         ValueType::DecisionRequirements,
         ValueType::DecisionEvaluation,
+        ValueType::ProcessInstanceModification,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -108,6 +111,7 @@ impl ValueType {
             ValueType::Decision => "DECISION",
             ValueType::DecisionRequirements => "DECISION_REQUIREMENTS",
             ValueType::DecisionEvaluation => "DECISION_EVALUATION",
+            ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
         }
     }
 }
@@ -191,6 +195,9 @@ pub enum Intent {
     // DECISION_EVALUATION
     Evaluate,
     Evaluated,
+    // PROCESS_INSTANCE_MODIFICATION
+    Modify,
+    Modified,
 }
 
 impl Intent {

@@ -11,6 +11,7 @@ mod harness;
 mod inclusive;
 mod interleavings;
 mod listeners;
+mod modification;
 mod multi_instance;
 mod random;
 mod samples;
