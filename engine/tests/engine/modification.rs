@@ -566,3 +566,92 @@ fn an_activated_join_does_not_wait_for_tokens() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn an_activated_event_subprocess_runs_beside_the_other_elements_without_interrupting() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&model(&[
+        r#"<bpmn:startEvent id="s" />"#.to_owned(),
+        task("A", "a"),
+        r#"<bpmn:endEvent id="e" />"#.to_owned(),
+        flow("f1", "s", "A"),
+        flow("f2", "A", "e"),
+        r#"<bpmn:subProcess id="esp" triggeredByEvent="true"><bpmn:startEvent id="es"><bpmn:messageEventDefinition messageRef="M" /></bpmn:startEvent>"#.to_owned(),
+        task("handle", "handle"),
+        task("later", "later"),
+        flow("h1", "es", "handle"),
+        flow("h2", "handle", "later"),
+        r#"</bpmn:subProcess>"#.to_owned(),
+    ]
+    .concat()));
+    let instance = rule.create("p", json!({"key": "k-2"}));
+
+    // The event subprocess itself: it enters its start event and goes on.
+    let outcome = modify(&mut rule, instance, vec![activate("esp")], vec![]);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert!(
+        !rule
+            .records()
+            .element("A")
+            .with_intent(Intent::ElementTerminating)
+            .exists(),
+        "an interrupting event subprocess activated by a modification interrupts nothing"
+    );
+    assert!(
+        rule.records()
+            .element("es")
+            .with_intent(Intent::ElementCompleted)
+            .exists()
+    );
+    let (handle, _) = rule.job("handle");
+
+    // An element inside it, with no instance of it yet selected: a second, new one
+    // is not made, the running one is used.
+    let before = rule.log.len();
+    let outcome = modify(&mut rule, instance, vec![activate("later")], vec![]);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert!(
+        !written_since(&rule, before)
+            .element("esp")
+            .with_intent(Intent::ElementActivating)
+            .exists()
+    );
+    assert!(!rule.complete(handle, json!({})).is_rejected());
+    assert_eq!(
+        rule.activate("later", 10).len(),
+        2,
+        "the modification's and the flow's"
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_multi_instance_element_is_activated_as_its_body() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&model(&[
+        r#"<bpmn:startEvent id="s" />"#.to_owned(),
+        task("A", "a"),
+        r#"<bpmn:serviceTask id="each"><bpmn:extensionElements><zeebe:taskDefinition type="each" /></bpmn:extensionElements><bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=items" inputElement="item" /></bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>"#.to_owned(),
+        r#"<bpmn:endEvent id="e" />"#.to_owned(),
+        flow("f1", "s", "A"),
+        flow("f2", "A", "each"),
+        flow("f3", "each", "e"),
+    ]
+    .concat()));
+    let instance = rule.create("p", json!({}));
+    let a = instance_of(&rule, "A");
+    let mut instruction = activate("each");
+    instruction.variable_instructions = vec![VariableInstruction {
+        variables: JsonValue(json!({"items": [1, 2, 3]})),
+        scope_id: "p".into(),
+    }];
+    let outcome = modify(&mut rule, instance, vec![instruction], vec![a]);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let jobs = rule.activate("each", 10);
+    assert_eq!(jobs.len(), 3);
+    for (key, _) in jobs {
+        assert!(!rule.complete(key, json!({})).is_rejected());
+    }
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
