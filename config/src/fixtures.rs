@@ -57,6 +57,7 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         decision_requirements: !filter.decision_requirements,
         decision_evaluation: !filter.decision_evaluation,
         compensation_subscription: !filter.compensation_subscription,
+        process_instance_modification: !filter.process_instance_modification,
     }
 }
 

@@ -133,6 +133,13 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "fetchVariables",
             "tenantId",
         ],
+        ValueType::ProcessInstanceModification => &[
+            "processInstanceKey",
+            "terminateInstructions",
+            "activateInstructions",
+            "ancestorScopeKeys",
+            "tenantId",
+        ],
         ValueType::ProcessInstanceResult => &[
             "bpmnProcessId",
             "version",

@@ -173,6 +173,7 @@ fn command_intent(command: &Command) -> String {
         Command::UserTask(rill_protocol::UserTaskCommand::Update { .. }) => "UPDATE",
         Command::UserTask(rill_protocol::UserTaskCommand::Complete { .. }) => "COMPLETE",
         Command::EvaluateDecision(_) => "EVALUATE",
+        Command::ModifyProcessInstance(_) => "MODIFY",
     };
     name.to_owned()
 }

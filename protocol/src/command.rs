@@ -174,6 +174,35 @@ pub struct EvaluateDecision {
     pub variables: JsonValue,
 }
 
+/// Where an activated element gets variables before it is entered: `scope_id` is the
+/// id of one of its flow scopes (locals there), or empty (the process instance's scope).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariableInstruction {
+    pub variables: JsonValue,
+    pub scope_id: String,
+}
+
+/// Enter an element of a running instance, as if a token had arrived at it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivateInstruction {
+    pub element_id: String,
+    /// The element instance to enter the element in (or a higher scope, which gets a new
+    /// instance of each scope in between); `Key::NONE`: the one live instance of its
+    /// flow scope.
+    pub ancestor_element_instance_key: Key,
+    pub variable_instructions: Vec<VariableInstruction>,
+}
+
+/// Zeebe's process instance modification: every activation, then every termination, all
+/// or nothing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModifyProcessInstance {
+    pub process_instance_key: Key,
+    pub activate_instructions: Vec<ActivateInstruction>,
+    /// Element instances to terminate (with everything inside them).
+    pub terminate_instructions: Vec<Key>,
+}
+
 /// Everything an engine can be asked to do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Command {
@@ -234,6 +263,8 @@ pub enum Command {
     UserTask(UserTaskCommand),
     // --- from clients (added later; variants keep their encoding index) ---
     EvaluateDecision(EvaluateDecision),
+    // --- from clients (added later; variants keep their encoding index) ---
+    ModifyProcessInstance(ModifyProcessInstance),
 }
 
 impl Command {
@@ -273,6 +304,7 @@ impl Command {
             Command::TriggerTimer { timer_key } => Some(*timer_key),
             Command::ExpireMessage { message_key } => Some(*message_key),
             Command::UserTask(c) => Some(c.user_task_key()),
+            Command::ModifyProcessInstance(c) => Some(c.process_instance_key),
             Command::CreateProcessInstance(CreateProcessInstance {
                 process: ProcessSelector::ByKey(key),
                 ..

@@ -14,10 +14,10 @@ pub mod value;
 
 pub use codec::CodecError;
 pub use command::{
-    ActivateJobs, BroadcastSignal, Command, CommandResponse, CreateProcessInstance,
-    DecisionSelector, EvaluateDecision, FailJob, InterPartitionCommand, ProcessSelector,
-    PublishMessage, Rejection, Resource, SetVariables, ThrowError, UpdateJob, UserTaskChanges,
-    UserTaskCommand,
+    ActivateInstruction, ActivateJobs, BroadcastSignal, Command, CommandResponse,
+    CreateProcessInstance, DecisionSelector, EvaluateDecision, FailJob, InterPartitionCommand,
+    ModifyProcessInstance, ProcessSelector, PublishMessage, Rejection, Resource, SetVariables,
+    ThrowError, UpdateJob, UserTaskChanges, UserTaskCommand, VariableInstruction,
 };
 pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,

@@ -52,10 +52,12 @@ pub enum ValueType {
     /// A completed activity that can be compensated (its compensation boundary event's
     /// handler, or the compensable activities of a completed subprocess).
     CompensationSubscription,
+    /// A running instance's elements activated and terminated on request.
+    ProcessInstanceModification,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 26] = [
+    pub const ALL: [ValueType; 27] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -82,6 +84,7 @@ impl ValueType {
         ValueType::DecisionRequirements,
         ValueType::DecisionEvaluation,
         ValueType::CompensationSubscription,
+        ValueType::ProcessInstanceModification,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -113,6 +116,7 @@ impl ValueType {
             ValueType::DecisionRequirements => "DECISION_REQUIREMENTS",
             ValueType::DecisionEvaluation => "DECISION_EVALUATION",
             ValueType::CompensationSubscription => "COMPENSATION_SUBSCRIPTION",
+            ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
         }
     }
 }
@@ -196,6 +200,9 @@ pub enum Intent {
     // DECISION_EVALUATION
     Evaluate,
     Evaluated,
+    // PROCESS_INSTANCE_MODIFICATION
+    Modify,
+    Modified,
 }
 
 impl Intent {

@@ -46,6 +46,7 @@ pub enum RecordValue {
     DecisionRequirements(DecisionRequirementsRecord),
     DecisionEvaluation(DecisionEvaluationRecord),
     CompensationSubscription(CompensationSubscriptionRecord),
+    ProcessInstanceModification(ProcessInstanceModificationRecord),
 }
 
 impl RecordValue {
@@ -79,6 +80,7 @@ impl RecordValue {
             RecordValue::DecisionRequirements(_) => ValueType::DecisionRequirements,
             RecordValue::DecisionEvaluation(_) => ValueType::DecisionEvaluation,
             RecordValue::CompensationSubscription(_) => ValueType::CompensationSubscription,
+            RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
         }
     }
 
@@ -111,6 +113,7 @@ impl RecordValue {
             RecordValue::DecisionRequirements(v) => serde_json::to_value(v),
             RecordValue::DecisionEvaluation(v) => serde_json::to_value(v),
             RecordValue::CompensationSubscription(v) => serde_json::to_value(v),
+            RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -154,6 +157,7 @@ impl_from_value!(
     DecisionRequirements(DecisionRequirementsRecord),
     DecisionEvaluation(DecisionEvaluationRecord),
     CompensationSubscription(CompensationSubscriptionRecord),
+    ProcessInstanceModification(ProcessInstanceModificationRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -843,4 +847,44 @@ pub struct EvaluatedOutputValue {
     pub output_id: String,
     pub output_name: String,
     pub output_value: String,
+}
+
+/// PROCESS_INSTANCE_MODIFICATION: the instructions of a modification (`MODIFY`), and
+/// once applied (`MODIFIED`) with the scopes each activated element was entered in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessInstanceModificationRecord {
+    pub process_instance_key: i64,
+    pub terminate_instructions: Vec<ModificationTerminateInstruction>,
+    pub activate_instructions: Vec<ModificationActivateInstruction>,
+    /// Every instruction's `ancestorScopeKeys`, each key once.
+    pub ancestor_scope_keys: Vec<i64>,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModificationTerminateInstruction {
+    pub element_instance_key: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModificationActivateInstruction {
+    pub element_id: String,
+    /// The selected ancestor element instance, or -1.
+    pub ancestor_scope_key: i64,
+    pub variable_instructions: Vec<ModificationVariableInstruction>,
+    /// The element instances of the element's flow scopes, from the process instance
+    /// down (set in `MODIFIED`).
+    pub ancestor_scope_keys: Vec<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModificationVariableInstruction {
+    pub variables: JsonValue,
+    /// The scope's element id, or empty for the process instance's scope.
+    pub element_id: String,
 }

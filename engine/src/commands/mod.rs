@@ -13,6 +13,7 @@ mod incidents;
 mod instances;
 mod jobs;
 mod messages;
+mod modification;
 mod signals;
 mod timers;
 mod user_tasks;
@@ -57,6 +58,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         }
         Command::BroadcastSignal(broadcast) => signals::broadcast(p, broadcast),
         Command::UserTask(command) => user_tasks::process(p, command),
+        Command::ModifyProcessInstance(modify) => modification::modify(p, modify),
     }
 }
 
@@ -196,6 +198,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             Key::NONE,
             Intent::Evaluate,
             decision_evaluation::placeholder().into(),
+        ),
+        Command::ModifyProcessInstance(c) => (
+            c.process_instance_key,
+            Intent::Modify,
+            modification::placeholder(c).into(),
         ),
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
             Key::NONE,

@@ -12,6 +12,7 @@ mod harness;
 mod inclusive;
 mod interleavings;
 mod listeners;
+mod modification;
 mod multi_instance;
 mod random;
 mod samples;

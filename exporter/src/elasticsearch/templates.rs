@@ -305,6 +305,30 @@ fn value_properties(value_type: ValueType) -> Value {
             ("fetchVariables", keyword()),
             ("tenantId", keyword()),
         ]),
+        ValueType::ProcessInstanceModification => object(&[
+            ("processInstanceKey", long()),
+            (
+                "terminateInstructions",
+                json!({"properties": object(&[("elementInstanceKey", long())])}),
+            ),
+            (
+                "activateInstructions",
+                json!({"properties": object(&[
+                    ("elementId", keyword()),
+                    ("ancestorScopeKey", long()),
+                    (
+                        "variableInstructions",
+                        json!({"properties": object(&[
+                            ("variables", not_indexed()),
+                            ("elementId", keyword()),
+                        ])}),
+                    ),
+                    ("ancestorScopeKeys", long()),
+                ])}),
+            ),
+            ("ancestorScopeKeys", long()),
+            ("tenantId", keyword()),
+        ]),
         ValueType::ProcessInstanceResult => object(&[
             ("bpmnProcessId", keyword()),
             ("version", integer()),

@@ -181,6 +181,24 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             await_request_id: Some(7),
         }
         .into(),
+        ValueType::ProcessInstanceModification => ProcessInstanceModificationRecord {
+            process_instance_key: key(2),
+            terminate_instructions: vec![ModificationTerminateInstruction {
+                element_instance_key: key(3),
+            }],
+            activate_instructions: vec![ModificationActivateInstruction {
+                element_id: "ship".into(),
+                ancestor_scope_key: -1,
+                variable_instructions: vec![ModificationVariableInstruction {
+                    variables: vars(),
+                    element_id: String::new(),
+                }],
+                ancestor_scope_keys: vec![key(2)],
+            }],
+            ancestor_scope_keys: vec![key(2)],
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
         ValueType::ProcessInstanceResult => ProcessInstanceResultRecord {
             bpmn_process_id: "order".into(),
             version: 1,

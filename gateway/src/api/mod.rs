@@ -122,6 +122,10 @@ pub fn routes() -> Router<SharedState> {
             post(process_instances::cancel),
         )
         .route(
+            "/v2/process-instances/{processInstanceKey}/modification",
+            post(process_instances::modify),
+        )
+        .route(
             "/v2/process-instances/{processInstanceKey}/incidents/search",
             post(incidents::search_of_instance),
         )

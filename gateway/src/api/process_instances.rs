@@ -1,4 +1,4 @@
-//! Process instances: create (optionally awaiting completion), cancel, read.
+//! Process instances: create (optionally awaiting completion), cancel, modify, read.
 
 use axum::Json;
 use axum::extract::State;
@@ -7,8 +7,9 @@ use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{HistoricProcessInstance, process_instance_state_name};
 use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{
-    Command, CreateProcessInstance, JsonValue, ProcessInstanceState, ProcessInstanceView,
-    ProcessSelector, Query, QueryResult, RecordValue,
+    ActivateInstruction, Command, CreateProcessInstance, JsonValue, Key, ModifyProcessInstance,
+    ProcessInstanceState, ProcessInstanceView, ProcessSelector, Query, QueryResult, RecordValue,
+    VariableInstruction,
 };
 use serde::{Deserialize, Serialize};
 
@@ -222,6 +223,113 @@ pub async fn cancel(
             },
             state.settings.request_timeout,
         )
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Camunda 8.8's `ProcessInstanceModificationInstruction`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ModifyRequest {
+    /// Accepted and ignored: Rill's records carry no operation reference.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
+    operation_reference: Option<i64>,
+    #[serde(default)]
+    activate_instructions: Vec<ActivateRequest>,
+    #[serde(default)]
+    terminate_instructions: Vec<TerminateRequest>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ActivateRequest {
+    element_id: String,
+    /// An element instance key, or -1 (the default): the flow scope's one instance.
+    #[serde(default, deserialize_with = "optional_long")]
+    ancestor_element_instance_key: Option<i64>,
+    #[serde(default)]
+    variable_instructions: Vec<VariableRequest>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct VariableRequest {
+    variables: Variables,
+    #[serde(default)]
+    scope_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TerminateRequest {
+    element_instance_key: KeyString,
+}
+
+/// `POST /v2/process-instances/{processInstanceKey}/modification`: 204, or a problem
+/// naming the instruction that could not be applied (nothing is changed then).
+pub async fn modify(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: ModifyRequest = parse_body(&body)?;
+    if let Some(reference) = request.operation_reference
+        && reference <= 0
+    {
+        return Err(Problem::invalid_argument(format!(
+            "The value for operationReference is '{reference}' but must be > 0"
+        )));
+    }
+    let mut activate_instructions = Vec::with_capacity(request.activate_instructions.len());
+    for (index, instruction) in request.activate_instructions.into_iter().enumerate() {
+        if instruction.element_id.trim().is_empty() {
+            return Err(Problem::invalid_argument(format!(
+                "No elementId provided in activateInstructions[{index}]"
+            )));
+        }
+        let ancestor = match instruction.ancestor_element_instance_key {
+            None | Some(-1) => Key::NONE,
+            Some(key) if key > 0 => Key(key),
+            Some(other) => {
+                return Err(Problem::invalid_argument(format!(
+                    "The value for activateInstructions[{index}].ancestorElementInstanceKey is \
+                     '{other}' but must be an element instance key, or -1"
+                )));
+            }
+        };
+        activate_instructions.push(ActivateInstruction {
+            element_id: instruction.element_id,
+            ancestor_element_instance_key: ancestor,
+            variable_instructions: instruction
+                .variable_instructions
+                .into_iter()
+                .map(|v| VariableInstruction {
+                    variables: JsonValue(v.variables.into_value()),
+                    scope_id: v.scope_id,
+                })
+                .collect(),
+        });
+    }
+    if activate_instructions.is_empty() && request.terminate_instructions.is_empty() {
+        return Err(Problem::invalid_argument(
+            "No instructions given: expected at least one of activateInstructions and \
+             terminateInstructions",
+        ));
+    }
+    let command = Command::ModifyProcessInstance(ModifyProcessInstance {
+        process_instance_key: key,
+        activate_instructions,
+        terminate_instructions: request
+            .terminate_instructions
+            .into_iter()
+            .map(|t| t.element_instance_key.0)
+            .collect(),
+    });
+    let partition = state.dispatch.partition_of(key, "process instance")?;
+    state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures::Stream;
 use rill_protocol::value::{DEFAULT_TENANT, JobRecord, ProcessMetadata};
 use rill_protocol::{
-    ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance, FailJob, JsonValue,
-    ProcessSelector, PublishMessage, RecordValue, Resource, SetVariables, ThrowError, UpdateJob,
-    message_partition,
+    ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
+    FailJob, JsonValue, ModifyProcessInstance, ProcessSelector, PublishMessage, RecordValue,
+    Resource, SetVariables, ThrowError, UpdateJob, VariableInstruction, message_partition,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -28,6 +28,53 @@ use crate::api::process_instances::submit_create;
 use crate::api::{SharedState, client_timeout};
 use crate::backend::{PartitionHealth, PartitionRole};
 use crate::dispatch::Accepted;
+
+/// The engine command of a modification request, its fields checked.
+fn modification(
+    request: ModifyProcessInstanceRequest,
+    process_instance_key: rill_protocol::Key,
+) -> Result<ModifyProcessInstance, Status> {
+    let mut activate_instructions = Vec::with_capacity(request.activate_instructions.len());
+    for (index, instruction) in request.activate_instructions.into_iter().enumerate() {
+        let field = format!("activateInstructions[{index}]");
+        if instruction.element_id.trim().is_empty() {
+            return Err(Status::invalid_argument(format!(
+                "Property '{field}.elementId' is invalid: the element id must not be blank"
+            )));
+        }
+        let ancestor = match instruction.ancestor_element_instance_key {
+            0 | -1 => rill_protocol::Key::NONE,
+            other => key(&format!("{field}.ancestorElementInstanceKey"), other)?,
+        };
+        let mut variable_instructions = Vec::new();
+        for (v, variable) in instruction.variable_instructions.into_iter().enumerate() {
+            variable_instructions.push(VariableInstruction {
+                variables: variables(
+                    &format!("{field}.variableInstructions[{v}].variables"),
+                    &variable.variables,
+                )?,
+                scope_id: variable.scope_id,
+            });
+        }
+        activate_instructions.push(ActivateInstruction {
+            element_id: instruction.element_id,
+            ancestor_element_instance_key: ancestor,
+            variable_instructions,
+        });
+    }
+    let mut terminate_instructions = Vec::with_capacity(request.terminate_instructions.len());
+    for (index, instruction) in request.terminate_instructions.into_iter().enumerate() {
+        terminate_instructions.push(key(
+            &format!("terminateInstructions[{index}].elementInstanceKey"),
+            instruction.element_instance_key,
+        )?);
+    }
+    Ok(ModifyProcessInstance {
+        process_instance_key,
+        activate_instructions,
+        terminate_instructions,
+    })
+}
 
 /// Jobs a job stream asks for at a time.
 const STREAM_BATCH: i32 = 32;
@@ -703,9 +750,14 @@ impl Gateway for GatewayService {
 
     async fn modify_process_instance(
         &self,
-        _request: Request<ModifyProcessInstanceRequest>,
+        request: Request<ModifyProcessInstanceRequest>,
     ) -> Result<Response<ModifyProcessInstanceResponse>, Status> {
-        Err(not_supported_yet("process instance modification is"))
+        let request = request.into_inner();
+        let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
+        let command = Command::ModifyProcessInstance(modification(request, process_instance_key)?);
+        self.submit_by_key(process_instance_key, "process instance", command)
+            .await?;
+        Ok(Response::new(ModifyProcessInstanceResponse {}))
     }
 
     async fn migrate_process_instance(

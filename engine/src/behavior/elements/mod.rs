@@ -25,6 +25,7 @@ mod exclusive_gateway;
 mod inclusive_gateway;
 mod intermediate_catch_event;
 mod intermediate_throw_event;
+mod modification;
 mod multi_instance_body;
 mod parallel_gateway;
 mod process;
@@ -197,10 +198,24 @@ impl Processing<'_> {
         if !behavior(&element.kind).may_enter(self, scope_key, &process.model, element)? {
             return Ok(());
         }
+        let active = self.enter_element(scope_key, scope.record, process, idx)?;
+        self.run_activation(active, trigger)
+    }
+
+    /// Writes ELEMENT_ACTIVATING of an element entered in the scope `scope_key` (whose
+    /// record is `scope`), as its multi-instance body when it has one.
+    fn enter_element(
+        &mut self,
+        scope_key: Key,
+        scope: ProcessInstanceRecord,
+        process: &Arc<DeployedProcess>,
+        idx: ElementIdx,
+    ) -> Result<Active> {
+        let element = process.model.element(idx);
         // A multi-instance element is entered as its body; the body enters the element
         // itself once per item (its inner instances).
-        let inner = scope.record.bpmn_element_type == BpmnElementType::MultiInstanceBody
-            && scope.record.element_id == element.id;
+        let inner = scope.bpmn_element_type == BpmnElementType::MultiInstanceBody
+            && scope.element_id == element.id;
         // A compensation handler runs with the event type COMPENSATION (its body, for a
         // multi-instance one).
         let (bpmn_element_type, bpmn_event_type) = if element.multi_instance.is_some() && !inner {
@@ -220,11 +235,11 @@ impl Processing<'_> {
             element_id: element.id.clone(),
             flow_scope_key: scope_key.get(),
             bpmn_event_type,
-            ..scope.record
+            ..scope
         };
         let key = self.next_key()?;
         self.event(key, Intent::ElementActivating, record.clone())?;
-        let active = Active {
+        Ok(Active {
             instance: crate::state::ElementInstance {
                 key,
                 state: ElementState::Activating,
@@ -239,8 +254,7 @@ impl Processing<'_> {
             },
             process: process.clone(),
             idx,
-        };
-        self.run_activation(active, trigger)
+        })
     }
 
     /// Enters a new process instance (ELEMENT_ACTIVATING of the process element).
