@@ -191,6 +191,13 @@ pub enum Intent {
     // DECISION_EVALUATION
     Evaluate,
     Evaluated,
+    // USER_TASK with task listeners
+    CompleteTaskListener,
+    DenyTaskListener,
+    CompletionDenied,
+    Corrected,
+    AssignmentDenied,
+    UpdateDenied,
 }
 
 impl Intent {
