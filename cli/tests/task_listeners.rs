@@ -186,7 +186,7 @@ fn a_worker_corrects_an_assignment_and_denies_a_completion_over_rest() {
         assert_eq!(s, 204, "{b}");
         let (s, b) = completing.await.unwrap();
         assert_eq!(s, 204, "{b}");
-        api.wait_completed(&[instance.clone()], Duration::from_secs(20), || {
+        api.wait_completed(std::slice::from_ref(&instance), Duration::from_secs(20), || {
             rill.log_text()
         })
         .await;
