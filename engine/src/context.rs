@@ -91,6 +91,10 @@ pub(crate) struct Processing<'a> {
     cache: &'a ElementCache,
     floors: &'a ScanFloors,
     pub collections: &'a mut CollectionCache,
+    /// Client requests waiting for a user-task transition its task listeners hold up.
+    pub task_requests: &'a mut TaskRequests,
+    /// The user task whose transition this command started (answered in its response).
+    pub started_transition: Option<Key>,
     pub out: &'a mut Output,
     /// The next local key value, read once and written back at the end.
     next_key: Option<u64>,
@@ -115,8 +119,14 @@ pub(crate) struct EngineParts<'a> {
     pub cache: &'a ElementCache,
     pub floors: &'a ScanFloors,
     pub collections: &'a mut CollectionCache,
+    pub task_requests: &'a mut TaskRequests,
     pub retention_millis: i64,
 }
+
+/// The client requests that wait for a user-task transition held up by task listeners,
+/// by user task key. Leader-side only, as a request id is: lost with the leadership
+/// (the client's request times out), never read to decide what a command does.
+pub(crate) type TaskRequests = std::collections::BTreeMap<Key, rill_engine_api::RequestId>;
 
 /// Parsed input collections of sequential multi-instance bodies, by body key, with the
 /// JSON text they were parsed from. Only a shortcut: an entry is used when the stored
@@ -165,6 +175,7 @@ impl<'a> Processing<'a> {
             cache,
             floors,
             collections,
+            task_requests,
             retention_millis,
         } = parts;
         cache.clear();
@@ -176,6 +187,8 @@ impl<'a> Processing<'a> {
             cache,
             floors,
             collections,
+            task_requests,
+            started_transition: None,
             out,
             next_key: None,
             steps: VecDeque::new(),

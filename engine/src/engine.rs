@@ -41,6 +41,7 @@ pub struct BpmnEngine {
     elements: ElementCache,
     floors: ScanFloors,
     collections: crate::context::CollectionCache,
+    task_requests: crate::context::TaskRequests,
 }
 
 impl BpmnEngine {
@@ -52,6 +53,7 @@ impl BpmnEngine {
             elements: ElementCache::default(),
             floors: ScanFloors::default(),
             collections: crate::context::CollectionCache::default(),
+            task_requests: Default::default(),
         }
     }
 
@@ -164,6 +166,7 @@ impl Engine for BpmnEngine {
             cache: &self.elements,
             floors: &self.floors,
             collections: &mut self.collections,
+            task_requests: &mut self.task_requests,
             retention_millis,
         };
         let mut processing = Processing::new(ctx, state, parts, out);

@@ -47,6 +47,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
         "tenantId",
         "jobKind",
         "jobListenerEventType",
+        "result",
     ];
     set(match value_type {
         ValueType::Deployment => &[

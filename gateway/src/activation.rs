@@ -176,6 +176,7 @@ mod tests {
             tenant_id: "<default>".into(),
             job_kind: Default::default(),
             job_listener_event_type: Default::default(),
+            result: Default::default(),
         }
     }
 

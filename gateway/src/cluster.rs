@@ -822,6 +822,7 @@ mod tests {
         let command = Command::CompleteJob {
             job_key: Key::new(PartitionId(1), 7),
             variables: rill_protocol::JsonValue::empty_object(),
+            result: Default::default(),
         };
         let answered = client
             .submit_answered(PartitionId(1), command, Duration::from_secs(5))

@@ -672,7 +672,8 @@ impl<'a> HistoryWriter<'a> {
                 })?;
             }
             Intent::Completed | Intent::Canceled => {
-                let state = if record.intent == Intent::Completed {
+                let completed = record.intent == Intent::Completed;
+                let state = if completed {
                     UserTaskState::Completed
                 } else {
                     UserTaskState::Canceled
@@ -680,6 +681,15 @@ impl<'a> HistoryWriter<'a> {
                 self.update(key, |t: &mut HistoricUserTask| {
                     t.state = state;
                     t.completion_date = Some(record.timestamp);
+                    if completed {
+                        // Completing task listeners may have corrected the task.
+                        t.assignee = value.assignee.clone();
+                        t.candidate_groups = value.candidate_groups_list.clone();
+                        t.candidate_users = value.candidate_users_list.clone();
+                        t.due_date = value.due_date.clone();
+                        t.follow_up_date = value.follow_up_date.clone();
+                        t.priority = value.priority;
+                    }
                 })?;
             }
             _ => {}

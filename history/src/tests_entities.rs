@@ -82,6 +82,7 @@ fn job_value(job_type: &str, instance: u64, retries: i32) -> JobRecord {
         tenant_id: "<default>".into(),
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
+        result: Default::default(),
     }
 }
 

@@ -218,6 +218,8 @@ pub enum Command {
     CompleteJob {
         job_key: Key,
         variables: JsonValue,
+        /// A task listener's verdict (empty for other jobs).
+        result: crate::value::JobResult,
     },
     FailJob(FailJob),
     ThrowError(ThrowError),

@@ -203,6 +203,13 @@ pub enum Intent {
     // PROCESS_INSTANCE_MODIFICATION
     Modify,
     Modified,
+    // USER_TASK with task listeners
+    CompleteTaskListener,
+    DenyTaskListener,
+    CompletionDenied,
+    Corrected,
+    AssignmentDenied,
+    UpdateDenied,
 }
 
 impl Intent {

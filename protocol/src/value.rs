@@ -437,16 +437,78 @@ pub struct JobRecord {
     /// (`END`) its element; `UNSPECIFIED` for other jobs.
     #[serde(default)]
     pub job_listener_event_type: JobListenerEventType,
+    /// What a task listener's worker decided (on a completed listener job): denial or
+    /// corrections of the user task.
+    #[serde(default)]
+    pub result: JobResult,
 }
 
-/// Zeebe's `JobKind` names (Rill has no task listeners). Encoded by variant index: add
-/// new ones at the end.
+/// Zeebe's `JobResult`: a job worker's verdict on a user-task transition, given with the
+/// completion of a task listener's job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobResult {
+    /// Zeebe's `JobResultType`; only `USER_TASK` here.
+    #[serde(rename = "type")]
+    pub result_type: JobResultType,
+    /// The listener denies the transition: the task stays as it was.
+    pub denied: bool,
+    pub denied_reason: String,
+    /// Which fields of `corrections` are set (`UserTaskRecord`'s attribute names).
+    pub corrected_attributes: Vec<String>,
+    pub corrections: JobResultCorrections,
+}
+
+impl JobResult {
+    /// Whether the worker gave a verdict at all.
+    pub fn is_empty(&self) -> bool {
+        !self.denied && self.denied_reason.is_empty() && self.corrected_attributes.is_empty()
+    }
+}
+
+/// Zeebe's `JobResultType` names. Encoded by variant index: add new ones at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobResultType {
+    #[default]
+    UserTask,
+}
+
+/// New values for user-task fields, each used only when named in `corrected_attributes`
+/// (an empty text or list clears the field).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobResultCorrections {
+    pub assignee: String,
+    pub due_date: String,
+    pub follow_up_date: String,
+    pub candidate_users_list: Vec<String>,
+    pub candidate_groups_list: Vec<String>,
+    /// -1 when not corrected (as in Zeebe's record).
+    pub priority: i32,
+}
+
+impl Default for JobResultCorrections {
+    fn default() -> Self {
+        JobResultCorrections {
+            assignee: String::new(),
+            due_date: String::new(),
+            follow_up_date: String::new(),
+            candidate_users_list: Vec::new(),
+            candidate_groups_list: Vec::new(),
+            priority: -1,
+        }
+    }
+}
+
+/// Zeebe's `JobKind` names. Encoded by variant index: add new ones at the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum JobKind {
     #[default]
     BpmnElement,
     ExecutionListener,
+    TaskListener,
 }
 
 impl JobKind {
@@ -455,12 +517,14 @@ impl JobKind {
         match self {
             JobKind::BpmnElement => "BPMN_ELEMENT",
             JobKind::ExecutionListener => "EXECUTION_LISTENER",
+            JobKind::TaskListener => "TASK_LISTENER",
         }
     }
 }
 
-/// Zeebe's `JobListenerEventType` names for execution listeners. Encoded by variant
-/// index: add new ones at the end.
+/// Zeebe's `JobListenerEventType` names: execution listeners' `START` and `END`, and
+/// the user-task events task listeners run at. Encoded by variant index: add new ones
+/// at the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum JobListenerEventType {
@@ -468,6 +532,11 @@ pub enum JobListenerEventType {
     Unspecified,
     Start,
     End,
+    Creating,
+    Assigning,
+    Updating,
+    Completing,
+    Canceling,
 }
 
 impl JobListenerEventType {
@@ -477,6 +546,11 @@ impl JobListenerEventType {
             JobListenerEventType::Unspecified => "UNSPECIFIED",
             JobListenerEventType::Start => "START",
             JobListenerEventType::End => "END",
+            JobListenerEventType::Creating => "CREATING",
+            JobListenerEventType::Assigning => "ASSIGNING",
+            JobListenerEventType::Updating => "UPDATING",
+            JobListenerEventType::Completing => "COMPLETING",
+            JobListenerEventType::Canceling => "CANCELING",
         }
     }
 }
@@ -549,6 +623,8 @@ pub enum IncidentErrorType {
     DecisionEvaluationError,
     /// A business rule task's decision id did not resolve to a deployed decision.
     CalledDecisionError,
+    /// A user task listener's job failed with no retries left.
+    TaskListenerNoRetries,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

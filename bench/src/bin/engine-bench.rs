@@ -145,6 +145,7 @@ impl Driver {
                 self.run(&Command::CompleteJob {
                     job_key: Key(key),
                     variables: JsonValue::empty_object(),
+                    result: Default::default(),
                 })?;
                 done += 1;
             }

@@ -17,6 +17,9 @@ pub(super) fn resolved(ctx: &mut Apply<'_, '_>, key: Key, value: &IncidentRecord
         return Err(inconsistent(format!("incident {key} not found")));
     };
     state.delete_incident(&incident);
+    if value.job_key <= 0 {
+        super::user_task::listener_incident_resolved(state, value.element_instance_key)?;
+    }
     // A job waiting for this incident can be worked on again.
     if value.job_key > 0
         && let Some(job) = state.read().job(value.job_key)?

@@ -10,7 +10,12 @@ use crate::state::{JobState, Writer};
 
 pub(super) fn created(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     let state = &mut *ctx.state;
-    state.update_element_instance(value.element_instance_key, |i| i.job_key = key)?;
+    if value.job_kind == JobKind::TaskListener {
+        // The element's key slot holds its user task, whose transition notes the job.
+        super::user_task::listener_job_created(state, value.element_instance_key, key)?;
+    } else {
+        state.update_element_instance(value.element_instance_key, |i| i.job_key = key)?;
+    }
     state.put_job(key, JobState::Activatable, value, None)
 }
 
@@ -27,12 +32,18 @@ pub(super) fn removed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> R
     Ok(())
 }
 
-/// COMPLETED: the job goes; an execution listener's element counts it as done.
+/// COMPLETED: the job goes; a listener's element (or user task) counts it as done.
 pub(super) fn completed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) -> Result<()> {
     removed(ctx, key, value)?;
-    if value.job_kind == JobKind::ExecutionListener {
-        ctx.state
-            .update_element_instance(value.element_instance_key, |i| i.listeners_done += 1)?;
+    match value.job_kind {
+        JobKind::ExecutionListener => {
+            ctx.state
+                .update_element_instance(value.element_instance_key, |i| i.listeners_done += 1)?;
+        }
+        JobKind::TaskListener => {
+            super::user_task::listener_job_completed(ctx.state, value.element_instance_key)?
+        }
+        JobKind::BpmnElement => {}
     }
     Ok(())
 }

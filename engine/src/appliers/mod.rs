@@ -256,7 +256,12 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::CompensationSubscription, I::Completed | I::Deleted) => {
             &[(1, A::CompensationSubscription(compensation::removed))]
         }
+        (V::UserTask, I::Creating) => &[(1, A::UserTask(user_task::creating))],
         (V::UserTask, I::Created) => &[(1, A::UserTask(user_task::created))],
+        (V::UserTask, I::Corrected) => &[(1, A::UserTask(user_task::corrected))],
+        (V::UserTask, I::CompletionDenied | I::AssignmentDenied | I::UpdateDenied) => {
+            &[(1, A::UserTask(user_task::denied))]
+        }
         (V::UserTask, I::Assigning) => &[(1, A::UserTask(user_task::assigning))],
         (V::UserTask, I::Assigned) => &[(1, A::UserTask(user_task::changed))],
         (V::UserTask, I::Updating) => &[(1, A::UserTask(user_task::updating))],

@@ -119,6 +119,7 @@ fn version_1_log() -> (MemoryState, Log) {
     let complete = Command::CompleteJob {
         job_key: rill_protocol::Key(job_key),
         variables: JsonValue(json!({"status": 200})),
+        result: Default::default(),
     };
     run(&mut engine, &mut state, &mut log, complete, 4_000);
     assert!(

@@ -76,6 +76,17 @@ impl Processing<'_> {
         )
     }
 
+    /// Creates the job of a user task listener, with the task's values in its headers.
+    pub fn create_task_listener_job(
+        &mut self,
+        active: &Active,
+        job: NewJob,
+        headers: BTreeMap<String, String>,
+        event: JobListenerEventType,
+    ) -> Result<()> {
+        self.write_job(active, job, headers, JobKind::TaskListener, event)
+    }
+
     fn write_job(
         &mut self,
         active: &Active,
@@ -106,6 +117,7 @@ impl Processing<'_> {
             tenant_id: record.tenant_id.clone(),
             job_kind,
             job_listener_event_type,
+            result: Default::default(),
         };
         let key = self.next_key()?;
         self.notify_jobs_available(&value.job_type);

@@ -26,7 +26,7 @@ fn listeners_of(active: &Active, event: JobListenerEventType) -> &[JobDefinition
     match event {
         JobListenerEventType::Start => &listeners.start,
         JobListenerEventType::End => &listeners.end,
-        JobListenerEventType::Unspecified => &[],
+        _ => &[],
     }
 }
 

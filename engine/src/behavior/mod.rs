@@ -12,8 +12,10 @@ mod listeners;
 mod message_starts;
 mod messages;
 mod signals;
+mod task_listeners;
 mod timers;
 mod variables;
 
 pub(crate) use messages::{MESSAGE_START_VARIABLE, MessageStart};
+pub(crate) use task_listeners::check_result as check_task_listener_result;
 pub(crate) use variables::json_type_name;

@@ -45,6 +45,12 @@ pub(super) fn resolve(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(active) = p.active(Key(record.element_instance_key))? else {
         return Ok(());
     };
+    // A user task whose transition waits for its task listeners runs them again.
+    if let Some(task) = p.read().user_task(active.instance.job_key)?
+        && task.transition.is_some()
+    {
+        return p.next_task_listener(active.instance.job_key);
+    }
     match active.instance.state {
         ElementState::Activating => p.run_activation(active, None),
         ElementState::Completing => p.resume_completion(active),

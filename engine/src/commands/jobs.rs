@@ -1,7 +1,7 @@
 //! JOB and JOB_BATCH commands: activate, complete, fail, throw error, update, and the
 //! leader's time-outs and back-off recurrences.
 
-use rill_protocol::value::{IncidentErrorType, JobBatchRecord, JobKind, JobRecord};
+use rill_protocol::value::{IncidentErrorType, JobBatchRecord, JobKind, JobRecord, JobResult};
 use rill_protocol::{
     ActivateJobs, CommandResponse, FailJob, Intent, JsonValue, Key, RecordValue, ThrowError,
     UpdateJob,
@@ -37,6 +37,7 @@ pub(super) fn unknown_job() -> JobRecord {
         tenant_id: super::tenant(),
         job_kind: JobKind::BpmnElement,
         job_listener_event_type: Default::default(),
+        result: Default::default(),
     }
 }
 
@@ -193,11 +194,19 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
     Ok(())
 }
 
-pub(super) fn complete(p: &mut Processing<'_>, key: Key, variables: &JsonValue) -> Result<()> {
+pub(super) fn complete(
+    p: &mut Processing<'_>,
+    key: Key,
+    variables: &JsonValue,
+    result: &JobResult,
+) -> Result<()> {
     let Some(job) = job_for(p, key, Intent::Complete, "complete", WORKABLE)? else {
         return Ok(());
     };
-    let document = match variables_document(variables, "the job's variables") {
+    let checked = variables_document(variables, "the job's variables").and_then(|document| {
+        check_result(p, &job.record, key, &document, result).map(|()| document)
+    });
+    let document = match checked {
         Ok(document) => document,
         Err(rejection) => {
             p.reject(key, Intent::Complete, job.record, rejection);
@@ -206,15 +215,53 @@ pub(super) fn complete(p: &mut Processing<'_>, key: Key, variables: &JsonValue) 
     };
     let record = JobRecord {
         variables: variables.clone(),
+        result: result.clone(),
         ..job.record
     };
     p.command(key, Intent::Complete, record.clone());
     p.event(key, Intent::Completed, record.clone())?;
     p.respond(key, Intent::Completed, record.clone());
-    if record.job_kind == JobKind::ExecutionListener {
-        return p.listener_completed(&record, document);
+    match record.job_kind {
+        JobKind::ExecutionListener => p.listener_completed(&record, document),
+        JobKind::TaskListener => p.task_listener_completed(&record),
+        JobKind::BpmnElement => p.complete_with(Key(record.element_instance_key), Some(document)),
     }
-    p.complete_with(Key(record.element_instance_key), Some(document))
+}
+
+/// A job result belongs to a task listener's job, which takes no variables (as in
+/// Zeebe 8.8).
+fn check_result(
+    p: &Processing<'_>,
+    job: &JobRecord,
+    key: Key,
+    variables: &Map<String, Value>,
+    result: &JobResult,
+) -> std::result::Result<(), Rejection> {
+    if job.job_kind != JobKind::TaskListener {
+        if result.is_empty() {
+            return Ok(());
+        }
+        return Err(Rejection::invalid_argument(format!(
+            "Expected a job result (a denial or corrections) only for a user task listener's \
+             job, but job with key '{key}' is of kind {}",
+            job.job_kind.name()
+        )));
+    }
+    if !variables.is_empty() {
+        return Err(Rejection::invalid_argument(format!(
+            "Expected to complete task listener job with key '{key}' without variables, but \
+             variables were given; a task listener may correct the task or deny its \
+             transition, not set variables"
+        )));
+    }
+    let transition = p
+        .read()
+        .element_instance(job.element_instance_key)
+        .ok()
+        .flatten()
+        .and_then(|instance| p.read().user_task(instance.job_key).ok().flatten())
+        .and_then(|task| task.transition);
+    crate::behavior::check_task_listener_result(result, job, transition.as_ref(), key)
 }
 
 pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
@@ -263,6 +310,7 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
         let error_type = match record.job_kind {
             JobKind::BpmnElement => IncidentErrorType::JobNoRetries,
             JobKind::ExecutionListener => IncidentErrorType::ExecutionListenerNoRetries,
+            JobKind::TaskListener => IncidentErrorType::TaskListenerNoRetries,
         };
         p.raise_incident(&task.record, task.key, error_type, message, key)?;
     } else if backoff {
@@ -335,13 +383,16 @@ fn check_throw_error(
     key: Key,
     job: &JobRecord,
 ) -> std::result::Result<Map<String, Value>, Rejection> {
-    if job.job_kind == JobKind::ExecutionListener {
-        // As in Zeebe: the listener's element is not in a state where an error can be
-        // caught (it is activating or completing).
+    if job.job_kind != JobKind::BpmnElement {
+        // As in Zeebe: a listener's element is not in a state where an error can be
+        // caught (it is activating or completing, or its task is in a transition).
+        let kind = match job.job_kind {
+            JobKind::TaskListener => "a task listener",
+            _ => "an execution listener",
+        };
         return Err(Rejection::invalid_state(format!(
-            "Expected to throw an error for job with key '{key}', but it is the job of an \
-             execution listener (type '{}'), which cannot throw BPMN errors; complete or fail \
-             the job instead",
+            "Expected to throw an error for job with key '{key}', but it is the job of {kind} \
+             (type '{}'), which cannot throw BPMN errors; complete or fail the job instead",
             job.job_type
         )));
     }

@@ -40,7 +40,11 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
             process_instance_key,
         } => instances::expire_summary(p, *process_instance_key),
         Command::ActivateJobs(activate) => jobs::activate(p, activate),
-        Command::CompleteJob { job_key, variables } => jobs::complete(p, *job_key, variables),
+        Command::CompleteJob {
+            job_key,
+            variables,
+            result,
+        } => jobs::complete(p, *job_key, variables, result),
         Command::FailJob(fail) => jobs::fail(p, fail),
         Command::ThrowError(throw) => jobs::throw_error(p, throw),
         Command::UpdateJob(update) => jobs::update(p, update),

@@ -1,7 +1,9 @@
 //! USER_TASK commands from clients: assign (or claim), update, complete. Each checks
 //! that the task exists and is not in the middle of another transition, then writes the
-//! command, its two events (`…ING`, `…ED`) and answers with the last one. Completing
-//! completes the task's element with the client's variables, as a job completion does.
+//! command and its `…ING` event; the transition's task listeners run, then its `…ED`
+//! event is written and the client answered with it (at once without listeners).
+//! Completing completes the task's element with the client's variables, as a job
+//! completion does.
 
 use rill_feel::temporal::parse_date_time;
 use rill_protocol::value::UserTaskRecord;
@@ -149,10 +151,9 @@ fn assign(
         ..task.record
     };
     p.command(key, intent, record.clone());
-    p.event(key, Intent::Assigning, record.clone())?;
-    p.event(key, Intent::Assigned, record.clone())?;
-    p.respond(key, Intent::Assigned, record);
-    Ok(())
+    p.event(key, Intent::Assigning, record)?;
+    p.await_transition(key);
+    p.next_task_listener(key)
 }
 
 fn update(
@@ -194,10 +195,9 @@ fn update(
     }
     record.changed_attributes = names.into_iter().map(str::to_owned).collect();
     p.command(key, Intent::Update, record.clone());
-    p.event(key, Intent::Updating, record.clone())?;
-    p.event(key, Intent::Updated, record.clone())?;
-    p.respond(key, Intent::Updated, record);
-    Ok(())
+    p.event(key, Intent::Updating, record)?;
+    p.await_transition(key);
+    p.next_task_listener(key)
 }
 
 fn check_changes(changes: &UserTaskChanges, key: Key) -> std::result::Result<(), Rejection> {
@@ -234,8 +234,8 @@ fn complete(
     variables: &JsonValue,
     action: &str,
 ) -> Result<()> {
-    let document = match variables_document(variables, "the user task's variables") {
-        Ok(document) => document,
+    match variables_document(variables, "the user task's variables") {
+        Ok(_) => {}
         Err(rejection) => {
             p.reject(key, Intent::Complete, task.record, rejection);
             return Ok(());
@@ -248,8 +248,7 @@ fn complete(
         ..task.record
     };
     p.command(key, Intent::Complete, record.clone());
-    p.event(key, Intent::Completing, record.clone())?;
-    p.event(key, Intent::Completed, record.clone())?;
-    p.respond(key, Intent::Completed, record.clone());
-    p.complete_with(Key(record.element_instance_key), Some(document))
+    p.event(key, Intent::Completing, record)?;
+    p.await_transition(key);
+    p.next_task_listener(key)
 }

@@ -646,6 +646,32 @@ pub struct CamundaUserTask {
     pub priority: Option<ValueOrExpr<i32>>,
     pub form: Option<FormLink>,
     pub headers: Vec<(String, String)>,
+    /// `zeebe:taskListeners`: jobs each lifecycle transition waits for.
+    pub listeners: TaskListeners,
+}
+
+/// `zeebe:taskListeners` of a Camunda user task, each a job (type and retries), by the
+/// event they run at, in document order.
+#[derive(Debug, Default)]
+pub struct TaskListeners {
+    pub creating: Vec<JobDefinition>,
+    pub assigning: Vec<JobDefinition>,
+    pub updating: Vec<JobDefinition>,
+    pub completing: Vec<JobDefinition>,
+}
+
+impl TaskListeners {
+    /// The listeners run at `event` (none for an event that has no task listeners).
+    pub fn of(&self, event: rill_protocol::value::JobListenerEventType) -> &[JobDefinition] {
+        use rill_protocol::value::JobListenerEventType as Event;
+        match event {
+            Event::Creating => &self.creating,
+            Event::Assigning => &self.assigning,
+            Event::Updating => &self.updating,
+            Event::Completing => &self.completing,
+            _ => &[],
+        }
+    }
 }
 
 /// The form a user task shows.

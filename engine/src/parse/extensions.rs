@@ -104,7 +104,7 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             "zeebe:executionListeners belong on a process or a flow node, not on {}",
             on()
         )),
-        "taskListeners" if element == "userTask" => not_yet("task listeners"),
+        "taskListeners" if element == "userTask" => Verdict::Runs,
         "taskListeners" => Verdict::Rejected(format!(
             "zeebe:taskListeners belong on a user task, not on {}",
             on()

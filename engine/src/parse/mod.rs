@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 
 pub use checksum::Checksum;
 pub use error::{DeployError, Problem};
+pub(crate) use user_task::headers as user_task_headers;
 
 use crate::model::ProcessModel;
 

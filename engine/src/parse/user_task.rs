@@ -10,7 +10,7 @@ use super::process::{Builder, Extensions};
 use super::values;
 use crate::model::{
     CamundaUserTask, CandidateList, ElementKind, FormBinding, FormLink, JobDefinition,
-    UserTaskDefinition, ValueOrExpr,
+    TaskListeners, UserTaskDefinition, ValueOrExpr,
 };
 
 /// The job type of a job-worker user task (Zeebe's).
@@ -25,6 +25,10 @@ pub mod headers {
     pub const FOLLOW_UP_DATE: &str = "io.camunda.zeebe:followUpDate";
     pub const FORM_KEY: &str = "io.camunda.zeebe:formKey";
     pub const PRIORITY: &str = "io.camunda.zeebe:priority";
+    /// Task listener jobs only.
+    pub const ACTION: &str = "io.camunda.zeebe:action";
+    pub const CHANGED_ATTRIBUTES: &str = "io.camunda.zeebe:changedAttributes";
+    pub const USER_TASK_KEY: &str = "io.camunda.zeebe:userTaskKey";
 }
 
 impl<'a, 'input> Builder<'_, 'a, 'input> {
@@ -39,6 +43,15 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
         let definition = if extensions.user_task.is_some() {
             UserTaskDefinition::Camunda(self.camunda_user_task(id, extensions, job.headers))
         } else {
+            if let Some(listeners) = extensions.task_listeners {
+                self.problem(
+                    Some(id),
+                    listeners,
+                    "zeebe:taskListeners need a Camunda user task: add zeebe:userTask (a \
+                     job-worker user task has no task lifecycle to listen to)"
+                        .to_owned(),
+                );
+            }
             UserTaskDefinition::Job(self.job_worker_user_task(id, extensions, job.headers))
         };
         ElementKind::UserTask(Box::new(definition))
@@ -79,7 +92,90 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
         if let Some(form) = extensions.form {
             task.form = self.form_link(id, form);
         }
+        if let Some(listeners) = extensions.task_listeners {
+            task.listeners = self.task_listeners(id, listeners);
+        }
         task
+    }
+
+    /// Reads `zeebe:taskListeners`: each `zeebe:taskListener` is a job (a `type`, static
+    /// or `=`FEEL, and `retries`, default 3) run at its `eventType`. Zeebe 8.8's names
+    /// and the older ones it still reads (`create`, `assignment`, `update`, `complete`)
+    /// are accepted.
+    fn task_listeners(&mut self, id: &str, container: Node<'a, 'input>) -> TaskListeners {
+        let mut listeners = TaskListeners::default();
+        for node in container.children().filter(|n| n.is_element()) {
+            let name = node.tag_name().name();
+            if node.tag_name().namespace() != Some(super::document::ZEEBE_NS)
+                || name != "taskListener"
+            {
+                self.problem(
+                    Some(id),
+                    node,
+                    format!(
+                        "'{name}' is not expected in zeebe:taskListeners (only zeebe:taskListener)"
+                    ),
+                );
+                continue;
+            }
+            let event = node.attribute("eventType").map(str::trim).unwrap_or("");
+            let into = match event {
+                "creating" | "create" => &mut listeners.creating,
+                "assigning" | "assignment" => &mut listeners.assigning,
+                "updating" | "update" => &mut listeners.updating,
+                "completing" | "complete" => &mut listeners.completing,
+                "canceling" | "cancel" => {
+                    self.problem(
+                        Some(id),
+                        node,
+                        "canceling task listeners are not supported: Rill does not run them \
+                         yet (a terminated user task is canceled at once); remove the listener"
+                            .to_owned(),
+                    );
+                    continue;
+                }
+                _ => {
+                    self.problem(
+                        Some(id),
+                        node,
+                        format!(
+                            "a task listener's eventType must be 'creating', 'assigning', \
+                             'updating', 'completing' or 'canceling', not '{event}'"
+                        ),
+                    );
+                    continue;
+                }
+            };
+            let raw_type = node.attribute("type").map(str::trim).unwrap_or("");
+            if raw_type.is_empty() {
+                self.problem(
+                    Some(id),
+                    node,
+                    format!(
+                        "a {event} task listener has no type; set the job type that workers \
+                         subscribe to"
+                    ),
+                );
+                continue;
+            }
+            let mut job = JobDefinition {
+                job_type: ValueOrExpr::Static(String::new()),
+                retries: ValueOrExpr::Static(super::process::DEFAULT_RETRIES),
+                headers: Vec::new(),
+            };
+            match values::string_or_expr("listener type", raw_type) {
+                Ok(job_type) => job.job_type = job_type,
+                Err(message) => self.problem(Some(id), node, message),
+            }
+            if let Some(raw) = node.attribute("retries").filter(|r| !r.trim().is_empty()) {
+                match values::retries(raw) {
+                    Ok(retries) => job.retries = retries,
+                    Err(message) => self.problem(Some(id), node, message),
+                }
+            }
+            into.push(job);
+        }
+        listeners
     }
 
     /// `zeebe:formDefinition` of a Camunda user task: `formId` (with `bindingType` and,

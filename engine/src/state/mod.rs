@@ -26,8 +26,8 @@ pub(crate) use floors::ScanFloors;
 pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    MessageStartSubscription, MultiInstanceCounts, OutboxEntry, StoredIncident, StoredJob,
-    StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
+    ListenerTransition, MessageStartSubscription, MultiInstanceCounts, OutboxEntry, StoredIncident,
+    StoredJob, StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
     StoredSignalSubscription, StoredUserTask, StoredVariable, UserTaskState,
 };
 

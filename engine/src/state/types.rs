@@ -129,6 +129,7 @@ pub struct JobRecordRef<'a> {
     tenant_id: &'a str,
     job_kind: rill_protocol::value::JobKind,
     job_listener_event_type: rill_protocol::value::JobListenerEventType,
+    result: &'a rill_protocol::value::JobResult,
 }
 
 impl<'a> StoredJobRef<'a> {
@@ -156,6 +157,7 @@ impl<'a> StoredJobRef<'a> {
                 tenant_id: &r.tenant_id,
                 job_kind: r.job_kind,
                 job_listener_event_type: r.job_listener_event_type,
+                result: &r.result,
             },
         }
     }
@@ -282,6 +284,7 @@ mod tests {
             tenant_id: "<default>".into(),
             job_kind: rill_protocol::value::JobKind::ExecutionListener,
             job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
+            result: Default::default(),
         };
         let bytes = codec::encode(&StoredJobRef::new(JobState::Activated, &record)).unwrap();
         let decoded: StoredJob = codec::decode(&bytes).unwrap();
@@ -325,6 +328,8 @@ pub enum UserTaskState {
     Updating,
     Completing,
     Canceling,
+    /// Written as CREATING, waiting for its creating task listeners.
+    Creating,
 }
 
 impl UserTaskState {
@@ -336,6 +341,7 @@ impl UserTaskState {
             UserTaskState::Updating => "UPDATING",
             UserTaskState::Completing => "COMPLETING",
             UserTaskState::Canceling => "CANCELING",
+            UserTaskState::Creating => "CREATING",
         }
     }
 }
@@ -344,5 +350,28 @@ impl UserTaskState {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredUserTask {
     pub state: UserTaskState,
+    /// The task as it is (what a denied transition leaves).
     pub record: rill_protocol::value::UserTaskRecord,
+    /// The transition under way while its task listeners run (`None` when the task is
+    /// CREATED, or when the transition has no listeners).
+    pub transition: Option<ListenerTransition>,
+}
+
+/// A user-task transition (creating, assigning, updating, completing) waiting for its
+/// task listeners' jobs, which run one after the other.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListenerTransition {
+    pub event: rill_protocol::value::JobListenerEventType,
+    /// The task as the transition leaves it: its own changes (and, completing, the
+    /// client's variables), then the corrections of the listeners that ran.
+    pub record: rill_protocol::value::UserTaskRecord,
+    /// The attributes the transition itself changed (before corrections).
+    pub changed: Vec<String>,
+    /// Listener jobs of this transition that completed.
+    pub listeners_done: u32,
+    /// The job of the listener running now, or `Key::NONE`.
+    pub listener_job: Key,
+    /// Creating only: the assignee the model gives the task, assigned once it is
+    /// created (a creating listener may set one only when this is empty).
+    pub initial_assignee: String,
 }

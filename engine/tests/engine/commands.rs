@@ -103,6 +103,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             Command::CompleteJob {
                 job_key: unknown,
                 variables: JsonValue::null(),
+                result: Default::default(),
             },
             RejectionType::NotFound,
             "no such job was found",
@@ -112,6 +113,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             Command::CompleteJob {
                 job_key: job,
                 variables: JsonValue(json!("x")),
+                result: Default::default(),
             },
             RejectionType::InvalidArgument,
             "JSON object",
@@ -797,6 +799,7 @@ fn a_processing_error_record_has_the_commands_value_type() {
             Command::CompleteJob {
                 job_key: Key(5),
                 variables: JsonValue::null(),
+                result: Default::default(),
             },
             rill_protocol::ValueType::Job,
         ),

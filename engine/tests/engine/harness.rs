@@ -266,6 +266,7 @@ impl EngineRule {
         self.process(Command::CompleteJob {
             job_key,
             variables: JsonValue(variables),
+            result: Default::default(),
         })
     }
 

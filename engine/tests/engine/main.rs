@@ -18,6 +18,7 @@ mod random;
 mod samples;
 mod signals;
 mod start_events;
+mod task_listeners;
 mod user_tasks;
 
 pub use harness::*;

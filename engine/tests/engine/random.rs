@@ -98,7 +98,11 @@ fn random_command_sequences_never_break_the_engine() {
                     max_jobs: rng.below(5) as i32,
                     fetch_variables: vec![],
                 }),
-                4 | 5 => Command::CompleteJob { job_key, variables },
+                4 | 5 => Command::CompleteJob {
+                    job_key,
+                    variables,
+                    result: Default::default(),
+                },
                 6 => Command::FailJob(FailJob {
                     job_key,
                     retries: rng.below(3) as i32 - 1,

@@ -446,8 +446,20 @@ fn bad_forms_and_bad_user_task_models_are_rejected_naming_what_is_wrong() {
             "belongs to a job-worker user task",
         ),
         (
-            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="creating" type="x" /></zeebe:taskListeners>"#,
-            "zeebe:taskListeners is not supported: Rill does not run task listeners yet",
+            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="canceling" type="x" /></zeebe:taskListeners>"#,
+            "canceling task listeners are not supported",
+        ),
+        (
+            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="closing" type="x" /></zeebe:taskListeners>"#,
+            "a task listener's eventType must be 'creating', 'assigning', 'updating', 'completing' or 'canceling', not 'closing'",
+        ),
+        (
+            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="completing" /></zeebe:taskListeners>"#,
+            "a completing task listener has no type",
+        ),
+        (
+            r#"<zeebe:taskListeners><zeebe:taskListener eventType="completing" type="x" /></zeebe:taskListeners>"#,
+            "zeebe:taskListeners need a Camunda user task",
         ),
         (
             r#"<zeebe:assignmentDefinition assignee="=owner" />"#,

@@ -131,6 +131,26 @@ fn job_properties() -> Value {
         ("tenantId", keyword()),
         ("jobKind", keyword()),
         ("jobListenerEventType", keyword()),
+        (
+            "result",
+            json!({"properties": object(&[
+                ("type", keyword()),
+                ("denied", boolean()),
+                ("deniedReason", text()),
+                ("correctedAttributes", keyword()),
+                (
+                    "corrections",
+                    json!({"properties": object(&[
+                        ("assignee", keyword()),
+                        ("dueDate", keyword()),
+                        ("followUpDate", keyword()),
+                        ("candidateUsersList", keyword()),
+                        ("candidateGroupsList", keyword()),
+                        ("priority", integer()),
+                    ])}),
+                ),
+            ])}),
+        ),
     ])
 }
 

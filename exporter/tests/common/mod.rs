@@ -44,6 +44,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
         tenant_id: DEFAULT_TENANT.into(),
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
+        result: Default::default(),
     };
     match value_type {
         ValueType::Deployment => DeploymentRecord {

@@ -64,6 +64,7 @@ fn partitions() -> Vec<MemoryHistory> {
                     tenant_id: "<default>".into(),
                     job_kind: Default::default(),
                     job_listener_event_type: Default::default(),
+                    result: Default::default(),
                 };
                 let at = 1_000 + n as i64 * 3 + i64::from(p);
                 records.push(record(Intent::Created, at, key, RecordValue::Job(job(3))));

@@ -91,7 +91,7 @@ pub async fn fetch<T>(
 pub async fn run<E: SearchEntity>(
     state: &SharedState,
     body: &[u8],
-    extra: Option<(E::Field, Condition)>,
+    extra: impl IntoIterator<Item = (E::Field, Condition)>,
 ) -> Result<SearchResult<E::Item>, Problem> {
     let body: SearchBody = parse_optional_body(body)?;
     let mut plan = plan::<E>(body)?;
@@ -150,6 +150,13 @@ struct PageRequest {
 pub struct SearchResult<I> {
     pub items: Vec<I>,
     pub page: PageResult,
+}
+
+impl<I> SearchResult<I> {
+    /// Whether the page holds every match.
+    pub fn is_complete(&self) -> bool {
+        !self.page.has_more_total_items && self.items.len() as u64 >= self.page.total_items
+    }
 }
 
 #[derive(Serialize, Debug, PartialEq)]

@@ -15,7 +15,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_protocol::value::JobRecord;
+use rill_protocol::value::{JobRecord, JobResult, UserTaskRecord};
 use rill_protocol::{
     ActivateJobs, Command, CommandResponse, FailJob, JsonValue, PartitionId, RecordValue,
     ThrowError, UpdateJob,
@@ -85,14 +85,58 @@ struct ActivatedJob {
     element_instance_key: String,
     kind: &'static str,
     listener_event_type: &'static str,
-    // Camunda 8.8's `ActivatedJobResult` ends here: `userTask` (a non-nullable object,
-    // for user task listener jobs, which Rill has not) is left out, and 8.10's fields
-    // (`rootProcessInstanceKey`, `businessId`, `priority`...) are not sent.
     tags: Vec<String>,
+    // Camunda 8.8's `ActivatedJobResult` ends here: `userTask` (not nullable) is sent for
+    // user task listener jobs only, and 8.10's fields (`rootProcessInstanceKey`,
+    // `businessId`, `priority`...) are not sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_task: Option<UserTaskProperties>,
+}
+
+/// 8.8's `UserTaskProperties`: the task a listener's job is about, from the job's
+/// `io.camunda.zeebe:*` headers.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UserTaskProperties {
+    action: Option<String>,
+    assignee: Option<String>,
+    candidate_groups: Vec<String>,
+    candidate_users: Vec<String>,
+    changed_attributes: Vec<String>,
+    due_date: Option<String>,
+    follow_up_date: Option<String>,
+    form_key: Option<String>,
+    priority: Option<i32>,
+    user_task_key: Option<String>,
+}
+
+impl UserTaskProperties {
+    fn from_headers(headers: &std::collections::BTreeMap<String, String>) -> Self {
+        let text = |name: &str| headers.get(&format!("io.camunda.zeebe:{name}")).cloned();
+        let list = |name: &str| {
+            text(name)
+                .and_then(|json| serde_json::from_str::<Vec<String>>(&json).ok())
+                .unwrap_or_default()
+        };
+        UserTaskProperties {
+            action: text("action"),
+            assignee: text("assignee"),
+            candidate_groups: list("candidateGroups"),
+            candidate_users: list("candidateUsers"),
+            changed_attributes: list("changedAttributes"),
+            due_date: text("dueDate"),
+            follow_up_date: text("followUpDate"),
+            form_key: text("formKey"),
+            priority: text("priority").and_then(|p| p.parse().ok()),
+            user_task_key: text("userTaskKey"),
+        }
+    }
 }
 
 impl ActivatedJob {
     fn new(key: i64, job: JobRecord) -> Self {
+        let user_task = (job.job_kind == rill_protocol::value::JobKind::TaskListener)
+            .then(|| UserTaskProperties::from_headers(&job.custom_headers));
         let custom_headers = job
             .custom_headers
             .into_iter()
@@ -119,6 +163,7 @@ impl ActivatedJob {
             kind: job.job_kind.name(),
             listener_event_type: job.job_listener_event_type.name(),
             tags: Vec::new(),
+            user_task,
         }
     }
 }
@@ -430,12 +475,93 @@ impl Poll {
     }
 }
 
+/// Camunda 8.8's `JobResult` of a job completion (the user-task kind).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ResultRequest {
+    #[serde(rename = "type")]
+    result_type: Option<String>,
+    denied: Option<bool>,
+    denied_reason: Option<String>,
+    corrections: Option<Corrections>,
+}
+
+/// Corrections of a user task by its listener; an absent or null field is not
+/// corrected, an empty one is cleared.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Corrections {
+    pub assignee: Option<String>,
+    pub due_date: Option<String>,
+    pub follow_up_date: Option<String>,
+    pub candidate_users: Option<Vec<String>>,
+    pub candidate_groups: Option<Vec<String>>,
+    pub priority: Option<i32>,
+}
+
+/// The engine's job result from a client's: only the user-task kind (a task listener's
+/// denial or corrections) is run.
+pub(crate) fn job_result(
+    result_type: Option<&str>,
+    denied: bool,
+    denied_reason: String,
+    corrections: Corrections,
+) -> Result<JobResult, String> {
+    match result_type {
+        None | Some("userTask") => {}
+        Some("adHocSubProcess") => {
+            return Err(
+                "A job result of type 'adHocSubProcess' is not supported by Rill (it runs no \
+                 ad-hoc subprocesses)"
+                    .to_owned(),
+            );
+        }
+        Some(other) => {
+            return Err(format!(
+                "Expected the job result's type to be 'userTask', but it was '{other}'"
+            ));
+        }
+    }
+    let mut result = JobResult {
+        denied,
+        denied_reason,
+        ..JobResult::default()
+    };
+    let mut corrected = |name: &str| result.corrected_attributes.push(name.to_owned());
+    let c = &mut result.corrections;
+    if let Some(assignee) = corrections.assignee {
+        c.assignee = assignee;
+        corrected(UserTaskRecord::ASSIGNEE);
+    }
+    if let Some(due_date) = corrections.due_date {
+        c.due_date = due_date;
+        corrected(UserTaskRecord::DUE_DATE);
+    }
+    if let Some(follow_up_date) = corrections.follow_up_date {
+        c.follow_up_date = follow_up_date;
+        corrected(UserTaskRecord::FOLLOW_UP_DATE);
+    }
+    if let Some(users) = corrections.candidate_users {
+        c.candidate_users_list = users;
+        corrected(UserTaskRecord::CANDIDATE_USERS);
+    }
+    if let Some(groups) = corrections.candidate_groups {
+        c.candidate_groups_list = groups;
+        corrected(UserTaskRecord::CANDIDATE_GROUPS);
+    }
+    if let Some(priority) = corrections.priority {
+        c.priority = priority;
+        corrected(UserTaskRecord::PRIORITY);
+    }
+    Ok(result)
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CompletionRequest {
     #[serde(default)]
     variables: Variables,
-    result: Option<serde_json::Value>,
+    result: Option<ResultRequest>,
     job_lease_token: Option<String>,
     business_id: Option<String>,
 }
@@ -446,7 +572,16 @@ pub async fn complete(
     Body(body): Body,
 ) -> Result<Response, Problem> {
     let request: CompletionRequest = parse_optional_body(&body)?;
-    unsupported(request.result.is_some(), "A job completion result")?;
+    let result = match request.result {
+        Some(result) => job_result(
+            result.result_type.as_deref(),
+            result.denied.unwrap_or(false),
+            result.denied_reason.unwrap_or_default(),
+            result.corrections.unwrap_or_default(),
+        )
+        .map_err(Problem::invalid_argument)?,
+        None => JobResult::default(),
+    };
     unsupported(
         request.job_lease_token.is_some(),
         "jobLeaseToken (job leases)",
@@ -456,6 +591,7 @@ pub async fn complete(
     let command = Command::CompleteJob {
         job_key,
         variables: JsonValue(request.variables.into_value()),
+        result,
     };
     state
         .dispatch
@@ -642,6 +778,7 @@ mod tests {
             tenant_id: "<default>".into(),
             job_kind: Default::default(),
             job_listener_event_type: Default::default(),
+            result: Default::default(),
         };
         let json = serde_json::to_value(ActivatedJob::new(2251799813685253, job)).unwrap();
         assert_eq!(json["jobKey"], "2251799813685253");

@@ -106,8 +106,7 @@ impl From<HistoricUserTask> for UserTaskResult {
 
 impl SearchEntity for HistoricUserTask {
     const WHAT: &'static str = "user task";
-    const NOT_YET: &'static [&'static str] =
-        &["processInstanceVariables", "localVariables", "tags"];
+    const NOT_YET: &'static [&'static str] = &["tags"];
     const KEY_FIELD: F = F::UserTaskKey;
     const TIME_FIELD: Option<F> = Some(F::CreationDate);
     type Item = UserTaskResult;
@@ -147,7 +146,111 @@ pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
 ) -> Result<Json<SearchResult<UserTaskResult>>, Problem> {
-    run::<HistoricUserTask>(&state, &body, None).await.map(Json)
+    let (body, extra) = variable_conditions(&state, &body).await?;
+    run::<HistoricUserTask>(&state, &body, extra)
+        .await
+        .map(Json)
+}
+
+/// Most variables one variable condition of a user-task search may match.
+const MAX_VARIABLE_MATCHES: u32 = 10_000;
+
+/// The filter's `processInstanceVariables` and `localVariables` (8.8's lists of
+/// `{name, value}`, each a variable that must exist with a value matching `value`, a
+/// JSON text or a string filter) as conditions on the task's process instance and
+/// element instance keys, found with variable searches over every partition; and the
+/// body without them.
+async fn variable_conditions(
+    state: &SharedState,
+    body: &[u8],
+) -> Result<(Vec<u8>, Vec<(F, Condition)>), Problem> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((body.to_vec(), Vec::new()));
+    }
+    let Ok(mut parsed) = serde_json::from_slice::<serde_json::Value>(body) else {
+        // The search reports what is wrong with the body.
+        return Ok((body.to_vec(), Vec::new()));
+    };
+    let Some(filter) = parsed.get_mut("filter").and_then(|f| f.as_object_mut()) else {
+        return Ok((body.to_vec(), Vec::new()));
+    };
+    let mut extra = Vec::new();
+    for (name, field, local) in [
+        ("processInstanceVariables", F::ProcessInstanceKey, false),
+        ("localVariables", F::ElementInstanceKey, true),
+    ] {
+        let Some(conditions) = filter.remove(name) else {
+            continue;
+        };
+        let keys = matching_scopes(state, name, &conditions, local).await?;
+        let keys = keys
+            .into_iter()
+            .map(|key| FieldValue::Int(key.get()))
+            .collect();
+        extra.push((field, Condition::In(keys)));
+    }
+    let body = serde_json::to_vec(&parsed).unwrap_or_default();
+    Ok((body, extra))
+}
+
+/// The scopes that have every variable of `conditions`: process instances (their own
+/// variables), or with `local` the element instances holding them.
+async fn matching_scopes(
+    state: &SharedState,
+    name: &str,
+    conditions: &serde_json::Value,
+    local: bool,
+) -> Result<std::collections::BTreeSet<Key>, Problem> {
+    let bad = |why: &str| {
+        Problem::invalid_argument(format!(
+            "Expected 'filter.{name}' to be a list of {{\"name\": …, \"value\": …}} objects, \
+             but {why}"
+        ))
+    };
+    let list = conditions
+        .as_array()
+        .ok_or_else(|| bad("it is not a list"))?;
+    let mut found: Option<std::collections::BTreeSet<Key>> = None;
+    for (i, condition) in list.iter().enumerate() {
+        let variable = condition
+            .get("name")
+            .and_then(|n| n.as_str())
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| bad(&format!("item {i} has no name")))?;
+        let value = condition
+            .get("value")
+            .filter(|v| v.is_string() || v.is_object())
+            .ok_or_else(|| {
+                bad(&format!(
+                    "item {i} has no value (a JSON text or a string filter)"
+                ))
+            })?;
+        let search = serde_json::json!({
+            "filter": {"name": variable, "value": value},
+            "page": {"limit": MAX_VARIABLE_MATCHES},
+        });
+        let search = serde_json::to_vec(&search).unwrap_or_default();
+        let page = run::<rill_protocol::history::HistoricVariable>(state, &search, None).await?;
+        if !page.is_complete() {
+            return Err(Problem::invalid_argument(format!(
+                "'filter.{name}[{i}]' matches more than {MAX_VARIABLE_MATCHES} variables; \
+                 narrow its value"
+            )));
+        }
+        let scopes: std::collections::BTreeSet<Key> = page
+            .items
+            .iter()
+            .filter_map(|item| {
+                let (scope, instance) = item.scopes();
+                (local || scope == instance).then_some(scope)
+            })
+            .collect();
+        found = Some(match found {
+            None => scopes,
+            Some(before) => before.intersection(&scopes).copied().collect(),
+        });
+    }
+    Ok(found.unwrap_or_default())
 }
 
 fn not_found(key: Key) -> Problem {

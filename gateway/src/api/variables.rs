@@ -8,7 +8,7 @@ use rill_protocol::history::{
     HistoricVariable, HistoryQuery, HistoryResult, Page, Search, VARIABLE_TRUNCATE_LIMIT,
     VariableField as F,
 };
-use rill_protocol::{Query, QueryResult};
+use rill_protocol::{Key, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, fetch, run};
@@ -38,6 +38,14 @@ pub struct VariableResult {
     process_instance_key: String,
     /// Rill has no call activities: every instance is a root.
     root_process_instance_key: String,
+}
+
+impl VariableResult {
+    /// The variable's scope key and its process instance's key.
+    pub(super) fn scopes(&self) -> (Key, Key) {
+        let key = |text: &str| Key(text.parse().unwrap_or(-1));
+        (key(&self.scope_key), key(&self.process_instance_key))
+    }
 }
 
 impl From<HistoricVariable> for VariableResult {

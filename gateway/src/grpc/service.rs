@@ -442,11 +442,37 @@ impl Gateway for GatewayService {
         request: Request<CompleteJobRequest>,
     ) -> Result<Response<CompleteJobResponse>, Status> {
         let request = request.into_inner();
-        unsupported(request.result.is_some(), "A job completion result")?;
+        let result = match request.result {
+            Some(result) => {
+                unsupported(
+                    !result.activate_elements.is_empty()
+                        || result.is_completion_condition_fulfilled.is_some()
+                        || result.is_cancel_remaining_instances.is_some(),
+                    "An ad-hoc subprocess job result",
+                )?;
+                let corrections = result.corrections.unwrap_or_default();
+                crate::api::jobs::job_result(
+                    result.r#type.as_deref(),
+                    result.denied.unwrap_or(false),
+                    result.denied_reason.unwrap_or_default(),
+                    crate::api::jobs::Corrections {
+                        assignee: corrections.assignee,
+                        due_date: corrections.due_date,
+                        follow_up_date: corrections.follow_up_date,
+                        candidate_users: corrections.candidate_users.map(|l| l.values),
+                        candidate_groups: corrections.candidate_groups.map(|l| l.values),
+                        priority: corrections.priority,
+                    },
+                )
+                .map_err(Status::invalid_argument)?
+            }
+            None => Default::default(),
+        };
         let job_key = key("jobKey", request.job_key)?;
         let command = Command::CompleteJob {
             job_key,
             variables: variables("variables", &request.variables)?,
+            result,
         };
         self.submit_by_key(job_key, "job", command).await?;
         Ok(Response::new(CompleteJobResponse {}))

@@ -46,6 +46,7 @@ mod tests {
         let command = Command::CompleteJob {
             job_key: Key(1),
             variables: Default::default(),
+            result: Default::default(),
         };
         let rejected = |kind| Problem::from_rejection(&command, kind, "why");
         assert_eq!(code_of(rejected(RejectionType::NotFound)), Code::NotFound);

@@ -41,6 +41,7 @@ fn job(timeout: i64, deadline: i64) -> JobRecord {
         tenant_id: "<default>".into(),
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
+        result: Default::default(),
     }
 }
 

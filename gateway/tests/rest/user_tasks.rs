@@ -401,3 +401,103 @@ async fn a_task_without_a_form_answers_204_and_a_form_alone_deploys() {
         .await;
     assert_eq!(form.status, 204, "{:?}", form.body);
 }
+
+#[tokio::test]
+async fn tasks_are_found_by_their_instances_variables_and_their_own() {
+    let gateway = TestGateway::start(EngineBackend::new(2)).await;
+    let deployed = gateway
+        .deploy(&[
+            ("review.bpmn", REVIEW.as_bytes()),
+            ("approval.form", FORM.as_bytes()),
+        ])
+        .await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let mut instances = Vec::new();
+    for (i, region) in ["eu", "us", "eu"].into_iter().enumerate() {
+        let variables = json!({"groups": ["sales"], "priority": 10, "orderId": format!("o-{i}"),
+                               "region": region});
+        instances.push(create(&gateway, "review", variables).await);
+    }
+    let all = search(&gateway, json!({})).await;
+    assert_eq!(all["page"]["totalItems"], 3);
+    let instance_of = |page: &Value| -> Vec<String> {
+        let mut found: Vec<String> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["processInstanceKey"].as_str().unwrap().to_owned())
+            .collect();
+        found.sort();
+        found
+    };
+    let sorted = |keys: &[&String]| -> Vec<String> {
+        let mut keys: Vec<String> = keys.iter().map(|k| (*k).clone()).collect();
+        keys.sort();
+        keys
+    };
+
+    // Process instance variables: every condition must hold; values are JSON texts or
+    // string filters.
+    let eu = search(
+        &gateway,
+        json!({"filter": {"processInstanceVariables": [{"name": "region", "value": "\"eu\""}]}}),
+    )
+    .await;
+    assert_eq!(instance_of(&eu), sorted(&[&instances[0], &instances[2]]));
+    let eu_first = search(
+        &gateway,
+        json!({"filter": {"processInstanceVariables": [
+            {"name": "region", "value": "\"eu\""},
+            {"name": "orderId", "value": {"$like": "*o-0*"}}
+        ]}}),
+    )
+    .await;
+    assert_eq!(instance_of(&eu_first), vec![instances[0].clone()]);
+    // The task's own input `order` is local to it, not a process instance variable.
+    let not_global = search(
+        &gateway,
+        json!({"filter": {"processInstanceVariables": [{"name": "order", "value": "\"o-1\""}]}}),
+    )
+    .await;
+    assert_eq!(not_global["page"]["totalItems"], 0);
+    let local = search(
+        &gateway,
+        json!({"filter": {"localVariables": [{"name": "order", "value": "\"o-1\""}],
+                          "processInstanceKey": instances[1]}}),
+    )
+    .await;
+    assert_eq!(instance_of(&local), vec![instances[1].clone()]);
+    let none = search(
+        &gateway,
+        json!({"filter": {"localVariables": [{"name": "order", "value": "\"o-1\""}],
+                          "processInstanceKey": instances[0]}}),
+    )
+    .await;
+    assert_eq!(none["page"]["totalItems"], 0);
+
+    for (filter, expected) in [
+        (
+            json!({"localVariables": {"name": "order"}}),
+            "it is not a list",
+        ),
+        (
+            json!({"localVariables": [{"value": "1"}]}),
+            "item 0 has no name",
+        ),
+        (
+            json!({"processInstanceVariables": [{"name": "region"}]}),
+            "item 0 has no value",
+        ),
+        (json!({"tags": ["a"]}), "filter.tags"),
+    ] {
+        let reply = gateway
+            .post("/v2/user-tasks/search", json!({"filter": filter}))
+            .await;
+        assert_problem(&reply, 400, "INVALID_ARGUMENT");
+        assert!(
+            reply.body["detail"].as_str().unwrap().contains(expected),
+            "{expected}: {:?}",
+            reply.body
+        );
+    }
+}

@@ -243,6 +243,7 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::FormNotFound => "FORM_NOT_FOUND",
         IncidentErrorType::DecisionEvaluationError => "DECISION_EVALUATION_ERROR",
         IncidentErrorType::CalledDecisionError => "CALLED_DECISION_ERROR",
+        IncidentErrorType::TaskListenerNoRetries => "TASK_LISTENER_NO_RETRIES",
     }
 }
 

@@ -1,7 +1,8 @@
 // Drives a running Rill gateway with Camunda's npm SDK (8.8 API), unmodified: deploy,
 // create, activate and complete jobs, see the instance finish, search process instances,
 // jobs, incidents and variables (with the SDK's eventual-consistency polling), publish a
-// message. Exits non-zero on the first failed check.
+// message, work a user task, deploy a DMN with a form and a process, evaluate a decision
+// and run a business rule task. Exits non-zero on the first failed check.
 //
 // Usage: CAMUNDA_REST_ADDRESS=http://127.0.0.1:8080 node sdk_flow.mjs EXAMPLES_DIR
 //
@@ -142,5 +143,69 @@ const reviewed = await client.getProcessInstance(
   poll((r) => r.state === 'COMPLETED'),
 );
 check(reviewed.state === 'COMPLETED', 'completing the user task finished the instance');
+
+// DMN: a BPMN with a business rule task, the DMN it calls and a form deployed together;
+// the decision evaluated by id and by key; the business rule task run.
+const feedbackForm = path.join(workdir, 'feedback.form');
+writeFileSync(feedbackForm, JSON.stringify({
+  id: 'node-dinner-feedback', type: 'default',
+  components: [{ key: 'liked', type: 'checkbox', label: 'Liked it' }],
+}));
+const dinner = await client.deployResourcesFromFiles([
+  path.join(examples, 'dinner.bpmn'), path.join(examples, 'dish.dmn'), feedbackForm,
+]);
+const decisionIds = dinner.decisions.map((d) => d.decisionDefinitionId).sort();
+check(decisionIds.join() === 'dish,menu,season', `deployed the decisions ${decisionIds}`);
+check(
+  dinner.decisionRequirements.map((r) => r.decisionRequirementsId).join() === 'DishDecisions'
+    && dinner.processes.map((p) => p.processDefinitionId).join() === 'dinner'
+    && dinner.forms.map((f) => f.formId).join() === 'node-dinner-feedback',
+  'with its requirements graph, the process and the form',
+);
+const byId = await client.evaluateDecision({
+  decisionDefinitionId: 'dish', variables: { month: 1, guestCount: 4 },
+});
+check(byId.output === '"Roastbeef"', `dish by id: ${byId.output}`);
+const order = byId.evaluatedDecisions.map((d) => d.decisionDefinitionId).join();
+check(order === 'season,dish', `required decisions first: ${order}`);
+const dishKey = dinner.decisions.find((d) => d.decisionDefinitionId === 'dish').decisionDefinitionKey;
+const byKey = await client.evaluateDecision({
+  decisionDefinitionKey: dishKey, variables: { month: 10, guestCount: 2 },
+});
+check(byKey.output === '"Spareribs"', `dish by key: ${byKey.output}`);
+const dinnerInstance = await client.createProcessInstance({
+  processDefinitionId: 'dinner', variables: { month: 1, guestCount: 4 },
+});
+let cooked = 0;
+const cookDeadline = Date.now() + 30_000;
+while (cooked < 1 && Date.now() < cookDeadline) {
+  const { jobs } = await client.activateJobs({
+    type: 'cook', timeout: 30_000, maxJobsToActivate: 1, requestTimeout: 2_000, worker: 'node-sdk',
+  });
+  for (const job of jobs) {
+    await client.completeJob({ jobKey: job.jobKey, variables: {} });
+    cooked += 1;
+  }
+}
+check(cooked === 1, 'cooked after the business rule task');
+const dinnerDone = await client.getProcessInstance(
+  { processInstanceKey: dinnerInstance.processInstanceKey },
+  poll((r) => r.state === 'COMPLETED'),
+);
+check(dinnerDone.state === 'COMPLETED', 'the dinner instance finished');
+const dish = await client.searchVariables(
+  { filter: { processInstanceKey: dinnerInstance.processInstanceKey, name: 'dish' } },
+  poll((r) => r.items.length === 1),
+);
+check(dish.items.map((v) => v.value).join() === '"Roastbeef"', `the business rule task set dish: ${dish.items.map((v) => v.value)}`);
+const decisionInstances = await client.searchDecisionInstances(
+  { filter: { processInstanceKey: dinnerInstance.processInstanceKey } },
+  poll((r) => r.items.length >= 1),
+);
+check(
+  decisionInstances.items.length >= 1
+    && decisionInstances.items.every((i) => i.processInstanceKey === dinnerInstance.processInstanceKey),
+  `its decision instances are searchable (${decisionInstances.page.totalItems})`,
+);
 
 console.log('all checks passed');

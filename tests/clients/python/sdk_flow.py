@@ -5,7 +5,9 @@ Deploys the two-task example, creates an instance, activates and completes its j
 and checks that the instance finishes; also checks topology, incidents, variables,
 messages, create-and-await, process instance and job searches (polling until the
 history has the answer: searches are eventually consistent), and that the SDK
-surfaces Rill's errors as its typed errors. Exits non-zero on the first failed check.
+surfaces Rill's errors as its typed errors; then works a user task, and deploys a DMN
+with a form and a process, evaluates a decision and runs a business rule task. Exits
+non-zero on the first failed check.
 
 Usage: CAMUNDA_REST_ADDRESS=http://127.0.0.1:8080 python sdk_flow.py EXAMPLES_DIR
 """
@@ -22,8 +24,13 @@ from camunda_orchestration_sdk.models.activate_jobs_data import ActivateJobsData
 from camunda_orchestration_sdk.models.assign_user_task_data import AssignUserTaskData
 from camunda_orchestration_sdk.models.complete_user_task_data import CompleteUserTaskData
 from camunda_orchestration_sdk.models.complete_job_data import CompleteJobData
+from camunda_orchestration_sdk.models.decisionevaluationby_id import DecisionevaluationbyID
+from camunda_orchestration_sdk.models.decisionevaluationbykey import Decisionevaluationbykey
 from camunda_orchestration_sdk.models.processcreationbyid import Processcreationbyid
 from camunda_orchestration_sdk.models.publish_message_data import PublishMessageData
+from camunda_orchestration_sdk.models.search_decision_instances_data import (
+    SearchDecisionInstancesData,
+)
 from camunda_orchestration_sdk.models.search_incidents_data import SearchIncidentsData
 from camunda_orchestration_sdk.models.search_jobs_data import SearchJobsData
 from camunda_orchestration_sdk.models.search_process_instances_data import (
@@ -295,8 +302,84 @@ def main():
         check(error.status_code == 404, f"an unknown instance is a NotFound: {error.parsed.detail}")
 
     run_user_task(client)
+    run_decision(client, examples)
 
     print("all checks passed", flush=True)
+
+
+DINNER_FORM = """{"id": "py_dinner_feedback", "type": "default", "components": [
+  {"key": "liked", "type": "checkbox", "label": "Liked it"}]}"""
+
+
+def run_decision(client, examples):
+    """Deploys a BPMN with a business rule task, the DMN it calls and a form together
+    (as the SDK's README deploys a decision.dmn), evaluates the decision by id and by key,
+    then runs the business rule task and finds its decision instance."""
+    with tempfile.TemporaryDirectory() as workdir:
+        form = Path(workdir) / "feedback.form"
+        form.write_text(DINNER_FORM)
+        deployment = client.deploy_resources_from_files(
+            [examples / "dinner.bpmn", examples / "dish.dmn", form]
+        )
+    ids = sorted(d.decision_definition_id for d in deployment.decisions)
+    check(ids == ["dish", "menu", "season"], f"deployed the decisions {ids}")
+    check(
+        [r.decision_requirements_id for r in deployment.decision_requirements]
+        == ["DishDecisions"]
+        and [p.process_definition_id for p in deployment.processes] == ["dinner"]
+        and [f.form_id for f in deployment.forms] == ["py_dinner_feedback"],
+        "with its requirements graph, the process and the form",
+    )
+
+    by_id = client.evaluate_decision(
+        data=DecisionevaluationbyID.from_dict(
+            {"decisionDefinitionId": "dish", "variables": {"month": 1, "guestCount": 4}}
+        )
+    )
+    check(by_id.output == '"Roastbeef"', f"dish by id: {by_id.output}")
+    evaluated = [d.decision_definition_id for d in by_id.evaluated_decisions]
+    check(evaluated == ["season", "dish"], f"required decisions first: {evaluated}")
+    dish_key = next(d.decision_definition_key for d in deployment.decisions if d.decision_definition_id == "dish")
+    by_key = client.evaluate_decision(
+        data=Decisionevaluationbykey.from_dict(
+            {"decisionDefinitionKey": dish_key, "variables": {"month": 10, "guestCount": 2}}
+        )
+    )
+    check(by_key.output == '"Spareribs"', f"dish by key: {by_key.output}")
+
+    created = client.create_process_instance(
+        data=Processcreationbyid.from_dict(
+            {"processDefinitionId": "dinner", "variables": {"month": 1, "guestCount": 4}}
+        )
+    )
+    check(complete_jobs(client, "cook", 1) == 1, "cooked after the business rule task")
+    instance = poll(
+        lambda: client.get_process_instance(created.process_instance_key),
+        lambda answer: state(answer) == "COMPLETED",
+    )
+    check(state(instance) == "COMPLETED", "the dinner instance finished")
+    dish = client.search_variables(
+        data=SearchVariablesData.from_dict(
+            {"filter": {"processInstanceKey": created.process_instance_key, "name": "dish"}}
+        )
+    )
+    check(
+        [v.value for v in dish.items] == ['"Roastbeef"'],
+        f"the business rule task set dish: {[v.value for v in dish.items]}",
+    )
+    instances = poll(
+        lambda: client.search_decision_instances(
+            data=SearchDecisionInstancesData.from_dict(
+                {"filter": {"processInstanceKey": created.process_instance_key}}
+            )
+        ),
+        lambda answer: answer.page.total_items >= 1,
+    )
+    check(
+        instances.page.total_items >= 1
+        and all(i.process_instance_key == created.process_instance_key for i in instances.items),
+        f"its decision instances are searchable ({instances.page.total_items})",
+    )
 
 
 def run_user_task(client):

@@ -32,7 +32,7 @@ impl ElementBehavior for UserTask {
             UserTaskDefinition::Camunda(task) => {
                 let record = p.evaluate_user_task(task, active)?;
                 p.open_event_triggers(active)?;
-                p.create_user_task(active, record)
+                p.create_user_task(record)
             }
         }
     }
@@ -211,34 +211,25 @@ impl Processing<'_> {
         })
     }
 
-    /// Writes the new task's records and the element's ELEMENT_ACTIVATED; an assignee
-    /// from the model is assigned after creation.
-    fn create_user_task(&mut self, active: &Active, mut record: UserTaskRecord) -> Evaluated {
+    /// Writes the new task's CREATING (with the model's assignee, assigned once it is
+    /// created); its creating listeners run, then it is CREATED and the element
+    /// ELEMENT_ACTIVATED.
+    fn create_user_task(&mut self, mut record: UserTaskRecord) -> Evaluated {
         let key = self.next_key()?;
         record.user_task_key = key.get();
-        let assignee = std::mem::take(&mut record.assignee);
-        self.event(key, Intent::Creating, record.clone())?;
-        self.event(key, Intent::Created, record.clone())?;
-        self.mark(active, Intent::ElementActivated)?;
-        if !assignee.is_empty() {
-            let assigned = UserTaskRecord {
-                assignee,
-                changed_attributes: vec![UserTaskRecord::ASSIGNEE.to_owned()],
-                ..record
-            };
-            self.event(key, Intent::Assigning, assigned.clone())?;
-            self.event(key, Intent::Assigned, assigned)?;
-        }
-        Ok(())
+        self.event(key, Intent::Creating, record)?;
+        Ok(self.next_task_listener(key)?)
     }
 
-    /// Cancels the Camunda user task of a terminated element, if it has one.
+    /// Cancels the Camunda user task of a terminated element, if it has one (and the
+    /// listener job its transition waits for).
     fn cancel_user_task(&mut self, active: &Active) -> Result<()> {
         let key = active.instance.job_key;
         if key.is_none() {
             return Ok(());
         }
         if let Some(task) = self.read().user_task(key)? {
+            self.cancel_task_listener_job(&task)?;
             self.event(key, Intent::Canceling, task.record.clone())?;
             self.event(key, Intent::Canceled, task.record)?;
         }
