@@ -57,6 +57,7 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         decision_requirements: !filter.decision_requirements,
         decision_evaluation: !filter.decision_evaluation,
         process_instance_modification: !filter.process_instance_modification,
+        resource_deletion: !filter.resource_deletion,
     }
 }
 

@@ -546,6 +546,7 @@ pub struct RecordFilterConfig {
     pub decision_requirements: bool,
     pub decision_evaluation: bool,
     pub process_instance_modification: bool,
+    pub resource_deletion: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -580,6 +581,7 @@ impl Default for RecordFilterConfig {
             decision_requirements: true,
             decision_evaluation: true,
             process_instance_modification: true,
+            resource_deletion: true,
         }
     }
 }
@@ -617,6 +619,7 @@ impl RecordFilterConfig {
             decision_requirements: true,
             decision_evaluation: true,
             process_instance_modification: true,
+            resource_deletion: true,
         }
     }
 }

@@ -86,6 +86,7 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::UserTask(v) => v.serialize(serializer),
             RecordValue::DecisionEvaluation(v) => v.serialize(serializer),
             RecordValue::ProcessInstanceModification(v) => v.serialize(serializer),
+            RecordValue::ResourceDeletion(v) => v.serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)

@@ -56,6 +56,7 @@ impl RecordFilter {
             ValueType::DecisionRequirements => c.decision_requirements,
             ValueType::DecisionEvaluation => c.decision_evaluation,
             ValueType::ProcessInstanceModification => c.process_instance_modification,
+            ValueType::ResourceDeletion => c.resource_deletion,
         }
     }
 

@@ -51,10 +51,12 @@ pub enum ValueType {
     DecisionEvaluation,
     /// A running instance's elements activated and terminated on request.
     ProcessInstanceModification,
+    /// A deployed resource deleted on request.
+    ResourceDeletion,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 26] = [
+    pub const ALL: [ValueType; 27] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -81,6 +83,7 @@ impl ValueType {
         ValueType::DecisionRequirements,
         ValueType::DecisionEvaluation,
         ValueType::ProcessInstanceModification,
+        ValueType::ResourceDeletion,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -112,6 +115,7 @@ impl ValueType {
             ValueType::DecisionRequirements => "DECISION_REQUIREMENTS",
             ValueType::DecisionEvaluation => "DECISION_EVALUATION",
             ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
+            ValueType::ResourceDeletion => "RESOURCE_DELETION",
         }
     }
 }

@@ -46,6 +46,7 @@ pub enum RecordValue {
     DecisionRequirements(DecisionRequirementsRecord),
     DecisionEvaluation(DecisionEvaluationRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
+    ResourceDeletion(ResourceDeletionRecord),
 }
 
 impl RecordValue {
@@ -79,6 +80,7 @@ impl RecordValue {
             RecordValue::DecisionRequirements(_) => ValueType::DecisionRequirements,
             RecordValue::DecisionEvaluation(_) => ValueType::DecisionEvaluation,
             RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
+            RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
         }
     }
 
@@ -111,6 +113,7 @@ impl RecordValue {
             RecordValue::DecisionRequirements(v) => serde_json::to_value(v),
             RecordValue::DecisionEvaluation(v) => serde_json::to_value(v),
             RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
+            RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -154,6 +157,7 @@ impl_from_value!(
     DecisionRequirements(DecisionRequirementsRecord),
     DecisionEvaluation(DecisionEvaluationRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
+    ResourceDeletion(ResourceDeletionRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -852,4 +856,13 @@ pub struct ModificationVariableInstruction {
     pub variables: JsonValue,
     /// The scope's element id, or empty for the process instance's scope.
     pub element_id: String,
+}
+
+/// RESOURCE_DELETION: a deployed resource (form, decision requirements) deleted by key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDeletionRecord {
+    pub resource_key: i64,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
 }

@@ -30,7 +30,7 @@ use rill_protocol::value::{
     ProcessInstanceCreationRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
     ProcessRecord, SignalRecord, SignalSubscriptionRecord, TimerRecord, VariableRecord,
 };
-use rill_protocol::value::{FormRecord, UserTaskRecord};
+use rill_protocol::value::{FormRecord, ResourceDeletionRecord, UserTaskRecord};
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
 
 use crate::error::{Result, inconsistent};
@@ -71,6 +71,7 @@ pub(crate) enum Applier {
     Form(fn(&mut Apply<'_, '_>, Key, &FormRecord) -> Result<()>),
     Decision(fn(&mut Apply<'_, '_>, Key, &DecisionRecord) -> Result<()>),
     DecisionRequirements(fn(&mut Apply<'_, '_>, Key, &DecisionRequirementsRecord) -> Result<()>),
+    ResourceDeletion(fn(&mut Apply<'_, '_>, Key, &ResourceDeletionRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -106,6 +107,7 @@ impl Applier {
             (Applier::DecisionRequirements(f), RecordValue::DecisionRequirements(v)) => {
                 f(ctx, key, v)
             }
+            (Applier::ResourceDeletion(f), RecordValue::ResourceDeletion(v)) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -249,6 +251,15 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::UserTask, I::Canceling) => &[(1, A::UserTask(user_task::canceling))],
         (V::UserTask, I::Canceled) => &[(1, A::UserTask(user_task::removed))],
         (V::Form, I::Created) => &[(1, A::Form(user_task::form_created))],
+        (V::Form, I::Deleted) => &[(1, A::Form(user_task::form_deleted))],
+        (V::Decision, I::Deleted) => &[(1, A::Decision(decision::decision_deleted))],
+        (V::DecisionRequirements, I::Deleted) => &[(
+            1,
+            A::DecisionRequirements(decision::decision_requirements_deleted),
+        )],
+        (V::ResourceDeletion, I::Deleting) => {
+            &[(1, A::ResourceDeletion(decision::resource_deleting))]
+        }
         _ => &[],
     }
 }

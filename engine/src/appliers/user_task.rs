@@ -67,3 +67,7 @@ pub(super) fn removed(ctx: &mut Apply<'_, '_>, key: Key, value: &UserTaskRecord)
 pub(super) fn form_created(ctx: &mut Apply<'_, '_>, _key: Key, value: &FormRecord) -> Result<()> {
     ctx.state.put_form(value)
 }
+
+pub(super) fn form_deleted(ctx: &mut Apply<'_, '_>, _key: Key, value: &FormRecord) -> Result<()> {
+    ctx.state.delete_form(value)
+}
