@@ -58,6 +58,7 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         decision_evaluation: !filter.decision_evaluation,
         compensation_subscription: !filter.compensation_subscription,
         process_instance_modification: !filter.process_instance_modification,
+        resource_deletion: !filter.resource_deletion,
     }
 }
 

@@ -547,6 +547,7 @@ pub struct RecordFilterConfig {
     pub decision_evaluation: bool,
     pub compensation_subscription: bool,
     pub process_instance_modification: bool,
+    pub resource_deletion: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -582,6 +583,7 @@ impl Default for RecordFilterConfig {
             decision_evaluation: true,
             compensation_subscription: true,
             process_instance_modification: true,
+            resource_deletion: true,
         }
     }
 }
@@ -620,6 +622,7 @@ impl RecordFilterConfig {
             decision_evaluation: true,
             compensation_subscription: true,
             process_instance_modification: true,
+            resource_deletion: true,
         }
     }
 }

@@ -269,6 +269,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "exporters.elasticsearch.filter.decision-evaluation", kind: Kind::Bool, description: "Export DECISION_EVALUATION records." },
     OptionSpec { path: "exporters.elasticsearch.filter.compensation-subscription", kind: Kind::Bool, description: "Export COMPENSATION_SUBSCRIPTION records." },
     OptionSpec { path: "exporters.elasticsearch.filter.process-instance-modification", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MODIFICATION records." },
+    OptionSpec { path: "exporters.elasticsearch.filter.resource-deletion", kind: Kind::Bool, description: "Export RESOURCE_DELETION records." },
     OptionSpec { path: "exporters.jsonl.path", kind: Kind::Path, description: "File the records are appended to." },
     OptionSpec { path: "exporters.jsonl.flush-size", kind: Kind::Usize, description: "Write and fsync once this many records are buffered." },
     OptionSpec { path: "exporters.jsonl.flush-delay", kind: Kind::Duration, description: "Write and fsync once the oldest buffered record has waited this long." },
@@ -302,6 +303,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "exporters.jsonl.filter.decision-evaluation", kind: Kind::Bool, description: "Export DECISION_EVALUATION records." },
     OptionSpec { path: "exporters.jsonl.filter.compensation-subscription", kind: Kind::Bool, description: "Export COMPENSATION_SUBSCRIPTION records." },
     OptionSpec { path: "exporters.jsonl.filter.process-instance-modification", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MODIFICATION records." },
+    OptionSpec { path: "exporters.jsonl.filter.resource-deletion", kind: Kind::Bool, description: "Export RESOURCE_DELETION records." },
 ];
 
 /// Options whose values `to_toml` masks.

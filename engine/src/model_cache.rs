@@ -110,6 +110,11 @@ impl ModelCache {
         self.decision_requirements.insert(key, Arc::new(parsed));
     }
 
+    /// Forgets a deleted decision requirements graph.
+    pub fn remove_decision_requirements(&mut self, key: Key) {
+        self.decision_requirements.remove(&key);
+    }
+
     pub fn clear(&mut self) {
         self.decision_requirements.clear();
         self.models.clear();

@@ -87,6 +87,7 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::DecisionEvaluation(v) => v.serialize(serializer),
             RecordValue::CompensationSubscription(v) => v.serialize(serializer),
             RecordValue::ProcessInstanceModification(v) => v.serialize(serializer),
+            RecordValue::ResourceDeletion(v) => v.serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)

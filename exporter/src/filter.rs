@@ -57,6 +57,7 @@ impl RecordFilter {
             ValueType::DecisionEvaluation => c.decision_evaluation,
             ValueType::CompensationSubscription => c.compensation_subscription,
             ValueType::ProcessInstanceModification => c.process_instance_modification,
+            ValueType::ResourceDeletion => c.resource_deletion,
         }
     }
 

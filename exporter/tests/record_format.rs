@@ -141,6 +141,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "ancestorScopeKeys",
             "tenantId",
         ],
+        ValueType::ResourceDeletion => &["resourceKey", "tenantId"],
         ValueType::ProcessInstanceResult => &[
             "bpmnProcessId",
             "version",

@@ -174,6 +174,7 @@ fn command_intent(command: &Command) -> String {
         Command::UserTask(rill_protocol::UserTaskCommand::Complete { .. }) => "COMPLETE",
         Command::EvaluateDecision(_) => "EVALUATE",
         Command::ModifyProcessInstance(_) => "MODIFY",
+        Command::DeleteResource { .. } => "DELETE",
     };
     name.to_owned()
 }

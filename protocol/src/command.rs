@@ -267,6 +267,11 @@ pub enum Command {
     EvaluateDecision(EvaluateDecision),
     // --- from clients (added later; variants keep their encoding index) ---
     ModifyProcessInstance(ModifyProcessInstance),
+    // --- from clients (added later; variants keep their encoding index) ---
+    /// Delete a deployed resource on every partition.
+    DeleteResource {
+        resource_key: Key,
+    },
 }
 
 impl Command {
@@ -307,6 +312,7 @@ impl Command {
             Command::ExpireMessage { message_key } => Some(*message_key),
             Command::UserTask(c) => Some(c.user_task_key()),
             Command::ModifyProcessInstance(c) => Some(c.process_instance_key),
+            Command::DeleteResource { resource_key } => Some(*resource_key),
             Command::CreateProcessInstance(CreateProcessInstance {
                 process: ProcessSelector::ByKey(key),
                 ..

@@ -54,6 +54,8 @@ pub enum ValueType {
     CompensationSubscription,
     /// A running instance's elements activated and terminated on request.
     ProcessInstanceModification,
+    /// A deployed resource deleted on request.
+    ResourceDeletion,
 }
 
 impl ValueType {
@@ -85,6 +87,7 @@ impl ValueType {
         ValueType::DecisionEvaluation,
         ValueType::CompensationSubscription,
         ValueType::ProcessInstanceModification,
+        ValueType::ResourceDeletion,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -117,6 +120,7 @@ impl ValueType {
             ValueType::DecisionEvaluation => "DECISION_EVALUATION",
             ValueType::CompensationSubscription => "COMPENSATION_SUBSCRIPTION",
             ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
+            ValueType::ResourceDeletion => "RESOURCE_DELETION",
         }
     }
 }

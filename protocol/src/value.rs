@@ -47,6 +47,7 @@ pub enum RecordValue {
     DecisionEvaluation(DecisionEvaluationRecord),
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
+    ResourceDeletion(ResourceDeletionRecord),
 }
 
 impl RecordValue {
@@ -81,6 +82,7 @@ impl RecordValue {
             RecordValue::DecisionEvaluation(_) => ValueType::DecisionEvaluation,
             RecordValue::CompensationSubscription(_) => ValueType::CompensationSubscription,
             RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
+            RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
         }
     }
 
@@ -114,6 +116,7 @@ impl RecordValue {
             RecordValue::DecisionEvaluation(v) => serde_json::to_value(v),
             RecordValue::CompensationSubscription(v) => serde_json::to_value(v),
             RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
+            RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -158,6 +161,7 @@ impl_from_value!(
     DecisionEvaluation(DecisionEvaluationRecord),
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
+    ResourceDeletion(ResourceDeletionRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -963,4 +967,13 @@ pub struct ModificationVariableInstruction {
     pub variables: JsonValue,
     /// The scope's element id, or empty for the process instance's scope.
     pub element_id: String,
+}
+
+/// RESOURCE_DELETION: a deployed resource (form, decision requirements) deleted by key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDeletionRecord {
+    pub resource_key: i64,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
 }

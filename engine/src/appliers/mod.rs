@@ -31,7 +31,7 @@ use rill_protocol::value::{
     ProcessInstanceCreationRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
     ProcessRecord, SignalRecord, SignalSubscriptionRecord, TimerRecord, VariableRecord,
 };
-use rill_protocol::value::{FormRecord, UserTaskRecord};
+use rill_protocol::value::{FormRecord, ResourceDeletionRecord, UserTaskRecord};
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
 
 use crate::error::{Result, inconsistent};
@@ -79,6 +79,7 @@ pub(crate) enum Applier {
             &rill_protocol::value::CompensationSubscriptionRecord,
         ) -> Result<()>,
     ),
+    ResourceDeletion(fn(&mut Apply<'_, '_>, Key, &ResourceDeletionRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -117,6 +118,7 @@ impl Applier {
             (Applier::CompensationSubscription(f), RecordValue::CompensationSubscription(v)) => {
                 f(ctx, key, v)
             }
+            (Applier::ResourceDeletion(f), RecordValue::ResourceDeletion(v)) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -271,6 +273,15 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::UserTask, I::Canceling) => &[(1, A::UserTask(user_task::canceling))],
         (V::UserTask, I::Canceled) => &[(1, A::UserTask(user_task::removed))],
         (V::Form, I::Created) => &[(1, A::Form(user_task::form_created))],
+        (V::Form, I::Deleted) => &[(1, A::Form(user_task::form_deleted))],
+        (V::Decision, I::Deleted) => &[(1, A::Decision(decision::decision_deleted))],
+        (V::DecisionRequirements, I::Deleted) => &[(
+            1,
+            A::DecisionRequirements(decision::decision_requirements_deleted),
+        )],
+        (V::ResourceDeletion, I::Deleting) => {
+            &[(1, A::ResourceDeletion(decision::resource_deleting))]
+        }
         _ => &[],
     }
 }

@@ -211,3 +211,7 @@ pub(super) fn listener_incident_resolved(
 pub(super) fn form_created(ctx: &mut Apply<'_, '_>, _key: Key, value: &FormRecord) -> Result<()> {
     ctx.state.put_form(value)
 }
+
+pub(super) fn form_deleted(ctx: &mut Apply<'_, '_>, _key: Key, value: &FormRecord) -> Result<()> {
+    ctx.state.delete_form(value)
+}

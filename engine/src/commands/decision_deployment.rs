@@ -132,7 +132,12 @@ pub(super) fn deploy(
         }
         let (drg_version, drg_key, is_duplicate) = match duplicate_of {
             Some((version, key)) => (version, key, true),
-            None => (latest.map_or(1, |(v, _)| v + 1), p.next_key()?, false),
+            None => {
+                let highest = p
+                    .read()
+                    .highest_decision_requirements_version(&entry.drg.id)?;
+                (highest.map_or(1, |v| v + 1), p.next_key()?, false)
+            }
         };
         let drg_record = DecisionRequirementsRecord {
             decision_requirements_id: entry.drg.id.clone(),
@@ -163,7 +168,10 @@ pub(super) fn deploy(
                 None => DecisionRecord {
                     decision_id: decision.id.clone(),
                     decision_name: decision.name.clone(),
-                    version: latest.map_or(1, |(v, _)| v + 1),
+                    version: p
+                        .read()
+                        .highest_decision_version(&decision.id)?
+                        .map_or(1, |v| v + 1),
                     decision_key: p.next_key()?.get(),
                     decision_requirements_id: entry.drg.id.clone(),
                     decision_requirements_key: drg_key.get(),

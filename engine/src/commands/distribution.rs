@@ -9,7 +9,7 @@
 //!
 //! The partition core delivers what `pending_sends` lists (again until acknowledged)
 //! and proposes `AcknowledgeSend` on the sender once the receiver applied it. Carried:
-//! deployments, signals, and the open/correlate/close commands of message subscriptions whose
+//! deployments, resource deletions, signals, and the open/correlate/close commands of message subscriptions whose
 //! two sides live on different partitions.
 
 use rill_engine_api::Action;
@@ -43,6 +43,12 @@ pub(crate) fn outgoing(
             Some(deployment) => RecordValue::Deployment(deployment),
             None => return Ok(None),
         },
+        (None, ValueType::ResourceDeletion, Intent::Delete) => {
+            match state.resource_deletion(entry.key)? {
+                Some(deletion) => RecordValue::ResourceDeletion(deletion),
+                None => return Ok(None),
+            }
+        }
         _ => return Ok(None),
     };
     Ok(Some((
@@ -114,6 +120,9 @@ pub(super) fn from_partition(
         (RecordValue::Signal(signal), ValueType::Signal, Intent::Broadcast) => {
             p.event(command.key, Intent::Broadcasted, signal.clone())?;
             p.catch_signal(signal, false)?;
+        }
+        (RecordValue::ResourceDeletion(deletion), _, Intent::Delete) => {
+            super::resource_deletion::apply_distributed(p, command.key, deletion)?;
         }
         _ => {}
     }

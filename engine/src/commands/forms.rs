@@ -89,7 +89,8 @@ pub(super) fn deploy_forms(
         let (version, key, is_duplicate) = match duplicate_of {
             Some((version, key)) => (version, key, true),
             None => {
-                let version = latest.map_or(1, |(v, _)| v + 1);
+                let highest = p.read().highest_form_version(&form.form_id)?;
+                let version = highest.map_or(1, |v| v + 1);
                 let key = p.next_key()?;
                 let value = FormRecord {
                     form_id: form.form_id.clone(),

@@ -14,6 +14,7 @@ mod instances;
 mod jobs;
 mod messages;
 mod modification;
+mod resource_deletion;
 mod signals;
 mod timers;
 mod user_tasks;
@@ -63,6 +64,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::BroadcastSignal(broadcast) => signals::broadcast(p, broadcast),
         Command::UserTask(command) => user_tasks::process(p, command),
         Command::ModifyProcessInstance(modify) => modification::modify(p, modify),
+        Command::DeleteResource { resource_key } => resource_deletion::delete(p, *resource_key),
     }
 }
 
@@ -207,6 +209,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             c.process_instance_key,
             Intent::Modify,
             modification::placeholder(c).into(),
+        ),
+        Command::DeleteResource { resource_key } => (
+            *resource_key,
+            Intent::Delete,
+            resource_deletion::placeholder(*resource_key).into(),
         ),
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
             Key::NONE,

@@ -29,6 +29,14 @@ pub(crate) mod table {
     pub const DECISION_REQUIREMENTS_LATEST: u8 = 0x1A;
     /// (deployment key, decision id) -> the decision key that deployment deployed.
     pub const DEPLOYMENT_DECISION: u8 = 0x1B;
+    /// (decision requirements id, version) -> decision requirements key.
+    pub const DECISION_REQUIREMENTS_VERSION: u8 = 0x1C;
+    /// Decision requirements id -> the highest version ever deployed (deleted or not).
+    pub const DECISION_REQUIREMENTS_HIGHEST: u8 = 0x1D;
+    /// Decision id -> the highest version ever deployed (deleted or not).
+    pub const DECISION_HIGHEST: u8 = 0x1E;
+    /// (decision requirements key, decision key) -> marker: the decisions of a DRG.
+    pub const DECISION_BY_REQUIREMENTS: u8 = 0x1F;
     pub const ELEMENT_INSTANCE: u8 = 0x20;
     pub const ELEMENT_CHILD: u8 = 0x21;
     pub const JOIN_TOKEN: u8 = 0x22;
@@ -93,6 +101,11 @@ pub(crate) mod table {
     pub const FORM_LATEST: u8 = 0xC3;
     /// (deployment key, form id) -> the form key that deployment deployed.
     pub const DEPLOYMENT_FORM: u8 = 0xC4;
+    /// Form id -> the highest version ever deployed (deleted or not).
+    pub const FORM_HIGHEST: u8 = 0xC5;
+    /// Resource deletion key -> its RESOURCE_DELETION record (what its distribution
+    /// carries).
+    pub const RESOURCE_DELETION: u8 = 0xC6;
 }
 
 /// A key argument of a state accessor: the engine's [`Key`], or a key field of a record

@@ -8,6 +8,7 @@ mod cache;
 mod compensations;
 mod floors;
 mod keys;
+mod resources;
 mod signals;
 mod types;
 
@@ -885,6 +886,12 @@ impl<'a> Writer<'a> {
                 .i32(record.version),
             key,
         );
+        self.note_highest(table::DECISION_HIGHEST, &record.decision_id, record.version)?;
+        self.mark(
+            KeyBuf::new(table::DECISION_BY_REQUIREMENTS)
+                .i64(record.decision_requirements_key)
+                .i64(key),
+        );
         let newer = match self.read().latest_decision(&record.decision_id)? {
             Some((version, _)) => record.version > version,
             None => true,
@@ -902,6 +909,14 @@ impl<'a> Writer<'a> {
         let key = record.decision_requirements_key;
         self.put(KeyBuf::new(table::DECISION_REQUIREMENTS).key(key), record)?;
         let id = &record.decision_requirements_id;
+        let version = record.decision_requirements_version;
+        self.put_i64(
+            KeyBuf::new(table::DECISION_REQUIREMENTS_VERSION)
+                .str(id)
+                .i32(version),
+            key,
+        );
+        self.note_highest(table::DECISION_REQUIREMENTS_HIGHEST, id, version)?;
         let newer = match self.read().latest_decision_requirements(id)? {
             Some((version, _)) => record.decision_requirements_version > version,
             None => true,
@@ -1219,6 +1234,7 @@ impl<'a> Writer<'a> {
                 .i32(record.version),
             key,
         );
+        self.note_highest(table::FORM_HIGHEST, &record.form_id, record.version)?;
         let newer = match self.read().latest_form(&record.form_id)? {
             Some((version, _)) => record.version > version,
             None => true,

@@ -15,6 +15,7 @@ mod listeners;
 mod modification;
 mod multi_instance;
 mod random;
+mod resource_deletion;
 mod samples;
 mod signals;
 mod start_events;

@@ -349,6 +349,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("ancestorScopeKeys", long()),
             ("tenantId", keyword()),
         ]),
+        ValueType::ResourceDeletion => object(&[("resourceKey", long()), ("tenantId", keyword())]),
         ValueType::ProcessInstanceResult => object(&[
             ("bpmnProcessId", keyword()),
             ("version", integer()),

@@ -200,6 +200,11 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             tenant_id: DEFAULT_TENANT.into(),
         }
         .into(),
+        ValueType::ResourceDeletion => ResourceDeletionRecord {
+            resource_key: key(4),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
         ValueType::ProcessInstanceResult => ProcessInstanceResultRecord {
             bpmn_process_id: "order".into(),
             version: 1,

@@ -22,6 +22,7 @@ mod messages;
 mod process_definitions;
 mod process_instance_search;
 pub(crate) mod process_instances;
+mod resources;
 mod signals;
 mod user_tasks;
 mod variables;
@@ -120,6 +121,10 @@ pub fn routes() -> Router<SharedState> {
         .route(
             "/v2/process-instances/{processInstanceKey}/cancellation",
             post(process_instances::cancel),
+        )
+        .route(
+            "/v2/resources/{resourceKey}/deletion",
+            post(resources::delete),
         )
         .route(
             "/v2/process-instances/{processInstanceKey}/modification",

@@ -816,9 +816,13 @@ impl Gateway for GatewayService {
 
     async fn delete_resource(
         &self,
-        _request: Request<DeleteResourceRequest>,
+        request: Request<DeleteResourceRequest>,
     ) -> Result<Response<DeleteResourceResponse>, Status> {
-        Err(not_supported_yet("deleting resources is"))
+        let resource_key = key("resourceKey", request.into_inner().resource_key)?;
+        let command = Command::DeleteResource { resource_key };
+        self.submit_by_key(resource_key, "resource", command)
+            .await?;
+        Ok(Response::new(DeleteResourceResponse {}))
     }
 
     async fn broadcast_signal(

@@ -1,0 +1,42 @@
+//! Deployed resources: `POST /v2/resources/{resourceKey}/deletion` (forms and decision
+//! requirements; process definitions are refused with a conflict for now).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rill_protocol::Command;
+use serde::Deserialize;
+
+use super::{Body, KeyParam, SharedState};
+use crate::json::{optional_long, parse_optional_body};
+use crate::problem::Problem;
+
+/// Camunda 8.8's `DeleteResourceRequest`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeleteRequest {
+    /// Accepted and ignored: Rill's records carry no operation reference.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "optional_long")]
+    operation_reference: Option<i64>,
+}
+
+/// 200 with no body once the resource is deleted on the partition that took it (the
+/// other partitions follow through the outbox).
+pub async fn delete(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let _: DeleteRequest = parse_optional_body(&body)?;
+    let partition = state.dispatch.partition_of(key, "resource")?;
+    state
+        .dispatch
+        .submit(
+            partition,
+            Command::DeleteResource { resource_key: key },
+            state.settings.request_timeout,
+        )
+        .await?;
+    Ok(StatusCode::OK.into_response())
+}
