@@ -874,3 +874,146 @@ fn a_standalone_gateway_serves_grpc() {
         node.terminate(Duration::from_secs(20));
     }
 }
+
+/// EvaluateDecision: a DMN deployed over gRPC lists its decisions and graph; evaluating
+/// by id and by key answers Zeebe's message with every decision evaluated on the way
+/// (matched rules, inputs, outputs); a failed evaluation names the failed decision; bad
+/// requests are INVALID_ARGUMENT and an unknown decision NOT_FOUND.
+#[test]
+fn evaluate_decision_answers_every_evaluated_decision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rill = Standalone::start(&dir.path().join("data"), &["cluster.partitions-count=2"]);
+    runtime().block_on(async {
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let mut client = connect(&rill).await;
+        let deployed = deploy(&mut client, &["dish.dmn"]).await;
+        let mut decisions = Vec::new();
+        let mut graphs = Vec::new();
+        for entry in deployed.deployments {
+            match entry.metadata {
+                Some(deployment::Metadata::Decision(d)) => decisions.push(d),
+                Some(deployment::Metadata::DecisionRequirements(r)) => graphs.push(r),
+                other => panic!("unexpected deployment entry {other:?}"),
+            }
+        }
+        let ids: Vec<&str> = decisions
+            .iter()
+            .map(|d| d.dmn_decision_id.as_str())
+            .collect();
+        assert_eq!(ids, ["season", "dish", "menu"]);
+        assert_eq!(graphs.len(), 1);
+        assert_eq!(graphs[0].dmn_decision_requirements_id, "DishDecisions");
+        assert_eq!(graphs[0].resource_name, "dish.dmn");
+        assert_eq!(decisions[0].dmn_decision_name, "Season");
+        assert_eq!(decisions[0].version, 1);
+        assert_eq!(
+            decisions[0].decision_requirements_key,
+            graphs[0].decision_requirements_key
+        );
+        let season_key = decisions[0].decision_key;
+        assert!(season_key > 0);
+
+        let evaluate =
+            |decision_id: &str, decision_key: i64, variables: Value| EvaluateDecisionRequest {
+                decision_key,
+                decision_id: decision_id.to_owned(),
+                variables: variables.to_string(),
+                tenant_id: String::new(),
+            };
+        let menu = client
+            .evaluate_decision(evaluate("menu", 0, json!({"month": 1, "guestCount": 12})))
+            .await
+            .expect("evaluate by id")
+            .into_inner();
+        assert_eq!(menu.decision_id, "menu");
+        assert_eq!(menu.decision_name, "Menu");
+        assert_eq!(menu.decision_version, 1);
+        assert_eq!(menu.decision_key, decisions[2].decision_key);
+        assert_eq!(menu.decision_requirements_id, "DishDecisions");
+        assert_eq!(menu.decision_output, "\"Winter menu: Stew\"");
+        assert_eq!(menu.failed_decision_id, "");
+        assert_eq!(menu.failure_message, "");
+        assert_eq!(menu.tenant_id, "<default>");
+        assert!(menu.decision_evaluation_key > 0);
+        assert_eq!(menu.decision_instance_key, menu.decision_evaluation_key);
+        let inner: Vec<&str> = menu
+            .evaluated_decisions
+            .iter()
+            .map(|d| d.decision_id.as_str())
+            .collect();
+        assert_eq!(inner, ["season", "dish", "menu"]);
+        let season = &menu.evaluated_decisions[0];
+        assert_eq!(season.decision_key, season_key);
+        assert_eq!(season.decision_type, "DECISION_TABLE");
+        assert_eq!(season.decision_output, "\"Winter\"");
+        assert_eq!(season.evaluated_inputs[0].input_id, "Input_Month");
+        assert_eq!(season.evaluated_inputs[0].input_name, "Month");
+        assert_eq!(season.evaluated_inputs[0].input_value, "1");
+        assert_eq!(season.matched_rules.len(), 1);
+        assert_eq!(season.matched_rules[0].rule_id, "Season_Rule_4");
+        assert_eq!(season.matched_rules[0].rule_index, 4);
+        let output = &season.matched_rules[0].evaluated_outputs[0];
+        assert_eq!(output.output_id, "Output_Season");
+        assert_eq!(output.output_name, "season");
+        assert_eq!(output.output_value, "\"Winter\"");
+        let instance_key: i64 = season
+            .decision_evaluation_instance_key
+            .parse()
+            .expect("a key");
+        assert_ne!(instance_key, menu.decision_evaluation_key);
+        assert_eq!(
+            menu.evaluated_decisions[2].decision_type,
+            "LITERAL_EXPRESSION"
+        );
+
+        // By key, on whichever partition: a key wins over an id.
+        for _ in 0..2 {
+            let by_key = client
+                .evaluate_decision(evaluate("menu", season_key, json!({"month": 7})))
+                .await
+                .expect("evaluate by key")
+                .into_inner();
+            assert_eq!(by_key.decision_id, "season");
+            assert_eq!(by_key.decision_output, "\"Summer\"");
+        }
+
+        // A failed evaluation is an answer naming the failed decision and why.
+        let failed = client
+            .evaluate_decision(evaluate("season", 0, json!({"month": "May"})))
+            .await
+            .expect("a failed evaluation still answers")
+            .into_inner();
+        assert_eq!(failed.failed_decision_id, "season");
+        assert!(
+            failed.failure_message.contains("Season_Rule_1"),
+            "{failed:?}"
+        );
+        assert_eq!(failed.decision_output, "null");
+
+        let (status, message) = code(
+            client
+                .evaluate_decision(evaluate("nope", 0, json!({})))
+                .await,
+        );
+        assert_eq!(status, Code::NotFound, "{message}");
+        assert!(message.contains("'nope'"), "{message}");
+        let (status, message) = code(client.evaluate_decision(evaluate("", 0, json!({}))).await);
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+        assert!(message.contains("decisionId"), "{message}");
+        let (status, message) = code(client.evaluate_decision(evaluate("", -4, json!({}))).await);
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+        assert!(message.contains("'decisionKey'"), "{message}");
+        let (status, message) = code(
+            client
+                .evaluate_decision(evaluate("menu", 0, json!([1, 2])))
+                .await,
+        );
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+        assert!(message.contains("'variables'"), "{message}");
+        let mut other_tenant = evaluate("menu", 0, json!({}));
+        other_tenant.tenant_id = "acme".to_owned();
+        let (status, message) = code(client.evaluate_decision(other_tenant).await);
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+    });
+    assert!(rill.terminate(Duration::from_secs(20)));
+}

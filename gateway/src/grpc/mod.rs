@@ -3,6 +3,7 @@
 //! through the same dispatcher and job long poll as REST ones (see `service`).
 
 mod convert;
+mod decisions;
 mod observe;
 mod service;
 mod status;

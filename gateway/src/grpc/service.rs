@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures::Stream;
-use rill_protocol::value::{DEFAULT_TENANT, JobRecord, ProcessMetadata};
+use rill_protocol::value::{DEFAULT_TENANT, DeploymentRecord, JobRecord, ProcessMetadata};
 use rill_protocol::{
     ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance, FailJob, JsonValue,
     ProcessSelector, PublishMessage, RecordValue, Resource, SetVariables, ThrowError, UpdateJob,
@@ -19,6 +19,7 @@ use tonic::{Request, Response, Status};
 use super::convert::{
     activated_job, json_text, key, split_batch, tenant, tenant_text, unsupported, variables,
 };
+use super::decisions;
 use super::proto::gateway_server::Gateway;
 use super::proto::*;
 use super::status::{from_problem, not_supported_yet};
@@ -77,10 +78,7 @@ impl GatewayService {
             .map_err(from_problem)
     }
 
-    async fn deploy(
-        &self,
-        resources: Vec<Resource>,
-    ) -> Result<(i64, Vec<ProcessMetadata>), Status> {
+    async fn deploy(&self, resources: Vec<Resource>) -> Result<(i64, DeploymentRecord), Status> {
         if resources.is_empty() {
             return Err(Status::invalid_argument(
                 "Property 'resources' is invalid: no resources given; deploy at least one",
@@ -97,7 +95,7 @@ impl GatewayService {
             .await
             .map_err(from_problem)?;
         match accepted.value {
-            RecordValue::Deployment(record) => Ok((accepted.key.get(), record.processes_metadata)),
+            RecordValue::Deployment(record) => Ok((accepted.key.get(), record)),
             other => Err(unexpected("deployment", &other)),
         }
     }
@@ -463,9 +461,11 @@ impl Gateway for GatewayService {
 
     async fn evaluate_decision(
         &self,
-        _request: Request<EvaluateDecisionRequest>,
+        request: Request<EvaluateDecisionRequest>,
     ) -> Result<Response<EvaluateDecisionResponse>, Status> {
-        Err(not_supported_yet("decisions (DMN evaluation) are"))
+        decisions::evaluate(&self.state, request.into_inner())
+            .await
+            .map(Response::new)
     }
 
     async fn deploy_process(
@@ -481,10 +481,14 @@ impl Gateway for GatewayService {
                 content: Blob(process.definition),
             })
             .collect();
-        let (key, processes) = self.deploy(resources).await?;
+        let (key, deployment) = self.deploy(resources).await?;
         Ok(Response::new(DeployProcessResponse {
             key,
-            processes: processes.into_iter().map(process_metadata).collect(),
+            processes: deployment
+                .processes_metadata
+                .into_iter()
+                .map(process_metadata)
+                .collect(),
         }))
     }
 
@@ -502,14 +506,37 @@ impl Gateway for GatewayService {
                 content: Blob(resource.content),
             })
             .collect();
-        let (key, processes) = self.deploy(resources).await?;
+        let (key, record) = self.deploy(resources).await?;
+        let entry = |metadata| Deployment {
+            metadata: Some(metadata),
+        };
+        let processes = record
+            .processes_metadata
+            .into_iter()
+            .map(|process| entry(deployment::Metadata::Process(process_metadata(process))));
+        let forms = record
+            .form_metadata
+            .into_iter()
+            .map(|form| entry(deployment::Metadata::Form(decisions::form_metadata(form))));
+        let decisions = record.decisions_metadata.into_iter().map(|decision| {
+            entry(deployment::Metadata::Decision(
+                decisions::decision_metadata(decision),
+            ))
+        });
+        let requirements = record
+            .decision_requirements_metadata
+            .into_iter()
+            .map(|drg| {
+                entry(deployment::Metadata::DecisionRequirements(
+                    decisions::decision_requirements_metadata(drg),
+                ))
+            });
         Ok(Response::new(DeployResourceResponse {
             key,
             deployments: processes
-                .into_iter()
-                .map(|process| Deployment {
-                    metadata: Some(deployment::Metadata::Process(process_metadata(process))),
-                })
+                .chain(forms)
+                .chain(decisions)
+                .chain(requirements)
                 .collect(),
             tenant_id: DEFAULT_TENANT.to_owned(),
         }))
