@@ -1017,3 +1017,116 @@ fn evaluate_decision_answers_every_evaluated_decision() {
     });
     assert!(rill.terminate(Duration::from_secs(20)));
 }
+
+/// The sum of a metric's series.
+async fn metric_sum(rill: &Standalone, name: &str) -> f64 {
+    rill.metric(name).await.values().sum()
+}
+
+async fn next_job(stream: &mut tonic::Streaming<ActivatedJob>) -> ActivatedJob {
+    tokio::time::timeout(Duration::from_secs(10), stream.message())
+        .await
+        .expect("a job within 10 s")
+        .expect("stream")
+        .expect("open")
+}
+
+fn stream_request(job_type: &str, worker: &str) -> StreamActivatedJobsRequest {
+    StreamActivatedJobsRequest {
+        r#type: job_type.to_owned(),
+        worker: worker.to_owned(),
+        // Ten minutes: a job seen again soon was given back, not timed out.
+        timeout: 600_000,
+        ..Default::default()
+    }
+}
+
+/// Job push: the partition leaders push jobs to a job stream (a job that existed before
+/// the stream opened and one created after), with no ActivateJobs call; two client
+/// streams of the same settings share one registration per partition; and the jobs
+/// pushed to a stream whose client went away are given back, activatable again at once
+/// with their retries.
+#[test]
+fn brokers_push_jobs_to_streams_and_a_closed_streams_jobs_are_given_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rill = Standalone::start(&dir.path().join("data"), &["cluster.partitions-count=2"]);
+    runtime().block_on(async {
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let mut client = connect(&rill).await;
+        deploy(&mut client, &["two-rest-calls.bpmn", "payment-retry.bpmn"]).await;
+
+        let before = client
+            .create_process_instance(create_request("two-rest-calls", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let mut stream = client
+            .stream_activated_jobs(stream_request("restCall", "pusher"))
+            .await
+            .expect("stream")
+            .into_inner();
+        let first = next_job(&mut stream).await;
+        assert_eq!(first.process_instance_key, before.process_instance_key);
+        assert_eq!(first.worker, "pusher");
+        let after = client
+            .create_process_instance(create_request("two-rest-calls", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let second = next_job(&mut stream).await;
+        assert_eq!(second.process_instance_key, after.process_instance_key);
+
+        // Pushed by the leaders: no activation command came from a long poll here.
+        assert_eq!(
+            metric_sum(&rill, "rill_gateway_job_activation_commands_total").await,
+            0.0
+        );
+        assert_eq!(
+            metric_sum(&rill, "rill_gateway_jobs_pushed_total").await,
+            2.0
+        );
+        assert_eq!(metric_sum(&rill, "rill_job_push_jobs_total").await, 2.0);
+
+        // A second client stream of the same settings joins the first one's
+        // registration: still one per partition.
+        let twin = client
+            .stream_activated_jobs(stream_request("restCall", "pusher"))
+            .await
+            .expect("stream")
+            .into_inner();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let open = rill.metric("rill_job_push_streams").await;
+        assert_eq!(open.len(), 2, "{open:?}");
+        assert_eq!(open.values().sum::<f64>(), 2.0, "{open:?}");
+        drop(twin);
+        drop(stream);
+
+        // A stream that goes away: the job pushed to it comes back at once.
+        let leaver = client
+            .stream_activated_jobs(stream_request("take-payment", "leaver"))
+            .await
+            .expect("stream")
+            .into_inner();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(leaver);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let pushed = metric_sum(&rill, "rill_job_push_jobs_total").await;
+        let payment = client
+            .create_process_instance(create_request("payment-retry", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while metric_sum(&rill, "rill_job_push_jobs_total").await <= pushed {
+            assert!(Instant::now() < deadline, "the job was never pushed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let again = activate(&mut client, activation("take-payment", 5, 5_000))
+            .await
+            .expect("activate");
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(again[0].process_instance_key, payment.process_instance_key);
+        assert_eq!(again[0].retries, 2, "given back with its retries");
+    });
+    assert!(rill.terminate(Duration::from_secs(20)));
+}

@@ -5,6 +5,7 @@
 mod convert;
 mod decisions;
 mod observe;
+mod push;
 mod service;
 mod status;
 

@@ -1,6 +1,7 @@
 //! The `gateway_protocol.Gateway` service. Each RPC checks its request, builds the same
 //! broker command as the REST endpoint for it and sends it through the shared dispatcher
-//! (`crate::dispatch`); job activation is the REST API's long poll (`api::jobs`).
+//! (`crate::dispatch`); ActivateJobs is the REST API's long poll (`api::jobs`), and job
+//! streams are fed by the brokers' job push (`push`).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -8,9 +9,8 @@ use std::time::Duration;
 use futures::Stream;
 use rill_protocol::value::{DEFAULT_TENANT, DeploymentRecord, JobRecord, ProcessMetadata};
 use rill_protocol::{
-    ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance, FailJob, JsonValue,
-    ProcessSelector, PublishMessage, RecordValue, Resource, SetVariables, ThrowError, UpdateJob,
-    message_partition,
+    ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance, FailJob, ProcessSelector,
+    PublishMessage, RecordValue, Resource, SetVariables, ThrowError, UpdateJob, message_partition,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -22,6 +22,7 @@ use super::convert::{
 use super::decisions;
 use super::proto::gateway_server::Gateway;
 use super::proto::*;
+use super::push::{JobStreams, give_back};
 use super::status::{from_problem, not_supported_yet};
 use crate::api::deployments::DEPLOYMENT_PARTITION;
 use crate::api::jobs::{ActivatedBatches, activate_jobs};
@@ -48,11 +49,16 @@ type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 pub struct GatewayService {
     state: SharedState,
+    /// Job streams fed by the brokers' push.
+    streams: JobStreams,
 }
 
 impl GatewayService {
     pub fn new(state: SharedState) -> Self {
-        GatewayService { state }
+        GatewayService {
+            streams: JobStreams::new(state.clone()),
+            state,
+        }
     }
 
     fn request_timeout(&self) -> Duration {
@@ -229,29 +235,6 @@ fn activated(batches: ActivatedBatches) -> impl Iterator<Item = Vec<ActivatedJob
     })
 }
 
-async fn give_back(state: &SharedState, job_key: i64, retries: i32) {
-    let key = rill_protocol::Key(job_key);
-    let Ok(partition) = state.dispatch.partition_of(key, "job") else {
-        return;
-    };
-    let command = Command::FailJob(FailJob {
-        job_key: key,
-        retries,
-        error_message: "The worker's connection closed before the gateway could hand the job \
-                        over; it is activatable again"
-            .to_owned(),
-        retry_backoff: 0,
-        variables: JsonValue(serde_json::Value::Object(Default::default())),
-    });
-    if let Err(problem) = state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await
-    {
-        tracing::debug!(job_key, detail = %problem.detail, "could not give back an undelivered job");
-    }
-}
-
 #[tonic::async_trait]
 impl Gateway for GatewayService {
     type ActivateJobsStream = ResponseStream<ActivateJobsResponse>;
@@ -332,6 +315,11 @@ impl Gateway for GatewayService {
             max_jobs: STREAM_BATCH,
             fetch_variables: request.fetch_variable,
         };
+        if self.state.dispatch.backend().pushes_jobs() {
+            let pushed = self.streams.open(template, STREAM_BATCH as usize);
+            return Ok(Response::new(Box::pin(pushed)));
+        }
+        // A backend without job push: the stream long-polls.
         let (sender, receiver) = mpsc::channel(STREAM_BATCH as usize);
         let state = self.state.clone();
         let mut shutdown = state.shutdown.clone();
