@@ -121,10 +121,20 @@ impl GrpcApi {
             })
             .await?;
         let mut jobs = Vec::new();
-        while let Some(response) = stream.message().await.context("activating jobs")? {
-            jobs.extend(response.jobs.into_iter().map(job));
+        loop {
+            match stream.message().await {
+                Ok(Some(response)) => jobs.extend(response.jobs.into_iter().map(job)),
+                Ok(None) => return Ok(jobs),
+                // Refused inside the stream (the poll ran into back-pressure): poll again
+                // after a pause, with what came so far.
+                Err(status) if status.code() == Code::ResourceExhausted => {
+                    counters.backpressure.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(BACKOFF_START.mul_f64(0.5 + fastrand::f64())).await;
+                    return Ok(jobs);
+                }
+                Err(status) => return Err(status).context("activating jobs"),
+            }
         }
-        Ok(jobs)
     }
 
     /// Opens a job stream for `job_type`.
