@@ -14,8 +14,10 @@
 //! answered, so the stream stays registered; a request that waits too long is answered
 //! idle. Streams of a type take turns. When a stream registers, the leader activates at
 //! once unless it knows that no job of the type is waiting, so jobs created before the
-//! stream opened are pushed too. Jobs activated for a request whose gateway has gone
-//! are given back (failed with their retries unchanged), activatable again at once.
+//! stream opened are pushed too. News while activations are in flight starts another
+//! one for the next waiting stream, up to a few per type. Jobs activated for a request
+//! whose gateway has gone are given back (failed with their retries unchanged),
+//! activatable again at once.
 //!
 //! Only leaders push. A leader that steps down answers its waiting streams `NotLeader`,
 //! and the gateways register with the next one.
@@ -44,6 +46,10 @@ pub const JOBS_PUSHED: &str = "rill_job_push_jobs_total";
 /// Job streams registered and waiting for jobs, by partition.
 pub const OPEN_STREAMS: &str = "rill_job_push_streams";
 
+/// Activations of one type in flight at once: news that comes while one is in flight
+/// starts another for the next stream, so that under load activations overlap instead of
+/// queueing behind each other's commit.
+const MAX_IN_FLIGHT: usize = 4;
 /// How long an activation for a stream may take.
 const ACTIVATION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often closed requests are swept out and the stream gauge updated.
@@ -108,7 +114,7 @@ impl JobPushes {
                 streams: metrics.streams.with_label_values(&[&label]),
                 waiting: HashMap::new(),
                 known_empty: HashSet::new(),
-                in_flight: HashSet::new(),
+                in_flight: HashMap::new(),
                 again: HashSet::new(),
             };
             tokio::spawn(pusher.run(receiver));
@@ -151,9 +157,10 @@ struct Pusher<E: ProtocolEngine> {
     /// Types whose last activation left no job behind, with no news since: a stream of
     /// such a type that registers waits for news instead of activating.
     known_empty: HashSet<String>,
-    /// Types with an activation in flight (one at a time per type).
-    in_flight: HashSet<String>,
-    /// Types with news while their activation was in flight: activate again after it.
+    /// Activations in flight, by type (at most [`MAX_IN_FLIGHT`] each).
+    in_flight: HashMap<String, usize>,
+    /// Types with news that found no activation to start: activate again after the
+    /// next one of the type ends.
     again: HashSet<String>,
 }
 
@@ -235,14 +242,19 @@ impl<E: ProtocolEngine> Pusher<E> {
 
     /// Activates jobs of `job_type` for the stream whose turn it is, if one waits.
     fn activate(&mut self, job_type: String, activations: &mut Activations) {
-        if self.in_flight.contains(&job_type) {
+        let in_flight = self.in_flight.get(&job_type).copied().unwrap_or(0);
+        if in_flight >= MAX_IN_FLIGHT {
             self.again.insert(job_type);
             return;
         }
         let Some(waiting) = self.next_waiting(&job_type) else {
+            if in_flight > 0 {
+                // The stream that is answered next takes the news.
+                self.again.insert(job_type);
+            }
             return;
         };
-        self.in_flight.insert(job_type.clone());
+        self.in_flight.insert(job_type.clone(), in_flight + 1);
         let command = Command::ActivateJobs(waiting.stream.clone());
         let max_jobs = usize::try_from(waiting.stream.max_jobs).unwrap_or(1);
         let submitted = self.partition.submit_now(command, ACTIVATION_TIMEOUT);
@@ -280,7 +292,12 @@ impl<E: ProtocolEngine> Pusher<E> {
             max_jobs,
             result,
         } = outcome;
-        self.in_flight.remove(&job_type);
+        match self.in_flight.get_mut(&job_type) {
+            Some(count) if *count > 1 => *count -= 1,
+            _ => {
+                self.in_flight.remove(&job_type);
+            }
+        }
         let news = self.again.remove(&job_type);
         let answered = match result {
             Ok(answered) => answered,
