@@ -48,6 +48,8 @@ pub struct StandaloneOptions {
 pub struct Standalone {
     child: Child,
     pub rest_url: String,
+    /// The gRPC API's address (`http://host:port`).
+    pub grpc_url: String,
     pub monitoring_url: String,
     pub data_dir: PathBuf,
     pub export_file: Option<PathBuf>,
@@ -94,6 +96,7 @@ impl Standalone {
             })?;
         let data_dir = temp.path().join("data");
         let rest_port = free_port()?;
+        let grpc_port = free_port()?;
         let monitoring_port = free_port()?;
         let mut sets = vec![
             format!("cluster.partitions-count={}", options.partitions),
@@ -102,7 +105,7 @@ impl Standalone {
             format!("cluster.internal-port={}", free_port()?),
             "gateway.host=127.0.0.1".to_owned(),
             format!("gateway.rest-port={rest_port}"),
-            format!("gateway.grpc-port={}", free_port()?),
+            format!("gateway.grpc-port={grpc_port}"),
             "monitoring.host=127.0.0.1".to_owned(),
             format!("monitoring.port={monitoring_port}"),
             format!("data.directory={}", data_dir.display()),
@@ -142,6 +145,7 @@ impl Standalone {
         Ok(Standalone {
             child,
             rest_url: format!("http://127.0.0.1:{rest_port}"),
+            grpc_url: format!("http://127.0.0.1:{grpc_port}"),
             monitoring_url: format!("http://127.0.0.1:{monitoring_port}"),
             data_dir,
             export_file,

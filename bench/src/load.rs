@@ -26,8 +26,9 @@ use anyhow::{Result, anyhow};
 use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
-use crate::api::{Api, ApiCounters, StatusError};
+use crate::api::{Api, ApiCounters, Job, StatusError};
 use crate::broker::cpu_seconds;
+use crate::grpc::GrpcApi;
 use crate::process::{ProcessKind, Starter};
 
 pub struct LoadOptions {
@@ -43,6 +44,8 @@ pub struct LoadOptions {
     pub stub_url: String,
     pub broker_pid: Option<u32>,
     pub long_poll: Duration,
+    /// Workers take jobs from job streams instead of long polling (gRPC only).
+    pub stream_workers: bool,
     /// Give up when no instance completes for this long.
     pub stall_timeout: Duration,
 }
@@ -111,7 +114,146 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1] as f64 / 1000.0
 }
 
-pub async fn run(api: &Api, options: &LoadOptions) -> Result<RunResult> {
+/// Which API the starters and workers use.
+#[derive(Clone)]
+pub enum Client {
+    Rest(Api),
+    Grpc(GrpcApi),
+}
+
+impl Client {
+    async fn create(&self, counters: &ApiCounters, starter: &Starter, t0: u64) -> Result<()> {
+        match self {
+            Client::Rest(api) => api.create(counters, starter.body(t0)).await,
+            Client::Grpc(grpc) => {
+                grpc.create(counters, starter.process_id(), starter.variables(t0))
+                    .await
+            }
+        }
+    }
+
+    async fn activate(
+        &self,
+        counters: &ApiCounters,
+        job_type: &str,
+        worker: &str,
+        max_jobs: u32,
+        long_poll: Duration,
+    ) -> Result<Vec<Job>> {
+        match self {
+            Client::Rest(api) => {
+                api.activate(counters, job_type, worker, max_jobs, long_poll)
+                    .await
+            }
+            Client::Grpc(grpc) => {
+                grpc.activate(counters, job_type, worker, max_jobs, long_poll)
+                    .await
+            }
+        }
+    }
+
+    async fn complete(&self, counters: &ApiCounters, job_key: &str) -> Result<()> {
+        match self {
+            Client::Rest(api) => api.complete(counters, job_key).await,
+            Client::Grpc(grpc) => grpc.complete(counters, job_key).await,
+        }
+    }
+}
+
+/// What a worker needs to work a job.
+struct WorkContext {
+    /// For the HTTP stub.
+    api: Api,
+    client: Client,
+    counters: Arc<ApiCounters>,
+    jobs_done: Arc<AtomicU64>,
+    job_errors: Arc<AtomicU64>,
+    completed: mpsc::UnboundedSender<Completed>,
+    stub_url: String,
+    kind: ProcessKind,
+    first_start: Instant,
+}
+
+impl WorkContext {
+    /// Calls the stub and completes the job; the last task's completion finishes the
+    /// instance.
+    async fn work(&self, job: Job) {
+        if let Err(error) = self.api.call_stub(&self.stub_url).await {
+            eprintln!("warning: {error:#}");
+        }
+        match self.client.complete(&self.counters, &job.job_key).await {
+            Ok(()) => {
+                self.jobs_done.fetch_add(1, Ordering::Relaxed);
+                if job.element_id == self.kind.last_element() {
+                    let now = self.first_start.elapsed().as_micros() as u64;
+                    let t0 = job.variables.t0.unwrap_or(now);
+                    let _ = self.completed.send(Completed {
+                        latency_us: now.saturating_sub(t0),
+                        instance_key: job.process_instance_key,
+                    });
+                }
+            }
+            Err(error) => {
+                self.job_errors.fetch_add(1, Ordering::Relaxed);
+                eprintln!("warning: {error:#}");
+            }
+        }
+    }
+}
+
+/// Long-polls for a batch and works it concurrently, as an asynchronous client's
+/// handlers would, then polls again.
+async fn poll_worker(
+    context: &WorkContext,
+    name: &str,
+    max_jobs: u32,
+    long_poll: Duration,
+) -> Result<()> {
+    loop {
+        let jobs = context
+            .client
+            .activate(
+                &context.counters,
+                context.kind.job_type(),
+                name,
+                max_jobs,
+                long_poll,
+            )
+            .await?;
+        futures::future::join_all(jobs.into_iter().map(|job| context.work(job))).await;
+    }
+}
+
+/// Works the jobs a job stream brings, up to `max_jobs` at a time (the Zeebe clients'
+/// `maxJobsActive` for streams); a stream that breaks is opened again.
+async fn stream_worker(context: &WorkContext, name: &str, max_jobs: u32) -> Result<()> {
+    use futures::StreamExt;
+    let Client::Grpc(grpc) = &context.client else {
+        return Err(anyhow!("job streams need the gRPC API"));
+    };
+    loop {
+        let stream = grpc
+            .stream(&context.counters, context.kind.job_type(), name)
+            .await?;
+        stream
+            .for_each_concurrent(max_jobs as usize, |message| async move {
+                match message {
+                    Ok(job) => context.work(crate::grpc::job(job)).await,
+                    Err(status) => {
+                        context
+                            .counters
+                            .retried_errors
+                            .fetch_add(1, Ordering::Relaxed);
+                        eprintln!("warning: the job stream broke: {status}");
+                    }
+                }
+            })
+            .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn run(api: &Api, client: &Client, options: &LoadOptions) -> Result<RunResult> {
     let counters = Arc::new(ApiCounters::default());
     let jobs_done = Arc::new(AtomicU64::new(0));
     let job_errors = Arc::new(AtomicU64::new(0));
@@ -128,74 +270,49 @@ pub async fn run(api: &Api, options: &LoadOptions) -> Result<RunResult> {
     let broker_cpu0 = options.broker_pid.and_then(cpu_seconds);
     let self_cpu0 = cpu_seconds(std::process::id());
 
-    // Workers first, so the first jobs find a poll waiting.
+    // Workers first, so the first jobs find a poll (or a stream) waiting.
     let mut tasks = Vec::new();
+    let context = Arc::new(WorkContext {
+        api: api.clone(),
+        client: client.clone(),
+        counters: counters.clone(),
+        jobs_done: jobs_done.clone(),
+        job_errors: job_errors.clone(),
+        completed: completed_tx.clone(),
+        stub_url: options.stub_url.clone(),
+        kind: options.kind,
+        first_start,
+    });
     for w in 0..options.workers {
-        let api = api.clone();
-        let counters = counters.clone();
-        let jobs_done = jobs_done.clone();
-        let job_errors = job_errors.clone();
-        let completed_tx = completed_tx.clone();
+        let context = context.clone();
         let fatal_tx = fatal_tx.clone();
         let mut done = done_rx.clone();
-        let stub_url = options.stub_url.clone();
-        let kind = options.kind;
         let max_jobs = options.max_jobs;
         let long_poll = options.long_poll;
+        let stream = options.stream_workers;
         tasks.push(tokio::spawn(async move {
             let name = format!("bench-worker-{w}");
-            loop {
-                let jobs = tokio::select! {
+            let worked = if stream {
+                tokio::select! {
                     _ = done.wait_for(|d| *d) => return,
-                    jobs = api.activate(&counters, kind.job_type(), &name, max_jobs, long_poll) => jobs,
-                };
-                let jobs = match jobs {
-                    Ok(jobs) => jobs,
-                    Err(error) => {
-                        let _ = fatal_tx.send(error);
-                        return;
-                    }
-                };
-                // The batch is worked concurrently, as an asynchronous client's
-                // handlers would.
-                let handled = jobs.into_iter().map(|job| {
-                    let api = &api;
-                    let counters = &counters;
-                    let stub_url = &stub_url;
-                    let jobs_done = &jobs_done;
-                    let job_errors = &job_errors;
-                    let completed_tx = &completed_tx;
-                    async move {
-                        if let Err(error) = api.call_stub(stub_url).await {
-                            eprintln!("warning: {error:#}");
-                        }
-                        match api.complete(counters, &job.job_key).await {
-                            Ok(()) => {
-                                jobs_done.fetch_add(1, Ordering::Relaxed);
-                                if job.element_id == kind.last_element() {
-                                    let now = first_start.elapsed().as_micros() as u64;
-                                    let t0 = job.variables.t0.unwrap_or(now);
-                                    let _ = completed_tx.send(Completed {
-                                        latency_us: now.saturating_sub(t0),
-                                        instance_key: job.process_instance_key,
-                                    });
-                                }
-                            }
-                            Err(error) => {
-                                job_errors.fetch_add(1, Ordering::Relaxed);
-                                eprintln!("warning: {error:#}");
-                            }
-                        }
-                    }
-                });
-                futures::future::join_all(handled).await;
+                    worked = stream_worker(&context, &name, max_jobs) => worked,
+                }
+            } else {
+                tokio::select! {
+                    _ = done.wait_for(|d| *d) => return,
+                    worked = poll_worker(&context, &name, max_jobs, long_poll) => worked,
+                }
+            };
+            if let Err(error) = worked {
+                let _ = fatal_tx.send(error);
             }
         }));
     }
     drop(completed_tx);
+    drop(context);
 
     for _ in 0..options.starters {
-        let api = api.clone();
+        let client = client.clone();
         let counters = counters.clone();
         let next_index = next_index.clone();
         let starter = starter.clone();
@@ -212,7 +329,7 @@ pub async fn run(api: &Api, options: &LoadOptions) -> Result<RunResult> {
                     let due = first_start + Duration::from_secs_f64(i as f64 / rate);
                     tokio::time::sleep_until(due.into()).await;
                 }
-                if let Err(error) = create(&api, &counters, &starter, first_start).await {
+                if let Err(error) = create(&client, &counters, &starter, first_start).await {
                     let _ = fatal_tx.send(error);
                     return;
                 }
@@ -328,14 +445,14 @@ pub async fn run(api: &Api, options: &LoadOptions) -> Result<RunResult> {
 const DEPLOYMENT_GRACE: Duration = Duration::from_secs(10);
 
 async fn create(
-    api: &Api,
+    client: &Client,
     counters: &ApiCounters,
     starter: &Starter,
     first_start: Instant,
 ) -> Result<()> {
     loop {
         let t0 = first_start.elapsed().as_micros() as u64;
-        match api.create(counters, starter.body(t0)).await {
+        match client.create(counters, starter, t0).await {
             Ok(_) => return Ok(()),
             Err(error)
                 if error

@@ -1,9 +1,11 @@
-//! `rill-bench`: the two-REST-calls benchmark against a real Rill, through its REST API.
+//! `rill-bench`: the two-REST-calls benchmark against a real Rill, through its REST API
+//! or Zeebe's gRPC API (polling or streaming workers).
 //!
 //! See docs/benchmarks.md ("End to end") for the method and the commands.
 
 mod api;
 mod broker;
+mod grpc;
 mod load;
 mod process;
 mod report;
@@ -18,7 +20,8 @@ use serde::Serialize;
 
 use crate::api::Api;
 use crate::broker::{Standalone, StandaloneOptions};
-use crate::load::{LoadOptions, RunResult, default_milestones};
+use crate::grpc::GrpcApi;
+use crate::load::{Client, LoadOptions, RunResult, default_milestones};
 use crate::process::ProcessKind;
 use crate::report::Report;
 use crate::stub::Stub;
@@ -49,6 +52,28 @@ enum Tool {
     },
 }
 
+/// The API the starters and workers use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum ApiMode {
+    /// REST, workers long-polling `POST /v2/jobs/activation`.
+    Rest,
+    /// gRPC, workers long-polling ActivateJobs.
+    GrpcPoll,
+    /// gRPC, workers on StreamActivatedJobs (jobs pushed by the brokers).
+    GrpcStream,
+}
+
+impl ApiMode {
+    fn label(self) -> &'static str {
+        match self {
+            ApiMode::Rest => "rest",
+            ApiMode::GrpcPoll => "grpc-poll",
+            ApiMode::GrpcStream => "grpc-stream",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Export {
@@ -67,6 +92,17 @@ struct RunArgs {
     /// http://localhost:8080). Broker CPU is reported only with --broker-pid.
     #[arg(long)]
     url: Option<String>,
+    /// The running gateway's gRPC address with --url (e.g. http://localhost:26500).
+    #[arg(long)]
+    grpc_url: Option<String>,
+    /// The APIs to measure, comma-separated; each run measures them in turn, so their
+    /// runs alternate.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "rest")]
+    api: Vec<ApiMode>,
+    /// After the runs, one more run per API at half its median peak rate, for the
+    /// latency at a load the system keeps up with.
+    #[arg(long)]
+    half_rate: bool,
     /// Pid of the broker behind --url, for its CPU time.
     #[arg(long)]
     broker_pid: Option<u32>,
@@ -202,72 +238,122 @@ async fn bench(args: RunArgs) -> Result<()> {
     let binary = args.rill.clone().unwrap_or_else(default_rill_binary);
     let connections = args.starters + args.workers * (1 + args.max_jobs as usize);
 
-    let mut report = Report::new(&args, machine_note());
-    for run in 1..=args.runs {
-        eprintln!(
-            "run {run}/{}: {} instances of {}, {} starters, {} workers",
-            args.runs,
-            args.instances,
-            args.process.id(),
-            args.starters,
-            args.workers
-        );
-        let mut standalone = None;
-        let (base, broker_pid) = match &args.url {
-            Some(url) => (url.clone(), args.broker_pid),
-            None => {
-                let started = Standalone::start(&StandaloneOptions {
-                    binary: binary.clone(),
-                    work_dir: args.work_dir.clone(),
-                    partitions: args.partitions,
-                    export_jsonl: args.export == Export::Jsonl,
-                    overrides: args.broker_set.clone(),
-                    keep_data: args.keep_data,
-                })?;
-                let base = started.rest_url.clone();
-                let pid = started.pid();
-                standalone = Some(started);
-                (base, Some(pid))
+    let machine = machine_note();
+    let mut reports: std::collections::BTreeMap<ApiMode, Report<'_>> = args
+        .api
+        .iter()
+        .map(|mode| (*mode, Report::new(&args, machine.clone(), mode.label())))
+        .collect();
+    let run_once = |mode: ApiMode, rate: Option<f64>, label: String| {
+        let args = &args;
+        let binary = binary.clone();
+        let milestones = milestones.clone();
+        let stub_url = stub_url.clone();
+        async move {
+            eprintln!(
+                "{label}: {} instances of {}, {} starters, {} workers, {}{}",
+                args.instances,
+                args.process.id(),
+                args.starters,
+                args.workers,
+                mode.label(),
+                rate.map_or(String::new(), |r| format!(", {r:.0} instances/s"))
+            );
+            let mut standalone = None;
+            let (base, grpc_url, broker_pid) = match &args.url {
+                Some(url) => (url.clone(), args.grpc_url.clone(), args.broker_pid),
+                None => {
+                    let started = Standalone::start(&StandaloneOptions {
+                        binary,
+                        work_dir: args.work_dir.clone(),
+                        partitions: args.partitions,
+                        export_jsonl: args.export == Export::Jsonl,
+                        overrides: args.broker_set.clone(),
+                        keep_data: args.keep_data,
+                    })?;
+                    let urls = (started.rest_url.clone(), Some(started.grpc_url.clone()));
+                    let pid = started.pid();
+                    standalone = Some(started);
+                    (urls.0, urls.1, Some(pid))
+                }
+            };
+            let api = Api::new(&base, connections)?;
+            if let Some(standalone) = standalone.as_mut() {
+                standalone.wait_ready(&api).await?;
             }
-        };
-        let api = Api::new(&base, connections)?;
-        if let Some(standalone) = standalone.as_mut() {
-            standalone.wait_ready(&api).await?;
+            api.deploy(args.process.file_name(), args.process.bpmn())
+                .await
+                .context("deploying the benchmark process")?;
+            let client = match mode {
+                ApiMode::Rest => Client::Rest(api.clone()),
+                ApiMode::GrpcPoll | ApiMode::GrpcStream => {
+                    let Some(url) = &grpc_url else {
+                        bail!("--api {} with --url needs --grpc-url", mode.label());
+                    };
+                    Client::Grpc(GrpcApi::connect(url).await?)
+                }
+            };
+            let options = LoadOptions {
+                instances: args.instances,
+                starters: args.starters,
+                workers: args.workers,
+                max_jobs: args.max_jobs,
+                rate,
+                kind: args.process,
+                payload_kb: args.payload_kb,
+                milestones,
+                stub_url,
+                broker_pid,
+                long_poll: Duration::from_secs(5),
+                stream_workers: mode == ApiMode::GrpcStream,
+                stall_timeout: Duration::from_secs(args.stall_seconds),
+            };
+            let result: RunResult = load::run(&api, &client, &options).await?;
+            let (data_bytes, export_bytes) = match &standalone {
+                Some(s) => (
+                    Some(s.data_bytes()),
+                    s.export_file
+                        .as_ref()
+                        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)),
+                ),
+                None => (None, None),
+            };
+            drop(standalone);
+            anyhow::Ok((result, data_bytes, export_bytes))
         }
-        api.deploy(args.process.file_name(), args.process.bpmn())
-            .await
-            .context("deploying the benchmark process")?;
-        let options = LoadOptions {
-            instances: args.instances,
-            starters: args.starters,
-            workers: args.workers,
-            max_jobs: args.max_jobs,
-            rate: args.rate,
-            kind: args.process,
-            payload_kb: args.payload_kb,
-            milestones: milestones.clone(),
-            stub_url: stub_url.clone(),
-            broker_pid,
-            long_poll: Duration::from_secs(5),
-            stall_timeout: Duration::from_secs(args.stall_seconds),
-        };
-        let result: RunResult = load::run(&api, &options).await?;
-        let (data_bytes, export_bytes) = match &standalone {
-            Some(s) => (
-                Some(s.data_bytes()),
-                s.export_file
-                    .as_ref()
-                    .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)),
-            ),
-            None => (None, None),
-        };
-        report.print_run(run, &result);
-        report.add_run(result, data_bytes, export_bytes);
-        drop(standalone);
+    };
+    for run in 1..=args.runs {
+        for &mode in &args.api {
+            let label = format!("run {run}/{} ({})", args.runs, mode.label());
+            let (result, data_bytes, export_bytes) = run_once(mode, args.rate, label).await?;
+            let Some(report) = reports.get_mut(&mode) else {
+                continue;
+            };
+            report.print_run(run, &result);
+            report.add_run(result, data_bytes, export_bytes);
+        }
     }
-    report.print_summary();
+    if args.half_rate {
+        for &mode in &args.api {
+            let Some(peak) = reports
+                .get(&mode)
+                .and_then(|r| r.median.last())
+                .map(|m| m.instances_per_s)
+            else {
+                continue;
+            };
+            let label = format!("half rate ({})", mode.label());
+            let (result, _, _) = run_once(mode, Some(peak / 2.0), label).await?;
+            if let Some(report) = reports.get_mut(&mode) {
+                report.set_half_rate(peak / 2.0, result);
+            }
+        }
+    }
+    for report in reports.values() {
+        report.print_summary();
+    }
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+        std::fs::write(path, serde_json::to_string_pretty(&reports)?)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }

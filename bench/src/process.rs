@@ -81,11 +81,25 @@ impl Starter {
         self.payload.len()
     }
 
+    pub fn process_id(&self) -> &'static str {
+        self.process_id
+    }
+
     pub fn body(&self, t0_micros: u64) -> String {
-        let mut body = String::with_capacity(self.payload.len() + 128);
+        let variables = self.variables(t0_micros);
+        let mut body = String::with_capacity(variables.len() + 64);
         body.push_str("{\"processDefinitionId\":\"");
         body.push_str(self.process_id);
-        body.push_str("\",\"variables\":{\"t0\":");
+        body.push_str("\",\"variables\":");
+        body.push_str(&variables);
+        body.push('}');
+        body
+    }
+
+    /// The instance's variables as a JSON object.
+    pub fn variables(&self, t0_micros: u64) -> String {
+        let mut body = String::with_capacity(self.payload.len() + 64);
+        body.push_str("{\"t0\":");
         body.push_str(&t0_micros.to_string());
         if self.eight_tasks {
             // Half the instances take each branch of the exclusive gateway.
@@ -96,7 +110,7 @@ impl Starter {
             body.push(',');
             body.push_str(&self.payload);
         }
-        body.push_str("}}");
+        body.push('}');
         body
     }
 }

@@ -17,6 +17,8 @@ pub struct RunEntry {
 
 #[derive(Serialize)]
 pub struct Report<'a> {
+    /// The API measured (`rest`, `grpc-poll`, `grpc-stream`).
+    pub api: &'static str,
     pub config: &'a RunArgs,
     pub tasks_per_instance: u64,
     pub payload_bytes_per_instance: usize,
@@ -24,12 +26,16 @@ pub struct Report<'a> {
     pub runs: Vec<RunEntry>,
     /// Per milestone, the median of each figure over the runs.
     pub median: Vec<Milestone>,
+    /// A run at half the median peak rate (`--half-rate`): the rate, and the run.
+    pub half_rate: Option<(f64, RunResult)>,
 }
 
 impl<'a> Report<'a> {
-    pub fn new(config: &'a RunArgs, machine: serde_json::Value) -> Report<'a> {
+    pub fn new(config: &'a RunArgs, machine: serde_json::Value, api: &'static str) -> Report<'a> {
         let starter = crate::process::Starter::new(config.process, config.payload_kb);
         Report {
+            api,
+            half_rate: None,
             config,
             tasks_per_instance: config.process.tasks_per_instance(),
             payload_bytes_per_instance: starter.payload_bytes(),
@@ -39,8 +45,12 @@ impl<'a> Report<'a> {
         }
     }
 
+    pub fn set_half_rate(&mut self, rate: f64, result: RunResult) {
+        self.half_rate = Some((rate, result));
+    }
+
     pub fn print_run(&self, run: usize, result: &RunResult) {
-        println!("\nrun {run}:");
+        println!("\nrun {run} ({}):", self.api);
         print_table(&result.milestones, self.payload_bytes_per_instance > 0);
         println!(
             "backpressure retries {}, transport retries {}, job errors {}, \
@@ -69,13 +79,14 @@ impl<'a> Report<'a> {
 
     pub fn print_summary(&self) {
         if self.runs.len() > 1 {
-            println!("\nmedian of {} runs:", self.runs.len());
+            println!("\n{}: median of {} runs:", self.api, self.runs.len());
             print_table(&self.median, self.payload_bytes_per_instance > 0);
         }
         if let Some(last) = self.median.last() {
             println!(
-                "\n{}: {:.0} instances/s, {:.0} tasks/s ({} tasks per instance), p99 {:.1} ms{}",
+                "\n{} over {}: {:.0} instances/s, {:.0} tasks/s ({} tasks per instance), p99 {:.1} ms{}",
                 self.config.process.id(),
+                self.api,
                 last.instances_per_s,
                 last.jobs_per_s,
                 self.tasks_per_instance,
@@ -88,6 +99,19 @@ impl<'a> Report<'a> {
                 } else {
                     String::new()
                 }
+            );
+        }
+        if let Some((rate, result)) = &self.half_rate
+            && let Some(last) = result.milestones.last()
+        {
+            println!(
+                "{} over {} at half the peak ({rate:.0} instances/s): reached {:.0} instances/s, \
+                 p50 {:.1} ms, p99 {:.1} ms",
+                self.config.process.id(),
+                self.api,
+                last.instances_per_s,
+                last.latency.p50_ms,
+                last.latency.p99_ms
             );
         }
         if matches!(self.config.export, crate::Export::Jsonl) {

@@ -6,6 +6,7 @@
 //!  COMMAND: ApiRequest ──► CommandApi::serve ──► partition (submit / query) ──► ApiAnswer
 //!  TOPOLOGY ─────────────► CommandApi::topology (roles, leaders, terms) ───────► NodeTopology
 //!  JOBS_AVAILABLE: JobsPoll ► JobsFeed::poll (held open until news) ───────────► JobsNews
+//!  COMMAND: StreamJobs ──► JobPushes::stream (held open until jobs are pushed) ► JOB_BATCH
 //! ```
 //!
 //! The messages are `rill_protocol`'s; a broker [`Error`] becomes a wire [`ApiError`]
@@ -30,6 +31,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::delivery::{DEFAULT_WINDOW, PartitionRouter};
 use crate::error::{Error, Result};
+use crate::job_push::JobPushes;
 use crate::partition::{JobsAvailable, Partition, Role};
 
 /// An engine whose commands, responses and queries are the protocol's, so that the
@@ -194,6 +196,8 @@ pub struct CommandApi<E: Engine> {
     pub partitions: Partitions<E>,
     pub config: RillConfig,
     pub jobs: Arc<JobsFeed>,
+    /// Job push to the gateways' job streams, for the partitions led here.
+    pub push: Arc<JobPushes>,
     /// Where clients reach this API (`host:port`), as reported in the topology.
     pub command_address: String,
 }
@@ -234,6 +238,10 @@ impl<E: ProtocolEngine> CommandApi<E> {
                         Err(e) => ApiAnswer::Error(e.into()),
                     }
                 })
+            }
+            ApiRequest::StreamJobs { stream, wait_ms } => {
+                self.push
+                    .stream(partition, stream, Duration::from_millis(wait_ms))
             }
             ApiRequest::Query { query } => Box::pin(async move {
                 match target.answer(query).await {

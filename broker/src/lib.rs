@@ -11,6 +11,7 @@ mod error;
 mod export;
 mod flow_control;
 mod history;
+mod job_push;
 pub mod metrics;
 mod monitoring;
 mod node;
@@ -32,6 +33,7 @@ pub use flow_control::{
     VegasLimit, limit_from_config,
 };
 pub use history::{CfHistory, HistorySettings, answer as answer_history};
+pub use job_push::{JOBS_PUSHED, JobPushes, OPEN_STREAMS};
 pub use metrics::BrokerMetrics;
 pub use monitoring::{HealthCheck, MonitoringServer};
 pub use node::{BrokerNode, partitions_of, replicas_of, single_node_transport};

@@ -5,26 +5,33 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rill_broker::{BrokerNode, Partition, Role, forward_jobs_available};
+use rill_broker::{BrokerNode, JobPushes, Partition, Role, forward_jobs_available};
 use rill_engine::BpmnEngine;
 use rill_gateway::{
     Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
-    PartitionInfo, PartitionRole, Topology,
+    PartitionInfo, PartitionRole, Topology, stream_answer,
 };
-use rill_protocol::{BROKER_VERSION, Command, PartitionId, Query, QueryResult};
+use rill_protocol::{ActivateJobs, BROKER_VERSION, Command, PartitionId, Query, QueryResult};
 use tokio::sync::broadcast;
 
 /// Serves the gateway from the partitions of a node in this process.
 pub struct LocalBackend {
     node: Arc<BrokerNode<BpmnEngine>>,
     jobs: broadcast::Sender<JobsNotice>,
+    push: Arc<JobPushes>,
     advertised_host: String,
 }
 
 impl LocalBackend {
     /// Must be called inside a tokio runtime: it forwards each partition's
-    /// jobs-available notifications into one channel.
-    pub fn new(node: Arc<BrokerNode<BpmnEngine>>, advertised_host: String) -> LocalBackend {
+    /// jobs-available notifications into one channel, and starts the partitions' job
+    /// push (its metrics in `registry`).
+    pub fn new(
+        node: Arc<BrokerNode<BpmnEngine>>,
+        advertised_host: String,
+        registry: &prometheus::Registry,
+    ) -> Result<LocalBackend, prometheus::Error> {
+        let push = JobPushes::start(node.partitions().values(), Some(registry))?;
         let (jobs, _) = broadcast::channel(4096);
         let tx = jobs.clone();
         forward_jobs_available(node.partitions().values(), move |event| {
@@ -33,11 +40,12 @@ impl LocalBackend {
                 job_type: event.job_type,
             }));
         });
-        LocalBackend {
+        Ok(LocalBackend {
             node,
             jobs,
+            push,
             advertised_host,
-        }
+        })
     }
 
     fn partition(&self, id: PartitionId) -> Result<&Partition<BpmnEngine>, BackendError> {
@@ -94,6 +102,20 @@ impl GatewayBackend for LocalBackend {
 
     fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice> {
         self.jobs.subscribe()
+    }
+
+    fn pushes_jobs(&self) -> bool {
+        true
+    }
+
+    fn stream_jobs(
+        &self,
+        partition: PartitionId,
+        stream: ActivateJobs,
+        wait: Duration,
+    ) -> BoxFuture<'_, Result<Option<Answered>, BackendError>> {
+        let pushed = self.push.stream(partition, stream, wait);
+        Box::pin(async move { stream_answer(partition, pushed.await) })
     }
 
     fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {

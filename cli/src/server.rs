@@ -12,7 +12,9 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use prometheus::Registry;
 use rill_broker::cluster::ClusterState;
-use rill_broker::{BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobsFeed, MonitoringServer};
+use rill_broker::{
+    BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobPushes, JobsFeed, MonitoringServer,
+};
 use rill_config::{ConfigLoader, RillConfig};
 use rill_engine::{BpmnEngine, EngineOptions};
 use rill_gateway::cluster::{ClusterClient, RemoteBackend};
@@ -161,7 +163,10 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
         let health = health.clone();
         let cluster = node.cluster().clone();
         async move {
-            let backend = Arc::new(LocalBackend::new(node, advertised));
+            let backend = Arc::new(
+                LocalBackend::new(node, advertised, &registry)
+                    .map_err(|e| anyhow::anyhow!("job push metrics: {e}"))?,
+            );
             let metrics = GatewayMetrics::register(&registry)
                 .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
             let gateway = GatewayServer::bind(&config.gateway, backend, metrics).await?;
@@ -365,6 +370,8 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 partitions: partitions.clone(),
                 config: config.clone(),
                 jobs: JobsFeed::start(&partitions),
+                push: JobPushes::start(partitions.values(), Some(&registry))
+                    .map_err(|e| anyhow::anyhow!("job push metrics: {e}"))?,
                 command_address: host_port(advertised_host(&config), config.cluster.command_port),
             });
             let transport = Transport::start(transport_config, api.clone())

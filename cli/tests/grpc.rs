@@ -874,3 +874,259 @@ fn a_standalone_gateway_serves_grpc() {
         node.terminate(Duration::from_secs(20));
     }
 }
+
+/// EvaluateDecision: a DMN deployed over gRPC lists its decisions and graph; evaluating
+/// by id and by key answers Zeebe's message with every decision evaluated on the way
+/// (matched rules, inputs, outputs); a failed evaluation names the failed decision; bad
+/// requests are INVALID_ARGUMENT and an unknown decision NOT_FOUND.
+#[test]
+fn evaluate_decision_answers_every_evaluated_decision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rill = Standalone::start(&dir.path().join("data"), &["cluster.partitions-count=2"]);
+    runtime().block_on(async {
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let mut client = connect(&rill).await;
+        let deployed = deploy(&mut client, &["dish.dmn"]).await;
+        let mut decisions = Vec::new();
+        let mut graphs = Vec::new();
+        for entry in deployed.deployments {
+            match entry.metadata {
+                Some(deployment::Metadata::Decision(d)) => decisions.push(d),
+                Some(deployment::Metadata::DecisionRequirements(r)) => graphs.push(r),
+                other => panic!("unexpected deployment entry {other:?}"),
+            }
+        }
+        let ids: Vec<&str> = decisions
+            .iter()
+            .map(|d| d.dmn_decision_id.as_str())
+            .collect();
+        assert_eq!(ids, ["season", "dish", "menu"]);
+        assert_eq!(graphs.len(), 1);
+        assert_eq!(graphs[0].dmn_decision_requirements_id, "DishDecisions");
+        assert_eq!(graphs[0].resource_name, "dish.dmn");
+        assert_eq!(decisions[0].dmn_decision_name, "Season");
+        assert_eq!(decisions[0].version, 1);
+        assert_eq!(
+            decisions[0].decision_requirements_key,
+            graphs[0].decision_requirements_key
+        );
+        let season_key = decisions[0].decision_key;
+        assert!(season_key > 0);
+
+        let evaluate =
+            |decision_id: &str, decision_key: i64, variables: Value| EvaluateDecisionRequest {
+                decision_key,
+                decision_id: decision_id.to_owned(),
+                variables: variables.to_string(),
+                tenant_id: String::new(),
+            };
+        let menu = client
+            .evaluate_decision(evaluate("menu", 0, json!({"month": 1, "guestCount": 12})))
+            .await
+            .expect("evaluate by id")
+            .into_inner();
+        assert_eq!(menu.decision_id, "menu");
+        assert_eq!(menu.decision_name, "Menu");
+        assert_eq!(menu.decision_version, 1);
+        assert_eq!(menu.decision_key, decisions[2].decision_key);
+        assert_eq!(menu.decision_requirements_id, "DishDecisions");
+        assert_eq!(menu.decision_output, "\"Winter menu: Stew\"");
+        assert_eq!(menu.failed_decision_id, "");
+        assert_eq!(menu.failure_message, "");
+        assert_eq!(menu.tenant_id, "<default>");
+        assert!(menu.decision_evaluation_key > 0);
+        assert_eq!(menu.decision_instance_key, menu.decision_evaluation_key);
+        let inner: Vec<&str> = menu
+            .evaluated_decisions
+            .iter()
+            .map(|d| d.decision_id.as_str())
+            .collect();
+        assert_eq!(inner, ["season", "dish", "menu"]);
+        let season = &menu.evaluated_decisions[0];
+        assert_eq!(season.decision_key, season_key);
+        assert_eq!(season.decision_type, "DECISION_TABLE");
+        assert_eq!(season.decision_output, "\"Winter\"");
+        assert_eq!(season.evaluated_inputs[0].input_id, "Input_Month");
+        assert_eq!(season.evaluated_inputs[0].input_name, "Month");
+        assert_eq!(season.evaluated_inputs[0].input_value, "1");
+        assert_eq!(season.matched_rules.len(), 1);
+        assert_eq!(season.matched_rules[0].rule_id, "Season_Rule_4");
+        assert_eq!(season.matched_rules[0].rule_index, 4);
+        let output = &season.matched_rules[0].evaluated_outputs[0];
+        assert_eq!(output.output_id, "Output_Season");
+        assert_eq!(output.output_name, "season");
+        assert_eq!(output.output_value, "\"Winter\"");
+        let instance_key: i64 = season
+            .decision_evaluation_instance_key
+            .parse()
+            .expect("a key");
+        assert_ne!(instance_key, menu.decision_evaluation_key);
+        assert_eq!(
+            menu.evaluated_decisions[2].decision_type,
+            "LITERAL_EXPRESSION"
+        );
+
+        // By key, on whichever partition: a key wins over an id.
+        for _ in 0..2 {
+            let by_key = client
+                .evaluate_decision(evaluate("menu", season_key, json!({"month": 7})))
+                .await
+                .expect("evaluate by key")
+                .into_inner();
+            assert_eq!(by_key.decision_id, "season");
+            assert_eq!(by_key.decision_output, "\"Summer\"");
+        }
+
+        // A failed evaluation is an answer naming the failed decision and why.
+        let failed = client
+            .evaluate_decision(evaluate("season", 0, json!({"month": "May"})))
+            .await
+            .expect("a failed evaluation still answers")
+            .into_inner();
+        assert_eq!(failed.failed_decision_id, "season");
+        assert!(
+            failed.failure_message.contains("Season_Rule_1"),
+            "{failed:?}"
+        );
+        assert_eq!(failed.decision_output, "null");
+
+        let (status, message) = code(
+            client
+                .evaluate_decision(evaluate("nope", 0, json!({})))
+                .await,
+        );
+        assert_eq!(status, Code::NotFound, "{message}");
+        assert!(message.contains("'nope'"), "{message}");
+        let (status, message) = code(client.evaluate_decision(evaluate("", 0, json!({}))).await);
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+        assert!(message.contains("decisionId"), "{message}");
+        let (status, message) = code(client.evaluate_decision(evaluate("", -4, json!({}))).await);
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+        assert!(message.contains("'decisionKey'"), "{message}");
+        let (status, message) = code(
+            client
+                .evaluate_decision(evaluate("menu", 0, json!([1, 2])))
+                .await,
+        );
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+        assert!(message.contains("'variables'"), "{message}");
+        let mut other_tenant = evaluate("menu", 0, json!({}));
+        other_tenant.tenant_id = "acme".to_owned();
+        let (status, message) = code(client.evaluate_decision(other_tenant).await);
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+    });
+    assert!(rill.terminate(Duration::from_secs(20)));
+}
+
+/// The sum of a metric's series.
+async fn metric_sum(rill: &Standalone, name: &str) -> f64 {
+    rill.metric(name).await.values().sum()
+}
+
+async fn next_job(stream: &mut tonic::Streaming<ActivatedJob>) -> ActivatedJob {
+    tokio::time::timeout(Duration::from_secs(10), stream.message())
+        .await
+        .expect("a job within 10 s")
+        .expect("stream")
+        .expect("open")
+}
+
+fn stream_request(job_type: &str, worker: &str) -> StreamActivatedJobsRequest {
+    StreamActivatedJobsRequest {
+        r#type: job_type.to_owned(),
+        worker: worker.to_owned(),
+        // Ten minutes: a job seen again soon was given back, not timed out.
+        timeout: 600_000,
+        ..Default::default()
+    }
+}
+
+/// Job push: the partition leaders push jobs to a job stream (a job that existed before
+/// the stream opened and one created after), with no ActivateJobs call; two client
+/// streams of the same settings share one registration per partition; and the jobs
+/// pushed to a stream whose client went away are given back, activatable again at once
+/// with their retries.
+#[test]
+fn brokers_push_jobs_to_streams_and_a_closed_streams_jobs_are_given_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rill = Standalone::start(&dir.path().join("data"), &["cluster.partitions-count=2"]);
+    runtime().block_on(async {
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let mut client = connect(&rill).await;
+        deploy(&mut client, &["two-rest-calls.bpmn", "payment-retry.bpmn"]).await;
+
+        let before = client
+            .create_process_instance(create_request("two-rest-calls", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let mut stream = client
+            .stream_activated_jobs(stream_request("restCall", "pusher"))
+            .await
+            .expect("stream")
+            .into_inner();
+        let first = next_job(&mut stream).await;
+        assert_eq!(first.process_instance_key, before.process_instance_key);
+        assert_eq!(first.worker, "pusher");
+        let after = client
+            .create_process_instance(create_request("two-rest-calls", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let second = next_job(&mut stream).await;
+        assert_eq!(second.process_instance_key, after.process_instance_key);
+
+        // Pushed by the leaders: no activation command came from a long poll here.
+        assert_eq!(
+            metric_sum(&rill, "rill_gateway_job_activation_commands_total").await,
+            0.0
+        );
+        assert_eq!(
+            metric_sum(&rill, "rill_gateway_jobs_pushed_total").await,
+            2.0
+        );
+        assert_eq!(metric_sum(&rill, "rill_job_push_jobs_total").await, 2.0);
+
+        // A second client stream of the same settings joins the first one's
+        // registration: still one per partition.
+        let twin = client
+            .stream_activated_jobs(stream_request("restCall", "pusher"))
+            .await
+            .expect("stream")
+            .into_inner();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let open = rill.metric("rill_job_push_streams").await;
+        assert_eq!(open.len(), 2, "{open:?}");
+        assert_eq!(open.values().sum::<f64>(), 2.0, "{open:?}");
+        drop(twin);
+        drop(stream);
+
+        // A stream that goes away: the job pushed to it comes back at once.
+        let leaver = client
+            .stream_activated_jobs(stream_request("take-payment", "leaver"))
+            .await
+            .expect("stream")
+            .into_inner();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(leaver);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let pushed = metric_sum(&rill, "rill_job_push_jobs_total").await;
+        let payment = client
+            .create_process_instance(create_request("payment-retry", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while metric_sum(&rill, "rill_job_push_jobs_total").await <= pushed {
+            assert!(Instant::now() < deadline, "the job was never pushed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let again = activate(&mut client, activation("take-payment", 5, 5_000))
+            .await
+            .expect("activate");
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(again[0].process_instance_key, payment.process_instance_key);
+        assert_eq!(again[0].retries, 2, "given back with its retries");
+    });
+    assert!(rill.terminate(Duration::from_secs(20)));
+}

@@ -631,7 +631,8 @@ fn pyzeebe_runs_processes_over_grpc_on_the_real_binary() {
 
 /// `@camunda8/sdk` 8.8's `ZeebeGrpcClient` (unmodified, pinned in
 /// `tests/clients/zeebe-node/package.json`): topology, deploy, create with result with a
-/// polling worker and with a `streamJobs` worker (`tests/clients/zeebe-node/grpc_flow.mjs`).
+/// polling worker and with a `streamJobs` worker, a DMN deployed and evaluated
+/// (`tests/clients/zeebe-node/grpc_flow.mjs`).
 #[test]
 fn the_camunda_npm_grpc_client_runs_processes_on_the_real_binary() {
     run_client_flow("zeebe-node", "RILL_ZEEBE_NODE_DIR", "zeebe-node-clients");

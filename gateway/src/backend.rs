@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rill_protocol::{
-    ApiError, CodecError, Command, CommandResponse, NodeId, PartitionId, Query, QueryResult,
+    ActivateJobs, ApiAnswer, ApiError, CodecError, Command, CommandResponse, NodeId, PartitionId,
+    Query, QueryResult,
 };
 use tokio::sync::broadcast;
 
@@ -221,6 +222,54 @@ pub trait GatewayBackend: Send + Sync + 'static {
 
     /// The cluster topology.
     fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>>;
+
+    /// Whether partition leaders push jobs to job streams ([`GatewayBackend::stream_jobs`]);
+    /// without, job streams long-poll.
+    fn pushes_jobs(&self) -> bool {
+        false
+    }
+
+    /// Registers a job stream (`stream`: the activation settings of the client streams it
+    /// stands for) with the leader of `partition`, and waits up to `wait` for the jobs it
+    /// pushes: the answer to the activation command it proposed for the stream, or
+    /// `None` when none came.
+    fn stream_jobs(
+        &self,
+        partition: PartitionId,
+        stream: ActivateJobs,
+        wait: Duration,
+    ) -> BoxFuture<'_, Result<Option<Answered>, BackendError>> {
+        let _ = (stream, wait);
+        Box::pin(async move {
+            Err(BackendError::Unavailable {
+                partition,
+                reason: "this backend does not push jobs".to_owned(),
+            })
+        })
+    }
+}
+
+/// What a broker's answer to a job stream's request means: pushed jobs, none, or why not.
+pub fn stream_answer(
+    partition: PartitionId,
+    answer: ApiAnswer,
+) -> Result<Option<Answered>, BackendError> {
+    match answer {
+        ApiAnswer::Response { response, term } => Ok(Some(Answered {
+            response,
+            term: Some(term),
+        })),
+        ApiAnswer::StreamIdle => Ok(None),
+        // A stopping broker hands its partitions on: ask the next leader.
+        ApiAnswer::Error(ApiError::ShuttingDown) => Err(BackendError::Unavailable {
+            partition,
+            reason: ApiError::ShuttingDown.to_string(),
+        }),
+        ApiAnswer::Error(error) => Err(BackendError::from_api(partition, error)),
+        ApiAnswer::QueryResult(_) => Err(BackendError::Internal(
+            "a broker answered a job stream with a query result".to_owned(),
+        )),
+    }
 }
 
 #[cfg(test)]

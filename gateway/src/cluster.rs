@@ -25,8 +25,8 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use parking_lot::RwLock;
 use rill_protocol::{
-    ApiAnswer, ApiError, ApiRequest, Command, CommandResponse, JOBS_POLL_TIMEOUT, JobsNews,
-    JobsPoll, NodeId, NodeTopology, PartitionId, Query, QueryResult, ReplicaRole, codec,
+    ActivateJobs, ApiAnswer, ApiError, ApiRequest, Command, CommandResponse, JOBS_POLL_TIMEOUT,
+    JobsNews, JobsPoll, NodeId, NodeTopology, PartitionId, Query, QueryResult, ReplicaRole, codec,
 };
 use rill_transport::{ServiceId, Transport, TransportError};
 use serde::Serialize;
@@ -34,7 +34,7 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::backend::{
     Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
-    PartitionInfo, PartitionRole, Topology,
+    PartitionInfo, PartitionRole, Topology, stream_answer,
 };
 
 /// How often every broker is asked for its view of the cluster.
@@ -473,6 +473,22 @@ impl ClusterClient {
         }
     }
 
+    /// A job stream's request to the leader of `partition` (see
+    /// [`GatewayBackend::stream_jobs`]).
+    pub async fn stream_jobs(
+        &self,
+        partition: PartitionId,
+        stream: ActivateJobs,
+        wait: Duration,
+    ) -> Result<Option<Answered>, BackendError> {
+        let request = ApiRequest::StreamJobs {
+            stream,
+            wait_ms: wait.as_millis() as u64,
+        };
+        let answer = self.call(partition, request, wait).await?;
+        stream_answer(partition, answer)
+    }
+
     pub async fn query(
         &self,
         partition: PartitionId,
@@ -606,6 +622,19 @@ impl GatewayBackend for RemoteBackend {
 
     fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
         Box::pin(async move { Ok(self.client.topology()) })
+    }
+
+    fn pushes_jobs(&self) -> bool {
+        true
+    }
+
+    fn stream_jobs(
+        &self,
+        partition: PartitionId,
+        stream: ActivateJobs,
+        wait: Duration,
+    ) -> BoxFuture<'_, Result<Option<Answered>, BackendError>> {
+        Box::pin(self.client.stream_jobs(partition, stream, wait))
     }
 }
 

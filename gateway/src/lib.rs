@@ -17,7 +17,7 @@ mod server;
 
 pub use backend::{
     Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
-    PartitionInfo, PartitionRole, Topology,
+    PartitionInfo, PartitionRole, Topology, stream_answer,
 };
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;

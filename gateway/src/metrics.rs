@@ -32,6 +32,10 @@ const LONG_POLLING_WAITING_HELP: &str = "Job activation requests currently waiti
 pub const JOBS_ACTIVATED_TOTAL: &str = "rill_gateway_jobs_activated_total";
 const JOBS_ACTIVATED_HELP: &str = "Jobs handed to workers through the REST and gRPC APIs";
 
+pub const JOBS_PUSHED_TOTAL: &str = "rill_gateway_jobs_pushed_total";
+const JOBS_PUSHED_HELP: &str =
+    "Jobs brokers pushed to this gateway's job streams and handed to a client stream";
+
 pub const ACTIVATION_COMMANDS_TOTAL: &str = "rill_gateway_job_activation_commands_total";
 const ACTIVATION_COMMANDS_HELP: &str =
     "Job activation commands answered by a partition, by whether they found jobs";
@@ -55,6 +59,7 @@ pub struct GatewayMetrics {
     grpc_open_streams: IntGaugeVec,
     long_polling_waiting: IntGauge,
     jobs_activated: IntCounter,
+    jobs_pushed: IntCounter,
     activation_commands: IntCounterVec,
     activated_jobs_dropped: IntCounterVec,
 }
@@ -70,6 +75,7 @@ impl GatewayMetrics {
         registry.register(Box::new(metrics.grpc_open_streams.clone()))?;
         registry.register(Box::new(metrics.long_polling_waiting.clone()))?;
         registry.register(Box::new(metrics.jobs_activated.clone()))?;
+        registry.register(Box::new(metrics.jobs_pushed.clone()))?;
         registry.register(Box::new(metrics.activation_commands.clone()))?;
         registry.register(Box::new(metrics.activated_jobs_dropped.clone()))?;
         Ok(metrics)
@@ -102,6 +108,7 @@ impl GatewayMetrics {
             )?,
             long_polling_waiting: IntGauge::new(LONG_POLLING_WAITING, LONG_POLLING_WAITING_HELP)?,
             jobs_activated: IntCounter::new(JOBS_ACTIVATED_TOTAL, JOBS_ACTIVATED_HELP)?,
+            jobs_pushed: IntCounter::new(JOBS_PUSHED_TOTAL, JOBS_PUSHED_HELP)?,
             activation_commands: IntCounterVec::new(
                 Opts::new(ACTIVATION_COMMANDS_TOTAL, ACTIVATION_COMMANDS_HELP),
                 &["outcome"],
@@ -148,6 +155,12 @@ impl GatewayMetrics {
     }
 
     pub fn jobs_activated(&self, count: usize) {
+        self.jobs_activated.inc_by(count as u64);
+    }
+
+    /// Counts pushed jobs handed to a client stream (they count as activated too).
+    pub fn jobs_pushed(&self, count: usize) {
+        self.jobs_pushed.inc_by(count as u64);
         self.jobs_activated.inc_by(count as u64);
     }
 

@@ -6,13 +6,14 @@
 //!  gateway ── COMMAND: ApiRequest ──────────► leader of the partition ── ApiAnswer
 //!          ── TOPOLOGY ─────────────────────► any broker ─────────────── NodeTopology
 //!          ── JOBS_AVAILABLE: JobsPoll ─────► any broker (long poll) ─── JobsNews
+//!          ── COMMAND: StreamJobs ──────────► leader of the partition ── jobs it pushed
 //! ```
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{Command, CommandResponse};
+use crate::command::{ActivateJobs, Command, CommandResponse};
 use crate::query::{Query, QueryResult};
 
 /// How long a broker holds a jobs-available poll open when nothing happens (the gateway
@@ -24,8 +25,22 @@ pub const JOBS_POLL_TIMEOUT: Duration = Duration::from_secs(10);
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ApiRequest {
-    Submit { command: Command, timeout_ms: u64 },
-    Query { query: Query },
+    Submit {
+        command: Command,
+        timeout_ms: u64,
+    },
+    Query {
+        query: Query,
+    },
+    /// A gateway's job stream (its client streams of one job type and activation
+    /// settings, aggregated): the leader holds the request for up to `wait_ms`, and
+    /// answers it with the jobs it activated for the stream (a `Response` with the
+    /// JOB_BATCH), or `StreamIdle` when none came. The gateway asks again at once, so
+    /// the stream stays registered while it is open.
+    StreamJobs {
+        stream: ActivateJobs,
+        wait_ms: u64,
+    },
 }
 
 /// A broker's answer.
@@ -41,6 +56,8 @@ pub enum ApiAnswer {
     },
     QueryResult(QueryResult),
     Error(ApiError),
+    /// A job stream's wait passed with no job for it.
+    StreamIdle,
 }
 
 /// Why a broker did not answer a request with a result.

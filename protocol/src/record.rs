@@ -59,7 +59,7 @@ pub enum ValueType {
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 27] = [
+    pub const ALL: [ValueType; 28] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,

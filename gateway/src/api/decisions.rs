@@ -238,9 +238,21 @@ pub async fn evaluate(
             DecisionSelector::ByKey(key)
         }
     };
+    let (key, record) =
+        submit_evaluation(&state, decision, JsonValue(request.variables.into_value())).await?;
+    Ok(Json(evaluate_result(key, &record)))
+}
+
+/// Evaluates a decision on any partition (both APIs): the DECISION_EVALUATION event's
+/// key and record, EVALUATED or FAILED.
+pub(crate) async fn submit_evaluation(
+    state: &SharedState,
+    decision: DecisionSelector,
+    variables: JsonValue,
+) -> Result<(rill_protocol::Key, DecisionEvaluationRecord), Problem> {
     let command = Command::EvaluateDecision(EvaluateDecision {
         decision,
-        variables: JsonValue(request.variables.into_value()),
+        variables,
     });
     let timeout = state.settings.request_timeout;
     let (partition, answered) = state.dispatch.submit_to_any(command.clone(), timeout).await;
@@ -255,8 +267,8 @@ pub async fn evaluate(
         }
         other => other?,
     };
-    let RecordValue::DecisionEvaluation(record) = &accepted.value else {
-        return Err(unexpected_answer("decision evaluation", &accepted.value));
-    };
-    Ok(Json(evaluate_result(accepted.key, record)))
+    match accepted.value {
+        RecordValue::DecisionEvaluation(record) => Ok((accepted.key, record)),
+        other => Err(unexpected_answer("decision evaluation", &other)),
+    }
 }

@@ -7,7 +7,7 @@
 mod cluster;
 mod decision_definitions;
 mod decision_instances;
-mod decisions;
+pub(crate) mod decisions;
 pub(crate) mod deployments;
 mod element_instances;
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! through the same dispatcher and job long poll as REST ones (see `service`).
 
 mod convert;
+mod decisions;
 mod observe;
+mod push;
 mod service;
 mod status;
 

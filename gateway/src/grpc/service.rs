@@ -1,12 +1,13 @@
 //! The `gateway_protocol.Gateway` service. Each RPC checks its request, builds the same
 //! broker command as the REST endpoint for it and sends it through the shared dispatcher
-//! (`crate::dispatch`); job activation is the REST API's long poll (`api::jobs`).
+//! (`crate::dispatch`); ActivateJobs is the REST API's long poll (`api::jobs`), and job
+//! streams are fed by the brokers' job push (`push`).
 
 use std::pin::Pin;
 use std::time::Duration;
 
 use futures::Stream;
-use rill_protocol::value::{DEFAULT_TENANT, JobRecord, ProcessMetadata};
+use rill_protocol::value::{DEFAULT_TENANT, DeploymentRecord, JobRecord, ProcessMetadata};
 use rill_protocol::{
     ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
     FailJob, JsonValue, ModifyProcessInstance, ProcessSelector, PublishMessage, RecordValue,
@@ -19,8 +20,10 @@ use tonic::{Request, Response, Status};
 use super::convert::{
     activated_job, json_text, key, split_batch, tenant, tenant_text, unsupported, variables,
 };
+use super::decisions;
 use super::proto::gateway_server::Gateway;
 use super::proto::*;
+use super::push::{JobStreams, give_back};
 use super::status::{from_problem, not_supported_yet};
 use crate::api::deployments::DEPLOYMENT_PARTITION;
 use crate::api::jobs::{ActivatedBatches, activate_jobs};
@@ -94,11 +97,16 @@ type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 pub struct GatewayService {
     state: SharedState,
+    /// Job streams fed by the brokers' push.
+    streams: JobStreams,
 }
 
 impl GatewayService {
     pub fn new(state: SharedState) -> Self {
-        GatewayService { state }
+        GatewayService {
+            streams: JobStreams::new(state.clone()),
+            state,
+        }
     }
 
     fn request_timeout(&self) -> Duration {
@@ -124,10 +132,7 @@ impl GatewayService {
             .map_err(from_problem)
     }
 
-    async fn deploy(
-        &self,
-        resources: Vec<Resource>,
-    ) -> Result<(i64, Vec<ProcessMetadata>), Status> {
+    async fn deploy(&self, resources: Vec<Resource>) -> Result<(i64, DeploymentRecord), Status> {
         if resources.is_empty() {
             return Err(Status::invalid_argument(
                 "Property 'resources' is invalid: no resources given; deploy at least one",
@@ -144,7 +149,7 @@ impl GatewayService {
             .await
             .map_err(from_problem)?;
         match accepted.value {
-            RecordValue::Deployment(record) => Ok((accepted.key.get(), record.processes_metadata)),
+            RecordValue::Deployment(record) => Ok((accepted.key.get(), record)),
             other => Err(unexpected("deployment", &other)),
         }
     }
@@ -278,29 +283,6 @@ fn activated(batches: ActivatedBatches) -> impl Iterator<Item = Vec<ActivatedJob
     })
 }
 
-async fn give_back(state: &SharedState, job_key: i64, retries: i32) {
-    let key = rill_protocol::Key(job_key);
-    let Ok(partition) = state.dispatch.partition_of(key, "job") else {
-        return;
-    };
-    let command = Command::FailJob(FailJob {
-        job_key: key,
-        retries,
-        error_message: "The worker's connection closed before the gateway could hand the job \
-                        over; it is activatable again"
-            .to_owned(),
-        retry_backoff: 0,
-        variables: JsonValue(serde_json::Value::Object(Default::default())),
-    });
-    if let Err(problem) = state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await
-    {
-        tracing::debug!(job_key, detail = %problem.detail, "could not give back an undelivered job");
-    }
-}
-
 #[tonic::async_trait]
 impl Gateway for GatewayService {
     type ActivateJobsStream = ResponseStream<ActivateJobsResponse>;
@@ -381,6 +363,11 @@ impl Gateway for GatewayService {
             max_jobs: STREAM_BATCH,
             fetch_variables: request.fetch_variable,
         };
+        if self.state.dispatch.backend().pushes_jobs() {
+            let pushed = self.streams.open(template, STREAM_BATCH as usize);
+            return Ok(Response::new(Box::pin(pushed)));
+        }
+        // A backend without job push: the stream long-polls.
         let (sender, receiver) = mpsc::channel(STREAM_BATCH as usize);
         let state = self.state.clone();
         let mut shutdown = state.shutdown.clone();
@@ -536,9 +523,11 @@ impl Gateway for GatewayService {
 
     async fn evaluate_decision(
         &self,
-        _request: Request<EvaluateDecisionRequest>,
+        request: Request<EvaluateDecisionRequest>,
     ) -> Result<Response<EvaluateDecisionResponse>, Status> {
-        Err(not_supported_yet("decisions (DMN evaluation) are"))
+        decisions::evaluate(&self.state, request.into_inner())
+            .await
+            .map(Response::new)
     }
 
     async fn deploy_process(
@@ -554,10 +543,14 @@ impl Gateway for GatewayService {
                 content: Blob(process.definition),
             })
             .collect();
-        let (key, processes) = self.deploy(resources).await?;
+        let (key, deployment) = self.deploy(resources).await?;
         Ok(Response::new(DeployProcessResponse {
             key,
-            processes: processes.into_iter().map(process_metadata).collect(),
+            processes: deployment
+                .processes_metadata
+                .into_iter()
+                .map(process_metadata)
+                .collect(),
         }))
     }
 
@@ -575,14 +568,37 @@ impl Gateway for GatewayService {
                 content: Blob(resource.content),
             })
             .collect();
-        let (key, processes) = self.deploy(resources).await?;
+        let (key, record) = self.deploy(resources).await?;
+        let entry = |metadata| Deployment {
+            metadata: Some(metadata),
+        };
+        let processes = record
+            .processes_metadata
+            .into_iter()
+            .map(|process| entry(deployment::Metadata::Process(process_metadata(process))));
+        let forms = record
+            .form_metadata
+            .into_iter()
+            .map(|form| entry(deployment::Metadata::Form(decisions::form_metadata(form))));
+        let decisions = record.decisions_metadata.into_iter().map(|decision| {
+            entry(deployment::Metadata::Decision(
+                decisions::decision_metadata(decision),
+            ))
+        });
+        let requirements = record
+            .decision_requirements_metadata
+            .into_iter()
+            .map(|drg| {
+                entry(deployment::Metadata::DecisionRequirements(
+                    decisions::decision_requirements_metadata(drg),
+                ))
+            });
         Ok(Response::new(DeployResourceResponse {
             key,
             deployments: processes
-                .into_iter()
-                .map(|process| Deployment {
-                    metadata: Some(deployment::Metadata::Process(process_metadata(process))),
-                })
+                .chain(forms)
+                .chain(decisions)
+                .chain(requirements)
                 .collect(),
             tenant_id: DEFAULT_TENANT.to_owned(),
         }))

@@ -1,6 +1,6 @@
 // Drives a Rill gateway over Zeebe's gRPC API with @camunda8/sdk's ZeebeGrpcClient,
 // unmodified from npm: topology, deploy, createProcessInstanceWithResult with a polling
-// worker, then with a streamJobs worker.
+// worker, then with a streamJobs worker, and a DMN deployed and evaluated.
 //
 //   node grpc_flow.mjs HOST:PORT EXAMPLES_DIR   (prints "all checks passed" at the end)
 
@@ -68,6 +68,27 @@ async function main() {
   })
   await runTwice('streaming worker')
   streamer.close()
+
+  const dmn = await zbc.deployResource({ decisionFilename: join(examples, 'dish.dmn') })
+  const menu = dmn.deployments.find((d) => d.decision?.dmnDecisionId === 'menu')
+  check(menu !== undefined, 'deployed the menu decision')
+  const evaluated = await zbc.evaluateDecision({
+    decisionId: 'menu',
+    variables: { month: 1, guestCount: 12 },
+  })
+  check(
+    evaluated.decisionOutput === '"Winter menu: Stew"',
+    `evaluated the menu (${evaluated.decisionOutput})`
+  )
+  check(String(evaluated.decisionKey) === String(menu.decision.decisionKey), 'by its key')
+  const season = evaluated.evaluatedDecisions.find((d) => d.decisionId === 'season')
+  check(
+    season?.matchedRules[0]?.ruleId === 'Season_Rule_4' &&
+      season.evaluatedInputs[0]?.inputValue === '1',
+    'the evaluated decisions carry their matched rules and inputs'
+  )
+  const failed = await zbc.evaluateDecision({ decisionId: 'season', variables: { month: 'May' } })
+  check(failed.failedDecisionId === 'season', `a failed evaluation names it (${failed.failureMessage})`)
 
   await zbc.close()
   console.log('all checks passed')
