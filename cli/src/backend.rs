@@ -27,7 +27,7 @@ impl LocalBackend {
     pub fn new(node: Arc<BrokerNode<BpmnEngine>>, advertised_host: String) -> LocalBackend {
         let (jobs, _) = broadcast::channel(4096);
         let tx = jobs.clone();
-        forward_jobs_available(node.partitions().values(), move |event| {
+        forward_jobs_available(node.partitions(), move |event| {
             let _ = tx.send(JobsNotice::Available(JobsAvailable {
                 partition: event.partition_id,
                 job_type: event.job_type,
@@ -40,7 +40,7 @@ impl LocalBackend {
         }
     }
 
-    fn partition(&self, id: PartitionId) -> Result<&Partition<BpmnEngine>, BackendError> {
+    fn partition(&self, id: PartitionId) -> Result<Partition<BpmnEngine>, BackendError> {
         self.node.partition(id).ok_or(BackendError::Unavailable {
             partition: id,
             reason: format!("partition {id} is not hosted by this node"),
