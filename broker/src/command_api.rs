@@ -28,6 +28,7 @@ use rill_protocol::{
 use rill_transport::{Handler, ServiceId};
 use tokio::sync::{broadcast, watch};
 
+use crate::cluster::ClusterState;
 use crate::delivery::{DEFAULT_WINDOW, PartitionRouter};
 use crate::error::{Error, Result};
 use crate::partition::{JobsAvailable, Partition, PartitionMap, Role};
@@ -215,6 +216,9 @@ pub struct CommandApi<E: Engine> {
     pub jobs: Arc<JobsFeed>,
     /// Where clients reach this API (`host:port`), as reported in the topology.
     pub command_address: String,
+    /// The cluster configuration, whose brokers, partitions and replication factor the
+    /// topology reports once a change altered them (else the settings').
+    pub cluster: Option<ClusterState>,
 }
 
 fn answer(value: &ApiAnswer) -> Result<Bytes, String> {
@@ -265,11 +269,26 @@ impl<E: ProtocolEngine> CommandApi<E> {
 
     fn topology(&self) -> NodeTopology {
         let config = &self.config;
+        let (cluster_size, partitions_count, replication_factor) = match &self.cluster {
+            Some(cluster) => {
+                let current = cluster.current();
+                (
+                    current.brokers.len() as u32,
+                    current.partitions_count(),
+                    current.replication_factor,
+                )
+            }
+            None => (
+                config.cluster.size,
+                config.cluster.partitions_count,
+                config.cluster.replication_factor,
+            ),
+        };
         NodeTopology {
             node_id: config.cluster.node_id,
-            cluster_size: config.cluster.size,
-            partitions_count: config.cluster.partitions_count,
-            replication_factor: config.cluster.replication_factor,
+            cluster_size,
+            partitions_count,
+            replication_factor,
             command_address: self.command_address.clone(),
             version: BROKER_VERSION.to_owned(),
             partitions: self

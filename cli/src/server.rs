@@ -371,6 +371,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 config: config.clone(),
                 jobs: JobsFeed::start(&partitions),
                 command_address: host_port(advertised_host(&config), config.cluster.command_port),
+                cluster: Some(cluster.clone()),
             });
             let transport = Transport::start(transport_config, api.clone())
                 .await

@@ -293,6 +293,16 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
             all_logs(&brokers, &new_brokers)
         })
         .await;
+        // The gateway's topology follows: five brokers, without a restart.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, topology) = brokers.api(survivor).get("/v2/topology").await.unwrap();
+            if topology["clusterSize"] == 5 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{topology}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         // The replicas that moved off are gone from disk, also on the broker that was
         // killed in the middle.
         let deadline = Instant::now() + Duration::from_secs(30);
