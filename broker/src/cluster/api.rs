@@ -143,6 +143,15 @@ async fn answer(cluster: &ClusterState, request: ChangeRequest, dry_run: bool) -
              the change was not started; ?dryRun=true shows the plan",
         );
     }
+    if !cluster.runs_changes() {
+        return problem(
+            StatusCode::NOT_IMPLEMENTED,
+            "NOT_IMPLEMENTED",
+            "a broker started alone (rill standalone, or cluster.size = 1) has no internal \
+             port and cannot be scaled: start the brokers with cluster.size and \
+             cluster.initial-contact-points; ?dryRun=true shows the plan",
+        );
+    }
     start(cluster, &current, steps).await
 }
 
@@ -312,6 +321,11 @@ mod tests {
         assert_eq!(
             answer(&cluster, same, false).await.status(),
             StatusCode::ACCEPTED
+        );
+        // A broker alone runs no change.
+        assert_eq!(
+            answer(&cluster, request.clone(), false).await.status(),
+            StatusCode::NOT_IMPLEMENTED
         );
         let running = cluster
             .current()

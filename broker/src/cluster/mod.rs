@@ -184,6 +184,11 @@ impl ClusterState {
         }
     }
 
+    /// This broker can start and run changes (it is part of a cluster of several).
+    pub fn runs_changes(&self) -> bool {
+        self.attached().is_some()
+    }
+
     fn attached(&self) -> Option<&(Transport, Arc<dyn LocalCluster>)> {
         self.inner.attached.get()
     }
