@@ -12,7 +12,7 @@
 //! The messages are `rill_protocol`'s; a broker [`Error`] becomes a wire [`ApiError`]
 //! through `From`.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,10 +29,11 @@ use rill_protocol::{
 use rill_transport::{Handler, ServiceId};
 use tokio::sync::{broadcast, watch};
 
+use crate::cluster::ClusterState;
 use crate::delivery::{DEFAULT_WINDOW, PartitionRouter};
 use crate::error::{Error, Result};
 use crate::job_push::JobPushes;
-use crate::partition::{JobsAvailable, Partition, Role};
+use crate::partition::{JobsAvailable, Partition, PartitionMap, Role};
 
 /// An engine whose commands, responses and queries are the protocol's, so that the
 /// command API can carry them.
@@ -54,9 +55,10 @@ impl<E> ProtocolEngine for E where
 /// Notifications kept for gateways that poll a little late.
 const JOBS_RETAINED: usize = 1024;
 
-/// The partitions a broker hosts. Held as clones (not the node), so that stopping the
-/// node is not held up by the servers that still refer to them.
-pub type Partitions<E> = BTreeMap<PartitionId, Partition<E>>;
+/// The partitions a broker hosts, as they change (a cluster change adds and removes
+/// replicas). Held by the servers instead of the node, so that stopping the node is not
+/// held up by the servers that still refer to it.
+pub type Partitions<E> = PartitionMap<E>;
 
 impl From<&Error> for ApiError {
     fn from(error: &Error) -> Self {
@@ -82,23 +84,41 @@ impl From<Error> for ApiError {
 /// Calls `notify` with every jobs-available notification of `partitions`, from tasks on
 /// the current runtime. Notifications a slow forwarder missed are skipped: long pollers
 /// ask the partitions again anyway.
-pub fn forward_jobs_available<'a, E: Engine>(
-    partitions: impl IntoIterator<Item = &'a Partition<E>>,
+pub fn forward_jobs_available<E: Engine>(
+    partitions: &Partitions<E>,
     notify: impl Fn(JobsAvailable) + Clone + Send + 'static,
 ) {
-    for partition in partitions {
-        let mut rx = partition.subscribe_jobs_available();
-        let notify = notify.clone();
-        tokio::spawn(async move {
-            loop {
-                match rx.recv().await {
-                    Ok(event) => notify(event),
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(broadcast::error::RecvError::Closed) => break,
-                }
-            }
-        });
+    // Subscribed before the partitions are listed, so that none added meanwhile is
+    // missed (one listed and added is followed twice: harmless, notifications are hints).
+    let mut added = partitions.subscribe_added();
+    for partition in partitions.values() {
+        forward_one(&partition, notify.clone());
     }
+    tokio::spawn(async move {
+        loop {
+            match added.recv().await {
+                Ok(partition) => forward_one(&partition, notify.clone()),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+}
+
+fn forward_one<E: Engine>(
+    partition: &Partition<E>,
+    notify: impl Fn(JobsAvailable) + Send + 'static,
+) {
+    let mut rx = partition.subscribe_jobs_available();
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) => notify(event),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
 }
 
 /// Recent "jobs available" notifications of this broker's partitions, numbered by epoch.
@@ -114,7 +134,7 @@ impl JobsFeed {
     pub fn start<E: Engine>(partitions: &Partitions<E>) -> Arc<JobsFeed> {
         let feed = Arc::new(JobsFeed::empty());
         let sink = feed.clone();
-        forward_jobs_available(partitions.values(), move |event| {
+        forward_jobs_available(partitions, move |event| {
             sink.push(event.partition_id.get(), event.job_type)
         });
         feed
@@ -200,6 +220,9 @@ pub struct CommandApi<E: Engine> {
     pub push: Arc<JobPushes>,
     /// Where clients reach this API (`host:port`), as reported in the topology.
     pub command_address: String,
+    /// The cluster configuration, whose brokers, partitions and replication factor the
+    /// topology reports once a change altered them (else the settings').
+    pub cluster: Option<ClusterState>,
 }
 
 fn answer(value: &ApiAnswer) -> Result<Bytes, String> {
@@ -220,7 +243,7 @@ impl<E: ProtocolEngine> CommandApi<E> {
         partition: PartitionId,
         request: ApiRequest,
     ) -> BoxFuture<'static, ApiAnswer> {
-        let Some(target) = self.partitions.get(&partition).cloned() else {
+        let Some(target) = self.partitions.get(&partition) else {
             return Box::pin(async { ApiAnswer::Error(ApiError::NotLeader { leader: None }) });
         };
         match request {
@@ -254,16 +277,32 @@ impl<E: ProtocolEngine> CommandApi<E> {
 
     fn topology(&self) -> NodeTopology {
         let config = &self.config;
+        let (cluster_size, partitions_count, replication_factor) = match &self.cluster {
+            Some(cluster) => {
+                let current = cluster.current();
+                (
+                    current.brokers.len() as u32,
+                    current.partitions_count(),
+                    current.replication_factor,
+                )
+            }
+            None => (
+                config.cluster.size,
+                config.cluster.partitions_count,
+                config.cluster.replication_factor,
+            ),
+        };
         NodeTopology {
             node_id: config.cluster.node_id,
-            cluster_size: config.cluster.size,
-            partitions_count: config.cluster.partitions_count,
-            replication_factor: config.cluster.replication_factor,
+            cluster_size,
+            partitions_count,
+            replication_factor,
             command_address: self.command_address.clone(),
             version: BROKER_VERSION.to_owned(),
             partitions: self
                 .partitions
                 .values()
+                .iter()
                 .map(Partition::status)
                 .map(|s| ReplicaView {
                     partition: s.partition_id.get(),
@@ -336,7 +375,7 @@ pub struct ClusterRouter<E: Engine> {
 }
 
 impl<E: Engine> ClusterRouter<E> {
-    fn led_here(&self, target: PartitionId) -> Option<&Partition<E>> {
+    fn led_here(&self, target: PartitionId) -> Option<Partition<E>> {
         self.partitions
             .get(&target)
             .filter(|p| p.status().role == Role::Leader)

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
-use parking_lot::RwLock;
 use rill_engine_api::Engine;
 use rill_protocol::PartitionId;
 use tokio::runtime::Handle;
@@ -28,7 +27,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
-use crate::partition::Partition;
+use crate::partition::PartitionMap;
 
 /// Commands to one target in flight at once, unless the router says otherwise. They
 /// arrive in order; one that fails makes the ones behind it arrive out of order, and the
@@ -58,14 +57,12 @@ pub trait PartitionRouter<E: Engine>: Send + Sync + 'static {
 
 /// Routes to the partitions of this process (a standalone broker hosts them all).
 pub struct LocalRouter<E: Engine> {
-    partitions: RwLock<BTreeMap<PartitionId, Partition<E>>>,
+    partitions: PartitionMap<E>,
 }
 
 impl<E: Engine> LocalRouter<E> {
-    pub fn new(partitions: BTreeMap<PartitionId, Partition<E>>) -> LocalRouter<E> {
-        LocalRouter {
-            partitions: RwLock::new(partitions),
-        }
+    pub fn new(partitions: PartitionMap<E>) -> LocalRouter<E> {
+        LocalRouter { partitions }
     }
 }
 
@@ -76,7 +73,7 @@ impl<E: Engine> PartitionRouter<E> for LocalRouter<E> {
         command: E::Command,
         timeout: Duration,
     ) -> BoxFuture<'static, Result<E::Response>> {
-        match self.partitions.read().get(&target) {
+        match self.partitions.get(&target) {
             Some(partition) => {
                 let answered = partition.submit_now(command, timeout);
                 Box::pin(async move { answered.await.map(|a| a.response) })

@@ -4,8 +4,12 @@
 //! new cluster's places replicas round-robin as in Zeebe: partition `p` (from 1) lives
 //! on the `replication-factor` nodes starting at node `(p - 1) % cluster-size`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use prometheus::Registry;
 use rill_config::RillConfig;
@@ -15,12 +19,17 @@ use rill_protocol::{NodeId, PartitionId};
 use rill_raft::{RaftService, RaftTransport};
 use tracing::Instrument;
 
-use crate::cluster::ClusterState;
-use crate::delivery::{LocalRouter, PartitionRouter};
+use crate::cluster::{
+    ClusterConfiguration, ClusterState, INITIAL_VERSION, LocalCluster, MEMBERSHIP_TIMEOUT,
+    MembershipRequest, Operation,
+};
+use crate::delivery::LocalRouter;
 use crate::error::{Error, Result};
 use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
-use crate::partition::{Partition, PartitionConfig, PartitionEnv, PartitionStatus, Role};
+use crate::partition::{
+    Partition, PartitionConfig, PartitionEnv, PartitionMap, PartitionStatus, Role,
+};
 use crate::raft_network::RaftNetwork;
 use crate::runtime::Runtimes;
 
@@ -90,24 +99,244 @@ fn exporter_factory(config: &RillConfig, registry: &Registry) -> Result<Exporter
     }))
 }
 
+/// What a node's partitions are made of and run on, shared with the task that starts
+/// and stops replicas as the cluster configuration changes.
+struct Shared<E: Engine> {
+    config: Arc<RillConfig>,
+    node_id: NodeId,
+    env: PartitionEnv,
+    partitions: PartitionMap<E>,
+    /// Each hosted partition's priority rank, read by its election driver.
+    ranks: parking_lot::Mutex<BTreeMap<PartitionId, Arc<AtomicU32>>>,
+    make_engine: Arc<dyn Fn(PartitionId) -> E + Send + Sync>,
+    /// Every known node's internal address: the contact points, and the brokers a
+    /// change added.
+    addresses: parking_lot::RwLock<BTreeMap<NodeId, String>>,
+    network: Option<RaftNetwork>,
+    cluster: ClusterState,
+    /// The replicas of the cluster as created: only these may start a partition's raft
+    /// group; every later replica joins a running one.
+    initial: ClusterConfiguration,
+    /// Held while replicas start or stop, so that they do so one at a time.
+    changing: tokio::sync::Mutex<()>,
+    stopping: AtomicBool,
+    span: tracing::Span,
+}
+
+impl<E: Engine> Shared<E> {
+    /// The partitions this node should run under `config`: those it holds, and the one
+    /// the change in progress is about to join here.
+    fn wanted(&self, config: &ClusterConfiguration) -> BTreeSet<PartitionId> {
+        let mut wanted: BTreeSet<PartitionId> =
+            config.partitions_of(self.node_id).into_iter().collect();
+        if let Some(&Operation::PartitionJoin {
+            broker, partition, ..
+        }) = config.next_step()
+            && broker == self.node_id.0
+        {
+            wanted.insert(PartitionId(partition));
+        }
+        wanted
+    }
+
+    async fn start_replica(
+        &self,
+        partition_id: PartitionId,
+        config: &ClusterConfiguration,
+    ) -> Result<Partition<E>> {
+        if let Some(running) = self.partitions.get(&partition_id) {
+            return Ok(running);
+        }
+        let replicas = config.replicas_of(partition_id);
+        let members = {
+            let addresses = self.addresses.read();
+            replicas
+                .iter()
+                .map(|&(node, _)| node)
+                .chain([self.node_id])
+                .map(|node| {
+                    let address = addresses.get(&node).cloned().unwrap_or_default();
+                    (node, address)
+                })
+                .collect::<BTreeMap<_, _>>()
+        };
+        let mut partition_config =
+            PartitionConfig::from_config(&self.config, partition_id, self.node_id, members);
+        partition_config.preferred_leader = replicas.first().map(|&(node, _)| node);
+        partition_config.joining = !self
+            .initial
+            .partitions_of(self.node_id)
+            .contains(&partition_id);
+        let rank = Arc::new(AtomicU32::new(config.rank_of(partition_id, self.node_id)));
+        partition_config.priority_rank = Some(rank.clone());
+        let engine = (self.make_engine)(partition_id);
+        let partition = Partition::start(partition_config, engine, self.env.clone())
+            .instrument(self.span.clone())
+            .await?;
+        self.ranks.lock().insert(partition_id, rank);
+        if partition_id == PartitionId(1) {
+            partition.follow_cluster(self.cluster.sink());
+        }
+        self.partitions.insert(partition.clone());
+        Ok(partition)
+    }
+
+    /// Stops the replica of `partition_id`, which is no longer a member of its raft
+    /// group, and deletes its data.
+    async fn leave(&self, partition_id: PartitionId) -> Result<()> {
+        let directory = self
+            .config
+            .data
+            .directory
+            .join(format!("partition-{partition_id}"));
+        if let Some(partition) = self.partitions.remove(&partition_id) {
+            self.ranks.lock().remove(&partition_id);
+            partition.shutdown().instrument(self.span.clone()).await;
+        }
+        match tokio::fs::remove_dir_all(&directory).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::Config(format!(
+                "cannot delete {}: {e}",
+                directory.display()
+            ))),
+        }
+    }
+
+    /// Runs the partitions `config` gives this node, stops the others, and points the
+    /// transport and the election drivers at what it says.
+    async fn follow(&self, config: &ClusterConfiguration) -> Result<()> {
+        let _changing = self.changing.lock().await;
+        if self.stopping.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        for (&id, broker) in &config.brokers {
+            if let Some(address) = &broker.internal_address {
+                self.learn_address(NodeId(id), address.clone()).await;
+            }
+        }
+        let wanted = self.wanted(config);
+        for partition in self.partitions.keys() {
+            if !wanted.contains(&partition) {
+                tracing::info!(%partition, version = config.version, "this broker no longer holds a replica of partition {partition}: stopping it and deleting its data");
+                self.leave(partition).await?;
+            }
+        }
+        for &partition in &wanted {
+            if !self.partitions.contains_key(&partition) {
+                tracing::info!(%partition, version = config.version, "starting a replica of partition {partition} that joins it");
+                self.start_replica(partition, config).await?;
+            }
+        }
+        for (partition, rank) in self.ranks.lock().iter() {
+            rank.store(config.rank_of(*partition, self.node_id), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    async fn learn_address(&self, node: NodeId, address: String) {
+        if node == self.node_id || self.addresses.read().get(&node) == Some(&address) {
+            return;
+        }
+        self.addresses.write().insert(node, address.clone());
+        if let Some(network) = &self.network {
+            network.add_peer(node, address).await;
+        }
+    }
+}
+
+/// What the cluster configuration's coordinator asks of this node's partitions.
+struct NodeCluster<E: Engine> {
+    shared: Arc<Shared<E>>,
+}
+
+impl<E: Engine> LocalCluster for NodeCluster<E> {
+    fn leads_partition_1(&self) -> bool {
+        self.shared
+            .partitions
+            .get(&PartitionId(1))
+            .is_some_and(|p| p.status().role == Role::Leader)
+    }
+
+    fn propose(&self, expected_version: u64, next: &ClusterConfiguration) -> bool {
+        match self.shared.partitions.get(&PartitionId(1)) {
+            Some(first) if first.status().role == Role::Leader => {
+                first.propose_cluster_configuration(expected_version, next.version, next.to_json());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn change_membership(
+        &self,
+        request: MembershipRequest,
+    ) -> BoxFuture<'static, std::result::Result<(), String>> {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let partition_id = request.partition();
+            let partition = shared
+                .partitions
+                .get(&partition_id)
+                .ok_or_else(|| format!("partition {partition_id} has no replica here"))?;
+            let status = partition.status();
+            if status.role != Role::Leader {
+                return Err(format!(
+                    "partition {partition_id} is not led here (leader: {:?})",
+                    status.leader.map(|l| l.0)
+                ));
+            }
+            let voters = partition.voters().await.map_err(|e| e.to_string())?;
+            let changed = match request {
+                MembershipRequest::AddVoter { node, address, .. } => {
+                    let node = NodeId(node);
+                    if voters.contains(&node) {
+                        return Ok(());
+                    }
+                    shared.learn_address(node, address.clone()).await;
+                    let catching_up = partition.add_learner(node, address);
+                    tokio::time::timeout(MEMBERSHIP_TIMEOUT, catching_up)
+                        .await
+                        .map_err(|_| format!("node {node} is still catching up"))?
+                        .map_err(|e| e.to_string())?;
+                    let mut next = voters;
+                    next.insert(node);
+                    partition.change_voters(&next).await
+                }
+                MembershipRequest::RemoveVoter { node, .. } => {
+                    let node = NodeId(node);
+                    if !voters.contains(&node) {
+                        return Ok(());
+                    }
+                    let mut next = voters;
+                    next.remove(&node);
+                    if next.is_empty() {
+                        return Err(format!(
+                            "node {node} is partition {partition_id}'s last voter"
+                        ));
+                    }
+                    partition.change_voters(&next).await
+                }
+            };
+            changed.map_err(|e| e.to_string())
+        })
+    }
+
+    fn address_of(&self, node: NodeId) -> Option<String> {
+        self.shared.addresses.read().get(&node).cloned()
+    }
+
+    fn hosts(&self, partition: PartitionId) -> bool {
+        self.shared.partitions.contains_key(&partition)
+    }
+}
+
 /// A running broker node. Dropping it without [`BrokerNode::shutdown`] stops the
 /// runtimes abruptly (as a crash would; the data on disk stays consistent).
 pub struct BrokerNode<E: Engine> {
-    config: Arc<RillConfig>,
-    node_id: NodeId,
+    shared: Arc<Shared<E>>,
     runtimes: Runtimes,
     metrics: BrokerMetrics,
-    partitions: BTreeMap<PartitionId, Partition<E>>,
-    /// The cluster configuration as this node knows it.
-    cluster: ClusterState,
-    /// What partitions started later (joined) run on.
-    env: PartitionEnv,
-    /// Every known node's internal address.
-    addresses: BTreeMap<NodeId, String>,
-    /// The internal transport, in a cluster of several nodes.
-    network: Option<RaftNetwork>,
-    /// `node`: the parent of the partitions' spans.
-    span: tracing::Span,
 }
 
 impl<E: Engine> BrokerNode<E> {
@@ -118,14 +347,16 @@ impl<E: Engine> BrokerNode<E> {
     /// `cluster.size` above 1 the node listens on its internal port and its replicas talk
     /// to their peers over the internal transport (`raft_network`); `transport` is used
     /// only by a node that is a cluster of its own. Blocks the calling thread until every
-    /// partition is open (not necessarily led).
+    /// partition is open (not necessarily led). From then on the node follows the
+    /// cluster configuration: it starts the replicas a change gives it and stops (and
+    /// deletes) the ones a change moves off.
     pub fn start(
         config: RillConfig,
         registry: &Registry,
         transport: Arc<dyn RaftTransport>,
         raft_service: RaftService,
         addresses: BTreeMap<NodeId, String>,
-        make_engine: impl Fn(PartitionId) -> E,
+        make_engine: impl Fn(PartitionId) -> E + Send + Sync + 'static,
     ) -> Result<BrokerNode<E>> {
         let exporters = Some(exporter_factory(&config, registry)?);
         BrokerNode::start_with_exporters(
@@ -148,7 +379,7 @@ impl<E: Engine> BrokerNode<E> {
         transport: Arc<dyn RaftTransport>,
         raft_service: RaftService,
         addresses: BTreeMap<NodeId, String>,
-        make_engine: impl Fn(PartitionId) -> E,
+        make_engine: impl Fn(PartitionId) -> E + Send + Sync + 'static,
         exporters: Option<ExporterFactory>,
     ) -> Result<BrokerNode<E>> {
         let node_id = NodeId(config.cluster.node_id);
@@ -176,14 +407,6 @@ impl<E: Engine> BrokerNode<E> {
             exporters,
         };
         let cluster = ClusterState::open(&config)?;
-        if let Some(network) = &network {
-            network.serve_cluster(cluster.handler());
-            let _io = runtimes.io().enter();
-            cluster.sync_with_peers(
-                network.transport().clone(),
-                addresses.keys().copied().collect(),
-            );
-        }
         let configuration = cluster.current();
         if !configuration.is_member(node_id) {
             tracing::info!(
@@ -192,56 +415,62 @@ impl<E: Engine> BrokerNode<E> {
                  a cluster change adds it"
             );
         }
-        let mut partitions = BTreeMap::new();
-        for partition_id in configuration.partitions_of(node_id) {
-            let replicas = configuration.replicas_of(partition_id);
-            let members = replicas
-                .iter()
-                .map(|&(node, _)| {
-                    let address = addresses.get(&node).cloned().ok_or_else(|| {
-                        Error::Config(format!(
-                            "no address for node {node}, a replica of partition {partition_id}"
-                        ))
-                    })?;
-                    Ok((node, address))
-                })
-                .collect::<Result<BTreeMap<_, _>>>()?;
-            let mut partition_config =
-                PartitionConfig::from_config(&config, partition_id, node_id, members);
-            partition_config.preferred_leader = replicas.first().map(|&(node, _)| node);
-            let engine = make_engine(partition_id);
-            let partition =
-                runtimes
-                    .io()
-                    .block_on(Partition::start(partition_config, engine, env.clone()))?;
-            partitions.insert(partition_id, partition);
+        let mut known = addresses;
+        for (&id, broker) in &configuration.brokers {
+            if let Some(address) = &broker.internal_address {
+                known.entry(NodeId(id)).or_insert_with(|| address.clone());
+            }
+        }
+        let partitions = PartitionMap::default();
+        let shared = Arc::new(Shared {
+            initial: ClusterConfiguration::initial(&config),
+            config: Arc::new(config),
+            node_id,
+            env,
+            partitions: partitions.clone(),
+            ranks: parking_lot::Mutex::new(BTreeMap::new()),
+            make_engine: Arc::new(make_engine),
+            addresses: parking_lot::RwLock::new(known),
+            network: network.clone(),
+            cluster: cluster.clone(),
+            changing: tokio::sync::Mutex::new(()),
+            stopping: AtomicBool::new(false),
+            span: span.clone(),
+        });
+        if configuration.version > INITIAL_VERSION {
+            remove_left_partitions(&shared.config, &shared.wanted(&configuration));
+        }
+        for partition_id in shared.wanted(&configuration) {
+            runtimes
+                .io()
+                .block_on(shared.start_replica(partition_id, &configuration))?;
         }
         // Commands between partitions hosted here go straight to them.
-        let router: Arc<dyn PartitionRouter<E>> = Arc::new(LocalRouter::new(partitions.clone()));
-        for partition in partitions.values() {
-            partition.set_router(router.clone());
-        }
-        if let Some(first) = partitions.get(&PartitionId(1)) {
-            first.follow_cluster(cluster.sink());
+        partitions.set_router(Arc::new(LocalRouter::new(partitions.clone())));
+        if let Some(network) = &network {
+            network.serve_cluster(cluster.handler());
+            let _io = runtimes.io().enter();
+            let peers = shared.addresses.read().keys().copied().collect();
+            cluster.sync_with_peers(network.transport().clone(), peers);
+            let local = Arc::new(NodeCluster {
+                shared: shared.clone(),
+            });
+            cluster.attach(network.transport().clone(), local);
+            runtimes
+                .io()
+                .spawn(follow_configuration(shared.clone()).instrument(span.clone()));
         }
         drop(entered);
         Ok(BrokerNode {
-            config: Arc::new(config),
-            node_id,
+            shared,
             runtimes,
             metrics,
-            partitions,
-            cluster,
-            env,
-            addresses,
-            network,
-            span,
         })
     }
 
     /// The cluster configuration as this node knows it.
     pub fn cluster(&self) -> &ClusterState {
-        &self.cluster
+        &self.shared.cluster
     }
 
     /// Starts an empty replica of `partition` that joins the running partition: it
@@ -249,18 +478,19 @@ impl<E: Engine> BrokerNode<E> {
     /// ([`Partition::add_learner`]), then to make it a voter. `members` are the
     /// partition's replicas after the join, this node among them.
     pub fn join_partition(
-        &mut self,
+        &self,
         partition_id: PartitionId,
         members: &[NodeId],
         engine: E,
     ) -> Result<Partition<E>> {
-        if let Some(running) = self.partitions.get(&partition_id) {
-            return Ok(running.clone());
+        let shared = &self.shared;
+        if let Some(running) = shared.partitions.get(&partition_id) {
+            return Ok(running);
         }
         let members = members
             .iter()
             .map(|&node| {
-                let address = self.addresses.get(&node).cloned().ok_or_else(|| {
+                let address = shared.addresses.read().get(&node).cloned().ok_or_else(|| {
                     Error::Config(format!(
                         "no address for node {node}, a replica of partition {partition_id}"
                     ))
@@ -269,48 +499,33 @@ impl<E: Engine> BrokerNode<E> {
             })
             .collect::<Result<BTreeMap<_, _>>>()?;
         let mut config =
-            PartitionConfig::from_config(&self.config, partition_id, self.node_id, members);
+            PartitionConfig::from_config(&shared.config, partition_id, shared.node_id, members);
         config.preferred_leader = None;
         config.joining = true;
         let started =
-            Partition::start(config, engine, self.env.clone()).instrument(self.span.clone());
+            Partition::start(config, engine, shared.env.clone()).instrument(shared.span.clone());
         let partition = self.runtimes.io().block_on(started)?;
-        let router: Arc<dyn PartitionRouter<E>> =
-            Arc::new(LocalRouter::new(self.partitions.clone()));
-        partition.set_router(router);
-        self.partitions.insert(partition_id, partition.clone());
+        shared.partitions.insert(partition.clone());
         Ok(partition)
     }
 
     /// Stops this node's replica of `partition_id`, which is no longer a member of its
     /// raft group, and deletes its data.
-    pub fn leave_partition(&mut self, partition_id: PartitionId) -> Result<()> {
-        let Some(partition) = self.partitions.remove(&partition_id) else {
-            return Ok(());
-        };
-        let directory = self
-            .config
-            .data
-            .directory
-            .join(format!("partition-{partition_id}"));
-        self.runtimes
-            .io()
-            .block_on(partition.shutdown().instrument(self.span.clone()));
-        std::fs::remove_dir_all(&directory)
-            .map_err(|e| Error::Config(format!("cannot delete {}: {e}", directory.display())))
+    pub fn leave_partition(&self, partition_id: PartitionId) -> Result<()> {
+        self.runtimes.io().block_on(self.shared.leave(partition_id))
     }
 
     /// The internal transport (in a cluster of several nodes).
     pub fn raft_network(&self) -> Option<&RaftNetwork> {
-        self.network.as_ref()
+        self.shared.network.as_ref()
     }
 
     pub fn node_id(&self) -> NodeId {
-        self.node_id
+        self.shared.node_id
     }
 
     pub fn config(&self) -> &RillConfig {
-        &self.config
+        &self.shared.config
     }
 
     pub fn runtimes(&self) -> &Runtimes {
@@ -321,30 +536,34 @@ impl<E: Engine> BrokerNode<E> {
         &self.metrics
     }
 
-    /// The partitions hosted here, by id.
-    pub fn partitions(&self) -> &BTreeMap<PartitionId, Partition<E>> {
-        &self.partitions
+    /// The partitions hosted here, by id, as they change.
+    pub fn partitions(&self) -> &PartitionMap<E> {
+        &self.shared.partitions
     }
 
-    pub fn partition(&self, id: PartitionId) -> Option<&Partition<E>> {
-        self.partitions.get(&id)
+    pub fn partition(&self, id: PartitionId) -> Option<Partition<E>> {
+        self.shared.partitions.get(&id)
     }
 
     pub fn statuses(&self) -> Vec<PartitionStatus> {
-        self.partitions.values().map(Partition::status).collect()
+        self.shared
+            .partitions
+            .values()
+            .iter()
+            .map(Partition::status)
+            .collect()
     }
 
     /// Every hosted partition is running (no fatal error).
     pub fn is_healthy(&self) -> bool {
-        self.partitions.values().all(|p| p.status().healthy)
+        self.statuses().iter().all(|s| s.healthy)
     }
 
     /// Every hosted partition is healthy and knows its leader: requests can be served.
     pub fn is_ready(&self) -> bool {
-        self.partitions.values().all(|p| {
-            let status = p.status();
-            status.healthy && status.leader.is_some() && status.role != Role::Inactive
-        })
+        self.statuses()
+            .iter()
+            .all(|s| s.healthy && s.leader.is_some() && s.role != Role::Inactive)
     }
 
     /// Stops every partition cleanly (waiting requests are answered with
@@ -352,8 +571,6 @@ impl<E: Engine> BrokerNode<E> {
     /// transport, then the runtimes (waiting for their threads to end).
     pub fn shutdown(self) {
         self.stop_partitions();
-        drop(self.partitions);
-        drop(self.network);
         self.runtimes.shutdown();
     }
 
@@ -361,18 +578,80 @@ impl<E: Engine> BrokerNode<E> {
     /// stops every partition (waiting until its databases are closed) and the internal
     /// transport; the runtimes keep running until the node is dropped.
     pub fn stop_partitions(&self) {
-        let partitions: Vec<_> = self.partitions.values().cloned().collect();
-        let network = self.network.clone();
+        let shared = self.shared.clone();
         let stop = async move {
+            let _changing = shared.changing.lock().await;
+            shared.stopping.store(true, Ordering::Release);
+            let partitions = shared.partitions.values();
             let stops = partitions.iter().map(|p| p.shutdown());
             futures::future::join_all(stops).await;
-            if let Some(network) = network {
+            for partition in partitions {
+                shared.partitions.remove(&partition.id());
+            }
+            if let Some(network) = &shared.network {
                 network.shutdown().await;
             }
         };
         self.runtimes
             .io()
-            .block_on(stop.instrument(self.span.clone()));
+            .block_on(stop.instrument(self.shared.span.clone()));
+    }
+}
+
+/// Follows the cluster configuration until the node stops: every new version may start
+/// or stop replicas here. A failure is tried again a second later.
+async fn follow_configuration<E: Engine>(shared: Arc<Shared<E>>) {
+    let mut watcher = shared.cluster.subscribe();
+    // Partition 1's replica here may have told newer versions while the node started:
+    // the first round follows the value as it is now.
+    let mut wait = None;
+    loop {
+        let changed = match wait {
+            None => Ok(()),
+            Some(false) => watcher.changed().await,
+            Some(true) => tokio::time::timeout(Duration::from_secs(1), watcher.changed())
+                .await
+                .unwrap_or(Ok(())),
+        };
+        if changed.is_err() || shared.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let config = watcher.borrow_and_update().clone();
+        let failed = match shared.follow(&config).await {
+            Ok(()) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, version = config.version, "cannot follow the cluster configuration yet; trying again");
+                true
+            }
+        };
+        wait = Some(failed);
+    }
+}
+
+/// Deletes the data of partitions this node no longer holds (it was stopped, or killed,
+/// between a change moving its replica off and deleting it).
+fn remove_left_partitions(config: &RillConfig, wanted: &BTreeSet<PartitionId>) {
+    let Ok(entries) = std::fs::read_dir(&config.data.directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("partition-"))
+            .and_then(|n| n.parse::<u16>().ok())
+        else {
+            continue;
+        };
+        if !wanted.contains(&PartitionId(id)) {
+            tracing::info!(
+                partition = id,
+                "deleting the data of a replica this broker no longer holds"
+            );
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                tracing::warn!(error = %e, path = %entry.path().display(), "cannot delete");
+            }
+        }
     }
 }
 

@@ -79,6 +79,8 @@ pub struct RaftNetwork {
     transport: Transport,
     /// Looks the peers' addresses up again (see [`RaftNetwork::follow_addresses`]).
     follower: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    /// The peers' addresses the follower looks up (brokers a cluster change added too).
+    followed: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
     max_payload: usize,
     /// Serves the services other than raft's (the command API between brokers).
     others: Arc<OnceLock<Arc<dyn Handler>>>,
@@ -126,6 +128,7 @@ impl RaftNetwork {
         Ok(RaftNetwork {
             transport,
             follower: Arc::default(),
+            followed: Arc::default(),
             max_payload,
             others,
             cluster,
@@ -145,12 +148,15 @@ impl RaftNetwork {
     ) {
         let transport = self.transport.clone();
         let own = transport.node_id();
+        self.followed.write().extend(addresses);
+        let followed = self.followed.clone();
         let follow = async move {
             let mut ticker = tokio::time::interval(interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
             loop {
                 ticker.tick().await;
+                let addresses = followed.read().clone();
                 for (&peer, address) in &addresses {
                     if peer == own {
                         continue;
@@ -175,6 +181,21 @@ impl RaftNetwork {
         let task = tokio::spawn(follow.in_current_span());
         if let Some(previous) = self.follower.lock().replace(task) {
             previous.abort();
+        }
+    }
+
+    /// Reaches `node` at `address` from now on (a broker a cluster change added),
+    /// looked up now and again every [`RESOLVE_INTERVAL`] like the contact points.
+    pub async fn add_peer(&self, node: NodeId, address: String) {
+        if node == self.transport.node_id() {
+            return;
+        }
+        self.followed.write().insert(node, address.clone());
+        match system_resolver()(address.clone()).await {
+            Some(addr) => self.transport.set_peer(node, addr),
+            None => {
+                tracing::info!(%node, %address, "a new broker's internal address does not resolve yet")
+            }
         }
     }
 

@@ -325,7 +325,7 @@ async fn replicas_over_tcp_apply_every_acknowledged_command_once_across_leader_k
         let c = cluster.read().await;
         let mut streams = Vec::new();
         for (_, node) in c.running() {
-            streams.push(applied_ids(node.partition(partition).unwrap()).await);
+            streams.push(applied_ids(&node.partition(partition).unwrap()).await);
         }
         assert!(
             streams.windows(2).all(|w| w[0] == w[1]),

@@ -31,10 +31,10 @@ impl LocalBackend {
         advertised_host: String,
         registry: &prometheus::Registry,
     ) -> Result<LocalBackend, prometheus::Error> {
-        let push = JobPushes::start(node.partitions().values(), Some(registry))?;
+        let push = JobPushes::start(node.partitions().values().iter(), Some(registry))?;
         let (jobs, _) = broadcast::channel(4096);
         let tx = jobs.clone();
-        forward_jobs_available(node.partitions().values(), move |event| {
+        forward_jobs_available(node.partitions(), move |event| {
             let _ = tx.send(JobsNotice::Available(JobsAvailable {
                 partition: event.partition_id,
                 job_type: event.job_type,
@@ -48,7 +48,7 @@ impl LocalBackend {
         })
     }
 
-    fn partition(&self, id: PartitionId) -> Result<&Partition<BpmnEngine>, BackendError> {
+    fn partition(&self, id: PartitionId) -> Result<Partition<BpmnEngine>, BackendError> {
         self.node.partition(id).ok_or(BackendError::Unavailable {
             partition: id,
             reason: format!("partition {id} is not hosted by this node"),

@@ -140,12 +140,24 @@ fn status_table(topology: &Value) -> String {
         ));
     }
     match topology.get("pendingChange") {
-        Some(change) => out.push_str(&format!(
-            "change {} in progress: {} step(s) done, {} to do\n",
-            number(&change["id"]),
-            change["completed"].as_array().map_or(0, Vec::len),
-            change["pending"].as_array().map_or(0, Vec::len),
-        )),
+        Some(change) => {
+            out.push_str(&format!(
+                "change {} in progress: {} step(s) done, {} to do\n",
+                number(&change["id"]),
+                change["completed"].as_array().map_or(0, Vec::len),
+                change["pending"].as_array().map_or(0, Vec::len),
+            ));
+            for done in change["completed"].as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "  done  {} ({})\n",
+                    operation_text(done),
+                    done["completedAt"].as_str().unwrap_or("?")
+                ));
+            }
+            for step in change["pending"].as_array().into_iter().flatten() {
+                out.push_str(&format!("  to do {}\n", operation_text(step)));
+            }
+        }
         None => out.push_str("no change in progress\n"),
     }
     if let Some(last) = topology.get("lastChange") {
@@ -208,14 +220,26 @@ mod tests {
                 {"id": 0, "state": "ACTIVE", "partitions": [{"id": 1, "priority": 3}, {"id": 2, "priority": 1}]},
                 {"id": 3, "state": "ACTIVE", "partitions": []},
             ],
-            "pendingChange": {"id": 2, "completed": [{}], "pending": [{}, {}]},
+            "pendingChange": {
+                "id": 2,
+                "completed": [{"operation": "BROKER_ADD", "brokerId": 3,
+                    "completedAt": "2026-12-03T20:16:43.990Z"}],
+                "pending": [
+                    {"operation": "PARTITION_JOIN", "brokerId": 3, "partitionId": 2, "priority": 1},
+                    {"operation": "PARTITION_LEAVE", "brokerId": 0, "partitionId": 2},
+                ],
+            },
         });
         let table = status_table(&topology);
         assert!(table.starts_with("version 3\n"), "{table}");
         assert!(table.contains("0       ACTIVE   1:3 2:1\n"), "{table}");
         assert!(table.contains("3       ACTIVE   \n"), "{table}");
         assert!(
-            table.contains("change 2 in progress: 1 step(s) done, 2 to do"),
+            table.contains(
+                "change 2 in progress: 1 step(s) done, 2 to do\n  done  BROKER_ADD broker 3 \
+                 (2026-12-03T20:16:43.990Z)\n  to do PARTITION_JOIN broker 3 partition 2 \
+                 priority 1\n  to do PARTITION_LEAVE broker 0 partition 2\n"
+            ),
             "{table}"
         );
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use prometheus::Registry;
-use rill_broker::cluster::ClusterState;
+use rill_broker::cluster::{Announce, ClusterState};
 use rill_broker::{
     BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobPushes, JobsFeed, MonitoringServer,
 };
@@ -139,7 +139,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
         transport,
         raft_service,
         addresses,
-        |_| BpmnEngine::new(engine_options.clone()),
+        move |_| BpmnEngine::new(engine_options.clone()),
     )
     .context("starting the broker")?;
     let node = Arc::new(node);
@@ -276,14 +276,14 @@ impl HealthCheck for BrokerHealth {
     fn ready(&self) -> bool {
         self.started()
             && self.cluster.current().is_member(self.cluster.node_id())
-            && self.partitions.values().all(|p| {
+            && self.partitions.values().iter().all(|p| {
                 let status = p.status();
                 status.healthy && status.leader.is_some()
             })
     }
 
     fn healthy(&self) -> bool {
-        self.partitions.values().all(|p| p.status().healthy)
+        self.partitions.values().iter().all(|p| p.status().healthy)
     }
 }
 
@@ -339,13 +339,17 @@ pub fn broker(config: RillConfig) -> Result<()> {
         rill_broker::single_node_transport(),
         rill_raft::RaftService::new(),
         addresses.clone(),
-        |_| BpmnEngine::new(engine_options.clone()),
+        move |_| BpmnEngine::new(engine_options.clone()),
     )
     .context("starting the broker")?;
     let partitions: Partitions = node.partitions().clone();
     let network = node.raft_network().cloned();
     let io = node.runtimes().io().clone();
     let cluster = node.cluster().clone();
+    cluster.announce(Announce {
+        internal: host_port(advertised_host(&config), config.cluster.internal_port),
+        command: host_port(advertised_host(&config), config.cluster.command_port),
+    });
     let health = Arc::new(BrokerHealth {
         partitions: partitions.clone(),
         cluster: cluster.clone(),
@@ -358,6 +362,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
         let registry = registry.clone();
         let health = health.clone();
         let partitions = partitions.clone();
+        let cluster = cluster.clone();
         async move {
             let listen = resolve(
                 "the command API address (cluster.host, cluster.command-port)",
@@ -370,9 +375,10 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 partitions: partitions.clone(),
                 config: config.clone(),
                 jobs: JobsFeed::start(&partitions),
-                push: JobPushes::start(partitions.values(), Some(&registry))
+                push: JobPushes::start(partitions.values().iter(), Some(&registry))
                     .map_err(|e| anyhow::anyhow!("job push metrics: {e}"))?,
                 command_address: host_port(advertised_host(&config), config.cluster.command_port),
+                cluster: Some(cluster.clone()),
             });
             let transport = Transport::start(transport_config, api.clone())
                 .await
@@ -404,9 +410,9 @@ pub fn broker(config: RillConfig) -> Result<()> {
                     client: client.clone(),
                 }),
             });
-            for partition in partitions.values() {
-                partition.set_router(router.clone());
-            }
+            partitions.set_router(router);
+            // Brokers a cluster change adds are reached like the ones started with.
+            follow_new_brokers(&cluster, &client);
             let rest = if config.gateway.enabled {
                 let backend: Arc<dyn GatewayBackend> = Arc::new(RemoteBackend::new(client));
                 let metrics = GatewayMetrics::register(&registry)
@@ -421,7 +427,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 None
             };
             let (monitoring_addr, monitoring_task) =
-                serve_monitoring(&config, registry, health, Some(cluster), stop_rx).await?;
+                serve_monitoring(&config, registry, health, Some(cluster.clone()), stop_rx).await?;
             anyhow::Ok((
                 transport,
                 rest,
@@ -436,7 +442,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
     tracing::info!(
         node = %node_id,
         cluster_size = config.cluster.size,
-        partitions = ?partitions.keys().map(|p| p.get()).collect::<Vec<_>>(),
+        partitions = ?partitions.keys().iter().map(|p| p.get()).collect::<Vec<_>>(),
         command = %transport.local_addr(),
         rest = ?rest.as_ref().map(|((addr, _), _)| *addr),
         grpc = ?rest.as_ref().map(|((_, addr), _)| *addr),
@@ -463,6 +469,30 @@ pub fn broker(config: RillConfig) -> Result<()> {
     node.shutdown();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Points `client` (a broker's own) at every broker the cluster configuration records
+/// an internal address for (a change added it), now and on every new version.
+fn follow_new_brokers(cluster: &ClusterState, client: &Arc<ClusterClient>) {
+    let mut watcher = cluster.subscribe();
+    let client = Arc::downgrade(client);
+    tokio::spawn(async move {
+        loop {
+            let config = watcher.borrow_and_update().clone();
+            let Some(client) = client.upgrade() else {
+                return;
+            };
+            for (&id, broker) in &config.brokers {
+                if let Some(address) = &broker.internal_address {
+                    client.add_broker(NodeId(id), address.clone());
+                }
+            }
+            drop(client);
+            if watcher.changed().await.is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// Fails when `host:port` (`host_setting`, `setting`) cannot be listened on right now.

@@ -200,11 +200,11 @@ fn a_broker_beyond_the_cluster_size_waits_and_changes_are_planned() {
             answer["message"].as_str().unwrap().contains("dryRun"),
             "{answer}"
         );
-        // Running a change is not there yet: refused, and nothing changed.
+        // Adding partitions is planned but not run yet: refused, and nothing changed.
         let (status, answer) = request(
             reqwest::Method::PATCH,
             patch.clone(),
-            Some(json!({"brokers": {"count": 4}})),
+            Some(json!({"partitions": {"count": 4}})),
         )
         .await;
         assert_eq!(status, 501, "{answer}");

@@ -85,10 +85,11 @@ struct View {
 /// Routes commands and queries to partition leaders of a remote cluster.
 pub struct ClusterClient {
     transport: Transport,
-    contact_points: Vec<String>,
+    /// Grows as a broker's own client learns brokers a cluster change added.
+    contact_points: RwLock<Vec<String>>,
     /// Node ids known from the configuration, by contact point (a broker's own client);
     /// the others are probed.
-    known: BTreeMap<String, NodeId>,
+    known: RwLock<BTreeMap<String, NodeId>>,
     view: RwLock<View>,
     partitions_count: AtomicU16,
     jobs: broadcast::Sender<JobsNotice>,
@@ -127,6 +128,20 @@ impl ClusterClient {
         )
     }
 
+    /// A broker's own client: reaches `node` at `address` (its internal port) from now
+    /// on, as it does the brokers it started with (a cluster change added `node`).
+    pub fn add_broker(&self, node: NodeId, address: String) {
+        let mut known = self.known.write();
+        if known.get(&address) == Some(&node) {
+            return;
+        }
+        known.insert(address.clone(), node);
+        let mut points = self.contact_points.write();
+        if !points.contains(&address) {
+            points.push(address);
+        }
+    }
+
     fn start_with(
         transport: Transport,
         contact_points: Vec<String>,
@@ -136,8 +151,8 @@ impl ClusterClient {
         let (jobs, _) = broadcast::channel(4096);
         let client = Arc::new(ClusterClient {
             transport,
-            contact_points,
-            known,
+            contact_points: RwLock::new(contact_points),
+            known: RwLock::new(known),
             view: RwLock::new(View::default()),
             partitions_count: AtomicU16::new(0),
             jobs,
@@ -160,10 +175,9 @@ impl ClusterClient {
     /// unreachable and once when it is back.
     async fn refresh(self: &Arc<Self>, unreachable: &mut BTreeMap<String, String>) {
         // All at once: one broker that does not answer must not hold up the others.
-        let results =
-            futures::future::join_all(self.contact_points.iter().map(|p| self.refresh_one(p)))
-                .await;
-        for (point, result) in self.contact_points.iter().zip(results) {
+        let points = self.contact_points.read().clone();
+        let results = futures::future::join_all(points.iter().map(|p| self.refresh_one(p))).await;
+        for (point, result) in points.iter().zip(results) {
             match result {
                 Ok(()) => {
                     if unreachable.remove(point).is_some() {
@@ -172,7 +186,7 @@ impl ClusterClient {
                 }
                 Err(reason) => {
                     if unreachable.insert(point.clone(), reason.clone()).is_none() {
-                        if self.known.contains_key(point) {
+                        if self.known.read().contains_key(point) {
                             tracing::debug!(contact_point = %point, %reason, "cannot reach broker; retrying");
                         } else {
                             tracing::warn!(contact_point = %point, %reason, "cannot reach broker; retrying");
@@ -193,8 +207,9 @@ impl ClusterClient {
         let node = match known {
             Some(node) => node,
             None => {
-                let node = match self.known.get(point) {
-                    Some(&node) => node,
+                let known = self.known.read().get(point).copied();
+                let node = match known {
+                    Some(node) => node,
                     None => self
                         .transport
                         .probe(addr)

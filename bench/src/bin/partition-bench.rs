@@ -107,6 +107,7 @@ async fn run(
             export_backlog_limit: None,
             history: rill_broker::HistorySettings::default(),
             joining: false,
+            priority_rank: None,
         };
         let env = PartitionEnv {
             cpu: runtimes.cpu().clone(),

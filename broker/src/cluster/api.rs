@@ -7,9 +7,10 @@
 //!   `POST|DELETE /actuator/cluster/brokers/{id}` (add or remove one).
 //!
 //! Every change request takes `?dryRun=true`, which answers 202 with the plan and
-//! changes nothing. Errors are Zeebe's `{"message": ...}`, in an RFC 9457 problem
-//! document. Running a plan (the coordinator's steps) is not there yet, so a request
-//! without `dryRun` is answered 501 once it has been checked.
+//! changes nothing. Without it the change is started through partition 1's leader and
+//! answered 202 once it is recorded; the coordinator runs its steps (`coordinator`).
+//! Errors are Zeebe's `{"message": ...}`, in an RFC 9457 problem document. Adding
+//! partitions is planned but not run yet (501 without `dryRun`).
 
 use std::collections::HashMap;
 
@@ -22,7 +23,11 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ChangeRequest, ClusterState, plan, view};
+use super::{ChangeRequest, ClusterState, Operation, plan, view};
+
+/// How long a started change may take to be recorded before the request is answered
+/// 503 (it may still be recorded later: `GET /actuator/cluster` shows it).
+const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The routes of the cluster management API.
 pub fn router(cluster: ClusterState) -> Router {
@@ -85,19 +90,19 @@ fn dry_run(query: &HashMap<String, String>) -> Result<bool, String> {
 }
 
 /// Answers a change request once both the query and the body are understood.
-fn checked(
+async fn checked(
     cluster: &ClusterState,
     query: &HashMap<String, String>,
     request: Result<ChangeRequest, String>,
 ) -> Response {
     match (dry_run(query), request) {
-        (Ok(dry_run), Ok(request)) => answer(cluster, request, dry_run),
+        (Ok(dry_run), Ok(request)) => answer(cluster, request, dry_run).await,
         (Err(e), _) | (_, Err(e)) => bad_request(e),
     }
 }
 
 /// Plans `request` against the current configuration and answers it.
-fn answer(cluster: &ClusterState, request: ChangeRequest, dry_run: bool) -> Response {
+async fn answer(cluster: &ClusterState, request: ChangeRequest, dry_run: bool) -> Response {
     let current = cluster.current();
     if let Some(change) = &current.pending_change {
         return problem(
@@ -127,14 +132,72 @@ fn answer(cluster: &ClusterState, request: ChangeRequest, dry_run: bool) -> Resp
             view::planned(&current, &steps, current.version + 1),
         );
     }
-    problem(
-        StatusCode::NOT_IMPLEMENTED,
-        "NOT_IMPLEMENTED",
-        format!(
-            "this version of Rill plans cluster changes but does not run them yet: the \
-             {} planned step(s) were not started; ?dryRun=true shows the plan",
-            steps.len()
-        ),
+    if steps
+        .iter()
+        .any(|s| matches!(s, Operation::PartitionBootstrap { .. }))
+    {
+        return problem(
+            StatusCode::NOT_IMPLEMENTED,
+            "NOT_IMPLEMENTED",
+            "this version of Rill adds and removes brokers but does not add partitions yet: \
+             the change was not started; ?dryRun=true shows the plan",
+        );
+    }
+    if !cluster.runs_changes() {
+        return problem(
+            StatusCode::NOT_IMPLEMENTED,
+            "NOT_IMPLEMENTED",
+            "a broker started alone (rill standalone, or cluster.size = 1) has no internal \
+             port and cannot be scaled: start the brokers with cluster.size and \
+             cluster.initial-contact-points; ?dryRun=true shows the plan",
+        );
+    }
+    start(cluster, &current, steps).await
+}
+
+/// Starts a change of `steps` through partition 1's leader and answers once it is
+/// recorded.
+async fn start(
+    cluster: &ClusterState,
+    current: &super::ClusterConfiguration,
+    steps: Vec<Operation>,
+) -> Response {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let next = current.start_change(steps.clone(), now);
+    if let Err(reason) = cluster.propose(current.version, &next).await {
+        return problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "UNAVAILABLE",
+            format!("the change could not be started: {reason}; try again"),
+        );
+    }
+    if !cluster.wait_version(next.version, START_TIMEOUT).await {
+        return problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "UNAVAILABLE",
+            format!(
+                "the change was proposed but not recorded within {}s; GET /actuator/cluster \
+                 shows whether it runs",
+                START_TIMEOUT.as_secs()
+            ),
+        );
+    }
+    let recorded = cluster.current();
+    let ours = |id: u64| id == next.version;
+    let started = recorded.pending_change.as_ref().is_some_and(|c| ours(c.id))
+        || recorded.last_change.as_ref().is_some_and(|c| ours(c.id));
+    if !started {
+        return problem(
+            StatusCode::CONFLICT,
+            "CONCURRENT_CHANGE",
+            "another change was recorded first; GET /actuator/cluster shows it",
+        );
+    }
+    json_response(
+        StatusCode::ACCEPTED,
+        view::planned(current, &steps, next.version),
     )
 }
 
@@ -185,7 +248,7 @@ async fn patch_cluster(
         }
         request
     });
-    checked(&cluster, &query, request)
+    checked(&cluster, &query, request).await
 }
 
 async fn scale_brokers(
@@ -197,7 +260,7 @@ async fn scale_brokers(
         brokers: Some(brokers),
         ..ChangeRequest::default()
     });
-    checked(&cluster, &query, request)
+    checked(&cluster, &query, request).await
 }
 
 fn broker_id(id: &str) -> Result<u32, String> {
@@ -214,7 +277,7 @@ async fn add_broker(
         add: vec![id],
         ..ChangeRequest::default()
     });
-    checked(&cluster, &query, request)
+    checked(&cluster, &query, request).await
 }
 
 async fn remove_broker(
@@ -226,7 +289,7 @@ async fn remove_broker(
         remove: vec![id],
         ..ChangeRequest::default()
     });
-    checked(&cluster, &query, request)
+    checked(&cluster, &query, request).await
 }
 
 #[cfg(test)]
@@ -236,8 +299,8 @@ mod tests {
     use super::*;
     use crate::cluster::Operation;
 
-    #[test]
-    fn a_request_while_a_change_runs_is_a_conflict() {
+    #[tokio::test]
+    async fn a_request_while_a_change_runs_is_a_conflict() {
         let dir = tempfile::tempdir().unwrap();
         let mut settings = RillConfig::default();
         settings.data.directory = dir.path().to_path_buf();
@@ -247,7 +310,7 @@ mod tests {
             ..ChangeRequest::default()
         };
         assert_eq!(
-            answer(&cluster, request.clone(), true).status(),
+            answer(&cluster, request.clone(), true).await.status(),
             StatusCode::ACCEPTED
         );
         // Asking for what is there needs no change, with or without dryRun.
@@ -255,13 +318,21 @@ mod tests {
             broker_count: Some(1),
             ..ChangeRequest::default()
         };
-        assert_eq!(answer(&cluster, same, false).status(), StatusCode::ACCEPTED);
+        assert_eq!(
+            answer(&cluster, same, false).await.status(),
+            StatusCode::ACCEPTED
+        );
+        // A broker alone runs no change.
+        assert_eq!(
+            answer(&cluster, request.clone(), false).await.status(),
+            StatusCode::NOT_IMPLEMENTED
+        );
         let running = cluster
             .current()
             .start_change(vec![Operation::BrokerAdd { broker: 1 }], 1);
         assert!(cluster.offer(running));
         assert_eq!(
-            answer(&cluster, request, true).status(),
+            answer(&cluster, request, true).await.status(),
             StatusCode::CONFLICT
         );
     }

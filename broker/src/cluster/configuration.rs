@@ -53,6 +53,13 @@ pub struct Broker {
     pub last_updated_at: i64,
     /// The partitions it holds a replica of.
     pub partitions: BTreeMap<u16, Replica>,
+    /// Where the other brokers reach it (`host:port` of its internal port), for a broker
+    /// a change added: the ones the cluster was created with are the contact points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal_address: Option<String>,
+    /// Where gateways reach its command API (`host:port`), for a broker a change added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_address: Option<String>,
 }
 
 /// One step of a change.
@@ -245,6 +252,8 @@ impl ClusterConfiguration {
                     version: INITIAL_VERSION,
                     last_updated_at: 0,
                     partitions,
+                    internal_address: None,
+                    command_address: None,
                 };
                 (id, broker)
             })
@@ -279,6 +288,21 @@ impl ClusterConfiguration {
             .unwrap_or_default()
     }
 
+    /// This node's place in `partition`'s priority order (0: the preferred leader); a
+    /// replica the configuration does not list yet (joining) comes last.
+    pub fn rank_of(&self, partition: PartitionId, node: NodeId) -> u32 {
+        let replicas = self.replicas_of(partition);
+        replicas
+            .iter()
+            .position(|(n, _)| *n == node)
+            .unwrap_or(replicas.len()) as u32
+    }
+
+    /// The step a change runs next, if a change is in progress.
+    pub fn next_step(&self) -> Option<&Operation> {
+        self.pending_change.as_ref().and_then(|c| c.pending.first())
+    }
+
     /// The replicas of `partition`, highest priority first (ties by node id): the
     /// first is the preferred leader.
     pub fn replicas_of(&self, partition: PartitionId) -> Vec<(NodeId, Replica)> {
@@ -308,6 +332,8 @@ impl ClusterConfiguration {
                     version,
                     last_updated_at: now,
                     partitions: BTreeMap::new(),
+                    internal_address: None,
+                    command_address: None,
                 });
                 entry.state = BrokerState::Active;
                 touch(entry);

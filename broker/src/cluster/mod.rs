@@ -16,13 +16,15 @@
 
 pub mod api;
 mod configuration;
+mod coordinator;
 mod plan;
+mod requests;
 mod store;
 pub mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -39,6 +41,7 @@ pub use configuration::{
     round_robin,
 };
 pub use plan::{ChangeRequest, InvalidRequest, MAX_PARTITIONS, plan};
+pub use requests::{Announce, LocalCluster, MEMBERSHIP_TIMEOUT, MembershipRequest};
 
 use crate::error::{Error, Result};
 use crate::partition::ClusterSink;
@@ -53,6 +56,14 @@ struct Inner {
     current: watch::Sender<ClusterConfiguration>,
     /// Serializes saving, so files are written in version order.
     saving: parking_lot::Mutex<()>,
+    /// This broker's addresses, told to every peer with each sync request.
+    own: OnceLock<Announce>,
+    /// The addresses brokers told with their sync requests, by node id (a broker
+    /// beyond `cluster.size` is reached there once a change adds it).
+    announced: parking_lot::Mutex<BTreeMap<u32, Announce>>,
+    /// The internal transport and this broker's partitions, once the node runs them:
+    /// what runs a change (proposals through partition 1, membership changes).
+    attached: OnceLock<(Transport, Arc<dyn LocalCluster>)>,
 }
 
 /// A broker's view of the cluster configuration: the highest version it has seen, kept
@@ -91,6 +102,9 @@ impl ClusterState {
                 file,
                 current,
                 saving: parking_lot::Mutex::new(()),
+                own: OnceLock::new(),
+                announced: parking_lot::Mutex::new(BTreeMap::new()),
+                attached: OnceLock::new(),
             }),
         })
     }
@@ -139,6 +153,54 @@ impl ClusterState {
         }
     }
 
+    /// This broker's configuration if it is newer than `theirs`, else nothing.
+    fn newer_than(&self, theirs: u64) -> Bytes {
+        let current = self.inner.current.borrow();
+        if current.version > theirs {
+            Bytes::from(current.to_json())
+        } else {
+            Bytes::new()
+        }
+    }
+
+    /// Tells every peer this broker's addresses with each sync request. Only the first
+    /// call counts.
+    pub fn announce(&self, own: Announce) {
+        let _ = self.inner.own.set(own);
+    }
+
+    /// The addresses `node` announced, if it did.
+    pub fn announced(&self, node: u32) -> Option<Announce> {
+        self.inner.announced.lock().get(&node).cloned()
+    }
+
+    /// Lets this broker run cluster changes: `transport` reaches the peers, `local` is
+    /// this broker's partitions. Starts the coordinator, which runs the steps of a
+    /// change while this broker leads partition 1 (on the current runtime). Only the
+    /// first call counts.
+    pub fn attach(&self, transport: Transport, local: Arc<dyn LocalCluster>) {
+        if self.inner.attached.set((transport, local)).is_ok() {
+            tokio::spawn(coordinator::run(self.clone()).in_current_span());
+        }
+    }
+
+    /// This broker can start and run changes (it is part of a cluster of several).
+    pub fn runs_changes(&self) -> bool {
+        self.attached().is_some()
+    }
+
+    fn attached(&self) -> Option<&(Transport, Arc<dyn LocalCluster>)> {
+        self.inner.attached.get()
+    }
+
+    /// Waits until the configuration is at `version` or later; false after `timeout`.
+    pub async fn wait_version(&self, version: u64, timeout: Duration) -> bool {
+        let mut watcher = self.subscribe();
+        tokio::time::timeout(timeout, watcher.wait_for(|c| c.version >= version))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
     /// What partition 1 tells as it applies configurations.
     pub fn sink(&self) -> ClusterSink {
         let state = self.clone();
@@ -165,16 +227,20 @@ impl ClusterState {
                 let mut targets = peers.clone();
                 targets.extend(state.current().brokers.keys().map(|&id| NodeId(id)));
                 targets.remove(&state.node_id());
-                let version = state.version();
+                let payload = requests::encode(&requests::ClusterRequest::Sync {
+                    version: state.version(),
+                    announce: state.inner.own.get().cloned(),
+                });
                 let asks = targets.into_iter().map(|peer| {
                     let transport = transport.clone();
+                    let payload = payload.clone();
                     async move {
                         transport
                             .request(
                                 peer,
                                 ServiceId::CLUSTER,
                                 PartitionId(0),
-                                Bytes::copy_from_slice(&version.to_le_bytes()),
+                                payload,
                                 SYNC_TIMEOUT,
                             )
                             .await
@@ -197,31 +263,25 @@ impl ClusterState {
 }
 
 impl Handler for ClusterState {
-    /// The payload is the asker's version (u64, little endian); the answer is this
-    /// broker's configuration if it is newer, else empty.
+    /// A sync request (the asker's version, as 8 bytes little endian or in a
+    /// [`requests::ClusterRequest::Sync`]) is answered with this broker's configuration
+    /// if it is newer, else empty; the other requests run a change's parts here.
     fn handle(
         &self,
-        _from: NodeId,
+        from: NodeId,
         _service: ServiceId,
         _partition: PartitionId,
         payload: Bytes,
     ) -> BoxFuture<'static, std::result::Result<Bytes, String>> {
-        let answer = match <[u8; 8]>::try_from(payload.as_ref()) {
-            Ok(raw) => {
-                let theirs = u64::from_le_bytes(raw);
-                let current = self.inner.current.borrow();
-                Ok(if current.version > theirs {
-                    Bytes::from(current.to_json())
-                } else {
-                    Bytes::new()
-                })
-            }
-            Err(_) => Err(format!(
-                "a cluster configuration request carries a version of 8 bytes, not {}",
-                payload.len()
-            )),
+        if let Ok(raw) = <[u8; 8]>::try_from(payload.as_ref()) {
+            let answer = self.newer_than(u64::from_le_bytes(raw));
+            return Box::pin(async move { Ok(answer) });
+        }
+        let request = match requests::decode(&payload) {
+            Ok(request) => request,
+            Err(e) => return Box::pin(async move { Err(e) }),
         };
-        Box::pin(async move { answer })
+        self.serve(from, request)
     }
 }
 
@@ -299,6 +359,9 @@ mod tests {
             )
             .await
             .unwrap_err();
-        assert!(malformed.contains("8 bytes"), "{malformed}");
+        assert!(
+            malformed.contains("malformed cluster request"),
+            "{malformed}"
+        );
     }
 }

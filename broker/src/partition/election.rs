@@ -23,7 +23,7 @@ use super::PartitionConfig;
 use crate::metrics::PartitionMetrics;
 
 /// How long a replica waits without a leader before it stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct ElectionPlan {
     pub timeout: Duration,
     /// A voter refuses other candidates this long after its leader's last message.
@@ -35,12 +35,21 @@ pub(crate) struct ElectionPlan {
     pub jitter: Duration,
     /// How often the driver looks at raft's state.
     pub tick: Duration,
+    /// The rank as the cluster configuration has it now, read before every decision.
+    pub shared_rank: Option<Arc<std::sync::atomic::AtomicU32>>,
 }
 
 impl ElectionPlan {
     pub(crate) fn of(config: &PartitionConfig) -> ElectionPlan {
         let raft = &config.raft;
-        let rank = raft.priority_election.then(|| rank(config)).flatten();
+        let shared_rank = config
+            .priority_rank
+            .clone()
+            .filter(|_| raft.priority_election);
+        let rank = match &shared_rank {
+            Some(shared) => Some(shared.load(Ordering::Relaxed)),
+            None => raft.priority_election.then(|| rank(config)).flatten(),
+        };
         let jitter = match rank {
             Some(_) => Duration::ZERO,
             None => random_below(raft.election_timeout / 2),
@@ -52,6 +61,7 @@ impl ElectionPlan {
             step: raft.heartbeat_interval / 2,
             jitter,
             tick: raft.heartbeat_interval / 2,
+            shared_rank,
         }
     }
 
@@ -140,7 +150,7 @@ impl LeaderWatch {
 /// Runs until raft stops.
 pub(crate) async fn drive(
     raft: Raft,
-    plan: ElectionPlan,
+    mut plan: ElectionPlan,
     better_log: Arc<BetterLog>,
     metrics: PartitionMetrics,
 ) {
@@ -156,6 +166,9 @@ pub(crate) async fn drive(
     };
     let watched = raft.metrics();
     loop {
+        if let Some(shared) = &plan.shared_rank {
+            plan.rank = shared.load(Ordering::Relaxed);
+        }
         let (state, leader, term, voters, is_voter) = {
             let m = watched.borrow();
             let membership = m.membership_config.membership();
@@ -277,6 +290,7 @@ mod tests {
             export_backlog_limit: None,
             history: crate::HistorySettings::default(),
             joining: false,
+            priority_rank: None,
         }
     }
 

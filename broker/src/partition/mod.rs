@@ -14,6 +14,7 @@
 mod actor;
 mod election;
 mod leader;
+mod map;
 mod raft;
 mod replica;
 mod requests;
@@ -39,6 +40,7 @@ use crate::export::ExporterFactory;
 use crate::history::HistorySettings;
 use crate::metrics::BrokerMetrics;
 use actor::{Msg, PartitionActor, StartArgs};
+pub use map::PartitionMap;
 pub use requests::Answered;
 
 /// How a partition is set up.
@@ -74,6 +76,10 @@ pub struct PartitionConfig {
     /// This replica joins a running partition (a cluster change adds it): it never
     /// starts the raft group itself, and waits for the leader to add it as a learner.
     pub joining: bool,
+    /// This replica's place in the partition's priority order, from the cluster
+    /// configuration and changed with it (a cluster change reconfigures priorities).
+    /// When set, it replaces the rank derived from `preferred_leader` and `members`.
+    pub priority_rank: Option<Arc<std::sync::atomic::AtomicU32>>,
 }
 
 impl PartitionConfig {
@@ -113,6 +119,7 @@ impl PartitionConfig {
                 .then_some(config.flow_control.write.throttling.acceptable_backlog),
             history: HistorySettings::from_config(config),
             joining: false,
+            priority_rank: None,
         }
     }
 }

@@ -40,6 +40,7 @@ pub fn test_config(
         export_backlog_limit: None,
         history: rill_broker::HistorySettings::default(),
         joining: false,
+        priority_rank: None,
     }
 }
 

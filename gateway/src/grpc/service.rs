@@ -10,8 +10,8 @@ use futures::Stream;
 use rill_protocol::value::{DEFAULT_TENANT, DeploymentRecord, JobRecord, ProcessMetadata};
 use rill_protocol::{
     ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
-    FailJob, JsonValue, ModifyProcessInstance, ProcessSelector, PublishMessage, RecordValue,
-    Resource, SetVariables, ThrowError, UpdateJob, VariableInstruction, message_partition,
+    FailJob, ModifyProcessInstance, ProcessSelector, PublishMessage, RecordValue, Resource,
+    SetVariables, ThrowError, UpdateJob, VariableInstruction, message_partition,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
