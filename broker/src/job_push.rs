@@ -39,7 +39,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::command_api::ProtocolEngine;
 use crate::error::Error;
-use crate::partition::{Partition, Role};
+use crate::partition::{Partition, PartitionMap, Role};
 
 /// Pushed jobs, by partition.
 pub const JOBS_PUSHED: &str = "rill_job_push_jobs_total";
@@ -55,10 +55,15 @@ const ACTIVATION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often closed requests are swept out and the stream gauge updated.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The job push of every partition of a broker.
+/// The job push of every partition of a broker: a pusher per partition, started when a
+/// stream first registers with it, so partitions the broker joins later are pushed too.
 pub struct JobPushes {
-    by_partition: BTreeMap<PartitionId, mpsc::Sender<Waiting>>,
+    pushers: parking_lot::Mutex<BTreeMap<PartitionId, mpsc::Sender<Waiting>>>,
+    /// Starts the pusher of a partition hosted here; `None` when it is not.
+    start_pusher: StartPusher,
 }
+
+type StartPusher = Box<dyn Fn(PartitionId) -> Option<mpsc::Sender<Waiting>> + Send + Sync>;
 
 /// A stream's request, waiting for jobs.
 struct Waiting {
@@ -98,18 +103,20 @@ impl PushMetrics {
 }
 
 impl JobPushes {
-    /// Starts pushing for `partitions`, on the current runtime.
-    pub fn start<'a, E: ProtocolEngine>(
-        partitions: impl IntoIterator<Item = &'a Partition<E>>,
+    /// Pushes for the partitions of `partitions` (looked up when streams register), on
+    /// the current runtime.
+    pub fn start<E: ProtocolEngine>(
+        partitions: PartitionMap<E>,
         registry: Option<&Registry>,
     ) -> Result<Arc<JobPushes>, prometheus::Error> {
         let metrics = PushMetrics::new(registry)?;
-        let mut by_partition = BTreeMap::new();
-        for partition in partitions {
+        let runtime = tokio::runtime::Handle::current();
+        let start_pusher: StartPusher = Box::new(move |id| {
+            let partition = partitions.get(&id)?;
             let (sender, receiver) = mpsc::channel(1024);
-            let label = partition.id().get().to_string();
+            let label = id.get().to_string();
             let pusher = Pusher {
-                partition: partition.clone(),
+                partition,
                 pushed: metrics.pushed.with_label_values(&[&label]),
                 streams: metrics.streams.with_label_values(&[&label]),
                 waiting: HashMap::new(),
@@ -117,10 +124,26 @@ impl JobPushes {
                 in_flight: HashMap::new(),
                 again: HashSet::new(),
             };
-            tokio::spawn(pusher.run(receiver));
-            by_partition.insert(partition.id(), sender);
+            runtime.spawn(pusher.run(receiver));
+            Some(sender)
+        });
+        Ok(Arc::new(JobPushes {
+            pushers: parking_lot::Mutex::new(BTreeMap::new()),
+            start_pusher,
+        }))
+    }
+
+    /// The running pusher of `partition`, started if it has none (or its replica here was
+    /// replaced since); `None` if the partition is not hosted here.
+    fn pusher(&self, partition: PartitionId) -> Option<mpsc::Sender<Waiting>> {
+        let mut pushers = self.pushers.lock();
+        if let Some(sender) = pushers.get(&partition).filter(|s| !s.is_closed()) {
+            return Some(sender.clone());
         }
-        Ok(Arc::new(JobPushes { by_partition }))
+        pushers.remove(&partition);
+        let sender = (self.start_pusher)(partition)?;
+        pushers.insert(partition, sender.clone());
+        Some(sender)
     }
 
     /// Registers `stream` with `partition` and waits up to `wait` for jobs pushed to it.
@@ -130,7 +153,7 @@ impl JobPushes {
         stream: ActivateJobs,
         wait: Duration,
     ) -> BoxFuture<'static, ApiAnswer> {
-        let sender = self.by_partition.get(&partition).cloned();
+        let sender = self.pusher(partition);
         Box::pin(async move {
             let Some(sender) = sender else {
                 return ApiAnswer::Error(ApiError::NotLeader { leader: None });

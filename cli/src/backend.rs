@@ -31,7 +31,7 @@ impl LocalBackend {
         advertised_host: String,
         registry: &prometheus::Registry,
     ) -> Result<LocalBackend, prometheus::Error> {
-        let push = JobPushes::start(node.partitions().values().iter(), Some(registry))?;
+        let push = JobPushes::start(node.partitions().clone(), Some(registry))?;
         let (jobs, _) = broadcast::channel(4096);
         let tx = jobs.clone();
         forward_jobs_available(node.partitions(), move |event| {

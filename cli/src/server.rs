@@ -375,7 +375,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 partitions: partitions.clone(),
                 config: config.clone(),
                 jobs: JobsFeed::start(&partitions),
-                push: JobPushes::start(partitions.values().iter(), Some(&registry))
+                push: JobPushes::start(partitions.clone(), Some(&registry))
                     .map_err(|e| anyhow::anyhow!("job push metrics: {e}"))?,
                 command_address: host_port(advertised_host(&config), config.cluster.command_port),
                 cluster: Some(cluster.clone()),
