@@ -833,6 +833,32 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
+    /// The job of a listener (execution or task listener) of type `raw_type` declared
+    /// by `node`: its type and retries, static or FEEL; a bad one is reported on `id`.
+    pub(super) fn listener_job(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        raw_type: &str,
+    ) -> JobDefinition {
+        let mut job = JobDefinition {
+            job_type: ValueOrExpr::Static(String::new()),
+            retries: ValueOrExpr::Static(DEFAULT_RETRIES),
+            headers: Vec::new(),
+        };
+        match values::string_or_expr("listener type", raw_type) {
+            Ok(job_type) => job.job_type = job_type,
+            Err(message) => self.problem(Some(id), node, message),
+        }
+        if let Some(raw) = node.attribute("retries").filter(|r| !r.trim().is_empty()) {
+            match values::retries(raw) {
+                Ok(retries) => job.retries = retries,
+                Err(message) => self.problem(Some(id), node, message),
+            }
+        }
+        job
+    }
+
     /// Reads `zeebe:executionListeners`: each `zeebe:executionListener` is a job (a
     /// `type`, static or `=`FEEL, and `retries`, default 3) run at its `eventType`
     /// (`start` or `end`). A listener of an event type the element refuses is reported
@@ -906,21 +932,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 continue;
             }
             seen.push((event, raw_type));
-            let mut job = JobDefinition {
-                job_type: ValueOrExpr::Static(String::new()),
-                retries: ValueOrExpr::Static(DEFAULT_RETRIES),
-                headers: Vec::new(),
-            };
-            match values::string_or_expr("listener type", raw_type) {
-                Ok(job_type) => job.job_type = job_type,
-                Err(message) => self.problem(Some(id), node, message),
-            }
-            if let Some(raw) = node.attribute("retries").filter(|r| !r.trim().is_empty()) {
-                match values::retries(raw) {
-                    Ok(retries) => job.retries = retries,
-                    Err(message) => self.problem(Some(id), node, message),
-                }
-            }
+            let job = self.listener_job(id, node, raw_type);
             into.push(job);
         }
         listeners

@@ -158,21 +158,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 );
                 continue;
             }
-            let mut job = JobDefinition {
-                job_type: ValueOrExpr::Static(String::new()),
-                retries: ValueOrExpr::Static(super::process::DEFAULT_RETRIES),
-                headers: Vec::new(),
-            };
-            match values::string_or_expr("listener type", raw_type) {
-                Ok(job_type) => job.job_type = job_type,
-                Err(message) => self.problem(Some(id), node, message),
-            }
-            if let Some(raw) = node.attribute("retries").filter(|r| !r.trim().is_empty()) {
-                match values::retries(raw) {
-                    Ok(retries) => job.retries = retries,
-                    Err(message) => self.problem(Some(id), node, message),
-                }
-            }
+            let job = self.listener_job(id, node, raw_type);
             into.push(job);
         }
         listeners
