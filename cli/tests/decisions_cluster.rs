@@ -70,9 +70,10 @@ fn decisions_are_evaluated_and_run_on_every_partition_of_a_cluster() {
         // partition evaluates once the deployment reached it).
         let mut evaluated_on = BTreeSet::new();
         let mut evaluations = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
         while evaluated_on.len() < 3 {
             assert!(
-                evaluations < 90,
+                Instant::now() < deadline,
                 "evaluations never reached every partition: {evaluated_on:?}\n{}",
                 brokers.logs()
             );
