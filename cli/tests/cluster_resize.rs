@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Brokers, RillProcess, Workload, deploy, free_port};
+use support::{Brokers, RillProcess, Workload, deploy, free_port, rill_cluster};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -76,20 +76,6 @@ fn extra_broker(brokers: &Brokers, dir: &Path, id: u32) -> RillProcess {
     options.push(format!("cluster.command-port={}", free_port()));
     let options: Vec<&str> = options.iter().map(String::as_str).collect();
     RillProcess::start_role("broker", &dir.join(format!("broker-{id}")), &options)
-}
-
-fn rill_cluster(node: &RillProcess, args: &[&str]) -> (bool, String, String) {
-    let output = std::process::Command::new(support::rill_binary())
-        .arg("cluster")
-        .args(args)
-        .args(["--management", &node.monitoring()])
-        .output()
-        .expect("run rill cluster");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
 }
 
 /// The replicas and leaders of every partition as broker `via`'s gateway reports them

@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Brokers, RillProcess, Workload, deploy, free_port};
+use support::{Brokers, RillProcess, Workload, deploy, free_port, rill_cluster};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -43,20 +43,6 @@ async fn topology(node: &RillProcess) -> Value {
     .await;
     assert_eq!(status, 200, "{body}");
     body
-}
-
-fn rill_cluster(node: &RillProcess, args: &[&str]) -> (bool, String, String) {
-    let output = std::process::Command::new(support::rill_binary())
-        .arg("cluster")
-        .args(args)
-        .args(["--management", &node.monitoring()])
-        .output()
-        .expect("run rill cluster");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -812,3 +812,18 @@ pub fn rill_binary() -> std::path::PathBuf {
         .map(Into::into)
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_rill").into())
 }
+
+/// Runs `rill cluster <args>` against `node`'s management port: success, stdout, stderr.
+pub fn rill_cluster(node: &RillProcess, args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(rill_binary())
+        .arg("cluster")
+        .args(args)
+        .args(["--management", &node.monitoring()])
+        .output()
+        .expect("run rill cluster");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
