@@ -6,6 +6,7 @@ mod batch;
 mod clock;
 pub mod cluster;
 mod command_api;
+mod data_format;
 mod delivery;
 mod error;
 mod export;
@@ -25,6 +26,7 @@ pub mod testing;
 pub use command_api::{
     ClusterRouter, CommandApi, JobsFeed, Partitions, ProtocolEngine, forward_jobs_available,
 };
+pub use data_format::{DATA_FORMAT, prepare_data_directory};
 pub use delivery::{DEFAULT_WINDOW, LocalRouter, PartitionRouter};
 pub use error::{ActorError, Error, NetworkError, Result};
 pub use export::ExporterFactory;

@@ -101,6 +101,18 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
+/// Creates the data directory, or checks that the data in it is in this Rill's format.
+fn create_data_directory(config: &RillConfig) -> Result<()> {
+    std::fs::create_dir_all(&config.data.directory).with_context(|| {
+        format!(
+            "cannot create the data directory {} (set data.directory)",
+            config.data.directory.display()
+        )
+    })?;
+    rill_broker::prepare_data_directory(&config.data.directory, env!("CARGO_PKG_VERSION"))
+        .map_err(anyhow::Error::msg)
+}
+
 /// Runs a single-node broker with its gateway until SIGTERM or SIGINT.
 pub fn standalone(mut config: RillConfig) -> Result<()> {
     // Standalone is a one-node cluster that hosts every partition and the gateway.
@@ -109,12 +121,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
     config.cluster.replication_factor = 1;
     config.gateway.enabled = true;
     let config = validated(config)?;
-    std::fs::create_dir_all(&config.data.directory).with_context(|| {
-        format!(
-            "cannot create the data directory {} (set data.directory)",
-            config.data.directory.display()
-        )
-    })?;
+    create_data_directory(&config)?;
 
     let started_at = std::time::Instant::now();
     let registry = Registry::new();
@@ -292,12 +299,7 @@ impl HealthCheck for BrokerHealth {
 /// whole cluster.
 pub fn broker(config: RillConfig) -> Result<()> {
     let config = validated(config)?;
-    std::fs::create_dir_all(&config.data.directory).with_context(|| {
-        format!(
-            "cannot create the data directory {} (set data.directory)",
-            config.data.directory.display()
-        )
-    })?;
+    create_data_directory(&config)?;
     let addresses = cluster_addresses(&config)?;
     // A taken port stops the broker; better before its partitions start and elect.
     let cluster_host = config.cluster.host.trim_matches(['[', ']']);

@@ -557,6 +557,37 @@ fn a_port_in_use_is_named_by_its_setting() {
     });
 }
 
+/// A broker refuses a data directory written in another data format before it opens
+/// anything, naming the directory and both formats, and leaves the data as it was.
+#[test]
+fn a_data_directory_in_another_format_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let mut brokers = Brokers::prepare(dir.path(), 1, 1, 1, &[], |_| Vec::new());
+        let data = dir.path().join("broker-0");
+        let other_format = rill_broker::DATA_FORMAT + 1;
+        std::fs::create_dir_all(data.join("partition-1")).expect("data");
+        std::fs::write(data.join("DATA_FORMAT"), format!("{other_format}\n")).expect("marker");
+        brokers.nodes[0].launch();
+        let status = brokers.nodes[0].wait_exit(Duration::from_secs(60)).await;
+        let log = brokers.nodes[0].log_text();
+        assert!(status.is_some_and(|s| !s.success()), "{status:?}\n{log}");
+        let expected = format!(
+            "the data directory {} holds data in format {other_format}, and Rill",
+            data.display()
+        );
+        assert!(log.contains(&expected), "{log}");
+        let marker = std::fs::read_to_string(data.join("DATA_FORMAT")).expect("marker");
+        assert_eq!(marker.trim(), other_format.to_string());
+        let partition = std::fs::read_dir(data.join("partition-1")).expect("partition");
+        assert_eq!(
+            partition.count(),
+            0,
+            "the partition directory was written to"
+        );
+    });
+}
+
 /// A broker started before its peers logs one warning per peer it cannot reach, naming
 /// the node and its address, and keeps trying: the cluster forms when the peers come.
 #[test]
