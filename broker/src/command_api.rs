@@ -277,21 +277,31 @@ impl<E: ProtocolEngine> CommandApi<E> {
 
     fn topology(&self) -> NodeTopology {
         let config = &self.config;
-        let (cluster_size, partitions_count, replication_factor) = match &self.cluster {
-            Some(cluster) => {
-                let current = cluster.current();
-                (
-                    current.brokers.len() as u32,
-                    current.partitions_count(),
-                    current.replication_factor,
-                )
-            }
-            None => (
-                config.cluster.size,
-                config.cluster.partitions_count,
-                config.cluster.replication_factor,
-            ),
-        };
+        let (cluster_size, partitions_count, replication_factor, configuration_version, added) =
+            match &self.cluster {
+                Some(cluster) => {
+                    let current = cluster.current();
+                    let added = current
+                        .brokers
+                        .iter()
+                        .filter_map(|(&id, broker)| Some((id, broker.command_address.clone()?)))
+                        .collect();
+                    (
+                        current.brokers.len() as u32,
+                        current.partitions_count(),
+                        current.replication_factor,
+                        current.version,
+                        added,
+                    )
+                }
+                None => (
+                    config.cluster.size,
+                    config.cluster.partitions_count,
+                    config.cluster.replication_factor,
+                    0,
+                    Vec::new(),
+                ),
+            };
         NodeTopology {
             node_id: config.cluster.node_id,
             cluster_size,
@@ -316,6 +326,8 @@ impl<E: ProtocolEngine> CommandApi<E> {
                     healthy: s.healthy,
                 })
                 .collect(),
+            configuration_version,
+            added_brokers: added,
         }
     }
 

@@ -365,3 +365,128 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
         );
     });
 }
+
+/// A gateway apart (`rill gateway`) knows only its contact points; it follows the
+/// brokers that changes add and remove. Three partitions with one replica each on two
+/// brokers: growing to three brokers moves partition 3, and with it its only leader, to
+/// broker 2, which the gateway was never told of. It routes there without a restart, and
+/// forgets broker 2 again when the cluster shrinks back.
+#[test]
+fn a_gateway_apart_follows_the_brokers_changes_add_and_remove() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let mut brokers = Brokers::start(dir.path(), 2, 3, 1, &[]);
+        let contacts: Vec<String> = brokers
+            .options
+            .iter()
+            .map(|options| {
+                let port = options
+                    .iter()
+                    .find_map(|o| o.strip_prefix("cluster.command-port="))
+                    .expect("a command port");
+                format!("127.0.0.1:{port}")
+            })
+            .collect();
+        let contact = format!("gateway.contact-points={}", contacts.join(","));
+        let mut gateway =
+            RillProcess::start_role("gateway", &dir.path().join("gateway"), &[&contact]);
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        gateway.wait_ready(Duration::from_secs(60)).await;
+        let apart = support::Api::new(gateway.rest());
+        deploy(&apart, &["two-rest-calls.bpmn"]).await;
+        let joining = extra_broker(&brokers, dir.path(), 2);
+        joining
+            .wait_log(Duration::from_secs(60), |log| {
+                log.contains("not a member of the cluster")
+            })
+            .await;
+        let logs = || {
+            format!(
+                "{}--- broker 2 ---\n{}--- gateway ---\n{}",
+                brokers.logs(),
+                joining.log_text(),
+                gateway.log_text()
+            )
+        };
+
+        let (ok, out, err) = rill_cluster(&brokers.nodes[0], &["scale", "--brokers", "3"]);
+        assert!(ok, "{err}\n{}", logs());
+        let id: u64 = out
+            .strip_prefix("change ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("{out}"));
+        wait_change_completed(&brokers.nodes[0], id, logs).await;
+
+        // The gateway's topology lists broker 2 as partition 3's leader, and instances
+        // created through it land on partition 3 too and complete.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, topology) = apart.get("/v2/topology").await.expect("topology");
+            let leads_3 = topology["brokers"].as_array().is_some_and(|brokers| {
+                brokers.iter().any(|b| {
+                    b["nodeId"] == 2
+                        && b["partitions"].as_array().is_some_and(|ps| {
+                            ps.iter()
+                                .any(|p| p["partitionId"] == 3 && p["role"] == "leader")
+                        })
+                })
+            });
+            if leads_3 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{topology}\n{}", logs());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let workload = Workload::start(vec![apart.clone()], 30);
+        let keys = workload
+            .finish(&apart, Duration::from_secs(120), &brokers)
+            .await;
+        let partition_3 = keys
+            .iter()
+            .filter(|key| key.parse::<u64>().is_ok_and(|k| k >> 51 == 3))
+            .count();
+        assert!(partition_3 > 0, "no instance on partition 3: {keys:?}");
+        assert!(
+            gateway
+                .log_text()
+                .contains("a cluster change added a broker")
+        );
+
+        // Shrinking back: partition 3 returns to broker 0, and the gateway no longer
+        // asks broker 2 (which still runs, outside the cluster).
+        // Asked of broker 0, whose view has seen the first change complete.
+        let (ok, out, err) = rill_cluster(&brokers.nodes[0], &["scale", "--brokers", "2"]);
+        assert!(ok, "{err}\n{}", logs());
+        let id: u64 = out
+            .strip_prefix("change ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("{out}"));
+        wait_change_completed(&brokers.nodes[0], id, logs).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, topology) = apart.get("/v2/topology").await.expect("topology");
+            let nodes: Vec<&Value> = topology["brokers"]
+                .as_array()
+                .map(|brokers| brokers.iter().map(|b| &b["nodeId"]).collect())
+                .unwrap_or_default();
+            if nodes == [&json!(0), &json!(1)] {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{topology}\n{}", logs());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let workload = Workload::start(vec![apart.clone()], 12);
+        workload
+            .finish(&apart, Duration::from_secs(120), &brokers)
+            .await;
+        assert!(
+            gateway
+                .log_text()
+                .contains("a cluster change removed a broker"),
+            "{}",
+            gateway.log_text()
+        );
+    });
+}

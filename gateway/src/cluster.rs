@@ -15,7 +15,7 @@
 //! broker hands requests for the partitions that broker leads to it directly
 //! ([`LocalCommandApi`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -77,9 +77,16 @@ struct View {
     probed: BTreeMap<SocketAddr, NodeId>,
     /// Nodes whose jobs-available notifications are being polled (one poller each, for
     /// the client's lifetime).
-    polled: std::collections::BTreeSet<NodeId>,
+    polled: BTreeSet<NodeId>,
     /// The leader of each partition (from the highest term reported).
     leaders: BTreeMap<PartitionId, (u64, NodeId)>,
+}
+
+/// The brokers a gateway apart learned from the cluster configuration.
+#[derive(Default)]
+struct AddedBrokers {
+    version: u64,
+    addresses: BTreeSet<String>,
 }
 
 /// Routes commands and queries to partition leaders of a remote cluster.
@@ -90,6 +97,9 @@ pub struct ClusterClient {
     /// Node ids known from the configuration, by contact point (a broker's own client);
     /// the others are probed.
     known: RwLock<BTreeMap<String, NodeId>>,
+    /// A gateway apart: the brokers cluster changes added, as the newest configuration
+    /// a broker reported lists them.
+    added: Option<RwLock<AddedBrokers>>,
     view: RwLock<View>,
     partitions_count: AtomicU16,
     jobs: broadcast::Sender<JobsNotice>,
@@ -152,6 +162,7 @@ impl ClusterClient {
         let client = Arc::new(ClusterClient {
             transport,
             contact_points: RwLock::new(contact_points),
+            added: local.is_none().then(RwLock::default),
             known: RwLock::new(known),
             view: RwLock::new(View::default()),
             partitions_count: AtomicU16::new(0),
@@ -252,6 +263,10 @@ impl ClusterClient {
                 return Err(e.to_string());
             }
         };
+        // Another broker's answer, processed meanwhile, may have removed this one.
+        if !self.contact_points.read().iter().any(|p| p == point) {
+            return Ok(());
+        }
         self.partitions_count
             .store(topology.partitions_count, Ordering::Relaxed);
         let mut view = self.view.write();
@@ -265,8 +280,57 @@ impl ClusterClient {
                 );
             }
         }
-        view.nodes.insert(node, topology);
+        drop(view);
+        self.follow_added_brokers(&topology);
+        // Held while inserting, so that a removal cannot slip in between.
+        let points = self.contact_points.read();
+        if points.iter().any(|p| p == point) {
+            self.view.write().nodes.insert(node, topology);
+        }
         Ok(())
+    }
+
+    /// A gateway apart reaches the brokers a cluster change added from the newest
+    /// configuration a broker reports, and stops asking the ones a change removed.
+    fn follow_added_brokers(&self, topology: &NodeTopology) {
+        let Some(added) = &self.added else {
+            return;
+        };
+        let mut added = added.write();
+        if topology.configuration_version <= added.version {
+            return;
+        }
+        added.version = topology.configuration_version;
+        let listed: BTreeSet<String> = topology
+            .added_brokers
+            .iter()
+            .map(|(_, address)| address.clone())
+            .collect();
+        let mut removed = Vec::new();
+        {
+            let mut points = self.contact_points.write();
+            let mut known = self.known.write();
+            for gone in added.addresses.difference(&listed) {
+                tracing::info!(broker = %gone, "a cluster change removed a broker; no longer asking it");
+                points.retain(|point| point != gone);
+                removed.extend(known.remove(gone));
+            }
+            for (node, address) in &topology.added_brokers {
+                if !points.contains(address) {
+                    tracing::info!(node, broker = %address, "a cluster change added a broker");
+                    points.push(address.clone());
+                }
+                known.insert(address.clone(), NodeId(*node));
+            }
+        }
+        added.addresses = listed;
+        // What a removed broker last said must not keep routing requests to it.
+        let mut view = self.view.write();
+        for node in removed {
+            view.nodes.remove(&node);
+            view.probed.retain(|_, probed| *probed != node);
+            view.leaders.retain(|_, (_, leader)| *leader != node);
+        }
     }
 
     /// Listens for a broker's jobs-available notifications while the client lives.
@@ -683,6 +747,8 @@ mod tests {
                             replication_factor: 1,
                             command_address: "127.0.0.1:1".to_owned(),
                             version: "test".to_owned(),
+                            configuration_version: 0,
+                            added_brokers: Vec::new(),
                             partitions: vec![ReplicaView {
                                 partition: 1,
                                 role: ReplicaRole::Leader,
@@ -813,6 +879,8 @@ mod tests {
                         replication_factor: 1,
                         command_address: "127.0.0.1:1".to_owned(),
                         version: "test".to_owned(),
+                        configuration_version: 0,
+                        added_brokers: Vec::new(),
                         partitions: vec![ReplicaView {
                             partition: 1,
                             role: ReplicaRole::Leader,

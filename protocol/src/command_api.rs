@@ -109,6 +109,11 @@ pub struct NodeTopology {
     pub command_address: String,
     pub version: String,
     pub partitions: Vec<ReplicaView>,
+    /// The version of the cluster configuration `added_brokers` comes from (0: none).
+    pub configuration_version: u64,
+    /// `(node id, command address)` of the brokers that cluster changes added: a gateway
+    /// apart knows the others from its contact points, not these.
+    pub added_brokers: Vec<(u32, String)>,
 }
 
 /// Asks for notifications after `after` (an epoch from an earlier answer, 0 at first).
