@@ -92,6 +92,7 @@ pub struct ClusterClient {
     known: RwLock<BTreeMap<String, NodeId>>,
     view: RwLock<View>,
     partitions_count: AtomicU16,
+    message_partitions_count: AtomicU16,
     jobs: broadcast::Sender<JobsNotice>,
     /// Signalled when the first long poll subscribes to `jobs`: until then nobody here
     /// can use a notification, so the pollers ask the brokers for none.
@@ -155,6 +156,7 @@ impl ClusterClient {
             known: RwLock::new(known),
             view: RwLock::new(View::default()),
             partitions_count: AtomicU16::new(0),
+            message_partitions_count: AtomicU16::new(0),
             jobs,
             jobs_wanted: Arc::new(Notify::new()),
             local,
@@ -254,6 +256,8 @@ impl ClusterClient {
         };
         self.partitions_count
             .store(topology.partitions_count, Ordering::Relaxed);
+        self.message_partitions_count
+            .store(topology.message_partitions_count, Ordering::Relaxed);
         let mut view = self.view.write();
         for replica in &topology.partitions {
             if let Some(leader) = replica.leader {
@@ -335,6 +339,14 @@ impl ClusterClient {
 
     pub fn partitions_count(&self) -> u16 {
         self.partitions_count.load(Ordering::Relaxed)
+    }
+
+    /// The partition count messages are routed over (the cluster's original one).
+    pub fn message_partitions_count(&self) -> u16 {
+        match self.message_partitions_count.load(Ordering::Relaxed) {
+            0 => self.partitions_count(),
+            count => count,
+        }
     }
 
     fn leader_of(&self, partition: PartitionId) -> Option<NodeId> {
@@ -609,6 +621,10 @@ impl GatewayBackend for RemoteBackend {
         self.client.partitions_count()
     }
 
+    fn message_partition_count(&self) -> u16 {
+        self.client.message_partitions_count()
+    }
+
     fn submit(
         &self,
         partition: PartitionId,
@@ -678,6 +694,7 @@ mod tests {
                     match service {
                         ServiceId::TOPOLOGY => encode(&NodeTopology {
                             node_id: 1,
+                            message_partitions_count: 1,
                             cluster_size: 1,
                             partitions_count: 1,
                             replication_factor: 1,
@@ -808,6 +825,7 @@ mod tests {
                 let answer = match service {
                     ServiceId::TOPOLOGY => encode(&NodeTopology {
                         node_id: 1,
+                        message_partitions_count: 1,
                         cluster_size: 1,
                         partitions_count: 1,
                         replication_factor: 1,

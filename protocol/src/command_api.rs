@@ -109,6 +109,10 @@ pub struct NodeTopology {
     pub command_address: String,
     pub version: String,
     pub partitions: Vec<ReplicaView>,
+    /// Messages are routed by correlation-key hash over partitions
+    /// `1..=message_partitions_count` (the count the cluster was created with), while
+    /// `partitions_count` (new instances) grows as partitions are added.
+    pub message_partitions_count: u16,
 }
 
 /// Asks for notifications after `after` (an epoch from an earlier answer, 0 at first).
