@@ -7,7 +7,8 @@
 //! instances, whose jobs workers complete; messages published before, during and after
 //! the change (buffered ones too, met by instances created after it, also on the new
 //! partition) correlate exactly once, and message start events start one instance per
-//! message, because messages stay routed over the original 2 partitions.
+//! message, because messages stay routed over the original 2 partitions. A gRPC job
+//! stream opened before the change gets the new partition's jobs pushed too.
 
 mod support;
 
@@ -15,6 +16,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rill_gateway::grpc::proto::gateway_client::GatewayClient;
+use rill_gateway::grpc::proto::{CompleteJobRequest, StreamActivatedJobsRequest};
 use serde_json::{Value, json};
 use support::{Api, Brokers, RillProcess, Workload, deploy, rill_cluster};
 
@@ -47,6 +50,21 @@ fn kickoff() -> String {
     <bpmn:endEvent id="e" />
   </bpmn:process>
   <bpmn:message id="kickoff" name="kickoff" />
+</bpmn:definitions>"#
+    )
+}
+
+/// One service task of type `streamed`.
+fn streamed() -> String {
+    format!(
+        r#"{HEADER}
+  <bpmn:process id="streamed" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t" />
+    <bpmn:serviceTask id="t"><bpmn:extensionElements><zeebe:taskDefinition type="streamed" /></bpmn:extensionElements></bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e" />
+    <bpmn:endEvent id="e" />
+  </bpmn:process>
 </bpmn:definitions>"#
     )
 }
@@ -173,6 +191,7 @@ fn partitions_are_added_under_load_through_a_kill_and_messages_correlate_exactly
         let models = [
             write(dir.path(), "await-go.bpmn", &await_go()),
             write(dir.path(), "kickoff.bpmn", &kickoff()),
+            write(dir.path(), "streamed.bpmn", &streamed()),
         ];
         let paths: Vec<&Path> = models.iter().map(PathBuf::as_path).collect();
         let (status, deployed) = apis[0].deploy(&paths).await.expect("deploy");
@@ -230,6 +249,26 @@ fn partitions_are_added_under_load_through_a_kill_and_messages_correlate_exactly
             .progress(10, Duration::from_secs(30), &brokers)
             .await;
 
+        // A gRPC job stream, opened before the change on a broker that stays up.
+        let coordinator = brokers
+            .wait_leader(1, Duration::from_secs(30))
+            .await
+            .expect("partition 1 has a leader") as usize;
+        let survivor = (coordinator + 1) % 3;
+        let mut grpc = GatewayClient::connect(brokers.nodes[survivor].grpc())
+            .await
+            .expect("gRPC");
+        let mut jobs = grpc
+            .stream_activated_jobs(StreamActivatedJobsRequest {
+                r#type: "streamed".to_owned(),
+                worker: "streamer".to_owned(),
+                timeout: 600_000,
+                ..Default::default()
+            })
+            .await
+            .expect("a job stream")
+            .into_inner();
+
         let (ok, out, err) = rill_cluster(&brokers.nodes[1], &["scale", "--partitions", "3"]);
         assert!(ok, "{err}\n{}", brokers.logs());
         assert!(
@@ -246,11 +285,6 @@ fn partitions_are_added_under_load_through_a_kill_and_messages_correlate_exactly
 
         // Kill partition 1's leader, which runs the change, while partition 3 is
         // bootstrapped; messages go on being published meanwhile.
-        let coordinator = brokers
-            .wait_leader(1, Duration::from_secs(30))
-            .await
-            .expect("partition 1 has a leader") as usize;
-        let survivor = (coordinator + 1) % 3;
         let at_kill = configuration(&brokers.nodes[survivor])
             .await
             .expect("the management API answers");
@@ -298,6 +332,19 @@ fn partitions_are_added_under_load_through_a_kill_and_messages_correlate_exactly
             json!({"strategy": "AllPartitions", "partitionCount": 3}),
             "{done}"
         );
+
+        // Every embedded gateway routes to partition 3 without a restart.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        for api in &apis {
+            loop {
+                let (_, topology) = api.get("/v2/topology").await.expect("topology");
+                if topology["partitionsCount"] == 3 {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "{topology}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
 
         // After: the rest of the messages; new waiting instances (on all three
         // partitions) and instances that meet the messages buffered before the change.
@@ -383,6 +430,45 @@ fn partitions_are_added_under_load_through_a_kill_and_messages_correlate_exactly
             ));
         }
         assert!(v1_partitions.contains(&3), "{v1_partitions:?}");
+
+        // The stream opened before partition 3 existed gets its jobs pushed too.
+        let mut on_three = None;
+        let mut streamed = BTreeSet::new();
+        for _ in 0..12 {
+            let body = json!({"processDefinitionId": "streamed"});
+            let created = post_anywhere(&apis, "/v2/process-instances", body).await;
+            let key = created["processInstanceKey"].as_str().unwrap().to_owned();
+            streamed.insert(key.parse::<i64>().unwrap());
+            if partition_of(&key) == 3 {
+                on_three = Some(key.parse::<i64>().unwrap());
+            }
+        }
+        let on_three = on_three.expect("a streamed instance on partition 3");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut pushed = BTreeSet::new();
+        while !pushed.contains(&on_three) {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let job = tokio::time::timeout(remaining, jobs.message())
+                .await
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "no job of partition 3 pushed: {pushed:?}\n{}",
+                        brokers.logs()
+                    )
+                })
+                .expect("the stream")
+                .expect("open");
+            assert!(streamed.contains(&job.process_instance_key), "{job:?}");
+            pushed.insert(job.process_instance_key);
+            grpc.complete_job(CompleteJobRequest {
+                job_key: job.key,
+                variables: String::new(),
+                result: None,
+            })
+            .await
+            .expect("complete a pushed job");
+        }
+        wait_completed(&apis, &[on_three.to_string()], || brokers.logs()).await;
 
         // The gateways show the third partition, led by one of its three replicas.
         let (_, topology) = apis[0].get("/v2/topology").await.expect("topology");

@@ -254,8 +254,10 @@ impl ClusterClient {
                 return Err(e.to_string());
             }
         };
+        // Partitions are only ever added: a broker whose copy of the cluster
+        // configuration lags behind must not take new partitions away again.
         self.partitions_count
-            .store(topology.partitions_count, Ordering::Relaxed);
+            .fetch_max(topology.partitions_count, Ordering::Relaxed);
         self.message_partitions_count
             .store(topology.message_partitions_count, Ordering::Relaxed);
         let mut view = self.view.write();
@@ -567,7 +569,12 @@ impl ClusterClient {
             .collect();
         Topology {
             cluster_size: first.map_or(0, |n| n.cluster_size),
-            partitions_count: first.map_or(0, |n| n.partitions_count),
+            partitions_count: view
+                .nodes
+                .values()
+                .map(|n| n.partitions_count)
+                .max()
+                .unwrap_or(0),
             replication_factor: first.map_or(0, |n| u32::from(n.replication_factor)),
             brokers,
         }
