@@ -346,4 +346,21 @@ mod tests {
         assert!(state.get(&key(0x30, 15, &[1, b'a'])).unwrap().is_none());
         assert!(state.get(&key(0x20, 41, b"")).unwrap().is_none());
     }
+
+    /// The partition count in state only grows: a lower or equal proposal (a leader
+    /// that saw an older configuration) changes nothing.
+    #[test]
+    fn the_partition_count_only_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(dir.path()).unwrap();
+        let db = store.current();
+        let base = RocksState::new(&db);
+        let mut state = rill_engine_api::Overlay::new(&base);
+        assert_eq!(partition_count(&state).unwrap(), None);
+        assert_eq!(apply_partition_count(&mut state, 2, 2).unwrap(), None);
+        assert_eq!(apply_partition_count(&mut state, 4, 2).unwrap(), Some(2));
+        assert_eq!(apply_partition_count(&mut state, 3, 2).unwrap(), None);
+        assert_eq!(apply_partition_count(&mut state, 5, 2).unwrap(), Some(4));
+        assert_eq!(partition_count(&state).unwrap(), Some(5));
+    }
 }
