@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use rill_gateway::grpc::proto::gateway_client::GatewayClient;
 use rill_gateway::grpc::proto::{CompleteJobRequest, StreamActivatedJobsRequest};
 use serde_json::{Value, json};
-use support::{Api, Brokers, RillProcess, Workload, deploy, rill_cluster};
+use support::{Api, Brokers, RillProcess, Workload, deploy, extra_broker, rill_cluster};
 
 const HEADER: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="d" targetNamespace="http://bpmn.io/schema/bpmn">"#;
@@ -487,5 +487,108 @@ fn partitions_are_added_under_load_through_a_kill_and_messages_correlate_exactly
             .map(|b| b["nodeId"].as_u64().unwrap())
             .collect();
         assert_eq!(replicas, BTreeSet::from([0, 1, 2]), "{topology}");
+    });
+}
+
+/// A broker added by a change that bootstraps, and so leads, an added partition pushes
+/// that partition's jobs to a gRPC job stream opened before either existed: 3 brokers
+/// with 2 partitions of one replica grow to 4 brokers and 4 partitions; partition 4
+/// starts on broker 3.
+#[test]
+fn an_added_broker_leading_an_added_partition_pushes_jobs_to_an_open_stream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let mut brokers = Brokers::start(dir.path(), 3, 2, 1, &[]);
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        let apis = vec![brokers.api(0), brokers.api(1), brokers.api(2)];
+        let model = write(dir.path(), "streamed.bpmn", &streamed());
+        let (status, deployed) = apis[0].deploy(&[model.as_path()]).await.expect("deploy");
+        assert_eq!(status, 200, "{deployed}");
+        let added = extra_broker(&brokers, dir.path(), 3);
+        added
+            .wait_log(Duration::from_secs(60), |log| {
+                log.contains("not a member of the cluster")
+            })
+            .await;
+        let mut grpc = GatewayClient::connect(brokers.nodes[0].grpc())
+            .await
+            .expect("gRPC");
+        let mut jobs = grpc
+            .stream_activated_jobs(StreamActivatedJobsRequest {
+                r#type: "streamed".to_owned(),
+                worker: "streamer".to_owned(),
+                timeout: 600_000,
+                ..Default::default()
+            })
+            .await
+            .expect("a job stream")
+            .into_inner();
+
+        let (ok, out, err) = rill_cluster(
+            &brokers.nodes[0],
+            &["scale", "--brokers", "4", "--partitions", "4"],
+        );
+        assert!(ok, "{err}\n{}", brokers.logs());
+        assert!(out.contains("BROKER_ADD broker 3"), "{out}");
+        assert!(
+            out.contains("PARTITION_BOOTSTRAP broker 3 partition 4"),
+            "{out}"
+        );
+        let deadline = Instant::now() + Duration::from_secs(45);
+        loop {
+            let done = configuration(&brokers.nodes[0]).await.is_some_and(|c| {
+                c.get("pendingChange").is_none() && c["lastChange"]["status"] == "COMPLETED"
+            });
+            let routed = match apis[0].get("/v2/topology").await {
+                Ok((200, topology)) => topology["partitionsCount"] == 4,
+                _ => false,
+            };
+            if done && routed {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the change did not complete\n{}\n--- broker 3 ---\n{}",
+                brokers.logs(),
+                added.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(brokers.leader_of(0, 4).await, Some(3));
+
+        // Instances on all four partitions; the stream gets partition 4's job from
+        // broker 3.
+        let mut on_four = None;
+        let mut created = BTreeSet::new();
+        for _ in 0..8 {
+            let body = json!({"processDefinitionId": "streamed"});
+            let instance = post_anywhere(&apis[..1], "/v2/process-instances", body).await;
+            let key = instance["processInstanceKey"].as_str().unwrap().to_owned();
+            created.insert(key.parse::<i64>().unwrap());
+            if partition_of(&key) == 4 {
+                on_four = Some(key.parse::<i64>().unwrap());
+            }
+        }
+        let on_four = on_four.expect("an instance on partition 4");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut pushed = BTreeSet::new();
+        while !pushed.contains(&on_four) {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let job = tokio::time::timeout(remaining, jobs.message())
+                .await
+                .unwrap_or_else(|_| panic!("no job of partition 4 pushed: {pushed:?}"))
+                .expect("the stream")
+                .expect("open");
+            assert!(created.contains(&job.process_instance_key), "{job:?}");
+            pushed.insert(job.process_instance_key);
+            grpc.complete_job(CompleteJobRequest {
+                job_key: job.key,
+                variables: String::new(),
+                result: None,
+            })
+            .await
+            .expect("complete a pushed job");
+        }
+        wait_completed(&apis, &[on_four.to_string()], || brokers.logs()).await;
     });
 }
