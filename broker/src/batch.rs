@@ -62,6 +62,10 @@ pub(crate) enum CoreCommand {
         version: u64,
         json: String,
     },
+    /// The cluster has `count` partitions (added ones included): deployments and
+    /// signals go to all of them from here on. Never lowers the stored count; raising
+    /// it hands the engine `Engine::partitions_added` (docs/decisions/cluster-scaling.md).
+    PartitionCount { count: u16 },
 }
 
 /// Builds the bytes of one entry.

@@ -277,31 +277,41 @@ impl<E: ProtocolEngine> CommandApi<E> {
 
     fn topology(&self) -> NodeTopology {
         let config = &self.config;
-        let (cluster_size, partitions_count, replication_factor, configuration_version, added) =
-            match &self.cluster {
-                Some(cluster) => {
-                    let current = cluster.current();
-                    let added = current
-                        .brokers
-                        .iter()
-                        .filter_map(|(&id, broker)| Some((id, broker.command_address.clone()?)))
-                        .collect();
-                    (
-                        current.brokers.len() as u32,
-                        current.partitions_count(),
-                        current.replication_factor,
-                        current.version,
-                        added,
-                    )
-                }
-                None => (
-                    config.cluster.size,
-                    config.cluster.partitions_count,
-                    config.cluster.replication_factor,
-                    0,
-                    Vec::new(),
-                ),
-            };
+        // New instances go to the active partitions only: an added partition takes
+        // them once it has every deployment.
+        let (
+            cluster_size,
+            partitions_count,
+            replication_factor,
+            message_partitions_count,
+            configuration_version,
+            added,
+        ) = match &self.cluster {
+            Some(cluster) => {
+                let current = cluster.current();
+                let added = current
+                    .brokers
+                    .iter()
+                    .filter_map(|(&id, broker)| Some((id, broker.command_address.clone()?)))
+                    .collect();
+                (
+                    current.brokers.len() as u32,
+                    current.active_partitions(),
+                    current.replication_factor,
+                    current.routing.message_partitions,
+                    current.version,
+                    added,
+                )
+            }
+            None => (
+                config.cluster.size,
+                config.cluster.partitions_count,
+                config.cluster.replication_factor,
+                config.cluster.partitions_count,
+                0,
+                Vec::new(),
+            ),
+        };
         NodeTopology {
             node_id: config.cluster.node_id,
             cluster_size,
@@ -309,6 +319,7 @@ impl<E: ProtocolEngine> CommandApi<E> {
             replication_factor,
             command_address: self.command_address.clone(),
             version: BROKER_VERSION.to_owned(),
+            message_partitions_count,
             partitions: self
                 .partitions
                 .values()

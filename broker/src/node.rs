@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -117,6 +117,9 @@ struct Shared<E: Engine> {
     /// The replicas of the cluster as created: only these may start a partition's raft
     /// group; every later replica joins a running one.
     initial: ClusterConfiguration,
+    /// The partition count of the cluster configuration: each hosted partition's
+    /// leader raises its state's count to it.
+    partition_count: Arc<AtomicU16>,
     /// Held while replicas start or stop, so that they do so one at a time.
     changing: tokio::sync::Mutex<()>,
     stopping: AtomicBool,
@@ -125,18 +128,38 @@ struct Shared<E: Engine> {
 
 impl<E: Engine> Shared<E> {
     /// The partitions this node should run under `config`: those it holds, and the one
-    /// the change in progress is about to join here.
+    /// the change in progress is about to join or bootstrap here.
     fn wanted(&self, config: &ClusterConfiguration) -> BTreeSet<PartitionId> {
         let mut wanted: BTreeSet<PartitionId> =
             config.partitions_of(self.node_id).into_iter().collect();
-        if let Some(&Operation::PartitionJoin {
-            broker, partition, ..
-        }) = config.next_step()
-            && broker == self.node_id.0
+        if let Some(partition) = self
+            .joining_here(config)
+            .or(self.bootstrapping_here(config))
         {
-            wanted.insert(PartitionId(partition));
+            wanted.insert(partition);
         }
         wanted
+    }
+
+    /// The partition the change in progress joins here next, if any.
+    fn joining_here(&self, config: &ClusterConfiguration) -> Option<PartitionId> {
+        match config.next_step() {
+            Some(&Operation::PartitionJoin {
+                broker, partition, ..
+            }) if broker == self.node_id.0 => Some(PartitionId(partition)),
+            _ => None,
+        }
+    }
+
+    /// The partition the change in progress bootstraps here next, if any: its first
+    /// replica, which starts the raft group with itself as the only voter.
+    fn bootstrapping_here(&self, config: &ClusterConfiguration) -> Option<PartitionId> {
+        match config.next_step() {
+            Some(&Operation::PartitionBootstrap {
+                broker, partition, ..
+            }) if broker == self.node_id.0 => Some(PartitionId(partition)),
+            _ => None,
+        }
     }
 
     async fn start_replica(
@@ -166,7 +189,13 @@ impl<E: Engine> Shared<E> {
         partition_config.joining = !self
             .initial
             .partitions_of(self.node_id)
-            .contains(&partition_id);
+            .contains(&partition_id)
+            && self.bootstrapping_here(config) != Some(partition_id);
+        // Until its state holds a higher count, a partition distributes over the
+        // partitions the cluster was created with (what it did before any change).
+        partition_config.partition_count = config.routing.message_partitions;
+        partition_config.message_partition_count = config.routing.message_partitions;
+        partition_config.cluster_partition_count = Some(self.partition_count.clone());
         let rank = Arc::new(AtomicU32::new(config.rank_of(partition_id, self.node_id)));
         partition_config.priority_rank = Some(rank.clone());
         let engine = (self.make_engine)(partition_id);
@@ -215,6 +244,8 @@ impl<E: Engine> Shared<E> {
                 self.learn_address(NodeId(id), address.clone()).await;
             }
         }
+        self.partition_count
+            .fetch_max(config.partitions_count(), Ordering::Relaxed);
         let wanted = self.wanted(config);
         for partition in self.partitions.keys() {
             if !wanted.contains(&partition) {
@@ -329,6 +360,36 @@ impl<E: Engine> LocalCluster for NodeCluster<E> {
     fn hosts(&self, partition: PartitionId) -> bool {
         self.shared.partitions.contains_key(&partition)
     }
+
+    fn bootstrapped(&self, partition_id: PartitionId) -> std::result::Result<(), String> {
+        let partition = self
+            .shared
+            .partitions
+            .get(&partition_id)
+            .ok_or_else(|| format!("partition {partition_id} has no replica here yet"))?;
+        let status = partition.status();
+        if status.role != Role::Leader {
+            return Err(format!(
+                "partition {partition_id}'s replica here does not lead yet ({:?})",
+                status.role
+            ));
+        }
+        Ok(())
+    }
+
+    fn redistribution(
+        &self,
+        first: PartitionId,
+    ) -> BoxFuture<'static, std::result::Result<(u16, usize), String>> {
+        let partition = self.shared.partitions.get(&PartitionId(1));
+        Box::pin(async move {
+            let partition = partition.ok_or("partition 1 has no replica here")?;
+            partition
+                .redistribution(first)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
 }
 
 /// A running broker node. Dropping it without [`BrokerNode::shutdown`] stops the
@@ -433,6 +494,7 @@ impl<E: Engine> BrokerNode<E> {
             addresses: parking_lot::RwLock::new(known),
             network: network.clone(),
             cluster: cluster.clone(),
+            partition_count: Arc::new(AtomicU16::new(configuration.partitions_count())),
             changing: tokio::sync::Mutex::new(()),
             stopping: AtomicBool::new(false),
             span: span.clone(),

@@ -30,14 +30,18 @@ use crate::batch::{BatchView, CoreCommand, Item};
 use crate::error::{Error, Result};
 use crate::history::CfHistory;
 use crate::state::{
-    Cursor, RocksState, apply_cluster_configuration, apply_exported, write_changes,
+    Cursor, RocksState, apply_cluster_configuration, apply_exported, apply_partition_count,
+    write_changes,
 };
 
 /// Which partition is applying.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PartitionInfo {
     pub partition_id: PartitionId,
+    /// The partition count until a cluster change stores a higher one in state.
     pub partition_count: u16,
+    /// The partition count messages are routed over (the cluster's original one).
+    pub message_partition_count: u16,
     /// Feed the history store from the records (`history.enabled`).
     pub history: bool,
 }
@@ -69,6 +73,8 @@ pub(crate) struct Applied<E: Engine> {
     pub history_expiries: u64,
     /// The cluster configuration this batch stored (JSON), if it stored one.
     pub cluster: Option<String>,
+    /// The partition count this batch raised the partition to, if it did.
+    pub partition_count: Option<u16>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -87,6 +93,7 @@ impl<E: Engine> Default for Applied<E> {
             history_expired: 0,
             history_expiries: 0,
             cluster: None,
+            partition_count: None,
         }
     }
 }
@@ -125,6 +132,11 @@ pub(crate) fn apply_batch<E: Engine>(
     let mut history = info.history.then(|| HistoryWriter::new(&history_base));
     let mut out = ProcessingOutput::default();
     let mut record_bytes = Vec::with_capacity(256);
+    let mut partition_count =
+        crate::state::partition_count(&state)?.unwrap_or(info.partition_count);
+    // The engine commands of an item: its own, or the one a raised partition count
+    // brings (`Engine::partitions_added`), processed right there in the log's order.
+    let mut commands: Vec<(Option<RequestId>, E::Command)> = Vec::with_capacity(1);
 
     for entry in &batch.entries {
         let Some(data) = &entry.data else { continue };
@@ -137,8 +149,8 @@ pub(crate) fn apply_batch<E: Engine>(
         let timestamp = view.timestamp.max(next.last_timestamp);
         next.last_timestamp = timestamp;
         while let Some(item) = view.next_item::<E::Command>() {
-            let (request, command) = match item? {
-                Item::Engine(request, command) => (request, command),
+            match item? {
+                Item::Engine(request, command) => commands.push((request, command)),
                 Item::Core(CoreCommand::Exported { positions }) => {
                     let floor = apply_exported(&mut state, &positions, next.last_position)?;
                     if floor > Position::ZERO {
@@ -149,7 +161,6 @@ pub(crate) fn apply_batch<E: Engine>(
                         );
                     }
                     applied.exported = Some(floor);
-                    continue;
                 }
                 Item::Core(CoreCommand::ClusterConfiguration {
                     expected_version,
@@ -159,7 +170,19 @@ pub(crate) fn apply_batch<E: Engine>(
                     if apply_cluster_configuration(&mut state, expected_version, version, &json)? {
                         applied.cluster = Some(json);
                     }
-                    continue;
+                }
+                Item::Core(CoreCommand::PartitionCount { count }) => {
+                    if let Some(before) = apply_partition_count(&mut state, count, partition_count)?
+                    {
+                        partition_count = count;
+                        applied.partition_count = Some(count);
+                        let (first, last) = (PartitionId(before + 1), PartitionId(count));
+                        if let Some(command) =
+                            engine.partitions_added(info.partition_id, first, last)
+                        {
+                            commands.push((None, command));
+                        }
+                    }
                 }
                 Item::Core(CoreCommand::ExpireHistory { before }) => {
                     if let Some(history) = &mut history {
@@ -167,70 +190,72 @@ pub(crate) fn apply_batch<E: Engine>(
                         applied.history_expired += removed as u64;
                         applied.history_expiries += 1;
                     }
-                    continue;
                 }
-            };
-            let position = next.last_position.next();
-            let ctx = ProcessingContext {
-                partition_id: info.partition_id,
-                partition_count: info.partition_count,
-                position,
-                timestamp,
-                engine_version: next.engine_version,
-                request,
-            };
-            out.clear();
-            let mut txn = Overlay::new(&state);
-            match engine.process(&ctx, &mut txn, &command, &mut out) {
-                Ok(()) => {
-                    let writes = txn.into_writes();
-                    state.absorb(writes);
-                }
-                Err(EngineError::Processing(error)) => {
-                    drop(txn); // roll the command's changes back
-                    let reason = error.to_string();
-                    tracing::warn!(%position, %reason, "command processing failed");
-                    out.clear();
-                    out.records
-                        .push(engine.processing_error_record(&command, &reason));
-                    out.response = Some(engine.processing_error_response(&reason));
-                    applied.errors += 1;
-                }
-                Err(EngineError::State(e)) => return Err(Error::State(e)),
             }
-            for (i, draft) in out.records.drain(..).enumerate() {
-                let record_position = Position(position.get() + i as u64);
-                let source = (i > 0).then_some(position);
-                if let Some(event) = E::record_event(&draft) {
-                    applied.count_event(event);
-                }
-                let record = draft.into_record(
-                    record_position,
-                    source,
+            for (request, command) in commands.drain(..) {
+                let position = next.last_position.next();
+                let ctx = ProcessingContext {
+                    partition_id: info.partition_id,
+                    partition_count,
+                    position,
                     timestamp,
-                    info.partition_id,
-                    BROKER_VERSION,
-                );
-                if let Some(history) = &mut history {
-                    history.index(&record)?;
+                    engine_version: next.engine_version,
+                    request,
+                    message_partition_count: info.message_partition_count,
+                };
+                out.clear();
+                let mut txn = Overlay::new(&state);
+                match engine.process(&ctx, &mut txn, &command, &mut out) {
+                    Ok(()) => {
+                        let writes = txn.into_writes();
+                        state.absorb(writes);
+                    }
+                    Err(EngineError::Processing(error)) => {
+                        drop(txn); // roll the command's changes back
+                        let reason = error.to_string();
+                        tracing::warn!(%position, %reason, "command processing failed");
+                        out.clear();
+                        out.records
+                            .push(engine.processing_error_record(&command, &reason));
+                        out.response = Some(engine.processing_error_response(&reason));
+                        applied.errors += 1;
+                    }
+                    Err(EngineError::State(e)) => return Err(Error::State(e)),
                 }
-                record_bytes.clear();
-                codec::encode_into(&record, &mut record_bytes)?;
-                write.put_cf(&export, record_position.get().to_be_bytes(), &record_bytes);
-                next.last_position = record_position;
-                applied.records += 1;
-                if keep_records {
-                    applied.written.push(record);
+                for (i, draft) in out.records.drain(..).enumerate() {
+                    let record_position = Position(position.get() + i as u64);
+                    let source = (i > 0).then_some(position);
+                    if let Some(event) = E::record_event(&draft) {
+                        applied.count_event(event);
+                    }
+                    let record = draft.into_record(
+                        record_position,
+                        source,
+                        timestamp,
+                        info.partition_id,
+                        BROKER_VERSION,
+                    );
+                    if let Some(history) = &mut history {
+                        history.index(&record)?;
+                    }
+                    record_bytes.clear();
+                    codec::encode_into(&record, &mut record_bytes)?;
+                    write.put_cf(&export, record_position.get().to_be_bytes(), &record_bytes);
+                    next.last_position = record_position;
+                    applied.records += 1;
+                    if keep_records {
+                        applied.written.push(record);
+                    }
                 }
+                if let Some(request) = request {
+                    match out.response.take() {
+                        Some(response) => applied.responses.push((request, response)),
+                        None => applied.deferred.push(request),
+                    }
+                }
+                applied.actions.append(&mut out.actions);
+                applied.commands += 1;
             }
-            if let Some(request) = request {
-                match out.response.take() {
-                    Some(response) => applied.responses.push((request, response)),
-                    None => applied.deferred.push(request),
-                }
-            }
-            applied.actions.append(&mut out.actions);
-            applied.commands += 1;
         }
     }
 

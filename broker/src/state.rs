@@ -218,6 +218,30 @@ pub(crate) fn apply_cluster_configuration(
     Ok(true)
 }
 
+/// The partition count this partition distributes over, once a cluster change raised it
+/// (see [`crate::batch::CoreCommand::PartitionCount`]).
+const KEY_PARTITION_COUNT: &[u8] = b"\x00core/partition-count";
+
+/// The partition count stored in this partition's state, if a change raised it.
+pub(crate) fn partition_count(state: &dyn StateRead) -> Result<Option<u16>, StateError> {
+    Ok(read_u64(state, KEY_PARTITION_COUNT)?.map(|count| count as u16))
+}
+
+/// Raises the stored partition count to `count` (`default` when none is stored); returns
+/// the count before if it was raised.
+pub(crate) fn apply_partition_count(
+    state: &mut dyn StateTxn,
+    count: u16,
+    default: u16,
+) -> Result<Option<u16>, StateError> {
+    let stored = partition_count(state)?.unwrap_or(default);
+    if count <= stored {
+        return Ok(None);
+    }
+    state.put(KEY_PARTITION_COUNT, &u64::from(count).to_be_bytes());
+    Ok(Some(stored))
+}
+
 /// The position up to which every exporter has the records: export entries before the
 /// first one left were deleted for that reason (none left: all of them).
 pub(crate) fn exported_floor(db: &StateDb, cursor: &Cursor) -> Result<Position> {
@@ -321,5 +345,22 @@ mod tests {
         assert!(state.get(&key(0x20, 33, b"")).unwrap().is_some());
         assert!(state.get(&key(0x30, 15, &[1, b'a'])).unwrap().is_none());
         assert!(state.get(&key(0x20, 41, b"")).unwrap().is_none());
+    }
+
+    /// The partition count in state only grows: a lower or equal proposal (a leader
+    /// that saw an older configuration) changes nothing.
+    #[test]
+    fn the_partition_count_only_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(dir.path()).unwrap();
+        let db = store.current();
+        let base = RocksState::new(&db);
+        let mut state = rill_engine_api::Overlay::new(&base);
+        assert_eq!(partition_count(&state).unwrap(), None);
+        assert_eq!(apply_partition_count(&mut state, 2, 2).unwrap(), None);
+        assert_eq!(apply_partition_count(&mut state, 4, 2).unwrap(), Some(2));
+        assert_eq!(apply_partition_count(&mut state, 3, 2).unwrap(), None);
+        assert_eq!(apply_partition_count(&mut state, 5, 2).unwrap(), Some(4));
+        assert_eq!(partition_count(&state).unwrap(), Some(5));
     }
 }

@@ -176,6 +176,7 @@ fn operation_text(op: &Value) -> String {
         ("brokerId", "broker"),
         ("partitionId", "partition"),
         ("priority", "priority"),
+        ("desiredPartitionCount", "partitions"),
     ] {
         if let Some(value) = op.get(field) {
             text.push_str(&format!(" {label} {}", number(value)));

@@ -9,11 +9,10 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Brokers, RillProcess, Workload, deploy, free_port, rill_cluster};
+use support::{Brokers, RillProcess, Workload, deploy, extra_broker, rill_cluster};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -57,25 +56,6 @@ async fn configuration(node: &RillProcess) -> Option<Value> {
         Some((200, body)) => Some(body),
         _ => None,
     }
-}
-
-/// A broker with the options of broker 0 but its own node id and ports, as a
-/// StatefulSet scale-up starts one.
-fn extra_broker(brokers: &Brokers, dir: &Path, id: u32) -> RillProcess {
-    let mut options: Vec<String> = brokers.options[0]
-        .iter()
-        .filter(|o| {
-            !o.starts_with("cluster.node-id=")
-                && !o.starts_with("cluster.internal-port=")
-                && !o.starts_with("cluster.command-port=")
-        })
-        .cloned()
-        .collect();
-    options.push(format!("cluster.node-id={id}"));
-    options.push(format!("cluster.internal-port={}", free_port()));
-    options.push(format!("cluster.command-port={}", free_port()));
-    let options: Vec<&str> = options.iter().map(String::as_str).collect();
-    RillProcess::start_role("broker", &dir.join(format!("broker-{id}")), &options)
 }
 
 /// The replicas and leaders of every partition as broker `via`'s gateway reports them

@@ -186,14 +186,25 @@ fn a_broker_beyond_the_cluster_size_waits_and_changes_are_planned() {
             answer["message"].as_str().unwrap().contains("dryRun"),
             "{answer}"
         );
-        // Adding partitions is planned but not run yet: refused, and nothing changed.
+        // Adding a partition is planned: bootstrapped, joined, then it takes instances
+        // once it has every deployment. A dry run changes nothing.
         let (status, answer) = request(
             reqwest::Method::PATCH,
-            patch.clone(),
+            format!("{patch}?dryRun=true"),
             Some(json!({"partitions": {"count": 4}})),
         )
         .await;
-        assert_eq!(status, 501, "{answer}");
+        assert_eq!(status, 202, "{answer}");
+        let steps = answer["plannedChanges"].as_array().unwrap();
+        assert_eq!(
+            steps[0],
+            json!({"operation": "PARTITION_BOOTSTRAP", "brokerId": 0, "partitionId": 4, "priority": 3})
+        );
+        assert_eq!(
+            steps.last().unwrap(),
+            &json!({"operation": "AWAIT_REDISTRIBUTION_COMPLETION", "brokerId": 0,
+                "desiredPartitionCount": 4})
+        );
         assert_eq!(topology(&brokers.nodes[0]).await, reported);
 
         // The CLI shows the same.

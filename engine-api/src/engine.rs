@@ -24,6 +24,8 @@ pub struct RequestId(pub u64);
 #[derive(Clone, Debug)]
 pub struct ProcessingContext {
     pub partition_id: PartitionId,
+    /// The partitions of the cluster (`1..=partition_count`): where deployments and
+    /// signals are distributed. Grows when partitions are added.
     pub partition_count: u16,
     /// The position the command's own record gets; follow-up records come after it.
     pub position: Position,
@@ -33,6 +35,10 @@ pub struct ProcessingContext {
     pub engine_version: u32,
     /// The client request waiting for this command, if any.
     pub request: Option<RequestId>,
+    /// Messages are routed by correlation-key hash over partitions
+    /// `1..=message_partition_count`: the count the cluster was created with, which no
+    /// change alters (docs/decisions/cluster-scaling.md).
+    pub message_partition_count: u16,
 }
 
 /// Side effects the leader carries out after the batch is committed. Followers drop
@@ -208,6 +214,19 @@ pub trait Engine: Send + 'static {
 
     /// The business event `record` stands for, if it is one worth counting.
     fn record_event(_record: &RecordDraft) -> Option<EngineEvent> {
+        None
+    }
+
+    /// The command the partition core runs (in the log, right after raising the
+    /// partition count) when partitions `first..=last` were added to the cluster, so
+    /// that they get what this partition distributed before they existed. `None` (the
+    /// default): nothing to send.
+    fn partitions_added(
+        &self,
+        _partition: PartitionId,
+        _first: PartitionId,
+        _last: PartitionId,
+    ) -> Option<Self::Command> {
         None
     }
 

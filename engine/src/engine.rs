@@ -209,6 +209,16 @@ impl Engine for BpmnEngine {
         Ok(self.collect_due(state, now, limit, out)?)
     }
 
+    fn partitions_added(
+        &self,
+        partition: PartitionId,
+        first: PartitionId,
+        last: PartitionId,
+    ) -> Option<Command> {
+        // Deployments are made on the deployment partition, which hands them on.
+        (partition == PartitionId(1)).then_some(Command::RedistributeDeployments { first, last })
+    }
+
     fn pending_sends(
         &mut self,
         state: &dyn StateRead,

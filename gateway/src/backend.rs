@@ -190,6 +190,13 @@ pub trait GatewayBackend: Send + Sync + 'static {
     /// Partitions are numbered `1..=partition_count()`.
     fn partition_count(&self) -> u16;
 
+    /// Messages are routed by correlation-key hash over partitions
+    /// `1..=message_partition_count()`: the count the cluster was created with, which
+    /// stays when partitions are added.
+    fn message_partition_count(&self) -> u16 {
+        self.partition_count()
+    }
+
     /// Submits a command to the leader of `partition` and waits up to `timeout` for its
     /// response (for create-and-await: until the instance completes).
     fn submit(

@@ -102,6 +102,7 @@ pub struct ClusterClient {
     added: Option<RwLock<AddedBrokers>>,
     view: RwLock<View>,
     partitions_count: AtomicU16,
+    message_partitions_count: AtomicU16,
     jobs: broadcast::Sender<JobsNotice>,
     /// Signalled when the first long poll subscribes to `jobs`: until then nobody here
     /// can use a notification, so the pollers ask the brokers for none.
@@ -166,6 +167,7 @@ impl ClusterClient {
             known: RwLock::new(known),
             view: RwLock::new(View::default()),
             partitions_count: AtomicU16::new(0),
+            message_partitions_count: AtomicU16::new(0),
             jobs,
             jobs_wanted: Arc::new(Notify::new()),
             local,
@@ -267,8 +269,12 @@ impl ClusterClient {
         if !self.contact_points.read().iter().any(|p| p == point) {
             return Ok(());
         }
+        // Partitions are only ever added: a broker whose copy of the cluster
+        // configuration lags behind must not take new partitions away again.
         self.partitions_count
-            .store(topology.partitions_count, Ordering::Relaxed);
+            .fetch_max(topology.partitions_count, Ordering::Relaxed);
+        self.message_partitions_count
+            .store(topology.message_partitions_count, Ordering::Relaxed);
         let mut view = self.view.write();
         for replica in &topology.partitions {
             if let Some(leader) = replica.leader {
@@ -399,6 +405,14 @@ impl ClusterClient {
 
     pub fn partitions_count(&self) -> u16 {
         self.partitions_count.load(Ordering::Relaxed)
+    }
+
+    /// The partition count messages are routed over (the cluster's original one).
+    pub fn message_partitions_count(&self) -> u16 {
+        match self.message_partitions_count.load(Ordering::Relaxed) {
+            0 => self.partitions_count(),
+            count => count,
+        }
     }
 
     fn leader_of(&self, partition: PartitionId) -> Option<NodeId> {
@@ -619,7 +633,12 @@ impl ClusterClient {
             .collect();
         Topology {
             cluster_size: first.map_or(0, |n| n.cluster_size),
-            partitions_count: first.map_or(0, |n| n.partitions_count),
+            partitions_count: view
+                .nodes
+                .values()
+                .map(|n| n.partitions_count)
+                .max()
+                .unwrap_or(0),
             replication_factor: first.map_or(0, |n| u32::from(n.replication_factor)),
             brokers,
         }
@@ -671,6 +690,10 @@ impl RemoteBackend {
 impl GatewayBackend for RemoteBackend {
     fn partition_count(&self) -> u16 {
         self.client.partitions_count()
+    }
+
+    fn message_partition_count(&self) -> u16 {
+        self.client.message_partitions_count()
     }
 
     fn submit(
@@ -742,6 +765,7 @@ mod tests {
                     match service {
                         ServiceId::TOPOLOGY => encode(&NodeTopology {
                             node_id: 1,
+                            message_partitions_count: 1,
                             cluster_size: 1,
                             partitions_count: 1,
                             replication_factor: 1,
@@ -874,6 +898,7 @@ mod tests {
                 let answer = match service {
                     ServiceId::TOPOLOGY => encode(&NodeTopology {
                         node_id: 1,
+                        message_partitions_count: 1,
                         cluster_size: 1,
                         partitions_count: 1,
                         replication_factor: 1,

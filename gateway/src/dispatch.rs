@@ -47,6 +47,12 @@ impl Dispatcher {
         self.backend.partition_count().max(1)
     }
 
+    /// The partition count messages are routed over (see
+    /// [`GatewayBackend::message_partition_count`]).
+    pub fn message_partition_count(&self) -> u16 {
+        self.backend.message_partition_count().max(1)
+    }
+
     /// The next partition for a new process instance.
     pub fn round_robin(&self) -> PartitionId {
         let count = u32::from(self.partition_count());

@@ -272,6 +272,14 @@ pub enum Command {
     DeleteResource {
         resource_key: Key,
     },
+    // --- proposed by the partition core (added later; variants keep their encoding index) ---
+    /// Partitions `first..=last` were added to the cluster: every deployment this
+    /// partition made is sent to them, in the order they were made, ahead of any later
+    /// one (docs/decisions/cluster-scaling.md).
+    RedistributeDeployments {
+        first: PartitionId,
+        last: PartitionId,
+    },
 }
 
 impl Command {
@@ -291,6 +299,7 @@ impl Command {
                 | Command::ExpireInstanceSummary { .. }
                 | Command::FromPartition(_)
                 | Command::AcknowledgeSend { .. }
+                | Command::RedistributeDeployments { .. }
         )
     }
 

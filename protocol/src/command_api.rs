@@ -114,6 +114,10 @@ pub struct NodeTopology {
     /// `(node id, command address)` of the brokers that cluster changes added: a gateway
     /// apart knows the others from its contact points, not these.
     pub added_brokers: Vec<(u32, String)>,
+    /// Messages are routed by correlation-key hash over partitions
+    /// `1..=message_partitions_count` (the count the cluster was created with), while
+    /// `partitions_count` (new instances) grows as partitions are added.
+    pub message_partitions_count: u16,
 }
 
 /// Asks for notifications after `after` (an epoch from an earlier answer, 0 at first).

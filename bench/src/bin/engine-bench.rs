@@ -100,6 +100,7 @@ impl Driver {
             timestamp: Timestamp(self.now),
             engine_version: 1,
             request: None,
+            message_partition_count: 1,
         };
         self.out.clear();
         if self.overlay {

@@ -87,6 +87,8 @@ async fn run(
         let config = PartitionConfig {
             partition_id: PartitionId(1),
             partition_count: 1,
+            message_partition_count: 1,
+            cluster_partition_count: None,
             node_id: NodeId(i),
             members: members.clone(),
             preferred_leader: None,

@@ -9,8 +9,7 @@
 //! Every change request takes `?dryRun=true`, which answers 202 with the plan and
 //! changes nothing. Without it the change is started through partition 1's leader and
 //! answered 202 once it is recorded; the coordinator runs its steps (`coordinator`).
-//! Errors are Zeebe's `{"message": ...}`, in an RFC 9457 problem document. Adding
-//! partitions is planned but not run yet (501 without `dryRun`).
+//! Errors are Zeebe's `{"message": ...}`, in an RFC 9457 problem document.
 
 use std::collections::HashMap;
 
@@ -130,17 +129,6 @@ async fn answer(cluster: &ClusterState, request: ChangeRequest, dry_run: bool) -
         return json_response(
             StatusCode::ACCEPTED,
             view::planned(&current, &steps, current.version + 1),
-        );
-    }
-    if steps
-        .iter()
-        .any(|s| matches!(s, Operation::PartitionBootstrap { .. }))
-    {
-        return problem(
-            StatusCode::NOT_IMPLEMENTED,
-            "NOT_IMPLEMENTED",
-            "this version of Rill adds and removes brokers but does not add partitions yet: \
-             the change was not started; ?dryRun=true shows the plan",
         );
     }
     if !cluster.runs_changes() {

@@ -100,13 +100,23 @@ pub enum Operation {
         partition: u16,
         priority: u32,
     },
-    /// A new partition starts on this broker (its first replica).
+    /// A new partition starts on this broker (its first replica, a raft group of one
+    /// that the others then join).
     PartitionBootstrap {
         #[serde(rename = "brokerId")]
         broker: u32,
         #[serde(rename = "partitionId")]
         partition: u16,
         priority: u32,
+    },
+    /// Waits until every deployment made before has reached the partitions added, then
+    /// spreads new instances over `1..=desired_partition_count`. Run by the broker
+    /// leading partition 1 (`broker` is the one preferred to lead it).
+    AwaitRedistributionCompletion {
+        #[serde(rename = "brokerId")]
+        broker: u32,
+        #[serde(rename = "desiredPartitionCount")]
+        desired_partition_count: u16,
     },
 }
 
@@ -119,7 +129,8 @@ impl Operation {
             | Operation::PartitionJoin { broker, .. }
             | Operation::PartitionLeave { broker, .. }
             | Operation::PartitionReconfigurePriority { broker, .. }
-            | Operation::PartitionBootstrap { broker, .. } => broker,
+            | Operation::PartitionBootstrap { broker, .. }
+            | Operation::AwaitRedistributionCompletion { broker, .. } => broker,
         }
     }
 }
@@ -166,6 +177,11 @@ pub struct CompletedChange {
 pub struct Routing {
     /// New instances are spread over partitions `1..=active_partitions`.
     pub active_partitions: u16,
+    /// Partitions `1..=partitions` exist: above `active_partitions` while added ones
+    /// still receive the deployments made before them (0 in configurations stored
+    /// before partitions could be added: then as many as are active).
+    #[serde(default)]
+    pub partitions: u16,
     /// Messages are routed by correlation-key hash over partitions
     /// `1..=message_partitions`: the count the cluster was created with, so that a
     /// message always meets the subscriptions opened before partitions were added.
@@ -264,6 +280,7 @@ impl ClusterConfiguration {
             replication_factor: cluster.replication_factor,
             routing: Routing {
                 active_partitions: cluster.partitions_count,
+                partitions: cluster.partitions_count,
                 message_partitions: cluster.partitions_count,
             },
             pending_change: None,
@@ -273,6 +290,11 @@ impl ClusterConfiguration {
 
     /// Partitions `1..=count` exist.
     pub fn partitions_count(&self) -> u16 {
+        self.routing.partitions.max(self.routing.active_partitions)
+    }
+
+    /// New instances are spread over partitions `1..=count`.
+    pub fn active_partitions(&self) -> u16 {
         self.routing.active_partitions
     }
 
@@ -362,8 +384,16 @@ impl ClusterConfiguration {
                     touch(entry);
                 }
                 if matches!(operation, Operation::PartitionBootstrap { .. }) {
-                    next.routing.active_partitions = next.routing.active_partitions.max(partition);
+                    next.routing.partitions = next.partitions_count().max(partition);
                 }
+            }
+            Operation::AwaitRedistributionCompletion {
+                desired_partition_count,
+                ..
+            } => {
+                next.routing.partitions = next.partitions_count().max(desired_partition_count);
+                next.routing.active_partitions =
+                    next.routing.active_partitions.max(desired_partition_count);
             }
             Operation::PartitionLeave { broker, partition } => {
                 if let Some(entry) = next.brokers.get_mut(&broker) {

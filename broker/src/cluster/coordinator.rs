@@ -14,7 +14,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rill_protocol::NodeId;
+use rill_protocol::{NodeId, PartitionId};
 
 use super::{ClusterConfiguration, ClusterState, MembershipRequest, Operation};
 
@@ -135,9 +135,30 @@ async fn run_step(
         Operation::PartitionReconfigurePriority { .. } | Operation::BrokerRemove { .. } => {
             complete()
         }
-        Operation::PartitionBootstrap { partition, .. } => Err(format!(
-            "adding partitions is not supported yet (partition {partition})"
-        )),
+        Operation::PartitionBootstrap {
+            broker, partition, ..
+        } => {
+            // The broker starts the replica as soon as its copy shows this step next:
+            // a raft group of itself alone, which it leads at once.
+            state
+                .bootstrapped(NodeId(broker), PartitionId(partition))
+                .await
+                .map_err(|e| format!("partition {partition} is not bootstrapped yet: {e}"))?;
+            complete()
+        }
+        Operation::AwaitRedistributionCompletion {
+            desired_partition_count,
+            ..
+        } => {
+            let first = PartitionId(current.active_partitions() + 1);
+            let (count, pending) = state.redistribution(first).await?;
+            if count < desired_partition_count || pending > 0 {
+                return Err(format!(
+                    "partition 1 distributes over {count} partitions and has {pending}                      deployment(s) or deletion(s) on their way to partitions {first} to                      {desired_partition_count}"
+                ));
+            }
+            complete()
+        }
     }
 }
 

@@ -193,6 +193,18 @@ impl ClusterState {
         self.inner.attached.get()
     }
 
+    /// Partition 1's replica here (the coordinator's, which leads it): its partition
+    /// count and the sends to partitions `first` and above not yet acknowledged.
+    pub async fn redistribution(
+        &self,
+        first: PartitionId,
+    ) -> std::result::Result<(u16, usize), String> {
+        match self.attached() {
+            Some((_, local)) => local.redistribution(first).await,
+            None => Err("this broker does not run cluster changes".to_owned()),
+        }
+    }
+
     /// Waits until the configuration is at `version` or later; false after `timeout`.
     pub async fn wait_version(&self, version: u64, timeout: Duration) -> bool {
         let mut watcher = self.subscribe();

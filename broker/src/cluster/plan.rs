@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::configuration::{ClusterConfiguration, Operation, placement};
+use super::configuration::{ClusterConfiguration, Operation, placement, round_robin};
 
 /// The most partitions a cluster can have: keys carry the partition id in 13 bits.
 pub const MAX_PARTITIONS: u16 = 8191;
@@ -177,6 +177,17 @@ pub fn plan(
             });
         }
     }
+    if partitions > old_partitions {
+        // New instances go to the added partitions once they have every deployment.
+        let coordinator = round_robin(1, &brokers, replication)
+            .first()
+            .copied()
+            .unwrap_or_default();
+        steps.push(Operation::AwaitRedistributionCompletion {
+            broker: coordinator,
+            desired_partition_count: partitions,
+        });
+    }
     for (&broker, placed) in &target {
         for (&partition, &priority) in placed {
             if let Some(replica) = held(broker, partition)
@@ -270,9 +281,30 @@ mod tests {
             .collect();
         // Partition p starts on broker (p - 1) % 5.
         assert_eq!(bootstraps, vec![(4, 3), (5, 4), (6, 0)]);
-        let end = finish(&current, steps);
+        let end = finish(&current, steps.clone());
         assert_eq!(end.partitions_count(), 6);
+        assert_eq!(end.active_partitions(), 6);
         assert_eq!(end.routing.message_partitions, 3);
+        // Instances go to the new partitions only once they have every deployment.
+        let waits = steps
+            .iter()
+            .position(|s| matches!(s, Operation::AwaitRedistributionCompletion { .. }))
+            .unwrap();
+        let last_join = steps
+            .iter()
+            .rposition(
+                |s| matches!(s, Operation::PartitionJoin { partition, .. } if *partition > 3),
+            )
+            .unwrap();
+        assert!(waits > last_join, "{steps:?}");
+        let mut during = current.start_change(steps.clone(), 0);
+        for _ in 0..waits {
+            during = during.complete_next_step(1).unwrap();
+        }
+        assert_eq!(
+            (during.partitions_count(), during.active_partitions()),
+            (6, 3)
+        );
         assert!(replica_counts(&end).values().all(|&n| n == 3));
     }
 

@@ -70,6 +70,8 @@ pub(super) enum ClusterRequest {
     },
     /// "Change the voters of a partition you lead."
     Membership(MembershipRequest),
+    /// "Does the partition you bootstrap run, led by you?"
+    Bootstrapped { partition: u16 },
 }
 
 pub(super) fn encode(request: &ClusterRequest) -> Bytes {
@@ -98,6 +100,15 @@ pub trait LocalCluster: Send + Sync + 'static {
     fn address_of(&self, node: NodeId) -> Option<String>;
     /// The partitions this broker runs a replica of.
     fn hosts(&self, partition: PartitionId) -> bool;
+    /// This broker's replica of `partition` runs and leads (a bootstrapped partition's
+    /// first replica); an error names why not.
+    fn bootstrapped(&self, partition: PartitionId) -> Result<(), String>;
+    /// Partition 1's replica here: its partition count, and how many of its sends to
+    /// partitions `first` and above are not acknowledged yet.
+    fn redistribution(
+        &self,
+        first: PartitionId,
+    ) -> BoxFuture<'static, Result<(u16, usize), String>>;
 }
 
 impl ClusterState {
@@ -131,6 +142,15 @@ impl ClusterState {
                             Err("partition 1 is not led here".to_owned())
                         }
                     }
+                };
+                Box::pin(async move { answer })
+            }
+            ClusterRequest::Bootstrapped { partition } => {
+                let answer = match self.attached() {
+                    Some((_, local)) => local
+                        .bootstrapped(PartitionId(partition))
+                        .map(|()| Bytes::new()),
+                    None => Err("this broker does not run cluster changes".to_owned()),
                 };
                 Box::pin(async move { answer })
             }
@@ -220,6 +240,30 @@ impl ClusterState {
             "partition {partition}'s leader did not take it ({})",
             failures.join("; ")
         ))
+    }
+
+    /// Whether `node`'s replica of `partition`, which it bootstraps, runs and leads.
+    pub async fn bootstrapped(&self, node: NodeId, partition: PartitionId) -> Result<(), String> {
+        let Some((transport, local)) = self.attached() else {
+            return Err("this broker does not run cluster changes".to_owned());
+        };
+        if node == self.node_id() {
+            return local.bootstrapped(partition);
+        }
+        let payload = encode(&ClusterRequest::Bootstrapped {
+            partition: partition.get(),
+        });
+        transport
+            .request(
+                node,
+                ServiceId::CLUSTER,
+                PartitionId(0),
+                payload,
+                PROPOSE_TIMEOUT,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("node {node}: {}", reason(e)))
     }
 
     /// The other brokers holding a replica of `partition`, as the configuration has it.

@@ -41,6 +41,22 @@ pub fn brokers(config: &ClusterConfiguration) -> Value {
     )
 }
 
+/// Which partitions take new instances: all, or (while added partitions still receive
+/// the deployments made before them) the ones before those.
+fn request_handling(config: &ClusterConfiguration) -> Value {
+    let active = config.active_partitions();
+    let all = config.partitions_count();
+    if active >= all {
+        return json!({ "strategy": "AllPartitions", "partitionCount": all });
+    }
+    json!({
+        "strategy": "ActivePartitions",
+        "basePartitionCount": active,
+        "additionalActivePartitions": [],
+        "inactivePartitions": (active + 1..=all).collect::<Vec<_>>(),
+    })
+}
+
 /// `GET /actuator/cluster`: Zeebe's `GetTopologyResponse`.
 pub fn topology(config: &ClusterConfiguration) -> Value {
     let mut body = json!({
@@ -48,10 +64,7 @@ pub fn topology(config: &ClusterConfiguration) -> Value {
         "brokers": brokers(config),
         "routing": {
             "version": config.version,
-            "requestHandling": {
-                "strategy": "AllPartitions",
-                "partitionCount": config.routing.active_partitions,
-            },
+            "requestHandling": request_handling(config),
             "messageCorrelation": {
                 "strategy": "HashMod",
                 "partitionCount": config.routing.message_partitions,

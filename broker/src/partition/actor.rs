@@ -121,6 +121,11 @@ pub(crate) enum Msg<E: Engine> {
     BeginShutdown {
         reply: oneshot::Sender<Option<Raft>>,
     },
+    /// See [`super::Partition::redistribution`].
+    Redistribution {
+        first: rill_protocol::PartitionId,
+        reply: oneshot::Sender<Result<(u16, usize)>>,
+    },
     /// This replica's raft, once it runs (membership changes).
     Raft {
         reply: oneshot::Sender<Option<Raft>>,
@@ -267,6 +272,9 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         }
         Msg::Raft { reply } => {
             let _ = reply.send(st.raft.clone());
+        }
+        Msg::Redistribution { first, reply } => {
+            let _ = reply.send(st.redistribution(first));
         }
         Msg::BeginShutdown { reply } => {
             st.begin_shutdown();

@@ -275,6 +275,8 @@ mod tests {
         PartitionConfig {
             partition_id: PartitionId(1),
             partition_count: 1,
+            message_partition_count: 1,
+            cluster_partition_count: None,
             node_id: NodeId(node),
             members: members
                 .iter()

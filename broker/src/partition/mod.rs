@@ -47,7 +47,14 @@ pub use requests::Answered;
 #[derive(Clone, Debug)]
 pub struct PartitionConfig {
     pub partition_id: PartitionId,
+    /// The partition count deployments and signals are distributed over, until a
+    /// cluster change stores a higher one in the partition's state.
     pub partition_count: u16,
+    /// The partition count messages are routed over: the cluster's original one.
+    pub message_partition_count: u16,
+    /// The partition count the cluster configuration gives, as it changes: a leader
+    /// whose state has a lower one proposes it (`CoreCommand::PartitionCount`).
+    pub cluster_partition_count: Option<Arc<std::sync::atomic::AtomicU16>>,
     /// This node.
     pub node_id: NodeId,
     /// The replicas (including this node) and their internal addresses.
@@ -93,6 +100,8 @@ impl PartitionConfig {
         PartitionConfig {
             partition_id,
             partition_count: config.cluster.partitions_count,
+            message_partition_count: config.cluster.partitions_count,
+            cluster_partition_count: None,
             node_id,
             members,
             preferred_leader: crate::node::replicas_of(
@@ -437,6 +446,17 @@ impl<E: Engine> Partition<E> {
                 json,
             },
         ));
+    }
+
+    /// How far handing this partition's deployments to added partitions got: the
+    /// partition count its state has, and how many sends to partitions `first` and
+    /// above wait in its outbox (not yet acknowledged).
+    pub async fn redistribution(&self, first: PartitionId) -> Result<(u16, usize)> {
+        self.ask(
+            |reply| Msg::Redistribution { first, reply },
+            Duration::from_secs(10),
+        )
+        .await?
     }
 
     async fn raft(&self) -> Result<Raft> {

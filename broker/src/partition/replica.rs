@@ -26,7 +26,10 @@ use crate::export::ExportDirector;
 use crate::flow_control::RequestLimiter;
 use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
-use crate::state::{Cursor, RocksState, cluster_configuration, exported_floor, read_records};
+use crate::state::{
+    Cursor, RocksState, cluster_configuration, exported_floor,
+    partition_count as stored_partition_count, read_records,
+};
 
 /// How often a leader looks for history past `history.retention` when none was due.
 const EXPIRY_PERIOD: Duration = Duration::from_secs(1);
@@ -63,6 +66,10 @@ pub(crate) struct Replica<E: Engine> {
     propose_core: Arc<dyn Fn(CoreCommand) + Send + Sync>,
     /// Export entries up to here are deleted (every exporter has them).
     exported: Position,
+    /// The partition count in state (deployments and signals go to all of them).
+    partition_count: u16,
+    /// When this leader proposed a higher partition count not yet applied.
+    partition_count_proposed: Option<Instant>,
     snapshots: Snapshots,
     /// When the leader next looks for history entries past `history.retention`.
     next_history_expiry: Instant,
@@ -83,6 +90,8 @@ impl<E: Engine> Replica<E> {
         let cursor = Cursor::load(&RocksState::new(&state.current()))?;
         let applied_index = state.applied_state()?.0.map_or(0, |id| id.index);
         let exported = exported_floor(&state.current(), &cursor)?;
+        let partition_count = stored_partition_count(&RocksState::new(&state.current()))?
+            .unwrap_or(args.config.partition_count);
         let metrics = args.env.metrics.partition(args.config.partition_id.get());
         metrics.last_position.set(cursor.last_position.get() as i64);
         metrics
@@ -97,6 +106,7 @@ impl<E: Engine> Replica<E> {
             info: PartitionInfo {
                 partition_id: args.config.partition_id,
                 partition_count: args.config.partition_count,
+                message_partition_count: args.config.message_partition_count,
                 history: args.config.history.enabled,
             },
             requests: RequestBook::new(
@@ -126,6 +136,8 @@ impl<E: Engine> Replica<E> {
                 let _ = core.send_message(Msg::ProposeCore(command));
             }),
             exported,
+            partition_count,
+            partition_count_proposed: None,
             snapshots: Snapshots::new(),
             next_history_expiry: Instant::now(),
             history_expiry_proposed: None,
@@ -290,6 +302,11 @@ impl<E: Engine> Replica<E> {
         }
         if let Some(exported) = applied.exported {
             self.exported = exported;
+        }
+        if let Some(count) = applied.partition_count {
+            tracing::info!(count, "partition count raised");
+            self.partition_count = count;
+            self.partition_count_proposed = None;
         }
         self.update_position_metrics();
         if let Some(director) = self.leadership.director() {
@@ -461,6 +478,7 @@ impl<E: Engine> Replica<E> {
             leader.redeliver(&mut self.engine, &db);
         }
         self.propose_history_expiry(now);
+        self.propose_partition_count(now);
         if !self.config.snapshot_period.is_zero()
             && self
                 .snapshots
@@ -508,6 +526,37 @@ impl<E: Engine> Replica<E> {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not read the history's oldest end date"),
         }
+    }
+
+    /// On the leader: when the cluster configuration has more partitions than this
+    /// partition's state, proposes the higher count (again after a while if it was
+    /// lost with a leader change).
+    fn propose_partition_count(&mut self, now: Instant) {
+        let Some(wanted) = &self.config.cluster_partition_count else {
+            return;
+        };
+        let count = wanted.load(std::sync::atomic::Ordering::Relaxed);
+        if count <= self.partition_count
+            || self.leadership.leader().is_none()
+            || self
+                .partition_count_proposed
+                .is_some_and(|at| now.duration_since(at) < EXPIRY_RETRY)
+        {
+            return;
+        }
+        self.partition_count_proposed = Some(now);
+        self.propose_own(QueuedCommand::Core(CoreCommand::PartitionCount { count }));
+    }
+
+    /// See [`super::Partition::redistribution`].
+    pub(super) fn redistribution(&mut self, first: PartitionId) -> Result<(u16, usize)> {
+        let db = self.state.current();
+        let mut sends = Vec::new();
+        self.engine
+            .pending_sends(&RocksState::new(&db), usize::MAX, &mut sends)
+            .map_err(Error::QueryFailed)?;
+        let pending = sends.iter().filter(|(target, _)| *target >= first).count();
+        Ok((self.partition_count, pending))
     }
 
     /// `commands` `ExpireHistory` commands were applied and removed `removed` entries:
@@ -578,6 +627,9 @@ impl<E: Engine> Replica<E> {
         // would throttle (or fail to throttle) new work once this replica leads.
         self.exported = exported_floor(&db, &self.cursor)
             .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
+        self.partition_count = stored_partition_count(&RocksState::new(&db))
+            .map_err(|e| rill_raft::Error::Handler(e.to_string()))?
+            .unwrap_or(self.info.partition_count);
         self.update_position_metrics();
         self.engine.reset_caches();
         self.offer_stored_cluster_configuration();

@@ -24,6 +24,8 @@ pub fn test_config(
     PartitionConfig {
         partition_id: PartitionId(1),
         partition_count: 1,
+        message_partition_count: 1,
+        cluster_partition_count: None,
         node_id: node,
         members,
         preferred_leader: None,

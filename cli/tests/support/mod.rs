@@ -603,6 +603,25 @@ impl Brokers {
     }
 }
 
+/// A broker with the options of broker 0 but its own node id and ports, as a
+/// StatefulSet scale-up starts one.
+pub fn extra_broker(brokers: &Brokers, dir: &Path, id: u32) -> RillProcess {
+    let mut options: Vec<String> = brokers.options[0]
+        .iter()
+        .filter(|o| {
+            !o.starts_with("cluster.node-id=")
+                && !o.starts_with("cluster.internal-port=")
+                && !o.starts_with("cluster.command-port=")
+        })
+        .cloned()
+        .collect();
+    options.push(format!("cluster.node-id={id}"));
+    options.push(format!("cluster.internal-port={}", free_port()));
+    options.push(format!("cluster.command-port={}", free_port()));
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    RillProcess::start_role("broker", &dir.join(format!("broker-{id}")), &options)
+}
+
 /// Job COMPLETED events in JSON-lines exports, de-duplicated by partition and position
 /// (export is at least once), by job key; only those of `instances` if given. A line
 /// cut by a crash is not a record.

@@ -68,6 +68,7 @@ fn run(engine: &mut BpmnEngine, state: &mut MemoryState, log: &mut Log, command:
         timestamp: Timestamp(at),
         engine_version: 1,
         request: None,
+        message_partition_count: 1,
     };
     let mut out = ProcessingOutput::default();
     engine

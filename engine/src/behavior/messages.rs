@@ -94,7 +94,10 @@ impl Processing<'_> {
         subscription: NewSubscription,
     ) -> Result<()> {
         let record = active.record();
-        let partition = message_partition(&subscription.correlation_key, self.ctx.partition_count);
+        let partition = message_partition(
+            &subscription.correlation_key,
+            self.ctx.message_partition_count,
+        );
         let (element_id, is_interrupting) = subscription
             .catch_event
             .unwrap_or_else(|| (record.element_id.clone(), true));

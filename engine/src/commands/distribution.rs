@@ -86,6 +86,42 @@ pub(crate) fn distribute(
     Ok(())
 }
 
+/// Partitions `first..=last` were added: every deployment and resource deletion made
+/// here goes to them, in the order they were made, before anything distributed later
+/// (the partition core runs this right after raising the partition count).
+pub(super) fn redistribute(
+    p: &mut Processing<'_>,
+    first: PartitionId,
+    last: PartitionId,
+) -> Result<()> {
+    let me = p.ctx.partition_id.get();
+    p.command(
+        Key::NONE,
+        Intent::Distribute,
+        record(last.get(), ValueType::Deployment, Intent::Create),
+    );
+    let made = p.read().distributed_resources(me)?;
+    for target in first.get()..=last.get() {
+        if target == me {
+            continue;
+        }
+        for &(key, is_deployment) in &made {
+            let (value_type, intent) = if is_deployment {
+                (ValueType::Deployment, Intent::Create)
+            } else {
+                (ValueType::ResourceDeletion, Intent::Delete)
+            };
+            p.event(
+                key,
+                Intent::Distributing,
+                record(target, value_type, intent),
+            )?;
+            send_latest(p, target)?;
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn from_partition(
     p: &mut Processing<'_>,
     command: &InterPartitionCommand,

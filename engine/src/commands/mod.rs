@@ -65,6 +65,9 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::UserTask(command) => user_tasks::process(p, command),
         Command::ModifyProcessInstance(modify) => modification::modify(p, modify),
         Command::DeleteResource { resource_key } => resource_deletion::delete(p, *resource_key),
+        Command::RedistributeDeployments { first, last } => {
+            distribution::redistribute(p, *first, *last)
+        }
     }
 }
 
@@ -215,7 +218,9 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             Intent::Delete,
             resource_deletion::placeholder(*resource_key).into(),
         ),
-        Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
+        Command::FromPartition(_)
+        | Command::AcknowledgeSend { .. }
+        | Command::RedistributeDeployments { .. } => (
             Key::NONE,
             Intent::Distribute,
             CommandDistributionRecord {

@@ -50,6 +50,23 @@ impl Reader<'_> {
             .collect())
     }
 
+    /// The deployments and resource deletions made on partition `origin` (their keys
+    /// name it), in the order they were made: what a partition added later must get.
+    pub fn distributed_resources(&self, origin: u16) -> Result<Vec<(Key, bool)>> {
+        let mut made = Vec::new();
+        for (table, is_deployment) in [(table::DEPLOYMENT, true), (table::RESOURCE_DELETION, false)]
+        {
+            for key in self.trailing_keys(&KeyBuf::new(table), usize::MAX)? {
+                let key = Key(key);
+                if key.partition().get() == origin {
+                    made.push((key, is_deployment));
+                }
+            }
+        }
+        made.sort_by_key(|(key, _)| key.get());
+        Ok(made)
+    }
+
     pub fn resource_deletion(&self, key: Key) -> Result<Option<ResourceDeletionRecord>> {
         self.get(KeyBuf::new(table::RESOURCE_DELETION).key(key))
     }

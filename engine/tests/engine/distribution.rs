@@ -292,3 +292,110 @@ fn forms_reach_the_other_partitions_with_their_deployment() {
     );
     third.assert_replay_matches();
 }
+
+#[test]
+fn a_partition_added_later_gets_every_deployment_in_order_with_the_same_keys() {
+    let mut first = EngineRule::on_partition(1, 2);
+    let process = |name: &str| {
+        super::elements::model(&format!(
+            r#"<bpmn:startEvent id="s" name="{name}" /><bpmn:userTask id="t"><bpmn:extensionElements><zeebe:userTask /><zeebe:formDefinition formId="f" /></bpmn:extensionElements></bpmn:userTask>
+            <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t" />"#
+        ))
+    };
+    let v1 = first.deploy(&[
+        ("p.bpmn", process("one").into_bytes()),
+        ("f.form", br#"{"id": "f", "components": []}"#.to_vec()),
+    ]);
+    let v2 = first.deploy(&[("p.bpmn", process("two").into_bytes())]);
+    let decisions = first.deploy(&[("dish.dmn", fixture("dmn/dish.dmn"))]);
+    assert!(!decisions.is_rejected(), "{:?}", decisions.response);
+    let deleted = first.deploy(&[("g.form", br#"{"id": "g", "components": []}"#.to_vec())]);
+    let deleted_key = match deleted.value() {
+        RecordValue::Deployment(d) => d.form_metadata[0].form_key,
+        other => panic!("{other:?}"),
+    };
+    let deletion = first.process(Command::DeleteResource {
+        resource_key: rill_protocol::Key(deleted_key),
+    });
+    assert!(!deletion.is_rejected(), "{:?}", deletion.response);
+    let keys = |outcome: &Outcome| match outcome.value() {
+        RecordValue::Deployment(d) => d.processes_metadata[0].process_definition_key,
+        other => panic!("{other:?}"),
+    };
+    let (v1_key, v2_key) = (keys(&v1), keys(&v2));
+
+    // Partition 3 is added: partition 1 sends it what it made, oldest first.
+    first.partition_count = 3;
+    let engine_command = first
+        .engine
+        .partitions_added(PartitionId(1), PartitionId(3), PartitionId(3))
+        .expect("partition 1 hands its deployments on");
+    let redistributed = first.process(engine_command);
+    let sent = sends(&redistributed);
+    assert_eq!(sent.len(), 5, "four deployments and a deletion: {sent:?}");
+    assert!(sent.iter().all(|(p, _)| *p == PartitionId(3)));
+    let mut third = EngineRule::on_partition(3, 3);
+    deliver(&redistributed, &mut third);
+
+    // The same definitions, with their versions and keys; the deleted one is gone.
+    let definitions = match third.query(rill_engine::Query::ProcessDefinitions {
+        bpmn_process_id: None,
+    }) {
+        rill_engine::QueryResult::ProcessDefinitions(defs) => defs,
+        other => panic!("{other:?}"),
+    };
+    let mut found: Vec<(i32, i64)> = definitions
+        .iter()
+        .map(|d| (d.version, d.key.get()))
+        .collect();
+    found.sort_unstable();
+    assert_eq!(found, vec![(1, v1_key), (2, v2_key)], "{definitions:?}");
+    // New instances take the latest version, and its form with partition 1's key.
+    let instance = third.create("p", json!({}));
+    assert_eq!(instance.partition(), PartitionId(3));
+    let task = third
+        .records()
+        .of_type(rill_protocol::ValueType::UserTask)
+        .records
+        .iter()
+        .find_map(|r| match &r.value {
+            RecordValue::UserTask(t) => Some(t.clone()),
+            _ => None,
+        })
+        .expect("a user task on the added partition");
+    assert_eq!(task.process_definition_key, v2_key);
+    let form_key = match v1.value() {
+        RecordValue::Deployment(d) => d.form_metadata[0].form_key,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(task.form_key, form_key);
+    assert!(
+        third
+            .records()
+            .of_type(rill_protocol::ValueType::Decision)
+            .exists(),
+        "the decisions reached the added partition"
+    );
+    assert!(
+        third
+            .records()
+            .of_type(rill_protocol::ValueType::Form)
+            .with_intent(rill_protocol::Intent::Deleted)
+            .exists(),
+        "the deleted form is deleted on the added partition too"
+    );
+
+    // A later deployment follows the redistributed ones to partition 3.
+    let later = first.deploy_fixture("two-rest-calls.bpmn");
+    assert_eq!(
+        sends(&later)
+            .iter()
+            .map(|(p, _)| p.get())
+            .collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    deliver(&later, &mut third);
+    third.create("two-rest-calls", json!({}));
+    first.assert_replay_matches();
+    third.assert_replay_matches();
+}

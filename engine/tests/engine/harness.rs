@@ -117,6 +117,7 @@ impl EngineRule {
             timestamp: Timestamp(self.now),
             engine_version: ENGINE_VERSION,
             request,
+            message_partition_count: self.partition_count,
         };
         let mut out = Output::default();
         let mut overlay = Overlay::new(&self.state);

@@ -47,7 +47,7 @@ pub async fn publish(
         )));
     }
     let correlation_key = request.correlation_key.unwrap_or_default();
-    let partition = message_partition(&correlation_key, state.dispatch.partition_count());
+    let partition = message_partition(&correlation_key, state.dispatch.message_partition_count());
     let command = Command::PublishMessage(PublishMessage {
         name: request.name,
         correlation_key,

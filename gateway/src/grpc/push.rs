@@ -39,6 +39,8 @@ const FIRST_RETRY_DELAY: Duration = Duration::from_millis(50);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(1);
 /// How long a job waits for room in a full client stream before it is given back.
 const FULL_STREAM_WAIT: Duration = Duration::from_secs(1);
+/// How often an open stream looks whether partitions were added to the cluster.
+const ADDED_PARTITIONS_CHECK: Duration = Duration::from_secs(1);
 
 type JobSender = mpsc::Sender<Result<ActivatedJob, Status>>;
 
@@ -131,7 +133,8 @@ impl JobStreams {
                     next: AtomicUsize::new(0),
                     stopped: watch::channel(false).0,
                 });
-                for p in 1..=self.state.dispatch.partition_count() {
+                let fed = self.state.dispatch.partition_count();
+                for p in 1..=fed {
                     tokio::spawn(feed(
                         self.state.clone(),
                         aggregate.clone(),
@@ -139,6 +142,12 @@ impl JobStreams {
                         stream.clone(),
                     ));
                 }
+                tokio::spawn(feed_added_partitions(
+                    self.state.clone(),
+                    aggregate.clone(),
+                    stream.clone(),
+                    fed,
+                ));
                 aggregate
             });
             aggregate.clients().push((id, sender.clone()));
@@ -175,6 +184,34 @@ fn leave(aggregates: &Mutex<HashMap<StreamKey, Arc<Aggregate>>>, key: &StreamKey
         drop(clients);
         aggregate.stopped.send_replace(true);
         aggregates.remove(key);
+    }
+}
+
+/// Registers `aggregate` with the partitions added to the cluster after partition
+/// `fed` (a cluster change added them), while it has client streams.
+async fn feed_added_partitions(
+    state: SharedState,
+    aggregate: Arc<Aggregate>,
+    stream: ActivateJobs,
+    mut fed: u16,
+) {
+    let mut stopped = aggregate.stopped.subscribe();
+    let mut shutdown = state.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = stopped.wait_for(|stopped| *stopped) => return,
+            _ = shutdown.wait_for(|stopping| *stopping) => return,
+            () = tokio::time::sleep(ADDED_PARTITIONS_CHECK) => {}
+        }
+        while fed < state.dispatch.partition_count() {
+            fed += 1;
+            tokio::spawn(feed(
+                state.clone(),
+                aggregate.clone(),
+                PartitionId(fed),
+                stream.clone(),
+            ));
+        }
     }
 }
 

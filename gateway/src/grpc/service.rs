@@ -668,7 +668,7 @@ impl Gateway for GatewayService {
         }
         let partition = message_partition(
             &request.correlation_key,
-            self.state.dispatch.partition_count(),
+            self.state.dispatch.message_partition_count(),
         );
         let command = Command::PublishMessage(PublishMessage {
             name: request.name,

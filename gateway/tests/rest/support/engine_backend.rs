@@ -133,6 +133,7 @@ impl EngineBackend {
             timestamp: self.now(),
             engine_version: 1,
             request,
+            message_partition_count: self.partitions.len() as u16,
         };
         let mut out = ProcessingOutput::default();
         let mut overlay = Overlay::new(&part.state);
