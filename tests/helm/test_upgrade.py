@@ -11,6 +11,7 @@ import json
 import threading
 
 import helm_python as helm
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -247,3 +248,32 @@ def test_first_install_runs_no_scale_job(render):
     assert rendered.one("StatefulSet")["spec"]["replicas"] == 5
     assert env_value(broker(rendered), "RILL_CLUSTER__SIZE") == "5"
     assert rendered.all("Job") == []
+
+
+@pytest.mark.parametrize("kube_version", ["1.25.0", kubernetes_validate.latest_version()])
+def test_scale_jobs_match_the_kubernetes_schemas(release, kube_version):
+    up = release().upgrade({"clusterSize": 5, "partitionCount": 6})
+    for doc in up.all("Job") + up.all("StatefulSet"):
+        kubernetes_validate.validate(doc, kube_version, strict=True)
+    assert len(up.all("Job")) == 2
+
+
+def test_initial_cluster_pins_the_brokers_settings_where_lookup_sees_nothing(render):
+    # helm template, Argo CD: no cluster to read; the values say what it was created with.
+    rendered = render({"clusterSize": 5, "partitionCount": 6,
+                       "initialCluster": {"clusterSize": 3, "partitionCount": 3, "replicationFactor": 3}})
+    assert rendered.one("StatefulSet")["spec"]["replicas"] == 5
+    assert env_value(broker(rendered), "RILL_CLUSTER__SIZE") == "3"
+    assert env_value(broker(rendered), "RILL_CLUSTER__PARTITIONS_COUNT") == "3"
+    assert len(env_value(broker(rendered), "RILL_CLUSTER__INITIAL_CONTACT_POINTS").split(",")) == 3
+
+
+def test_initial_cluster_must_match_the_running_brokers(release):
+    deployed = release()
+    pinned = {"clusterSize": 4, "partitionCount": 3, "replicationFactor": 3}
+    with pytest.raises(helm.HelmRenderError) as refused:
+        deployed.upgrade({"clusterSize": 5, "initialCluster": pinned})
+    assert "initialCluster.clusterSize is 4, but the running brokers were created with clusterSize=3" \
+        in str(refused.value)
+    up = deployed.upgrade({"clusterSize": 5, "initialCluster": {**pinned, "clusterSize": 3}})
+    assert scale_jobs(up)["pre-upgrade"][0] == "start"

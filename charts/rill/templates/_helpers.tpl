@@ -278,6 +278,10 @@ StatefulSet in the cluster; it finds nothing in `helm template` or a client-side
 {{- define "rill.shape" -}}
 {{- $values := dict "clusterSize" (int .Values.clusterSize) "partitionCount" (int .Values.partitionCount) "replicationFactor" (int .Values.replicationFactor) -}}
 {{- $created := $values -}}
+{{- $pinned := .Values.initialCluster | default dict -}}
+{{- if $pinned.clusterSize }}
+{{- $created = dict "clusterSize" (int $pinned.clusterSize) "partitionCount" (int (required "initialCluster.partitionCount: set it with initialCluster.clusterSize, to the partitionCount the cluster was created with" $pinned.partitionCount)) "replicationFactor" (int (required "initialCluster.replicationFactor: set it with initialCluster.clusterSize, to the replicationFactor the cluster was created with" $pinned.replicationFactor)) -}}
+{{- end }}
 {{- $running := dict -}}
 {{- $existing := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "rill.brokerName" .) -}}
 {{- if and $existing (not .Values.allowTopologyChange) }}
@@ -291,7 +295,15 @@ StatefulSet in the cluster; it finds nothing in `helm template` or a client-side
 {{- end }}
 {{- end }}
 {{- end }}
-{{- $created = dict "clusterSize" (get $env "RILL_CLUSTER__SIZE" | default $values.clusterSize | int) "partitionCount" (get $env "RILL_CLUSTER__PARTITIONS_COUNT" | default $values.partitionCount | int) "replicationFactor" (get $env "RILL_CLUSTER__REPLICATION_FACTOR" | default $values.replicationFactor | int) -}}
+{{- $deployed := dict "clusterSize" (get $env "RILL_CLUSTER__SIZE" | default $created.clusterSize | int) "partitionCount" (get $env "RILL_CLUSTER__PARTITIONS_COUNT" | default $created.partitionCount | int) "replicationFactor" (get $env "RILL_CLUSTER__REPLICATION_FACTOR" | default $created.replicationFactor | int) -}}
+{{- if $pinned.clusterSize }}
+{{- range $key := list "clusterSize" "partitionCount" "replicationFactor" }}
+{{- if ne (int (get $deployed $key)) (int (get $created $key)) }}
+{{- fail (printf "initialCluster.%s is %d, but the running brokers were created with %s=%d: set initialCluster.%s to %d (or leave initialCluster empty: helm upgrade reads it from the cluster)." $key (int (get $created $key)) $key (int (get $deployed $key)) $key (int (get $deployed $key))) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $created = $deployed -}}
 {{- $annotations := $existing.metadata.annotations | default dict -}}
 {{- $running = dict "clusterSize" (get $annotations "rill/cluster-size" | default $created.clusterSize | int) "partitionCount" (get $annotations "rill/partition-count" | default $created.partitionCount | int) "replicationFactor" (get $annotations "rill/replication-factor" | default $created.replicationFactor | int) -}}
 {{- end }}
