@@ -3,7 +3,7 @@
 Against real `rill broker` processes on loopback: an upgrade 3 -> 4 brokers (the
 pre-upgrade Job starts the change, broker 3 starts as the StatefulSet would start it, the
 post-upgrade Job waits for it), then 4 -> 3 (the pre-upgrade Job moves broker 3's
-replicas off and waits). Against a small fake management endpoint: what the script does
+replicas off and waits), then replication factor 3 -> 2. Against a small fake management endpoint: what the script does
 when the change does not end, the brokers refuse it, another change is running, or no
 broker answers. The Jobs' settings come from a rendered upgrade (test_upgrade's fake API
 server); only the management addresses are pointed at this machine.
@@ -149,6 +149,16 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         again = run_job(shrink["pre-upgrade"], path_with_rill, management)
         assert again.returncode == 0, again.stderr
         assert "nothing to change" in again.stderr
+
+        # Fewer replicas of each partition, with the same brokers.
+        deployed.deploy(down)
+        fewer = scale_jobs(deployed.upgrade({"clusterSize": 3, "replicationFactor": 2}))
+        assert set(fewer) == {"pre-upgrade"}
+        lowered = run_job(fewer["pre-upgrade"], path_with_rill, management)
+        assert lowered.returncode == 0, lowered.stderr
+        assert "the cluster has 3 broker(s), 3 partition(s), replication factor 2" in lowered.stderr
+        replicas = [len(b["partitions"]) for b in configuration(brokers[2])["brokers"]]
+        assert sum(replicas) == 6, replicas
     finally:
         for b in brokers:
             b.stop()

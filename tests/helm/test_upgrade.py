@@ -277,3 +277,14 @@ def test_initial_cluster_must_match_the_running_brokers(release):
         in str(refused.value)
     up = deployed.upgrade({"clusterSize": 5, "initialCluster": {**pinned, "clusterSize": 3}})
     assert scale_jobs(up)["pre-upgrade"][0] == "start"
+
+
+def test_notes_say_how_to_follow_the_change(release):
+    deployed = release()
+    manifests = deployed.config.render(deployed.chart, {"clusterSize": 5}, name=RELEASE, namespace=NAMESPACE,
+                                       is_upgrade=True)
+    notes = manifests["rill/templates/NOTES.txt"]
+    assert "Scaled from 3 broker(s), 3 partition(s), replication factor 3." in notes
+    assert "rill cluster status --management http://localhost:9600" in notes
+    same = deployed.config.render(deployed.chart, {}, name=RELEASE, namespace=NAMESPACE, is_upgrade=True)
+    assert "Scaled from" not in same["rill/templates/NOTES.txt"]
