@@ -3,10 +3,10 @@
 Against real `rill broker` processes on loopback: an upgrade 3 -> 4 brokers (the
 pre-upgrade Job starts the change, broker 3 starts as the StatefulSet would start it, the
 post-upgrade Job waits for it), then 4 -> 3 (the pre-upgrade Job moves broker 3's
-replicas off and waits), then replication factor 3 -> 2. Against a small fake management endpoint: what the script does
-when the change does not end, the brokers refuse it, another change is running, or no
-broker answers. The Jobs' settings come from a rendered upgrade (test_upgrade's fake API
-server); only the management addresses are pointed at this machine.
+replicas off and waits), then replication factor 3 -> 2. Against a small fake management
+endpoint: what the script does when the change does not end, the brokers refuse it,
+another change is running, or no broker answers. The Jobs' settings come from a rendered
+upgrade (conftest's fake API server); only the management addresses point here.
 """
 
 import http.server
@@ -21,8 +21,7 @@ import urllib.request
 
 import pytest
 
-from conftest import CHART, rill_binary
-from test_upgrade import FakeApiServer, release, scale_jobs  # noqa: F401 (fixture)
+from conftest import CHART, rill_binary, scale_jobs
 
 pytestmark = pytest.mark.skipif(rill_binary() is None, reason="no rill binary: set RILL_BIN")
 
@@ -258,6 +257,16 @@ def test_starting_leaves_a_change_in_progress_alone(fake, up_jobs, path_with_ril
     assert done.returncode == 0, done.stderr
     assert "a change is already in progress; leaving it to complete" in done.stderr
     assert fake.patches == []
+
+
+def test_a_race_with_another_change_is_retried_until_the_timeout(fake, path_with_rill, release):
+    fake.patch_answer = (409, {"status": 409, "message": "change 7 is in progress"})
+    down = scale_jobs(release({"clusterSize": 4}).upgrade({"clusterSize": 3}))
+    fake.topology = topology(4, 3)
+    done = run_job(down["pre-upgrade"], path_with_rill, fake.url, RILL_SCALE_TIMEOUT="3")
+    assert done.returncode == 1
+    assert "another change was started first; waiting for it" in done.stderr
+    assert "kept answering that another change is in progress for 3s" in done.stderr
 
 
 def test_waiting_reports_a_cluster_that_ended_elsewhere(fake, up_jobs, path_with_rill):

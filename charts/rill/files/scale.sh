@@ -164,7 +164,11 @@ case "$mode" in
       if start_change; then
         break
       fi
+      if expired; then
+        fail "the brokers kept answering that another change is in progress for ${timeout}s"
+      fi
       say "another change was started first; waiting for it"
+      sleep "$interval"
       read_status
     done
     if [ "$mode" = apply ]; then
