@@ -136,6 +136,9 @@ start_change() {
   return 0
 }
 
+# PID 1 of the Job's pod: without a handler, SIGTERM (the Job's deadline) would be ignored.
+trap 'say "stopped"; exit 143' TERM INT
+
 say "mode $mode, to $wanted"
 read_status
 case "$mode" in
