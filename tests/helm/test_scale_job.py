@@ -284,6 +284,17 @@ def test_no_broker_answering_fails_after_the_timeout(up_jobs, path_with_rill):
     assert f"no broker's management API answered within 2s ({dead})" in done.stderr
 
 
+def test_a_broker_that_never_answers_is_given_up_on(up_jobs, path_with_rill):
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        done = run_job(up_jobs["post-upgrade"], path_with_rill, address,
+                       RILL_SCALE_TIMEOUT="3", RILL_SCALE_REQUEST_TIMEOUT="1")
+    assert done.returncode == 1
+    assert f"no broker's management API answered within 3s ({address}): no answer within 1s" in done.stderr
+
+
 def test_script_is_plain_posix_sh():
     source = (CHART / "files" / "scale.sh").read_text()
     dash = shutil.which("dash")

@@ -14,7 +14,8 @@
 # RILL_SCALE_PARTITIONS partitions and RILL_SCALE_REPLICATION_FACTOR replicas of each
 # ("start" only when it found nothing to do). RILL_SCALE_MANAGEMENT lists monitoring
 # addresses (http://host:9600), tried in turn; RILL_SCALE_TIMEOUT bounds the whole run
-# in seconds; RILL_SCALE_INTERVAL is the pause between polls.
+# in seconds, RILL_SCALE_REQUEST_TIMEOUT each call of the CLI; RILL_SCALE_INTERVAL is
+# the pause between polls.
 set -eu
 
 mode="${1:-}"
@@ -45,6 +46,17 @@ fail() {
   exit 1
 }
 
+# The CLI waits as long as a broker keeps the connection open: bound each call.
+rill_cli() {
+  timeout "${RILL_SCALE_REQUEST_TIMEOUT:-60}" rill cluster "$@" 2>&1 || {
+    code=$?
+    if [ "$code" -eq 124 ]; then
+      echo "no answer within ${RILL_SCALE_REQUEST_TIMEOUT:-60}s"
+    fi
+    return "$code"
+  }
+}
+
 expired() {
   [ "$(date +%s)" -ge "$deadline" ]
 }
@@ -54,7 +66,7 @@ expired() {
 read_status() {
   while :; do
     for address in $RILL_SCALE_MANAGEMENT; do
-      if out=$(rill cluster status --management "$address" 2>&1); then
+      if out=$(rill_cli status --management "$address"); then
         table="$out"
         at="$address"
         return 0
@@ -119,14 +131,14 @@ check_reached() {
 # Starts the change; answers 0 once recorded, 1 when another change came first.
 start_change() {
   set -- --brokers "$brokers" --partitions "$partitions" --replication-factor "$replication"
-  if ! plan=$(rill cluster scale "$@" --dry-run --management "$at" 2>&1); then
+  if ! plan=$(rill_cli scale "$@" --dry-run --management "$at"); then
     case "$plan" in
       *409*) return 1 ;;
     esac
     fail "the brokers refuse to scale to $wanted: $plan"
   fi
   printf '%s\n' "$plan" >&2
-  if ! started=$(rill cluster scale "$@" --management "$at" 2>&1); then
+  if ! started=$(rill_cli scale "$@" --management "$at"); then
     case "$started" in
       *409*) return 1 ;;
     esac
