@@ -10,9 +10,9 @@
 #                    done, so their replicas have moved off before their pods go
 #   scale.sh wait    after brokers are added: waits until no change is in progress
 #
-# Every mode ends by checking that the cluster has RILL_SCALE_BROKERS brokers,
-# RILL_SCALE_PARTITIONS partitions and RILL_SCALE_REPLICATION_FACTOR replicas of each
-# ("start" only when it found nothing to do). RILL_SCALE_MANAGEMENT lists monitoring
+# "apply" and "wait" end by checking that the cluster has RILL_SCALE_BROKERS brokers,
+# RILL_SCALE_PARTITIONS partitions and RILL_SCALE_REPLICATION_FACTOR replicas of each;
+# "start" does nothing when it has them already. RILL_SCALE_MANAGEMENT lists monitoring
 # addresses (http://host:9600), tried in turn; RILL_SCALE_TIMEOUT bounds the whole run
 # in seconds, RILL_SCALE_REQUEST_TIMEOUT each call of the CLI; RILL_SCALE_INTERVAL is
 # the pause between polls.
