@@ -2,7 +2,8 @@
 
 Against real `rill broker` processes on loopback: an upgrade 3 -> 4 brokers (the
 pre-upgrade Job starts the change, broker 3 starts as the StatefulSet would start it, the
-post-upgrade Job waits for it), then 4 -> 3 (the pre-upgrade Job moves broker 3's
+post-upgrade Job waits for it, and a gateway apart given the new brokers' addresses, as
+the chart gives them, reaches broker 3), then 4 -> 3 (the pre-upgrade Job moves broker 3's
 replicas off and waits), then replication factor 3 -> 2. Against a small fake management
 endpoint: what the script does when the change does not end, the brokers refuse it,
 another change is running, or no broker answers. The Jobs' settings come from a rendered
@@ -53,19 +54,30 @@ def run_job(job, path, management, **extra):
 # --- Against real brokers ----------------------------------------------------------------
 
 class Broker:
-    def __init__(self, directory, node, size, contact_points, internal_port):
+    """A `rill broker` (or, with role="gateway", a gateway apart) on loopback."""
+
+    def __init__(self, directory, node, size, contact_points, internal_port, command_port=None, role="broker"):
         self.monitoring = f"http://127.0.0.1:{free_port()}"
-        self.log = directory / f"broker-{node}.log"
+        self.rest = f"http://127.0.0.1:{free_port()}"
+        self.command = f"127.0.0.1:{command_port or free_port()}"
+        self.log = directory / f"{role}-{node}.log"
         options = [
-            f"cluster.node-id={node}", f"cluster.size={size}", "cluster.partitions-count=3",
-            "cluster.replication-factor=3", "cluster.host=127.0.0.1",
-            f"cluster.internal-port={internal_port}", f"cluster.command-port={free_port()}",
-            f"cluster.initial-contact-points={contact_points}",
-            "raft.heartbeat-interval=100ms", "raft.election-timeout=1s",
-            "gateway.enabled=false", "monitoring.host=127.0.0.1",
-            f"monitoring.port={self.monitoring.rsplit(':', 1)[1]}",
+            "monitoring.host=127.0.0.1", f"monitoring.port={self.monitoring.rsplit(':', 1)[1]}",
         ]
-        arguments = [str(rill_binary()), "broker", "--data-dir", str(directory / f"data-{node}")]
+        if role == "broker":
+            options += [
+                f"cluster.node-id={node}", f"cluster.size={size}", "cluster.partitions-count=3",
+                "cluster.replication-factor=3", "cluster.host=127.0.0.1",
+                f"cluster.internal-port={internal_port}", f"cluster.command-port={self.command.rsplit(':', 1)[1]}",
+                f"cluster.initial-contact-points={contact_points}",
+                "raft.heartbeat-interval=100ms", "raft.election-timeout=1s", "gateway.enabled=false",
+            ]
+        else:
+            options += [
+                f"gateway.contact-points={contact_points}", "gateway.host=127.0.0.1",
+                f"gateway.rest-port={self.rest.rsplit(':', 1)[1]}", f"gateway.grpc-port={free_port()}",
+            ]
+        arguments = [str(rill_binary()), role, "--data-dir", str(directory / f"data-{role}-{node}")]
         for option in options:
             arguments += ["--set", option]
         with open(self.log, "w") as log:
@@ -107,6 +119,11 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
     internal = [free_port() for _ in range(3)]
     contact_points = ",".join(f"127.0.0.1:{p}" for p in internal)
     brokers = [Broker(tmp_path, i, 3, contact_points, internal[i]) for i in range(3)]
+    # A gateway apart, with every broker of the new clusterSize as contact points (the
+    # chart's Deployment after the upgrade), broker 3's not there yet.
+    command_3 = free_port()
+    gateway_points = ",".join([b.command for b in brokers] + [f"127.0.0.1:{command_3}"])
+    gateway = Broker(tmp_path, 0, 0, gateway_points, 0, role="gateway")
     try:
         wait_ready(brokers)
         # The first address is a broker that is not there: the script goes on to the next.
@@ -122,7 +139,7 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
 
         # The upgrade grows the StatefulSet: pod 3 starts with the settings of the others.
         deployed.deploy(up)
-        brokers.append(Broker(tmp_path, 3, 3, contact_points, free_port()))
+        brokers.append(Broker(tmp_path, 3, 3, contact_points, free_port(), command_port=command_3))
         waited = run_job(jobs["post-upgrade"], path_with_rill, management)
         assert waited.returncode == 0, waited.stderr + brokers[3].log.read_text()[-4000:]
         assert "the cluster has 4 broker(s), 3 partition(s), replication factor 3" in waited.stderr
@@ -132,6 +149,15 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         assert sorted(by_id) == [0, 1, 2, 3]
         assert by_id[3]["partitions"], after
         wait_ready(brokers)
+        # The gateway reaches broker 3 and the partitions it took.
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(f"{gateway.rest}/v2/topology", timeout=5) as answer:
+                seen = {b["nodeId"]: b["partitions"] for b in json.load(answer)["brokers"]}
+            if seen.get(3):
+                break
+            assert time.monotonic() < deadline, f"the gateway does not see broker 3: {seen}"
+            time.sleep(0.5)
 
         down = deployed.upgrade({"clusterSize": 3})
         shrink = scale_jobs(down)
@@ -159,7 +185,7 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         replicas = [len(b["partitions"]) for b in configuration(brokers[2])["brokers"]]
         assert sum(replicas) == 6, replicas
     finally:
-        for b in brokers:
+        for b in brokers + [gateway]:
             b.stop()
 
 
