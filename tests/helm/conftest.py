@@ -1,8 +1,11 @@
 """Shared helpers for the chart tests: render the chart offline and look objects up."""
 
+import http.server
+import json
 import os
 import pathlib
 import re
+import threading
 
 import helm_python as helm
 import pytest
@@ -85,3 +88,97 @@ def known_rill_options():
 def rill_binary():
     path = os.environ.get("RILL_BIN")
     return pathlib.Path(path) if path and os.access(path, os.X_OK) else None
+
+
+# --- Upgrades: Helm's `lookup` answered by a fake API server ------------------------
+
+APPS_V1 = {
+    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+    "resources": [{"name": "statefulsets", "singularName": "statefulset", "namespaced": True,
+                   "kind": "StatefulSet", "verbs": ["get", "list"]}],
+}
+NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+
+
+class FakeApiServer:
+    """Serves apps/v1 discovery and, when set, one StatefulSet; 404 for the rest."""
+
+    def __init__(self):
+        self.statefulset = None
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                server.requests.append(path)
+                wanted = f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets/{RELEASE}-broker"
+                if path == "/apis/apps/v1":
+                    self.answer(200, APPS_V1)
+                elif path == wanted and server.statefulset is not None:
+                    self.answer(200, server.statefulset)
+                else:
+                    self.answer(404, NOT_FOUND)
+
+            def answer(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Release:
+    """A release deployed into the fake cluster; upgrade(values) renders the next one."""
+
+    def __init__(self, config, chart, api):
+        self.config, self.chart, self.api = config, chart, api
+
+    def upgrade(self, values):
+        manifests = self.config.render(self.chart, values, name=RELEASE, namespace=NAMESPACE, is_upgrade=True)
+        return Rendered(manifests, values, self.chart.merge_values(values))
+
+    def deploy(self, rendered):
+        """What `helm upgrade` leaves in the cluster: the new StatefulSet."""
+        self.api.statefulset = rendered.one("StatefulSet", f"{RELEASE}-broker")
+        return rendered
+
+
+@pytest.fixture
+def release(render):
+    """A release installed with `values` (the defaults: 3 brokers, 3 partitions, 3 replicas)."""
+    api = FakeApiServer()
+    with helm.Config(kube_apiserver=api.url, kube_token="test", namespace=NAMESPACE) as config, \
+            helm.Chart.load(str(CHART)) as chart:
+        def install(values=None):
+            api.statefulset = render(values or {}).one("StatefulSet", f"{RELEASE}-broker")
+            return Release(config, chart, api)
+        yield install
+    api.close()
+
+
+def scale_jobs(rendered):
+    """{hook: (mode, env, job)} of the scale Jobs."""
+    jobs = {}
+    for job in rendered.all("Job"):
+        container = job["spec"]["template"]["spec"]["containers"][0]
+        command = container["command"]
+        assert command[:2] == ["/bin/sh", "-c"] and command[3] == "scale.sh"
+        env = {e["name"]: e["value"] for e in container["env"]}
+        jobs[job["metadata"]["annotations"]["helm.sh/hook"]] = (command[4], env, job)
+    return jobs
+
+

@@ -129,3 +129,22 @@ def test_rill_accepts_the_compose_brokers(tmp_path):
         env = {k: str(v) for k, v in service["environment"].items()} | {"PATH": "/usr/bin:/bin"}
         config = show_and_validate(tmp_path, env, [str(RILL), "config", "show"])
         assert config["cluster"]["node-id"] == int(name.removeprefix("broker-"))
+
+
+def test_rill_accepts_the_brokers_a_scale_up_adds(release, tmp_path, shim):
+    """Pods 3 and 4 of a release scaled from 3 to 5 brokers: the settings of the others,
+    their own node id beyond cluster.size, and the running brokers as contact points."""
+    up = release().upgrade({"clusterSize": 5, "partitionCount": 6})
+    sts = up.one("StatefulSet", "rill-broker")
+    script = tmp_path / "startup.sh"
+    script.write_text(up.one("ConfigMap", "rill-broker")["data"]["startup.sh"])
+    (container,) = sts["spec"]["template"]["spec"]["containers"]
+    assert sts["spec"]["replicas"] == 5
+    for ordinal in (3, 4):
+        pod = f"rill-broker-{ordinal}"
+        env = resolve_env(container, pod, ordinal) | {"PATH": f"{shim}:/usr/bin:/bin"}
+        cluster = show_and_validate(tmp_path, env, ["/bin/sh", str(script)])["cluster"]
+        assert (cluster["node-id"], cluster["size"], cluster["partitions-count"]) == (ordinal, 3, 3)
+        assert cluster["advertised-host"] == f"{pod}.rill-broker.workflows.svc.cluster.local"
+        assert cluster["initial-contact-points"] == [
+            f"rill-broker-{i}.rill-broker.workflows.svc.cluster.local:26502" for i in range(3)]

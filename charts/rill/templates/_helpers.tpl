@@ -68,12 +68,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-%d.%s.%s.svc.%s" $name (int .index) $name .ctx.Release.Namespace .ctx.Values.clusterDomain }}
 {{- end }}
 
-{{/* host:port of every broker on one port, comma-separated: (dict "ctx" $ "port" p). */}}
+{{/*
+host:port of brokers 0 to size-1 on one port, comma-separated:
+(dict "ctx" $ "port" p "size" n).
+*/}}
 {{- define "rill.brokerAddresses" -}}
 {{- $ctx := .ctx -}}
 {{- $port := int .port -}}
 {{- $addresses := list -}}
-{{- range $i := until (int $ctx.Values.clusterSize) -}}
+{{- range $i := until (int .size) -}}
 {{- $addresses = append $addresses (printf "%s:%d" (include "rill.brokerHost" (dict "ctx" $ctx "index" $i)) $port) -}}
 {{- end -}}
 {{- join "," $addresses -}}
@@ -109,18 +112,23 @@ camelCase keys become Rill's names: requestTimeout -> REQUEST_TIMEOUT.
 {{- end }}
 {{- end }}
 
-{{/* Settings both brokers and the separate gateway read. */}}
+{{/*
+Settings both brokers and the separate gateway read. The cluster's size, partitions and
+replication factor are those it was created with (see rill.shape): a scaled cluster's
+actual shape is its replicated configuration, which the brokers keep.
+*/}}
 {{- define "rill.commonEnv" -}}
+{{- $created := (include "rill.shape" . | fromJson).created }}
 - name: RILL_LOG
   value: {{ .Values.logLevel | quote }}
 - name: RILL_LOG_FORMAT
   value: {{ .Values.logFormat | quote }}
 - name: RILL_CLUSTER__SIZE
-  value: {{ .Values.clusterSize | int | quote }}
+  value: {{ $created.clusterSize | int | quote }}
 - name: RILL_CLUSTER__PARTITIONS_COUNT
-  value: {{ .Values.partitionCount | int | quote }}
+  value: {{ $created.partitionCount | int | quote }}
 - name: RILL_CLUSTER__REPLICATION_FACTOR
-  value: {{ .Values.replicationFactor | int | quote }}
+  value: {{ $created.replicationFactor | int | quote }}
 - name: RILL_CLUSTER__COMMAND_PORT
   value: {{ .Values.service.commandPort | int | quote }}
 - name: RILL_CLUSTER__INTERNAL_PORT
@@ -261,30 +269,62 @@ names the value at fault and the fix.
 {{- end }}
 
 {{/*
-On upgrade: the brokers' placement of partitions follows clusterSize, partitionCount and
-replicationFactor, and Rill cannot change them in a running cluster. `lookup` reads the
-StatefulSet in the cluster (it finds nothing in `helm template` or a dry run).
+The cluster's shape as JSON: "values" (what this release asks for), "created" (what the
+brokers' settings say: cluster.size, partitions-count and replication-factor stay those
+the cluster was created with, as every broker a scale-up adds must start with them), and
+"running" (what the last release applied; empty on a first install). `lookup` reads the
+StatefulSet in the cluster; it finds nothing in `helm template` or a client-side dry run.
 */}}
-{{- define "rill.checkTopology" -}}
+{{- define "rill.shape" -}}
+{{- $values := dict "clusterSize" (int .Values.clusterSize) "partitionCount" (int .Values.partitionCount) "replicationFactor" (int .Values.replicationFactor) -}}
+{{- $created := $values -}}
+{{- $pinned := .Values.initialCluster | default dict -}}
+{{- if $pinned.clusterSize }}
+{{- $created = dict "clusterSize" (int $pinned.clusterSize) "partitionCount" (int (required "initialCluster.partitionCount: set it with initialCluster.clusterSize, to the partitionCount the cluster was created with" $pinned.partitionCount)) "replicationFactor" (int (required "initialCluster.replicationFactor: set it with initialCluster.clusterSize, to the replicationFactor the cluster was created with" $pinned.replicationFactor)) -}}
+{{- end }}
+{{- $running := dict -}}
 {{- $existing := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "rill.brokerName" .) -}}
 {{- if and $existing (not .Values.allowTopologyChange) }}
-{{- $before := dict -}}
+{{- $env := dict -}}
 {{- range $container := $existing.spec.template.spec.containers }}
 {{- if eq $container.name "broker" }}
 {{- range $entry := $container.env }}
 {{- if hasKey $entry "value" }}
-{{- $_ := set $before $entry.name $entry.value -}}
+{{- $_ := set $env $entry.name $entry.value -}}
 {{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
-{{- $now := dict "clusterSize" (list "RILL_CLUSTER__SIZE" .Values.clusterSize) "partitionCount" (list "RILL_CLUSTER__PARTITIONS_COUNT" .Values.partitionCount) "replicationFactor" (list "RILL_CLUSTER__REPLICATION_FACTOR" .Values.replicationFactor) -}}
-{{- range $value, $pair := $now }}
-{{- $old := get $before (index $pair 0) -}}
-{{- $new := index $pair 1 | int | toString -}}
-{{- if and $old (ne $old $new) }}
-{{- fail (printf "%s is %s in the running cluster and would become %s: Rill cannot change the number of brokers, the number of partitions or the replication factor of an existing cluster, whose data was placed for the old values (docs/kubernetes.md, \"Scale out\"). Keep %s=%s. Only if the brokers' volumes were deleted, set allowTopologyChange=true." $value $old $new $value $old) }}
+{{- $deployed := dict "clusterSize" (get $env "RILL_CLUSTER__SIZE" | default $created.clusterSize | int) "partitionCount" (get $env "RILL_CLUSTER__PARTITIONS_COUNT" | default $created.partitionCount | int) "replicationFactor" (get $env "RILL_CLUSTER__REPLICATION_FACTOR" | default $created.replicationFactor | int) -}}
+{{- if $pinned.clusterSize }}
+{{- range $key := list "clusterSize" "partitionCount" "replicationFactor" }}
+{{- if ne (int (get $deployed $key)) (int (get $created $key)) }}
+{{- fail (printf "initialCluster.%s is %d, but the running brokers were created with %s=%d: set initialCluster.%s to %d (or leave initialCluster empty: helm upgrade reads it from the cluster)." $key (int (get $created $key)) $key (int (get $deployed $key)) $key (int (get $deployed $key))) }}
 {{- end }}
+{{- end }}
+{{- end }}
+{{- $created = $deployed -}}
+{{- $annotations := $existing.metadata.annotations | default dict -}}
+{{- $running = dict "clusterSize" (get $annotations "rill/cluster-size" | default $created.clusterSize | int) "partitionCount" (get $annotations "rill/partition-count" | default $created.partitionCount | int) "replicationFactor" (get $annotations "rill/replication-factor" | default $created.replicationFactor | int) -}}
+{{- end }}
+{{- toJson (dict "values" $values "created" $created "running" $running) -}}
+{{- end }}
+
+{{/*
+On upgrade: what of a new shape the chart refuses, naming the value. Everything else is
+the scale Jobs' work (templates/broker-scale-jobs.yaml).
+*/}}
+{{- define "rill.checkScaling" -}}
+{{- $shape := include "rill.shape" . | fromJson -}}
+{{- with $shape.running }}
+{{- $created := $shape.created -}}
+{{- $values := $shape.values -}}
+{{- if lt (int $values.partitionCount) (int .partitionCount) }}
+{{- fail (printf "partitionCount is %d in the running cluster and would become %d: partitions can only be added, never removed (their instances, messages and keys live there). Keep partitionCount at %d or more." (int .partitionCount) (int $values.partitionCount) (int .partitionCount)) }}
+{{- end }}
+{{- $changed := or (ne (int $values.clusterSize) (int .clusterSize)) (ne (int $values.partitionCount) (int .partitionCount)) (ne (int $values.replicationFactor) (int .replicationFactor)) -}}
+{{- if and $changed (eq (int $created.clusterSize) 1) }}
+{{- fail (printf "clusterSize, partitionCount and replicationFactor cannot change: this cluster was created with clusterSize 1, a single broker without an internal port, which cannot be scaled. Keep clusterSize=1, partitionCount=%d, replicationFactor=%d, or install a new release with the size you need." (int .partitionCount) (int .replicationFactor)) }}
 {{- end }}
 {{- end }}
 {{- end }}
