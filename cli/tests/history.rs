@@ -458,6 +458,15 @@ fn a_called_instance_names_its_parent() {
         assert_eq!(s, 200, "{got}");
         assert_eq!(got["parentProcessInstanceKey"], parent.as_str(), "{got}");
         assert!(got["parentElementInstanceKey"].is_string(), "{got}");
+        // Both name the parent as the root of their call hierarchy.
+        assert_eq!(got["rootProcessInstanceKey"], parent.as_str(), "{got}");
+        assert_eq!(child["rootProcessInstanceKey"], parent.as_str(), "{page}");
+        let (s, got) = api
+            .get(&format!("/v2/process-instances/{parent}"))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{got}");
+        assert_eq!(got["rootProcessInstanceKey"], parent.as_str(), "{got}");
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }

@@ -287,6 +287,11 @@ impl<'a> HistoryWriter<'a> {
                             tenant_id: value.tenant_id.clone(),
                             process_definition_name,
                             process_definition_version_tag,
+                            root_process_instance_key: if value.root_process_instance_key > 0 {
+                                Key(value.root_process_instance_key)
+                            } else {
+                                key
+                            },
                         };
                         self.create(&instance)?;
                     }

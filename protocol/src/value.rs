@@ -17,6 +17,10 @@ fn default_tenant() -> String {
     DEFAULT_TENANT.to_owned()
 }
 
+fn no_key() -> i64 {
+    -1
+}
+
 /// A record's value, tagged by its value type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum RecordValue {
@@ -276,6 +280,11 @@ pub struct UserTaskRecord {
     pub creation_timestamp: i64,
     /// 0 to 100, default 50.
     pub priority: i32,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 impl UserTaskRecord {
@@ -375,6 +384,11 @@ pub struct ProcessInstanceRecord {
     pub parent_element_instance_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -445,6 +459,11 @@ pub struct JobRecord {
     /// corrections of the user task.
     #[serde(default)]
     pub result: JobResult,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 /// Zeebe's `JobResult`: a job worker's verdict on a user-task transition, given with the
@@ -586,6 +605,11 @@ pub struct VariableRecord {
     pub bpmn_process_id: String,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -645,6 +669,11 @@ pub struct IncidentRecord {
     pub variable_scope_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -886,6 +915,11 @@ pub struct DecisionEvaluationRecord {
     pub failed_decision_id: String,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
