@@ -145,6 +145,14 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "tenantId",
         ],
         ValueType::ResourceDeletion => &["resourceKey", "tenantId"],
+        ValueType::ProcessEvent => &[
+            "scopeKey",
+            "targetElementId",
+            "variables",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "tenantId",
+        ],
         ValueType::ProcessInstanceResult => &[
             "bpmnProcessId",
             "version",

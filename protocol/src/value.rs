@@ -52,6 +52,7 @@ pub enum RecordValue {
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
+    ProcessEvent(ProcessEventRecord),
 }
 
 impl RecordValue {
@@ -87,6 +88,7 @@ impl RecordValue {
             RecordValue::CompensationSubscription(_) => ValueType::CompensationSubscription,
             RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
             RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
+            RecordValue::ProcessEvent(_) => ValueType::ProcessEvent,
         }
     }
 
@@ -121,6 +123,7 @@ impl RecordValue {
             RecordValue::CompensationSubscription(v) => serde_json::to_value(v),
             RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
             RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
+            RecordValue::ProcessEvent(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -166,6 +169,7 @@ impl_from_value!(
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
+    ProcessEvent(ProcessEventRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1008,6 +1012,26 @@ pub struct ModificationVariableInstruction {
 #[serde(rename_all = "camelCase")]
 pub struct ResourceDeletionRecord {
     pub resource_key: i64,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// PROCESS_EVENT: a timer, message or signal that starts an instance at a start event or
+/// reaches a catch event of a running instance. `TRIGGERING` carries the event's
+/// variables, `TRIGGERED` (same key) follows when the triggered event runs. Zeebe 8.8's
+/// fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessEventRecord {
+    /// What holds the trigger: the process definition's key for a start event, else the
+    /// element instance that waits (the catch event, the activity of a boundary event,
+    /// the event-based gateway, the scope of an event subprocess).
+    pub scope_key: i64,
+    /// The catch or start event triggered.
+    pub target_element_id: String,
+    pub variables: JsonValue,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
 }

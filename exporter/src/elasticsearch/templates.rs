@@ -353,6 +353,14 @@ fn value_properties(value_type: ValueType) -> Value {
             ("tenantId", keyword()),
         ]),
         ValueType::ResourceDeletion => object(&[("resourceKey", long()), ("tenantId", keyword())]),
+        ValueType::ProcessEvent => object(&[
+            ("scopeKey", long()),
+            ("targetElementId", keyword()),
+            ("variables", not_indexed()),
+            ("processDefinitionKey", long()),
+            ("processInstanceKey", long()),
+            ("tenantId", keyword()),
+        ]),
         ValueType::ProcessInstanceResult => object(&[
             ("bpmnProcessId", keyword()),
             ("version", integer()),

@@ -203,6 +203,15 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             tenant_id: DEFAULT_TENANT.into(),
         }
         .into(),
+        ValueType::ProcessEvent => ProcessEventRecord {
+            scope_key: key(1),
+            target_element_id: "nightly".into(),
+            variables: vars(),
+            process_definition_key: key(1),
+            process_instance_key: key(2),
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
         ValueType::ResourceDeletion => ResourceDeletionRecord {
             resource_key: key(4),
             tenant_id: DEFAULT_TENANT.into(),
@@ -441,6 +450,7 @@ pub fn intent_of(value_type: ValueType) -> Intent {
         ValueType::Signal => Intent::Broadcasted,
         ValueType::Escalation => Intent::Escalated,
         ValueType::CompensationSubscription => Intent::Triggered,
+        ValueType::ProcessEvent => Intent::Triggering,
         ValueType::DecisionEvaluation => Intent::Evaluated,
         _ => Intent::Created,
     }
