@@ -331,6 +331,7 @@ mod tests {
                     process_definition_key: -1,
                     bpmn_process_id: String::new(),
                     tenant_id: String::new(),
+                    root_process_instance_key: -1,
                 });
                 RecordDraft::event(Key(1), Intent::Created, value).into_record(
                     Position(p),

@@ -106,6 +106,7 @@ fn value(id: u64, ctx: &ProcessingContext) -> RecordValue {
         process_definition_key: -1,
         bpmn_process_id: format!("partition-{}", ctx.partition_id),
         tenant_id: rill_protocol::value::DEFAULT_TENANT.into(),
+        root_process_instance_key: -1,
     })
 }
 
@@ -199,6 +200,7 @@ impl Engine for ListEngine {
                 process_definition_key: -1,
                 bpmn_process_id: String::new(),
                 tenant_id: rill_protocol::value::DEFAULT_TENANT.into(),
+                root_process_instance_key: -1,
             }),
             RejectionType::ProcessingError,
             reason,

@@ -435,7 +435,7 @@ fn a_called_instance_names_its_parent() {
         let (s, b) = api
             .post(
                 "/v2/process-instances",
-                json!({"processDefinitionId": "order"}),
+                json!({"processDefinitionId": "order", "variables": {"orderId": 5}}),
             )
             .await
             .unwrap();
@@ -458,6 +458,36 @@ fn a_called_instance_names_its_parent() {
         assert_eq!(s, 200, "{got}");
         assert_eq!(got["parentProcessInstanceKey"], parent.as_str(), "{got}");
         assert!(got["parentElementInstanceKey"].is_string(), "{got}");
+        // Both name the parent as the root of their call hierarchy.
+        assert_eq!(got["rootProcessInstanceKey"], parent.as_str(), "{got}");
+        assert_eq!(child["rootProcessInstanceKey"], parent.as_str(), "{page}");
+        let (s, got) = api
+            .get(&format!("/v2/process-instances/{parent}"))
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{got}");
+        assert_eq!(got["rootProcessInstanceKey"], parent.as_str(), "{got}");
+        // The child's job, elements and variables name the parent as their root too.
+        for path in [
+            "/v2/jobs/search",
+            "/v2/element-instances/search",
+            "/v2/variables/search",
+        ] {
+            let page = search_until(
+                &api,
+                path,
+                json!({"filter": {"processInstanceKey": child_key}}),
+                |b| total(b) >= 1,
+            )
+            .await;
+            for item in page["items"].as_array().unwrap() {
+                assert_eq!(
+                    item["rootProcessInstanceKey"],
+                    parent.as_str(),
+                    "{path}: {item}"
+                );
+            }
+        }
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }

@@ -909,3 +909,84 @@ fn compensation_handlers_run_as_jobs_over_rest() {
         assert!(rill.terminate(Duration::from_secs(20)));
     });
 }
+
+/// A published message starts an instance at a message start event: the export has
+/// Zeebe's `PROCESS_EVENT` `TRIGGERING` (with the message's variables) and `TRIGGERED`,
+/// and the instance's records name it as their own root.
+#[test]
+fn a_message_start_is_exported_as_a_process_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let records = dir.path().join("records.jsonl");
+    let export = format!("exporters.jsonl.path={}", records.display());
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../engine/tests/fixtures/elements/message-start-event.bpmn");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&data, &[&export]);
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api.deploy(&[&model]).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        let body = json!({"name": "order-placed", "correlationKey": "order-9",
+            "variables": {"orderId": 9}});
+        let (s, b) = api.post("/v2/messages/publication", body).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (events, instance_records) = loop {
+            let text = std::fs::read_to_string(&records).unwrap_or_default();
+            let all: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|r| r["recordType"] == "EVENT")
+                .collect();
+            let of = |value_type: &str| -> Vec<Value> {
+                all.iter()
+                    .filter(|r| r["valueType"] == value_type)
+                    .cloned()
+                    .collect()
+            };
+            let (events, instance_records) = (of("PROCESS_EVENT"), of("PROCESS_INSTANCE"));
+            if (events.len() >= 2 && !instance_records.is_empty()) || Instant::now() > deadline {
+                break (events, instance_records);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let intents: Vec<&str> = events
+            .iter()
+            .map(|r| r["intent"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(intents, ["TRIGGERING", "TRIGGERED"], "{events:#?}");
+        assert_eq!(events[0]["key"], events[1]["key"]);
+        let triggering = &events[0]["value"];
+        assert_eq!(triggering["targetElementId"], "OrderPlaced");
+        assert_eq!(triggering["variables"], json!({"orderId": 9}));
+        assert_eq!(triggering["scopeKey"], triggering["processDefinitionKey"]);
+        let fields: BTreeSet<&str> = triggering
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let zeebe: BTreeSet<&str> = [
+            "scopeKey",
+            "targetElementId",
+            "variables",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "tenantId",
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(fields, zeebe);
+        let instance = &triggering["processInstanceKey"];
+        for record in &instance_records {
+            assert_eq!(&record["value"]["processInstanceKey"], instance, "{record}");
+            assert_eq!(
+                &record["value"]["rootProcessInstanceKey"], instance,
+                "{record}"
+            );
+        }
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}

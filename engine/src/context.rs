@@ -437,6 +437,7 @@ impl<'a> Processing<'a> {
             job_key: job_key.get(),
             variable_scope_key: element_instance_key.get(),
             tenant_id: at.tenant_id.clone(),
+            root_process_instance_key: at.root_process_instance_key,
         };
         self.event(key, Intent::Created, record)
     }

@@ -11,6 +11,17 @@ pub use rill_protocol::{Query, QueryResult};
 use crate::error::{Error, Result};
 use crate::state::{ElementInstance, ElementState, InstanceState, JobState, Reader};
 
+/// A key as the view has it: `None` for Zeebe's -1.
+fn positive(key: i64) -> Option<Key> {
+    (key > 0).then_some(Key(key))
+}
+
+/// The root an instance's record names; one stored before records named it (-1) is
+/// shown as its own root.
+fn root_of(instance: Key, root: i64) -> Key {
+    if root > 0 { Key(root) } else { instance }
+}
+
 pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
     Ok(match query {
         Query::ProcessInstance { key } => {
@@ -24,6 +35,9 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                     has_incident: state.has_incident(key.get())?,
                     start_date: Timestamp(s.start_date),
                     end_date: (s.end_date >= 0).then_some(Timestamp(s.end_date)),
+                    parent_process_instance_key: positive(s.parent_process_instance_key),
+                    parent_element_instance_key: positive(s.parent_element_instance_key),
+                    root_process_instance_key: root_of(*key, s.root_process_instance_key),
                 }),
                 None => match state.element_instance(key.get())? {
                     Some(i) if i.record.bpmn_element_type == BpmnElementType::Process => {
@@ -36,6 +50,16 @@ pub(crate) fn answer(state: Reader<'_>, query: &Query) -> Result<QueryResult> {
                             has_incident: state.has_incident(key.get())?,
                             start_date: Timestamp(i.start_date),
                             end_date: None,
+                            parent_process_instance_key: positive(
+                                i.record.parent_process_instance_key,
+                            ),
+                            parent_element_instance_key: positive(
+                                i.record.parent_element_instance_key,
+                            ),
+                            root_process_instance_key: root_of(
+                                *key,
+                                i.record.root_process_instance_key,
+                            ),
                         })
                     }
                     _ => None,

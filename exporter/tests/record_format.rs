@@ -48,6 +48,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
         "jobKind",
         "jobListenerEventType",
         "result",
+        "rootProcessInstanceKey",
     ];
     set(match value_type {
         ValueType::Deployment => &[
@@ -100,6 +101,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "evaluationFailureMessage",
             "failedDecisionId",
             "tenantId",
+            "rootProcessInstanceKey",
         ],
         ValueType::Process => &[
             "bpmnProcessId",
@@ -124,6 +126,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "parentProcessInstanceKey",
             "parentElementInstanceKey",
             "tenantId",
+            "rootProcessInstanceKey",
         ],
         ValueType::ProcessInstanceCreation => &[
             "bpmnProcessId",
@@ -142,6 +145,14 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "tenantId",
         ],
         ValueType::ResourceDeletion => &["resourceKey", "tenantId"],
+        ValueType::ProcessEvent => &[
+            "scopeKey",
+            "targetElementId",
+            "variables",
+            "processDefinitionKey",
+            "processInstanceKey",
+            "tenantId",
+        ],
         ValueType::ProcessInstanceResult => &[
             "bpmnProcessId",
             "version",
@@ -169,6 +180,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "processDefinitionKey",
             "bpmnProcessId",
             "tenantId",
+            "rootProcessInstanceKey",
         ],
         ValueType::VariableDocument => &["scopeKey", "updateSemantics", "variables", "tenantId"],
         ValueType::Incident => &[
@@ -182,6 +194,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "jobKey",
             "variableScopeKey",
             "tenantId",
+            "rootProcessInstanceKey",
         ],
         ValueType::Message => &[
             "name",
@@ -294,6 +307,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "action",
             "creationTimestamp",
             "priority",
+            "rootProcessInstanceKey",
         ],
         ValueType::Form => &[
             "formId",

@@ -114,7 +114,11 @@ fn check_promises(model: &ProcessModel) {
                     assert_eq!(target.incoming.len(), 1);
                 }
             }
-            ElementKind::BoundaryEvent { attached_to, .. } => {
+            ElementKind::BoundaryEvent {
+                attached_to,
+                definition,
+                ..
+            } => {
                 let host = model.element(*attached_to);
                 assert!(!matches!(
                     host.kind,
@@ -125,7 +129,13 @@ fn check_promises(model: &ProcessModel) {
                 ));
                 assert!(host.boundary_events.iter().any(|b| b.0 as usize == i));
                 assert_eq!(host.flow_scope, element.flow_scope);
-                assert!(!element.outgoing.is_empty());
+                // A compensation boundary event leads to its handler by an association,
+                // every other one by its outgoing flows.
+                let compensation = matches!(
+                    definition,
+                    rill_engine::model::TriggerDefinition::Compensation { .. }
+                );
+                assert_eq!(element.outgoing.is_empty(), compensation);
             }
             ElementKind::ExclusiveGateway { default_flow }
             | ElementKind::InclusiveGateway { default_flow, .. } => {

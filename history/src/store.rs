@@ -287,6 +287,10 @@ impl<'a> HistoryWriter<'a> {
                             tenant_id: value.tenant_id.clone(),
                             process_definition_name,
                             process_definition_version_tag,
+                            root_process_instance_key: root_of(
+                                key.get(),
+                                value.root_process_instance_key,
+                            ),
                         };
                         self.create(&instance)?;
                     }
@@ -315,6 +319,10 @@ impl<'a> HistoryWriter<'a> {
                             bpmn_process_id: value.bpmn_process_id.clone(),
                             process_definition_key: Key(value.process_definition_key),
                             process_instance_key: Key(value.process_instance_key),
+                            root_process_instance_key: root_of(
+                                value.process_instance_key,
+                                value.root_process_instance_key,
+                            ),
                             flow_scope_key: Key(value.flow_scope_key),
                             state: ElementState::Active,
                             start_date: record.timestamp,
@@ -346,6 +354,10 @@ impl<'a> HistoryWriter<'a> {
                         value: value.value.clone(),
                         scope_key: Key(value.scope_key),
                         process_instance_key: Key(value.process_instance_key),
+                        root_process_instance_key: root_of(
+                            value.process_instance_key,
+                            value.root_process_instance_key,
+                        ),
                         process_definition_key: Key(value.process_definition_key),
                         bpmn_process_id: value.bpmn_process_id.clone(),
                         tenant_id: value.tenant_id.clone(),
@@ -439,6 +451,10 @@ impl<'a> HistoryWriter<'a> {
                             bpmn_process_id: value.bpmn_process_id.clone(),
                             process_definition_key: Key(value.process_definition_key),
                             process_instance_key: instance,
+                            root_process_instance_key: root_of(
+                                value.process_instance_key,
+                                value.root_process_instance_key,
+                            ),
                             element_id: value.element_id.clone(),
                             element_instance_key: Key(value.element_instance_key),
                             job_key: (value.job_key > 0).then_some(Key(value.job_key)),
@@ -774,6 +790,10 @@ impl<'a> HistoryWriter<'a> {
                 process_definition_version: value.process_definition_version,
                 process_definition_key: Key(value.process_definition_key),
                 process_instance_key: Key(value.process_instance_key),
+                root_process_instance_key: root_of(
+                    value.process_instance_key,
+                    value.root_process_instance_key,
+                ),
                 element_id: value.element_id.clone(),
                 element_instance_key: Key(value.element_instance_key),
                 tenant_id: value.tenant_id.clone(),
@@ -915,4 +935,14 @@ impl<'a> HistoryWriter<'a> {
         }
         Ok(limit - budget)
     }
+}
+
+/// The root a record names; a record written before records named it (-1) is taken to
+/// belong to a root instance.
+fn root_of(process_instance_key: i64, root_process_instance_key: i64) -> Key {
+    Key(if root_process_instance_key > 0 {
+        root_process_instance_key
+    } else {
+        process_instance_key
+    })
 }

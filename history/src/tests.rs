@@ -48,6 +48,7 @@ fn process(intent: Intent, time: i64, n: u64, process_id: &str, definition: i64)
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
+            root_process_instance_key: key(n).get(),
         }),
     )
 }
@@ -67,6 +68,7 @@ fn incident(intent: Intent, n: u64) -> Record {
             job_key: 6,
             variable_scope_key: 5,
             tenant_id: "<default>".into(),
+            root_process_instance_key: key(n).get(),
         }),
     )
 }

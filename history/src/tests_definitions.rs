@@ -228,6 +228,7 @@ fn element_statistics_count_states_and_incidents_over_matching_instances() {
                 job_key: -1,
                 variable_scope_key: key(201).get(),
                 tenant_id: "<default>".into(),
+                root_process_instance_key: key(200).get(),
             }),
         )],
     );

@@ -56,6 +56,7 @@ pub(crate) fn instance(intent: Intent, time: i64, n: u64) -> Record {
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
+            root_process_instance_key: key(n).get(),
         }),
     )
 }
@@ -83,6 +84,7 @@ fn job_value(job_type: &str, instance: u64, retries: i32) -> JobRecord {
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
         result: Default::default(),
+        root_process_instance_key: key(instance).get(),
     }
 }
 
@@ -106,6 +108,7 @@ fn incident(intent: Intent, time: i64, n: u64, instance: u64) -> Record {
             job_key: key(n - 1).get(),
             variable_scope_key: key(instance + 1).get(),
             tenant_id: "<default>".into(),
+            root_process_instance_key: key(instance).get(),
         }),
     )
 }
@@ -469,6 +472,7 @@ pub(crate) fn element(
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
+            root_process_instance_key: key(instance).get(),
         }),
     )
 }
@@ -486,6 +490,7 @@ fn variable(intent: Intent, n: u64, instance: u64, name: &str, value: &str) -> R
             process_definition_key: 7,
             bpmn_process_id: "p".into(),
             tenant_id: "<default>".into(),
+            root_process_instance_key: key(instance).get(),
         }),
     )
 }
@@ -583,6 +588,7 @@ fn element_instances_follow_their_lifecycle_and_incidents() {
                     job_key: key(150).get(),
                     variable_scope_key: key(110).get(),
                     tenant_id: "<default>".into(),
+                    root_process_instance_key: key(100).get(),
                 }),
             ),
         ],
@@ -643,6 +649,7 @@ fn element_instances_follow_their_lifecycle_and_incidents() {
                     job_key: key(150).get(),
                     variable_scope_key: key(110).get(),
                     tenant_id: "<default>".into(),
+                    root_process_instance_key: key(100).get(),
                 }),
             ),
             element(

@@ -297,6 +297,9 @@ pub struct HistoricProcessInstance {
     pub process_definition_name: Option<String>,
     /// The definition's `zeebe:versionTag`, if it has one.
     pub process_definition_version_tag: Option<String>,
+    /// The top instance of its call hierarchy (its own key for an instance no call
+    /// activity created).
+    pub root_process_instance_key: Key,
 }
 
 impl HistoricProcessInstance {

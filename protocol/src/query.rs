@@ -123,6 +123,12 @@ pub struct ProcessInstanceView {
     pub has_incident: bool,
     pub start_date: Timestamp,
     pub end_date: Option<Timestamp>,
+    /// The call activity's instance and element instance that created it, if any.
+    pub parent_process_instance_key: Option<Key>,
+    pub parent_element_instance_key: Option<Key>,
+    /// The top instance of its call hierarchy (its own key for an instance no call
+    /// activity created).
+    pub root_process_instance_key: Key,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

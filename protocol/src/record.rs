@@ -56,10 +56,13 @@ pub enum ValueType {
     ProcessInstanceModification,
     /// A deployed resource deleted on request.
     ResourceDeletion,
+    /// A timer, message or signal that starts an instance or reaches a catch event
+    /// (`TRIGGERING`, then `TRIGGERED` when the event it triggers runs).
+    ProcessEvent,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 28] = [
+    pub const ALL: [ValueType; 29] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -88,6 +91,7 @@ impl ValueType {
         ValueType::CompensationSubscription,
         ValueType::ProcessInstanceModification,
         ValueType::ResourceDeletion,
+        ValueType::ProcessEvent,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -121,6 +125,7 @@ impl ValueType {
             ValueType::CompensationSubscription => "COMPENSATION_SUBSCRIPTION",
             ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
             ValueType::ResourceDeletion => "RESOURCE_DELETION",
+            ValueType::ProcessEvent => "PROCESS_EVENT",
         }
     }
 }
@@ -214,6 +219,8 @@ pub enum Intent {
     Corrected,
     AssignmentDenied,
     UpdateDenied,
+    // PROCESS_EVENT (with `Triggered`)
+    Triggering,
 }
 
 impl Intent {

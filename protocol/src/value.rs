@@ -17,6 +17,10 @@ fn default_tenant() -> String {
     DEFAULT_TENANT.to_owned()
 }
 
+fn no_key() -> i64 {
+    -1
+}
+
 /// A record's value, tagged by its value type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum RecordValue {
@@ -48,6 +52,7 @@ pub enum RecordValue {
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
+    ProcessEvent(ProcessEventRecord),
 }
 
 impl RecordValue {
@@ -83,6 +88,7 @@ impl RecordValue {
             RecordValue::CompensationSubscription(_) => ValueType::CompensationSubscription,
             RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
             RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
+            RecordValue::ProcessEvent(_) => ValueType::ProcessEvent,
         }
     }
 
@@ -117,6 +123,7 @@ impl RecordValue {
             RecordValue::CompensationSubscription(v) => serde_json::to_value(v),
             RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
             RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
+            RecordValue::ProcessEvent(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -162,6 +169,7 @@ impl_from_value!(
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
+    ProcessEvent(ProcessEventRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -276,6 +284,11 @@ pub struct UserTaskRecord {
     pub creation_timestamp: i64,
     /// 0 to 100, default 50.
     pub priority: i32,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 impl UserTaskRecord {
@@ -375,6 +388,11 @@ pub struct ProcessInstanceRecord {
     pub parent_element_instance_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -445,6 +463,11 @@ pub struct JobRecord {
     /// corrections of the user task.
     #[serde(default)]
     pub result: JobResult,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 /// Zeebe's `JobResult`: a job worker's verdict on a user-task transition, given with the
@@ -586,6 +609,11 @@ pub struct VariableRecord {
     pub bpmn_process_id: String,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -645,6 +673,11 @@ pub struct IncidentRecord {
     pub variable_scope_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -886,6 +919,11 @@ pub struct DecisionEvaluationRecord {
     pub failed_decision_id: String,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The top-level instance of its call hierarchy: its own process instance's key
+    /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
+    /// in records written before Rill filled it).
+    #[serde(default = "no_key")]
+    pub root_process_instance_key: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -974,6 +1012,26 @@ pub struct ModificationVariableInstruction {
 #[serde(rename_all = "camelCase")]
 pub struct ResourceDeletionRecord {
     pub resource_key: i64,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+/// PROCESS_EVENT: a timer, message or signal that starts an instance at a start event or
+/// reaches a catch event of a running instance. `TRIGGERING` carries the event's
+/// variables, `TRIGGERED` (same key) follows when the triggered event runs. Zeebe 8.8's
+/// fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessEventRecord {
+    /// What holds the trigger: the process definition's key for a start event, else the
+    /// element instance that waits (the catch event, the activity of a boundary event,
+    /// the event-based gateway, the scope of an event subprocess).
+    pub scope_key: i64,
+    /// The catch or start event triggered.
+    pub target_element_id: String,
+    pub variables: JsonValue,
+    pub process_definition_key: i64,
+    pub process_instance_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
 }

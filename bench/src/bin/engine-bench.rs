@@ -3,7 +3,10 @@
 //! each of the two jobs), or, with `--process fan-out`, instances of
 //! `bench/processes/fan-out-call.bpmn`: a parallel multi-instance call activity over
 //! `--items` items, each calling a start-to-end process (no jobs: an instance runs in
-//! its create command).
+//! its create command), or, with `--process order-lines`, instances of
+//! `bench/processes/order-lines.bpmn`: a parallel multi-instance service task over
+//! `--items` order lines (a job each, collected into `checked`), then a call activity
+//! whose child runs one job.
 //!
 //! `cargo run --release -p rill-bench --bin engine-bench -- --instances 200000`
 
@@ -26,6 +29,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const MODEL: &[u8] = include_bytes!("../../../engine/tests/fixtures/two-rest-calls.bpmn");
 const FAN_OUT: &[u8] = include_bytes!("../../processes/fan-out-call.bpmn");
+const ORDER_LINES: &[u8] = include_bytes!("../../processes/order-lines.bpmn");
 
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark the BPMN engine alone on in-memory state")]
@@ -43,10 +47,11 @@ struct Args {
     /// after it, as the broker does), or `both`.
     #[arg(long, default_value = "both")]
     mode: String,
-    /// `two-rest-calls`, or `fan-out` (a parallel multi-instance call activity).
+    /// `two-rest-calls`, `fan-out` (a parallel multi-instance call activity), or
+    /// `order-lines` (a parallel multi-instance service task, then a call activity).
     #[arg(long, default_value = "two-rest-calls")]
     process: String,
-    /// Items of each fan-out instance (inner instances, each calling a child process).
+    /// Items of each fan-out or order-lines instance (inner instances).
     #[arg(long, default_value_t = 100)]
     items: usize,
 }
@@ -121,10 +126,10 @@ impl Driver {
         Ok(&self.out)
     }
 
-    /// Activates and completes every activatable `restCall` job; returns how many.
-    fn work_jobs(&mut self, batch: i32) -> anyhow::Result<usize> {
+    /// Activates and completes every activatable job of `job_type`; returns how many.
+    fn work_jobs(&mut self, job_type: &str, batch: i32) -> anyhow::Result<usize> {
         let activate = Command::ActivateJobs(ActivateJobs {
-            job_type: "restCall".to_owned(),
+            job_type: job_type.to_owned(),
             worker: "bench".to_owned(),
             timeout: 300_000,
             max_jobs: batch,
@@ -200,6 +205,61 @@ fn bench_fan_out(mode: &str, args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Instances of `order-lines`, in waves of about `--in-flight` line jobs: create, work
+/// the line jobs (the body completes, the call activity starts its child), then work
+/// the children's `dispatch` jobs. The cost is CPU time per order line.
+fn bench_order_lines(mode: &str, args: &Args) -> anyhow::Result<()> {
+    let mut driver = Driver::deployed(mode == "overlay", "order-lines.bpmn", ORDER_LINES)?;
+    let lines: Vec<usize> = (1..=args.items).collect();
+    let create = Command::CreateProcessInstance(CreateProcessInstance {
+        process: ProcessSelector::ById {
+            bpmn_process_id: "order-lines".to_owned(),
+            version: None,
+        },
+        variables: JsonValue(serde_json::json!({ "lines": lines })),
+        await_result: false,
+        fetch_variables: Vec::new(),
+    });
+    let per_wave = (args.in_flight / args.items.max(1)).max(1);
+    let started = Instant::now();
+    let cpu_started = cpu_seconds();
+    let (mut created, mut line_jobs, mut dispatched) = (0, 0, 0);
+    while created < args.instances {
+        let wave = per_wave.min(args.instances - created);
+        for _ in 0..wave {
+            driver.run(&create)?;
+        }
+        created += wave;
+        line_jobs += driver.work_jobs("check-line", args.activate_batch)?;
+        dispatched += driver.work_jobs("dispatch", args.activate_batch)?;
+    }
+    let elapsed = started.elapsed();
+    let cpu = match (cpu_started, cpu_seconds()) {
+        (Some(a), Some(b)) => b - a,
+        _ => elapsed.as_secs_f64(),
+    };
+    if line_jobs != args.instances * args.items || dispatched != args.instances {
+        bail!(
+            "expected {} line jobs and {} dispatch jobs, got {line_jobs} and {dispatched}",
+            args.instances * args.items,
+            args.instances
+        );
+    }
+    let elements = (args.instances * args.items) as f64;
+    println!(
+        "mode={mode:<8} process=order-lines items={} instances={} wall={:.3}s cpu={cpu:.3}s \
+         instances/cpu-s={:.1} cpu-us/item={:.2} records/item={:.1} state_entries_after={}",
+        args.items,
+        args.instances,
+        elapsed.as_secs_f64(),
+        args.instances as f64 / cpu,
+        cpu * 1e6 / elements,
+        driver.records as f64 / elements,
+        driver.state.len(),
+    );
+    Ok(())
+}
+
 fn bench(mode: &str, args: &Args) -> anyhow::Result<()> {
     let mut driver = Driver::deployed(mode == "overlay", "two-rest-calls.bpmn", MODEL)?;
     let create = Command::CreateProcessInstance(CreateProcessInstance {
@@ -221,8 +281,8 @@ fn bench(mode: &str, args: &Args) -> anyhow::Result<()> {
             driver.run(&create)?;
         }
         created += wave;
-        jobs += driver.work_jobs(args.activate_batch)?; // first jobs
-        jobs += driver.work_jobs(args.activate_batch)?; // second jobs
+        jobs += driver.work_jobs("restCall", args.activate_batch)?; // first jobs
+        jobs += driver.work_jobs("restCall", args.activate_batch)?; // second jobs
     }
     let elapsed = started.elapsed();
     let cpu = match (cpu_started, cpu_seconds()) {
@@ -258,7 +318,8 @@ fn main() -> anyhow::Result<()> {
         match args.process.as_str() {
             "two-rest-calls" => bench(mode, &args),
             "fan-out" => bench_fan_out(mode, &args),
-            other => bail!("unknown process '{other}' (two-rest-calls, fan-out)"),
+            "order-lines" => bench_order_lines(mode, &args),
+            other => bail!("unknown process '{other}' (two-rest-calls, fan-out, order-lines)"),
         }
         .with_context(|| format!("mode {mode}"))?;
     }

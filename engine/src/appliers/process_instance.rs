@@ -235,6 +235,9 @@ fn element_ended(
             state: ending,
             start_date,
             end_date: timestamp.millis(),
+            parent_process_instance_key: value.parent_process_instance_key,
+            parent_element_instance_key: value.parent_element_instance_key,
+            root_process_instance_key: value.root_process_instance_key,
         });
     }
     if has_variables {

@@ -11,6 +11,7 @@ mod jobs;
 mod listeners;
 mod message_starts;
 mod messages;
+mod process_events;
 mod signals;
 mod task_listeners;
 mod timers;

@@ -241,6 +241,7 @@ impl Processing<'_> {
             process_definition_key: at.process_definition_key,
             bpmn_process_id: at.bpmn_process_id.clone(),
             tenant_id: at.tenant_id.clone(),
+            root_process_instance_key: at.root_process_instance_key,
         };
         self.event(key, intent, record)
     }

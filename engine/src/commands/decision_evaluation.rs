@@ -39,6 +39,7 @@ pub(super) fn placeholder() -> DecisionEvaluationRecord {
         evaluation_failure_message: String::new(),
         failed_decision_id: String::new(),
         tenant_id: tenant(),
+        root_process_instance_key: -1,
     }
 }
 
@@ -102,6 +103,7 @@ pub(crate) struct EvaluationSite {
     pub process_instance_key: i64,
     pub element_id: String,
     pub element_instance_key: i64,
+    pub root_process_instance_key: i64,
 }
 
 impl EvaluationSite {
@@ -110,6 +112,7 @@ impl EvaluationSite {
             process_definition_key: -1,
             process_instance_key: -1,
             element_instance_key: -1,
+            root_process_instance_key: -1,
             ..EvaluationSite::default()
         }
     }
@@ -201,6 +204,7 @@ impl Processing<'_> {
             process_instance_key: site.process_instance_key,
             element_id: site.element_id,
             element_instance_key: site.element_instance_key,
+            root_process_instance_key: site.root_process_instance_key,
             evaluated_decisions,
             evaluation_failure_message: failure_message,
             failed_decision_id,

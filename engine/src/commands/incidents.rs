@@ -70,5 +70,6 @@ pub(super) fn placeholder() -> IncidentRecord {
         job_key: -1,
         variable_scope_key: -1,
         tenant_id: tenant(),
+        root_process_instance_key: -1,
     }
 }

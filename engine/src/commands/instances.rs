@@ -131,6 +131,7 @@ pub(super) fn placeholder(key: Key) -> ProcessInstanceRecord {
         parent_process_instance_key: -1,
         parent_element_instance_key: -1,
         tenant_id: tenant(),
+        root_process_instance_key: -1,
     }
 }
 

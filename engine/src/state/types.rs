@@ -130,6 +130,7 @@ pub struct JobRecordRef<'a> {
     job_kind: rill_protocol::value::JobKind,
     job_listener_event_type: rill_protocol::value::JobListenerEventType,
     result: &'a rill_protocol::value::JobResult,
+    root_process_instance_key: i64,
 }
 
 impl<'a> StoredJobRef<'a> {
@@ -158,6 +159,7 @@ impl<'a> StoredJobRef<'a> {
                 job_kind: r.job_kind,
                 job_listener_event_type: r.job_listener_event_type,
                 result: &r.result,
+                root_process_instance_key: r.root_process_instance_key,
             },
         }
     }
@@ -246,6 +248,10 @@ pub struct InstanceSummary {
     pub start_date: i64,
     /// ms since the epoch, or -1 while active.
     pub end_date: i64,
+    /// As in the process's record: -1 without a parent.
+    pub parent_process_instance_key: i64,
+    pub parent_element_instance_key: i64,
+    pub root_process_instance_key: i64,
 }
 
 /// A client waiting for an instance to complete (create-and-await).
@@ -285,6 +291,7 @@ mod tests {
             job_kind: rill_protocol::value::JobKind::ExecutionListener,
             job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
             result: Default::default(),
+            root_process_instance_key: 9,
         };
         let bytes = codec::encode(&StoredJobRef::new(JobState::Activated, &record)).unwrap();
         let decoded: StoredJob = codec::decode(&bytes).unwrap();

@@ -531,3 +531,84 @@ fn the_version_tag_is_recorded_in_the_process_and_deployment_records() {
         .collect();
     assert_eq!(tags, vec!["v1".to_owned(), String::new()]);
 }
+
+/// The instance key a record belongs to and the root it names, for the value types
+/// that carry `rootProcessInstanceKey`.
+fn instance_and_root(value: &RecordValue) -> Option<(i64, i64)> {
+    match value {
+        RecordValue::ProcessInstance(v) => {
+            Some((v.process_instance_key, v.root_process_instance_key))
+        }
+        RecordValue::Job(v) => Some((v.process_instance_key, v.root_process_instance_key)),
+        RecordValue::Variable(v) => Some((v.process_instance_key, v.root_process_instance_key)),
+        RecordValue::Incident(v) => Some((v.process_instance_key, v.root_process_instance_key)),
+        _ => None,
+    }
+}
+
+#[test]
+fn every_instance_of_a_call_hierarchy_names_the_top_instance_as_its_root() {
+    let mut rule = EngineRule::new();
+    // p calls middle, which calls leaf, whose task fails into an incident.
+    rule.deploy_xml(&child("leaf", "leaf-work", "v1"));
+    rule.deploy_xml(
+        &caller(r#"processId="leaf""#, "")
+            .replace(r#"<bpmn:process id="p""#, r#"<bpmn:process id="middle""#),
+    );
+    rule.deploy_xml(&caller(r#"processId="middle""#, ""));
+    let top = rule.create("p", json!({"order": 1}));
+    let other_top = rule.create("p", json!({"order": 2}));
+    let middle = child_of_top(&rule, "middle", top);
+    let leaf = child_of_top(&rule, "leaf", top);
+    let (job_key, job) = rule
+        .activate("leaf-work", 10)
+        .into_iter()
+        .find(|(_, job)| job.process_instance_key == leaf.get())
+        .expect("the leaf's job");
+    assert_eq!(job.root_process_instance_key, top.get());
+    rule.process(Command::FailJob(FailJob {
+        job_key,
+        retries: 0,
+        error_message: "no stock".to_owned(),
+        retry_backoff: 0,
+        variables: JsonValue::null(),
+    }));
+
+    let mut seen = std::collections::BTreeSet::new();
+    for record in &rule.records().events().records {
+        let Some((instance, root)) = instance_and_root(&record.value) else {
+            continue;
+        };
+        let expected = if [top, middle, leaf].contains(&Key(instance)) {
+            top
+        } else {
+            other_top
+        };
+        assert_eq!(
+            root,
+            expected.get(),
+            "{:?} {:?} of instance {instance}",
+            record.value.value_type(),
+            record.intent
+        );
+        seen.insert((record.value.value_type().name(), instance == leaf.get()));
+    }
+    // The leaf's own job, variables and incident were among them.
+    for value_type in ["PROCESS_INSTANCE", "JOB", "VARIABLE", "INCIDENT"] {
+        assert!(seen.contains(&(value_type, true)), "{value_type}: {seen:?}");
+    }
+    rule.assert_replay_matches();
+}
+
+/// The one instance of `process_id` below the top instance `top`.
+fn child_of_top(rule: &EngineRule, process_id: &str, top: Key) -> Key {
+    let started: Vec<Key> = process_events(rule, process_id)
+        .into_iter()
+        .filter(|(_, intent, record)| {
+            *intent == Intent::ElementActivating && record.root_process_instance_key == top.get()
+        })
+        .map(|(key, _, _)| key)
+        .collect();
+    assert_eq!(started.len(), 1, "{process_id} below {top:?}: {started:?}");
+    started[0]
+}

@@ -443,3 +443,131 @@ fn a_cron_cycle_on_a_non_interrupting_boundary_event_repeats_at_its_matches() {
     assert_eq!(rule.activate("nudge", 10).len(), 1);
     rule.assert_replay_matches();
 }
+
+/// The PROCESS_EVENT records written so far: (key, intent, record).
+fn process_events(
+    rule: &EngineRule,
+) -> Vec<(Key, Intent, rill_protocol::value::ProcessEventRecord)> {
+    rule.records()
+        .events()
+        .of_type(ValueType::ProcessEvent)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::ProcessEvent(v) => Some((r.key, r.intent, v.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_timer_start_event_writes_a_process_event_around_the_new_instance() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&timer_process(
+        "once",
+        r#"<bpmn:timeDate xsi:type="bpmn:tFormalExpression">2023-11-15T00:00:00Z</bpmn:timeDate>"#,
+    ));
+    assert!(process_events(&rule).is_empty(), "nothing before it fires");
+    rule.advance(24 * 3_600_000);
+    rule.fire_due();
+    let instance = instances(&rule)[0];
+    let events = process_events(&rule);
+    assert_eq!(
+        events.iter().map(|(_, i, _)| *i).collect::<Vec<_>>(),
+        vec![Intent::Triggering, Intent::Triggered]
+    );
+    assert_eq!(events[0].0, events[1].0, "one key for both");
+    let (_, _, triggering) = &events[0];
+    let (_, timer) = &timers(&rule, Intent::Triggered)[0];
+    assert_eq!(triggering.scope_key, timer.process_definition_key);
+    assert_eq!(
+        triggering.process_definition_key,
+        timer.process_definition_key
+    );
+    assert_eq!(triggering.process_instance_key, instance.get());
+    assert_eq!(triggering.target_element_id, "Tick");
+    assert_eq!(triggering.variables.0, json!({}));
+
+    // TRIGGERING comes before the instance, TRIGGERED before its start event.
+    let order: Vec<(ValueType, Intent, String)> = rule
+        .records()
+        .events()
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::ProcessEvent(_) => {
+                Some((ValueType::ProcessEvent, r.intent, String::new()))
+            }
+            RecordValue::ProcessInstance(v) if r.intent == Intent::ElementActivating => {
+                Some((ValueType::ProcessInstance, r.intent, v.element_id.clone()))
+            }
+            _ => None,
+        })
+        .take(4)
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            (ValueType::ProcessEvent, Intent::Triggering, String::new()),
+            (
+                ValueType::ProcessInstance,
+                Intent::ElementActivating,
+                "once".into()
+            ),
+            (ValueType::ProcessEvent, Intent::Triggered, String::new()),
+            (
+                ValueType::ProcessInstance,
+                Intent::ElementActivating,
+                "Tick".into()
+            ),
+        ]
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_message_start_event_process_event_carries_the_message_variables() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/message-start-event.bpmn");
+    publish(&mut rule, "order-1", 0, json!({"orderId": 1}));
+    let events = process_events(&rule);
+    assert_eq!(events.len(), 2, "{events:?}");
+    let (_, intent, triggering) = &events[0];
+    assert_eq!(*intent, Intent::Triggering);
+    assert_eq!(triggering.target_element_id, "OrderPlaced");
+    assert_eq!(triggering.scope_key, triggering.process_definition_key);
+    // The message's variables only, not Rill's bookkeeping of the start.
+    assert_eq!(triggering.variables.0, json!({"orderId": 1}));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_event_subprocess_timer_writes_a_process_event_scoped_to_its_scope() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/event-subprocesses.bpmn");
+    let instance = rule.create("event-subprocesses", json!({"orderId": "o-1"}));
+    assert!(process_events(&rule).is_empty());
+    rule.advance(60_000);
+    rule.fire_due();
+    let events = process_events(&rule);
+    assert_eq!(
+        events.iter().map(|(_, i, _)| *i).collect::<Vec<_>>(),
+        vec![Intent::Triggering, Intent::Triggered]
+    );
+    let (_, _, triggering) = &events[0];
+    assert_eq!(triggering.target_element_id, "SlowStart");
+    assert_eq!(
+        triggering.scope_key,
+        instance.get(),
+        "the process holds the trigger"
+    );
+    assert_eq!(triggering.process_instance_key, instance.get());
+    assert!(
+        rule.records()
+            .events()
+            .element("OnSlow")
+            .with_intent(Intent::ElementActivated)
+            .exists()
+    );
+    rule.assert_replay_matches();
+}

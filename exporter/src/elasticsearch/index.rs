@@ -197,6 +197,7 @@ mod tests {
                 process_definition_key: 1,
                 bpmn_process_id: "p".into(),
                 tenant_id: "<default>".into(),
+                root_process_instance_key: 1,
             };
             let mut record = RecordDraft::event(Key(1), Intent::Created, value).into_record(
                 Position(position),

@@ -131,6 +131,7 @@ fn job_properties() -> Value {
         ("tenantId", keyword()),
         ("jobKind", keyword()),
         ("jobListenerEventType", keyword()),
+        ("rootProcessInstanceKey", long()),
         (
             "result",
             json!({"properties": object(&[
@@ -291,6 +292,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("evaluationFailureMessage", text()),
             ("failedDecisionId", keyword()),
             ("tenantId", keyword()),
+            ("rootProcessInstanceKey", long()),
         ]),
         ValueType::Process => object(&[
             ("bpmnProcessId", keyword()),
@@ -315,6 +317,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("parentProcessInstanceKey", long()),
             ("parentElementInstanceKey", long()),
             ("tenantId", keyword()),
+            ("rootProcessInstanceKey", long()),
         ]),
         ValueType::ProcessInstanceCreation => object(&[
             ("bpmnProcessId", keyword()),
@@ -350,6 +353,14 @@ fn value_properties(value_type: ValueType) -> Value {
             ("tenantId", keyword()),
         ]),
         ValueType::ResourceDeletion => object(&[("resourceKey", long()), ("tenantId", keyword())]),
+        ValueType::ProcessEvent => object(&[
+            ("scopeKey", long()),
+            ("targetElementId", keyword()),
+            ("variables", not_indexed()),
+            ("processDefinitionKey", long()),
+            ("processInstanceKey", long()),
+            ("tenantId", keyword()),
+        ]),
         ValueType::ProcessInstanceResult => object(&[
             ("bpmnProcessId", keyword()),
             ("version", integer()),
@@ -380,6 +391,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("processDefinitionKey", long()),
             ("bpmnProcessId", keyword()),
             ("tenantId", keyword()),
+            ("rootProcessInstanceKey", long()),
         ]),
         ValueType::VariableDocument => object(&[
             ("scopeKey", long()),
@@ -398,6 +410,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("jobKey", long()),
             ("variableScopeKey", long()),
             ("tenantId", keyword()),
+            ("rootProcessInstanceKey", long()),
         ]),
         ValueType::Message => object(&[
             ("name", keyword()),
@@ -518,6 +531,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("action", keyword()),
             ("creationTimestamp", long()),
             ("priority", integer()),
+            ("rootProcessInstanceKey", long()),
         ]),
         ValueType::Form => object(&[
             ("formId", keyword()),

@@ -45,6 +45,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
         result: Default::default(),
+        root_process_instance_key: key(2),
     };
     match value_type {
         ValueType::Deployment => DeploymentRecord {
@@ -143,6 +144,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             evaluation_failure_message: String::new(),
             failed_decision_id: String::new(),
             tenant_id: DEFAULT_TENANT.into(),
+            root_process_instance_key: key(2),
         }
         .into(),
         ValueType::Process => ProcessRecord {
@@ -169,6 +171,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: DEFAULT_TENANT.into(),
+            root_process_instance_key: key(2),
         }
         .into(),
         ValueType::ProcessInstanceCreation => ProcessInstanceCreationRecord {
@@ -197,6 +200,15 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
                 ancestor_scope_keys: vec![key(2)],
             }],
             ancestor_scope_keys: vec![key(2)],
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
+        ValueType::ProcessEvent => ProcessEventRecord {
+            scope_key: key(1),
+            target_element_id: "nightly".into(),
+            variables: vars(),
+            process_definition_key: key(1),
+            process_instance_key: key(2),
             tenant_id: DEFAULT_TENANT.into(),
         }
         .into(),
@@ -234,6 +246,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             process_definition_key: key(1),
             bpmn_process_id: "order".into(),
             tenant_id: DEFAULT_TENANT.into(),
+            root_process_instance_key: key(2),
         }
         .into(),
         ValueType::VariableDocument => VariableDocumentRecord {
@@ -254,6 +267,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             job_key: key(6),
             variable_scope_key: key(5),
             tenant_id: DEFAULT_TENANT.into(),
+            root_process_instance_key: key(2),
         }
         .into(),
         ValueType::Message => MessageRecord {
@@ -386,6 +400,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             action: "assign".into(),
             creation_timestamp: NOON,
             priority: 50,
+            root_process_instance_key: key(2),
         }
         .into(),
         ValueType::Form => FormRecord {
@@ -435,6 +450,7 @@ pub fn intent_of(value_type: ValueType) -> Intent {
         ValueType::Signal => Intent::Broadcasted,
         ValueType::Escalation => Intent::Escalated,
         ValueType::CompensationSubscription => Intent::Triggered,
+        ValueType::ProcessEvent => Intent::Triggering,
         ValueType::DecisionEvaluation => Intent::Evaluated,
         _ => Intent::Created,
     }

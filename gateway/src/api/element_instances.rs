@@ -69,7 +69,7 @@ pub struct ElementInstanceResult {
     tenant_id: String,
     element_instance_key: String,
     process_instance_key: String,
-    /// Rill has no call activities: every instance is a root.
+    /// The top instance of its call hierarchy.
     root_process_instance_key: String,
     process_definition_key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,7 +90,7 @@ impl From<HistoricElementInstance> for ElementInstanceResult {
             tenant_id: element.tenant_id,
             element_instance_key: key_text(element.key),
             process_instance_key: key_text(element.process_instance_key),
-            root_process_instance_key: key_text(element.process_instance_key),
+            root_process_instance_key: key_text(element.root_process_instance_key),
             process_definition_key: key_text(element.process_definition_key),
             incident_key: element.incident_key.map(key_text),
         }

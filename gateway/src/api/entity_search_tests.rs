@@ -65,6 +65,7 @@ fn partitions() -> Vec<MemoryHistory> {
                     job_kind: Default::default(),
                     job_listener_event_type: Default::default(),
                     result: Default::default(),
+                    root_process_instance_key: Key::new(PartitionId(p), 600 + n).get(),
                 };
                 let at = 1_000 + n as i64 * 3 + i64::from(p);
                 records.push(record(Intent::Created, at, key, RecordValue::Job(job(3))));
@@ -94,6 +95,7 @@ fn partitions() -> Vec<MemoryHistory> {
                         job_key: key.get(),
                         variable_scope_key: -1,
                         tenant_id: "<default>".into(),
+                        root_process_instance_key: Key::new(PartitionId(p), 600 + n).get(),
                     });
                     let created = 2_000 + n as i64 * 3 + i64::from(p);
                     records.push(record(

@@ -61,7 +61,7 @@ pub struct IncidentResult {
     incident_key: String,
     process_definition_key: String,
     process_instance_key: String,
-    /// Rill has no call activities: every instance is a root.
+    /// The top instance of its call hierarchy.
     root_process_instance_key: String,
     element_instance_key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,7 +83,12 @@ impl From<IncidentView> for IncidentResult {
             incident_key: key_text(view.key),
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
-            root_process_instance_key: record.process_instance_key.to_string(),
+            root_process_instance_key: if record.root_process_instance_key > 0 {
+                record.root_process_instance_key
+            } else {
+                record.process_instance_key
+            }
+            .to_string(),
             element_instance_key: record.element_instance_key.to_string(),
             job_key: optional_key_text(record.job_key),
         }
@@ -103,7 +108,7 @@ impl From<HistoricIncident> for IncidentResult {
             incident_key: key_text(incident.key),
             process_definition_key: key_text(incident.process_definition_key),
             process_instance_key: key_text(incident.process_instance_key),
-            root_process_instance_key: key_text(incident.process_instance_key),
+            root_process_instance_key: key_text(incident.root_process_instance_key),
             element_instance_key: key_text(incident.element_instance_key),
             job_key: incident.job_key.map(key_text),
         }

@@ -39,7 +39,7 @@ pub struct JobResult {
     process_definition_id: String,
     process_definition_key: String,
     process_instance_key: String,
-    /// Rill has no call activities: every instance is a root.
+    /// The top instance of its call hierarchy.
     root_process_instance_key: String,
     retries: i32,
     state: &'static str,
@@ -72,7 +72,7 @@ impl From<HistoricJob> for JobResult {
             process_definition_id: job.bpmn_process_id,
             process_definition_key: key_text(job.process_definition_key),
             process_instance_key: key_text(job.process_instance_key),
-            root_process_instance_key: key_text(job.process_instance_key),
+            root_process_instance_key: key_text(job.root_process_instance_key),
             retries: job.retries,
             state: job.state.name(),
             tenant_id: job.tenant_id,

@@ -779,6 +779,7 @@ mod tests {
             job_kind: Default::default(),
             job_listener_event_type: Default::default(),
             result: Default::default(),
+            root_process_instance_key: 2251799813685251,
         };
         let json = serde_json::to_value(ActivatedJob::new(2251799813685253, job)).unwrap();
         assert_eq!(json["jobKey"], "2251799813685253");

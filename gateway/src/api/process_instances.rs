@@ -381,11 +381,9 @@ impl From<ProcessInstanceView> for InstanceResult {
             tenant_id: DEFAULT_TENANT.to_owned(),
             process_instance_key: key_text(view.key),
             process_definition_key: key_text(view.process_definition_key),
-            // The engine's summary has no parent keys (the history store has them); it is
-            // read only where the history store is off.
-            parent_process_instance_key: None,
-            parent_element_instance_key: None,
-            root_process_instance_key: Some(key_text(view.key)),
+            parent_process_instance_key: view.parent_process_instance_key.map(key_text),
+            parent_element_instance_key: view.parent_element_instance_key.map(key_text),
+            root_process_instance_key: Some(key_text(view.root_process_instance_key)),
             tags: Vec::new(),
         }
     }
@@ -407,11 +405,7 @@ impl From<HistoricProcessInstance> for InstanceResult {
             process_definition_key: key_text(view.process_definition_key),
             parent_process_instance_key: view.parent_process_instance_key.map(key_text),
             parent_element_instance_key: view.parent_element_instance_key.map(key_text),
-            root_process_instance_key: match view.parent_process_instance_key {
-                // Only a root instance knows its root without following the parents.
-                None => Some(key_text(view.key)),
-                Some(_) => None,
-            },
+            root_process_instance_key: Some(key_text(view.root_process_instance_key)),
             tags: Vec::new(),
         }
     }

@@ -36,7 +36,7 @@ pub struct VariableResult {
     variable_key: String,
     scope_key: String,
     process_instance_key: String,
-    /// Rill has no call activities: every instance is a root.
+    /// The top instance of its call hierarchy.
     root_process_instance_key: String,
 }
 
@@ -58,7 +58,7 @@ impl From<HistoricVariable> for VariableResult {
             variable_key: key_text(variable.key),
             scope_key: key_text(variable.scope_key),
             process_instance_key: key_text(variable.process_instance_key),
-            root_process_instance_key: key_text(variable.process_instance_key),
+            root_process_instance_key: key_text(variable.root_process_instance_key),
         }
     }
 }

@@ -138,6 +138,8 @@ pub struct HistoricJob {
     pub process_definition_version: i32,
     pub process_definition_key: Key,
     pub process_instance_key: Key,
+    /// The top instance of its call hierarchy.
+    pub root_process_instance_key: Key,
     pub element_id: String,
     pub element_instance_key: Key,
     pub tenant_id: String,
@@ -274,6 +276,8 @@ pub struct HistoricIncident {
     pub bpmn_process_id: String,
     pub process_definition_key: Key,
     pub process_instance_key: Key,
+    /// The top instance of its call hierarchy.
+    pub root_process_instance_key: Key,
     pub element_id: String,
     pub element_instance_key: Key,
     pub job_key: Option<Key>,
@@ -335,6 +339,8 @@ pub struct HistoricVariable {
     pub value: String,
     pub scope_key: Key,
     pub process_instance_key: Key,
+    /// The top instance of its call hierarchy.
+    pub root_process_instance_key: Key,
     pub process_definition_key: Key,
     pub bpmn_process_id: String,
     pub tenant_id: String,
@@ -454,6 +460,8 @@ pub struct HistoricElementInstance {
     pub bpmn_process_id: String,
     pub process_definition_key: Key,
     pub process_instance_key: Key,
+    /// The top instance of its call hierarchy.
+    pub root_process_instance_key: Key,
     /// The element instance (or process instance) it runs in.
     pub flow_scope_key: Key,
     pub state: ElementState,

@@ -61,6 +61,7 @@ impl ElementBehavior for BusinessRuleTask {
             process_instance_key: instance.get(),
             element_id: active.element().id.clone(),
             element_instance_key: active.key().get(),
+            root_process_instance_key: active.record().root_process_instance_key,
         };
         let (_, record, output) = p.evaluate_deployed_decision(&decision, &variables, site)?;
         let Some(output) = output else {

@@ -169,6 +169,7 @@ impl Processing<'_> {
         let mut root = Processing::root_record(child, key);
         root.parent_process_instance_key = call_activity.record().process_instance_key;
         root.parent_element_instance_key = call_activity.key().get();
+        root.root_process_instance_key = call_activity.record().root_process_instance_key;
         root.tenant_id = call_activity.record().tenant_id.clone();
         for (name, value) in variables {
             self.set_variable(&root, key, name, value)?;

@@ -46,6 +46,7 @@ use rill_protocol::value::{
 use rill_protocol::{Intent, Key};
 use serde_json::{Map, Value};
 
+use crate::behavior::process_events::EventTarget;
 use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel, ThrowEventDefinition};
@@ -280,10 +281,21 @@ impl Processing<'_> {
     ) -> Result<Key> {
         let key = self.next_key()?;
         let root = Processing::root_record(process, key);
+        let event = EventTarget {
+            scope_key: process.key.get(),
+            element_id: &process.model.element(start).id,
+            process_definition_key: process.key.get(),
+            process_instance_key: key.get(),
+            tenant_id: &root.tenant_id,
+        };
+        // The event's own variables, without Rill's bookkeeping of message starts.
+        let mut event_variables = variables.clone();
+        event_variables.remove(crate::behavior::MESSAGE_START_VARIABLE);
+        let event_key = self.process_event_triggering(&event, Some(&event_variables))?;
         for (name, value) in &variables {
             self.set_variable(&root, key, name, value)?;
         }
-        self.enter_process(key, root)?;
+        self.enter_process(key, root.clone())?;
         let active = self
             .active(key)?
             .ok_or_else(|| inconsistent(format!("process instance {key} vanished")))?;
@@ -293,6 +305,14 @@ impl Processing<'_> {
             self.incident_on(&active, halt)?;
             return Ok(key);
         }
+        let event = EventTarget {
+            scope_key: process.key.get(),
+            element_id: &process.model.element(start).id,
+            process_definition_key: process.key.get(),
+            process_instance_key: key.get(),
+            tenant_id: &root.tenant_id,
+        };
+        self.process_event_triggered(event_key, &event)?;
         enter_scope(self, &active, start, None)?;
         Ok(key)
     }
@@ -697,6 +717,7 @@ impl Processing<'_> {
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
+            root_process_instance_key: process_instance_key.get(),
         }
     }
 }

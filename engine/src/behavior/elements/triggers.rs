@@ -27,6 +27,7 @@ use rill_protocol::value::BpmnElementType;
 
 use super::{Outgoing, Trigger};
 use crate::behavior::messages::NewSubscription;
+use crate::behavior::process_events::EventTarget;
 use crate::behavior::timers::Due;
 use crate::context::{Active, Processing};
 use crate::error::Result;
@@ -261,13 +262,25 @@ impl Processing<'_> {
         if active.instance.state != ElementState::Activated {
             return Ok(());
         }
-        if active.element().id == catch_event {
-            return self.complete_with(holder, trigger);
-        }
-        let Some(catch) = active.process.model.element_by_id(catch_event) else {
+        let holds_itself = active.element().id == catch_event;
+        let catch = active.process.model.element_by_id(catch_event);
+        if !holds_itself && catch.is_none() {
             return Ok(());
+        }
+        let record = active.record();
+        let event = EventTarget {
+            scope_key: holder.get(),
+            element_id: catch_event,
+            process_definition_key: record.process_definition_key,
+            process_instance_key: record.process_instance_key,
+            tenant_id: &record.tenant_id,
         };
-        self.fire_catch_event(&active, catch, trigger)
+        let event_key = self.process_event_triggering(&event, trigger.as_ref())?;
+        self.process_event_triggered(event_key, &event)?;
+        match catch {
+            Some(catch) if !holds_itself => self.fire_catch_event(&active, catch, trigger),
+            _ => self.complete_with(holder, trigger),
+        }
     }
 
     /// Fires a catch event whose trigger `holder` holds (see the module's table).

@@ -130,6 +130,7 @@ impl Processing<'_> {
             action: String::new(),
             creation_timestamp: self.now(),
             priority,
+            root_process_instance_key: record.root_process_instance_key,
         })
     }
 

@@ -34,6 +34,7 @@ fn partitions() -> Vec<MemoryHistory> {
                     parent_process_instance_key: -1,
                     parent_element_instance_key: -1,
                     tenant_id: "<default>".into(),
+                    root_process_instance_key: key.get(),
                 };
                 let at = 1_000 + n as i64 * 7 + i64::from(p);
                 records.push(record(Intent::ElementActivating, at, value(())));
