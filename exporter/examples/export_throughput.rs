@@ -41,6 +41,7 @@ fn records(count: u64) -> Vec<Record> {
                 parent_process_instance_key: -1,
                 parent_element_instance_key: -1,
                 tenant_id: "<default>".into(),
+                tags: Vec::new(),
             }
             .into(),
         })

@@ -48,6 +48,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
         "jobKind",
         "jobListenerEventType",
         "result",
+        "tags",
     ];
     set(match value_type {
         ValueType::Deployment => &[
@@ -124,6 +125,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "parentProcessInstanceKey",
             "parentElementInstanceKey",
             "tenantId",
+            "tags",
         ],
         ValueType::ProcessInstanceCreation => &[
             "bpmnProcessId",
@@ -133,6 +135,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "variables",
             "fetchVariables",
             "tenantId",
+            "tags",
         ],
         ValueType::ProcessInstanceModification => &[
             "processInstanceKey",
@@ -294,6 +297,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "action",
             "creationTimestamp",
             "priority",
+            "tags",
         ],
         ValueType::Form => &[
             "formId",

@@ -177,6 +177,7 @@ mod tests {
             job_kind: Default::default(),
             job_listener_event_type: Default::default(),
             result: Default::default(),
+            tags: Vec::new(),
         }
     }
 

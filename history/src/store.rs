@@ -287,6 +287,7 @@ impl<'a> HistoryWriter<'a> {
                             tenant_id: value.tenant_id.clone(),
                             process_definition_name,
                             process_definition_version_tag,
+                            tags: value.tags.clone(),
                         };
                         self.create(&instance)?;
                     }
@@ -658,6 +659,7 @@ impl<'a> HistoryWriter<'a> {
                     tenant_id: value.tenant_id.clone(),
                     creation_date: record.timestamp,
                     completion_date: None,
+                    tags: value.tags.clone(),
                 };
                 self.create(&task)?;
             }

@@ -48,6 +48,7 @@ fn process(intent: Intent, time: i64, n: u64, process_id: &str, definition: i64)
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
+            tags: Vec::new(),
         }),
     )
 }

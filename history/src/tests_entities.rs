@@ -56,6 +56,7 @@ pub(crate) fn instance(intent: Intent, time: i64, n: u64) -> Record {
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
+            tags: Vec::new(),
         }),
     )
 }
@@ -83,6 +84,7 @@ fn job_value(job_type: &str, instance: u64, retries: i32) -> JobRecord {
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
         result: Default::default(),
+        tags: Vec::new(),
     }
 }
 
@@ -469,6 +471,7 @@ pub(crate) fn element(
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
+            tags: Vec::new(),
         }),
     )
 }

@@ -58,6 +58,7 @@ fn task(
         action: String::new(),
         creation_timestamp: time,
         priority: 50,
+        tags: Vec::new(),
     };
     change(&mut value);
     record(intent, time, key(n), RecordValue::UserTask(value))

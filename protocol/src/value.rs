@@ -276,6 +276,9 @@ pub struct UserTaskRecord {
     pub creation_timestamp: i64,
     /// 0 to 100, default 50.
     pub priority: i32,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 impl UserTaskRecord {
@@ -375,6 +378,9 @@ pub struct ProcessInstanceRecord {
     pub parent_element_instance_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -393,6 +399,9 @@ pub struct ProcessInstanceCreationRecord {
     /// command, so the engine can answer it when the instance completes.
     #[serde(default)]
     pub await_request_id: Option<u64>,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -445,6 +454,9 @@ pub struct JobRecord {
     /// corrections of the user task.
     #[serde(default)]
     pub result: JobResult,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 /// Zeebe's `JobResult`: a job worker's verdict on a user-task transition, given with the

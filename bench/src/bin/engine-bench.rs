@@ -173,6 +173,7 @@ fn bench_fan_out(mode: &str, args: &Args) -> anyhow::Result<()> {
         variables: JsonValue(serde_json::json!({ "items": items })),
         await_result: false,
         fetch_variables: Vec::new(),
+        tags: Vec::new(),
     });
     let started = Instant::now();
     let cpu_started = cpu_seconds();
@@ -209,6 +210,7 @@ fn bench(mode: &str, args: &Args) -> anyhow::Result<()> {
         variables: JsonValue::empty_object(),
         await_result: false,
         fetch_variables: Vec::new(),
+        tags: Vec::new(),
     });
     let started = Instant::now();
     let cpu_started = cpu_seconds();

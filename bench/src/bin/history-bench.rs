@@ -102,6 +102,7 @@ fn record(intent: Intent, time: i64, n: u64, process: u64) -> Record {
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
+            tags: Vec::new(),
         }),
     }
 }

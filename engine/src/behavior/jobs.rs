@@ -118,6 +118,7 @@ impl Processing<'_> {
             job_kind,
             job_listener_event_type,
             result: Default::default(),
+            tags: record.tags.clone(),
         };
         let key = self.next_key()?;
         self.notify_jobs_available(&value.job_type);

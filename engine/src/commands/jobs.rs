@@ -38,6 +38,7 @@ pub(super) fn unknown_job() -> JobRecord {
         job_kind: JobKind::BpmnElement,
         job_listener_event_type: Default::default(),
         result: Default::default(),
+        tags: Vec::new(),
     }
 }
 

@@ -39,6 +39,7 @@ pub(super) fn unknown_user_task(key: Key) -> UserTaskRecord {
         action: String::new(),
         creation_timestamp: -1,
         priority: UserTaskRecord::DEFAULT_PRIORITY,
+        tags: Vec::new(),
     }
 }
 

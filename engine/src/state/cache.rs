@@ -211,6 +211,7 @@ mod tests {
                 parent_process_instance_key: -1,
                 parent_element_instance_key: -1,
                 tenant_id: "<default>".into(),
+                tags: Vec::new(),
             },
             active_children: 0,
             active_flows: 0,

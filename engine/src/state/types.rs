@@ -130,6 +130,7 @@ pub struct JobRecordRef<'a> {
     job_kind: rill_protocol::value::JobKind,
     job_listener_event_type: rill_protocol::value::JobListenerEventType,
     result: &'a rill_protocol::value::JobResult,
+    tags: &'a [String],
 }
 
 impl<'a> StoredJobRef<'a> {
@@ -158,6 +159,7 @@ impl<'a> StoredJobRef<'a> {
                 job_kind: r.job_kind,
                 job_listener_event_type: r.job_listener_event_type,
                 result: &r.result,
+                tags: &r.tags,
             },
         }
     }
@@ -285,6 +287,7 @@ mod tests {
             job_kind: rill_protocol::value::JobKind::ExecutionListener,
             job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
             result: Default::default(),
+            tags: vec!["a-tag".into()],
         };
         let bytes = codec::encode(&StoredJobRef::new(JobState::Activated, &record)).unwrap();
         let decoded: StoredJob = codec::decode(&bytes).unwrap();

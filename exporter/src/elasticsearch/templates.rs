@@ -151,6 +151,7 @@ fn job_properties() -> Value {
                 ),
             ])}),
         ),
+        ("tags", keyword()),
     ])
 }
 
@@ -315,6 +316,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("parentProcessInstanceKey", long()),
             ("parentElementInstanceKey", long()),
             ("tenantId", keyword()),
+            ("tags", keyword()),
         ]),
         ValueType::ProcessInstanceCreation => object(&[
             ("bpmnProcessId", keyword()),
@@ -324,6 +326,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("variables", not_indexed()),
             ("fetchVariables", keyword()),
             ("tenantId", keyword()),
+            ("tags", keyword()),
         ]),
         ValueType::ProcessInstanceModification => object(&[
             ("processInstanceKey", long()),
@@ -518,6 +521,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("action", keyword()),
             ("creationTimestamp", long()),
             ("priority", integer()),
+            ("tags", keyword()),
         ]),
         ValueType::Form => object(&[
             ("formId", keyword()),

@@ -45,6 +45,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
         result: Default::default(),
+        tags: Vec::new(),
     };
     match value_type {
         ValueType::Deployment => DeploymentRecord {
@@ -169,6 +170,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: DEFAULT_TENANT.into(),
+            tags: Vec::new(),
         }
         .into(),
         ValueType::ProcessInstanceCreation => ProcessInstanceCreationRecord {
@@ -180,6 +182,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             fetch_variables: vec!["orderId".into()],
             tenant_id: DEFAULT_TENANT.into(),
             await_request_id: Some(7),
+            tags: Vec::new(),
         }
         .into(),
         ValueType::ProcessInstanceModification => ProcessInstanceModificationRecord {
@@ -386,6 +389,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             action: "assign".into(),
             creation_timestamp: NOON,
             priority: 50,
+            tags: Vec::new(),
         }
         .into(),
         ValueType::Form => FormRecord {

@@ -65,6 +65,7 @@ fn partitions() -> Vec<MemoryHistory> {
                     job_kind: Default::default(),
                     job_listener_event_type: Default::default(),
                     result: Default::default(),
+                    tags: Vec::new(),
                 };
                 let at = 1_000 + n as i64 * 3 + i64::from(p);
                 records.push(record(Intent::Created, at, key, RecordValue::Job(job(3))));

@@ -162,7 +162,7 @@ impl ActivatedJob {
             element_instance_key: job.element_instance_key.to_string(),
             kind: job.job_kind.name(),
             listener_event_type: job.job_listener_event_type.name(),
-            tags: Vec::new(),
+            tags: job.tags,
             user_task,
         }
     }
@@ -779,6 +779,7 @@ mod tests {
             job_kind: Default::default(),
             job_listener_event_type: Default::default(),
             result: Default::default(),
+            tags: Vec::new(),
         };
         let json = serde_json::to_value(ActivatedJob::new(2251799813685253, job)).unwrap();
         assert_eq!(json["jobKey"], "2251799813685253");

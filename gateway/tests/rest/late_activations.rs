@@ -42,6 +42,7 @@ fn job(timeout: i64, deadline: i64) -> JobRecord {
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),
         result: Default::default(),
+        tags: Vec::new(),
     }
 }
 

@@ -170,6 +170,8 @@ impl Processing<'_> {
         root.parent_process_instance_key = call_activity.record().process_instance_key;
         root.parent_element_instance_key = call_activity.key().get();
         root.tenant_id = call_activity.record().tenant_id.clone();
+        // A called instance carries its caller's tags.
+        root.tags = call_activity.record().tags.clone();
         for (name, value) in variables {
             self.set_variable(&root, key, name, value)?;
         }

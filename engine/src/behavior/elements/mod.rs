@@ -697,6 +697,7 @@ impl Processing<'_> {
             parent_process_instance_key: -1,
             parent_element_instance_key: -1,
             tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
+            tags: Vec::new(),
         }
     }
 }
