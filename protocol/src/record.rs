@@ -214,6 +214,9 @@ pub enum Intent {
     Corrected,
     AssignmentDenied,
     UpdateDenied,
+    /// USER_TASK: a claim (an assignment without override) begins, as Zeebe 8.8 writes
+    /// it instead of `ASSIGNING`.
+    Claiming,
 }
 
 impl Intent {

@@ -152,7 +152,13 @@ fn assign(
         ..task.record
     };
     p.command(key, intent, record.clone());
-    p.event(key, Intent::Assigning, record)?;
+    // As in Zeebe 8.8, a claim begins with CLAIMING; both end with ASSIGNED.
+    let beginning = if intent == Intent::Claim {
+        Intent::Claiming
+    } else {
+        Intent::Assigning
+    };
+    p.event(key, beginning, record)?;
     p.await_transition(key);
     p.next_task_listener(key)
 }
