@@ -163,10 +163,10 @@ fn a_zeebe_client_deploys_creates_with_result_and_works_jobs() {
         for _ in 0..4 {
             let result = client
                 .create_process_instance_with_result(CreateProcessInstanceWithResultRequest {
-                    request: Some(create_request(
-                        "two-rest-calls",
-                        json!({"n": 7, "steps": 0}),
-                    )),
+                    request: Some(CreateProcessInstanceRequest {
+                        tags: vec!["batch:7".to_owned()],
+                        ..create_request("two-rest-calls", json!({"n": 7, "steps": 0}))
+                    }),
                     request_timeout: 20_000,
                     fetch_variables: vec!["steps".to_owned()],
                 })
@@ -176,6 +176,7 @@ fn a_zeebe_client_deploys_creates_with_result_and_works_jobs() {
             assert_eq!(result.bpmn_process_id, "two-rest-calls");
             assert!(result.process_instance_key > 0);
             assert_eq!(result.tenant_id, "<default>");
+            assert_eq!(result.tags, vec!["batch:7".to_owned()]);
             let variables: Value = serde_json::from_str(&result.variables).expect("JSON");
             // Both tasks ran, and only the fetched variable came back.
             assert_eq!(variables, json!({"steps": 2}));
@@ -489,19 +490,34 @@ fn rpcs_answer_zeebe_status_codes_and_change_state() {
         );
         assert_eq!(c, Code::InvalidArgument);
         assert!(m.contains("tenantId"), "{m}");
+        let (c, m) = code(
+            client
+                .create_process_instance(CreateProcessInstanceRequest {
+                    tags: vec!["ok".into(), "not ok".into()],
+                    ..create_request("payment-retry", json!({}))
+                })
+                .await,
+        );
+        assert_eq!(c, Code::InvalidArgument);
+        assert!(m.contains("'not ok'"), "{m}");
 
         // Fail with retries left and a back-off: the job comes back after it.
         let instance = client
-            .create_process_instance(create_request("payment-retry", json!({"amount": 5})))
+            .create_process_instance(CreateProcessInstanceRequest {
+                tags: vec!["card".into()],
+                ..create_request("payment-retry", json!({"amount": 5}))
+            })
             .await
             .expect("create")
             .into_inner();
+        assert_eq!(instance.tags, vec!["card".to_owned()]);
         let job = activate(&mut client, activation("take-payment", 1, 5_000))
             .await
             .unwrap()
             .pop()
             .expect("a job");
         assert_eq!(job.process_instance_key, instance.process_instance_key);
+        assert_eq!(job.tags, vec!["card".to_owned()]);
         assert_eq!(job.retries, 2);
         client
             .fail_job(FailJobRequest {

@@ -42,6 +42,7 @@ fn records(count: u64) -> Vec<Record> {
                 parent_element_instance_key: -1,
                 tenant_id: "<default>".into(),
                 root_process_instance_key: Key::new(PartitionId(1), p / 10).get(),
+                tags: Vec::new(),
             }
             .into(),
         })

@@ -49,6 +49,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
         "jobListenerEventType",
         "result",
         "rootProcessInstanceKey",
+        "tags",
     ];
     set(match value_type {
         ValueType::Deployment => &[
@@ -127,6 +128,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "parentElementInstanceKey",
             "tenantId",
             "rootProcessInstanceKey",
+            "tags",
         ],
         ValueType::ProcessInstanceCreation => &[
             "bpmnProcessId",
@@ -136,6 +138,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "variables",
             "fetchVariables",
             "tenantId",
+            "tags",
         ],
         ValueType::ProcessInstanceModification => &[
             "processInstanceKey",
@@ -308,6 +311,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "creationTimestamp",
             "priority",
             "rootProcessInstanceKey",
+            "tags",
         ],
         ValueType::Form => &[
             "formId",

@@ -178,6 +178,7 @@ mod tests {
             job_listener_event_type: Default::default(),
             result: Default::default(),
             root_process_instance_key: 3,
+            tags: Vec::new(),
         }
     }
 

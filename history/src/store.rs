@@ -291,6 +291,7 @@ impl<'a> HistoryWriter<'a> {
                                 key.get(),
                                 value.root_process_instance_key,
                             ),
+                            tags: value.tags.clone(),
                         };
                         self.create(&instance)?;
                     }
@@ -674,6 +675,7 @@ impl<'a> HistoryWriter<'a> {
                     tenant_id: value.tenant_id.clone(),
                     creation_date: record.timestamp,
                     completion_date: None,
+                    tags: value.tags.clone(),
                 };
                 self.create(&task)?;
             }

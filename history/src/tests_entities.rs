@@ -57,6 +57,7 @@ pub(crate) fn instance(intent: Intent, time: i64, n: u64) -> Record {
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
             root_process_instance_key: key(n).get(),
+            tags: Vec::new(),
         }),
     )
 }
@@ -85,6 +86,7 @@ fn job_value(job_type: &str, instance: u64, retries: i32) -> JobRecord {
         job_listener_event_type: Default::default(),
         result: Default::default(),
         root_process_instance_key: key(instance).get(),
+        tags: Vec::new(),
     }
 }
 
@@ -473,6 +475,7 @@ pub(crate) fn element(
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
             root_process_instance_key: key(instance).get(),
+            tags: Vec::new(),
         }),
     )
 }

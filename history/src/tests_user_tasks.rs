@@ -59,6 +59,7 @@ fn task(
         creation_timestamp: time,
         priority: 50,
         root_process_instance_key: key(instance).get(),
+        tags: Vec::new(),
     };
     change(&mut value);
     record(intent, time, key(n), RecordValue::UserTask(value))

@@ -38,6 +38,8 @@ pub struct CreateProcessInstance {
     pub await_result: bool,
     /// With `await_result`: the variables to return (empty = all).
     pub fetch_variables: Vec<String>,
+    /// The instance's tags (checked by the gateway and again by the engine).
+    pub tags: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -199,10 +199,12 @@ pub enum ProcessInstanceField {
     State,
     HasIncident,
     TenantId,
+    /// One of the instance's tags: a condition holds when it holds for one of them.
+    Tags,
 }
 
 impl ProcessInstanceField {
-    pub const ALL: [ProcessInstanceField; 13] = [
+    pub const ALL: [ProcessInstanceField; 14] = [
         ProcessInstanceField::ProcessInstanceKey,
         ProcessInstanceField::ProcessDefinitionId,
         ProcessInstanceField::ProcessDefinitionName,
@@ -216,6 +218,7 @@ impl ProcessInstanceField {
         ProcessInstanceField::State,
         ProcessInstanceField::HasIncident,
         ProcessInstanceField::TenantId,
+        ProcessInstanceField::Tags,
     ];
 
     /// Camunda's name of the field.
@@ -234,6 +237,7 @@ impl ProcessInstanceField {
             ProcessInstanceField::State => "state",
             ProcessInstanceField::HasIncident => "hasIncident",
             ProcessInstanceField::TenantId => "tenantId",
+            ProcessInstanceField::Tags => "tags",
         }
     }
 
@@ -300,6 +304,8 @@ pub struct HistoricProcessInstance {
     /// The top instance of its call hierarchy (its own key for an instance no call
     /// activity created).
     pub root_process_instance_key: Key,
+    /// The instance's tags.
+    pub tags: Vec<String>,
 }
 
 impl HistoricProcessInstance {
@@ -353,7 +359,27 @@ impl Historic for HistoricProcessInstance {
             )),
             F::HasIncident => Some(FieldValue::Bool(self.incidents > 0)),
             F::TenantId => Some(FieldValue::Text(self.tenant_id.clone())),
+            // A list: one value here (the first); `matches` looks at every one.
+            F::Tags => self.tags.first().map(|t| FieldValue::Text(t.clone())),
         }
+    }
+
+    fn matches(&self, filter: &[(ProcessInstanceField, Condition)]) -> bool {
+        filter.iter().all(|(field, condition)| match field {
+            ProcessInstanceField::Tags => list_matches(&self.tags, condition),
+            _ => condition.matches(self.field(*field).as_ref()),
+        })
+    }
+}
+
+/// A condition on a list of texts (candidate groups, tags): it holds when it holds for
+/// one of them (`$neq`/`$notIn`: for none of them; `$exists`: the list is not empty).
+pub fn list_matches(list: &[String], condition: &Condition) -> bool {
+    let mut values = list.iter().map(|v| FieldValue::Text(v.clone()));
+    match condition {
+        Condition::Exists(should) => list.is_empty() != *should,
+        Condition::Neq(_) | Condition::NotIn(_) => values.all(|v| condition.matches(Some(&v))),
+        _ => values.any(|v| condition.matches(Some(&v))),
     }
 }
 

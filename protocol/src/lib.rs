@@ -10,6 +10,7 @@ mod ids;
 mod json;
 mod query;
 mod record;
+pub mod tags;
 pub mod value;
 
 pub use codec::CodecError;

@@ -221,6 +221,9 @@ pub enum Intent {
     UpdateDenied,
     // PROCESS_EVENT (with `Triggered`)
     Triggering,
+    /// USER_TASK: a claim (an assignment without override) begins, as Zeebe 8.8 writes
+    /// it instead of `ASSIGNING`.
+    Claiming,
 }
 
 impl Intent {

@@ -289,6 +289,9 @@ pub struct UserTaskRecord {
     /// in records written before Rill filled it).
     #[serde(default = "no_key")]
     pub root_process_instance_key: i64,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 impl UserTaskRecord {
@@ -393,6 +396,9 @@ pub struct ProcessInstanceRecord {
     /// in records written before Rill filled it).
     #[serde(default = "no_key")]
     pub root_process_instance_key: i64,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -411,6 +417,9 @@ pub struct ProcessInstanceCreationRecord {
     /// command, so the engine can answer it when the instance completes.
     #[serde(default)]
     pub await_request_id: Option<u64>,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -468,6 +477,9 @@ pub struct JobRecord {
     /// in records written before Rill filled it).
     #[serde(default = "no_key")]
     pub root_process_instance_key: i64,
+    /// The process instance's tags (Camunda 8.8), empty without any.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 /// Zeebe's `JobResult`: a job worker's verdict on a user-task transition, given with the

@@ -179,6 +179,7 @@ fn bench_fan_out(mode: &str, args: &Args) -> anyhow::Result<()> {
         variables: JsonValue(serde_json::json!({ "items": items })),
         await_result: false,
         fetch_variables: Vec::new(),
+        tags: Vec::new(),
     });
     let started = Instant::now();
     let cpu_started = cpu_seconds();
@@ -219,6 +220,7 @@ fn bench_order_lines(mode: &str, args: &Args) -> anyhow::Result<()> {
         variables: JsonValue(serde_json::json!({ "lines": lines })),
         await_result: false,
         fetch_variables: Vec::new(),
+        tags: Vec::new(),
     });
     let per_wave = (args.in_flight / args.items.max(1)).max(1);
     let started = Instant::now();
@@ -270,6 +272,7 @@ fn bench(mode: &str, args: &Args) -> anyhow::Result<()> {
         variables: JsonValue::empty_object(),
         await_result: false,
         fetch_variables: Vec::new(),
+        tags: Vec::new(),
     });
     let started = Instant::now();
     let cpu_started = cpu_seconds();

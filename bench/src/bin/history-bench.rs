@@ -103,6 +103,7 @@ fn record(intent: Intent, time: i64, n: u64, process: u64) -> Record {
             parent_element_instance_key: -1,
             tenant_id: "<default>".into(),
             root_process_instance_key: Key::new(PARTITION, n).get(),
+            tags: Vec::new(),
         }),
     }
 }

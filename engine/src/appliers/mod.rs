@@ -264,7 +264,7 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::UserTask, I::CompletionDenied | I::AssignmentDenied | I::UpdateDenied) => {
             &[(1, A::UserTask(user_task::denied))]
         }
-        (V::UserTask, I::Assigning) => &[(1, A::UserTask(user_task::assigning))],
+        (V::UserTask, I::Assigning | I::Claiming) => &[(1, A::UserTask(user_task::assigning))],
         (V::UserTask, I::Assigned) => &[(1, A::UserTask(user_task::changed))],
         (V::UserTask, I::Updating) => &[(1, A::UserTask(user_task::updating))],
         (V::UserTask, I::Updated) => &[(1, A::UserTask(user_task::changed))],

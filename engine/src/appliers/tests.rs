@@ -98,6 +98,7 @@ fn version_1_log() -> (MemoryState, Log) {
         variables: JsonValue(json!({"order": "o-1", "total": 12})),
         await_result: false,
         fetch_variables: Vec::new(),
+        tags: Vec::new(),
     });
     run(&mut engine, &mut state, &mut log, create, 2_000);
     let activate = Command::ActivateJobs(ActivateJobs {

@@ -119,6 +119,7 @@ impl Processing<'_> {
             job_listener_event_type,
             result: Default::default(),
             root_process_instance_key: record.root_process_instance_key,
+            tags: record.tags.clone(),
         };
         let key = self.next_key()?;
         self.notify_jobs_available(&value.job_type);

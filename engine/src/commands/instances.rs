@@ -38,6 +38,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
         fetch_variables: create.fetch_variables.clone(),
         tenant_id: tenant(),
         await_request_id: None,
+        tags: create.tags.clone(),
     };
     let variables = match variables_document(&create.variables, "the variables") {
         Ok(variables) => variables,
@@ -46,6 +47,18 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
             return Ok(());
         }
     };
+    match rill_protocol::tags::validate_tags(&create.tags) {
+        Ok(tags) => record.tags = tags,
+        Err(reason) => {
+            p.reject(
+                Key::NONE,
+                intent,
+                record,
+                Rejection::invalid_argument(reason),
+            );
+            return Ok(());
+        }
+    }
     let definition_key = match &create.process {
         ProcessSelector::ById {
             bpmn_process_id,
@@ -104,7 +117,10 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
     if create.await_result {
         record.await_request_id = p.ctx.request.map(|r| r.0);
     }
-    let root = Processing::root_record(&process, instance_key);
+    let root = ProcessInstanceRecord {
+        tags: record.tags.clone(),
+        ..Processing::root_record(&process, instance_key)
+    };
     for (name, value) in &variables {
         p.set_variable(&root, instance_key, name, value)?;
     }
@@ -132,6 +148,7 @@ pub(super) fn placeholder(key: Key) -> ProcessInstanceRecord {
         parent_element_instance_key: -1,
         tenant_id: tenant(),
         root_process_instance_key: -1,
+        tags: Vec::new(),
     }
 }
 

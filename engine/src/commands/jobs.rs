@@ -39,6 +39,7 @@ pub(super) fn unknown_job() -> JobRecord {
         job_listener_event_type: Default::default(),
         result: Default::default(),
         root_process_instance_key: -1,
+        tags: Vec::new(),
     }
 }
 

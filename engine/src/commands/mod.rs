@@ -133,6 +133,7 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
                 fetch_variables: Vec::new(),
                 tenant_id: tenant(),
                 await_request_id: None,
+                tags: Vec::new(),
             }
             .into(),
         ),

@@ -40,6 +40,7 @@ pub(super) fn unknown_user_task(key: Key) -> UserTaskRecord {
         creation_timestamp: -1,
         priority: UserTaskRecord::DEFAULT_PRIORITY,
         root_process_instance_key: -1,
+        tags: Vec::new(),
     }
 }
 
@@ -152,7 +153,13 @@ fn assign(
         ..task.record
     };
     p.command(key, intent, record.clone());
-    p.event(key, Intent::Assigning, record)?;
+    // As in Zeebe 8.8, a claim begins with CLAIMING; both end with ASSIGNED.
+    let beginning = if intent == Intent::Claim {
+        Intent::Claiming
+    } else {
+        Intent::Assigning
+    };
+    p.event(key, beginning, record)?;
     p.await_transition(key);
     p.next_task_listener(key)
 }

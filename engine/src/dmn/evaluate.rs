@@ -139,6 +139,13 @@ fn evaluate_one(
             .map_err(|error| error.to_string()),
         DecisionLogic::Table(table) => evaluate_table(table, scope, env, &mut record),
     };
+    let result = result.and_then(|output| match decision.result_type {
+        Some(expected) if !expected.admits(&output) => Err(format!(
+            "expected '{}' but found '{output}'",
+            expected.name()
+        )),
+        _ => Ok(output),
+    });
     match result {
         Ok(output) => {
             record.output = output;

@@ -13,7 +13,7 @@ pub use evaluate::{
     MatchedRule, evaluate_decision,
 };
 pub use model::{
-    Aggregation, Decision, DecisionLogic, DecisionRequirements, DecisionTable, HitPolicy, Rule,
-    TableInput, TableOutput,
+    Aggregation, Decision, DecisionLogic, DecisionRequirements, DecisionTable, HitPolicy,
+    ResultType, Rule, TableInput, TableOutput,
 };
 pub use parse::{MAX_DECISIONS, parse_dmn};

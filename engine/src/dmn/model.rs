@@ -34,6 +34,39 @@ pub struct Decision {
     /// acyclic (checked at deploy).
     pub required: Vec<usize>,
     pub logic: DecisionLogic,
+    /// The `typeRef` of the decision's `variable`, which its result must have (as
+    /// Zeebe's DMN engine checks it); `None` without one or for a type it ignores.
+    pub result_type: Option<ResultType>,
+}
+
+/// A result type Rill checks: the FEEL types a JSON value tells apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResultType {
+    String,
+    Number,
+    Boolean,
+}
+
+impl ResultType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultType::String => "string",
+            ResultType::Number => "number",
+            ResultType::Boolean => "boolean",
+        }
+    }
+
+    /// Whether `value` has this type (`null` has every type, as in Zeebe).
+    pub fn admits(self, value: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        matches!(
+            (self, value),
+            (_, Value::Null)
+                | (ResultType::String, Value::String(_))
+                | (ResultType::Number, Value::Number(_))
+                | (ResultType::Boolean, Value::Bool(_))
+        )
+    }
 }
 
 #[derive(Debug)]

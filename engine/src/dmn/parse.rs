@@ -10,8 +10,8 @@ use roxmltree::{Node, ParsingOptions};
 use serde_json::{Map, Value as Json};
 
 use super::model::{
-    Aggregation, Decision, DecisionLogic, DecisionRequirements, DecisionTable, HitPolicy, Rule,
-    TableInput, TableOutput,
+    Aggregation, Decision, DecisionLogic, DecisionRequirements, DecisionTable, HitPolicy,
+    ResultType, Rule, TableInput, TableOutput,
 };
 use crate::parse::{DeployError, MAX_RESOURCE_BYTES, MAX_XML_NODES, Problem};
 
@@ -257,8 +257,10 @@ fn parse_decision(
     let before = problems.found.len();
     let mut required = Vec::new();
     let mut logic = None;
+    let mut result_type = None;
     for child in dmn_children(node) {
         match child.tag_name().name() {
+            "variable" => result_type = parse_result_type(child, &id, problems),
             "informationRequirement" => {
                 if let Some(requirement) = dmn_child(child, "requiredDecision") {
                     let href = requirement.attribute("href").unwrap_or_default();
@@ -275,7 +277,7 @@ fn parse_decision(
                     }
                 }
             }
-            "description" | "variable" | "authorityRequirement" | "extensionElements" => {}
+            "description" | "authorityRequirement" | "extensionElements" => {}
             "decisionTable" => logic = parse_table(child, &id, problems).map(DecisionLogic::Table),
             "literalExpression" => {
                 let text = text_child(child).unwrap_or_default();
@@ -307,7 +309,39 @@ fn parse_decision(
         version_tag,
         required,
         logic: logic?,
+        result_type,
     })
+}
+
+/// The `typeRef` of a decision's `variable`, the type its result must have. Zeebe's DMN
+/// engine checks the FEEL types (with or without a `feel:` prefix) and ignores others;
+/// Rill checks string, number and boolean, and refuses the temporal ones: its results
+/// are JSON, where a date and a string look alike.
+fn parse_result_type(
+    variable: Node<'_, '_>,
+    decision_id: &str,
+    problems: &mut Problems<'_>,
+) -> Option<ResultType> {
+    let raw = variable.attribute("typeRef")?;
+    let name = raw.strip_prefix("feel:").unwrap_or(raw);
+    match name {
+        "string" => Some(ResultType::String),
+        "number" => Some(ResultType::Number),
+        "boolean" => Some(ResultType::Boolean),
+        "date" | "time" | "dateTime" | "dayTimeDuration" | "yearMonthDuration" => {
+            problems.add(
+                Some(variable),
+                Some(decision_id),
+                format!(
+                    "the decision's result typeRef '{raw}' is not supported: Zeebe checks that \
+                     the result is a {name}, and Rill cannot tell a {name} from a string in a \
+                     result; remove the typeRef or use 'string'"
+                ),
+            );
+            None
+        }
+        _ => None,
+    }
 }
 
 fn compile_expression(

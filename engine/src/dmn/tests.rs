@@ -352,3 +352,34 @@ fn mutated_models_never_panic() {
         }
     }
 }
+
+#[test]
+fn a_decision_result_must_have_its_variables_type() {
+    let drg = drg(DISH);
+    let menu = drg.decision("menu").unwrap();
+    assert_eq!(menu.result_type, Some(ResultType::String));
+
+    let as_number = DISH.replace(
+        r#"name="menu" typeRef="string""#,
+        r#"name="menu" typeRef="feel:number""#,
+    );
+    let drg = parse_dmn("test.dmn", as_number.as_bytes()).unwrap();
+    let failure = evaluate(&drg, "menu", json!({"month": 10, "guestCount": 4})).unwrap_err();
+    assert_eq!(failure.failed_decision_id, "menu");
+    assert_eq!(
+        failure.message,
+        "failed to evaluate decision 'menu': expected 'number' but found '\"Fall menu: Spareribs\"'"
+    );
+
+    // A type Zeebe's engine does not know is not checked.
+    let custom = DISH.replace(r#"typeRef="string""#, r#"typeRef="MenuText""#);
+    let drg = parse_dmn("test.dmn", custom.as_bytes()).unwrap();
+    assert!(evaluate(&drg, "menu", json!({"month": 10, "guestCount": 4})).is_ok());
+
+    let as_date = DISH.replace(r#"typeRef="string""#, r#"typeRef="date""#);
+    let text = problems(&as_date);
+    assert!(
+        text.contains("menu") && text.contains("result typeRef 'date' is not supported"),
+        "{text}"
+    );
+}

@@ -170,12 +170,15 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
         let form_id = attr(Some(form), "formId");
         let external = attr(Some(form), "externalReference");
         if attr(Some(form), "formKey").is_some() {
+            // Zeebe 8.8 refuses a formKey alone here ("exactly one of formId,
+            // externalReference") and ignores one beside them; Rill refuses both.
             self.problem(
                 Some(id),
                 form,
-                "zeebe:formDefinition formKey (an embedded or custom form key) belongs to a \
-                 job-worker user task; on a Camunda user task (zeebe:userTask) link a deployed \
-                 form with formId, or use externalReference"
+                "zeebe:formDefinition formKey is not used by a Camunda user task \
+                 (zeebe:userTask): exactly one of the attributes 'formId, externalReference' \
+                 must be present and not blank for native user tasks; a formKey (an embedded \
+                 or custom form key) belongs to a job-worker user task"
                     .to_owned(),
             );
             return None;

@@ -212,6 +212,7 @@ mod tests {
                 parent_element_instance_key: -1,
                 tenant_id: "<default>".into(),
                 root_process_instance_key: 1,
+                tags: Vec::new(),
             },
             active_children: 0,
             active_flows: 0,

@@ -131,6 +131,7 @@ pub struct JobRecordRef<'a> {
     job_listener_event_type: rill_protocol::value::JobListenerEventType,
     result: &'a rill_protocol::value::JobResult,
     root_process_instance_key: i64,
+    tags: &'a [String],
 }
 
 impl<'a> StoredJobRef<'a> {
@@ -160,6 +161,7 @@ impl<'a> StoredJobRef<'a> {
                 job_listener_event_type: r.job_listener_event_type,
                 result: &r.result,
                 root_process_instance_key: r.root_process_instance_key,
+                tags: &r.tags,
             },
         }
     }
@@ -292,6 +294,7 @@ mod tests {
             job_listener_event_type: rill_protocol::value::JobListenerEventType::End,
             result: Default::default(),
             root_process_instance_key: 9,
+            tags: vec!["a-tag".into()],
         };
         let bytes = codec::encode(&StoredJobRef::new(JobState::Activated, &record)).unwrap();
         let decoded: StoredJob = codec::decode(&bytes).unwrap();

@@ -51,6 +51,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             variables: JsonValue(variables),
             await_result: false,
             fetch_variables: vec![],
+            tags: Vec::new(),
         })
     };
     let by_id = |id: &str, version| ProcessSelector::ById {
@@ -394,6 +395,7 @@ fn deploying_the_same_xml_again_keeps_the_version_and_a_change_makes_a_new_one()
         variables: JsonValue::null(),
         await_result: false,
         fetch_variables: vec![],
+        tags: Vec::new(),
     }));
     assert!(!v1.is_rejected());
     assert_eq!(rule.activate("t", 10).len(), 1);
@@ -428,6 +430,7 @@ fn create_and_await_answers_with_the_fetched_variables_when_the_instance_complet
             variables: JsonValue(json!({"a": 1, "b": 2})),
             await_result: true,
             fetch_variables: vec!["a".into(), "c".into()],
+            tags: Vec::new(),
         }),
         Some(request),
     );
@@ -481,6 +484,7 @@ fn create_and_await_on_an_instance_that_ends_at_once_answers_in_the_same_command
             variables: JsonValue(json!({"x": true})),
             await_result: true,
             fetch_variables: vec![],
+            tags: Vec::new(),
         }),
         Some(request),
     );

@@ -229,6 +229,7 @@ impl EngineRule {
             variables: JsonValue(variables),
             await_result: false,
             fetch_variables: Vec::new(),
+            tags: Vec::new(),
         })
     }
 

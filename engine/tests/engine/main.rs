@@ -19,6 +19,7 @@ mod resource_deletion;
 mod samples;
 mod signals;
 mod start_events;
+mod tags;
 mod task_listeners;
 mod user_tasks;
 

@@ -90,6 +90,7 @@ fn random_command_sequences_never_break_the_engine() {
                     variables,
                     await_result: rng.below(3) == 0,
                     fetch_variables: vec![],
+                    tags: Vec::new(),
                 }),
                 2 | 3 => Command::ActivateJobs(ActivateJobs {
                     job_type: (*rng.pick(&JOB_TYPES).unwrap()).to_owned(),

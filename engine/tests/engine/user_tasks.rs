@@ -185,6 +185,9 @@ fn a_camunda_user_task_is_created_assigned_updated_and_completed() {
         2,
         "the refused claim and the accepted one"
     );
+    // A claim begins with CLAIMING (as in Zeebe 8.8), an assignment with ASSIGNING.
+    let tail: Vec<Intent> = intents(&rule).into_iter().rev().take(2).collect();
+    assert_eq!(tail, vec![Intent::Assigned, Intent::Claiming]);
 
     // Update: only the given attributes change and are listed.
     let updated = rule.process(Command::UserTask(UserTaskCommand::Update {
@@ -443,7 +446,11 @@ fn bad_forms_and_bad_user_task_models_are_rejected_naming_what_is_wrong() {
         ),
         (
             r#"<zeebe:userTask /><zeebe:formDefinition formKey="camunda-forms:bpmn:f" />"#,
-            "belongs to a job-worker user task",
+            "exactly one of the attributes 'formId, externalReference' must be present",
+        ),
+        (
+            r#"<zeebe:userTask /><zeebe:formDefinition formId="f" formKey="camunda-forms:bpmn:f" />"#,
+            "formKey is not used by a Camunda user task",
         ),
         (
             r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="canceling" type="x" /></zeebe:taskListeners>"#,

@@ -152,6 +152,7 @@ fn job_properties() -> Value {
                 ),
             ])}),
         ),
+        ("tags", keyword()),
     ])
 }
 
@@ -318,6 +319,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("parentElementInstanceKey", long()),
             ("tenantId", keyword()),
             ("rootProcessInstanceKey", long()),
+            ("tags", keyword()),
         ]),
         ValueType::ProcessInstanceCreation => object(&[
             ("bpmnProcessId", keyword()),
@@ -327,6 +329,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("variables", not_indexed()),
             ("fetchVariables", keyword()),
             ("tenantId", keyword()),
+            ("tags", keyword()),
         ]),
         ValueType::ProcessInstanceModification => object(&[
             ("processInstanceKey", long()),
@@ -532,6 +535,7 @@ fn value_properties(value_type: ValueType) -> Value {
             ("creationTimestamp", long()),
             ("priority", integer()),
             ("rootProcessInstanceKey", long()),
+            ("tags", keyword()),
         ]),
         ValueType::Form => object(&[
             ("formId", keyword()),

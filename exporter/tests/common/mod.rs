@@ -46,6 +46,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
         job_listener_event_type: Default::default(),
         result: Default::default(),
         root_process_instance_key: key(2),
+        tags: Vec::new(),
     };
     match value_type {
         ValueType::Deployment => DeploymentRecord {
@@ -172,6 +173,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             parent_element_instance_key: -1,
             tenant_id: DEFAULT_TENANT.into(),
             root_process_instance_key: key(2),
+            tags: Vec::new(),
         }
         .into(),
         ValueType::ProcessInstanceCreation => ProcessInstanceCreationRecord {
@@ -183,6 +185,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             fetch_variables: vec!["orderId".into()],
             tenant_id: DEFAULT_TENANT.into(),
             await_request_id: Some(7),
+            tags: Vec::new(),
         }
         .into(),
         ValueType::ProcessInstanceModification => ProcessInstanceModificationRecord {
@@ -401,6 +404,7 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             creation_timestamp: NOON,
             priority: 50,
             root_process_instance_key: key(2),
+            tags: Vec::new(),
         }
         .into(),
         ValueType::Form => FormRecord {

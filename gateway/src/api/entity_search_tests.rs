@@ -66,6 +66,7 @@ fn partitions() -> Vec<MemoryHistory> {
                     job_listener_event_type: Default::default(),
                     result: Default::default(),
                     root_process_instance_key: Key::new(PartitionId(p), 600 + n).get(),
+                    tags: Vec::new(),
                 };
                 let at = 1_000 + n as i64 * 3 + i64::from(p);
                 records.push(record(Intent::Created, at, key, RecordValue::Job(job(3))));

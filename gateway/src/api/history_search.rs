@@ -328,6 +328,12 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
                 known.join(", ")
             ))
         })?;
+        if E::kind(field) == Kind::Tags {
+            return Err(Problem::invalid_argument(format!(
+                "Invalid value for 'sort[{i}].field': '{}' is not a sort field",
+                by.field
+            )));
+        }
         let descending = match by.order.as_deref() {
             None => false,
             Some(o) if o.eq_ignore_ascii_case("asc") => false,
@@ -412,12 +418,41 @@ pub enum Kind {
     /// One of the given names.
     Enum(&'static [&'static str]),
     Bool,
+    /// Camunda's `TagSet`: an array of tags, all of which the entry must carry. Not a
+    /// sort field.
+    Tags,
+}
+
+/// A `TagSet` filter: one condition per tag (an entry matches when it has them all).
+fn tag_conditions(path: &str, value: &Value) -> Result<Vec<Condition>, Problem> {
+    let wrong = || {
+        Problem::invalid_argument(format!(
+            "Invalid value for '{path}': expected an array of tags, got {value}"
+        ))
+    };
+    let Value::Array(items) = value else {
+        return Err(wrong());
+    };
+    let tags = items
+        .iter()
+        .map(|t| t.as_str().map(str::to_owned).ok_or_else(wrong))
+        .collect::<Result<Vec<String>, Problem>>()?;
+    let tags = rill_protocol::tags::validate_tags(&tags).map_err(|reason| {
+        Problem::invalid_argument(format!("Invalid value for '{path}': {reason}"))
+    })?;
+    Ok(tags
+        .into_iter()
+        .map(|t| Condition::Eq(FieldValue::Text(t)))
+        .collect())
 }
 
 /// The conditions of one filter field: a plain value (equality) or an object of
 /// operators, all of which must hold.
 fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, Problem> {
     let path = format!("filter.{name}");
+    if kind == Kind::Tags {
+        return tag_conditions(&path, value);
+    }
     let Value::Object(ops) = value else {
         return Ok(vec![Condition::Eq(scalar(&path, kind, value)?)]);
     };
@@ -518,5 +553,7 @@ fn scalar(path: &str, kind: Kind, value: &Value) -> Result<FieldValue, Problem> 
         (Kind::Enum(names), _) => Err(wrong(&format!("one of {}", names.join(", ")))),
         (Kind::Bool, Value::Bool(b)) => Ok(FieldValue::Bool(*b)),
         (Kind::Bool, _) => Err(wrong("true or false")),
+        // Tag sets are read by `tag_conditions`, never as one value.
+        (Kind::Tags, _) => Err(wrong("an array of tags")),
     }
 }

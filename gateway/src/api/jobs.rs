@@ -162,7 +162,7 @@ impl ActivatedJob {
             element_instance_key: job.element_instance_key.to_string(),
             kind: job.job_kind.name(),
             listener_event_type: job.job_listener_event_type.name(),
-            tags: Vec::new(),
+            tags: job.tags,
             user_task,
         }
     }
@@ -780,6 +780,7 @@ mod tests {
             job_listener_event_type: Default::default(),
             result: Default::default(),
             root_process_instance_key: 2251799813685251,
+            tags: Vec::new(),
         };
         let json = serde_json::to_value(ActivatedJob::new(2251799813685253, job)).unwrap();
         assert_eq!(json["jobKey"], "2251799813685253");

@@ -24,7 +24,6 @@ impl SearchEntity for HistoricProcessInstance {
         "elementId",
         "hasElementInstanceIncident",
         "incidentErrorHashCode",
-        "tags",
         "$or",
     ];
     const KEY_FIELD: F = F::ProcessInstanceKey;
@@ -45,6 +44,7 @@ impl SearchEntity for HistoricProcessInstance {
             F::StartDate | F::EndDate => Kind::Date,
             F::State => Kind::Enum(&["ACTIVE", "COMPLETED", "TERMINATED"]),
             F::HasIncident => Kind::Bool,
+            F::Tags => Kind::Tags,
         }
     }
 

@@ -81,7 +81,9 @@ pub async fn create(
             .is_some_and(|v| !v.is_empty()),
         "runtimeInstructions",
     )?;
-    unsupported(request.tags.as_ref().is_some_and(|v| !v.is_empty()), "tags")?;
+    let tags = rill_protocol::tags::validate_tags(&request.tags.unwrap_or_default()).map_err(
+        |reason| Problem::invalid_argument(format!("Invalid value for 'tags': {reason}")),
+    )?;
     unsupported(request.business_id.is_some(), "businessId")?;
     unsupported(
         request.process_definition_version_tag.is_some(),
@@ -146,6 +148,7 @@ pub async fn create(
         variables: JsonValue(request.variables.into_value()),
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
+        tags: tags.clone(),
     });
     let accepted = submit_create(&state, command, timeout).await?;
     let result = match &accepted.value {
@@ -157,7 +160,7 @@ pub async fn create(
             variables: serde_json::Value::Object(Default::default()),
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
-            tags: Vec::new(),
+            tags: record.tags.clone(),
         },
         RecordValue::ProcessInstanceResult(record) => CreateResult {
             process_definition_id: record.bpmn_process_id.clone(),
@@ -169,7 +172,8 @@ pub async fn create(
             },
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
-            tags: Vec::new(),
+            // The result record has no tags: the instance's are the ones asked for.
+            tags,
         },
         other => return Err(unexpected_answer("process instance creation", other)),
     };
@@ -406,7 +410,7 @@ impl From<HistoricProcessInstance> for InstanceResult {
             parent_process_instance_key: view.parent_process_instance_key.map(key_text),
             parent_element_instance_key: view.parent_element_instance_key.map(key_text),
             root_process_instance_key: Some(key_text(view.root_process_instance_key)),
-            tags: Vec::new(),
+            tags: view.tags,
         }
     }
 }

@@ -59,6 +59,7 @@ pub struct UserTaskResult {
     process_instance_key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     form_key: Option<String>,
+    tags: Vec<String>,
 }
 
 fn non_empty(text: String) -> Option<String> {
@@ -100,13 +101,13 @@ impl From<HistoricUserTask> for UserTaskResult {
             process_definition_key: key_text(task.process_definition_key),
             process_instance_key: key_text(task.process_instance_key),
             form_key: task.form_key.map(key_text),
+            tags: task.tags,
         }
     }
 }
 
 impl SearchEntity for HistoricUserTask {
     const WHAT: &'static str = "user task";
-    const NOT_YET: &'static [&'static str] = &["tags"];
     const KEY_FIELD: F = F::UserTaskKey;
     const TIME_FIELD: Option<F> = Some(F::CreationDate);
     type Item = UserTaskResult;
@@ -127,6 +128,7 @@ impl SearchEntity for HistoricUserTask {
             | F::ElementInstanceKey => Kind::Key,
             F::Priority => Kind::Int,
             F::State => Kind::Enum(UserTaskState::NAMES),
+            F::Tags => Kind::Tags,
         }
     }
 

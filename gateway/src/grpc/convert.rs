@@ -119,7 +119,7 @@ pub fn activated_job(key: i64, job: JobRecord) -> ActivatedJob {
         user_task: None,
         kind: kind as i32,
         listener_event_type: listener_event_type as i32,
-        tags: Vec::new(),
+        tags: job.tags,
     }
 }
 

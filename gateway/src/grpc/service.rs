@@ -168,7 +168,11 @@ impl GatewayService {
             !request.runtime_instructions.is_empty(),
             "runtimeInstructions",
         )?;
-        unsupported(!request.tags.is_empty(), "tags")?;
+        let tags = rill_protocol::tags::validate_tags(&request.tags).map_err(|reason| {
+            Status::invalid_argument(format!(
+                "Property '{field_prefix}tags' is invalid: {reason}"
+            ))
+        })?;
         let process = if request.process_definition_key > 0 {
             let key = rill_protocol::Key(request.process_definition_key);
             self.state
@@ -194,6 +198,7 @@ impl GatewayService {
             variables: variables(&format!("{field_prefix}variables"), &request.variables)?,
             await_result,
             fetch_variables,
+            tags,
         }))
     }
 }
@@ -481,7 +486,7 @@ impl Gateway for GatewayService {
                     version: record.version,
                     process_instance_key: record.process_instance_key,
                     tenant_id: tenant_text(record.tenant_id),
-                    tags: Vec::new(),
+                    tags: record.tags,
                 }))
             }
             other => Err(unexpected("process instance creation", &other)),
@@ -499,6 +504,10 @@ impl Gateway for GatewayService {
             ));
         };
         let command = self.creation(create, "request.", true, request.fetch_variables)?;
+        let tags = match &command {
+            Command::CreateProcessInstance(create) => create.tags.clone(),
+            _ => Vec::new(),
+        };
         // 0 (or less) means the gateway's default; longer than the maximum is cut to it.
         let timeout = client_timeout(Some(request.request_timeout), &self.state.settings)
             .unwrap_or(self.request_timeout());
@@ -514,7 +523,7 @@ impl Gateway for GatewayService {
                     process_instance_key: record.process_instance_key,
                     variables: json_text(&record.variables.0),
                     tenant_id: tenant_text(record.tenant_id),
-                    tags: Vec::new(),
+                    tags,
                 }))
             }
             other => Err(unexpected("process instance creation", &other)),

@@ -43,6 +43,7 @@ fn job(timeout: i64, deadline: i64) -> JobRecord {
         job_listener_event_type: Default::default(),
         result: Default::default(),
         root_process_instance_key: 3,
+        tags: Vec::new(),
     }
 }
 

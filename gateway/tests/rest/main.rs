@@ -11,4 +11,5 @@ mod python_client;
 mod routing;
 mod shapes;
 mod support;
+mod tags;
 mod user_tasks;

@@ -32,6 +32,7 @@ fn created(partition: PartitionId) -> CommandResponse {
             fetch_variables: Vec::new(),
             tenant_id: "<default>".into(),
             await_request_id: None,
+            tags: Vec::new(),
         }),
     }
 }

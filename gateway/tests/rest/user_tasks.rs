@@ -65,7 +65,8 @@ fn user_task() -> Value {
             "processName": text(),
             "processDefinitionKey": key(),
             "processInstanceKey": key(),
-            "formKey": key()
+            "formKey": key(),
+            "tags": {"type": "array", "items": text()}
         }
     })
 }
@@ -488,7 +489,7 @@ async fn tasks_are_found_by_their_instances_variables_and_their_own() {
             json!({"processInstanceVariables": [{"name": "region"}]}),
             "item 0 has no value",
         ),
-        (json!({"tags": ["a"]}), "filter.tags"),
+        (json!({"tags": ["a b"]}), "'a b'"),
     ] {
         let reply = gateway
             .post("/v2/user-tasks/search", json!({"filter": filter}))

@@ -885,6 +885,7 @@ fields! {
         CompletionDate = "completionDate",
         DueDate = "dueDate",
         FollowUpDate = "followUpDate",
+        Tags = "tags",
     }
 }
 
@@ -916,6 +917,8 @@ pub struct HistoricUserTask {
     pub tenant_id: String,
     pub creation_date: Timestamp,
     pub completion_date: Option<Timestamp>,
+    /// The tags of the task's process instance.
+    pub tags: Vec<String>,
 }
 
 impl Historic for HistoricUserTask {
@@ -948,27 +951,20 @@ impl Historic for HistoricUserTask {
             F::CompletionDate => self.completion_date.and_then(|d| int(d.millis())),
             F::DueDate => date(&self.due_date),
             F::FollowUpDate => date(&self.follow_up_date),
+            F::Tags => self.tags.first().and_then(|t| text(t)),
         }
     }
 
-    /// A candidate condition holds when it holds for one of the task's candidates
-    /// (`$neq`/`$notIn`: for none of them; `$exists`: the list is not empty).
+    /// Candidates and tags are lists: see [`super::list_matches`].
     fn matches(&self, filter: &[(UserTaskField, Condition)]) -> bool {
         filter.iter().all(|(field, condition)| {
             let list = match field {
                 UserTaskField::CandidateGroup => &self.candidate_groups,
                 UserTaskField::CandidateUser => &self.candidate_users,
+                UserTaskField::Tags => &self.tags,
                 _ => return condition.matches(self.field(*field).as_ref()),
             };
-            let values: Vec<FieldValue> =
-                list.iter().map(|v| FieldValue::Text(v.clone())).collect();
-            match condition {
-                Condition::Exists(should) => values.is_empty() != *should,
-                Condition::Neq(_) | Condition::NotIn(_) => {
-                    values.iter().all(|v| condition.matches(Some(v)))
-                }
-                _ => values.iter().any(|v| condition.matches(Some(v))),
-            }
+            super::list_matches(list, condition)
         })
     }
 }

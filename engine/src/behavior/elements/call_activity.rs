@@ -171,6 +171,8 @@ impl Processing<'_> {
         root.parent_element_instance_key = call_activity.key().get();
         root.root_process_instance_key = call_activity.record().root_process_instance_key;
         root.tenant_id = call_activity.record().tenant_id.clone();
+        // A called instance carries its caller's tags.
+        root.tags = call_activity.record().tags.clone();
         for (name, value) in variables {
             self.set_variable(&root, key, name, value)?;
         }

@@ -718,6 +718,7 @@ impl Processing<'_> {
             parent_element_instance_key: -1,
             tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
             root_process_instance_key: process_instance_key.get(),
+            tags: Vec::new(),
         }
     }
 }

@@ -128,6 +128,7 @@ impl Processing<'_> {
             tenant_id: record.tenant_id.clone(),
             changed_attributes: Vec::new(),
             action: String::new(),
+            tags: record.tags.clone(),
             creation_timestamp: self.now(),
             priority,
             root_process_instance_key: record.root_process_instance_key,

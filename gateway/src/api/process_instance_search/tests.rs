@@ -15,6 +15,7 @@ use crate::problem::Problem;
 
 /// Three partitions; instance n of partition p starts at 1000 + n * 7 + p (so start
 /// dates interleave across partitions), "order" when n is odd; every third completes.
+/// Even instances are tagged `even`, and every fourth `batch:1` too.
 fn partitions() -> Vec<MemoryHistory> {
     (1..=3u16)
         .map(|p| {
@@ -35,6 +36,11 @@ fn partitions() -> Vec<MemoryHistory> {
                     parent_element_instance_key: -1,
                     tenant_id: "<default>".into(),
                     root_process_instance_key: key.get(),
+                    tags: match n % 4 {
+                        0 => vec!["even".into(), "batch:1".into()],
+                        2 => vec!["even".into()],
+                        _ => Vec::new(),
+                    },
                 };
                 let at = 1_000 + n as i64 * 7 + i64::from(p);
                 records.push(record(Intent::ElementActivating, at, value(())));
@@ -282,4 +288,38 @@ fn operators_select_what_they_say() {
     let key = Key::new(PartitionId(2), 5).get().to_string();
     let one = run(&stores, json!({"filter": {"processInstanceKey": key}})).unwrap();
     assert_eq!(keys(&one), vec![key]);
+}
+
+#[test]
+fn a_tags_filter_keeps_the_instances_with_every_tag() {
+    let stores = partitions();
+    let count = |filter: Value| {
+        run(&stores, json!({"filter": filter})).unwrap()["page"]["totalItems"].clone()
+    };
+    assert_eq!(count(json!({"tags": ["even"]})), 60);
+    assert_eq!(count(json!({"tags": ["batch:1"]})), 30);
+    assert_eq!(count(json!({"tags": ["even", "batch:1"]})), 30);
+    assert_eq!(count(json!({"tags": ["even", "odd"]})), 0);
+    assert_eq!(count(json!({"tags": []})), 120);
+    let tagged = run(
+        &stores,
+        json!({"filter": {"tags": ["batch:1"], "processInstanceKey": Key::new(PartitionId(1), 4).get().to_string()}}),
+    )
+    .unwrap();
+    assert_eq!(tagged["items"][0]["tags"], json!(["even", "batch:1"]));
+
+    for (body, named) in [
+        (json!({"filter": {"tags": ["1st"]}}), "'1st'"),
+        (json!({"filter": {"tags": "even"}}), "filter.tags"),
+        (json!({"filter": {"tags": [1]}}), "filter.tags"),
+        (json!({"sort": [{"field": "tags"}]}), "sort[0].field"),
+    ] {
+        let problem = run(&stores, body.clone()).unwrap_err();
+        assert_eq!(
+            problem.status,
+            axum::http::StatusCode::BAD_REQUEST,
+            "{body}"
+        );
+        assert!(problem.detail.contains(named), "{body}: {}", problem.detail);
+    }
 }
