@@ -304,6 +304,7 @@ fn a_process_definition_with_running_instances_is_deleted_over_rest() {
                     Instant::now() < deadline,
                     "version 2 is not the latest: {b}"
                 );
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
         let old_jobs = activate(&api, "del-two", 2, Duration::from_secs(20)).await;
