@@ -110,6 +110,16 @@ impl ModelCache {
         self.decision_requirements.insert(key, Arc::new(parsed));
     }
 
+    /// Forgets the cached latest version of a process id (a version was deleted).
+    pub fn forget_latest(&mut self, bpmn_process_id: &str) {
+        self.latest.remove(bpmn_process_id);
+    }
+
+    /// Forgets a deleted process definition.
+    pub fn remove(&mut self, key: Key) {
+        self.models.remove(&key);
+    }
+
     /// Forgets a deleted decision requirements graph.
     pub fn remove_decision_requirements(&mut self, key: Key) {
         self.decision_requirements.remove(&key);

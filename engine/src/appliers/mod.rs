@@ -279,6 +279,8 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
             1,
             A::DecisionRequirements(decision::decision_requirements_deleted),
         )],
+        (V::Process, I::Deleting) => &[(1, A::Process(deployment::process_deleting))],
+        (V::Process, I::Deleted) => &[(1, A::Process(deployment::process_deleted))],
         (V::ResourceDeletion, I::Deleting) => {
             &[(1, A::ResourceDeletion(decision::resource_deleting))]
         }

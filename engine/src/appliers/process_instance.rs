@@ -36,7 +36,9 @@ pub(super) fn element_activating(
     if value.bpmn_element_type == BpmnElementType::Process {
         // Readers see an active instance through its element instance; the summary is
         // written when it ends. A called instance is noted on its call activity, which
-        // terminates it when it is terminated itself.
+        // terminates it when it is terminated itself. Its definition counts it, so a
+        // deleted definition is kept until its last instance ends.
+        state.count_instance_started(value.process_definition_key)?;
         if value.parent_element_instance_key > 0 {
             state.update_element_instance(value.parent_element_instance_key, |call| {
                 call.job_key = key;
@@ -213,6 +215,7 @@ fn element_ended(
         if awaited {
             state.delete_await_registration(key);
         }
+        state.count_instance_ended(value.process_definition_key)?;
         // A message-started instance frees its correlation key for the next message.
         if let Some(variable) =
             state

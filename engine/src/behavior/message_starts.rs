@@ -51,14 +51,8 @@ impl Processing<'_> {
         definition: Key,
         previous: Option<Key>,
     ) -> Result<()> {
-        if let Some(previous) = previous
-            && let Some(record) = self.read().process(previous)?
-            && mentions_messages(&record.resource.0)
-        {
-            let old = self.model(previous)?;
-            for subscription in subscriptions(&old) {
-                self.event(previous, Intent::Deleted, subscription)?;
-            }
+        if let Some(previous) = previous {
+            self.close_message_start_subscriptions(previous)?;
         }
         let Some(record) = self.read().process(definition)? else {
             return Ok(());
@@ -67,6 +61,20 @@ impl Processing<'_> {
             let new = self.model(definition)?;
             for subscription in subscriptions(&new) {
                 self.event(definition, Intent::Created, subscription)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The message start events of `definition` are no longer subscribed: `DELETED`
+    /// for each.
+    pub fn close_message_start_subscriptions(&mut self, definition: Key) -> Result<()> {
+        if let Some(record) = self.read().process(definition)?
+            && mentions_messages(&record.resource.0)
+        {
+            let old = self.model(definition)?;
+            for subscription in subscriptions(&old) {
+                self.event(definition, Intent::Deleted, subscription)?;
             }
         }
         Ok(())

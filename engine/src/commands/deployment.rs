@@ -112,7 +112,8 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
             let (version, key, is_duplicate) = match duplicate_of {
                 Some((version, key)) => (version, key, true),
                 None => {
-                    let version = latest.map_or(1, |(v, _)| v + 1);
+                    // A deleted version's number is never given out again.
+                    let version = p.read().highest_process_version(&id)?.map_or(1, |v| v + 1);
                     let key = p.next_key()?;
                     let process = ProcessRecord {
                         bpmn_process_id: id.clone(),

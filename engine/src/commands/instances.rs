@@ -68,7 +68,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
             bpmn_process_id,
             version: Some(version),
         } => p.read().process_key_by_version(bpmn_process_id, *version)?,
-        ProcessSelector::ByKey(key) => p.read().process(*key)?.map(|_| *key),
+        ProcessSelector::ByKey(key) => p.read().is_process_startable(*key)?.then_some(*key),
     };
     let Some(definition_key) = definition_key else {
         let reason = match &create.process {
@@ -85,6 +85,10 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
             } => format!(
                 "Expected to find process definition with process ID '{bpmn_process_id}' and \
                  version '{version}', but none found"
+            ),
+            ProcessSelector::ByKey(key) if p.read().is_process_deleting(*key)? => format!(
+                "Expected to find process definition with key '{key}', but it is deleted: \
+                 its running instances go on, no new instance of it can be created"
             ),
             ProcessSelector::ByKey(key) => {
                 format!("Expected to find process definition with key '{key}', but none found")

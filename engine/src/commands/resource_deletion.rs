@@ -1,11 +1,21 @@
-//! Resource deletion (`RESOURCE_DELETION DELETE`): a deployed form, or a decision
-//! requirements graph with its decisions, is deleted on the partition that takes the
-//! command and then on every other one, as deployments are distributed. The previous
-//! version of the id becomes the latest again; its version number is never reused.
-//! Deleting process definitions is not supported yet and is rejected.
+//! Resource deletion (`RESOURCE_DELETION DELETE`): a deployed process definition, form,
+//! or decision requirements graph with its decisions, is deleted on the partition that
+//! takes the command and then on every other one, as deployments are distributed. The
+//! previous version of the id becomes the latest again; its version number is never
+//! reused.
+//!
+//! A process definition is deleted in two steps on each partition:
+//!
+//! ```text
+//! PROCESS DELETING: out of the version index (no new instance; the previous version
+//!                   is the latest and its start events are subscribed instead)
+//!      │ no instance of it active on this partition (now, or when the last one ends)
+//!      ▼
+//! PROCESS DELETED:  gone from state
+//! ```
 
-use rill_protocol::value::ResourceDeletionRecord;
-use rill_protocol::{Intent, Key, ValueType};
+use rill_protocol::value::{ProcessRecord, ResourceDeletionRecord};
+use rill_protocol::{Blob, Intent, Key, ValueType};
 
 use super::{distribute, tenant};
 use crate::context::Processing;
@@ -37,12 +47,19 @@ pub(super) fn delete(p: &mut Processing<'_>, resource_key: Key) -> Result<()> {
 
 fn check(p: &Processing<'_>, resource_key: Key) -> Result<std::result::Result<(), Rejection>> {
     let state = p.read();
-    if state.process(resource_key)?.is_some() {
-        return Ok(Err(Rejection::invalid_state(format!(
-            "Expected to delete the resource with key '{resource_key}', but it is a process \
-             definition: deleting process definitions is not supported yet (forms and \
-             decision requirements can be deleted)"
-        ))));
+    if let Some(process) = state.process(resource_key)? {
+        if state.is_process_deleting(resource_key)? {
+            return Ok(Err(Rejection::invalid_state(format!(
+                "Expected to delete the process definition '{}' version {} (key \
+                 '{resource_key}'), but it is already deleted: it is kept until its {} \
+                 active instance(s) on partition {} end",
+                process.bpmn_process_id,
+                process.version,
+                state.running_instances(resource_key)?,
+                p.ctx.partition_id.get()
+            ))));
+        }
+        return Ok(Ok(()));
     }
     if state.form(resource_key)?.is_some() || state.decision_requirements(resource_key)?.is_some() {
         return Ok(Ok(()));
@@ -73,9 +90,16 @@ pub(super) fn apply_distributed(
     p.event(key, Intent::Deleted, value.clone())
 }
 
-/// `FORM DELETED`, or each decision's `DECISION DELETED` and then
-/// `DECISION_REQUIREMENTS DELETED`.
+/// `PROCESS DELETING` (and `DELETED` unless instances of it are active), `FORM
+/// DELETED`, or each decision's `DECISION DELETED` and then `DECISION_REQUIREMENTS
+/// DELETED`.
 fn delete_here(p: &mut Processing<'_>, resource_key: Key) -> Result<()> {
+    if let Some(process) = p.read().process(resource_key)? {
+        if p.read().is_process_deleting(resource_key)? {
+            return Ok(());
+        }
+        return delete_process(p, resource_key, process);
+    }
     if let Some(form) = p.read().form(resource_key)? {
         return p.event(resource_key, Intent::Deleted, form);
     }
@@ -91,4 +115,78 @@ fn delete_here(p: &mut Processing<'_>, resource_key: Key) -> Result<()> {
         }
     }
     p.event(resource_key, Intent::Deleted, requirements)
+}
+
+/// What `PROCESS DELETING` and `DELETED` carry: the definition without its resource and
+/// checksum (as in Zeebe, so the records stay small).
+fn deleted_process(record: ProcessRecord) -> ProcessRecord {
+    ProcessRecord {
+        checksum: Blob::default(),
+        resource: Blob::default(),
+        ..record
+    }
+}
+
+fn delete_process(p: &mut Processing<'_>, key: Key, record: ProcessRecord) -> Result<()> {
+    let id = record.bpmn_process_id.clone();
+    let was_latest = p
+        .latest_process(&id)?
+        .is_some_and(|(_, latest)| latest == key);
+    let value = deleted_process(record);
+    let event_key = p.next_key()?;
+    p.event(event_key, Intent::Deleting, value.clone())?;
+    if was_latest {
+        stop_start_events(p, key)?;
+        if let Some((_, previous)) = p.latest_process(&id)? {
+            start_start_events(p, previous)?;
+        }
+    }
+    if p.read().running_instances(key)? == 0 {
+        let event_key = p.next_key()?;
+        p.event(event_key, Intent::Deleted, value)?;
+    }
+    Ok(())
+}
+
+/// The deleted latest version's start events are no longer subscribed: its start
+/// timers are cancelled, its message and signal start subscriptions closed.
+fn stop_start_events(p: &mut Processing<'_>, definition: Key) -> Result<()> {
+    for timer_key in p.read().timers_of_element(-1)? {
+        if let Some(timer) = p.read().timer(timer_key)?
+            && timer.process_definition_key == definition.get()
+        {
+            p.event(timer_key, Intent::Canceled, timer)?;
+        }
+    }
+    p.close_message_start_subscriptions(definition)?;
+    p.close_signal_subscriptions(definition)
+}
+
+/// The version that is the latest again subscribes its start events, as a new
+/// deployment of it would: timers (on the partition that took its deployment, where
+/// start timers run), message and signal start events (on every partition).
+fn start_start_events(p: &mut Processing<'_>, definition: Key) -> Result<()> {
+    let process = p.model(definition)?;
+    if definition.partition() == p.ctx.partition_id {
+        p.arm_start_timers(&process)?;
+    }
+    p.write_message_start_subscriptions(definition, None)?;
+    p.replace_signal_start_subscriptions(&process, None)
+}
+
+impl Processing<'_> {
+    /// An instance of `definition` ended (completed or terminated): if the definition is
+    /// deleted and that was its last active instance here, it is `DELETED` now.
+    pub(crate) fn definition_instance_ended(&mut self, definition: Key) -> Result<()> {
+        if !self.read().is_process_deleting(definition)?
+            || self.read().running_instances(definition)? > 0
+        {
+            return Ok(());
+        }
+        let Some(record) = self.read().process(definition)? else {
+            return Ok(());
+        };
+        let event_key = self.next_key()?;
+        self.event(event_key, Intent::Deleted, deleted_process(record))
+    }
 }

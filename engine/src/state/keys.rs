@@ -106,6 +106,12 @@ pub(crate) mod table {
     /// Resource deletion key -> its RESOURCE_DELETION record (what its distribution
     /// carries).
     pub const RESOURCE_DELETION: u8 = 0xC6;
+    /// Process id -> the highest version ever deployed (deleted or not).
+    pub const PROCESS_HIGHEST: u8 = 0xC7;
+    /// Process definition key -> how many of its instances are active on this partition.
+    pub const PROCESS_RUNNING: u8 = 0xC8;
+    /// Process definition key -> marker: deleted, kept until its last instance ends.
+    pub const PROCESS_DELETING: u8 = 0xC9;
 }
 
 /// A key argument of a state accessor: the engine's [`Key`], or a key field of a record

@@ -1,15 +1,18 @@
-//! Deleting deployed forms and decision requirements (with their decisions): the
-//! previous version becomes the latest again, and the highest version ever deployed is
-//! kept per id so that a later deployment never reuses a deleted version number.
+//! Deleting deployed process definitions, forms and decision requirements (with their
+//! decisions): the previous version becomes the latest again, and the highest version
+//! ever deployed is kept per id so that a later deployment never reuses a deleted
+//! version number. A process definition with active instances is kept (marked as
+//! deleting) until its last instance on the partition ends; the number of its active
+//! instances is counted here by the appliers that start and end them.
 
 use std::ops::ControlFlow;
 
 use rill_protocol::Key;
 use rill_protocol::value::{
-    DecisionRecord, DecisionRequirementsRecord, FormRecord, ResourceDeletionRecord,
+    DecisionRecord, DecisionRequirementsRecord, FormRecord, ProcessRecord, ResourceDeletionRecord,
 };
 
-use super::{KeyBuf, Reader, Writer, keys, table};
+use super::{AsKey, KeyBuf, Reader, Writer, keys, table};
 use crate::error::{Result, inconsistent};
 
 impl Reader<'_> {
@@ -23,6 +26,33 @@ impl Reader<'_> {
     ) -> Result<Option<i32>> {
         let highest: Option<i32> = self.get(KeyBuf::new(highest_table).str(id))?;
         Ok(highest.max(latest.map(|(version, _)| version)))
+    }
+
+    pub fn highest_process_version(&self, bpmn_process_id: &str) -> Result<Option<i32>> {
+        let latest = self.latest_process(bpmn_process_id)?;
+        self.highest_version(table::PROCESS_HIGHEST, bpmn_process_id, latest)
+    }
+
+    /// How many instances of a process definition are active on this partition.
+    pub fn running_instances(&self, definition_key: impl AsKey) -> Result<u64> {
+        Ok(self
+            .get(KeyBuf::new(table::PROCESS_RUNNING).key(definition_key))?
+            .unwrap_or(0))
+    }
+
+    /// Whether a process definition is deleted and waits for its last instance to end:
+    /// no new instance of it may start.
+    pub fn is_process_deleting(&self, definition_key: impl AsKey) -> Result<bool> {
+        self.exists(KeyBuf::new(table::PROCESS_DELETING).key(definition_key))
+    }
+
+    /// Whether new instances may start from a process definition: deployed and not
+    /// deleted.
+    pub fn is_process_startable(&self, definition_key: impl AsKey) -> Result<bool> {
+        Ok(
+            self.exists(KeyBuf::new(table::PROCESS).key(definition_key))?
+                && !self.is_process_deleting(definition_key)?,
+        )
     }
 
     pub fn highest_form_version(&self, form_id: &str) -> Result<Option<i32>> {
@@ -118,6 +148,51 @@ impl Writer<'_> {
             Some(latest) => self.put(KeyBuf::new(latest_table).str(id), &latest)?,
             None => self.delete(KeyBuf::new(latest_table).str(id)),
         }
+        Ok(())
+    }
+
+    /// One more instance of a definition is active (kept in the same write batch as
+    /// the instance itself).
+    pub fn count_instance_started(&mut self, definition_key: impl AsKey) -> Result<()> {
+        let running = self.read().running_instances(definition_key)?;
+        self.put(
+            KeyBuf::new(table::PROCESS_RUNNING).key(definition_key),
+            &(running + 1),
+        )
+    }
+
+    pub fn count_instance_ended(&mut self, definition_key: impl AsKey) -> Result<()> {
+        let running = self.read().running_instances(definition_key)?;
+        let key = KeyBuf::new(table::PROCESS_RUNNING).key(definition_key);
+        if running <= 1 {
+            self.delete(key);
+            Ok(())
+        } else {
+            self.put(key, &(running - 1))
+        }
+    }
+
+    /// `PROCESS DELETING`: the definition leaves its version index (the previous
+    /// version becomes the latest) and starts no more instances; its record stays for
+    /// the instances still active.
+    pub fn mark_process_deleting(&mut self, record: &ProcessRecord) -> Result<()> {
+        self.mark(KeyBuf::new(table::PROCESS_DELETING).i64(record.process_definition_key));
+        self.remove_version(
+            table::PROCESS_VERSION,
+            table::PROCESS_LATEST,
+            table::PROCESS_HIGHEST,
+            &record.bpmn_process_id,
+            record.version,
+        )
+    }
+
+    /// `PROCESS DELETED`: the definition is gone from this partition.
+    pub fn delete_process(&mut self, record: &ProcessRecord) -> Result<()> {
+        let key = record.process_definition_key;
+        self.delete(KeyBuf::new(table::PROCESS_DELETING).i64(key));
+        self.delete(KeyBuf::new(table::PROCESS_RUNNING).i64(key));
+        self.delete(KeyBuf::new(table::PROCESS).i64(key));
+        self.delete(KeyBuf::new(table::PROCESS_DEPLOYMENT).i64(key));
         Ok(())
     }
 

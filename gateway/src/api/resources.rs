@@ -1,5 +1,5 @@
-//! Deployed resources: `POST /v2/resources/{resourceKey}/deletion` (forms and decision
-//! requirements; process definitions are refused with a conflict for now).
+//! Deployed resources: `POST /v2/resources/{resourceKey}/deletion` (process definitions,
+//! forms and decision requirements).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -22,7 +22,8 @@ struct DeleteRequest {
 }
 
 /// 200 with no body once the resource is deleted on the partition that took it (the
-/// other partitions follow through the outbox).
+/// other partitions follow through the outbox). A process definition with running
+/// instances is deleted once they end; no new instance of it starts from now on.
 pub async fn delete(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,

@@ -77,8 +77,12 @@ impl Processing<'_> {
             CalledBinding::Deployment => {
                 let deployment = self.read().deployment_of_process(active.process.key)?;
                 match deployment {
+                    // A definition deleted since is not called (an incident).
                     Some(deployment) => {
-                        self.read().process_in_deployment(deployment, process_id)?
+                        match self.read().process_in_deployment(deployment, process_id)? {
+                            Some(key) if self.read().is_process_startable(key)? => Some(key),
+                            _ => None,
+                        }
                     }
                     None => None,
                 }

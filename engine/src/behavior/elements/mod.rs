@@ -650,7 +650,7 @@ impl Processing<'_> {
             let process_id = active.record().bpmn_process_id.clone();
             self.message_started_instance_ended(active.key(), &process_id)?;
         }
-        Ok(())
+        self.definition_instance_ended(active.process.key)
     }
 
     /// An element instance left its scope: a joining inclusive gateway there may no
