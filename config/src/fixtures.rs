@@ -59,6 +59,7 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         compensation_subscription: !filter.compensation_subscription,
         process_instance_modification: !filter.process_instance_modification,
         resource_deletion: !filter.resource_deletion,
+        process_instance_migration: !filter.process_instance_migration,
     }
 }
 

@@ -548,6 +548,7 @@ pub struct RecordFilterConfig {
     pub compensation_subscription: bool,
     pub process_instance_modification: bool,
     pub resource_deletion: bool,
+    pub process_instance_migration: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -584,6 +585,7 @@ impl Default for RecordFilterConfig {
             compensation_subscription: true,
             process_instance_modification: true,
             resource_deletion: true,
+            process_instance_migration: true,
         }
     }
 }
@@ -623,6 +625,7 @@ impl RecordFilterConfig {
             compensation_subscription: true,
             process_instance_modification: true,
             resource_deletion: true,
+            process_instance_migration: true,
         }
     }
 }

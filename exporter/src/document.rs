@@ -88,6 +88,7 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::CompensationSubscription(v) => v.serialize(serializer),
             RecordValue::ProcessInstanceModification(v) => v.serialize(serializer),
             RecordValue::ResourceDeletion(v) => v.serialize(serializer),
+            RecordValue::ProcessInstanceMigration(v) => v.serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)

@@ -58,6 +58,7 @@ impl RecordFilter {
             ValueType::CompensationSubscription => c.compensation_subscription,
             ValueType::ProcessInstanceModification => c.process_instance_modification,
             ValueType::ResourceDeletion => c.resource_deletion,
+            ValueType::ProcessInstanceMigration => c.process_instance_migration,
         }
     }
 

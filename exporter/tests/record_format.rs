@@ -142,6 +142,12 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "tenantId",
         ],
         ValueType::ResourceDeletion => &["resourceKey", "tenantId"],
+        ValueType::ProcessInstanceMigration => &[
+            "processInstanceKey",
+            "targetProcessDefinitionKey",
+            "mappingInstructions",
+            "tenantId",
+        ],
         ValueType::ProcessInstanceResult => &[
             "bpmnProcessId",
             "version",

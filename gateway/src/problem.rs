@@ -175,6 +175,7 @@ fn command_intent(command: &Command) -> String {
         Command::EvaluateDecision(_) => "EVALUATE",
         Command::ModifyProcessInstance(_) => "MODIFY",
         Command::DeleteResource { .. } => "DELETE",
+        Command::MigrateProcessInstance(_) => "MIGRATE",
     };
     name.to_owned()
 }

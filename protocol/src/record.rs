@@ -56,10 +56,12 @@ pub enum ValueType {
     ProcessInstanceModification,
     /// A deployed resource deleted on request.
     ResourceDeletion,
+    /// A running instance moved to another process definition on request.
+    ProcessInstanceMigration,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 28] = [
+    pub const ALL: [ValueType; 29] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -88,6 +90,7 @@ impl ValueType {
         ValueType::CompensationSubscription,
         ValueType::ProcessInstanceModification,
         ValueType::ResourceDeletion,
+        ValueType::ProcessInstanceMigration,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -121,6 +124,7 @@ impl ValueType {
             ValueType::CompensationSubscription => "COMPENSATION_SUBSCRIPTION",
             ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
             ValueType::ResourceDeletion => "RESOURCE_DELETION",
+            ValueType::ProcessInstanceMigration => "PROCESS_INSTANCE_MIGRATION",
         }
     }
 }
@@ -214,6 +218,10 @@ pub enum Intent {
     Corrected,
     AssignmentDenied,
     UpdateDenied,
+    // PROCESS_INSTANCE_MIGRATION, and the MIGRATED events of what a migration moves
+    Migrate,
+    Migrated,
+    ElementMigrated,
 }
 
 impl Intent {

@@ -48,6 +48,7 @@ pub enum RecordValue {
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
+    ProcessInstanceMigration(ProcessInstanceMigrationRecord),
 }
 
 impl RecordValue {
@@ -83,6 +84,7 @@ impl RecordValue {
             RecordValue::CompensationSubscription(_) => ValueType::CompensationSubscription,
             RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
             RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
+            RecordValue::ProcessInstanceMigration(_) => ValueType::ProcessInstanceMigration,
         }
     }
 
@@ -117,6 +119,7 @@ impl RecordValue {
             RecordValue::CompensationSubscription(v) => serde_json::to_value(v),
             RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
             RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
+            RecordValue::ProcessInstanceMigration(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -162,6 +165,7 @@ impl_from_value!(
     CompensationSubscription(CompensationSubscriptionRecord),
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
+    ProcessInstanceMigration(ProcessInstanceMigrationRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -976,4 +980,23 @@ pub struct ResourceDeletionRecord {
     pub resource_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+}
+
+/// PROCESS_INSTANCE_MIGRATION: a running instance moved to another process definition,
+/// each active element to the element its mapping instruction names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessInstanceMigrationRecord {
+    pub process_instance_key: i64,
+    pub target_process_definition_key: i64,
+    pub mapping_instructions: Vec<MigrationMappingInstruction>,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationMappingInstruction {
+    pub source_element_id: String,
+    pub target_element_id: String,
 }

@@ -15,6 +15,7 @@ mod distribution;
 mod incident;
 mod job;
 mod message;
+mod migration;
 mod process_instance;
 mod signal;
 mod timer;
@@ -278,6 +279,21 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::DecisionRequirements, I::Deleted) => &[(
             1,
             A::DecisionRequirements(decision::decision_requirements_deleted),
+        )],
+        (V::ProcessInstance, I::ElementMigrated) => {
+            &[(1, A::ProcessInstance(migration::element_migrated))]
+        }
+        (V::Job, I::Migrated) => &[(1, A::Job(migration::job_migrated))],
+        (V::UserTask, I::Migrated) => &[(1, A::UserTask(migration::user_task_migrated))],
+        (V::Incident, I::Migrated) => &[(1, A::Incident(migration::incident_migrated))],
+        (V::Timer, I::Migrated) => &[(1, A::Timer(migration::timer_migrated))],
+        (V::ProcessMessageSubscription, I::Migrated) => &[(
+            1,
+            A::ProcessMessageSubscription(migration::process_message_subscription_migrated),
+        )],
+        (V::SignalSubscription, I::Migrated) => &[(
+            1,
+            A::SignalSubscription(migration::signal_subscription_migrated),
         )],
         (V::ResourceDeletion, I::Deleting) => {
             &[(1, A::ResourceDeletion(decision::resource_deleting))]

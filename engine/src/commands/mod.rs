@@ -13,6 +13,7 @@ mod incidents;
 mod instances;
 mod jobs;
 mod messages;
+mod migration;
 mod modification;
 mod resource_deletion;
 mod signals;
@@ -65,6 +66,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::UserTask(command) => user_tasks::process(p, command),
         Command::ModifyProcessInstance(modify) => modification::modify(p, modify),
         Command::DeleteResource { resource_key } => resource_deletion::delete(p, *resource_key),
+        Command::MigrateProcessInstance(migrate) => migration::migrate(p, migrate),
     }
 }
 
@@ -214,6 +216,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             *resource_key,
             Intent::Delete,
             resource_deletion::placeholder(*resource_key).into(),
+        ),
+        Command::MigrateProcessInstance(c) => (
+            c.process_instance_key,
+            Intent::Migrate,
+            migration::placeholder(c).into(),
         ),
         Command::FromPartition(_) | Command::AcknowledgeSend { .. } => (
             Key::NONE,

@@ -350,6 +350,18 @@ fn value_properties(value_type: ValueType) -> Value {
             ("tenantId", keyword()),
         ]),
         ValueType::ResourceDeletion => object(&[("resourceKey", long()), ("tenantId", keyword())]),
+        ValueType::ProcessInstanceMigration => object(&[
+            ("processInstanceKey", long()),
+            ("targetProcessDefinitionKey", long()),
+            (
+                "mappingInstructions",
+                json!({"properties": object(&[
+                    ("sourceElementId", keyword()),
+                    ("targetElementId", keyword()),
+                ])}),
+            ),
+            ("tenantId", keyword()),
+        ]),
         ValueType::ProcessInstanceResult => object(&[
             ("bpmnProcessId", keyword()),
             ("version", integer()),
