@@ -764,3 +764,156 @@ fn each_bad_command_is_rejected_with_zeebes_reason_and_changes_nothing() {
     );
     rule.assert_replay_matches();
 }
+
+/// A non-interrupting message event subprocess `{id}` (start `{id}_start`, job `{job}`).
+fn event_subprocess(id: &str, job: &str) -> String {
+    format!(
+        r#"<bpmn:subProcess id="{id}" triggeredByEvent="true"><bpmn:startEvent id="{id}_start" isInterrupting="false"><bpmn:messageEventDefinition messageRef="M" /></bpmn:startEvent>{}<bpmn:endEvent id="{id}_end" />{}{}</bpmn:subProcess>"#,
+        task(&format!("{id}_task"), job),
+        flow(
+            &format!("{id}_f1"),
+            &format!("{id}_start"),
+            &format!("{id}_task")
+        ),
+        flow(
+            &format!("{id}_f2"),
+            &format!("{id}_task"),
+            &format!("{id}_end")
+        ),
+    )
+}
+
+#[test]
+fn an_event_subprocess_subscription_moves_and_a_started_event_subprocess_is_refused() {
+    let mut rule = EngineRule::new();
+    let body = |task_id: &str, esp: &str| {
+        vec![
+            start(),
+            task(task_id, "a"),
+            end("e"),
+            flow("f1", "s", task_id),
+            flow("f2", task_id, "e"),
+            event_subprocess(esp, "ev"),
+        ]
+    };
+    let v1 = deploy(&mut rule, "p", &body("A", "ESP"));
+    let v2 = deploy(&mut rule, "p", &body("A2", "ESP2"));
+    let instance = create_on(&mut rule, v1, json!({"key": "k-5"}));
+    let before = rule.log.len();
+
+    let outcome = migrate(
+        &mut rule,
+        instance,
+        v2,
+        &[("A", "A2"), ("ESP_start", "ESP2_start")],
+    );
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let moved = since(&rule, before)
+        .of_type(ValueType::ProcessMessageSubscription)
+        .with_intent(Intent::Migrated)
+        .records[0]
+        .clone();
+    let RecordValue::ProcessMessageSubscription(value) = &moved.value else {
+        panic!("subscription");
+    };
+    assert_eq!(
+        (value.element_id.as_str(), value.element_instance_key),
+        ("ESP2_start", instance.get())
+    );
+
+    // The message starts the target's event subprocess.
+    assert!(!rule.publish("msg", "k-5", 0, json!({})).is_rejected());
+    assert!(
+        rule.records()
+            .of_type(ValueType::ProcessInstance)
+            .element("ESP2")
+            .with_intent(Intent::ElementActivated)
+            .exists()
+    );
+    let v3 = deploy(&mut rule, "p", &body("A3", "ESP3"));
+    let outcome = migrate(
+        &mut rule,
+        instance,
+        v3,
+        &[
+            ("A2", "A3"),
+            ("ESP2", "ESP3"),
+            ("ESP2_task", "ESP3_task"),
+            ("ESP2_start", "ESP3_start"),
+        ],
+    );
+    assert_eq!(
+        rejection_of(&outcome),
+        (
+            RejectionType::InvalidState,
+            format!(
+                "Expected to migrate process instance '{instance}' but active element with id \
+                 'ESP2' has an unsupported type. The migration of a EVENT_SUB_PROCESS is not \
+                 supported."
+            )
+        )
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_call_activity_moves_and_its_called_instance_runs_on() {
+    let mut rule = EngineRule::new();
+    deploy(
+        &mut rule,
+        "child",
+        &[
+            start(),
+            task("C", "child-work"),
+            end("e"),
+            flow("f1", "s", "C"),
+            flow("f2", "C", "e"),
+        ],
+    );
+    let call = |id: &str| {
+        format!(
+            r#"<bpmn:callActivity id="{id}"><bpmn:extensionElements><zeebe:calledElement processId="child" /></bpmn:extensionElements></bpmn:callActivity>"#
+        )
+    };
+    let v1 = deploy(
+        &mut rule,
+        "p",
+        &[
+            start(),
+            call("Call"),
+            end("e"),
+            flow("f1", "s", "Call"),
+            flow("f2", "Call", "e"),
+        ],
+    );
+    let v2 = deploy(
+        &mut rule,
+        "p",
+        &[
+            start(),
+            call("Call2"),
+            task("After", "after"),
+            end("e"),
+            flow("f1", "s", "Call2"),
+            flow("f2", "Call2", "After"),
+            flow("f3", "After", "e"),
+        ],
+    );
+    let instance = create_on(&mut rule, v1, json!({}));
+    let before = rule.log.len();
+    let outcome = migrate(&mut rule, instance, v2, &[("Call", "Call2")]);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    // Only the parent's element instances move; the called instance stays on `child`.
+    let ids: Vec<String> = migrated_elements(&rule, before)
+        .into_iter()
+        .map(|r| r.element_id)
+        .collect();
+    assert_eq!(ids, vec!["p".to_owned(), "Call2".to_owned()]);
+
+    let (job, record) = rule.job("child-work");
+    assert_eq!(record.bpmn_process_id, "child");
+    assert!(!rule.complete(job, json!({})).is_rejected());
+    let (_, after) = rule.job("after");
+    assert_eq!(after.process_instance_key, instance.get());
+    rule.assert_replay_matches();
+}
