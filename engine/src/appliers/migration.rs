@@ -2,11 +2,11 @@
 //! its state and takes the target process's ids from the event (VARIABLE MIGRATED
 //! changes nothing stored: variables keep only their value).
 
-use rill_protocol::Key;
 use rill_protocol::value::{
-    IncidentRecord, JobRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
-    SignalSubscriptionRecord, TimerRecord, UserTaskRecord,
+    IncidentRecord, JobRecord, MessageSubscriptionRecord, ProcessInstanceRecord,
+    ProcessMessageSubscriptionRecord, SignalSubscriptionRecord, TimerRecord, UserTaskRecord,
 };
+use rill_protocol::{Intent, Key};
 
 use super::Apply;
 use crate::error::{Result, inconsistent};
@@ -89,7 +89,30 @@ pub(super) fn process_message_subscription_migrated(
     };
     subscription.record.element_id = value.element_id.clone();
     subscription.record.bpmn_process_id = value.bpmn_process_id.clone();
-    state.put_process_message_subscription(&subscription)
+    state.put_process_message_subscription(&subscription)?;
+    // The message side learns the new process id (MIGRATE through the outbox when it
+    // lives on another partition; the processor writes it in place otherwise).
+    super::message::send_to_message_side(state, subscription.key, value, Intent::Migrate)
+}
+
+/// MESSAGE_SUBSCRIPTION MIGRATED (on the message's partition): the subscription now
+/// belongs to the target process (which a message correlates to once).
+pub(super) fn message_subscription_migrated(
+    ctx: &mut Apply<'_, '_>,
+    _key: Key,
+    value: &MessageSubscriptionRecord,
+) -> Result<()> {
+    let state = &mut *ctx.state;
+    let found = state.read().message_subscription(
+        &value.message_name,
+        &value.correlation_key,
+        value.element_instance_key,
+    )?;
+    if let Some(mut subscription) = found {
+        subscription.record.bpmn_process_id = value.bpmn_process_id.clone();
+        state.put_message_subscription(&subscription)?;
+    }
+    Ok(())
 }
 
 pub(super) fn signal_subscription_migrated(

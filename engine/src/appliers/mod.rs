@@ -291,6 +291,10 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
             1,
             A::ProcessMessageSubscription(migration::process_message_subscription_migrated),
         )],
+        (V::MessageSubscription, I::Migrated) => &[(
+            1,
+            A::MessageSubscription(migration::message_subscription_migrated),
+        )],
         (V::SignalSubscription, I::Migrated) => &[(
             1,
             A::SignalSubscription(migration::signal_subscription_migrated),

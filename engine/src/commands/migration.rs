@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rill_protocol::value::{
-    BpmnElementType, IncidentRecord, JobRecord, MigrationMappingInstruction,
-    ProcessInstanceMigrationRecord, ProcessInstanceRecord, TimerRecord, UserTaskRecord,
-    VariableRecord,
+    BpmnElementType, IncidentRecord, JobRecord, MessageSubscriptionRecord,
+    MigrationMappingInstruction, ProcessInstanceMigrationRecord, ProcessInstanceRecord,
+    ProcessMessageSubscriptionRecord, TimerRecord, UserTaskRecord, VariableRecord,
 };
-use rill_protocol::{Intent, Key, MigrateProcessInstance};
+use rill_protocol::{Intent, JsonValue, Key, MigrateProcessInstance};
 
 use super::tenant;
 use crate::behavior::{PreparedTriggers, held_catch_event_ids};
@@ -689,7 +689,14 @@ fn write_migration(p: &mut Processing<'_>, planned: Planned) -> Result<()> {
                 let mut migrated = subscription.record;
                 migrated.element_id = catch_event;
                 migrated.bpmn_process_id = bpmn_process_id.clone();
-                p.event(subscription.key, Intent::Migrated, migrated)?;
+                p.event(subscription.key, Intent::Migrated, migrated.clone())?;
+                let target = migrated.subscription_partition_id as u16;
+                if Key(migrated.process_instance_key).partition().get() == target {
+                    migrate_message_side(p, &message_side(&migrated))?;
+                } else {
+                    // The applier queued MIGRATE for the message's partition.
+                    super::send_latest(p, target)?;
+                }
             }
             Subscription::Signal(subscription) => {
                 let mut migrated = subscription.record;
@@ -719,4 +726,40 @@ fn write_migration(p: &mut Processing<'_>, planned: Planned) -> Result<()> {
         )));
     };
     p.open_prepared_triggers(&active, planned.opened)
+}
+
+/// The message side of a process message subscription, as MIGRATE carries it.
+fn message_side(value: &ProcessMessageSubscriptionRecord) -> MessageSubscriptionRecord {
+    MessageSubscriptionRecord {
+        process_instance_key: value.process_instance_key,
+        element_instance_key: value.element_instance_key,
+        bpmn_process_id: value.bpmn_process_id.clone(),
+        message_name: value.message_name.clone(),
+        correlation_key: value.correlation_key.clone(),
+        message_key: -1,
+        variables: JsonValue::empty_object(),
+        is_interrupting: value.is_interrupting,
+        tenant_id: value.tenant_id.clone(),
+    }
+}
+
+/// MESSAGE_SUBSCRIPTION MIGRATE on the message's partition: the subscription takes the
+/// target's process id (`MIGRATED`), if it is still there.
+pub(super) fn migrate_message_side(
+    p: &mut Processing<'_>,
+    value: &MessageSubscriptionRecord,
+) -> Result<()> {
+    let found = p.read().message_subscription(
+        &value.message_name,
+        &value.correlation_key,
+        value.element_instance_key,
+    )?;
+    let Some(subscription) = found else {
+        return Ok(());
+    };
+    let migrated = MessageSubscriptionRecord {
+        bpmn_process_id: value.bpmn_process_id.clone(),
+        ..subscription.record
+    };
+    p.event(subscription.key, Intent::Migrated, migrated)
 }

@@ -317,8 +317,18 @@ fn a_waiting_message_catch_event_keeps_its_subscription_and_correlates_in_the_ta
     assert_eq!(value.element_id, "C2");
     assert_eq!(value.bpmn_process_id, "q");
     assert_eq!(value.correlation_key, "k-7");
-    // Another process id: the instance is now one of `q`.
+    // Another process id: the instance is now one of `q`, and so is the message side
+    // of its subscription (on this partition: written in place).
     assert_eq!(migrated_elements(&rule, before)[0].element_id, "q");
+    let message_side = since(&rule, before)
+        .of_type(ValueType::MessageSubscription)
+        .with_intent(Intent::Migrated)
+        .records[0]
+        .clone();
+    let RecordValue::MessageSubscription(value) = &message_side.value else {
+        panic!("message subscription");
+    };
+    assert_eq!(value.bpmn_process_id, "q");
 
     assert!(!rule.publish("msg", "k-7", 0, json!({})).is_rejected());
     let (_, d) = rule.job("d");
@@ -916,4 +926,108 @@ fn a_call_activity_moves_and_its_called_instance_runs_on() {
     let (_, after) = rule.job("after");
     assert_eq!(after.process_instance_key, instance.get());
     rule.assert_replay_matches();
+}
+
+fn sends(outcome: &Outcome) -> Vec<(rill_protocol::PartitionId, Command)> {
+    outcome
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            rill_engine_api::Action::Send { partition, command } => {
+                Some((*partition, command.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Applies on `to` every send of `outcome` addressed to it.
+fn deliver(outcome: &Outcome, to: &mut EngineRule) -> Vec<Outcome> {
+    let me = to.partition;
+    sends(outcome)
+        .into_iter()
+        .filter(|(p, _)| *p == me)
+        .map(|(_, command)| {
+            let applied = to.process(command);
+            assert!(!applied.is_rejected(), "{:?}", applied.response);
+            applied
+        })
+        .collect()
+}
+
+#[test]
+fn the_message_partition_learns_the_new_process_id_through_migrate() {
+    // Correlation key "a" belongs to partition 2 of 2; the instance runs on partition 1.
+    assert_eq!(
+        rill_protocol::message_partition("a", 2),
+        rill_protocol::PartitionId(2)
+    );
+    let mut first = EngineRule::on_partition(1, 2);
+    let mut second = EngineRule::on_partition(2, 2);
+    let catch = |id: &str| {
+        format!(
+            r#"<bpmn:intermediateCatchEvent id="{id}"><bpmn:messageEventDefinition messageRef="M" /></bpmn:intermediateCatchEvent>"#
+        )
+    };
+    let body = |id: &str| {
+        vec![
+            start(),
+            catch(id),
+            end("e"),
+            flow("f1", "s", id),
+            flow("f2", id, "e"),
+        ]
+    };
+    let mut deploy_both = |id: &str, element: &str| {
+        let deployed = first.deploy_xml(&process(id, &body(element)));
+        deliver(&deployed, &mut second);
+        match deployed.value() {
+            RecordValue::Deployment(d) => Key(d.processes_metadata[0].process_definition_key),
+            other => panic!("{other:?}"),
+        }
+    };
+    let v1 = deploy_both("p", "C");
+    let v2 = deploy_both("q", "C2");
+    let created = first.process(Command::CreateProcessInstance(CreateProcessInstance {
+        process: ProcessSelector::ByKey(v1),
+        variables: JsonValue(json!({"key": "a"})),
+        await_result: false,
+        fetch_variables: Vec::new(),
+    }));
+    let instance = created.key();
+    deliver(&created, &mut second);
+
+    let outcome = migrate(&mut first, instance, v2, &[("C", "C2")]);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let applied = deliver(&outcome, &mut second);
+    assert_eq!(applied.len(), 1, "one MIGRATE for the message partition");
+    let migrated = applied[0]
+        .records
+        .iter()
+        .find(|r| r.value_type() == ValueType::MessageSubscription && r.intent == Intent::Migrated)
+        .expect("MESSAGE_SUBSCRIPTION MIGRATED");
+    let RecordValue::MessageSubscription(value) = &migrated.value else {
+        panic!("message subscription");
+    };
+    assert_eq!(value.bpmn_process_id, "q");
+    assert_eq!(value.element_instance_key, {
+        first
+            .records()
+            .of_type(ValueType::ProcessInstance)
+            .element("C")
+            .with_intent(Intent::ElementActivating)
+            .records[0]
+            .key
+            .get()
+    });
+
+    // A message on its partition correlates to the migrated instance, which goes on in `q`.
+    let published = second.publish("msg", "a", 0, json!({}));
+    assert_eq!(deliver(&published, &mut first).len(), 1);
+    assert_eq!(
+        first.instance_state(instance).unwrap().state,
+        rill_engine::ProcessInstanceState::Completed
+    );
+    first.assert_replay_matches();
+    second.assert_replay_matches();
 }
