@@ -253,7 +253,7 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::SignalSubscription, I::Deleted) => {
             &[(1, A::SignalSubscription(signal::subscription_deleted))]
         }
-        (V::CompensationSubscription, I::Created | I::Triggered) => {
+        (V::CompensationSubscription, I::Created | I::Triggered | I::Migrated) => {
             &[(1, A::CompensationSubscription(compensation::stored))]
         }
         (V::CompensationSubscription, I::Completed | I::Deleted) => {

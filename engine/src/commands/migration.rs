@@ -20,9 +20,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rill_protocol::value::{
-    BpmnElementType, IncidentRecord, JobRecord, MessageSubscriptionRecord,
-    MigrationMappingInstruction, ProcessInstanceMigrationRecord, ProcessInstanceRecord,
-    ProcessMessageSubscriptionRecord, TimerRecord, UserTaskRecord, VariableRecord,
+    BpmnElementType, CompensationSubscriptionRecord, IncidentRecord, JobRecord,
+    MessageSubscriptionRecord, MigrationMappingInstruction, ProcessInstanceMigrationRecord,
+    ProcessInstanceRecord, ProcessMessageSubscriptionRecord, TimerRecord, UserTaskRecord,
+    VariableRecord,
 };
 use rill_protocol::{Intent, JsonValue, Key, MigrateProcessInstance};
 
@@ -30,7 +31,7 @@ use super::tenant;
 use crate::behavior::{PreparedTriggers, held_catch_event_ids};
 use crate::context::{Active, Processing};
 use crate::error::{Result, inconsistent};
-use crate::model::{ElementIdx, ElementKind, ProcessModel, UserTaskDefinition};
+use crate::model::{ElementIdx, ElementKind, ProcessModel, TriggerDefinition, UserTaskDefinition};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Halt, Rejection};
 use crate::state::{ElementInstance, StoredProcessMessageSubscription, StoredSignalSubscription};
@@ -82,10 +83,18 @@ pub(super) fn migrate(p: &mut Processing<'_>, command: &MigrateProcessInstance) 
     let key = command.process_instance_key;
     let record = placeholder(command);
     match plan(p, command) {
-        Ok(plan) => {
+        Ok((plan, compensations)) => {
             p.command(key, Intent::Migrate, record.clone());
             for planned in plan {
                 write_migration(p, planned)?;
+            }
+            for compensation in compensations {
+                match compensation {
+                    Compensation::Migrated(key, record) => {
+                        p.event(key, Intent::Migrated, record)?;
+                    }
+                    Compensation::Deleted(key, record) => p.event(key, Intent::Deleted, record)?,
+                }
             }
             p.event(key, Intent::Migrated, record.clone())?;
             p.respond(key, Intent::Migrated, record);
@@ -147,7 +156,14 @@ fn supported(element_type: BpmnElementType) -> bool {
     )
 }
 
-type Planning = std::result::Result<Vec<Planned>, Checked>;
+type Planning = std::result::Result<(Vec<Planned>, Vec<Compensation>), Checked>;
+
+/// What happens to a compensation subscription (a completed activity that can still be
+/// compensated).
+enum Compensation {
+    Migrated(Key, CompensationSubscriptionRecord),
+    Deleted(Key, CompensationSubscriptionRecord),
+}
 
 /// Checks the whole command and plans what each element instance becomes.
 fn plan(p: &mut Processing<'_>, command: &MigrateProcessInstance) -> Planning {
@@ -191,14 +207,8 @@ fn plan(p: &mut Processing<'_>, command: &MigrateProcessInstance) -> Planning {
         check_waiting_tokens(p, &context, &element)?;
         planned.push(element);
     }
-    if !p.read().compensation_subscriptions(key)?.is_empty() {
-        return Err(invalid_state(format!(
-            "Expected to migrate process instance '{key}' but it has compensation \
-             subscriptions (completed activities that can be compensated); Rill does not \
-             migrate them yet"
-        )));
-    }
-    Ok(planned)
+    let compensations = plan_compensations(p, &context, &planned)?;
+    Ok((planned, compensations))
 }
 
 /// What the checks of every element instance share.
@@ -762,4 +772,134 @@ pub(super) fn migrate_message_side(
         ..subscription.record
     };
     p.event(subscription.key, Intent::Migrated, migrated)
+}
+
+/// The compensation subscriptions of the instance: one of an activity with a
+/// compensation boundary event follows the mapping of that boundary event (unmapped: it
+/// is deleted, as the activity can no longer be compensated); one of a completed
+/// subprocess follows the subprocess's mapping (or its id, kept by the target).
+fn plan_compensations(
+    p: &Processing<'_>,
+    context: &Context,
+    planned: &[Planned],
+) -> std::result::Result<Vec<Compensation>, Checked> {
+    let key = context.process_instance_key;
+    let source = &context.source.model;
+    let target = &context.target.model;
+    let process_id = &source.bpmn_process_id;
+    let mut changes = Vec::new();
+    for (subscription_key, record) in p.read().compensation_subscriptions(key)? {
+        let activity_id = &record.compensable_activity_id;
+        if record.throw_event_instance_key > 0 {
+            return Err(invalid_state(format!(
+                "Expected to migrate process instance '{key}' but the compensation of \
+                 activity '{activity_id}' is in progress. Migrate it once the compensation \
+                 is done."
+            )));
+        }
+        let activity = source
+            .element_by_id(activity_id)
+            .ok_or_else(|| inconsistent("a compensable activity is not in its model"))?;
+        let migrated_scope = |scope_key: i64| {
+            planned
+                .iter()
+                .find(|s| s.instance.key.get() == scope_key)
+                .map(|s| target.element(s.target_idx).id.clone())
+        };
+        let (target_activity, handler_id) = match source.compensation_boundary(activity) {
+            Some((boundary, _)) => {
+                let boundary_id = &source.element(boundary).id;
+                let Some(mapped) = context.mapping.get(boundary_id) else {
+                    changes.push(Compensation::Deleted(subscription_key, record));
+                    continue;
+                };
+                let mapped_idx = target
+                    .element_by_id(mapped)
+                    .ok_or_else(|| inconsistent("a checked target element is missing"))?;
+                let (attached_to, handler) = match &target.element(mapped_idx).kind {
+                    ElementKind::BoundaryEvent {
+                        attached_to,
+                        definition: TriggerDefinition::Compensation { handler },
+                        ..
+                    } => (*attached_to, *handler),
+                    other => {
+                        let event_type = serde_json::to_value(other.event_type())
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default();
+                        return Err(invalid_argument(format!(
+                            "Expected to migrate process instance with id '{process_id}' but \
+                             compensation boundary event '{boundary_id}' is mapped to a target \
+                             boundary event '{mapped}' that has event type '{event_type}' \
+                             different than compensation boundary event type."
+                        )));
+                    }
+                };
+                (attached_to, target.element(handler).id.clone())
+            }
+            None => {
+                let mapped = context
+                    .mapping
+                    .get(activity_id)
+                    .cloned()
+                    .unwrap_or_else(|| activity_id.clone());
+                let same_kind = target.element_by_id(&mapped).filter(|idx| {
+                    target.element(*idx).element_type() == source.element(activity).element_type()
+                });
+                let Some(target_activity) = same_kind else {
+                    return Err(invalid_state(format!(
+                        "Expected to migrate process instance '{key}' but the completed \
+                         activity '{activity_id}' holds compensable activities and is mapped \
+                         to no element of the same type in the target process. Map it to keep \
+                         its compensation."
+                    )));
+                };
+                (target_activity, String::new())
+            }
+        };
+        let source_scope = source
+            .element(
+                source
+                    .element(activity)
+                    .flow_scope
+                    .unwrap_or(ProcessModel::ROOT),
+            )
+            .id
+            .clone();
+        let expected = migrated_scope(record.compensable_activity_scope_key).unwrap_or_else(|| {
+            if source_scope == *process_id {
+                target.bpmn_process_id.clone()
+            } else {
+                context
+                    .mapping
+                    .get(&source_scope)
+                    .cloned()
+                    .unwrap_or_else(|| source_scope.clone())
+            }
+        });
+        let actual = &target
+            .element(
+                target
+                    .element(target_activity)
+                    .flow_scope
+                    .unwrap_or(ProcessModel::ROOT),
+            )
+            .id;
+        if expected != *actual {
+            return Err(invalid_state(format!(
+                "Expected to migrate process instance with id '{process_id}' but the flow scope \
+                 of compensation boundary event is changed. Flow scope '{source_scope}' is not \
+                 in the same level as '{actual}'. The flow scope of a compensation boundary \
+                 event cannot be changed during migration yet."
+            )));
+        }
+        let migrated = CompensationSubscriptionRecord {
+            process_definition_key: context.target.key.get(),
+            compensable_activity_id: target.element(target_activity).id.clone(),
+            compensation_handler_id: handler_id,
+            ..record
+        };
+        changes.push(Compensation::Migrated(subscription_key, migrated));
+    }
+    Ok(changes)
 }

@@ -1031,3 +1031,123 @@ fn the_message_partition_learns_the_new_process_id_through_migrate() {
     first.assert_replay_matches();
     second.assert_replay_matches();
 }
+
+/// A (job `a`) with a compensation boundary `{boundary}` whose handler `{handler}` has
+/// the job `{undo}`, then X (job `x`), then a compensation throw event.
+fn compensable(a: &str, boundary: &str, handler: &str, undo: &str, x: &str) -> Vec<String> {
+    vec![
+        start(),
+        task(a, "a"),
+        format!(
+            r#"<bpmn:boundaryEvent id="{boundary}" attachedToRef="{a}"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>"#
+        ),
+        format!(
+            r#"<bpmn:serviceTask id="{handler}" isForCompensation="true"><bpmn:extensionElements><zeebe:taskDefinition type="{undo}" /></bpmn:extensionElements></bpmn:serviceTask>"#
+        ),
+        format!(r#"<bpmn:association id="as" sourceRef="{boundary}" targetRef="{handler}" />"#),
+        task(x, "x"),
+        el(
+            r#"<bpmn:intermediateThrowEvent id="undo"><bpmn:compensateEventDefinition /></bpmn:intermediateThrowEvent>"#,
+        ),
+        end("e"),
+        flow("f1", "s", a),
+        flow("f2", a, x),
+        flow("f3", x, "undo"),
+        flow("f4", "undo", "e"),
+    ]
+}
+
+#[test]
+fn a_compensation_subscription_follows_its_boundary_event_or_goes_with_it() {
+    let mut rule = EngineRule::new();
+    let v1 = deploy(
+        &mut rule,
+        "p",
+        &compensable("A", "B1", "UndoA", "undo-a", "X"),
+    );
+    let v2 = deploy(
+        &mut rule,
+        "p",
+        &compensable("A2", "B2", "UndoA2", "undo-a2", "X2"),
+    );
+    let timer_target = deploy(
+        &mut rule,
+        "p",
+        &[
+            start(),
+            task("A3", "a"),
+            timer_boundary("B3", "A3", "PT1H"),
+            task("X3", "x"),
+            end("e"),
+            end("te"),
+            flow("f1", "s", "A3"),
+            flow("f2", "A3", "X3"),
+            flow("f3", "X3", "e"),
+            flow("f4", "B3", "te"),
+        ],
+    );
+    let at_x = |rule: &mut EngineRule| {
+        let instance = create_on(rule, v1, json!({}));
+        let (a, _) = rule.job("a");
+        assert!(!rule.complete(a, json!({})).is_rejected());
+        instance
+    };
+
+    // Mapped to a boundary event that is not a compensation boundary event.
+    let first = at_x(&mut rule);
+    let outcome = migrate(&mut rule, first, timer_target, &[("X", "X3"), ("B1", "B3")]);
+    assert_eq!(
+        rejection_of(&outcome),
+        (
+            RejectionType::InvalidArgument,
+            "Expected to migrate process instance with id 'p' but compensation boundary event \
+             'B1' is mapped to a target boundary event 'B3' that has event type 'TIMER' \
+             different than compensation boundary event type."
+                .to_owned()
+        )
+    );
+
+    // Mapped: the subscription now compensates A2 with A2's handler.
+    let before = rule.log.len();
+    let outcome = migrate(&mut rule, first, v2, &[("X", "X2"), ("B1", "B2")]);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let moved = since(&rule, before)
+        .of_type(ValueType::CompensationSubscription)
+        .with_intent(Intent::Migrated)
+        .records[0]
+        .clone();
+    let RecordValue::CompensationSubscription(value) = &moved.value else {
+        panic!("compensation subscription");
+    };
+    assert_eq!(
+        (
+            value.compensable_activity_id.as_str(),
+            value.compensation_handler_id.as_str(),
+            value.process_definition_key
+        ),
+        ("A2", "UndoA2", v2.get())
+    );
+    let (x, _) = rule.job("x");
+    assert!(!rule.complete(x, json!({})).is_rejected());
+    let (_, undo) = rule.job("undo-a2");
+    assert_eq!(undo.element_id, "UndoA2");
+
+    // Unmapped: the subscription goes, and the throw event compensates nothing.
+    let second = at_x(&mut rule);
+    let before = rule.log.len();
+    let outcome = migrate(&mut rule, second, v2, &[("X", "X2")]);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert!(
+        since(&rule, before)
+            .of_type(ValueType::CompensationSubscription)
+            .with_intent(Intent::Deleted)
+            .exists()
+    );
+    let (x, _) = rule.job("x");
+    assert!(!rule.complete(x, json!({})).is_rejected());
+    assert_eq!(
+        rule.instance_state(second).unwrap().state,
+        rill_engine::ProcessInstanceState::Completed
+    );
+    rule.assert_replay_matches();
+}
