@@ -60,6 +60,7 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         process_instance_modification: !filter.process_instance_modification,
         resource_deletion: !filter.resource_deletion,
         process_event: !filter.process_event,
+        process_instance_migration: !filter.process_instance_migration,
     }
 }
 

@@ -549,6 +549,7 @@ pub struct RecordFilterConfig {
     pub process_instance_modification: bool,
     pub resource_deletion: bool,
     pub process_event: bool,
+    pub process_instance_migration: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -586,6 +587,7 @@ impl Default for RecordFilterConfig {
             process_instance_modification: true,
             resource_deletion: true,
             process_event: true,
+            process_instance_migration: true,
         }
     }
 }
@@ -626,6 +628,7 @@ impl RecordFilterConfig {
             process_instance_modification: true,
             resource_deletion: true,
             process_event: true,
+            process_instance_migration: true,
         }
     }
 }

@@ -89,6 +89,7 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::ProcessInstanceModification(v) => v.serialize(serializer),
             RecordValue::ResourceDeletion(v) => v.serialize(serializer),
             RecordValue::ProcessEvent(v) => v.serialize(serializer),
+            RecordValue::ProcessInstanceMigration(v) => v.serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)

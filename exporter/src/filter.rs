@@ -59,6 +59,7 @@ impl RecordFilter {
             ValueType::ProcessInstanceModification => c.process_instance_modification,
             ValueType::ResourceDeletion => c.resource_deletion,
             ValueType::ProcessEvent => c.process_event,
+            ValueType::ProcessInstanceMigration => c.process_instance_migration,
         }
     }
 

@@ -156,6 +156,12 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "processInstanceKey",
             "tenantId",
         ],
+        ValueType::ProcessInstanceMigration => &[
+            "processInstanceKey",
+            "targetProcessDefinitionKey",
+            "mappingInstructions",
+            "tenantId",
+        ],
         ValueType::ProcessInstanceResult => &[
             "bpmnProcessId",
             "version",

@@ -176,6 +176,7 @@ fn command_intent(command: &Command) -> String {
         Command::ModifyProcessInstance(_) => "MODIFY",
         Command::DeleteResource { .. } => "DELETE",
         Command::RedistributeDeployments { .. } => "DISTRIBUTE",
+        Command::MigrateProcessInstance(_) => "MIGRATE",
     };
     name.to_owned()
 }

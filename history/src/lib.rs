@@ -220,4 +220,6 @@ mod tests_definitions;
 #[cfg(test)]
 mod tests_entities;
 #[cfg(test)]
+mod tests_migration;
+#[cfg(test)]
 mod tests_user_tasks;

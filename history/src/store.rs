@@ -255,6 +255,9 @@ impl<'a> HistoryWriter<'a> {
         if record.record_type != RecordType::Event {
             return Ok(());
         }
+        if matches!(record.intent, Intent::ElementMigrated | Intent::Migrated) {
+            return self.index_migrated(record);
+        }
         match &record.value {
             RecordValue::ProcessInstance(value)
                 if value.bpmn_element_type == BpmnElementType::Process =>
@@ -760,6 +763,58 @@ impl<'a> HistoryWriter<'a> {
 
     /// A job event (or a job of an activated batch): creates the entry if it is not kept
     /// yet, and moves it to the state the event names.
+    /// A process instance migration: what it moved takes the target process's ids (its
+    /// history before stays as it was).
+    fn index_migrated(&mut self, record: &Record) -> Result<()> {
+        let key = record.key;
+        match &record.value {
+            RecordValue::ProcessInstance(value)
+                if value.bpmn_element_type == BpmnElementType::Process =>
+            {
+                let definition =
+                    self.get::<HistoricProcessDefinition>(Key(value.process_definition_key))?;
+                self.update(key, |i: &mut HistoricProcessInstance| {
+                    i.bpmn_process_id = value.bpmn_process_id.clone();
+                    i.version = value.version;
+                    i.process_definition_key = Key(value.process_definition_key);
+                    i.process_definition_name = definition.as_ref().and_then(|d| d.name.clone());
+                    i.process_definition_version_tag =
+                        definition.as_ref().and_then(|d| d.version_tag.clone());
+                })
+            }
+            RecordValue::ProcessInstance(value) => {
+                self.update(key, |e: &mut HistoricElementInstance| {
+                    e.element_id = value.element_id.clone();
+                    e.bpmn_process_id = value.bpmn_process_id.clone();
+                    e.process_definition_key = Key(value.process_definition_key);
+                })
+            }
+            RecordValue::Job(value) => self.update(key, |j: &mut HistoricJob| {
+                j.state = JobState::Migrated;
+                j.element_id = value.element_id.clone();
+                j.bpmn_process_id = value.bpmn_process_id.clone();
+                j.process_definition_key = Key(value.process_definition_key);
+                j.process_definition_version = value.process_definition_version;
+            }),
+            RecordValue::UserTask(value) => self.update(key, |t: &mut HistoricUserTask| {
+                t.element_id = value.element_id.clone();
+                t.bpmn_process_id = value.bpmn_process_id.clone();
+                t.process_definition_key = Key(value.process_definition_key);
+                t.process_definition_version = value.process_definition_version;
+            }),
+            RecordValue::Variable(value) => self.update(key, |v: &mut HistoricVariable| {
+                v.bpmn_process_id = value.bpmn_process_id.clone();
+                v.process_definition_key = Key(value.process_definition_key);
+            }),
+            RecordValue::Incident(value) => self.update(key, |i: &mut HistoricIncident| {
+                i.element_id = value.element_id.clone();
+                i.bpmn_process_id = value.bpmn_process_id.clone();
+                i.process_definition_key = Key(value.process_definition_key);
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn index_job(&mut self, record: &Record, key: Key, value: &JobRecord) -> Result<()> {
         let state = match record.intent {
             Intent::Created => Some(JobState::Created),

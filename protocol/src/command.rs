@@ -205,6 +205,15 @@ pub struct ModifyProcessInstance {
     pub terminate_instructions: Vec<Key>,
 }
 
+/// Zeebe's process instance migration: move a running instance to another process
+/// definition; each active element goes to the element its instruction maps it to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MigrateProcessInstance {
+    pub process_instance_key: Key,
+    pub target_process_definition_key: Key,
+    pub mapping_instructions: Vec<crate::value::MigrationMappingInstruction>,
+}
+
 /// Everything an engine can be asked to do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Command {
@@ -282,6 +291,8 @@ pub enum Command {
         first: PartitionId,
         last: PartitionId,
     },
+    // --- from clients (added later; variants keep their encoding index) ---
+    MigrateProcessInstance(MigrateProcessInstance),
 }
 
 impl Command {
@@ -323,6 +334,7 @@ impl Command {
             Command::ExpireMessage { message_key } => Some(*message_key),
             Command::UserTask(c) => Some(c.user_task_key()),
             Command::ModifyProcessInstance(c) => Some(c.process_instance_key),
+            Command::MigrateProcessInstance(c) => Some(c.process_instance_key),
             Command::DeleteResource { resource_key } => Some(*resource_key),
             Command::CreateProcessInstance(CreateProcessInstance {
                 process: ProcessSelector::ByKey(key),

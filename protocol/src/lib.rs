@@ -17,8 +17,9 @@ pub use codec::CodecError;
 pub use command::{
     ActivateInstruction, ActivateJobs, BroadcastSignal, Command, CommandResponse,
     CreateProcessInstance, DecisionSelector, EvaluateDecision, FailJob, InterPartitionCommand,
-    ModifyProcessInstance, ProcessSelector, PublishMessage, Rejection, Resource, SetVariables,
-    ThrowError, UpdateJob, UserTaskChanges, UserTaskCommand, VariableInstruction,
+    MigrateProcessInstance, ModifyProcessInstance, ProcessSelector, PublishMessage, Rejection,
+    Resource, SetVariables, ThrowError, UpdateJob, UserTaskChanges, UserTaskCommand,
+    VariableInstruction,
 };
 pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,

@@ -59,10 +59,12 @@ pub enum ValueType {
     /// A timer, message or signal that starts an instance or reaches a catch event
     /// (`TRIGGERING`, then `TRIGGERED` when the event it triggers runs).
     ProcessEvent,
+    /// A running instance moved to another process definition on request.
+    ProcessInstanceMigration,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 29] = [
+    pub const ALL: [ValueType; 30] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -92,6 +94,7 @@ impl ValueType {
         ValueType::ProcessInstanceModification,
         ValueType::ResourceDeletion,
         ValueType::ProcessEvent,
+        ValueType::ProcessInstanceMigration,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -126,6 +129,7 @@ impl ValueType {
             ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
             ValueType::ResourceDeletion => "RESOURCE_DELETION",
             ValueType::ProcessEvent => "PROCESS_EVENT",
+            ValueType::ProcessInstanceMigration => "PROCESS_INSTANCE_MIGRATION",
         }
     }
 }
@@ -224,6 +228,10 @@ pub enum Intent {
     /// USER_TASK: a claim (an assignment without override) begins, as Zeebe 8.8 writes
     /// it instead of `ASSIGNING`.
     Claiming,
+    // PROCESS_INSTANCE_MIGRATION, and the MIGRATED events of what a migration moves
+    Migrate,
+    Migrated,
+    ElementMigrated,
 }
 
 impl Intent {

@@ -53,6 +53,7 @@ pub enum RecordValue {
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
     ProcessEvent(ProcessEventRecord),
+    ProcessInstanceMigration(ProcessInstanceMigrationRecord),
 }
 
 impl RecordValue {
@@ -89,6 +90,7 @@ impl RecordValue {
             RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
             RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
             RecordValue::ProcessEvent(_) => ValueType::ProcessEvent,
+            RecordValue::ProcessInstanceMigration(_) => ValueType::ProcessInstanceMigration,
         }
     }
 
@@ -124,6 +126,7 @@ impl RecordValue {
             RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
             RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
             RecordValue::ProcessEvent(v) => serde_json::to_value(v),
+            RecordValue::ProcessInstanceMigration(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -170,6 +173,7 @@ impl_from_value!(
     ProcessInstanceModification(ProcessInstanceModificationRecord),
     ResourceDeletion(ResourceDeletionRecord),
     ProcessEvent(ProcessEventRecord),
+    ProcessInstanceMigration(ProcessInstanceMigrationRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1046,4 +1050,22 @@ pub struct ProcessEventRecord {
     pub process_instance_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+}
+/// PROCESS_INSTANCE_MIGRATION: a running instance moved to another process definition,
+/// each active element to the element its mapping instruction names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessInstanceMigrationRecord {
+    pub process_instance_key: i64,
+    pub target_process_definition_key: i64,
+    pub mapping_instructions: Vec<MigrationMappingInstruction>,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationMappingInstruction {
+    pub source_element_id: String,
+    pub target_element_id: String,
 }

@@ -126,9 +126,9 @@ pub(super) fn subscription_deleted(
     Ok(())
 }
 
-/// Queues `intent` (CREATE or DELETE) for the message side when it lives on another
-/// partition.
-fn send_to_message_side(
+/// Queues `intent` (CREATE, DELETE, MIGRATE) for the message side when it lives on
+/// another partition.
+pub(super) fn send_to_message_side(
     state: &mut Writer<'_>,
     key: Key,
     value: &ProcessMessageSubscriptionRecord,

@@ -15,6 +15,7 @@ mod distribution;
 mod incident;
 mod job;
 mod message;
+mod migration;
 mod process_instance;
 mod signal;
 mod timer;
@@ -252,7 +253,7 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::SignalSubscription, I::Deleted) => {
             &[(1, A::SignalSubscription(signal::subscription_deleted))]
         }
-        (V::CompensationSubscription, I::Created | I::Triggered) => {
+        (V::CompensationSubscription, I::Created | I::Triggered | I::Migrated) => {
             &[(1, A::CompensationSubscription(compensation::stored))]
         }
         (V::CompensationSubscription, I::Completed | I::Deleted) => {
@@ -281,6 +282,25 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         )],
         (V::Process, I::Deleting) => &[(1, A::Process(deployment::process_deleting))],
         (V::Process, I::Deleted) => &[(1, A::Process(deployment::process_deleted))],
+        (V::ProcessInstance, I::ElementMigrated) => {
+            &[(1, A::ProcessInstance(migration::element_migrated))]
+        }
+        (V::Job, I::Migrated) => &[(1, A::Job(migration::job_migrated))],
+        (V::UserTask, I::Migrated) => &[(1, A::UserTask(migration::user_task_migrated))],
+        (V::Incident, I::Migrated) => &[(1, A::Incident(migration::incident_migrated))],
+        (V::Timer, I::Migrated) => &[(1, A::Timer(migration::timer_migrated))],
+        (V::ProcessMessageSubscription, I::Migrated) => &[(
+            1,
+            A::ProcessMessageSubscription(migration::process_message_subscription_migrated),
+        )],
+        (V::MessageSubscription, I::Migrated) => &[(
+            1,
+            A::MessageSubscription(migration::message_subscription_migrated),
+        )],
+        (V::SignalSubscription, I::Migrated) => &[(
+            1,
+            A::SignalSubscription(migration::signal_subscription_migrated),
+        )],
         (V::ResourceDeletion, I::Deleting) => {
             &[(1, A::ResourceDeletion(decision::resource_deleting))]
         }

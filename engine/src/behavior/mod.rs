@@ -17,6 +17,7 @@ mod task_listeners;
 mod timers;
 mod variables;
 
+pub(crate) use elements::{PreparedTriggers, held_catch_event_ids};
 pub(crate) use messages::{MESSAGE_START_VARIABLE, MessageStart};
 pub(crate) use task_listeners::check_result as check_task_listener_result;
 pub(crate) use variables::json_type_name;

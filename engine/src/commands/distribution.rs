@@ -146,6 +146,9 @@ pub(super) fn from_partition(
         (RecordValue::MessageSubscription(s), ValueType::MessageSubscription, Intent::Delete) => {
             p.delete_message_subscription(s)?;
         }
+        (RecordValue::MessageSubscription(s), ValueType::MessageSubscription, Intent::Migrate) => {
+            super::migration::migrate_message_side(p, s)?;
+        }
         (
             RecordValue::MessageSubscription(s),
             ValueType::ProcessMessageSubscription,

@@ -13,6 +13,7 @@ mod incidents;
 mod instances;
 mod jobs;
 mod messages;
+mod migration;
 mod modification;
 mod resource_deletion;
 mod signals;
@@ -68,6 +69,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::RedistributeDeployments { first, last } => {
             distribution::redistribute(p, *first, *last)
         }
+        Command::MigrateProcessInstance(migrate) => migration::migrate(p, migrate),
     }
 }
 
@@ -218,6 +220,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             *resource_key,
             Intent::Delete,
             resource_deletion::placeholder(*resource_key).into(),
+        ),
+        Command::MigrateProcessInstance(c) => (
+            c.process_instance_key,
+            Intent::Migrate,
+            migration::placeholder(c).into(),
         ),
         Command::FromPartition(_)
         | Command::AcknowledgeSend { .. }

@@ -12,6 +12,7 @@ mod harness;
 mod inclusive;
 mod interleavings;
 mod listeners;
+mod migration;
 mod modification;
 mod multi_instance;
 mod random;

@@ -666,3 +666,65 @@ fn another_partition_keeps_a_deleted_definition_until_its_instances_there_end() 
     first.assert_replay_matches();
     second.assert_replay_matches();
 }
+
+fn migrate_work(rule: &mut EngineRule, instance: i64, target: i64) -> Outcome {
+    use rill_protocol::MigrateProcessInstance;
+    use rill_protocol::value::MigrationMappingInstruction;
+    rule.process(Command::MigrateProcessInstance(MigrateProcessInstance {
+        process_instance_key: Key(instance),
+        target_process_definition_key: Key(target),
+        mapping_instructions: vec![MigrationMappingInstruction {
+            source_element_id: "Work".to_owned(),
+            target_element_id: "Work".to_owned(),
+        }],
+    }))
+}
+
+#[test]
+fn migrating_the_last_instance_away_deletes_its_definition_and_a_deleted_target_is_refused() {
+    let mut rule = EngineRule::new();
+    let v1 = definition_key(&rule.deploy(&[("a.bpmn", job_process("order", "one"))]));
+    let v2 = definition_key(&rule.deploy(&[("a.bpmn", job_process("order", "two"))]));
+    let on_v1 = create_by_key(&mut rule, v1).key().get();
+    let on_v2 = create_by_key(&mut rule, v2).key().get();
+    assert!(!delete(&mut rule, v1).is_rejected());
+    assert_eq!(process_deletions(&rule), [(Intent::Deleting, v1)]);
+
+    // Version 1 waits for its instance: no instance may move onto it.
+    let refused = migrate_work(&mut rule, on_v2, v1);
+    let (kind, reason) = rejection_of(&refused);
+    assert_eq!(kind, RejectionType::NotFound);
+    assert!(reason.contains("it is deleted"), "{reason}");
+
+    // Its last instance moves to version 2: version 1 is deleted at once, and version 2
+    // counts the instance (deleting it now waits for two).
+    let migrated = migrate_work(&mut rule, on_v1, v2);
+    assert!(!migrated.is_rejected(), "{:?}", migrated.response);
+    assert_eq!(
+        process_deletions(&rule),
+        [(Intent::Deleting, v1), (Intent::Deleted, v1)]
+    );
+    assert!(!delete(&mut rule, v2).is_rejected());
+    let (kind, reason) = rejection_of(&delete(&mut rule, v2));
+    assert_eq!(kind, RejectionType::InvalidState);
+    assert!(reason.contains("2 active instance(s)"), "{reason}");
+
+    // Both end on version 2, which is then deleted too.
+    for (key, _) in rule
+        .activate("one", 10)
+        .into_iter()
+        .chain(rule.activate("two", 10))
+    {
+        assert!(!rule.complete(key, json!({})).is_rejected());
+    }
+    assert_eq!(
+        process_deletions(&rule),
+        [
+            (Intent::Deleting, v1),
+            (Intent::Deleted, v1),
+            (Intent::Deleting, v2),
+            (Intent::Deleted, v2)
+        ]
+    );
+    rule.assert_replay_matches();
+}

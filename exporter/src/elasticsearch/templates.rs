@@ -364,6 +364,18 @@ fn value_properties(value_type: ValueType) -> Value {
             ("processInstanceKey", long()),
             ("tenantId", keyword()),
         ]),
+        ValueType::ProcessInstanceMigration => object(&[
+            ("processInstanceKey", long()),
+            ("targetProcessDefinitionKey", long()),
+            (
+                "mappingInstructions",
+                json!({"properties": object(&[
+                    ("sourceElementId", keyword()),
+                    ("targetElementId", keyword()),
+                ])}),
+            ),
+            ("tenantId", keyword()),
+        ]),
         ValueType::ProcessInstanceResult => object(&[
             ("bpmnProcessId", keyword()),
             ("version", integer()),

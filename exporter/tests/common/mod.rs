@@ -220,6 +220,16 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             tenant_id: DEFAULT_TENANT.into(),
         }
         .into(),
+        ValueType::ProcessInstanceMigration => ProcessInstanceMigrationRecord {
+            process_instance_key: key(2),
+            target_process_definition_key: key(5),
+            mapping_instructions: vec![MigrationMappingInstruction {
+                source_element_id: "ship".into(),
+                target_element_id: "ship_v2".into(),
+            }],
+            tenant_id: DEFAULT_TENANT.into(),
+        }
+        .into(),
         ValueType::ProcessInstanceResult => ProcessInstanceResultRecord {
             bpmn_process_id: "order".into(),
             version: 1,

@@ -20,6 +20,7 @@ pub(crate) mod jobs;
 mod message_subscriptions;
 mod messages;
 mod process_definitions;
+mod process_instance_migration;
 mod process_instance_search;
 pub(crate) mod process_instances;
 mod resources;
@@ -129,6 +130,10 @@ pub fn routes() -> Router<SharedState> {
         .route(
             "/v2/process-instances/{processInstanceKey}/modification",
             post(process_instances::modify),
+        )
+        .route(
+            "/v2/process-instances/{processInstanceKey}/migration",
+            post(process_instance_migration::migrate),
         )
         .route(
             "/v2/process-instances/{processInstanceKey}/incidents/search",

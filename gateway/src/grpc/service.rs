@@ -7,11 +7,14 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures::Stream;
-use rill_protocol::value::{DEFAULT_TENANT, DeploymentRecord, JobRecord, ProcessMetadata};
+use rill_protocol::value::{
+    DEFAULT_TENANT, DeploymentRecord, JobRecord, MigrationMappingInstruction, ProcessMetadata,
+};
 use rill_protocol::{
     ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
-    FailJob, ModifyProcessInstance, ProcessSelector, PublishMessage, RecordValue, Resource,
-    SetVariables, ThrowError, UpdateJob, VariableInstruction, message_partition,
+    FailJob, MigrateProcessInstance, ModifyProcessInstance, ProcessSelector, PublishMessage,
+    RecordValue, Resource, SetVariables, ThrowError, UpdateJob, VariableInstruction,
+    message_partition,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -24,13 +27,52 @@ use super::decisions;
 use super::proto::gateway_server::Gateway;
 use super::proto::*;
 use super::push::{JobStreams, give_back};
-use super::status::{from_problem, not_supported_yet};
+use super::status::from_problem;
 use crate::api::deployments::DEPLOYMENT_PARTITION;
 use crate::api::jobs::{ActivatedBatches, activate_jobs};
 use crate::api::process_instances::submit_create;
 use crate::api::{SharedState, client_timeout};
 use crate::backend::{PartitionHealth, PartitionRole};
 use crate::dispatch::Accepted;
+
+/// The engine command of a migration request, its fields checked.
+fn migration(
+    request: MigrateProcessInstanceRequest,
+    process_instance_key: rill_protocol::Key,
+) -> Result<MigrateProcessInstance, Status> {
+    let Some(plan) = request.migration_plan else {
+        return Err(Status::invalid_argument(
+            "Property 'migrationPlan' is invalid: a migration plan is required",
+        ));
+    };
+    let target_process_definition_key = key(
+        "migrationPlan.targetProcessDefinitionKey",
+        plan.target_process_definition_key,
+    )?;
+    let mut mapping_instructions = Vec::with_capacity(plan.mapping_instructions.len());
+    for (index, mapping) in plan.mapping_instructions.into_iter().enumerate() {
+        for (field, value) in [
+            ("sourceElementId", &mapping.source_element_id),
+            ("targetElementId", &mapping.target_element_id),
+        ] {
+            if value.trim().is_empty() {
+                return Err(Status::invalid_argument(format!(
+                    "Property 'migrationPlan.mappingInstructions[{index}].{field}' is \
+                     invalid: the element id must not be blank"
+                )));
+            }
+        }
+        mapping_instructions.push(MigrationMappingInstruction {
+            source_element_id: mapping.source_element_id,
+            target_element_id: mapping.target_element_id,
+        });
+    }
+    Ok(MigrateProcessInstance {
+        process_instance_key,
+        target_process_definition_key,
+        mapping_instructions,
+    })
+}
 
 /// The engine command of a modification request, its fields checked.
 fn modification(
@@ -813,9 +855,14 @@ impl Gateway for GatewayService {
 
     async fn migrate_process_instance(
         &self,
-        _request: Request<MigrateProcessInstanceRequest>,
+        request: Request<MigrateProcessInstanceRequest>,
     ) -> Result<Response<MigrateProcessInstanceResponse>, Status> {
-        Err(not_supported_yet("process instance migration is"))
+        let request = request.into_inner();
+        let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
+        let command = Command::MigrateProcessInstance(migration(request, process_instance_key)?);
+        self.submit_by_key(process_instance_key, "process instance", command)
+            .await?;
+        Ok(Response::new(MigrateProcessInstanceResponse {}))
     }
 
     async fn update_job_timeout(

@@ -24,11 +24,6 @@ pub fn from_problem(problem: Problem) -> Status {
     Status::new(code, problem.detail)
 }
 
-/// An RPC that needs an engine feature Rill does not have yet.
-pub fn not_supported_yet(what: &str) -> Status {
-    Status::unimplemented(format!("{what} not supported yet by Rill"))
-}
-
 #[cfg(test)]
 mod tests {
     use axum::http::StatusCode;

@@ -25,6 +25,7 @@ mod exclusive_gateway;
 mod inclusive_gateway;
 mod intermediate_catch_event;
 mod intermediate_throw_event;
+mod migration;
 mod modification;
 mod multi_instance_body;
 mod parallel_gateway;
@@ -37,6 +38,9 @@ mod sub_process;
 mod task;
 mod triggers;
 mod user_task;
+
+pub(crate) use migration::held_catch_event_ids;
+pub(crate) use triggers::PreparedTriggers;
 
 use std::sync::Arc;
 

@@ -48,8 +48,11 @@ enum Opening {
     },
 }
 
+/// Triggers evaluated and ready to open.
+pub(crate) struct PreparedTriggers(Vec<Opening>);
+
 /// The catch events whose triggers an element instance holds.
-pub(super) fn held_catch_events(active: &Active) -> Vec<ElementIdx> {
+pub(crate) fn held_catch_events(active: &Active) -> Vec<ElementIdx> {
     let element = active.element();
     let model = &active.process.model;
     let mut held = Vec::new();
@@ -117,9 +120,24 @@ impl Processing<'_> {
     /// Opens the timers and message subscriptions of the catch events an element
     /// instance holds. Everything is evaluated first: when one fails, none is opened.
     pub(super) fn open_event_triggers(&mut self, active: &Active) -> Evaluated {
+        let prepared = self.prepare_event_triggers(active, |_| true)?;
+        self.open_prepared_triggers(active, prepared)?;
+        Ok(())
+    }
+
+    /// Evaluates the triggers of the held catch events that `wanted` selects, opening
+    /// nothing yet (a migration evaluates before it writes anything).
+    pub(crate) fn prepare_event_triggers(
+        &mut self,
+        active: &Active,
+        wanted: impl Fn(ElementIdx) -> bool,
+    ) -> Evaluated<PreparedTriggers> {
         let process = active.process.clone();
         let mut openings = Vec::new();
         for catch in held_catch_events(active) {
+            if !wanted(catch) {
+                continue;
+            }
             let element = process.model.element(catch);
             match waits_for(&element.kind) {
                 Some((Waits::Timer(definition), _)) => openings.push(Opening::Timer {
@@ -140,7 +158,16 @@ impl Processing<'_> {
                 None => {}
             }
         }
-        for opening in openings {
+        Ok(PreparedTriggers(openings))
+    }
+
+    /// Opens triggers evaluated by [`Processing::prepare_event_triggers`].
+    pub(crate) fn open_prepared_triggers(
+        &mut self,
+        active: &Active,
+        prepared: PreparedTriggers,
+    ) -> Result<()> {
+        for opening in prepared.0 {
             match opening {
                 Opening::Timer { catch_event, due } => {
                     self.create_timer(active, &catch_event, due)?

@@ -1,0 +1,78 @@
+//! `POST /v2/process-instances/{processInstanceKey}/migration`: Camunda 8.8's process
+//! instance migration, onto the engine's MIGRATE command (the same one gRPC's
+//! MigrateProcessInstance sends).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rill_protocol::value::MigrationMappingInstruction;
+use rill_protocol::{Command, MigrateProcessInstance};
+use serde::Deserialize;
+
+use super::{Body, KeyParam, SharedState};
+use crate::json::{KeyString, optional_long, parse_body};
+use crate::problem::Problem;
+
+/// Camunda 8.8's `ProcessInstanceMigrationInstruction`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MigrateRequest {
+    target_process_definition_key: KeyString,
+    mapping_instructions: Vec<MappingRequest>,
+    /// Accepted and ignored: Rill's records carry no operation reference.
+    #[serde(default, deserialize_with = "optional_long")]
+    operation_reference: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MappingRequest {
+    source_element_id: String,
+    target_element_id: String,
+}
+
+/// 204 once migrated; 400 for a malformed request or instruction, 404 for an unknown
+/// instance or target definition, 409 when the instance cannot be migrated as asked
+/// (nothing is changed then).
+pub async fn migrate(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+    Body(body): Body,
+) -> Result<Response, Problem> {
+    let request: MigrateRequest = parse_body(&body)?;
+    if let Some(reference) = request.operation_reference
+        && reference <= 0
+    {
+        return Err(Problem::invalid_argument(format!(
+            "The value for operationReference is '{reference}' but must be > 0"
+        )));
+    }
+    let mut mapping_instructions = Vec::with_capacity(request.mapping_instructions.len());
+    for (index, mapping) in request.mapping_instructions.into_iter().enumerate() {
+        for (field, value) in [
+            ("sourceElementId", &mapping.source_element_id),
+            ("targetElementId", &mapping.target_element_id),
+        ] {
+            if value.trim().is_empty() {
+                return Err(Problem::invalid_argument(format!(
+                    "No {field} provided in mappingInstructions[{index}]"
+                )));
+            }
+        }
+        mapping_instructions.push(MigrationMappingInstruction {
+            source_element_id: mapping.source_element_id,
+            target_element_id: mapping.target_element_id,
+        });
+    }
+    let command = Command::MigrateProcessInstance(MigrateProcessInstance {
+        process_instance_key: key,
+        target_process_definition_key: request.target_process_definition_key.0,
+        mapping_instructions,
+    });
+    let partition = state.dispatch.partition_of(key, "process instance")?;
+    state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
