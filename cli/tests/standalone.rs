@@ -638,6 +638,20 @@ fn the_camunda_npm_grpc_client_runs_processes_on_the_real_binary() {
     run_client_flow("zeebe-node", "RILL_ZEEBE_NODE_DIR", "zeebe-node-clients");
 }
 
+/// zeebe-node 8.3 (the older npm client, unmodified, pinned in
+/// `tests/clients/zeebe-node-8.3/package.json`): topology, deploy, create with result with
+/// a polling and a batch worker, a buffered message and its refused duplicate, cancel, and
+/// a job failed without retries whose incident is resolved
+/// (`tests/clients/zeebe-node-8.3/flow.mjs`).
+#[test]
+fn the_zeebe_node_8_3_client_runs_processes_on_the_real_binary() {
+    run_client_flow(
+        "zeebe-node-8.3",
+        "RILL_ZEEBE_NODE_83_DIR",
+        "zeebe-node-8.3-clients",
+    );
+}
+
 /// Runs `tests/clients/{client}/run.sh` against a fresh standalone, its installed packages
 /// kept under the target dir (`install_var` names where), and expects it to pass.
 fn run_client_flow(client: &str, install_var: &str, install_dir: &str) {
