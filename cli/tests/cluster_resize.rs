@@ -184,8 +184,12 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
             .progress(20, Duration::from_secs(60), &brokers)
             .await;
 
-        // Grow to 5 brokers with the CLI, on a broker that may or may not lead partition 1.
-        let (ok, out, err) = rill_cluster(&brokers.nodes[1], &["scale", "--brokers", "5"]);
+        // Grow to 5 brokers and 6 partitions with the CLI, on a broker that may or may not
+        // lead partition 1.
+        let (ok, out, err) = rill_cluster(
+            &brokers.nodes[1],
+            &["scale", "--brokers", "5", "--partitions", "6"],
+        );
         assert!(ok, "{err}\n{}", all_logs(&brokers, &new_brokers));
         assert!(out.starts_with("change 2 started:"), "{out}");
         assert!(out.contains("BROKER_ADD broker 3"), "{out}");
@@ -194,6 +198,7 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
             out.contains("PARTITION_LEAVE broker 0 partition 2"),
             "{out}"
         );
+        assert!(out.contains("PARTITION_BOOTSTRAP"), "{out}");
 
         // Kill partition 1's leader, the coordinator, while the change runs.
         let coordinator = brokers
@@ -249,16 +254,38 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
         })
         .await;
 
-        // Every partition has 3 replicas, the new brokers among them, and one leader.
+        // Every partition, old and new, has 3 replicas, the new brokers among them, and
+        // one leader: partition p on brokers p-1, p and p+1 (mod 5).
         assert_eq!(grown["brokers"].as_array().unwrap().len(), 5, "{grown}");
-        assert_eq!(partitions_of(&grown, 3), [2, 3], "{grown}");
-        assert_eq!(partitions_of(&grown, 4), [3], "{grown}");
-        let expected: BTreeMap<u64, Vec<u64>> =
-            BTreeMap::from([(1, vec![0, 1, 2]), (2, vec![1, 2, 3]), (3, vec![2, 3, 4])]);
+        assert_eq!(partitions_of(&grown, 3), [2, 3, 4], "{grown}");
+        assert_eq!(partitions_of(&grown, 4), [3, 4, 5], "{grown}");
+        let expected: BTreeMap<u64, Vec<u64>> = BTreeMap::from([
+            (1, vec![0, 1, 2]),
+            (2, vec![1, 2, 3]),
+            (3, vec![2, 3, 4]),
+            (4, vec![0, 3, 4]),
+            (5, vec![0, 1, 4]),
+            (6, vec![0, 1, 2]),
+        ]);
         wait_placement(&brokers, survivor, &expected, || {
             all_logs(&brokers, &new_brokers)
         })
         .await;
+        // New instances land on the new partitions too.
+        let mut seen = std::collections::BTreeSet::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !(4..=6).all(|p| seen.contains(&p)) {
+            assert!(
+                Instant::now() < deadline,
+                "no new instance on partitions 4-6 yet: {seen:?}"
+            );
+            let body = json!({"processDefinitionId": "two-rest-calls"});
+            if let Ok((200, created)) = brokers.api(survivor).post("/v2/process-instances", body).await
+                && let Some(key) = created["processInstanceKey"].as_str()
+            {
+                seen.insert(key.parse::<u64>().expect("a key") >> 51);
+            }
+        }
         // The gateway's topology follows: five brokers, without a restart.
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -318,7 +345,7 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
             .map(|b| &b["id"])
             .collect();
         assert_eq!(ids, [&json!(0), &json!(1), &json!(2)]);
-        let expected: BTreeMap<u64, Vec<u64>> = (1..=3).map(|p| (p, vec![0, 1, 2])).collect();
+        let expected: BTreeMap<u64, Vec<u64>> = (1..=6).map(|p| (p, vec![0, 1, 2])).collect();
         wait_placement(&brokers, 0, &expected, || all_logs(&brokers, &new_brokers)).await;
         workload
             .finish(&brokers.api(0), Duration::from_secs(120), &brokers)
