@@ -280,7 +280,10 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
                 "no new instance on partitions 4-6 yet: {seen:?}"
             );
             let body = json!({"processDefinitionId": "two-rest-calls"});
-            if let Ok((200, created)) = brokers.api(survivor).post("/v2/process-instances", body).await
+            if let Ok((200, created)) = brokers
+                .api(survivor)
+                .post("/v2/process-instances", body)
+                .await
                 && let Some(key) = created["processInstanceKey"].as_str()
             {
                 seen.insert(key.parse::<u64>().expect("a key") >> 51);
