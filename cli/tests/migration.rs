@@ -14,7 +14,7 @@ use rill_gateway::grpc::proto::migrate_process_instance_request::{
 };
 use rill_gateway::grpc::proto::*;
 use serde_json::{Value, json};
-use support::{Api, Standalone};
+use support::{Api, Standalone, run_client_script};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -304,27 +304,9 @@ fn an_instance_moves_to_version_2_over_rest_and_grpc_and_bad_requests_change_not
 /// there, bad plans are refused (`tests/clients/zeebe-node/migrate_flow.mjs`).
 #[test]
 fn the_camunda_npm_grpc_client_migrates_an_instance() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut rill = Standalone::start(&dir.path().join("data"), &[]);
-    runtime().block_on(rill.wait_ready(Duration::from_secs(30)));
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let script = root.join("tests/clients/zeebe-node/run_migrate.sh");
-    let output = std::process::Command::new("bash")
-        .arg(&script)
-        .env("RILL_GRPC_ADDRESS", format!("127.0.0.1:{}", rill.grpc_port))
-        .env(
-            "RILL_ZEEBE_NODE_DIR",
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("zeebe-node-clients"),
-        )
-        .output()
-        .unwrap_or_else(|e| panic!("run {} (needs bash and node): {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("all checks passed"),
-        "the migration flow failed ({}):\n{stdout}\n{stderr}\n{}",
-        output.status,
-        rill.log_text()
+    run_client_script(
+        "zeebe-node/run_migrate.sh",
+        "RILL_ZEEBE_NODE_DIR",
+        "zeebe-node-clients",
     );
-    assert!(rill.terminate(Duration::from_secs(20)));
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rill_gateway::grpc::proto::gateway_client::GatewayClient;
 use rill_gateway::grpc::proto::*;
 use serde_json::{Value, json};
-use support::{Api, Standalone, examples};
+use support::{Api, Standalone, examples, run_client_script};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -413,27 +413,9 @@ fn a_process_definition_with_running_instances_is_deleted_over_rest() {
 /// instance of it runs (`tests/clients/zeebe-node/delete_flow.mjs`).
 #[test]
 fn the_camunda_npm_grpc_client_deletes_a_process_definition() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut rill = Standalone::start(&dir.path().join("data"), &[]);
-    runtime().block_on(rill.wait_ready(Duration::from_secs(30)));
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let script = root.join("tests/clients/zeebe-node/run_delete.sh");
-    let output = std::process::Command::new("bash")
-        .arg(&script)
-        .env("RILL_GRPC_ADDRESS", format!("127.0.0.1:{}", rill.grpc_port))
-        .env(
-            "RILL_ZEEBE_NODE_DIR",
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("zeebe-node-clients"),
-        )
-        .output()
-        .unwrap_or_else(|e| panic!("run {} (needs bash and node): {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("all checks passed"),
-        "the deletion flow failed ({}):\n{stdout}\n{stderr}\n{}",
-        output.status,
-        rill.log_text()
+    run_client_script(
+        "zeebe-node/run_delete.sh",
+        "RILL_ZEEBE_NODE_DIR",
+        "zeebe-node-clients",
     );
-    assert!(rill.terminate(Duration::from_secs(20)));
 }

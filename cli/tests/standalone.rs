@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Api, Standalone, examples, job_completions};
+use support::{Api, Standalone, examples, job_completions, run_client_script};
 use tokio::sync::Mutex;
 
 const INSTANCES: usize = 1000;
@@ -609,7 +609,7 @@ fn execution_listener_jobs_are_activated_over_rest_in_order() {
 /// activate and complete jobs, see the instance finish (`tests/clients/python/sdk_flow.py`).
 #[test]
 fn the_camunda_python_sdk_runs_a_process_on_the_real_binary() {
-    run_client_flow("python", "RILL_PY_VENV", "python-clients");
+    run_client_script("python/run.sh", "RILL_PY_VENV", "python-clients");
 }
 
 /// Camunda's npm SDK (`@camunda8/orchestration-cluster-api`, unmodified, pinned in
@@ -617,7 +617,7 @@ fn the_camunda_python_sdk_runs_a_process_on_the_real_binary() {
 /// (`tests/clients/node/sdk_flow.mjs`), searches included.
 #[test]
 fn the_camunda_npm_sdk_runs_a_process_on_the_real_binary() {
-    run_client_flow("node", "RILL_NODE_DIR", "node-clients");
+    run_client_script("node/run.sh", "RILL_NODE_DIR", "node-clients");
 }
 
 /// pyzeebe 4.7 (Zeebe's Python gRPC client, unmodified, pinned in
@@ -626,7 +626,7 @@ fn the_camunda_npm_sdk_runs_a_process_on_the_real_binary() {
 /// (`tests/clients/pyzeebe/flow.py`).
 #[test]
 fn pyzeebe_runs_processes_over_grpc_on_the_real_binary() {
-    run_client_flow("pyzeebe", "RILL_PYZEEBE_VENV", "pyzeebe-clients");
+    run_client_script("pyzeebe/run.sh", "RILL_PYZEEBE_VENV", "pyzeebe-clients");
 }
 
 /// `@camunda8/sdk` 8.8's `ZeebeGrpcClient` (unmodified, pinned in
@@ -635,7 +635,11 @@ fn pyzeebe_runs_processes_over_grpc_on_the_real_binary() {
 /// (`tests/clients/zeebe-node/grpc_flow.mjs`).
 #[test]
 fn the_camunda_npm_grpc_client_runs_processes_on_the_real_binary() {
-    run_client_flow("zeebe-node", "RILL_ZEEBE_NODE_DIR", "zeebe-node-clients");
+    run_client_script(
+        "zeebe-node/run.sh",
+        "RILL_ZEEBE_NODE_DIR",
+        "zeebe-node-clients",
+    );
 }
 
 /// zeebe-node 8.3 (the older npm client, unmodified, pinned in
@@ -645,41 +649,11 @@ fn the_camunda_npm_grpc_client_runs_processes_on_the_real_binary() {
 /// (`tests/clients/zeebe-node-8.3/flow.mjs`).
 #[test]
 fn the_zeebe_node_8_3_client_runs_processes_on_the_real_binary() {
-    run_client_flow(
-        "zeebe-node-8.3",
+    run_client_script(
+        "zeebe-node-8.3/run.sh",
         "RILL_ZEEBE_NODE_83_DIR",
         "zeebe-node-8.3-clients",
     );
-}
-
-/// Runs `tests/clients/{client}/run.sh` against a fresh standalone, its installed packages
-/// kept under the target dir (`install_var` names where), and expects it to pass.
-fn run_client_flow(client: &str, install_var: &str, install_dir: &str) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("data");
-    let mut rill = Standalone::start(&data, &[]);
-    runtime().block_on(rill.wait_ready(Duration::from_secs(30)));
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let script = root.join(format!("tests/clients/{client}/run.sh"));
-    let output = std::process::Command::new("bash")
-        .arg(&script)
-        .env("RILL_REST_ADDRESS", rill.rest())
-        .env("RILL_GRPC_ADDRESS", format!("127.0.0.1:{}", rill.grpc_port))
-        .env(
-            install_var,
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(install_dir),
-        )
-        .output()
-        .unwrap_or_else(|e| panic!("run {} (needs bash and {client}): {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("all checks passed"),
-        "the {client} SDK flow failed ({}):\n{stdout}\n{stderr}\n{}",
-        output.status,
-        rill.log_text()
-    );
-    assert!(rill.terminate(Duration::from_secs(20)));
 }
 
 /// Signals through the real REST API: `POST /v2/signals/broadcast` answers with the

@@ -846,3 +846,38 @@ pub fn rill_cluster(node: &RillProcess, args: &[&str]) -> (bool, String, String)
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Runs `tests/clients/{script}` (a client library's flow, installed by the script under
+/// the target dir: `install_var` names where, `install_dir` is the folder) against a fresh
+/// standalone, and expects it to print "all checks passed".
+pub fn run_client_script(script: &str, install_var: &str, install_dir: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rill = Standalone::start(&dir.path().join("data"), &[]);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(rill.wait_ready(Duration::from_secs(30)));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/clients")
+        .join(script);
+    let output = Command::new("bash")
+        .arg(&path)
+        .env("RILL_REST_ADDRESS", rill.rest())
+        .env("RILL_GRPC_ADDRESS", format!("127.0.0.1:{}", rill.grpc_port))
+        .env(
+            install_var,
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(install_dir),
+        )
+        .output()
+        .unwrap_or_else(|e| panic!("run {} (needs bash): {e}", path.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("all checks passed"),
+        "{script} failed ({}):\n{stdout}\n{stderr}\n{}",
+        output.status,
+        rill.log_text()
+    );
+    assert!(rill.terminate(Duration::from_secs(20)));
+}
