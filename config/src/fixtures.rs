@@ -61,6 +61,7 @@ fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
         resource_deletion: !filter.resource_deletion,
         process_event: !filter.process_event,
         process_instance_migration: !filter.process_instance_migration,
+        ad_hoc_sub_process_instruction: !filter.ad_hoc_sub_process_instruction,
     }
 }
 

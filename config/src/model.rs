@@ -550,6 +550,7 @@ pub struct RecordFilterConfig {
     pub resource_deletion: bool,
     pub process_event: bool,
     pub process_instance_migration: bool,
+    pub ad_hoc_sub_process_instruction: bool,
 }
 
 impl Default for RecordFilterConfig {
@@ -588,6 +589,7 @@ impl Default for RecordFilterConfig {
             resource_deletion: true,
             process_event: true,
             process_instance_migration: true,
+            ad_hoc_sub_process_instruction: true,
         }
     }
 }
@@ -629,6 +631,7 @@ impl RecordFilterConfig {
             resource_deletion: true,
             process_event: true,
             process_instance_migration: true,
+            ad_hoc_sub_process_instruction: true,
         }
     }
 }

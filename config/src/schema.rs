@@ -272,6 +272,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "exporters.elasticsearch.filter.resource-deletion", kind: Kind::Bool, description: "Export RESOURCE_DELETION records." },
     OptionSpec { path: "exporters.elasticsearch.filter.process-event", kind: Kind::Bool, description: "Export PROCESS_EVENT records." },
     OptionSpec { path: "exporters.elasticsearch.filter.process-instance-migration", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MIGRATION records." },
+    OptionSpec { path: "exporters.elasticsearch.filter.ad-hoc-sub-process-instruction", kind: Kind::Bool, description: "Export AD_HOC_SUB_PROCESS_INSTRUCTION records." },
     OptionSpec { path: "exporters.jsonl.path", kind: Kind::Path, description: "File the records are appended to." },
     OptionSpec { path: "exporters.jsonl.flush-size", kind: Kind::Usize, description: "Write and fsync once this many records are buffered." },
     OptionSpec { path: "exporters.jsonl.flush-delay", kind: Kind::Duration, description: "Write and fsync once the oldest buffered record has waited this long." },
@@ -308,6 +309,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "exporters.jsonl.filter.resource-deletion", kind: Kind::Bool, description: "Export RESOURCE_DELETION records." },
     OptionSpec { path: "exporters.jsonl.filter.process-event", kind: Kind::Bool, description: "Export PROCESS_EVENT records." },
     OptionSpec { path: "exporters.jsonl.filter.process-instance-migration", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MIGRATION records." },
+    OptionSpec { path: "exporters.jsonl.filter.ad-hoc-sub-process-instruction", kind: Kind::Bool, description: "Export AD_HOC_SUB_PROCESS_INSTRUCTION records." },
 ];
 
 /// Options whose values `to_toml` masks.

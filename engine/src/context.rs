@@ -81,6 +81,13 @@ impl Active {
     pub fn is_multi_instance_inner(&self) -> bool {
         self.element().multi_instance.is_some() && !self.is_multi_instance_body()
     }
+
+    /// An inner instance of an ad-hoc subprocess (one activation): its flow scope is the
+    /// ad-hoc subprocess, which decides what happens when it completes.
+    pub fn is_ad_hoc_inner(&self) -> bool {
+        self.record().bpmn_element_type
+            == rill_protocol::value::BpmnElementType::AdHocSubProcessInnerInstance
+    }
 }
 
 pub(crate) struct Processing<'a> {

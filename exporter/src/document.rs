@@ -90,6 +90,7 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::ResourceDeletion(v) => v.serialize(serializer),
             RecordValue::ProcessEvent(v) => v.serialize(serializer),
             RecordValue::ProcessInstanceMigration(v) => v.serialize(serializer),
+            RecordValue::AdHocSubProcessInstruction(v) => v.serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)

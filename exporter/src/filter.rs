@@ -60,6 +60,7 @@ impl RecordFilter {
             ValueType::ResourceDeletion => c.resource_deletion,
             ValueType::ProcessEvent => c.process_event,
             ValueType::ProcessInstanceMigration => c.process_instance_migration,
+            ValueType::AdHocSubProcessInstruction => c.ad_hoc_sub_process_instruction,
         }
     }
 

@@ -162,6 +162,13 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "mappingInstructions",
             "tenantId",
         ],
+        ValueType::AdHocSubProcessInstruction => &[
+            "adHocSubProcessInstanceKey",
+            "activateElements",
+            "cancelRemainingInstances",
+            "completionConditionFulfilled",
+            "tenantId",
+        ],
         ValueType::ProcessInstanceResult => &[
             "bpmnProcessId",
             "version",

@@ -48,6 +48,17 @@ fn check_promises(model: &ProcessModel) {
                 Some(i)
             );
         }
+        if let ElementKind::AdHocSubProcess(definition) = &element.kind {
+            assert_eq!(definition.inner_instance.0 as usize, i + 1);
+            assert!(matches!(
+                model.element(definition.inner_instance).kind,
+                ElementKind::AdHocInnerInstance { .. }
+            ));
+            for &activatable in &definition.activatable {
+                assert_eq!(model.element(activatable).flow_scope, Some(definition.inner_instance));
+                assert!(model.element(activatable).incoming.is_empty());
+            }
+        }
         for &flow in element.outgoing.iter() {
             assert_eq!(model.flow(flow).source.0 as usize, i);
         }

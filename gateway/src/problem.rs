@@ -177,6 +177,7 @@ fn command_intent(command: &Command) -> String {
         Command::DeleteResource { .. } => "DELETE",
         Command::RedistributeDeployments { .. } => "DISTRIBUTE",
         Command::MigrateProcessInstance(_) => "MIGRATE",
+        Command::ActivateAdHocSubProcessActivities(_) => "ACTIVATE",
     };
     name.to_owned()
 }

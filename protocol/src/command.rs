@@ -214,6 +214,16 @@ pub struct MigrateProcessInstance {
     pub mapping_instructions: Vec<crate::value::MigrationMappingInstruction>,
 }
 
+/// Zeebe's ad-hoc subprocess activation: enter the given inner elements of an active
+/// ad-hoc subprocess, each in a new inner instance with its variables as locals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivateAdHocSubProcessActivities {
+    pub ad_hoc_sub_process_instance_key: Key,
+    pub elements: Vec<crate::value::AdHocSubProcessActivateElement>,
+    /// Terminate the inner instances that are active first.
+    pub cancel_remaining_instances: bool,
+}
+
 /// Everything an engine can be asked to do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Command {
@@ -293,6 +303,8 @@ pub enum Command {
     },
     // --- from clients (added later; variants keep their encoding index) ---
     MigrateProcessInstance(MigrateProcessInstance),
+    // --- from clients (added later; variants keep their encoding index) ---
+    ActivateAdHocSubProcessActivities(ActivateAdHocSubProcessActivities),
 }
 
 impl Command {
@@ -335,6 +347,9 @@ impl Command {
             Command::UserTask(c) => Some(c.user_task_key()),
             Command::ModifyProcessInstance(c) => Some(c.process_instance_key),
             Command::MigrateProcessInstance(c) => Some(c.process_instance_key),
+            Command::ActivateAdHocSubProcessActivities(c) => {
+                Some(c.ad_hoc_sub_process_instance_key)
+            }
             Command::DeleteResource { resource_key } => Some(*resource_key),
             Command::CreateProcessInstance(CreateProcessInstance {
                 process: ProcessSelector::ByKey(key),

@@ -15,11 +15,11 @@ pub mod value;
 
 pub use codec::CodecError;
 pub use command::{
-    ActivateInstruction, ActivateJobs, BroadcastSignal, Command, CommandResponse,
-    CreateProcessInstance, DecisionSelector, EvaluateDecision, FailJob, InterPartitionCommand,
-    MigrateProcessInstance, ModifyProcessInstance, ProcessSelector, PublishMessage, Rejection,
-    Resource, SetVariables, ThrowError, UpdateJob, UserTaskChanges, UserTaskCommand,
-    VariableInstruction,
+    ActivateAdHocSubProcessActivities, ActivateInstruction, ActivateJobs, BroadcastSignal, Command,
+    CommandResponse, CreateProcessInstance, DecisionSelector, EvaluateDecision, FailJob,
+    InterPartitionCommand, MigrateProcessInstance, ModifyProcessInstance, ProcessSelector,
+    PublishMessage, Rejection, Resource, SetVariables, ThrowError, UpdateJob, UserTaskChanges,
+    UserTaskCommand, VariableInstruction,
 };
 pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,

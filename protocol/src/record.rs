@@ -61,10 +61,12 @@ pub enum ValueType {
     ProcessEvent,
     /// A running instance moved to another process definition on request.
     ProcessInstanceMigration,
+    /// Elements of an ad-hoc subprocess activated on request (`ACTIVATE`, `ACTIVATED`).
+    AdHocSubProcessInstruction,
 }
 
 impl ValueType {
-    pub const ALL: [ValueType; 30] = [
+    pub const ALL: [ValueType; 31] = [
         ValueType::Deployment,
         ValueType::Process,
         ValueType::ProcessInstance,
@@ -95,6 +97,7 @@ impl ValueType {
         ValueType::ResourceDeletion,
         ValueType::ProcessEvent,
         ValueType::ProcessInstanceMigration,
+        ValueType::AdHocSubProcessInstruction,
     ];
 
     /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
@@ -130,6 +133,7 @@ impl ValueType {
             ValueType::ResourceDeletion => "RESOURCE_DELETION",
             ValueType::ProcessEvent => "PROCESS_EVENT",
             ValueType::ProcessInstanceMigration => "PROCESS_INSTANCE_MIGRATION",
+            ValueType::AdHocSubProcessInstruction => "AD_HOC_SUB_PROCESS_INSTRUCTION",
         }
     }
 }

@@ -54,6 +54,7 @@ pub enum RecordValue {
     ResourceDeletion(ResourceDeletionRecord),
     ProcessEvent(ProcessEventRecord),
     ProcessInstanceMigration(ProcessInstanceMigrationRecord),
+    AdHocSubProcessInstruction(AdHocSubProcessInstructionRecord),
 }
 
 impl RecordValue {
@@ -91,6 +92,7 @@ impl RecordValue {
             RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
             RecordValue::ProcessEvent(_) => ValueType::ProcessEvent,
             RecordValue::ProcessInstanceMigration(_) => ValueType::ProcessInstanceMigration,
+            RecordValue::AdHocSubProcessInstruction(_) => ValueType::AdHocSubProcessInstruction,
         }
     }
 
@@ -127,6 +129,7 @@ impl RecordValue {
             RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
             RecordValue::ProcessEvent(v) => serde_json::to_value(v),
             RecordValue::ProcessInstanceMigration(v) => serde_json::to_value(v),
+            RecordValue::AdHocSubProcessInstruction(v) => serde_json::to_value(v),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         result.unwrap_or(serde_json::Value::Null)
@@ -174,6 +177,7 @@ impl_from_value!(
     ResourceDeletion(ResourceDeletionRecord),
     ProcessEvent(ProcessEventRecord),
     ProcessInstanceMigration(ProcessInstanceMigrationRecord),
+    AdHocSubProcessInstruction(AdHocSubProcessInstructionRecord),
 );
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -360,6 +364,12 @@ pub enum BpmnElementType {
     UserTask,
     /// Evaluates a DMN decision (or is a job, with a task definition).
     BusinessRuleTask,
+    /// A subprocess whose inner elements run when activated (on entry by its
+    /// `activeElementsCollection`, or on request), in any order, any number of times.
+    AdHocSubProcess,
+    /// One activation inside an ad-hoc subprocess: the flow scope of the activated
+    /// element (element id `<ad-hoc subprocess id>#innerInstance`).
+    AdHocSubProcessInnerInstance,
 }
 
 /// Zeebe's `BpmnEventType` names. Encoded by variant index: add new ones at the end.
@@ -1068,4 +1078,29 @@ pub struct ProcessInstanceMigrationRecord {
 pub struct MigrationMappingInstruction {
     pub source_element_id: String,
     pub target_element_id: String,
+}
+
+/// AD_HOC_SUB_PROCESS_INSTRUCTION: activate elements of an active ad-hoc subprocess
+/// (`ACTIVATE`), done (`ACTIVATED`). Zeebe 8.8's fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdHocSubProcessInstructionRecord {
+    pub ad_hoc_sub_process_instance_key: i64,
+    pub activate_elements: Vec<AdHocSubProcessActivateElement>,
+    /// Terminate the inner instances active before this instruction first.
+    pub cancel_remaining_instances: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    /// Set by a job worker of the job-worker implementation (not run by Rill): always
+    /// `false`.
+    pub completion_condition_fulfilled: bool,
+}
+
+/// One element to activate in an ad-hoc subprocess, with the local variables of its
+/// inner instance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdHocSubProcessActivateElement {
+    pub element_id: String,
+    pub variables: JsonValue,
 }

@@ -203,7 +203,10 @@ fn element_ended(
     state.delete_element_instance(key);
     if matches!(
         value.bpmn_element_type,
-        BpmnElementType::Process | BpmnElementType::SubProcess | BpmnElementType::EventSubProcess
+        BpmnElementType::Process
+            | BpmnElementType::SubProcess
+            | BpmnElementType::EventSubProcess
+            | BpmnElementType::AdHocSubProcessInnerInstance
     ) {
         state.delete_join_tokens(key)?;
     }

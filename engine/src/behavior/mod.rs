@@ -17,7 +17,9 @@ mod task_listeners;
 mod timers;
 mod variables;
 
-pub(crate) use elements::{PreparedTriggers, held_catch_event_ids};
+pub(crate) use elements::{
+    PreparedTriggers, ad_hoc_definition, held_catch_event_ids, resolve_ad_hoc_elements,
+};
 pub(crate) use messages::{MESSAGE_START_VARIABLE, MessageStart};
 pub(crate) use task_listeners::check_result as check_task_listener_result;
 pub(crate) use variables::json_type_name;

@@ -2,6 +2,7 @@
 //! can act on, changing nothing), then writes the command's record and the events that
 //! follow; the element behaviours in `behavior` do the rest in-line.
 
+mod ad_hoc;
 mod decision_deployment;
 mod decision_evaluation;
 mod deployment;
@@ -70,6 +71,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
             distribution::redistribute(p, *first, *last)
         }
         Command::MigrateProcessInstance(migrate) => migration::migrate(p, migrate),
+        Command::ActivateAdHocSubProcessActivities(activate) => ad_hoc::activate(p, activate),
     }
 }
 
@@ -225,6 +227,11 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             c.process_instance_key,
             Intent::Migrate,
             migration::placeholder(c).into(),
+        ),
+        Command::ActivateAdHocSubProcessActivities(c) => (
+            c.ad_hoc_sub_process_instance_key,
+            Intent::Activate,
+            ad_hoc::placeholder(c).into(),
         ),
         Command::FromPartition(_)
         | Command::AcknowledgeSend { .. }

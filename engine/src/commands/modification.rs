@@ -309,6 +309,21 @@ fn unsupported_activation(model: &ProcessModel, idx: ElementIdx) -> Option<Strin
                 .to_owned(),
         );
     }
+    if model.inside_ad_hoc(idx) {
+        let mut ad_hoc = idx;
+        while !matches!(model.element(ad_hoc).kind, ElementKind::AdHocSubProcess(_)) {
+            match model.element(ad_hoc).flow_scope {
+                Some(scope) => ad_hoc = scope,
+                None => break,
+            }
+        }
+        return Some(format!(
+            "The activation of elements inside an ad-hoc subprocess ('{}') is not supported; \
+             activate them with the ad-hoc subprocess activation \
+             (/v2/element-instances/ad-hoc-activities/{{adHocSubProcessInstanceKey}}/activation)",
+            model.element(ad_hoc).id
+        ));
+    }
     let mut scope = element.flow_scope;
     while let Some(s) = scope {
         let scope_element = model.element(s);
@@ -443,7 +458,7 @@ fn check_terminations(
     p: &mut Processing<'_>,
     command: &ModifyProcessInstance,
     instance: &ElementInstance,
-    _process: &Arc<DeployedProcess>,
+    process: &Arc<DeployedProcess>,
 ) -> std::result::Result<(), Checked> {
     let mut unknown = Vec::new();
     for key in &command.terminate_instructions {
@@ -455,6 +470,24 @@ fn check_terminations(
         if found.is_none() {
             unknown.push(key.to_string());
         }
+    }
+    let mut inside_ad_hoc = Vec::new();
+    for key in &command.terminate_instructions {
+        if let Some(found) = p.read().element_instance(*key)?
+            && let Some(idx) = process.model.element_by_id(&found.record.element_id)
+            && found.record.bpmn_element_type != BpmnElementType::Process
+            && process.model.inside_ad_hoc(idx)
+        {
+            inside_ad_hoc.push(key.to_string());
+        }
+    }
+    if !inside_ad_hoc.is_empty() {
+        return Err(invalid(format!(
+            "Expected to modify instance of process '{{process}}' but it contains one or more \
+             terminate instructions for element instances inside an ad-hoc subprocess, which \
+             is not supported: '{}'; terminate the ad-hoc subprocess instead",
+            inside_ad_hoc.join("', '")
+        )));
     }
     if !unknown.is_empty() {
         return Err(invalid(format!(

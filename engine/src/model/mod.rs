@@ -70,6 +70,12 @@
 //!   boundary events, no end listeners on gateways, error and escalation end events and
 //!   escalation throw events, and no start listeners on a process with timer or message
 //!   start events;
+//! - an ad-hoc subprocess is directly followed by its inner instance element
+//!   (`AdHocInnerInstance`, id `<id>#innerInstance`, its `inner_instance`), the flow scope
+//!   of its content; the content has at least one activity, no start or end event, no
+//!   event subprocess and no compensation; `activatable` lists the content's elements
+//!   with no incoming flow (not boundary or link catch events), in document order;
+//!   `output_collection` and `output_element` are both set or both unset;
 //! - a compensation boundary event (`TriggerDefinition::Compensation`) has no outgoing
 //!   flow and names its handler: an activity of the same scope with `for_compensation`,
 //!   no incoming or outgoing flow and no boundary event; an activity has at most one;
@@ -144,11 +150,37 @@ impl ProcessModel {
     /// (empty for any other element).
     pub fn children(&self, scope: ElementIdx) -> &[ElementIdx] {
         match &self.element(scope).kind {
-            ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } => {
-                children
-            }
+            ElementKind::Process { children, .. }
+            | ElementKind::SubProcess { children, .. }
+            | ElementKind::AdHocInnerInstance { children, .. } => children,
             _ => &[],
         }
+    }
+
+    /// The ad-hoc subprocess an element is directly inside of (its flow scope is the
+    /// ad-hoc subprocess's inner instance element).
+    pub fn enclosing_ad_hoc(&self, idx: ElementIdx) -> Option<ElementIdx> {
+        let scope = self.element(idx).flow_scope?;
+        match self.element(scope).kind {
+            ElementKind::AdHocInnerInstance { .. } => self.element(scope).flow_scope,
+            _ => None,
+        }
+    }
+
+    /// Whether an element is an ad-hoc subprocess's inner instance element or lies
+    /// (at any depth) inside an ad-hoc subprocess.
+    pub fn inside_ad_hoc(&self, idx: ElementIdx) -> bool {
+        let mut current = Some(idx);
+        while let Some(at) = current {
+            if matches!(
+                self.element(at).kind,
+                ElementKind::AdHocInnerInstance { .. }
+            ) {
+                return true;
+            }
+            current = self.element(at).flow_scope;
+        }
+        false
     }
 
     /// The timer, message and signal start events of the process, in document order.
@@ -188,6 +220,9 @@ impl ProcessModel {
                 inclusive_joins, ..
             }
             | ElementKind::SubProcess {
+                inclusive_joins, ..
+            }
+            | ElementKind::AdHocInnerInstance {
                 inclusive_joins, ..
             } => inclusive_joins,
             _ => &[],
@@ -334,6 +369,69 @@ pub enum ElementKind {
         interrupting: bool,
         definition: TriggerDefinition,
     },
+    /// An ad-hoc subprocess (`bpmn:adHocSubProcess`): its inner elements run when
+    /// activated, each in an inner instance of its own.
+    AdHocSubProcess(Box<AdHocDefinition>),
+    /// The inner instance of an ad-hoc subprocess (a synthetic element, id
+    /// `<ad-hoc id>#innerInstance`, directly after the ad-hoc subprocess): the flow
+    /// scope of the ad-hoc subprocess's content. An activation enters one of its
+    /// `activatable` elements in a new instance of it.
+    AdHocInnerInstance {
+        children: Vec<ElementIdx>,
+        inclusive_joins: Vec<ElementIdx>,
+    },
+}
+
+/// Suffix of the id of an ad-hoc subprocess's inner instance element (Zeebe's).
+pub const AD_HOC_INNER_INSTANCE_SUFFIX: &str = "#innerInstance";
+
+/// `bpmn:adHocSubProcess` with its `zeebe:adHoc`.
+#[derive(Debug)]
+pub struct AdHocDefinition {
+    /// The synthetic inner instance element holding the content.
+    pub inner_instance: ElementIdx,
+    /// `activeElementsCollection`: evaluated on entry, a list of element ids.
+    pub active_elements: Option<Expression>,
+    /// `bpmn:completionCondition`: evaluated (in the ad-hoc subprocess's scope) each
+    /// time an inner instance completes.
+    pub completion_condition: Option<Expression>,
+    /// `cancelRemainingInstances` (default true): when the condition holds, terminate
+    /// the inner instances still active and complete at once.
+    pub cancel_remaining_instances: bool,
+    /// `outputCollection`: a local list of the ad-hoc subprocess, one `outputElement`
+    /// per completed inner instance, propagated when it completes.
+    pub output_collection: Option<String>,
+    pub output_element: Option<Expression>,
+    /// The elements that may be activated: those of the content with no incoming
+    /// sequence flow (not boundary events or compensation handlers), document order.
+    pub activatable: Vec<ElementIdx>,
+    /// The `adHocSubProcessElements` variable: one entry per activatable element
+    /// (`elementId`, `elementName`, `documentation`, `properties`, `parameters`).
+    pub elements_metadata: serde_json::Value,
+}
+
+impl AdHocDefinition {
+    /// The variable `output_element` reads when it is a plain variable reference.
+    pub fn output_element_variable(&self) -> Option<&str> {
+        plain_variable(self.output_element.as_ref()?)
+    }
+}
+
+/// The variable an expression reads when it is a plain variable reference (or a path
+/// into one).
+fn plain_variable(expression: &Expression) -> Option<&str> {
+    let source = expression.source().trim();
+    let first = source.split('.').next()?;
+    let is_name = first
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && first.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !matches!(first, "null" | "true" | "false" | "not");
+    let path = source
+        .split('.')
+        .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'));
+    (is_name && path).then_some(first)
 }
 
 impl ElementKind {
@@ -364,6 +462,8 @@ impl ElementKind {
             ElementKind::IntermediateCatchEvent(_) => "intermediateCatchEvent",
             ElementKind::IntermediateThrowEvent(_) => "intermediateThrowEvent",
             ElementKind::BoundaryEvent { .. } => "boundaryEvent",
+            ElementKind::AdHocSubProcess(_) => "adHocSubProcess",
+            ElementKind::AdHocInnerInstance { .. } => "ad-hoc inner instance",
         }
     }
 
@@ -432,6 +532,8 @@ impl ElementKind {
             ElementKind::IntermediateCatchEvent(_) => BpmnElementType::IntermediateCatchEvent,
             ElementKind::IntermediateThrowEvent(_) => BpmnElementType::IntermediateThrowEvent,
             ElementKind::BoundaryEvent { .. } => BpmnElementType::BoundaryEvent,
+            ElementKind::AdHocSubProcess(_) => BpmnElementType::AdHocSubProcess,
+            ElementKind::AdHocInnerInstance { .. } => BpmnElementType::AdHocSubProcessInnerInstance,
         }
     }
 
@@ -530,18 +632,7 @@ impl MultiInstance {
     /// path into one): created as a local of each inner instance, as in Zeebe, so that
     /// what a worker sets under that name stays in the instance.
     pub fn output_element_variable(&self) -> Option<&str> {
-        let source = self.output_element.as_ref()?.source().trim();
-        let first = source.split('.').next()?;
-        let is_name = first
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_alphabetic() || c == '_')
-            && first.chars().all(|c| c.is_alphanumeric() || c == '_')
-            && !matches!(first, "null" | "true" | "false" | "not");
-        let path = source
-            .split('.')
-            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'));
-        (is_name && path).then_some(first)
+        plain_variable(self.output_element.as_ref()?)
     }
 }
 

@@ -37,6 +37,7 @@ const IO_MAPPING_OWNERS: &[&str] = &[
     "receiveTask",
     "userTask",
     "subProcess",
+    "adHocSubProcess",
     "callActivity",
     "startEvent",
     "endEvent",
@@ -67,6 +68,14 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             on()
         )),
         "taskDefinition" | "taskHeaders" if is_job => Verdict::Runs,
+        "taskDefinition" | "taskHeaders" if element == "adHocSubProcess" => {
+            Verdict::Rejected(format!(
+                "zeebe:{name} on an ad-hoc subprocess (Zeebe 8.8's job-worker implementation, \
+                 as the AI agent connector uses) is not supported yet: Rill runs ad-hoc \
+                 subprocesses itself (activeElementsCollection, completionCondition, the \
+                 activation API); remove it"
+            ))
+        }
         "taskHeaders" if element == "userTask" => Verdict::Runs,
         "taskDefinition" if element == "userTask" => Verdict::Rejected(
             "zeebe:taskDefinition is not supported on a userTask: a job-worker user task's job \
@@ -147,7 +156,11 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             on()
         )),
         "linkedResources" => not_yet("linked resources"),
-        "adHoc" => not_yet("ad-hoc subprocesses"),
+        "adHoc" if element == "adHocSubProcess" => Verdict::Runs,
+        "adHoc" => Verdict::Rejected(format!(
+            "zeebe:adHoc belongs on an ad-hoc subprocess, not on {}",
+            on()
+        )),
         _ => Verdict::Rejected(format!(
             "zeebe:{name} is not an extension Rill knows; remove it (or check its spelling)"
         )),

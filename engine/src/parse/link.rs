@@ -24,6 +24,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     linker.check_exclusive_gateways(&mut builder);
     check_required_outgoing(&mut builder);
     check_start_events(&mut builder);
+    check_ad_hoc(&mut builder);
     check_hosted_triggers(&mut builder, &linker.flows);
     link_link_events(&mut builder);
     link_inclusive_joins(&mut builder, &linker.flows);
@@ -427,6 +428,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                     | ElementKind::UserTask(_)
                     | ElementKind::CallActivity(_)
                     | ElementKind::SubProcess { .. }
+                    | ElementKind::AdHocSubProcess(_)
             )
         {
             b.problem(
@@ -641,9 +643,9 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
 /// The elements directly inside a process or subprocess.
 fn children_of(b: &Builder<'_, '_, '_>, idx: usize) -> Vec<ElementIdx> {
     match &b.elements[idx].kind {
-        ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } => {
-            children.clone()
-        }
+        ElementKind::Process { children, .. }
+        | ElementKind::SubProcess { children, .. }
+        | ElementKind::AdHocInnerInstance { children, .. } => children.clone(),
         _ => Vec::new(),
     }
 }
@@ -1026,9 +1028,167 @@ fn link_inclusive_joins(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
         }
         | ElementKind::SubProcess {
             inclusive_joins, ..
+        }
+        | ElementKind::AdHocInnerInstance {
+            inclusive_joins, ..
         } = &mut b.elements[scope.0 as usize].kind
         {
             inclusive_joins.push(ElementIdx(u32::try_from(join).unwrap_or(u32::MAX)));
         }
     }
+}
+
+/// The content of each ad-hoc subprocess (as Zeebe checks it: at least one activity, no
+/// start or end event), what Rill does not run inside one yet (event subprocesses,
+/// compensation), and the elements it may activate: those with no incoming sequence
+/// flow, with the `adHocSubProcessElements` metadata of each.
+fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
+    for idx in 0..b.elements.len() {
+        let ElementKind::AdHocSubProcess(definition) = &b.elements[idx].kind else {
+            continue;
+        };
+        let inner = definition.inner_instance.0 as usize;
+        let ad_hoc_id = b.elements[idx].id.clone();
+        let compensation_boundary = b.elements[idx].boundary_events.iter().find(|boundary| {
+            matches!(
+                b.elements[boundary.0 as usize].kind,
+                ElementKind::BoundaryEvent {
+                    definition: TriggerDefinition::Compensation { .. },
+                    ..
+                }
+            )
+        });
+        if let Some(boundary) = compensation_boundary.copied() {
+            let id = b.elements[boundary.0 as usize].id.clone();
+            b.problem(
+                Some(&id),
+                b.nodes[boundary.0 as usize],
+                format!(
+                    "a compensation boundary event on the ad-hoc subprocess '{ad_hoc_id}' is \
+                     not supported yet; remove it"
+                ),
+            );
+        }
+        let mut has_activity = false;
+        let mut activatable = Vec::new();
+        let mut metadata = Vec::new();
+        for child in children_of(b, inner) {
+            let element = &b.elements[child.0 as usize];
+            let id = element.id.clone();
+            let node = b.nodes[child.0 as usize];
+            let refused = match &element.kind {
+                ElementKind::StartEvent
+                | ElementKind::EventStartEvent { .. }
+                | ElementKind::TimerStartEvent(_)
+                | ElementKind::MessageStartEvent { .. }
+                | ElementKind::SignalStartEvent { .. } => Some(format!(
+                    "the ad-hoc subprocess '{ad_hoc_id}' cannot contain a start event (as in \
+                     Zeebe): its elements are entered when they are activated; remove it"
+                )),
+                ElementKind::EndEvent(_) => Some(format!(
+                    "the ad-hoc subprocess '{ad_hoc_id}' cannot contain an end event (as in \
+                     Zeebe): a path inside ends at its last element; remove it"
+                )),
+                ElementKind::SubProcess {
+                    triggered_by_event: true,
+                    ..
+                } => Some(format!(
+                    "an event subprocess inside the ad-hoc subprocess '{ad_hoc_id}' is not \
+                     supported yet; move it to the enclosing scope"
+                )),
+                ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation {
+                    ..
+                })
+                | ElementKind::BoundaryEvent {
+                    definition: TriggerDefinition::Compensation { .. },
+                    ..
+                } => Some(format!(
+                    "compensation inside the ad-hoc subprocess '{ad_hoc_id}' is not supported \
+                     yet; remove it"
+                )),
+                _ if element.for_compensation => Some(format!(
+                    "a compensation handler inside the ad-hoc subprocess '{ad_hoc_id}' is not \
+                     supported yet; remove it"
+                )),
+                _ => None,
+            };
+            if let Some(message) = refused {
+                b.problem(Some(&id), node, message);
+                continue;
+            }
+            if matches!(
+                element.kind,
+                ElementKind::Task
+                    | ElementKind::ManualTask
+                    | ElementKind::ServiceTask(_)
+                    | ElementKind::ScriptTask(_)
+                    | ElementKind::BusinessRuleTask(_)
+                    | ElementKind::SendTask(_)
+                    | ElementKind::ReceiveTask(_)
+                    | ElementKind::UserTask(_)
+                    | ElementKind::CallActivity(_)
+                    | ElementKind::SubProcess { .. }
+                    | ElementKind::AdHocSubProcess(_)
+            ) {
+                has_activity = true;
+            }
+            let entered_otherwise = matches!(
+                element.kind,
+                ElementKind::BoundaryEvent { .. }
+                    | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. })
+            );
+            if element.incoming.is_empty() && !entered_otherwise {
+                activatable.push(child);
+                metadata.push(element_metadata(b, child));
+            }
+        }
+        if !has_activity {
+            b.problem(
+                Some(&ad_hoc_id),
+                b.nodes[idx],
+                "an ad-hoc subprocess needs at least one activity (as in Zeebe); add a task"
+                    .to_owned(),
+            );
+        }
+        if let ElementKind::AdHocSubProcess(definition) = &mut b.elements[idx].kind {
+            definition.activatable = activatable;
+            definition.elements_metadata = serde_json::Value::Array(metadata);
+        }
+    }
+}
+
+/// One entry of `adHocSubProcessElements`: the element's id, name, documentation and
+/// `zeebe:properties` (Zeebe's `parameters`, from `fromAi` calls, are left empty).
+fn element_metadata(b: &Builder<'_, '_, '_>, idx: ElementIdx) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    let element = &b.elements[idx.0 as usize];
+    let node = b.nodes[idx.0 as usize];
+    let documentation = bpmn_children(node)
+        .find(|n| n.tag_name().name() == "documentation")
+        .map(|n| Value::String(super::document::text_of(n)))
+        .unwrap_or(Value::Null);
+    let mut properties = Map::new();
+    for container in bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements") {
+        for list in container
+            .children()
+            .filter(|n| n.is_element() && n.tag_name().name() == "properties")
+        {
+            for property in list.children().filter(|n| n.is_element()) {
+                if let Some(name) = property.attribute("name") {
+                    let value = property.attribute("value").unwrap_or("");
+                    properties.insert(name.to_owned(), Value::String(value.to_owned()));
+                }
+            }
+        }
+    }
+    let mut entry = Map::new();
+    entry.insert("elementId".into(), Value::String(element.id.clone()));
+    entry.insert(
+        "elementName".into(),
+        element.name.clone().map_or(Value::Null, Value::String),
+    );
+    entry.insert("documentation".into(), documentation);
+    entry.insert("properties".into(), Value::Object(properties));
+    entry.insert("parameters".into(), Value::Array(Vec::new()));
+    Value::Object(entry)
 }

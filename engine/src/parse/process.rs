@@ -17,17 +17,18 @@ use super::extensions::{Owner, Verdict, verdict};
 use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
-    BusinessRuleDefinition, CalledBinding, CalledElement, CatchEventDefinition, Element,
-    ElementIdx, ElementKind, EndEventKind, ExecutionListeners, JobDefinition, Mapping,
-    MessageDefinition, MultiInstance, ProcessModel, ScriptDefinition, SignalDefinition,
-    ThrowEventDefinition, TimerDefinition, TriggerDefinition, ValueOrExpr,
+    AD_HOC_INNER_INSTANCE_SUFFIX, AdHocDefinition, BusinessRuleDefinition, CalledBinding,
+    CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
+    ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel,
+    ScriptDefinition, SignalDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition,
+    ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
 const SUPPORTED: &str = "startEvent, endEvent, task, manualTask, serviceTask, scriptTask, \
                          businessRuleTask, sendTask, receiveTask, userTask, exclusiveGateway, parallelGateway, \
                          inclusiveGateway, eventBasedGateway, intermediateCatchEvent, \
-                         intermediateThrowEvent, boundaryEvent, subProcess, callActivity";
+                         intermediateThrowEvent, boundaryEvent, subProcess, adHocSubProcess, callActivity";
 
 /// Children of a process or subprocess that carry no behaviour (artifacts, lanes,
 /// data) or belong to the subprocess element itself; read past.
@@ -143,6 +144,7 @@ pub(super) struct Extensions<'a, 'input> {
     pub(super) schedule: Option<Node<'a, 'input>>,
     pub(super) priority: Option<Node<'a, 'input>>,
     pub(super) form: Option<Node<'a, 'input>>,
+    pub(super) ad_hoc: Option<Node<'a, 'input>>,
 }
 
 pub(super) struct Builder<'c, 'a, 'input> {
@@ -348,8 +350,15 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 | "intermediateThrowEvent"
                 | "boundaryEvent"
                 | "callActivity"
-                | "subProcess" => self.add_flow_node(scope, child, depth),
+                | "subProcess"
+                | "adHocSubProcess" => self.add_flow_node(scope, child, depth),
                 "sequenceFlow" => self.add_flow(scope, child),
+                // Read with the ad-hoc subprocess itself.
+                "completionCondition"
+                    if matches!(
+                        self.elements[scope.0 as usize].kind,
+                        ElementKind::AdHocInnerInstance { .. }
+                    ) => {}
                 _ if READ_PAST_IN_SCOPE.contains(&name) => {}
                 _ => {
                     let id = child.attribute("id");
@@ -487,6 +496,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             "intermediateThrowEvent" => self.intermediate_throw_event(idx, id, node, &extensions),
             "boundaryEvent" => self.boundary_event(idx, id, node),
             "callActivity" => self.call_activity(id, node, &extensions),
+            "adHocSubProcess" => self.ad_hoc_sub_process(idx, id, node, &extensions),
             _ => ElementKind::SubProcess {
                 start_event: idx,
                 children: Vec::new(),
@@ -530,10 +540,44 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 for_compensation,
             },
         );
-        if let ElementKind::Process { children, .. } | ElementKind::SubProcess { children, .. } =
+        if let ElementKind::Process { children, .. }
+        | ElementKind::SubProcess { children, .. }
+        | ElementKind::AdHocInnerInstance { children, .. } =
             &mut self.elements[scope.0 as usize].kind
         {
             children.push(idx);
+        }
+        if name == "adHocSubProcess" {
+            // The content's flow scope: the inner instance element, right after it.
+            let inner = self.push_element(
+                node,
+                Element {
+                    id: format!("{id}{AD_HOC_INNER_INSTANCE_SUFFIX}"),
+                    name: None,
+                    kind: ElementKind::AdHocInnerInstance {
+                        children: Vec::new(),
+                        inclusive_joins: Vec::new(),
+                    },
+                    flow_scope: Some(idx),
+                    incoming: Vec::new(),
+                    outgoing: Vec::new(),
+                    inputs: Vec::new(),
+                    outputs: Vec::new(),
+                    boundary_events: Vec::new(),
+                    multi_instance: None,
+                    listeners: ExecutionListeners::default(),
+                    for_compensation: false,
+                },
+            );
+            if depth + 1 > MAX_SCOPE_DEPTH {
+                self.problem(
+                    Some(id),
+                    node,
+                    format!("subprocesses are nested more than {MAX_SCOPE_DEPTH} deep"),
+                );
+            } else {
+                self.walk_scope(inner, node, depth + 1);
+            }
         }
         if name == "subProcess" {
             if depth + 1 > MAX_SCOPE_DEPTH {
@@ -575,6 +619,119 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             target_ref: node.attribute("targetRef"),
             condition,
         });
+    }
+
+    /// Reads a `bpmn:adHocSubProcess`: `cancelRemainingInstances`, its
+    /// `bpmn:completionCondition` and its `zeebe:adHoc` (active elements, output
+    /// collection). Its content is read into the inner instance element (`idx + 1`).
+    fn ad_hoc_sub_process(
+        &mut self,
+        idx: ElementIdx,
+        id: &str,
+        node: Node<'a, 'input>,
+        extensions: &Extensions<'a, 'input>,
+    ) -> ElementKind {
+        let mut definition = AdHocDefinition {
+            inner_instance: ElementIdx(idx.0 + 1),
+            active_elements: None,
+            completion_condition: None,
+            cancel_remaining_instances: true,
+            output_collection: None,
+            output_element: None,
+            activatable: Vec::new(),
+            elements_metadata: serde_json::Value::Array(Vec::new()),
+        };
+        match node.attribute("cancelRemainingInstances").map(str::trim) {
+            None | Some("true") => {}
+            Some("false") => definition.cancel_remaining_instances = false,
+            Some(other) => self.problem(
+                Some(id),
+                node,
+                format!("cancelRemainingInstances must be 'true' or 'false', not '{other}'"),
+            ),
+        }
+        match node.attribute("ordering").map(str::trim) {
+            None | Some("Parallel") => {}
+            Some(other) => self.problem(
+                Some(id),
+                node,
+                format!(
+                    "an ad-hoc subprocess with ordering '{other}' is not supported (as in \
+                     Zeebe, its activated elements run in parallel); remove the ordering \
+                     attribute"
+                ),
+            ),
+        }
+        if let Some(ad_hoc) = extensions.ad_hoc {
+            let attribute = |name: &str| {
+                ad_hoc
+                    .attribute(name)
+                    .map(str::trim)
+                    .filter(|value| !value.is_empty())
+            };
+            if let Some(raw) = attribute("activeElementsCollection") {
+                definition.active_elements = self.loop_expression(
+                    id,
+                    ad_hoc,
+                    "activeElementsCollection",
+                    "activeElementsCollection",
+                    raw,
+                );
+            }
+            match (attribute("outputCollection"), attribute("outputElement")) {
+                (Some(collection), Some(element)) => {
+                    let is_name = !collection.starts_with('=')
+                        && collection.chars().all(|c| c.is_alphanumeric() || c == '_');
+                    if is_name {
+                        definition.output_collection = Some(collection.to_owned());
+                    } else {
+                        self.problem(
+                            Some(id),
+                            ad_hoc,
+                            format!(
+                                "the outputCollection '{collection}' must be a variable name \
+                                 (e.g. 'results')"
+                            ),
+                        );
+                    }
+                    definition.output_element =
+                        self.loop_expression(id, ad_hoc, "outputElement", "outputElement", element);
+                }
+                (None, None) => {}
+                (collection, element) => self.problem(
+                    Some(id),
+                    ad_hoc,
+                    format!(
+                        "zeebe:adHoc outputCollection and outputElement must both be set, or \
+                         neither (outputCollection: '{}', outputElement: '{}')",
+                        collection.unwrap_or(""),
+                        element.unwrap_or("")
+                    ),
+                ),
+            }
+        }
+        for child in bpmn_children(node) {
+            if child.tag_name().name() != "completionCondition" {
+                continue;
+            }
+            let text = text_of(child);
+            match text.strip_prefix('=') {
+                Some(source) => match values::expression("completion condition", source) {
+                    Ok(expression) => definition.completion_condition = Some(expression),
+                    Err(message) => self.problem(Some(id), child, message),
+                },
+                None if text.is_empty() => {}
+                None => self.problem(
+                    Some(id),
+                    child,
+                    format!(
+                        "the completion condition '{text}' must be a FEEL expression starting \
+                         with '=' (e.g. '=approved')"
+                    ),
+                ),
+            }
+        }
+        ElementKind::AdHocSubProcess(Box::new(definition))
     }
 
     /// Reads `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`
@@ -812,6 +969,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 "taskSchedule" => &mut found.schedule,
                 "priorityDefinition" => &mut found.priority,
                 "formDefinition" => &mut found.form,
+                "adHoc" => &mut found.ad_hoc,
                 _ => continue,
             };
             self.once(id, extension, slot);

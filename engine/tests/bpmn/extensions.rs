@@ -124,6 +124,10 @@ fn hosts() -> Vec<(&'static str, String)> {
             r#"<bpmn:subProcess id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:startEvent id="Inner" /></bpmn:subProcess>"#.to_owned(),
         ),
         (
+            "adHocSubProcess",
+            r#"<bpmn:adHocSubProcess id="Host"><bpmn:extensionElements>{ext}</bpmn:extensionElements><bpmn:task id="Inner" /></bpmn:adHocSubProcess>"#.to_owned(),
+        ),
+        (
             "callActivity",
             r#"<bpmn:callActivity id="Host"><bpmn:extensionElements><zeebe:calledElement processId="child" />{ext}</bpmn:extensionElements></bpmn:callActivity>"#.to_owned(),
         ),
@@ -222,6 +226,7 @@ const RUNS: &[(&str, &[&str])] = &[
             "manualTask",
             "receiveTask",
             "subProcess",
+            "adHocSubProcess",
             "callActivity",
             "startEvent",
             "endEvent",
@@ -235,6 +240,7 @@ const RUNS: &[(&str, &[&str])] = &[
     ),
     ("subscription", &["message"]),
     ("versionTag", &["process"]),
+    ("adHoc", &["adHocSubProcess"]),
     // A start listener (the snippet's): start and boundary events refuse those.
     (
         "executionListeners",
@@ -249,6 +255,7 @@ const RUNS: &[(&str, &[&str])] = &[
             "manualTask",
             "receiveTask",
             "subProcess",
+            "adHocSubProcess",
             "callActivity",
             "endEvent",
             "intermediateThrowEvent",
@@ -277,6 +284,7 @@ const METADATA: &[(&str, &[&str])] = &[
             "manualTask",
             "receiveTask",
             "subProcess",
+            "adHocSubProcess",
             "callActivity",
             "startEvent",
             "endEvent",
@@ -367,6 +375,11 @@ fn runs_in(model: &ProcessModel, extension: &str, host: &str) -> bool {
             .job_definition()
             .is_some_and(|job| job.headers == vec![("k".to_owned(), "v".to_owned())]),
         "ioMapping" => element.outputs.len() == 1 && element.outputs[0].target == vec!["mapped"],
+        "adHoc" => matches!(
+            &element.kind,
+            ElementKind::AdHocSubProcess(definition)
+                if definition.active_elements.as_ref().is_some_and(|e| e.source() == "items")
+        ),
         "script" => matches!(
             &element.kind,
             ElementKind::ScriptTask(ScriptDefinition::Expression { result_variable, .. })

@@ -2,6 +2,7 @@
 //! `tests/fixtures/`: the Modeler samples, one model per element family
 //! (`elements/`), and one model per kind of bad input (`invalid/`).
 
+mod ad_hoc;
 mod compensation;
 mod elements;
 mod extensions;

@@ -5,6 +5,51 @@ use super::*;
 /// (fixture in `invalid/`, element the problem names, fragment of its message).
 const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
+        "ad-hoc-start-event",
+        Some("InnerStart"),
+        "the ad-hoc subprocess 'Tools' cannot contain a start event",
+    ),
+    (
+        "ad-hoc-end-event",
+        Some("InnerEnd"),
+        "the ad-hoc subprocess 'Tools' cannot contain an end event",
+    ),
+    (
+        "ad-hoc-without-activity",
+        Some("Tools"),
+        "an ad-hoc subprocess needs at least one activity",
+    ),
+    (
+        "ad-hoc-job-worker",
+        Some("Tools"),
+        "zeebe:taskDefinition on an ad-hoc subprocess (Zeebe 8.8's job-worker implementation",
+    ),
+    (
+        "ad-hoc-output-collection-alone",
+        Some("Tools"),
+        "outputCollection and outputElement must both be set, or neither",
+    ),
+    (
+        "ad-hoc-event-subprocess",
+        Some("OnTimeout"),
+        "an event subprocess inside the ad-hoc subprocess 'Tools' is not supported yet",
+    ),
+    (
+        "ad-hoc-active-elements-not-feel",
+        Some("Tools"),
+        "the activeElementsCollection 'Search' must be a FEEL expression starting with '='",
+    ),
+    (
+        "ad-hoc-sequential-ordering",
+        Some("Tools"),
+        "an ad-hoc subprocess with ordering 'Sequential' is not supported",
+    ),
+    (
+        "ad-hoc-multi-instance",
+        Some("Tools"),
+        "an adHocSubProcess cannot be multi-instance",
+    ),
+    (
         "message-start-same-message-twice",
         Some("AlsoPlaced"),
         "the message 'order-placed' already starts the process at 'OrderPlaced'",

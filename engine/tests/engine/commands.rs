@@ -329,6 +329,33 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "bad.bpmn",
         ),
         (
+            "activate elements of an element instance that is not an ad-hoc subprocess",
+            Command::ActivateAdHocSubProcessActivities(
+                rill_protocol::ActivateAdHocSubProcessActivities {
+                    ad_hoc_sub_process_instance_key: instance,
+                    elements: vec![rill_protocol::value::AdHocSubProcessActivateElement {
+                        element_id: "t".into(),
+                        variables: JsonValue(json!({})),
+                    }],
+                    cancel_remaining_instances: false,
+                },
+            ),
+            RejectionType::NotFound,
+            "not an ad-hoc sub-process",
+        ),
+        (
+            "activate elements of an unknown ad-hoc subprocess",
+            Command::ActivateAdHocSubProcessActivities(
+                rill_protocol::ActivateAdHocSubProcessActivities {
+                    ad_hoc_sub_process_instance_key: unknown,
+                    elements: Vec::new(),
+                    cancel_remaining_instances: false,
+                },
+            ),
+            RejectionType::NotFound,
+            "no ad-hoc sub-process instance found",
+        ),
+        (
             "acknowledge a send that is not waiting",
             Command::AcknowledgeSend {
                 target: rill_protocol::PartitionId(2),
@@ -826,6 +853,16 @@ fn a_processing_error_record_has_the_commands_value_type() {
         (
             Command::Deploy { resources: vec![] },
             rill_protocol::ValueType::Deployment,
+        ),
+        (
+            Command::ActivateAdHocSubProcessActivities(
+                rill_protocol::ActivateAdHocSubProcessActivities {
+                    ad_hoc_sub_process_instance_key: Key(5),
+                    elements: Vec::new(),
+                    cancel_remaining_instances: false,
+                },
+            ),
+            rill_protocol::ValueType::AdHocSubProcessInstruction,
         ),
     ];
     for (command, value_type) in cases {

@@ -376,6 +376,19 @@ fn value_properties(value_type: ValueType) -> Value {
             ),
             ("tenantId", keyword()),
         ]),
+        ValueType::AdHocSubProcessInstruction => object(&[
+            ("adHocSubProcessInstanceKey", long()),
+            (
+                "activateElements",
+                json!({"properties": object(&[
+                    ("elementId", keyword()),
+                    ("variables", not_indexed()),
+                ])}),
+            ),
+            ("cancelRemainingInstances", boolean()),
+            ("completionConditionFulfilled", boolean()),
+            ("tenantId", keyword()),
+        ]),
         ValueType::ProcessInstanceResult => object(&[
             ("bpmnProcessId", keyword()),
             ("version", integer()),

@@ -230,6 +230,17 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             tenant_id: DEFAULT_TENANT.into(),
         }
         .into(),
+        ValueType::AdHocSubProcessInstruction => AdHocSubProcessInstructionRecord {
+            ad_hoc_sub_process_instance_key: key(6),
+            activate_elements: vec![AdHocSubProcessActivateElement {
+                element_id: "research".into(),
+                variables: vars(),
+            }],
+            cancel_remaining_instances: false,
+            tenant_id: DEFAULT_TENANT.into(),
+            completion_condition_fulfilled: false,
+        }
+        .into(),
         ValueType::ProcessInstanceResult => ProcessInstanceResultRecord {
             bpmn_process_id: "order".into(),
             version: 1,
@@ -465,6 +476,7 @@ pub fn intent_of(value_type: ValueType) -> Intent {
         ValueType::Escalation => Intent::Escalated,
         ValueType::CompensationSubscription => Intent::Triggered,
         ValueType::ProcessEvent => Intent::Triggering,
+        ValueType::AdHocSubProcessInstruction => Intent::Activated,
         ValueType::DecisionEvaluation => Intent::Evaluated,
         _ => Intent::Created,
     }

@@ -4,6 +4,7 @@
 //! reject with problems too, so no axum default error text reaches a client. What the
 //! gRPC API shares with it (create, the job long poll) is `pub(crate)` in its module.
 
+mod ad_hoc_activities;
 mod cluster;
 mod decision_definitions;
 mod decision_instances;
@@ -186,6 +187,10 @@ pub fn routes() -> Router<SharedState> {
         .route(
             "/v2/element-instances/{elementInstanceKey}/variables",
             put(element_instances::set_variables),
+        )
+        .route(
+            "/v2/element-instances/ad-hoc-activities/{adHocSubProcessInstanceKey}/activation",
+            post(ad_hoc_activities::activate),
         )
         .route(
             "/v2/process-definitions/search",

@@ -2,6 +2,7 @@
 //! backend running the real BPMN engine (or, for routing and broker failures, a
 //! scripted one).
 
+mod ad_hoc;
 mod bad_input;
 mod engine_flows;
 mod generated;

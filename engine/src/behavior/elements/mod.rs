@@ -16,6 +16,7 @@
 //! resolving the incident runs the step again. Everything that can fail is evaluated
 //! before the step emits anything.
 
+mod ad_hoc_sub_process;
 mod boundary_event;
 mod business_rule_task;
 mod call_activity;
@@ -39,6 +40,9 @@ mod task;
 mod triggers;
 mod user_task;
 
+pub(crate) use ad_hoc_sub_process::{
+    ad_hoc_definition, resolve_elements as resolve_ad_hoc_elements,
+};
 pub(crate) use migration::held_catch_event_ids;
 pub(crate) use triggers::PreparedTriggers;
 
@@ -123,6 +127,8 @@ fn behavior(kind: &ElementKind) -> &'static dyn ElementBehavior {
         ElementKind::IntermediateCatchEvent(_) => &intermediate_catch_event::IntermediateCatchEvent,
         ElementKind::IntermediateThrowEvent(_) => &intermediate_throw_event::IntermediateThrowEvent,
         ElementKind::BoundaryEvent { .. } => &boundary_event::BoundaryEvent,
+        ElementKind::AdHocSubProcess(_) => &ad_hoc_sub_process::AdHocSubProcess,
+        ElementKind::AdHocInnerInstance { .. } => &ad_hoc_sub_process::InnerInstance,
     }
 }
 
@@ -473,6 +479,13 @@ impl Processing<'_> {
                 Err(halt) => return self.incident_on(active, halt),
             }
         }
+        let mut ad_hoc_verdict = None;
+        if active.is_ad_hoc_inner() {
+            match self.ad_hoc_inner_verdict(active) {
+                Ok(holds) => ad_hoc_verdict = Some(holds),
+                Err(halt) => return self.incident_on(active, halt),
+            }
+        }
         behavior_of(active).complete(self, active)?;
         let record = active.record();
         let compensation = active.process.model.has_compensation;
@@ -508,6 +521,10 @@ impl Processing<'_> {
         if active.is_multi_instance_inner() {
             // The body goes on: the next item, or its own completion.
             return self.inner_instance_completed(scope_key, active, ends_body);
+        }
+        if let Some(holds) = ad_hoc_verdict {
+            // The ad-hoc subprocess decides: wait, or complete.
+            return self.ad_hoc_inner_completed(scope_key, holds);
         }
         self.left_scope(active, scope_key);
         if let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {

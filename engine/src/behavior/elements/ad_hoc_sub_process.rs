@@ -1,0 +1,359 @@
+//! Ad-hoc subprocess (`AD_HOC_SUB_PROCESS`, Zeebe 8.8's BPMN implementation): a scope
+//! whose inner elements are not reached by flows from a start event but activated, on
+//! entry by `activeElementsCollection` and later by the activation command, in any
+//! order and any number of times. Each activation creates an inner instance
+//! (`AD_HOC_SUB_PROCESS_INNER_INSTANCE`, element id `<id>#innerInstance`, written
+//! `ELEMENT_ACTIVATING` and `ELEMENT_ACTIVATED` at once) and enters the element in it;
+//! flows leaving the element continue inside that inner instance, which completes when
+//! no token is left in it, as a subprocess does.
+//!
+//! When an inner instance completes, its `outputElement` is appended to the ad-hoc
+//! subprocess's local `outputCollection` and the `completionCondition` is evaluated in
+//! the ad-hoc subprocess's scope. Without a condition the ad-hoc subprocess completes
+//! once no inner instance is left; with one, it completes when the condition holds:
+//! at once, terminating the inner instances still active (`cancelRemainingInstances`,
+//! the default), or once none is left. A failing output element or condition is an
+//! `EXTRACT_VALUE_ERROR` incident on the completing inner instance, which stays in
+//! `ELEMENT_COMPLETING`.
+
+use rill_protocol::{Intent, Key};
+use serde_json::{Map, Value};
+
+use super::{ElementBehavior, Outgoing, Trigger, wrong_kind};
+use crate::behavior::json_type_name;
+use crate::context::{Active, Processing, Step};
+use crate::error::{Result, inconsistent};
+use crate::model::{AdHocDefinition, ElementIdx, ElementKind};
+use crate::outcome::{Evaluated, Failure};
+use crate::state::ElementState;
+
+/// The local variable describing the activatable elements (Zeebe's name).
+const ELEMENTS_VARIABLE: &str = "adHocSubProcessElements";
+
+pub(super) struct AdHocSubProcess;
+
+/// The inner instance of an ad-hoc subprocess: created by the ad-hoc subprocess with
+/// its element, never entered over a flow.
+pub(super) struct InnerInstance;
+
+fn definition(active: &Active) -> Result<&AdHocDefinition> {
+    match &active.element().kind {
+        ElementKind::AdHocSubProcess(definition) => Ok(definition),
+        _ => Err(wrong_kind(active, "adHocSubProcess")),
+    }
+}
+
+/// Zeebe's rendering of a list of element ids in messages: `[a, b]`.
+fn id_list(ids: &[&str]) -> String {
+    format!("[{}]", ids.join(", "))
+}
+
+impl ElementBehavior for AdHocSubProcess {
+    fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+        let definition = definition(active)?;
+        let elements = p.active_elements(active, definition)?;
+        p.open_event_triggers(active)?;
+        p.set_variable(
+            active.record(),
+            active.key(),
+            ELEMENTS_VARIABLE,
+            &definition.elements_metadata,
+        )?;
+        if let Some(name) = &definition.output_collection {
+            p.set_variable(
+                active.record(),
+                active.key(),
+                name,
+                &Value::Array(Vec::new()),
+            )?;
+        }
+        p.mark(active, Intent::ElementActivated)?;
+        for element in elements {
+            p.activate_in_ad_hoc(active, definition, element, Map::new())?;
+        }
+        Ok(())
+    }
+
+    fn complete(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.close_event_triggers(active)?;
+        let definition = definition(active)?;
+        if let Some(name) = &definition.output_collection {
+            let instance = Key(active.record().process_instance_key);
+            let collected = p
+                .read()
+                .variable(instance, active.key(), name)?
+                .map(|stored| serde_json::from_str(&stored.value).unwrap_or(Value::Null))
+                .unwrap_or_else(|| Value::Array(Vec::new()));
+            let mut variables = Map::new();
+            variables.insert(name.clone(), collected);
+            let scope = Key(active.record().flow_scope_key);
+            p.propagate_variables(scope, &active.instance, variables)?;
+        }
+        Ok(())
+    }
+
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.close_event_triggers(active)?;
+        p.resolve_element_incident(active.key())
+    }
+}
+
+impl ElementBehavior for InnerInstance {
+    fn activate(&self, _p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
+        Err(inconsistent(format!(
+            "the inner instance '{}' of an ad-hoc subprocess is created by its ad-hoc \
+             subprocess, never entered",
+            active.element().id
+        ))
+        .into())
+    }
+
+    fn complete(&self, _p: &mut Processing<'_>, _active: &Active) -> Result<()> {
+        Ok(())
+    }
+
+    fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        // An incident of its completion (output element, completion condition).
+        p.resolve_element_incident(active.key())
+    }
+}
+
+impl Processing<'_> {
+    /// The elements `activeElementsCollection` names, checked against the activatable
+    /// ones (Zeebe's messages); no expression: none.
+    fn active_elements(
+        &self,
+        active: &Active,
+        definition: &AdHocDefinition,
+    ) -> Evaluated<Vec<ElementIdx>> {
+        let Some(expression) = &definition.active_elements else {
+            return Ok(Vec::new());
+        };
+        let context = self.context_at(expression, active)?;
+        let value = expression
+            .evaluate(&context, self.feel_env())
+            .map_err(|e| {
+                Failure::extract_value(format!("Failed to activate ad-hoc elements. {e}"))
+            })?;
+        let Value::Array(items) = value else {
+            return Err(Failure::extract_value(format!(
+                "Failed to activate ad-hoc elements. Expected result of the expression '{}' to \
+                 be 'ARRAY', but was '{}'.",
+                expression.source(),
+                json_type_name(&value)
+            ))
+            .into());
+        };
+        let mut ids = Vec::with_capacity(items.len());
+        for item in &items {
+            match item {
+                Value::String(id) => ids.push(id.as_str()),
+                other => {
+                    return Err(Failure::extract_value(format!(
+                        "Failed to activate ad-hoc elements. Expected result of the expression \
+                         '{}' to be a list of strings, but it contains a '{}'.",
+                        expression.source(),
+                        json_type_name(other)
+                    ))
+                    .into());
+                }
+            }
+        }
+        resolve_elements(active, definition, &ids)
+            .map_err(|reason| Failure::extract_value(reason).into())
+    }
+
+    /// Creates an inner instance of an activated ad-hoc subprocess (`ELEMENT_ACTIVATING`
+    /// and `ELEMENT_ACTIVATED`), gives it its local variables (the output element's
+    /// variable as `null` when it is a plain variable, so that what a worker sets under
+    /// that name stays in this activation; then `variables`), and queues the entry of
+    /// `element` in it.
+    pub(crate) fn activate_in_ad_hoc(
+        &mut self,
+        ad_hoc: &Active,
+        definition: &AdHocDefinition,
+        element: ElementIdx,
+        variables: Map<String, Value>,
+    ) -> Result<()> {
+        let inner = self.enter_element(
+            ad_hoc.key(),
+            ad_hoc.record().clone(),
+            &ad_hoc.process,
+            definition.inner_instance,
+        )?;
+        self.mark(&inner, Intent::ElementActivated)?;
+        if let Some(name) = definition.output_element_variable()
+            && !variables.contains_key(name)
+        {
+            self.set_variable(inner.record(), inner.key(), name, &Value::Null)?;
+        }
+        self.set_local_variables(&inner.instance, variables)?;
+        self.push_step(Step::Activate {
+            scope_key: inner.key(),
+            process: ad_hoc.process.clone(),
+            element,
+            trigger: None,
+        });
+        Ok(())
+    }
+
+    /// The activation command: terminates the active inner instances first when asked,
+    /// then activates each element with its variables.
+    pub(crate) fn activate_ad_hoc_elements(
+        &mut self,
+        ad_hoc: &Active,
+        elements: Vec<(ElementIdx, Map<String, Value>)>,
+        cancel_remaining_instances: bool,
+    ) -> Result<()> {
+        if cancel_remaining_instances {
+            self.terminate_children(ad_hoc.key())?;
+        }
+        let definition = definition(ad_hoc)?;
+        for (element, variables) in elements {
+            self.activate_in_ad_hoc(ad_hoc, definition, element, variables)?;
+        }
+        Ok(())
+    }
+
+    /// An inner instance completes (in ELEMENT_COMPLETING): its output element joins the
+    /// output collection and the completion condition is evaluated in the ad-hoc
+    /// subprocess's scope (seeing the collection with it). Returns the condition's value
+    /// (`None` without one). Fails before writing anything.
+    pub(super) fn ad_hoc_inner_verdict(&mut self, inner: &Active) -> Evaluated<Option<bool>> {
+        let ad_hoc_key = Key(inner.record().flow_scope_key);
+        let Some(ad_hoc) = self.active(ad_hoc_key)? else {
+            return Ok(None);
+        };
+        let definition = definition(&ad_hoc)?;
+        let mut collected = None;
+        if let (Some(name), Some(expression)) =
+            (&definition.output_collection, &definition.output_element)
+        {
+            let context = self.context_at(expression, inner)?;
+            let value = expression
+                .evaluate(&context, self.feel_env())
+                .map_err(|e| Failure::extract_value(e.to_string()))?;
+            let instance = Key(inner.record().process_instance_key);
+            let mut list = match self.read().variable(instance, ad_hoc_key, name)? {
+                None => Vec::new(),
+                Some(stored) => match serde_json::from_str(&stored.value) {
+                    Ok(Value::Array(items)) => items,
+                    Ok(other) => {
+                        return Err(Failure::extract_value(format!(
+                            "The output collection '{name}' has the wrong type. Expected \
+                             'ARRAY' but was '{}'.",
+                            json_type_name(&other)
+                        ))
+                        .into());
+                    }
+                    Err(_) => Vec::new(),
+                },
+            };
+            list.push(value);
+            collected = Some((name, Value::Array(list)));
+        }
+        let holds = match &definition.completion_condition {
+            None => None,
+            Some(condition) => {
+                let mut context = self.context_at(condition, &ad_hoc)?;
+                if let Some((name, list)) = &collected
+                    && condition.variable_names().iter().any(|n| n == *name)
+                {
+                    context.insert((*name).clone(), list.clone());
+                }
+                match condition.evaluate(&context, self.feel_env()) {
+                    Ok(Value::Bool(holds)) => Some(holds),
+                    Ok(other) => {
+                        return Err(Failure::extract_value(format!(
+                            "Failed to evaluate completion condition. Expected result of the \
+                             expression '{}' to be 'BOOLEAN', but was '{}'.",
+                            condition.source(),
+                            json_type_name(&other)
+                        ))
+                        .into());
+                    }
+                    Err(e) => {
+                        return Err(Failure::extract_value(format!(
+                            "Failed to evaluate completion condition. {e}"
+                        ))
+                        .into());
+                    }
+                }
+            }
+        };
+        if let Some((name, list)) = collected {
+            self.set_variable(ad_hoc.record(), ad_hoc_key, name, &list)?;
+        }
+        Ok(holds)
+    }
+
+    /// After an inner instance completed: without a completion condition the ad-hoc
+    /// subprocess completes once nothing is left in it; with one that holds, it
+    /// completes at once (terminating what is left, `cancelRemainingInstances`) or once
+    /// nothing is left.
+    pub(super) fn ad_hoc_inner_completed(
+        &mut self,
+        ad_hoc_key: Key,
+        holds: Option<bool>,
+    ) -> Result<()> {
+        let Some(ad_hoc) = self.active(ad_hoc_key)? else {
+            return Ok(());
+        };
+        if ad_hoc.instance.state != ElementState::Activated {
+            return Ok(());
+        }
+        let idle = ad_hoc.instance.active_children == 0 && ad_hoc.instance.active_flows == 0;
+        let cancel = definition(&ad_hoc)?.cancel_remaining_instances;
+        match holds {
+            None | Some(true) if idle => self.complete(&ad_hoc, None, Outgoing::All),
+            Some(true) if cancel => {
+                self.terminate_children(ad_hoc_key)?;
+                let Some(ad_hoc) = self.active(ad_hoc_key)? else {
+                    return Ok(());
+                };
+                self.complete(&ad_hoc, None, Outgoing::All)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The activatable elements of `definition` named by `ids`, in that order; an id that
+/// is not one is refused with Zeebe's reason.
+pub(crate) fn resolve_elements(
+    active: &Active,
+    definition: &AdHocDefinition,
+    ids: &[&str],
+) -> std::result::Result<Vec<ElementIdx>, String> {
+    let model = &active.process.model;
+    let mut found = Vec::with_capacity(ids.len());
+    let mut missing = Vec::new();
+    for id in ids {
+        match definition
+            .activatable
+            .iter()
+            .find(|idx| model.element(**idx).id == *id)
+        {
+            Some(idx) => found.push(*idx),
+            None => missing.push(*id),
+        }
+    }
+    if missing.is_empty() {
+        Ok(found)
+    } else {
+        Err(format!(
+            "Expected to activate activities for ad-hoc sub-process with key '{}', but the given \
+             elements {} do not exist.",
+            active.key(),
+            id_list(&missing)
+        ))
+    }
+}
+
+/// The definition of a live ad-hoc subprocess instance, for the activation command.
+pub(crate) fn ad_hoc_definition(active: &Active) -> Option<&AdHocDefinition> {
+    match &active.element().kind {
+        ElementKind::AdHocSubProcess(definition) => Some(definition),
+        _ => None,
+    }
+}

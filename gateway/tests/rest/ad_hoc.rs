@@ -1,0 +1,173 @@
+//! `POST /v2/element-instances/ad-hoc-activities/{key}/activation`: elements of an
+//! active ad-hoc subprocess activated over REST (204), with their variables, and
+//! Camunda's problems for what cannot be activated.
+
+use serde_json::{Value, json};
+
+use crate::support::TestGateway;
+use crate::support::engine_backend::EngineBackend;
+
+const TOOLS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="tools" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="toolbox">
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:serviceTask id="search">
+        <bpmn:extensionElements><zeebe:taskDefinition type="search" /></bpmn:extensionElements>
+        <bpmn:outgoing>f3</bpmn:outgoing>
+      </bpmn:serviceTask>
+      <bpmn:task id="summarize"><bpmn:incoming>f3</bpmn:incoming></bpmn:task>
+      <bpmn:sequenceFlow id="f3" sourceRef="search" targetRef="summarize" />
+    </bpmn:adHocSubProcess>
+    <bpmn:endEvent id="end"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="toolbox" />
+    <bpmn:sequenceFlow id="f2" sourceRef="toolbox" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+fn activation_path(key: &str) -> String {
+    format!("/v2/element-instances/ad-hoc-activities/{key}/activation")
+}
+
+async fn element_of_type(gateway: &TestGateway, instance: &str, kind: &str) -> Value {
+    let found = gateway
+        .post(
+            "/v2/element-instances/search",
+            json!({"filter": {"processInstanceKey": instance, "type": kind}}),
+        )
+        .await;
+    assert_eq!(found.status, 200, "{:?}", found.body);
+    found.body["items"][0].clone()
+}
+
+#[tokio::test]
+async fn elements_of_an_ad_hoc_subprocess_are_activated_over_rest() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway.deploy(&[("tools.bpmn", TOOLS.as_bytes())]).await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "tools"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let instance = created.body["processInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let ad_hoc = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
+    assert_eq!(ad_hoc["elementId"], "toolbox");
+    assert_eq!(ad_hoc["state"], "ACTIVE");
+    let key = ad_hoc["elementInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+
+    // Refused, with Camunda's problem shapes; nothing is activated.
+    let problems = [
+        (
+            activation_path(&key),
+            json!({"elements": [{"elementId": "nope"}]}),
+            404,
+            "but the given elements [nope] do not exist",
+        ),
+        (
+            activation_path(&key),
+            json!({"elements": [{"elementId": "summarize"}]}),
+            404,
+            "but the given elements [summarize] do not exist",
+        ),
+        (
+            activation_path(&instance),
+            json!({"elements": [{"elementId": "search"}]}),
+            404,
+            "the element instance is the process 'tools', not an ad-hoc sub-process",
+        ),
+        (
+            activation_path("2251799813699999"),
+            json!({"elements": [{"elementId": "search"}]}),
+            404,
+            "no ad-hoc sub-process instance found with key '2251799813699999'",
+        ),
+        (
+            activation_path(&key),
+            json!({"elements": []}),
+            400,
+            "No elements provided",
+        ),
+        (
+            activation_path(&key),
+            json!({"cancelRemainingInstances": true}),
+            400,
+            "elements",
+        ),
+        (
+            activation_path(&key),
+            json!({"elements": [{"elementId": "search", "variables": [1]}]}),
+            400,
+            "expected a JSON object of variables",
+        ),
+        (
+            activation_path(&key),
+            json!({"elements": [{"elementId": "search"}, {"elementId": "search"}]}),
+            400,
+            "duplicate activities were given",
+        ),
+        (
+            activation_path("not-a-key"),
+            json!({"elements": [{"elementId": "search"}]}),
+            400,
+            "not-a-key",
+        ),
+    ];
+    for (path, body, status, fragment) in problems {
+        let reply = gateway.post(&path, body.clone()).await;
+        assert_eq!(reply.status, status, "{body}: {:?}", reply.body);
+        assert_eq!(reply.body["status"], status, "{:?}", reply.body);
+        let expected_title = match status {
+            404 => "NOT_FOUND",
+            _ => "INVALID_ARGUMENT",
+        };
+        assert_eq!(reply.body["title"], expected_title, "{:?}", reply.body);
+        let detail = reply.body["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(fragment), "{body}: {detail}");
+    }
+    let inner = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS_INNER_INSTANCE").await;
+    assert!(inner.is_null(), "nothing was activated: {inner:?}");
+
+    // Activated: 204, the job sees the element's variables.
+    let reply = gateway
+        .post(
+            &activation_path(&key),
+            json!({"elements": [{"elementId": "search", "variables": {"query": "rivers"}}],
+                   "cancelRemainingInstances": false}),
+        )
+        .await;
+    assert_eq!(reply.status, 204, "{:?}", reply.body);
+    let jobs = gateway
+        .post(
+            "/v2/jobs/activation",
+            json!({"type": "search", "timeout": 30000, "maxJobsToActivate": 1,
+                   "worker": "test", "requestTimeout": -1}),
+        )
+        .await;
+    assert_eq!(jobs.status, 200, "{:?}", jobs.body);
+    let job = &jobs.body["jobs"][0];
+    assert_eq!(job["variables"]["query"], "rivers", "{job:?}");
+    let job_key = job["jobKey"].as_str().expect("job key");
+    let inner = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS_INNER_INSTANCE").await;
+    assert_eq!(inner["elementId"], "toolbox#innerInstance");
+
+    // The flow inside completes; nothing is left and there is no condition: done.
+    let completed = gateway
+        .post(&format!("/v2/jobs/{job_key}/completion"), json!({}))
+        .await;
+    assert_eq!(completed.status, 204, "{:?}", completed.body);
+    let got = gateway
+        .get(&format!("/v2/process-instances/{instance}"))
+        .await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_eq!(got.body["state"], "COMPLETED", "{:?}", got.body);
+}
