@@ -201,7 +201,7 @@ async fn wait_for_change(
 ) -> Result<String> {
     let deadline = Instant::now() + timeout;
     let mut shown: Option<(usize, usize)> = None;
-    let mut problem: Option<String> = None;
+    let mut problem: Option<String>;
     loop {
         match client.get(endpoint).send().await {
             Ok(response) => match body(response).await {

@@ -134,12 +134,6 @@ fn a_broker_scaled_out_and_back_in_rejoins_its_partitions_with_their_data() {
         for i in 0..24 {
             before.push(brokers.api(i % 3).create("two-rest-calls", json!({})).await);
         }
-        assert!(
-            before
-                .iter()
-                .any(|k| k.parse::<u64>().is_ok_and(|k| k >> 51 == 3)),
-            "no instance on partition 3: {before:?}"
-        );
 
         // Scale broker 2 out, following the change to its end.
         let (ok, out, err) = rill_cluster(
