@@ -20,8 +20,8 @@ use rill_raft::{RaftService, RaftTransport};
 use tracing::Instrument;
 
 use crate::cluster::{
-    ClusterConfiguration, ClusterState, INITIAL_VERSION, LocalCluster, MEMBERSHIP_TIMEOUT,
-    MembershipRequest, Operation,
+    ClusterConfiguration, ClusterState, Discovered, Discovering, INITIAL_VERSION, LocalCluster,
+    MEMBERSHIP_TIMEOUT, MembershipRequest, Operation, discover, may_initialize,
 };
 use crate::delivery::LocalRouter;
 use crate::error::{Error, Result};
@@ -114,8 +114,9 @@ struct Shared<E: Engine> {
     addresses: parking_lot::RwLock<BTreeMap<NodeId, String>>,
     network: Option<RaftNetwork>,
     cluster: ClusterState,
-    /// The replicas of the cluster as created: only these may start a partition's raft
-    /// group; every later replica joins a running one.
+    /// The cluster as created, from the settings: only its replicas of partitions no
+    /// change has moved may start a partition's raft group (`may_initialize`); every
+    /// other replica joins a running one.
     initial: ClusterConfiguration,
     /// The partition count of the cluster configuration: each hosted partition's
     /// leader raises its state's count to it.
@@ -186,11 +187,13 @@ impl<E: Engine> Shared<E> {
         let mut partition_config =
             PartitionConfig::from_config(&self.config, partition_id, self.node_id, members);
         partition_config.preferred_leader = replicas.first().map(|&(node, _)| node);
-        partition_config.joining = !self
-            .initial
-            .partitions_of(self.node_id)
-            .contains(&partition_id)
-            && self.bootstrapping_here(config) != Some(partition_id);
+        let initializes = may_initialize(&self.initial, config, self.node_id, partition_id);
+        partition_config.joining = !initializes;
+        if initializes {
+            tracing::info!(partition = %partition_id, version = config.version, "starting a replica of partition {partition_id} that may start its raft group");
+        } else {
+            tracing::info!(partition = %partition_id, version = config.version, "starting a replica of partition {partition_id} that joins it: it waits for the partition's leader to add it");
+        }
         // Until its state holds a higher count, a partition distributes over the
         // partitions the cluster was created with (what it did before any change).
         partition_config.partition_count = config.routing.message_partitions;
@@ -255,7 +258,6 @@ impl<E: Engine> Shared<E> {
         }
         for &partition in &wanted {
             if !self.partitions.contains_key(&partition) {
-                tracing::info!(%partition, version = config.version, "starting a replica of partition {partition} that joins it");
                 self.start_replica(partition, config).await?;
             }
         }
@@ -467,7 +469,29 @@ impl<E: Engine> BrokerNode<E> {
             metrics: metrics.clone(),
             exporters,
         };
-        let cluster = ClusterState::open(&config)?;
+        let cluster = match &network {
+            Some(network) if !ClusterState::is_stored(&config)? => {
+                // Peers asking meanwhile learn that this broker has none either.
+                network.serve_cluster(Arc::new(Discovering));
+                let contact_points: BTreeMap<NodeId, String> = addresses
+                    .iter()
+                    .filter(|(node, _)| node.0 < config.cluster.size)
+                    .map(|(node, address)| (*node, address.clone()))
+                    .collect();
+                let asking = discover(
+                    network.transport(),
+                    node_id,
+                    &contact_points,
+                    config.cluster.configuration_discovery_timeout,
+                );
+                let found = runtimes.io().block_on(asking);
+                ClusterState::open_or(&config, || first_configuration(&config, found))?
+            }
+            _ => ClusterState::open(&config)?,
+        };
+        if let Some(network) = &network {
+            network.serve_cluster(cluster.handler());
+        }
         let configuration = cluster.current();
         if !configuration.is_member(node_id) {
             tracing::info!(
@@ -510,7 +534,6 @@ impl<E: Engine> BrokerNode<E> {
         // Commands between partitions hosted here go straight to them.
         partitions.set_router(Arc::new(LocalRouter::new(partitions.clone())));
         if let Some(network) = &network {
-            network.serve_cluster(cluster.handler());
             let _io = runtimes.io().enter();
             let peers = shared.addresses.read().keys().copied().collect();
             cluster.sync_with_peers(network.transport().clone(), peers);
@@ -657,6 +680,42 @@ impl<E: Engine> BrokerNode<E> {
         self.runtimes
             .io()
             .block_on(stop.instrument(self.shared.span.clone()));
+    }
+}
+
+/// The configuration a broker without a stored one starts from: the running cluster's,
+/// if a peer told it, else the initial one of the settings.
+fn first_configuration(config: &RillConfig, found: Discovered) -> ClusterConfiguration {
+    match found {
+        Discovered::Found {
+            configuration,
+            from,
+        } => {
+            tracing::info!(
+                version = configuration.version,
+                %from,
+                "no cluster configuration stored here: adopted version {} from node {from}",
+                configuration.version
+            );
+            configuration
+        }
+        Discovered::Creating => {
+            tracing::info!(
+                "no cluster configuration stored here, and most contact points have none \
+                 either: the cluster is being created; starting from the initial \
+                 configuration of the settings"
+            );
+            ClusterConfiguration::initial(config)
+        }
+        Discovered::TimedOut => {
+            tracing::warn!(
+                "no cluster configuration stored here, and no contact point told one within \
+                 {} (cluster.configuration-discovery-timeout): starting from the initial \
+                 configuration of the settings",
+                humantime::format_duration(config.cluster.configuration_discovery_timeout)
+            );
+            ClusterConfiguration::initial(config)
+        }
     }
 }
 

@@ -84,9 +84,12 @@ pub struct RaftNetwork {
     max_payload: usize,
     /// Serves the services other than raft's (the command API between brokers).
     others: Arc<OnceLock<Arc<dyn Handler>>>,
-    /// Serves the cluster configuration service.
-    cluster: Arc<OnceLock<Arc<dyn Handler>>>,
+    /// Serves the cluster configuration service (first while the node discovers its
+    /// configuration, then the configuration's).
+    cluster: ClusterService,
 }
+
+type ClusterService = Arc<parking_lot::RwLock<Option<Arc<dyn Handler>>>>;
 
 impl RaftNetwork {
     /// Listens on `listen`, serves raft RPCs for the partitions registered in `service`,
@@ -102,7 +105,7 @@ impl RaftNetwork {
         let config = TransportConfig::new(node, listen);
         let max_payload = config.max_frame_size - FRAME_HEADER_LEN;
         let others: Arc<OnceLock<Arc<dyn Handler>>> = Arc::default();
-        let cluster: Arc<OnceLock<Arc<dyn Handler>>> = Arc::default();
+        let cluster: ClusterService = Arc::default();
         let handler = RaftHandler {
             service,
             others: others.clone(),
@@ -205,10 +208,10 @@ impl RaftNetwork {
         let _ = self.others.set(handler);
     }
 
-    /// Serves the cluster configuration service with `handler` from now on. Only the
-    /// first call counts.
+    /// Serves the cluster configuration service with `handler` from now on, in place of
+    /// the one before.
     pub fn serve_cluster(&self, handler: Arc<dyn Handler>) {
-        let _ = self.cluster.set(handler);
+        *self.cluster.write() = Some(handler);
     }
 
     /// Starts the internal transport of a node of a cluster: it listens on
@@ -381,7 +384,7 @@ impl RaftTransport for TransportRaft {
 struct RaftHandler {
     service: RaftService,
     others: Arc<OnceLock<Arc<dyn Handler>>>,
-    cluster: Arc<OnceLock<Arc<dyn Handler>>>,
+    cluster: ClusterService,
 }
 
 impl Handler for RaftHandler {
@@ -397,10 +400,13 @@ impl Handler for RaftHandler {
                 let raft = self.service.clone();
                 Box::pin(async move { raft.handle(partition, payload).await })
             }
-            ServiceId::CLUSTER => match self.cluster.get() {
-                Some(handler) => handler.handle(from, service, partition, payload),
-                None => Box::pin(async { Err("the cluster service is not up yet".to_owned()) }),
-            },
+            ServiceId::CLUSTER => {
+                let handler = self.cluster.read().clone();
+                match handler {
+                    Some(handler) => handler.handle(from, service, partition, payload),
+                    None => Box::pin(async { Err("the cluster service is not up yet".to_owned()) }),
+                }
+            }
             other => match self.others.get() {
                 Some(handler) => handler.handle(from, other, partition, payload),
                 None => Box::pin(async move {

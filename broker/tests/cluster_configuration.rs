@@ -58,6 +58,9 @@ impl Nodes {
         config.threads.cpu_thread_count = 1;
         config.threads.io_thread_count = 1;
         config.raft.log_retention_entries = self.log_retention;
+        // The nodes start one after another on this thread: the first would otherwise
+        // ask its peers for a configuration until the default timeout.
+        config.cluster.configuration_discovery_timeout = Duration::from_millis(300);
         config
     }
 

@@ -71,6 +71,9 @@ impl TcpCluster {
         config.gateway.request_timeout = Duration::from_secs(5);
         config.threads.cpu_thread_count = 1;
         config.threads.io_thread_count = 1;
+        // The nodes start one after another on this thread: the first would otherwise
+        // ask its peers for a configuration until the default timeout.
+        config.cluster.configuration_discovery_timeout = Duration::from_millis(300);
         config
     }
 

@@ -1,6 +1,9 @@
 //! `rill cluster ...`: the cluster management API of a broker's monitoring port
 //! (`/actuator/cluster`, Zeebe's paths and shapes).
 
+use std::io::Write;
+use std::time::{Duration, Instant};
+
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -29,6 +32,9 @@ pub enum ClusterCommand {
         json: bool,
     },
     /// Change the number of brokers (ids 0..N), partitions and replicas per partition.
+    ///
+    /// Answers once the change is started; with --wait, follows it to its end, printing
+    /// each step done, and fails if it fails, is cancelled or outlasts --timeout.
     Scale {
         #[arg(long)]
         brokers: Option<u32>,
@@ -37,8 +43,24 @@ pub enum ClusterCommand {
         #[arg(long)]
         replication_factor: Option<u16>,
         /// Only show the planned steps.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "wait")]
         dry_run: bool,
+        /// Wait until the change completes, printing its progress.
+        #[arg(long)]
+        wait: bool,
+        /// How long --wait waits (e.g. 90s, 10m) before it gives up (the change goes
+        /// on).
+        #[arg(long, requires = "wait", default_value = "10m", value_parser = humantime::parse_duration)]
+        timeout: Duration,
+    },
+    /// Cancel the change in progress (Zeebe's DELETE /actuator/cluster/changes/{id}),
+    /// for a change that is stuck: the steps done stay done, the others never run, and
+    /// the change is recorded as CANCELLED. The cluster may be left between the two
+    /// configurations (a partition with a replica more or less than planned); a new
+    /// change then plans from there.
+    Cancel {
+        /// The change id (`rill cluster status` shows it).
+        id: u64,
     },
 }
 
@@ -84,6 +106,8 @@ pub async fn run(args: ClusterArgs) -> Result<String> {
             partitions,
             replication_factor,
             dry_run,
+            wait,
+            timeout,
         } => {
             if brokers.is_none() && partitions.is_none() && replication_factor.is_none() {
                 bail!("give --brokers, --partitions or --replication-factor");
@@ -110,8 +134,128 @@ pub async fn run(args: ClusterArgs) -> Result<String> {
                 .await
                 .with_context(|| format!("cannot reach {endpoint}"))?;
             let planned = body(response).await?;
-            Ok(plan_text(&planned, dry_run))
+            let text = plan_text(&planned, dry_run);
+            let steps = planned["plannedChanges"].as_array().map_or(0, Vec::len);
+            if !wait || steps == 0 {
+                return Ok(text);
+            }
+            print!("{text}");
+            let id = planned["changeId"]
+                .as_u64()
+                .context("the answer names no changeId")?;
+            wait_for_change(&client, &endpoint, id, timeout).await
         }
+        ClusterCommand::Cancel { id } => {
+            let url = url(&args.management, &format!("/actuator/cluster/changes/{id}"));
+            let response = client
+                .delete(&url)
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {url}"))?;
+            let topology = body(response).await?;
+            Ok(format!(
+                "change {id} cancelled: the steps done stay done, the others will not run\n{}",
+                status_table(&topology)
+            ))
+        }
+    }
+}
+
+/// How often `--wait` asks for the configuration.
+const WAIT_POLL: Duration = Duration::from_millis(500);
+
+/// Where change `id` stands in a topology.
+#[derive(Debug, PartialEq, Eq)]
+enum Progress {
+    /// In progress: steps done, steps in all.
+    Running(usize, usize),
+    /// Ended, with this status (COMPLETED, FAILED, CANCELLED).
+    Ended(String),
+    /// Not shown (yet): this broker's view may still be older than the change.
+    Unseen,
+}
+
+fn progress(topology: &Value, id: u64) -> Progress {
+    if let Some(change) = topology.get("pendingChange")
+        && change["id"].as_u64() == Some(id)
+    {
+        let done = change["completed"].as_array().map_or(0, Vec::len);
+        let left = change["pending"].as_array().map_or(0, Vec::len);
+        return Progress::Running(done, done + left);
+    }
+    match topology.get("lastChange") {
+        Some(last) if last["id"].as_u64() == Some(id) => {
+            Progress::Ended(last["status"].as_str().unwrap_or("?").to_owned())
+        }
+        _ => Progress::Unseen,
+    }
+}
+
+/// Polls `endpoint` until change `id` ends, printing each new count of steps done;
+/// an error when it does not complete (failed, cancelled, gone) or `timeout` passes.
+async fn wait_for_change(
+    client: &reqwest::Client,
+    endpoint: &str,
+    id: u64,
+    timeout: Duration,
+) -> Result<String> {
+    let deadline = Instant::now() + timeout;
+    let mut shown: Option<(usize, usize)> = None;
+    let mut problem: Option<String>;
+    loop {
+        match client.get(endpoint).send().await {
+            Ok(response) => match body(response).await {
+                Ok(topology) => {
+                    problem = None;
+                    match progress(&topology, id) {
+                        Progress::Running(done, total) => {
+                            if shown != Some((done, total)) {
+                                println!("change {id}: {done}/{total} step(s) done");
+                                let _ = std::io::stdout().flush();
+                                shown = Some((done, total));
+                            }
+                        }
+                        Progress::Ended(status) if status == "COMPLETED" => {
+                            return Ok(format!("change {id} completed\n"));
+                        }
+                        Progress::Ended(status) => {
+                            bail!(
+                                "change {id} ended {status}{}; `rill cluster status` shows \
+                                 where the cluster stands",
+                                shown.map_or_else(String::new, |(done, total)| format!(
+                                    " after {done}/{total} step(s)"
+                                ))
+                            );
+                        }
+                        Progress::Unseen => {
+                            let version = topology["version"].as_u64().unwrap_or(0);
+                            if version >= id {
+                                bail!(
+                                    "change {id} is neither in progress nor the last change \
+                                     any more (the configuration is at version {version}); \
+                                     `rill cluster status` shows it"
+                                );
+                            }
+                        }
+                    }
+                }
+                Err(e) => problem = Some(format!("{e:#}")),
+            },
+            Err(e) => problem = Some(format!("cannot reach {endpoint}: {e}")),
+        }
+        if Instant::now() >= deadline {
+            let at = shown.map_or_else(
+                || "no step seen done".to_owned(),
+                |(done, total)| format!("{done}/{total} step(s) done"),
+            );
+            let cause = problem.map_or_else(String::new, |p| format!(" (last error: {p})"));
+            bail!(
+                "change {id} did not complete within {}: {at}{cause}; it goes on: `rill \
+                 cluster status` follows it, `rill cluster cancel {id}` stops it",
+                humantime::format_duration(timeout)
+            );
+        }
+        tokio::time::sleep(WAIT_POLL).await;
     }
 }
 
@@ -260,5 +404,22 @@ mod tests {
             "dry run: change 4 would take 2 step(s)\n  1. BROKER_ADD broker 3\n  2. \
              PARTITION_JOIN broker 3 partition 2 priority 1\n"
         );
+    }
+
+    #[test]
+    fn progress_follows_the_change_to_its_end() {
+        let running = json!({
+            "version": 4,
+            "pendingChange": {"id": 2, "completed": [{}, {}], "pending": [{}]},
+            "lastChange": {"id": 1, "status": "CANCELLED"},
+        });
+        assert_eq!(progress(&running, 2), Progress::Running(2, 3));
+        assert_eq!(
+            progress(&running, 1),
+            Progress::Ended("CANCELLED".to_owned())
+        );
+        assert_eq!(progress(&running, 7), Progress::Unseen);
+        let done = json!({"version": 5, "lastChange": {"id": 2, "status": "COMPLETED"}});
+        assert_eq!(progress(&done, 2), Progress::Ended("COMPLETED".to_owned()));
     }
 }

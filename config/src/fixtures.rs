@@ -76,6 +76,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.cluster.host = "10.0.0.2".to_owned();
     config.cluster.command_port = 36501;
     config.cluster.internal_port = 36502;
+    config.cluster.configuration_discovery_timeout = Duration::from_secs(30);
     config.data.directory = "/var/lib/rill".into();
     config.data.snapshot_period = Duration::from_secs(600);
     config.data.disk_usage_command_watermark = 0.8;

@@ -48,6 +48,10 @@ pub struct ClusterConfig {
     pub command_port: u16,
     /// Internal port: raft traffic between brokers.
     pub internal_port: u16,
+    /// How long a broker without a stored cluster configuration asks the contact points
+    /// for theirs before it takes the initial one of these settings.
+    #[serde(with = "humantime_serde")]
+    pub configuration_discovery_timeout: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -62,6 +66,7 @@ impl Default for ClusterConfig {
             advertised_host: None,
             command_port: 26501,
             internal_port: 26502,
+            configuration_discovery_timeout: Duration::from_secs(10),
         }
     }
 }

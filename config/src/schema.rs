@@ -160,6 +160,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "cluster.advertised-host", kind: Kind::OptionalText, description: "Host other brokers and gateways use to reach this broker. Unset: `cluster.host`." },
     OptionSpec { path: "cluster.command-port", kind: Kind::U16, description: "Command API port (gateway to broker)." },
     OptionSpec { path: "cluster.internal-port", kind: Kind::U16, description: "Internal port for raft traffic between brokers." },
+    OptionSpec { path: "cluster.configuration-discovery-timeout", kind: Kind::Duration, description: "A broker without a stored cluster configuration (a new or wiped data directory) asks the contact points for the running cluster's first; it takes the initial one of its settings only when most contact points have none either (a cluster being created) or after this long without an answer." },
     // data
     OptionSpec { path: "data.directory", kind: Kind::Path, description: "Where partitions keep their raft log, state and snapshots." },
     OptionSpec { path: "data.snapshot-period", kind: Kind::Duration, description: "How often a partition takes a snapshot and may purge its log." },

@@ -4,7 +4,10 @@
 //! - `PATCH /actuator/cluster`: brokers to add or remove (or a count), the partition
 //!   count and the replication factor;
 //! - `POST /actuator/cluster/brokers` (the brokers the cluster should have),
-//!   `POST|DELETE /actuator/cluster/brokers/{id}` (add or remove one).
+//!   `POST|DELETE /actuator/cluster/brokers/{id}` (add or remove one);
+//! - `DELETE /actuator/cluster/changes/{changeId}`: cancels the change in progress (the
+//!   steps done stay done, the others never run) and answers the topology after; 404
+//!   for a change never heard of, 409 for one that is not in progress.
 //!
 //! Every change request takes `?dryRun=true`, which answers 202 with the plan and
 //! changes nothing. Without it the change is started through partition 1's leader and
@@ -18,7 +21,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -37,6 +40,7 @@ pub fn router(cluster: ClusterState) -> Router {
             "/actuator/cluster/brokers/{id}",
             post(add_broker).delete(remove_broker),
         )
+        .route("/actuator/cluster/changes/{id}", delete(cancel_change))
         .with_state(cluster)
 }
 
@@ -189,6 +193,118 @@ async fn start(
     )
 }
 
+/// How often a cancellation is proposed again when a step was recorded first.
+const CANCEL_ATTEMPTS: usize = 5;
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+async fn cancel_change(
+    State(cluster): State<ClusterState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    match dry_run(&query) {
+        Err(e) => return bad_request(e),
+        Ok(true) => {
+            return problem(
+                StatusCode::NOT_IMPLEMENTED,
+                "NOT_IMPLEMENTED",
+                "a cancellation has no dry run: GET /actuator/cluster shows the change",
+            );
+        }
+        Ok(false) => {}
+    }
+    match id.parse::<u64>() {
+        Ok(id) => cancel(&cluster, id).await,
+        Err(_) => bad_request(format!("changeId: `{id}` is not a change id (a number)")),
+    }
+}
+
+/// Cancels change `id` if it is the one in progress, through partition 1's leader, and
+/// answers with the topology once the cancellation is recorded.
+async fn cancel(cluster: &ClusterState, id: u64) -> Response {
+    for _ in 0..CANCEL_ATTEMPTS {
+        let current = cluster.current();
+        match (&current.pending_change, &current.last_change) {
+            (Some(change), _) if change.id == id => {}
+            (_, Some(last)) if last.id == id => {
+                return problem(
+                    StatusCode::CONFLICT,
+                    "CHANGE_NOT_IN_PROGRESS",
+                    format!(
+                        "change {id} is not in progress: it ended {}",
+                        serde_json::to_value(last.status)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+            (pending, _) => {
+                let running = pending.as_ref().map_or_else(
+                    || "no change is in progress".to_owned(),
+                    |c| format!("the change in progress is {}", c.id),
+                );
+                return problem(
+                    StatusCode::NOT_FOUND,
+                    "NOT_FOUND",
+                    format!("there is no change {id} to cancel: {running}"),
+                );
+            }
+        }
+        if !cluster.runs_changes() {
+            return problem(
+                StatusCode::NOT_IMPLEMENTED,
+                "NOT_IMPLEMENTED",
+                "this broker runs no cluster change",
+            );
+        }
+        let Some(next) = current.cancel_change(now_millis()) else {
+            continue;
+        };
+        if let Err(reason) = cluster.propose(current.version, &next).await {
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "UNAVAILABLE",
+                format!("the cancellation could not be proposed: {reason}; try again"),
+            );
+        }
+        if !cluster.wait_version(next.version, START_TIMEOUT).await {
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "UNAVAILABLE",
+                format!(
+                    "the cancellation was proposed but not recorded within {}s; GET \
+                     /actuator/cluster shows whether it was",
+                    START_TIMEOUT.as_secs()
+                ),
+            );
+        }
+        let recorded = cluster.current();
+        let cancelled = recorded
+            .last_change
+            .is_some_and(|c| c.id == id && c.status == super::ChangeStatus::Cancelled);
+        if cancelled {
+            tracing::info!(
+                change = id,
+                version = recorded.version,
+                "cluster change cancelled"
+            );
+            return json_response(StatusCode::OK, view::topology(&recorded));
+        }
+        // The coordinator recorded a step first: look again.
+    }
+    problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "UNAVAILABLE",
+        format!("change {id} kept moving on while it was being cancelled; try again"),
+    )
+}
+
 fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, String> {
     serde_json::from_slice(body).map_err(|e| format!("request body: {e}"))
 }
@@ -323,5 +439,36 @@ mod tests {
             answer(&cluster, request, true).await.status(),
             StatusCode::CONFLICT
         );
+    }
+
+    #[tokio::test]
+    async fn only_the_change_in_progress_can_be_cancelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = RillConfig::default();
+        settings.data.directory = dir.path().to_path_buf();
+        let cluster = ClusterState::open(&settings).unwrap();
+        let status = |response: Response| response.status();
+        let ask = |id: &str, query: &[(&str, &str)]| {
+            let query = query
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            cancel_change(State(cluster.clone()), Path(id.to_owned()), Query(query))
+        };
+        assert_eq!(status(ask("x", &[]).await), StatusCode::BAD_REQUEST);
+        assert_eq!(status(ask("2", &[]).await), StatusCode::NOT_FOUND);
+        let running = cluster
+            .current()
+            .start_change(vec![Operation::BrokerAdd { broker: 1 }], 1);
+        assert!(cluster.offer(running.clone()));
+        assert_eq!(status(ask("3", &[]).await), StatusCode::NOT_FOUND);
+        assert_eq!(
+            status(ask("2", &[("dryRun", "true")]).await),
+            StatusCode::NOT_IMPLEMENTED
+        );
+        // The change in progress, on a broker alone, which runs no change.
+        assert_eq!(status(ask("2", &[]).await), StatusCode::NOT_IMPLEMENTED);
+        assert!(cluster.offer(running.cancel_change(5).unwrap()));
+        assert_eq!(status(ask("2", &[]).await), StatusCode::CONFLICT);
     }
 }

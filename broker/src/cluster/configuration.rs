@@ -6,7 +6,7 @@
 //! [`Operation`]s that the coordinator applies one after another, each raising the
 //! version by one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rill_config::RillConfig;
 use rill_protocol::{NodeId, PartitionId};
@@ -198,6 +198,12 @@ pub struct ClusterConfiguration {
     pub routing: Routing,
     pub pending_change: Option<PendingChange>,
     pub last_change: Option<CompletedChange>,
+    /// The partitions whose replicas a change has moved (joined, left, bootstrapped)
+    /// since the cluster was created. `None` in a configuration written before this was
+    /// recorded: then any partition may have been changed once the version is past
+    /// [`INITIAL_VERSION`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_partitions: Option<BTreeSet<u16>>,
 }
 
 /// The brokers holding partition `partition` in round-robin placement over `brokers`
@@ -240,6 +246,46 @@ pub fn placement(
         }
     }
     placed
+}
+
+/// Whether `node`'s replica of `partition`, with no raft state yet, may start the
+/// partition's raft group itself (`raft.initialize` with the members `current` lists)
+/// rather than wait for the partition's leader to add it
+/// (docs/decisions/replica-initialization.md). Only two replicas may:
+///
+/// - one the cluster was created with (`initial`, from the settings) for a partition no
+///   change has moved since (its replicas are still the initial ones): every broker of
+///   a new cluster computes the same members, so at most one group forms;
+/// - the one the change in progress bootstraps here next (a new partition's first
+///   replica).
+///
+/// Every other replica joins: one a change added (again), even where the initial
+/// configuration had placed it, since its group runs elsewhere and a second group with
+/// the initial members could elect a second leader.
+pub fn may_initialize(
+    initial: &ClusterConfiguration,
+    current: &ClusterConfiguration,
+    node: NodeId,
+    partition: PartitionId,
+) -> bool {
+    let bootstraps_here = matches!(
+        current.next_step(),
+        Some(&Operation::PartitionBootstrap { broker, partition: p, .. })
+            if broker == node.0 && p == partition.get()
+    );
+    if bootstraps_here {
+        return true;
+    }
+    let members = |config: &ClusterConfiguration| -> BTreeSet<NodeId> {
+        config
+            .replicas_of(partition)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let placed_initially = initial.partitions_of(node).contains(&partition);
+    let unchanged = !current.partition_changed(partition) && members(current) == members(initial);
+    placed_initially && unchanged
 }
 
 impl ClusterConfiguration {
@@ -285,6 +331,16 @@ impl ClusterConfiguration {
             },
             pending_change: None,
             last_change: None,
+            changed_partitions: Some(BTreeSet::new()),
+        }
+    }
+
+    /// Whether a change may have moved `partition`'s replicas since the cluster was
+    /// created.
+    pub fn partition_changed(&self, partition: PartitionId) -> bool {
+        match &self.changed_partitions {
+            Some(changed) => changed.contains(&partition.get()),
+            None => self.version > INITIAL_VERSION,
         }
     }
 
@@ -347,6 +403,7 @@ impl ClusterConfiguration {
             broker.version = version;
             broker.last_updated_at = now;
         };
+        next.mark_changed(operation);
         match *operation {
             Operation::BrokerAdd { broker } => {
                 let entry = next.brokers.entry(broker).or_insert_with(|| Broker {
@@ -475,11 +532,45 @@ impl ClusterConfiguration {
         expected
     }
 
+    /// Ends the change in progress as cancelled (`now`, epoch milliseconds): the steps
+    /// done stay done, the others never run. `None` without a change in progress.
+    pub fn cancel_change(&self, now: i64) -> Option<ClusterConfiguration> {
+        let change = self.pending_change.as_ref()?;
+        let mut next = self.clone();
+        next.version = self.version + 1;
+        next.last_change = Some(CompletedChange {
+            id: change.id,
+            status: ChangeStatus::Cancelled,
+            started_at: change.started_at,
+            completed_at: now,
+        });
+        next.pending_change = None;
+        Some(next)
+    }
+
+    /// Records that `operation` moves its partition's replicas (a join, a leave, a
+    /// bootstrap).
+    fn mark_changed(&mut self, operation: &Operation) {
+        if let (
+            Operation::PartitionJoin { partition, .. }
+            | Operation::PartitionLeave { partition, .. }
+            | Operation::PartitionBootstrap { partition, .. },
+            Some(changed),
+        ) = (operation, self.changed_partitions.as_mut())
+        {
+            changed.insert(*partition);
+        }
+    }
+
     /// Starts a change of `steps` (planned by [`crate::cluster::plan`]): its id is the
-    /// version it starts at.
+    /// version it starts at. The partitions it is to move count as changed from now on,
+    /// before any step runs.
     pub fn start_change(&self, steps: Vec<Operation>, now: i64) -> ClusterConfiguration {
         let mut next = self.clone();
         next.version = self.version + 1;
+        for step in &steps {
+            next.mark_changed(step);
+        }
         next.pending_change = Some(PendingChange {
             id: next.version,
             started_at: now,
@@ -598,5 +689,158 @@ mod tests {
         );
         assert!(current.partitions_of(NodeId(2)).is_empty());
         assert!(current.complete_next_step(99).is_none());
+    }
+
+    /// Runs every step of a change planned for `request`.
+    fn changed(
+        current: &ClusterConfiguration,
+        request: crate::cluster::ChangeRequest,
+    ) -> ClusterConfiguration {
+        let steps = crate::cluster::plan(current, &request).unwrap();
+        assert!(!steps.is_empty());
+        let mut next = current.start_change(steps, 1);
+        while next.pending_change.is_some() {
+            next = next.complete_next_step(2).unwrap();
+        }
+        next
+    }
+
+    fn brokers(count: u32) -> crate::cluster::ChangeRequest {
+        crate::cluster::ChangeRequest {
+            broker_count: Some(count),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_an_initial_replica_of_an_unchanged_partition_may_start_its_raft_group() {
+        // 3 brokers, 3 partitions, 2 replicas: 1 on {0,1}, 2 on {1,2}, 3 on {2,0}.
+        let initial = ClusterConfiguration::initial(&config(3, 3, 2));
+        let may = |current: &ClusterConfiguration, node: u32, partition: u16| {
+            may_initialize(&initial, current, NodeId(node), PartitionId(partition))
+        };
+        assert!(may(&initial, 2, 3));
+        assert!(may(&initial, 0, 1));
+        // Not placed there initially: joins.
+        assert!(!may(&initial, 2, 1));
+
+        // Broker 2 is scaled out: its replicas of 2 and 3 move off.
+        let shrunk = changed(&initial, brokers(2));
+        assert!(shrunk.partitions_of(NodeId(2)).is_empty());
+        // ...and back in: partitions 2 and 3 are placed as initially, but their groups
+        // run on brokers 0 and 1 now, so broker 2's replicas join them.
+        let grown = changed(&shrunk, brokers(3));
+        assert_eq!(
+            grown.partitions_of(NodeId(2)),
+            initial.partitions_of(NodeId(2))
+        );
+        assert!(!may(&grown, 2, 3), "{grown:?}");
+        assert!(!may(&grown, 2, 2), "{grown:?}");
+        // Also during the change, while the step that joins it is next.
+        let mut growing =
+            shrunk.start_change(crate::cluster::plan(&shrunk, &brokers(3)).unwrap(), 1);
+        while let Some(step) = growing.next_step().copied() {
+            if let Operation::PartitionJoin {
+                broker: 2,
+                partition,
+                ..
+            } = step
+            {
+                assert!(!may(&growing, 2, partition));
+            }
+            growing = growing.complete_next_step(2).unwrap();
+        }
+        // Partition 1 kept its replicas through both changes: a replica of it with no
+        // raft state (a broker that never ran) may still start its group.
+        assert!(may(&grown, 0, 1) && may(&grown, 1, 1), "{grown:?}");
+        // The record survives the JSON form the brokers store and send.
+        let stored = ClusterConfiguration::from_json(&grown.to_json()).unwrap();
+        assert!(!may(&stored, 2, 3));
+    }
+
+    #[test]
+    fn a_bootstrapped_partition_starts_on_its_first_replica_only() {
+        let initial = ClusterConfiguration::initial(&config(2, 2, 1));
+        let request = crate::cluster::ChangeRequest {
+            partitions_count: Some(3),
+            ..Default::default()
+        };
+        let mut current =
+            initial.start_change(crate::cluster::plan(&initial, &request).unwrap(), 1);
+        let mut bootstrapped = Vec::new();
+        while let Some(step) = current.next_step().copied() {
+            for node in 0..2 {
+                if may_initialize(&initial, &current, NodeId(node), PartitionId(3)) {
+                    bootstrapped.push((node, step));
+                }
+            }
+            current = current.complete_next_step(2).unwrap();
+        }
+        assert_eq!(bootstrapped.len(), 1, "{bootstrapped:?}");
+        assert!(matches!(
+            bootstrapped[0].1,
+            Operation::PartitionBootstrap { partition: 3, broker, .. } if broker == bootstrapped[0].0
+        ));
+        // Once bootstrapped, nobody starts it again.
+        assert!((0..2).all(|n| !may_initialize(&initial, &current, NodeId(n), PartitionId(3))));
+    }
+
+    #[test]
+    fn a_configuration_without_the_record_of_changed_partitions_counts_every_change() {
+        let initial = ClusterConfiguration::initial(&config(3, 3, 3));
+        let mut legacy = initial.clone();
+        legacy.changed_partitions = None;
+        assert!(may_initialize(&initial, &legacy, NodeId(0), PartitionId(1)));
+        let json = legacy.to_json();
+        assert!(!json.contains("changed_partitions"), "{json}");
+        let mut older = ClusterConfiguration::from_json(&json).unwrap();
+        assert_eq!(older.changed_partitions, None);
+        older.version += 1;
+        assert!(!may_initialize(&initial, &older, NodeId(0), PartitionId(1)));
+        // A change of priorities only moves no replica.
+        let mut reprioritized = initial.start_change(
+            vec![Operation::PartitionReconfigurePriority {
+                broker: 2,
+                partition: 1,
+                priority: 9,
+            }],
+            1,
+        );
+        reprioritized = reprioritized.complete_next_step(2).unwrap();
+        assert!(may_initialize(
+            &initial,
+            &reprioritized,
+            NodeId(2),
+            PartitionId(1)
+        ));
+    }
+
+    #[test]
+    fn a_cancelled_change_keeps_the_steps_done_and_records_the_cancellation() {
+        let initial = ClusterConfiguration::initial(&config(3, 1, 3));
+        let steps = vec![
+            Operation::BrokerAdd { broker: 3 },
+            Operation::PartitionJoin {
+                broker: 3,
+                partition: 1,
+                priority: 1,
+            },
+        ];
+        let running = initial
+            .start_change(steps, 10)
+            .complete_next_step(20)
+            .unwrap();
+        let cancelled = running.cancel_change(30).unwrap();
+        assert_eq!(cancelled.version, running.version + 1);
+        assert!(cancelled.pending_change.is_none());
+        assert!(cancelled.is_member(NodeId(3)));
+        assert!(cancelled.partitions_of(NodeId(3)).is_empty());
+        let last = cancelled.last_change.unwrap();
+        assert_eq!(
+            (last.id, last.status, last.started_at, last.completed_at),
+            (2, ChangeStatus::Cancelled, 10, 30)
+        );
+        assert!(cancelled.cancel_change(40).is_none());
+        assert!(cancelled.next_step().is_none());
     }
 }

@@ -53,14 +53,20 @@ pub(super) async fn run(state: ClusterState) {
         }
         let next = match step {
             None => current.complete_next_step(now_millis()),
-            Some(step) => match run_step(&state, &current, &step).await {
-                Ok(next) => Some(next),
-                Err(reason) => {
-                    tracing::warn!(change = change.id, step = ?step, %reason, "cluster change step not done yet; trying again");
-                    tokio::time::sleep(RETRY).await;
-                    continue;
+            Some(step) => {
+                match until_cancelled(&state, change.id, run_step(&state, &current, &step)).await {
+                    None => {
+                        tracing::info!(change = change.id, step = ?step, "the change was cancelled: its step in flight stops");
+                        continue;
+                    }
+                    Some(Ok(next)) => Some(next),
+                    Some(Err(reason)) => {
+                        tracing::warn!(change = change.id, step = ?step, %reason, "cluster change step not done yet; trying again");
+                        tokio::time::sleep(RETRY).await;
+                        continue;
+                    }
                 }
-            },
+            }
         };
         let Some(next) = next else { continue };
         if let Err(reason) = state.propose(current.version, &next).await {
@@ -69,6 +75,16 @@ pub(super) async fn run(state: ClusterState) {
             continue;
         }
         if state.wait_version(next.version, APPLY_TIMEOUT).await {
+            let recorded = state.current();
+            if recorded.version == next.version && recorded != next {
+                // Another value took this version: the change was cancelled meanwhile.
+                tracing::info!(
+                    version = recorded.version,
+                    step = ?step,
+                    "the configuration moved on before this step was recorded"
+                );
+                continue;
+            }
             match &next.pending_change {
                 Some(_) => {
                     tracing::info!(version = next.version, step = ?step, "cluster change step completed")
@@ -76,6 +92,30 @@ pub(super) async fn run(state: ClusterState) {
                 None => tracing::info!(version = next.version, "cluster change completed"),
             }
         }
+    }
+}
+
+/// Runs `step` unless change `id` stops being the one in progress first (it was
+/// cancelled): then `None`, and the step is dropped where it stands.
+async fn until_cancelled<T>(
+    state: &ClusterState,
+    id: u64,
+    step: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let mut watcher = state.subscribe();
+    let cancelled = async move {
+        let moved_on = watcher
+            .wait_for(|c| c.pending_change.as_ref().map(|p| p.id) != Some(id))
+            .await
+            .is_ok();
+        if !moved_on {
+            // The configuration is gone (the broker stops): let the step decide.
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        done = step => Some(done),
+        () = cancelled => None,
     }
 }
 

@@ -17,6 +17,7 @@
 pub mod api;
 mod configuration;
 mod coordinator;
+mod discovery;
 mod plan;
 mod requests;
 mod store;
@@ -37,9 +38,10 @@ use tracing::Instrument;
 
 pub use configuration::{
     Broker, BrokerState, ChangeStatus, ClusterConfiguration, CompletedChange, CompletedOperation,
-    INITIAL_VERSION, Operation, PendingChange, Replica, ReplicaState, Routing, placement,
-    round_robin,
+    INITIAL_VERSION, Operation, PendingChange, Replica, ReplicaState, Routing, may_initialize,
+    placement, round_robin,
 };
+pub use discovery::{Discovered, Discovering, NOT_CONFIGURED, discover};
 pub use plan::{ChangeRequest, InvalidRequest, MAX_PARTITIONS, plan};
 pub use requests::{Announce, LocalCluster, MEMBERSHIP_TIMEOUT, MembershipRequest};
 
@@ -78,6 +80,22 @@ impl ClusterState {
     /// the initial one its settings describe (every broker of a new cluster computes
     /// the same).
     pub fn open(config: &RillConfig) -> Result<ClusterState> {
+        ClusterState::open_or(config, || ClusterConfiguration::initial(config))
+    }
+
+    /// Whether a configuration is stored under `data.directory`.
+    pub fn is_stored(config: &RillConfig) -> Result<bool> {
+        let file = store::path(&config.data.directory);
+        Ok(store::load(&file).map_err(Error::Config)?.is_some())
+    }
+
+    /// The configuration stored under `data.directory`, or, when none is (a new or
+    /// wiped data directory), `first()`, stored at once: the one the running cluster's
+    /// brokers tell ([`discover`]), else the initial one of the settings.
+    pub fn open_or(
+        config: &RillConfig,
+        first: impl FnOnce() -> ClusterConfiguration,
+    ) -> Result<ClusterState> {
         let file = store::path(&config.data.directory);
         let stored = store::load(&file).map_err(Error::Config)?;
         let current = match stored {
@@ -90,9 +108,9 @@ impl ClusterState {
                 stored
             }
             None => {
-                let initial = ClusterConfiguration::initial(config);
-                store::save(&file, &initial).map_err(Error::Config)?;
-                initial
+                let first = first();
+                store::save(&file, &first).map_err(Error::Config)?;
+                first
             }
         };
         let (current, _) = watch::channel(current);
