@@ -435,6 +435,25 @@ fn plain_variable(expression: &Expression) -> Option<&str> {
 }
 
 impl ElementKind {
+    /// A task, subprocess or call activity: what boundary events attach to and what an
+    /// ad-hoc subprocess needs at least one of.
+    pub fn is_activity(&self) -> bool {
+        matches!(
+            self,
+            ElementKind::Task
+                | ElementKind::ManualTask
+                | ElementKind::ServiceTask(_)
+                | ElementKind::ScriptTask(_)
+                | ElementKind::BusinessRuleTask(_)
+                | ElementKind::SendTask(_)
+                | ElementKind::ReceiveTask(_)
+                | ElementKind::UserTask(_)
+                | ElementKind::CallActivity(_)
+                | ElementKind::SubProcess { .. }
+                | ElementKind::AdHocSubProcess(_)
+        )
+    }
+
     /// The BPMN XML element name, for messages (`serviceTask`, `exclusiveGateway`...).
     pub fn bpmn_name(&self) -> &'static str {
         match self {

@@ -415,22 +415,7 @@ fn link_attachments(b: &mut Builder<'_, '_, '_>) {
                 ..
             }
         );
-        if event_subprocess
-            || !matches!(
-                host_element.kind,
-                ElementKind::Task
-                    | ElementKind::ManualTask
-                    | ElementKind::ServiceTask(_)
-                    | ElementKind::ScriptTask(_)
-                    | ElementKind::BusinessRuleTask(_)
-                    | ElementKind::SendTask(_)
-                    | ElementKind::ReceiveTask(_)
-                    | ElementKind::UserTask(_)
-                    | ElementKind::CallActivity(_)
-                    | ElementKind::SubProcess { .. }
-                    | ElementKind::AdHocSubProcess(_)
-            )
-        {
+        if event_subprocess || !host_element.kind.is_activity() {
             b.problem(
                 Some(&boundary_id),
                 node,
@@ -1116,20 +1101,7 @@ fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
                 b.problem(Some(&id), node, message);
                 continue;
             }
-            if matches!(
-                element.kind,
-                ElementKind::Task
-                    | ElementKind::ManualTask
-                    | ElementKind::ServiceTask(_)
-                    | ElementKind::ScriptTask(_)
-                    | ElementKind::BusinessRuleTask(_)
-                    | ElementKind::SendTask(_)
-                    | ElementKind::ReceiveTask(_)
-                    | ElementKind::UserTask(_)
-                    | ElementKind::CallActivity(_)
-                    | ElementKind::SubProcess { .. }
-                    | ElementKind::AdHocSubProcess(_)
-            ) {
+            if element.kind.is_activity() {
                 has_activity = true;
             }
             let entered_otherwise = matches!(
