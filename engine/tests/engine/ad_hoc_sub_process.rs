@@ -70,22 +70,6 @@ fn activation(key: Key, elements: &[(&str, Value)], cancel: bool) -> Command {
     })
 }
 
-fn scope_variables(rule: &mut EngineRule, instance: Key, scope: Key) -> Value {
-    match rule.query(Query::Variables {
-        process_instance_key: instance,
-        scope_key: Some(scope),
-    }) {
-        QueryResult::Variables(vars) => {
-            let mut map = serde_json::Map::new();
-            for v in vars {
-                map.insert(v.name, serde_json::from_str(&v.value).expect("json"));
-            }
-            Value::Object(map)
-        }
-        other => panic!("{other:?}"),
-    }
-}
-
 fn state(rule: &mut EngineRule, instance: Key) -> rill_engine::ProcessInstanceState {
     rule.instance_state(instance).expect("summary").state
 }
@@ -132,7 +116,7 @@ fn entry_activates_the_collection_each_in_an_inner_instance() {
     );
 
     // The elements' metadata: only those without incoming flows can be activated.
-    let locals = scope_variables(&mut rule, instance, ad_hoc);
+    let locals = rule.scope_variables(instance, ad_hoc);
     let elements = locals["adHocSubProcessElements"].as_array().expect("list");
     let ids: Vec<&str> = elements
         .iter()
@@ -216,7 +200,7 @@ fn an_empty_collection_waits_for_the_activation_command_and_its_variables() {
     let inner = events(&rule, "Prepare#innerInstance", Intent::ElementActivated);
     assert_eq!(inner.len(), 2);
     // The variables are locals of the inner instance, and the job sees them.
-    let locals = scope_variables(&mut rule, instance, inner[0].0);
+    let locals = rule.scope_variables(instance, inner[0].0);
     assert_eq!(locals["topic"], json!("rivers"));
     assert!(rule.variables(instance).get("topic").is_none());
     let (job, record) = rule.job("research");

@@ -299,9 +299,14 @@ impl EngineRule {
 
     /// The variables of the process scope, as JSON.
     pub fn variables(&mut self, instance: Key) -> Value {
+        self.scope_variables(instance, instance)
+    }
+
+    /// The variables of one scope (an element instance) of `instance`, as JSON.
+    pub fn scope_variables(&mut self, instance: Key, scope: Key) -> Value {
         match self.query(Query::Variables {
             process_instance_key: instance,
-            scope_key: Some(instance),
+            scope_key: Some(scope),
         }) {
             QueryResult::Variables(vars) => {
                 let mut map = serde_json::Map::new();
