@@ -4,7 +4,6 @@
 //! output collection; incidents; cancel and boundary events.
 //! Fixture: `tests/fixtures/elements/ad-hoc-subprocess.bpmn`.
 
-use rill_engine::{Query, QueryResult};
 use rill_protocol::value::{
     AdHocSubProcessActivateElement, BpmnElementType, IncidentErrorType, ProcessInstanceRecord,
 };
