@@ -234,6 +234,21 @@ async fn append(partition: &Partition<ListEngine>, ids: std::ops::Range<u64>) {
     }
 }
 
+/// How many snapshots the node with metrics `registry` installed from its leader.
+fn snapshots_installed(registry: &Registry) -> f64 {
+    registry
+        .gather()
+        .iter()
+        .filter(|family| family.name() == rill_broker::metrics::SNAPSHOTS_INSTALLED)
+        .flat_map(|family| {
+            family
+                .get_metric()
+                .iter()
+                .map(|m| m.get_counter().get_value())
+        })
+        .sum()
+}
+
 /// Waits until `partition`'s replica knows `expected` as the voters.
 async fn wait_voters(partition: &Partition<ListEngine>, expected: &BTreeSet<NodeId>) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -291,9 +306,20 @@ fn a_replica_moves_to_another_broker_while_commands_are_applied() {
     let address = format!("127.0.0.1:{}", nodes.ports[2]);
     runtime.block_on(async {
         first
-            .add_learner(NodeId(2), address)
+            .add_learner(NodeId(2), address.clone())
             .await
             .expect("learner added");
+        // Only once it holds the partition: promoted earlier, an empty voter would be
+        // needed for a quorum it cannot give until the snapshot has arrived.
+        assert!(
+            snapshots_installed(&nodes.registries[&2]) >= 1.0,
+            "add_learner returned before node 2 had the snapshot"
+        );
+        // Asked again (a retried step), it proposes nothing and returns at once.
+        first
+            .add_learner(NodeId(2), address)
+            .await
+            .expect("learner added again");
         let all = [NodeId(0), NodeId(1), NodeId(2)].into_iter().collect();
         first.change_voters(&all).await.expect("node 2 votes");
         wait_voters(&joined, &all).await;
@@ -340,17 +366,7 @@ fn a_replica_moves_to_another_broker_while_commands_are_applied() {
     });
     assert!(joined.status().healthy, "{:?}", joined.status());
     // It caught up from a snapshot: the log before it was purged.
-    let installed: f64 = nodes.registries[&2]
-        .gather()
-        .iter()
-        .filter(|family| family.name() == rill_broker::metrics::SNAPSHOTS_INSTALLED)
-        .flat_map(|family| {
-            family
-                .get_metric()
-                .iter()
-                .map(|m| m.get_counter().get_value())
-        })
-        .sum();
+    let installed = snapshots_installed(&nodes.registries[&2]);
     assert!(
         installed >= 1.0,
         "snapshots installed on node 2: {installed}"
