@@ -13,11 +13,17 @@
 # settings of the others: what a StatefulSet scale-up gives it), then `rill cluster
 # scale $CHANGE` runs. With round-robin placement partition 2 moves from brokers {0, 1}
 # to {1, 2}: broker 2 receives its snapshot and the log after it, then broker 0 leaves.
-# Reported: the load, the size of the moved replica on disk, and the change's duration
-# from the request to the management API showing it completed, with each step's time.
+# Reported: the load, the size of the moved replica on disk (log, state, snapshots), and
+# the change's duration from the request to the management API showing it completed,
+# with each step's time and the phases of the replica move the brokers logged
+# (`bench/change-steps.py`).
 #
 # Environment:
 #   STATE_MB (1024), PAYLOAD_KB (1024), CHANGE ("--brokers 3"), STARTERS (4)
+#   SETTINGS: more settings for every broker, e.g. "raft.log-retention-entries=50" (with
+#     STATE_MB below 1024 the default retention of 1000 entries of about 1 MB keeps the
+#     whole log, and the new replica gets the log instead of a snapshot)
+#   BROKER_LOG: the brokers' RILL_LOG (warn, and info for rill_raft and rill_broker)
 #   BASE_PORT (28700): broker i uses BASE_PORT+10*i+1..5
 #   CARGO_TARGET_DIR as for cargo; RILL for another binary
 #   OUT: where data, logs and results go (a new directory under /var/tmp); removed
@@ -37,6 +43,8 @@ mkdir -p "$out"
 [[ -x $rill ]] || { echo "missing $rill: cargo build --release -p rill" >&2; exit 1; }
 
 contacts="127.0.0.1:$((base + 2)),127.0.0.1:$((base + 12))"
+extra=()
+for setting in ${SETTINGS:-}; do extra+=(--set "$setting"); done
 pids=()
 finish() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -47,7 +55,7 @@ trap finish EXIT
 
 start_broker() { # node id
   local i=$1
-  RILL_LOG=warn "$rill" broker --data-dir "$out/broker-$i" \
+  RILL_LOG=${BROKER_LOG:-warn,rill_raft=info,rill_broker=info} "$rill" broker --data-dir "$out/broker-$i" \
     --set cluster.node-id="$i" --set cluster.size=2 --set cluster.replication-factor=2 \
     --set cluster.partitions-count=2 --set cluster.host=127.0.0.1 \
     --set cluster.command-port=$((base + 1 + 10 * i)) \
@@ -57,7 +65,7 @@ start_broker() { # node id
     --set gateway.grpc-port=$((base + 5 + 10 * i)) \
     --set monitoring.port=$((base + 4 + 10 * i)) \
     --set data.snapshot-period=30s \
-    --set gateway.max-message-size=$((payload_kb * 2 + 64))KB \
+    --set gateway.max-message-size=$((payload_kb * 2 + 64))KB "${extra[@]}" \
     >"$out/broker-$i.log" 2>&1 &
   pids+=($!)
 }
@@ -125,10 +133,16 @@ elapsed = time.monotonic() - started
 print(f"loaded {instances} instances in {elapsed:.1f} s ({instances * payload_kb / 1024 / elapsed:.1f} MB/s)")
 EOF
 
-# The moved replica's size: partition 2's state and snapshots on broker 1 (it stays).
+# The moved replica's size: partition 2's log, state and snapshots on broker 1 (it stays).
 sleep 35 # a snapshot after the load, so the log behind it is purged
-moved_mb=$(du -sm "$out/broker-1/partition-2" | cut -f1)
-echo "partition 2 on broker 1: ${moved_mb} MB on disk ($(du -sm "$out/broker-1/partition-2/snapshots" | cut -f1) MB of snapshots)"
+sizes() { # directory of a replica
+  local parts=""
+  for part in log state snapshots; do
+    parts+="${parts:+, }$part $(du -sm "$1/$part" 2>/dev/null | cut -f1) MB"
+  done
+  echo "$(du -sm "$1" 2>/dev/null | cut -f1) MB on disk ($parts)"
+}
+echo "partition 2 on broker 1: $(sizes "$out/broker-1/partition-2")"
 
 start_broker 2
 sleep 2
@@ -136,17 +150,6 @@ echo "== rill cluster scale $change"
 started=$(date +%s.%N)
 # shellcheck disable=SC2086
 "$rill" cluster scale $change --management "$management" >"$out/change.txt"
-while curl -fs "$management/actuator/cluster" | python3 -c \
-    "import json,sys; sys.exit(0 if 'pendingChange' in json.load(sys.stdin) else 1)"; do
-  sleep 0.2
-done
-ended=$(date +%s.%N)
-curl -fs "$management/actuator/cluster" >"$out/cluster.json"
-python3 - "$out/cluster.json" "$started" "$ended" <<'EOF'
-import json, sys
-cluster, started, ended = json.load(open(sys.argv[1])), float(sys.argv[2]), float(sys.argv[3])
-print(f"change {cluster['lastChange']['id']}: {cluster['lastChange']['status']} in {ended - started:.1f} s")
-for broker in cluster["brokers"]:
-    print(f"  broker {broker['id']}: partitions {sorted(p['id'] for p in broker['partitions'])}")
-EOF
-echo "partition 2 on broker 2: $(du -sm "$out/broker-2/partition-2" 2>/dev/null | cut -f1) MB on disk"
+python3 "$root/bench/change-steps.py" "$management" "$started" "$out"
+echo "partition 2 on broker 1: $(sizes "$out/broker-1/partition-2")"
+echo "partition 2 on broker 2: $(sizes "$out/broker-2/partition-2")"

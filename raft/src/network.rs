@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -124,6 +124,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             max_payload: self.transport.max_payload(),
             transport: self.transport.clone(),
             retry_unreachable: self.retry_unreachable,
+            sending: None,
         }
     }
 }
@@ -135,6 +136,8 @@ pub struct PeerClient {
     max_payload: usize,
     transport: Arc<dyn RaftTransport>,
     retry_unreachable: Duration,
+    /// The snapshot being sent: its id and when its first chunk went out.
+    sending: Option<(String, Instant)>,
 }
 
 type RpcResult<T, E = openraft::error::Infallible> =
@@ -234,11 +237,43 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<RaftNodeId>, InstallSnapshotError> {
+        if rpc.offset == 0 {
+            tracing::info!(
+                partition = %self.partition,
+                target = self.target,
+                snapshot = %rpc.meta.snapshot_id,
+                "sending a snapshot to node {}",
+                self.target
+            );
+            self.sending = Some((rpc.meta.snapshot_id.clone(), Instant::now()));
+        }
+        let last = rpc.done.then(|| {
+            (
+                rpc.meta.snapshot_id.clone(),
+                rpc.offset + rpc.data.len() as u64,
+            )
+        });
         let rpc = RaftRpc::InstallSnapshot(rpc);
-        match self
+        let reply = self
             .call(RPCTypes::InstallSnapshot, &rpc, option.hard_ttl())
-            .await?
+            .await?;
+        if let (Some((id, bytes)), RaftRpcReply::InstallSnapshot(Ok(_))) = (&last, &reply)
+            && let Some((_, started)) = self.sending.take().filter(|(sent, _)| sent == id)
         {
+            let seconds = started.elapsed().as_secs_f64();
+            tracing::info!(
+                partition = %self.partition,
+                target = self.target,
+                snapshot = %id,
+                bytes,
+                seconds,
+                "snapshot sent to node {} and installed there: {:.0} MB in {seconds:.1} s ({:.0} MB/s)",
+                self.target,
+                *bytes as f64 / 1e6,
+                *bytes as f64 / 1e6 / seconds.max(1e-3),
+            );
+        }
+        match reply {
             RaftRpcReply::InstallSnapshot(Ok(resp)) => Ok(resp),
             RaftRpcReply::InstallSnapshot(Err(SnapshotFailure::Mismatch(m))) => {
                 Err(RPCError::RemoteError(RemoteError::new(

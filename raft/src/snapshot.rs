@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use rill_protocol::codec;
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
@@ -27,6 +28,8 @@ use crate::types::{LogId, SnapshotMeta};
 pub struct SnapshotFile {
     file: tokio::fs::File,
     path: PathBuf,
+    /// When receiving it began (a file being received from a leader).
+    receiving_since: Option<Instant>,
 }
 
 impl SnapshotFile {
@@ -165,7 +168,11 @@ impl SnapshotStore {
         let file = tokio::fs::File::open(&path)
             .await
             .map_err(Error::io(&path))?;
-        Ok(SnapshotFile { file, path })
+        Ok(SnapshotFile {
+            file,
+            path,
+            receiving_since: None,
+        })
     }
 
     /// The newest complete snapshot, if any.
@@ -182,6 +189,7 @@ impl SnapshotStore {
         &self,
         state: &std::sync::Arc<StateStore>,
     ) -> Result<(SnapshotMeta, SnapshotFile)> {
+        let started = Instant::now();
         let checkpoint = self.temp_path("build");
         let partial = self.temp_path("packing");
         let state = state.clone();
@@ -211,7 +219,15 @@ impl SnapshotStore {
             .await
             .map_err(|e| Error::Task(e.to_string()))??;
         let (meta, path) = built;
-        tracing::info!(snapshot = %meta.snapshot_id, "snapshot built");
+        let bytes = fs::metadata(&path).map_or(0, |m| m.len());
+        tracing::info!(
+            snapshot = %meta.snapshot_id,
+            bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "snapshot built: {:.0} MB in {:.1} s",
+            bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
         Ok((meta, Self::open_file(path).await?))
     }
 
@@ -225,7 +241,11 @@ impl SnapshotStore {
             .open(&path)
             .await
             .map_err(Error::io(&path))?;
-        Ok(SnapshotFile { file, path })
+        Ok(SnapshotFile {
+            file,
+            path,
+            receiving_since: Some(Instant::now()),
+        })
     }
 
     /// Installs a received snapshot: checks it, replaces the state database with it and
@@ -237,6 +257,15 @@ impl SnapshotStore {
         state: &std::sync::Arc<StateStore>,
     ) -> Result<()> {
         use tokio::io::AsyncWriteExt;
+        let started = Instant::now();
+        if let Some(since) = data.receiving_since {
+            tracing::info!(
+                snapshot = %meta.snapshot_id,
+                elapsed_ms = since.elapsed().as_millis() as u64,
+                "snapshot received in {:.1} s",
+                since.elapsed().as_secs_f64()
+            );
+        }
         data.file.flush().await.map_err(Error::io(&data.path))?;
         let final_path = self.dir.join(snapshot_name(meta.last_log_id.as_ref()));
         let received = data.path.clone();
@@ -302,7 +331,12 @@ impl SnapshotStore {
             })
             .await
             .map_err(|e| Error::Task(e.to_string()))??;
-        tracing::info!(snapshot = %meta.snapshot_id, "snapshot installed");
+        tracing::info!(
+            snapshot = %meta.snapshot_id,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "snapshot installed in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         Ok(())
     }
 }
