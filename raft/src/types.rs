@@ -102,6 +102,23 @@ impl<'de> serde::de::Visitor<'de> for BytesVisitor {
     }
 }
 
+/// Serde for a `Vec<u8>` written as one byte string (`#[serde(with = "byte_string")]`):
+/// the same bytes in the codec as the derived sequence of `u8`s, without the per-element
+/// calls.
+pub(crate) mod byte_string {
+    use serde::{Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(bytes)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
+        deserializer.deserialize_byte_buf(super::BytesVisitor)
+    }
+}
+
 /// Builds a log id (term, leader node, index).
 pub fn log_id(term: u64, node: RaftNodeId, index: u64) -> LogId {
     openraft::LogId::new(openraft::CommittedLeaderId::new(term, node), index)
