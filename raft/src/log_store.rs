@@ -16,7 +16,7 @@ use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogId, RaftLogReader};
@@ -71,6 +71,8 @@ pub struct LogStore {
     flush_tx: Option<std::sync::mpsc::Sender<LogFlushed<TypeConfig>>>,
     sync_thread: Option<std::thread::JoinHandle<()>>,
     stats: Arc<LogStats>,
+    /// A reclaim of purged entries' disk space runs.
+    reclaiming: Arc<AtomicBool>,
 }
 
 /// A reader of the log for openraft's replication tasks.
@@ -124,6 +126,7 @@ impl LogStore {
             flush_tx: Some(flush_tx),
             sync_thread: Some(sync_thread),
             stats,
+            reclaiming: Arc::default(),
         })
     }
 
@@ -145,6 +148,31 @@ impl LogStore {
 
     fn meta<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>> {
         read_meta(&self.db, key)
+    }
+
+    /// Frees the disk space of the entries purged up to `upto`, in the background. The
+    /// range delete of a purge only hides them: their files stay until a compaction
+    /// reaches them, which in a log no longer written to never happens. Files of purged
+    /// entries only, below level 0, are dropped; the rest of the purged range is
+    /// compacted. One run at a time: a purge during a run is covered by the next one.
+    fn reclaim(&self, upto: u64) {
+        if self.reclaiming.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (db, reclaiming) = (self.db.clone(), self.reclaiming.clone());
+        self.io.spawn_blocking(move || {
+            let reclaimed = cf(&db, CF_LOG).and_then(|log| {
+                db.delete_file_in_range_cf(log, index_key(0), index_key(upto.saturating_add(1)))
+                    .map_err(Error::rocks("delete the files of purged entries"))?;
+                // Both ends included.
+                db.compact_range_cf(log, Some(index_key(0)), Some(index_key(upto)));
+                Ok(())
+            });
+            if let Err(e) = reclaimed {
+                tracing::warn!(error = %e, "purged log entries stay on disk until a compaction");
+            }
+            reclaiming.store(false, Ordering::Release);
+        });
     }
 
     fn write(&self, batch: WriteBatch, action: &'static str) -> Result<()> {
@@ -382,6 +410,86 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.write(batch, "purge the log")
             .map_err(storage::write_logs)?;
         self.stats.purged.fetch_max(log_id.index, Ordering::Relaxed);
+        self.reclaim(log_id.index);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::EntryPayload;
+    use openraft::storage::RaftLogStorageExt;
+
+    use super::*;
+    use crate::types::{EntryData, log_id};
+
+    /// An entry of 100 KB that do not compress.
+    fn entry(index: u64) -> Entry {
+        let mut x = index;
+        let bytes: Vec<u8> = (0..100_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                (x >> 56) as u8
+            })
+            .collect();
+        Entry {
+            log_id: log_id(1, 0, index),
+            payload: EntryPayload::Normal(EntryData(bytes.into())),
+        }
+    }
+
+    /// Bytes of the log column family's files.
+    fn log_bytes(store: &LogStore) -> usize {
+        store
+            .db
+            .live_files()
+            .unwrap()
+            .iter()
+            .filter(|f| f.column_family_name == CF_LOG)
+            .map(|f| f.size)
+            .sum()
+    }
+
+    async fn wait_reclaimed(store: &LogStore) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while store.reclaiming.load(Ordering::Acquire) {
+            assert!(std::time::Instant::now() < deadline, "reclaim never ended");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn purging_frees_the_disk_space_of_the_purged_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = LogStore::open(dir.path(), Handle::current()).unwrap();
+        // Three files of 1 MB: entries 1-10, 11-20 and 21-30.
+        for first in [1, 11, 21] {
+            let entries = (first..first + 10).map(entry).collect::<Vec<_>>();
+            store.blocking_append(entries).await.unwrap();
+            let log = cf(&store.db, CF_LOG).unwrap();
+            store.db.flush_cf(log).unwrap();
+        }
+        assert!(log_bytes(&store) > 3_000_000, "{}", log_bytes(&store));
+
+        store.purge(log_id(1, 0, 20)).await.unwrap();
+        wait_reclaimed(&store).await;
+        let left = log_bytes(&store);
+        assert!(
+            left < 1_200_000,
+            "{left} bytes left: entries 21-30 and little else"
+        );
+        let kept = store.try_get_log_entries(0..100).await.unwrap();
+        let indexes: Vec<u64> = kept.iter().map(|e| e.log_id.index).collect();
+        assert_eq!(indexes, (21..=30).collect::<Vec<_>>());
+
+        // A purge inside a file: its purged entries are hidden and go too.
+        store.purge(log_id(1, 0, 25)).await.unwrap();
+        wait_reclaimed(&store).await;
+        assert!(log_bytes(&store) < 700_000, "{}", log_bytes(&store));
+        let kept = store.try_get_log_entries(0..100).await.unwrap();
+        let indexes: Vec<u64> = kept.iter().map(|e| e.log_id.index).collect();
+        assert_eq!(indexes, (26..=30).collect::<Vec<_>>());
     }
 }
