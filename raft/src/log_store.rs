@@ -36,6 +36,9 @@ const CF_META: &str = "meta";
 const KEY_VOTE: &[u8] = b"vote";
 const KEY_COMMITTED: &[u8] = b"committed";
 const KEY_LAST_PURGED: &[u8] = b"last-purged";
+/// The most bytes of entries one append request carries (the internal transport's
+/// frames hold 16 MiB).
+pub const APPEND_REQUEST_BYTES: usize = 8 << 20;
 
 /// Counters about the log's disk work, for metrics and the benchmark.
 #[derive(Debug, Default)]
@@ -244,7 +247,8 @@ fn index_key(index: u64) -> [u8; 8] {
     index.to_be_bytes()
 }
 
-fn read_entries(db: &DB, start: u64, end: u64) -> Result<Vec<Entry>> {
+/// Entries `start..end`, as many as fit in `max_bytes` (as stored), at least one.
+fn read_entries(db: &DB, start: u64, end: u64, max_bytes: usize) -> Result<Vec<Entry>> {
     if start >= end {
         return Ok(Vec::new());
     }
@@ -258,8 +262,13 @@ fn read_entries(db: &DB, start: u64, end: u64) -> Result<Vec<Entry>> {
         IteratorMode::From(&start_key, Direction::Forward),
     );
     let mut entries = Vec::new();
+    let mut bytes = 0usize;
     for item in iter {
         let (_, value) = item.map_err(Error::rocks("read log entries"))?;
+        bytes = bytes.saturating_add(value.len());
+        if bytes > max_bytes && !entries.is_empty() {
+            break;
+        }
         entries.push(codec::decode::<Entry>(&value)?);
     }
     Ok(entries)
@@ -285,7 +294,20 @@ impl RaftLogReader<TypeConfig> for LogReader {
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
         let (start, end) = bounds(&range);
-        read_entries(&self.db, start, end).map_err(storage::read_logs)
+        read_entries(&self.db, start, end, usize::MAX).map_err(storage::read_logs)
+    }
+
+    /// What one append request to a follower carries: at most
+    /// [`APPEND_REQUEST_BYTES`] of entries (at least one). Without a limit openraft reads
+    /// and encodes `raft.max-append-entries` entries, finds them too large for a frame
+    /// and tries again with fewer, and after ten requests with fewer goes back to all:
+    /// with entries of 1 MB, 256 MB read and encoded for nothing every eleventh request.
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry>, StorageError> {
+        read_entries(&self.db, start, end, APPEND_REQUEST_BYTES).map_err(storage::read_logs)
     }
 }
 
@@ -295,7 +317,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
         let (start, end) = bounds(&range);
-        read_entries(&self.db, start, end).map_err(storage::read_logs)
+        read_entries(&self.db, start, end, usize::MAX).map_err(storage::read_logs)
     }
 }
 
@@ -458,6 +480,30 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "reclaim never ended");
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_append_request_carries_at_most_8_mib_of_entries_and_at_least_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = LogStore::open(dir.path(), Handle::current()).unwrap();
+        let entries = (1..=200).map(entry).collect::<Vec<_>>();
+        store.blocking_append(entries).await.unwrap();
+        let mut reader = store.get_log_reader().await;
+        // 100 KB each: 83 of them fit in 8 MiB.
+        let sent = reader.limited_get_log_entries(1, 201).await.unwrap();
+        assert_eq!(sent.len(), 83);
+        assert_eq!(sent.first().map(|e| e.log_id.index), Some(1));
+        let rest = reader.limited_get_log_entries(190, 201).await.unwrap();
+        assert_eq!(rest.len(), 11);
+        assert_eq!(reader.try_get_log_entries(1..201).await.unwrap().len(), 200);
+
+        let huge = Entry {
+            log_id: log_id(1, 0, 201),
+            payload: EntryPayload::Normal(EntryData(vec![1; APPEND_REQUEST_BYTES + 1].into())),
+        };
+        store.blocking_append([huge]).await.unwrap();
+        let alone = reader.limited_get_log_entries(201, 202).await.unwrap();
+        assert_eq!(alone.len(), 1, "an entry larger than the limit still goes");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
