@@ -53,7 +53,10 @@ pub async fn activate(
                 "No elementId provided in elements[{index}]"
             )));
         }
-        let variables = element.variables.unwrap_or_default().into_value();
+        let variables = element
+            .variables
+            .unwrap_or_default()
+            .checked(&format!("elements[{index}].variables"), &state.settings)?;
         elements.push(AdHocSubProcessActivateElement {
             element_id: element.element_id,
             variables: JsonValue(variables),

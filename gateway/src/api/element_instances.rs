@@ -41,7 +41,7 @@ pub async fn set_variables(
     let partition = state.dispatch.partition_of(key, "element instance")?;
     let command = Command::SetVariables(SetVariables {
         element_instance_key: key,
-        variables: JsonValue(variables.into_value()),
+        variables: JsonValue(variables.checked("variables", &state.settings)?),
         local: request.local.unwrap_or(false),
     });
     state

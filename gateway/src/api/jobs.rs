@@ -590,7 +590,7 @@ pub async fn complete(
     let partition = state.dispatch.partition_of(job_key, "job")?;
     let command = Command::CompleteJob {
         job_key,
-        variables: JsonValue(request.variables.into_value()),
+        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
         result,
     };
     state
@@ -640,7 +640,7 @@ pub async fn fail(
         retries,
         error_message: request.error_message.unwrap_or_default(),
         retry_backoff,
-        variables: JsonValue(request.variables.into_value()),
+        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
     });
     state
         .dispatch
@@ -677,7 +677,7 @@ pub async fn throw_error(
         job_key,
         error_code: request.error_code,
         error_message: request.error_message.unwrap_or_default(),
-        variables: JsonValue(request.variables.into_value()),
+        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
     });
     state
         .dispatch

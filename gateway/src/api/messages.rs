@@ -53,7 +53,7 @@ pub async fn publish(
         correlation_key,
         time_to_live,
         message_id: request.message_id.unwrap_or_default(),
-        variables: JsonValue(request.variables.into_value()),
+        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
     });
     let accepted = state
         .dispatch

@@ -145,7 +145,7 @@ pub async fn create(
     };
     let command = Command::CreateProcessInstance(CreateProcessInstance {
         process,
-        variables: JsonValue(request.variables.into_value()),
+        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
         tags: tags.clone(),
@@ -302,17 +302,19 @@ pub async fn modify(
                 )));
             }
         };
+        let mut variable_instructions = Vec::with_capacity(instruction.variable_instructions.len());
+        for (v, variable) in instruction.variable_instructions.into_iter().enumerate() {
+            let field =
+                format!("activateInstructions[{index}].variableInstructions[{v}].variables");
+            variable_instructions.push(VariableInstruction {
+                variables: JsonValue(variable.variables.checked(&field, &state.settings)?),
+                scope_id: variable.scope_id,
+            });
+        }
         activate_instructions.push(ActivateInstruction {
             element_id: instruction.element_id,
             ancestor_element_instance_key: ancestor,
-            variable_instructions: instruction
-                .variable_instructions
-                .into_iter()
-                .map(|v| VariableInstruction {
-                    variables: JsonValue(v.variables.into_value()),
-                    scope_id: v.scope_id,
-                })
-                .collect(),
+            variable_instructions,
         });
     }
     if activate_instructions.is_empty() && request.terminate_instructions.is_empty() {

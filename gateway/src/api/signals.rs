@@ -37,7 +37,7 @@ pub async fn broadcast(
     }
     let command = Command::BroadcastSignal(BroadcastSignal {
         signal_name: request.signal_name,
-        variables: JsonValue(request.variables.into_value()),
+        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
     });
     let (_, accepted) = state
         .dispatch

@@ -432,10 +432,10 @@ pub async fn complete(
     Body(body): Body,
 ) -> Result<Response, Problem> {
     let request: CompletionRequest = parse_optional_body(&body)?;
-    let variables = request.variables.map_or_else(
-        || serde_json::Value::Object(Default::default()),
-        Variables::into_value,
-    );
+    let variables = request
+        .variables
+        .unwrap_or_default()
+        .checked("variables", &state.settings)?;
     submit(
         &state,
         UserTaskCommand::Complete {
