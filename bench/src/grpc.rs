@@ -36,9 +36,8 @@ impl GrpcApi {
             .connect()
             .await
             .with_context(|| format!("connecting to the gRPC API at {url}"))?;
-        // A batch of jobs with large variables comes in messages of up to the gateway's
-        // gateway.max-message-size, and one job larger than that alone: more than
-        // tonic's 4 MB default.
+        // Jobs come in messages of up to the gateway's gateway.max-message-size (4 MB by
+        // default, tonic's default too), but one job larger than that comes alone.
         let client = GatewayClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);

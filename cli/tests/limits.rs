@@ -47,8 +47,8 @@ async fn connect(address: String) -> GatewayClient<Channel> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match GatewayClient::connect(address.clone()).await {
-            // A job with a 1 MB document arrives in one message; tonic's own default
-            // would take up to 4 MB, as Zeebe's clients do.
+            // Room for a job whose variables are near the 4 MB limit: it comes alone, in
+            // a message a little larger than tonic's default limit.
             Ok(client) => {
                 return client
                     .max_decoding_message_size(64 << 20)
