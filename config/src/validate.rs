@@ -296,17 +296,6 @@ impl RillConfig {
             "gateway.max-variable-document-size",
             gateway.max_variable_document_size.bytes(),
         );
-        // A document travels inside a request: a larger one could never arrive.
-        if gateway.max_variable_document_size > gateway.max_message_size {
-            found.add(
-                "gateway.max-variable-document-size",
-                format!(
-                    "is {}, more than gateway.max-message-size ({})",
-                    gateway.max_variable_document_size, gateway.max_message_size
-                ),
-                "make it at most gateway.max-message-size, or raise that",
-            );
-        }
         positive(found, "gateway.request-timeout", gateway.request_timeout);
         positive(found, "history.retention", self.history.retention);
         positive(
