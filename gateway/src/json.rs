@@ -1,7 +1,7 @@
 //! Reading request bodies and path keys into typed values, with errors that name the
 //! field and say what was expected.
 
-use rill_protocol::Key;
+use rill_protocol::{JsonValue, Key};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 
@@ -121,25 +121,35 @@ pub fn optional_long<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
     Option::<Long>::deserialize(deserializer).map(|l| l.map(|l| l.0))
 }
 
-/// Variables: must be a JSON object (`null` is taken as "none").
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Variables(pub serde_json::Map<String, serde_json::Value>);
+/// Variables: must be a JSON object (`null` is taken as "none"), kept as its checked
+/// JSON text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variables(pub JsonValue);
+
+impl Default for Variables {
+    fn default() -> Self {
+        Variables(JsonValue::empty_object())
+    }
+}
 
 impl Variables {
-    pub fn into_value(self) -> serde_json::Value {
-        serde_json::Value::Object(self.0)
+    pub fn into_json(self) -> JsonValue {
+        self.0
     }
 }
 
 impl<'de> Deserialize<'de> for Variables {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match serde_json::Value::deserialize(deserializer)? {
-            serde_json::Value::Object(map) => Ok(Variables(map)),
-            serde_json::Value::Null => Ok(Variables::default()),
-            other => Err(D::Error::custom(format!(
+        let document = JsonValue::deserialize(deserializer)?;
+        if document.is_null() {
+            Ok(Variables::default())
+        } else if document.is_object() {
+            Ok(Variables(document))
+        } else {
+            Err(D::Error::custom(format!(
                 "expected a JSON object of variables, e.g. {{\"amount\": 5}}, but got {}",
-                kind_of(&other)
-            ))),
+                document.kind()
+            )))
         }
     }
 }
@@ -238,7 +248,7 @@ mod tests {
     fn null_variables_mean_none() {
         let sample =
             parse_body::<Sample>(br#"{"jobKey": "2251799813685249", "variables": null}"#).unwrap();
-        assert!(sample.variables.0.is_empty());
+        assert_eq!(sample.variables.into_json().as_str(), "{}");
     }
 
     #[test]

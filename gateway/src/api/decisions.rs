@@ -238,8 +238,7 @@ pub async fn evaluate(
             DecisionSelector::ByKey(key)
         }
     };
-    let (key, record) =
-        submit_evaluation(&state, decision, JsonValue(request.variables.into_value())).await?;
+    let (key, record) = submit_evaluation(&state, decision, request.variables.into_json()).await?;
     Ok(Json(evaluate_result(key, &record)))
 }
 

@@ -3,7 +3,7 @@
 
 use prost::Message;
 use rill_protocol::value::{DEFAULT_TENANT, JobRecord};
-use rill_protocol::{JsonValue, Key};
+use rill_protocol::{JsonTextError, JsonValue, Key};
 use tonic::Status;
 
 use super::proto::{ActivateJobsResponse, ActivatedJob, activated_job};
@@ -11,31 +11,23 @@ use super::proto::{ActivateJobsResponse, ActivatedJob, activated_job};
 /// A JSON text field that must hold an object of variables. Empty text means none.
 pub fn variables(field: &str, text: &str) -> Result<JsonValue, Status> {
     if text.trim().is_empty() {
-        return Ok(JsonValue(serde_json::Value::Object(Default::default())));
+        return Ok(JsonValue::empty_object());
     }
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(map)) => Ok(JsonValue(serde_json::Value::Object(map))),
+    match JsonValue::parse(text) {
         // `null` is taken as no variables, as in the REST API.
-        Ok(serde_json::Value::Null) => Ok(JsonValue(serde_json::Value::Object(Default::default()))),
+        Ok(document) if document.is_null() => Ok(JsonValue::empty_object()),
+        Ok(document) if document.is_object() => Ok(document),
         Ok(other) => Err(Status::invalid_argument(format!(
             "Property '{field}' is invalid: expected a JSON object of variables, e.g. \
              {{\"amount\": 5}}, but got {}",
-            kind_of(&other)
+            other.kind()
         ))),
-        Err(error) => Err(Status::invalid_argument(format!(
+        Err(JsonTextError::Syntax(error)) => Err(Status::invalid_argument(format!(
             "Property '{field}' is invalid: it is not a JSON document ({error})"
         ))),
-    }
-}
-
-fn kind_of(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
+        Err(error) => Err(Status::invalid_argument(format!(
+            "Property '{field}' is invalid: it is {error}"
+        ))),
     }
 }
 
@@ -83,10 +75,12 @@ pub fn tenant_text(tenant: String) -> String {
 }
 
 /// JSON text of a value, `{}` for none.
-pub fn json_text(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Null => "{}".to_owned(),
-        other => other.to_string(),
+/// A document as gRPC clients receive it: JSON text, `{}` for none.
+pub fn json_text(value: &JsonValue) -> String {
+    if value.is_null() {
+        "{}".to_owned()
+    } else {
+        value.as_str().to_owned()
     }
 }
 
@@ -114,7 +108,7 @@ pub fn activated_job(key: i64, job: JobRecord) -> ActivatedJob {
         worker: job.worker,
         retries: job.retries,
         deadline: job.deadline,
-        variables: json_text(&job.variables.0),
+        variables: json_text(&job.variables),
         tenant_id: tenant_text(job.tenant_id),
         user_task: None,
         kind: kind as i32,
@@ -153,9 +147,12 @@ mod tests {
 
     #[test]
     fn variables_must_be_an_object_and_the_error_names_the_field() {
-        assert_eq!(variables("variables", "").unwrap().0, serde_json::json!({}));
         assert_eq!(
-            variables("variables", r#"{"a":1}"#).unwrap().0,
+            variables("variables", "").unwrap().to_value(),
+            serde_json::json!({})
+        );
+        assert_eq!(
+            variables("variables", r#"{"a":1}"#).unwrap().to_value(),
             serde_json::json!({"a": 1})
         );
         let array = variables("variables", "[1]").unwrap_err();
