@@ -2,14 +2,12 @@
 //! field and say what was expected.
 
 use axum::http::StatusCode;
-use rill_protocol::Key;
+use rill_protocol::{JsonValue, Key};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 
 use crate::api::ApiSettings;
-use crate::limits::{
-    MAX_DOCUMENT_DEPTH, Unreadable, check_size, is_recursion_limit, parse_document,
-};
+use crate::limits::{MAX_DOCUMENT_DEPTH, Unreadable, check_size, is_recursion_limit, raw_document};
 use crate::problem::Problem;
 
 /// Parses a JSON request body. An empty body is an error (the endpoint needs one).
@@ -135,21 +133,26 @@ pub fn optional_long<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
 /// A variable document: must be a JSON object (`null` is taken as "none"), nested at
 /// most [`MAX_DOCUMENT_DEPTH`] levels. Its size is checked against the setting with
 /// [`Variables::checked`], the only way to take the variables out.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Variables {
-    members: serde_json::Map<String, serde_json::Value>,
+    document: JsonValue,
     /// Bytes of JSON text the client sent for it.
     size: usize,
 }
 
+impl Default for Variables {
+    fn default() -> Self {
+        Variables {
+            document: JsonValue::empty_object(),
+            size: 0,
+        }
+    }
+}
+
 impl Variables {
-    /// The document as a value, if it is within the size limit; `field` names it in the
-    /// problem otherwise (413 `PAYLOAD_TOO_LARGE`, naming the limit and the setting).
-    pub fn checked(
-        self,
-        field: &str,
-        settings: &ApiSettings,
-    ) -> Result<serde_json::Value, Problem> {
+    /// The document, if it is within the size limit; `field` names it in the problem
+    /// otherwise (413 `PAYLOAD_TOO_LARGE`, naming the limit and the setting).
+    pub fn checked(self, field: &str, settings: &ApiSettings) -> Result<JsonValue, Problem> {
         check_size(self.size, settings.max_variable_document_size).map_err(|error| {
             Problem::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -157,12 +160,12 @@ impl Variables {
                 error.describe(field),
             )
         })?;
-        Ok(serde_json::Value::Object(self.members))
+        Ok(self.document)
     }
 
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.document.as_str() == "{}"
     }
 }
 
@@ -170,14 +173,13 @@ impl<'de> Deserialize<'de> for Variables {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The text as sent, to measure it; request bodies are always JSON.
         let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
-        let text = raw.get();
-        let size = text.len();
-        match parse_document(text) {
-            Ok(serde_json::Value::Object(members)) => Ok(Variables { members, size }),
-            Ok(serde_json::Value::Null) => Ok(Variables::default()),
+        let size = raw.get().len();
+        match raw_document(&raw) {
+            Ok(document) if document.is_object() => Ok(Variables { document, size }),
+            Ok(document) if document.is_null() => Ok(Variables::default()),
             Ok(other) => Err(D::Error::custom(format!(
                 "expected a JSON object of variables, e.g. {{\"amount\": 5}}, but got {}",
-                kind_of(&other)
+                other.kind()
             ))),
             Err(Unreadable::TooDeep) => Err(D::Error::custom(format!(
                 "it nests objects and arrays more than {MAX_DOCUMENT_DEPTH} levels deep"
@@ -305,7 +307,7 @@ mod tests {
             .clone()
             .checked("variables", &settings(16))
             .unwrap();
-        assert_eq!(value, serde_json::json!({"a": [1, 2]}));
+        assert_eq!(value.as_str(), r#"{"a":[1,2]}"#);
         let problem = sample
             .variables
             .checked("variables", &settings(15))

@@ -2,7 +2,8 @@
 //! the variable documents in it. Both APIs refuse more with a message that names the
 //! field, the limit and the setting that sets it (docs/decisions/limits.md).
 
-use serde_json::Value;
+use rill_protocol::{JsonTextError, JsonValue, MAX_JSON_DEPTH};
+use serde_json::value::RawValue;
 
 /// The setting that bounds a REST body or a gRPC message.
 pub const MESSAGE_SIZE_SETTING: &str = "gateway.max-message-size";
@@ -11,9 +12,8 @@ pub const MESSAGE_SIZE_SETTING: &str = "gateway.max-message-size";
 pub const DOCUMENT_SIZE_SETTING: &str = "gateway.max-variable-document-size";
 
 /// Deepest nesting of objects and arrays in a variable document (the document itself is
-/// level 1). Below serde_json's 128 on purpose: records carry documents as JSON text,
-/// and every replica must be able to parse what the gateway let in.
-pub const MAX_DOCUMENT_DEPTH: usize = 100;
+/// level 1): the protocol's own limit for JSON text.
+pub const MAX_DOCUMENT_DEPTH: usize = MAX_JSON_DEPTH;
 
 /// Why a variable document is refused.
 #[derive(Debug)]
@@ -63,14 +63,22 @@ pub fn check_size(size: usize, limit: u64) -> Result<(), DocumentError> {
     }
 }
 
-/// Parses a variable document's JSON text, refusing one nested too deeply.
-pub fn parse_document(text: &str) -> Result<Value, Unreadable> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(value) if deeper_than(&value, MAX_DOCUMENT_DEPTH) => Err(Unreadable::TooDeep),
-        Ok(value) => Ok(value),
-        // The parser stops at its own limit, which is above ours.
-        Err(error) if is_recursion_limit(&error) => Err(Unreadable::TooDeep),
-        Err(error) => Err(Unreadable::Invalid(error)),
+/// Checks a variable document's JSON text, refusing one nested too deeply.
+pub fn parse_document(text: &str) -> Result<JsonValue, Unreadable> {
+    JsonValue::parse(text).map_err(Unreadable::from)
+}
+
+/// [`parse_document`] for text serde_json has already read as JSON (a REST body's field).
+pub fn raw_document(raw: &RawValue) -> Result<JsonValue, Unreadable> {
+    JsonValue::from_raw(raw).map_err(Unreadable::from)
+}
+
+impl From<JsonTextError> for Unreadable {
+    fn from(error: JsonTextError) -> Self {
+        match error {
+            JsonTextError::TooDeep => Unreadable::TooDeep,
+            JsonTextError::Syntax(error) => Unreadable::Invalid(error),
+        }
     }
 }
 
@@ -79,30 +87,12 @@ pub fn is_recursion_limit(error: &serde_json::Error) -> bool {
     error.to_string().starts_with("recursion limit exceeded")
 }
 
-/// Whether `value` nests objects and arrays more than `limit` levels deep (a scalar is
-/// level 0). Parsed values are at most 128 deep, so the recursion is bounded.
-fn deeper_than(value: &Value, limit: usize) -> bool {
-    match value {
-        Value::Array(items) => limit == 0 || items.iter().any(|c| deeper_than(c, limit - 1)),
-        Value::Object(members) => limit == 0 || members.values().any(|c| deeper_than(c, limit - 1)),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn nested(depth: usize) -> String {
         format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth))
-    }
-
-    #[test]
-    fn depth_is_counted_in_objects_and_arrays() {
-        assert!(!deeper_than(&serde_json::json!(1), 0));
-        assert!(deeper_than(&serde_json::json!({}), 0));
-        assert!(!deeper_than(&serde_json::json!({"a": [1, {"b": 2}]}), 3));
-        assert!(deeper_than(&serde_json::json!({"a": [1, {"b": {}}]}), 3));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{FlowIdx, Mapping, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure, Rejection};
-use crate::state::{AwaitRegistration, ElementInstance};
+use crate::state::{AwaitRegistration, ElementInstance, StoredVariable};
+use std::collections::HashMap;
 
 /// A type name for messages about values.
 pub(crate) fn json_type_name(value: &Value) -> &'static str {
@@ -83,14 +84,9 @@ impl Processing<'_> {
 
     /// The value of `name` as seen from the first scope of `chain`.
     fn visible_variable(&self, instance: Key, chain: &[Key], name: &str) -> Result<Option<Value>> {
-        for scope in chain {
-            if let Some(variable) = self.read().variable(instance, *scope, name)? {
-                return Ok(Some(
-                    serde_json::from_str(&variable.value).unwrap_or(Value::Null),
-                ));
-            }
-        }
-        Ok(None)
+        Ok(self
+            .visible_variable_text(instance, chain, name)?
+            .map(|variable| serde_json::from_str(&variable.value).unwrap_or(Value::Null)))
     }
 
     /// The variables `names` as seen from the first scope of `chain`.
@@ -125,6 +121,66 @@ impl Processing<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// The variables visible from the first scope of `chain` (inner scopes win), all of
+    /// them or only `names`, as one JSON object built from the stored texts: a job
+    /// activation or an awaited result hands them on without parsing them.
+    pub fn variables_document(
+        &self,
+        instance: Key,
+        chain: &[Key],
+        names: Option<&[String]>,
+    ) -> Result<JsonValue> {
+        let mut entries: Vec<(String, String)> = Vec::new();
+        match names {
+            Some(names) => {
+                for name in names {
+                    if let Some(variable) = self.visible_variable_text(instance, chain, name)? {
+                        entries.push((name.clone(), variable.value));
+                    }
+                }
+            }
+            None => {
+                let mut position: HashMap<String, usize> = HashMap::new();
+                for scope in chain.iter().rev() {
+                    for (name, variable) in self.read().scope_variables(instance, *scope)? {
+                        if name == super::elements::INPUT_SNAPSHOT
+                            || name == super::MESSAGE_START_VARIABLE
+                        {
+                            continue;
+                        }
+                        match position.get(&name) {
+                            Some(&at) => entries[at].1 = variable.value,
+                            None => {
+                                position.insert(name.clone(), entries.len());
+                                entries.push((name, variable.value));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(JsonValue::from_entries(
+            entries
+                .iter()
+                .map(|(name, text)| (name.as_str(), text.as_str())),
+        ))
+    }
+
+    /// The stored variable `name` as seen from the first scope of `chain`.
+    fn visible_variable_text(
+        &self,
+        instance: Key,
+        chain: &[Key],
+        name: &str,
+    ) -> Result<Option<StoredVariable>> {
+        for scope in chain {
+            if let Some(variable) = self.read().variable(instance, *scope, name)? {
+                return Ok(Some(variable));
+            }
+        }
+        Ok(None)
     }
 
     /// The variables an expression reads, as seen from an element's own scope.
@@ -226,8 +282,18 @@ impl Processing<'_> {
         name: &str,
         value: &Value,
     ) -> Result<()> {
+        self.set_variable_text(at, scope_key, name, &value.to_string())
+    }
+
+    /// [`Self::set_variable`] with the value as checked, compact JSON text.
+    pub fn set_variable_text(
+        &mut self,
+        at: &ProcessInstanceRecord,
+        scope_key: Key,
+        name: &str,
+        text: &str,
+    ) -> Result<()> {
         let instance = at.process_instance_key;
-        let text = value.to_string();
         let (key, intent) = match self.read().variable(instance, scope_key, name)? {
             Some(existing) if existing.value == text => return Ok(()),
             Some(existing) => (existing.key, Intent::Updated),
@@ -235,7 +301,7 @@ impl Processing<'_> {
         };
         let record = VariableRecord {
             name: name.to_owned(),
-            value: text,
+            value: text.to_owned(),
             scope_key: scope_key.get(),
             process_instance_key: instance,
             process_definition_key: at.process_definition_key,
@@ -405,11 +471,8 @@ impl Processing<'_> {
             return Ok(CommandResponse::Rejected(rejection.into()));
         };
         let chain = [process_instance_key];
-        let variables = if fetch_variables.is_empty() {
-            self.all_variables(process_instance_key, &chain)?
-        } else {
-            self.variables_named(process_instance_key, &chain, fetch_variables)?
-        };
+        let names = (!fetch_variables.is_empty()).then_some(fetch_variables);
+        let variables = self.variables_document(process_instance_key, &chain, names)?;
         Ok(CommandResponse::Accepted {
             key: process_instance_key,
             intent: Intent::Completed,
@@ -418,7 +481,7 @@ impl Processing<'_> {
                 version: summary.version,
                 process_definition_key: summary.process_definition_key.get(),
                 process_instance_key: process_instance_key.get(),
-                variables: JsonValue(Value::Object(variables)),
+                variables,
                 tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
             }
             .into(),

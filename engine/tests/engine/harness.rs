@@ -226,7 +226,7 @@ impl EngineRule {
                 bpmn_process_id: process_id.to_owned(),
                 version: None,
             },
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
             await_result: false,
             fetch_variables: Vec::new(),
             tags: Vec::new(),
@@ -267,7 +267,7 @@ impl EngineRule {
     pub fn complete(&mut self, job_key: Key, variables: Value) -> Outcome {
         self.process(Command::CompleteJob {
             job_key,
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
             result: Default::default(),
         })
     }
@@ -284,7 +284,7 @@ impl EngineRule {
             correlation_key: correlation_key.to_owned(),
             time_to_live: ttl,
             message_id: String::new(),
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
         }))
     }
 

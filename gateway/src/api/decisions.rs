@@ -239,7 +239,7 @@ pub async fn evaluate(
         }
     };
     let variables = request.variables.checked("variables", &state.settings)?;
-    let (key, record) = submit_evaluation(&state, decision, JsonValue(variables)).await?;
+    let (key, record) = submit_evaluation(&state, decision, variables).await?;
     Ok(Json(evaluate_result(key, &record)))
 }
 

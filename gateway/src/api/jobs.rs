@@ -78,7 +78,7 @@ struct ActivatedJob {
     worker: String,
     retries: i32,
     deadline: i64,
-    variables: serde_json::Value,
+    variables: JsonValue,
     tenant_id: String,
     job_key: String,
     process_instance_key: String,
@@ -152,9 +152,10 @@ impl ActivatedJob {
             worker: job.worker,
             retries: job.retries,
             deadline: job.deadline,
-            variables: match job.variables.0 {
-                serde_json::Value::Null => serde_json::Value::Object(Default::default()),
-                other => other,
+            variables: if job.variables.is_null() {
+                JsonValue::empty_object()
+            } else {
+                job.variables
             },
             tenant_id: job.tenant_id,
             job_key: key.to_string(),
@@ -597,7 +598,7 @@ pub async fn complete(
     let partition = state.dispatch.partition_of(job_key, "job")?;
     let command = Command::CompleteJob {
         job_key,
-        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
+        variables: request.variables.checked("variables", &state.settings)?,
         result,
     };
     state
@@ -647,7 +648,7 @@ pub async fn fail(
         retries,
         error_message: request.error_message.unwrap_or_default(),
         retry_backoff,
-        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
+        variables: request.variables.checked("variables", &state.settings)?,
     });
     state
         .dispatch
@@ -684,7 +685,7 @@ pub async fn throw_error(
         job_key,
         error_code: request.error_code,
         error_message: request.error_message.unwrap_or_default(),
-        variables: JsonValue(request.variables.checked("variables", &state.settings)?),
+        variables: request.variables.checked("variables", &state.settings)?,
     });
     state
         .dispatch
@@ -781,7 +782,7 @@ mod tests {
             error_message: String::new(),
             error_code: String::new(),
             custom_headers: [("h".to_owned(), "v".to_owned())].into_iter().collect(),
-            variables: JsonValue(serde_json::json!({"a": 1})),
+            variables: JsonValue::from(serde_json::json!({"a": 1})),
             tenant_id: "<default>".into(),
             job_kind: Default::default(),
             job_listener_event_type: Default::default(),

@@ -16,7 +16,7 @@ use rill_protocol::history::{
     Search, UserTaskField as F, UserTaskState, VariableField, date_millis,
 };
 use rill_protocol::{
-    Command, JsonValue, Key, Query, QueryResult, Timestamp, UserTaskChanges, UserTaskCommand,
+    Command, Key, Query, QueryResult, Timestamp, UserTaskChanges, UserTaskCommand,
 };
 use serde::{Deserialize, Serialize};
 
@@ -440,7 +440,7 @@ pub async fn complete(
         &state,
         UserTaskCommand::Complete {
             user_task_key: key,
-            variables: JsonValue(variables),
+            variables,
             action: request.action.unwrap_or_default(),
         },
     )

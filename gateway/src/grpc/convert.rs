@@ -13,17 +13,17 @@ use crate::limits::{DocumentError, MESSAGE_SIZE_SETTING, Unreadable, check_size,
 /// long (`gateway.max-variable-document-size`). Empty text means none.
 pub fn variables(field: &str, text: &str, max_size: u64) -> Result<JsonValue, Status> {
     if text.trim().is_empty() {
-        return Ok(JsonValue(serde_json::Value::Object(Default::default())));
+        return Ok(JsonValue::empty_object());
     }
     check_size(text.len(), max_size).map_err(|error| document_status(field, &error))?;
     match parse_document(text) {
-        Ok(serde_json::Value::Object(map)) => Ok(JsonValue(serde_json::Value::Object(map))),
         // `null` is taken as no variables, as in the REST API.
-        Ok(serde_json::Value::Null) => Ok(JsonValue(serde_json::Value::Object(Default::default()))),
+        Ok(document) if document.is_null() => Ok(JsonValue::empty_object()),
+        Ok(document) if document.is_object() => Ok(document),
         Ok(other) => Err(Status::invalid_argument(format!(
             "Property '{field}' is invalid: expected a JSON object of variables, e.g. \
              {{\"amount\": 5}}, but got {}",
-            kind_of(&other)
+            other.kind()
         ))),
         Err(Unreadable::Invalid(error)) => Err(Status::invalid_argument(format!(
             "Property '{field}' is invalid: it is not a JSON document ({error})"
@@ -67,17 +67,6 @@ pub fn message_too_large(size: Option<usize>, max_size: u64) -> Status {
         "The request message{size} is larger than the maximum message size of {max_size} \
          bytes (set by {MESSAGE_SIZE_SETTING})"
     ))
-}
-
-fn kind_of(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
 }
 
 /// Rill is single-tenant: a tenant id must be empty or the default tenant.
@@ -124,10 +113,12 @@ pub fn tenant_text(tenant: String) -> String {
 }
 
 /// JSON text of a value, `{}` for none.
-pub fn json_text(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Null => "{}".to_owned(),
-        other => other.to_string(),
+/// A document as gRPC clients receive it: JSON text, `{}` for none.
+pub fn json_text(value: &JsonValue) -> String {
+    if value.is_null() {
+        "{}".to_owned()
+    } else {
+        value.as_str().to_owned()
     }
 }
 
@@ -155,7 +146,7 @@ pub fn activated_job(key: i64, job: JobRecord) -> ActivatedJob {
         worker: job.worker,
         retries: job.retries,
         deadline: job.deadline,
-        variables: json_text(&job.variables.0),
+        variables: json_text(&job.variables),
         tenant_id: tenant_text(job.tenant_id),
         user_task: None,
         kind: kind as i32,
@@ -197,11 +188,13 @@ mod tests {
     #[test]
     fn variables_must_be_an_object_and_the_error_names_the_field() {
         assert_eq!(
-            variables("variables", "", LIMIT).unwrap().0,
+            variables("variables", "", LIMIT).unwrap().to_value(),
             serde_json::json!({})
         );
         assert_eq!(
-            variables("variables", r#"{"a":1}"#, LIMIT).unwrap().0,
+            variables("variables", r#"{"a":1}"#, LIMIT)
+                .unwrap()
+                .to_value(),
             serde_json::json!({"a": 1})
         );
         let array = variables("variables", "[1]", LIMIT).unwrap_err();

@@ -605,7 +605,7 @@ impl Gateway for GatewayService {
                     bpmn_process_id: record.bpmn_process_id,
                     version: record.version,
                     process_instance_key: record.process_instance_key,
-                    variables: json_text(&record.variables.0),
+                    variables: json_text(&record.variables),
                     tenant_id: tenant_text(record.tenant_id),
                     tags,
                 }))
