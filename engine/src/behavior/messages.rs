@@ -356,16 +356,10 @@ impl Processing<'_> {
     /// next instance (as in Zeebe).
     pub fn message_started_instance_ended(
         &mut self,
-        instance: Key,
+        started_by: Option<&MessageStart>,
         process_id: &str,
     ) -> Result<()> {
-        let Some(variable) = self
-            .read()
-            .variable(instance, instance, MESSAGE_START_VARIABLE)?
-        else {
-            return Ok(());
-        };
-        let Ok(ended) = serde_json::from_str::<MessageStart>(&variable.value) else {
+        let Some(ended) = started_by else {
             return Ok(());
         };
         if ended.correlation_key.is_empty() {

@@ -2,6 +2,8 @@
 //! writing with Zeebe's propagation (a variable goes to the nearest scope that holds
 //! it, else to the process scope).
 
+use std::collections::HashMap;
+
 use rill_engine_api::Action;
 use rill_feel::Expression;
 use rill_protocol::value::{ProcessInstanceRecord, ProcessInstanceResultRecord, VariableRecord};
@@ -13,7 +15,6 @@ use crate::error::Result;
 use crate::model::{FlowIdx, Mapping, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure, Rejection};
 use crate::state::{AwaitRegistration, ElementInstance, StoredVariable};
-use std::collections::HashMap;
 
 /// A type name for messages about values.
 pub(crate) fn json_type_name(value: &Value) -> &'static str {
@@ -430,31 +431,59 @@ impl Processing<'_> {
         Ok(taken)
     }
 
-    /// An instance ended: answer the client awaiting its result, if any. The
-    /// registration must be read before the ending event removed it.
+    /// What the end of a process instance needs from its variables, read before the end
+    /// is applied (which removes them): the document for a client awaiting the result,
+    /// and the marker of the message that started it.
+    pub fn ending_instance(
+        &self,
+        process_instance_key: Key,
+        registration: Option<AwaitRegistration>,
+    ) -> Result<EndingInstance> {
+        let awaited = match registration {
+            Some(registration) => {
+                let chain = [process_instance_key];
+                let names = &registration.fetch_variables;
+                let names = (!names.is_empty()).then_some(&names[..]);
+                let variables = self.variables_document(process_instance_key, &chain, names)?;
+                Some((registration.request_id, variables))
+            }
+            None => None,
+        };
+        let message_start = self
+            .read()
+            .variable(
+                process_instance_key,
+                process_instance_key,
+                super::MESSAGE_START_VARIABLE,
+            )?
+            .and_then(|v| serde_json::from_str::<super::MessageStart>(&v.value).ok());
+        Ok(EndingInstance {
+            awaited,
+            message_start,
+        })
+    }
+
+    /// An instance ended: its summary expires after the retention, and a waiting client
+    /// gets its answer.
     pub fn instance_finished(
         &mut self,
         process_instance_key: Key,
-        registration: Option<AwaitRegistration>,
+        ending: &mut EndingInstance,
         completed: bool,
     ) -> Result<()> {
         self.schedule_summary_expiry();
-        if let Some(registration) = registration {
-            let response = self.await_response(
-                process_instance_key,
-                &registration.fetch_variables,
-                completed,
-            )?;
-            self.answer_waiting(registration.request_id, response);
+        if let Some((request_id, variables)) = ending.awaited.take() {
+            let response = self.await_response(process_instance_key, variables, completed)?;
+            self.answer_waiting(request_id, response);
         }
         Ok(())
     }
 
     /// Builds the answer for a client awaiting the result of an instance.
-    pub fn await_response(
+    fn await_response(
         &self,
         process_instance_key: Key,
-        fetch_variables: &[String],
+        variables: JsonValue,
         completed: bool,
     ) -> Result<CommandResponse> {
         if !completed {
@@ -470,9 +499,6 @@ impl Processing<'_> {
             ));
             return Ok(CommandResponse::Rejected(rejection.into()));
         };
-        let chain = [process_instance_key];
-        let names = (!fetch_variables.is_empty()).then_some(fetch_variables);
-        let variables = self.variables_document(process_instance_key, &chain, names)?;
         Ok(CommandResponse::Accepted {
             key: process_instance_key,
             intent: Intent::Completed,
@@ -500,4 +526,12 @@ impl Processing<'_> {
             });
         }
     }
+}
+
+/// What an ending process instance's variables said, read before they were removed.
+pub struct EndingInstance {
+    /// The waiting client's request and the variables it asked for.
+    awaited: Option<(u64, JsonValue)>,
+    /// The marker of the message that started the instance, if one did.
+    pub message_start: Option<super::MessageStart>,
 }

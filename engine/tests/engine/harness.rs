@@ -298,8 +298,27 @@ impl EngineRule {
     }
 
     /// The variables of the process scope, as JSON.
+    /// The process scope's variables: from the state while the instance runs, else (its
+    /// variables went with it) the last value of each as the records tell it.
     pub fn variables(&mut self, instance: Key) -> Value {
-        self.scope_variables(instance, instance)
+        let live = self.scope_variables(instance, instance);
+        if live.as_object().is_some_and(|m| !m.is_empty()) {
+            return live;
+        }
+        let mut map = serde_json::Map::new();
+        for (_, record) in &self.log {
+            if let rill_protocol::RecordValue::Variable(v) = &record.value
+                && record.record_type == RecordType::Event
+                && v.process_instance_key == instance.get()
+                && v.scope_key == instance.get()
+            {
+                map.insert(
+                    v.name.clone(),
+                    serde_json::from_str(&v.value).expect("json"),
+                );
+            }
+        }
+        Value::Object(map)
     }
 
     /// The variables of one scope (an element instance) of `instance`, as JSON.
