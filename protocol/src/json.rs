@@ -151,62 +151,48 @@ fn push_json_string(out: &mut String, text: &str) {
     *out = String::from_utf8(buffer).unwrap_or_default();
 }
 
-/// Checks the nesting depth of valid JSON text and drops whitespace outside strings.
+/// Checks the nesting depth of valid JSON text and drops whitespace outside strings
+/// (copying only once it meets some).
 fn compact(text: &str) -> Result<Cow<'_, str>, JsonTextError> {
+    let bytes = text.as_bytes();
+    let mut copy: Option<Vec<u8>> = None;
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
-    let mut has_whitespace = false;
-    for &byte in text.as_bytes() {
-        if in_string {
+    for (at, &byte) in bytes.iter().enumerate() {
+        let keep = if in_string {
             match byte {
                 _ if escaped => escaped = false,
                 b'\\' => escaped = true,
                 b'"' => in_string = false,
                 _ => {}
             }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_JSON_DEPTH {
-                    return Err(JsonTextError::TooDeep);
+            true
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > MAX_JSON_DEPTH {
+                        return Err(JsonTextError::TooDeep);
+                    }
                 }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
             }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b' ' | b'\n' | b'\r' | b'\t' => has_whitespace = true,
+            !matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+        };
+        match (&mut copy, keep) {
+            (Some(copy), true) => copy.push(byte),
+            (None, false) => copy = Some(bytes[..at].to_vec()),
             _ => {}
         }
     }
-    if !has_whitespace {
-        return Ok(Cow::Borrowed(text));
-    }
-    let mut out = Vec::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in text.as_bytes() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            out.push(byte);
-            continue;
-        }
-        match byte {
-            b' ' | b'\n' | b'\r' | b'\t' => {}
-            b'"' => {
-                in_string = true;
-                out.push(byte);
-            }
-            _ => out.push(byte),
-        }
-    }
-    // Only ASCII whitespace outside strings was removed, so the text stays UTF-8.
-    Ok(Cow::Owned(String::from_utf8(out).unwrap_or_default()))
+    Ok(match copy {
+        None => Cow::Borrowed(text),
+        // Only ASCII whitespace outside strings was left out, so the text stays UTF-8.
+        Some(copy) => Cow::Owned(String::from_utf8(copy).unwrap_or_default()),
+    })
 }
 
 /// Top-level object entries, borrowed from the text.
