@@ -19,6 +19,8 @@ use crate::api::{ApiCounters, Job, JobVariables, StatusError};
 
 const BACKOFF_START: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Largest gRPC message the client sends or takes.
+const MAX_MESSAGE_BYTES: usize = 64 << 20;
 /// The job timeout the workers ask for, as in the REST mode.
 const JOB_TIMEOUT_MS: i64 = 60_000;
 
@@ -34,9 +36,12 @@ impl GrpcApi {
             .connect()
             .await
             .with_context(|| format!("connecting to the gRPC API at {url}"))?;
-        Ok(GrpcApi {
-            client: GatewayClient::new(channel),
-        })
+        // Jobs come in messages of up to the gateway's gateway.max-message-size (4 MB by
+        // default, tonic's default too), but one job larger than that comes alone.
+        let client = GatewayClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(GrpcApi { client })
     }
 
     /// Calls `call` until it is not refused for back-pressure.

@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 use crate::api::{Api, ApiCounters, Job, StatusError};
 use crate::broker::cpu_seconds;
 use crate::grpc::GrpcApi;
-use crate::process::{ProcessKind, Starter};
+use crate::process::{Payload, ProcessKind, Starter};
 
 pub struct LoadOptions {
     pub instances: u64,
@@ -39,7 +39,8 @@ pub struct LoadOptions {
     /// Total create rate (instances/s over all starters); unlimited when `None`.
     pub rate: Option<f64>,
     pub kind: ProcessKind,
-    pub payload_kb: usize,
+    /// The variables every instance carries besides the benchmark's own.
+    pub payload: Payload,
     pub milestones: Vec<u64>,
     pub stub_url: String,
     pub broker_pid: Option<u32>,
@@ -261,7 +262,7 @@ pub async fn run(api: &Api, client: &Client, options: &LoadOptions) -> Result<Ru
     let (done_tx, done_rx) = watch::channel(false);
     let (completed_tx, mut completed_rx) = mpsc::unbounded_channel::<Completed>();
     let (fatal_tx, mut fatal_rx) = mpsc::unbounded_channel::<anyhow::Error>();
-    let starter = Arc::new(Starter::new(options.kind, options.payload_kb));
+    let starter = Arc::new(Starter::new(options.kind, options.payload.clone()));
     let payload_bytes = starter.payload_bytes();
 
     // The first start: the epoch of every `t0`, of the rate schedule and of the rates.

@@ -22,7 +22,7 @@ use crate::api::Api;
 use crate::broker::{Standalone, StandaloneOptions};
 use crate::grpc::GrpcApi;
 use crate::load::{Client, LoadOptions, RunResult, default_milestones};
-use crate::process::ProcessKind;
+use crate::process::{Payload, ProcessKind};
 use crate::report::Report;
 use crate::stub::Stub;
 
@@ -129,9 +129,14 @@ struct RunArgs {
     runs: usize,
     #[arg(long, value_enum, default_value = "two-rest-calls")]
     process: ProcessKind,
-    /// Variables per instance, in KB (Camunda's load test carries about 45).
-    #[arg(long, default_value_t = 0)]
+    /// Variables per instance, in KB (Camunda's load test carries about 45; 1024 for
+    /// the 1 MB variant).
+    #[arg(long, default_value_t = 0, conflicts_with = "payload_file")]
     payload_kb: usize,
+    /// A file holding a JSON object whose members become each instance's variables
+    /// (e.g. bench/payloads/order-45kb.json), instead of generated ones.
+    #[arg(long, value_name = "PATH")]
+    payload_file: Option<PathBuf>,
     /// History export of the started standalone.
     #[arg(long, value_enum, default_value = "off")]
     export: Export,
@@ -222,6 +227,10 @@ async fn bench(args: RunArgs) -> Result<()> {
         }
         None => default_milestones(args.instances),
     };
+    let payload = match &args.payload_file {
+        Some(path) => Payload::from_file(path, args.process)?,
+        None => Payload::generated(args.payload_kb),
+    };
     let stub_url = match &args.stub_url {
         Some(url) => url.clone(),
         None => {
@@ -242,13 +251,17 @@ async fn bench(args: RunArgs) -> Result<()> {
     let mut reports: std::collections::BTreeMap<ApiMode, Report<'_>> = args
         .api
         .iter()
-        .map(|mode| (*mode, Report::new(&args, machine.clone(), mode.label())))
+        .map(|mode| {
+            let report = Report::new(&args, machine.clone(), mode.label(), payload.bytes());
+            (*mode, report)
+        })
         .collect();
     let run_once = |mode: ApiMode, rate: Option<f64>, label: String| {
         let args = &args;
         let binary = binary.clone();
         let milestones = milestones.clone();
         let stub_url = stub_url.clone();
+        let payload = payload.clone();
         async move {
             eprintln!(
                 "{label}: {} instances of {}, {} starters, {} workers, {}{}",
@@ -300,7 +313,7 @@ async fn bench(args: RunArgs) -> Result<()> {
                 max_jobs: args.max_jobs,
                 rate,
                 kind: args.process,
-                payload_kb: args.payload_kb,
+                payload,
                 milestones,
                 stub_url,
                 broker_pid,

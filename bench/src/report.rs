@@ -31,14 +31,18 @@ pub struct Report<'a> {
 }
 
 impl<'a> Report<'a> {
-    pub fn new(config: &'a RunArgs, machine: serde_json::Value, api: &'static str) -> Report<'a> {
-        let starter = crate::process::Starter::new(config.process, config.payload_kb);
+    pub fn new(
+        config: &'a RunArgs,
+        machine: serde_json::Value,
+        api: &'static str,
+        payload_bytes_per_instance: usize,
+    ) -> Report<'a> {
         Report {
             api,
             half_rate: None,
             config,
             tasks_per_instance: config.process.tasks_per_instance(),
-            payload_bytes_per_instance: starter.payload_bytes(),
+            payload_bytes_per_instance,
             machine,
             runs: Vec::new(),
             median: Vec::new(),

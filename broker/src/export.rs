@@ -35,8 +35,10 @@ const READ_LIMIT: usize = 1000;
 /// Records just applied, kept for the director so it need not read them back; past
 /// this many (the exporters are behind) it reads from the column family instead.
 const FRESH_LIMIT: usize = 8 * READ_LIMIT;
-/// How often exported positions are replicated (when they moved).
-const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// How often exported positions are replicated (when they moved). Short, so that the
+/// records are deleted while still in RocksDB's memtable and a flush drops them, instead
+/// of writing every record to disk once more (docs/decisions/rocksdb-tuning.md).
+const REPORT_INTERVAL: Duration = Duration::from_millis(100);
 /// Pause before trying again after an exporter or the state failed.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
 

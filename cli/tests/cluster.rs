@@ -364,6 +364,31 @@ fn message_start_events_and_call_activities_in_a_cluster() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
 
+        // The deploy answers once partition 1 has it; a message published on a partition
+        // the deployment has not reached yet would only be buffered. A create of the
+        // message-started process is refused there as unknown, elsewhere as having no
+        // none start event; creates go round-robin, so three of those in a row mean
+        // every partition has it.
+        let mut known_in_a_row = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while known_in_a_row < 3 {
+            let (_, body) = api
+                .post(
+                    "/v2/process-instances",
+                    json!({"processDefinitionId": "order-intake"}),
+                )
+                .await
+                .unwrap();
+            let detail = body["detail"].as_str().unwrap_or_default();
+            if detail.contains("none start event") {
+                known_in_a_row += 1;
+            } else {
+                known_in_a_row = 0;
+                assert!(Instant::now() < deadline, "never distributed: {body}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+
         // Published through another broker; "o-0" twice.
         let publisher = brokers.api(1);
         for n in (0..KEYS).chain([0]) {

@@ -125,6 +125,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.gateway.rest_port = 18080;
     config.gateway.grpc_port = 36500;
     config.gateway.max_message_size = crate::ByteSize(8 << 20);
+    config.gateway.max_variable_document_size = crate::ByteSize(2 << 20);
     config.gateway.request_timeout = Duration::from_secs(20);
     config.gateway.long_polling_timeout = Duration::from_secs(30);
     config.gateway.max_request_timeout = Duration::from_secs(120);

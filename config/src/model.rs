@@ -378,6 +378,8 @@ pub struct GatewayConfig {
     pub grpc_port: u16,
     /// Largest request body accepted (Zeebe's default: 4 MB).
     pub max_message_size: ByteSize,
+    /// Largest variable document a request may carry, as the JSON text the client sent.
+    pub max_variable_document_size: ByteSize,
     /// Default timeout of a request to a broker.
     #[serde(with = "humantime_serde")]
     pub request_timeout: Duration,
@@ -400,6 +402,7 @@ impl Default for GatewayConfig {
             rest_port: 8080,
             grpc_port: 26500,
             max_message_size: ByteSize(4 * 1024 * 1024),
+            max_variable_document_size: ByteSize(4 * 1024 * 1024),
             request_timeout: Duration::from_secs(15),
             long_polling_timeout: Duration::from_secs(10),
             max_request_timeout: Duration::from_secs(600),

@@ -291,6 +291,11 @@ impl RillConfig {
             "gateway.max-message-size",
             gateway.max_message_size.bytes(),
         );
+        at_least_one(
+            found,
+            "gateway.max-variable-document-size",
+            gateway.max_variable_document_size.bytes(),
+        );
         positive(found, "gateway.request-timeout", gateway.request_timeout);
         positive(found, "history.retention", self.history.retention);
         positive(

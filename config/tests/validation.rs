@@ -257,3 +257,15 @@ fn every_problem_is_reported_at_once() {
     );
     assert_eq!(message.lines().count(), 1 + problems.len(), "{message}");
 }
+
+/// A lower `gateway.max-message-size` alone stays valid: a document larger than the
+/// message it comes in cannot arrive anyway.
+#[test]
+fn the_variable_document_size_is_at_least_one_byte() {
+    let mut config = three_brokers();
+    config.gateway.max_message_size = rill_config::ByteSize(64 << 10);
+    assert!(problems(&config).is_empty());
+    config.gateway.max_variable_document_size = rill_config::ByteSize(0);
+    let problem = only_problem(&config, "gateway.max-variable-document-size");
+    assert!(problem.message.contains("is 0"), "{problem}");
+}

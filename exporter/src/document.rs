@@ -2,8 +2,8 @@
 //! the value object under `value`. The Elasticsearch exporter indexes it as `_source`, the
 //! JSON-lines exporter writes it as one line.
 
-use rill_protocol::value::RecordValue;
-use rill_protocol::{Intent, Record, RecordType, RejectionType, ValueType};
+use rill_protocol::value::{ProcessInstanceCreationRecord, RecordValue};
+use rill_protocol::{Intent, JsonValue, Record, RecordType, RejectionType, ValueType};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -91,16 +91,48 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::ProcessEvent(v) => v.serialize(serializer),
             RecordValue::ProcessInstanceMigration(v) => v.serialize(serializer),
             RecordValue::AdHocSubProcessInstruction(v) => v.serialize(serializer),
+            RecordValue::ProcessInstanceCreation(v) => {
+                CreationDocument::from(v).serialize(serializer)
+            }
             RecordValue::Form(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)
             | RecordValue::DecisionRequirements(_)
             | RecordValue::Process(_)
-            | RecordValue::ProcessInstanceCreation(_)
             | RecordValue::MessageSubscription(_)
             | RecordValue::ProcessMessageSubscription(_) => {
                 zeebe_value(self.0).serialize(serializer)
             }
+        }
+    }
+}
+
+/// A creation record without Rill's `awaitRequestId`, borrowed: its variables are the
+/// largest part of many records and are written as they are.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreationDocument<'a> {
+    bpmn_process_id: &'a str,
+    version: i32,
+    process_definition_key: i64,
+    process_instance_key: i64,
+    variables: &'a JsonValue,
+    fetch_variables: &'a [String],
+    tenant_id: &'a str,
+    tags: &'a [String],
+}
+
+impl<'a> From<&'a ProcessInstanceCreationRecord> for CreationDocument<'a> {
+    fn from(r: &'a ProcessInstanceCreationRecord) -> Self {
+        CreationDocument {
+            bpmn_process_id: &r.bpmn_process_id,
+            version: r.version,
+            process_definition_key: r.process_definition_key,
+            process_instance_key: r.process_instance_key,
+            variables: &r.variables,
+            fetch_variables: &r.fetch_variables,
+            tenant_id: &r.tenant_id,
+            tags: &r.tags,
         }
     }
 }
@@ -111,7 +143,6 @@ impl Serialize for ValueDocument<'_> {
 fn zeebe_value(record: &Record) -> Value {
     let mut value = record.value.to_json();
     match record.value_type {
-        ValueType::ProcessInstanceCreation => remove(&mut value, "awaitRequestId"),
         ValueType::Process
         | ValueType::Form
         | ValueType::Decision
@@ -136,12 +167,6 @@ fn zeebe_value(record: &Record) -> Value {
         _ => {}
     }
     value
-}
-
-fn remove(object: &mut Value, field: &str) {
-    if let Value::Object(map) = object {
-        map.shift_remove(field);
-    }
 }
 
 fn rename(object: &mut Value, from: &str, to: &str) {

@@ -1,10 +1,13 @@
 //! Reading request bodies and path keys into typed values, with errors that name the
 //! field and say what was expected.
 
-use rill_protocol::Key;
+use axum::http::StatusCode;
+use rill_protocol::{JsonValue, Key};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 
+use crate::api::ApiSettings;
+use crate::limits::{MAX_DOCUMENT_DEPTH, Unreadable, check_size, is_recursion_limit, raw_document};
 use crate::problem::Problem;
 
 /// Parses a JSON request body. An empty body is an error (the endpoint needs one).
@@ -51,6 +54,12 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
 
 fn describe(path: &str, error: &serde_json::Error) -> Problem {
     use serde_json::error::Category;
+    if is_recursion_limit(error) {
+        return Problem::invalid_argument(format!(
+            "The request body nests objects and arrays too deeply (a variable document may \
+             nest them at most {MAX_DOCUMENT_DEPTH} levels deep): {error}"
+        ));
+    }
     match error.classify() {
         Category::Syntax | Category::Eof | Category::Io => {
             Problem::invalid_argument(format!("The request body is not valid JSON: {error}"))
@@ -121,25 +130,62 @@ pub fn optional_long<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
     Option::<Long>::deserialize(deserializer).map(|l| l.map(|l| l.0))
 }
 
-/// Variables: must be a JSON object (`null` is taken as "none").
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Variables(pub serde_json::Map<String, serde_json::Value>);
+/// A variable document: must be a JSON object (`null` is taken as "none"), nested at
+/// most [`MAX_DOCUMENT_DEPTH`] levels. Its size is checked against the setting with
+/// [`Variables::checked`], the only way to take the variables out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variables {
+    document: JsonValue,
+    /// Bytes of JSON text the client sent for it.
+    size: usize,
+}
+
+impl Default for Variables {
+    fn default() -> Self {
+        Variables {
+            document: JsonValue::empty_object(),
+            size: 0,
+        }
+    }
+}
 
 impl Variables {
-    pub fn into_value(self) -> serde_json::Value {
-        serde_json::Value::Object(self.0)
+    /// The document, if it is within the size limit; `field` names it in the problem
+    /// otherwise (413 `PAYLOAD_TOO_LARGE`, naming the limit and the setting).
+    pub fn checked(self, field: &str, settings: &ApiSettings) -> Result<JsonValue, Problem> {
+        check_size(self.size, settings.max_variable_document_size).map_err(|error| {
+            Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                error.describe(field),
+            )
+        })?;
+        Ok(self.document)
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.document.as_str() == "{}"
     }
 }
 
 impl<'de> Deserialize<'de> for Variables {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match serde_json::Value::deserialize(deserializer)? {
-            serde_json::Value::Object(map) => Ok(Variables(map)),
-            serde_json::Value::Null => Ok(Variables::default()),
-            other => Err(D::Error::custom(format!(
+        // The text as sent, to measure it; request bodies are always JSON.
+        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        let size = raw.get().len();
+        match raw_document(&raw) {
+            Ok(document) if document.is_object() => Ok(Variables { document, size }),
+            Ok(document) if document.is_null() => Ok(Variables::default()),
+            Ok(other) => Err(D::Error::custom(format!(
                 "expected a JSON object of variables, e.g. {{\"amount\": 5}}, but got {}",
-                kind_of(&other)
+                other.kind()
             ))),
+            Err(Unreadable::TooDeep) => Err(D::Error::custom(format!(
+                "it nests objects and arrays more than {MAX_DOCUMENT_DEPTH} levels deep"
+            ))),
+            // The raw capture has read it as JSON already.
+            Err(Unreadable::Invalid(error)) => Err(D::Error::custom(error)),
         }
     }
 }
@@ -238,7 +284,69 @@ mod tests {
     fn null_variables_mean_none() {
         let sample =
             parse_body::<Sample>(br#"{"jobKey": "2251799813685249", "variables": null}"#).unwrap();
-        assert!(sample.variables.0.is_empty());
+        assert!(sample.variables.is_empty());
+    }
+
+    fn settings(max_variable_document_size: u64) -> ApiSettings {
+        ApiSettings {
+            request_timeout: std::time::Duration::from_secs(1),
+            long_polling_timeout: std::time::Duration::from_secs(1),
+            max_request_timeout: std::time::Duration::from_secs(1),
+            max_message_size: 1 << 20,
+            max_variable_document_size,
+        }
+    }
+
+    #[test]
+    fn variables_are_measured_as_sent_and_refused_over_the_limit() {
+        // `{ "a" : [1, 2] }`: 16 bytes of text, inner spaces included.
+        let body = br#"{"jobKey": "2251799813685249", "variables": { "a" : [1, 2] }  }"#;
+        let sample = parse_body::<Sample>(body).unwrap();
+        let value = sample
+            .variables
+            .clone()
+            .checked("variables", &settings(16))
+            .unwrap();
+        assert_eq!(value.as_str(), r#"{"a":[1,2]}"#);
+        let problem = sample
+            .variables
+            .checked("variables", &settings(15))
+            .unwrap_err();
+        assert_eq!(problem.status.as_u16(), 413);
+        assert_eq!(problem.title, "PAYLOAD_TOO_LARGE");
+        for fragment in [
+            "'variables' is 16 bytes",
+            "15 bytes",
+            "gateway.max-variable-document-size",
+        ] {
+            assert!(problem.detail.contains(fragment), "{}", problem.detail);
+        }
+    }
+
+    #[test]
+    fn deep_variables_are_refused_naming_the_field() {
+        let deep = |levels: usize| {
+            format!(
+                r#"{{"jobKey": "2251799813685249", "variables": {{"a": {}1{}}}}}"#,
+                "[".repeat(levels - 1),
+                "]".repeat(levels - 1)
+            )
+        };
+        assert!(parse_body::<Sample>(deep(MAX_DOCUMENT_DEPTH).as_bytes()).is_ok());
+        for levels in [MAX_DOCUMENT_DEPTH + 1, 1000] {
+            let err = parse_body::<Sample>(deep(levels).as_bytes()).unwrap_err();
+            assert_eq!(err.status.as_u16(), 400);
+            assert!(err.detail.contains("'variables'"), "{}", err.detail);
+            assert!(
+                err.detail.contains("more than 100 levels"),
+                "{}",
+                err.detail
+            );
+        }
+        // Deep elsewhere in the body: the parser's limit, said plainly.
+        let body = format!(r#"{{"jobKey": {}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        let err = parse_body::<Sample>(body.as_bytes()).unwrap_err();
+        assert!(err.detail.contains("too deeply"), "{}", err.detail);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod dispatch;
 mod error;
 pub mod grpc;
 mod json;
+mod limits;
 mod metrics;
 mod problem;
 mod server;

@@ -11,6 +11,7 @@ use rill_protocol::{Command, RejectionType};
 use serde::Serialize;
 
 use crate::backend::BackendError;
+use crate::limits::MESSAGE_SIZE_SETTING;
 
 pub const CONTENT_TYPE_PROBLEM: &str = "application/problem+json";
 
@@ -46,11 +47,15 @@ impl Problem {
         Problem::new(StatusCode::NOT_FOUND, "NOT_FOUND", detail)
     }
 
+    /// A body over `gateway.max-message-size`.
     pub fn payload_too_large(limit: u64) -> Self {
         Problem::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "PAYLOAD_TOO_LARGE",
-            format!("The request body is larger than the maximum message size of {limit} bytes"),
+            format!(
+                "The request body is larger than the maximum message size of {limit} bytes \
+                 (set by {MESSAGE_SIZE_SETTING})"
+            ),
         )
     }
 

@@ -50,6 +50,7 @@ pub(crate) fn shared_state(
             long_polling_timeout: config.long_polling_timeout,
             max_request_timeout: config.max_request_timeout,
             max_message_size: config.max_message_size.0,
+            max_variable_document_size: config.max_variable_document_size.0,
         },
         metrics,
         shutdown,

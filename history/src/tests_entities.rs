@@ -80,7 +80,7 @@ fn job_value(job_type: &str, instance: u64, retries: i32) -> JobRecord {
         error_message: String::new(),
         error_code: String::new(),
         custom_headers: BTreeMap::from([("h".to_owned(), "v".to_owned())]),
-        variables: JsonValue(serde_json::json!({})),
+        variables: JsonValue::from(serde_json::json!({})),
         tenant_id: "<default>".into(),
         job_kind: Default::default(),
         job_listener_event_type: Default::default(),

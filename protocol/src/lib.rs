@@ -26,7 +26,7 @@ pub use command_api::{
     ReplicaRole, ReplicaView,
 };
 pub use ids::{KEY_LOCAL_BITS, Key, MAX_PARTITION_ID, NodeId, PartitionId, Position, Timestamp};
-pub use json::{Blob, JsonValue};
+pub use json::{Blob, JsonTextError, JsonValue, MAX_JSON_DEPTH};
 pub use query::{
     ElementInstanceState, ElementInstanceView, IncidentView, JobState, JobView,
     ProcessDefinitionView, ProcessInstanceState, ProcessInstanceView, Query, QueryResult,

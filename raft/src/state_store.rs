@@ -50,11 +50,27 @@ fn db_options() -> Options {
     opts
 }
 
+/// Values from this size up are kept in blob files (docs/decisions/rocksdb-tuning.md).
+const MIN_BLOB_SIZE: u64 = 4 << 10;
+
 fn column_families() -> Vec<ColumnFamilyDescriptor> {
-    ["default", CF_EXPORT, CF_HISTORY]
-        .into_iter()
-        .map(|name| ColumnFamilyDescriptor::new(name, Options::default()))
-        .collect()
+    vec![
+        ColumnFamilyDescriptor::new("default", large_values()),
+        // Records live here only until they are exported: most are deleted while still
+        // in the memtable, and a flush drops them.
+        ColumnFamilyDescriptor::new(CF_EXPORT, Options::default()),
+        ColumnFamilyDescriptor::new(CF_HISTORY, large_values()),
+    ]
+}
+
+/// Options of a column family that holds variable documents: large values go to blob
+/// files, written once at flush instead of again by every compaction that passes them.
+fn large_values() -> Options {
+    let mut opts = Options::default();
+    opts.set_enable_blob_files(true);
+    opts.set_min_blob_size(MIN_BLOB_SIZE);
+    opts.set_enable_blob_gc(true);
+    opts
 }
 
 /// Deletes a generation directory once it is obsolete and its database is closed.

@@ -211,7 +211,6 @@ fn element_ended(
         state.delete_join_tokens(key)?;
     }
     if value.bpmn_element_type == BpmnElementType::Process {
-        // The process scope's variables stay readable with the summary.
         let Some((_, awaited, start_date)) = ended else {
             return Err(inconsistent(format!("process instance {key} not found")));
         };
@@ -233,6 +232,10 @@ fn element_ended(
         {
             state.delete_message_start_lock(&value.bpmn_process_id, &start.correlation_key);
         }
+        // The process scope's variables go with the instance: the history store keeps
+        // them for searches, and keeping them here for the summary's retention would
+        // hold every finished instance's documents in the state for that long.
+        state.delete_scope_variables(key, key)?;
         return state.put_summary(&InstanceSummary {
             process_instance_key: key,
             bpmn_process_id: value.bpmn_process_id.clone(),

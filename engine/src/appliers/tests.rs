@@ -95,7 +95,7 @@ fn version_1_log() -> (MemoryState, Log) {
             bpmn_process_id: "two-rest-calls".to_owned(),
             version: None,
         },
-        variables: JsonValue(json!({"order": "o-1", "total": 12})),
+        variables: JsonValue::from(json!({"order": "o-1", "total": 12})),
         await_result: false,
         fetch_variables: Vec::new(),
         tags: Vec::new(),
@@ -120,7 +120,7 @@ fn version_1_log() -> (MemoryState, Log) {
         .expect("a job was activated");
     let complete = Command::CompleteJob {
         job_key: rill_protocol::Key(job_key),
-        variables: JsonValue(json!({"status": 200})),
+        variables: JsonValue::from(json!({"status": 200})),
         result: Default::default(),
     };
     run(&mut engine, &mut state, &mut log, complete, 4_000);

@@ -71,7 +71,7 @@ impl Processing<'_> {
             compensation_handler_instance_key: -1,
             compensable_activity_scope_key: record.flow_scope_key,
             compensable_activity_instance_key: active.key().get(),
-            variables: JsonValue(serde_json::Value::Object(serde_json::Map::new())),
+            variables: JsonValue::from(serde_json::Value::Object(serde_json::Map::new())),
         };
         let key = self.next_key()?;
         self.event(key, Intent::Created, subscription)

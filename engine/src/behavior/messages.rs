@@ -18,7 +18,6 @@ use rill_protocol::value::{
 };
 use rill_protocol::{Intent, JsonValue, message_partition};
 use serde::{Deserialize, Serialize};
-use serde_json::Map;
 use serde_json::Value;
 
 use crate::context::{Active, Processing, Step};
@@ -242,10 +241,7 @@ impl Processing<'_> {
         };
         let catch_event = correlated.element_id.clone();
         self.event(process_subscription.key, Intent::Correlated, correlated)?;
-        let trigger = match &value.variables.0 {
-            Value::Object(map) => Some(map.clone()),
-            _ => None,
-        };
+        let trigger = value.variables.to_object();
         self.trigger_catch_event(Key(element_key), &catch_event, trigger)
     }
 
@@ -299,10 +295,7 @@ impl Processing<'_> {
             };
             let catch_event = correlated.element_id.clone();
             self.event(process_subscription.key, Intent::Correlated, correlated)?;
-            let trigger = match variables.0 {
-                Value::Object(map) => Some(map),
-                _ => None,
-            };
+            let trigger = variables.to_object();
             self.trigger_catch_event(Key(element_key), &catch_event, trigger)?;
         }
 
@@ -343,10 +336,7 @@ impl Processing<'_> {
         let Some(start) = process.model.element_by_id(&subscription.start_event_id) else {
             return Ok(false);
         };
-        let mut variables = match &message.variables.0 {
-            Value::Object(map) => map.clone(),
-            _ => Map::new(),
-        };
+        let mut variables = message.variables.to_object().unwrap_or_default();
         let marker = MessageStart {
             message_name: message.name.clone(),
             correlation_key: message.correlation_key.clone(),
@@ -366,16 +356,10 @@ impl Processing<'_> {
     /// next instance (as in Zeebe).
     pub fn message_started_instance_ended(
         &mut self,
-        instance: Key,
+        started_by: Option<&MessageStart>,
         process_id: &str,
     ) -> Result<()> {
-        let Some(variable) = self
-            .read()
-            .variable(instance, instance, MESSAGE_START_VARIABLE)?
-        else {
-            return Ok(());
-        };
-        let Ok(ended) = serde_json::from_str::<MessageStart>(&variable.value) else {
+        let Some(ended) = started_by else {
             return Ok(());
         };
         if ended.correlation_key.is_empty() {

@@ -22,4 +22,4 @@ pub(crate) use elements::{
 };
 pub(crate) use messages::{MESSAGE_START_VARIABLE, MessageStart};
 pub(crate) use task_listeners::check_result as check_task_listener_result;
-pub(crate) use variables::json_type_name;
+pub(crate) use variables::{EndingInstance, json_type_name};

@@ -43,7 +43,7 @@ impl Processing<'_> {
     ) -> Result<Key> {
         let key = self.next_key()?;
         let variables = match variables {
-            Some(map) => JsonValue(Value::Object(map.clone())),
+            Some(map) => JsonValue::from(Value::Object(map.clone())),
             None => JsonValue::empty_object(),
         };
         self.event(key, Intent::Triggering, target.record(variables))?;

@@ -84,7 +84,7 @@ impl Processing<'_> {
         self.push_step(Step::BroadcastSignal {
             signal: Box::new(SignalRecord {
                 signal_name,
-                variables: JsonValue(Value::Object(variables)),
+                variables: JsonValue::from(Value::Object(variables)),
                 tenant_id: thrower.record().tenant_id.clone(),
             }),
         });
@@ -106,10 +106,7 @@ impl Processing<'_> {
     /// variables. Subscriptions opened meanwhile (by an instance the signal created) do
     /// not catch it.
     pub fn catch_signal(&mut self, signal: &SignalRecord, here: bool) -> Result<()> {
-        let variables = match &signal.variables.0 {
-            Value::Object(map) => map.clone(),
-            _ => Map::new(),
-        };
+        let variables = signal.variables.to_object().unwrap_or_default();
         for subscription in self.read().signal_subscriptions(&signal.signal_name)? {
             // An earlier catch may have closed it (an interrupting event ended its holder).
             if self

@@ -356,10 +356,7 @@ impl Processing<'_> {
                 Ok(())
             }
             JobListenerEventType::Completing => {
-                let variables = match &record.variables.0 {
-                    serde_json::Value::Object(map) => map.clone(),
-                    _ => serde_json::Map::new(),
-                };
+                let variables = record.variables.to_object().unwrap_or_default();
                 self.event(task_key, Intent::Completed, record.clone())?;
                 self.answer_transition(task_key, accepted(task_key, Intent::Completed, record));
                 self.complete_with(active.key(), Some(variables))

@@ -2,6 +2,8 @@
 //! writing with Zeebe's propagation (a variable goes to the nearest scope that holds
 //! it, else to the process scope).
 
+use std::collections::HashMap;
+
 use rill_engine_api::Action;
 use rill_feel::Expression;
 use rill_protocol::value::{ProcessInstanceRecord, ProcessInstanceResultRecord, VariableRecord};
@@ -12,7 +14,7 @@ use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{FlowIdx, Mapping, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure, Rejection};
-use crate::state::{AwaitRegistration, ElementInstance};
+use crate::state::{AwaitRegistration, ElementInstance, StoredVariable};
 
 /// A type name for messages about values.
 pub(crate) fn json_type_name(value: &Value) -> &'static str {
@@ -83,14 +85,9 @@ impl Processing<'_> {
 
     /// The value of `name` as seen from the first scope of `chain`.
     fn visible_variable(&self, instance: Key, chain: &[Key], name: &str) -> Result<Option<Value>> {
-        for scope in chain {
-            if let Some(variable) = self.read().variable(instance, *scope, name)? {
-                return Ok(Some(
-                    serde_json::from_str(&variable.value).unwrap_or(Value::Null),
-                ));
-            }
-        }
-        Ok(None)
+        Ok(self
+            .visible_variable_text(instance, chain, name)?
+            .map(|variable| serde_json::from_str(&variable.value).unwrap_or(Value::Null)))
     }
 
     /// The variables `names` as seen from the first scope of `chain`.
@@ -125,6 +122,66 @@ impl Processing<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// The variables visible from the first scope of `chain` (inner scopes win), all of
+    /// them or only `names`, as one JSON object built from the stored texts: a job
+    /// activation or an awaited result hands them on without parsing them.
+    pub fn variables_document(
+        &self,
+        instance: Key,
+        chain: &[Key],
+        names: Option<&[String]>,
+    ) -> Result<JsonValue> {
+        let mut entries: Vec<(String, String)> = Vec::new();
+        match names {
+            Some(names) => {
+                for name in names {
+                    if let Some(variable) = self.visible_variable_text(instance, chain, name)? {
+                        entries.push((name.clone(), variable.value));
+                    }
+                }
+            }
+            None => {
+                let mut position: HashMap<String, usize> = HashMap::new();
+                for scope in chain.iter().rev() {
+                    for (name, variable) in self.read().scope_variables(instance, *scope)? {
+                        if name == super::elements::INPUT_SNAPSHOT
+                            || name == super::MESSAGE_START_VARIABLE
+                        {
+                            continue;
+                        }
+                        match position.get(&name) {
+                            Some(&at) => entries[at].1 = variable.value,
+                            None => {
+                                position.insert(name.clone(), entries.len());
+                                entries.push((name, variable.value));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(JsonValue::from_entries(
+            entries
+                .iter()
+                .map(|(name, text)| (name.as_str(), text.as_str())),
+        ))
+    }
+
+    /// The stored variable `name` as seen from the first scope of `chain`.
+    fn visible_variable_text(
+        &self,
+        instance: Key,
+        chain: &[Key],
+        name: &str,
+    ) -> Result<Option<StoredVariable>> {
+        for scope in chain {
+            if let Some(variable) = self.read().variable(instance, *scope, name)? {
+                return Ok(Some(variable));
+            }
+        }
+        Ok(None)
     }
 
     /// The variables an expression reads, as seen from an element's own scope.
@@ -226,8 +283,18 @@ impl Processing<'_> {
         name: &str,
         value: &Value,
     ) -> Result<()> {
+        self.set_variable_text(at, scope_key, name, &value.to_string())
+    }
+
+    /// [`Self::set_variable`] with the value as checked, compact JSON text.
+    pub fn set_variable_text(
+        &mut self,
+        at: &ProcessInstanceRecord,
+        scope_key: Key,
+        name: &str,
+        text: &str,
+    ) -> Result<()> {
         let instance = at.process_instance_key;
-        let text = value.to_string();
         let (key, intent) = match self.read().variable(instance, scope_key, name)? {
             Some(existing) if existing.value == text => return Ok(()),
             Some(existing) => (existing.key, Intent::Updated),
@@ -235,7 +302,7 @@ impl Processing<'_> {
         };
         let record = VariableRecord {
             name: name.to_owned(),
-            value: text,
+            value: text.to_owned(),
             scope_key: scope_key.get(),
             process_instance_key: instance,
             process_definition_key: at.process_definition_key,
@@ -364,31 +431,59 @@ impl Processing<'_> {
         Ok(taken)
     }
 
-    /// An instance ended: answer the client awaiting its result, if any. The
-    /// registration must be read before the ending event removed it.
+    /// What the end of a process instance needs from its variables, read before the end
+    /// is applied (which removes them): the document for a client awaiting the result,
+    /// and the marker of the message that started it.
+    pub fn ending_instance(
+        &self,
+        process_instance_key: Key,
+        registration: Option<AwaitRegistration>,
+    ) -> Result<EndingInstance> {
+        let awaited = match registration {
+            Some(registration) => {
+                let chain = [process_instance_key];
+                let names = &registration.fetch_variables;
+                let names = (!names.is_empty()).then_some(&names[..]);
+                let variables = self.variables_document(process_instance_key, &chain, names)?;
+                Some((registration.request_id, variables))
+            }
+            None => None,
+        };
+        let message_start = self
+            .read()
+            .variable(
+                process_instance_key,
+                process_instance_key,
+                super::MESSAGE_START_VARIABLE,
+            )?
+            .and_then(|v| serde_json::from_str::<super::MessageStart>(&v.value).ok());
+        Ok(EndingInstance {
+            awaited,
+            message_start,
+        })
+    }
+
+    /// An instance ended: its summary expires after the retention, and a waiting client
+    /// gets its answer.
     pub fn instance_finished(
         &mut self,
         process_instance_key: Key,
-        registration: Option<AwaitRegistration>,
+        ending: &mut EndingInstance,
         completed: bool,
     ) -> Result<()> {
         self.schedule_summary_expiry();
-        if let Some(registration) = registration {
-            let response = self.await_response(
-                process_instance_key,
-                &registration.fetch_variables,
-                completed,
-            )?;
-            self.answer_waiting(registration.request_id, response);
+        if let Some((request_id, variables)) = ending.awaited.take() {
+            let response = self.await_response(process_instance_key, variables, completed)?;
+            self.answer_waiting(request_id, response);
         }
         Ok(())
     }
 
     /// Builds the answer for a client awaiting the result of an instance.
-    pub fn await_response(
+    fn await_response(
         &self,
         process_instance_key: Key,
-        fetch_variables: &[String],
+        variables: JsonValue,
         completed: bool,
     ) -> Result<CommandResponse> {
         if !completed {
@@ -404,12 +499,6 @@ impl Processing<'_> {
             ));
             return Ok(CommandResponse::Rejected(rejection.into()));
         };
-        let chain = [process_instance_key];
-        let variables = if fetch_variables.is_empty() {
-            self.all_variables(process_instance_key, &chain)?
-        } else {
-            self.variables_named(process_instance_key, &chain, fetch_variables)?
-        };
         Ok(CommandResponse::Accepted {
             key: process_instance_key,
             intent: Intent::Completed,
@@ -418,7 +507,7 @@ impl Processing<'_> {
                 version: summary.version,
                 process_definition_key: summary.process_definition_key.get(),
                 process_instance_key: process_instance_key.get(),
-                variables: JsonValue(Value::Object(variables)),
+                variables,
                 tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
             }
             .into(),
@@ -437,4 +526,12 @@ impl Processing<'_> {
             });
         }
     }
+}
+
+/// What an ending process instance's variables said, read before they were removed.
+pub struct EndingInstance {
+    /// The waiting client's request and the variables it asked for.
+    awaited: Option<(u64, JsonValue)>,
+    /// The marker of the message that started the instance, if one did.
+    pub message_start: Option<super::MessageStart>,
 }

@@ -10,7 +10,7 @@ use rill_protocol::value::{AdHocSubProcessInstructionRecord, BpmnElementType};
 use rill_protocol::{ActivateAdHocSubProcessActivities, Intent};
 use serde_json::{Map, Value};
 
-use super::{tenant, variables_document};
+use super::{tenant, variables_map};
 use crate::behavior::{ad_hoc_definition, resolve_ad_hoc_elements};
 use crate::context::Processing;
 use crate::error::Result;
@@ -116,7 +116,7 @@ fn check(
     let mut elements = Vec::with_capacity(found.len());
     for (idx, element) in found.into_iter().zip(&command.elements) {
         let what = format!("the variables of element '{}'", element.element_id);
-        let variables = variables_document(&element.variables, &what)?;
+        let variables = variables_map(&element.variables, &what)?;
         elements.push((idx, variables));
     }
     Ok(elements)

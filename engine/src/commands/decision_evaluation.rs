@@ -71,7 +71,7 @@ pub(super) fn evaluate(p: &mut Processing<'_>, command: &EvaluateDecision) -> Re
         );
         return Ok(());
     };
-    let Some(variables) = command.variables.as_object().cloned() else {
+    let Some(variables) = command.variables.to_object() else {
         p.reject(
             Key::NONE,
             Intent::Evaluate,

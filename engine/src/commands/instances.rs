@@ -7,7 +7,7 @@ use rill_protocol::value::{
 };
 use rill_protocol::{CreateProcessInstance, Intent, ProcessSelector};
 
-use super::{tenant, variables_document};
+use super::{tenant, variables_entries};
 use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
@@ -40,7 +40,7 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
         await_request_id: None,
         tags: create.tags.clone(),
     };
-    let variables = match variables_document(&create.variables, "the variables") {
+    let variables = match variables_entries(&create.variables, "the variables") {
         Ok(variables) => variables,
         Err(rejection) => {
             p.reject(Key::NONE, intent, record, rejection);
@@ -125,8 +125,8 @@ pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> 
         tags: record.tags.clone(),
         ..Processing::root_record(&process, instance_key)
     };
-    for (name, value) in &variables {
-        p.set_variable(&root, instance_key, name, value)?;
+    for (name, text) in &variables {
+        p.set_variable_text(&root, instance_key, name, text)?;
     }
     // The creation event follows the process's ELEMENT_ACTIVATING, so that its applier
     // can mark an awaited instance.

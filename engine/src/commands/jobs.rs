@@ -8,7 +8,7 @@ use rill_protocol::{
 };
 use serde_json::{Map, Value};
 
-use super::variables_document;
+use super::variables_map;
 use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
@@ -158,22 +158,11 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
         };
         let record = job.record;
         let chain = p.job_scope_chain(&record)?;
-        let variables = if command.fetch_variables.is_empty() {
-            p.all_variables(Key(record.process_instance_key), &chain)?
-        } else {
-            p.variables_named(
-                Key(record.process_instance_key),
-                &chain,
-                &command.fetch_variables,
-            )?
-        };
+        let names = (!command.fetch_variables.is_empty()).then_some(&command.fetch_variables[..]);
+        let variables = p.variables_document(Key(record.process_instance_key), &chain, names)?;
         // Keep a batch within Zeebe's default maximum message size; the rest stay
         // activatable for the next request.
-        let size = if variables.is_empty() {
-            0
-        } else {
-            serde_json::to_vec(&variables).map_or(0, |v| v.len())
-        };
+        let size = variables.as_str().len();
         if !batch.jobs.is_empty() && batch_bytes + size > MAX_BATCH_BYTES {
             batch.truncated = true;
             break;
@@ -184,7 +173,7 @@ pub(super) fn activate(p: &mut Processing<'_>, command: &ActivateJobs) -> Result
             worker: command.worker.clone(),
             deadline,
             timeout: command.timeout,
-            variables: JsonValue(Value::Object(variables)),
+            variables,
             ..record
         });
     }
@@ -205,7 +194,7 @@ pub(super) fn complete(
     let Some(job) = job_for(p, key, Intent::Complete, "complete", WORKABLE)? else {
         return Ok(());
     };
-    let checked = variables_document(variables, "the job's variables").and_then(|document| {
+    let checked = variables_map(variables, "the job's variables").and_then(|document| {
         check_result(p, &job.record, key, &document, result).map(|()| document)
     });
     let document = match checked {
@@ -325,7 +314,7 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
 
 /// The variables of a valid fail command.
 fn check_fail(command: &FailJob, key: Key) -> std::result::Result<Map<String, Value>, Rejection> {
-    let document = variables_document(&command.variables, "the job's variables")?;
+    let document = variables_map(&command.variables, "the job's variables")?;
     if command.retries < 0 {
         return Err(Rejection::invalid_argument(format!(
             "Expected the remaining retries of job with key '{key}' to be 0 or more, but it was {}",
@@ -398,7 +387,7 @@ fn check_throw_error(
             job.job_type
         )));
     }
-    let document = variables_document(&command.variables, "the error's variables")?;
+    let document = variables_map(&command.variables, "the error's variables")?;
     if command.error_code.is_empty() {
         return Err(Rejection::invalid_argument(format!(
             "Expected to throw an error for job with key '{key}' with an error code, but it was \

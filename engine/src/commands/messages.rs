@@ -4,7 +4,7 @@ use rill_protocol::Key;
 use rill_protocol::value::MessageRecord;
 use rill_protocol::{Intent, PublishMessage};
 
-use super::{tenant, variables_document};
+use super::{tenant, variables_map};
 use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
@@ -23,7 +23,7 @@ fn check_publish(command: &PublishMessage, duplicate: bool) -> std::result::Resu
             command.time_to_live
         )));
     }
-    variables_document(&command.variables, "the message's variables")?;
+    variables_map(&command.variables, "the message's variables")?;
     if duplicate {
         return Err(Rejection::already_exists(format!(
             "Expected to publish a new message with id '{}', but a message with that id was \

@@ -87,19 +87,35 @@ pub(crate) fn answer_from_state(
     }
 }
 
-/// A variables document from a client: a JSON object, or nothing (`null`).
-pub(crate) fn variables_document(
+/// A variables document from a client, parsed: a JSON object, or nothing (`null`).
+pub(crate) fn variables_map(
     variables: &JsonValue,
     what: &str,
 ) -> std::result::Result<Map<String, Value>, Rejection> {
-    match &variables.0 {
-        Value::Object(map) => Ok(map.clone()),
-        Value::Null => Ok(Map::new()),
-        other => Err(Rejection::invalid_argument(format!(
-            "Expected {what} to be a JSON object, but it was '{}'",
-            json_type_name(other)
-        ))),
+    if variables.is_null() {
+        return Ok(Map::new());
     }
+    match variables.to_value() {
+        Value::Object(map) => Ok(map),
+        other => Err(not_an_object(what, json_type_name(&other))),
+    }
+}
+
+/// A variables document from a client, split into its variables, each value left as its
+/// JSON text.
+pub(crate) fn variables_entries<'a>(
+    variables: &'a JsonValue,
+    what: &str,
+) -> std::result::Result<Vec<(String, &'a str)>, Rejection> {
+    variables
+        .object_entries()
+        .map_err(|_| not_an_object(what, json_type_name(&variables.to_value())))
+}
+
+fn not_an_object(what: &str, kind: &str) -> Rejection {
+    Rejection::invalid_argument(format!(
+        "Expected {what} to be a JSON object, but it was '{kind}'"
+    ))
 }
 
 pub(crate) fn tenant() -> String {

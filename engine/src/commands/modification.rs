@@ -16,7 +16,7 @@ use rill_protocol::value::{
 use rill_protocol::{Intent, Key, ModifyProcessInstance};
 use serde_json::{Map, Value};
 
-use super::{tenant, variables_document};
+use super::{tenant, variables_map};
 use crate::context::Processing;
 use crate::error::Result;
 use crate::model::{ElementIdx, ElementKind, ProcessModel};
@@ -230,8 +230,8 @@ fn check_activations(
         let flow_scopes = flow_scopes(model, element);
         let mut variables = Vec::new();
         for variable in &instruction.variable_instructions {
-            let document = variables_document(&variable.variables, "the variables")
-                .map_err(Checked::Rejected)?;
+            let document =
+                variables_map(&variable.variables, "the variables").map_err(Checked::Rejected)?;
             if variable.scope_id.is_empty() {
                 variables.push((None, document));
                 continue;

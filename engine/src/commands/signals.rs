@@ -5,7 +5,7 @@ use rill_protocol::value::SignalRecord;
 use rill_protocol::{BroadcastSignal, Intent, JsonValue, Key, ValueType};
 use serde_json::Value;
 
-use super::{tenant, variables_document};
+use super::{tenant, variables_map};
 use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
@@ -20,14 +20,14 @@ pub(super) fn broadcast(p: &mut Processing<'_>, command: &BroadcastSignal) -> Re
         p.reject(Key::NONE, Intent::Broadcast, record, rejection);
         return Ok(());
     }
-    let variables = match variables_document(&command.variables, "the signal's variables") {
+    let variables = match variables_map(&command.variables, "the signal's variables") {
         Ok(variables) => variables,
         Err(rejection) => {
             p.reject(Key::NONE, Intent::Broadcast, record, rejection);
             return Ok(());
         }
     };
-    record.variables = JsonValue(Value::Object(variables));
+    record.variables = JsonValue::from(Value::Object(variables));
     p.command(Key::NONE, Intent::Broadcast, record.clone());
     let key = p.next_key()?;
     p.event(key, Intent::Broadcasted, record.clone())?;

@@ -9,7 +9,7 @@ use rill_feel::temporal::parse_date_time;
 use rill_protocol::value::UserTaskRecord;
 use rill_protocol::{Intent, JsonValue, Key, UserTaskChanges, UserTaskCommand};
 
-use super::variables_document;
+use super::variables_map;
 use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
@@ -242,7 +242,7 @@ fn complete(
     variables: &JsonValue,
     action: &str,
 ) -> Result<()> {
-    match variables_document(variables, "the user task's variables") {
+    match variables_map(variables, "the user task's variables") {
         Ok(_) => {}
         Err(rejection) => {
             p.reject(key, Intent::Complete, task.record, rejection);

@@ -3,7 +3,7 @@
 use rill_protocol::value::{VariableDocumentRecord, VariableUpdateSemantics};
 use rill_protocol::{Intent, SetVariables};
 
-use super::{tenant, variables_document};
+use super::{tenant, variables_map};
 use crate::context::Processing;
 use crate::error::Result;
 use crate::outcome::Rejection;
@@ -20,7 +20,7 @@ pub(super) fn set(p: &mut Processing<'_>, command: &SetVariables) -> Result<()> 
         variables: command.variables.clone(),
         tenant_id: tenant(),
     };
-    let document = match variables_document(&command.variables, "the variables") {
+    let document = match variables_map(&command.variables, "the variables") {
         Ok(document) => document,
         Err(rejection) => {
             p.reject(scope_key, Intent::Update, record, rejection);

@@ -288,7 +288,7 @@ mod tests {
             error_message: "m".into(),
             error_code: "c".into(),
             custom_headers: [("a".to_owned(), "b".to_owned())].into(),
-            variables: JsonValue(serde_json::json!({"dropped": true})),
+            variables: JsonValue::from(serde_json::json!({"dropped": true})),
             tenant_id: "<default>".into(),
             job_kind: rill_protocol::value::JobKind::ExecutionListener,
             job_listener_event_type: rill_protocol::value::JobListenerEventType::End,

@@ -62,7 +62,7 @@ fn activation(key: Key, elements: &[(&str, Value)], cancel: bool) -> Command {
             .iter()
             .map(|(id, variables)| AdHocSubProcessActivateElement {
                 element_id: (*id).to_owned(),
-                variables: JsonValue(variables.clone()),
+                variables: JsonValue::from(variables.clone()),
             })
             .collect(),
         cancel_remaining_instances: cancel,
@@ -203,7 +203,7 @@ fn an_empty_collection_waits_for_the_activation_command_and_its_variables() {
     assert_eq!(locals["topic"], json!("rivers"));
     assert!(rule.variables(instance).get("topic").is_none());
     let (job, record) = rule.job("research");
-    assert_eq!(record.variables.0["topic"], json!("rivers"));
+    assert_eq!(record.variables.to_value()["topic"], json!("rivers"));
     // Note passed through at once; its inner instance completed, Research's is left.
     assert!(is_completed(&rule, "Note"));
     assert!(!is_completed(&rule, "Prepare"));
@@ -424,7 +424,7 @@ fn a_collection_that_is_not_a_list_is_an_incident_that_resolves() {
     // An unknown id in the list: still an incident, naming it.
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"toActivate": ["Research", "Lunch"]})),
+        variables: JsonValue::from(json!({"toActivate": ["Research", "Lunch"]})),
         local: false,
     }));
     assert!(!outcome.is_rejected());
@@ -446,7 +446,7 @@ fn a_collection_that_is_not_a_list_is_an_incident_that_resolves() {
     // Fixed and resolved: the ad-hoc subprocess is entered.
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"toActivate": ["Research"]})),
+        variables: JsonValue::from(json!({"toActivate": ["Research"]})),
         local: false,
     }));
     assert!(!outcome.is_rejected());
@@ -488,7 +488,7 @@ fn a_completion_condition_that_is_not_a_boolean_is_an_incident_on_the_inner_inst
     );
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"answered": true})),
+        variables: JsonValue::from(json!({"answered": true})),
         local: false,
     }));
     assert!(!outcome.is_rejected());
@@ -674,7 +674,7 @@ fn an_error_thrown_inside_is_caught_by_a_boundary_event_on_the_ad_hoc_subprocess
         job_key: risky,
         error_code: "failed".into(),
         error_message: "no luck".into(),
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     for id in ["risky", "safe", "work"] {

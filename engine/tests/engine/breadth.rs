@@ -49,7 +49,7 @@ pub(super) fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceStat
 pub(super) fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: scope,
-        variables: JsonValue(variables),
+        variables: JsonValue::from(variables),
         local: false,
     }));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
@@ -368,7 +368,7 @@ fn send_tasks_and_message_throw_and_end_events_wait_for_their_jobs() {
     // The throw event's job sees its input mapping; the output maps the job's result.
     let (job, record) = rule.job("publish-shipped");
     assert_eq!(record.element_id, "Shipped");
-    assert_eq!(record.variables.0["key"], json!("o-1"));
+    assert_eq!(record.variables.to_value()["key"], json!("o-1"));
     rule.complete(job, json!({"messageId": "m-7"}));
     assert_eq!(
         element_events(&rule, "Shipped"),
@@ -381,7 +381,7 @@ fn send_tasks_and_message_throw_and_end_events_wait_for_their_jobs() {
     let (job, record) = rule.job("publish-closed");
     assert_eq!((record.element_id.as_str(), record.retries), ("Done", 5));
     assert_eq!(
-        record.variables.0["closedOrder"],
+        record.variables.to_value()["closedOrder"],
         json!("o-1"),
         "a message end event's input mappings are its job's variables"
     );
@@ -415,7 +415,7 @@ fn an_error_from_a_message_end_events_job_is_caught_around_its_subprocess() {
         job_key: job,
         error_code: "PUBLISH_FAILED".to_owned(),
         error_message: "broker down".to_owned(),
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     assert!(!thrown.is_rejected(), "{:?}", thrown.response);
     assert_eq!(

@@ -261,7 +261,7 @@ fn an_error_not_caught_in_the_child_reaches_the_call_activitys_boundary() {
         job_key,
         error_code: "NO_STOCK".to_owned(),
         error_message: "sold out".to_owned(),
-        variables: JsonValue(json!({"missing": 3})),
+        variables: JsonValue::from(json!({"missing": 3})),
     }));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     assert_eq!(state(&mut rule, child), ProcessInstanceState::Terminated);

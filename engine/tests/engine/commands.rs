@@ -48,7 +48,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
     let create = |process, variables| {
         Command::CreateProcessInstance(CreateProcessInstance {
             process,
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
             await_result: false,
             fetch_variables: vec![],
             tags: Vec::new(),
@@ -113,7 +113,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "complete with a string",
             Command::CompleteJob {
                 job_key: job,
-                variables: JsonValue(json!("x")),
+                variables: JsonValue::from(json!("x")),
                 result: Default::default(),
             },
             RejectionType::InvalidArgument,
@@ -233,7 +233,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
                 correlation_key: "k".into(),
                 time_to_live: 0,
                 message_id: String::new(),
-                variables: JsonValue(json!([])),
+                variables: JsonValue::from(json!([])),
             }),
             RejectionType::InvalidArgument,
             "JSON object",
@@ -250,7 +250,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "set variables on unknown scope",
             Command::SetVariables(SetVariables {
                 element_instance_key: unknown,
-                variables: JsonValue(json!({"a": 1})),
+                variables: JsonValue::from(json!({"a": 1})),
                 local: true,
             }),
             RejectionType::NotFound,
@@ -260,7 +260,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "set variables to a number",
             Command::SetVariables(SetVariables {
                 element_instance_key: instance,
-                variables: JsonValue(json!(3)),
+                variables: JsonValue::from(json!(3)),
                 local: true,
             }),
             RejectionType::InvalidArgument,
@@ -335,7 +335,7 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
                     ad_hoc_sub_process_instance_key: instance,
                     elements: vec![rill_protocol::value::AdHocSubProcessActivateElement {
                         element_id: "t".into(),
-                        variables: JsonValue(json!({})),
+                        variables: JsonValue::from(json!({})),
                     }],
                     cancel_remaining_instances: false,
                 },
@@ -454,7 +454,7 @@ fn create_and_await_answers_with_the_fetched_variables_when_the_instance_complet
                 bpmn_process_id: "p".into(),
                 version: None,
             },
-            variables: JsonValue(json!({"a": 1, "b": 2})),
+            variables: JsonValue::from(json!({"a": 1, "b": 2})),
             await_result: true,
             fetch_variables: vec!["a".into(), "c".into()],
             tags: Vec::new(),
@@ -483,7 +483,7 @@ fn create_and_await_answers_with_the_fetched_variables_when_the_instance_complet
             value: RecordValue::ProcessInstanceResult(result),
             ..
         } => {
-            assert_eq!(result.variables.0, json!({"a": 1, "c": 3}));
+            assert_eq!(result.variables.to_value(), json!({"a": 1, "c": 3}));
         }
         other => panic!("{other:?}"),
     }
@@ -508,7 +508,7 @@ fn create_and_await_on_an_instance_that_ends_at_once_answers_in_the_same_command
                 bpmn_process_id: "p".into(),
                 version: None,
             },
-            variables: JsonValue(json!({"x": true})),
+            variables: JsonValue::from(json!({"x": true})),
             await_result: true,
             fetch_variables: vec![],
             tags: Vec::new(),
@@ -521,7 +521,7 @@ fn create_and_await_on_an_instance_that_ends_at_once_answers_in_the_same_command
             value: RecordValue::ProcessInstanceResult(r),
             ..
         }) => {
-            assert_eq!(r.variables.0, json!({"x": true}));
+            assert_eq!(r.variables.to_value(), json!({"x": true}));
         }
         other => panic!("{other:?}"),
     }
@@ -544,7 +544,7 @@ fn jobs_fail_with_backoff_time_out_and_update_their_timeout() {
         RecordValue::JobBatch(b) => (Key(b.job_keys[0]), b.jobs[0].clone()),
         other => panic!("{other:?}"),
     };
-    assert_eq!(record.variables.0, json!({"keep": 1}));
+    assert_eq!(record.variables.to_value(), json!({"keep": 1}));
     assert_eq!(record.worker, "w1");
     assert_eq!(record.deadline, rule.now + 5_000);
     assert!(outcome.actions.contains(&Action::WakeAt {
@@ -557,7 +557,7 @@ fn jobs_fail_with_backoff_time_out_and_update_their_timeout() {
         retries: 2,
         error_message: "flaky".into(),
         retry_backoff: 1_000,
-        variables: JsonValue(json!({"attempt": 1})),
+        variables: JsonValue::from(json!({"attempt": 1})),
     }));
     assert!(rule.activate("t", 1).is_empty());
     rule.advance(1_000);
@@ -566,7 +566,7 @@ fn jobs_fail_with_backoff_time_out_and_update_their_timeout() {
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].1.retries, 2);
     assert_eq!(
-        again[0].1.variables.0["attempt"],
+        again[0].1.variables.to_value()["attempt"],
         json!(1),
         "fail variables are local to the task"
     );
@@ -622,7 +622,7 @@ fn set_variables_local_or_propagated() {
     let set = |rule: &mut EngineRule, variables, local| {
         let outcome = rule.process(Command::SetVariables(SetVariables {
             element_instance_key: task,
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
             local,
         }));
         assert!(!outcome.is_rejected(), "{:?}", outcome.response);
@@ -674,16 +674,15 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
     assert_eq!(view.start_date.millis(), started);
     assert_eq!(view.end_date.map(|d| d.millis()), Some(started + 500));
     assert_eq!(
-        rule.variables(instance),
-        json!({"a": 1}),
-        "variables stay readable too"
+        rule.scope_variables(instance, instance),
+        json!({}),
+        "the process scope's variables went with the instance (the history keeps them)"
     );
     rule.advance(59_999);
     assert!(rule.fire_due().is_empty());
     rule.advance(1);
     assert_eq!(rule.fire_due().len(), 1);
     assert!(rule.instance_state(instance).is_none());
-    assert_eq!(rule.variables(instance), json!({}));
     rule.assert_replay_matches();
 }
 

@@ -112,7 +112,7 @@ fn a_throw_event_runs_the_handlers_of_completed_activities_newest_first() {
         compensation_handler_instance_key: -1,
         compensable_activity_scope_key: instance.get(),
         compensable_activity_instance_key: hotel.get(),
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     };
     assert_eq!(records[0].1, Intent::Created);
     assert_eq!(records[0].2, expected_created);
@@ -352,7 +352,7 @@ fn a_multi_instance_activity_is_compensated_once_by_its_multi_instance_handler()
     );
     for item in [1, 2, 3] {
         let (key, job) = rule.job("refund");
-        assert_eq!(job.variables.0["item"], json!(item));
+        assert_eq!(job.variables.to_value()["item"], json!(item));
         assert_eq!(count(&rule, "UndoCharges", Intent::ElementCompleted), 0);
         rule.complete(key, json!({}));
     }
@@ -373,7 +373,7 @@ fn an_error_event_subprocess_compensates_the_scope_it_belongs_to() {
         job_key: pay,
         error_code: "PAYMENT_FAILED".into(),
         error_message: String::new(),
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     let event_subprocess = element_key(&rule, "OnPaymentFailed");

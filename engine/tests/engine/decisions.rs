@@ -336,7 +336,7 @@ fn a_business_rule_task_needs_one_implementation() {
 fn evaluate(rule: &mut EngineRule, decision: DecisionSelector, variables: Value) -> Outcome {
     rule.process(Command::EvaluateDecision(EvaluateDecision {
         decision,
-        variables: JsonValue(variables),
+        variables: JsonValue::from(variables),
     }))
 }
 

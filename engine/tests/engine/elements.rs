@@ -131,7 +131,7 @@ fn exclusive_gateway_without_match_raises_an_incident_that_resolves_after_a_fix(
 
     let set = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"x": 2})),
+        variables: JsonValue::from(json!({"x": 2})),
         local: false,
     }));
     assert!(!set.is_rejected());
@@ -293,7 +293,7 @@ fn embedded_subprocess_runs_its_content_and_its_output_mapping() {
     .concat();
     let instance = start(&mut rule, &body, json!({"base": 1}));
     let (inner, job) = rule.job("inner");
-    assert_eq!(job.variables.0, json!({"base": 1, "local": 2}));
+    assert_eq!(job.variables.to_value(), json!({"base": 1, "local": 2}));
     // `local` exists in the subprocess scope: the job's update lands there.
     rule.complete(inner, json!({"local": 5, "fresh": true}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
@@ -515,14 +515,14 @@ fn input_mapping_error_is_an_io_mapping_incident_and_resolving_retries_it() {
     );
     rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"x": 2})),
+        variables: JsonValue::from(json!({"x": 2})),
         local: false,
     }));
     rule.process(Command::ResolveIncident {
         incident_key: incidents[0].key,
     });
     let (_, job) = rule.job("t");
-    assert_eq!(job.variables.0["y"], json!(2));
+    assert_eq!(job.variables.to_value()["y"], json!(2));
     rule.assert_replay_matches();
 }
 

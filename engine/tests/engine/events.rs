@@ -40,7 +40,7 @@ fn throw_error(rule: &mut EngineRule, job_type: &str, code: &str) {
         job_key,
         error_code: code.into(),
         error_message: String::new(),
-        variables: JsonValue(json!({"reason": "broken"})),
+        variables: JsonValue::from(json!({"reason": "broken"})),
     }));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
 }

@@ -226,7 +226,7 @@ impl EngineRule {
                 bpmn_process_id: process_id.to_owned(),
                 version: None,
             },
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
             await_result: false,
             fetch_variables: Vec::new(),
             tags: Vec::new(),
@@ -267,7 +267,7 @@ impl EngineRule {
     pub fn complete(&mut self, job_key: Key, variables: Value) -> Outcome {
         self.process(Command::CompleteJob {
             job_key,
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
             result: Default::default(),
         })
     }
@@ -284,7 +284,7 @@ impl EngineRule {
             correlation_key: correlation_key.to_owned(),
             time_to_live: ttl,
             message_id: String::new(),
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
         }))
     }
 
@@ -298,8 +298,27 @@ impl EngineRule {
     }
 
     /// The variables of the process scope, as JSON.
+    /// The process scope's variables: from the state while the instance runs, else (its
+    /// variables went with it) the last value of each as the records tell it.
     pub fn variables(&mut self, instance: Key) -> Value {
-        self.scope_variables(instance, instance)
+        let live = self.scope_variables(instance, instance);
+        if live.as_object().is_some_and(|m| !m.is_empty()) {
+            return live;
+        }
+        let mut map = serde_json::Map::new();
+        for (_, record) in &self.log {
+            if let rill_protocol::RecordValue::Variable(v) = &record.value
+                && record.record_type == RecordType::Event
+                && v.process_instance_key == instance.get()
+                && v.scope_key == instance.get()
+            {
+                map.insert(
+                    v.name.clone(),
+                    serde_json::from_str(&v.value).expect("json"),
+                );
+            }
+        }
+        Value::Object(map)
     }
 
     /// The variables of one scope (an element instance) of `instance`, as JSON.

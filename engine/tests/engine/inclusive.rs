@@ -159,7 +159,7 @@ fn a_condition_that_is_not_a_boolean_is_an_incident_that_resolves() {
     assert_eq!(intents(&rule, "Split"), vec![Intent::ElementActivating]);
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"pasta": true})),
+        variables: JsonValue::from(json!({"pasta": true})),
         local: false,
     }));
     assert!(!outcome.is_rejected());

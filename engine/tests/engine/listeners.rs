@@ -38,7 +38,7 @@ fn run_listener(
     assert!(job.custom_headers.is_empty());
     let outcome = rule.complete(key, variables);
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-    job.variables.0
+    job.variables.to_value()
 }
 
 /// The `(type, kind, listener event)` of every JOB CREATED, in order.
@@ -139,7 +139,7 @@ fn listeners_run_in_order_around_the_process_and_its_elements() {
         job.job_listener_event_type,
         JobListenerEventType::Unspecified
     );
-    assert_eq!(job.variables.0["token"], "t-1");
+    assert_eq!(job.variables.to_value()["token"], "t-1");
     rule.complete(work, json!({"result": "done"}));
 
     // The end listener runs after the output mapping, before Work is left.
@@ -281,7 +281,7 @@ fn a_listener_out_of_retries_raises_an_incident_and_resolving_it_retries_that_li
         retries: 0,
         error_message: "checker down".to_owned(),
         retry_backoff: 0,
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     assert!(!failed.is_rejected());
     let incidents = rule.incidents(instance);
@@ -352,7 +352,7 @@ fn a_listener_type_that_cannot_be_evaluated_is_an_incident_on_the_element() {
         .key;
     rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: work_key,
-        variables: JsonValue(json!({"region": "us"})),
+        variables: JsonValue::from(json!({"region": "us"})),
         local: true,
     }));
     rule.process(Command::ResolveIncident {
@@ -376,7 +376,7 @@ fn a_listener_job_cannot_throw_a_bpmn_error() {
         job_key: key,
         error_code: "BOOM".to_owned(),
         error_message: String::new(),
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     let (kind, reason) = rejection_of(&outcome);
     assert_eq!(kind, RejectionType::InvalidState);
@@ -455,11 +455,11 @@ fn listeners_of_a_multi_instance_task_run_for_each_inner_instance() {
     let instance = rule.create("p", json!({}));
     let before = rule.activate("before-each", 10);
     assert_eq!(before.len(), 2, "one start listener job per inner instance");
-    let items: Vec<&Value> = before
+    let items: Vec<Value> = before
         .iter()
-        .map(|(_, job)| &job.variables.0["item"])
+        .map(|(_, job)| job.variables.to_value()["item"].clone())
         .collect();
-    assert_eq!(items, [&json!(1), &json!(2)]);
+    assert_eq!(items, [json!(1), json!(2)]);
     for (key, _) in &before {
         rule.complete(*key, json!({}));
     }

@@ -78,7 +78,7 @@ fn migrate(rule: &mut EngineRule, instance: Key, target: Key, pairs: &[(&str, &s
 fn create_on(rule: &mut EngineRule, key: Key, variables: serde_json::Value) -> Key {
     let outcome = rule.process(Command::CreateProcessInstance(CreateProcessInstance {
         process: ProcessSelector::ByKey(key),
-        variables: JsonValue(variables),
+        variables: JsonValue::from(variables),
         await_result: false,
         fetch_variables: Vec::new(),
         tags: Vec::new(),
@@ -542,7 +542,7 @@ fn an_incident_moves_with_its_element() {
         retries: 0,
         error_message: "down".into(),
         retry_backoff: 0,
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     assert!(!failed.is_rejected());
     let before = rule.log.len();
@@ -991,7 +991,7 @@ fn the_message_partition_learns_the_new_process_id_through_migrate() {
     let v2 = deploy_both("q", "C2");
     let created = first.process(Command::CreateProcessInstance(CreateProcessInstance {
         process: ProcessSelector::ByKey(v1),
-        variables: JsonValue(json!({"key": "a"})),
+        variables: JsonValue::from(json!({"key": "a"})),
         await_result: false,
         fetch_variables: Vec::new(),
         tags: Vec::new(),

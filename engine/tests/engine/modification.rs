@@ -174,11 +174,11 @@ fn activating_inside_an_inactive_subprocess_creates_it_with_its_triggers_and_var
     let mut instruction = activate("Y");
     instruction.variable_instructions = vec![
         VariableInstruction {
-            variables: JsonValue(json!({"local": 1})),
+            variables: JsonValue::from(json!({"local": 1})),
             scope_id: "sub".into(),
         },
         VariableInstruction {
-            variables: JsonValue(json!({"global": 2})),
+            variables: JsonValue::from(json!({"global": 2})),
             scope_id: String::new(),
         },
     ];
@@ -457,7 +457,7 @@ fn bad_instructions_are_rejected_whole_with_a_reason() {
 
     let mut scoped = activate("e");
     scoped.variable_instructions = vec![VariableInstruction {
-        variables: JsonValue(json!({"x": 1})),
+        variables: JsonValue::from(json!({"x": 1})),
         scope_id: "many".into(),
     }];
     assert_rejected(
@@ -467,7 +467,7 @@ fn bad_instructions_are_rejected_whole_with_a_reason() {
     );
     let mut not_object = activate("e");
     not_object.variable_instructions = vec![VariableInstruction {
-        variables: JsonValue(json!([1])),
+        variables: JsonValue::from(json!([1])),
         scope_id: String::new(),
     }];
     assert_rejected(
@@ -642,7 +642,7 @@ fn a_multi_instance_element_is_activated_as_its_body() {
     let a = instance_of(&rule, "A");
     let mut instruction = activate("each");
     instruction.variable_instructions = vec![VariableInstruction {
-        variables: JsonValue(json!({"items": [1, 2, 3]})),
+        variables: JsonValue::from(json!({"items": [1, 2, 3]})),
         scope_id: "p".into(),
     }];
     let outcome = modify(&mut rule, instance, vec![instruction], vec![a]);

@@ -142,7 +142,10 @@ fn a_parallel_service_task_runs_once_per_item_and_collects_outputs_in_input_orde
     let jobs = rule.activate("pick", 10);
     assert_eq!(jobs.len(), 3);
     for (key, job) in jobs.iter().rev() {
-        let sku = job.variables.0["sku"].as_str().expect("sku").to_owned();
+        let sku = job.variables.to_value()["sku"]
+            .as_str()
+            .expect("sku")
+            .to_owned();
         complete_job(&mut rule, *key, json!({"result": sku.to_uppercase()}));
     }
     assert_eq!(
@@ -183,12 +186,12 @@ fn a_sequential_task_runs_the_items_one_after_the_other_in_order() {
         let jobs = rule.activate("ship", 10);
         assert_eq!(jobs.len(), 1, "one parcel at a time");
         let (key, job) = &jobs[0];
-        assert_eq!(job.variables.0["parcel"], json!(parcel));
-        assert_eq!(job.variables.0["loopCounter"], json!(n + 1));
+        assert_eq!(job.variables.to_value()["parcel"], json!(parcel));
+        assert_eq!(job.variables.to_value()["loopCounter"], json!(n + 1));
         assert!(
-            job.variables.0.get("~inputCollection").is_none(),
+            job.variables.to_value().get("~inputCollection").is_none(),
             "the kept collection is not a variable workers see: {}",
-            job.variables.0
+            job.variables.to_value()
         );
         complete_job(&mut rule, *key, json!({"tracking": format!("T{}", n + 1)}));
     }
@@ -218,13 +221,13 @@ fn the_collection_is_evaluated_once_when_the_body_is_entered() {
     // Changing the variable does not change the items of a running body.
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"parcels": ["x"]})),
+        variables: JsonValue::from(json!({"parcels": ["x"]})),
         local: false,
     }));
     assert!(!outcome.is_rejected());
     complete_job(&mut rule, key, json!({}));
     let (key, job) = rule.job("ship");
-    assert_eq!(job.variables.0["parcel"], json!("p2"));
+    assert_eq!(job.variables.to_value()["parcel"], json!("p2"));
     complete_job(&mut rule, key, json!({}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
@@ -280,7 +283,7 @@ fn a_collection_that_is_not_a_list_is_an_incident_that_resolves() {
     // Fixed and resolved: the body is entered again.
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"lines": [{"sku": "z"}]})),
+        variables: JsonValue::from(json!({"lines": [{"sku": "z"}]})),
         local: false,
     }));
     assert!(!outcome.is_rejected());
@@ -289,7 +292,7 @@ fn a_collection_that_is_not_a_list_is_an_incident_that_resolves() {
     });
     assert!(!outcome.is_rejected());
     let (key, job) = rule.job("pick");
-    assert_eq!(job.variables.0["sku"], json!("z"));
+    assert_eq!(job.variables.to_value()["sku"], json!("z"));
     complete_job(&mut rule, key, json!({"result": 1}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert_eq!(rule.variables(instance)["results"], json!([1]));

@@ -77,9 +77,9 @@ fn random_command_sequences_never_break_the_engine() {
             };
             let variables = match rng.below(4) {
                 0 => JsonValue::null(),
-                1 => JsonValue(json!({"order": {"id": "o-1", "total": rng.below(2000)}})),
-                2 => JsonValue(json!([1, 2])),
-                _ => JsonValue(json!({"x": rng.below(5)})),
+                1 => JsonValue::from(json!({"order": {"id": "o-1", "total": rng.below(2000)}})),
+                2 => JsonValue::from(json!([1, 2])),
+                _ => JsonValue::from(json!({"x": rng.below(5)})),
             };
             let command = match rng.below(14) {
                 0 | 1 => Command::CreateProcessInstance(CreateProcessInstance {

@@ -145,7 +145,7 @@ fn deleting_a_decision_requirements_graph_deletes_its_decisions() {
     // The decisions evaluate in version 1 again; the deleted keys are gone.
     let evaluated = rule.process(Command::EvaluateDecision(EvaluateDecision {
         decision: DecisionSelector::ById("menu".into()),
-        variables: JsonValue(json!({"month": 1, "guestCount": 12})),
+        variables: JsonValue::from(json!({"month": 1, "guestCount": 12})),
     }));
     let RecordValue::DecisionEvaluation(record) = evaluated.value() else {
         panic!("{:?}", evaluated.response);
@@ -153,7 +153,7 @@ fn deleting_a_decision_requirements_graph_deletes_its_decisions() {
     assert_eq!(record.decision_version, 1);
     let by_deleted_key = rule.process(Command::EvaluateDecision(EvaluateDecision {
         decision: DecisionSelector::ByKey(Key(decision_keys[0])),
-        variables: JsonValue(json!({"month": 1})),
+        variables: JsonValue::from(json!({"month": 1})),
     }));
     assert_eq!(rejection_of(&by_deleted_key).0, RejectionType::NotFound);
 
@@ -220,7 +220,7 @@ fn create_by_key(rule: &mut EngineRule, key: i64) -> Outcome {
     rule.process(Command::CreateProcessInstance(
         rill_protocol::CreateProcessInstance {
             process: rill_protocol::ProcessSelector::ByKey(Key(key)),
-            variables: JsonValue(json!({})),
+            variables: JsonValue::from(json!({})),
             await_result: false,
             fetch_variables: Vec::new(),
             tags: Vec::new(),
@@ -302,7 +302,7 @@ fn deleting_the_latest_process_version_makes_the_previous_one_latest() {
                 bpmn_process_id: "order".into(),
                 version: Some(2),
             },
-            variables: JsonValue(json!({})),
+            variables: JsonValue::from(json!({})),
             await_result: false,
             fetch_variables: Vec::new(),
             tags: Vec::new(),
@@ -483,7 +483,7 @@ fn the_start_events_of_the_version_that_is_latest_again_are_subscribed() {
     assert!(!rule.publish("go", "", 0, json!({})).is_rejected());
     let broadcast = rule.process(Command::BroadcastSignal(rill_protocol::BroadcastSignal {
         signal_name: "sig".into(),
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     assert!(!broadcast.is_rejected(), "{:?}", broadcast.response);
     let jobs = rule.activate("one", 10);

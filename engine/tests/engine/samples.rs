@@ -15,7 +15,7 @@ fn two_rest_calls_runs_to_the_end() {
     let (first, job) = rule.job("restCall");
     assert_eq!(job.element_id, "Rest1");
     assert_eq!(job.retries, 3);
-    assert_eq!(job.variables.0, json!({"n": 1}));
+    assert_eq!(job.variables.to_value(), json!({"n": 1}));
     assert!(
         rule.activate("restCall", 10).is_empty(),
         "Rest2 not reached yet"
@@ -88,8 +88,8 @@ fn order_fulfilment_large_order_goes_through_review() {
         Some("acme-pay")
     );
     // Input mappings are local to the task and visible to the worker.
-    assert_eq!(job.variables.0["amount"], json!(1250.5));
-    assert_eq!(job.variables.0["customerId"], json!("c-9"));
+    assert_eq!(job.variables.to_value()["amount"], json!(1250.5));
+    assert_eq!(job.variables.to_value()["customerId"], json!("c-9"));
     rule.complete(charge, json!({"transactionId": "tx-7"}));
 
     let vars = rule.variables(instance);
@@ -195,7 +195,7 @@ fn payment_retry_card_declined_is_caught() {
             job_key: pay,
             error_code: "CARD_DECLINED".into(),
             error_message: "insufficient funds".into(),
-            variables: rill_protocol::JsonValue(json!({"reason": "funds"})),
+            variables: rill_protocol::JsonValue::from(json!({"reason": "funds"})),
         },
     ));
     assert!(!outcome.is_rejected());

@@ -19,7 +19,7 @@ use super::*;
 fn broadcast(rule: &mut EngineRule, name: &str, variables: Value) -> Outcome {
     let outcome = rule.process(Command::BroadcastSignal(BroadcastSignal {
         signal_name: name.to_owned(),
-        variables: JsonValue(variables),
+        variables: JsonValue::from(variables),
     }));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     outcome
@@ -104,7 +104,7 @@ fn a_broadcast_writes_zeebes_records_and_answers_with_its_key() {
         broadcasted.value,
         RecordValue::Signal(SignalRecord {
             signal_name: "nobody-listens".into(),
-            variables: JsonValue(json!({"a": 1})),
+            variables: JsonValue::from(json!({"a": 1})),
             tenant_id: "<default>".into(),
         })
     );
@@ -118,7 +118,7 @@ fn a_broadcast_without_a_name_or_with_bad_variables_is_rejected_and_changes_noth
     for (name, variables) in [(" ", json!({})), ("go", json!([1, 2]))] {
         let outcome = rule.process(Command::BroadcastSignal(BroadcastSignal {
             signal_name: name.into(),
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
         }));
         let (rejection_type, reason) = rejection_of(&outcome);
         assert_eq!(rejection_type, RejectionType::InvalidArgument, "{reason}");
@@ -126,7 +126,7 @@ fn a_broadcast_without_a_name_or_with_bad_variables_is_rejected_and_changes_noth
     }
     let (_, reason) = rejection_of(&rule.process(Command::BroadcastSignal(BroadcastSignal {
         signal_name: "go".into(),
-        variables: JsonValue(json!("text")),
+        variables: JsonValue::from(json!("text")),
     })));
     assert!(reason.contains("the signal's variables"), "{reason}");
     assert_eq!(rill_engine_api::state_digest(&rule.state).unwrap(), before);
@@ -444,8 +444,11 @@ fn throw_and_end_events_broadcast_with_their_input_mappings() {
         .collect();
     let names: Vec<&str> = signals.iter().map(|s| s.signal_name.as_str()).collect();
     assert_eq!(names, vec!["go", "done-12"]);
-    assert_eq!(signals[0].variables, JsonValue(json!({"orderId": 12})));
-    assert_eq!(signals[1].variables, JsonValue(json!({})));
+    assert_eq!(
+        signals[0].variables,
+        JsonValue::from(json!({"orderId": 12}))
+    );
+    assert_eq!(signals[1].variables, JsonValue::from(json!({})));
 
     // The throw event's lifecycle, then the broadcast.
     let shape = rule

@@ -276,7 +276,10 @@ fn a_published_message_starts_an_instance_with_its_variables() {
     assert!(outcome.is_rejected());
     // A job worker sees the message's variables, not the engine's bookkeeping.
     let (_, job) = rule.job("check");
-    assert_eq!(job.variables.0, json!({"orderId": 1, "channel": "web"}));
+    assert_eq!(
+        job.variables.to_value(),
+        json!({"orderId": 1, "channel": "web"})
+    );
 
     // Zeebe's records: the deployment opened the subscription, the message correlated.
     let written = message_starts(&rule);
@@ -292,7 +295,7 @@ fn a_published_message_starts_an_instance_with_its_variables() {
     let (_, correlated) = &written[1];
     assert_eq!(correlated.process_instance_key, instance.get());
     assert_eq!(correlated.correlation_key, "order-1");
-    assert_eq!(correlated.variables.0, json!({"orderId": 1}));
+    assert_eq!(correlated.variables.to_value(), json!({"orderId": 1}));
     assert_eq!(
         correlated.process_definition_key,
         created.process_definition_key
@@ -320,7 +323,7 @@ fn one_active_instance_per_correlation_key_and_buffered_messages_start_the_next(
     let jobs = rule.activate("check", 10);
     let first = jobs
         .iter()
-        .find(|(_, j)| j.variables.0["n"] == json!(1))
+        .find(|(_, j)| j.variables.to_value()["n"] == json!(1))
         .expect("job of the first instance")
         .0;
     rule.complete(first, json!({}));
@@ -486,7 +489,7 @@ fn a_timer_start_event_writes_a_process_event_around_the_new_instance() {
     );
     assert_eq!(triggering.process_instance_key, instance.get());
     assert_eq!(triggering.target_element_id, "Tick");
-    assert_eq!(triggering.variables.0, json!({}));
+    assert_eq!(triggering.variables.to_value(), json!({}));
 
     // TRIGGERING comes before the instance, TRIGGERED before its start event.
     let order: Vec<(ValueType, Intent, String)> = rule
@@ -537,7 +540,7 @@ fn a_message_start_event_process_event_carries_the_message_variables() {
     assert_eq!(triggering.target_element_id, "OrderPlaced");
     assert_eq!(triggering.scope_key, triggering.process_definition_key);
     // The message's variables only, not Rill's bookkeeping of the start.
-    assert_eq!(triggering.variables.0, json!({"orderId": 1}));
+    assert_eq!(triggering.variables.to_value(), json!({"orderId": 1}));
     rule.assert_replay_matches();
 }
 

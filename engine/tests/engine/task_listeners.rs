@@ -76,7 +76,7 @@ fn listener_job(
 fn complete_with(rule: &mut EngineRule, job_key: Key, result: JobResult) -> Outcome {
     rule.process(Command::CompleteJob {
         job_key,
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
         result,
     })
 }
@@ -100,7 +100,7 @@ fn denial(reason: &str) -> JobResult {
 fn complete_task(key: Key, variables: Value) -> Command {
     Command::UserTask(UserTaskCommand::Complete {
         user_task_key: key,
-        variables: JsonValue(variables),
+        variables: JsonValue::from(variables),
         action: String::new(),
     })
 }
@@ -159,7 +159,7 @@ fn listeners_run_in_order_and_each_transition_waits_for_them() {
     assert_eq!(job.custom_headers["team"], "blue");
     assert_eq!(job.custom_headers["io.camunda.zeebe:priority"], "50");
     assert!(!job.custom_headers.contains_key("io.camunda.zeebe:assignee"));
-    assert_eq!(job.variables.0["region"], "eu");
+    assert_eq!(job.variables.to_value()["region"], "eu");
     let task_key: i64 = job.custom_headers["io.camunda.zeebe:userTaskKey"]
         .parse()
         .unwrap();
@@ -405,7 +405,7 @@ fn bad_listener_results_are_rejected_and_change_nothing() {
     for (result, variables, expected) in cases {
         let outcome = rule.process(Command::CompleteJob {
             job_key: on_create,
-            variables: JsonValue(variables),
+            variables: JsonValue::from(variables),
             result,
         });
         let (kind, reason) = rejection_of(&outcome);
@@ -429,7 +429,7 @@ fn a_listener_out_of_retries_raises_an_incident_and_cancelling_cancels_its_job()
         retries: 0,
         error_message: "checker down".to_owned(),
         retry_backoff: 0,
-        variables: JsonValue(json!({})),
+        variables: JsonValue::from(json!({})),
     }));
     let incidents = rule.incidents(instance);
     assert_eq!(incidents.len(), 1);
@@ -498,7 +498,7 @@ fn a_listener_type_that_fails_to_evaluate_raises_an_incident_and_resolving_rerun
     );
     rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"kind": "second"})),
+        variables: JsonValue::from(json!({"kind": "second"})),
         local: false,
     }));
     assert!(

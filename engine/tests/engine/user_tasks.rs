@@ -61,7 +61,7 @@ fn assign(key: Key, assignee: &str, allow_override: bool) -> Command {
 fn complete(key: Key, variables: Value) -> Command {
     Command::UserTask(UserTaskCommand::Complete {
         user_task_key: key,
-        variables: JsonValue(variables),
+        variables: JsonValue::from(variables),
         action: String::new(),
     })
 }
@@ -329,7 +329,7 @@ fn a_failing_assignee_expression_is_an_incident_that_resolves() {
     assert!(intents(&rule).is_empty(), "nothing of the task is written");
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
         element_instance_key: instance,
-        variables: JsonValue(json!({"owner": "ann"})),
+        variables: JsonValue::from(json!({"owner": "ann"})),
         local: false,
     }));
     assert!(!outcome.is_rejected());

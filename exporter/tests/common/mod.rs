@@ -22,7 +22,7 @@ pub fn key(n: u64) -> i64 {
 
 /// A value of each value type, with every field set.
 pub fn value_of(value_type: ValueType) -> RecordValue {
-    let vars = || JsonValue(json!({"orderId": 42, "items": ["a"]}));
+    let vars = || JsonValue::from(json!({"orderId": 42, "items": ["a"]}));
     let job = || JobRecord {
         job_type: "payment".into(),
         element_id: "charge".into(),

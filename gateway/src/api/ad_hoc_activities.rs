@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rill_protocol::value::AdHocSubProcessActivateElement;
-use rill_protocol::{ActivateAdHocSubProcessActivities, Command, JsonValue};
+use rill_protocol::{ActivateAdHocSubProcessActivities, Command};
 use serde::Deserialize;
 
 use super::{Body, KeyParam, SharedState};
@@ -53,10 +53,13 @@ pub async fn activate(
                 "No elementId provided in elements[{index}]"
             )));
         }
-        let variables = element.variables.unwrap_or_default().into_value();
+        let variables = element
+            .variables
+            .unwrap_or_default()
+            .checked(&format!("elements[{index}].variables"), &state.settings)?;
         elements.push(AdHocSubProcessActivateElement {
             element_id: element.element_id,
-            variables: JsonValue(variables),
+            variables,
         });
     }
     let command = Command::ActivateAdHocSubProcessActivities(ActivateAdHocSubProcessActivities {

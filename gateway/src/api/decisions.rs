@@ -238,8 +238,8 @@ pub async fn evaluate(
             DecisionSelector::ByKey(key)
         }
     };
-    let (key, record) =
-        submit_evaluation(&state, decision, JsonValue(request.variables.into_value())).await?;
+    let variables = request.variables.checked("variables", &state.settings)?;
+    let (key, record) = submit_evaluation(&state, decision, variables).await?;
     Ok(Json(evaluate_result(key, &record)))
 }
 

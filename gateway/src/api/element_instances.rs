@@ -10,7 +10,7 @@ use rill_protocol::history::{
     ELEMENT_TYPES, ElementInstanceField as F, ElementState, HistoricElementInstance, HistoryQuery,
     HistoryResult, Page, Search, element_type_name,
 };
-use rill_protocol::{Command, JsonValue, Query, QueryResult, SetVariables};
+use rill_protocol::{Command, Query, QueryResult, SetVariables};
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
@@ -41,7 +41,7 @@ pub async fn set_variables(
     let partition = state.dispatch.partition_of(key, "element instance")?;
     let command = Command::SetVariables(SetVariables {
         element_instance_key: key,
-        variables: JsonValue(variables.into_value()),
+        variables: variables.checked("variables", &state.settings)?,
         local: request.local.unwrap_or(false),
     });
     state

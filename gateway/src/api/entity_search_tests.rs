@@ -60,7 +60,7 @@ fn partitions() -> Vec<MemoryHistory> {
                     error_message: String::new(),
                     error_code: String::new(),
                     custom_headers: BTreeMap::new(),
-                    variables: JsonValue(json!({})),
+                    variables: JsonValue::from(json!({})),
                     tenant_id: "<default>".into(),
                     job_kind: Default::default(),
                     job_listener_event_type: Default::default(),

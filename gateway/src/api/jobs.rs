@@ -30,7 +30,8 @@ use crate::backend::{Answered, BackendError};
 use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
 use crate::problem::Problem;
 
-/// The least time given to one partition's activation, even at the end of a long poll.
+/// The least time a partition without a leader is retried for, even at the end of a
+/// long poll.
 const MIN_PARTITION_TIMEOUT: Duration = Duration::from_millis(100);
 
 #[derive(Deserialize)]
@@ -77,7 +78,7 @@ struct ActivatedJob {
     worker: String,
     retries: i32,
     deadline: i64,
-    variables: serde_json::Value,
+    variables: JsonValue,
     tenant_id: String,
     job_key: String,
     process_instance_key: String,
@@ -151,9 +152,10 @@ impl ActivatedJob {
             worker: job.worker,
             retries: job.retries,
             deadline: job.deadline,
-            variables: match job.variables.0 {
-                serde_json::Value::Null => serde_json::Value::Object(Default::default()),
-                other => other,
+            variables: if job.variables.is_null() {
+                JsonValue::empty_object()
+            } else {
+                job.variables
             },
             tenant_id: job.tenant_id,
             job_key: key.to_string(),
@@ -239,7 +241,8 @@ pub(crate) async fn activate_jobs(
     let mut waiting = None;
     let mut look = Wake::Everywhere;
     loop {
-        // A partition without a leader is retried, but not past the long poll's end.
+        // A partition without a leader is retried, but not past the long poll's end. (An
+        // answer to a command sent is awaited longer: see `poll_partitions`.)
         let timeout = match long_poll_until {
             Some(until) => until
                 .saturating_duration_since(Instant::now())
@@ -248,7 +251,7 @@ pub(crate) async fn activate_jobs(
         };
         let answers = match look {
             Wake::Everywhere => poll_partitions(state, template, timeout).await?,
-            Wake::Partition(partition) => poll_woken(state, template, partition, timeout).await,
+            Wake::Partition(partition) => poll_woken(state, template, partition).await,
         };
         let batches = hand_out(state, answers);
         let found: usize = batches.iter().map(Vec::len).sum();
@@ -292,18 +295,21 @@ fn hold_limit(job_timeout_ms: i64) -> Duration {
     Duration::from_millis((job_timeout_ms / 10).max(0) as u64)
 }
 
-/// Asks the partition a notification named. A failure counts as nothing found: the
+/// Asks the partition a notification named, awaiting its answer for
+/// `gateway.request-timeout` however little is left of the long poll: the partition had
+/// a leader a moment ago, and an answer given up on leaves the jobs it activated out of
+/// every worker's reach until they time out. Large variables make such answers slow
+/// (each job carries its instance's variables). A failure counts as nothing found: the
 /// request goes on waiting instead of failing in the middle of its long poll.
 async fn poll_woken(
     state: &SharedState,
     template: &ActivateJobs,
     partition: PartitionId,
-    timeout: Duration,
 ) -> Vec<Activation> {
     let command = Command::ActivateJobs(template.clone());
     match state
         .dispatch
-        .submit_raw(partition, &command, timeout)
+        .submit_raw(partition, &command, state.settings.request_timeout)
         .await
     {
         Ok(Answered {
@@ -342,9 +348,11 @@ async fn poll_woken(
 /// Partitions that fail are skipped; if every partition fails, the first error is the
 /// answer. A partition without a leader is passed over for the next one at once, as
 /// Zeebe's gateway does: jobs waiting on the others must not wait out its election.
-/// Only when the others had nothing is it asked again, retried within `timeout`. Once
-/// jobs are in hand, all further partitions together get [`hold_limit`]: jobs in hand
-/// must not wait long for more, which would leave the worker little of their time.
+/// Only when the others had nothing is it asked again, retried within `timeout`. Until
+/// jobs are in hand, a partition's answer is awaited for `gateway.request-timeout`, as
+/// in [`poll_woken`]. Once jobs are in hand, all further partitions together get
+/// [`hold_limit`]: jobs in hand must not wait long for more, which would leave the
+/// worker little of their time.
 async fn poll_partitions(
     state: &SharedState,
     template: &ActivateJobs,
@@ -361,7 +369,7 @@ async fn poll_partitions(
             break;
         };
         let limit = match poll.hold_until {
-            None => timeout,
+            None => state.settings.request_timeout,
             Some(until) => until.saturating_duration_since(Instant::now()).min(timeout),
         };
         if limit.is_zero() {
@@ -590,7 +598,7 @@ pub async fn complete(
     let partition = state.dispatch.partition_of(job_key, "job")?;
     let command = Command::CompleteJob {
         job_key,
-        variables: JsonValue(request.variables.into_value()),
+        variables: request.variables.checked("variables", &state.settings)?,
         result,
     };
     state
@@ -640,7 +648,7 @@ pub async fn fail(
         retries,
         error_message: request.error_message.unwrap_or_default(),
         retry_backoff,
-        variables: JsonValue(request.variables.into_value()),
+        variables: request.variables.checked("variables", &state.settings)?,
     });
     state
         .dispatch
@@ -677,7 +685,7 @@ pub async fn throw_error(
         job_key,
         error_code: request.error_code,
         error_message: request.error_message.unwrap_or_default(),
-        variables: JsonValue(request.variables.into_value()),
+        variables: request.variables.checked("variables", &state.settings)?,
     });
     state
         .dispatch
@@ -774,7 +782,7 @@ mod tests {
             error_message: String::new(),
             error_code: String::new(),
             custom_headers: [("h".to_owned(), "v".to_owned())].into_iter().collect(),
-            variables: JsonValue(serde_json::json!({"a": 1})),
+            variables: JsonValue::from(serde_json::json!({"a": 1})),
             tenant_id: "<default>".into(),
             job_kind: Default::default(),
             job_listener_event_type: Default::default(),

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use rill_protocol::{Command, JsonValue, PublishMessage, message_partition};
+use rill_protocol::{Command, PublishMessage, message_partition};
 use serde::{Deserialize, Serialize};
 
 use super::{Body, SharedState, check_tenant, key_text, unsupported};
@@ -53,7 +53,7 @@ pub async fn publish(
         correlation_key,
         time_to_live,
         message_id: request.message_id.unwrap_or_default(),
-        variables: JsonValue(request.variables.into_value()),
+        variables: request.variables.checked("variables", &state.settings)?,
     });
     let accepted = state
         .dispatch

@@ -57,6 +57,8 @@ pub struct ApiSettings {
     pub max_request_timeout: Duration,
     /// Largest accepted request body, in bytes.
     pub max_message_size: u64,
+    /// Largest accepted variable document, in bytes of JSON text.
+    pub max_variable_document_size: u64,
 }
 
 pub struct AppState {
@@ -346,6 +348,7 @@ mod tests {
             long_polling_timeout: Duration::from_secs(10),
             max_request_timeout: Duration::from_secs(60),
             max_message_size: 1024,
+            max_variable_document_size: 1024,
         };
         assert_eq!(
             client_timeout(Some(i64::MAX), &settings),

@@ -54,7 +54,7 @@ pub struct CreateResult {
     process_definition_id: String,
     process_definition_version: i32,
     tenant_id: String,
-    variables: serde_json::Value,
+    variables: JsonValue,
     process_definition_key: String,
     process_instance_key: String,
     // 8.8's `CreateProcessInstanceResult` has no `businessId` (an 8.10 field).
@@ -145,7 +145,7 @@ pub async fn create(
     };
     let command = Command::CreateProcessInstance(CreateProcessInstance {
         process,
-        variables: JsonValue(request.variables.into_value()),
+        variables: request.variables.checked("variables", &state.settings)?,
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
         tags: tags.clone(),
@@ -157,7 +157,7 @@ pub async fn create(
             process_definition_version: record.version,
             tenant_id: record.tenant_id.clone(),
             // Variables are only returned when awaiting completion, as in Camunda.
-            variables: serde_json::Value::Object(Default::default()),
+            variables: JsonValue::empty_object(),
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
             tags: record.tags.clone(),
@@ -166,9 +166,10 @@ pub async fn create(
             process_definition_id: record.bpmn_process_id.clone(),
             process_definition_version: record.version,
             tenant_id: record.tenant_id.clone(),
-            variables: match &record.variables.0 {
-                serde_json::Value::Null => serde_json::Value::Object(Default::default()),
-                other => other.clone(),
+            variables: if record.variables.is_null() {
+                JsonValue::empty_object()
+            } else {
+                record.variables.clone()
             },
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
@@ -302,17 +303,19 @@ pub async fn modify(
                 )));
             }
         };
+        let mut variable_instructions = Vec::with_capacity(instruction.variable_instructions.len());
+        for (v, variable) in instruction.variable_instructions.into_iter().enumerate() {
+            let field =
+                format!("activateInstructions[{index}].variableInstructions[{v}].variables");
+            variable_instructions.push(VariableInstruction {
+                variables: variable.variables.checked(&field, &state.settings)?,
+                scope_id: variable.scope_id,
+            });
+        }
         activate_instructions.push(ActivateInstruction {
             element_id: instruction.element_id,
             ancestor_element_instance_key: ancestor,
-            variable_instructions: instruction
-                .variable_instructions
-                .into_iter()
-                .map(|v| VariableInstruction {
-                    variables: JsonValue(v.variables.into_value()),
-                    scope_id: v.scope_id,
-                })
-                .collect(),
+            variable_instructions,
         });
     }
     if activate_instructions.is_empty() && request.terminate_instructions.is_empty() {

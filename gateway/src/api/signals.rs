@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use rill_protocol::{BroadcastSignal, Command, JsonValue};
+use rill_protocol::{BroadcastSignal, Command};
 use serde::{Deserialize, Serialize};
 
 use super::{Body, SharedState, check_tenant, key_text};
@@ -37,7 +37,7 @@ pub async fn broadcast(
     }
     let command = Command::BroadcastSignal(BroadcastSignal {
         signal_name: request.signal_name,
-        variables: JsonValue(request.variables.into_value()),
+        variables: request.variables.checked("variables", &state.settings)?,
     });
     let (_, accepted) = state
         .dispatch

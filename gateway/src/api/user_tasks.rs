@@ -16,7 +16,7 @@ use rill_protocol::history::{
     Search, UserTaskField as F, UserTaskState, VariableField, date_millis,
 };
 use rill_protocol::{
-    Command, JsonValue, Key, Query, QueryResult, Timestamp, UserTaskChanges, UserTaskCommand,
+    Command, Key, Query, QueryResult, Timestamp, UserTaskChanges, UserTaskCommand,
 };
 use serde::{Deserialize, Serialize};
 
@@ -432,15 +432,15 @@ pub async fn complete(
     Body(body): Body,
 ) -> Result<Response, Problem> {
     let request: CompletionRequest = parse_optional_body(&body)?;
-    let variables = request.variables.map_or_else(
-        || serde_json::Value::Object(Default::default()),
-        Variables::into_value,
-    );
+    let variables = request
+        .variables
+        .unwrap_or_default()
+        .checked("variables", &state.settings)?;
     submit(
         &state,
         UserTaskCommand::Complete {
             user_task_key: key,
-            variables: JsonValue(variables),
+            variables,
             action: request.action.unwrap_or_default(),
         },
     )

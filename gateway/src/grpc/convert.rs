@@ -7,36 +7,66 @@ use rill_protocol::{JsonValue, Key};
 use tonic::Status;
 
 use super::proto::{ActivateJobsResponse, ActivatedJob, activated_job};
+use crate::limits::{DocumentError, MESSAGE_SIZE_SETTING, Unreadable, check_size, parse_document};
 
-/// A JSON text field that must hold an object of variables. Empty text means none.
-pub fn variables(field: &str, text: &str) -> Result<JsonValue, Status> {
+/// A JSON text field that must hold an object of variables, at most `max_size` bytes
+/// long (`gateway.max-variable-document-size`). Empty text means none.
+pub fn variables(field: &str, text: &str, max_size: u64) -> Result<JsonValue, Status> {
     if text.trim().is_empty() {
-        return Ok(JsonValue(serde_json::Value::Object(Default::default())));
+        return Ok(JsonValue::empty_object());
     }
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(map)) => Ok(JsonValue(serde_json::Value::Object(map))),
+    check_size(text.len(), max_size).map_err(|error| document_status(field, &error))?;
+    match parse_document(text) {
         // `null` is taken as no variables, as in the REST API.
-        Ok(serde_json::Value::Null) => Ok(JsonValue(serde_json::Value::Object(Default::default()))),
+        Ok(document) if document.is_null() => Ok(JsonValue::empty_object()),
+        Ok(document) if document.is_object() => Ok(document),
         Ok(other) => Err(Status::invalid_argument(format!(
             "Property '{field}' is invalid: expected a JSON object of variables, e.g. \
              {{\"amount\": 5}}, but got {}",
-            kind_of(&other)
+            other.kind()
         ))),
-        Err(error) => Err(Status::invalid_argument(format!(
+        Err(Unreadable::Invalid(error)) => Err(Status::invalid_argument(format!(
             "Property '{field}' is invalid: it is not a JSON document ({error})"
         ))),
+        Err(too_deep) => Err(document_status(field, &DocumentError::Unreadable(too_deep))),
     }
 }
 
-fn kind_of(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
+/// INVALID_ARGUMENT for a refused variable document, naming the field (and for a size,
+/// the limit and its setting).
+pub fn document_status(field: &str, error: &DocumentError) -> Status {
+    Status::invalid_argument(error.describe(field))
+}
+
+/// Refuses a request message larger than `max_size` (`gateway.max-message-size`) after
+/// its variable `documents` (field, JSON text): one of those too large is the error
+/// then, naming its own field and setting. The transport decodes messages up to twice
+/// the limit so that this check sees them (`super::GrpcServer::serve`).
+pub fn within_limits(
+    request: &impl Message,
+    documents: &[(&str, &str)],
+    max_size: u64,
+    max_document_size: u64,
+) -> Result<(), Status> {
+    for (field, text) in documents {
+        check_size(text.len(), max_document_size)
+            .map_err(|error| document_status(field, &error))?;
     }
+    let size = request.encoded_len();
+    if u64::try_from(size).map_or(true, |size| size > max_size) {
+        return Err(message_too_large(Some(size), max_size));
+    }
+    Ok(())
+}
+
+/// INVALID_ARGUMENT for a request message over `gateway.max-message-size` (its size when
+/// known). Not RESOURCE_EXHAUSTED, which Zeebe's clients retry as back-pressure.
+pub fn message_too_large(size: Option<usize>, max_size: u64) -> Status {
+    let size = size.map_or_else(String::new, |size| format!(" of {size} bytes"));
+    Status::invalid_argument(format!(
+        "The request message{size} is larger than the maximum message size of {max_size} \
+         bytes (set by {MESSAGE_SIZE_SETTING})"
+    ))
 }
 
 /// Rill is single-tenant: a tenant id must be empty or the default tenant.
@@ -83,10 +113,12 @@ pub fn tenant_text(tenant: String) -> String {
 }
 
 /// JSON text of a value, `{}` for none.
-pub fn json_text(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Null => "{}".to_owned(),
-        other => other.to_string(),
+/// A document as gRPC clients receive it: JSON text, `{}` for none.
+pub fn json_text(value: &JsonValue) -> String {
+    if value.is_null() {
+        "{}".to_owned()
+    } else {
+        value.as_str().to_owned()
     }
 }
 
@@ -114,7 +146,7 @@ pub fn activated_job(key: i64, job: JobRecord) -> ActivatedJob {
         worker: job.worker,
         retries: job.retries,
         deadline: job.deadline,
-        variables: json_text(&job.variables.0),
+        variables: json_text(&job.variables),
         tenant_id: tenant_text(job.tenant_id),
         user_task: None,
         kind: kind as i32,
@@ -151,21 +183,79 @@ pub fn split_batch(jobs: Vec<ActivatedJob>, max_bytes: usize) -> Vec<ActivateJob
 mod tests {
     use super::*;
 
+    const LIMIT: u64 = 1024;
+
     #[test]
     fn variables_must_be_an_object_and_the_error_names_the_field() {
-        assert_eq!(variables("variables", "").unwrap().0, serde_json::json!({}));
         assert_eq!(
-            variables("variables", r#"{"a":1}"#).unwrap().0,
+            variables("variables", "", LIMIT).unwrap().to_value(),
+            serde_json::json!({})
+        );
+        assert_eq!(
+            variables("variables", r#"{"a":1}"#, LIMIT)
+                .unwrap()
+                .to_value(),
             serde_json::json!({"a": 1})
         );
-        let array = variables("variables", "[1]").unwrap_err();
+        let array = variables("variables", "[1]", LIMIT).unwrap_err();
         assert_eq!(array.code(), tonic::Code::InvalidArgument);
         assert!(array.message().contains("'variables'"), "{array:?}");
         assert!(array.message().contains("an array"), "{array:?}");
-        let broken = variables("request.variables", "{").unwrap_err();
+        let broken = variables("request.variables", "{", LIMIT).unwrap_err();
         assert!(
             broken.message().contains("'request.variables'"),
             "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn variables_over_the_size_or_depth_limit_are_invalid_arguments_naming_the_field() {
+        let at_limit = format!(r#"{{"a":"{}"}}"#, "x".repeat(LIMIT as usize - 8));
+        assert_eq!(at_limit.len() as u64, LIMIT);
+        assert!(variables("variables", &at_limit, LIMIT).is_ok());
+        let over = format!(r#"{{"a":"{}"}}"#, "x".repeat(LIMIT as usize));
+        let status = variables("variables", &over, LIMIT).unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        for fragment in [
+            "'variables'",
+            &format!("{} bytes", over.len()),
+            "1024 bytes",
+            "gateway.max-variable-document-size",
+        ] {
+            assert!(status.message().contains(fragment), "{status:?}");
+        }
+        let deep = format!("{}1{}", "[".repeat(101), "]".repeat(101));
+        let status = variables("variables", &format!(r#"{{"a":{deep}}}"#), LIMIT).unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        assert!(
+            status.message().contains("more than 100 levels"),
+            "{status:?}"
+        );
+    }
+
+    #[test]
+    fn a_message_over_its_limit_is_refused_after_its_documents() {
+        let request = super::super::proto::CompleteJobRequest {
+            job_key: 1,
+            variables: format!(r#"{{"a":"{}"}}"#, "x".repeat(2000)),
+            ..Default::default()
+        };
+        let documents = [("variables", request.variables.as_str())];
+        assert!(within_limits(&request, &documents, 4096, 4096).is_ok());
+        let status = within_limits(&request, &documents, 1024, 4096).unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        assert!(
+            status.message().contains("gateway.max-message-size"),
+            "{status:?}"
+        );
+        assert!(status.message().contains("1024 bytes"), "{status:?}");
+        // The document over its own limit is named first.
+        let status = within_limits(&request, &documents, 1024, 1024).unwrap_err();
+        assert!(
+            status
+                .message()
+                .contains("gateway.max-variable-document-size"),
+            "{status:?}"
         );
     }
 

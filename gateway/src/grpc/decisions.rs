@@ -49,7 +49,11 @@ pub async fn evaluate(
 ) -> Result<proto::EvaluateDecisionResponse, Status> {
     tenant("tenantId", &request.tenant_id)?;
     let decision = selector(state, &request)?;
-    let variables = variables("variables", &request.variables)?;
+    let variables = variables(
+        "variables",
+        &request.variables,
+        state.settings.max_variable_document_size,
+    )?;
     let (key, record) = submit_evaluation(state, decision, variables)
         .await
         .map_err(from_problem)?;

@@ -5,6 +5,7 @@
 mod convert;
 mod decisions;
 mod observe;
+mod oversize;
 mod push;
 mod service;
 mod status;
@@ -62,8 +63,12 @@ impl GrpcServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), GatewayError> {
-        let max_message_size =
-            usize::try_from(self.state.settings.max_message_size).unwrap_or(usize::MAX);
+        let max_message_size = self.state.settings.max_message_size;
+        // Twice the limit is decoded, so that the service sees a request somewhat over it
+        // and names what is too large: a variable document and its setting, or the
+        // message. Beyond that the decoder stops, and `oversize` words its error.
+        let decoding_limit =
+            usize::try_from(max_message_size.saturating_mul(2)).unwrap_or(usize::MAX);
         let (health, health_service) = tonic_health::server::health_reporter();
         health
             .set_serving::<proto::gateway_server::GatewayServer<service::GatewayService>>()
@@ -81,7 +86,7 @@ impl GrpcServer {
         let gateway = proto::gateway_server::GatewayServer::new(service::GatewayService::new(
             self.state.clone(),
         ))
-        .max_decoding_message_size(max_message_size)
+        .max_decoding_message_size(decoding_limit)
         // Zeebe's clients may compress their requests (the npm SDK does).
         .accept_compressed(CompressionEncoding::Gzip)
         .send_compressed(CompressionEncoding::Gzip);
@@ -89,6 +94,7 @@ impl GrpcServer {
         let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
         Server::builder()
             .layer(observe::MetricsLayer::new(self.state.metrics.clone()))
+            .layer(oversize::OversizeLayer::new(max_message_size))
             .add_service(gateway)
             .add_service(health_service)
             .add_service(reflection)

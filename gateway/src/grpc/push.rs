@@ -304,7 +304,7 @@ pub async fn give_back(state: &SharedState, job_key: i64, retries: i32) {
                         over; it is activatable again"
             .to_owned(),
         retry_backoff: 0,
-        variables: JsonValue(serde_json::Value::Object(Default::default())),
+        variables: JsonValue::from(serde_json::Value::Object(Default::default())),
     });
     if let Err(problem) = state
         .dispatch

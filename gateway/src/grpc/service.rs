@@ -22,6 +22,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert::{
     activated_job, json_text, key, split_batch, tenant, tenant_text, unsupported, variables,
+    within_limits,
 };
 use super::decisions;
 use super::proto::gateway_server::Gateway;
@@ -78,6 +79,7 @@ fn migration(
 fn modification(
     request: ModifyProcessInstanceRequest,
     process_instance_key: rill_protocol::Key,
+    max_document_size: u64,
 ) -> Result<ModifyProcessInstance, Status> {
     let mut activate_instructions = Vec::with_capacity(request.activate_instructions.len());
     for (index, instruction) in request.activate_instructions.into_iter().enumerate() {
@@ -97,6 +99,7 @@ fn modification(
                 variables: variables(
                     &format!("{field}.variableInstructions[{v}].variables"),
                     &variable.variables,
+                    max_document_size,
                 )?,
                 scope_id: variable.scope_id,
             });
@@ -153,6 +156,27 @@ impl GatewayService {
 
     fn request_timeout(&self) -> Duration {
         self.state.settings.request_timeout
+    }
+
+    /// `gateway.max-variable-document-size`.
+    fn document_limit(&self) -> u64 {
+        self.state.settings.max_variable_document_size
+    }
+
+    /// Refuses a request over `gateway.max-message-size`, or with one of its variable
+    /// `documents` (field, JSON text) over `gateway.max-variable-document-size`.
+    fn within_limits(
+        &self,
+        request: &impl prost::Message,
+        documents: &[(&str, &str)],
+    ) -> Result<(), Status> {
+        let settings = &self.state.settings;
+        within_limits(
+            request,
+            documents,
+            settings.max_message_size,
+            settings.max_variable_document_size,
+        )
     }
 
     /// Sends a command to the partition that owns `key` (the entity named by `what`).
@@ -237,7 +261,11 @@ impl GatewayService {
         };
         Ok(Command::CreateProcessInstance(CreateProcessInstance {
             process,
-            variables: variables(&format!("{field_prefix}variables"), &request.variables)?,
+            variables: variables(
+                &format!("{field_prefix}variables"),
+                &request.variables,
+                self.document_limit(),
+            )?,
             await_result,
             fetch_variables,
             tags,
@@ -339,6 +367,7 @@ impl Gateway for GatewayService {
         request: Request<ActivateJobsRequest>,
     ) -> Result<Response<Self::ActivateJobsStream>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         checked_job_type(&request.r#type)?;
         checked_job_timeout(request.timeout)?;
         if request.max_jobs_to_activate < 1 {
@@ -398,6 +427,7 @@ impl Gateway for GatewayService {
         request: Request<StreamActivatedJobsRequest>,
     ) -> Result<Response<Self::StreamActivatedJobsStream>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         checked_job_type(&request.r#type)?;
         checked_job_timeout(request.timeout)?;
         for id in &request.tenant_ids {
@@ -463,6 +493,7 @@ impl Gateway for GatewayService {
         request: Request<CancelProcessInstanceRequest>,
     ) -> Result<Response<CancelProcessInstanceResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         let key = key("processInstanceKey", request.process_instance_key)?;
         let command = Command::CancelProcessInstance {
             process_instance_key: key,
@@ -476,6 +507,7 @@ impl Gateway for GatewayService {
         request: Request<CompleteJobRequest>,
     ) -> Result<Response<CompleteJobResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
         let result = match request.result {
             Some(result) => {
                 unsupported(
@@ -505,7 +537,7 @@ impl Gateway for GatewayService {
         let job_key = key("jobKey", request.job_key)?;
         let command = Command::CompleteJob {
             job_key,
-            variables: variables("variables", &request.variables)?,
+            variables: variables("variables", &request.variables, self.document_limit())?,
             result,
         };
         self.submit_by_key(job_key, "job", command).await?;
@@ -516,7 +548,9 @@ impl Gateway for GatewayService {
         &self,
         request: Request<CreateProcessInstanceRequest>,
     ) -> Result<Response<CreateProcessInstanceResponse>, Status> {
-        let command = self.creation(request.into_inner(), "", false, Vec::new())?;
+        let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
+        let command = self.creation(request, "", false, Vec::new())?;
         let accepted = submit_create(&self.state, command, self.request_timeout())
             .await
             .map_err(from_problem)?;
@@ -540,6 +574,14 @@ impl Gateway for GatewayService {
         request: Request<CreateProcessInstanceWithResultRequest>,
     ) -> Result<Response<CreateProcessInstanceWithResultResponse>, Status> {
         let request = request.into_inner();
+        let documents = [(
+            "request.variables",
+            request
+                .request
+                .as_ref()
+                .map_or("", |r| r.variables.as_str()),
+        )];
+        self.within_limits(&request, &documents)?;
         let Some(create) = request.request else {
             return Err(Status::invalid_argument(
                 "Property 'request' is invalid: the process instance to create is missing",
@@ -563,7 +605,7 @@ impl Gateway for GatewayService {
                     bpmn_process_id: record.bpmn_process_id,
                     version: record.version,
                     process_instance_key: record.process_instance_key,
-                    variables: json_text(&record.variables.0),
+                    variables: json_text(&record.variables),
                     tenant_id: tenant_text(record.tenant_id),
                     tags,
                 }))
@@ -576,7 +618,9 @@ impl Gateway for GatewayService {
         &self,
         request: Request<EvaluateDecisionRequest>,
     ) -> Result<Response<EvaluateDecisionResponse>, Status> {
-        decisions::evaluate(&self.state, request.into_inner())
+        let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
+        decisions::evaluate(&self.state, request)
             .await
             .map(Response::new)
     }
@@ -585,8 +629,9 @@ impl Gateway for GatewayService {
         &self,
         request: Request<DeployProcessRequest>,
     ) -> Result<Response<DeployProcessResponse>, Status> {
+        let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         let resources = request
-            .into_inner()
             .processes
             .into_iter()
             .map(|process| Resource {
@@ -610,6 +655,7 @@ impl Gateway for GatewayService {
         request: Request<DeployResourceRequest>,
     ) -> Result<Response<DeployResourceResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         tenant("tenantId", &request.tenant_id)?;
         let resources = request
             .resources
@@ -660,6 +706,7 @@ impl Gateway for GatewayService {
         request: Request<FailJobRequest>,
     ) -> Result<Response<FailJobResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.retry_back_off < 0 {
             return Err(Status::invalid_argument(format!(
@@ -673,7 +720,7 @@ impl Gateway for GatewayService {
             retries: request.retries.max(0),
             error_message: request.error_message,
             retry_backoff: request.retry_back_off,
-            variables: variables("variables", &request.variables)?,
+            variables: variables("variables", &request.variables, self.document_limit())?,
         });
         self.submit_by_key(job_key, "job", command).await?;
         Ok(Response::new(FailJobResponse {}))
@@ -684,6 +731,7 @@ impl Gateway for GatewayService {
         request: Request<ThrowErrorRequest>,
     ) -> Result<Response<ThrowErrorResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.error_code.trim().is_empty() {
             return Err(Status::invalid_argument(
@@ -694,7 +742,7 @@ impl Gateway for GatewayService {
             job_key,
             error_code: request.error_code,
             error_message: request.error_message,
-            variables: variables("variables", &request.variables)?,
+            variables: variables("variables", &request.variables, self.document_limit())?,
         });
         self.submit_by_key(job_key, "job", command).await?;
         Ok(Response::new(ThrowErrorResponse {}))
@@ -705,6 +753,7 @@ impl Gateway for GatewayService {
         request: Request<PublishMessageRequest>,
     ) -> Result<Response<PublishMessageResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
         tenant("tenantId", &request.tenant_id)?;
         if request.name.trim().is_empty() {
             return Err(Status::invalid_argument(
@@ -726,7 +775,7 @@ impl Gateway for GatewayService {
             correlation_key: request.correlation_key,
             time_to_live: request.time_to_live,
             message_id: request.message_id,
-            variables: variables("variables", &request.variables)?,
+            variables: variables("variables", &request.variables, self.document_limit())?,
         });
         let accepted = self
             .state
@@ -744,7 +793,9 @@ impl Gateway for GatewayService {
         &self,
         request: Request<ResolveIncidentRequest>,
     ) -> Result<Response<ResolveIncidentResponse>, Status> {
-        let incident_key = key("incidentKey", request.into_inner().incident_key)?;
+        let request = request.into_inner();
+        self.within_limits(&request, &[])?;
+        let incident_key = key("incidentKey", request.incident_key)?;
         let command = Command::ResolveIncident { incident_key };
         self.submit_by_key(incident_key, "incident", command)
             .await?;
@@ -756,10 +807,11 @@ impl Gateway for GatewayService {
         request: Request<SetVariablesRequest>,
     ) -> Result<Response<SetVariablesResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
         let element_instance_key = key("elementInstanceKey", request.element_instance_key)?;
         let command = Command::SetVariables(SetVariables {
             element_instance_key,
-            variables: variables("variables", &request.variables)?,
+            variables: variables("variables", &request.variables, self.document_limit())?,
             local: request.local,
         });
         let accepted = self
@@ -825,6 +877,7 @@ impl Gateway for GatewayService {
         request: Request<UpdateJobRetriesRequest>,
     ) -> Result<Response<UpdateJobRetriesResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.retries < 1 {
             return Err(Status::invalid_argument(format!(
@@ -846,8 +899,33 @@ impl Gateway for GatewayService {
         request: Request<ModifyProcessInstanceRequest>,
     ) -> Result<Response<ModifyProcessInstanceResponse>, Status> {
         let request = request.into_inner();
+        let fields: Vec<(String, &str)> = request
+            .activate_instructions
+            .iter()
+            .enumerate()
+            .flat_map(|(index, instruction)| {
+                instruction
+                    .variable_instructions
+                    .iter()
+                    .enumerate()
+                    .map(move |(v, variable)| {
+                        (
+                            format!(
+                                "activateInstructions[{index}].variableInstructions[{v}].variables"
+                            ),
+                            variable.variables.as_str(),
+                        )
+                    })
+            })
+            .collect();
+        let documents: Vec<(&str, &str)> = fields.iter().map(|(f, t)| (f.as_str(), *t)).collect();
+        self.within_limits(&request, &documents)?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
-        let command = Command::ModifyProcessInstance(modification(request, process_instance_key)?);
+        let command = Command::ModifyProcessInstance(modification(
+            request,
+            process_instance_key,
+            self.document_limit(),
+        )?);
         self.submit_by_key(process_instance_key, "process instance", command)
             .await?;
         Ok(Response::new(ModifyProcessInstanceResponse {}))
@@ -858,6 +936,7 @@ impl Gateway for GatewayService {
         request: Request<MigrateProcessInstanceRequest>,
     ) -> Result<Response<MigrateProcessInstanceResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
         let command = Command::MigrateProcessInstance(migration(request, process_instance_key)?);
         self.submit_by_key(process_instance_key, "process instance", command)
@@ -870,6 +949,7 @@ impl Gateway for GatewayService {
         request: Request<UpdateJobTimeoutRequest>,
     ) -> Result<Response<UpdateJobTimeoutResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.timeout < 1 {
             return Err(Status::invalid_argument(format!(
@@ -890,7 +970,9 @@ impl Gateway for GatewayService {
         &self,
         request: Request<DeleteResourceRequest>,
     ) -> Result<Response<DeleteResourceResponse>, Status> {
-        let resource_key = key("resourceKey", request.into_inner().resource_key)?;
+        let request = request.into_inner();
+        self.within_limits(&request, &[])?;
+        let resource_key = key("resourceKey", request.resource_key)?;
         let command = Command::DeleteResource { resource_key };
         self.submit_by_key(resource_key, "resource", command)
             .await?;
@@ -902,6 +984,7 @@ impl Gateway for GatewayService {
         request: Request<BroadcastSignalRequest>,
     ) -> Result<Response<BroadcastSignalResponse>, Status> {
         let request = request.into_inner();
+        self.within_limits(&request, &[("variables", &request.variables)])?;
         tenant("tenantId", &request.tenant_id)?;
         if request.signal_name.trim().is_empty() {
             return Err(Status::invalid_argument(
@@ -911,7 +994,7 @@ impl Gateway for GatewayService {
         // Any partition takes a broadcast and passes it on to every other one.
         let command = Command::BroadcastSignal(BroadcastSignal {
             signal_name: request.signal_name,
-            variables: variables("variables", &request.variables)?,
+            variables: variables("variables", &request.variables, self.document_limit())?,
         });
         let (_, accepted) = self
             .state

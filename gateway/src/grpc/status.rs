@@ -11,12 +11,15 @@ use crate::problem::Problem;
 
 pub fn from_problem(problem: Problem) -> Status {
     let code = match problem.title.as_str() {
-        "INVALID_ARGUMENT" | "EXCEEDED_BATCH_RECORD_SIZE" => Code::InvalidArgument,
+        // Too large is bad input too: RESOURCE_EXHAUSTED would be retried as back-pressure.
+        "INVALID_ARGUMENT" | "EXCEEDED_BATCH_RECORD_SIZE" | "PAYLOAD_TOO_LARGE" => {
+            Code::InvalidArgument
+        }
         "NOT_FOUND" => Code::NotFound,
         "INVALID_STATE" => Code::FailedPrecondition,
         "ALREADY_EXISTS" => Code::AlreadyExists,
         "UNAUTHORIZED" => Code::PermissionDenied,
-        "RESOURCE_EXHAUSTED" | "PAYLOAD_TOO_LARGE" => Code::ResourceExhausted,
+        "RESOURCE_EXHAUSTED" => Code::ResourceExhausted,
         "DEADLINE_EXCEEDED" => Code::DeadlineExceeded,
         "PARTITION_UNAVAILABLE" | "UNAVAILABLE" => Code::Unavailable,
         _ => Code::Internal,
@@ -82,6 +85,10 @@ mod tests {
         assert_eq!(
             code_of(Problem::new(StatusCode::IM_A_TEAPOT, "SOMETHING_NEW", "?")),
             Code::Internal
+        );
+        assert_eq!(
+            code_of(Problem::payload_too_large(10)),
+            Code::InvalidArgument
         );
     }
 }

@@ -2,10 +2,11 @@
 //! the server keeps serving.
 
 use reqwest::Method;
+use rill_config::{ByteSize, GatewayConfig};
 use serde_json::json;
 
 use crate::support::engine_backend::EngineBackend;
-use crate::support::{TestGateway, one_task_process};
+use crate::support::{TestGateway, deploy_one_task, one_task_process, test_config};
 
 #[tokio::test]
 async fn malformed_and_mistyped_json_is_a_400_naming_the_field() {
@@ -377,7 +378,12 @@ async fn payloads_over_the_limit_are_413() {
             json!({"processDefinitionId": "p", "variables": {"blob": big}}),
         )
         .await;
-    reply.assert_problem(413, "PAYLOAD_TOO_LARGE", path, &["65536 bytes"]);
+    reply.assert_problem(
+        413,
+        "PAYLOAD_TOO_LARGE",
+        path,
+        &["65536 bytes", "gateway.max-message-size"],
+    );
 
     let reply = gateway.deploy(&[("big.bpmn", big.as_bytes())]).await;
     reply.assert_problem(413, "PAYLOAD_TOO_LARGE", "/v2/deployments", &["65536"]);
@@ -391,6 +397,144 @@ async fn payloads_over_the_limit_are_413() {
         )
         .await;
     assert_eq!(reply.status, 404, "{:?}", reply.body);
+    gateway.stop().await;
+}
+
+/// Every endpoint that takes a variable document refuses one over
+/// `gateway.max-variable-document-size` with 413 naming the field, the limit and the
+/// setting, before anything is submitted.
+#[tokio::test]
+async fn variable_documents_over_their_limit_are_413_and_change_nothing() {
+    let config = GatewayConfig {
+        max_variable_document_size: ByteSize(1024),
+        ..test_config()
+    };
+    let gateway = TestGateway::start_with(EngineBackend::new(1), config).await;
+    deploy_one_task(&gateway, "p", "t").await;
+    let big = json!({"blob": "x".repeat(1024)});
+    let size = big.to_string().len().to_string();
+    let key = "2251799813685249";
+
+    let posts = [
+        (
+            "/v2/process-instances".to_owned(),
+            json!({"processDefinitionId": "p", "variables": big}),
+            "variables",
+        ),
+        (
+            format!("/v2/jobs/{key}/completion"),
+            json!({"variables": big}),
+            "variables",
+        ),
+        (
+            format!("/v2/jobs/{key}/failure"),
+            json!({"retries": 1, "variables": big}),
+            "variables",
+        ),
+        (
+            format!("/v2/jobs/{key}/error"),
+            json!({"errorCode": "e", "variables": big}),
+            "variables",
+        ),
+        (
+            "/v2/messages/publication".to_owned(),
+            json!({"name": "m", "correlationKey": "k", "variables": big}),
+            "variables",
+        ),
+        (
+            "/v2/signals/broadcast".to_owned(),
+            json!({"signalName": "s", "variables": big}),
+            "variables",
+        ),
+        (
+            format!("/v2/user-tasks/{key}/completion"),
+            json!({"variables": big}),
+            "variables",
+        ),
+        (
+            "/v2/decision-definitions/evaluation".to_owned(),
+            json!({"decisionDefinitionId": "d", "variables": big}),
+            "variables",
+        ),
+        (
+            format!("/v2/process-instances/{key}/modification"),
+            json!({"activateInstructions": [{"elementId": "task",
+                "variableInstructions": [{"variables": {"a": 1}}, {"variables": big}]}]}),
+            "activateInstructions[0].variableInstructions[1].variables",
+        ),
+        (
+            format!("/v2/element-instances/ad-hoc-activities/{key}/activation"),
+            json!({"elements": [{"elementId": "a", "variables": big}]}),
+            "elements[0].variables",
+        ),
+    ];
+    let named = |field: &str| format!("'{field}' is {size} bytes");
+    for (path, body, field) in &posts {
+        let reply = gateway.post(path, body.clone()).await;
+        reply.assert_problem(
+            413,
+            "PAYLOAD_TOO_LARGE",
+            path,
+            &[
+                &named(field),
+                "1024 bytes",
+                "gateway.max-variable-document-size",
+            ],
+        );
+    }
+    let path = format!("/v2/element-instances/{key}/variables");
+    let reply = gateway.put(&path, json!({"variables": big})).await;
+    reply.assert_problem(
+        413,
+        "PAYLOAD_TOO_LARGE",
+        &path,
+        &[&named("variables"), "gateway.max-variable-document-size"],
+    );
+
+    // Nothing was created: no job waits. A document at the limit goes through.
+    let activation = json!({"type": "t", "timeout": 1000, "maxJobsToActivate": 5,
+        "requestTimeout": 100});
+    let reply = gateway
+        .post("/v2/jobs/activation", activation.clone())
+        .await;
+    assert_eq!(reply.body["jobs"], json!([]), "{:?}", reply.body);
+    let fits = json!({"blob": "x".repeat(1024 - 11)});
+    assert_eq!(fits.to_string().len(), 1024);
+    let reply = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "p", "variables": fits}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let reply = gateway.post("/v2/jobs/activation", activation).await;
+    assert_eq!(reply.body["jobs"][0]["variables"], fits, "{:?}", reply.body);
+    gateway.stop().await;
+}
+
+#[tokio::test]
+async fn variable_documents_nested_too_deeply_are_400_naming_the_field() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    deploy_one_task(&gateway, "p", "t").await;
+    let path = "/v2/process-instances";
+    let nested = |levels: usize| {
+        format!(
+            r#"{{"processDefinitionId": "p", "variables": {}1{}}}"#,
+            r#"{"a":"#.repeat(levels),
+            "}".repeat(levels)
+        )
+    };
+    for levels in [101, 5000] {
+        let reply = gateway.send_raw(Method::POST, path, nested(levels)).await;
+        reply.assert_problem(
+            400,
+            "INVALID_ARGUMENT",
+            path,
+            &["'variables'", "more than 100 levels deep"],
+        );
+    }
+    let reply = gateway.send_raw(Method::POST, path, nested(100)).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
     gateway.stop().await;
 }
 

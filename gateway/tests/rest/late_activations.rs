@@ -2,9 +2,11 @@
 //! past (or near) their deadline and answers from a raft term the partition has left are
 //! not handed out, and jobs in hand do not wait for a partition without a leader.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rill_gateway::BackendError;
+use rill_gateway::{BackendError, JobsAvailable, JobsNotice};
 use rill_protocol::value::{JobBatchRecord, JobRecord};
 use rill_protocol::{Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue};
 use serde_json::{Value, json};
@@ -258,5 +260,67 @@ async fn when_no_other_partition_has_jobs_one_without_a_leader_is_waited_for() {
     let jobs = activate(&gateway, 5000).await;
     assert_eq!(job_keys(&jobs), [key.to_string()]);
     assert_eq!(backend.partitions_used(), [1, 2, 1, 1]);
+    gateway.stop().await;
+}
+
+/// A busy partition (large variables make activations slow) answers after the long poll
+/// has ended: the answer is still awaited and its jobs handed out, not left activated
+/// out of every worker's reach until they time out.
+#[tokio::test]
+async fn an_answer_slower_than_the_rest_of_the_long_poll_is_still_handed_out() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let backend = ScriptedBackend::new(1, move |partition, command| {
+        let Command::ActivateJobs(_) = command else {
+            return unexpected(partition);
+        };
+        // Nothing at first; the job appears with the notification.
+        Ok(match counter.fetch_add(1, Ordering::SeqCst) {
+            0 => batch(Vec::new()),
+            _ => batch(vec![(
+                Key::new(partition, 31),
+                job(5000, now_millis() + 5000),
+            )]),
+        })
+    });
+    let gateway = TestGateway::start(backend.clone()).await;
+    let started = Instant::now();
+    let poll = tokio::spawn({
+        let base = gateway.base.clone();
+        async move {
+            let client = reqwest::Client::new();
+            let reply: Value = client
+                .post(format!("{base}/v2/jobs/activation"))
+                .json(
+                    &json!({"type": "work", "timeout": 5000, "maxJobsToActivate": 10,
+                              "requestTimeout": 400}),
+                )
+                .send()
+                .await
+                .expect("request")
+                .json()
+                .await
+                .expect("JSON");
+            reply
+        }
+    });
+    while asked.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // From now on answers take longer than what is left of the 400 ms long poll.
+    *backend.answer_delay.lock().unwrap() = Duration::from_millis(800);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = backend.jobs.send(JobsNotice::Available(JobsAvailable {
+        partition: PartitionId(1),
+        job_type: "work".into(),
+    }));
+    let reply = poll.await.expect("the poll");
+    let jobs = reply["jobs"].as_array().expect("a job list").clone();
+    assert_eq!(job_keys(&jobs), [Key::new(PartitionId(1), 31).to_string()]);
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
     gateway.stop().await;
 }

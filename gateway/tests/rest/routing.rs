@@ -258,7 +258,7 @@ async fn request_fields_reach_the_command() {
     };
     assert_eq!((fail.retries, fail.retry_backoff), (2, 1500));
     assert_eq!(fail.error_message, "boom");
-    assert_eq!(fail.variables.0, json!({"attempt": 1}));
+    assert_eq!(fail.variables.to_value(), json!({"attempt": 1}));
     let Command::ThrowError(error) = &commands[1] else {
         panic!("{:?}", commands[1])
     };

@@ -54,6 +54,7 @@ use rill_protocol::value::{
 use rill_protocol::{Intent, Key};
 use serde_json::{Map, Value};
 
+use crate::behavior::EndingInstance;
 use crate::behavior::process_events::EventTarget;
 use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
@@ -505,12 +506,13 @@ impl Processing<'_> {
             } else {
                 None
             };
+            let mut ending = self.ending_instance(active.key(), registration)?;
             self.mark(active, Intent::ElementCompleted)?;
-            self.instance_finished(active.key(), registration, true)?;
+            self.instance_finished(active.key(), &mut ending, true)?;
             if let Some(variables) = handed_back {
                 self.called_instance_completed(parent, variables)?;
             }
-            return self.root_ended(active);
+            return self.root_ended(active, &ending);
         }
         self.mark(active, Intent::ElementCompleted)?;
         let element = active.element();
@@ -649,9 +651,10 @@ impl Processing<'_> {
             } else {
                 None
             };
+            let mut ending = self.ending_instance(key, registration)?;
             self.mark(active, Intent::ElementTerminated)?;
-            self.instance_finished(key, registration, false)?;
-            return self.root_ended(active);
+            self.instance_finished(key, &mut ending, false)?;
+            return self.root_ended(active, &ending);
         }
         self.mark(active, Intent::ElementTerminated)?;
         self.left_scope(active, Key(active.record().flow_scope_key));
@@ -660,7 +663,7 @@ impl Processing<'_> {
 
     /// A process instance ended: if a message started it, a buffered message may start
     /// the next one.
-    fn root_ended(&mut self, active: &Active) -> Result<()> {
+    fn root_ended(&mut self, active: &Active, ending: &EndingInstance) -> Result<()> {
         let has_message_start = active.process.model.event_start_events().any(|start| {
             matches!(
                 active.process.model.element(start).kind,
@@ -669,7 +672,7 @@ impl Processing<'_> {
         });
         if has_message_start {
             let process_id = active.record().bpmn_process_id.clone();
-            self.message_started_instance_ended(active.key(), &process_id)?;
+            self.message_started_instance_ended(ending.message_start.as_ref(), &process_id)?;
         }
         self.definition_instance_ended(active.process.key)
     }

@@ -19,6 +19,7 @@ pub fn test_config() -> GatewayConfig {
         host: "127.0.0.1".into(),
         rest_port: 0,
         max_message_size: ByteSize(64 * 1024),
+        max_variable_document_size: ByteSize(64 * 1024),
         request_timeout: Duration::from_secs(2),
         long_polling_timeout: Duration::from_millis(800),
         ..GatewayConfig::default()

@@ -28,6 +28,8 @@ pub struct ScriptedBackend {
     pub answer_term: Mutex<Option<u64>>,
     /// The term the backend reports every partition in.
     pub current_term: Mutex<Option<u64>>,
+    /// How long every answer takes (a busy partition).
+    pub answer_delay: Mutex<Duration>,
 }
 
 impl ScriptedBackend {
@@ -47,6 +49,7 @@ impl ScriptedBackend {
             role: Mutex::new(PartitionRole::Leader),
             answer_term: Mutex::new(Some(1)),
             current_term: Mutex::new(Some(1)),
+            answer_delay: Mutex::new(Duration::ZERO),
         })
     }
 
@@ -87,7 +90,9 @@ impl GatewayBackend for ScriptedBackend {
             .push((partition, command.clone()));
         let term = *self.answer_term.lock().unwrap();
         let result = (self.answer)(partition, &command);
+        let delay = *self.answer_delay.lock().unwrap();
         Box::pin(async move {
+            tokio::time::sleep(delay).await;
             if matches!(result, Err(BackendError::Timeout)) {
                 // A broker that never answers: the gateway's own timeout must fire.
                 std::future::pending::<()>().await;
