@@ -117,14 +117,6 @@ impl JsonValue {
         Ok(entries.0)
     }
 
-    /// The value of one top-level field of an object document, parsed; `None` if the
-    /// document is not an object or has no such field.
-    pub fn field(&self, name: &str) -> Option<serde_json::Value> {
-        let entries = self.object_entries().ok()?;
-        let (_, text) = entries.into_iter().rev().find(|(n, _)| n == name)?;
-        serde_json::from_str(text).ok()
-    }
-
     /// An object document from names and the JSON text of their values (already checked
     /// text, such as stored variables).
     pub fn from_entries<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> JsonValue {
@@ -448,8 +440,6 @@ mod tests {
         );
         assert!(JsonValue::null().object_entries().unwrap().is_empty());
         assert!(JsonValue::parse("[1]").unwrap().object_entries().is_err());
-        assert_eq!(value.field("a"), Some(json!("t")));
-        assert_eq!(value.field("zz"), None);
         let rebuilt = JsonValue::from_entries([("q\"uote", "1"), ("n", r#"{"k":[]}"#)]);
         assert_eq!(rebuilt.to_value(), json!({"q\"uote": 1, "n": {"k": []}}));
         assert_eq!(value.kind(), "an object");

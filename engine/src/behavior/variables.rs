@@ -108,20 +108,10 @@ impl Processing<'_> {
 
     /// Every variable visible from the first scope of `chain` (inner scopes win).
     pub fn all_variables(&self, instance: Key, chain: &[Key]) -> Result<Map<String, Value>> {
-        let mut out = Map::new();
-        for scope in chain.iter().rev() {
-            for (name, variable) in self.read().scope_variables(instance, *scope)? {
-                if name == super::elements::INPUT_SNAPSHOT || name == super::MESSAGE_START_VARIABLE
-                {
-                    continue;
-                }
-                out.insert(
-                    name,
-                    serde_json::from_str(&variable.value).unwrap_or(Value::Null),
-                );
-            }
-        }
-        Ok(out)
+        Ok(self
+            .variables_document(instance, chain, None)?
+            .to_object()
+            .unwrap_or_default())
     }
 
     /// The variables visible from the first scope of `chain` (inner scopes win), all of
