@@ -249,7 +249,7 @@ fn messages_correlate_across_partitions_in_a_cluster() {
 /// cluster: instances waiting at a signal catch event on all three partitions go on.
 #[test]
 fn a_signal_is_caught_on_every_partition_of_a_cluster() {
-    const INSTANCES: usize = 9;
+    const MIN_INSTANCES: usize = 9;
     let dir = tempfile::tempdir().expect("tempdir");
     let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../engine/tests/fixtures/elements/signal-catch.bpmn");
@@ -265,15 +265,9 @@ fn a_signal_is_caught_on_every_partition_of_a_cluster() {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let mut instances = Vec::new();
-        for _ in 0..INSTANCES {
-            instances.push(api.create("signal-catch", json!({})).await);
-        }
-        let partitions: std::collections::BTreeSet<u64> = instances
-            .iter()
-            .map(|k| k.parse::<u64>().unwrap() >> 51)
-            .collect();
-        assert_eq!(partitions.len(), 3, "instances on every partition");
+        let instances = api
+            .create_on_every_partition("signal-catch", MIN_INSTANCES, 3, || brokers.logs())
+            .await;
 
         // Broadcast through another broker than the one that created them.
         let (s, b) = brokers
@@ -285,7 +279,7 @@ fn a_signal_is_caught_on_every_partition_of_a_cluster() {
 
         let mut done = 0;
         let deadline = Instant::now() + Duration::from_secs(60);
-        while done < INSTANCES {
+        while done < instances.len() {
             assert!(
                 Instant::now() < deadline,
                 "only {done} instances caught the signal\n{}",

@@ -74,27 +74,11 @@ fn user_tasks_are_searched_across_partitions_and_worked_through_any_broker() {
         assert_eq!(deployed["deployments"][1]["form"]["formId"], "approval");
         let form_key = deployed["deployments"][1]["form"]["formKey"].clone();
 
-        // Instances created round-robin until every partition has some (a partition
-        // takes creates once the deployment reached it).
-        let mut instances: Vec<String> = Vec::new();
+        let instances = brokers
+            .api(0)
+            .create_on_every_partition("review", 6, 3, || brokers.logs())
+            .await;
         let partition_of = |key: &str| key.parse::<u64>().unwrap() >> 51;
-        while instances.len() < 6
-            || instances
-                .iter()
-                .map(|k| partition_of(k))
-                .collect::<BTreeSet<_>>()
-                .len()
-                < 3
-        {
-            assert!(
-                instances.len() < 60,
-                "creates never reached every partition: {instances:?}\n{}",
-                brokers.logs()
-            );
-            let n = instances.len();
-            instances.push(brokers.api(n % 3).create("review", json!({"n": n})).await);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
         let count = instances.len();
         let all = search_until(&brokers.api(1), json!({"page": {"limit": 100}}), |b| {
             b["page"]["totalItems"] == count

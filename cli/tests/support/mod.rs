@@ -352,6 +352,38 @@ impl Api {
         b["processInstanceKey"].as_str().unwrap().to_owned()
     }
 
+    /// Creates instances of `process` until there are at least `min` and every one of
+    /// `partitions` holds some, and returns their keys. The deploy answer comes from
+    /// partition 1; until the deployment reaches another partition, creates meant for it
+    /// land on partition 1, so a fixed count may miss a partition.
+    pub async fn create_on_every_partition(
+        &self,
+        process: &str,
+        min: usize,
+        partitions: usize,
+        logs: impl Fn() -> String,
+    ) -> Vec<String> {
+        let mut keys: Vec<String> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while keys.len() < min || seen.len() < partitions {
+            assert!(
+                Instant::now() < deadline,
+                "creates of {process} reached only partitions {seen:?}\n{}",
+                logs()
+            );
+            let key = self
+                .create(process, serde_json::json!({"n": keys.len()}))
+                .await;
+            seen.insert(key.parse::<u64>().expect("a key") >> 51);
+            keys.push(key);
+            if seen.len() < partitions {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        keys
+    }
+
     /// Waits until every instance in `keys` reads back `COMPLETED`; `logs` goes into the
     /// failure message.
     pub async fn wait_completed(
