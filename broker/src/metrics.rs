@@ -30,6 +30,7 @@ pub const ENGINE_EVENTS: &str = "rill_engine_events_total";
 pub const LAST_POSITION: &str = "rill_stream_processor_last_position";
 pub const EXPORT_BACKLOG: &str = "rill_exporter_backlog_records";
 pub const HISTORY_EXPIRED: &str = "rill_history_expired_entries_total";
+pub const STATE_CACHE_USAGE: &str = "rill_state_cache_usage_bytes";
 
 /// Role gauge values (Zeebe's `atomix_role` idea): follower 1, candidate 2, leader 3.
 pub const ROLE_FOLLOWER: i64 = 1;
@@ -237,6 +238,19 @@ impl BrokerMetrics {
         })
     }
 
+    /// Reports what the state databases' shared block cache holds, read at each scrape.
+    pub fn register_state_cache(&self, state: rill_raft::StateOptions) -> Result<()> {
+        let usage = IntGauge::new(
+            STATE_CACHE_USAGE,
+            "Bytes held by the block cache all partitions' state databases share \
+             (data.state-cache-size)",
+        )
+        .map_err(metrics_error)?;
+        self.registry
+            .register(Box::new(StateCacheUsage { usage, state }))
+            .map_err(metrics_error)
+    }
+
     /// Metrics for a node that does not export them (tests, benchmarks).
     pub fn unregistered() -> BrokerMetrics {
         // A fresh registry never has conflicting names.
@@ -312,5 +326,23 @@ impl PartitionMetrics {
         self.events
             .with_label_values(&[self.label.as_str(), kind, action])
             .inc_by(count);
+    }
+}
+
+/// The state cache's usage as a gauge, read when scraped.
+struct StateCacheUsage {
+    usage: IntGauge,
+    state: rill_raft::StateOptions,
+}
+
+impl prometheus::core::Collector for StateCacheUsage {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        self.usage.desc()
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        self.usage
+            .set(i64::try_from(self.state.cache_usage()).unwrap_or(i64::MAX));
+        self.usage.collect()
     }
 }

@@ -451,6 +451,10 @@ impl<E: Engine> BrokerNode<E> {
         let entered = span.enter();
         let runtimes = Runtimes::new(&config.threads)?;
         let metrics = BrokerMetrics::new(registry)?;
+        let state_options = rill_raft::StateOptions::with_cache_size(
+            usize::try_from(config.data.state_cache_size.bytes()).unwrap_or(usize::MAX),
+        );
+        metrics.register_state_cache(state_options.clone())?;
         let network = if config.cluster.size > 1 {
             let started =
                 RaftNetwork::start_for_node(&config, &addresses, raft_service.clone(), registry);
@@ -468,6 +472,7 @@ impl<E: Engine> BrokerNode<E> {
             raft_service,
             metrics: metrics.clone(),
             exporters,
+            state: state_options,
         };
         let cluster = match &network {
             Some(network) if !ClusterState::is_stored(&config)? => {

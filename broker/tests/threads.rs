@@ -125,6 +125,7 @@ fn pools_have_the_configured_sizes_and_partitions_run_on_cpu() {
         raft_service: rill_raft::RaftService::new(),
         metrics: BrokerMetrics::unregistered(),
         exporters: None,
+        state: rill_raft::StateOptions::default(),
     };
     let test_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -80,6 +80,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.data.directory = "/var/lib/rill".into();
     config.data.snapshot_period = Duration::from_secs(600);
     config.data.disk_usage_command_watermark = 0.8;
+    config.data.state_cache_size = crate::ByteSize(64 << 20);
     config.threads.cpu_thread_count = 4;
     config.threads.io_thread_count = 3;
     config.raft.heartbeat_interval = Duration::from_millis(100);

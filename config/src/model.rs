@@ -81,6 +81,8 @@ pub struct DataConfig {
     pub snapshot_period: Duration,
     /// Stop accepting new commands once this fraction of the disk is used (0..=1).
     pub disk_usage_command_watermark: f64,
+    /// The block cache the state databases of all this broker's partitions share.
+    pub state_cache_size: ByteSize,
 }
 
 impl Default for DataConfig {
@@ -89,6 +91,7 @@ impl Default for DataConfig {
             directory: PathBuf::from("./data"),
             snapshot_period: Duration::from_secs(5 * 60),
             disk_usage_command_watermark: 0.97,
+            state_cache_size: ByteSize(512 * 1024 * 1024),
         }
     }
 }

@@ -165,6 +165,7 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "data.directory", kind: Kind::Path, description: "Where partitions keep their raft log, state and snapshots." },
     OptionSpec { path: "data.snapshot-period", kind: Kind::Duration, description: "How often a partition takes a snapshot and may purge its log." },
     OptionSpec { path: "data.disk-usage-command-watermark", kind: Kind::Float, description: "Stop accepting new commands when this fraction of the disk is used (above 0, at most 1)." },
+    OptionSpec { path: "data.state-cache-size", kind: Kind::Size, description: "Block cache of the partitions' state databases, shared by all partitions of the broker: what RocksDB keeps in memory of the state it reads (engine state, history, large variables). The write buffers (memtables) are not part of it." },
     // threads
     OptionSpec { path: "threads.cpu-thread-count", kind: Kind::Usize, description: "Threads of the runtime that runs partition actors (stream processing)." },
     OptionSpec { path: "threads.io-thread-count", kind: Kind::Usize, description: "Threads of the runtime for network, disk work and exporters. Each partition also has one `rill-log-sync` thread that only syncs its raft log's WAL." },

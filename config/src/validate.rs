@@ -128,6 +128,11 @@ impl RillConfig {
         }
         at_least_one(
             found,
+            "data.state-cache-size",
+            self.data.state_cache_size.bytes(),
+        );
+        at_least_one(
+            found,
             "threads.cpu-thread-count",
             self.threads.cpu_thread_count as u64,
         );

@@ -29,7 +29,8 @@ pub use state_machine::{
     ApplyBatch, ApplyHandler, CommittedEntry, PartitionStateMachine, SnapshotBuilder,
 };
 pub use state_store::{
-    CF_EXPORT, CF_HISTORY, KEY_APPLIED, KEY_MEMBERSHIP, StateDb, StateStore, put_applied,
+    CF_EXPORT, CF_HISTORY, DEFAULT_STATE_CACHE_SIZE, KEY_APPLIED, KEY_MEMBERSHIP, StateDb,
+    StateOptions, StateStore, put_applied,
 };
 pub use storage::{ClosedSignal, PartitionStorage};
 pub use types::{

@@ -53,24 +53,67 @@ fn db_options() -> Options {
 /// Values from this size up are kept in blob files (docs/decisions/rocksdb-tuning.md).
 const MIN_BLOB_SIZE: u64 = 4 << 10;
 
-fn column_families() -> Vec<ColumnFamilyDescriptor> {
-    vec![
-        ColumnFamilyDescriptor::new("default", large_values()),
-        // Records live here only until they are exported: most are deleted while still
-        // in the memtable, and a flush drops them.
-        ColumnFamilyDescriptor::new(CF_EXPORT, Options::default()),
-        ColumnFamilyDescriptor::new(CF_HISTORY, large_values()),
-    ]
+/// The block cache of [`StateOptions::default`]; a broker sizes its own from
+/// `data.state-cache-size`.
+pub const DEFAULT_STATE_CACHE_SIZE: usize = 512 << 20;
+
+/// What the state databases of one broker share: a single cache for the blocks and blob
+/// values they read, so the memory they hold is bounded by the configuration, however
+/// many partitions (and snapshot generations) the broker opens.
+#[derive(Clone)]
+pub struct StateOptions {
+    cache: rocksdb::Cache,
 }
 
-/// Options of a column family that holds variable documents: large values go to blob
-/// files, written once at flush instead of again by every compaction that passes them.
-fn large_values() -> Options {
-    let mut opts = Options::default();
-    opts.set_enable_blob_files(true);
-    opts.set_min_blob_size(MIN_BLOB_SIZE);
-    opts.set_enable_blob_gc(true);
-    opts
+impl StateOptions {
+    /// A new cache of `bytes` (LRU), for the databases opened with these options.
+    pub fn with_cache_size(bytes: usize) -> StateOptions {
+        StateOptions {
+            cache: rocksdb::Cache::new_lru_cache(bytes),
+        }
+    }
+
+    /// Bytes the shared cache holds now.
+    pub fn cache_usage(&self) -> usize {
+        self.cache.get_usage()
+    }
+
+    fn column_families(&self) -> Vec<ColumnFamilyDescriptor> {
+        vec![
+            ColumnFamilyDescriptor::new("default", self.large_values()),
+            // Records live here only until they are exported: most are deleted while
+            // still in the memtable, and a flush drops them.
+            ColumnFamilyDescriptor::new(CF_EXPORT, self.cached()),
+            ColumnFamilyDescriptor::new(CF_HISTORY, self.large_values()),
+        ]
+    }
+
+    /// Options of a column family whose blocks go to the shared cache.
+    fn cached(&self) -> Options {
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(&self.cache);
+        let mut opts = Options::default();
+        opts.set_block_based_table_factory(&table);
+        opts
+    }
+
+    /// Options of a column family that holds variable documents: large values go to
+    /// blob files, written once at flush instead of again by every compaction that
+    /// passes them, and read through the shared cache.
+    fn large_values(&self) -> Options {
+        let mut opts = self.cached();
+        opts.set_enable_blob_files(true);
+        opts.set_min_blob_size(MIN_BLOB_SIZE);
+        opts.set_enable_blob_gc(true);
+        opts.set_blob_cache(&self.cache);
+        opts
+    }
+}
+
+impl Default for StateOptions {
+    fn default() -> Self {
+        StateOptions::with_cache_size(DEFAULT_STATE_CACHE_SIZE)
+    }
 }
 
 /// Deletes a generation directory once it is obsolete and its database is closed.
@@ -99,8 +142,8 @@ pub struct StateDb {
 }
 
 impl StateDb {
-    fn open(path: &Path, open: &OpenDatabases) -> Result<StateDb> {
-        let db = DB::open_cf_descriptors(&db_options(), path, column_families())
+    fn open(path: &Path, open: &OpenDatabases, options: &StateOptions) -> Result<StateDb> {
+        let db = DB::open_cf_descriptors(&db_options(), path, options.column_families())
             .map_err(Error::rocks("open the state database"))?;
         Ok(StateDb {
             db,
@@ -202,12 +245,19 @@ pub struct StateStore {
     root: PathBuf,
     current: RwLock<Arc<StateDb>>,
     open: OpenDatabases,
+    options: StateOptions,
 }
 
 impl StateStore {
+    /// Opens the live generation under `root` with a cache of its own (tests and tools;
+    /// a broker's partitions share one through [`StateStore::open_with`]).
+    pub fn open(root: &Path) -> Result<StateStore> {
+        StateStore::open_with(root, &StateOptions::default())
+    }
+
     /// Opens the live generation under `root`, creating the first one if needed, and
     /// removes generations left over from a crash.
-    pub fn open(root: &Path) -> Result<StateStore> {
+    pub fn open_with(root: &Path, options: &StateOptions) -> Result<StateStore> {
         fs::create_dir_all(root).map_err(Error::io(root))?;
         let current_file = root.join(CURRENT);
         let generation = match fs::read_to_string(&current_file) {
@@ -227,11 +277,12 @@ impl StateStore {
         }
         remove_other_entries(root, &generation)?;
         let open = OpenDatabases::new();
-        let db = StateDb::open(&root.join(&generation), &open)?;
+        let db = StateDb::open(&root.join(&generation), &open, options)?;
         Ok(StateStore {
             root: root.to_path_buf(),
             current: RwLock::new(Arc::new(db)),
             open,
+            options: options.clone(),
         })
     }
 
@@ -259,7 +310,7 @@ impl StateStore {
         let next = format!("{GEN_PREFIX}{next_number:06}");
         let next_path = self.root.join(&next);
         fs::rename(source, &next_path).map_err(Error::io(&next_path))?;
-        let db = StateDb::open(&next_path, &self.open)?;
+        let db = StateDb::open(&next_path, &self.open, &self.options)?;
         write_current(&self.root, &next)?;
         current.dir.obsolete.store(true, Ordering::Release);
         *current = Arc::new(db);
@@ -337,6 +388,54 @@ mod tests {
             store.current().db().get(b"k").unwrap().as_deref(),
             Some(&b"v"[..])
         );
+    }
+
+    /// Writes `count` values of `size` bytes under `prefix`, flushes them to files and
+    /// reads them back, so their blocks (or blobs) pass through the block cache.
+    fn fill_and_read(store: &StateStore, prefix: u8, count: u32, size: usize) {
+        let db = store.current();
+        let mut batch = WriteBatch::default();
+        for i in 0..count {
+            let mut key = vec![prefix];
+            key.extend_from_slice(&i.to_be_bytes());
+            batch.put(key, vec![i as u8; size]);
+        }
+        db.write(batch).unwrap();
+        db.db().flush().unwrap();
+        for i in 0..count {
+            let mut key = vec![prefix];
+            key.extend_from_slice(&i.to_be_bytes());
+            assert_eq!(db.db().get(&key).unwrap().map(|v| v.len()), Some(size));
+        }
+    }
+
+    #[test]
+    fn the_partitions_of_a_broker_share_one_bounded_block_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = StateOptions::with_cache_size(1 << 20);
+        let first = StateStore::open_with(&dir.path().join("p1"), &options).unwrap();
+        let second = StateStore::open_with(&dir.path().join("p2"), &options).unwrap();
+        let opened = options.cache_usage();
+
+        // Small values: data blocks of the first partition.
+        fill_and_read(&first, 0x10, 2000, 100);
+        let after_first = options.cache_usage();
+        assert!(
+            after_first > opened + (100 << 10),
+            "the first partition's reads went through the cache: {after_first} bytes"
+        );
+        // Large values (blob files): the second partition's reads land in the same cache.
+        fill_and_read(&second, 0x20, 20, 8 << 10);
+        let after_second = options.cache_usage();
+        assert!(
+            after_second > after_first,
+            "{after_second} after the second partition, {after_first} before"
+        );
+        // Far more than the capacity read through it: it stays within it.
+        fill_and_read(&second, 0x30, 400, 8 << 10);
+        let full = options.cache_usage();
+        assert!(full <= 1 << 20, "{full} bytes held by a cache of 1 MiB");
+        assert!(full > after_second);
     }
 
     #[test]

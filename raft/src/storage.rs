@@ -11,7 +11,7 @@ use crate::closing::AllClosed;
 use crate::error::Result;
 use crate::log_store::LogStore;
 use crate::snapshot::SnapshotStore;
-use crate::state_store::StateStore;
+use crate::state_store::{StateOptions, StateStore};
 
 /// Everything a partition keeps on disk, opened.
 pub struct PartitionStorage {
@@ -22,10 +22,11 @@ pub struct PartitionStorage {
 
 impl PartitionStorage {
     /// Opens (or creates) the partition's storage in `dir`. The log syncs appends on a
-    /// thread of its own; vote writes and snapshot work run on `io`'s blocking pool.
-    pub fn open(dir: &Path, io: Handle) -> Result<PartitionStorage> {
+    /// thread of its own; vote writes and snapshot work run on `io`'s blocking pool. The
+    /// state database uses what `state` shares between a broker's partitions.
+    pub fn open(dir: &Path, io: Handle, state: &StateOptions) -> Result<PartitionStorage> {
         let log = LogStore::open(&dir.join("log"), io.clone())?;
-        let state = Arc::new(StateStore::open(&dir.join("state"))?);
+        let state = Arc::new(StateStore::open_with(&dir.join("state"), state)?);
         let snapshots = Arc::new(SnapshotStore::open(&dir.join("snapshots"), io)?);
         Ok(PartitionStorage {
             log,

@@ -46,8 +46,8 @@ struct Builder;
 impl StoreBuilder<TypeConfig, LogStore, PartitionStateMachine, TempDir> for Builder {
     async fn build(&self) -> Result<(TempDir, LogStore, PartitionStateMachine), StorageError> {
         let dir = tempfile::tempdir().expect("temp dir");
-        let storage =
-            PartitionStorage::open(dir.path(), Handle::current()).expect("open partition storage");
+        let storage = PartitionStorage::open(dir.path(), Handle::current(), &Default::default())
+            .expect("open partition storage");
         let handler = Arc::new(MarkOnly {
             state: storage.state.clone(),
         });

@@ -118,6 +118,7 @@ async fn run(
             raft_service: service.clone(),
             metrics: BrokerMetrics::unregistered(),
             exporters: None,
+            state: rill_raft::StateOptions::default(),
         };
         let partition = Partition::start(config, ListEngine, env).await?;
         net.connect(NodeId(i), service);

@@ -58,6 +58,7 @@ fn main() -> anyhow::Result<()> {
         raft_service: rill_raft::RaftService::new(),
         metrics: BrokerMetrics::unregistered(),
         exporters: None,
+        state: rill_raft::StateOptions::default(),
     };
     runtimes.io().block_on(async move {
         let partition = Partition::start(partition_config, ListEngine, env)

@@ -155,6 +155,8 @@ pub struct PartitionEnv {
     /// Makes the exporters a leader runs. `None` runs no exporter director at all, and
     /// records stay in the export column family (tests that read them).
     pub exporters: Option<ExporterFactory>,
+    /// What the state databases of this broker's partitions share (their block cache).
+    pub state: rill_raft::StateOptions,
 }
 
 /// The raft role of this replica.
@@ -257,13 +259,15 @@ impl<E: Engine> Partition<E> {
         let config = Arc::new(config);
         let io = env.io.clone();
         let directory = config.directory.clone();
+        let state_options = env.state.clone();
         let storage = env
             .io
             .spawn_blocking(move || {
                 std::fs::create_dir_all(&directory).map_err(|e| {
                     Error::Config(format!("cannot create {}: {e}", directory.display()))
                 })?;
-                rill_raft::PartitionStorage::open(&directory, io).map_err(Error::from)
+                rill_raft::PartitionStorage::open(&directory, io, &state_options)
+                    .map_err(Error::from)
             })
             .await
             .map_err(|e| Error::Actor(ActorError::Task(e)))??;

@@ -100,6 +100,7 @@ impl Cluster {
             raft_service: service.clone(),
             metrics: self.metrics.clone(),
             exporters: self.exporters.clone(),
+            state: rill_raft::StateOptions::default(),
         };
         let partition = Partition::start(self.configs[i].clone(), ListEngine, env)
             .await
