@@ -132,8 +132,23 @@ pub(super) fn element_terminated(
 ) -> Result<()> {
     multi_instance_ended(ctx, key, value, false)?;
     // An interrupting trigger kept for this holder is dropped with it (the engine took
-    // what it activates before writing this).
-    ctx.state.delete_pending_triggers(key)?;
+    // what it activates before writing this). Only activities and scopes hold one.
+    let may_hold = !matches!(
+        value.bpmn_element_type,
+        BpmnElementType::StartEvent
+            | BpmnElementType::IntermediateCatchEvent
+            | BpmnElementType::IntermediateThrowEvent
+            | BpmnElementType::BoundaryEvent
+            | BpmnElementType::EndEvent
+            | BpmnElementType::ExclusiveGateway
+            | BpmnElementType::ParallelGateway
+            | BpmnElementType::InclusiveGateway
+            | BpmnElementType::EventBasedGateway
+            | BpmnElementType::SequenceFlow
+    );
+    if may_hold {
+        ctx.state.delete_pending_triggers(key)?;
+    }
     element_ended(ctx, key, value, InstanceState::Terminated)
 }
 

@@ -147,7 +147,11 @@ pub(super) fn denied(ctx: &mut Apply<'_, '_>, key: Key, _value: &UserTaskRecord)
 pub(super) fn canceling(ctx: &mut Apply<'_, '_>, key: Key, value: &UserTaskRecord) -> Result<()> {
     update(ctx.state, key, |task| {
         task.state = UserTaskState::Canceling;
-        task.transition = Some(transition(JobListenerEventType::Canceling, &kept(value)));
+        let record = UserTaskRecord {
+            changed_attributes: Vec::new(),
+            ..kept(value)
+        };
+        task.transition = Some(transition(JobListenerEventType::Canceling, &record));
     })
 }
 

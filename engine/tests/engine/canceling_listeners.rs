@@ -129,7 +129,22 @@ fn cancelling_the_instance_waits_for_the_canceling_listener() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
     rule.assert_replay_matches();
 
-    let job_key = canceling_job(&mut rule, "on-cancel");
+    let (job_key, listener) = rule.job("on-cancel");
+    assert_eq!(
+        listener.job_listener_event_type,
+        JobListenerEventType::Canceling
+    );
+    let task_key = rule
+        .records()
+        .events()
+        .of_type(ValueType::UserTask)
+        .with_intent(Intent::Canceling)
+        .records[0]
+        .key;
+    assert_eq!(
+        listener.custom_headers["io.camunda.zeebe:userTaskKey"],
+        task_key.get().to_string()
+    );
     let from = events_so_far(&rule);
     let done = rule.complete(job_key, json!({}));
     assert!(!done.is_rejected(), "{:?}", done.response);
@@ -568,5 +583,208 @@ fn a_multi_instance_completion_condition_waits_for_the_listener() {
     rule.complete(job_key, json!({}));
     assert!(live(&rule, "e", Intent::ElementCompleted));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_caught_error_waits_for_a_sibling_held_up_by_its_listener() {
+    let mut rule = EngineRule::new();
+    let xml = model(&format!(
+        r#"<bpmn:startEvent id="s" />
+        <bpmn:subProcess id="Sub"><bpmn:startEvent id="ss" /><bpmn:parallelGateway id="fork" />{}
+          <bpmn:serviceTask id="Work"><bpmn:extensionElements><zeebe:taskDefinition type="work" /></bpmn:extensionElements></bpmn:serviceTask>
+          {}{}{}</bpmn:subProcess>
+        <bpmn:boundaryEvent id="Failed" attachedToRef="Sub"><bpmn:errorEventDefinition errorRef="E" /></bpmn:boundaryEvent>
+        <bpmn:endEvent id="e" /><bpmn:endEvent id="failed" />{}{}{}"#,
+        review(&["on-cancel"]),
+        flow("sf1", "ss", "fork"),
+        flow("sf2", "fork", "Review"),
+        flow("sf3", "fork", "Work"),
+        flow("f1", "s", "Sub"),
+        flow("f2", "Sub", "e"),
+        flow("f3", "Failed", "failed")
+    ));
+    let deployed = rule.deploy_xml(&xml);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let instance = rule.create("p", json!({}));
+    let (work, _) = rule.job("work");
+    let thrown = rule.process(Command::ThrowError(rill_protocol::ThrowError {
+        job_key: work,
+        error_code: "BOOM".to_owned(),
+        error_message: "broken".to_owned(),
+        variables: JsonValue::from(json!({"cause": "disk"})),
+    }));
+    assert!(!thrown.is_rejected(), "{:?}", thrown.response);
+    assert!(live(&rule, "Work", Intent::ElementTerminated));
+    assert!(live(&rule, "Sub", Intent::ElementTerminating));
+    assert!(!live(&rule, "Failed", Intent::ElementActivating));
+    // The error's trigger is kept with the subprocess until then.
+    assert!(
+        rule.records()
+            .of_type(ValueType::ProcessEvent)
+            .with_intent(Intent::Triggering)
+            .exists()
+    );
+    rule.assert_replay_matches();
+
+    let job_key = canceling_job(&mut rule, "on-cancel");
+    rule.complete(job_key, json!({}));
+    assert!(live(&rule, "Sub", Intent::ElementTerminated));
+    assert!(live(&rule, "failed", Intent::ElementCompleted));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(rule.variables(instance)["cause"], "disk");
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn cancelling_while_a_boundary_event_waits_drops_the_boundary_event() {
+    let mut rule = EngineRule::new();
+    let xml = model(&format!(
+        r#"<bpmn:startEvent id="s" />{}
+        <bpmn:boundaryEvent id="Late" attachedToRef="Review"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+        <bpmn:endEvent id="e" /><bpmn:endEvent id="e2" />{}{}{}"#,
+        review(&["on-cancel"]),
+        flow("f1", "s", "Review"),
+        flow("f2", "Review", "e"),
+        flow("f3", "Late", "e2")
+    ));
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({}));
+    rule.advance(MINUTE);
+    rule.fire_due();
+    cancel(&mut rule, instance);
+    let job_key = canceling_job(&mut rule, "on-cancel");
+    rule.complete(job_key, json!({}));
+    assert!(!live(&rule, "Late", Intent::ElementActivating));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_ad_hoc_subprocess_completes_once_what_it_cancels_is_gone() {
+    let mut rule = EngineRule::new();
+    let xml = model(&format!(
+        r#"<bpmn:startEvent id="s" />
+        <bpmn:adHocSubProcess id="Work">
+          <bpmn:extensionElements><zeebe:adHoc activeElementsCollection="=[&#34;Review&#34;, &#34;ask&#34;]" /></bpmn:extensionElements>
+          {}
+          <bpmn:serviceTask id="ask"><bpmn:extensionElements><zeebe:taskDefinition type="ask" /></bpmn:extensionElements></bpmn:serviceTask>
+          <bpmn:completionCondition xsi:type="bpmn:tFormalExpression">=true</bpmn:completionCondition>
+        </bpmn:adHocSubProcess>
+        <bpmn:endEvent id="e" />{}{}"#,
+        review(&["on-cancel"]),
+        flow("f1", "s", "Work"),
+        flow("f2", "Work", "e")
+    ));
+    let deployed = rule.deploy_xml(&xml);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let instance = rule.create("p", json!({}));
+    let (ask, _) = rule.job("ask");
+    rule.complete(ask, json!({}));
+    // The condition holds; the remaining task is canceled, and its listener holds
+    // the subprocess in ELEMENT_COMPLETING.
+    assert!(live(&rule, "Work", Intent::ElementCompleting));
+    assert!(!live(&rule, "Work", Intent::ElementCompleted));
+    rule.assert_replay_matches();
+    let job_key = canceling_job(&mut rule, "on-cancel");
+    rule.complete(job_key, json!({}));
+    assert!(live(&rule, "Work", Intent::ElementCompleted));
+    assert!(live(&rule, "e", Intent::ElementCompleted));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_modification_that_terminates_the_task_waits_for_its_listener() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&simple(&["on-cancel"]));
+    let instance = rule.create("p", json!({}));
+    let review_key = rule
+        .records()
+        .element("Review")
+        .with_intent(Intent::ElementActivating)
+        .records[0]
+        .key;
+    let modified = rule.process(Command::ModifyProcessInstance(
+        rill_protocol::ModifyProcessInstance {
+            process_instance_key: instance,
+            activate_instructions: Vec::new(),
+            terminate_instructions: vec![review_key],
+        },
+    ));
+    assert!(!modified.is_rejected(), "{:?}", modified.response);
+    // The instance is left empty: it terminates with the task, after its listener.
+    assert!(live(&rule, "p", Intent::ElementTerminating));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
+    let job_key = canceling_job(&mut rule, "on-cancel");
+    rule.complete(job_key, json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_instance_whose_task_is_canceling_cannot_be_migrated() {
+    let mut rule = EngineRule::new();
+    let xml = |name: &str| {
+        model(&format!(
+            r#"<bpmn:startEvent id="s" name="{name}" />{}
+            <bpmn:boundaryEvent id="Late" attachedToRef="Review"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+            <bpmn:endEvent id="e" /><bpmn:endEvent id="e2" />{}{}{}"#,
+            review(&["on-cancel"]),
+            flow("f1", "s", "Review"),
+            flow("f2", "Review", "e"),
+            flow("f3", "Late", "e2")
+        ))
+    };
+    rule.deploy_xml(&xml("v1"));
+    let instance = rule.create("p", json!({}));
+    let v2 = rule.deploy_xml(&xml("v2"));
+    let RecordValue::Deployment(deployment) = v2.value() else {
+        panic!("{:?}", v2.response)
+    };
+    let target = Key(deployment.processes_metadata[0].process_definition_key);
+    rule.advance(MINUTE);
+    rule.fire_due();
+    let migrated = rule.process(Command::MigrateProcessInstance(
+        rill_protocol::MigrateProcessInstance {
+            process_instance_key: instance,
+            target_process_definition_key: target,
+            mapping_instructions: vec![rill_protocol::value::MigrationMappingInstruction {
+                source_element_id: "Review".to_owned(),
+                target_element_id: "Review".to_owned(),
+            }],
+        },
+    ));
+    let (kind, reason) = rejection_of(&migrated);
+    assert_eq!(kind, rill_protocol::RejectionType::InvalidState);
+    assert!(reason.contains("'Review' is being terminated"), "{reason}");
+    let job_key = canceling_job(&mut rule, "on-cancel");
+    rule.complete(job_key, json!({}));
+    assert!(live(&rule, "e2", Intent::ElementCompleted));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_canceling_listener_type_that_fails_raises_an_incident_on_the_task() {
+    let mut rule = EngineRule::new();
+    let xml = simple(&["on-cancel"]).replace(r#"type="on-cancel""#, r#"type="=kind""#);
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({}));
+    cancel(&mut rule, instance);
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(incidents[0].record.element_id, "Review");
+    rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: instance,
+        variables: JsonValue::from(json!({"kind": "audit"})),
+        local: false,
+    }));
+    let resolved = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!resolved.is_rejected(), "{:?}", resolved.response);
+    let job_key = canceling_job(&mut rule, "audit");
+    rule.complete(job_key, json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
     rule.assert_replay_matches();
 }
