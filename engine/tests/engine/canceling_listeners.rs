@@ -788,3 +788,73 @@ fn a_canceling_listener_type_that_fails_raises_an_incident_on_the_task() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn a_timer_on_a_call_activity_waits_for_the_called_instances_listener() {
+    let mut rule = EngineRule::new();
+    let child = simple(&["on-cancel"]).replace(r#"id="p""#, r#"id="c""#);
+    let parent = model(&format!(
+        r#"<bpmn:startEvent id="s" /><bpmn:callActivity id="Call"><bpmn:extensionElements><zeebe:calledElement processId="c" /></bpmn:extensionElements></bpmn:callActivity>
+        <bpmn:boundaryEvent id="Late" attachedToRef="Call"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+        <bpmn:endEvent id="e" /><bpmn:endEvent id="e2" />{}{}{}"#,
+        flow("f1", "s", "Call"),
+        flow("f2", "Call", "e"),
+        flow("f3", "Late", "e2")
+    ));
+    let deployed = rule.deploy(&[
+        ("parent.bpmn", parent.into_bytes()),
+        ("child.bpmn", child.into_bytes()),
+    ]);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let instance = rule.create("p", json!({}));
+    rule.advance(MINUTE);
+    rule.fire_due();
+    assert!(live(&rule, "Call", Intent::ElementTerminating));
+    assert!(!live(&rule, "Late", Intent::ElementActivating));
+    rule.assert_replay_matches();
+
+    let job_key = canceling_job(&mut rule, "on-cancel");
+    rule.complete(job_key, json!({}));
+    let lifecycle = rule.records().lifecycle();
+    let at = |element: &str, intent: Intent| {
+        lifecycle
+            .iter()
+            .position(|(e, i)| e == element && *i == intent)
+            .unwrap_or_else(|| panic!("no {element} {intent:?} in {lifecycle:?}"))
+    };
+    assert!(at("c", Intent::ElementTerminated) < at("Call", Intent::ElementTerminated));
+    assert!(at("Call", Intent::ElementTerminated) < at("Late", Intent::ElementActivating));
+    assert!(live(&rule, "e2", Intent::ElementCompleted));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn the_instance_ends_only_when_every_held_up_task_is_canceled() {
+    let mut rule = EngineRule::new();
+    let second = review(&["audit"]).replace(r#"id="Review""#, r#"id="Check""#);
+    let xml = model(&format!(
+        r#"<bpmn:startEvent id="s" /><bpmn:parallelGateway id="fork" />{}{second}
+        <bpmn:endEvent id="e" /><bpmn:endEvent id="e2" />{}{}{}{}{}"#,
+        review(&["on-cancel"]),
+        flow("f1", "s", "fork"),
+        flow("f2", "fork", "Review"),
+        flow("f3", "fork", "Check"),
+        flow("f4", "Review", "e"),
+        flow("f5", "Check", "e2")
+    ));
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({}));
+    cancel(&mut rule, instance);
+    let audit = canceling_job(&mut rule, "audit");
+    rule.complete(audit, json!({}));
+    assert!(live(&rule, "Check", Intent::ElementTerminated));
+    assert!(!live(&rule, "p", Intent::ElementTerminated));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
+    rule.assert_replay_matches();
+    let on_cancel = canceling_job(&mut rule, "on-cancel");
+    rule.complete(on_cancel, json!({}));
+    assert!(live(&rule, "p", Intent::ElementTerminated));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    rule.assert_replay_matches();
+}

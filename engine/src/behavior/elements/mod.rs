@@ -690,7 +690,12 @@ impl Processing<'_> {
             };
             match scope.instance.state {
                 ElementState::Terminating => next = up,
-                ElementState::Activated => return self.child_terminated_in(&scope),
+                // A called instance ends only with its call activity's termination.
+                ElementState::Activated
+                    if scope.record().bpmn_element_type != BpmnElementType::CallActivity =>
+                {
+                    return self.child_terminated_in(&scope);
+                }
                 ElementState::Completing if self.nothing_inside(&scope)? => {
                     // An ad-hoc subprocess that completes once what it canceled is gone.
                     return self.resume_completion(scope);
