@@ -283,6 +283,8 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::UserTask, I::Updated) => &[(1, A::UserTask(user_task::changed))],
         (V::UserTask, I::Completing) => &[(1, A::UserTask(user_task::completing))],
         (V::UserTask, I::Completed) => &[(1, A::UserTask(user_task::removed))],
+        // Now keeps a canceling transition; logs written before canceling listeners
+        // hold CANCELED right after, which removes the task: the same state.
         (V::UserTask, I::Canceling) => &[(1, A::UserTask(user_task::canceling))],
         (V::UserTask, I::Canceled) => &[(1, A::UserTask(user_task::removed))],
         (V::Form, I::Created) => &[(1, A::Form(user_task::form_created))],
