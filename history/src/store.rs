@@ -692,6 +692,12 @@ impl<'a> HistoryWriter<'a> {
                     t.priority = value.priority;
                 })?;
             }
+            Intent::Canceling => {
+                // CANCELED follows at once, or once the canceling listeners ran.
+                self.update(key, |t: &mut HistoricUserTask| {
+                    t.state = UserTaskState::Canceling;
+                })?;
+            }
             Intent::Completed | Intent::Canceled => {
                 let completed = record.intent == Intent::Completed;
                 let state = if completed {

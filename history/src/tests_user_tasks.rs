@@ -145,8 +145,19 @@ fn user_tasks_follow_their_records_and_go_with_their_instance() {
                 t.assignee = "ann".into()
             }),
             instance(Intent::ElementCompleted, 2_001, 100),
-            task(Intent::Canceled, 2_100, 202, 200, |_| {}),
+            task(Intent::Canceling, 2_050, 202, 200, |_| {}),
         ],
+    );
+    // Canceling listeners run: the task reads CANCELING until CANCELED.
+    assert_eq!(keys(&store, vec![(F::State, text("CANCELING"))]), vec![202]);
+    let canceling: HistoricUserTask = get(&store, key(202)).unwrap().unwrap();
+    assert_eq!(
+        (canceling.state.name(), canceling.completion_date),
+        ("CANCELING", None)
+    );
+    apply(
+        &mut store,
+        &[task(Intent::Canceled, 2_100, 202, 200, |_| {})],
     );
     let done: HistoricUserTask = get(&store, key(102)).unwrap().unwrap();
     assert_eq!(

@@ -32,7 +32,9 @@ use rill_protocol::value::{
     ProcessInstanceCreationRecord, ProcessInstanceRecord, ProcessMessageSubscriptionRecord,
     ProcessRecord, SignalRecord, SignalSubscriptionRecord, TimerRecord, VariableRecord,
 };
-use rill_protocol::value::{FormRecord, ResourceDeletionRecord, UserTaskRecord};
+use rill_protocol::value::{
+    FormRecord, ProcessEventRecord, ResourceDeletionRecord, UserTaskRecord,
+};
 use rill_protocol::{Intent, RecordDraft, RecordType, RecordValue, Timestamp, ValueType};
 
 use crate::error::{Result, inconsistent};
@@ -81,6 +83,7 @@ pub(crate) enum Applier {
         ) -> Result<()>,
     ),
     ResourceDeletion(fn(&mut Apply<'_, '_>, Key, &ResourceDeletionRecord) -> Result<()>),
+    ProcessEvent(fn(&mut Apply<'_, '_>, Key, &ProcessEventRecord) -> Result<()>),
 }
 
 impl Applier {
@@ -120,6 +123,7 @@ impl Applier {
                 f(ctx, key, v)
             }
             (Applier::ResourceDeletion(f), RecordValue::ResourceDeletion(v)) => f(ctx, key, v),
+            (Applier::ProcessEvent(f), RecordValue::ProcessEvent(v)) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -169,6 +173,14 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         }
         (V::ProcessInstance, I::Deleted) => {
             &[(1, A::ProcessInstance(process_instance::instance_deleted))]
+        }
+        // Logs written before these existed hold TRIGGERING and TRIGGERED side by side,
+        // so they replay to the same state.
+        (V::ProcessEvent, I::Triggering) => {
+            &[(1, A::ProcessEvent(process_instance::event_triggering))]
+        }
+        (V::ProcessEvent, I::Triggered) => {
+            &[(1, A::ProcessEvent(process_instance::event_triggered))]
         }
         (V::ProcessInstanceCreation, I::Created) => &[(
             1,
@@ -271,6 +283,8 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::UserTask, I::Updated) => &[(1, A::UserTask(user_task::changed))],
         (V::UserTask, I::Completing) => &[(1, A::UserTask(user_task::completing))],
         (V::UserTask, I::Completed) => &[(1, A::UserTask(user_task::removed))],
+        // Now keeps a canceling transition; logs written before canceling listeners
+        // hold CANCELED right after, which removes the task: the same state.
         (V::UserTask, I::Canceling) => &[(1, A::UserTask(user_task::canceling))],
         (V::UserTask, I::Canceled) => &[(1, A::UserTask(user_task::removed))],
         (V::Form, I::Created) => &[(1, A::Form(user_task::form_created))],

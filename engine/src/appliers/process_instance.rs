@@ -2,13 +2,16 @@
 //! and the summary a finished instance leaves.
 
 use rill_protocol::Key;
-use rill_protocol::value::{BpmnElementType, ProcessInstanceCreationRecord, ProcessInstanceRecord};
+use rill_protocol::value::{
+    BpmnElementType, ProcessEventRecord, ProcessInstanceCreationRecord, ProcessInstanceRecord,
+};
 
 use super::Apply;
 use crate::error::{Result, inconsistent};
 use crate::model::ElementKind;
 use crate::state::{
-    AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, Writer,
+    AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary,
+    PendingTrigger, Writer,
 };
 
 pub(super) fn element_activating(
@@ -128,7 +131,50 @@ pub(super) fn element_terminated(
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
     multi_instance_ended(ctx, key, value, false)?;
+    // An interrupting trigger kept for this holder is dropped with it (the engine took
+    // what it activates before writing this). Only activities and scopes hold one.
+    let may_hold = !matches!(
+        value.bpmn_element_type,
+        BpmnElementType::StartEvent
+            | BpmnElementType::IntermediateCatchEvent
+            | BpmnElementType::IntermediateThrowEvent
+            | BpmnElementType::BoundaryEvent
+            | BpmnElementType::EndEvent
+            | BpmnElementType::ExclusiveGateway
+            | BpmnElementType::ParallelGateway
+            | BpmnElementType::InclusiveGateway
+            | BpmnElementType::EventBasedGateway
+            | BpmnElementType::SequenceFlow
+    );
+    if may_hold {
+        ctx.state.delete_pending_triggers(key)?;
+    }
     element_ended(ctx, key, value, InstanceState::Terminated)
+}
+
+/// PROCESS_EVENT TRIGGERING: the trigger is kept for its holder until TRIGGERED (an
+/// interrupting event may have to wait for a termination held up by listeners).
+pub(super) fn event_triggering(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &ProcessEventRecord,
+) -> Result<()> {
+    let trigger = PendingTrigger {
+        catch_event: value.target_element_id.clone(),
+        variables: value.variables.as_str().to_owned(),
+    };
+    ctx.state
+        .put_pending_trigger(value.scope_key, key, &trigger)
+}
+
+/// PROCESS_EVENT TRIGGERED: the event was activated; its trigger goes.
+pub(super) fn event_triggered(
+    ctx: &mut Apply<'_, '_>,
+    key: Key,
+    value: &ProcessEventRecord,
+) -> Result<()> {
+    ctx.state.delete_pending_trigger(value.scope_key, key);
+    Ok(())
 }
 
 /// A multi-instance body or inner instance ended. A body drops what it kept. A

@@ -142,10 +142,16 @@ pub(super) fn denied(ctx: &mut Apply<'_, '_>, key: Key, _value: &UserTaskRecord)
     })
 }
 
-pub(super) fn canceling(ctx: &mut Apply<'_, '_>, key: Key, _value: &UserTaskRecord) -> Result<()> {
+/// CANCELING: a transition in progress is dropped; the cancellation is the transition
+/// now, and its canceling listeners (if any) run before CANCELED.
+pub(super) fn canceling(ctx: &mut Apply<'_, '_>, key: Key, value: &UserTaskRecord) -> Result<()> {
     update(ctx.state, key, |task| {
         task.state = UserTaskState::Canceling;
-        task.transition = None;
+        let record = UserTaskRecord {
+            changed_attributes: Vec::new(),
+            ..kept(value)
+        };
+        task.transition = Some(transition(JobListenerEventType::Canceling, &record));
     })
 }
 

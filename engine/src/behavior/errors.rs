@@ -69,7 +69,7 @@ impl Processing<'_> {
         variables: Option<Map<String, Value>>,
     ) -> Result<()> {
         match self.find_catcher(task.key(), Thrown::Error, code)? {
-            Some((holder, catch)) => self.fire_catch_event(&holder, catch, variables),
+            Some((holder, catch)) => self.fire_catch_event(&holder, catch, variables, None),
             None => self.raise_incident(
                 task.record(),
                 task.key(),
@@ -92,7 +92,7 @@ impl Processing<'_> {
         match self.find_catcher(Key(scope), Thrown::Error, code)? {
             Some((holder, catch)) => {
                 self.mark(end_event, Intent::ElementActivated)?;
-                self.fire_catch_event(&holder, catch, variables)
+                self.fire_catch_event(&holder, catch, variables, None)
             }
             None => self.raise_incident(
                 end_event.record(),

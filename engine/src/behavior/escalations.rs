@@ -37,7 +37,7 @@ impl Processing<'_> {
         };
         self.event(key, intent, record)?;
         if let Some((holder, catch)) = caught {
-            self.fire_catch_event(&holder, catch, None)?;
+            self.fire_catch_event(&holder, catch, None, None)?;
         }
         let alive = self
             .read()

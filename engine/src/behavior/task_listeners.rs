@@ -1,6 +1,7 @@
 //! User task listeners (`zeebe:taskListeners`): jobs a Camunda user task's transition
-//! (creating, assigning, updating, completing) waits for, run one after the other in
-//! model order. The transition's `…ING` event starts it; each listener's job sees the
+//! (creating, assigning, updating, completing, canceling) waits for, run one after the
+//! other in model order. Canceling holds up the termination of the task's element (see
+//! `Processing::terminate`); its listeners may neither deny nor correct. The transition's `…ING` event starts it; each listener's job sees the
 //! task as the transition would leave it (in its headers), and its worker may correct
 //! fields (a `CORRECTED` event) or deny the transition (`…_DENIED`: the task stays as
 //! it was). When the last listener completed, the transition ends as it would have
@@ -141,6 +142,14 @@ pub(crate) fn check_result(
             "Expected a denied reason only with a denial, but job with key '{key}' was \
              completed with the reason '{}' and denied false",
             result.denied_reason
+        )));
+    }
+    if event == JobListenerEventType::Canceling && !result.corrected_attributes.is_empty() {
+        // The task is going away: there is nothing left to correct.
+        return Err(Rejection::invalid_argument(format!(
+            "Expected to complete task listener job with key '{key}' without corrections, \
+             but a canceling listener cannot correct the user task (it corrected {:?})",
+            result.corrected_attributes
         )));
     }
     for name in &result.corrected_attributes {
@@ -360,6 +369,10 @@ impl Processing<'_> {
                 self.event(task_key, Intent::Completed, record.clone())?;
                 self.answer_transition(task_key, accepted(task_key, Intent::Completed, record));
                 self.complete_with(active.key(), Some(variables))
+            }
+            JobListenerEventType::Canceling => {
+                self.event(task_key, Intent::Canceled, task.record)?;
+                self.resume_termination(active.key())
             }
             _ => Ok(()),
         }

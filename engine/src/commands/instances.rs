@@ -189,7 +189,8 @@ pub(super) fn cancel(p: &mut Processing<'_>, key: Key) -> Result<()> {
     }
     p.command(key, Intent::Cancel, instance.record.clone());
     p.respond(key, Intent::ElementTerminating, instance.record);
-    p.terminate(key)
+    p.terminate(key)?;
+    Ok(())
 }
 
 pub(super) fn expire_summary(p: &mut Processing<'_>, key: Key) -> Result<()> {

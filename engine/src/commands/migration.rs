@@ -34,7 +34,9 @@ use crate::error::{Result, inconsistent};
 use crate::model::{ElementIdx, ElementKind, ProcessModel, TriggerDefinition, UserTaskDefinition};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Halt, Rejection};
-use crate::state::{ElementInstance, StoredProcessMessageSubscription, StoredSignalSubscription};
+use crate::state::{
+    ElementInstance, ElementState, StoredProcessMessageSubscription, StoredSignalSubscription,
+};
 
 /// The record of a migration command as the client sent it.
 pub(super) fn placeholder(command: &MigrateProcessInstance) -> ProcessInstanceMigrationRecord {
@@ -308,6 +310,14 @@ fn plan_element(
             "Expected to migrate process instance '{key}' but active element with id \
              '{element_id}' has an unsupported type. The migration of a {} is not supported.",
             type_name(record.bpmn_element_type)
+        )));
+    }
+    if instance.state == ElementState::Terminating {
+        // Canceling task listeners hold its termination up; it ends in this version.
+        return Err(invalid_state(format!(
+            "Expected to migrate process instance '{key}' but element with id \
+             '{element_id}' is being terminated (its user task's canceling listeners are \
+             running); migrate the instance once they completed"
         )));
     }
     let source_idx = element_of(source, record)?;

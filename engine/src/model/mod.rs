@@ -768,6 +768,8 @@ pub struct TaskListeners {
     pub assigning: Vec<JobDefinition>,
     pub updating: Vec<JobDefinition>,
     pub completing: Vec<JobDefinition>,
+    /// Run while the task is canceled (its element terminated): the termination waits.
+    pub canceling: Vec<JobDefinition>,
 }
 
 impl TaskListeners {
@@ -779,6 +781,7 @@ impl TaskListeners {
             Event::Assigning => &self.assigning,
             Event::Updating => &self.updating,
             Event::Completing => &self.completing,
+            Event::Canceling => &self.canceling,
             _ => &[],
         }
     }

@@ -124,16 +124,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 "assigning" | "assignment" => &mut listeners.assigning,
                 "updating" | "update" => &mut listeners.updating,
                 "completing" | "complete" => &mut listeners.completing,
-                "canceling" | "cancel" => {
-                    self.problem(
-                        Some(id),
-                        node,
-                        "canceling task listeners are not supported: Rill does not run them \
-                         yet (a terminated user task is canceled at once); remove the listener"
-                            .to_owned(),
-                    );
-                    continue;
-                }
+                "canceling" | "cancel" => &mut listeners.canceling,
                 _ => {
                     self.problem(
                         Some(id),

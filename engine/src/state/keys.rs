@@ -112,6 +112,10 @@ pub(crate) mod table {
     pub const PROCESS_RUNNING: u8 = 0xC8;
     /// Process definition key -> marker: deleted, kept until its last instance ends.
     pub const PROCESS_DELETING: u8 = 0xC9;
+    /// (holder key, process event key) -> an interrupting event trigger waiting for a
+    /// termination that canceling task listeners hold up (PROCESS_EVENT TRIGGERING
+    /// until TRIGGERED, or until the holder is terminated).
+    pub const PENDING_TRIGGER: u8 = 0xCA;
 }
 
 /// A key argument of a state accessor: the engine's [`Key`], or a key field of a record

@@ -27,9 +27,10 @@ pub(crate) use floors::ScanFloors;
 pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
     AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    ListenerTransition, MessageStartSubscription, MultiInstanceCounts, OutboxEntry, StoredIncident,
-    StoredJob, StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
-    StoredSignalSubscription, StoredUserTask, StoredVariable, UserTaskState,
+    ListenerTransition, MessageStartSubscription, MultiInstanceCounts, OutboxEntry, PendingTrigger,
+    StoredIncident, StoredJob, StoredMessage, StoredMessageSubscription,
+    StoredProcessMessageSubscription, StoredSignalSubscription, StoredUserTask, StoredVariable,
+    UserTaskState,
 };
 
 use crate::error::{Result, inconsistent};
@@ -532,6 +533,18 @@ impl<'a> Reader<'a> {
 
     pub fn timer(&self, key: impl AsKey) -> Result<Option<TimerRecord>> {
         self.get(KeyBuf::new(table::TIMER).key(key))
+    }
+
+    /// The event triggers kept for the holder `holder`, by process event key.
+    pub fn pending_triggers(&self, holder: impl AsKey) -> Result<Vec<(Key, PendingTrigger)>> {
+        let prefix = KeyBuf::new(table::PENDING_TRIGGER).key(holder);
+        let mut out = Vec::new();
+        self.scan(&prefix, |k, v| {
+            let key = keys::trailing_i64(k).ok_or_else(|| inconsistent("short trigger key"))?;
+            out.push((Key(key), decode(v)?));
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
     }
 
     pub fn timers_of_element(&self, element_instance_key: impl AsKey) -> Result<Vec<Key>> {
@@ -1264,6 +1277,26 @@ impl<'a> Writer<'a> {
     }
 
     // --- timers ---
+
+    pub fn put_pending_trigger(
+        &mut self,
+        holder: impl AsKey,
+        key: impl AsKey,
+        trigger: &PendingTrigger,
+    ) -> Result<()> {
+        self.put(
+            KeyBuf::new(table::PENDING_TRIGGER).key(holder).key(key),
+            trigger,
+        )
+    }
+
+    pub fn delete_pending_trigger(&mut self, holder: impl AsKey, key: impl AsKey) {
+        self.delete(KeyBuf::new(table::PENDING_TRIGGER).key(holder).key(key));
+    }
+
+    pub fn delete_pending_triggers(&mut self, holder: impl AsKey) -> Result<()> {
+        self.delete_prefix(KeyBuf::new(table::PENDING_TRIGGER).key(holder))
+    }
 
     pub fn put_timer(&mut self, key: impl AsKey, timer: &TimerRecord) -> Result<()> {
         self.mark(due_key(DueIndex::Timers, timer.due_date, key));

@@ -356,6 +356,15 @@ impl UserTaskState {
     }
 }
 
+/// An event trigger kept from PROCESS_EVENT TRIGGERING to TRIGGERED: the catch event
+/// it is for and its variables (JSON text), so an interrupting event can be activated
+/// once the termination it waits for ends, possibly in a later command.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingTrigger {
+    pub catch_event: String,
+    pub variables: String,
+}
+
 /// A Camunda user task (`variables` is not kept).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredUserTask {

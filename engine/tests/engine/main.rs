@@ -3,6 +3,7 @@
 mod ad_hoc_sub_process;
 mod breadth;
 mod call_activity;
+mod canceling_listeners;
 mod commands;
 mod compensation;
 mod decisions;

@@ -453,8 +453,8 @@ fn bad_forms_and_bad_user_task_models_are_rejected_naming_what_is_wrong() {
             "formKey is not used by a Camunda user task",
         ),
         (
-            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="canceling" type="x" /></zeebe:taskListeners>"#,
-            "canceling task listeners are not supported",
+            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="canceling" /></zeebe:taskListeners>"#,
+            "a canceling task listener has no type",
         ),
         (
             r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="closing" type="x" /></zeebe:taskListeners>"#,

@@ -502,3 +502,82 @@ async fn tasks_are_found_by_their_instances_variables_and_their_own() {
         );
     }
 }
+
+const GUARDED: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="guarded" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:userTask id="approve" name="Approve">
+      <bpmn:extensionElements>
+        <zeebe:userTask />
+        <zeebe:taskListeners><zeebe:taskListener eventType="canceling" type="on-cancel" /></zeebe:taskListeners>
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:endEvent id="end" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="approve" />
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+#[tokio::test]
+async fn a_task_reads_canceling_while_its_canceling_listener_runs() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway
+        .deploy(&[("guarded.bpmn", GUARDED.as_bytes())])
+        .await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let instance = create(&gateway, "guarded", json!({})).await;
+    let all = search(&gateway, json!({})).await;
+    let task_key = keys(&all)[0].clone();
+    let path = format!("/v2/user-tasks/{task_key}");
+
+    let canceled = gateway
+        .post(
+            &format!("/v2/process-instances/{instance}/cancellation"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(canceled.status, 204, "{:?}", canceled.body);
+    let got = gateway.get(&path).await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_matches("user task", &user_task(), &got.body);
+    assert_eq!(got.body["state"], "CANCELING", "{:?}", got.body);
+    let instance_view = gateway
+        .get(&format!("/v2/process-instances/{instance}"))
+        .await;
+    assert_eq!(
+        instance_view.body["state"], "ACTIVE",
+        "{:?}",
+        instance_view.body
+    );
+    // Work on a canceling task is refused.
+    let completion = gateway.post(&format!("{path}/completion"), json!({})).await;
+    assert_problem(&completion, 409, "INVALID_STATE");
+
+    let jobs = gateway
+        .post(
+            "/v2/jobs/activation",
+            json!({"type": "on-cancel", "timeout": 30000, "maxJobsToActivate": 1,
+                   "worker": "test", "requestTimeout": -1}),
+        )
+        .await;
+    assert_eq!(jobs.status, 200, "{:?}", jobs.body);
+    let job = &jobs.body["jobs"][0];
+    assert_eq!(job["kind"], "TASK_LISTENER", "{job:?}");
+    assert_eq!(job["listenerEventType"], "CANCELING", "{job:?}");
+    let job_key = job["jobKey"].as_str().expect("job key");
+    let completed = gateway
+        .post(&format!("/v2/jobs/{job_key}/completion"), json!({}))
+        .await;
+    assert_eq!(completed.status, 204, "{:?}", completed.body);
+    let got = gateway.get(&path).await;
+    assert_eq!(got.body["state"], "CANCELED", "{:?}", got.body);
+    let instance_view = gateway
+        .get(&format!("/v2/process-instances/{instance}"))
+        .await;
+    assert_eq!(
+        instance_view.body["state"], "TERMINATED",
+        "{:?}",
+        instance_view.body
+    );
+}

@@ -834,13 +834,16 @@ impl Historic for HistoricMessageSubscription {
     }
 }
 
-/// A user task's state in Camunda's terms. Rill's tasks move between these within one
-/// command, so a stored task is created, completed or canceled.
+/// A user task's state in Camunda's terms: created, completed or canceled, and
+/// canceling while `canceling` task listeners hold its cancellation up. (The other
+/// transitions' listeners are not shown: such a task reads as created.) New variants
+/// go last: stored tasks are decoded by variant index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum UserTaskState {
     Created,
     Completed,
     Canceled,
+    Canceling,
 }
 
 impl UserTaskState {
@@ -861,6 +864,7 @@ impl UserTaskState {
             UserTaskState::Created => "CREATED",
             UserTaskState::Completed => "COMPLETED",
             UserTaskState::Canceled => "CANCELED",
+            UserTaskState::Canceling => "CANCELING",
         }
     }
 }

@@ -307,10 +307,17 @@ impl Processing<'_> {
         match holds {
             None | Some(true) if idle => self.complete(&ad_hoc, None, Outgoing::All),
             Some(true) if cancel => {
-                self.terminate_children(ad_hoc_key)?;
+                let done = self.terminate_children(ad_hoc_key)?;
                 let Some(ad_hoc) = self.active(ad_hoc_key)? else {
                     return Ok(());
                 };
+                if !done {
+                    // An inner instance waits for its canceling task listeners: the
+                    // subprocess stays in ELEMENT_COMPLETING (its triggers closed) and
+                    // completes once it is terminated (`resume_termination`).
+                    self.mark(&ad_hoc, Intent::ElementCompleting)?;
+                    return self.close_event_triggers(&ad_hoc);
+                }
                 self.complete(&ad_hoc, None, Outgoing::All)
             }
             _ => Ok(()),

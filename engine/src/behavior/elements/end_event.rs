@@ -32,8 +32,11 @@ impl ElementBehavior for EndEvent {
                 p.mark(active, Intent::ElementActivated)?;
                 let scope_key = active.record().flow_scope_key;
                 p.complete(active, None, Outgoing::All)?;
-                p.terminate_children(Key(scope_key))?;
-                p.complete_scope(Key(scope_key))?;
+                // Canceling task listeners may hold a child up: the scope then completes
+                // once it is terminated (`resume_termination`).
+                if p.terminate_children(Key(scope_key))? {
+                    p.complete_scope(Key(scope_key))?;
+                }
             }
             EndEventKind::Error { error_code } => {
                 let code = p.evaluate_string(error_code, active)?;

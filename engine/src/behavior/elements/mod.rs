@@ -598,7 +598,12 @@ impl Processing<'_> {
     /// (its children, a call activity's child instance) is terminated in order, then it
     /// writes ELEMENT_TERMINATED. Done with an explicit stack, not recursion: call
     /// activities nest instances up to `MAX_CALL_DEPTH` deep.
-    pub fn terminate(&mut self, key: Key) -> Result<()> {
+    ///
+    /// A Camunda user task with `canceling` listeners holds its termination up: it stays
+    /// in ELEMENT_TERMINATING while they run, and so does every instance above it in this
+    /// walk (the rest is terminated as usual). Its last listener resumes the walk
+    /// ([`Processing::resume_termination`]). Returns whether `key` is terminated now.
+    pub fn terminate(&mut self, key: Key) -> Result<bool> {
         enum Work {
             Enter(Key),
             Leave(Box<Active>),
@@ -615,14 +620,173 @@ impl Processing<'_> {
                     }
                     self.cancel_listener_job(&active)?;
                     behavior_of(&active).terminate(self, &active)?;
+                    if self.termination_held(&active)? {
+                        continue;
+                    }
                     let inside = self.runs_inside(&active)?;
                     work.push(Work::Leave(Box::new(active)));
                     work.extend(inside.into_iter().rev().map(Work::Enter));
                 }
-                Work::Leave(active) => self.terminated(&active)?,
+                Work::Leave(active) => {
+                    // Something inside still waits for its canceling listeners.
+                    if !self.nothing_inside(&active)? {
+                        continue;
+                    }
+                    self.terminated(&active)?
+                }
             }
         }
-        Ok(())
+        Ok(self.read().element_instance(key)?.is_none())
+    }
+
+    /// Whether nothing runs inside a terminating instance any more (no live child, no
+    /// live called instance).
+    fn nothing_inside(&self, active: &Active) -> Result<bool> {
+        if active.record().bpmn_element_type == BpmnElementType::CallActivity {
+            let child = active.instance.job_key;
+            return Ok(child.get() <= 0 || self.read().element_instance(child)?.is_none());
+        }
+        let children = self
+            .read()
+            .peek_element_instance(active.key(), |i| i.active_children)?;
+        Ok(children.unwrap_or(0) == 0)
+    }
+
+    /// The canceling listeners of the terminated user task `key` ran (its CANCELED is
+    /// written): the task is terminated, then each terminating instance above it that
+    /// waited only for it, then what waited for those: the interrupting boundary event
+    /// kept for one of them, or the scope the last of them was in (which activates its
+    /// interrupting event subprocess, or completes as its kind does once it is empty).
+    pub(crate) fn resume_termination(&mut self, key: Key) -> Result<()> {
+        let mut next = key;
+        loop {
+            let Some(active) = self.active(next)? else {
+                return Ok(());
+            };
+            if active.instance.state != ElementState::Terminating
+                || !self.nothing_inside(&active)?
+            {
+                return Ok(());
+            }
+            let boundary = self.kept_trigger(&active, |kind| {
+                matches!(kind, ElementKind::BoundaryEvent { .. })
+            })?;
+            let record = active.record();
+            let up = if record.bpmn_element_type == BpmnElementType::Process {
+                Key(record.parent_element_instance_key)
+            } else {
+                Key(record.flow_scope_key)
+            };
+            self.terminated(&active)?;
+            if let Some((event_key, catch, trigger)) = boundary {
+                let scope_key = Key(active.record().flow_scope_key);
+                self.activate_kept(&active, event_key, catch, scope_key, catch, trigger)?;
+            }
+            if up.get() <= 0 {
+                return Ok(());
+            }
+            let Some(scope) = self.active(up)? else {
+                return Ok(());
+            };
+            match scope.instance.state {
+                ElementState::Terminating => next = up,
+                // A called instance ends only with its call activity's termination.
+                ElementState::Activated
+                    if scope.record().bpmn_element_type != BpmnElementType::CallActivity =>
+                {
+                    return self.child_terminated_in(&scope);
+                }
+                ElementState::Completing if self.nothing_inside(&scope)? => {
+                    // An ad-hoc subprocess that completes once what it canceled is gone.
+                    return self.resume_completion(scope);
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// A child of the live scope `scope` finished a termination that its canceling
+    /// listeners held up: once nothing is left inside, the interrupting event
+    /// subprocess kept for the scope starts, or else the scope goes on as if a token
+    /// had ended in it.
+    fn child_terminated_in(&mut self, scope: &Active) -> Result<()> {
+        if !self.nothing_inside(scope)? {
+            return Ok(());
+        }
+        let model = &scope.process.model;
+        let kept = self.kept_trigger(scope, |kind| {
+            matches!(kind, ElementKind::EventStartEvent { .. })
+        })?;
+        if let Some((event_key, start, trigger)) = kept {
+            let Some(subprocess) = model.element(start).flow_scope else {
+                return Ok(());
+            };
+            return self.activate_kept(scope, event_key, start, scope.key(), subprocess, trigger);
+        }
+        if let ElementKind::AdHocSubProcess(definition) = &scope.element().kind
+            && !scope.is_multi_instance_body()
+            && definition.completion_condition.is_some()
+        {
+            // It completes when an inner instance completes and its condition holds.
+            return Ok(());
+        }
+        self.token_ended(scope.key())
+    }
+
+    /// The interrupting trigger kept for `holder` (PROCESS_EVENT TRIGGERING) whose catch
+    /// event is of a kind `wanted` selects: its event key, the catch event and its
+    /// variables.
+    fn kept_trigger(
+        &self,
+        holder: &Active,
+        wanted: impl Fn(&ElementKind) -> bool,
+    ) -> Result<Option<(Key, ElementIdx, Trigger)>> {
+        let model = &holder.process.model;
+        for (event_key, kept) in self.read().pending_triggers(holder.key())? {
+            let Some(catch) = model.element_by_id(&kept.catch_event) else {
+                continue;
+            };
+            if !wanted(&model.element(catch).kind) {
+                continue;
+            }
+            let trigger = serde_json::from_str::<Value>(&kept.variables)
+                .ok()
+                .and_then(|v| match v {
+                    Value::Object(map) if !map.is_empty() => Some(map),
+                    _ => None,
+                });
+            return Ok(Some((event_key, catch, trigger)));
+        }
+        Ok(None)
+    }
+
+    /// Writes TRIGGERED for the kept trigger `event_key` of `holder` and activates
+    /// `element` in `scope_key` with its variables (nothing when the scope is ending).
+    fn activate_kept(
+        &mut self,
+        holder: &Active,
+        event_key: Key,
+        catch: ElementIdx,
+        scope_key: Key,
+        element: ElementIdx,
+        trigger: Trigger,
+    ) -> Result<()> {
+        let live = self
+            .read()
+            .peek_element_instance(scope_key, |s| s.state == ElementState::Activated)?;
+        if live != Some(true) {
+            return Ok(());
+        }
+        let record = holder.record();
+        let event = EventTarget {
+            scope_key: holder.key().get(),
+            element_id: &holder.process.model.element(catch).id,
+            process_definition_key: record.process_definition_key,
+            process_instance_key: record.process_instance_key,
+            tenant_id: &record.tenant_id,
+        };
+        self.process_event_triggered(event_key, &event)?;
+        self.activate(scope_key, &holder.process, element, trigger)
     }
 
     /// What a terminating instance must terminate before it is itself terminated: its
@@ -706,12 +870,16 @@ impl Processing<'_> {
         Ok(())
     }
 
-    /// Terminates every live child of a scope.
-    pub fn terminate_children(&mut self, scope_key: Key) -> Result<()> {
+    /// Terminates every live child of a scope; returns whether none is left (false
+    /// while canceling task listeners hold one up).
+    pub fn terminate_children(&mut self, scope_key: Key) -> Result<bool> {
         for child in self.read().children(scope_key)? {
             self.terminate(Key(child))?;
         }
-        Ok(())
+        let left = self
+            .read()
+            .peek_element_instance(scope_key, |i| i.active_children)?;
+        Ok(left.unwrap_or(0) == 0)
     }
 
     /// Resolves the incident an element instance is stuck on, if any.

@@ -71,8 +71,8 @@ impl Processing<'_> {
                 return Ok(());
             };
             let empty = scope.state == ElementState::Activated
-                && scope.active_children == 0
-                && scope.active_flows == 0;
+                && scope.active_flows == 0
+                && self.only_terminating_inside(scope_key, scope.active_children)?;
             if !empty {
                 return Ok(());
             }
@@ -83,5 +83,22 @@ impl Processing<'_> {
             scope_key = Key(scope.record.flow_scope_key);
         }
         Ok(())
+    }
+
+    /// Whether every live child of a scope is terminating (held up by canceling task
+    /// listeners): the scope is as good as empty, and terminates with them.
+    fn only_terminating_inside(&self, scope_key: Key, children: u32) -> Result<bool> {
+        if children == 0 {
+            return Ok(true);
+        }
+        for child in self.read().children(scope_key)? {
+            let terminating = self
+                .read()
+                .peek_element_instance(child, |i| i.state == ElementState::Terminating)?;
+            if terminating != Some(true) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }

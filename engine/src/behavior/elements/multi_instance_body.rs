@@ -223,7 +223,11 @@ impl Processing<'_> {
         }
         let mi = characteristics(inner)?;
         if ends_body {
-            self.terminate_children(body_key)?;
+            if !self.terminate_children(body_key)? {
+                // An inner instance waits for its canceling task listeners: the body
+                // completes once it is terminated (`resume_termination`).
+                return Ok(());
+            }
             return self.complete(&body, None, Outgoing::All);
         }
         let counts = self.read().multi_instance_counts(body_key)?;

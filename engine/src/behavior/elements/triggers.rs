@@ -303,28 +303,39 @@ impl Processing<'_> {
             tenant_id: &record.tenant_id,
         };
         let event_key = self.process_event_triggering(&event, trigger.as_ref())?;
-        self.process_event_triggered(event_key, &event)?;
         match catch {
-            Some(catch) if !holds_itself => self.fire_catch_event(&active, catch, trigger),
-            _ => self.complete_with(holder, trigger),
+            Some(catch) if !holds_itself => {
+                self.fire_catch_event(&active, catch, trigger, Some(event_key))
+            }
+            _ => {
+                self.process_event_triggered(event_key, &event)?;
+                self.complete_with(holder, trigger)
+            }
         }
     }
 
     /// Fires a catch event whose trigger `holder` holds (see the module's table).
+    /// `event` is its PROCESS_EVENT TRIGGERING, if one was written (a timer, a message,
+    /// a signal); TRIGGERED follows when the catch event is activated. An interrupting
+    /// event waits while canceling task listeners hold up the termination it needs: its
+    /// trigger is kept with the holder (TRIGGERING, written now for an error or an
+    /// escalation) and activated once the termination ends.
     pub(crate) fn fire_catch_event(
         &mut self,
         holder: &Active,
         catch: ElementIdx,
         trigger: Trigger,
+        event: Option<Key>,
     ) -> Result<()> {
         let process = holder.process.clone();
         let element = process.model.element(catch);
         match &element.kind {
             ElementKind::BoundaryEvent { interrupting, .. } => {
                 let scope_key = Key(holder.record().flow_scope_key);
-                if *interrupting {
-                    self.terminate(holder.key())?;
+                if *interrupting && !self.terminate(holder.key())? {
+                    return self.keep_trigger(holder, catch, trigger.as_ref(), event);
                 }
+                self.event_triggered(holder, catch, event)?;
                 self.activate(scope_key, &process, catch, trigger)
             }
             ElementKind::EventStartEvent { interrupting, .. } => {
@@ -333,8 +344,11 @@ impl Processing<'_> {
                 };
                 if *interrupting {
                     self.close_event_subprocess_triggers(holder)?;
-                    self.terminate_children(holder.key())?;
+                    if !self.terminate_children(holder.key())? {
+                        return self.keep_trigger(holder, catch, trigger.as_ref(), event);
+                    }
                 }
+                self.event_triggered(holder, catch, event)?;
                 self.activate(holder.key(), &process, subprocess, trigger)
             }
             ElementKind::IntermediateCatchEvent(_) => {
@@ -347,10 +361,50 @@ impl Processing<'_> {
                 else {
                     return Ok(());
                 };
+                self.event_triggered(holder, catch, event)?;
                 self.complete(holder, None, Outgoing::Triggered(flow, trigger))
             }
-            _ => Ok(()),
+            _ => self.event_triggered(holder, catch, event),
         }
+    }
+
+    fn event_target<'a>(holder: &'a Active, catch: ElementIdx) -> EventTarget<'a> {
+        let record = holder.record();
+        EventTarget {
+            scope_key: holder.key().get(),
+            element_id: &holder.process.model.element(catch).id,
+            process_definition_key: record.process_definition_key,
+            process_instance_key: record.process_instance_key,
+            tenant_id: &record.tenant_id,
+        }
+    }
+
+    /// Writes TRIGGERED for the PROCESS_EVENT `event`, if one was written.
+    fn event_triggered(
+        &mut self,
+        holder: &Active,
+        catch: ElementIdx,
+        event: Option<Key>,
+    ) -> Result<()> {
+        match event {
+            Some(key) => self.process_event_triggered(key, &Self::event_target(holder, catch)),
+            None => Ok(()),
+        }
+    }
+
+    /// An interrupting event waits for a held-up termination: its trigger stays kept with
+    /// the holder (TRIGGERING's applier keeps it; written now if it was not yet).
+    fn keep_trigger(
+        &mut self,
+        holder: &Active,
+        catch: ElementIdx,
+        trigger: Option<&serde_json::Map<String, serde_json::Value>>,
+        event: Option<Key>,
+    ) -> Result<()> {
+        if event.is_none() {
+            self.process_event_triggering(&Self::event_target(holder, catch), trigger)?;
+        }
+        Ok(())
     }
 
     /// Whether an interrupting event subprocess already runs in a scope: then none of

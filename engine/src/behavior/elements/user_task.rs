@@ -6,7 +6,7 @@
 //! `CANCELED`). A job-worker user task is a job of type `io.camunda.zeebe:userTask`,
 //! worked like a service task's. Either may carry boundary events.
 
-use rill_protocol::value::{IncidentErrorType, UserTaskRecord};
+use rill_protocol::value::{BpmnElementType, IncidentErrorType, UserTaskRecord};
 use rill_protocol::{Intent, JsonValue, Key};
 use serde_json::Value;
 
@@ -19,6 +19,7 @@ use crate::model::{
     ValueOrExpr,
 };
 use crate::outcome::{Evaluated, Failure};
+use crate::state::UserTaskState;
 
 pub(super) struct UserTask;
 
@@ -42,10 +43,20 @@ impl ElementBehavior for UserTask {
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
-        p.cancel_user_task(active)?;
+        if p.termination_held(active)? {
+            // Terminated before, and its canceling listeners still run: they go on.
+            return Ok(());
+        }
+        let listened = p.cancel_user_task(active)?;
         p.cancel_job(active)?;
         p.close_event_triggers(active)?;
-        p.resolve_element_incident(active.key())
+        p.resolve_element_incident(active.key())?;
+        if listened {
+            // The first canceling listener, once nothing else of the task is left (an
+            // incident it raises must not be resolved with the old ones).
+            p.next_task_listener(active.instance.job_key)?;
+        }
+        Ok(())
     }
 }
 
@@ -224,18 +235,47 @@ impl Processing<'_> {
     }
 
     /// Cancels the Camunda user task of a terminated element, if it has one (and the
-    /// listener job its transition waits for).
-    fn cancel_user_task(&mut self, active: &Active) -> Result<()> {
+    /// listener job its transition waits for): CANCELING, then CANCELED at once, or,
+    /// when the task has `canceling` listeners, true: they run first and the element's
+    /// termination waits for them.
+    fn cancel_user_task(&mut self, active: &Active) -> Result<bool> {
         let key = active.instance.job_key;
         if key.is_none() {
-            return Ok(());
+            return Ok(false);
         }
-        if let Some(task) = self.read().user_task(key)? {
-            self.cancel_task_listener_job(&task)?;
-            self.event(key, Intent::Canceling, task.record.clone())?;
-            self.event(key, Intent::Canceled, task.record)?;
+        let Some(task) = self.read().user_task(key)? else {
+            return Ok(false);
+        };
+        self.cancel_task_listener_job(&task)?;
+        self.event(key, Intent::Canceling, task.record.clone())?;
+        let listened = matches!(
+            &active.element().kind,
+            ElementKind::UserTask(definition) if matches!(
+                definition.as_ref(),
+                UserTaskDefinition::Camunda(task) if !task.listeners.canceling.is_empty()
+            )
+        );
+        if listened {
+            return Ok(true);
         }
-        Ok(())
+        self.event(key, Intent::Canceled, task.record)?;
+        Ok(false)
+    }
+
+    /// Whether the termination of `active` waits for the canceling listeners of its user
+    /// task (the task is CANCELING until the last one completed).
+    pub(crate) fn termination_held(&self, active: &Active) -> Result<bool> {
+        if active.record().bpmn_element_type != BpmnElementType::UserTask {
+            return Ok(false);
+        }
+        let key = active.instance.job_key;
+        if key.get() <= 0 {
+            return Ok(false);
+        }
+        Ok(self
+            .read()
+            .user_task(key)?
+            .is_some_and(|task| task.state == UserTaskState::Canceling))
     }
 }
 
