@@ -81,6 +81,13 @@ pub(crate) enum Applier {
         ) -> Result<()>,
     ),
     ResourceDeletion(fn(&mut Apply<'_, '_>, Key, &ResourceDeletionRecord) -> Result<()>),
+    AdHocSubProcessInstruction(
+        fn(
+            &mut Apply<'_, '_>,
+            Key,
+            &rill_protocol::value::AdHocSubProcessInstructionRecord,
+        ) -> Result<()>,
+    ),
 }
 
 impl Applier {
@@ -120,6 +127,10 @@ impl Applier {
                 f(ctx, key, v)
             }
             (Applier::ResourceDeletion(f), RecordValue::ResourceDeletion(v)) => f(ctx, key, v),
+            (
+                Applier::AdHocSubProcessInstruction(f),
+                RecordValue::AdHocSubProcessInstruction(v),
+            ) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -304,6 +315,10 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::ResourceDeletion, I::Deleting) => {
             &[(1, A::ResourceDeletion(decision::resource_deleting))]
         }
+        (V::AdHocSubProcessInstruction, I::Completed) => &[(
+            1,
+            A::AdHocSubProcessInstruction(process_instance::ad_hoc_completion_fulfilled),
+        )],
         _ => &[],
     }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use futures::Stream;
 use rill_protocol::value::{
-    DEFAULT_TENANT, DeploymentRecord, JobRecord, MigrationMappingInstruction, ProcessMetadata,
+    AdHocSubProcessActivateElement, DEFAULT_TENANT, DeploymentRecord, JobRecord,
+    MigrationMappingInstruction, ProcessMetadata,
 };
 use rill_protocol::{
     ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
@@ -510,26 +511,40 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let result = match request.result {
             Some(result) => {
-                unsupported(
-                    !result.activate_elements.is_empty()
-                        || result.is_completion_condition_fulfilled.is_some()
-                        || result.is_cancel_remaining_instances.is_some(),
-                    "An ad-hoc subprocess job result",
-                )?;
-                let corrections = result.corrections.unwrap_or_default();
-                crate::api::jobs::job_result(
-                    result.r#type.as_deref(),
-                    result.denied.unwrap_or(false),
-                    result.denied_reason.unwrap_or_default(),
-                    crate::api::jobs::Corrections {
-                        assignee: corrections.assignee,
-                        due_date: corrections.due_date,
-                        follow_up_date: corrections.follow_up_date,
-                        candidate_users: corrections.candidate_users.map(|l| l.values),
-                        candidate_groups: corrections.candidate_groups.map(|l| l.values),
-                        priority: corrections.priority,
-                    },
-                )
+                let corrections = result.corrections.map(|c| crate::api::jobs::Corrections {
+                    assignee: c.assignee,
+                    due_date: c.due_date,
+                    follow_up_date: c.follow_up_date,
+                    candidate_users: c.candidate_users.map(|l| l.values),
+                    candidate_groups: c.candidate_groups.map(|l| l.values),
+                    priority: c.priority,
+                });
+                // A repeated field cannot be told apart from an empty one: empty is unset.
+                let activate_elements = if result.activate_elements.is_empty() {
+                    None
+                } else {
+                    let mut checked = Vec::with_capacity(result.activate_elements.len());
+                    for (index, element) in result.activate_elements.iter().enumerate() {
+                        checked.push(AdHocSubProcessActivateElement {
+                            element_id: element.element_id.clone(),
+                            variables: variables(
+                                &format!("result.activateElements[{index}].variables"),
+                                &element.variables,
+                                self.document_limit(),
+                            )?,
+                        });
+                    }
+                    Some(checked)
+                };
+                crate::api::jobs::job_result(crate::api::jobs::ResultInput {
+                    result_type: result.r#type,
+                    denied: result.denied,
+                    denied_reason: result.denied_reason,
+                    corrections,
+                    activate_elements,
+                    completion_condition_fulfilled: result.is_completion_condition_fulfilled,
+                    cancel_remaining_instances: result.is_cancel_remaining_instances,
+                })
                 .map_err(Status::invalid_argument)?
             }
             None => Default::default(),
