@@ -341,6 +341,9 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
     Ok(())
 }
 
+/// An element of an ad-hoc subprocess to activate and the locals of its inner instance.
+type Activation = (ElementIdx, Map<String, Value>);
+
 /// The elements a job result of an ad-hoc subprocess's job activates, each with the
 /// locals of its inner instance; or why the completion is refused: a user-task result,
 /// an ad-hoc subprocess that is not active or already fulfilled its completion
@@ -352,7 +355,7 @@ fn check_ad_hoc_result(
     job: &JobRecord,
     key: Key,
     result: &JobResult,
-) -> Result<std::result::Result<Vec<(ElementIdx, Map<String, Value>)>, Rejection>> {
+) -> Result<std::result::Result<Vec<Activation>, Rejection>> {
     let ad_hoc_key = Key(job.element_instance_key);
     if result.denied || !result.denied_reason.is_empty() || !result.corrected_attributes.is_empty()
     {

@@ -491,3 +491,59 @@ fn an_error_thrown_by_the_worker_is_caught_on_the_ad_hoc_subprocess() {
     assert!(is_completed(&mut rule, instance));
     rule.assert_replay_matches();
 }
+
+fn set_variables(rule: &mut EngineRule, instance: Key, variables: Value) {
+    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: instance,
+        variables: JsonValue::from(variables),
+        local: false,
+    }));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+fn resolve(rule: &mut EngineRule, incident_key: Key) {
+    let outcome = rule.process(Command::ResolveIncident { incident_key });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+#[test]
+fn a_job_type_expression_that_fails_is_an_incident_on_entry_and_on_re_creation() {
+    let mut rule = rule();
+    let instance = rule.create("adhoc-agent-feel", json!({"tries": 4}));
+    // On entry: an incident on the ad-hoc subprocess, which waits in ELEMENT_ACTIVATING.
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1, "{incidents:?}");
+    assert_eq!(incidents[0].record.element_id, "Picker");
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::ExtractValueError
+    );
+    assert_eq!(count(&rule, "Picker", Intent::ElementActivated), 0);
+    set_variables(&mut rule, instance, json!({"flavour": "a"}));
+    resolve(&mut rule, incidents[0].key);
+    let (job, record) = rule.job("agent-a");
+    assert_eq!(record.job_kind, JobKind::AdHocSubProcess);
+    assert_eq!(record.retries, 4);
+
+    // On re-creation, after an inner instance completed: an incident on that inner
+    // instance, which stays completing until the type evaluates again.
+    set_variables(&mut rule, instance, json!({"flavour": null}));
+    complete_with(&mut rule, job, json!({}), activate(&[("Note", json!({}))]));
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1, "{incidents:?}");
+    assert_eq!(incidents[0].record.element_id, "Picker#innerInstance");
+    assert_eq!(
+        count(&rule, "Picker#innerInstance", Intent::ElementCompleted),
+        0
+    );
+    set_variables(&mut rule, instance, json!({"flavour": "b"}));
+    resolve(&mut rule, incidents[0].key);
+    assert_eq!(
+        count(&rule, "Picker#innerInstance", Intent::ElementCompleted),
+        1
+    );
+    let (job, _) = rule.job("agent-b");
+    complete_with(&mut rule, job, json!({}), fulfilled(false));
+    assert!(is_completed(&mut rule, instance));
+    rule.assert_replay_matches();
+}

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use rill_protocol::value::{
-    AdHocSubProcessActivateElement, DEFAULT_TENANT, DeploymentRecord, JobRecord,
-    MigrationMappingInstruction, ProcessMetadata,
+    DEFAULT_TENANT, DeploymentRecord, JobRecord, MigrationMappingInstruction, ProcessMetadata,
 };
 use rill_protocol::{
     ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
@@ -22,8 +21,8 @@ use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::convert::{
-    activated_job, json_text, key, split_batch, tenant, tenant_text, unsupported, variables,
-    within_limits,
+    activated_job, job_result, json_text, key, split_batch, tenant, tenant_text, unsupported,
+    variables, within_limits,
 };
 use super::decisions;
 use super::proto::gateway_server::Gateway;
@@ -510,43 +509,7 @@ impl Gateway for GatewayService {
         let request = request.into_inner();
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let result = match request.result {
-            Some(result) => {
-                let corrections = result.corrections.map(|c| crate::api::jobs::Corrections {
-                    assignee: c.assignee,
-                    due_date: c.due_date,
-                    follow_up_date: c.follow_up_date,
-                    candidate_users: c.candidate_users.map(|l| l.values),
-                    candidate_groups: c.candidate_groups.map(|l| l.values),
-                    priority: c.priority,
-                });
-                // A repeated field cannot be told apart from an empty one: empty is unset.
-                let activate_elements = if result.activate_elements.is_empty() {
-                    None
-                } else {
-                    let mut checked = Vec::with_capacity(result.activate_elements.len());
-                    for (index, element) in result.activate_elements.iter().enumerate() {
-                        checked.push(AdHocSubProcessActivateElement {
-                            element_id: element.element_id.clone(),
-                            variables: variables(
-                                &format!("result.activateElements[{index}].variables"),
-                                &element.variables,
-                                self.document_limit(),
-                            )?,
-                        });
-                    }
-                    Some(checked)
-                };
-                crate::api::jobs::job_result(crate::api::jobs::ResultInput {
-                    result_type: result.r#type,
-                    denied: result.denied,
-                    denied_reason: result.denied_reason,
-                    corrections,
-                    activate_elements,
-                    completion_condition_fulfilled: result.is_completion_condition_fulfilled,
-                    cancel_remaining_instances: result.is_cancel_remaining_instances,
-                })
-                .map_err(Status::invalid_argument)?
-            }
+            Some(result) => job_result(result, self.document_limit())?,
             None => Default::default(),
         };
         let job_key = key("jobKey", request.job_key)?;
