@@ -245,23 +245,19 @@ fn check_result(
         || result.completion_condition_fulfilled
         || result.cancel_remaining_instances;
     match job.job_kind {
+        // Checked against the ad-hoc subprocess by `check_ad_hoc_result`.
         JobKind::AdHocSubProcess => return Ok(()),
         JobKind::TaskListener if !ad_hoc_result => {}
-        kind if result.is_empty() && kind != JobKind::TaskListener => return Ok(()),
+        JobKind::BpmnElement | JobKind::ExecutionListener if result.is_empty() => return Ok(()),
         kind => {
+            let (result_type, owner) = if ad_hoc_result {
+                ("adHocSubProcess", "an ad-hoc subprocess")
+            } else {
+                ("userTask", "a user task listener")
+            };
             return Err(Rejection::invalid_argument(format!(
-                "Expected a job result of type '{}' only for the job of {}, but job with key \
-                 '{key}' is of kind {}",
-                if ad_hoc_result {
-                    "adHocSubProcess"
-                } else {
-                    "userTask"
-                },
-                if ad_hoc_result {
-                    "an ad-hoc subprocess"
-                } else {
-                    "a user task listener"
-                },
+                "Expected a job result of type '{result_type}' only for the job of {owner}, but \
+                 job with key '{key}' is of kind {}",
                 kind.name()
             )));
         }
