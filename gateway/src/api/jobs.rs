@@ -523,6 +523,18 @@ pub(crate) struct Corrections {
     pub priority: Option<i32>,
 }
 
+impl Corrections {
+    /// Whether any field is corrected.
+    fn any(&self) -> bool {
+        self.assignee.is_some()
+            || self.due_date.is_some()
+            || self.follow_up_date.is_some()
+            || self.candidate_users.is_some()
+            || self.candidate_groups.is_some()
+            || self.priority.is_some()
+    }
+}
+
 /// A client's job result, as the REST and gRPC APIs give it (the ad-hoc elements'
 /// variables already checked); `None` where the client set nothing.
 #[derive(Default)]
@@ -551,11 +563,19 @@ pub(crate) fn job_result(input: ResultInput) -> Result<JobResult, String> {
             ));
         }
     };
+    // A field of the other type counts only with a value that means something, so
+    // clients that send every field with its default are not refused.
     if ad_hoc {
         let user_task_field = [
-            ("denied", input.denied.is_some()),
-            ("deniedReason", input.denied_reason.is_some()),
-            ("corrections", input.corrections.is_some()),
+            ("denied", input.denied == Some(true)),
+            (
+                "deniedReason",
+                input.denied_reason.as_ref().is_some_and(|r| !r.is_empty()),
+            ),
+            (
+                "corrections",
+                input.corrections.as_ref().is_some_and(Corrections::any),
+            ),
         ]
         .into_iter()
         .find(|(_, set)| *set);
@@ -582,14 +602,20 @@ pub(crate) fn job_result(input: ResultInput) -> Result<JobResult, String> {
         });
     }
     let ad_hoc_field = [
-        ("activateElements", input.activate_elements.is_some()),
+        (
+            "activateElements",
+            input
+                .activate_elements
+                .as_ref()
+                .is_some_and(|e| !e.is_empty()),
+        ),
         (
             "isCompletionConditionFulfilled",
-            input.completion_condition_fulfilled.is_some(),
+            input.completion_condition_fulfilled == Some(true),
         ),
         (
             "isCancelRemainingInstances",
-            input.cancel_remaining_instances.is_some(),
+            input.cancel_remaining_instances == Some(true),
         ),
     ]
     .into_iter()

@@ -295,6 +295,30 @@ mod tests {
                 .contains("result.activateElements[0].variables"),
             "{status:?}"
         );
+        // Fields of the other type with their defaults are no fields.
+        let defaults = job_result(
+            JobResult {
+                r#type: Some("adHocSubProcess".into()),
+                denied: Some(false),
+                denied_reason: Some(String::new()),
+                is_completion_condition_fulfilled: Some(true),
+                ..Default::default()
+            },
+            LIMIT,
+        )
+        .expect("defaults of the user-task fields");
+        assert!(defaults.completion_condition_fulfilled && !defaults.denied);
+        let defaults = job_result(
+            JobResult {
+                denied: Some(true),
+                is_completion_condition_fulfilled: Some(false),
+                is_cancel_remaining_instances: Some(false),
+                ..Default::default()
+            },
+            LIMIT,
+        )
+        .expect("defaults of the ad-hoc fields");
+        assert!(defaults.denied && !defaults.completion_condition_fulfilled);
         // No result type: a task listener's, as before.
         let plain = job_result(
             JobResult {
