@@ -1146,3 +1146,129 @@ fn brokers_push_jobs_to_streams_and_a_closed_streams_jobs_are_given_back() {
     });
     assert!(rill.terminate(Duration::from_secs(20)));
 }
+
+const AGENT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="grpc-agent" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="brain">
+      <bpmn:extensionElements><zeebe:taskDefinition type="grpc-think" /></bpmn:extensionElements>
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:serviceTask id="lookup">
+        <bpmn:extensionElements><zeebe:taskDefinition type="grpc-lookup" /></bpmn:extensionElements>
+      </bpmn:serviceTask>
+    </bpmn:adHocSubProcess>
+    <bpmn:endEvent id="end"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="brain" />
+    <bpmn:sequenceFlow id="f2" sourceRef="brain" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+/// The one job of `job_type`.
+async fn one_job(client: &mut GatewayClient<Channel>, job_type: &str) -> ActivatedJob {
+    let jobs = activate(client, activation(job_type, 5, -1))
+        .await
+        .expect("activate");
+    assert_eq!(jobs.len(), 1, "one '{job_type}' job: {jobs:?}");
+    jobs.into_iter().next().expect("a job")
+}
+
+fn ad_hoc_result(elements: &[(&str, &str)], fulfilled: Option<bool>) -> JobResult {
+    JobResult {
+        r#type: Some("adHocSubProcess".into()),
+        activate_elements: elements
+            .iter()
+            .map(|(id, variables)| JobResultActivateElement {
+                element_id: (*id).to_owned(),
+                variables: (*variables).to_owned(),
+            })
+            .collect(),
+        is_completion_condition_fulfilled: fulfilled,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn complete_job_runs_an_ad_hoc_sub_process_job_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rill = Standalone::start(&dir.path().join("data"), &[]);
+    runtime().block_on(async {
+        rill.wait_ready(Duration::from_secs(30)).await;
+        let mut client = connect(&rill).await;
+        client
+            .deploy_resource(DeployResourceRequest {
+                resources: vec![Resource {
+                    name: "agent.bpmn".into(),
+                    content: AGENT.as_bytes().to_vec(),
+                }],
+                tenant_id: String::new(),
+            })
+            .await
+            .expect("deploy");
+        let instance = client
+            .create_process_instance(create_request("grpc-agent", json!({})))
+            .await
+            .expect("create")
+            .into_inner();
+        let job = one_job(&mut client, "grpc-think").await;
+        assert_eq!(job.kind, activated_job::JobKind::AdHocSubProcess as i32);
+        assert_eq!(job.element_id, "brain");
+
+        let complete = |result: JobResult| CompleteJobRequest {
+            job_key: job.key,
+            variables: String::new(),
+            result: Some(result),
+        };
+        let (c, m) = code(
+            client
+                .complete_job(complete(ad_hoc_result(&[("lookup", "[1]")], None)))
+                .await,
+        );
+        assert_eq!(c, Code::InvalidArgument);
+        assert!(m.contains("result.activateElements[0].variables"), "{m}");
+        let (c, m) = code(
+            client
+                .complete_job(complete(ad_hoc_result(&[("lunch", "")], None)))
+                .await,
+        );
+        assert_eq!(c, Code::NotFound);
+        assert!(m.contains("[lunch] do not exist"), "{m}");
+
+        client
+            .complete_job(complete(ad_hoc_result(
+                &[("lookup", r#"{"query":"rivers"}"#)],
+                Some(false),
+            )))
+            .await
+            .expect("activate lookup");
+        let lookup = one_job(&mut client, "grpc-lookup").await;
+        let variables: Value = serde_json::from_str(&lookup.variables).expect("JSON");
+        assert_eq!(variables["query"], "rivers");
+        client
+            .complete_job(CompleteJobRequest {
+                job_key: lookup.key,
+                ..Default::default()
+            })
+            .await
+            .expect("complete lookup");
+
+        // The flow completed: a new job, which ends the ad-hoc sub-process.
+        let next = one_job(&mut client, "grpc-think").await;
+        assert_ne!(next.key, job.key);
+        client
+            .complete_job(CompleteJobRequest {
+                job_key: next.key,
+                variables: String::new(),
+                result: Some(ad_hoc_result(&[], Some(true))),
+            })
+            .await
+            .expect("fulfil");
+        support::Api::new(rill.rest())
+            .wait_completed(
+                &[instance.process_instance_key.to_string()],
+                Duration::from_secs(10),
+                String::new,
+            )
+            .await;
+    });
+}

@@ -432,6 +432,20 @@ fn nested_values_keep_zeebes_shape() {
     assert_eq!(job["value"]["customHeaders"]["region"], "eu");
     assert_eq!(job["value"]["variables"]["orderId"], 42);
     assert_eq!(job["value"]["type"], "payment");
+    // Zeebe 8.8's job result: the user-task fields, then the ad-hoc subprocess ones.
+    assert_eq!(
+        keys(&job["value"]["result"]),
+        set(&[
+            "type",
+            "denied",
+            "deniedReason",
+            "correctedAttributes",
+            "corrections",
+            "activateElements",
+            "completionConditionFulfilled",
+            "cancelRemainingInstances",
+        ])
+    );
 
     let variable = record_document(&record(1, RecordType::Event, value_of(ValueType::Variable)));
     assert_eq!(

@@ -482,8 +482,8 @@ pub struct JobRecord {
     /// (`END`) its element; `UNSPECIFIED` for other jobs.
     #[serde(default)]
     pub job_listener_event_type: JobListenerEventType,
-    /// What a task listener's worker decided (on a completed listener job): denial or
-    /// corrections of the user task.
+    /// What the worker decided (on a completed job): a task listener's denial or
+    /// corrections of the user task, or an ad-hoc subprocess's next step.
     #[serde(default)]
     pub result: JobResult,
     /// The top-level instance of its call hierarchy: its own process instance's key
@@ -496,12 +496,13 @@ pub struct JobRecord {
     pub tags: Vec<String>,
 }
 
-/// Zeebe's `JobResult`: a job worker's verdict on a user-task transition, given with the
-/// completion of a task listener's job.
+/// Zeebe's `JobResult`: a job worker's verdict given with the completion of its job.
+/// A task listener's (`USER_TASK`) denies or corrects a user-task transition; an
+/// ad-hoc subprocess's (`AD_HOC_SUB_PROCESS`) names the elements to activate next or
+/// ends the ad-hoc subprocess. The fields of the other type keep their defaults.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobResult {
-    /// Zeebe's `JobResultType`; only `USER_TASK` here.
     #[serde(rename = "type")]
     pub result_type: JobResultType,
     /// The listener denies the transition: the task stays as it was.
@@ -510,12 +511,26 @@ pub struct JobResult {
     /// Which fields of `corrections` are set (`UserTaskRecord`'s attribute names).
     pub corrected_attributes: Vec<String>,
     pub corrections: JobResultCorrections,
+    /// The elements of the ad-hoc subprocess to activate, each with the local
+    /// variables of its inner instance.
+    pub activate_elements: Vec<AdHocSubProcessActivateElement>,
+    /// The ad-hoc subprocess is done: it completes once its inner instances are.
+    pub completion_condition_fulfilled: bool,
+    /// With `completion_condition_fulfilled`: terminate the inner instances still
+    /// active and complete at once.
+    pub cancel_remaining_instances: bool,
 }
 
 impl JobResult {
     /// Whether the worker gave a verdict at all.
     pub fn is_empty(&self) -> bool {
-        !self.denied && self.denied_reason.is_empty() && self.corrected_attributes.is_empty()
+        self.result_type == JobResultType::UserTask
+            && !self.denied
+            && self.denied_reason.is_empty()
+            && self.corrected_attributes.is_empty()
+            && self.activate_elements.is_empty()
+            && !self.completion_condition_fulfilled
+            && !self.cancel_remaining_instances
     }
 }
 
@@ -525,6 +540,7 @@ impl JobResult {
 pub enum JobResultType {
     #[default]
     UserTask,
+    AdHocSubProcess,
 }
 
 /// New values for user-task fields, each used only when named in `corrected_attributes`
@@ -562,6 +578,9 @@ pub enum JobKind {
     BpmnElement,
     ExecutionListener,
     TaskListener,
+    /// The job of an ad-hoc subprocess's job-worker implementation: its worker decides
+    /// what the ad-hoc subprocess activates and when it completes.
+    AdHocSubProcess,
 }
 
 impl JobKind {
@@ -571,6 +590,7 @@ impl JobKind {
             JobKind::BpmnElement => "BPMN_ELEMENT",
             JobKind::ExecutionListener => "EXECUTION_LISTENER",
             JobKind::TaskListener => "TASK_LISTENER",
+            JobKind::AdHocSubProcess => "AD_HOC_SUB_PROCESS",
         }
     }
 }
@@ -683,6 +703,9 @@ pub enum IncidentErrorType {
     CalledDecisionError,
     /// A user task listener's job failed with no retries left.
     TaskListenerNoRetries,
+    /// The job of an ad-hoc subprocess (job-worker implementation) failed with no
+    /// retries left.
+    AdHocSubProcessNoRetries,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1081,7 +1104,8 @@ pub struct MigrationMappingInstruction {
 }
 
 /// AD_HOC_SUB_PROCESS_INSTRUCTION: activate elements of an active ad-hoc subprocess
-/// (`ACTIVATE`), done (`ACTIVATED`). Zeebe 8.8's fields.
+/// (`ACTIVATE`, done: `ACTIVATED`), or complete it as its job worker decided
+/// (`COMPLETE`, done: `COMPLETED`). Zeebe 8.8's fields.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdHocSubProcessInstructionRecord {
@@ -1091,8 +1115,8 @@ pub struct AdHocSubProcessInstructionRecord {
     pub cancel_remaining_instances: bool,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
-    /// Set by a job worker of the job-worker implementation (not run by Rill): always
-    /// `false`.
+    /// Set from the job result of the job-worker implementation; `false` for the
+    /// activation API.
     pub completion_condition_fulfilled: bool,
 }
 

@@ -43,7 +43,7 @@ pub(super) fn completed(ctx: &mut Apply<'_, '_>, key: Key, value: &JobRecord) ->
         JobKind::TaskListener => {
             super::user_task::listener_job_completed(ctx.state, value.element_instance_key)?
         }
-        JobKind::BpmnElement => {}
+        JobKind::BpmnElement | JobKind::AdHocSubProcess => {}
     }
     Ok(())
 }

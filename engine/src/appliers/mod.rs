@@ -84,6 +84,13 @@ pub(crate) enum Applier {
     ),
     ResourceDeletion(fn(&mut Apply<'_, '_>, Key, &ResourceDeletionRecord) -> Result<()>),
     ProcessEvent(fn(&mut Apply<'_, '_>, Key, &ProcessEventRecord) -> Result<()>),
+    AdHocSubProcessInstruction(
+        fn(
+            &mut Apply<'_, '_>,
+            Key,
+            &rill_protocol::value::AdHocSubProcessInstructionRecord,
+        ) -> Result<()>,
+    ),
 }
 
 impl Applier {
@@ -124,6 +131,10 @@ impl Applier {
             }
             (Applier::ResourceDeletion(f), RecordValue::ResourceDeletion(v)) => f(ctx, key, v),
             (Applier::ProcessEvent(f), RecordValue::ProcessEvent(v)) => f(ctx, key, v),
+            (
+                Applier::AdHocSubProcessInstruction(f),
+                RecordValue::AdHocSubProcessInstruction(v),
+            ) => f(ctx, key, v),
             (_, value) => Err(inconsistent(format!(
                 "an applier is registered for a {} value of another type",
                 value.value_type().name()
@@ -318,6 +329,10 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::ResourceDeletion, I::Deleting) => {
             &[(1, A::ResourceDeletion(decision::resource_deleting))]
         }
+        (V::AdHocSubProcessInstruction, I::Completed) => &[(
+            1,
+            A::AdHocSubProcessInstruction(process_instance::ad_hoc_completion_fulfilled),
+        )],
         _ => &[],
     }
 }

@@ -35,6 +35,7 @@ pub(super) fn element_activating(
         awaited: false,
         start_date: timestamp.millis(),
         listeners_done: 0,
+        ad_hoc_completion_fulfilled: false,
     });
     if value.bpmn_element_type == BpmnElementType::Process {
         // Readers see an active instance through its element instance; the summary is
@@ -365,4 +366,18 @@ fn counts_tokens(kind: &ElementKind, incoming: usize) -> bool {
             kind,
             ElementKind::ParallelGateway | ElementKind::InclusiveGateway { .. }
         )
+}
+
+/// AD_HOC_SUB_PROCESS_INSTRUCTION COMPLETED: the job worker of an ad-hoc subprocess
+/// fulfilled its completion condition; it creates no more jobs.
+pub(super) fn ad_hoc_completion_fulfilled(
+    ctx: &mut Apply<'_, '_>,
+    _key: Key,
+    value: &rill_protocol::value::AdHocSubProcessInstructionRecord,
+) -> Result<()> {
+    ctx.state
+        .update_element_instance(value.ad_hoc_sub_process_instance_key, |i| {
+            i.ad_hoc_completion_fulfilled = true;
+        })?;
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! Jobs of job-based elements (service, send and job-worker script tasks, message throw
-//! and message end events) and of execution listeners: created on activation (or when
-//! a listener is due), cancelled on termination.
+//! and message end events, job-worker ad-hoc subprocesses) and of execution listeners:
+//! created on activation (or when a listener is due), cancelled on termination.
 
 use std::collections::BTreeMap;
 
@@ -73,6 +73,24 @@ impl Processing<'_> {
             BTreeMap::new(),
             JobKind::ExecutionListener,
             event,
+        )
+    }
+
+    /// Creates the job of an ad-hoc subprocess's job-worker implementation, with the
+    /// headers of its `zeebe:taskHeaders`.
+    pub fn create_ad_hoc_job(
+        &mut self,
+        active: &Active,
+        definition: &JobDefinition,
+        job: NewJob,
+    ) -> Result<()> {
+        let headers = definition.headers.iter().cloned().collect();
+        self.write_job(
+            active,
+            job,
+            headers,
+            JobKind::AdHocSubProcess,
+            JobListenerEventType::Unspecified,
         )
     }
 

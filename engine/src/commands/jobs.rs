@@ -1,7 +1,9 @@
 //! JOB and JOB_BATCH commands: activate, complete, fail, throw error, update, and the
 //! leader's time-outs and back-off recurrences.
 
-use rill_protocol::value::{IncidentErrorType, JobBatchRecord, JobKind, JobRecord, JobResult};
+use rill_protocol::value::{
+    IncidentErrorType, JobBatchRecord, JobKind, JobRecord, JobResult, JobResultType,
+};
 use rill_protocol::{
     ActivateJobs, CommandResponse, FailJob, Intent, JsonValue, Key, RecordValue, ThrowError,
     UpdateJob,
@@ -9,8 +11,10 @@ use rill_protocol::{
 use serde_json::{Map, Value};
 
 use super::variables_map;
+use crate::behavior::{ad_hoc_definition, resolve_ad_hoc_elements};
 use crate::context::Processing;
 use crate::error::Result;
+use crate::model::ElementIdx;
 use crate::outcome::Rejection;
 use crate::state::{ElementState, JobState, Reader, StoredJob};
 
@@ -197,8 +201,15 @@ pub(super) fn complete(
     let checked = variables_map(variables, "the job's variables").and_then(|document| {
         check_result(p, &job.record, key, &document, result).map(|()| document)
     });
-    let document = match checked {
-        Ok(document) => document,
+    let checked = match checked {
+        Ok(document) if job.record.job_kind == JobKind::AdHocSubProcess => {
+            check_ad_hoc_result(p, &job.record, key, result)?.map(|found| (document, found))
+        }
+        Ok(document) => Ok((document, Vec::new())),
+        Err(rejection) => Err(rejection),
+    };
+    let (document, activations) = match checked {
+        Ok(checked) => checked,
         Err(rejection) => {
             p.reject(key, Intent::Complete, job.record, rejection);
             return Ok(());
@@ -216,11 +227,12 @@ pub(super) fn complete(
         JobKind::ExecutionListener => p.listener_completed(&record, document),
         JobKind::TaskListener => p.task_listener_completed(&record),
         JobKind::BpmnElement => p.complete_with(Key(record.element_instance_key), Some(document)),
+        JobKind::AdHocSubProcess => p.ad_hoc_job_completed(&record, document, activations),
     }
 }
 
 /// A job result belongs to a task listener's job, which takes no variables (as in
-/// Zeebe 8.8).
+/// Zeebe 8.8), or to an ad-hoc subprocess's job (checked by [`check_ad_hoc_result`]).
 fn check_result(
     p: &Processing<'_>,
     job: &JobRecord,
@@ -228,15 +240,27 @@ fn check_result(
     variables: &Map<String, Value>,
     result: &JobResult,
 ) -> std::result::Result<(), Rejection> {
-    if job.job_kind != JobKind::TaskListener {
-        if result.is_empty() {
-            return Ok(());
+    let ad_hoc_result = result.result_type == JobResultType::AdHocSubProcess
+        || !result.activate_elements.is_empty()
+        || result.completion_condition_fulfilled
+        || result.cancel_remaining_instances;
+    match job.job_kind {
+        // Checked against the ad-hoc subprocess by `check_ad_hoc_result`.
+        JobKind::AdHocSubProcess => return Ok(()),
+        JobKind::TaskListener if !ad_hoc_result => {}
+        JobKind::BpmnElement | JobKind::ExecutionListener if result.is_empty() => return Ok(()),
+        kind => {
+            let (result_type, owner) = if ad_hoc_result {
+                ("adHocSubProcess", "an ad-hoc subprocess")
+            } else {
+                ("userTask", "a user task listener")
+            };
+            return Err(Rejection::invalid_argument(format!(
+                "Expected a job result of type '{result_type}' only for the job of {owner}, but \
+                 job with key '{key}' is of kind {}",
+                kind.name()
+            )));
         }
-        return Err(Rejection::invalid_argument(format!(
-            "Expected a job result (a denial or corrections) only for a user task listener's \
-             job, but job with key '{key}' is of kind {}",
-            job.job_kind.name()
-        )));
     }
     if !variables.is_empty() {
         return Err(Rejection::invalid_argument(format!(
@@ -302,6 +326,7 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
             JobKind::BpmnElement => IncidentErrorType::JobNoRetries,
             JobKind::ExecutionListener => IncidentErrorType::ExecutionListenerNoRetries,
             JobKind::TaskListener => IncidentErrorType::TaskListenerNoRetries,
+            JobKind::AdHocSubProcess => IncidentErrorType::AdHocSubProcessNoRetries,
         };
         p.raise_incident(&task.record, task.key, error_type, message, key)?;
     } else if backoff {
@@ -310,6 +335,79 @@ pub(super) fn fail(p: &mut Processing<'_>, command: &FailJob) -> Result<()> {
         p.notify_jobs_available(&record.job_type);
     }
     Ok(())
+}
+
+/// An element of an ad-hoc subprocess to activate and the locals of its inner instance.
+type Activation = (ElementIdx, Map<String, Value>);
+
+/// The elements a job result of an ad-hoc subprocess's job activates, each with the
+/// locals of its inner instance; or why the completion is refused: a user-task result,
+/// an ad-hoc subprocess that is not active or already fulfilled its completion
+/// condition, activations together with a fulfilled condition (as Zeebe refuses them),
+/// an element that is not activatable, variables that are not an object. The same
+/// element may be named more than once (a worker may run one tool twice at a time).
+fn check_ad_hoc_result(
+    p: &mut Processing<'_>,
+    job: &JobRecord,
+    key: Key,
+    result: &JobResult,
+) -> Result<std::result::Result<Vec<Activation>, Rejection>> {
+    let ad_hoc_key = Key(job.element_instance_key);
+    if result.denied || !result.denied_reason.is_empty() || !result.corrected_attributes.is_empty()
+    {
+        return Ok(Err(Rejection::invalid_argument(format!(
+            "Expected a job result of type 'adHocSubProcess' for the job with key '{key}' of \
+             ad-hoc subprocess '{}', but it denies or corrects a user task",
+            job.element_id
+        ))));
+    }
+    let ad_hoc = p.active(ad_hoc_key)?;
+    let definition = ad_hoc
+        .as_ref()
+        .filter(|ad_hoc| {
+            ad_hoc.instance.state == ElementState::Activated
+                && !ad_hoc.instance.ad_hoc_completion_fulfilled
+        })
+        .and_then(|ad_hoc| ad_hoc_definition(ad_hoc).map(|definition| (ad_hoc, definition)));
+    let Some((ad_hoc, definition)) = definition else {
+        return Ok(Err(Rejection::invalid_state(format!(
+            "Expected to complete the job with key '{key}' of ad-hoc subprocess '{}', but the \
+             ad-hoc subprocess instance '{ad_hoc_key}' is not active or already completing",
+            job.element_id
+        ))));
+    };
+    if result.completion_condition_fulfilled && !result.activate_elements.is_empty() {
+        return Ok(Err(Rejection::invalid_argument(format!(
+            "Expected to complete the job with key '{key}' of ad-hoc subprocess '{}' either \
+             activating elements or fulfilling its completion condition, but the result does \
+             both (activateElements: [{}])",
+            job.element_id,
+            result
+                .activate_elements
+                .iter()
+                .map(|element| element.element_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))));
+    }
+    let ids: Vec<&str> = result
+        .activate_elements
+        .iter()
+        .map(|element| element.element_id.as_str())
+        .collect();
+    let found = match resolve_ad_hoc_elements(ad_hoc, definition, &ids) {
+        Ok(found) => found,
+        Err(reason) => return Ok(Err(Rejection::not_found(reason))),
+    };
+    let mut activations = Vec::with_capacity(found.len());
+    for (idx, element) in found.into_iter().zip(&result.activate_elements) {
+        let what = format!("the variables of element '{}'", element.element_id);
+        match variables_map(&element.variables, &what) {
+            Ok(variables) => activations.push((idx, variables)),
+            Err(rejection) => return Ok(Err(rejection)),
+        }
+    }
+    Ok(Ok(activations))
 }
 
 /// The variables of a valid fail command.
@@ -374,7 +472,10 @@ fn check_throw_error(
     key: Key,
     job: &JobRecord,
 ) -> std::result::Result<Map<String, Value>, Rejection> {
-    if job.job_kind != JobKind::BpmnElement {
+    if matches!(
+        job.job_kind,
+        JobKind::TaskListener | JobKind::ExecutionListener
+    ) {
         // As in Zeebe: a listener's element is not in a state where an error can be
         // caught (it is activating or completing, or its task is in a transition).
         let kind = match job.job_kind {

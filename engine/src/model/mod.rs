@@ -408,6 +408,10 @@ pub struct AdHocDefinition {
     /// The `adHocSubProcessElements` variable: one entry per activatable element
     /// (`elementId`, `elementName`, `documentation`, `properties`, `parameters`).
     pub elements_metadata: serde_json::Value,
+    /// `zeebe:taskDefinition` (Zeebe 8.8's job-worker implementation): a job's worker
+    /// decides what to activate and when to complete, instead of
+    /// `active_elements` and `completion_condition`.
+    pub job: Option<JobDefinition>,
 }
 
 impl AdHocDefinition {

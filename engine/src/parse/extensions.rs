@@ -68,14 +68,8 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
             on()
         )),
         "taskDefinition" | "taskHeaders" if is_job => Verdict::Runs,
-        "taskDefinition" | "taskHeaders" if element == "adHocSubProcess" => {
-            Verdict::Rejected(format!(
-                "zeebe:{name} on an ad-hoc subprocess (Zeebe 8.8's job-worker implementation, \
-                 as the AI agent connector uses) is not supported yet: Rill runs ad-hoc \
-                 subprocesses itself (activeElementsCollection, completionCondition, the \
-                 activation API); remove it"
-            ))
-        }
+        // Zeebe 8.8's job-worker implementation (the AI agent connector's).
+        "taskDefinition" | "taskHeaders" if element == "adHocSubProcess" => Verdict::Runs,
         "taskHeaders" if element == "userTask" => Verdict::Runs,
         "taskDefinition" if element == "userTask" => Verdict::Rejected(
             "zeebe:taskDefinition is not supported on a userTask: a job-worker user task's job \
@@ -84,7 +78,7 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         ),
         "taskDefinition" | "taskHeaders" => Verdict::Rejected(format!(
             "zeebe:{name} is not supported on {}; only service, send, script and business \
-             rule tasks and message throw and end events are jobs",
+             rule tasks, message throw and end events and ad-hoc subprocesses are jobs",
             on()
         )),
         "script" if element == "scriptTask" => Verdict::Runs,

@@ -622,8 +622,10 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
     }
 
     /// Reads a `bpmn:adHocSubProcess`: `cancelRemainingInstances`, its
-    /// `bpmn:completionCondition` and its `zeebe:adHoc` (active elements, output
-    /// collection). Its content is read into the inner instance element (`idx + 1`).
+    /// `bpmn:completionCondition`, its `zeebe:adHoc` (active elements, output
+    /// collection) and, for the job-worker implementation, its `zeebe:taskDefinition`
+    /// and `zeebe:taskHeaders`. Its content is read into the inner instance element
+    /// (`idx + 1`).
     fn ad_hoc_sub_process(
         &mut self,
         idx: ElementIdx,
@@ -640,7 +642,20 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             output_element: None,
             activatable: Vec::new(),
             elements_metadata: serde_json::Value::Array(Vec::new()),
+            job: None,
         };
+        if extensions.task_definition.is_some() {
+            definition.job = Some(self.job(id, node, extensions, None));
+        } else if let Some(headers) = extensions.task_headers {
+            self.problem(
+                Some(id),
+                headers,
+                "zeebe:taskHeaders on an ad-hoc subprocess belong to its job-worker \
+                 implementation, which needs a zeebe:taskDefinition (the job type); add one or \
+                 remove the headers"
+                    .to_owned(),
+            );
+        }
         match node.attribute("cancelRemainingInstances").map(str::trim) {
             None | Some("true") => {}
             Some("false") => definition.cancel_remaining_instances = false,

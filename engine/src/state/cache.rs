@@ -221,6 +221,7 @@ mod tests {
             awaited: false,
             start_date: 0,
             listeners_done: 0,
+            ad_hoc_completion_fulfilled: false,
         }
     }
 

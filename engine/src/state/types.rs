@@ -53,6 +53,10 @@ pub struct ElementInstance {
     /// Execution listeners of this instance whose jobs completed, start listeners
     /// first: the next one to run is found from it.
     pub listeners_done: u32,
+    /// Ad-hoc subprocesses of the job-worker implementation only: the worker fulfilled
+    /// the completion condition, so it completes once its inner instances are done
+    /// and creates no job any more.
+    pub ad_hoc_completion_fulfilled: bool,
 }
 
 /// A multi-instance body's progress: inner instances created and completed so far.

@@ -2,7 +2,7 @@
 //! completion condition and `cancelRemainingInstances`, the inner instance element
 //! holding its content, and which elements can be activated.
 
-use rill_engine::model::{AD_HOC_INNER_INSTANCE_SUFFIX, ElementKind};
+use rill_engine::model::{AD_HOC_INNER_INSTANCE_SUFFIX, ElementKind, ValueOrExpr};
 use rill_protocol::value::BpmnElementType;
 use serde_json::json;
 
@@ -92,4 +92,26 @@ fn the_completion_condition_and_cancel_remaining_instances_are_read() {
         panic!("not an ad-hoc subprocess");
     };
     assert!(!definition.cancel_remaining_instances);
+}
+
+#[test]
+fn a_task_definition_makes_the_job_worker_implementation() {
+    let model = parse_ok("elements/ad-hoc-job-worker.bpmn")
+        .into_iter()
+        .find(|m| m.bpmn_process_id == "adhoc-agent")
+        .expect("adhoc-agent");
+    let ElementKind::AdHocSubProcess(definition) = &el(&model, "Agent").kind else {
+        panic!("not an ad-hoc subprocess");
+    };
+    let job = definition.job.as_ref().expect("a job definition");
+    assert!(matches!(&job.job_type, ValueOrExpr::Static(t) if t == "agent"));
+    assert!(matches!(job.retries, ValueOrExpr::Static(2)));
+    assert_eq!(job.headers, vec![("model".to_owned(), "small".to_owned())]);
+    assert_eq!(definition.output_collection.as_deref(), Some("toolResults"));
+    // Without one, Rill runs the ad-hoc subprocess itself.
+    let basic = self::model("adhoc-basic");
+    let ElementKind::AdHocSubProcess(bpmn) = &el(&basic, "Prepare").kind else {
+        panic!("not an ad-hoc subprocess");
+    };
+    assert!(bpmn.job.is_none());
 }

@@ -203,6 +203,7 @@ const RUNS: &[(&str, &[&str])] = &[
             "sendTask",
             "messageThrowEvent",
             "messageEndEvent",
+            "adHocSubProcess",
         ],
     ),
     (
@@ -364,12 +365,14 @@ fn runs_in(model: &ProcessModel, extension: &str, host: &str) -> bool {
         };
     }
     let element = el(model, "Host");
+    // An ad-hoc subprocess's job (the job-worker implementation) is in its definition.
+    let job = element.kind.job_definition().or(match &element.kind {
+        ElementKind::AdHocSubProcess(definition) => definition.job.as_ref(),
+        _ => None,
+    });
     match extension {
         "executionListeners" => runs_listener(element),
-        "taskDefinition" => element
-            .kind
-            .job_definition()
-            .is_some_and(|job| static_value(&job.job_type) == "extra"),
+        "taskDefinition" => job.is_some_and(|job| static_value(&job.job_type) == "extra"),
         "taskHeaders" => element
             .kind
             .job_definition()

@@ -20,9 +20,15 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "an ad-hoc subprocess needs at least one activity",
     ),
     (
-        "ad-hoc-job-worker",
+        "ad-hoc-job-headers-alone",
         Some("Tools"),
-        "zeebe:taskDefinition on an ad-hoc subprocess (Zeebe 8.8's job-worker implementation",
+        "zeebe:taskHeaders on an ad-hoc subprocess belong to its job-worker implementation, \
+         which needs a zeebe:taskDefinition",
+    ),
+    (
+        "ad-hoc-job-without-type",
+        Some("Tools"),
+        "zeebe:taskDefinition has no type",
     ),
     (
         "ad-hoc-output-collection-alone",

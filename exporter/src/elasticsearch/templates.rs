@@ -150,6 +150,15 @@ fn job_properties() -> Value {
                         ("priority", integer()),
                     ])}),
                 ),
+                (
+                    "activateElements",
+                    json!({"properties": object(&[
+                        ("elementId", keyword()),
+                        ("variables", not_indexed()),
+                    ])}),
+                ),
+                ("completionConditionFulfilled", boolean()),
+                ("cancelRemainingInstances", boolean()),
             ])}),
         ),
         ("tags", keyword()),

@@ -15,7 +15,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_protocol::value::{JobRecord, JobResult, UserTaskRecord};
+use rill_protocol::value::{
+    AdHocSubProcessActivateElement, JobRecord, JobResult, JobResultType, UserTaskRecord,
+};
 use rill_protocol::{
     ActivateJobs, Command, CommandResponse, FailJob, JsonValue, PartitionId, RecordValue,
     ThrowError, UpdateJob,
@@ -483,7 +485,9 @@ impl Poll {
     }
 }
 
-/// Camunda 8.8's `JobResult` of a job completion (the user-task kind).
+/// Camunda 8.8's `JobResult` of a job completion: `JobResultUserTask` (a task
+/// listener's denial or corrections) or `JobResultAdHocSubProcess` (what an ad-hoc
+/// subprocess's job worker activates next, or that it is done).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ResultRequest {
@@ -492,6 +496,18 @@ struct ResultRequest {
     denied: Option<bool>,
     denied_reason: Option<String>,
     corrections: Option<Corrections>,
+    activate_elements: Option<Vec<ActivateElementRequest>>,
+    is_completion_condition_fulfilled: Option<bool>,
+    is_cancel_remaining_instances: Option<bool>,
+}
+
+/// Camunda 8.8's `JobResultActivateElement`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ActivateElementRequest {
+    element_id: Option<String>,
+    #[serde(default)]
+    variables: Option<Variables>,
 }
 
 /// Corrections of a user task by its listener; an absent or null field is not
@@ -507,29 +523,113 @@ pub(crate) struct Corrections {
     pub priority: Option<i32>,
 }
 
-/// The engine's job result from a client's: only the user-task kind (a task listener's
-/// denial or corrections) is run.
-pub(crate) fn job_result(
-    result_type: Option<&str>,
-    denied: bool,
-    denied_reason: String,
-    corrections: Corrections,
-) -> Result<JobResult, String> {
-    match result_type {
-        None | Some("userTask") => {}
-        Some("adHocSubProcess") => {
-            return Err(
-                "A job result of type 'adHocSubProcess' is not supported by Rill (it runs no \
-                 ad-hoc subprocesses)"
-                    .to_owned(),
-            );
-        }
+impl Corrections {
+    /// Whether any field is corrected.
+    fn any(&self) -> bool {
+        self.assignee.is_some()
+            || self.due_date.is_some()
+            || self.follow_up_date.is_some()
+            || self.candidate_users.is_some()
+            || self.candidate_groups.is_some()
+            || self.priority.is_some()
+    }
+}
+
+/// A client's job result, as the REST and gRPC APIs give it (the ad-hoc elements'
+/// variables already checked); `None` where the client set nothing.
+#[derive(Default)]
+pub(crate) struct ResultInput {
+    pub result_type: Option<String>,
+    pub denied: Option<bool>,
+    pub denied_reason: Option<String>,
+    pub corrections: Option<Corrections>,
+    pub activate_elements: Option<Vec<AdHocSubProcessActivateElement>>,
+    pub completion_condition_fulfilled: Option<bool>,
+    pub cancel_remaining_instances: Option<bool>,
+}
+
+/// The engine's job result from a client's: the user-task kind (`userTask`, the
+/// default) or the ad-hoc subprocess kind (`adHocSubProcess`); a field of the other
+/// kind is refused, naming it.
+pub(crate) fn job_result(input: ResultInput) -> Result<JobResult, String> {
+    let ad_hoc = match input.result_type.as_deref() {
+        None | Some("userTask") => false,
+        // gRPC clients have spelled it with a lower-case 'p'.
+        Some("adHocSubProcess" | "adHocSubprocess") => true,
         Some(other) => {
             return Err(format!(
-                "Expected the job result's type to be 'userTask', but it was '{other}'"
+                "Expected the job result's type to be 'userTask' or 'adHocSubProcess', but it \
+                 was '{other}'"
             ));
         }
+    };
+    // A field of the other type counts only with a value that means something, so
+    // clients that send every field with its default are not refused.
+    if ad_hoc {
+        let user_task_field = [
+            ("denied", input.denied == Some(true)),
+            (
+                "deniedReason",
+                input.denied_reason.as_ref().is_some_and(|r| !r.is_empty()),
+            ),
+            (
+                "corrections",
+                input.corrections.as_ref().is_some_and(Corrections::any),
+            ),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set);
+        if let Some((field, _)) = user_task_field {
+            return Err(format!(
+                "result.{field} belongs to a job result of type 'userTask', but the type is \
+                 'adHocSubProcess'"
+            ));
+        }
+        let activate_elements = input.activate_elements.unwrap_or_default();
+        for (index, element) in activate_elements.iter().enumerate() {
+            if element.element_id.trim().is_empty() {
+                return Err(format!(
+                    "No elementId provided in result.activateElements[{index}]"
+                ));
+            }
+        }
+        return Ok(JobResult {
+            result_type: JobResultType::AdHocSubProcess,
+            activate_elements,
+            completion_condition_fulfilled: input.completion_condition_fulfilled.unwrap_or(false),
+            cancel_remaining_instances: input.cancel_remaining_instances.unwrap_or(false),
+            ..JobResult::default()
+        });
     }
+    let ad_hoc_field = [
+        (
+            "activateElements",
+            input
+                .activate_elements
+                .as_ref()
+                .is_some_and(|e| !e.is_empty()),
+        ),
+        (
+            "isCompletionConditionFulfilled",
+            input.completion_condition_fulfilled == Some(true),
+        ),
+        (
+            "isCancelRemainingInstances",
+            input.cancel_remaining_instances == Some(true),
+        ),
+    ]
+    .into_iter()
+    .find(|(_, set)| *set);
+    if let Some((field, _)) = ad_hoc_field {
+        return Err(format!(
+            "result.{field} belongs to a job result of type 'adHocSubProcess', but the type is \
+             '{}'",
+            input.result_type.as_deref().unwrap_or("userTask")
+        ));
+    }
+    let denied = input.denied.unwrap_or(false);
+    let denied_reason = input.denied_reason.unwrap_or_default();
+    let corrections = input.corrections.unwrap_or_default();
     let mut result = JobResult {
         denied,
         denied_reason,
@@ -581,13 +681,35 @@ pub async fn complete(
 ) -> Result<Response, Problem> {
     let request: CompletionRequest = parse_optional_body(&body)?;
     let result = match request.result {
-        Some(result) => job_result(
-            result.result_type.as_deref(),
-            result.denied.unwrap_or(false),
-            result.denied_reason.unwrap_or_default(),
-            result.corrections.unwrap_or_default(),
-        )
-        .map_err(Problem::invalid_argument)?,
+        Some(result) => {
+            let activate_elements = match result.activate_elements {
+                None => None,
+                Some(elements) => {
+                    let mut checked = Vec::with_capacity(elements.len());
+                    for (index, element) in elements.into_iter().enumerate() {
+                        let variables = element.variables.unwrap_or_default().checked(
+                            &format!("result.activateElements[{index}].variables"),
+                            &state.settings,
+                        )?;
+                        checked.push(AdHocSubProcessActivateElement {
+                            element_id: element.element_id.unwrap_or_default(),
+                            variables,
+                        });
+                    }
+                    Some(checked)
+                }
+            };
+            job_result(ResultInput {
+                result_type: result.result_type,
+                denied: result.denied,
+                denied_reason: result.denied_reason,
+                corrections: result.corrections,
+                activate_elements,
+                completion_condition_fulfilled: result.is_completion_condition_fulfilled,
+                cancel_remaining_instances: result.is_cancel_remaining_instances,
+            })
+            .map_err(Problem::invalid_argument)?
+        }
         None => JobResult::default(),
     };
     unsupported(

@@ -2,11 +2,11 @@
 //! tenants, activated jobs, and how a batch of jobs is split into stream messages.
 
 use prost::Message;
-use rill_protocol::value::{DEFAULT_TENANT, JobRecord};
+use rill_protocol::value::{AdHocSubProcessActivateElement, DEFAULT_TENANT, JobRecord};
 use rill_protocol::{JsonValue, Key};
 use tonic::Status;
 
-use super::proto::{ActivateJobsResponse, ActivatedJob, activated_job};
+use super::proto::{ActivateJobsResponse, ActivatedJob, JobResult, activated_job};
 use crate::limits::{DocumentError, MESSAGE_SIZE_SETTING, Unreadable, check_size, parse_document};
 
 /// A JSON text field that must hold an object of variables, at most `max_size` bytes
@@ -179,11 +179,158 @@ pub fn split_batch(jobs: Vec<ActivatedJob>, max_bytes: usize) -> Vec<ActivateJob
     responses
 }
 
+/// The engine's job result from CompleteJob's `JobResult`: a task listener's
+/// (`userTask`, the default) or an ad-hoc subprocess's (`adHocSubProcess`), each
+/// element's variables checked as a variables document.
+pub fn job_result(
+    result: JobResult,
+    max_size: u64,
+) -> Result<rill_protocol::value::JobResult, Status> {
+    let corrections = result.corrections.map(|c| crate::api::jobs::Corrections {
+        assignee: c.assignee,
+        due_date: c.due_date,
+        follow_up_date: c.follow_up_date,
+        candidate_users: c.candidate_users.map(|l| l.values),
+        candidate_groups: c.candidate_groups.map(|l| l.values),
+        priority: c.priority,
+    });
+    // A repeated field cannot tell an empty list from none: empty is none.
+    let activate_elements = if result.activate_elements.is_empty() {
+        None
+    } else {
+        let mut checked = Vec::with_capacity(result.activate_elements.len());
+        for (index, element) in result.activate_elements.into_iter().enumerate() {
+            let field = format!("result.activateElements[{index}].variables");
+            checked.push(AdHocSubProcessActivateElement {
+                variables: variables(&field, &element.variables, max_size)?,
+                element_id: element.element_id,
+            });
+        }
+        Some(checked)
+    };
+    crate::api::jobs::job_result(crate::api::jobs::ResultInput {
+        result_type: result.r#type,
+        denied: result.denied,
+        denied_reason: result.denied_reason,
+        corrections,
+        activate_elements,
+        completion_condition_fulfilled: result.is_completion_condition_fulfilled,
+        cancel_remaining_instances: result.is_cancel_remaining_instances,
+    })
+    .map_err(Status::invalid_argument)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const LIMIT: u64 = 1024;
+
+    #[test]
+    fn an_ad_hoc_job_result_decodes_from_zeebe_field_numbers_and_converts() {
+        use crate::grpc::proto::CompleteJobRequest;
+        use rill_protocol::value::JobResultType;
+
+        /// A length-delimited field: its tag, its length, its bytes.
+        fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
+            let mut out = vec![(number << 3) | 2, bytes.len() as u8];
+            out.extend_from_slice(bytes);
+            out
+        }
+        // JobResult { type = 4, activateElements = 5 { elementId = 1, variables = 2 },
+        // isCompletionConditionFulfilled = 6, isCancelRemainingInstances = 7 } as
+        // CompleteJobRequest's result = 3.
+        let element = [field(1, b"search"), field(2, br#"{"query":"rivers"}"#)].concat();
+        let result = [
+            field(4, b"adHocSubProcess"),
+            field(5, &element),
+            vec![6 << 3, 0],
+            vec![7 << 3, 1],
+        ]
+        .concat();
+        let bytes = [vec![1 << 3, 42], field(3, &result)].concat();
+        let request = CompleteJobRequest::decode(bytes.as_slice()).expect("decodes");
+        assert_eq!(request.job_key, 42);
+        let converted = job_result(request.result.expect("a result"), LIMIT).expect("valid");
+        assert_eq!(converted.result_type, JobResultType::AdHocSubProcess);
+        assert_eq!(converted.activate_elements.len(), 1);
+        assert_eq!(converted.activate_elements[0].element_id, "search");
+        assert_eq!(
+            converted.activate_elements[0].variables.to_value(),
+            serde_json::json!({"query": "rivers"})
+        );
+        assert!(!converted.completion_condition_fulfilled);
+        assert!(converted.cancel_remaining_instances);
+
+        // The fields of the other kind, and bad variables, are refused by name.
+        let refused = |result: JobResult| job_result(result, LIMIT).expect_err("refused");
+        let status = refused(JobResult {
+            r#type: Some("adHocSubProcess".into()),
+            denied: Some(true),
+            ..Default::default()
+        });
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        assert!(status.message().contains("result.denied"), "{status:?}");
+        let status = refused(JobResult {
+            is_completion_condition_fulfilled: Some(true),
+            ..Default::default()
+        });
+        assert!(
+            status
+                .message()
+                .contains("result.isCompletionConditionFulfilled"),
+            "{status:?}"
+        );
+        let status = refused(JobResult {
+            r#type: Some("adHocSubProcess".into()),
+            activate_elements: vec![crate::grpc::proto::JobResultActivateElement {
+                element_id: "search".into(),
+                variables: "[1]".into(),
+            }],
+            ..Default::default()
+        });
+        assert!(
+            status
+                .message()
+                .contains("result.activateElements[0].variables"),
+            "{status:?}"
+        );
+        // Fields of the other type with their defaults are no fields.
+        let defaults = job_result(
+            JobResult {
+                r#type: Some("adHocSubProcess".into()),
+                denied: Some(false),
+                denied_reason: Some(String::new()),
+                is_completion_condition_fulfilled: Some(true),
+                ..Default::default()
+            },
+            LIMIT,
+        )
+        .expect("defaults of the user-task fields");
+        assert!(defaults.completion_condition_fulfilled && !defaults.denied);
+        let defaults = job_result(
+            JobResult {
+                denied: Some(true),
+                is_completion_condition_fulfilled: Some(false),
+                is_cancel_remaining_instances: Some(false),
+                ..Default::default()
+            },
+            LIMIT,
+        )
+        .expect("defaults of the ad-hoc fields");
+        assert!(defaults.denied && !defaults.completion_condition_fulfilled);
+        // No result type: a task listener's, as before.
+        let plain = job_result(
+            JobResult {
+                denied: Some(true),
+                ..Default::default()
+            },
+            LIMIT,
+        )
+        .expect("a user-task result");
+        assert_eq!(plain.result_type, JobResultType::UserTask);
+        assert!(plain.denied);
+    }
 
     #[test]
     fn variables_must_be_an_object_and_the_error_names_the_field() {

@@ -21,8 +21,8 @@ use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::convert::{
-    activated_job, json_text, key, split_batch, tenant, tenant_text, unsupported, variables,
-    within_limits,
+    activated_job, job_result, json_text, key, split_batch, tenant, tenant_text, unsupported,
+    variables, within_limits,
 };
 use super::decisions;
 use super::proto::gateway_server::Gateway;
@@ -509,29 +509,7 @@ impl Gateway for GatewayService {
         let request = request.into_inner();
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let result = match request.result {
-            Some(result) => {
-                unsupported(
-                    !result.activate_elements.is_empty()
-                        || result.is_completion_condition_fulfilled.is_some()
-                        || result.is_cancel_remaining_instances.is_some(),
-                    "An ad-hoc subprocess job result",
-                )?;
-                let corrections = result.corrections.unwrap_or_default();
-                crate::api::jobs::job_result(
-                    result.r#type.as_deref(),
-                    result.denied.unwrap_or(false),
-                    result.denied_reason.unwrap_or_default(),
-                    crate::api::jobs::Corrections {
-                        assignee: corrections.assignee,
-                        due_date: corrections.due_date,
-                        follow_up_date: corrections.follow_up_date,
-                        candidate_users: corrections.candidate_users.map(|l| l.values),
-                        candidate_groups: corrections.candidate_groups.map(|l| l.values),
-                        priority: corrections.priority,
-                    },
-                )
-                .map_err(Status::invalid_argument)?
-            }
+            Some(result) => job_result(result, self.document_limit())?,
             None => Default::default(),
         };
         let job_key = key("jobKey", request.job_key)?;

@@ -171,3 +171,169 @@ async fn elements_of_an_ad_hoc_subprocess_are_activated_over_rest() {
     assert_eq!(got.status, 200, "{:?}", got.body);
     assert_eq!(got.body["state"], "COMPLETED", "{:?}", got.body);
 }
+
+const AGENT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="agent" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="brain">
+      <bpmn:extensionElements>
+        <zeebe:taskDefinition type="think" />
+        <zeebe:taskHeaders><zeebe:header key="model" value="small" /></zeebe:taskHeaders>
+      </bpmn:extensionElements>
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:serviceTask id="search">
+        <bpmn:extensionElements><zeebe:taskDefinition type="search" /></bpmn:extensionElements>
+      </bpmn:serviceTask>
+    </bpmn:adHocSubProcess>
+    <bpmn:endEvent id="end"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="brain" />
+    <bpmn:sequenceFlow id="f2" sourceRef="brain" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+async fn activate_one(gateway: &TestGateway, job_type: &str) -> Value {
+    let jobs = gateway
+        .post(
+            "/v2/jobs/activation",
+            json!({"type": job_type, "timeout": 30000, "maxJobsToActivate": 5,
+                   "worker": "test", "requestTimeout": -1}),
+        )
+        .await;
+    assert_eq!(jobs.status, 200, "{:?}", jobs.body);
+    let list = jobs.body["jobs"].as_array().expect("jobs");
+    assert_eq!(list.len(), 1, "one '{job_type}' job: {list:?}");
+    list[0].clone()
+}
+
+#[tokio::test]
+async fn an_ad_hoc_subprocess_job_is_completed_with_an_ad_hoc_result_over_rest() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway.deploy(&[("agent.bpmn", AGENT.as_bytes())]).await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "agent"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let instance = created.body["processInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+
+    let job = activate_one(&gateway, "think").await;
+    assert_eq!(job["kind"], "AD_HOC_SUB_PROCESS", "{job:?}");
+    assert_eq!(job["elementId"], "brain");
+    assert_eq!(job["customHeaders"]["model"], "small");
+    assert_eq!(
+        job["variables"]["adHocSubProcessElements"][0]["elementId"],
+        "search"
+    );
+    let completion = format!(
+        "/v2/jobs/{}/completion",
+        job["jobKey"].as_str().expect("job key")
+    );
+
+    // Malformed results: 400 naming the field; the engine's refusals: 404 and 400.
+    let problems = [
+        (
+            json!({"result": {"type": "adHocSubProcess", "activateElements": [{"variables": {}}]}}),
+            400,
+            "result.activateElements[0]",
+        ),
+        (
+            json!({"result": {"type": "adHocSubProcess",
+                              "activateElements": [{"elementId": "search", "variables": [1]}]}}),
+            400,
+            "result.activateElements[0].variables",
+        ),
+        (
+            json!({"result": {"type": "adHocSubProcess", "denied": true}}),
+            400,
+            "result.denied",
+        ),
+        (
+            json!({"result": {"isCompletionConditionFulfilled": true}}),
+            400,
+            "result.isCompletionConditionFulfilled",
+        ),
+        (
+            json!({"result": {"type": "adHocSubprocessing"}}),
+            400,
+            "'adHocSubprocessing'",
+        ),
+        (
+            json!({"result": {"type": "adHocSubProcess",
+                              "activateElements": [{"elementId": "search", "extra": 1}]}}),
+            400,
+            "extra",
+        ),
+        (
+            json!({"result": {"type": "adHocSubProcess",
+                              "activateElements": [{"elementId": "lunch"}]}}),
+            404,
+            "the given elements [lunch] do not exist",
+        ),
+        (
+            json!({"result": {"type": "adHocSubProcess", "isCompletionConditionFulfilled": true,
+                              "activateElements": [{"elementId": "search"}]}}),
+            400,
+            "either activating elements or fulfilling its completion condition",
+        ),
+    ];
+    for (body, status, fragment) in problems {
+        let reply = gateway.post(&completion, body.clone()).await;
+        assert_eq!(reply.status, status, "{body}: {:?}", reply.body);
+        let detail = reply.body["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(fragment), "{body}: {detail}");
+    }
+
+    // Activated with the element's variables; the job's variables go to the process.
+    let reply = gateway
+        .post(
+            &completion,
+            json!({"variables": {"turn": 1},
+                   "result": {"type": "adHocSubProcess",
+                              "activateElements": [{"elementId": "search",
+                                                    "variables": {"query": "rivers"}}],
+                              "isCompletionConditionFulfilled": false,
+                              "isCancelRemainingInstances": false}}),
+        )
+        .await;
+    assert_eq!(reply.status, 204, "{:?}", reply.body);
+    let search = activate_one(&gateway, "search").await;
+    assert_eq!(search["variables"]["query"], "rivers");
+    assert_eq!(search["variables"]["turn"], 1);
+    let done = gateway
+        .post(
+            &format!(
+                "/v2/jobs/{}/completion",
+                search["jobKey"].as_str().expect("key")
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(done.status, 204, "{:?}", done.body);
+
+    // The flow completed: the worker decides again, and ends it.
+    let next = activate_one(&gateway, "think").await;
+    assert_ne!(next["jobKey"], job["jobKey"]);
+    let reply = gateway
+        .post(
+            &format!(
+                "/v2/jobs/{}/completion",
+                next["jobKey"].as_str().expect("key")
+            ),
+            json!({"result": {"type": "adHocSubProcess", "isCompletionConditionFulfilled": true,
+                              "isCancelRemainingInstances": true}}),
+        )
+        .await;
+    assert_eq!(reply.status, 204, "{:?}", reply.body);
+    let got = gateway
+        .get(&format!("/v2/process-instances/{instance}"))
+        .await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_eq!(got.body["state"], "COMPLETED", "{:?}", got.body);
+}

@@ -15,11 +15,23 @@
 //! the default), or once none is left. A failing output element or condition is an
 //! `EXTRACT_VALUE_ERROR` incident on the completing inner instance, which stays in
 //! `ELEMENT_COMPLETING`.
+//!
+//! With a `zeebe:taskDefinition` (Zeebe 8.8's job-worker implementation, as the AI
+//! agent connector uses) a job's worker decides instead: the ad-hoc subprocess creates
+//! a job (kind `AD_HOC_SUB_PROCESS`) on activation and again each time an inner
+//! instance completes, one job at a time (a job still open is cancelled first). The
+//! worker completes it with a result naming the elements to activate (each with local
+//! variables) or fulfilling the completion condition, which completes the ad-hoc
+//! subprocess at once (terminating the inner instances still active when the result
+//! asks for it) or once its inner instances are done. `activeElementsCollection` and
+//! `completionCondition` are not evaluated then.
 
+use rill_protocol::value::{AdHocSubProcessInstructionRecord, JobRecord};
 use rill_protocol::{Intent, Key};
 use serde_json::{Map, Value};
 
 use super::{ElementBehavior, Outgoing, Trigger, wrong_kind};
+use crate::behavior::jobs::NewJob;
 use crate::behavior::json_type_name;
 use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
@@ -51,7 +63,10 @@ fn id_list(ids: &[&str]) -> String {
 impl ElementBehavior for AdHocSubProcess {
     fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
         let definition = definition(active)?;
-        let elements = p.active_elements(active, definition)?;
+        let (elements, job) = match &definition.job {
+            Some(job) => (Vec::new(), Some((job, p.evaluate_job(job, active)?))),
+            None => (p.active_elements(active, definition)?, None),
+        };
         p.open_event_triggers(active)?;
         p.set_variable(
             active.record(),
@@ -66,6 +81,9 @@ impl ElementBehavior for AdHocSubProcess {
                 name,
                 &Value::Array(Vec::new()),
             )?;
+        }
+        if let Some((job, evaluated)) = job {
+            p.create_ad_hoc_job(active, job, evaluated)?;
         }
         p.mark(active, Intent::ElementActivated)?;
         for element in elements {
@@ -93,9 +111,22 @@ impl ElementBehavior for AdHocSubProcess {
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.cancel_job(active)?;
         p.close_event_triggers(active)?;
         p.resolve_element_incident(active.key())
     }
+}
+
+/// What the completion of an inner instance means for its ad-hoc subprocess, decided
+/// before anything is written.
+pub(crate) enum InnerVerdict {
+    /// The BPMN implementation: the completion condition's value (`None` without one).
+    Condition(Option<bool>),
+    /// The job-worker implementation: the worker decides again with a new job.
+    NextJob(NewJob),
+    /// The job-worker implementation, its completion condition already fulfilled:
+    /// complete once the inner instances are done.
+    Fulfilled,
 }
 
 impl ElementBehavior for InnerInstance {
@@ -217,12 +248,13 @@ impl Processing<'_> {
 
     /// An inner instance completes (in ELEMENT_COMPLETING): its output element joins the
     /// output collection and the completion condition is evaluated in the ad-hoc
-    /// subprocess's scope (seeing the collection with it). Returns the condition's value
-    /// (`None` without one). Fails before writing anything.
-    pub(super) fn ad_hoc_inner_verdict(&mut self, inner: &Active) -> Evaluated<Option<bool>> {
+    /// subprocess's scope (seeing the collection with it); for the job-worker
+    /// implementation, the next job is evaluated instead. Fails before writing
+    /// anything.
+    pub(super) fn ad_hoc_inner_verdict(&mut self, inner: &Active) -> Evaluated<InnerVerdict> {
         let ad_hoc_key = Key(inner.record().flow_scope_key);
         let Some(ad_hoc) = self.active(ad_hoc_key)? else {
-            return Ok(None);
+            return Ok(InnerVerdict::Condition(None));
         };
         let definition = definition(&ad_hoc)?;
         let mut collected = None;
@@ -252,11 +284,32 @@ impl Processing<'_> {
             list.push(value);
             collected = Some((name, Value::Array(list)));
         }
+        let verdict = if ad_hoc.instance.ad_hoc_completion_fulfilled {
+            InnerVerdict::Fulfilled
+        } else if let Some(job) = &definition.job {
+            InnerVerdict::NextJob(self.evaluate_job(job, &ad_hoc)?)
+        } else {
+            InnerVerdict::Condition(self.completion_condition(definition, &ad_hoc, &collected)?)
+        };
+        if let Some((name, list)) = collected {
+            self.set_variable(ad_hoc.record(), ad_hoc_key, name, &list)?;
+        }
+        Ok(verdict)
+    }
+
+    /// The value of the completion condition (`None` without one), seeing the output
+    /// collection as it is about to be.
+    fn completion_condition(
+        &self,
+        definition: &AdHocDefinition,
+        ad_hoc: &Active,
+        collected: &Option<(&String, Value)>,
+    ) -> Evaluated<Option<bool>> {
         let holds = match &definition.completion_condition {
             None => None,
             Some(condition) => {
-                let mut context = self.context_at(condition, &ad_hoc)?;
-                if let Some((name, list)) = &collected
+                let mut context = self.context_at(condition, ad_hoc)?;
+                if let Some((name, list)) = collected
                     && condition.variable_names().iter().any(|n| n == *name)
                 {
                     context.insert((*name).clone(), list.clone());
@@ -281,20 +334,18 @@ impl Processing<'_> {
                 }
             }
         };
-        if let Some((name, list)) = collected {
-            self.set_variable(ad_hoc.record(), ad_hoc_key, name, &list)?;
-        }
         Ok(holds)
     }
 
     /// After an inner instance completed: without a completion condition the ad-hoc
     /// subprocess completes once nothing is left in it; with one that holds, it
     /// completes at once (terminating what is left, `cancelRemainingInstances`) or once
-    /// nothing is left.
+    /// nothing is left. The job-worker implementation replaces its job (one at a time,
+    /// as in Zeebe), or, its condition fulfilled, completes once nothing is left.
     pub(super) fn ad_hoc_inner_completed(
         &mut self,
         ad_hoc_key: Key,
-        holds: Option<bool>,
+        verdict: InnerVerdict,
     ) -> Result<()> {
         let Some(ad_hoc) = self.active(ad_hoc_key)? else {
             return Ok(());
@@ -303,24 +354,95 @@ impl Processing<'_> {
             return Ok(());
         }
         let idle = ad_hoc.instance.active_children == 0 && ad_hoc.instance.active_flows == 0;
+        let holds = match verdict {
+            InnerVerdict::Condition(holds) => holds,
+            InnerVerdict::Fulfilled if idle => return self.complete(&ad_hoc, None, Outgoing::All),
+            InnerVerdict::Fulfilled => return Ok(()),
+            InnerVerdict::NextJob(job) => {
+                self.cancel_job(&ad_hoc)?;
+                let definition = definition(&ad_hoc)?;
+                let Some(job_definition) = &definition.job else {
+                    return Err(inconsistent(format!(
+                        "ad-hoc subprocess '{}' has no job definition",
+                        ad_hoc.element().id
+                    )));
+                };
+                return self.create_ad_hoc_job(&ad_hoc, job_definition, job);
+            }
+        };
         let cancel = definition(&ad_hoc)?.cancel_remaining_instances;
         match holds {
             None | Some(true) if idle => self.complete(&ad_hoc, None, Outgoing::All),
-            Some(true) if cancel => {
-                let done = self.terminate_children(ad_hoc_key)?;
-                let Some(ad_hoc) = self.active(ad_hoc_key)? else {
-                    return Ok(());
-                };
-                if !done {
-                    // An inner instance waits for its canceling task listeners: the
-                    // subprocess stays in ELEMENT_COMPLETING (its triggers closed) and
-                    // completes once it is terminated (`resume_termination`).
-                    self.mark(&ad_hoc, Intent::ElementCompleting)?;
-                    return self.close_event_triggers(&ad_hoc);
-                }
-                self.complete(&ad_hoc, None, Outgoing::All)
-            }
+            Some(true) if cancel => self.complete_ad_hoc_now(ad_hoc_key),
             _ => Ok(()),
+        }
+    }
+
+    /// Terminates the inner instances still active, then completes the ad-hoc
+    /// subprocess.
+    fn complete_ad_hoc_now(&mut self, ad_hoc_key: Key) -> Result<()> {
+        let done = self.terminate_children(ad_hoc_key)?;
+        let Some(ad_hoc) = self.active(ad_hoc_key)? else {
+            return Ok(());
+        };
+        if !done {
+            // An inner instance waits for its canceling task listeners: the subprocess
+            // stays in ELEMENT_COMPLETING (its triggers closed) and completes once it is
+            // terminated (`resume_termination`).
+            self.mark(&ad_hoc, Intent::ElementCompleting)?;
+            return self.close_event_triggers(&ad_hoc);
+        }
+        self.complete(&ad_hoc, None, Outgoing::All)
+    }
+
+    /// The job of a job-worker ad-hoc subprocess completed with a checked result: its
+    /// variables are set as a completed job's are (where visible from the ad-hoc
+    /// subprocess, else in the process), the named elements are activated, and a
+    /// fulfilled completion condition completes the ad-hoc subprocess, at once when
+    /// nothing is left in it or the result cancels what is, else once its inner
+    /// instances are done. Each step is written as Zeebe's instruction records.
+    pub(crate) fn ad_hoc_job_completed(
+        &mut self,
+        job: &JobRecord,
+        variables: Map<String, Value>,
+        activations: Vec<(ElementIdx, Map<String, Value>)>,
+    ) -> Result<()> {
+        let key = Key(job.element_instance_key);
+        let Some(ad_hoc) = self.active(key)? else {
+            return Ok(());
+        };
+        self.propagate_variables(key, &ad_hoc.instance, variables)?;
+        let result = &job.result;
+        let instruction = AdHocSubProcessInstructionRecord {
+            ad_hoc_sub_process_instance_key: key.get(),
+            activate_elements: result.activate_elements.clone(),
+            cancel_remaining_instances: result.cancel_remaining_instances,
+            tenant_id: job.tenant_id.clone(),
+            completion_condition_fulfilled: result.completion_condition_fulfilled,
+        };
+        if !activations.is_empty() {
+            self.command(key, Intent::Activate, instruction.clone());
+            let definition = definition(&ad_hoc)?;
+            for (element, locals) in activations {
+                self.activate_in_ad_hoc(&ad_hoc, definition, element, locals)?;
+            }
+            self.event(key, Intent::Activated, instruction.clone())?;
+        }
+        if !result.completion_condition_fulfilled {
+            return Ok(());
+        }
+        self.command(key, Intent::Complete, instruction.clone());
+        self.event(key, Intent::Completed, instruction)?;
+        let Some(ad_hoc) = self.active(key)? else {
+            return Ok(());
+        };
+        let idle = ad_hoc.instance.active_children == 0 && ad_hoc.instance.active_flows == 0;
+        if idle {
+            self.complete(&ad_hoc, None, Outgoing::All)
+        } else if result.cancel_remaining_instances {
+            self.complete_ad_hoc_now(key)
+        } else {
+            Ok(())
         }
     }
 }

@@ -263,6 +263,7 @@ impl Processing<'_> {
                 awaited: false,
                 start_date: self.now(),
                 listeners_done: 0,
+                ad_hoc_completion_fulfilled: false,
             },
             process: process.clone(),
             idx,
