@@ -90,7 +90,7 @@ impl PushMetrics {
         let streams = IntGaugeVec::new(
             Opts::new(
                 OPEN_STREAMS,
-                "Gateways' job streams registered with the leader, waiting for jobs",
+                "Requests of gateways' job streams waiting at the leader for jobs",
             ),
             &["partition"],
         )?;

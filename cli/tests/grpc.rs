@@ -1104,7 +1104,7 @@ fn brokers_push_jobs_to_streams_and_a_closed_streams_jobs_are_given_back() {
         assert_eq!(metric_sum(&rill, "rill_job_push_jobs_total").await, 2.0);
 
         // A second client stream of the same settings joins the first one's
-        // registration: still one per partition.
+        // registration: still one aggregate per partition, with its four requests.
         let twin = client
             .stream_activated_jobs(stream_request("restCall", "pusher"))
             .await
@@ -1113,7 +1113,7 @@ fn brokers_push_jobs_to_streams_and_a_closed_streams_jobs_are_given_back() {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let open = rill.metric("rill_job_push_streams").await;
         assert_eq!(open.len(), 2, "{open:?}");
-        assert_eq!(open.values().sum::<f64>(), 2.0, "{open:?}");
+        assert_eq!(open.values().sum::<f64>(), 8.0, "{open:?}");
         drop(twin);
         drop(stream);
 

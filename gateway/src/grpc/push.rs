@@ -1,9 +1,11 @@
 //! Job streams fed by the brokers' job push (StreamActivatedJobs).
 //!
 //! Client streams with the same job type and activation settings (worker, timeout,
-//! fetched variables) share one aggregated stream, and the aggregate keeps one request
-//! open with each partition's leader (`GatewayBackend::stream_jobs`), which answers it
-//! with the jobs it activated for the stream. Each job goes to one client stream, the
+//! fetched variables) share one aggregated stream, and the aggregate keeps a few
+//! requests open with each partition's leader (`GatewayBackend::stream_jobs`), which
+//! answers each with the jobs it activated for the stream. With several open, the leader
+//! activates for the next while one is committed and handed over, so pushed jobs do not
+//! queue behind one request's round trip. Each job goes to one client stream, the
 //! next in turn with room for it. Jobs no client stream takes (they all went away, or
 //! stayed full) are given back at once, failed with their retries unchanged, and so are
 //! jobs still queued for a client stream when it closes.
@@ -32,6 +34,9 @@ use super::proto::ActivatedJob;
 use crate::activation::{Activation, usable_jobs};
 use crate::api::SharedState;
 
+/// Requests an aggregate keeps open with each partition's leader (the leader runs up
+/// to four activations of a type at once).
+const REQUESTS_PER_PARTITION: usize = 4;
 /// How long a leader holds a stream's request when no job comes.
 const STREAM_WAIT: Duration = Duration::from_secs(5);
 /// Pauses before asking again after a failed request, doubling up to the second.
@@ -135,12 +140,7 @@ impl JobStreams {
                 });
                 let fed = self.state.dispatch.partition_count();
                 for p in 1..=fed {
-                    tokio::spawn(feed(
-                        self.state.clone(),
-                        aggregate.clone(),
-                        PartitionId(p),
-                        stream.clone(),
-                    ));
+                    feed_partition(&self.state, &aggregate, PartitionId(p), &stream);
                 }
                 tokio::spawn(feed_added_partitions(
                     self.state.clone(),
@@ -205,18 +205,30 @@ async fn feed_added_partitions(
         }
         while fed < state.dispatch.partition_count() {
             fed += 1;
-            tokio::spawn(feed(
-                state.clone(),
-                aggregate.clone(),
-                PartitionId(fed),
-                stream.clone(),
-            ));
+            feed_partition(&state, &aggregate, PartitionId(fed), &stream);
         }
     }
 }
 
-/// Keeps `aggregate` registered with the leader of `partition` and hands its pushed
-/// jobs to the client streams, until the last client stream leaves. A request in
+/// Opens the aggregate's requests with the leader of `partition`.
+fn feed_partition(
+    state: &SharedState,
+    aggregate: &Arc<Aggregate>,
+    partition: PartitionId,
+    stream: &ActivateJobs,
+) {
+    for _ in 0..REQUESTS_PER_PARTITION {
+        tokio::spawn(feed(
+            state.clone(),
+            aggregate.clone(),
+            partition,
+            stream.clone(),
+        ));
+    }
+}
+
+/// Keeps one request of `aggregate` open with the leader of `partition` and hands its
+/// pushed jobs to the client streams, until the last client stream leaves. A request in
 /// flight then is still answered, and its jobs given back.
 async fn feed(
     state: SharedState,
