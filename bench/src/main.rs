@@ -78,8 +78,25 @@ impl ApiMode {
 #[serde(rename_all = "kebab-case")]
 enum Export {
     Off,
-    /// History exported as JSON lines to a file in the run's data directory.
+    /// Every record (commands, rejections and job batches too) exported as JSON lines
+    /// to a file in the run's data directory: the JSON-lines exporter's default.
     Jsonl,
+    /// The history as the Elasticsearch exporter ships it by default (Zeebe's record
+    /// filter: events, no job batches or instance results), written as JSON lines.
+    History,
+}
+
+/// `--set` overrides that give the JSON-lines exporter the Elasticsearch exporter's
+/// default record filter.
+fn history_filter_overrides() -> Result<Vec<String>> {
+    let filter = serde_json::to_value(rill_config::RecordFilterConfig::default())?;
+    let serde_json::Value::Object(switches) = filter else {
+        bail!("the record filter did not serialize to an object");
+    };
+    Ok(switches
+        .into_iter()
+        .map(|(name, on)| format!("exporters.jsonl.filter.{name}={on}"))
+        .collect())
 }
 
 #[derive(Debug, clap::Args, Serialize)]
@@ -280,8 +297,14 @@ async fn bench(args: RunArgs) -> Result<()> {
                         binary,
                         work_dir: args.work_dir.clone(),
                         partitions: args.partitions,
-                        export_jsonl: args.export == Export::Jsonl,
-                        overrides: args.broker_set.clone(),
+                        export_jsonl: args.export != Export::Off,
+                        overrides: if args.export == Export::History {
+                            let mut overrides = history_filter_overrides()?;
+                            overrides.extend(args.broker_set.iter().cloned());
+                            overrides
+                        } else {
+                            args.broker_set.clone()
+                        },
                         keep_data: args.keep_data,
                     })?;
                     let urls = (started.rest_url.clone(), Some(started.grpc_url.clone()));

@@ -118,7 +118,7 @@ impl<'a> Report<'a> {
                 last.latency.p99_ms
             );
         }
-        if matches!(self.config.export, crate::Export::Jsonl) {
+        if self.config.export != crate::Export::Off {
             for (i, run) in self.runs.iter().enumerate() {
                 match run.export_bytes {
                     Some(0) | None => println!(
