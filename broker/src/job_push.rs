@@ -16,7 +16,7 @@
 //! once unless it knows that no job of the type is waiting, so jobs created before the
 //! stream opened are pushed too. News while activations are in flight starts another
 //! one for the next waiting stream, up to a few per type. Jobs activated for a request
-//! whose gateway has gone are given back (failed with their retries unchanged),
+//! whose gateway has gone are given back (yielded: Zeebe's JOB YIELD, retries kept),
 //! activatable again at once.
 //!
 //! Only leaders push. A leader that steps down answers its waiting streams `NotLeader`,
@@ -32,8 +32,7 @@ use futures::stream::FuturesUnordered;
 use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 use rill_protocol::value::JobBatchRecord;
 use rill_protocol::{
-    ActivateJobs, ApiAnswer, ApiError, Command, CommandResponse, FailJob, JsonValue, Key,
-    PartitionId, RecordValue,
+    ActivateJobs, ApiAnswer, ApiError, Command, CommandResponse, Key, PartitionId, RecordValue,
 };
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -384,16 +383,8 @@ impl<E: ProtocolEngine> Pusher<E> {
 
     /// Makes jobs activated for a stream that went away activatable again at once.
     fn give_back(&self, batch: JobBatchRecord) {
-        for (key, job) in batch.job_keys.into_iter().zip(batch.jobs) {
-            let command = Command::FailJob(FailJob {
-                job_key: Key(key),
-                retries: job.retries,
-                error_message: "The job stream it was pushed to closed before the job reached \
-                                it; it is activatable again"
-                    .to_owned(),
-                retry_backoff: 0,
-                variables: JsonValue::empty_object(),
-            });
+        for key in batch.job_keys {
+            let command = Command::YieldJob { job_key: Key(key) };
             let submitted = self.partition.submit_now(command, ACTIVATION_TIMEOUT);
             tokio::spawn(async move {
                 if let Err(error) = submitted.await {

@@ -165,6 +165,7 @@ fn command_intent(command: &Command) -> String {
         Command::TriggerTimer { .. } => "TRIGGER",
         Command::TimeOutJob { .. } => "TIME_OUT",
         Command::RecurJob { .. } => "RECUR_AFTER_BACKOFF",
+        Command::YieldJob { .. } => "YIELD",
         Command::ExpireMessage { .. } => "EXPIRE",
         Command::ExpireInstanceSummary { .. } => "DELETE",
         Command::FromPartition(c) => return c.intent.name(),

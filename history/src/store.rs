@@ -830,9 +830,12 @@ impl<'a> HistoryWriter<'a> {
             Intent::RetriesUpdated => Some(JobState::RetriesUpdated),
             Intent::TimedOut => Some(JobState::TimedOut),
             Intent::Canceled => Some(JobState::Canceled),
-            // Activated (in a batch), timeout updated, recurred after a backoff: the
-            // state stays (Camunda's job states have none for these).
-            Intent::Activated | Intent::TimeoutUpdated | Intent::RecurredAfterBackoff => None,
+            // Activated (in a batch), timeout updated, recurred after a backoff, yielded:
+            // the state stays (Camunda's job states have none for these).
+            Intent::Activated
+            | Intent::TimeoutUpdated
+            | Intent::RecurredAfterBackoff
+            | Intent::Yielded => None,
             _ => return Ok(()),
         };
         let created = record.intent == Intent::Created;

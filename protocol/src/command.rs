@@ -305,6 +305,12 @@ pub enum Command {
     MigrateProcessInstance(MigrateProcessInstance),
     // --- from clients (added later; variants keep their encoding index) ---
     ActivateAdHocSubProcessActivities(ActivateAdHocSubProcessActivities),
+    // --- from gateways and job push (added later; variants keep their encoding index) ---
+    /// Hands an activated job back unworked (Zeebe's JOB YIELD): it is activatable again
+    /// at once, its retries unchanged and no failure recorded.
+    YieldJob {
+        job_key: Key,
+    },
 }
 
 impl Command {
@@ -320,6 +326,7 @@ impl Command {
                 | Command::TriggerTimer { .. }
                 | Command::TimeOutJob { .. }
                 | Command::RecurJob { .. }
+                | Command::YieldJob { .. }
                 | Command::ExpireMessage { .. }
                 | Command::ExpireInstanceSummary { .. }
                 | Command::FromPartition(_)
@@ -336,7 +343,8 @@ impl Command {
             } => Some(*process_instance_key),
             Command::CompleteJob { job_key, .. }
             | Command::TimeOutJob { job_key }
-            | Command::RecurJob { job_key } => Some(*job_key),
+            | Command::RecurJob { job_key }
+            | Command::YieldJob { job_key } => Some(*job_key),
             Command::FailJob(c) => Some(c.job_key),
             Command::ThrowError(c) => Some(c.job_key),
             Command::UpdateJob(c) => Some(c.job_key),

@@ -236,6 +236,9 @@ pub enum Intent {
     Migrate,
     Migrated,
     ElementMigrated,
+    // JOB: an activated job handed back unworked (a job stream that went away)
+    Yield,
+    Yielded,
 }
 
 impl Intent {

@@ -205,6 +205,7 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::Job, I::Canceled) => &[(1, A::Job(job::removed))],
         (V::Job, I::TimedOut) => &[(1, A::Job(job::activatable_again))],
         (V::Job, I::RecurredAfterBackoff) => &[(1, A::Job(job::activatable_again))],
+        (V::Job, I::Yielded) => &[(1, A::Job(job::activatable_again))],
         (V::Job, I::Failed) => &[(1, A::Job(job::failed))],
         (V::Job, I::ErrorThrown) => &[(1, A::Job(job::error_thrown))],
         (V::Job, I::RetriesUpdated) => &[(1, A::Job(job::updated))],

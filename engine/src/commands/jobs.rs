@@ -592,6 +592,24 @@ pub(super) fn time_out(p: &mut Processing<'_>, key: Key) -> Result<()> {
     Ok(())
 }
 
+/// An activated job handed back unworked, e.g. pushed to a job stream whose client had
+/// gone: activatable again at once, with its retries, and no failure in its history.
+pub(super) fn yield_back(p: &mut Processing<'_>, key: Key) -> Result<()> {
+    let Some(job) = job_for(p, key, Intent::Yield, "yield", &[JobState::Activated])? else {
+        return Ok(());
+    };
+    let record = JobRecord {
+        deadline: -1,
+        worker: String::new(),
+        ..job.record
+    };
+    p.command(key, Intent::Yield, record.clone());
+    p.event(key, Intent::Yielded, record.clone())?;
+    p.notify_jobs_available(&record.job_type);
+    p.respond(key, Intent::Yielded, record);
+    Ok(())
+}
+
 pub(super) fn recur(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(job) = job_for(
         p,

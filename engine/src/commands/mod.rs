@@ -53,6 +53,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         Command::UpdateJob(update) => jobs::update(p, update),
         Command::TimeOutJob { job_key } => jobs::time_out(p, *job_key),
         Command::RecurJob { job_key } => jobs::recur(p, *job_key),
+        Command::YieldJob { job_key } => jobs::yield_back(p, *job_key),
         Command::PublishMessage(publish) => messages::publish(p, publish),
         Command::ExpireMessage { message_key } => messages::expire(p, *message_key),
         Command::ResolveIncident { incident_key } => incidents::resolve(p, *incident_key),
@@ -184,6 +185,7 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
         Command::UpdateJob(c) => job(c.job_key, Intent::Update),
         Command::TimeOutJob { job_key } => job(*job_key, Intent::TimeOut),
         Command::RecurJob { job_key } => job(*job_key, Intent::RecurAfterBackoff),
+        Command::YieldJob { job_key } => job(*job_key, Intent::Yield),
         Command::PublishMessage(_) | Command::ExpireMessage { .. } => {
             let (key, intent) = match command {
                 Command::ExpireMessage { message_key } => (*message_key, Intent::Expire),

@@ -285,6 +285,12 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "in state",
         ),
         (
+            "yield unknown job",
+            Command::YieldJob { job_key: unknown },
+            RejectionType::NotFound,
+            "no such job",
+        ),
+        (
             "expire unknown message",
             Command::ExpireMessage {
                 message_key: unknown,
@@ -601,6 +607,57 @@ fn jobs_fail_with_backoff_time_out_and_update_their_timeout() {
         ProcessInstanceState::Completed
     );
     assert!(rule.variables(instance).get("attempt").is_none());
+    rule.assert_replay_matches();
+}
+
+/// A job handed back unworked (a job stream that went away) is activatable again at
+/// once, keeps its retries and deadline-free state, and leaves no failure behind.
+#[test]
+fn a_yielded_job_is_activatable_again_with_its_retries_and_no_failure() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let instance = rule.create("p", json!({}));
+    let (job, record) = rule.job("t");
+    let retries = record.retries;
+    assert!(
+        rule.activate("t", 1).is_empty(),
+        "activated: not offered twice"
+    );
+
+    let yielded = rule.process(Command::YieldJob { job_key: job });
+    assert!(!yielded.is_rejected(), "{:?}", yielded.response);
+    assert!(yielded.actions.contains(&Action::JobsAvailable {
+        job_type: "t".into()
+    }));
+    let events = rule
+        .records()
+        .of_type(rill_protocol::ValueType::Job)
+        .events();
+    assert_eq!(
+        events.records.iter().map(|r| r.intent).collect::<Vec<_>>(),
+        vec![Intent::Created, Intent::Yielded]
+    );
+    assert!(!rule.records().with_intent(Intent::Failed).exists());
+    match rule.query(Query::Job { key: job }) {
+        QueryResult::Job(Some(view)) => {
+            assert_eq!(view.state, JobState::Activatable);
+            assert_eq!(view.record.retries, retries);
+            assert_eq!(view.record.deadline, -1);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Only an activated job can be yielded.
+    let again = rule.process(Command::YieldJob { job_key: job });
+    assert_eq!(rejection_of(&again).0, RejectionType::InvalidState);
+
+    let (same, _) = rule.job("t");
+    assert_eq!(same, job);
+    rule.complete(job, json!({}));
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        ProcessInstanceState::Completed
+    );
     rule.assert_replay_matches();
 }
 

@@ -7,7 +7,7 @@
 //! activates for the next while one is committed and handed over, so pushed jobs do not
 //! queue behind one request's round trip. Each job goes to one client stream, the
 //! next in turn with room for it. Jobs no client stream takes (they all went away, or
-//! stayed full) are given back at once, failed with their retries unchanged, and so are
+//! stayed full) are given back at once (yielded: Zeebe's JOB YIELD), and so are
 //! jobs still queued for a client stream when it closes.
 //!
 //! A request that fails (no leader, an election, a broker that went away) is asked
@@ -23,9 +23,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use rill_protocol::value::JobRecord;
-use rill_protocol::{
-    ActivateJobs, Command, CommandResponse, FailJob, JsonValue, PartitionId, RecordValue,
-};
+use rill_protocol::{ActivateJobs, Command, CommandResponse, PartitionId, RecordValue};
 use tokio::sync::{mpsc, watch};
 use tonic::Status;
 
@@ -296,28 +294,20 @@ async fn hand_over(state: &SharedState, aggregate: &Aggregate, jobs: Vec<(i64, J
     for (key, job) in jobs {
         match aggregate.deliver(activated_job(key, job)).await {
             Ok(()) => delivered += 1,
-            Err(job) => give_back(state, job.key, job.retries).await,
+            Err(job) => give_back(state, job.key).await,
         }
     }
     state.metrics.jobs_pushed(delivered);
 }
 
 /// Makes an activated job that could not reach its worker activatable again at once:
-/// failed with its retries unchanged, as Zeebe's gateway gives such jobs back.
-pub async fn give_back(state: &SharedState, job_key: i64, retries: i32) {
+/// yielded (Zeebe's JOB YIELD), so its retries stay and no failure is recorded.
+pub async fn give_back(state: &SharedState, job_key: i64) {
     let key = rill_protocol::Key(job_key);
     let Ok(partition) = state.dispatch.partition_of(key, "job") else {
         return;
     };
-    let command = Command::FailJob(FailJob {
-        job_key: key,
-        retries,
-        error_message: "The worker's connection closed before the gateway could hand the job \
-                        over; it is activatable again"
-            .to_owned(),
-        retry_backoff: 0,
-        variables: JsonValue::from(serde_json::Value::Object(Default::default())),
-    });
+    let command = Command::YieldJob { job_key: key };
     if let Err(problem) = state
         .dispatch
         .submit(partition, command, state.settings.request_timeout)
@@ -347,7 +337,7 @@ impl Drop for PushedJobs {
         self.receiver.close();
         let mut queued = Vec::new();
         while let Ok(Ok(job)) = self.receiver.try_recv() {
-            queued.push((job.key, job.retries));
+            queued.push(job.key);
         }
         if queued.is_empty() {
             return;
@@ -355,8 +345,8 @@ impl Drop for PushedJobs {
         let state = self.state.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                for (key, retries) in queued {
-                    give_back(&state, key, retries).await;
+                for key in queued {
+                    give_back(&state, key).await;
                 }
             });
         }

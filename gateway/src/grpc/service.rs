@@ -312,39 +312,39 @@ fn checked_job_timeout(timeout: i64) -> Result<(), Status> {
 
 /// A stream message that carries jobs: their keys and retries, to give them back.
 trait CarriesJobs {
-    fn jobs(&self) -> Vec<(i64, i32)>;
+    fn job_keys(&self) -> Vec<i64>;
 }
 
 impl CarriesJobs for ActivateJobsResponse {
-    fn jobs(&self) -> Vec<(i64, i32)> {
-        self.jobs.iter().map(|job| (job.key, job.retries)).collect()
+    fn job_keys(&self) -> Vec<i64> {
+        self.jobs.iter().map(|job| job.key).collect()
     }
 }
 
 impl CarriesJobs for ActivatedJob {
-    fn jobs(&self) -> Vec<(i64, i32)> {
-        vec![(self.key, self.retries)]
+    fn job_keys(&self) -> Vec<i64> {
+        vec![self.key]
     }
 }
 
 /// Sends messages of activated jobs down a stream; false if the client went away. Jobs
-/// that cannot be sent because it did are given back at once (failed with their retries
-/// unchanged, as Zeebe's gateway does), so they do not wait out their timeout.
+/// that cannot be sent because it did are given back at once (yielded, as Zeebe's
+/// gateway does), so they do not wait out their timeout.
 async fn deliver<T: CarriesJobs>(
     state: &SharedState,
     sender: &mpsc::Sender<Result<T, Status>>,
     messages: Vec<T>,
 ) -> bool {
-    let mut undelivered: Vec<(i64, i32)> = Vec::new();
+    let mut undelivered: Vec<i64> = Vec::new();
     for message in messages {
-        let jobs = message.jobs();
+        let jobs = message.job_keys();
         if !undelivered.is_empty() || sender.send(Ok(message)).await.is_err() {
             undelivered.extend(jobs);
         }
     }
     let delivered = undelivered.is_empty();
-    for (job_key, retries) in undelivered {
-        give_back(state, job_key, retries).await;
+    for job_key in undelivered {
+        give_back(state, job_key).await;
     }
     delivered
 }
