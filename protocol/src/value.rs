@@ -413,6 +413,70 @@ pub struct ProcessInstanceRecord {
     /// The process instance's tags (Camunda 8.8), empty without any.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Zeebe 8.8's tree path, filled only on `ELEMENT_ACTIVATING` (as Zeebe does; empty
+    /// on every other record): one list per process instance of the call hierarchy,
+    /// the root first, each from that instance's key down through its flow scopes to
+    /// the call activity that created the next one, or to this element instance.
+    #[serde(default)]
+    pub element_instance_path: Vec<Vec<i64>>,
+    /// The process definition keys of the same process instances, the root first.
+    #[serde(default)]
+    pub process_definition_path: Vec<i64>,
+    /// For each call activity of the path, the root's first: its index among the call
+    /// activity ids of its BPMN resource, sorted (Zeebe's "lexicographic index").
+    #[serde(default)]
+    pub calling_element_path: Vec<i32>,
+}
+
+impl ProcessInstanceRecord {
+    /// Drops the tree path, which only `ELEMENT_ACTIVATING` carries.
+    pub fn clear_tree_path(&mut self) {
+        self.element_instance_path = Vec::new();
+        self.process_definition_path = Vec::new();
+        self.calling_element_path = Vec::new();
+    }
+
+    /// A copy without the tree path, without copying the path first (the engine keeps
+    /// an element instance's record this way).
+    pub fn without_tree_path(&self) -> ProcessInstanceRecord {
+        // Destructured, so that a new field cannot be forgotten here.
+        let ProcessInstanceRecord {
+            bpmn_element_type,
+            element_id,
+            bpmn_process_id,
+            version,
+            process_definition_key,
+            process_instance_key,
+            flow_scope_key,
+            bpmn_event_type,
+            parent_process_instance_key,
+            parent_element_instance_key,
+            tenant_id,
+            root_process_instance_key,
+            tags,
+            element_instance_path: _,
+            process_definition_path: _,
+            calling_element_path: _,
+        } = self;
+        ProcessInstanceRecord {
+            bpmn_element_type: *bpmn_element_type,
+            element_id: element_id.clone(),
+            bpmn_process_id: bpmn_process_id.clone(),
+            version: *version,
+            process_definition_key: *process_definition_key,
+            process_instance_key: *process_instance_key,
+            flow_scope_key: *flow_scope_key,
+            bpmn_event_type: *bpmn_event_type,
+            parent_process_instance_key: *parent_process_instance_key,
+            parent_element_instance_key: *parent_element_instance_key,
+            tenant_id: tenant_id.clone(),
+            root_process_instance_key: *root_process_instance_key,
+            tags: tags.clone(),
+            element_instance_path: Vec::new(),
+            process_definition_path: Vec::new(),
+            calling_element_path: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
