@@ -194,3 +194,49 @@ impl ModelCache {
         self.latest.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(id: &str, call_activities: &[&str]) -> String {
+        let calls: String = call_activities
+            .iter()
+            .map(|c| {
+                format!(
+                    r#"<bpmn:callActivity id="{c}"><bpmn:extensionElements><zeebe:calledElement processId="x" /></bpmn:extensionElements></bpmn:callActivity>"#
+                )
+            })
+            .collect();
+        format!(
+            r#"<bpmn:process id="{id}" isExecutable="true"><bpmn:startEvent id="{id}_s" /><bpmn:subProcess id="{id}_sub"><bpmn:startEvent id="{id}_ss" />{calls}</bpmn:subProcess></bpmn:process>"#
+        )
+    }
+
+    #[test]
+    fn call_activities_are_numbered_across_the_resource_in_javas_string_order() {
+        // U+FF61 sorts after U+1F600 in UTF-16 (a surrogate pair starts with 0xD83D),
+        // before it in UTF-8.
+        let xml = format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D" targetNamespace="t">{}{}</bpmn:definitions>"#,
+            process("one", &["b", "\u{FF61}"]),
+            process("two", &["a", "\u{1F600}", "c"]),
+        );
+        let models = crate::parse_bpmn("r.bpmn", xml.as_bytes()).expect("parses");
+        let ids = call_activity_ids(&models);
+        assert_eq!(ids, ["a", "b", "c", "\u{1F600}", "\u{FF61}"]);
+        let mut models = models.into_iter();
+        let one = DeployedProcess::new(Key(1), 1, models.next().expect("one"), &ids);
+        let two = DeployedProcess::new(Key(2), 1, models.next().expect("two"), &ids);
+        assert_eq!(one.call_activity_index("b"), 1);
+        assert_eq!(one.call_activity_index("\u{FF61}"), 4);
+        assert_eq!(two.call_activity_index("a"), 0);
+        assert_eq!(two.call_activity_index("\u{1F600}"), 3);
+        assert_eq!(two.call_activity_index("c"), 2);
+        assert_eq!(
+            one.call_activity_index("one_sub"),
+            -1,
+            "not a call activity"
+        );
+    }
+}

@@ -319,3 +319,81 @@ fn an_instance_started_by_a_message_has_a_path_too() {
     check_every_record(&rule);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn a_compensation_boundary_event_carries_the_path_on_all_its_records() {
+    // Zeebe writes the boundary event's four records from one value, path included.
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/compensation-travel.bpmn");
+    let instance = rule.create("travel-booking", json!({"trip": 7})).get();
+    for job_type in ["book-hotel", "book-flight"] {
+        let (job_key, _) = rule.job(job_type);
+        rule.complete(job_key, json!({}));
+    }
+    let records = rule
+        .records()
+        .events()
+        .of_type(ValueType::ProcessInstance)
+        .element("HotelBooked");
+    let intents: Vec<Intent> = records.records.iter().map(|r| r.intent).collect();
+    assert_eq!(
+        intents,
+        [
+            Intent::ElementActivating,
+            Intent::ElementActivated,
+            Intent::ElementCompleting,
+            Intent::ElementCompleted,
+        ]
+    );
+    let key = records.records[0].key.get();
+    for record in &records.records {
+        let RecordValue::ProcessInstance(v) = &record.value else {
+            unreachable!("filtered to process instance records")
+        };
+        assert_eq!(
+            path(v),
+            (
+                vec![vec![instance, key]],
+                vec![v.process_definition_key],
+                vec![]
+            ),
+            "{:?}",
+            record.intent
+        );
+    }
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_ad_hoc_inner_instance_carries_the_path_on_activating_and_activated() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/ad-hoc-subprocess.bpmn");
+    let instance = rule
+        .create("adhoc-basic", json!({"toActivate": ["Research"]}))
+        .get();
+    let (ad_hoc, _) = activating_one(&rule, "Prepare");
+    let inner_records = rule
+        .records()
+        .events()
+        .of_type(ValueType::ProcessInstance)
+        .element("Prepare#innerInstance");
+    let inner = inner_records.records[0].key.get();
+    for record in &inner_records.records {
+        let RecordValue::ProcessInstance(v) = &record.value else {
+            unreachable!("filtered to process instance records")
+        };
+        let expected = match record.intent {
+            Intent::ElementActivating | Intent::ElementActivated => {
+                vec![vec![instance, ad_hoc, inner]]
+            }
+            _ => Vec::new(),
+        };
+        assert_eq!(v.element_instance_path, expected, "{:?}", record.intent);
+    }
+    let (research, record) = activating_one(&rule, "Research");
+    assert_eq!(
+        record.element_instance_path,
+        vec![vec![instance, ad_hoc, inner, research]]
+    );
+    rule.assert_replay_matches();
+}
