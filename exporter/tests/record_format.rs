@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use rill_exporter::record_document;
-use rill_protocol::value::RecordValue;
+use rill_protocol::value::{RecordValue, TreePath};
 use rill_protocol::{RecordType, ValueType};
 use serde_json::{Value, json};
 
@@ -475,13 +475,15 @@ fn process_instance_tree_path_is_zeebes_json() {
     let RecordValue::ProcessInstance(value) = &mut rec.value else {
         panic!("not a process instance value");
     };
-    value.element_instance_path = vec![
-        vec![key(2), key(5)],
-        vec![key(6), key(7), key(9)],
-        vec![key(10), key(11)],
-    ];
-    value.process_definition_path = vec![key(1), key(4), key(8)];
-    value.calling_element_path = vec![0, 3];
+    value.tree_path = Some(Box::new(TreePath {
+        element_instance_path: vec![
+            vec![key(2), key(5)],
+            vec![key(6), key(7), key(9)],
+            vec![key(10), key(11)],
+        ],
+        process_definition_path: vec![key(1), key(4), key(8)],
+        calling_element_path: vec![0, 3],
+    }));
     let doc = record_document(&rec);
     assert_eq!(
         doc["value"]["elementInstancePath"],
@@ -498,7 +500,9 @@ fn process_instance_tree_path_is_zeebes_json() {
     assert_eq!(doc["value"]["callingElementPath"], json!([0, 3]));
 
     // Every other intent carries empty lists, which Zeebe writes as `[]`.
-    value_cleared(&mut rec);
+    if let RecordValue::ProcessInstance(value) = &mut rec.value {
+        value.tree_path = None;
+    }
     let doc = record_document(&rec);
     for field in [
         "elementInstancePath",
@@ -506,11 +510,5 @@ fn process_instance_tree_path_is_zeebes_json() {
         "callingElementPath",
     ] {
         assert_eq!(doc["value"][field], json!([]), "{field}");
-    }
-}
-
-fn value_cleared(rec: &mut rill_protocol::Record) {
-    if let RecordValue::ProcessInstance(value) = &mut rec.value {
-        value.clear_tree_path();
     }
 }

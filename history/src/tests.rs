@@ -50,9 +50,7 @@ fn process(intent: Intent, time: i64, n: u64, process_id: &str, definition: i64)
             tenant_id: "<default>".into(),
             root_process_instance_key: key(n).get(),
             tags: Vec::new(),
-            element_instance_path: Vec::new(),
-            process_definition_path: Vec::new(),
-            calling_element_path: Vec::new(),
+            tree_path: None,
         }),
     )
 }

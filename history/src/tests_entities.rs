@@ -58,9 +58,7 @@ pub(crate) fn instance(intent: Intent, time: i64, n: u64) -> Record {
             tenant_id: "<default>".into(),
             root_process_instance_key: key(n).get(),
             tags: Vec::new(),
-            element_instance_path: Vec::new(),
-            process_definition_path: Vec::new(),
-            calling_element_path: Vec::new(),
+            tree_path: None,
         }),
     )
 }
@@ -479,9 +477,7 @@ pub(crate) fn element(
             tenant_id: "<default>".into(),
             root_process_instance_key: key(instance).get(),
             tags: Vec::new(),
-            element_instance_path: Vec::new(),
-            process_definition_path: Vec::new(),
-            calling_element_path: Vec::new(),
+            tree_path: None,
         }),
     )
 }

@@ -9,7 +9,7 @@
 //! each call activity above a called instance once.
 
 use rill_protocol::Key;
-use rill_protocol::value::ProcessInstanceRecord;
+use rill_protocol::value::{ProcessInstanceRecord, TreePath};
 
 use crate::context::Processing;
 use crate::error::{Result, inconsistent};
@@ -74,9 +74,11 @@ impl Processing<'_> {
         instances.reverse();
         definitions.reverse();
         calling.reverse();
-        record.element_instance_path = instances;
-        record.process_definition_path = definitions;
-        record.calling_element_path = calling;
+        record.tree_path = Some(Box::new(TreePath {
+            element_instance_path: instances,
+            process_definition_path: definitions,
+            calling_element_path: calling,
+        }));
         Ok(())
     }
 

@@ -153,9 +153,7 @@ pub(super) fn placeholder(key: Key) -> ProcessInstanceRecord {
         tenant_id: tenant(),
         root_process_instance_key: -1,
         tags: Vec::new(),
-        element_instance_path: Vec::new(),
-        process_definition_path: Vec::new(),
-        calling_element_path: Vec::new(),
+        tree_path: None,
     }
 }
 

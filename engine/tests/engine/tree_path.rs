@@ -33,9 +33,9 @@ fn activating_one(rule: &EngineRule, element_id: &str) -> (i64, ProcessInstanceR
 
 fn path(record: &ProcessInstanceRecord) -> (Vec<Vec<i64>>, Vec<i64>, Vec<i32>) {
     (
-        record.element_instance_path.clone(),
-        record.process_definition_path.clone(),
-        record.calling_element_path.clone(),
+        record.element_instance_path().to_vec(),
+        record.process_definition_path().to_vec(),
+        record.calling_element_path().to_vec(),
     )
 }
 
@@ -49,26 +49,26 @@ fn check_every_record(rule: &EngineRule) {
             unreachable!("filtered to process instance records")
         };
         if record.intent == Intent::ElementActivating {
-            let own = v.element_instance_path.last().expect("a path");
+            let own = v.element_instance_path().last().expect("a path");
             assert_eq!(own.first(), Some(&v.process_instance_key), "{v:?}");
             assert_eq!(own.last(), Some(&record.key.get()), "{v:?}");
             assert_eq!(
-                v.process_definition_path.last(),
+                v.process_definition_path().last(),
                 Some(&v.process_definition_key)
             );
             assert_eq!(
-                v.element_instance_path.len(),
-                v.process_definition_path.len()
+                v.element_instance_path().len(),
+                v.process_definition_path().len()
             );
             assert_eq!(
-                v.calling_element_path.len() + 1,
-                v.process_definition_path.len()
+                v.calling_element_path().len() + 1,
+                v.process_definition_path().len()
             );
         } else {
             assert!(
-                v.element_instance_path.is_empty()
-                    && v.process_definition_path.is_empty()
-                    && v.calling_element_path.is_empty(),
+                v.element_instance_path().is_empty()
+                    && v.process_definition_path().is_empty()
+                    && v.calling_element_path().is_empty(),
                 "{:?} {} carries a tree path: {v:?}",
                 record.intent,
                 v.element_id
@@ -129,7 +129,7 @@ fn an_embedded_subprocess_adds_its_instance_to_the_path() {
 
     let (sub_key, sub) = activating_one(&rule, "Sub");
     let definition = sub.process_definition_key;
-    assert_eq!(sub.element_instance_path, vec![vec![instance, sub_key]]);
+    assert_eq!(sub.element_instance_path(), vec![vec![instance, sub_key]]);
     for id in ["ss", "Inner", "se"] {
         let (key, record) = activating_one(&rule, id);
         assert_eq!(
@@ -139,7 +139,7 @@ fn an_embedded_subprocess_adds_its_instance_to_the_path() {
         );
     }
     let (end_key, end) = activating_one(&rule, "e");
-    assert_eq!(end.element_instance_path, vec![vec![instance, end_key]]);
+    assert_eq!(end.element_instance_path(), vec![vec![instance, end_key]]);
     check_every_record(&rule);
     rule.assert_replay_matches();
 }
@@ -254,7 +254,7 @@ fn called_instances_two_levels_deep_carry_the_whole_hierarchy() {
     rule.complete(job_key, json!({}));
     assert_eq!(activating(&rule, "e").len(), 1, "the root instance ended");
     let (_, end) = activating_one(&rule, "be");
-    assert_eq!(end.calling_element_path, vec![1]);
+    assert_eq!(end.calling_element_path(), vec![1]);
     check_every_record(&rule);
     rule.assert_replay_matches();
 }
@@ -282,7 +282,7 @@ fn a_multi_instance_body_is_the_flow_scope_of_its_inner_instances() {
         BpmnElementType::MultiInstanceBody
     );
     assert_eq!(
-        body_record.element_instance_path,
+        body_record.element_instance_path(),
         vec![vec![instance, *body]]
     );
     for (inner, record) in &records[1..] {
@@ -313,9 +313,9 @@ fn an_instance_started_by_a_message_has_a_path_too() {
     )));
     rule.publish("msg", "", 0, json!({}));
     let (instance, process) = activating_one(&rule, "p");
-    assert_eq!(process.element_instance_path, vec![vec![instance]]);
+    assert_eq!(process.element_instance_path(), vec![vec![instance]]);
     let (work, record) = activating_one(&rule, "Work");
-    assert_eq!(record.element_instance_path, vec![vec![instance, work]]);
+    assert_eq!(record.element_instance_path(), vec![vec![instance, work]]);
     check_every_record(&rule);
     rule.assert_replay_matches();
 }
@@ -388,11 +388,11 @@ fn an_ad_hoc_inner_instance_carries_the_path_on_activating_and_activated() {
             }
             _ => Vec::new(),
         };
-        assert_eq!(v.element_instance_path, expected, "{:?}", record.intent);
+        assert_eq!(v.element_instance_path(), expected, "{:?}", record.intent);
     }
     let (research, record) = activating_one(&rule, "Research");
     assert_eq!(
-        record.element_instance_path,
+        record.element_instance_path(),
         vec![vec![instance, ad_hoc, inner, research]]
     );
     rule.assert_replay_matches();

@@ -915,9 +915,7 @@ impl Processing<'_> {
             tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
             root_process_instance_key: process_instance_key.get(),
             tags: Vec::new(),
-            element_instance_path: Vec::new(),
-            process_definition_path: Vec::new(),
-            calling_element_path: Vec::new(),
+            tree_path: None,
         }
     }
 }
