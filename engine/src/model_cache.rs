@@ -10,7 +10,7 @@ use rill_protocol::Key;
 
 use crate::dmn::DecisionRequirements;
 use crate::error::{Error, Result};
-use crate::model::ProcessModel;
+use crate::model::{ElementKind, ProcessModel};
 use crate::state::{AsKey, Reader};
 
 /// A deployed process: its model plus the identity records need.
@@ -19,6 +19,67 @@ pub struct DeployedProcess {
     pub key: Key,
     pub version: i32,
     pub model: ProcessModel,
+    /// Zeebe's "lexicographic index" of each call activity of this process, by element
+    /// id (the `callingElementPath` of the instances it calls).
+    call_activity_indexes: HashMap<String, i32>,
+}
+
+impl DeployedProcess {
+    /// `resource_call_activities`: [`call_activity_ids`] of the resource that defines
+    /// `model`.
+    pub fn new(
+        key: Key,
+        version: i32,
+        model: ProcessModel,
+        resource_call_activities: &[String],
+    ) -> DeployedProcess {
+        let call_activity_indexes = model
+            .elements
+            .iter()
+            .filter(|e| matches!(e.kind, ElementKind::CallActivity(_)))
+            .filter_map(|e| {
+                let index = resource_call_activities
+                    .binary_search_by(|id| java_order(id, &e.id))
+                    .ok()?;
+                Some((e.id.clone(), i32::try_from(index).ok()?))
+            })
+            .collect();
+        DeployedProcess {
+            key,
+            version,
+            model,
+            call_activity_indexes,
+        }
+    }
+
+    /// The lexicographic index of the call activity `element_id`; -1 for an element
+    /// that is none (Zeebe's default for an index it never set).
+    pub fn call_activity_index(&self, element_id: &str) -> i32 {
+        self.call_activity_indexes
+            .get(element_id)
+            .copied()
+            .unwrap_or(-1)
+    }
+}
+
+/// The ids of the call activities of all processes of one BPMN resource (subprocesses
+/// included), sorted as Zeebe sorts them: a call activity's index in this list is its
+/// "lexicographic index".
+pub fn call_activity_ids(models: &[ProcessModel]) -> Vec<String> {
+    let mut ids: Vec<String> = models
+        .iter()
+        .flat_map(|m| &m.elements)
+        .filter(|e| matches!(e.kind, ElementKind::CallActivity(_)))
+        .map(|e| e.id.clone())
+        .collect();
+    ids.sort_by(|a, b| java_order(a, b));
+    ids
+}
+
+/// Java's `String.compareTo`: by UTF-16 code units, which differs from Rust's byte order
+/// for characters beyond the Basic Multilingual Plane.
+fn java_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
 }
 
 #[derive(Default)]
@@ -42,6 +103,7 @@ impl ModelCache {
         })?;
         let models = crate::parse_bpmn(&record.resource_name, &record.resource.0)
             .map_err(|source| Error::Unparsable { key, source })?;
+        let call_activities = call_activity_ids(&models);
         let model = models
             .into_iter()
             .find(|m| m.bpmn_process_id == record.bpmn_process_id)
@@ -52,11 +114,12 @@ impl ModelCache {
                     record.bpmn_process_id
                 ),
             })?;
-        let deployed = Arc::new(DeployedProcess {
+        let deployed = Arc::new(DeployedProcess::new(
             key,
-            version: record.version,
+            record.version,
             model,
-        });
+            &call_activities,
+        ));
         self.models.insert(key, deployed.clone());
         Ok(deployed)
     }
@@ -129,5 +192,51 @@ impl ModelCache {
         self.decision_requirements.clear();
         self.models.clear();
         self.latest.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(id: &str, call_activities: &[&str]) -> String {
+        let calls: String = call_activities
+            .iter()
+            .map(|c| {
+                format!(
+                    r#"<bpmn:callActivity id="{c}"><bpmn:extensionElements><zeebe:calledElement processId="x" /></bpmn:extensionElements></bpmn:callActivity>"#
+                )
+            })
+            .collect();
+        format!(
+            r#"<bpmn:process id="{id}" isExecutable="true"><bpmn:startEvent id="{id}_s" /><bpmn:subProcess id="{id}_sub"><bpmn:startEvent id="{id}_ss" />{calls}</bpmn:subProcess></bpmn:process>"#
+        )
+    }
+
+    #[test]
+    fn call_activities_are_numbered_across_the_resource_in_javas_string_order() {
+        // U+FF61 sorts after U+1F600 in UTF-16 (a surrogate pair starts with 0xD83D),
+        // before it in UTF-8.
+        let xml = format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D" targetNamespace="t">{}{}</bpmn:definitions>"#,
+            process("one", &["b", "\u{FF61}"]),
+            process("two", &["a", "\u{1F600}", "c"]),
+        );
+        let models = crate::parse_bpmn("r.bpmn", xml.as_bytes()).expect("parses");
+        let ids = call_activity_ids(&models);
+        assert_eq!(ids, ["a", "b", "c", "\u{1F600}", "\u{FF61}"]);
+        let mut models = models.into_iter();
+        let one = DeployedProcess::new(Key(1), 1, models.next().expect("one"), &ids);
+        let two = DeployedProcess::new(Key(2), 1, models.next().expect("two"), &ids);
+        assert_eq!(one.call_activity_index("b"), 1);
+        assert_eq!(one.call_activity_index("\u{FF61}"), 4);
+        assert_eq!(two.call_activity_index("a"), 0);
+        assert_eq!(two.call_activity_index("\u{1F600}"), 3);
+        assert_eq!(two.call_activity_index("c"), 2);
+        assert_eq!(
+            one.call_activity_index("one_sub"),
+            -1,
+            "not a call activity"
+        );
     }
 }

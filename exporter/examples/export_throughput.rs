@@ -43,6 +43,7 @@ fn records(count: u64) -> Vec<Record> {
                 tenant_id: "<default>".into(),
                 root_process_instance_key: Key::new(PartitionId(1), p / 10).get(),
                 tags: Vec::new(),
+                tree_path: None,
             }
             .into(),
         })

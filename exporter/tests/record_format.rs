@@ -5,10 +5,11 @@ mod common;
 use std::collections::BTreeSet;
 
 use rill_exporter::record_document;
+use rill_protocol::value::{RecordValue, TreePath};
 use rill_protocol::{RecordType, ValueType};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use common::{record, value_of};
+use common::{key, record, value_of};
 
 fn keys(value: &Value) -> BTreeSet<String> {
     value
@@ -129,6 +130,9 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "tenantId",
             "rootProcessInstanceKey",
             "tags",
+            "elementInstancePath",
+            "processDefinitionPath",
+            "callingElementPath",
         ],
         ValueType::ProcessInstanceCreation => &[
             "bpmnProcessId",
@@ -461,4 +465,50 @@ fn nested_values_keep_zeebes_shape() {
         keys(&batch["value"]["jobs"][0]),
         zeebe_value_fields(ValueType::Job)
     );
+}
+
+#[test]
+fn process_instance_tree_path_is_zeebes_json() {
+    // An element two call activities below the root: lists of numbers, as Zeebe 8.8
+    // writes them (keys as longs, call activity indexes as ints).
+    let mut rec = record(1, RecordType::Event, value_of(ValueType::ProcessInstance));
+    let RecordValue::ProcessInstance(value) = &mut rec.value else {
+        panic!("not a process instance value");
+    };
+    value.tree_path = Some(Box::new(TreePath {
+        element_instance_path: vec![
+            vec![key(2), key(5)],
+            vec![key(6), key(7), key(9)],
+            vec![key(10), key(11)],
+        ],
+        process_definition_path: vec![key(1), key(4), key(8)],
+        calling_element_path: vec![0, 3],
+    }));
+    let doc = record_document(&rec);
+    assert_eq!(
+        doc["value"]["elementInstancePath"],
+        json!([
+            [key(2), key(5)],
+            [key(6), key(7), key(9)],
+            [key(10), key(11)]
+        ])
+    );
+    assert_eq!(
+        doc["value"]["processDefinitionPath"],
+        json!([key(1), key(4), key(8)])
+    );
+    assert_eq!(doc["value"]["callingElementPath"], json!([0, 3]));
+
+    // Every other intent carries empty lists, which Zeebe writes as `[]`.
+    if let RecordValue::ProcessInstance(value) = &mut rec.value {
+        value.tree_path = None;
+    }
+    let doc = record_document(&rec);
+    for field in [
+        "elementInstancePath",
+        "processDefinitionPath",
+        "callingElementPath",
+    ] {
+        assert_eq!(doc["value"][field], json!([]), "{field}");
+    }
 }

@@ -50,6 +50,7 @@ fn process(intent: Intent, time: i64, n: u64, process_id: &str, definition: i64)
             tenant_id: "<default>".into(),
             root_process_instance_key: key(n).get(),
             tags: Vec::new(),
+            tree_path: None,
         }),
     )
 }

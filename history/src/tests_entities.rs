@@ -58,6 +58,7 @@ pub(crate) fn instance(intent: Intent, time: i64, n: u64) -> Record {
             tenant_id: "<default>".into(),
             root_process_instance_key: key(n).get(),
             tags: Vec::new(),
+            tree_path: None,
         }),
     )
 }
@@ -476,6 +477,7 @@ pub(crate) fn element(
             tenant_id: "<default>".into(),
             root_process_instance_key: key(instance).get(),
             tags: Vec::new(),
+            tree_path: None,
         }),
     )
 }

@@ -390,8 +390,10 @@ pub enum BpmnEventType {
     Compensation,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// Serialized with its tree path as Zeebe's three flat fields (empty lists without one),
+/// in this order; see [`ProcessInstanceWire`] for reading.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(from = "ProcessInstanceWire")]
 pub struct ProcessInstanceRecord {
     pub bpmn_element_type: BpmnElementType,
     pub element_id: String,
@@ -403,16 +405,187 @@ pub struct ProcessInstanceRecord {
     pub bpmn_event_type: BpmnEventType,
     pub parent_process_instance_key: i64,
     pub parent_element_instance_key: i64,
-    #[serde(default = "default_tenant")]
     pub tenant_id: String,
     /// The top-level instance of its call hierarchy: its own process instance's key
     /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
     /// in records written before Rill filled it).
-    #[serde(default = "no_key")]
     pub root_process_instance_key: i64,
     /// The process instance's tags (Camunda 8.8), empty without any.
-    #[serde(default)]
     pub tags: Vec<String>,
+    /// Zeebe 8.8's tree path, only on `ELEMENT_ACTIVATING` (as Zeebe writes it). Boxed:
+    /// the other records, and the copies the engine keeps and moves, stay small.
+    pub tree_path: Option<Box<TreePath>>,
+}
+
+/// Where an element instance sits in its call hierarchy (Zeebe 8.8).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TreePath {
+    /// One list per process instance of the call hierarchy, the root first, each from
+    /// that instance's key down through its flow scopes to the call activity that
+    /// created the next one, or to the element instance itself.
+    pub element_instance_path: Vec<Vec<i64>>,
+    /// The process definition keys of the same process instances, the root first.
+    pub process_definition_path: Vec<i64>,
+    /// For each call activity of the path, the root's first: its index among the call
+    /// activity ids of its BPMN resource, sorted (Zeebe's "lexicographic index").
+    pub calling_element_path: Vec<i32>,
+}
+
+/// [`ProcessInstanceRecord`] as encoded: the tree path as three fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProcessInstanceWire {
+    bpmn_element_type: BpmnElementType,
+    element_id: String,
+    bpmn_process_id: String,
+    version: i32,
+    process_definition_key: i64,
+    process_instance_key: i64,
+    flow_scope_key: i64,
+    bpmn_event_type: BpmnEventType,
+    parent_process_instance_key: i64,
+    parent_element_instance_key: i64,
+    #[serde(default = "default_tenant")]
+    tenant_id: String,
+    #[serde(default = "no_key")]
+    root_process_instance_key: i64,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    element_instance_path: Vec<Vec<i64>>,
+    #[serde(default)]
+    process_definition_path: Vec<i64>,
+    #[serde(default)]
+    calling_element_path: Vec<i32>,
+}
+
+impl From<ProcessInstanceWire> for ProcessInstanceRecord {
+    fn from(w: ProcessInstanceWire) -> Self {
+        let tree_path = (!(w.element_instance_path.is_empty()
+            && w.process_definition_path.is_empty()
+            && w.calling_element_path.is_empty()))
+        .then(|| {
+            Box::new(TreePath {
+                element_instance_path: w.element_instance_path,
+                process_definition_path: w.process_definition_path,
+                calling_element_path: w.calling_element_path,
+            })
+        });
+        ProcessInstanceRecord {
+            bpmn_element_type: w.bpmn_element_type,
+            element_id: w.element_id,
+            bpmn_process_id: w.bpmn_process_id,
+            version: w.version,
+            process_definition_key: w.process_definition_key,
+            process_instance_key: w.process_instance_key,
+            flow_scope_key: w.flow_scope_key,
+            bpmn_event_type: w.bpmn_event_type,
+            parent_process_instance_key: w.parent_process_instance_key,
+            parent_element_instance_key: w.parent_element_instance_key,
+            tenant_id: w.tenant_id,
+            root_process_instance_key: w.root_process_instance_key,
+            tags: w.tags,
+            tree_path,
+        }
+    }
+}
+
+impl Serialize for ProcessInstanceRecord {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let path = self.tree_path.as_deref();
+        let mut s = serializer.serialize_struct("ProcessInstanceRecord", 16)?;
+        s.serialize_field("bpmnElementType", &self.bpmn_element_type)?;
+        s.serialize_field("elementId", &self.element_id)?;
+        s.serialize_field("bpmnProcessId", &self.bpmn_process_id)?;
+        s.serialize_field("version", &self.version)?;
+        s.serialize_field("processDefinitionKey", &self.process_definition_key)?;
+        s.serialize_field("processInstanceKey", &self.process_instance_key)?;
+        s.serialize_field("flowScopeKey", &self.flow_scope_key)?;
+        s.serialize_field("bpmnEventType", &self.bpmn_event_type)?;
+        s.serialize_field(
+            "parentProcessInstanceKey",
+            &self.parent_process_instance_key,
+        )?;
+        s.serialize_field(
+            "parentElementInstanceKey",
+            &self.parent_element_instance_key,
+        )?;
+        s.serialize_field("tenantId", &self.tenant_id)?;
+        s.serialize_field("rootProcessInstanceKey", &self.root_process_instance_key)?;
+        s.serialize_field("tags", &self.tags)?;
+        s.serialize_field("elementInstancePath", self.element_instance_path())?;
+        s.serialize_field(
+            "processDefinitionPath",
+            path.map_or(&[][..], |p| &p.process_definition_path),
+        )?;
+        s.serialize_field(
+            "callingElementPath",
+            path.map_or(&[][..], |p| &p.calling_element_path),
+        )?;
+        s.end()
+    }
+}
+
+impl ProcessInstanceRecord {
+    /// Zeebe's `elementInstancePath`: empty without a tree path.
+    pub fn element_instance_path(&self) -> &[Vec<i64>] {
+        self.tree_path
+            .as_deref()
+            .map_or(&[], |p| &p.element_instance_path)
+    }
+
+    /// Zeebe's `processDefinitionPath`: empty without a tree path.
+    pub fn process_definition_path(&self) -> &[i64] {
+        self.tree_path
+            .as_deref()
+            .map_or(&[], |p| &p.process_definition_path)
+    }
+
+    /// Zeebe's `callingElementPath`: empty without a tree path.
+    pub fn calling_element_path(&self) -> &[i32] {
+        self.tree_path
+            .as_deref()
+            .map_or(&[], |p| &p.calling_element_path)
+    }
+
+    /// A copy without the tree path, without copying the path first (the engine keeps
+    /// an element instance's record this way).
+    pub fn without_tree_path(&self) -> ProcessInstanceRecord {
+        // Destructured, so that a new field cannot be forgotten here.
+        let ProcessInstanceRecord {
+            bpmn_element_type,
+            element_id,
+            bpmn_process_id,
+            version,
+            process_definition_key,
+            process_instance_key,
+            flow_scope_key,
+            bpmn_event_type,
+            parent_process_instance_key,
+            parent_element_instance_key,
+            tenant_id,
+            root_process_instance_key,
+            tags,
+            tree_path: _,
+        } = self;
+        ProcessInstanceRecord {
+            bpmn_element_type: *bpmn_element_type,
+            element_id: element_id.clone(),
+            bpmn_process_id: bpmn_process_id.clone(),
+            version: *version,
+            process_definition_key: *process_definition_key,
+            process_instance_key: *process_instance_key,
+            flow_scope_key: *flow_scope_key,
+            bpmn_event_type: *bpmn_event_type,
+            parent_process_instance_key: *parent_process_instance_key,
+            parent_element_instance_key: *parent_element_instance_key,
+            tenant_id: tenant_id.clone(),
+            root_process_instance_key: *root_process_instance_key,
+            tags: tags.clone(),
+            tree_path: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1127,4 +1300,67 @@ pub struct AdHocSubProcessInstructionRecord {
 pub struct AdHocSubProcessActivateElement {
     pub element_id: String,
     pub variables: JsonValue,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec;
+
+    fn record(tree_path: Option<Box<TreePath>>) -> ProcessInstanceRecord {
+        ProcessInstanceRecord {
+            bpmn_element_type: BpmnElementType::ServiceTask,
+            element_id: "task".into(),
+            bpmn_process_id: "p".into(),
+            version: 1,
+            process_definition_key: 1,
+            process_instance_key: 2,
+            flow_scope_key: 2,
+            bpmn_event_type: BpmnEventType::Unspecified,
+            parent_process_instance_key: -1,
+            parent_element_instance_key: -1,
+            tenant_id: "<default>".into(),
+            root_process_instance_key: 2,
+            tags: vec!["t".into()],
+            tree_path,
+        }
+    }
+
+    #[test]
+    fn the_tree_path_round_trips_through_the_codec_and_json() {
+        let with = record(Some(Box::new(TreePath {
+            element_instance_path: vec![vec![5, 6], vec![2, 3]],
+            process_definition_path: vec![4, 1],
+            calling_element_path: vec![7],
+        })));
+        for value in [with, record(None)] {
+            let bytes = codec::encode(&value).expect("encodes");
+            assert_eq!(
+                codec::decode::<ProcessInstanceRecord>(&bytes).ok(),
+                Some(value.clone())
+            );
+            let json = serde_json::to_value(&value).expect("serializes");
+            assert_eq!(
+                serde_json::from_value::<ProcessInstanceRecord>(json).ok(),
+                Some(value)
+            );
+        }
+    }
+
+    #[test]
+    fn without_a_path_the_fields_are_empty_lists_and_empty_lists_are_no_path() {
+        let json = serde_json::to_value(record(None)).expect("serializes");
+        assert_eq!(json["elementInstancePath"], serde_json::json!([]));
+        assert_eq!(json["processDefinitionPath"], serde_json::json!([]));
+        assert_eq!(json["callingElementPath"], serde_json::json!([]));
+        // JSON written before the fields existed reads as a record without a path.
+        let mut old = json.clone();
+        if let serde_json::Value::Object(map) = &mut old {
+            map.retain(|k, _| !k.ends_with("Path"));
+        }
+        let read: ProcessInstanceRecord = serde_json::from_value(old).expect("reads");
+        assert_eq!(read, record(None));
+        let read: ProcessInstanceRecord = serde_json::from_value(json).expect("reads");
+        assert!(read.tree_path.is_none());
+    }
 }

@@ -104,6 +104,7 @@ fn record(intent: Intent, time: i64, n: u64, process: u64) -> Record {
             tenant_id: "<default>".into(),
             root_process_instance_key: Key::new(PARTITION, n).get(),
             tags: Vec::new(),
+            tree_path: None,
         }),
     }
 }

@@ -27,7 +27,9 @@ pub(super) fn element_activating(
     state.insert_element_instance(ElementInstance {
         key,
         state: ElementState::Activating,
-        record: value.clone(),
+        // The tree path is only written on this record; the instance's other records
+        // (and its children, which start from it) go without.
+        record: value.without_tree_path(),
         active_children: 0,
         active_flows: 0,
         job_key: Key::NONE,

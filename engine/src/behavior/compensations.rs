@@ -143,13 +143,15 @@ impl Processing<'_> {
             && let Some((boundary, handler)) = model.compensation_boundary(activity)
         {
             // The boundary event passes through its lifecycle beside the thrower.
-            let record = ProcessInstanceRecord {
+            let mut record = ProcessInstanceRecord {
                 bpmn_element_type: BpmnElementType::BoundaryEvent,
                 element_id: model.element(boundary).id.clone(),
                 bpmn_event_type: BpmnEventType::Compensation,
                 ..thrower.record().clone()
             };
             let boundary_key = self.next_key()?;
+            // Zeebe writes all four records with the tree path of the first.
+            self.fill_tree_path(boundary_key, &mut record)?;
             for intent in [
                 Intent::ElementActivating,
                 Intent::ElementActivated,

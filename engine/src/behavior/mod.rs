@@ -15,6 +15,7 @@ mod process_events;
 mod signals;
 mod task_listeners;
 mod timers;
+mod tree_path;
 mod variables;
 
 pub(crate) use elements::{

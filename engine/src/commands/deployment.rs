@@ -96,6 +96,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
     let deployment_key = p.next_key()?;
     for (resource, content) in parsed.into_iter().zip(&bpmn_resources) {
         let checksum = resource.checksum.as_bytes().to_vec();
+        let call_activities = crate::model_cache::call_activity_ids(&resource.processes);
         for model in resource.processes {
             let id = model.bpmn_process_id.clone();
             let version_tag = model.version_tag.clone().unwrap_or_default();
@@ -127,11 +128,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
                         version_tag: version_tag.clone(),
                     };
                     p.event(key, Intent::Created, process)?;
-                    p.cache_model(DeployedProcess {
-                        key,
-                        version,
-                        model,
-                    });
+                    p.cache_model(DeployedProcess::new(key, version, model, &call_activities));
                     // Timer start events run on the partition that takes the deployment
                     // (the others receive it without timers, as in Zeebe).
                     let deployed = p.model(key)?;

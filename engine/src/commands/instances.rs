@@ -153,6 +153,7 @@ pub(super) fn placeholder(key: Key) -> ProcessInstanceRecord {
         tenant_id: tenant(),
         root_process_instance_key: -1,
         tags: Vec::new(),
+        tree_path: None,
     }
 }
 

@@ -213,6 +213,7 @@ mod tests {
                 tenant_id: "<default>".into(),
                 root_process_instance_key: 1,
                 tags: Vec::new(),
+                tree_path: None,
             },
             active_children: 0,
             active_flows: 0,

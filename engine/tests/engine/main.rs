@@ -25,6 +25,7 @@ mod signals;
 mod start_events;
 mod tags;
 mod task_listeners;
+mod tree_path;
 mod user_tasks;
 
 pub use harness::*;

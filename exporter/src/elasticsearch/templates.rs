@@ -329,6 +329,10 @@ fn value_properties(value_type: ValueType) -> Value {
             ("tenantId", keyword()),
             ("rootProcessInstanceKey", long()),
             ("tags", keyword()),
+            // Kept in the source but not indexed, as in Zeebe 8.8's template.
+            ("elementInstancePath", not_indexed()),
+            ("processDefinitionPath", not_indexed()),
+            ("callingElementPath", not_indexed()),
         ]),
         ValueType::ProcessInstanceCreation => object(&[
             ("bpmnProcessId", keyword()),

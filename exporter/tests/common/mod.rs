@@ -174,6 +174,12 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             tenant_id: DEFAULT_TENANT.into(),
             root_process_instance_key: key(2),
             tags: Vec::new(),
+            // An ELEMENT_ACTIVATING value: the only one that carries the tree path.
+            tree_path: Some(Box::new(TreePath {
+                element_instance_path: vec![vec![key(2), key(3)]],
+                process_definition_path: vec![key(1)],
+                calling_element_path: Vec::new(),
+            })),
         }
         .into(),
         ValueType::ProcessInstanceCreation => ProcessInstanceCreationRecord {

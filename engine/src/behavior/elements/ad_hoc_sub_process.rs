@@ -212,7 +212,10 @@ impl Processing<'_> {
             &ad_hoc.process,
             definition.inner_instance,
         )?;
-        self.mark(&inner, Intent::ElementActivated)?;
+        // Zeebe writes ACTIVATED from the ACTIVATING value here, tree path included.
+        let mut activated = inner.record().clone();
+        self.fill_tree_path(inner.key(), &mut activated)?;
+        self.event(inner.key(), Intent::ElementActivated, activated)?;
         if let Some(name) = definition.output_element_variable()
             && !variables.contains_key(name)
         {

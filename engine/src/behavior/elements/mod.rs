@@ -250,7 +250,9 @@ impl Processing<'_> {
             ..scope
         };
         let key = self.next_key()?;
-        self.event(key, Intent::ElementActivating, record.clone())?;
+        let mut activating = record.clone();
+        self.fill_tree_path(key, &mut activating)?;
+        self.event(key, Intent::ElementActivating, activating)?;
         Ok(Active {
             instance: crate::state::ElementInstance {
                 key,
@@ -271,7 +273,8 @@ impl Processing<'_> {
     }
 
     /// Enters a new process instance (ELEMENT_ACTIVATING of the process element).
-    pub fn enter_process(&mut self, key: Key, record: ProcessInstanceRecord) -> Result<()> {
+    pub fn enter_process(&mut self, key: Key, mut record: ProcessInstanceRecord) -> Result<()> {
+        self.fill_tree_path(key, &mut record)?;
         self.event(key, Intent::ElementActivating, record)
     }
 
@@ -912,6 +915,7 @@ impl Processing<'_> {
             tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
             root_process_instance_key: process_instance_key.get(),
             tags: Vec::new(),
+            tree_path: None,
         }
     }
 }

@@ -41,6 +41,7 @@ fn partitions() -> Vec<MemoryHistory> {
                         2 => vec!["even".into()],
                         _ => Vec::new(),
                     },
+                    tree_path: None,
                 };
                 let at = 1_000 + n as i64 * 7 + i64::from(p);
                 records.push(record(Intent::ElementActivating, at, value(())));
