@@ -618,7 +618,8 @@ impl Parser {
                     }
                     other => Expr::Path(Box::new(other), name),
                 };
-            } else if self.eat_symbol(Symbol::OpenBracket) {
+            } else if self.at_symbol(Symbol::OpenBracket) && self.opens_filter() {
+                self.position += 1;
                 self.enter_chain()?;
                 levels += 1;
                 let filter = self.expression()?;
@@ -644,6 +645,32 @@ impl Parser {
         }
         self.leave_chain(levels);
         Ok(expr)
+    }
+
+    /// Whether the `[` at the cursor opens a filter (`xs[item > 1]`). After a range's end
+    /// it may instead close the range, excluding the end (`[1..10[`, `]1..x[`): then no
+    /// expression follows it.
+    fn opens_filter(&self) -> bool {
+        const FOLLOWS_AN_EXPRESSION: &[&str] = &[
+            "and",
+            "or",
+            "then",
+            "else",
+            "return",
+            "satisfies",
+            "in",
+            "between",
+            "instance",
+        ];
+        match self.peek_at(1) {
+            None => false,
+            Some(Token::Symbol(symbol)) => matches!(
+                symbol,
+                Symbol::OpenParen | Symbol::OpenBracket | Symbol::OpenBrace | Symbol::Minus
+            ),
+            Some(Token::Name(word)) => !FOLLOWS_AN_EXPRESSION.contains(&word.as_str()),
+            Some(_) => true,
+        }
     }
 
     /// Joins `time offset`, `start included`, `end included` after a `.`.

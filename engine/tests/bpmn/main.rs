@@ -6,6 +6,7 @@ mod ad_hoc;
 mod compensation;
 mod elements;
 mod extensions;
+mod fuzz_seeds;
 mod limits;
 mod problems;
 mod samples;
