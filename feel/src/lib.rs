@@ -172,6 +172,19 @@ impl Expression {
         value::to_json(&value).map_err(|reason| self.evaluation_error(reason))
     }
 
+    /// For a decision table's input expression: what the rules' input entries test, with
+    /// its FEEL type kept (an expression that builds a date gives a date, not its ISO
+    /// text), and its JSON form for the evaluation record.
+    pub fn evaluate_test_input(
+        &self,
+        variables: &Map<String, Json>,
+        environment: impl Into<Environment>,
+    ) -> Result<(TestInput, Json), FeelError> {
+        let (value, _) = self.evaluate_value(variables, environment.into())?;
+        let json = value::to_json(&value).map_err(|reason| self.evaluation_error(reason))?;
+        Ok((TestInput(value), json))
+    }
+
     /// For conditions (sequence flows): `true` only if the result is `true`; `null`
     /// (e.g. `x > 5` with no `x`) is not true. Any other type is an error.
     pub fn evaluate_condition(

@@ -9,7 +9,7 @@ use crate::{Environment, FeelError, eval, parser};
 
 /// An input value converted once, to be checked against many unary tests.
 #[derive(Debug, Clone)]
-pub struct TestInput(Value);
+pub struct TestInput(pub(crate) Value);
 
 impl TestInput {
     /// Converts a JSON value (the result of the input expression).

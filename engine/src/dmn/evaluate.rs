@@ -166,11 +166,11 @@ fn evaluate_table(
 ) -> Result<Json, String> {
     let mut tests = Vec::with_capacity(table.inputs.len());
     for input in &table.inputs {
-        let value = input
+        let (test, value) = input
             .expression
-            .evaluate(scope, env)
+            .evaluate_test_input(scope, env)
             .map_err(|e| format!("input '{}': {e}", input.id))?;
-        tests.push(TestInput::from_json(&value).map_err(|e| e.to_string())?);
+        tests.push(test);
         record.evaluated_inputs.push(EvaluatedInput {
             input_id: input.id.clone(),
             input_name: input.name.clone(),

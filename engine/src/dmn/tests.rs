@@ -383,3 +383,37 @@ fn a_decision_result_must_have_its_variables_type() {
         "{text}"
     );
 }
+
+/// An input expression that builds a date is tested as a date (the record shows its ISO
+/// text), so temporal comparisons in the input entries work.
+#[test]
+fn an_input_expression_keeps_its_feel_type_for_the_input_entries() {
+    let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="https://www.omg.org/spec/DMN/20191111/MODEL/" id="Dates" name="Dates" namespace="http://camunda.org/schema/1.0/dmn">
+  <decision id="term" name="Term">
+    <decisionTable id="Table_Term">
+      <input id="Input_Signed" label="Signed">
+        <inputExpression id="InputExpression_Signed" typeRef="date">
+          <text>date(signedOn)</text>
+        </inputExpression>
+      </input>
+      <output id="Output_Term" name="term" typeRef="string" />
+      <rule id="Rule_Old">
+        <inputEntry id="In_Old"><text>&lt; date("2026-01-01")</text></inputEntry>
+        <outputEntry id="Out_Old"><text>"old"</text></outputEntry>
+      </rule>
+      <rule id="Rule_New">
+        <inputEntry id="In_New"><text>[date("2026-01-01")..date("2027-01-01")[</text></inputEntry>
+        <outputEntry id="Out_New"><text>"new"</text></outputEntry>
+      </rule>
+    </decisionTable>
+  </decision>
+</definitions>"#;
+    let drg = drg(xml);
+    let result = evaluate(&drg, "term", json!({"signedOn": "2026-12-04"})).unwrap();
+    assert_eq!(result.output, json!("new"));
+    let inputs = &result.evaluated[0].evaluated_inputs;
+    assert_eq!(inputs[0].input_value, json!("2026-12-04"));
+    let old = evaluate(&drg, "term", json!({"signedOn": "2025-06-30"})).unwrap();
+    assert_eq!(old.output, json!("old"));
+}
