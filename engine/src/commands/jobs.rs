@@ -585,11 +585,7 @@ pub(super) fn time_out(p: &mut Processing<'_>, key: Key) -> Result<()> {
         worker: String::new(),
         ..job.record
     };
-    p.command(key, Intent::TimeOut, record.clone());
-    p.event(key, Intent::TimedOut, record.clone())?;
-    p.notify_jobs_available(&record.job_type);
-    p.respond(key, Intent::TimedOut, record);
-    Ok(())
+    activatable_again(p, key, (Intent::TimeOut, Intent::TimedOut), record)
 }
 
 /// An activated job handed back unworked, e.g. pushed to a job stream whose client had
@@ -603,11 +599,7 @@ pub(super) fn yield_back(p: &mut Processing<'_>, key: Key) -> Result<()> {
         worker: String::new(),
         ..job.record
     };
-    p.command(key, Intent::Yield, record.clone());
-    p.event(key, Intent::Yielded, record.clone())?;
-    p.notify_jobs_available(&record.job_type);
-    p.respond(key, Intent::Yielded, record);
-    Ok(())
+    activatable_again(p, key, (Intent::Yield, Intent::Yielded), record)
 }
 
 pub(super) fn recur(p: &mut Processing<'_>, key: Key) -> Result<()> {
@@ -634,10 +626,26 @@ pub(super) fn recur(p: &mut Processing<'_>, key: Key) -> Result<()> {
         recurring_time: -1,
         ..job.record
     };
-    p.command(key, Intent::RecurAfterBackoff, record.clone());
-    p.event(key, Intent::RecurredAfterBackoff, record.clone())?;
+    activatable_again(
+        p,
+        key,
+        (Intent::RecurAfterBackoff, Intent::RecurredAfterBackoff),
+        record,
+    )
+}
+
+/// Writes a command and the event that makes its job activatable again, and tells the
+/// job's workers there is work.
+fn activatable_again(
+    p: &mut Processing<'_>,
+    key: Key,
+    (command, event): (Intent, Intent),
+    record: JobRecord,
+) -> Result<()> {
+    p.command(key, command, record.clone());
+    p.event(key, event, record.clone())?;
     p.notify_jobs_available(&record.job_type);
-    p.respond(key, Intent::RecurredAfterBackoff, record);
+    p.respond(key, event, record);
     Ok(())
 }
 

@@ -781,15 +781,7 @@ impl Processing<'_> {
         if live != Some(true) {
             return Ok(());
         }
-        let record = holder.record();
-        let event = EventTarget {
-            scope_key: holder.key().get(),
-            element_id: &holder.process.model.element(catch).id,
-            process_definition_key: record.process_definition_key,
-            process_instance_key: record.process_instance_key,
-            tenant_id: &record.tenant_id,
-        };
-        self.process_event_triggered(event_key, &event)?;
+        self.event_triggered(holder, catch, Some(event_key))?;
         self.activate(scope_key, &holder.process, element, trigger)
     }
 

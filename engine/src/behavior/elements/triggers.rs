@@ -380,7 +380,7 @@ impl Processing<'_> {
     }
 
     /// Writes TRIGGERED for the PROCESS_EVENT `event`, if one was written.
-    fn event_triggered(
+    pub(super) fn event_triggered(
         &mut self,
         holder: &Active,
         catch: ElementIdx,
