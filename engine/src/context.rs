@@ -433,6 +433,7 @@ impl<'a> Processing<'a> {
         job_key: Key,
     ) -> Result<()> {
         let key = self.next_key()?;
+        let path = self.tree_path(element_instance_key, at)?;
         let record = IncidentRecord {
             error_type,
             error_message: message,
@@ -444,6 +445,9 @@ impl<'a> Processing<'a> {
             job_key: job_key.get(),
             variable_scope_key: element_instance_key.get(),
             tenant_id: at.tenant_id.clone(),
+            element_instance_path: path.element_instance_path,
+            process_definition_path: path.process_definition_path,
+            calling_element_path: path.calling_element_path,
             root_process_instance_key: at.root_process_instance_key,
         };
         self.event(key, Intent::Created, record)

@@ -214,6 +214,9 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "jobKey",
             "variableScopeKey",
             "tenantId",
+            "elementInstancePath",
+            "processDefinitionPath",
+            "callingElementPath",
             "rootProcessInstanceKey",
         ],
         ValueType::Message => &[
@@ -459,6 +462,12 @@ fn nested_values_keep_zeebes_shape() {
 
     let incident = record_document(&record(1, RecordType::Event, value_of(ValueType::Incident)));
     assert_eq!(incident["value"]["errorType"], "JOB_NO_RETRIES");
+    assert_eq!(
+        incident["value"]["elementInstancePath"],
+        json!([[key(2), key(5)]])
+    );
+    assert_eq!(incident["value"]["processDefinitionPath"], json!([key(1)]));
+    assert_eq!(incident["value"]["callingElementPath"], json!([]));
 
     let batch = record_document(&record(1, RecordType::Event, value_of(ValueType::JobBatch)));
     assert_eq!(

@@ -70,6 +70,9 @@ fn incident(intent: Intent, n: u64) -> Record {
             job_key: 6,
             variable_scope_key: 5,
             tenant_id: "<default>".into(),
+            element_instance_path: Vec::new(),
+            process_definition_path: Vec::new(),
+            calling_element_path: Vec::new(),
             root_process_instance_key: key(n).get(),
         }),
     )

@@ -895,6 +895,14 @@ pub struct IncidentRecord {
     pub variable_scope_key: i64,
     #[serde(default = "default_tenant")]
     pub tenant_id: String,
+    /// The incident's element instance's tree path (Zeebe 8.8, see [`TreePath`]), flat
+    /// as Zeebe writes it; empty lists where the incident has no element instance.
+    #[serde(default)]
+    pub element_instance_path: Vec<Vec<i64>>,
+    #[serde(default)]
+    pub process_definition_path: Vec<i64>,
+    #[serde(default)]
+    pub calling_element_path: Vec<i32>,
     /// The top-level instance of its call hierarchy: its own process instance's key
     /// unless a call activity created that instance (as Zeebe writes it since 8.9; -1
     /// in records written before Rill filled it).

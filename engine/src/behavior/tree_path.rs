@@ -1,6 +1,6 @@
 //! Zeebe 8.8's tree path of an element instance (`elementInstancePath`,
 //! `processDefinitionPath`, `callingElementPath`), written on its `ELEMENT_ACTIVATING`
-//! record only, as Zeebe does.
+//! record and on its incidents, as Zeebe does.
 //!
 //! It is derived when the record is written, from the record itself and the element
 //! instances above it; nothing extra is kept in state. An element directly in its
@@ -31,6 +31,12 @@ impl Processing<'_> {
     /// Sets the tree path of the element instance `key` that `record` is about to
     /// enter (its instance may not exist yet; its flow scope and callers do).
     pub fn fill_tree_path(&mut self, key: Key, record: &mut ProcessInstanceRecord) -> Result<()> {
+        record.tree_path = Some(Box::new(self.tree_path(key, record)?));
+        Ok(())
+    }
+
+    /// The tree path of the element instance `key` whose record is `record`.
+    pub fn tree_path(&mut self, key: Key, record: &ProcessInstanceRecord) -> Result<TreePath> {
         // Built from the element upwards, then turned around: the root comes first.
         let mut instances: Vec<Vec<i64>> = Vec::with_capacity(1);
         let mut definitions = Vec::with_capacity(1);
@@ -74,12 +80,11 @@ impl Processing<'_> {
         instances.reverse();
         definitions.reverse();
         calling.reverse();
-        record.tree_path = Some(Box::new(TreePath {
+        Ok(TreePath {
             element_instance_path: instances,
             process_definition_path: definitions,
             calling_element_path: calling,
-        }));
-        Ok(())
+        })
     }
 
     /// The keys from the process instance `process_instance` down through the flow

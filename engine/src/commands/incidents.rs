@@ -70,6 +70,9 @@ pub(super) fn placeholder() -> IncidentRecord {
         job_key: -1,
         variable_scope_key: -1,
         tenant_id: tenant(),
+        element_instance_path: Vec::new(),
+        process_definition_path: Vec::new(),
+        calling_element_path: Vec::new(),
         root_process_instance_key: -1,
     }
 }

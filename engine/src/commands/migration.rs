@@ -701,10 +701,15 @@ fn write_migration(p: &mut Processing<'_>, planned: Planned) -> Result<()> {
         if incident.record.element_instance_key != key.get() {
             continue;
         }
+        // The path names the target definition from now on.
+        let path = p.tree_path(key, &record)?;
         let migrated = IncidentRecord {
             element_id: element_id.clone(),
             bpmn_process_id: bpmn_process_id.clone(),
             process_definition_key: definition_key,
+            element_instance_path: path.element_instance_path,
+            process_definition_path: path.process_definition_path,
+            calling_element_path: path.calling_element_path,
             ..incident.record
         };
         p.event(incident.key, Intent::Migrated, migrated)?;

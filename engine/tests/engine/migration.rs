@@ -560,6 +560,12 @@ fn an_incident_moves_with_its_element() {
     assert_eq!(value.element_id, "A2");
     assert_eq!(value.process_definition_key, v2.get());
     assert_eq!(value.job_key, job.get());
+    // The tree path names the target definition; the instance keys stay.
+    assert_eq!(value.process_definition_path, vec![v2.get()]);
+    assert_eq!(
+        value.element_instance_path,
+        vec![vec![instance.get(), value.element_instance_key]]
+    );
     let incidents = rule.incidents(instance);
     assert_eq!(incidents.len(), 1);
     assert_eq!(incidents[0].record.element_id, "A2");

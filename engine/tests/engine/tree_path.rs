@@ -1,11 +1,12 @@
-//! Zeebe 8.8's tree path on PROCESS_INSTANCE records (`elementInstancePath`,
-//! `processDefinitionPath`, `callingElementPath`): only ELEMENT_ACTIVATING carries it.
+//! Zeebe 8.8's tree path (`elementInstancePath`, `processDefinitionPath`,
+//! `callingElementPath`): of the PROCESS_INSTANCE records only ELEMENT_ACTIVATING carries
+//! it; INCIDENT records carry their element's.
 
-use rill_protocol::value::{BpmnElementType, ProcessInstanceRecord};
-use rill_protocol::{Intent, RecordValue, ValueType};
+use rill_protocol::value::{BpmnElementType, IncidentRecord, ProcessInstanceRecord};
+use rill_protocol::{Command, FailJob, Intent, JsonValue, RecordValue, UpdateJob, ValueType};
 use serde_json::json;
 
-use super::elements::{flow, model, task};
+use super::elements::{cond_flow, flow, model, task};
 use super::*;
 
 /// The ELEMENT_ACTIVATING records of `element_id`, in order: `(key, value)`.
@@ -395,5 +396,104 @@ fn an_ad_hoc_inner_instance_carries_the_path_on_activating_and_activated() {
         record.element_instance_path(),
         vec![vec![instance, ad_hoc, inner, research]]
     );
+    rule.assert_replay_matches();
+}
+
+/// The INCIDENT records of the rule, in order: `(intent, value)`.
+fn incidents(rule: &EngineRule) -> Vec<(Intent, IncidentRecord)> {
+    rule.records()
+        .events()
+        .of_type(ValueType::Incident)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::Incident(v) => Some((r.intent, v.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_incident_carries_the_tree_path_of_its_element_on_creation_and_resolution() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&leaf_process());
+    rule.deploy_xml(&middle_process());
+    rule.deploy_xml(&root_resource());
+    rule.create("p", empty());
+    let (work, work_record) = activating_one(&rule, "Work");
+
+    let (job_key, _) = rule.job("work");
+    let outcome = rule.process(Command::FailJob(FailJob {
+        job_key,
+        retries: 0,
+        error_message: "no stock service".to_owned(),
+        retry_backoff: 0,
+        variables: JsonValue::from(json!({})),
+    }));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let created = incidents(&rule);
+    assert_eq!(created.len(), 1, "{created:?}");
+    let (intent, incident) = &created[0];
+    assert_eq!(*intent, Intent::Created);
+    assert_eq!(incident.element_instance_key, work);
+    // Three process instances deep: the whole hierarchy, as on the task's activation.
+    let expected = path(&work_record);
+    assert_eq!(expected.0.len(), 3);
+    assert_eq!(
+        (
+            incident.element_instance_path.clone(),
+            incident.process_definition_path.clone(),
+            incident.calling_element_path.clone()
+        ),
+        expected
+    );
+
+    let incident_key = rule.records().events().of_type(ValueType::Incident).records[0].key;
+    let outcome = rule.process(Command::UpdateJob(UpdateJob {
+        job_key,
+        retries: Some(1),
+        timeout: None,
+    }));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let outcome = rule.process(Command::ResolveIncident { incident_key });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let all = incidents(&rule);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[1].0, Intent::Resolved);
+    assert_eq!(all[1].1, all[0].1, "RESOLVED repeats the created incident");
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_incident_on_an_element_in_a_subprocess_names_the_subprocess_in_its_path() {
+    let mut rule = EngineRule::new();
+    // The gateway's only flow has a condition that is false: a condition incident.
+    let sub = format!(
+        r#"<bpmn:subProcess id="Sub"><bpmn:startEvent id="ss" /><bpmn:exclusiveGateway id="Gw" /><bpmn:endEvent id="se" />{}{}</bpmn:subProcess>"#,
+        flow("g1", "ss", "Gw"),
+        cond_flow("g2", "Gw", "se", "=false")
+    );
+    rule.deploy_xml(&model(&format!(
+        r#"<bpmn:startEvent id="s" />{sub}<bpmn:endEvent id="e" />{}{}"#,
+        flow("f1", "s", "Sub"),
+        flow("f2", "Sub", "e")
+    )));
+    let instance = rule.create("p", empty()).get();
+
+    let (sub_key, sub) = activating_one(&rule, "Sub");
+    let (gateway_key, _) = activating_one(&rule, "Gw");
+    let created = incidents(&rule);
+    assert_eq!(created.len(), 1, "{created:?}");
+    let incident = &created[0].1;
+    assert_eq!(incident.element_id, "Gw");
+    assert_eq!(
+        incident.element_instance_path,
+        vec![vec![instance, sub_key, gateway_key]]
+    );
+    assert_eq!(
+        incident.process_definition_path,
+        vec![sub.process_definition_key]
+    );
+    assert!(incident.calling_element_path.is_empty());
     rule.assert_replay_matches();
 }

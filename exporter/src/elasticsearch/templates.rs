@@ -451,6 +451,10 @@ fn value_properties(value_type: ValueType) -> Value {
             ("jobKey", long()),
             ("variableScopeKey", long()),
             ("tenantId", keyword()),
+            // Kept in the source but not indexed, as in Zeebe 8.8's template.
+            ("elementInstancePath", not_indexed()),
+            ("processDefinitionPath", not_indexed()),
+            ("callingElementPath", not_indexed()),
             ("rootProcessInstanceKey", long()),
         ]),
         ValueType::Message => object(&[

@@ -297,6 +297,9 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             job_key: key(6),
             variable_scope_key: key(5),
             tenant_id: DEFAULT_TENANT.into(),
+            element_instance_path: vec![vec![key(2), key(5)]],
+            process_definition_path: vec![key(1)],
+            calling_element_path: vec![],
             root_process_instance_key: key(2),
         }
         .into(),

@@ -96,6 +96,9 @@ fn partitions() -> Vec<MemoryHistory> {
                         job_key: key.get(),
                         variable_scope_key: -1,
                         tenant_id: "<default>".into(),
+                        element_instance_path: Vec::new(),
+                        process_definition_path: Vec::new(),
+                        calling_element_path: Vec::new(),
                         root_process_instance_key: Key::new(PartitionId(p), 600 + n).get(),
                     });
                     let created = 2_000 + n as i64 * 3 + i64::from(p);
