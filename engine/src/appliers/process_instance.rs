@@ -195,6 +195,10 @@ fn multi_instance_ended(
     if value.bpmn_element_type == BpmnElementType::MultiInstanceBody {
         return state.delete_multi_instance(key);
     }
+    // Most elements sit directly in their process, which is no body: no read for them.
+    if value.flow_scope_key == value.process_instance_key || value.flow_scope_key <= 0 {
+        return Ok(());
+    }
     let in_body = state
         .read()
         .peek_element_instance(value.flow_scope_key, |scope| {
