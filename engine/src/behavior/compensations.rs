@@ -16,6 +16,9 @@
 //!   subscriptions is left completes;
 //! - subscriptions go (`DELETED`) with their scope when it is terminated, and with the
 //!   process instance when it ends.
+//!
+//! An ad-hoc subprocess is one scope across its inner instances: subscriptions of what
+//! completed in any of them are scoped to the ad-hoc subprocess's element instance.
 
 use rill_protocol::value::{
     BpmnElementType, BpmnEventType, CompensationSubscriptionRecord, ProcessInstanceRecord,
