@@ -867,3 +867,83 @@ fn an_ad_hoc_subprocess_can_be_a_compensation_handler() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
+
+#[test]
+fn subprocesses_and_multi_instance_activities_inside_are_compensated_with_their_content() {
+    let mut rule = EngineRule::new();
+    let inside = format!(
+        r#"<bpmn:subProcess id="Trip">
+<bpmn:startEvent id="TripStart" />
+{}
+<bpmn:endEvent id="TripEnd" />
+{}{}
+</bpmn:subProcess>
+<bpmn:serviceTask id="Seats"><bpmn:extensionElements><zeebe:taskDefinition type="Seats" /></bpmn:extensionElements>
+<bpmn:multiInstanceLoopCharacteristics><bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=[1, 2]" inputElement="seat" /></bpmn:extensionElements></bpmn:multiInstanceLoopCharacteristics>
+</bpmn:serviceTask>
+<bpmn:boundaryEvent id="SeatsDone" attachedToRef="Seats"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>
+{}
+<bpmn:association id="SeatsAssoc" associationDirection="One" sourceRef="SeatsDone" targetRef="FreeSeats" />
+{}
+<bpmn:completionCondition xsi:type="bpmn:tFormalExpression">=false</bpmn:completionCondition>"#,
+        compensable("BookHotel", "CancelHotel"),
+        flow("t1", "TripStart", "BookHotel"),
+        flow("t2", "BookHotel", "TripEnd"),
+        service("FreeSeats", "FreeSeats", r#"isForCompensation="true""#),
+        throw("UndoAll", None),
+    );
+    deploy(
+        &mut rule,
+        &ad_hoc_process(
+            "adhoc-deep",
+            &collection(&["Trip", "Seats"]),
+            &inside,
+            r#"<bpmn:endEvent id="End" /><bpmn:sequenceFlow id="f2" sourceRef="Tools" targetRef="End" />"#,
+        ),
+    );
+    let instance = rule.create("adhoc-deep", json!({}));
+    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    complete_job(&mut rule, "BookHotel");
+    for (key, _) in rule.activate("Seats", 10) {
+        let outcome = rule.complete(key, json!({}));
+        assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    }
+    let records = subscriptions(&rule);
+    assert_eq!(
+        steps(&rule),
+        expect(&[
+            (Intent::Created, "BookHotel"),
+            (Intent::Created, "Trip"),
+            (Intent::Created, "Seats"),
+        ])
+    );
+    let trip = events(&rule, "Trip", Intent::ElementActivated)[0].0;
+    assert_eq!(records[0].2.compensable_activity_scope_key, trip.get());
+    assert_eq!(records[1].2.compensable_activity_scope_key, ad_hoc.get());
+    assert_eq!(records[2].2.compensable_activity_scope_key, ad_hoc.get());
+    let outcome = rule.process(activation(ad_hoc, &["UndoAll"]));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_eq!(
+        steps(&rule)[3..],
+        expect(&[
+            (Intent::Triggered, "Seats"),
+            (Intent::Triggered, "Trip"),
+            (Intent::Triggered, "BookHotel"),
+        ])
+    );
+    complete_job(&mut rule, "FreeSeats");
+    assert_eq!(count(&rule, "UndoAll", Intent::ElementCompleted), 0);
+    complete_job(&mut rule, "CancelHotel");
+    assert_eq!(count(&rule, "UndoAll", Intent::ElementCompleted), 1);
+    assert_eq!(
+        steps(&rule)[6..],
+        expect(&[
+            (Intent::Completed, "Seats"),
+            (Intent::Completed, "BookHotel"),
+            (Intent::Completed, "Trip"),
+        ])
+    );
+    cancel(&mut rule, instance);
+    assert_eq!(subscriptions(&rule).len(), 9);
+    rule.assert_replay_matches();
+}
