@@ -2,8 +2,11 @@
 //! compensation scope across its inner instances; a throw event inside compensates
 //! what completed in any activation (all, or `activityRef`'s); a compensation boundary
 //! event on the ad-hoc subprocess; an enclosing throw compensating what completed
-//! inside; termination deleting the subscriptions; the job-worker implementation;
-//! handlers that cannot be activated. Every test ends with a replay of its log.
+//! inside; subprocesses and multi-instance activities inside; termination deleting the
+//! subscriptions (of the ad-hoc subprocess, and of an inner instance that compensates);
+//! the job-worker implementation; handlers that cannot be activated; an ad-hoc
+//! subprocess as a handler; the migration refusal. Every test ends with a replay of
+//! its log.
 
 use rill_protocol::value::{
     AdHocSubProcessActivateElement, BpmnElementType, BpmnEventType, CompensationSubscriptionRecord,
