@@ -16,6 +16,9 @@
 //!   subscriptions is left completes;
 //! - subscriptions go (`DELETED`) with their scope when it is terminated, and with the
 //!   process instance when it ends.
+//!
+//! An ad-hoc subprocess is one scope across its inner instances: subscriptions of what
+//! completed in any of them are scoped to the ad-hoc subprocess's element instance.
 
 use rill_protocol::value::{
     BpmnElementType, BpmnEventType, CompensationSubscriptionRecord, ProcessInstanceRecord,
@@ -44,7 +47,9 @@ impl Processing<'_> {
         if handler.is_none() {
             let holds_scope = matches!(
                 record.bpmn_element_type,
-                BpmnElementType::SubProcess | BpmnElementType::MultiInstanceBody
+                BpmnElementType::SubProcess
+                    | BpmnElementType::MultiInstanceBody
+                    | BpmnElementType::AdHocSubProcess
             );
             if !holds_scope {
                 return Ok(());
@@ -58,6 +63,7 @@ impl Processing<'_> {
                 return Ok(());
             }
         }
+        let scope = self.compensation_scope_of(Key(record.flow_scope_key))?;
         let subscription = CompensationSubscriptionRecord {
             tenant_id: record.tenant_id.clone(),
             process_instance_key: record.process_instance_key,
@@ -69,7 +75,7 @@ impl Processing<'_> {
                 .map(|h| model.element(h).id.clone())
                 .unwrap_or_default(),
             compensation_handler_instance_key: -1,
-            compensable_activity_scope_key: record.flow_scope_key,
+            compensable_activity_scope_key: scope.get(),
             compensable_activity_instance_key: active.key().get(),
             variables: JsonValue::from(serde_json::Value::Object(serde_json::Map::new())),
         };
@@ -188,12 +194,24 @@ impl Processing<'_> {
             )
         });
         if !in_event_subprocess {
-            return Ok(scope_key);
+            return self.compensation_scope_of(scope_key);
         }
         let outer = self
             .read()
             .peek_element_instance(scope_key, |scope| scope.record.flow_scope_key)?;
-        Ok(outer.map_or(scope_key, Key))
+        self.compensation_scope_of(outer.map_or(scope_key, Key))
+    }
+
+    /// The scope an element instance counts as for compensation: an ad-hoc
+    /// subprocess's inner instance counts as the ad-hoc subprocess, so that a thrower in
+    /// one activation compensates what completed in the others (and the subscriptions
+    /// outlive the inner instance they completed in).
+    fn compensation_scope_of(&self, scope_key: Key) -> Result<Key> {
+        let ad_hoc = self.read().peek_element_instance(scope_key, |scope| {
+            (scope.record.bpmn_element_type == BpmnElementType::AdHocSubProcessInnerInstance)
+                .then_some(scope.record.flow_scope_key)
+        })?;
+        Ok(ad_hoc.flatten().map_or(scope_key, Key))
     }
 
     /// A compensation handler completed (after its ELEMENT_COMPLETED): its subscription
@@ -252,24 +270,88 @@ impl Processing<'_> {
             if scope.record().bpmn_element_type == BpmnElementType::Process {
                 all.iter().collect()
             } else {
-                let mut scopes = vec![scope.key().get()];
-                let mut doomed = Vec::new();
-                let mut next = 0;
-                while next < scopes.len() {
-                    for subscription in &all {
-                        if subscription.1.compensable_activity_scope_key == scopes[next] {
-                            doomed.push(subscription);
-                            scopes.push(subscription.1.compensable_activity_instance_key);
-                        }
-                    }
-                    next += 1;
-                }
-                doomed.sort_by_key(|(key, _)| *key);
-                doomed
+                let scope_key = scope.key().get();
+                with_nested(&all, |s| s.compensable_activity_scope_key == scope_key)
             };
         for (key, subscription) in doomed {
             self.event(*key, Intent::Deleted, subscription.clone())?;
         }
         Ok(())
     }
+
+    /// An ad-hoc subprocess's inner instance is terminated (before what runs in it): the
+    /// subscriptions its throwers triggered go, with those inside them, as their
+    /// handlers and throwers go with it; left triggered, they would keep the ad-hoc
+    /// subprocess's compensation from ever completing. What completed in it stays
+    /// compensable: it belongs to the ad-hoc subprocess.
+    pub(crate) fn delete_compensations_thrown_in(&mut self, inner: &Active) -> Result<()> {
+        if !inner.process.model.has_compensation {
+            return Ok(());
+        }
+        let ad_hoc = inner.record().flow_scope_key;
+        let all = self
+            .read()
+            .compensation_subscriptions(inner.record().process_instance_key)?;
+        let mut throwers = Vec::new();
+        for (_, s) in &all {
+            let thrower = s.throw_event_instance_key;
+            if s.compensable_activity_scope_key == ad_hoc
+                && thrower > 0
+                && !throwers.contains(&thrower)
+                && self.lies_in(Key(thrower), inner.key())?
+            {
+                throwers.push(thrower);
+            }
+        }
+        if throwers.is_empty() {
+            return Ok(());
+        }
+        let doomed = with_nested(&all, |s| {
+            s.compensable_activity_scope_key == ad_hoc
+                && throwers.contains(&s.throw_event_instance_key)
+        });
+        for (key, subscription) in doomed {
+            self.event(*key, Intent::Deleted, subscription.clone())?;
+        }
+        Ok(())
+    }
+
+    /// Whether a live element instance lies (at any depth) inside a scope.
+    fn lies_in(&self, element: Key, scope: Key) -> Result<bool> {
+        let mut at = element;
+        while at.get() > 0 {
+            let Some(up) = self
+                .read()
+                .peek_element_instance(at, |i| i.record.flow_scope_key)?
+            else {
+                return Ok(false);
+            };
+            if up == scope.get() {
+                return Ok(true);
+            }
+            at = Key(up);
+        }
+        Ok(false)
+    }
+}
+
+/// The subscriptions `root` picks and, going down, those of what completed inside the
+/// activities they stand for; in key order.
+fn with_nested(
+    all: &[Subscription],
+    root: impl Fn(&CompensationSubscriptionRecord) -> bool,
+) -> Vec<&Subscription> {
+    let mut doomed: Vec<&Subscription> = all.iter().filter(|(_, s)| root(s)).collect();
+    let mut next = 0;
+    while next < doomed.len() {
+        let inside = doomed[next].1.compensable_activity_instance_key;
+        for subscription in all {
+            if subscription.1.compensable_activity_scope_key == inside {
+                doomed.push(subscription);
+            }
+        }
+        next += 1;
+    }
+    doomed.sort_by_key(|(key, _)| *key);
+    doomed
 }

@@ -804,6 +804,21 @@ pub(super) fn migrate_message_side(
     p.event(subscription.key, Intent::Migrated, migrated)
 }
 
+/// The innermost ad-hoc subprocess an element lies in, at any depth.
+fn ad_hoc_around(model: &ProcessModel, idx: ElementIdx) -> Option<ElementIdx> {
+    let mut at = model.element(idx).flow_scope;
+    while let Some(scope) = at {
+        if matches!(
+            model.element(scope).kind,
+            ElementKind::AdHocInnerInstance { .. }
+        ) {
+            return model.element(scope).flow_scope;
+        }
+        at = model.element(scope).flow_scope;
+    }
+    None
+}
+
 /// The compensation subscriptions of the instance: one of an activity with a
 /// compensation boundary event follows the mapping of that boundary event (unmapped: it
 /// is deleted, as the activity can no longer be compensated); one of a completed
@@ -830,6 +845,14 @@ fn plan_compensations(
         let activity = source
             .element_by_id(activity_id)
             .ok_or_else(|| inconsistent("a compensable activity is not in its model"))?;
+        if let Some(ad_hoc) = ad_hoc_around(source, activity) {
+            let ad_hoc_id = &source.element(ad_hoc).id;
+            return Err(invalid_state(format!(
+                "Expected to migrate process instance '{key}' but the completed activity \
+                 '{activity_id}' inside the ad-hoc subprocess '{ad_hoc_id}' can still be \
+                 compensated. Rill cannot migrate compensation inside an ad-hoc subprocess."
+            )));
+        }
         let migrated_scope = |scope_key: i64| {
             planned
                 .iter()

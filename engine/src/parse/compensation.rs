@@ -242,7 +242,7 @@ fn link_activity_ref(b: &mut Builder<'_, '_, '_>, thrower: ElementIdx, definitio
             ElementKind::SubProcess {
                 triggered_by_event: false,
                 ..
-            }
+            } | ElementKind::AdHocSubProcess(_)
         );
     if !compensable {
         b.problem(

@@ -1034,26 +1034,6 @@ fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
         };
         let inner = definition.inner_instance.0 as usize;
         let ad_hoc_id = b.elements[idx].id.clone();
-        let compensation_boundary = b.elements[idx].boundary_events.iter().find(|boundary| {
-            matches!(
-                b.elements[boundary.0 as usize].kind,
-                ElementKind::BoundaryEvent {
-                    definition: TriggerDefinition::Compensation { .. },
-                    ..
-                }
-            )
-        });
-        if let Some(boundary) = compensation_boundary.copied() {
-            let id = b.elements[boundary.0 as usize].id.clone();
-            b.problem(
-                Some(&id),
-                b.nodes[boundary.0 as usize],
-                format!(
-                    "a compensation boundary event on the ad-hoc subprocess '{ad_hoc_id}' is \
-                     not supported yet; remove it"
-                ),
-            );
-        }
         let mut has_activity = false;
         let mut activatable = Vec::new();
         let mut metadata = Vec::new();
@@ -1081,20 +1061,6 @@ fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
                     "an event subprocess inside the ad-hoc subprocess '{ad_hoc_id}' is not \
                      supported yet; move it to the enclosing scope"
                 )),
-                ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation {
-                    ..
-                })
-                | ElementKind::BoundaryEvent {
-                    definition: TriggerDefinition::Compensation { .. },
-                    ..
-                } => Some(format!(
-                    "compensation inside the ad-hoc subprocess '{ad_hoc_id}' is not supported \
-                     yet; remove it"
-                )),
-                _ if element.for_compensation => Some(format!(
-                    "a compensation handler inside the ad-hoc subprocess '{ad_hoc_id}' is not \
-                     supported yet; remove it"
-                )),
                 _ => None,
             };
             if let Some(message) = refused {
@@ -1104,11 +1070,13 @@ fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
             if element.kind.is_activity() {
                 has_activity = true;
             }
-            let entered_otherwise = matches!(
-                element.kind,
-                ElementKind::BoundaryEvent { .. }
-                    | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. })
-            );
+            // A compensation handler runs only when compensation calls it.
+            let entered_otherwise = element.for_compensation
+                || matches!(
+                    element.kind,
+                    ElementKind::BoundaryEvent { .. }
+                        | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. })
+                );
             if element.incoming.is_empty() && !entered_otherwise {
                 activatable.push(child);
                 metadata.push(element_metadata(b, child));

@@ -1815,8 +1815,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             return false;
         }
         let event_subprocess = node.attribute("triggeredByEvent").map(str::trim) == Some("true");
-        let host =
-            matches!(name, "callActivity" | "subProcess") || MULTI_INSTANCE_HOSTS.contains(&name);
+        let host = matches!(name, "callActivity" | "subProcess" | "adHocSubProcess")
+            || MULTI_INSTANCE_HOSTS.contains(&name);
         if !host || event_subprocess {
             let a = article(name);
             self.problem(

@@ -265,3 +265,50 @@ fn an_activity_ref_must_be_in_the_scope_of_the_throw_event() {
         "{error}"
     );
 }
+
+#[test]
+fn compensation_in_and_on_an_ad_hoc_subprocess_deploys_and_handlers_are_not_offered() {
+    let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="D" targetNamespace="x">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="Start"><bpmn:outgoing>F1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="Tools"><bpmn:incoming>F1</bpmn:incoming><bpmn:outgoing>F2</bpmn:outgoing>
+      <bpmn:task id="A"><bpmn:outgoing>S1</bpmn:outgoing></bpmn:task>
+      <bpmn:boundaryEvent id="Booked" attachedToRef="A"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>
+      <bpmn:task id="Undo" isForCompensation="true" />
+      <bpmn:association id="As" sourceRef="Booked" targetRef="Undo" />
+      <bpmn:intermediateThrowEvent id="UndoA"><bpmn:incoming>S1</bpmn:incoming><bpmn:compensateEventDefinition activityRef="A" /></bpmn:intermediateThrowEvent>
+      <bpmn:intermediateThrowEvent id="UndoAll"><bpmn:compensateEventDefinition /></bpmn:intermediateThrowEvent>
+      <bpmn:sequenceFlow id="S1" sourceRef="A" targetRef="UndoA" />
+    </bpmn:adHocSubProcess>
+    <bpmn:boundaryEvent id="ToolsDone" attachedToRef="Tools"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>
+    <bpmn:adHocSubProcess id="UndoTools" isForCompensation="true"><bpmn:task id="Refund" /></bpmn:adHocSubProcess>
+    <bpmn:association id="As2" sourceRef="ToolsDone" targetRef="UndoTools" />
+    <bpmn:endEvent id="End"><bpmn:incoming>F2</bpmn:incoming><bpmn:compensateEventDefinition activityRef="Tools" /></bpmn:endEvent>
+    <bpmn:sequenceFlow id="F1" sourceRef="Start" targetRef="Tools" />
+    <bpmn:sequenceFlow id="F2" sourceRef="Tools" targetRef="End" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+    let models = parse_bpmn("ad-hoc.bpmn", xml.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let model = &models[0];
+    assert!(model.has_compensation);
+    let ElementKind::AdHocSubProcess(definition) = &el(model, "Tools").kind else {
+        panic!("Tools is an ad-hoc subprocess");
+    };
+    // The handler and the boundary event are not offered; the unconnected thrower is.
+    assert_eq!(ids(model, &definition.activatable), ["A", "UndoAll"]);
+    assert_eq!(
+        model.compensation_boundary(idx(model, "A")),
+        Some((idx(model, "Booked"), idx(model, "Undo")))
+    );
+    assert_eq!(
+        model.compensation_boundary(idx(model, "Tools")),
+        Some((idx(model, "ToolsDone"), idx(model, "UndoTools")))
+    );
+    assert!(el(model, "UndoTools").for_compensation);
+    let ElementKind::EndEvent(EndEventKind::Compensation { activity }) = &el(model, "End").kind
+    else {
+        panic!("End is a compensation end event");
+    };
+    assert_eq!(*activity, Some(idx(model, "Tools")));
+}

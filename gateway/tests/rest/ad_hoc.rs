@@ -337,3 +337,84 @@ async fn an_ad_hoc_subprocess_job_is_completed_with_an_ad_hoc_result_over_rest()
     assert_eq!(got.status, 200, "{:?}", got.body);
     assert_eq!(got.body["state"], "COMPLETED", "{:?}", got.body);
 }
+
+const COMPENSATED: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="compensated" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="toolbox">
+      <bpmn:extensionElements>
+        <zeebe:adHoc activeElementsCollection="=[&#34;book&#34;]" />
+      </bpmn:extensionElements>
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:completionCondition>=false</bpmn:completionCondition>
+      <bpmn:serviceTask id="book">
+        <bpmn:extensionElements><zeebe:taskDefinition type="book" /></bpmn:extensionElements>
+      </bpmn:serviceTask>
+      <bpmn:boundaryEvent id="booked" attachedToRef="book"><bpmn:compensateEventDefinition /></bpmn:boundaryEvent>
+      <bpmn:serviceTask id="unbook" isForCompensation="true">
+        <bpmn:extensionElements><zeebe:taskDefinition type="unbook" /></bpmn:extensionElements>
+      </bpmn:serviceTask>
+      <bpmn:association id="a1" sourceRef="booked" targetRef="unbook" />
+      <bpmn:intermediateThrowEvent id="undo"><bpmn:compensateEventDefinition /></bpmn:intermediateThrowEvent>
+    </bpmn:adHocSubProcess>
+    <bpmn:endEvent id="end"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="toolbox" />
+    <bpmn:sequenceFlow id="f2" sourceRef="toolbox" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+#[tokio::test]
+async fn a_throw_event_activated_over_rest_compensates_the_ad_hoc_subprocess() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway
+        .deploy(&[("compensated.bpmn", COMPENSATED.as_bytes())])
+        .await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "compensated"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let instance = created.body["processInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let ad_hoc = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
+    let key = ad_hoc["elementInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let book = activate_one(&gateway, "book").await;
+    let completed = gateway
+        .post(
+            &format!(
+                "/v2/jobs/{}/completion",
+                book["jobKey"].as_str().expect("key")
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(completed.status, 204, "{:?}", completed.body);
+
+    // A handler is not an element to activate.
+    let refused = gateway
+        .post(
+            &activation_path(&key),
+            json!({"elements": [{"elementId": "unbook"}]}),
+        )
+        .await;
+    assert_eq!(refused.status, 404, "{:?}", refused.body);
+    // The throw event compensates what completed in the other activation.
+    let thrown = gateway
+        .post(
+            &activation_path(&key),
+            json!({"elements": [{"elementId": "undo"}]}),
+        )
+        .await;
+    assert_eq!(thrown.status, 204, "{:?}", thrown.body);
+    let unbook = activate_one(&gateway, "unbook").await;
+    assert_eq!(unbook["elementId"], "unbook");
+}

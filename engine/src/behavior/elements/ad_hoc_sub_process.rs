@@ -113,6 +113,7 @@ impl ElementBehavior for AdHocSubProcess {
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
         p.cancel_job(active)?;
         p.close_event_triggers(active)?;
+        p.delete_compensation_subscriptions(active)?;
         p.resolve_element_incident(active.key())
     }
 }
@@ -144,6 +145,7 @@ impl ElementBehavior for InnerInstance {
     }
 
     fn terminate(&self, p: &mut Processing<'_>, active: &Active) -> Result<()> {
+        p.delete_compensations_thrown_in(active)?;
         // An incident of its completion (output element, completion condition).
         p.resolve_element_incident(active.key())
     }
