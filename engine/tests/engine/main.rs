@@ -1,5 +1,6 @@
 //! Engine tests: commands in, records out (Zeebe's EngineRule style).
 
+mod ad_hoc_event_sub_process;
 mod ad_hoc_job_worker;
 mod ad_hoc_sub_process;
 mod breadth;

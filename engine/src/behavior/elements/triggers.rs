@@ -344,6 +344,7 @@ impl Processing<'_> {
                 };
                 if *interrupting {
                     self.close_event_subprocess_triggers(holder)?;
+                    self.ad_hoc_interrupted(holder)?;
                     if !self.terminate_children(holder.key())? {
                         return self.keep_trigger(holder, catch, trigger.as_ref(), event);
                     }
