@@ -25,6 +25,12 @@
 //! subprocess at once (terminating the inner instances still active when the result
 //! asks for it) or once its inner instances are done. `activeElementsCollection` and
 //! `completionCondition` are not evaluated then.
+//!
+//! Its event subprocesses are its own children, not content: it holds their triggers,
+//! and a triggered one runs beside the inner instances. A non-interrupting one that
+//! completes ends an execution path as an inner instance does (no output element); an
+//! interrupting one cancels the job and the inner instances, and completes the ad-hoc
+//! subprocess when it completes.
 
 use rill_protocol::value::{AdHocSubProcessInstructionRecord, JobRecord};
 use rill_protocol::{Intent, Key};

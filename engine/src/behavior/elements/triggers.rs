@@ -6,7 +6,8 @@
 //!                                                        then enter the boundary event;
 //!                                                        else enter it beside the activity
 //!  process / subprocess  its event subprocesses'       interrupting: close the event
-//!                        start events                    subprocesses' triggers, terminate
+//!  / ad-hoc subprocess   start events                    subprocesses' triggers (and an
+//!                                                        ad-hoc subprocess's job), terminate
 //!                                                        the children, enter the event
 //!                                                        subprocess; else just enter it
 //!  event-based gateway   the catch events after it     complete the gateway (closing the
