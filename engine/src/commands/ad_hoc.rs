@@ -46,7 +46,7 @@ pub(super) fn activate(
         return Ok(());
     };
     let checked = match check(&ad_hoc, command) {
-        Ok(_) if p.interrupted_by_event_subprocess(&ad_hoc)? => Err(interrupted(&ad_hoc)),
+        Ok(_) if p.ad_hoc_interrupted(&ad_hoc)? => Err(interrupted(&ad_hoc)),
         checked => checked,
     };
     let elements = match checked {

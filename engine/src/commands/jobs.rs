@@ -376,7 +376,7 @@ fn check_ad_hoc_result(
             job.element_id
         ))));
     };
-    if p.interrupted_by_event_subprocess(ad_hoc)? {
+    if p.ad_hoc_interrupted(ad_hoc)? {
         return Ok(Err(super::ad_hoc::interrupted(ad_hoc)));
     }
     if result.completion_condition_fulfilled && !result.activate_elements.is_empty() {

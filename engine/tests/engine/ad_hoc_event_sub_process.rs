@@ -689,3 +689,66 @@ fn modification_inside_an_event_subprocess_of_an_ad_hoc_subprocess_is_refused() 
     assert!(reason.contains("is not supported"), "{reason}");
     rule.assert_replay_matches();
 }
+
+/// An ad-hoc subprocess whose Camunda user task `Review` has a canceling listener, and
+/// an interrupting message event subprocess.
+const HELD_UP: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:message id="m-stop" name="stop">
+    <bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements>
+  </bpmn:message>
+  <bpmn:process id="held-up" isExecutable="true">
+    <bpmn:startEvent id="s"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="Desk">
+      <bpmn:extensionElements><zeebe:adHoc activeElementsCollection="=[&#34;Review&#34;]" /></bpmn:extensionElements>
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:userTask id="Review">
+        <bpmn:extensionElements><zeebe:userTask />
+          <zeebe:taskListeners><zeebe:taskListener eventType="canceling" type="on-cancel" /></zeebe:taskListeners>
+        </bpmn:extensionElements>
+      </bpmn:userTask>
+      <bpmn:subProcess id="OnStop" triggeredByEvent="true">
+        <bpmn:startEvent id="Stop"><bpmn:outgoing>f3</bpmn:outgoing>
+          <bpmn:messageEventDefinition messageRef="m-stop" />
+        </bpmn:startEvent>
+        <bpmn:serviceTask id="Wrap">
+          <bpmn:extensionElements><zeebe:taskDefinition type="wrap" /></bpmn:extensionElements>
+          <bpmn:incoming>f3</bpmn:incoming>
+        </bpmn:serviceTask>
+        <bpmn:sequenceFlow id="f3" sourceRef="Stop" targetRef="Wrap" />
+      </bpmn:subProcess>
+    </bpmn:adHocSubProcess>
+    <bpmn:endEvent id="e"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="Desk" />
+    <bpmn:sequenceFlow id="f2" sourceRef="Desk" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+#[test]
+fn an_interruption_held_up_by_a_canceling_listener_already_refuses_activations() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(HELD_UP);
+    let instance = rule.create("held-up", json!({"orderId": "o-1"}));
+    let desk = key_of(&rule, "Desk");
+    publish(&mut rule, "stop");
+    // The user task waits for its canceling listener; the event subprocess waits too.
+    assert_eq!(count(&rule, "Review", Intent::ElementTerminating), 1);
+    assert_eq!(count(&rule, "OnStop", Intent::ElementActivating), 0);
+    let (kind, reason) = rejection_of(&rule.process(activation(desk, &["Review"])));
+    assert_eq!(kind, RejectionType::InvalidState);
+    assert!(
+        reason.contains("interrupted by an event sub-process"),
+        "{reason}"
+    );
+
+    complete_job(&mut rule, "on-cancel", json!({}));
+    assert_eq!(count(&rule, "Review", Intent::ElementTerminated), 1);
+    assert_eq!(count(&rule, "OnStop", Intent::ElementActivated), 1);
+    complete_job(&mut rule, "wrap", json!({}));
+    assert_eq!(count(&rule, "Desk", Intent::ElementCompleted), 1);
+    assert_eq!(
+        state(&mut rule, instance),
+        rill_engine::ProcessInstanceState::Completed
+    );
+    rule.assert_replay_matches();
+}

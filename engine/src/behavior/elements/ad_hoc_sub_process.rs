@@ -364,7 +364,7 @@ impl Processing<'_> {
     /// An interrupting event subprocess of the ad-hoc subprocess `holder` starts: the
     /// job of the job-worker implementation is cancelled with the inner instances, as
     /// nothing more is activated in it.
-    pub(super) fn ad_hoc_interrupted(&mut self, holder: &Active) -> Result<()> {
+    pub(super) fn interrupt_ad_hoc_job(&mut self, holder: &Active) -> Result<()> {
         if matches!(holder.element().kind, ElementKind::AdHocSubProcess(_))
             && !holder.is_multi_instance_body()
         {
