@@ -45,7 +45,10 @@ pub(super) fn activate(
         p.reject(key, Intent::Activate, record, rejection);
         return Ok(());
     };
-    let checked = check(&ad_hoc, command);
+    let checked = match check(&ad_hoc, command) {
+        Ok(_) if p.ad_hoc_interrupted(&ad_hoc)? => Err(interrupted(&ad_hoc)),
+        checked => checked,
+    };
     let elements = match checked {
         Ok(elements) => elements,
         Err(rejection) => {
@@ -58,6 +61,17 @@ pub(super) fn activate(
     p.event(key, Intent::Activated, record.clone())?;
     p.respond(key, Intent::Activated, record);
     Ok(())
+}
+
+/// An interrupting event subprocess runs in the ad-hoc subprocess: nothing more is
+/// activated in it (the ad-hoc subprocess completes with the event subprocess).
+pub(super) fn interrupted(ad_hoc: &crate::context::Active) -> Rejection {
+    Rejection::invalid_state(format!(
+        "Expected to activate activities for ad-hoc sub-process '{}' with key '{}', but it \
+         is interrupted by an event sub-process.",
+        ad_hoc.record().element_id,
+        ad_hoc.key()
+    ))
 }
 
 /// An element to enter and the locals of its inner instance.

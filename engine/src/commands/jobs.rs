@@ -376,6 +376,9 @@ fn check_ad_hoc_result(
             job.element_id
         ))));
     };
+    if p.ad_hoc_interrupted(ad_hoc)? {
+        return Ok(Err(super::ad_hoc::interrupted(ad_hoc)));
+    }
     if result.completion_condition_fulfilled && !result.activate_elements.is_empty() {
         return Ok(Err(Rejection::invalid_argument(format!(
             "Expected to complete the job with key '{key}' of ad-hoc subprocess '{}' either \

@@ -72,10 +72,13 @@
 //!   start events;
 //! - an ad-hoc subprocess is directly followed by its inner instance element
 //!   (`AdHocInnerInstance`, id `<id>#innerInstance`, its `inner_instance`), the flow scope
-//!   of its content; the content has at least one activity, no start or end event, no
-//!   event subprocess and no compensation; `activatable` lists the content's elements
-//!   with no incoming flow (not boundary or link catch events), in document order;
-//!   `output_collection` and `output_element` are both set or both unset;
+//!   of its content; the content has at least one activity, no start or end event and
+//!   no compensation; `activatable` lists the content's elements with no incoming flow
+//!   (not boundary or link catch events), in document order; `output_collection` and
+//!   `output_element` are both set or both unset. Its event subprocesses are not part of
+//!   the content: their flow scope is the ad-hoc subprocess itself (the instance that
+//!   holds their triggers), they are its `children` (`event_sub_processes`), and none is
+//!   activatable; a compensation throw or end event is not directly inside one;
 //! - a compensation boundary event (`TriggerDefinition::Compensation`) has no outgoing
 //!   flow and names its handler: an activity of the same scope with `for_compensation`,
 //!   no incoming or outgoing flow and no boundary event; an activity has at most one;
@@ -146,13 +149,15 @@ impl ProcessModel {
         self.flow_index.get(id).copied()
     }
 
-    /// The elements directly inside a process or subprocess, in document order
-    /// (empty for any other element).
+    /// The elements directly inside a process or subprocess, in document order; for an
+    /// ad-hoc subprocess, its event subprocesses (its other content is its inner
+    /// instance element's); empty for any other element.
     pub fn children(&self, scope: ElementIdx) -> &[ElementIdx] {
         match &self.element(scope).kind {
             ElementKind::Process { children, .. }
             | ElementKind::SubProcess { children, .. }
             | ElementKind::AdHocInnerInstance { children, .. } => children,
+            ElementKind::AdHocSubProcess(definition) => &definition.event_sub_processes,
             _ => &[],
         }
     }
@@ -168,13 +173,20 @@ impl ProcessModel {
     }
 
     /// Whether an element is an ad-hoc subprocess's inner instance element or lies
-    /// (at any depth) inside an ad-hoc subprocess.
+    /// (at any depth) inside an ad-hoc subprocess, in its content or in one of its
+    /// event subprocesses.
     pub fn inside_ad_hoc(&self, idx: ElementIdx) -> bool {
-        let mut current = Some(idx);
+        if matches!(
+            self.element(idx).kind,
+            ElementKind::AdHocInnerInstance { .. }
+        ) {
+            return true;
+        }
+        let mut current = self.element(idx).flow_scope;
         while let Some(at) = current {
             if matches!(
                 self.element(at).kind,
-                ElementKind::AdHocInnerInstance { .. }
+                ElementKind::AdHocInnerInstance { .. } | ElementKind::AdHocSubProcess(_)
             ) {
                 return true;
             }
@@ -412,6 +424,10 @@ pub struct AdHocDefinition {
     /// decides what to activate and when to complete, instead of
     /// `active_elements` and `completion_condition`.
     pub job: Option<JobDefinition>,
+    /// Its event subprocesses, in document order: their triggers are held by the
+    /// ad-hoc subprocess instance, and a triggered one runs directly in it, beside the
+    /// inner instances.
+    pub event_sub_processes: Vec<ElementIdx>,
 }
 
 impl AdHocDefinition {

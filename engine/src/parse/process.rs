@@ -369,6 +369,22 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         }
     }
 
+    /// The flow scope of a flow node read in `scope`: an event subprocess written in an
+    /// ad-hoc subprocess belongs to the ad-hoc subprocess itself (as in Zeebe, it holds
+    /// its triggers and runs it beside the inner instances), everything else to `scope`.
+    fn event_scope_of(&self, scope: ElementIdx, node: Node<'a, 'input>) -> ElementIdx {
+        let event_subprocess = node.tag_name().name() == "subProcess"
+            && node.attribute("triggeredByEvent").map(str::trim) == Some("true");
+        match self.elements[scope.0 as usize] {
+            Element {
+                kind: ElementKind::AdHocInnerInstance { .. },
+                flow_scope: Some(ad_hoc),
+                ..
+            } if event_subprocess => ad_hoc,
+            _ => scope,
+        }
+    }
+
     /// Reports an element Rill cannot run; flows to and from it raise nothing more.
     fn unsupported(&mut self, id: Option<&'a str>, node: Node<'a, 'input>, message: String) {
         if let Some(id) = id {
@@ -388,6 +404,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             // A duplicate id, already reported for the whole document.
             return;
         }
+        let scope = self.event_scope_of(scope, node);
         let in_event_subprocess = matches!(
             self.elements[scope.0 as usize].kind,
             ElementKind::SubProcess {
@@ -540,12 +557,12 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 for_compensation,
             },
         );
-        if let ElementKind::Process { children, .. }
-        | ElementKind::SubProcess { children, .. }
-        | ElementKind::AdHocInnerInstance { children, .. } =
-            &mut self.elements[scope.0 as usize].kind
-        {
-            children.push(idx);
+        match &mut self.elements[scope.0 as usize].kind {
+            ElementKind::Process { children, .. }
+            | ElementKind::SubProcess { children, .. }
+            | ElementKind::AdHocInnerInstance { children, .. } => children.push(idx),
+            ElementKind::AdHocSubProcess(definition) => definition.event_sub_processes.push(idx),
+            _ => {}
         }
         if name == "adHocSubProcess" {
             // The content's flow scope: the inner instance element, right after it.
@@ -643,6 +660,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             activatable: Vec::new(),
             elements_metadata: serde_json::Value::Array(Vec::new()),
             job: None,
+            event_sub_processes: Vec::new(),
         };
         if extensions.task_definition.is_some() {
             definition.job = Some(self.job(id, node, extensions, None));

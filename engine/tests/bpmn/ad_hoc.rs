@@ -115,3 +115,70 @@ fn a_task_definition_makes_the_job_worker_implementation() {
     };
     assert!(bpmn.job.is_none());
 }
+
+#[test]
+fn an_event_subprocess_belongs_to_the_ad_hoc_subprocess_not_to_its_content() {
+    let model = parse_ok("elements/ad-hoc-event-subprocess.bpmn")
+        .into_iter()
+        .find(|m| m.bpmn_process_id == "esp-message")
+        .expect("esp-message");
+    let tools = idx(&model, "Tools");
+    let ElementKind::AdHocSubProcess(definition) = &el(&model, "Tools").kind else {
+        panic!("not an ad-hoc subprocess");
+    };
+    let inner = definition.inner_instance;
+    // The ad-hoc subprocess holds the event subprocesses' triggers and runs them.
+    assert_eq!(ids(&model, model.children(tools)), vec!["OnNote", "OnStop"]);
+    assert_eq!(el(&model, "OnNote").flow_scope, Some(tools));
+    assert_eq!(el(&model, "Note").flow_scope, Some(idx(&model, "OnNote")));
+    assert_eq!(
+        ids(
+            &model,
+            &model.event_subprocess_starts(tools).collect::<Vec<_>>()
+        ),
+        vec!["Note", "Stop"]
+    );
+    // They are not content: neither activatable nor described to a worker.
+    assert_eq!(ids(&model, model.children(inner)), vec!["Search", "Fetch"]);
+    assert_eq!(
+        ids(&model, &definition.activatable),
+        vec!["Search", "Fetch"]
+    );
+    let described: Vec<&str> = definition
+        .elements_metadata
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|e| e["elementId"].as_str().expect("id"))
+        .collect();
+    assert_eq!(described, vec!["Search", "Fetch"]);
+    // What runs in them is inside the ad-hoc subprocess (for modification).
+    assert!(model.inside_ad_hoc(idx(&model, "OnNote")));
+    assert!(model.inside_ad_hoc(idx(&model, "Record")));
+    assert!(!model.inside_ad_hoc(tools));
+    assert_eq!(model.enclosing_ad_hoc(idx(&model, "OnNote")), None);
+}
+
+#[test]
+fn an_event_subprocess_message_is_unique_with_the_ad_hoc_subprocess_boundary_events() {
+    let xml = String::from_utf8(fixture("elements/ad-hoc-event-subprocess.bpmn")).expect("utf-8");
+    // A boundary event on Tools waiting for the message its event subprocess waits for.
+    let xml = xml.replace(
+        r#"<bpmn:serviceTask id="After" name="After">"#,
+        r#"<bpmn:boundaryEvent id="NoteBoundary" attachedToRef="Tools" cancelActivity="false">
+      <bpmn:outgoing>F4</bpmn:outgoing>
+      <bpmn:messageEventDefinition messageRef="Message_note" />
+    </bpmn:boundaryEvent>
+    <bpmn:endEvent id="NoteEnd"><bpmn:incoming>F4</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="F4" sourceRef="NoteBoundary" targetRef="NoteEnd" />
+    <bpmn:serviceTask id="After" name="After">"#,
+    );
+    let Err(error) = parse_bpmn("esp.bpmn", xml.as_bytes()) else {
+        panic!("a message awaited twice by Tools should be refused");
+    };
+    let text = error.to_string();
+    assert!(
+        text.contains("already waits for the message 'note' in the same scope"),
+        "{text}"
+    );
+}

@@ -36,9 +36,10 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "outputCollection and outputElement must both be set, or neither",
     ),
     (
-        "ad-hoc-event-subprocess",
-        Some("OnTimeout"),
-        "an event subprocess inside the ad-hoc subprocess 'Tools' is not supported yet",
+        "ad-hoc-event-subprocess-compensation",
+        Some("Undo"),
+        "a compensation event in an event subprocess of the ad-hoc subprocess 'Tools' is not \
+         supported yet",
     ),
     (
         "ad-hoc-active-elements-not-feel",

@@ -1,6 +1,7 @@
 //! Engine tests: commands in, records out (Zeebe's EngineRule style).
 
 mod ad_hoc_compensation;
+mod ad_hoc_event_sub_process;
 mod ad_hoc_job_worker;
 mod ad_hoc_sub_process;
 mod breadth;

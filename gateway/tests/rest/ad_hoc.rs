@@ -418,3 +418,91 @@ async fn a_throw_event_activated_over_rest_compensates_the_ad_hoc_subprocess() {
     let unbook = activate_one(&gateway, "unbook").await;
     assert_eq!(unbook["elementId"], "unbook");
 }
+
+const INTERRUPTIBLE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:message id="m-stop" name="stop">
+    <bpmn:extensionElements><zeebe:subscription correlationKey="=orderId" /></bpmn:extensionElements>
+  </bpmn:message>
+  <bpmn:process id="interruptible" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="toolbox">
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:serviceTask id="search">
+        <bpmn:extensionElements><zeebe:taskDefinition type="search" /></bpmn:extensionElements>
+      </bpmn:serviceTask>
+      <bpmn:subProcess id="onStop" triggeredByEvent="true">
+        <bpmn:startEvent id="stop"><bpmn:outgoing>f3</bpmn:outgoing>
+          <bpmn:messageEventDefinition messageRef="m-stop" />
+        </bpmn:startEvent>
+        <bpmn:serviceTask id="wrap">
+          <bpmn:extensionElements><zeebe:taskDefinition type="wrap" /></bpmn:extensionElements>
+          <bpmn:incoming>f3</bpmn:incoming>
+        </bpmn:serviceTask>
+        <bpmn:sequenceFlow id="f3" sourceRef="stop" targetRef="wrap" />
+      </bpmn:subProcess>
+    </bpmn:adHocSubProcess>
+    <bpmn:endEvent id="end"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="toolbox" />
+    <bpmn:sequenceFlow id="f2" sourceRef="toolbox" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+#[tokio::test]
+async fn an_interrupted_ad_hoc_subprocess_refuses_activations_over_rest() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway
+        .deploy(&[("interruptible.bpmn", INTERRUPTIBLE.as_bytes())])
+        .await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "interruptible", "variables": {"orderId": "o-1"}}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let instance = created.body["processInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let ad_hoc = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
+    let key = ad_hoc["elementInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+
+    // An event subprocess is not an element to activate.
+    let reply = gateway
+        .post(
+            &activation_path(&key),
+            json!({"elements": [{"elementId": "onStop"}]}),
+        )
+        .await;
+    assert_eq!(reply.status, 404, "{:?}", reply.body);
+
+    let published = gateway
+        .post(
+            "/v2/messages/publication",
+            json!({"name": "stop", "correlationKey": "o-1", "timeToLive": 0}),
+        )
+        .await;
+    assert_eq!(published.status, 200, "{:?}", published.body);
+    let subprocess = element_of_type(&gateway, &instance, "EVENT_SUB_PROCESS").await;
+    assert_eq!(subprocess["elementId"], "onStop", "{subprocess:?}");
+    assert_eq!(subprocess["state"], "ACTIVE", "{subprocess:?}");
+
+    let reply = gateway
+        .post(
+            &activation_path(&key),
+            json!({"elements": [{"elementId": "search"}]}),
+        )
+        .await;
+    assert_eq!(reply.status, 409, "{:?}", reply.body);
+    assert_eq!(reply.body["title"], "INVALID_STATE", "{:?}", reply.body);
+    let detail = reply.body["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("interrupted by an event sub-process"),
+        "{detail}"
+    );
+}

@@ -25,6 +25,12 @@
 //! subprocess at once (terminating the inner instances still active when the result
 //! asks for it) or once its inner instances are done. `activeElementsCollection` and
 //! `completionCondition` are not evaluated then.
+//!
+//! Its event subprocesses are its own children, not content: it holds their triggers,
+//! and a triggered one runs beside the inner instances. A non-interrupting one that
+//! completes ends an execution path as an inner instance does (no output element); an
+//! interrupting one cancels the job and the inner instances, and completes the ad-hoc
+//! subprocess when it completes.
 
 use rill_protocol::value::{AdHocSubProcessInstructionRecord, JobRecord};
 use rill_protocol::{Intent, Key};
@@ -128,6 +134,28 @@ pub(crate) enum InnerVerdict {
     /// The job-worker implementation, its completion condition already fulfilled:
     /// complete once the inner instances are done.
     Fulfilled,
+    /// An interrupting event subprocess completed: the ad-hoc subprocess completes,
+    /// whatever its completion condition or worker would say.
+    Interrupted,
+}
+
+/// Whether an element instance is an event subprocess of an ad-hoc subprocess: its
+/// completion ends an execution path of the ad-hoc subprocess, as an inner instance's
+/// does.
+pub(super) fn is_ad_hoc_event_subprocess(active: &Active) -> bool {
+    let element = active.element();
+    matches!(
+        element.kind,
+        ElementKind::SubProcess {
+            triggered_by_event: true,
+            ..
+        }
+    ) && element.flow_scope.is_some_and(|scope| {
+        matches!(
+            active.process.model.element(scope).kind,
+            ElementKind::AdHocSubProcess(_)
+        )
+    })
 }
 
 impl ElementBehavior for InnerInstance {
@@ -289,17 +317,62 @@ impl Processing<'_> {
             list.push(value);
             collected = Some((name, Value::Array(list)));
         }
-        let verdict = if ad_hoc.instance.ad_hoc_completion_fulfilled {
-            InnerVerdict::Fulfilled
-        } else if let Some(job) = &definition.job {
-            InnerVerdict::NextJob(self.evaluate_job(job, &ad_hoc)?)
-        } else {
-            InnerVerdict::Condition(self.completion_condition(definition, &ad_hoc, &collected)?)
-        };
+        let verdict = self.path_verdict(&ad_hoc, definition, &collected)?;
         if let Some((name, list)) = collected {
             self.set_variable(ad_hoc.record(), ad_hoc_key, name, &list)?;
         }
         Ok(verdict)
+    }
+
+    /// What the end of an execution path (an inner instance, a non-interrupting event
+    /// subprocess) means, the output collection being about to be `collected`.
+    fn path_verdict(
+        &mut self,
+        ad_hoc: &Active,
+        definition: &AdHocDefinition,
+        collected: &Option<(&String, Value)>,
+    ) -> Evaluated<InnerVerdict> {
+        Ok(if ad_hoc.instance.ad_hoc_completion_fulfilled {
+            InnerVerdict::Fulfilled
+        } else if let Some(job) = &definition.job {
+            InnerVerdict::NextJob(self.evaluate_job(job, ad_hoc)?)
+        } else {
+            InnerVerdict::Condition(self.completion_condition(definition, ad_hoc, collected)?)
+        })
+    }
+
+    /// An event subprocess of an ad-hoc subprocess completes (in ELEMENT_COMPLETING):
+    /// an interrupting one completes the ad-hoc subprocess; a non-interrupting one ends
+    /// an execution path as an inner instance does, without an output element (the
+    /// completion condition, or the next job). Fails before writing anything.
+    pub(super) fn ad_hoc_event_subprocess_verdict(
+        &mut self,
+        subprocess: &Active,
+    ) -> Evaluated<InnerVerdict> {
+        let model = &subprocess.process.model;
+        let interrupting = model
+            .start_event(subprocess.idx)
+            .is_some_and(|start| matches!(model.element(start).kind.trigger(), Some((_, true))));
+        if interrupting {
+            return Ok(InnerVerdict::Interrupted);
+        }
+        let Some(ad_hoc) = self.active(Key(subprocess.record().flow_scope_key))? else {
+            return Ok(InnerVerdict::Condition(None));
+        };
+        let definition = definition(&ad_hoc)?;
+        self.path_verdict(&ad_hoc, definition, &None)
+    }
+
+    /// An interrupting event subprocess of the ad-hoc subprocess `holder` starts: the
+    /// job of the job-worker implementation is cancelled with the inner instances, as
+    /// nothing more is activated in it.
+    pub(super) fn interrupt_ad_hoc_job(&mut self, holder: &Active) -> Result<()> {
+        if matches!(holder.element().kind, ElementKind::AdHocSubProcess(_))
+            && !holder.is_multi_instance_body()
+        {
+            self.cancel_job(holder)?;
+        }
+        Ok(())
     }
 
     /// The value of the completion condition (`None` without one), seeing the output
@@ -361,8 +434,10 @@ impl Processing<'_> {
         let idle = ad_hoc.instance.active_children == 0 && ad_hoc.instance.active_flows == 0;
         let holds = match verdict {
             InnerVerdict::Condition(holds) => holds,
-            InnerVerdict::Fulfilled if idle => return self.complete(&ad_hoc, None, Outgoing::All),
-            InnerVerdict::Fulfilled => return Ok(()),
+            InnerVerdict::Fulfilled | InnerVerdict::Interrupted if idle => {
+                return self.complete(&ad_hoc, None, Outgoing::All);
+            }
+            InnerVerdict::Fulfilled | InnerVerdict::Interrupted => return Ok(()),
             InnerVerdict::NextJob(job) => {
                 self.cancel_job(&ad_hoc)?;
                 let definition = definition(&ad_hoc)?;

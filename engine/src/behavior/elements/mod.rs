@@ -484,13 +484,19 @@ impl Processing<'_> {
                 Err(halt) => return self.incident_on(active, halt),
             }
         }
-        let mut ad_hoc_verdict = None;
-        if active.is_ad_hoc_inner() {
-            match self.ad_hoc_inner_verdict(active) {
-                Ok(holds) => ad_hoc_verdict = Some(holds),
-                Err(halt) => return self.incident_on(active, halt),
-            }
-        }
+        // An execution path of an ad-hoc subprocess ends: it decides what follows.
+        let ad_hoc_path = if active.is_ad_hoc_inner() {
+            Some(self.ad_hoc_inner_verdict(active))
+        } else if ad_hoc_sub_process::is_ad_hoc_event_subprocess(active) {
+            Some(self.ad_hoc_event_subprocess_verdict(active))
+        } else {
+            None
+        };
+        let ad_hoc_verdict = match ad_hoc_path {
+            Some(Ok(verdict)) => Some(verdict),
+            Some(Err(halt)) => return self.incident_on(active, halt),
+            None => None,
+        };
         behavior_of(active).complete(self, active)?;
         let record = active.record();
         let compensation = active.process.model.has_compensation;

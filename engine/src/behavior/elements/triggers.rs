@@ -6,7 +6,8 @@
 //!                                                        then enter the boundary event;
 //!                                                        else enter it beside the activity
 //!  process / subprocess  its event subprocesses'       interrupting: close the event
-//!                        start events                    subprocesses' triggers, terminate
+//!  / ad-hoc subprocess   start events                    subprocesses' triggers (and an
+//!                                                        ad-hoc subprocess's job), terminate
 //!                                                        the children, enter the event
 //!                                                        subprocess; else just enter it
 //!  event-based gateway   the catch events after it     complete the gateway (closing the
@@ -344,6 +345,7 @@ impl Processing<'_> {
                 };
                 if *interrupting {
                     self.close_event_subprocess_triggers(holder)?;
+                    self.interrupt_ad_hoc_job(holder)?;
                     if !self.terminate_children(holder.key())? {
                         return self.keep_trigger(holder, catch, trigger.as_ref(), event);
                     }
@@ -405,6 +407,19 @@ impl Processing<'_> {
             self.process_event_triggering(&Self::event_target(holder, catch), trigger)?;
         }
         Ok(())
+    }
+
+    /// Whether an ad-hoc subprocess activates nothing more: an interrupting event
+    /// subprocess runs in it, or waits to start (its trigger kept while canceling
+    /// listeners hold up the termination of the inner instances).
+    pub(crate) fn ad_hoc_interrupted(&self, ad_hoc: &Active) -> Result<bool> {
+        if self.interrupted_by_event_subprocess(ad_hoc)? {
+            return Ok(true);
+        }
+        let kept = self.kept_trigger(ad_hoc, |kind| {
+            matches!(kind, ElementKind::EventStartEvent { .. })
+        })?;
+        Ok(kept.is_some())
     }
 
     /// Whether an interrupting event subprocess already runs in a scope: then none of
