@@ -263,8 +263,16 @@ fn link_activity_ref(b: &mut Builder<'_, '_, '_>, thrower: ElementIdx, definitio
         } => b.elements[scope.0 as usize].flow_scope,
         _ => None,
     });
+    // An ad-hoc subprocess's activities sit in its inner instance: for a thrower in one
+    // of its event subprocesses, that is the scope the event subprocess belongs to.
+    let outer_inner = outer_scope.and_then(|scope| match &b.elements[scope.0 as usize].kind {
+        ElementKind::AdHocSubProcess(definition) => Some(definition.inner_instance),
+        _ => None,
+    });
     let target_scope = b.elements[activity.0 as usize].flow_scope;
-    if target_scope != thrower_scope && (outer_scope.is_none() || target_scope != outer_scope) {
+    let in_outer = outer_scope.is_some()
+        && (target_scope == outer_scope || (outer_inner.is_some() && target_scope == outer_inner));
+    if target_scope != thrower_scope && !in_outer {
         b.problem(
             Some(&id),
             definition,

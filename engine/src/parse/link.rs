@@ -7,8 +7,8 @@ use super::document::{article, bpmn_children};
 use super::process::Builder;
 use super::values;
 use crate::model::{
-    CatchEventDefinition, ElementIdx, ElementKind, EndEventKind, FlowIdx, MessageDefinition,
-    ProcessModel, SequenceFlow, ThrowEventDefinition, TriggerDefinition, ValueOrExpr,
+    CatchEventDefinition, ElementIdx, ElementKind, FlowIdx, MessageDefinition, ProcessModel,
+    SequenceFlow, ThrowEventDefinition, TriggerDefinition, ValueOrExpr,
 };
 
 /// Resolves references and checks the graph; the model is only used by the caller when
@@ -25,7 +25,6 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     check_required_outgoing(&mut builder);
     check_start_events(&mut builder);
     check_ad_hoc(&mut builder);
-    check_ad_hoc_event_subprocesses(&mut builder);
     check_hosted_triggers(&mut builder, &linker.flows);
     link_link_events(&mut builder);
     link_inclusive_joins(&mut builder, &linker.flows);
@@ -1089,39 +1088,6 @@ fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
         if let ElementKind::AdHocSubProcess(definition) = &mut b.elements[idx].kind {
             definition.activatable = activatable;
             definition.elements_metadata = serde_json::Value::Array(metadata);
-        }
-    }
-}
-
-/// A compensation throw or end event directly inside an event subprocess of an ad-hoc
-/// subprocess would compensate the ad-hoc subprocess's activities, which run in inner
-/// instances; Rill does not run that yet.
-fn check_ad_hoc_event_subprocesses(b: &mut Builder<'_, '_, '_>) {
-    for idx in 0..b.elements.len() {
-        let ElementKind::AdHocSubProcess(definition) = &b.elements[idx].kind else {
-            continue;
-        };
-        let ad_hoc_id = b.elements[idx].id.clone();
-        for subprocess in definition.event_sub_processes.clone() {
-            for child in children_of(b, subprocess.0 as usize) {
-                let element = &b.elements[child.0 as usize];
-                let compensates = matches!(
-                    element.kind,
-                    ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation { .. })
-                        | ElementKind::EndEvent(EndEventKind::Compensation { .. })
-                );
-                if compensates {
-                    let id = element.id.clone();
-                    b.problem(
-                        Some(&id),
-                        b.nodes[child.0 as usize],
-                        format!(
-                            "a compensation event in an event subprocess of the ad-hoc \
-                             subprocess '{ad_hoc_id}' is not supported yet; remove it"
-                        ),
-                    );
-                }
-            }
         }
     }
 }

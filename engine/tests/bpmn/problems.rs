@@ -36,12 +36,6 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "outputCollection and outputElement must both be set, or neither",
     ),
     (
-        "ad-hoc-event-subprocess-compensation",
-        Some("Undo"),
-        "a compensation event in an event subprocess of the ad-hoc subprocess 'Tools' is not \
-         supported yet",
-    ),
-    (
         "ad-hoc-active-elements-not-feel",
         Some("Tools"),
         "the activeElementsCollection 'Search' must be a FEEL expression starting with '='",

@@ -950,3 +950,96 @@ fn subprocesses_and_multi_instance_activities_inside_are_compensated_with_their_
     assert_eq!(subscriptions(&rule).len(), 9);
     rule.assert_replay_matches();
 }
+
+/// Two bookings (the condition keeps the ad-hoc subprocess open) and an interrupting
+/// timer event subprocess inside that compensates (all, or `activity_ref`).
+fn bookings_with_undo_on_timeout(activity_ref: Option<&str>) -> String {
+    let inside = format!(
+        r#"{}
+{}
+<bpmn:subProcess id="OnTimeout" triggeredByEvent="true">
+<bpmn:startEvent id="Timeout"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:startEvent>
+{}<bpmn:endEvent id="TimedOut" />{}{}
+</bpmn:subProcess>
+<bpmn:completionCondition>=false</bpmn:completionCondition>"#,
+        compensable("BookHotel", "CancelHotel"),
+        compensable("BookFlight", "CancelFlight"),
+        throw("Undo", activity_ref),
+        flow("f5", "Timeout", "Undo"),
+        flow("f6", "Undo", "TimedOut"),
+    );
+    let after = format!(
+        r#"<bpmn:endEvent id="End" />{}"#,
+        flow("f2", "Tools", "End")
+    );
+    ad_hoc_process(
+        "adhoc-esp-undo",
+        &collection(&["BookHotel", "BookFlight"]),
+        &inside,
+        &after,
+    )
+}
+
+#[test]
+fn a_throw_in_an_event_subprocess_compensates_what_completed_in_the_ad_hoc_subprocess() {
+    let mut rule = EngineRule::new();
+    deploy(&mut rule, &bookings_with_undo_on_timeout(None));
+    let instance = rule.create("adhoc-esp-undo", json!({}));
+    complete_job(&mut rule, "BookHotel");
+    // The flight is still being booked when the timer interrupts.
+    rule.advance(60_000);
+    rule.fire_due();
+    assert_eq!(count(&rule, "BookFlight", Intent::ElementTerminated), 1);
+    assert_eq!(count(&rule, "CancelFlight", Intent::ElementActivating), 0);
+    let (undo, _) = events(&rule, "Undo", Intent::ElementActivated)[0].clone();
+    let (esp, _) = events(&rule, "OnTimeout", Intent::ElementActivated)[0].clone();
+    // The handler runs beside the thrower, in the event subprocess.
+    let handler_record = &events(&rule, "CancelHotel", Intent::ElementActivated)[0].1;
+    assert_eq!(handler_record.flow_scope_key, esp.get());
+    assert_eq!(count(&rule, "Undo", Intent::ElementCompleted), 0, "waits");
+
+    complete_job(&mut rule, "CancelHotel");
+    assert_eq!(
+        steps(&rule),
+        expect(&[
+            (Intent::Created, "BookHotel"),
+            (Intent::Triggered, "BookHotel"),
+            (Intent::Completed, "BookHotel"),
+        ])
+    );
+    let triggered = &subscriptions(&rule)[1].2;
+    assert_eq!(triggered.throw_event_instance_key, undo.get());
+    assert_eq!(triggered.compensation_handler_instance_key, -1);
+    assert_eq!(count(&rule, "CancelHotel", Intent::ElementCompleted), 1);
+    assert_eq!(count(&rule, "Tools", Intent::ElementCompleted), 1);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn activity_ref_in_an_event_subprocess_names_an_activity_of_the_ad_hoc_subprocess() {
+    let mut rule = EngineRule::new();
+    deploy(
+        &mut rule,
+        &bookings_with_undo_on_timeout(Some("BookFlight")),
+    );
+    let instance = rule.create("adhoc-esp-undo", json!({}));
+    complete_job(&mut rule, "BookHotel");
+    complete_job(&mut rule, "BookFlight");
+    rule.advance(60_000);
+    rule.fire_due();
+    assert_eq!(count(&rule, "CancelHotel", Intent::ElementActivating), 0);
+    complete_job(&mut rule, "CancelFlight");
+    assert_eq!(count(&rule, "CancelFlight", Intent::ElementCompleted), 1);
+    let flight: Vec<Intent> = subscriptions(&rule)
+        .into_iter()
+        .filter(|(_, _, s)| s.compensable_activity_id == "BookFlight")
+        .map(|(_, intent, _)| intent)
+        .collect();
+    assert_eq!(
+        flight,
+        vec![Intent::Created, Intent::Triggered, Intent::Completed]
+    );
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
