@@ -4,18 +4,24 @@
 
 use super::*;
 
+/// `fuzz/seeds/<kind>`, found from the runner's `CARGO_MANIFEST_DIR` first: a test
+/// binary built from another checkout of the same sources is reused by cargo, and its
+/// compiled-in path may be gone.
+fn seeds(kind: &str) -> String {
+    let package = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    format!("{package}/../fuzz/seeds/{kind}")
+}
+
 fn seed(name: &str) -> Result<Vec<ProcessModel>, DeployError> {
-    let full = format!(
-        "{}/../fuzz/seeds/bpmn_parse/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let full = format!("{}/{name}", seeds("bpmn_parse"));
     let bytes = std::fs::read(&full).unwrap_or_else(|e| panic!("cannot read {full}: {e}"));
     parse_bpmn(name, &bytes)
 }
 
 #[test]
 fn every_seed_but_the_conditional_one_parses() {
-    let directory = format!("{}/../fuzz/seeds/bpmn_parse", env!("CARGO_MANIFEST_DIR"));
+    let directory = seeds("bpmn_parse");
     let mut parsed = 0;
     for entry in std::fs::read_dir(&directory).unwrap_or_else(|e| panic!("{directory}: {e}")) {
         let name = entry
@@ -63,7 +69,7 @@ fn conditional_events_are_rejected_by_element() {
 }
 
 fn dmn_seed(name: &str) -> Result<rill_engine::dmn::DecisionRequirements, DeployError> {
-    let full = format!("{}/../fuzz/seeds/dmn/{name}", env!("CARGO_MANIFEST_DIR"));
+    let full = format!("{}/{name}", seeds("dmn"));
     let bytes = std::fs::read(&full).unwrap_or_else(|e| panic!("cannot read {full}: {e}"));
     rill_engine::dmn::parse_dmn(name, &bytes)
 }
