@@ -72,13 +72,13 @@
 //!   start events;
 //! - an ad-hoc subprocess is directly followed by its inner instance element
 //!   (`AdHocInnerInstance`, id `<id>#innerInstance`, its `inner_instance`), the flow scope
-//!   of its content; the content has at least one activity, no start or end event and
-//!   no compensation; `activatable` lists the content's elements with no incoming flow
-//!   (not boundary or link catch events), in document order; `output_collection` and
+//!   of its content; the content has at least one activity and no start or end event;
+//!   `activatable` lists the content's elements with no incoming flow (not boundary or
+//!   link catch events, not compensation handlers), in document order; `output_collection` and
 //!   `output_element` are both set or both unset. Its event subprocesses are not part of
 //!   the content: their flow scope is the ad-hoc subprocess itself (the instance that
 //!   holds their triggers), they are its `children` (`event_sub_processes`), and none is
-//!   activatable; a compensation throw or end event is not directly inside one;
+//!   activatable;
 //! - a compensation boundary event (`TriggerDefinition::Compensation`) has no outgoing
 //!   flow and names its handler: an activity of the same scope with `for_compensation`,
 //!   no incoming or outgoing flow and no boundary event; an activity has at most one;
