@@ -1,7 +1,8 @@
 //! Process instance modification against a real `rill standalone` (two partitions):
 //! Camunda's REST `POST /v2/process-instances/{key}/modification` and Zeebe's gRPC
 //! `ModifyProcessInstance` move a token from one task to the next, and a bad
-//! instruction is refused with the status each API uses, changing nothing.
+//! instruction is refused with the status each API uses, changing nothing. The
+//! `operationReference` a client gives is on every record its command writes.
 
 mod support;
 
@@ -75,8 +76,13 @@ fn a_token_moves_over_rest_and_grpc_and_bad_instructions_change_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let model = dir.path().join("modify-me.bpmn");
     std::fs::write(&model, MODEL).expect("write model");
+    let records = dir.path().join("records.jsonl");
+    let export = format!("exporters.jsonl.path={}", records.display());
     runtime().block_on(async {
-        let mut rill = Standalone::start(&dir.path().join("data"), &["cluster.partitions-count=2"]);
+        let mut rill = Standalone::start(
+            &dir.path().join("data"),
+            &["cluster.partitions-count=2", &export],
+        );
         rill.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(rill.rest());
         let (s, b) = api.deploy(&[&model]).await.unwrap();
@@ -98,6 +104,27 @@ fn a_token_moves_over_rest_and_grpc_and_bad_instructions_change_nothing() {
             .unwrap();
         assert_eq!(s, 400, "{b}");
         assert!(b["detail"].as_str().unwrap().contains("'Nope'"), "{b}");
+        // Refused by the engine: the rejection record carries the reference.
+        let (s, b) = api
+            .post(
+                &path,
+                json!({"operationReference": 8, "activateInstructions": [{"elementId": "Nope"}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 400, "{b}");
+        let (s, b) = api
+            .post(
+                &path,
+                json!({"operationReference": 0, "activateInstructions": [{"elementId": "Second"}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 400, "{b}");
+        assert!(
+            b["detail"].as_str().unwrap().contains("operationReference"),
+            "{b}"
+        );
         let (s, b) = api
             .post(
                 &path,
@@ -147,6 +174,7 @@ fn a_token_moves_over_rest_and_grpc_and_bad_instructions_change_nothing() {
         let path = format!("/v2/jobs/{}/completion", second["jobKey"].as_str().unwrap());
         let (s, b) = api.post(&path, json!({})).await.unwrap();
         assert_eq!(s, 204, "{b}");
+        let rest_instance = instance.clone();
         api.wait_completed(&[instance], Duration::from_secs(20), || rill.log_text())
             .await;
 
@@ -196,6 +224,24 @@ fn a_token_moves_over_rest_and_grpc_and_bad_instructions_change_nothing() {
             status.message().contains("variableInstructions[0]"),
             "{status:?}"
         );
+        let status = client
+            .modify_process_instance(ModifyProcessInstanceRequest {
+                process_instance_key: instance_key,
+                activate_instructions: vec![ActivateInstruction {
+                    element_id: "Second".into(),
+                    ancestor_element_instance_key: 0,
+                    variable_instructions: vec![],
+                }],
+                terminate_instructions: vec![],
+                operation_reference: Some(0),
+            })
+            .await
+            .expect_err("a zero operation reference");
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(
+            status.message().contains("'operationReference'"),
+            "{status:?}"
+        );
 
         client
             .modify_process_instance(ModifyProcessInstanceRequest {
@@ -221,8 +267,10 @@ fn a_token_moves_over_rest_and_grpc_and_bad_instructions_change_nothing() {
         let path = format!("/v2/jobs/{}/completion", second["jobKey"].as_str().unwrap());
         let (s, b) = api.post(&path, json!({})).await.unwrap();
         assert_eq!(s, 204, "{b}");
+        let grpc_instance = instance.clone();
         api.wait_completed(&[instance], Duration::from_secs(20), || rill.log_text())
             .await;
+        check_references(&records, &rest_instance, &grpc_instance).await;
 
         // Terminating the last element instance ends the instance.
         let instance = api.create("modify-me", json!({})).await;
@@ -256,6 +304,85 @@ fn a_token_moves_over_rest_and_grpc_and_bad_instructions_change_nothing() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
+}
+
+/// The exported records (JSON lines) of the referenced modifications: each one's command,
+/// what followed from it, and the rejection of the refused one carry its reference;
+/// records of other commands carry -1.
+async fn check_references(records: &std::path::Path, rest_instance: &str, grpc_instance: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let all: Vec<Value> = loop {
+        let text = std::fs::read_to_string(records).unwrap_or_default();
+        let all: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect();
+        let modified = all
+            .iter()
+            .filter(|r| {
+                r["valueType"] == "PROCESS_INSTANCE_MODIFICATION" && r["intent"] == "MODIFIED"
+            })
+            .count();
+        if modified >= 2 {
+            break all;
+        }
+        assert!(Instant::now() < deadline, "modifications not exported");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let shape = |reference: i64| -> Vec<(String, String, String)> {
+        all.iter()
+            .filter(|r| r["operationReference"] == reference)
+            .map(|r| {
+                (
+                    r["recordType"].as_str().unwrap().to_owned(),
+                    r["valueType"].as_str().unwrap().to_owned(),
+                    r["intent"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let has =
+        |shape: &[(String, String, String)], record_type: &str, value_type: &str, intent: &str| {
+            shape
+                .iter()
+                .any(|(t, v, i)| t == record_type && v == value_type && i == intent)
+        };
+    for (reference, instance) in [(7, rest_instance), (42, grpc_instance)] {
+        let written = shape(reference);
+        for (record_type, value_type, intent) in [
+            ("COMMAND", "PROCESS_INSTANCE_MODIFICATION", "MODIFY"),
+            ("EVENT", "PROCESS_INSTANCE_MODIFICATION", "MODIFIED"),
+            ("EVENT", "PROCESS_INSTANCE", "ELEMENT_TERMINATED"),
+            ("EVENT", "JOB", "CANCELED"),
+            ("EVENT", "PROCESS_INSTANCE", "ELEMENT_ACTIVATED"),
+            ("EVENT", "JOB", "CREATED"),
+        ] {
+            assert!(
+                has(&written, record_type, value_type, intent),
+                "no {record_type} {value_type} {intent} with reference {reference}: {written:?}"
+            );
+        }
+        let instance: i64 = instance.parse().unwrap();
+        for record in all.iter().filter(|r| r["operationReference"] == reference) {
+            assert_eq!(record["value"]["processInstanceKey"], instance, "{record}");
+        }
+        // The instance's other records (creation, the completed job...) carry none.
+        assert!(
+            all.iter()
+                .filter(|r| r["value"]["processInstanceKey"] == instance)
+                .filter(|r| r["valueType"] == "JOB" && r["intent"] == "COMPLETED")
+                .all(|r| r["operationReference"] == -1)
+        );
+    }
+    let rejected = shape(8);
+    assert_eq!(
+        rejected,
+        vec![(
+            "COMMAND_REJECTION".to_owned(),
+            "PROCESS_INSTANCE_MODIFICATION".to_owned(),
+            "MODIFY".to_owned()
+        )]
+    );
 }
 
 /// `@camunda8/sdk` 8.8's `ZeebeGrpcClient.modifyProcessInstance` (unmodified, pinned in

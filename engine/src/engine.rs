@@ -169,8 +169,17 @@ impl Engine for BpmnEngine {
             task_requests: &mut self.task_requests,
             retention_millis,
         };
+        let first_record = out.records.len();
         let mut processing = Processing::new(ctx, state, parts, out);
         let result = commands::process(&mut processing, command).and_then(|()| processing.finish());
+        if let Some(reference) = command.operation_reference() {
+            // Every record of a client's referenced command carries its reference (the
+            // command's, its rejection's and the follow-ups'), as Zeebe's metadata does.
+            let reference = commands::recorded_reference(reference);
+            for draft in &mut out.records[first_record..] {
+                draft.operation_reference = reference;
+            }
+        }
         if result.is_err() {
             // The command's writes are rolled back, and keys will be handed out again:
             // forget anything cached from it.
@@ -190,13 +199,17 @@ impl Engine for BpmnEngine {
 
     fn processing_error_record(&self, command: &Command, reason: &str) -> RecordDraft {
         let (key, intent, value) = commands::describe(command);
-        RecordDraft::rejection(
+        let mut draft = RecordDraft::rejection(
             key,
             intent,
             value,
             rill_protocol::RejectionType::ProcessingError,
             reason,
-        )
+        );
+        if let Some(reference) = command.operation_reference() {
+            draft.operation_reference = commands::recorded_reference(reference);
+        }
+        draft
     }
 
     fn due_commands(

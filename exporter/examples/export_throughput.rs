@@ -28,6 +28,7 @@ fn records(count: u64) -> Vec<Record> {
             partition_id: PartitionId(1),
             rejection_type: RejectionType::NullVal,
             rejection_reason: String::new(),
+            operation_reference: -1,
             broker_version: rill_protocol::BROKER_VERSION.into(),
             value: ProcessInstanceRecord {
                 bpmn_element_type: BpmnElementType::ServiceTask,

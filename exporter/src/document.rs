@@ -25,6 +25,8 @@ struct RecordDocument<'a> {
     rejection_reason: &'a str,
     broker_version: &'a str,
     source_record_position: i64,
+    /// The client's reference for the command the record belongs to; -1 for none.
+    operation_reference: i64,
     record_version: u16,
 }
 
@@ -45,6 +47,7 @@ fn document(record: &Record) -> RecordDocument<'_> {
         source_record_position: record
             .source_record_position
             .map_or(-1, |p| i64::try_from(p.get()).unwrap_or(i64::MAX)),
+        operation_reference: record.operation_reference,
         record_version: RECORD_VERSION,
     }
 }

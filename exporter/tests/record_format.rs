@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use rill_exporter::record_document;
 use rill_protocol::value::{RecordValue, TreePath};
-use rill_protocol::{RecordType, ValueType};
+use rill_protocol::{Record, RecordType, ValueType};
 use serde_json::{Value, json};
 
 use common::{key, record, value_of};
@@ -367,6 +367,7 @@ fn envelope_has_zeebes_fields_and_values() {
             "rejectionReason",
             "brokerVersion",
             "sourceRecordPosition",
+            "operationReference",
             "recordVersion",
         ])
     );
@@ -383,6 +384,13 @@ fn envelope_has_zeebes_fields_and_values() {
     assert_eq!(doc["brokerVersion"], rill_protocol::BROKER_VERSION);
     assert_eq!(doc["recordVersion"], 1);
     assert_eq!(doc["value"]["bpmnElementType"], "SERVICE_TASK");
+    // No reference given: Zeebe writes -1.
+    assert_eq!(doc["operationReference"], -1);
+    let referenced = Record {
+        operation_reference: 42,
+        ..rec.clone()
+    };
+    assert_eq!(record_document(&referenced)["operationReference"], 42);
 
     // A client command follows from nothing: Zeebe writes -1.
     let first = record(1, RecordType::Command, value_of(ValueType::Job));

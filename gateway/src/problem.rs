@@ -149,7 +149,7 @@ impl Problem {
 
 /// Zeebe's intent name for the command, as rejection details name it.
 fn command_intent(command: &Command) -> String {
-    let name = match command {
+    let name = match command.inner() {
         Command::Deploy { .. } => "CREATE",
         Command::CreateProcessInstance(c) if c.await_result => "CREATE_WITH_AWAITING_RESULT",
         Command::CreateProcessInstance(_) => "CREATE",
@@ -184,6 +184,8 @@ fn command_intent(command: &Command) -> String {
         Command::RedistributeDeployments { .. } => "DISTRIBUTE",
         Command::MigrateProcessInstance(_) => "MIGRATE",
         Command::ActivateAdHocSubProcessActivities(_) => "ACTIVATE",
+        // Not reached: `inner()` looks through every wrapper.
+        Command::Referenced { .. } => "UNKNOWN",
     };
     name.to_owned()
 }

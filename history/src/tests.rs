@@ -27,6 +27,7 @@ fn record(intent: Intent, time: i64, value: RecordValue) -> Record {
         partition_id: PartitionId(1),
         rejection_type: RejectionType::NullVal,
         rejection_reason: String::new(),
+        operation_reference: -1,
         broker_version: "test".into(),
         value,
     }

@@ -34,6 +34,7 @@ pub(crate) fn record(intent: Intent, time: i64, k: Key, value: RecordValue) -> R
         partition_id: PartitionId(1),
         rejection_type: RejectionType::NullVal,
         rejection_reason: String::new(),
+        operation_reference: -1,
         broker_version: "test".into(),
         value,
     }

@@ -311,14 +311,55 @@ pub enum Command {
     YieldJob {
         job_key: Key,
     },
+    // --- from clients (added later; variants keep their encoding index) ---
+    /// A client's command with the operation reference it gave: processed as `command`,
+    /// and the command's record, its rejection and every record that follows from it on
+    /// this partition carry the reference. Never nested (the engine rejects that).
+    Referenced {
+        operation_reference: u64,
+        command: Box<Command>,
+    },
 }
 
 impl Command {
+    /// The command with a client's operation reference, if one was given.
+    pub fn referenced(self, operation_reference: Option<u64>) -> Command {
+        match operation_reference {
+            Some(operation_reference) => Command::Referenced {
+                operation_reference,
+                command: Box::new(self),
+            },
+            None => self,
+        }
+    }
+
+    /// The command itself, under any [`Command::Referenced`] wrapper (never a wrapper:
+    /// nested ones, which no gateway builds and the engine rejects, are looked through
+    /// in a loop, not by recursion).
+    pub fn inner(&self) -> &Command {
+        let mut command = self;
+        while let Command::Referenced { command: inner, .. } = command {
+            command = inner;
+        }
+        command
+    }
+
+    /// The operation reference the client gave, if any.
+    pub fn operation_reference(&self) -> Option<u64> {
+        match self {
+            Command::Referenced {
+                operation_reference,
+                ..
+            } => Some(*operation_reference),
+            _ => None,
+        }
+    }
+
     /// Commands that finish or advance work already admitted. Flow control never
     /// rejects them: rejecting a completion only makes the backlog larger.
     pub fn is_never_rejected(&self) -> bool {
         matches!(
-            self,
+            self.inner(),
             Command::CompleteJob { .. }
                 | Command::UserTask(UserTaskCommand::Complete { .. })
                 | Command::FailJob(_)
@@ -337,7 +378,7 @@ impl Command {
 
     /// The partition-routing key of a command addressed to an existing entity.
     pub fn target_key(&self) -> Option<Key> {
-        match self {
+        match self.inner() {
             Command::CancelProcessInstance {
                 process_instance_key,
             } => Some(*process_instance_key),
@@ -396,4 +437,44 @@ pub enum CommandResponse {
         value: RecordValue,
     },
     Rejected(Rejection),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec;
+
+    #[test]
+    fn a_reference_wraps_the_command_and_is_seen_through() {
+        let cancel = Command::CancelProcessInstance {
+            process_instance_key: Key(42),
+        };
+        assert_eq!(cancel.clone().referenced(None), cancel);
+        let referenced = cancel.clone().referenced(Some(7));
+        assert_eq!(referenced.operation_reference(), Some(7));
+        assert_eq!(referenced.inner(), &cancel);
+        assert_eq!(referenced.target_key(), Some(Key(42)));
+        assert!(!referenced.is_never_rejected());
+        let complete = Command::YieldJob { job_key: Key(3) }.referenced(Some(1));
+        assert!(complete.is_never_rejected());
+
+        let bytes = codec::encode(&referenced).unwrap();
+        assert_eq!(codec::decode::<Command>(&bytes).unwrap(), referenced);
+    }
+
+    #[test]
+    fn existing_commands_keep_their_encoding() {
+        // The wrapper went in last: a command's variant index (after the format byte)
+        // is what it was before.
+        let yield_job = codec::encode(&Command::YieldJob { job_key: Key(1) }).unwrap();
+        assert_eq!(yield_job[1], 26);
+        let referenced =
+            codec::encode(&Command::YieldJob { job_key: Key(1) }.referenced(Some(5))).unwrap();
+        assert_eq!(referenced[1], 27);
+        let deploy = codec::encode(&Command::Deploy {
+            resources: Vec::new(),
+        })
+        .unwrap();
+        assert_eq!(deploy[1], 0);
+    }
 }

@@ -32,7 +32,9 @@ pub use query::{
     ProcessDefinitionView, ProcessInstanceState, ProcessInstanceView, Query, QueryResult,
     VariableView,
 };
-pub use record::{Intent, Record, RecordDraft, RecordType, RejectionType, ValueType};
+pub use record::{
+    Intent, NO_OPERATION_REFERENCE, Record, RecordDraft, RecordType, RejectionType, ValueType,
+};
 pub use value::RecordValue;
 
 /// The version string records carry in `brokerVersion`.

@@ -265,6 +265,9 @@ pub enum RejectionType {
     Unauthorized,
 }
 
+/// What a record's `operation_reference` holds when the client gave none (Zeebe's -1).
+pub const NO_OPERATION_REFERENCE: i64 = -1;
+
 /// One record of a partition's stream, as exported and as stored for export.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -281,6 +284,9 @@ pub struct Record {
     pub partition_id: PartitionId,
     pub rejection_type: RejectionType,
     pub rejection_reason: String,
+    /// The reference a client gave the command this record belongs to (Zeebe's
+    /// `operationReference`); -1 when none was given.
+    pub operation_reference: i64,
     pub broker_version: String,
     pub value: RecordValue,
 }
@@ -294,6 +300,8 @@ pub struct RecordDraft {
     pub intent: Intent,
     pub rejection_type: RejectionType,
     pub rejection_reason: String,
+    /// See [`Record::operation_reference`]; -1: none.
+    pub operation_reference: i64,
     pub value: RecordValue,
 }
 
@@ -305,6 +313,7 @@ impl RecordDraft {
             intent,
             rejection_type: RejectionType::NullVal,
             rejection_reason: String::new(),
+            operation_reference: NO_OPERATION_REFERENCE,
             value: value.into(),
         }
     }
@@ -329,6 +338,7 @@ impl RecordDraft {
             intent,
             rejection_type,
             rejection_reason: reason.into(),
+            operation_reference: NO_OPERATION_REFERENCE,
             value: value.into(),
         }
     }
@@ -357,6 +367,7 @@ impl RecordDraft {
             partition_id,
             rejection_type: self.rejection_type,
             rejection_reason: self.rejection_reason,
+            operation_reference: self.operation_reference,
             broker_version: broker_version.to_owned(),
             value: self.value,
         }
@@ -366,6 +377,25 @@ impl RecordDraft {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_keeps_its_drafts_operation_reference() {
+        let mut draft = RecordDraft::command(
+            Key(1),
+            Intent::Cancel,
+            crate::value::SignalRecord {
+                signal_name: "s".into(),
+                variables: crate::JsonValue::empty_object(),
+                tenant_id: String::new(),
+            },
+        );
+        assert_eq!(draft.operation_reference, NO_OPERATION_REFERENCE);
+        draft.operation_reference = 12;
+        let record = draft.into_record(Position(3), None, Timestamp(0), PartitionId(1), "x");
+        assert_eq!(record.operation_reference, 12);
+        let json = serde_json::to_value(&record).unwrap();
+        assert_eq!(json["operationReference"], 12);
+    }
 
     #[test]
     fn names_match_zeebe() {

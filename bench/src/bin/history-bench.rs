@@ -89,6 +89,7 @@ fn record(intent: Intent, time: i64, n: u64, process: u64) -> Record {
         partition_id: PARTITION,
         rejection_type: RejectionType::NullVal,
         rejection_reason: String::new(),
+        operation_reference: -1,
         broker_version: "bench".into(),
         value: RecordValue::ProcessInstance(ProcessInstanceRecord {
             bpmn_element_type: BpmnElementType::Process,

@@ -73,6 +73,40 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         }
         Command::MigrateProcessInstance(migrate) => migration::migrate(p, migrate),
         Command::ActivateAdHocSubProcessActivities(activate) => ad_hoc::activate(p, activate),
+        Command::Referenced {
+            operation_reference,
+            command,
+        } => referenced(p, *operation_reference, command),
+    }
+}
+
+/// A client's command with its operation reference: processed as the command itself
+/// (the engine stamps the reference on its records afterwards).
+fn referenced(p: &mut Processing<'_>, operation_reference: u64, command: &Command) -> Result<()> {
+    let invalid = if matches!(command, Command::Referenced { .. }) {
+        Some("Expected a command with one operation reference, but it carried several".into())
+    } else if recorded_reference(operation_reference) == rill_protocol::NO_OPERATION_REFERENCE {
+        Some(format!(
+            "Expected an operation reference between 1 and {}, but it was {operation_reference}",
+            i64::MAX
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = invalid {
+        let (key, intent, value) = describe(command);
+        p.reject(key, intent, value, Rejection::invalid_argument(reason));
+        return Ok(());
+    }
+    process(p, command)
+}
+
+/// The value records carry for a command's operation reference: Zeebe's records hold a
+/// positive long, -1 for none (a reference out of that range is rejected).
+pub(crate) fn recorded_reference(operation_reference: u64) -> i64 {
+    match i64::try_from(operation_reference) {
+        Ok(reference) if reference > 0 => reference,
+        _ => rill_protocol::NO_OPERATION_REFERENCE,
     }
 }
 
@@ -82,7 +116,7 @@ pub(crate) fn answer_from_state(
     reader: Reader<'_>,
     command: &Command,
 ) -> Result<Option<CommandResponse>> {
-    match command {
+    match command.inner() {
         Command::ActivateJobs(activate) => jobs::nothing_to_activate(reader, activate),
         _ => Ok(None),
     }
@@ -263,6 +297,8 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             }
             .into(),
         ),
+        // `inner()` is never a wrapper: this recurses once.
+        Command::Referenced { .. } => describe(command.inner()),
     }
 }
 

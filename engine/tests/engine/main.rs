@@ -20,6 +20,7 @@ mod listeners;
 mod migration;
 mod modification;
 mod multi_instance;
+mod operation_reference;
 mod random;
 mod resource_deletion;
 mod samples;

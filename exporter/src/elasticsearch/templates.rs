@@ -42,6 +42,7 @@ pub fn component_template(config: &ElasticsearchExporterConfig) -> Value {
                     "rejectionReason": {"type": "text"},
                     "brokerVersion": {"type": "keyword"},
                     "sourceRecordPosition": {"type": "long"},
+                    "operationReference": {"type": "long"},
                     "recordVersion": {"type": "integer"}
                 }
             }

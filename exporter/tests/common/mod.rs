@@ -516,6 +516,7 @@ pub fn record(position: u64, record_type: RecordType, value: RecordValue) -> Rec
         } else {
             String::new()
         },
+        operation_reference: rill_protocol::NO_OPERATION_REFERENCE,
         broker_version: rill_protocol::BROKER_VERSION.into(),
         value,
     }

@@ -14,7 +14,7 @@ use rill_protocol::{Command, Query, QueryResult, SetVariables};
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
-use super::{Body, KeyParam, SharedState, date_text, key_text};
+use super::{Body, KeyParam, SharedState, date_text, key_text, operation_reference};
 use crate::json::{Variables, optional_long, parse_body};
 use crate::problem::Problem;
 
@@ -23,8 +23,6 @@ use crate::problem::Problem;
 struct SetVariableRequest {
     variables: Option<Variables>,
     local: Option<bool>,
-    /// Accepted and ignored: Rill's records carry no operation reference.
-    #[allow(dead_code)]
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
@@ -38,12 +36,14 @@ pub async fn set_variables(
     let Some(variables) = request.variables else {
         return Err(Problem::invalid_argument("No variables provided"));
     };
+    let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(key, "element instance")?;
     let command = Command::SetVariables(SetVariables {
         element_instance_key: key,
         variables: variables.checked("variables", &state.settings)?,
         local: request.local.unwrap_or(false),
-    });
+    })
+    .referenced(reference);
     state
         .dispatch
         .submit(partition, command, state.settings.request_timeout)

@@ -28,6 +28,7 @@ fn record(intent: Intent, at: i64, key: Key, value: RecordValue) -> Record {
         partition_id: key.partition(),
         rejection_type: RejectionType::NullVal,
         rejection_reason: String::new(),
+        operation_reference: -1,
         broker_version: "test".into(),
         value,
     }

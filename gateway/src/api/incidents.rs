@@ -13,15 +13,15 @@ use rill_protocol::{Command, IncidentView, Key, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
-use super::{Body, KeyParam, SharedState, date_text, key_text, optional_key_text};
+use super::{
+    Body, KeyParam, SharedState, date_text, key_text, operation_reference, optional_key_text,
+};
 use crate::json::{optional_long, parse_optional_body};
 use crate::problem::Problem;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ResolutionRequest {
-    /// Accepted and ignored: Rill's records carry no operation reference.
-    #[allow(dead_code)]
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
@@ -31,15 +31,13 @@ pub async fn resolve(
     KeyParam(incident_key): KeyParam,
     Body(body): Body,
 ) -> Result<Response, Problem> {
-    let _: ResolutionRequest = parse_optional_body(&body)?;
+    let request: ResolutionRequest = parse_optional_body(&body)?;
+    let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(incident_key, "incident")?;
+    let command = Command::ResolveIncident { incident_key }.referenced(reference);
     state
         .dispatch
-        .submit(
-            partition,
-            Command::ResolveIncident { incident_key },
-            state.settings.request_timeout,
-        )
+        .submit(partition, command, state.settings.request_timeout)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::job_waiters::Wake;
-use super::{Body, KeyParam, SharedState, check_tenant, client_timeout, unsupported};
+use super::{
+    Body, KeyParam, SharedState, check_tenant, client_timeout, operation_reference, unsupported,
+};
 use crate::activation::{Activation, usable_jobs};
 use crate::backend::{Answered, BackendError};
 use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
@@ -820,8 +822,6 @@ pub async fn throw_error(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct UpdateRequest {
     changeset: Changeset,
-    /// Accepted and ignored: Rill's records carry no operation reference.
-    #[allow(dead_code)]
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
     job_lease_token: Option<String>,
@@ -868,12 +868,14 @@ pub async fn update(
             "The value for changeset.timeout is '{timeout}' but must be greater than 0"
         )));
     }
+    let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(job_key, "job")?;
     let command = Command::UpdateJob(UpdateJob {
         job_key,
         retries: changeset.retries,
         timeout: changeset.timeout,
-    });
+    })
+    .referenced(reference);
     state
         .dispatch
         .submit(partition, command, state.settings.request_timeout)

@@ -304,6 +304,18 @@ pub fn unsupported(condition: bool, what: &str) -> Result<(), Problem> {
     }
 }
 
+/// A client's `operationReference`, checked: Camunda takes positive numbers only. The
+/// command is then sent with it (`Command::referenced`) and its records carry it.
+pub fn operation_reference(reference: Option<i64>) -> Result<Option<u64>, Problem> {
+    match reference {
+        None => Ok(None),
+        Some(reference) if reference > 0 => Ok(Some(reference as u64)),
+        Some(reference) => Err(Problem::invalid_argument(format!(
+            "The value for operationReference is '{reference}' but must be > 0"
+        ))),
+    }
+}
+
 /// A client's `requestTimeout` if positive (`None` otherwise), cut to the configured
 /// maximum so that no request holds its connection and flow-control permit for long.
 pub fn client_timeout(requested_millis: Option<i64>, settings: &ApiSettings) -> Option<Duration> {

@@ -9,7 +9,7 @@ use rill_protocol::value::MigrationMappingInstruction;
 use rill_protocol::{Command, MigrateProcessInstance};
 use serde::Deserialize;
 
-use super::{Body, KeyParam, SharedState};
+use super::{Body, KeyParam, SharedState, operation_reference};
 use crate::json::{KeyString, optional_long, parse_body};
 use crate::problem::Problem;
 
@@ -19,7 +19,6 @@ use crate::problem::Problem;
 struct MigrateRequest {
     target_process_definition_key: KeyString,
     mapping_instructions: Vec<MappingRequest>,
-    /// Accepted and ignored: Rill's records carry no operation reference.
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
@@ -40,13 +39,7 @@ pub async fn migrate(
     Body(body): Body,
 ) -> Result<Response, Problem> {
     let request: MigrateRequest = parse_body(&body)?;
-    if let Some(reference) = request.operation_reference
-        && reference <= 0
-    {
-        return Err(Problem::invalid_argument(format!(
-            "The value for operationReference is '{reference}' but must be > 0"
-        )));
-    }
+    let reference = operation_reference(request.operation_reference)?;
     let mut mapping_instructions = Vec::with_capacity(request.mapping_instructions.len());
     for (index, mapping) in request.mapping_instructions.into_iter().enumerate() {
         for (field, value) in [
@@ -68,7 +61,8 @@ pub async fn migrate(
         process_instance_key: key,
         target_process_definition_key: request.target_process_definition_key.0,
         mapping_instructions,
-    });
+    })
+    .referenced(reference);
     let partition = state.dispatch.partition_of(key, "process instance")?;
     state
         .dispatch

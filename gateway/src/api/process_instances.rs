@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::deployments::DEPLOYMENT_PARTITION;
 use super::{
     Body, KeyParam, SharedState, check_tenant, client_timeout, date_text, key_text,
-    unexpected_answer, unsupported,
+    operation_reference, unexpected_answer, unsupported,
 };
 use crate::dispatch::Accepted;
 use crate::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
@@ -34,8 +34,6 @@ struct CreateRequest {
     #[serde(default)]
     variables: Variables,
     tenant_id: Option<String>,
-    /// Accepted and ignored: Rill's records carry no operation reference.
-    #[allow(dead_code)]
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
     start_instructions: Option<Vec<serde_json::Value>>,
@@ -89,13 +87,7 @@ pub async fn create(
         request.process_definition_version_tag.is_some(),
         "Selecting a process by processDefinitionVersionTag",
     )?;
-    if let Some(reference) = request.operation_reference
-        && reference <= 0
-    {
-        return Err(Problem::invalid_argument(format!(
-            "The value for operationReference is '{reference}' but must be > 0"
-        )));
-    }
+    let reference = operation_reference(request.operation_reference)?;
 
     let process = match (
         request.process_definition_id,
@@ -149,7 +141,8 @@ pub async fn create(
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
         tags: tags.clone(),
-    });
+    })
+    .referenced(reference);
     let accepted = submit_create(&state, command, timeout).await?;
     let result = match &accepted.value {
         RecordValue::ProcessInstanceCreation(record) => CreateResult {
@@ -206,8 +199,6 @@ pub(crate) async fn submit_create(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CancelRequest {
-    /// Accepted and ignored: Rill's records carry no operation reference.
-    #[allow(dead_code)]
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
@@ -217,17 +208,16 @@ pub async fn cancel(
     KeyParam(key): KeyParam,
     Body(body): Body,
 ) -> Result<Response, Problem> {
-    let _: CancelRequest = parse_optional_body(&body)?;
+    let request: CancelRequest = parse_optional_body(&body)?;
+    let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(key, "process instance")?;
+    let command = Command::CancelProcessInstance {
+        process_instance_key: key,
+    }
+    .referenced(reference);
     state
         .dispatch
-        .submit(
-            partition,
-            Command::CancelProcessInstance {
-                process_instance_key: key,
-            },
-            state.settings.request_timeout,
-        )
+        .submit(partition, command, state.settings.request_timeout)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -236,8 +226,6 @@ pub async fn cancel(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ModifyRequest {
-    /// Accepted and ignored: Rill's records carry no operation reference.
-    #[allow(dead_code)]
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
     #[serde(default)]
@@ -279,13 +267,7 @@ pub async fn modify(
     Body(body): Body,
 ) -> Result<Response, Problem> {
     let request: ModifyRequest = parse_body(&body)?;
-    if let Some(reference) = request.operation_reference
-        && reference <= 0
-    {
-        return Err(Problem::invalid_argument(format!(
-            "The value for operationReference is '{reference}' but must be > 0"
-        )));
-    }
+    let reference = operation_reference(request.operation_reference)?;
     let mut activate_instructions = Vec::with_capacity(request.activate_instructions.len());
     for (index, instruction) in request.activate_instructions.into_iter().enumerate() {
         if instruction.element_id.trim().is_empty() {
@@ -332,7 +314,8 @@ pub async fn modify(
             .into_iter()
             .map(|t| t.element_instance_key.0)
             .collect(),
-    });
+    })
+    .referenced(reference);
     let partition = state.dispatch.partition_of(key, "process instance")?;
     state
         .dispatch

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use rill_protocol::Command;
 use serde::Deserialize;
 
-use super::{Body, KeyParam, SharedState};
+use super::{Body, KeyParam, SharedState, operation_reference};
 use crate::json::{optional_long, parse_optional_body};
 use crate::problem::Problem;
 
@@ -15,8 +15,6 @@ use crate::problem::Problem;
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct DeleteRequest {
-    /// Accepted and ignored: Rill's records carry no operation reference.
-    #[allow(dead_code)]
     #[serde(default, deserialize_with = "optional_long")]
     operation_reference: Option<i64>,
 }
@@ -29,15 +27,13 @@ pub async fn delete(
     KeyParam(key): KeyParam,
     Body(body): Body,
 ) -> Result<Response, Problem> {
-    let _: DeleteRequest = parse_optional_body(&body)?;
+    let request: DeleteRequest = parse_optional_body(&body)?;
+    let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(key, "resource")?;
+    let command = Command::DeleteResource { resource_key: key }.referenced(reference);
     state
         .dispatch
-        .submit(
-            partition,
-            Command::DeleteResource { resource_key: key },
-            state.settings.request_timeout,
-        )
+        .submit(partition, command, state.settings.request_timeout)
         .await?;
     Ok(StatusCode::OK.into_response())
 }

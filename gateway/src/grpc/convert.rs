@@ -92,6 +92,20 @@ pub fn key(field: &str, value: i64) -> Result<Key, Status> {
     }
 }
 
+/// A request's `operationReference`, checked: 0 (or more than a record's long holds)
+/// is no reference. The command is then sent with it and its records carry it.
+pub fn operation_reference(field: &str, value: Option<u64>) -> Result<Option<u64>, Status> {
+    match value {
+        None => Ok(None),
+        Some(reference) if reference > 0 && i64::try_from(reference).is_ok() => Ok(Some(reference)),
+        Some(reference) => Err(Status::invalid_argument(format!(
+            "Property '{field}' is invalid: expected a positive number up to {}, \
+             but got {reference}",
+            i64::MAX
+        ))),
+    }
+}
+
 /// A feature of the request Rill does not run: refused, never ignored.
 pub fn unsupported(condition: bool, what: &str) -> Result<(), Status> {
     if condition {

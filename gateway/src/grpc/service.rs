@@ -21,8 +21,8 @@ use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::convert::{
-    activated_job, job_result, json_text, key, split_batch, tenant, tenant_text, unsupported,
-    variables, within_limits,
+    activated_job, job_result, json_text, key, operation_reference, split_batch, tenant,
+    tenant_text, unsupported, variables, within_limits,
 };
 use super::decisions;
 use super::proto::gateway_server::Gateway;
@@ -239,6 +239,10 @@ impl GatewayService {
                 "Property '{field_prefix}tags' is invalid: {reason}"
             ))
         })?;
+        let reference = operation_reference(
+            &format!("{field_prefix}operationReference"),
+            request.operation_reference,
+        )?;
         let process = if request.process_definition_key > 0 {
             let key = rill_protocol::Key(request.process_definition_key);
             self.state
@@ -269,7 +273,8 @@ impl GatewayService {
             await_result,
             fetch_variables,
             tags,
-        }))
+        })
+        .referenced(reference))
     }
 }
 
@@ -495,9 +500,11 @@ impl Gateway for GatewayService {
         let request = request.into_inner();
         self.within_limits(&request, &[])?;
         let key = key("processInstanceKey", request.process_instance_key)?;
+        let reference = operation_reference("operationReference", request.operation_reference)?;
         let command = Command::CancelProcessInstance {
             process_instance_key: key,
-        };
+        }
+        .referenced(reference);
         self.submit_by_key(key, "process instance", command).await?;
         Ok(Response::new(CancelProcessInstanceResponse {}))
     }
@@ -566,7 +573,7 @@ impl Gateway for GatewayService {
             ));
         };
         let command = self.creation(create, "request.", true, request.fetch_variables)?;
-        let tags = match &command {
+        let tags = match command.inner() {
             Command::CreateProcessInstance(create) => create.tags.clone(),
             _ => Vec::new(),
         };
@@ -774,7 +781,8 @@ impl Gateway for GatewayService {
         let request = request.into_inner();
         self.within_limits(&request, &[])?;
         let incident_key = key("incidentKey", request.incident_key)?;
-        let command = Command::ResolveIncident { incident_key };
+        let reference = operation_reference("operationReference", request.operation_reference)?;
+        let command = Command::ResolveIncident { incident_key }.referenced(reference);
         self.submit_by_key(incident_key, "incident", command)
             .await?;
         Ok(Response::new(ResolveIncidentResponse {}))
@@ -787,11 +795,13 @@ impl Gateway for GatewayService {
         let request = request.into_inner();
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let element_instance_key = key("elementInstanceKey", request.element_instance_key)?;
+        let reference = operation_reference("operationReference", request.operation_reference)?;
         let command = Command::SetVariables(SetVariables {
             element_instance_key,
             variables: variables("variables", &request.variables, self.document_limit())?,
             local: request.local,
-        });
+        })
+        .referenced(reference);
         let accepted = self
             .submit_by_key(element_instance_key, "element instance", command)
             .await?;
@@ -863,11 +873,13 @@ impl Gateway for GatewayService {
                 request.retries
             )));
         }
+        let reference = operation_reference("operationReference", request.operation_reference)?;
         let command = Command::UpdateJob(UpdateJob {
             job_key,
             retries: Some(request.retries),
             timeout: None,
-        });
+        })
+        .referenced(reference);
         self.submit_by_key(job_key, "job", command).await?;
         Ok(Response::new(UpdateJobRetriesResponse {}))
     }
@@ -899,11 +911,13 @@ impl Gateway for GatewayService {
         let documents: Vec<(&str, &str)> = fields.iter().map(|(f, t)| (f.as_str(), *t)).collect();
         self.within_limits(&request, &documents)?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
+        let reference = operation_reference("operationReference", request.operation_reference)?;
         let command = Command::ModifyProcessInstance(modification(
             request,
             process_instance_key,
             self.document_limit(),
-        )?);
+        )?)
+        .referenced(reference);
         self.submit_by_key(process_instance_key, "process instance", command)
             .await?;
         Ok(Response::new(ModifyProcessInstanceResponse {}))
@@ -916,7 +930,9 @@ impl Gateway for GatewayService {
         let request = request.into_inner();
         self.within_limits(&request, &[])?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
-        let command = Command::MigrateProcessInstance(migration(request, process_instance_key)?);
+        let reference = operation_reference("operationReference", request.operation_reference)?;
+        let command = Command::MigrateProcessInstance(migration(request, process_instance_key)?)
+            .referenced(reference);
         self.submit_by_key(process_instance_key, "process instance", command)
             .await?;
         Ok(Response::new(MigrateProcessInstanceResponse {}))
@@ -935,11 +951,13 @@ impl Gateway for GatewayService {
                 request.timeout
             )));
         }
+        let reference = operation_reference("operationReference", request.operation_reference)?;
         let command = Command::UpdateJob(UpdateJob {
             job_key,
             retries: None,
             timeout: Some(request.timeout),
-        });
+        })
+        .referenced(reference);
         self.submit_by_key(job_key, "job", command).await?;
         Ok(Response::new(UpdateJobTimeoutResponse {}))
     }
@@ -951,7 +969,8 @@ impl Gateway for GatewayService {
         let request = request.into_inner();
         self.within_limits(&request, &[])?;
         let resource_key = key("resourceKey", request.resource_key)?;
-        let command = Command::DeleteResource { resource_key };
+        let reference = operation_reference("operationReference", request.operation_reference)?;
+        let command = Command::DeleteResource { resource_key }.referenced(reference);
         self.submit_by_key(resource_key, "resource", command)
             .await?;
         Ok(Response::new(DeleteResourceResponse {}))

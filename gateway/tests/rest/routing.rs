@@ -56,7 +56,7 @@ fn empty_batch() -> CommandResponse {
 
 /// Accepts everything with a plausible record.
 fn accept(partition: PartitionId, command: &Command) -> Result<CommandResponse, BackendError> {
-    Ok(match command {
+    Ok(match command.inner() {
         Command::CreateProcessInstance(_) => created(partition),
         Command::ActivateJobs(_) => empty_batch(),
         Command::PublishMessage(m) => CommandResponse::Accepted {
@@ -202,6 +202,150 @@ async fn requests_go_to_the_right_partition() {
     assert_eq!(reply.status, 404);
     assert!(backend.partitions_used().is_empty());
     gateway.stop().await;
+}
+
+/// Every request that takes Camunda's `operationReference` sends its command with it,
+/// to the partition of its key; without one the command goes as it is, and 0 or less
+/// never reaches a broker.
+#[tokio::test]
+async fn operation_references_travel_with_the_command() {
+    let backend = ScriptedBackend::new(3, accept);
+    let gateway = TestGateway::start(backend.clone()).await;
+    let on = |n: u64| Key::new(PartitionId(2), n);
+    let definition = Key::new(PartitionId(1), 1).get().to_string();
+    let requests: Vec<(String, serde_json::Value, u16)> = vec![
+        (
+            "/v2/process-instances".into(),
+            json!({"processDefinitionId": "p", "operationReference": 11}),
+            200,
+        ),
+        (
+            format!("/v2/process-instances/{}/cancellation", on(1)),
+            json!({"operationReference": 12}),
+            204,
+        ),
+        (
+            format!("/v2/process-instances/{}/modification", on(2)),
+            json!({"operationReference": 13, "activateInstructions": [{"elementId": "a"}]}),
+            204,
+        ),
+        (
+            format!("/v2/process-instances/{}/migration", on(3)),
+            json!({"operationReference": 14, "targetProcessDefinitionKey": definition,
+                   "mappingInstructions": []}),
+            204,
+        ),
+        (
+            format!("/v2/incidents/{}/resolution", on(4)),
+            json!({"operationReference": "15"}),
+            204,
+        ),
+        (
+            format!("/v2/jobs/{}", on(5)),
+            json!({"operationReference": 16, "changeset": {"retries": 2}}),
+            204,
+        ),
+        (
+            format!("/v2/resources/{}/deletion", on(6)),
+            json!({"operationReference": 17}),
+            200,
+        ),
+    ];
+    for (path, body, status) in &requests {
+        let reply = if path.starts_with("/v2/jobs/") {
+            gateway.patch(path, body.clone()).await
+        } else {
+            gateway.post(path, body.clone()).await
+        };
+        assert_eq!(reply.status, *status, "{path}: {:?}", reply.body);
+    }
+    let reply = gateway
+        .put(
+            &format!("/v2/element-instances/{}/variables", on(7)),
+            json!({"variables": {"a": 1}, "operationReference": 18}),
+        )
+        .await;
+    assert_eq!(reply.status, 204, "{:?}", reply.body);
+
+    let submitted = backend.submitted.lock().unwrap().clone();
+    let references: Vec<Option<u64>> = submitted
+        .iter()
+        .map(|(_, c)| c.operation_reference())
+        .collect();
+    assert_eq!(references, (11..=18).map(Some).collect::<Vec<_>>());
+    // Keyed commands still go to their key's partition, found through the wrapper.
+    for (partition, command) in &submitted[1..] {
+        assert_eq!(*partition, PartitionId(2), "{command:?}");
+        assert_eq!(
+            command.target_key().map(|k| k.partition()),
+            Some(PartitionId(2))
+        );
+    }
+    assert!(matches!(
+        submitted[0].1.inner(),
+        Command::CreateProcessInstance(_)
+    ));
+    assert!(matches!(
+        submitted[1].1.inner(),
+        Command::CancelProcessInstance { .. }
+    ));
+    backend.submitted.lock().unwrap().clear();
+
+    // None given: the command as it is.
+    let reply = gateway
+        .post(
+            &format!("/v2/process-instances/{}/cancellation", on(1)),
+            json!({}),
+        )
+        .await;
+    assert_eq!(reply.status, 204);
+    assert!(matches!(
+        backend.commands()[0],
+        Command::CancelProcessInstance { .. }
+    ));
+    backend.submitted.lock().unwrap().clear();
+
+    // 0 or less: a 400 naming the field, nothing sent.
+    for reference in [0, -3] {
+        let reply = gateway
+            .post(
+                &format!("/v2/incidents/{}/resolution", on(4)),
+                json!({"operationReference": reference}),
+            )
+            .await;
+        reply.assert_problem(
+            400,
+            "INVALID_ARGUMENT",
+            &format!("/v2/incidents/{}/resolution", on(4)),
+            &["operationReference", "must be > 0"],
+        );
+    }
+    assert!(backend.commands().is_empty());
+}
+
+/// A rejection of a referenced command names the command's own intent.
+#[tokio::test]
+async fn a_referenced_commands_rejection_names_its_intent() {
+    let backend = ScriptedBackend::new(1, |_, _| {
+        Ok(CommandResponse::Rejected(Rejection::new(
+            RejectionType::NotFound,
+            "no such instance",
+        )))
+    });
+    let gateway = TestGateway::start(backend.clone()).await;
+    let instance = Key::new(PartitionId(1), 5);
+    let path = format!("/v2/process-instances/{instance}/cancellation");
+    let reply = gateway.post(&path, json!({"operationReference": 3})).await;
+    reply.assert_problem(
+        404,
+        "NOT_FOUND",
+        &path,
+        &[
+            "Command 'CANCEL' rejected with code 'NOT_FOUND'",
+            "no such instance",
+        ],
+    );
+    assert_eq!(backend.commands()[0].operation_reference(), Some(3));
 }
 
 #[tokio::test]

@@ -74,6 +74,7 @@ fn record(intent: Intent, at: i64, value: ProcessInstanceRecord) -> Record {
         partition_id: PartitionId(1),
         rejection_type: RejectionType::NullVal,
         rejection_reason: String::new(),
+        operation_reference: -1,
         broker_version: "test".into(),
         value: RecordValue::ProcessInstance(value),
     }
