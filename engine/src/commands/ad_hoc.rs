@@ -90,10 +90,19 @@ fn check(
             definition
         }
         _ => {
+            // A multi-instance ad-hoc subprocess's body holds the iterations; each
+            // iteration is an ad-hoc subprocess instance with its own key.
+            let what = if ad_hoc.is_multi_instance_body() {
+                format!(
+                    "multi-instance body of the {}",
+                    ad_hoc.element().kind.bpmn_name()
+                )
+            } else {
+                ad_hoc.element().kind.bpmn_name().to_owned()
+            };
             return Err(Rejection::not_found(format!(
                 "Expected to activate activities for ad-hoc sub-process with key '{key}', but \
-                 the element instance is the {} '{}', not an ad-hoc sub-process.",
-                ad_hoc.element().kind.bpmn_name(),
+                 the element instance is the {what} '{}', not an ad-hoc sub-process.",
                 record.element_id
             )));
         }

@@ -64,6 +64,7 @@ const MULTI_INSTANCE_HOSTS: &[&str] = &[
     "receiveTask",
     "userTask",
     "subProcess",
+    "adHocSubProcess",
 ];
 
 /// Which thrown and caught codes a reference names.

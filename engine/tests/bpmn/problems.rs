@@ -46,11 +46,6 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "an ad-hoc subprocess with ordering 'Sequential' is not supported",
     ),
     (
-        "ad-hoc-multi-instance",
-        Some("Tools"),
-        "an adHocSubProcess cannot be multi-instance",
-    ),
-    (
         "message-start-same-message-twice",
         Some("AlsoPlaced"),
         "the message 'order-placed' already starts the process at 'OrderPlaced'",

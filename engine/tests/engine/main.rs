@@ -3,6 +3,7 @@
 mod ad_hoc_compensation;
 mod ad_hoc_event_sub_process;
 mod ad_hoc_job_worker;
+mod ad_hoc_multi_instance;
 mod ad_hoc_sub_process;
 mod breadth;
 mod call_activity;

@@ -506,3 +506,78 @@ async fn an_interrupted_ad_hoc_subprocess_refuses_activations_over_rest() {
         "{detail}"
     );
 }
+
+const EACH: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="defs" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="each" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:adHocSubProcess id="toolbox">
+      <bpmn:incoming>f1</bpmn:incoming><bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:multiInstanceLoopCharacteristics>
+        <bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=topics" inputElement="topic" /></bpmn:extensionElements>
+      </bpmn:multiInstanceLoopCharacteristics>
+      <bpmn:serviceTask id="search">
+        <bpmn:extensionElements><zeebe:taskDefinition type="search" /></bpmn:extensionElements>
+      </bpmn:serviceTask>
+    </bpmn:adHocSubProcess>
+    <bpmn:endEvent id="end"><bpmn:incoming>f2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="toolbox" />
+    <bpmn:sequenceFlow id="f2" sourceRef="toolbox" targetRef="end" />
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+#[tokio::test]
+async fn an_iteration_of_a_multi_instance_ad_hoc_subprocess_is_activated_over_rest() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway.deploy(&[("each.bpmn", EACH.as_bytes())]).await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let created = gateway
+        .post(
+            "/v2/process-instances",
+            json!({"processDefinitionId": "each", "variables": {"topics": ["rivers"]}}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let instance = created.body["processInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let body = element_of_type(&gateway, &instance, "MULTI_INSTANCE_BODY").await;
+    let body_key = body["elementInstanceKey"].as_str().expect("key").to_owned();
+    let iteration = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
+    assert_eq!(iteration["elementId"], "toolbox");
+    let iteration_key = iteration["elementInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+
+    // The body holds the iterations; it is not an ad-hoc subprocess instance.
+    let reply = gateway
+        .post(
+            &activation_path(&body_key),
+            json!({"elements": [{"elementId": "search"}]}),
+        )
+        .await;
+    assert_eq!(reply.status, 404, "{:?}", reply.body);
+    let detail = reply.body["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("multi-instance body"), "{detail}");
+
+    let reply = gateway
+        .post(
+            &activation_path(&iteration_key),
+            json!({"elements": [{"elementId": "search"}]}),
+        )
+        .await;
+    assert_eq!(reply.status, 204, "{:?}", reply.body);
+    let job = activate_one(&gateway, "search").await;
+    assert_eq!(job["variables"]["topic"], "rivers", "{job:?}");
+    let job_key = job["jobKey"].as_str().expect("job key");
+    let completed = gateway
+        .post(&format!("/v2/jobs/{job_key}/completion"), json!({}))
+        .await;
+    assert_eq!(completed.status, 204, "{:?}", completed.body);
+    let got = gateway
+        .get(&format!("/v2/process-instances/{instance}"))
+        .await;
+    assert_eq!(got.body["state"], "COMPLETED", "{:?}", got.body);
+}

@@ -477,12 +477,20 @@ impl Processing<'_> {
             Ok(false) => {}
             Err(halt) => return self.incident_on(active, halt),
         }
-        let mut ends_body = false;
+        let mut inner_output = None;
         if active.is_multi_instance_inner() {
             match self.collect_inner_output(active) {
-                Ok(done) => ends_body = done,
+                Ok(output) => inner_output = Some(output),
                 Err(halt) => return self.incident_on(active, halt),
             }
+        }
+        let ends_body = inner_output.as_ref().is_some_and(|o| o.ends_body);
+        // An ad-hoc subprocess's own output collection may be named like the
+        // multi-instance output collection: its completion propagates it before the
+        // iteration's output is kept under that name.
+        let own_output_first = matches!(active.element().kind, ElementKind::AdHocSubProcess(_));
+        if !own_output_first && let Some(output) = inner_output.take() {
+            self.keep_inner_output(active, output)?;
         }
         // An execution path of an ad-hoc subprocess ends: it decides what follows.
         let ad_hoc_path = if active.is_ad_hoc_inner() {
@@ -498,6 +506,9 @@ impl Processing<'_> {
             None => None,
         };
         behavior_of(active).complete(self, active)?;
+        if let Some(output) = inner_output {
+            self.keep_inner_output(active, output)?;
+        }
         let record = active.record();
         let compensation = active.process.model.has_compensation;
         if compensation && record.bpmn_element_type != BpmnElementType::Process {

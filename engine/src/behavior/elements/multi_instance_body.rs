@@ -29,6 +29,15 @@ const LOOP_COUNTER: &str = "loopCounter";
 
 pub(super) struct MultiInstanceBody;
 
+/// What the completion of an inner instance gives its body, evaluated before anything
+/// is written.
+pub(super) struct InnerOutput {
+    /// The completion condition held: the body ends now.
+    pub ends_body: bool,
+    /// The output element's value, under the output collection's name.
+    output: Option<(String, Value)>,
+}
+
 fn characteristics(active: &Active) -> Result<&MultiInstance> {
     active
         .element()
@@ -139,11 +148,10 @@ impl Processing<'_> {
         Ok(())
     }
 
-    /// An inner instance completes (after its output mappings): its output element is
-    /// evaluated and set as its local variable named like the output collection (the
-    /// completed-event applier moves it to the body), and the completion condition is
-    /// evaluated. Returns whether the body is done. Fails before writing anything.
-    pub(super) fn collect_inner_output(&mut self, active: &Active) -> Evaluated<bool> {
+    /// An inner instance completes (after its output mappings): its output element and
+    /// the completion condition are evaluated. Returns whether the body is done and the
+    /// output to keep ([`Processing::keep_inner_output`]). Fails before writing anything.
+    pub(super) fn collect_inner_output(&mut self, active: &Active) -> Evaluated<InnerOutput> {
         let mi = characteristics(active)?;
         let body_key = Key(active.record().flow_scope_key);
         let output = match (&mi.output_collection, &mi.output_element) {
@@ -161,7 +169,10 @@ impl Processing<'_> {
             Some(condition) => {
                 let mut context = self.context_at(condition, active)?;
                 let Some(body) = self.active(body_key)? else {
-                    return Ok(false);
+                    return Ok(InnerOutput {
+                        ends_body: false,
+                        output: None,
+                    });
                 };
                 let counts = self.read().multi_instance_counts(body_key)?;
                 let total = self.number_of_instances(&body, mi)?;
@@ -200,10 +211,19 @@ impl Processing<'_> {
                 }
             }
         };
-        if let Some((name, value)) = output {
-            self.set_variable(active.record(), active.key(), name, &value)?;
+        Ok(InnerOutput {
+            ends_body: done,
+            output: output.map(|(name, value)| (name.clone(), value)),
+        })
+    }
+
+    /// Sets an inner instance's output element as its local variable named like the
+    /// output collection; the completed-event applier moves it to the body.
+    pub(super) fn keep_inner_output(&mut self, active: &Active, output: InnerOutput) -> Result<()> {
+        if let Some((name, value)) = output.output {
+            self.set_variable(active.record(), active.key(), &name, &value)?;
         }
-        Ok(done)
+        Ok(())
     }
 
     /// After an inner instance completed: end the body early (terminating the other
