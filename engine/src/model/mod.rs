@@ -59,8 +59,8 @@
 //!   are non-negative; a script task has exactly one of `zeebe:script` (with a
 //!   compiled expression and a non-empty result variable) and `zeebe:taskDefinition`;
 //! - `multi_instance` appears only on tasks (undefined, manual, service, script, send,
-//!   receive), call activities and subprocesses (ad-hoc ones too); `output_collection` and `output_element` are both set or
-//!   both unset; variable names are non-empty;
+//!   receive), call activities and subprocesses (ad-hoc ones too); `output_collection`
+//!   and `output_element` are both set or both unset; variable names are non-empty;
 //! - `inputs` appear only on tasks, call activities, subprocesses, intermediate catch events, message
 //!   and signal throw events and message and signal end events (a signal's variables); `outputs` on those and on every other event
 //!   but error end events (start, none, link and escalation throw, none, terminate and

@@ -122,28 +122,8 @@ fn expect(pairs: &[(Intent, &str)]) -> Vec<(Intent, String)> {
     pairs.iter().map(|(i, a)| (*i, (*a).to_owned())).collect()
 }
 
-/// `(key, record)` of an element's events with `intent`.
-fn events(
-    rule: &EngineRule,
-    id: &str,
-    intent: Intent,
-) -> Vec<(Key, rill_protocol::value::ProcessInstanceRecord)> {
-    rule.records()
-        .events()
-        .of_type(ValueType::ProcessInstance)
-        .with_intent(intent)
-        .element(id)
-        .records
-        .iter()
-        .map(|r| match &r.value {
-            RecordValue::ProcessInstance(v) => (r.key, v.clone()),
-            other => panic!("{other:?}"),
-        })
-        .collect()
-}
-
 fn count(rule: &EngineRule, id: &str, intent: Intent) -> usize {
-    events(rule, id, intent).len()
+    rule.element_events(id, intent).len()
 }
 
 fn complete_job(rule: &mut EngineRule, job_type: &str) {
@@ -201,7 +181,7 @@ fn a_throw_inside_compensates_what_completed_in_every_inner_instance_newest_firs
     let mut rule = EngineRule::new();
     deploy(&mut rule, &two_bookings_then_undo());
     let instance = rule.create("adhoc-undo", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     // Handlers are not offered; throw events without incoming flows are.
     assert_eq!(
         offered(&mut rule, instance, ad_hoc),
@@ -215,9 +195,9 @@ fn a_throw_inside_compensates_what_completed_in_every_inner_instance_newest_firs
     );
     complete_job(&mut rule, "BookFlight");
 
-    let inner = events(&rule, "Tools#innerInstance", Intent::ElementActivated);
-    let hotel = events(&rule, "BookHotel", Intent::ElementActivated)[0].0;
-    let undo = events(&rule, "UndoAll", Intent::ElementActivated)[0].0;
+    let inner = rule.element_events("Tools#innerInstance", Intent::ElementActivated);
+    let hotel = rule.element_events("BookHotel", Intent::ElementActivated)[0].0;
+    let undo = rule.element_events("UndoAll", Intent::ElementActivated)[0].0;
     let records = subscriptions(&rule);
     // The ad-hoc subprocess, not the inner instance, is the scope.
     assert_eq!(records[0].1, Intent::Created);
@@ -238,7 +218,7 @@ fn a_throw_inside_compensates_what_completed_in_every_inner_instance_newest_firs
     assert_eq!(records[3].2.throw_event_instance_key, undo.get());
     // The handlers run beside the thrower, in the flight's inner instance.
     for handler in ["CancelFlight", "CancelHotel"] {
-        let (_, record) = &events(&rule, handler, Intent::ElementActivated)[0];
+        let (_, record) = &rule.element_events(handler, Intent::ElementActivated)[0];
         assert_eq!(record.flow_scope_key, inner[1].0.get(), "{handler}");
         assert_eq!(record.bpmn_event_type, BpmnEventType::Compensation);
     }
@@ -253,7 +233,7 @@ fn a_throw_inside_compensates_what_completed_in_every_inner_instance_newest_firs
         .collect();
     assert_eq!(entered, ["CancelFlight", "CancelHotel"]);
     for boundary in ["BookHotelDone", "BookFlightDone"] {
-        let (_, record) = &events(&rule, boundary, Intent::ElementCompleted)[0];
+        let (_, record) = &rule.element_events(boundary, Intent::ElementCompleted)[0];
         assert_eq!(record.bpmn_element_type, BpmnElementType::BoundaryEvent);
         assert_eq!(record.flow_scope_key, inner[1].0.get());
     }
@@ -303,7 +283,7 @@ fn activity_ref_inside_compensates_one_activity_and_the_ad_hoc_keeps_the_rest() 
         ),
     );
     let instance = rule.create("adhoc-ref", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     complete_job(&mut rule, "BookHotel");
     complete_job(&mut rule, "BookFlight");
     assert_eq!(
@@ -367,7 +347,7 @@ fn a_compensation_boundary_on_the_ad_hoc_subprocess_runs_its_handler_once_it_com
     let mut rule = EngineRule::new();
     deploy(&mut rule, &compensated_ad_hoc(false));
     let instance = rule.create("adhoc-boundary", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     // Active: nothing to compensate yet.
     assert!(subscriptions(&rule).is_empty());
     complete_job(&mut rule, "Work");
@@ -391,7 +371,7 @@ fn a_compensation_boundary_on_the_ad_hoc_subprocess_runs_its_handler_once_it_com
         .position(|r| r.key == ad_hoc && r.intent == Intent::ElementCompleted)
         .expect("completed");
     assert_eq!(created_at + 1, completed_at);
-    let (_, handler) = &events(&rule, "UndoTools", Intent::ElementActivated)[0];
+    let (_, handler) = &rule.element_events("UndoTools", Intent::ElementActivated)[0];
     assert_eq!(handler.bpmn_event_type, BpmnEventType::Compensation);
     assert_eq!(handler.flow_scope_key, instance.get());
     assert_eq!(count(&rule, "ToolsDone", Intent::ElementCompleted), 1);
@@ -420,7 +400,7 @@ fn compensating_a_completed_ad_hoc_subprocess_compensates_what_completed_inside(
     );
     // Both handlers run beside the thrower, in the process's scope.
     for handler in ["UndoTools", "UndoWork"] {
-        let (_, record) = &events(&rule, handler, Intent::ElementActivated)[0];
+        let (_, record) = &rule.element_events(handler, Intent::ElementActivated)[0];
         assert_eq!(record.flow_scope_key, instance.get(), "{handler}");
     }
     complete_job(&mut rule, "UndoWork");
@@ -459,7 +439,7 @@ fn an_enclosing_throw_compensates_inside_a_completed_ad_hoc_without_its_own_hand
         ),
     );
     let instance = rule.create("adhoc-nested", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     complete_job(&mut rule, "BookHotel");
     complete_job(&mut rule, "Plain");
     let records = subscriptions(&rule);
@@ -474,7 +454,7 @@ fn an_enclosing_throw_compensates_inside_a_completed_ad_hoc_without_its_own_hand
     );
     assert_eq!(records[0].2.compensable_activity_scope_key, ad_hoc.get());
     assert_eq!(records[1].2.compensation_handler_id, "");
-    let (_, handler) = &events(&rule, "CancelHotel", Intent::ElementActivated)[0];
+    let (_, handler) = &rule.element_events("CancelHotel", Intent::ElementActivated)[0];
     assert_eq!(handler.flow_scope_key, instance.get());
     complete_job(&mut rule, "CancelHotel");
     assert_eq!(
@@ -518,7 +498,7 @@ fn an_interrupted_ad_hoc_subprocess_deletes_its_subscriptions() {
     let mut rule = EngineRule::new();
     deploy(&mut rule, &bookings_with_timeout());
     let instance = rule.create("adhoc-timeout", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     complete_job(&mut rule, "BookHotel");
     rule.advance(3_600_000);
     rule.fire_due();
@@ -578,7 +558,7 @@ fn a_compensation_handler_cannot_be_activated() {
     deploy(&mut rule, &two_bookings_then_undo());
     // By the activation command: NOT_FOUND, as an unknown element.
     let instance = rule.create("adhoc-undo", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     let outcome = rule.process(activation(ad_hoc, &["CancelHotel"]));
     let (rejection, reason) = rejection_of(&outcome);
     assert_eq!(rejection, RejectionType::NotFound);
@@ -674,7 +654,7 @@ fn the_job_worker_implementation_compensates_what_its_activations_completed() {
     let mut rule = EngineRule::new();
     deploy(&mut rule, &agent_with_bookings());
     let instance = rule.create("adhoc-agent", json!({}));
-    let ad_hoc = events(&rule, "Agent", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Agent", Intent::ElementActivated)[0].0;
     let (job_key, job) = rule.job("agent");
     let variables = job.variables.to_value();
     let offered: Vec<&str> = variables["adHocSubProcessElements"]
@@ -790,7 +770,7 @@ fn an_inner_instance_terminated_while_it_compensates_deletes_what_its_thrower_tr
         ),
     );
     let instance = rule.create("adhoc-interrupted", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     complete_job(&mut rule, "BookHotel");
     let outcome = rule.process(activation(ad_hoc, &["UndoAll"]));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
@@ -850,7 +830,7 @@ fn an_ad_hoc_subprocess_can_be_a_compensation_handler() {
     deploy(&mut rule, &xml);
     let instance = rule.create("adhoc-as-handler", json!({}));
     complete_job(&mut rule, "BookHotel");
-    let (_, undo) = &events(&rule, "Undo", Intent::ElementActivated)[0];
+    let (_, undo) = &rule.element_events("Undo", Intent::ElementActivated)[0];
     assert_eq!(undo.bpmn_element_type, BpmnElementType::AdHocSubProcess);
     assert_eq!(undo.bpmn_event_type, BpmnEventType::Compensation);
     assert_eq!(undo.flow_scope_key, instance.get());
@@ -905,7 +885,7 @@ fn subprocesses_and_multi_instance_activities_inside_are_compensated_with_their_
         ),
     );
     let instance = rule.create("adhoc-deep", json!({}));
-    let ad_hoc = events(&rule, "Tools", Intent::ElementActivated)[0].0;
+    let ad_hoc = rule.element_events("Tools", Intent::ElementActivated)[0].0;
     complete_job(&mut rule, "BookHotel");
     for (key, _) in rule.activate("Seats", 10) {
         let outcome = rule.complete(key, json!({}));
@@ -920,7 +900,7 @@ fn subprocesses_and_multi_instance_activities_inside_are_compensated_with_their_
             (Intent::Created, "Seats"),
         ])
     );
-    let trip = events(&rule, "Trip", Intent::ElementActivated)[0].0;
+    let trip = rule.element_events("Trip", Intent::ElementActivated)[0].0;
     assert_eq!(records[0].2.compensable_activity_scope_key, trip.get());
     assert_eq!(records[1].2.compensable_activity_scope_key, ad_hoc.get());
     assert_eq!(records[2].2.compensable_activity_scope_key, ad_hoc.get());
@@ -991,10 +971,10 @@ fn a_throw_in_an_event_subprocess_compensates_what_completed_in_the_ad_hoc_subpr
     rule.fire_due();
     assert_eq!(count(&rule, "BookFlight", Intent::ElementTerminated), 1);
     assert_eq!(count(&rule, "CancelFlight", Intent::ElementActivating), 0);
-    let (undo, _) = events(&rule, "Undo", Intent::ElementActivated)[0].clone();
-    let (esp, _) = events(&rule, "OnTimeout", Intent::ElementActivated)[0].clone();
+    let (undo, _) = rule.element_events("Undo", Intent::ElementActivated)[0].clone();
+    let (esp, _) = rule.element_events("OnTimeout", Intent::ElementActivated)[0].clone();
     // The handler runs beside the thrower, in the event subprocess.
-    let handler_record = &events(&rule, "CancelHotel", Intent::ElementActivated)[0].1;
+    let handler_record = &rule.element_events("CancelHotel", Intent::ElementActivated)[0].1;
     assert_eq!(handler_record.flow_scope_key, esp.get());
     assert_eq!(count(&rule, "Undo", Intent::ElementCompleted), 0, "waits");
 

@@ -7,7 +7,7 @@
 
 use rill_protocol::value::{
     AdHocSubProcessActivateElement, BpmnElementType, IncidentErrorType, JobKind, JobResult,
-    JobResultType, ProcessInstanceRecord,
+    JobResultType,
 };
 use rill_protocol::{
     ActivateAdHocSubProcessActivities, BroadcastSignal, Command, Intent, JsonValue, Key,
@@ -26,29 +26,13 @@ fn rule() -> EngineRule {
     rule
 }
 
-/// `(key, record)` of one element id's process-instance events with `intent`.
-fn events(rule: &EngineRule, id: &str, intent: Intent) -> Vec<(Key, ProcessInstanceRecord)> {
-    rule.records()
-        .events()
-        .of_type(ValueType::ProcessInstance)
-        .with_intent(intent)
-        .element(id)
-        .records
-        .iter()
-        .map(|r| match &r.value {
-            RecordValue::ProcessInstance(v) => (r.key, v.clone()),
-            other => panic!("{other:?}"),
-        })
-        .collect()
-}
-
 fn count(rule: &EngineRule, id: &str, intent: Intent) -> usize {
-    events(rule, id, intent).len()
+    rule.element_events(id, intent).len()
 }
 
 /// The key of the one instance of `id` (ELEMENT_ACTIVATED).
 fn key_of(rule: &EngineRule, id: &str) -> Key {
-    let activated = events(rule, id, Intent::ElementActivated);
+    let activated = rule.element_events(id, Intent::ElementActivated);
     assert_eq!(activated.len(), 1, "{id} activated once");
     activated[0].0
 }
@@ -123,7 +107,7 @@ fn a_non_interrupting_message_event_subprocess_runs_beside_the_inner_instances()
     );
 
     publish(&mut rule, "note");
-    let on_note = events(&rule, "OnNote", Intent::ElementActivated);
+    let on_note = rule.element_events("OnNote", Intent::ElementActivated);
     assert_eq!(on_note.len(), 1);
     assert_eq!(on_note[0].1.flow_scope_key, tools.get());
     assert_eq!(
@@ -183,7 +167,7 @@ fn a_non_interrupting_timer_event_subprocess_fires_beside_and_closes_with_the_ad
     let watch = key_of(&rule, "Watch");
     rule.advance(MINUTE);
     rule.fire_due();
-    let reminder = events(&rule, "OnReminder", Intent::ElementActivated);
+    let reminder = rule.element_events("OnReminder", Intent::ElementActivated);
     assert_eq!(reminder.len(), 1);
     assert_eq!(reminder[0].1.flow_scope_key, watch.get());
     assert_eq!(count(&rule, "Check", Intent::ElementTerminated), 0);
@@ -242,7 +226,7 @@ fn an_interrupting_message_event_subprocess_terminates_the_inner_instances_then_
         at(&rule, "Tools#innerInstance", Intent::ElementTerminated)
             < at(&rule, "OnStop", Intent::ElementActivating)
     );
-    let on_stop = events(&rule, "OnStop", Intent::ElementActivated);
+    let on_stop = rule.element_events("OnStop", Intent::ElementActivated);
     assert_eq!(on_stop[0].1.flow_scope_key, tools.get());
     // The other event subprocess's subscription is closed.
     let closed: Vec<String> = rule
@@ -297,7 +281,7 @@ fn an_error_thrown_by_a_job_inside_starts_the_interrupting_error_event_subproces
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     assert_eq!(count(&rule, "Risky", Intent::ElementTerminated), 1);
     assert_eq!(count(&rule, "Safe", Intent::ElementTerminated), 1);
-    let on_failure = events(&rule, "OnFailure", Intent::ElementActivated);
+    let on_failure = rule.element_events("OnFailure", Intent::ElementActivated);
     assert_eq!(on_failure.len(), 1);
     assert_eq!(on_failure[0].1.flow_scope_key, attempt.get());
     assert!(rule.incidents(instance).is_empty());
@@ -319,7 +303,7 @@ fn an_escalation_thrown_inside_starts_the_non_interrupting_escalation_event_subp
     let deliver = key_of(&rule, "Deliver");
     complete_job(&mut rule, "work", json!({}));
     assert_eq!(count(&rule, "RunningLate", Intent::ElementCompleted), 1);
-    let on_late = events(&rule, "OnLate", Intent::ElementActivated);
+    let on_late = rule.element_events("OnLate", Intent::ElementActivated);
     assert_eq!(on_late.len(), 1);
     assert_eq!(on_late[0].1.flow_scope_key, deliver.get());
     // The throwing path ended; the event subprocess keeps the ad-hoc open.
@@ -584,7 +568,8 @@ fn an_event_subprocess_is_not_an_element_to_activate() {
 
     // The activation command: NOT_FOUND.
     let other = rule.create("esp-message", json!({"tools": [], "orderId": "o-2"}));
-    let tools = events(&rule, "Tools", Intent::ElementActivated)
+    let tools = rule
+        .element_events("Tools", Intent::ElementActivated)
         .into_iter()
         .find(|(_, r)| r.process_instance_key == other.get())
         .expect("tools")
@@ -667,7 +652,7 @@ fn modification_inside_an_event_subprocess_of_an_ad_hoc_subprocess_is_refused() 
     assert!(reason.contains("inside an ad-hoc subprocess"), "{reason}");
 
     // Migration refuses the ad-hoc subprocess first.
-    let definition = events(&rule, "Tools", Intent::ElementActivated)[0]
+    let definition = rule.element_events("Tools", Intent::ElementActivated)[0]
         .1
         .process_definition_key;
     let mapping = ["Tools", "OnNote", "Record"]

@@ -8,7 +8,6 @@
 
 use rill_protocol::value::{
     AdHocSubProcessActivateElement, BpmnElementType, JobRecord, JobResult, JobResultType,
-    ProcessInstanceRecord,
 };
 use rill_protocol::{
     ActivateAdHocSubProcessActivities, Command, Intent, JsonValue, Key, RecordValue, RejectionType,
@@ -27,26 +26,10 @@ fn rule() -> EngineRule {
     rule
 }
 
-/// `(key, record)` of one element id's process-instance events with `intent`.
-fn events(rule: &EngineRule, id: &str, intent: Intent) -> Vec<(Key, ProcessInstanceRecord)> {
-    rule.records()
-        .events()
-        .of_type(ValueType::ProcessInstance)
-        .with_intent(intent)
-        .element(id)
-        .records
-        .iter()
-        .map(|r| match &r.value {
-            RecordValue::ProcessInstance(v) => (r.key, v.clone()),
-            other => panic!("{other:?}"),
-        })
-        .collect()
-}
-
 /// The body's key and the iterations' keys (in entry order) of a multi-instance ad-hoc
 /// subprocess, from their ELEMENT_ACTIVATED events.
 fn body_and_iterations(rule: &EngineRule, id: &str) -> (Key, Vec<Key>) {
-    let activated = events(rule, id, Intent::ElementActivated);
+    let activated = rule.element_events(id, Intent::ElementActivated);
     let bodies: Vec<Key> = activated
         .iter()
         .filter(|(_, r)| r.bpmn_element_type == BpmnElementType::MultiInstanceBody)
@@ -70,7 +53,7 @@ fn body_and_iterations(rule: &EngineRule, id: &str) -> (Key, Vec<Key>) {
 
 /// How many of one element id's events of `intent` have the element type `kind`.
 fn count(rule: &EngineRule, id: &str, intent: Intent, kind: BpmnElementType) -> usize {
-    events(rule, id, intent)
+    rule.element_events(id, intent)
         .iter()
         .filter(|(_, r)| r.bpmn_element_type == kind)
         .count()
@@ -157,7 +140,7 @@ fn parallel_iterations_activate_from_their_item_and_complete_independently() {
     let body_locals = rule.scope_variables(instance, body);
     assert!(body_locals.get("adHocSubProcessElements").is_none());
     // Every inner instance lies in an iteration; each iteration activated its item's tools.
-    let inner = events(&rule, "Tools#innerInstance", Intent::ElementActivated);
+    let inner = rule.element_events("Tools#innerInstance", Intent::ElementActivated);
     let per_iteration: Vec<usize> = iterations
         .iter()
         .map(|i| {
@@ -175,7 +158,7 @@ fn parallel_iterations_activate_from_their_item_and_complete_independently() {
 
     // Iteration a is done after its one search; the others and the body go on.
     complete_job(&mut rule, job_for(&searches, "a"), json!({"answer": "A"}));
-    let completed = events(&rule, "Tools", Intent::ElementCompleted);
+    let completed = rule.element_events("Tools", Intent::ElementCompleted);
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0].0, iterations[0]);
     assert_eq!(
@@ -276,17 +259,20 @@ fn the_activation_command_addresses_an_iteration_not_the_body() {
         "{}",
         rejection.reason
     );
-    assert!(events(&rule, "Tools#innerInstance", Intent::ElementActivated).is_empty());
+    assert!(
+        rule.element_events("Tools#innerInstance", Intent::ElementActivated)
+            .is_empty()
+    );
 
     let outcome = rule.process(activation(iterations[1], &["Search"]));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-    let inner = events(&rule, "Tools#innerInstance", Intent::ElementActivated);
+    let inner = rule.element_events("Tools#innerInstance", Intent::ElementActivated);
     assert_eq!(inner.len(), 1);
     assert_eq!(inner[0].1.flow_scope_key, iterations[1].get());
 
     let searches = jobs_by_item(&mut rule, "search");
     complete_job(&mut rule, job_for(&searches, "b"), json!({"answer": "B"}));
-    let completed = events(&rule, "Tools", Intent::ElementCompleted);
+    let completed = rule.element_events("Tools", Intent::ElementCompleted);
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0].0, iterations[1]);
     assert_eq!(
@@ -352,7 +338,7 @@ fn job_worker_iterations_each_have_their_own_job() {
         job_for(&jobs, "y"),
         activate_result(&["AgentSearch"]),
     );
-    let inner = events(&rule, "Agent#innerInstance", Intent::ElementActivated);
+    let inner = rule.element_events("Agent#innerInstance", Intent::ElementActivated);
     assert_eq!(inner.len(), 1);
     assert_eq!(inner[0].1.flow_scope_key, iterations[1].get());
     let search = rule.activate("agent-search", 10);
@@ -364,7 +350,7 @@ fn job_worker_iterations_each_have_their_own_job() {
     assert_eq!(jobs.len(), 1, "only y's new job is activatable: {jobs:?}");
     assert_eq!(jobs[0].2, "y");
     complete_with(&mut rule, jobs[0].0, fulfilled());
-    let completed = events(&rule, "Agent", Intent::ElementCompleted);
+    let completed = rule.element_events("Agent", Intent::ElementCompleted);
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0].0, iterations[1]);
     assert_eq!(
@@ -446,7 +432,8 @@ fn an_interrupting_boundary_timer_on_the_body_terminates_every_iteration() {
         1
     );
     assert_eq!(
-        events(&rule, "Tools#innerInstance", Intent::ElementTerminated).len(),
+        rule.element_events("Tools#innerInstance", Intent::ElementTerminated)
+            .len(),
         4
     );
     assert_eq!(
@@ -456,7 +443,11 @@ fn an_interrupting_boundary_timer_on_the_body_terminates_every_iteration() {
             .count(),
         4
     );
-    assert_eq!(events(&rule, "TimedOut", Intent::ElementCompleted).len(), 1);
+    assert_eq!(
+        rule.element_events("TimedOut", Intent::ElementCompleted)
+            .len(),
+        1
+    );
     assert!(rule.variables(instance).get("reports").is_none());
     assert_eq!(
         state(&mut rule, instance),
@@ -495,7 +486,7 @@ fn the_multi_instance_completion_condition_ends_the_other_iterations() {
         ),
         1
     );
-    let terminated = events(&rule, "CondTools", Intent::ElementTerminated);
+    let terminated = rule.element_events("CondTools", Intent::ElementTerminated);
     assert_eq!(terminated[0].0, iterations[1]);
     assert!(
         rule.records()
@@ -547,7 +538,8 @@ fn cancelling_the_instance_terminates_the_body_and_every_iteration() {
         1
     );
     assert_eq!(
-        events(&rule, "Tools#innerInstance", Intent::ElementTerminated).len(),
+        rule.element_events("Tools#innerInstance", Intent::ElementTerminated)
+            .len(),
         4
     );
     assert_eq!(
@@ -598,7 +590,7 @@ fn an_event_subprocess_runs_in_the_iteration_its_message_correlates_to() {
 
     let outcome = rule.publish("note", "b", 0, json!({"note": "hi"}));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-    let on_note = events(&rule, "OnNote", Intent::ElementActivated);
+    let on_note = rule.element_events("OnNote", Intent::ElementActivated);
     assert_eq!(on_note.len(), 1);
     assert_eq!(on_note[0].1.flow_scope_key, iterations[1].get());
 
@@ -607,14 +599,21 @@ fn an_event_subprocess_runs_in_the_iteration_its_message_correlates_to() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].1.variables.to_value()["item"]["id"], json!("b"));
     complete_job(&mut rule, records[0].0, json!({}));
-    assert_eq!(events(&rule, "OnNote", Intent::ElementCompleted).len(), 1);
-    assert!(events(&rule, "Tools", Intent::ElementCompleted).is_empty());
+    assert_eq!(
+        rule.element_events("OnNote", Intent::ElementCompleted)
+            .len(),
+        1
+    );
+    assert!(
+        rule.element_events("Tools", Intent::ElementCompleted)
+            .is_empty()
+    );
 
     let searches = jobs_by_item(&mut rule, "search");
     let writes = jobs_by_item(&mut rule, "write");
     complete_job(&mut rule, job_for(&searches, "b"), json!({"answer": "B1"}));
     complete_job(&mut rule, job_for(&writes, "b"), json!({"answer": "B2"}));
-    let completed = events(&rule, "Tools", Intent::ElementCompleted);
+    let completed = rule.element_events("Tools", Intent::ElementCompleted);
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0].0, iterations[1]);
     assert_eq!(
@@ -735,7 +734,7 @@ fn modification_runs_the_body_and_refuses_elements_inside() {
     let (old_body, iterations) = body_and_iterations(&rule, "Tools");
     let outcome = modify(&mut rule, None, vec![iterations[0]]);
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
-    let terminated = events(&rule, "Tools", Intent::ElementTerminated);
+    let terminated = rule.element_events("Tools", Intent::ElementTerminated);
     assert_eq!(terminated.len(), 1);
     assert_eq!(terminated[0].0, iterations[0]);
 
@@ -836,7 +835,7 @@ fn an_error_thrown_from_an_iterations_job_is_caught_by_the_bodys_boundary_event(
         count(&rule, "Agent", Intent::ElementTerminated, iteration),
         2
     );
-    let terminated = events(&rule, "Agent", Intent::ElementTerminated);
+    let terminated = rule.element_events("Agent", Intent::ElementTerminated);
     assert!(terminated.iter().any(|(k, _)| *k == body));
     let canceled: Vec<Key> = rule
         .records()
@@ -848,7 +847,8 @@ fn an_error_thrown_from_an_iterations_job_is_caught_by_the_bodys_boundary_event(
         .collect();
     assert!(canceled.contains(&job_for(&jobs, "y")), "{canceled:?}");
     assert_eq!(
-        events(&rule, "FailedEnd", Intent::ElementCompleted).len(),
+        rule.element_events("FailedEnd", Intent::ElementCompleted)
+            .len(),
         1
     );
     assert_eq!(

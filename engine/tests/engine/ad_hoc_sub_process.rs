@@ -4,12 +4,10 @@
 //! output collection; incidents; cancel and boundary events.
 //! Fixture: `tests/fixtures/elements/ad-hoc-subprocess.bpmn`.
 
-use rill_protocol::value::{
-    AdHocSubProcessActivateElement, BpmnElementType, IncidentErrorType, ProcessInstanceRecord,
-};
+use rill_protocol::value::{AdHocSubProcessActivateElement, BpmnElementType, IncidentErrorType};
 use rill_protocol::{
-    ActivateAdHocSubProcessActivities, Command, Intent, JsonValue, Key, RecordType, RecordValue,
-    RejectionType, ValueType,
+    ActivateAdHocSubProcessActivities, Command, Intent, JsonValue, Key, RecordType, RejectionType,
+    ValueType,
 };
 use serde_json::{Value, json};
 
@@ -24,24 +22,8 @@ fn rule() -> EngineRule {
     rule
 }
 
-/// `(key, record)` of one element id's process-instance events with `intent`.
-fn events(rule: &EngineRule, id: &str, intent: Intent) -> Vec<(Key, ProcessInstanceRecord)> {
-    rule.records()
-        .events()
-        .of_type(ValueType::ProcessInstance)
-        .with_intent(intent)
-        .element(id)
-        .records
-        .iter()
-        .map(|r| match &r.value {
-            RecordValue::ProcessInstance(v) => (r.key, v.clone()),
-            other => panic!("{other:?}"),
-        })
-        .collect()
-}
-
 fn ad_hoc_key(rule: &EngineRule, id: &str) -> Key {
-    let activated = events(rule, id, Intent::ElementActivating);
+    let activated = rule.element_events(id, Intent::ElementActivating);
     assert_eq!(activated.len(), 1, "{id} entered once");
     assert_eq!(
         activated[0].1.bpmn_element_type,
@@ -74,7 +56,7 @@ fn state(rule: &mut EngineRule, instance: Key) -> rill_engine::ProcessInstanceSt
 }
 
 fn is_completed(rule: &EngineRule, id: &str) -> bool {
-    !events(rule, id, Intent::ElementCompleted).is_empty()
+    !rule.element_events(id, Intent::ElementCompleted).is_empty()
 }
 
 #[test]
@@ -82,10 +64,14 @@ fn entry_activates_the_collection_each_in_an_inner_instance() {
     let mut rule = rule();
     let instance = rule.create("adhoc-basic", json!({"toActivate": ["Research", "Write"]}));
     let ad_hoc = ad_hoc_key(&rule, "Prepare");
-    assert_eq!(events(&rule, "Prepare", Intent::ElementActivated).len(), 1);
+    assert_eq!(
+        rule.element_events("Prepare", Intent::ElementActivated)
+            .len(),
+        1
+    );
 
     // One inner instance per element, activated at once, in the collection's order.
-    let inner = events(&rule, "Prepare#innerInstance", Intent::ElementActivated);
+    let inner = rule.element_events("Prepare#innerInstance", Intent::ElementActivated);
     assert_eq!(inner.len(), 2);
     for (_, record) in &inner {
         assert_eq!(
@@ -94,8 +80,8 @@ fn entry_activates_the_collection_each_in_an_inner_instance() {
         );
         assert_eq!(record.flow_scope_key, ad_hoc.get());
     }
-    let research = events(&rule, "Research", Intent::ElementActivated);
-    let write = events(&rule, "Write", Intent::ElementActivated);
+    let research = rule.element_events("Research", Intent::ElementActivated);
+    let write = rule.element_events("Write", Intent::ElementActivated);
     assert_eq!(research[0].1.flow_scope_key, inner[0].0.get());
     assert_eq!(write[0].1.flow_scope_key, inner[1].0.get());
     let lifecycle = rule.records().lifecycle();
@@ -134,7 +120,8 @@ fn entry_activates_the_collection_each_in_an_inner_instance() {
     let (research_job, _) = rule.job("research");
     complete_job(&mut rule, research_job, json!({"result": "sources"}));
     assert_eq!(
-        events(&rule, "Prepare#innerInstance", Intent::ElementCompleted).len(),
+        rule.element_events("Prepare#innerInstance", Intent::ElementCompleted)
+            .len(),
         1
     );
     assert!(!is_completed(&rule, "Prepare"));
@@ -142,7 +129,7 @@ fn entry_activates_the_collection_each_in_an_inner_instance() {
     // Write continues inside its inner instance to Review (a flow inside).
     let (write_job, _) = rule.job("write");
     complete_job(&mut rule, write_job, json!({"result": "draft"}));
-    let review = events(&rule, "Review", Intent::ElementActivated);
+    let review = rule.element_events("Review", Intent::ElementActivated);
     assert_eq!(review[0].1.flow_scope_key, inner[1].0.get());
     assert!(!is_completed(&rule, "Prepare"));
     let (review_job, _) = rule.job("review");
@@ -169,8 +156,15 @@ fn an_empty_collection_waits_for_the_activation_command_and_its_variables() {
     let mut rule = rule();
     let instance = rule.create("adhoc-basic", json!({"toActivate": []}));
     let ad_hoc = ad_hoc_key(&rule, "Prepare");
-    assert_eq!(events(&rule, "Prepare", Intent::ElementActivated).len(), 1);
-    assert!(events(&rule, "Prepare#innerInstance", Intent::ElementActivating).is_empty());
+    assert_eq!(
+        rule.element_events("Prepare", Intent::ElementActivated)
+            .len(),
+        1
+    );
+    assert!(
+        rule.element_events("Prepare#innerInstance", Intent::ElementActivating)
+            .is_empty()
+    );
     assert!(!is_completed(&rule, "Prepare"));
 
     let outcome = rule.process(activation(
@@ -196,7 +190,7 @@ fn an_empty_collection_waits_for_the_activation_command_and_its_variables() {
             (RecordType::Event, Intent::Activated)
         ]
     );
-    let inner = events(&rule, "Prepare#innerInstance", Intent::ElementActivated);
+    let inner = rule.element_events("Prepare#innerInstance", Intent::ElementActivated);
     assert_eq!(inner.len(), 2);
     // The variables are locals of the inner instance, and the job sees them.
     let locals = rule.scope_variables(instance, inner[0].0);
@@ -283,7 +277,10 @@ fn the_activation_command_is_refused_for_what_cannot_be_activated() {
         assert_eq!(outcome.records[0].record_type, RecordType::CommandRejection);
     }
     assert_eq!(rule.log.len(), records_before + 7);
-    assert!(events(&rule, "Prepare#innerInstance", Intent::ElementActivating).is_empty());
+    assert!(
+        rule.element_events("Prepare#innerInstance", Intent::ElementActivating)
+            .is_empty()
+    );
     rule.assert_replay_matches();
 }
 
@@ -296,9 +293,13 @@ fn a_true_completion_condition_terminates_the_remaining_instances() {
     assert_eq!((jobs_a.len(), jobs_b.len()), (1, 1));
     complete_job(&mut rule, jobs_a[0].0, json!({"answered": true}));
     // AskB and its inner instance are terminated, its job cancelled; Ask completes.
-    assert_eq!(events(&rule, "AskB", Intent::ElementTerminated).len(), 1);
     assert_eq!(
-        events(&rule, "Ask#innerInstance", Intent::ElementTerminated).len(),
+        rule.element_events("AskB", Intent::ElementTerminated).len(),
+        1
+    );
+    assert_eq!(
+        rule.element_events("Ask#innerInstance", Intent::ElementTerminated)
+            .len(),
         1
     );
     assert!(
@@ -337,7 +338,8 @@ fn a_false_completion_condition_keeps_the_ad_hoc_subprocess_active() {
     complete_job(&mut rule, b, json!({}));
     // Nothing is left inside, but the condition does not hold: it waits.
     assert_eq!(
-        events(&rule, "Ask#innerInstance", Intent::ElementCompleted).len(),
+        rule.element_events("Ask#innerInstance", Intent::ElementCompleted)
+            .len(),
         2
     );
     assert!(!is_completed(&rule, "Ask"));
@@ -366,11 +368,18 @@ fn without_cancel_remaining_instances_it_waits_for_the_others() {
     complete_job(&mut rule, a, json!({"answered": true}));
     // The condition holds, but CollectB still runs: nothing is terminated.
     assert!(!is_completed(&rule, "Collect"));
-    assert!(events(&rule, "CollectB", Intent::ElementTerminating).is_empty());
+    assert!(
+        rule.element_events("CollectB", Intent::ElementTerminating)
+            .is_empty()
+    );
     let (b, _) = rule.job("collect-b");
     complete_job(&mut rule, b, json!({}));
     assert!(is_completed(&rule, "Collect"));
-    assert!(events(&rule, "CollectB", Intent::ElementCompleted).len() == 1);
+    assert!(
+        rule.element_events("CollectB", Intent::ElementCompleted)
+            .len()
+            == 1
+    );
     assert_eq!(
         state(&mut rule, instance),
         rill_engine::ProcessInstanceState::Completed
@@ -386,7 +395,8 @@ fn cancel_remaining_instances_in_the_command_terminates_the_active_ones_first() 
     let outcome = rule.process(activation(ad_hoc, &[("Write", json!({}))], true));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     assert_eq!(
-        events(&rule, "Research", Intent::ElementTerminated).len(),
+        rule.element_events("Research", Intent::ElementTerminated)
+            .len(),
         1
     );
     assert!(!is_completed(&rule, "Prepare"));
@@ -419,7 +429,10 @@ fn a_collection_that_is_not_a_list_is_an_incident_that_resolves() {
         "{}",
         incident.record.error_message
     );
-    assert!(events(&rule, "Prepare", Intent::ElementActivated).is_empty());
+    assert!(
+        rule.element_events("Prepare", Intent::ElementActivated)
+            .is_empty()
+    );
 
     // An unknown id in the list: still an incident, naming it.
     let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
@@ -455,7 +468,11 @@ fn a_collection_that_is_not_a_list_is_an_incident_that_resolves() {
     });
     assert!(!outcome.is_rejected());
     assert!(rule.incidents(instance).is_empty());
-    assert_eq!(events(&rule, "Prepare", Intent::ElementActivated).len(), 1);
+    assert_eq!(
+        rule.element_events("Prepare", Intent::ElementActivated)
+            .len(),
+        1
+    );
     let (job, _) = rule.job("research");
     complete_job(&mut rule, job, json!({"result": 1}));
     assert_eq!(
@@ -497,7 +514,10 @@ fn a_completion_condition_that_is_not_a_boolean_is_an_incident_on_the_inner_inst
     });
     assert!(!outcome.is_rejected());
     assert!(is_completed(&rule, "Ask"));
-    assert_eq!(events(&rule, "AskB", Intent::ElementTerminated).len(), 1);
+    assert_eq!(
+        rule.element_events("AskB", Intent::ElementTerminated).len(),
+        1
+    );
     assert_eq!(
         state(&mut rule, instance),
         rill_engine::ProcessInstanceState::Completed
@@ -515,13 +535,14 @@ fn cancelling_the_instance_terminates_every_inner_instance() {
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     for id in ["Research", "Write", "Prepare"] {
         assert_eq!(
-            events(&rule, id, Intent::ElementTerminated).len(),
+            rule.element_events(id, Intent::ElementTerminated).len(),
             1,
             "{id}"
         );
     }
     assert_eq!(
-        events(&rule, "Prepare#innerInstance", Intent::ElementTerminated).len(),
+        rule.element_events("Prepare#innerInstance", Intent::ElementTerminated)
+            .len(),
         2
     );
     assert_eq!(
@@ -553,14 +574,20 @@ fn an_interrupting_boundary_timer_terminates_the_ad_hoc_subprocess() {
     let fired = rule.fire_due();
     assert_eq!(fired.len(), 1);
     assert_eq!(
-        events(&rule, "Research", Intent::ElementTerminated).len(),
+        rule.element_events("Research", Intent::ElementTerminated)
+            .len(),
         1
     );
     assert_eq!(
-        events(&rule, "Prepare#innerInstance", Intent::ElementTerminated).len(),
+        rule.element_events("Prepare#innerInstance", Intent::ElementTerminated)
+            .len(),
         1
     );
-    assert_eq!(events(&rule, "Prepare", Intent::ElementTerminated).len(), 1);
+    assert_eq!(
+        rule.element_events("Prepare", Intent::ElementTerminated)
+            .len(),
+        1
+    );
     assert!(is_completed(&rule, "GaveUp"));
     assert!(!is_completed(&rule, "Prepared"));
     assert_eq!(
@@ -591,7 +618,7 @@ fn modification_inside_an_ad_hoc_subprocess_is_refused() {
         reason.contains("inside an ad-hoc subprocess ('Prepare')"),
         "{reason}"
     );
-    let research = events(&rule, "Research", Intent::ElementActivated)[0].0;
+    let research = rule.element_events("Research", Intent::ElementActivated)[0].0;
     let outcome = rule.process(Command::ModifyProcessInstance(
         rill_protocol::ModifyProcessInstance {
             process_instance_key: instance,
@@ -609,7 +636,7 @@ fn modification_inside_an_ad_hoc_subprocess_is_refused() {
 fn migrating_an_instance_with_an_active_ad_hoc_subprocess_is_refused() {
     let mut rule = rule();
     let instance = rule.create("adhoc-basic", json!({"toActivate": ["Research"]}));
-    let definition = events(&rule, "Prepare", Intent::ElementActivated)[0]
+    let definition = rule.element_events("Prepare", Intent::ElementActivated)[0]
         .1
         .process_definition_key;
     let mapping = ["Prepare", "Research"]
@@ -679,13 +706,14 @@ fn an_error_thrown_inside_is_caught_by_a_boundary_event_on_the_ad_hoc_subprocess
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     for id in ["risky", "safe", "work"] {
         assert_eq!(
-            events(&rule, id, Intent::ElementTerminated).len(),
+            rule.element_events(id, Intent::ElementTerminated).len(),
             1,
             "{id}"
         );
     }
     assert_eq!(
-        events(&rule, "work#innerInstance", Intent::ElementTerminated).len(),
+        rule.element_events("work#innerInstance", Intent::ElementTerminated)
+            .len(),
         2
     );
     assert!(is_completed(&rule, "failed"));

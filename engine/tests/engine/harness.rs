@@ -348,6 +348,27 @@ impl EngineRule {
     }
 
     /// Records of the whole log, for matching.
+    /// `(key, record)` of one element id's process-instance events with `intent`, in
+    /// log order.
+    pub fn element_events(
+        &self,
+        id: &str,
+        intent: Intent,
+    ) -> Vec<(Key, rill_protocol::value::ProcessInstanceRecord)> {
+        self.records()
+            .events()
+            .of_type(ValueType::ProcessInstance)
+            .with_intent(intent)
+            .element(id)
+            .records
+            .iter()
+            .map(|r| match &r.value {
+                RecordValue::ProcessInstance(v) => (r.key, v.clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
     pub fn records(&self) -> Records<'_> {
         Records {
             records: self.log.iter().map(|(_, r)| r).collect(),
