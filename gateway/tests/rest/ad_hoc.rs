@@ -30,6 +30,21 @@ fn activation_path(key: &str) -> String {
     format!("/v2/element-instances/ad-hoc-activities/{key}/activation")
 }
 
+/// A gateway with `model` deployed and one instance created with `request`; the
+/// instance's key.
+async fn started(model: (&str, &str), request: Value) -> (TestGateway, String) {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway.deploy(&[(model.0, model.1.as_bytes())]).await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let created = gateway.post("/v2/process-instances", request).await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let instance = created.body["processInstanceKey"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    (gateway, instance)
+}
+
 async fn element_of_type(gateway: &TestGateway, instance: &str, kind: &str) -> Value {
     let found = gateway
         .post(
@@ -43,20 +58,11 @@ async fn element_of_type(gateway: &TestGateway, instance: &str, kind: &str) -> V
 
 #[tokio::test]
 async fn elements_of_an_ad_hoc_subprocess_are_activated_over_rest() {
-    let gateway = TestGateway::start(EngineBackend::new(1)).await;
-    let deployed = gateway.deploy(&[("tools.bpmn", TOOLS.as_bytes())]).await;
-    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "tools"}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{:?}", created.body);
-    let instance = created.body["processInstanceKey"]
-        .as_str()
-        .expect("key")
-        .to_owned();
+    let (gateway, instance) = started(
+        ("tools.bpmn", TOOLS),
+        json!({"processDefinitionId": "tools"}),
+    )
+    .await;
     let ad_hoc = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
     assert_eq!(ad_hoc["elementId"], "toolbox");
     assert_eq!(ad_hoc["state"], "ACTIVE");
@@ -208,20 +214,11 @@ async fn activate_one(gateway: &TestGateway, job_type: &str) -> Value {
 
 #[tokio::test]
 async fn an_ad_hoc_subprocess_job_is_completed_with_an_ad_hoc_result_over_rest() {
-    let gateway = TestGateway::start(EngineBackend::new(1)).await;
-    let deployed = gateway.deploy(&[("agent.bpmn", AGENT.as_bytes())]).await;
-    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "agent"}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{:?}", created.body);
-    let instance = created.body["processInstanceKey"]
-        .as_str()
-        .expect("key")
-        .to_owned();
+    let (gateway, instance) = started(
+        ("agent.bpmn", AGENT),
+        json!({"processDefinitionId": "agent"}),
+    )
+    .await;
 
     let job = activate_one(&gateway, "think").await;
     assert_eq!(job["kind"], "AD_HOC_SUB_PROCESS", "{job:?}");
@@ -366,22 +363,11 @@ const COMPENSATED: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 
 #[tokio::test]
 async fn a_throw_event_activated_over_rest_compensates_the_ad_hoc_subprocess() {
-    let gateway = TestGateway::start(EngineBackend::new(1)).await;
-    let deployed = gateway
-        .deploy(&[("compensated.bpmn", COMPENSATED.as_bytes())])
-        .await;
-    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "compensated"}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{:?}", created.body);
-    let instance = created.body["processInstanceKey"]
-        .as_str()
-        .expect("key")
-        .to_owned();
+    let (gateway, instance) = started(
+        ("compensated.bpmn", COMPENSATED),
+        json!({"processDefinitionId": "compensated"}),
+    )
+    .await;
     let ad_hoc = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
     let key = ad_hoc["elementInstanceKey"]
         .as_str()
@@ -450,22 +436,11 @@ const INTERRUPTIBLE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 
 #[tokio::test]
 async fn an_interrupted_ad_hoc_subprocess_refuses_activations_over_rest() {
-    let gateway = TestGateway::start(EngineBackend::new(1)).await;
-    let deployed = gateway
-        .deploy(&[("interruptible.bpmn", INTERRUPTIBLE.as_bytes())])
-        .await;
-    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "interruptible", "variables": {"orderId": "o-1"}}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{:?}", created.body);
-    let instance = created.body["processInstanceKey"]
-        .as_str()
-        .expect("key")
-        .to_owned();
+    let (gateway, instance) = started(
+        ("interruptible.bpmn", INTERRUPTIBLE),
+        json!({"processDefinitionId": "interruptible", "variables": {"orderId": "o-1"}}),
+    )
+    .await;
     let ad_hoc = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
     let key = ad_hoc["elementInstanceKey"]
         .as_str()
@@ -528,20 +503,11 @@ const EACH: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 
 #[tokio::test]
 async fn an_iteration_of_a_multi_instance_ad_hoc_subprocess_is_activated_over_rest() {
-    let gateway = TestGateway::start(EngineBackend::new(1)).await;
-    let deployed = gateway.deploy(&[("each.bpmn", EACH.as_bytes())]).await;
-    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
-    let created = gateway
-        .post(
-            "/v2/process-instances",
-            json!({"processDefinitionId": "each", "variables": {"topics": ["rivers"]}}),
-        )
-        .await;
-    assert_eq!(created.status, 200, "{:?}", created.body);
-    let instance = created.body["processInstanceKey"]
-        .as_str()
-        .expect("key")
-        .to_owned();
+    let (gateway, instance) = started(
+        ("each.bpmn", EACH),
+        json!({"processDefinitionId": "each", "variables": {"topics": ["rivers"]}}),
+    )
+    .await;
     let body = element_of_type(&gateway, &instance, "MULTI_INSTANCE_BODY").await;
     let body_key = body["elementInstanceKey"].as_str().expect("key").to_owned();
     let iteration = element_of_type(&gateway, &instance, "AD_HOC_SUB_PROCESS").await;
