@@ -9,8 +9,8 @@
 //! its log.
 
 use rill_protocol::value::{
-    AdHocSubProcessActivateElement, BpmnElementType, BpmnEventType, CompensationSubscriptionRecord,
-    IncidentErrorType, JobResult, JobResultType, MigrationMappingInstruction,
+    AdHocSubProcessActivateElement, BpmnElementType, BpmnEventType, IncidentErrorType, JobResult,
+    JobResultType, MigrationMappingInstruction,
 };
 use rill_protocol::{
     ActivateAdHocSubProcessActivities, Command, Intent, JsonValue, Key, MigrateProcessInstance,
@@ -21,6 +21,7 @@ use serde_json::json;
 use rill_engine::ProcessInstanceState;
 
 use super::breadth::{cancel, state};
+use super::compensation::{complete_job, steps, subscription_steps, subscriptions};
 use super::*;
 
 /// A process around `body`.
@@ -99,37 +100,8 @@ fn deploy(rule: &mut EngineRule, xml: &str) -> Key {
     }
 }
 
-fn subscriptions(rule: &EngineRule) -> Vec<(Key, Intent, CompensationSubscriptionRecord)> {
-    rule.records()
-        .of_type(ValueType::CompensationSubscription)
-        .records
-        .iter()
-        .filter_map(|r| match &r.value {
-            RecordValue::CompensationSubscription(v) => Some((r.key, r.intent, v.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn steps(rule: &EngineRule) -> Vec<(Intent, String)> {
-    subscriptions(rule)
-        .into_iter()
-        .map(|(_, intent, s)| (intent, s.compensable_activity_id))
-        .collect()
-}
-
-fn expect(pairs: &[(Intent, &str)]) -> Vec<(Intent, String)> {
-    pairs.iter().map(|(i, a)| (*i, (*a).to_owned())).collect()
-}
-
 fn count(rule: &EngineRule, id: &str, intent: Intent) -> usize {
     rule.element_events(id, intent).len()
-}
-
-fn complete_job(rule: &mut EngineRule, job_type: &str) {
-    let (key, _) = rule.job(job_type);
-    let outcome = rule.complete(key, json!({}));
-    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
 }
 
 fn activation(key: Key, ids: &[&str]) -> Command {
@@ -206,8 +178,8 @@ fn a_throw_inside_compensates_what_completed_in_every_inner_instance_newest_firs
     assert_eq!(records[0].2.compensation_handler_id, "CancelHotel");
     assert_eq!(records[1].2.compensable_activity_scope_key, ad_hoc.get());
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Created, "BookFlight"),
             (Intent::Triggered, "BookFlight"),
@@ -244,8 +216,8 @@ fn a_throw_inside_compensates_what_completed_in_every_inner_instance_newest_firs
     complete_job(&mut rule, "CancelHotel");
     assert_eq!(count(&rule, "UndoAll", Intent::ElementCompleted), 1);
     assert_eq!(
-        steps(&rule)[4..],
-        expect(&[
+        subscription_steps(&rule)[4..],
+        steps(&[
             (Intent::Completed, "BookFlight"),
             (Intent::Completed, "BookHotel"),
         ])
@@ -287,8 +259,8 @@ fn activity_ref_inside_compensates_one_activity_and_the_ad_hoc_keeps_the_rest() 
     complete_job(&mut rule, "BookHotel");
     complete_job(&mut rule, "BookFlight");
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Created, "BookFlight"),
             (Intent::Triggered, "BookHotel"),
@@ -311,8 +283,8 @@ fn activity_ref_inside_compensates_one_activity_and_the_ad_hoc_keeps_the_rest() 
     complete_job(&mut rule, "after");
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     assert_eq!(
-        steps(&rule)[3..],
-        expect(&[
+        subscription_steps(&rule)[3..],
+        steps(&[
             (Intent::Completed, "BookHotel"),
             (Intent::Created, "Tools"),
             (Intent::Deleted, "BookFlight"),
@@ -353,8 +325,8 @@ fn a_compensation_boundary_on_the_ad_hoc_subprocess_runs_its_handler_once_it_com
     complete_job(&mut rule, "Work");
     let records = subscriptions(&rule);
     assert_eq!(
-        steps(&rule),
-        expect(&[(Intent::Created, "Tools"), (Intent::Triggered, "Tools")])
+        subscription_steps(&rule),
+        steps(&[(Intent::Created, "Tools"), (Intent::Triggered, "Tools")])
     );
     assert_eq!(records[0].2.compensation_handler_id, "UndoTools");
     assert_eq!(records[0].2.compensable_activity_instance_key, ad_hoc.get());
@@ -378,7 +350,10 @@ fn a_compensation_boundary_on_the_ad_hoc_subprocess_runs_its_handler_once_it_com
     assert_eq!(count(&rule, "UndoEnd", Intent::ElementCompleted), 0);
     complete_job(&mut rule, "UndoTools");
     assert_eq!(count(&rule, "UndoEnd", Intent::ElementCompleted), 1);
-    assert_eq!(steps(&rule)[2..], expect(&[(Intent::Completed, "Tools")]));
+    assert_eq!(
+        subscription_steps(&rule)[2..],
+        steps(&[(Intent::Completed, "Tools")])
+    );
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
@@ -390,8 +365,8 @@ fn compensating_a_completed_ad_hoc_subprocess_compensates_what_completed_inside(
     let instance = rule.create("adhoc-boundary", json!({}));
     complete_job(&mut rule, "Work");
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "Work"),
             (Intent::Created, "Tools"),
             (Intent::Triggered, "Tools"),
@@ -408,8 +383,8 @@ fn compensating_a_completed_ad_hoc_subprocess_compensates_what_completed_inside(
     complete_job(&mut rule, "UndoTools");
     assert_eq!(count(&rule, "UndoEnd", Intent::ElementCompleted), 1);
     assert_eq!(
-        steps(&rule)[4..],
-        expect(&[(Intent::Completed, "Work"), (Intent::Completed, "Tools")])
+        subscription_steps(&rule)[4..],
+        steps(&[(Intent::Completed, "Work"), (Intent::Completed, "Tools")])
     );
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
@@ -444,8 +419,8 @@ fn an_enclosing_throw_compensates_inside_a_completed_ad_hoc_without_its_own_hand
     complete_job(&mut rule, "Plain");
     let records = subscriptions(&rule);
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Created, "Tools"),
             (Intent::Triggered, "Tools"),
@@ -458,8 +433,8 @@ fn an_enclosing_throw_compensates_inside_a_completed_ad_hoc_without_its_own_hand
     assert_eq!(handler.flow_scope_key, instance.get());
     complete_job(&mut rule, "CancelHotel");
     assert_eq!(
-        steps(&rule)[4..],
-        expect(&[
+        subscription_steps(&rule)[4..],
+        steps(&[
             (Intent::Completed, "BookHotel"),
             (Intent::Completed, "Tools"),
         ])
@@ -505,8 +480,8 @@ fn an_interrupted_ad_hoc_subprocess_deletes_its_subscriptions() {
     assert_eq!(count(&rule, "Tools", Intent::ElementTerminated), 1);
     let records = subscriptions(&rule);
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Deleted, "BookHotel")
         ])
@@ -542,8 +517,8 @@ fn cancelling_the_instance_deletes_the_subscriptions_inside_an_active_ad_hoc() {
     complete_job(&mut rule, "BookFlight");
     cancel(&mut rule, instance);
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookFlight"),
             (Intent::Deleted, "BookFlight")
         ])
@@ -681,8 +656,8 @@ fn the_job_worker_implementation_compensates_what_its_activations_completed() {
         RejectionType::NullVal
     );
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Created, "BookFlight"),
             (Intent::Triggered, "BookFlight"),
@@ -696,8 +671,8 @@ fn the_job_worker_implementation_compensates_what_its_activations_completed() {
     complete_job(&mut rule, "CancelFlight");
     assert_eq!(count(&rule, "UndoAll", Intent::ElementCompleted), 1);
     assert_eq!(
-        steps(&rule)[4..],
-        expect(&[
+        subscription_steps(&rule)[4..],
+        steps(&[
             (Intent::Completed, "BookHotel"),
             (Intent::Completed, "BookFlight"),
         ])
@@ -786,8 +761,8 @@ fn an_inner_instance_terminated_while_it_compensates_deletes_what_its_thrower_tr
     assert_eq!(count(&rule, "CancelHotel", Intent::ElementTerminated), 1);
     assert_eq!(count(&rule, "UndoAll", Intent::ElementTerminated), 1);
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Triggered, "BookHotel"),
             (Intent::Deleted, "BookHotel"),
@@ -839,8 +814,8 @@ fn an_ad_hoc_subprocess_can_be_a_compensation_handler() {
     complete_job(&mut rule, "Apologize");
     assert_eq!(count(&rule, "Undo", Intent::ElementCompleted), 1);
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Triggered, "BookHotel"),
             (Intent::Completed, "BookHotel"),
@@ -893,8 +868,8 @@ fn subprocesses_and_multi_instance_activities_inside_are_compensated_with_their_
     }
     let records = subscriptions(&rule);
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Created, "Trip"),
             (Intent::Created, "Seats"),
@@ -907,8 +882,8 @@ fn subprocesses_and_multi_instance_activities_inside_are_compensated_with_their_
     let outcome = rule.process(activation(ad_hoc, &["UndoAll"]));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
     assert_eq!(
-        steps(&rule)[3..],
-        expect(&[
+        subscription_steps(&rule)[3..],
+        steps(&[
             (Intent::Triggered, "Seats"),
             (Intent::Triggered, "Trip"),
             (Intent::Triggered, "BookHotel"),
@@ -919,8 +894,8 @@ fn subprocesses_and_multi_instance_activities_inside_are_compensated_with_their_
     complete_job(&mut rule, "CancelHotel");
     assert_eq!(count(&rule, "UndoAll", Intent::ElementCompleted), 1);
     assert_eq!(
-        steps(&rule)[6..],
-        expect(&[
+        subscription_steps(&rule)[6..],
+        steps(&[
             (Intent::Completed, "Seats"),
             (Intent::Completed, "BookHotel"),
             (Intent::Completed, "Trip"),
@@ -980,8 +955,8 @@ fn a_throw_in_an_event_subprocess_compensates_what_completed_in_the_ad_hoc_subpr
 
     complete_job(&mut rule, "CancelHotel");
     assert_eq!(
-        steps(&rule),
-        expect(&[
+        subscription_steps(&rule),
+        steps(&[
             (Intent::Created, "BookHotel"),
             (Intent::Triggered, "BookHotel"),
             (Intent::Completed, "BookHotel"),

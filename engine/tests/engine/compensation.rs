@@ -13,7 +13,9 @@ use super::breadth::{cancel, resolve, state};
 use super::*;
 
 /// `(intent, record)` of every compensation subscription record, in log order.
-fn subscriptions(rule: &EngineRule) -> Vec<(Key, Intent, CompensationSubscriptionRecord)> {
+pub(super) fn subscriptions(
+    rule: &EngineRule,
+) -> Vec<(Key, Intent, CompensationSubscriptionRecord)> {
     rule.records()
         .of_type(ValueType::CompensationSubscription)
         .records
@@ -26,18 +28,18 @@ fn subscriptions(rule: &EngineRule) -> Vec<(Key, Intent, CompensationSubscriptio
 }
 
 /// `(intent, compensable activity)` of every compensation subscription record.
-fn subscription_steps(rule: &EngineRule) -> Vec<(Intent, String)> {
+pub(super) fn subscription_steps(rule: &EngineRule) -> Vec<(Intent, String)> {
     subscriptions(rule)
         .into_iter()
         .map(|(_, intent, s)| (intent, s.compensable_activity_id))
         .collect()
 }
 
-fn steps(pairs: &[(Intent, &str)]) -> Vec<(Intent, String)> {
+pub(super) fn steps(pairs: &[(Intent, &str)]) -> Vec<(Intent, String)> {
     pairs.iter().map(|(i, a)| (*i, (*a).to_owned())).collect()
 }
 
-fn complete_job(rule: &mut EngineRule, job_type: &str) {
+pub(super) fn complete_job(rule: &mut EngineRule, job_type: &str) {
     let (key, _) = rule.job(job_type);
     let outcome = rule.complete(key, json!({}));
     assert!(!outcome.is_rejected(), "{:?}", outcome.response);
