@@ -583,12 +583,12 @@ pub(super) fn time_out(p: &mut Processing<'_>, key: Key) -> Result<()> {
         p.reject(key, Intent::TimeOut, job.record, rejection);
         return Ok(());
     }
-    let record = JobRecord {
-        deadline: -1,
-        worker: String::new(),
-        ..job.record
-    };
-    activatable_again(p, key, (Intent::TimeOut, Intent::TimedOut), record)
+    activatable_again(
+        p,
+        key,
+        (Intent::TimeOut, Intent::TimedOut),
+        unassigned(job.record),
+    )
 }
 
 /// An activated job handed back unworked, e.g. pushed to a job stream whose client had
@@ -597,12 +597,12 @@ pub(super) fn yield_back(p: &mut Processing<'_>, key: Key) -> Result<()> {
     let Some(job) = job_for(p, key, Intent::Yield, "yield", &[JobState::Activated])? else {
         return Ok(());
     };
-    let record = JobRecord {
-        deadline: -1,
-        worker: String::new(),
-        ..job.record
-    };
-    activatable_again(p, key, (Intent::Yield, Intent::Yielded), record)
+    activatable_again(
+        p,
+        key,
+        (Intent::Yield, Intent::Yielded),
+        unassigned(job.record),
+    )
 }
 
 pub(super) fn recur(p: &mut Processing<'_>, key: Key) -> Result<()> {
@@ -635,6 +635,15 @@ pub(super) fn recur(p: &mut Processing<'_>, key: Key) -> Result<()> {
         (Intent::RecurAfterBackoff, Intent::RecurredAfterBackoff),
         record,
     )
+}
+
+/// An activated job no longer held by its worker: no deadline, no worker.
+fn unassigned(job: JobRecord) -> JobRecord {
+    JobRecord {
+        deadline: -1,
+        worker: String::new(),
+        ..job
+    }
 }
 
 /// Writes a command and the event that makes its job activatable again, and tells the

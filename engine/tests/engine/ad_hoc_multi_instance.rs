@@ -413,36 +413,7 @@ fn an_interrupting_boundary_timer_on_the_body_terminates_every_iteration() {
 
     rule.advance(60 * 60 * 1000);
     assert_eq!(rule.fire_due().len(), 1);
-    assert_eq!(
-        count(
-            &rule,
-            "Tools",
-            Intent::ElementTerminated,
-            BpmnElementType::AdHocSubProcess
-        ),
-        3
-    );
-    assert_eq!(
-        count(
-            &rule,
-            "Tools",
-            Intent::ElementTerminated,
-            BpmnElementType::MultiInstanceBody
-        ),
-        1
-    );
-    assert_eq!(
-        rule.element_events("Tools#innerInstance", Intent::ElementTerminated)
-            .len(),
-        4
-    );
-    assert_eq!(
-        rule.records()
-            .of_type(ValueType::Job)
-            .with_intent(Intent::Canceled)
-            .count(),
-        4
-    );
+    assert_all_three_iterations_terminated(&rule);
     assert_eq!(
         rule.element_events("TimedOut", Intent::ElementCompleted)
             .len(),
@@ -511,17 +482,12 @@ fn the_multi_instance_completion_condition_ends_the_other_iterations() {
     rule.assert_replay_matches();
 }
 
-#[test]
-fn cancelling_the_instance_terminates_the_body_and_every_iteration() {
-    let mut rule = rule();
-    let instance = rule.create("mi-adhoc-parallel", three_items());
-    let outcome = rule.process(Command::CancelProcessInstance {
-        process_instance_key: instance,
-    });
-    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+/// The body, its three iterations of `three_items`, their four inner instances and
+/// four jobs were all terminated.
+fn assert_all_three_iterations_terminated(rule: &EngineRule) {
     assert_eq!(
         count(
-            &rule,
+            rule,
             "Tools",
             Intent::ElementTerminated,
             BpmnElementType::AdHocSubProcess
@@ -530,7 +496,7 @@ fn cancelling_the_instance_terminates_the_body_and_every_iteration() {
     );
     assert_eq!(
         count(
-            &rule,
+            rule,
             "Tools",
             Intent::ElementTerminated,
             BpmnElementType::MultiInstanceBody
@@ -549,6 +515,17 @@ fn cancelling_the_instance_terminates_the_body_and_every_iteration() {
             .count(),
         4
     );
+}
+
+#[test]
+fn cancelling_the_instance_terminates_the_body_and_every_iteration() {
+    let mut rule = rule();
+    let instance = rule.create("mi-adhoc-parallel", three_items());
+    let outcome = rule.process(Command::CancelProcessInstance {
+        process_instance_key: instance,
+    });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_all_three_iterations_terminated(&rule);
     // Each iteration's event subprocess subscription is closed with it.
     assert_eq!(
         rule.records()
