@@ -85,9 +85,29 @@ def known_rill_options():
     return set(re.findall(r"`(RILL_[A-Z0-9_]+)`", reference))
 
 
+def binary_problem(path):
+    """Why `path` cannot be the `rill` binary the tests hand to other processes, or None."""
+    if not os.path.isabs(path):
+        return (f"RILL_BIN={path!r} is a relative path: the tests hand it to processes that run "
+                "in other directories (a Job's PATH, a symlink in a temporary bin/), where it "
+                "would not resolve; give an absolute path (scripts/test does)")
+    if not os.path.isfile(path):
+        return f"RILL_BIN={path} does not exist: build it (cargo build -p rill) or point RILL_BIN at a built binary"
+    if not os.access(path, os.X_OK):
+        return f"RILL_BIN={path} is not executable"
+    return None
+
+
 def rill_binary():
+    """The `rill` binary under test from $RILL_BIN; None when unset. A set but unusable
+    RILL_BIN fails the tests that need it, instead of leaving them to wait for a timeout."""
     path = os.environ.get("RILL_BIN")
-    return pathlib.Path(path) if path and os.access(path, os.X_OK) else None
+    if not path:
+        return None
+    problem = binary_problem(path)
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    return pathlib.Path(path)
 
 
 # --- Upgrades: Helm's `lookup` answered by a fake API server ------------------------

@@ -9,7 +9,8 @@
 # The virtualenv lives outside the repository, in $RILL_HELM_VENV (default
 # ${XDG_CACHE_HOME:-~/.cache}/rill-helm-venv), and is rebuilt when requirements.txt
 # changes. Tests that feed the rendered configuration to the real `rill` binary use
-# $RILL_BIN, or ${CARGO_TARGET_DIR:-target}/debug/rill when it exists.
+# $RILL_BIN (an absolute path: the tests hand it to other processes), or cargo's
+# debug/rill when it exists (scripts/target-dir finds cargo's target directory).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -26,10 +27,9 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null || true)" != "$w
 fi
 
 if [ -z "${RILL_BIN:-}" ]; then
-  target="${CARGO_TARGET_DIR:-$root/target}"
-  case "$target" in /*) ;; *) target="$root/$target" ;; esac
-  if [ -x "$target/debug/rill" ]; then
-    export RILL_BIN="$target/debug/rill"
+  built="$("$root/scripts/target-dir")/debug/rill"
+  if [ -x "$built" ]; then
+    export RILL_BIN="$built"
   fi
 fi
 

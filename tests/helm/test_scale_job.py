@@ -42,13 +42,30 @@ def path_with_rill(tmp_path):
     return f"{bin_dir}:/usr/bin:/bin"
 
 
+# The Jobs' own bound in these tests (the chart's default is ten minutes): a Job that
+# cannot finish fails with its own message well before the test's limit below.
+JOB_TIMEOUT = 60
+
+
 def run_job(job, path, management, **extra):
-    """Runs a rendered Job's command under /bin/sh with its environment."""
+    """Runs a rendered Job's command under /bin/sh with its environment. Fails, with what
+    the Job printed, if it outlives its own RILL_SCALE_TIMEOUT by more than 20 s."""
     mode, env, rendered = job
     command = rendered["spec"]["template"]["spec"]["containers"][0]["command"]
     environment = {**env, "PATH": path, "RILL_SCALE_MANAGEMENT": management,
-                   "RILL_SCALE_INTERVAL": "1", **extra}
-    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
+                   "RILL_SCALE_INTERVAL": "1", "RILL_SCALE_TIMEOUT": str(JOB_TIMEOUT), **extra}
+    limit = int(environment["RILL_SCALE_TIMEOUT"]) + 20
+    try:
+        return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f"the {mode} Job ran past {limit}s:\n{text_of(expired.stdout)}\n{text_of(expired.stderr)}",
+                    pytrace=False)
+
+
+def text_of(output):
+    if output is None:
+        return ""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output
 
 
 # --- Against real brokers ----------------------------------------------------------------
@@ -329,3 +346,14 @@ def test_script_is_plain_posix_sh():
         assert check.returncode == 0, check.stderr
     for bashism in ("[[", "function ", "<<<", "pipefail"):
         assert bashism not in source
+
+
+def test_a_path_without_the_cli_fails_at_once(up_jobs, tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    started = time.monotonic()
+    done = run_job(up_jobs["pre-upgrade"], f"{empty}:/usr/bin:/bin", "http://127.0.0.1:9",
+                   RILL_SCALE_TIMEOUT="30")
+    assert done.returncode == 127
+    assert "the rill CLI is not on PATH" in done.stderr
+    assert time.monotonic() - started < 10

@@ -38,6 +38,12 @@ say() {
   echo "rill scale: $*" >&2
 }
 
+# Without the CLI every call would read as "no broker answers" until the timeout.
+if ! command -v rill >/dev/null 2>&1; then
+  say "FAILED: the rill CLI is not on PATH ($PATH): the image is not Rill's, or PATH was changed"
+  exit 127
+fi
+
 fail() {
   say "FAILED: $*"
   if [ -n "${table:-}" ]; then

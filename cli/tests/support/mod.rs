@@ -857,11 +857,19 @@ pub async fn deploy(api: &Api, files: &[&str]) {
 }
 
 /// The `rill` binary the tests run: `RILL_TEST_BIN` when set (worktrees sharing one target
-/// directory each point it at a copy of their own build), else the one Cargo built.
+/// directory each point it at a copy of their own build), else the one Cargo built. Always
+/// absolute: tests hand it to processes that run in other directories.
 pub fn rill_binary() -> std::path::PathBuf {
-    std::env::var_os("RILL_TEST_BIN")
+    let path: std::path::PathBuf = std::env::var_os("RILL_TEST_BIN")
         .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rill").into())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rill").into());
+    let path = std::path::absolute(&path).expect("the current directory is readable");
+    assert!(
+        path.is_file(),
+        "the rill binary under test, {}, does not exist (RILL_TEST_BIN names it when set)",
+        path.display()
+    );
+    path
 }
 
 /// Runs `rill cluster <args>` against `node`'s management port: success, stdout, stderr.

@@ -8,29 +8,11 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
+. "$here/../lib.sh"
 work="${RILL_NODE_DIR:-$root/target/node-clients}"
 
-mkdir -p "$work"
-cp "$here/package.json" "$here/sdk_flow.mjs" "$work/"
-(cd "$work" && npm install --silent --no-audit --no-fund >/dev/null)
+npm_install "$work" "$here/package.json" "$here/sdk_flow.mjs"
 
-gateway_pid=""
-cleanup() { if [ -n "$gateway_pid" ]; then kill "$gateway_pid" 2>/dev/null || true; fi; }
-trap cleanup EXIT
+rest_address
 
-address="${RILL_REST_ADDRESS:-}"
-if [ -z "$address" ]; then
-  log="$(mktemp)"
-  cargo build --quiet -p rill-gateway --example engine_gateway
-  target="${CARGO_TARGET_DIR:-$root/target}"
-  "$target/debug/examples/engine_gateway" 0 </dev/null >"$log" 2>&1 &
-  gateway_pid=$!
-  for _ in $(seq 1 100); do
-    address="$(sed -n 's/^listening on //p' "$log")"
-    [ -n "$address" ] && break
-    sleep 0.1
-  done
-  [ -n "$address" ] || { cat "$log"; echo "gateway did not start" >&2; exit 1; }
-fi
-
-CAMUNDA_REST_ADDRESS="$address" node "$work/sdk_flow.mjs" "$root/examples"
+flow env CAMUNDA_REST_ADDRESS="$address" node "$work/sdk_flow.mjs" "$root/examples"

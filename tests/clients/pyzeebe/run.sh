@@ -9,12 +9,10 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
+. "$here/../lib.sh"
 venv="${RILL_PYZEEBE_VENV:-$root/target/pyzeebe-clients}"
 address="${RILL_GRPC_ADDRESS:-127.0.0.1:26500}"
 
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+pip_install "$venv" "$here/requirements.txt"
 
-"$venv/bin/python" "$here/flow.py" "$address" "$root/examples"
+flow "$venv/bin/python" "$here/flow.py" "$address" "$root/examples"

@@ -8,11 +8,10 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
+. "$here/../lib.sh"
 work="${RILL_ZEEBE_NODE_DIR:-$root/target/zeebe-node-clients}"
 address="${RILL_GRPC_ADDRESS:-127.0.0.1:26500}"
 
-mkdir -p "$work"
-cp "$here/package.json" "$here/modify_flow.mjs" "$work/"
-(cd "$work" && npm install --silent --no-audit --no-fund >/dev/null)
+npm_install "$work" "$here/package.json" "$here/modify_flow.mjs"
 
-node "$work/modify_flow.mjs" "$address"
+flow node "$work/modify_flow.mjs" "$address"
