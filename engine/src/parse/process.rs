@@ -1192,13 +1192,20 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     continue;
                 }
             };
-            let source = match mapping.attribute("source").map(str::trim) {
-                None | Some("") => values::expression("mapping source", "null"),
-                Some(raw) => match raw.strip_prefix('=') {
-                    Some(source) => values::expression(&format!("mapping source '{raw}'"), source),
+            let source = match mapping.attribute("source") {
+                None => values::expression("mapping source", "null"),
+                Some(raw) if raw.trim().is_empty() => values::expression("mapping source", "null"),
+                Some(raw) => match raw.trim().strip_prefix('=') {
+                    Some(source) => {
+                        values::expression(&format!("mapping source '{}'", raw.trim()), source)
+                    }
+                    // A static input source is a string constant, as in Zeebe (connector
+                    // templates write `source="noAuth"`): the text as written, even when
+                    // it looks like a number or a boolean.
+                    None if name == "input" => Ok(rill_feel::Expression::string_literal(raw)),
                     None => Err(format!(
-                        "the mapping source '{raw}' must be a FEEL expression starting with '=' \
-                         (e.g. '={raw}')"
+                        "the output mapping source '{raw}' must be a FEEL expression starting \
+                         with '=' (e.g. '={raw}'); only an input mapping can have a static value"
                     )),
                 },
             };

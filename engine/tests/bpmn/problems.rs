@@ -531,7 +531,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "mapping-static-source",
         Some("Work"),
-        "the mapping source 'result' must be a FEEL expression starting with '='",
+        "the output mapping source 'result' must be a FEEL expression starting with '='",
     ),
     (
         "mapping-on-gateway",

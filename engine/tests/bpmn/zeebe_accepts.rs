@@ -1,0 +1,41 @@
+//! Models that Zeebe 8.8 deploys and Rill used to refuse (issue 40), each written the
+//! way Camunda Modeler writes it: what the parser keeps of them.
+
+use serde_json::{Map, Value as Json, json};
+
+use super::*;
+
+/// What a compiled mapping source gives with no variables at all.
+fn evaluated(mapping: &rill_engine::model::Mapping) -> Json {
+    mapping
+        .source
+        .evaluate(&Map::new(), 0)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_static_input_source_is_a_string_constant_as_written() {
+    let model = parse_one("elements/connector-static-inputs.bpmn");
+    let inputs = &el(&model, "FetchOrder").inputs;
+    let by_target: Vec<(String, Json)> = inputs
+        .iter()
+        .map(|m| (m.target.join("."), evaluated(m)))
+        .collect();
+    assert_eq!(
+        by_target,
+        [
+            ("authentication.type".to_owned(), json!("noAuth")),
+            ("method".to_owned(), json!("GET")),
+            ("url".to_owned(), json!("https://shop.example.com/api/orders")),
+            ("queryParameters".to_owned(), json!({"id": null})),
+            // Looks like a number or a boolean, stays the text (Zeebe's string literal).
+            ("connectionTimeoutInSeconds".to_owned(), json!("20")),
+            ("storeResponse".to_owned(), json!("false")),
+            ("note".to_owned(), json!(r#"Say "hi" \o/"#)),
+        ]
+    );
+    assert!(
+        inputs[0].source.variable_names().is_empty(),
+        "a constant reads no variable"
+    );
+}
