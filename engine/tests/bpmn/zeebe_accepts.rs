@@ -1,6 +1,7 @@
 //! Models that Zeebe 8.8 deploys and Rill used to refuse (issue 40), each written the
 //! way Camunda Modeler writes it: what the parser keeps of them.
 
+use rill_engine::model::{ElementKind, ScriptDefinition};
 use serde_json::{Map, Value as Json, json};
 
 use super::*;
@@ -38,4 +39,28 @@ fn a_static_input_source_is_a_string_constant_as_written() {
         inputs[0].source.variable_names().is_empty(),
         "a constant reads no variable"
     );
+}
+
+#[test]
+fn from_ai_is_accepted_in_mappings_and_scripts_of_ai_agent_tools() {
+    let model = parse_one("elements/ai-agent-from-ai.bpmn");
+    let weather = &el(&model, "GetWeather").inputs;
+    let tool_call: Map<String, Json> = serde_json::from_value(json!({
+        "toolCall": {"city": "Porto", "days": 2}
+    }))
+    .expect("an object");
+    let values: Vec<Json> = weather
+        .iter()
+        .map(|m| m.source.evaluate(&tool_call, 0).expect("evaluates"))
+        .collect();
+    assert_eq!(values, [json!("Porto"), json!(2), json!("metric")]);
+    assert_eq!(weather[0].source.variable_names(), ["toolCall"]);
+    match &el(&model, "AddNumbers").kind {
+        ElementKind::ScriptTask(ScriptDefinition::Expression { expression, .. }) => {
+            let numbers = serde_json::from_value(json!({"toolCall": {"a": 2, "b": 40}}))
+                .expect("an object");
+            assert_eq!(expression.evaluate(&numbers, 0).ok(), Some(json!(42)));
+        }
+        other => panic!("expected a FEEL script task, got {other:?}"),
+    }
 }

@@ -2,11 +2,13 @@
 //! Modeler writes them (`tests/fixtures/elements/`), deployed and run.
 
 use rill_engine::ProcessInstanceState;
-use serde_json::json;
+use rill_protocol::value::{AdHocSubProcessActivateElement, JobResult, JobResultType};
+use rill_protocol::{Command, JsonValue, Key};
+use serde_json::{Value, json};
 
 use super::*;
 
-fn state(rule: &mut EngineRule, instance: rill_protocol::Key) -> ProcessInstanceState {
+fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
     rule.instance_state(instance).expect("instance").state
 }
 
@@ -43,5 +45,95 @@ fn static_input_mappings_reach_the_connector_job_as_written() {
         variables.get("method").is_none(),
         "input mappings stay local to the task"
     );
+    rule.assert_replay_matches();
+}
+
+/// Completes a job with an ad-hoc subprocess result.
+fn complete_with_result(rule: &mut EngineRule, job: Key, variables: Value, result: JobResult) {
+    let outcome = rule.process(Command::CompleteJob {
+        job_key: job,
+        variables: JsonValue::from(variables),
+        result,
+    });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+#[test]
+fn ai_agent_tools_read_their_inputs_through_from_ai() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/ai-agent-from-ai.bpmn");
+    let instance = rule.create(
+        "ai-agent-from-ai",
+        json!({"userQuestion": "Weather in Lisbon, and 2 + 3?"}),
+    );
+    let (agent, agent_job) = rule.job("io.camunda.agenticai:aiagent-job-worker:1");
+    let variables = agent_job.variables.to_value();
+    assert_eq!(variables["provider"], json!({"type": "anthropic"}));
+    assert_eq!(variables["data"]["limits"]["maxModelCalls"], json!("10"));
+    let tools: Vec<&str> = variables["adHocSubProcessElements"]
+        .as_array()
+        .expect("the tools")
+        .iter()
+        .map(|tool| tool["elementId"].as_str().expect("an id"))
+        .collect();
+    assert_eq!(tools, ["GetWeather", "AddNumbers"]);
+
+    // The model asks for both tools; the agent activates them with its tool calls.
+    let call = |id: &str, name: &str, arguments: Value| {
+        let mut tool_call = arguments;
+        tool_call["_meta"] = json!({"id": id, "name": name});
+        AdHocSubProcessActivateElement {
+            element_id: name.to_owned(),
+            variables: JsonValue::from(json!({"toolCall": tool_call})),
+        }
+    };
+    complete_with_result(
+        &mut rule,
+        agent,
+        json!({}),
+        JobResult {
+            result_type: JobResultType::AdHocSubProcess,
+            activate_elements: vec![
+                call("call-1", "GetWeather", json!({"city": "Lisbon"})),
+                call("call-2", "AddNumbers", json!({"a": 2, "b": 3})),
+            ],
+            ..JobResult::default()
+        },
+    );
+    // fromAi gives the value: the weather job's inputs, the script's sum.
+    let (weather, weather_job) = rule.job("weather");
+    let inputs = weather_job.variables.to_value();
+    assert_eq!(inputs["city"], json!("Lisbon"));
+    assert_eq!(inputs["days"], Value::Null, "not given by the model");
+    assert_eq!(inputs["units"], json!("metric"));
+    let outcome = rule.complete(weather, json!({"toolCallResult": "sunny, 24 °C"}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+
+    // Each completed tool asks the agent again; the last job sees both results.
+    let mut jobs = rule.activate("io.camunda.agenticai:aiagent-job-worker:1", 10);
+    let (agent, agent_job) = jobs.pop().expect("the agent is asked again");
+    let mut results = agent_job.variables.to_value()["toolCallResults"]
+        .as_array()
+        .expect("the results")
+        .clone();
+    results.sort_by_key(|r| r["id"].as_str().map(str::to_owned));
+    assert_eq!(
+        results,
+        [
+            json!({"id": "call-1", "name": "GetWeather", "content": "sunny, 24 °C"}),
+            json!({"id": "call-2", "name": "AddNumbers", "content": 5}),
+        ]
+    );
+    complete_with_result(
+        &mut rule,
+        agent,
+        json!({"agent": {"answer": "Sunny; 5."}}),
+        JobResult {
+            result_type: JobResultType::AdHocSubProcess,
+            completion_condition_fulfilled: true,
+            ..JobResult::default()
+        },
+    );
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
