@@ -282,16 +282,9 @@ impl Linker {
                 );
                 continue;
             }
-            if self.with_condition.contains(&flow) {
-                b.problem(
-                    Some(flow_id),
-                    node,
-                    format!(
-                        "'{flow_id}' is the default flow of '{gateway_id}' and cannot also have \
-                         a condition; remove the condition"
-                    ),
-                );
-            }
+            // Zeebe never evaluates the default flow's condition (it is checked as any
+            // condition, and then ignored): the default is taken when no other holds.
+            self.flows[flow.0 as usize].condition = None;
             if let ElementKind::ExclusiveGateway { default_flow }
             | ElementKind::InclusiveGateway { default_flow, .. } =
                 &mut b.elements[gateway.0 as usize].kind

@@ -167,9 +167,9 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "the default flow 'F1' is not one of the gateway's outgoing flows",
     ),
     (
-        "default-with-condition",
+        "default-with-static-condition",
         Some("Cond"),
-        "is the default flow of 'Split' and cannot also have a condition",
+        "the condition 'x' must be a FEEL expression starting with '='",
     ),
     (
         "default-unknown",

@@ -64,3 +64,21 @@ fn from_ai_is_accepted_in_mappings_and_scripts_of_ai_agent_tools() {
         other => panic!("expected a FEEL script task, got {other:?}"),
     }
 }
+
+#[test]
+fn a_default_flow_keeps_no_condition() {
+    let model = parse_one("elements/default-flow-condition.bpmn");
+    for (gateway, default) in [("Route", "ToReview"), ("Notify", "ToLetter")] {
+        let default_flow = match el(&model, gateway).kind {
+            ElementKind::ExclusiveGateway { default_flow }
+            | ElementKind::InclusiveGateway { default_flow, .. } => default_flow,
+            ref other => panic!("{gateway} is {other:?}"),
+        };
+        assert_eq!(
+            default_flow.map(|f| model.flow(f).id.as_str()),
+            Some(default)
+        );
+        assert!(flow(&model, default).condition.is_none(), "{default}");
+    }
+    assert!(flow(&model, "ToEmail").condition.is_some());
+}

@@ -137,3 +137,47 @@ fn ai_agent_tools_read_their_inputs_through_from_ai() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
+
+/// The end events an instance reached.
+fn ends_reached(rule: &EngineRule, instance: Key) -> Vec<String> {
+    rule.records()
+        .events()
+        .of_type(rill_protocol::ValueType::ProcessInstance)
+        .with_intent(rill_protocol::Intent::ElementCompleted)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            rill_protocol::RecordValue::ProcessInstance(v)
+                if v.process_instance_key == instance.get()
+                    && v.bpmn_element_type == rill_protocol::value::BpmnElementType::EndEvent =>
+            {
+                Some(v.element_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_condition_on_a_default_flow_is_never_evaluated() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/default-flow-condition.bpmn");
+    let run = |rule: &mut EngineRule, variables: Value| {
+        let instance = rule.create("default-flow-condition", variables);
+        assert_eq!(state(rule, instance), ProcessInstanceState::Completed);
+        ends_reached(rule, instance)
+    };
+    assert_eq!(run(&mut rule, json!({"amount": 50})), ["Approved"]);
+    // The default's own condition (amount >= 1000) is false: it is taken all the same.
+    assert_eq!(
+        run(&mut rule, json!({"amount": 500, "email": false})),
+        ["Lettered"]
+    );
+    // An inclusive gateway does not take its default beside a true condition, though
+    // the default's condition (true) holds.
+    assert_eq!(
+        run(&mut rule, json!({"amount": 500, "email": true})),
+        ["Emailed"]
+    );
+    rule.assert_replay_matches();
+}
