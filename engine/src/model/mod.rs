@@ -534,7 +534,7 @@ impl ElementKind {
             | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job))
             | ElementKind::EndEvent(EndEventKind::Message(job)) => Some(job),
             ElementKind::UserTask(task) => match task.as_ref() {
-                UserTaskDefinition::Job(job) => Some(job),
+                UserTaskDefinition::Job(task) => Some(&task.job),
                 UserTaskDefinition::Camunda(_) => None,
             },
             _ => None,
@@ -754,10 +754,28 @@ pub struct JobDefinition {
 pub enum UserTaskDefinition {
     /// No `zeebe:userTask`: a job of type `io.camunda.zeebe:userTask` whose headers
     /// carry the assignment, schedule and form (as in Zeebe).
-    Job(JobDefinition),
+    Job(JobWorkerUserTask),
     /// `zeebe:userTask`: the engine keeps the task and clients work it through the
     /// user-task commands.
     Camunda(CamundaUserTask),
+}
+
+/// A job-worker user task (Zeebe's): the job, whose static headers hold the model's
+/// `zeebe:taskHeaders` and the `formKey` and `priority`, and the values evaluated when
+/// the job is created into Zeebe's `io.camunda.zeebe:*` headers.
+#[derive(Debug)]
+pub struct JobWorkerUserTask {
+    /// Type `io.camunda.zeebe:userTask`, one retry (as in Zeebe).
+    pub job: JobDefinition,
+    pub assignee: Option<ValueOrExpr<String>>,
+    pub candidate_groups: Option<CandidateList>,
+    pub candidate_users: Option<CandidateList>,
+    /// ISO 8601 date-times (checked at deploy when static).
+    pub due_date: Option<ValueOrExpr<String>>,
+    pub follow_up_date: Option<ValueOrExpr<String>>,
+    /// `zeebe:formDefinition formId`: the key of the form found by the binding when the
+    /// job is created becomes the `io.camunda.zeebe:formKey` header.
+    pub linked_form: Option<(String, FormBinding)>,
 }
 
 /// A candidate list: comma-separated in the model, or FEEL giving a list of strings.

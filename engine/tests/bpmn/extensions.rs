@@ -305,6 +305,8 @@ const METADATA: &[(&str, &[&str])] = &[
         ],
     ),
     ("userTaskForm", &["process"]),
+    // Zeebe 8.8 ignores a task definition on a user task.
+    ("taskDefinition", &["userTask"]),
 ];
 
 fn listed(table: &[(&str, &[&str])], extension: &str, host: &str) -> bool {

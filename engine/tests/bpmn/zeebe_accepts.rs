@@ -82,3 +82,37 @@ fn a_default_flow_keeps_no_condition() {
     }
     assert!(flow(&model, "ToEmail").condition.is_some());
 }
+
+#[test]
+fn a_job_worker_user_task_keeps_expressions_and_a_linked_form_and_no_task_definition() {
+    use rill_engine::model::{FormBinding, UserTaskDefinition};
+
+    let model = parse_one("elements/job-worker-user-task.bpmn");
+    let ElementKind::UserTask(definition) = &el(&model, "ApproveInvoice").kind else {
+        panic!("not a user task")
+    };
+    let UserTaskDefinition::Job(task) = definition.as_ref() else {
+        panic!("not a job-worker user task")
+    };
+    // zeebe:taskDefinition type="invoice-approval" retries="5" has no effect.
+    assert_eq!(static_value(&task.job.job_type), "io.camunda.zeebe:userTask");
+    assert_eq!(static_value(&task.job.retries), 1);
+    assert_eq!(
+        task.job.headers,
+        [("department".to_owned(), "finance".to_owned())]
+    );
+    let assignee = task.assignee.as_ref().expect("an assignee");
+    assert_eq!(expr_source(assignee), "approver");
+    let groups = task.candidate_groups.as_ref().expect("candidate groups");
+    assert_eq!(expr_source(groups), "departments");
+    let users = task.candidate_users.as_ref().expect("candidate users");
+    assert_eq!(static_value(users), ["anna", "ben"]);
+    assert_eq!(
+        expr_source(task.due_date.as_ref().expect("a due date")),
+        "dueDate"
+    );
+    assert_eq!(
+        task.linked_form,
+        Some(("invoice-approval-form".to_owned(), FormBinding::Latest))
+    );
+}

@@ -181,3 +181,129 @@ fn a_condition_on_a_default_flow_is_never_evaluated() {
     );
     rule.assert_replay_matches();
 }
+
+const INVOICE_FORM: &str = "elements/invoice-approval.form";
+const JOB_WORKER_USER_TASK: &str = "elements/job-worker-user-task.bpmn";
+
+/// The form key of the one form a deployment outcome lists.
+fn deployed_form_key(outcome: &Outcome) -> i64 {
+    let rill_protocol::RecordValue::Deployment(deployment) = outcome.value() else {
+        panic!("not a deployment: {:?}", outcome.response)
+    };
+    deployment.form_metadata[0].form_key
+}
+
+#[test]
+fn a_job_worker_user_task_evaluates_its_assignment_schedule_and_form_into_headers() {
+    let mut rule = EngineRule::new();
+    let deployed = rule.deploy(&[
+        (JOB_WORKER_USER_TASK, fixture(JOB_WORKER_USER_TASK)),
+        (INVOICE_FORM, fixture(INVOICE_FORM)),
+    ]);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let form_key = deployed_form_key(&deployed);
+    let instance = rule.create(
+        "job-worker-user-task",
+        json!({
+            "approver": "carla",
+            "departments": ["finance", "audit"],
+            "dueDate": "2026-12-31T17:00:00Z"
+        }),
+    );
+    let (job, record) = rule.job("io.camunda.zeebe:userTask");
+    let header = |key: &str| record.custom_headers.get(key).cloned();
+    assert_eq!(header("io.camunda.zeebe:assignee").as_deref(), Some("carla"));
+    assert_eq!(
+        header("io.camunda.zeebe:candidateGroups").as_deref(),
+        Some(r#"["finance","audit"]"#)
+    );
+    assert_eq!(
+        header("io.camunda.zeebe:candidateUsers").as_deref(),
+        Some(r#"["anna","ben"]"#)
+    );
+    assert_eq!(
+        header("io.camunda.zeebe:dueDate").as_deref(),
+        Some("2026-12-31T17:00:00Z")
+    );
+    assert_eq!(
+        header("io.camunda.zeebe:followUpDate").as_deref(),
+        Some("2026-12-30T17:00:00Z")
+    );
+    // A linked form: the key of the deployed form, as Zeebe writes it.
+    assert_eq!(
+        header("io.camunda.zeebe:formKey"),
+        Some(form_key.to_string())
+    );
+    assert_eq!(header("department").as_deref(), Some("finance"));
+    // zeebe:taskDefinition on a user task is ignored, as in Zeebe: Zeebe's job type, and
+    // the one retry Zeebe gives a job-worker user task.
+    assert_eq!(record.job_type, "io.camunda.zeebe:userTask");
+    assert_eq!(record.retries, 1);
+
+    let outcome = rule.complete(job, json!({"approved": true}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_job_worker_user_task_that_cannot_evaluate_its_headers_raises_an_incident() {
+    use rill_protocol::value::IncidentErrorType;
+
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture(JOB_WORKER_USER_TASK);
+    // The assignee is not a string: no job, an incident naming the assignee.
+    let instance = rule.create(
+        "job-worker-user-task",
+        json!({"approver": 42, "departments": [], "dueDate": "2026-12-31T17:00:00Z"}),
+    );
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    let incident = &incidents[0].record;
+    assert_eq!(incident.error_type, IncidentErrorType::ExtractValueError);
+    assert!(
+        incident.error_message.contains("assignee of user task 'ApproveInvoice'"),
+        "{}",
+        incident.error_message
+    );
+    assert!(rule.activate("io.camunda.zeebe:userTask", 10).is_empty());
+
+    // Fixed, it stops at the form, which is not deployed: FORM_NOT_FOUND.
+    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: instance,
+        variables: JsonValue::from(json!({"approver": "carla"})),
+        local: false,
+    }));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let resolved = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!resolved.is_rejected(), "{:?}", resolved.response);
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::FormNotFound
+    );
+
+    // With the form deployed, resolving creates the job.
+    let deployed = rule.deploy(&[(INVOICE_FORM, fixture(INVOICE_FORM))]);
+    let form_key = deployed_form_key(&deployed);
+    let resolved = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!resolved.is_rejected(), "{:?}", resolved.response);
+    let (_, record) = rule.job("io.camunda.zeebe:userTask");
+    assert_eq!(
+        record.custom_headers.get("io.camunda.zeebe:formKey"),
+        Some(&form_key.to_string())
+    );
+    assert_eq!(
+        record
+            .custom_headers
+            .get("io.camunda.zeebe:candidateGroups")
+            .map(String::as_str),
+        Some("[]")
+    );
+    rule.assert_replay_matches();
+}
