@@ -45,7 +45,13 @@ impl Processing<'_> {
                 let context = self.context_at(expression, active)?;
                 let n = expression
                     .evaluate_integer(&context, self.feel_env())
-                    .map_err(|e| Failure::extract_value(e.to_string()))?;
+                    .map_err(|e| {
+                        Failure::extract_value(format!(
+                            "Expected the retries of {} '{}' to be a whole number: {e}",
+                            active.element().kind.bpmn_name(),
+                            active.element().id
+                        ))
+                    })?;
                 n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
             }
         };

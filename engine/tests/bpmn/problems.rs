@@ -114,7 +114,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "service-task-bad-retries",
         Some("Work"),
-        "retries 'many' is not a non-negative whole number",
+        "retries: invalid FEEL expression 'many +'",
     ),
     (
         "service-task-invalid-feel-type",

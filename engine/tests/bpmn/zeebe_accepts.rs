@@ -116,3 +116,16 @@ fn a_job_worker_user_task_keeps_expressions_and_a_linked_form_and_no_task_defini
         Some(("invoice-approval-form".to_owned(), FormBinding::Latest))
     );
 }
+
+#[test]
+fn retries_that_are_not_a_number_deploy_as_a_constant() {
+    let model = parse_one("elements/retries-not-a-number.bpmn");
+    let job = |id: &str| {
+        el(&model, id)
+            .kind
+            .job_definition()
+            .unwrap_or_else(|| panic!("{id} has a job"))
+    };
+    assert_eq!(expr_source(&job("SendReminder").retries), "retries");
+    assert_eq!(expr_source(&job("Escalate").retries), "\"three\"");
+}

@@ -307,3 +307,48 @@ fn a_job_worker_user_task_that_cannot_evaluate_its_headers_raises_an_incident() 
     );
     rule.assert_replay_matches();
 }
+
+#[test]
+fn retries_that_are_not_a_number_deploy_and_fail_when_the_job_is_created() {
+    use rill_protocol::value::IncidentErrorType;
+
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/retries-not-a-number.bpmn");
+    let instance = rule.create("retries-not-a-number", json!({"retries": 2}));
+    // retries="=retries": the expression gives the job's retries.
+    let (reminder, record) = rule.job("send-reminder");
+    assert_eq!(record.retries, 2);
+    let outcome = rule.complete(reminder, json!({}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+
+    // retries="three": no job, an incident, as in Zeebe.
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    let incident = &incidents[0].record;
+    assert_eq!(incident.error_type, IncidentErrorType::ExtractValueError);
+    assert_eq!(incident.element_id, "Escalate");
+    assert!(
+        incident
+            .error_message
+            .contains("Expected the retries of serviceTask 'Escalate' to be a whole number"),
+        "{}",
+        incident.error_message
+    );
+    assert!(rule.activate("escalate", 10).is_empty());
+    // Resolving evaluates again, and fails again: the model has to change.
+    let resolved = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!resolved.is_rejected(), "{:?}", resolved.response);
+    let again = rule.incidents(instance);
+    assert_eq!(again.len(), 1);
+    assert_ne!(again[0].key, incidents[0].key);
+    assert!(rule.activate("escalate", 10).is_empty());
+
+    rule.process(Command::CancelProcessInstance {
+        process_instance_key: instance,
+    });
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    assert!(rule.incidents(instance).is_empty());
+    rule.assert_replay_matches();
+}
