@@ -129,3 +129,24 @@ fn retries_that_are_not_a_number_deploy_as_a_constant() {
     assert_eq!(expr_source(&job("SendReminder").retries), "retries");
     assert_eq!(expr_source(&job("Escalate").retries), "\"three\"");
 }
+
+#[test]
+fn a_timer_start_date_may_be_an_expression_and_a_cycle_may_not_yet() {
+    use rill_engine::model::TimerDefinition;
+
+    let model = parse_one("elements/timer-start-date-expression.bpmn");
+    match &el(&model, "InAnHour").kind {
+        ElementKind::TimerStartEvent(TimerDefinition::Date(date)) => {
+            assert_eq!(expr_source(date), "now() + duration(\"PT1H\")");
+        }
+        other => panic!("expected a timer start date, got {other:?}"),
+    }
+    let text = String::from_utf8(fixture("elements/timer-start-date-expression.bpmn"))
+        .expect("UTF-8")
+        .replace("bpmn:timeDate", "bpmn:timeCycle");
+    let error = parse_bpmn("cycle.bpmn", text.as_bytes()).expect_err("a cycle expression");
+    assert!(
+        error.mentions("a timeCycle expression on a timer start event is not supported yet"),
+        "{error}"
+    );
+}

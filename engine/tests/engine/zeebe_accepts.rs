@@ -352,3 +352,82 @@ fn retries_that_are_not_a_number_deploy_and_fail_when_the_job_is_created() {
     assert!(rule.incidents(instance).is_empty());
     rule.assert_replay_matches();
 }
+
+const TIMER_START: &str = "elements/timer-start-date-expression.bpmn";
+
+#[test]
+fn a_timer_start_date_expression_is_evaluated_when_the_process_is_deployed() {
+    let mut rule = EngineRule::new();
+    let deployed_at = rule.now;
+    rule.deploy_fixture(TIMER_START);
+    let timers: Vec<rill_protocol::value::TimerRecord> = rule
+        .records()
+        .events()
+        .of_type(rill_protocol::ValueType::Timer)
+        .with_intent(rill_protocol::Intent::Created)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            rill_protocol::RecordValue::Timer(timer) => Some(timer.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(timers.len(), 1);
+    // now() is the deployment's time.
+    assert_eq!(timers[0].due_date, deployed_at + 3_600_000);
+    assert_eq!(timers[0].target_element_id, "InAnHour");
+    assert_eq!(timers[0].repetitions, 1);
+
+    rule.advance(3_599_999);
+    assert!(rule.fire_due().is_empty(), "not due yet");
+    rule.advance(1);
+    assert_eq!(rule.fire_due().len(), 1);
+    let (job, record) = rule.job("send-report");
+    let instance = Key(record.process_instance_key);
+    let outcome = rule.complete(job, json!({}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.advance(86_400_000);
+    rule.fire_due();
+    let triggered = rule
+        .records()
+        .events()
+        .of_type(rill_protocol::ValueType::Timer)
+        .with_intent(rill_protocol::Intent::Triggered)
+        .count();
+    assert_eq!(triggered, 1, "a date fires once");
+    assert!(rule.activate("send-report", 10).is_empty());
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_timer_start_date_expression_that_gives_no_date_refuses_the_deployment() {
+    let text = String::from_utf8(fixture(TIMER_START)).expect("UTF-8");
+    let mut rule = EngineRule::new();
+    for (expression, reason) in [
+        // No variables at deploy: `reportDate` is null.
+        ("=date and time(reportDate)", "reportDate"),
+        ("=\"next monday\"", "next monday"),
+        ("=42", "expected a date and time"),
+    ] {
+        let xml = text.replace("=now() + duration(\"PT1H\")", expression);
+        assert_ne!(xml, text);
+        let outcome = rule.deploy(&[(TIMER_START, xml.into_bytes())]);
+        let (kind, message) = rejection_of(&outcome);
+        assert_eq!(kind, rill_protocol::RejectionType::InvalidArgument);
+        assert!(
+            message.contains("element 'InAnHour'")
+                && message.contains("evaluated when the process is deployed")
+                && message.contains(reason),
+            "{expression}: {message}"
+        );
+    }
+    assert!(
+        !rule
+            .records()
+            .events()
+            .of_type(rill_protocol::ValueType::Timer)
+            .exists(),
+        "nothing deployed, no timer"
+    );
+}
