@@ -541,6 +541,24 @@ impl ElementKind {
         }
     }
 
+    /// The element's `zeebe:taskHeaders` (those of its job, of a Camunda user task, or
+    /// of an ad-hoc subprocess's job); empty for other elements.
+    pub fn task_headers(&self) -> &[(String, String)] {
+        if let Some(job) = self.job_definition() {
+            return &job.headers;
+        }
+        match self {
+            ElementKind::UserTask(task) => match task.as_ref() {
+                UserTaskDefinition::Camunda(task) => &task.headers,
+                UserTaskDefinition::Job(task) => &task.job.headers,
+            },
+            ElementKind::AdHocSubProcess(definition) => {
+                definition.job.as_ref().map_or(&[], |job| &job.headers)
+            }
+            _ => &[],
+        }
+    }
+
     pub fn element_type(&self) -> BpmnElementType {
         match self {
             ElementKind::Process { .. } => BpmnElementType::Process,
@@ -675,8 +693,9 @@ impl MultiInstance {
     }
 }
 
-/// `zeebe:executionListeners` of an element, each a job (type and retries; no headers),
-/// in document order. On a multi-instance activity they run for each inner instance.
+/// `zeebe:executionListeners` of an element, each a job (type and retries; headers only
+/// when the listener has its own `zeebe:taskHeaders`, Camunda 8.10's), in document
+/// order. On a multi-instance activity they run for each inner instance.
 #[derive(Debug, Default)]
 pub struct ExecutionListeners {
     /// Run one after the other after the input mappings, before the element's work.

@@ -280,7 +280,8 @@ pub(super) fn build<'a, 'input>(
         "start listeners on a process with timer, message or signal start events are not \
          supported yet; put them on the element after the start event",
     );
-    let process_listeners = builder.execution_listeners(process_id, listeners, refused_start, None);
+    let process_listeners =
+        builder.execution_listeners(process_id, listeners, refused_start, None, &[]);
     builder.elements[ProcessModel::ROOT.0 as usize].listeners = process_listeners;
     let model = link::link(builder);
     (problems.count() == problems_before).then_some(model)
@@ -534,6 +535,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             extensions.execution_listeners,
             refused_start,
             refused_end,
+            kind.task_headers(),
         );
         let declared = DeclaredFlows {
             element: idx,
@@ -1055,12 +1057,17 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
     /// `type`, static or `=`FEEL, and `retries`, default 3) run at its `eventType`
     /// (`start` or `end`). A listener of an event type the element refuses is reported
     /// with the reason, as is a second listener of one event type with the same type.
+    ///
+    /// A listener's own `zeebe:taskHeaders` (Camunda 8.10) are its job's headers, over
+    /// the element's `element_headers`, as 8.10 documents; a listener without them has
+    /// none (Zeebe 8.8). Any other child of a listener is refused.
     fn execution_listeners(
         &mut self,
         id: &str,
         container: Option<Node<'a, 'input>>,
         refused_start: Option<&str>,
         refused_end: Option<&str>,
+        element_headers: &[(String, String)],
     ) -> ExecutionListeners {
         let mut listeners = ExecutionListeners::default();
         let Some(container) = container else {
@@ -1124,10 +1131,55 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 continue;
             }
             seen.push((event, raw_type));
-            let job = self.listener_job(id, node, raw_type);
+            let mut job = self.listener_job(id, node, raw_type);
+            if let Some(own) = self.listener_headers(id, node) {
+                job.headers = element_headers.to_vec();
+                for (key, value) in own {
+                    match job.headers.iter_mut().find(|(existing, _)| *existing == key) {
+                        Some(header) => header.1 = value,
+                        None => job.headers.push((key, value)),
+                    }
+                }
+            }
             into.push(job);
         }
         listeners
+    }
+
+    /// The `zeebe:taskHeaders` of an execution listener, if it has them; any other
+    /// child element is reported (Rill would not run it).
+    fn listener_headers(
+        &mut self,
+        id: &str,
+        listener: Node<'a, 'input>,
+    ) -> Option<Vec<(String, String)>> {
+        let mut found = None;
+        for child in listener.children().filter(|n| n.is_element()) {
+            let name = child.tag_name().name();
+            if child.tag_name().namespace() != Some(ZEEBE_NS) || name != "taskHeaders" {
+                self.problem(
+                    Some(id),
+                    child,
+                    format!(
+                        "'{name}' inside a zeebe:executionListener is not supported; a listener \
+                         takes only zeebe:taskHeaders"
+                    ),
+                );
+                continue;
+            }
+            if found.is_some() {
+                self.problem(
+                    Some(id),
+                    child,
+                    "zeebe:taskHeaders appears more than once in one execution listener; merge \
+                     them into one"
+                        .to_owned(),
+                );
+                continue;
+            }
+            found = Some(self.task_headers(id, child));
+        }
+        found
     }
 
     /// The `zeebe:` extension elements of `node` that Rill runs; those it rejects are
@@ -1491,29 +1543,37 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             }
         }
         if let Some(headers) = extensions.task_headers {
-            for header in headers.children().filter(|n| n.is_element()) {
-                if header.tag_name().namespace() != Some(ZEEBE_NS)
-                    || header.tag_name().name() != "header"
-                {
-                    continue;
-                }
-                let Some(key) = header.attribute("key").filter(|k| !k.is_empty()) else {
-                    self.problem(Some(id), header, "a task header has no key".to_owned());
-                    continue;
-                };
-                if job.headers.iter().any(|(existing, _)| existing == key) {
-                    self.problem(
-                        Some(id),
-                        header,
-                        format!("the task header '{key}' is defined twice"),
-                    );
-                    continue;
-                }
-                let value = header.attribute("value").unwrap_or("");
-                job.headers.push((key.to_owned(), value.to_owned()));
-            }
+            job.headers = self.task_headers(id, headers);
         }
         job
+    }
+
+    /// The `zeebe:header`s of a `zeebe:taskHeaders`, in document order; a header
+    /// without a key or with a key already given is reported.
+    fn task_headers(&mut self, id: &str, headers: Node<'a, 'input>) -> Vec<(String, String)> {
+        let mut read: Vec<(String, String)> = Vec::new();
+        for header in headers.children().filter(|n| n.is_element()) {
+            if header.tag_name().namespace() != Some(ZEEBE_NS)
+                || header.tag_name().name() != "header"
+            {
+                continue;
+            }
+            let Some(key) = header.attribute("key").filter(|k| !k.is_empty()) else {
+                self.problem(Some(id), header, "a task header has no key".to_owned());
+                continue;
+            };
+            if read.iter().any(|(existing, _)| existing == key) {
+                self.problem(
+                    Some(id),
+                    header,
+                    format!("the task header '{key}' is defined twice"),
+                );
+                continue;
+            }
+            let value = header.attribute("value").unwrap_or("");
+            read.push((key.to_owned(), value.to_owned()));
+        }
+        read
     }
 
     /// A business rule task: `zeebe:calledDecision` (a DMN decision the engine evaluates

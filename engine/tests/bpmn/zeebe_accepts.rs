@@ -150,3 +150,20 @@ fn a_timer_start_date_may_be_an_expression_and_a_cycle_may_not_yet() {
         "{error}"
     );
 }
+
+#[test]
+fn an_execution_listener_with_task_headers_gets_the_elements_and_its_own() {
+    let model = parse_one("elements/listener-task-headers.bpmn");
+    let listeners = &el(&model, "NotifyCustomer").listeners;
+    let pairs = |headers: &[(String, String)]| {
+        headers
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        pairs(&listeners.start[0].headers),
+        ["region=eu", "channel=sms", "auditLevel=full"]
+    );
+    assert!(listeners.end[0].headers.is_empty());
+}

@@ -431,3 +431,53 @@ fn a_timer_start_date_expression_that_gives_no_date_refuses_the_deployment() {
         "nothing deployed, no timer"
     );
 }
+
+const LISTENER_HEADERS: &str = "elements/listener-task-headers.bpmn";
+
+#[test]
+fn an_execution_listener_job_carries_its_own_headers_over_the_elements() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture(LISTENER_HEADERS);
+    let instance = rule.create("listener-task-headers", json!({}));
+    fn headers(record: &rill_protocol::value::JobRecord) -> Vec<(&str, &str)> {
+        record
+            .custom_headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+    // Camunda 8.10: the listener's headers, over the element's (sorted by key).
+    let (start, record) = rule.job("audit-start");
+    assert_eq!(
+        headers(&record),
+        [("auditLevel", "full"), ("channel", "sms"), ("region", "eu")]
+    );
+    assert!(!rule.complete(start, json!({})).is_rejected());
+    let (task, record) = rule.job("notify-customer");
+    assert_eq!(headers(&record), [("channel", "email"), ("region", "eu")]);
+    assert!(!rule.complete(task, json!({})).is_rejected());
+    // A listener without headers of its own has none, as in Zeebe 8.8.
+    let (end, record) = rule.job("audit-end");
+    assert!(record.custom_headers.is_empty(), "{:?}", record.custom_headers);
+    assert!(!rule.complete(end, json!({})).is_rejected());
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn anything_else_inside_an_execution_listener_is_refused_naming_it() {
+    let text = String::from_utf8(fixture(LISTENER_HEADERS)).expect("UTF-8");
+    let xml = text.replace(
+        r#"<zeebe:executionListener eventType="end" retries="3" type="audit-end" />"#,
+        r#"<zeebe:executionListener eventType="end" retries="3" type="audit-end"><zeebe:properties><zeebe:property name="a" value="b" /></zeebe:properties></zeebe:executionListener>"#,
+    );
+    assert_ne!(xml, text);
+    let mut rule = EngineRule::new();
+    let outcome = rule.deploy(&[(LISTENER_HEADERS, xml.into_bytes())]);
+    let (_, message) = rejection_of(&outcome);
+    assert!(
+        message.contains("element 'NotifyCustomer'")
+            && message.contains("'properties' inside a zeebe:executionListener is not supported"),
+        "{message}"
+    );
+}
