@@ -160,6 +160,19 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 );
                 continue;
             }
+            if let Some(child) = node.children().find(|n| n.is_element()) {
+                // Nothing inside a task listener runs: refused rather than dropped.
+                let name = child.tag_name().name();
+                self.problem(
+                    Some(id),
+                    child,
+                    format!(
+                        "'{name}' inside a zeebe:taskListener is not supported; a task listener \
+                         takes only its attributes (eventType, type, retries)"
+                    ),
+                );
+                continue;
+            }
             let job = self.listener_job(id, node, raw_type);
             into.push(job);
         }

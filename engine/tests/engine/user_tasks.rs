@@ -469,6 +469,10 @@ fn bad_forms_and_bad_user_task_models_are_rejected_naming_what_is_wrong() {
             "zeebe:taskListeners need a Camunda user task",
         ),
         (
+            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="completing" type="x"><zeebe:taskHeaders /></zeebe:taskListener></zeebe:taskListeners>"#,
+            "'taskHeaders' inside a zeebe:taskListener is not supported",
+        ),
+        (
             r#"<zeebe:formDefinition externalReference="https://forms.example.com/review" />"#,
             "externalReference needs a Camunda user task",
         ),
