@@ -124,6 +124,10 @@ pub struct ProcessModel {
     /// Whether an activity has a compensation boundary event: only then does the engine
     /// look for compensation subscriptions when activities complete and instances end.
     pub has_compensation: bool,
+    /// The form on the process's none start event (`zeebe:formDefinition`): what task
+    /// lists show to start an instance. The engine does nothing with it; clients read
+    /// it (`GET /v2/process-definitions/{key}/form` serves a linked one).
+    pub start_form: Option<StartForm>,
     /// Element id -> index, for elements and flows alike lookups go through these.
     pub element_index: HashMap<String, ElementIdx>,
     pub flow_index: HashMap<String, FlowIdx>,
@@ -854,6 +858,20 @@ pub enum FormLink {
     },
     /// A form outside Camunda (`externalReference`): a URL or key for the task list.
     External(ValueOrExpr<String>),
+}
+
+/// The form of a process's none start event (a start form).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartForm {
+    /// A deployed form by its id (`formId`), with the binding as written (Camunda's API
+    /// serves its latest version).
+    Linked {
+        form_id: String,
+        binding: FormBinding,
+    },
+    /// An embedded (`camunda-forms:bpmn:…`) or custom form key (`formKey`), for task
+    /// lists that read the model.
+    Key(String),
 }
 
 /// Which version of a linked form a task gets (Zeebe's `bindingType`).

@@ -119,6 +119,8 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         {
             Verdict::Runs
         }
+        // A start form; the parser accepts it on the process's none start event only.
+        "formDefinition" if element == "startEvent" => Verdict::Runs,
         "userTask"
         | "assignmentDefinition"
         | "formDefinition"

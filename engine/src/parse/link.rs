@@ -33,6 +33,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
         name: builder.elements[0].name.clone(),
         version_tag: builder.version_tag,
         has_compensation,
+        start_form: builder.start_form,
         elements: builder.elements,
         flows: linker.flows,
         element_index: builder.element_index,

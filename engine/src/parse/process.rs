@@ -20,8 +20,8 @@ use crate::model::{
     AD_HOC_INNER_INSTANCE_SUFFIX, AdHocDefinition, BusinessRuleDefinition, CalledBinding,
     CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
     ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel,
-    ScriptDefinition, SignalDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition,
-    ValueOrExpr,
+    ScriptDefinition, SignalDefinition, StartForm, ThrowEventDefinition, TimerDefinition,
+    TriggerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
@@ -173,6 +173,8 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub compensation_boundaries: Vec<ElementIdx>,
     /// Compensation throw and end events with their `compensateEventDefinition`.
     pub compensation_throws: Vec<(ElementIdx, Node<'a, 'input>)>,
+    /// The form of the process's none start event.
+    pub start_form: Option<StartForm>,
 }
 
 /// Builds the model of one executable process, or reports why it cannot be built.
@@ -210,6 +212,7 @@ pub(super) fn build<'a, 'input>(
         version_tag: None,
         compensation_boundaries: Vec::new(),
         compensation_throws: Vec::new(),
+        start_form: None,
     };
     builder.push_element(
         process_node,
@@ -524,6 +527,21 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     == Some("true"),
             },
         };
+        if name == "startEvent"
+            && let Some(form) = extensions.form
+        {
+            if matches!(kind, ElementKind::StartEvent) && scope == ProcessModel::ROOT {
+                self.start_form = self.start_form(id, form);
+            } else {
+                self.problem(
+                    Some(id),
+                    form,
+                    "zeebe:formDefinition on a start event is a start form, which only the \
+                     process's none start event can have"
+                        .to_owned(),
+                );
+            }
+        }
         let for_compensation = self.for_compensation(id, node, name);
         if let Some(definition) = self.compensation_definition(&kind, node) {
             self.compensation_throws.push((idx, definition));

@@ -10,7 +10,7 @@ use super::process::{Builder, Extensions};
 use super::values;
 use crate::model::{
     CamundaUserTask, CandidateList, ElementKind, FormBinding, FormLink, JobDefinition,
-    JobWorkerUserTask, TaskListeners, UserTaskDefinition, ValueOrExpr,
+    JobWorkerUserTask, StartForm, TaskListeners, UserTaskDefinition, ValueOrExpr,
 };
 
 /// The job type of a job-worker user task (Zeebe's).
@@ -304,6 +304,16 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
         task
     }
 
+    /// `zeebe:formDefinition` of the process's none start event (a start form): as on a
+    /// job-worker user task, exactly one of `formKey` and `formId` (Zeebe validates both
+    /// the same way).
+    pub(super) fn start_form(&mut self, id: &str, form: Node<'a, 'input>) -> Option<StartForm> {
+        Some(match self.job_worker_form(id, form)? {
+            JobWorkerForm::Key(form_key) => StartForm::Key(form_key),
+            JobWorkerForm::Linked(form_id, binding) => StartForm::Linked { form_id, binding },
+        })
+    }
+
     /// `zeebe:formDefinition` of a job-worker user task: exactly one of `formKey` (an
     /// embedded or custom form key, static) and `formId` (a deployed form, with its
     /// binding), as Zeebe validates.
@@ -312,8 +322,8 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
             self.problem(
                 Some(id),
                 form,
-                "zeebe:formDefinition externalReference needs a Camunda user task: add \
-                 zeebe:userTask, or link a deployed form (formId) or set a formKey"
+                "zeebe:formDefinition externalReference needs a Camunda user task \
+                 (zeebe:userTask); here link a deployed form (formId) or set a formKey"
                     .to_owned(),
             );
             return None;
@@ -323,8 +333,9 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 self.problem(
                     Some(id),
                     form,
-                    "zeebe:formDefinition of a job-worker user task: exactly one of the \
-                     attributes 'formId, formKey' must be present and not blank"
+                    "zeebe:formDefinition: exactly one of the attributes 'formId, formKey' \
+                     must be present and not blank (for a job-worker user task or a start \
+                     form)"
                         .to_owned(),
                 );
                 None

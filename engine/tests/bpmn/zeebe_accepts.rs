@@ -167,3 +167,56 @@ fn an_execution_listener_with_task_headers_gets_the_elements_and_its_own() {
     );
     assert!(listeners.end[0].headers.is_empty());
 }
+
+#[test]
+fn a_form_on_the_none_start_event_is_the_processs_start_form() {
+    use rill_engine::model::{FormBinding, StartForm};
+
+    let model = parse_one("elements/start-form.bpmn");
+    assert_eq!(
+        model.start_form,
+        Some(StartForm::Linked {
+            form_id: "sign-up-form".to_owned(),
+            binding: FormBinding::Latest,
+        })
+    );
+    let text = String::from_utf8(fixture("elements/start-form.bpmn")).expect("UTF-8");
+    let with = |form: &str| text.replace(r#"<zeebe:formDefinition formId="sign-up-form" />"#, form);
+    // An embedded form (its key, with the process's zeebe:userTaskForm).
+    let embedded = with(r#"<zeebe:formDefinition formKey="camunda-forms:bpmn:UserTaskForm_1" />"#);
+    let models = parse_bpmn("embedded.bpmn", embedded.as_bytes()).expect("an embedded start form");
+    assert_eq!(
+        models[0].start_form,
+        Some(StartForm::Key("camunda-forms:bpmn:UserTaskForm_1".to_owned()))
+    );
+    for (form, problem) in [
+        (
+            r#"<zeebe:formDefinition externalReference="https://forms.example.com/sign-up" />"#,
+            "externalReference needs a Camunda user task",
+        ),
+        (
+            r#"<zeebe:formDefinition formId="sign-up-form" formKey="camunda-forms:bpmn:f" />"#,
+            "exactly one of the attributes 'formId, formKey'",
+        ),
+        (
+            r#"<zeebe:formDefinition formId="=formName" />"#,
+            "formId must be a static form id",
+        ),
+    ] {
+        let error = parse_bpmn("bad.bpmn", with(form).as_bytes()).expect_err(form);
+        assert!(error.mentions(problem), "{form}: {error}");
+        assert_eq!(
+            error.problems[0].element_id.as_deref(),
+            Some("SignUpRequested")
+        );
+    }
+    // Only the process's none start event has a start form.
+    let on_timer = with(
+        r#"<zeebe:formDefinition formId="sign-up-form" /></bpmn:extensionElements><bpmn:timerEventDefinition><bpmn:timeCycle>R/PT1H</bpmn:timeCycle></bpmn:timerEventDefinition><bpmn:extensionElements>"#,
+    );
+    let error = parse_bpmn("timer.bpmn", on_timer.as_bytes()).expect_err("a timer start form");
+    assert!(
+        error.mentions("only the process's none start event can have"),
+        "{error}"
+    );
+}

@@ -481,3 +481,28 @@ fn anything_else_inside_an_execution_listener_is_refused_naming_it() {
         "{message}"
     );
 }
+
+#[test]
+fn a_process_with_a_start_form_deploys_with_its_form_and_starts() {
+    let mut rule = EngineRule::new();
+    let deployed = rule.deploy(&[
+        ("elements/start-form.bpmn", fixture("elements/start-form.bpmn")),
+        ("elements/sign-up.form", fixture("elements/sign-up.form")),
+    ]);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let rill_protocol::RecordValue::Deployment(deployment) = deployed.value() else {
+        panic!("not a deployment")
+    };
+    assert_eq!(deployment.processes_metadata.len(), 1);
+    assert_eq!(deployment.form_metadata[0].form_id, "sign-up-form");
+    // What the start form collects starts the instance.
+    let instance = rule.create(
+        "start-form",
+        json!({"email": "ada@example.com", "termsAccepted": true}),
+    );
+    let (job, record) = rule.job("create-account");
+    assert_eq!(record.variables.to_value()["email"], json!("ada@example.com"));
+    assert!(!rule.complete(job, json!({})).is_rejected());
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
