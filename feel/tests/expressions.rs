@@ -1913,10 +1913,16 @@ fn from_ai_returns_its_value() {
                 "fromAi(value: name, description: \"Who\", schema: {type: \"string\"})",
                 J("\"Ada\""),
             ),
-            ("fromAi(value: missing, options: {required: false})", J("null")),
+            (
+                "fromAi(value: missing, options: {required: false})",
+                J("null"),
+            ),
             ("{url: fromAi(toolCall.url, \"The URL\")}.url", J("null")),
             ("fromAi(x) + 1", J("6")),
-            ("fromAi()", Syntax("function 'fromAi' takes 1 to 5 arguments")),
+            (
+                "fromAi()",
+                Syntax("function 'fromAi' takes 1 to 5 arguments"),
+            ),
             ("fromAi(1, 2, 3, 4, 5, 6)", Syntax("takes 1 to 5 arguments")),
             ("fromAi(description: \"no value\")", Syntax("no signature")),
             ("fromai(x)", Syntax("no function found with name 'fromai'")),
@@ -1928,7 +1934,14 @@ fn from_ai_returns_its_value() {
 
 #[test]
 fn a_string_literal_evaluates_to_its_text() {
-    for text in ["noAuth", "1", "true", "a \"quoted\" \\d+ text", "", "line\nbreak"] {
+    for text in [
+        "noAuth",
+        "1",
+        "true",
+        "a \"quoted\" \\d+ text",
+        "",
+        "line\nbreak",
+    ] {
         let literal = Expression::string_literal(text);
         assert_eq!(
             literal.evaluate(&Map::new(), NOW).ok(),
@@ -1936,7 +1949,8 @@ fn a_string_literal_evaluates_to_its_text() {
             "{text:?}"
         );
         assert!(literal.variable_names().is_empty());
-        let recompiled = Expression::compile(literal.source()).map(|e| e.evaluate(&Map::new(), NOW));
+        let recompiled =
+            Expression::compile(literal.source()).map(|e| e.evaluate(&Map::new(), NOW));
         assert_eq!(
             recompiled.ok().and_then(Result::ok),
             Some(Json::String(text.to_owned())),

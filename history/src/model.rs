@@ -44,7 +44,8 @@ pub fn start_form_id(xml: &[u8], process_id: &str) -> Option<String> {
         .filter(|child| child.tag_name().name() == "extensionElements")
         .flat_map(elements)
         .find(|ext| {
-            ext.tag_name().name() == "formDefinition" && ext.tag_name().namespace() == Some(ZEEBE_NS)
+            ext.tag_name().name() == "formDefinition"
+                && ext.tag_name().namespace() == Some(ZEEBE_NS)
         })
         .and_then(|form| form.attribute("formId"))
         .map(str::trim)
@@ -84,7 +85,11 @@ mod tests {
             <startEvent id="s"><extensionElements><z:formDefinition formId=" sign-up " /></extensionElements></startEvent>
           </process><process id="q"><startEvent id="k"><extensionElements><z:formDefinition formKey="camunda-forms:bpmn:f" /></extensionElements></startEvent></process></d>"#;
         assert_eq!(start_form_id(xml, "p").as_deref(), Some("sign-up"));
-        assert_eq!(start_form_id(xml, "q"), None, "an embedded form is not linked");
+        assert_eq!(
+            start_form_id(xml, "q"),
+            None,
+            "an embedded form is not linked"
+        );
         assert_eq!(start_form_id(xml, "missing"), None);
     }
 

@@ -22,7 +22,10 @@ pub(crate) struct NewJob {
 impl NewJob {
     /// Adds headers; one of the definition's with the same key is replaced (as Zeebe's
     /// user task headers replace a model header of the same name).
-    pub(crate) fn with_headers(mut self, headers: impl IntoIterator<Item = (String, String)>) -> NewJob {
+    pub(crate) fn with_headers(
+        mut self,
+        headers: impl IntoIterator<Item = (String, String)>,
+    ) -> NewJob {
         self.headers.extend(headers);
         self
     }

@@ -1153,7 +1153,11 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             if let Some(own) = self.listener_headers(id, node) {
                 job.headers = element_headers.to_vec();
                 for (key, value) in own {
-                    match job.headers.iter_mut().find(|(existing, _)| *existing == key) {
+                    match job
+                        .headers
+                        .iter_mut()
+                        .find(|(existing, _)| *existing == key)
+                    {
                         Some(header) => header.1 = value,
                         None => job.headers.push((key, value)),
                     }

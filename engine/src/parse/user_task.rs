@@ -384,7 +384,9 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 self.problem(
                     Some(id),
                     form,
-                    format!("bindingType '{other}' is not known; use latest, deployment or versionTag"),
+                    format!(
+                        "bindingType '{other}' is not known; use latest, deployment or versionTag"
+                    ),
                 );
                 None
             }

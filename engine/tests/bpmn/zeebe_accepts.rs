@@ -27,7 +27,10 @@ fn a_static_input_source_is_a_string_constant_as_written() {
         [
             ("authentication.type".to_owned(), json!("noAuth")),
             ("method".to_owned(), json!("GET")),
-            ("url".to_owned(), json!("https://shop.example.com/api/orders")),
+            (
+                "url".to_owned(),
+                json!("https://shop.example.com/api/orders")
+            ),
             ("queryParameters".to_owned(), json!({"id": null})),
             // Looks like a number or a boolean, stays the text (Zeebe's string literal).
             ("connectionTimeoutInSeconds".to_owned(), json!("20")),
@@ -57,8 +60,8 @@ fn from_ai_is_accepted_in_mappings_and_scripts_of_ai_agent_tools() {
     assert_eq!(weather[0].source.variable_names(), ["toolCall"]);
     match &el(&model, "AddNumbers").kind {
         ElementKind::ScriptTask(ScriptDefinition::Expression { expression, .. }) => {
-            let numbers = serde_json::from_value(json!({"toolCall": {"a": 2, "b": 40}}))
-                .expect("an object");
+            let numbers =
+                serde_json::from_value(json!({"toolCall": {"a": 2, "b": 40}})).expect("an object");
             assert_eq!(expression.evaluate(&numbers, 0).ok(), Some(json!(42)));
         }
         other => panic!("expected a FEEL script task, got {other:?}"),
@@ -95,7 +98,10 @@ fn a_job_worker_user_task_keeps_expressions_and_a_linked_form_and_no_task_defini
         panic!("not a job-worker user task")
     };
     // zeebe:taskDefinition type="invoice-approval" retries="5" has no effect.
-    assert_eq!(static_value(&task.job.job_type), "io.camunda.zeebe:userTask");
+    assert_eq!(
+        static_value(&task.job.job_type),
+        "io.camunda.zeebe:userTask"
+    );
     assert_eq!(static_value(&task.job.retries), 1);
     assert_eq!(
         task.job.headers,
@@ -187,7 +193,9 @@ fn a_form_on_the_none_start_event_is_the_processs_start_form() {
     let models = parse_bpmn("embedded.bpmn", embedded.as_bytes()).expect("an embedded start form");
     assert_eq!(
         models[0].start_form,
-        Some(StartForm::Key("camunda-forms:bpmn:UserTaskForm_1".to_owned()))
+        Some(StartForm::Key(
+            "camunda-forms:bpmn:UserTaskForm_1".to_owned()
+        ))
     );
     for (form, problem) in [
         (

@@ -21,7 +21,10 @@ fn static_input_mappings_reach_the_connector_job_as_written() {
     let variables = record.variables.to_value();
     assert_eq!(variables["authentication"], json!({"type": "noAuth"}));
     assert_eq!(variables["method"], json!("GET"));
-    assert_eq!(variables["url"], json!("https://shop.example.com/api/orders"));
+    assert_eq!(
+        variables["url"],
+        json!("https://shop.example.com/api/orders")
+    );
     assert_eq!(variables["queryParameters"], json!({"id": "o-42"}));
     // Strings, as in Zeebe, even when they look like a number or a boolean.
     assert_eq!(variables["connectionTimeoutInSeconds"], json!("20"));
@@ -212,7 +215,10 @@ fn a_job_worker_user_task_evaluates_its_assignment_schedule_and_form_into_header
     );
     let (job, record) = rule.job("io.camunda.zeebe:userTask");
     let header = |key: &str| record.custom_headers.get(key).cloned();
-    assert_eq!(header("io.camunda.zeebe:assignee").as_deref(), Some("carla"));
+    assert_eq!(
+        header("io.camunda.zeebe:assignee").as_deref(),
+        Some("carla")
+    );
     assert_eq!(
         header("io.camunda.zeebe:candidateGroups").as_deref(),
         Some(r#"["finance","audit"]"#)
@@ -262,7 +268,9 @@ fn a_job_worker_user_task_that_cannot_evaluate_its_headers_raises_an_incident() 
     let incident = &incidents[0].record;
     assert_eq!(incident.error_type, IncidentErrorType::ExtractValueError);
     assert!(
-        incident.error_message.contains("assignee of user task 'ApproveInvoice'"),
+        incident
+            .error_message
+            .contains("assignee of user task 'ApproveInvoice'"),
         "{}",
         incident.error_message
     );
@@ -458,7 +466,11 @@ fn an_execution_listener_job_carries_its_own_headers_over_the_elements() {
     assert!(!rule.complete(task, json!({})).is_rejected());
     // A listener without headers of its own has none, as in Zeebe 8.8.
     let (end, record) = rule.job("audit-end");
-    assert!(record.custom_headers.is_empty(), "{:?}", record.custom_headers);
+    assert!(
+        record.custom_headers.is_empty(),
+        "{:?}",
+        record.custom_headers
+    );
     assert!(!rule.complete(end, json!({})).is_rejected());
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
@@ -486,7 +498,10 @@ fn anything_else_inside_an_execution_listener_is_refused_naming_it() {
 fn a_process_with_a_start_form_deploys_with_its_form_and_starts() {
     let mut rule = EngineRule::new();
     let deployed = rule.deploy(&[
-        ("elements/start-form.bpmn", fixture("elements/start-form.bpmn")),
+        (
+            "elements/start-form.bpmn",
+            fixture("elements/start-form.bpmn"),
+        ),
         ("elements/sign-up.form", fixture("elements/sign-up.form")),
     ]);
     assert!(!deployed.is_rejected(), "{:?}", deployed.response);
@@ -501,7 +516,10 @@ fn a_process_with_a_start_form_deploys_with_its_form_and_starts() {
         json!({"email": "ada@example.com", "termsAccepted": true}),
     );
     let (job, record) = rule.job("create-account");
-    assert_eq!(record.variables.to_value()["email"], json!("ada@example.com"));
+    assert_eq!(
+        record.variables.to_value()["email"],
+        json!("ada@example.com")
+    );
     assert!(!rule.complete(job, json!({})).is_rejected());
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();

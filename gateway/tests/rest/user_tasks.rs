@@ -611,10 +611,12 @@ async fn a_start_form_is_served_by_its_process_definition() {
     let path = format!("/v2/process-definitions/{key}/form");
     let none_yet = gateway.get(&path).await;
     assert_eq!(none_yet.status, 204, "the form is not deployed yet");
-    let definition = gateway
-        .get(&format!("/v2/process-definitions/{key}"))
-        .await;
-    assert_eq!(definition.body["hasStartForm"], true, "{:?}", definition.body);
+    let definition = gateway.get(&format!("/v2/process-definitions/{key}")).await;
+    assert_eq!(
+        definition.body["hasStartForm"], true,
+        "{:?}",
+        definition.body
+    );
 
     let deployed = gateway.deploy(&[("sign-up.form", &sign_up)]).await;
     assert_eq!(deployed.status, 200, "{:?}", deployed.body);
@@ -648,12 +650,10 @@ async fn a_start_form_is_served_by_its_process_definition() {
     assert_eq!(found.body["items"][0]["processDefinitionKey"], key.as_str());
 
     // An embedded start form is not served, as in Camunda; nor is a process without one.
-    let embedded = String::from_utf8(process)
-        .expect("UTF-8")
-        .replace(
-            r#"<zeebe:formDefinition formId="sign-up-form" />"#,
-            r#"<zeebe:formDefinition formKey="camunda-forms:bpmn:UserTaskForm_1" />"#,
-        );
+    let embedded = String::from_utf8(process).expect("UTF-8").replace(
+        r#"<zeebe:formDefinition formId="sign-up-form" />"#,
+        r#"<zeebe:formDefinition formKey="camunda-forms:bpmn:UserTaskForm_1" />"#,
+    );
     let embedded_key = definition_key(
         &gateway
             .deploy(&[("start-form.bpmn", embedded.as_bytes())])

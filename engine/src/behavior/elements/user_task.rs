@@ -18,8 +18,8 @@ use crate::model::{
     CamundaUserTask, CandidateList, ElementKind, FormBinding, FormLink, JobWorkerUserTask,
     UserTaskDefinition, ValueOrExpr,
 };
-use crate::parse::user_task_headers as headers;
 use crate::outcome::{Evaluated, Failure};
+use crate::parse::user_task_headers as headers;
 use crate::state::UserTaskState;
 
 pub(super) struct UserTask;
@@ -161,8 +161,16 @@ impl Processing<'_> {
             self.user_task_text(task.assignee.as_ref(), active, "assignee")?,
         );
         for (list, name, what) in [
-            (&task.candidate_groups, headers::CANDIDATE_GROUPS, "candidateGroups"),
-            (&task.candidate_users, headers::CANDIDATE_USERS, "candidateUsers"),
+            (
+                &task.candidate_groups,
+                headers::CANDIDATE_GROUPS,
+                "candidateGroups",
+            ),
+            (
+                &task.candidate_users,
+                headers::CANDIDATE_USERS,
+                "candidateUsers",
+            ),
         ] {
             if list.is_some() {
                 let items = self.candidates(list, active, what)?;
@@ -171,7 +179,11 @@ impl Processing<'_> {
         }
         for (value, name, what) in [
             (&task.due_date, headers::DUE_DATE, "dueDate"),
-            (&task.follow_up_date, headers::FOLLOW_UP_DATE, "followUpDate"),
+            (
+                &task.follow_up_date,
+                headers::FOLLOW_UP_DATE,
+                "followUpDate",
+            ),
         ] {
             let text = self.user_task_text(value.as_ref(), active, what)?;
             put(name, date(text, active, what)?);
