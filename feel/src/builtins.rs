@@ -108,6 +108,8 @@ pub(crate) enum Builtin {
     Starts,
     StartedBy,
     Coincides,
+    // Camunda extension
+    FromAi,
 }
 
 /// (name, builtin, fewest arguments, most arguments; `usize::MAX` for any number).
@@ -219,6 +221,7 @@ const TABLE: &[(&str, Builtin, usize, usize)] = &[
     ("starts", Builtin::Starts, 2, 2),
     ("started by", Builtin::StartedBy, 2, 2),
     ("coincides", Builtin::Coincides, 2, 2),
+    ("fromAi", Builtin::FromAi, 1, 5),
 ];
 
 /// Parameter names for calls with named arguments, one list per signature (FEEL-Scala's
@@ -301,6 +304,7 @@ fn signatures(builtin: Builtin) -> &'static [&'static [&'static str]] {
         B::Finishes | B::During | B::Starts => &[&["point", "range"], &["range1", "range2"]],
         B::FinishedBy | B::Includes | B::StartedBy => &[&["range", "point"], &["range1", "range2"]],
         B::Coincides => &[&["point1", "point2"], &["range1", "range2"]],
+        B::FromAi => &[&["value", "description?", "type?", "schema?", "options?"]],
     }
 }
 

@@ -56,6 +56,10 @@ pub(crate) fn call(evaluator: &mut Evaluator<'_>, builtin: Builtin, args: Vec<Va
             _ => Value::Null,
         }),
         B::IsDefined => Ok(Value::Bool(args.take(0) != Value::Null)),
+        // Camunda 8.8's extension for AI agent tools: the value, unchanged. The other
+        // arguments (description, type, schema, options) describe the value to whoever
+        // reads the model (the AI Agent connector builds its tool schema from them).
+        B::FromAi => Ok(args.take(0)),
         // Camunda's extension: the value, or the default when the value is null.
         B::GetOrElse => Ok(match args.take(0) {
             Value::Null => args.take(1),

@@ -218,6 +218,11 @@ pub(crate) fn tokenize(source: &str) -> Result<Vec<Spanned>, String> {
 
 /// The rest of a string literal after its opening quote; `index` ends after the closing
 /// quote. `start` is where the literal began, for messages.
+///
+/// Escapes as FEEL-Scala reads them: `\n`, `\r`, `\t`, `\b`, `\f`, `\'`, `\"` and
+/// `\\` stand for their character, `\u` with four hex digits for that code point (the
+/// DMN text's escape), and a backslash before anything else is kept with it: `"\d+"` is
+/// the three characters of the regular expression, `"a\:b"` keeps its backslash.
 fn lex_string(chars: &[char], index: &mut usize, start: usize) -> Result<String, String> {
     let mut text = String::new();
     loop {
@@ -236,29 +241,21 @@ fn lex_string(chars: &[char], index: &mut usize, start: usize) -> Result<String,
                     'n' => text.push('\n'),
                     'r' => text.push('\r'),
                     't' => text.push('\t'),
+                    'b' => text.push('\u{8}'),
+                    'f' => text.push('\u{c}'),
                     '"' => text.push('"'),
                     '\'' => text.push('\''),
                     '\\' => text.push('\\'),
-                    'u' => {
-                        let hex: String = chars.iter().skip(*index).take(4).collect();
-                        let code = (hex.len() == 4)
-                            .then(|| u32::from_str_radix(&hex, 16).ok())
-                            .flatten()
-                            .and_then(char::from_u32)
-                            .ok_or_else(|| {
-                                format!(
-                                    "invalid unicode escape '\\u{hex}' at position {}",
-                                    *index - 2
-                                )
-                            })?;
-                        text.push(code);
-                        *index += 4;
-                    }
+                    'u' => match unicode_escape(chars, *index) {
+                        Some(code) => {
+                            text.push(code);
+                            *index += 4;
+                        }
+                        None => text.push_str("\\u"),
+                    },
                     other => {
-                        return Err(format!(
-                            "unknown escape '\\{other}' in string at position {}",
-                            *index - 2
-                        ));
+                        text.push('\\');
+                        text.push(other);
                     }
                 }
             }
@@ -266,6 +263,16 @@ fn lex_string(chars: &[char], index: &mut usize, start: usize) -> Result<String,
         }
     }
     Ok(text)
+}
+
+/// The character of the four hex digits at `index`, if they are four hex digits of a
+/// valid code point.
+fn unicode_escape(chars: &[char], index: usize) -> Option<char> {
+    let hex: String = chars.iter().skip(index).take(4).collect();
+    if hex.len() != 4 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
 }
 
 #[cfg(test)]
@@ -309,9 +316,17 @@ mod tests {
             kinds(r#""a\"b\n\u00e9""#),
             vec![Token::String("a\"b\né".into())]
         );
+        assert_eq!(
+            kinds(r#""\b\f\'\\""#),
+            vec![Token::String("\u{8}\u{c}'\\".into())]
+        );
+        // FEEL-Scala keeps a backslash it does not know as an escape.
+        assert_eq!(
+            kinds(r#""a\:b \d+ \v \u12 \\n""#),
+            vec![Token::String(r"a\:b \d+ \v \u12 \n".into())]
+        );
         assert!(tokenize("\"open").is_err());
-        assert!(tokenize("\"bad \\q\"").is_err());
-        assert!(tokenize("\"\\u12\"").is_err());
+        assert!(tokenize("\"ends in a backslash\\").is_err());
         assert!(tokenize("1 # 2").is_err());
     }
 

@@ -146,6 +146,26 @@ impl Expression {
         })
     }
 
+    /// The FEEL string literal of `text`: an expression that evaluates to exactly
+    /// `text`. Zeebe reads a static input mapping source (`source="noAuth"`) this way.
+    /// Its source is the quoted literal, which compiles back to the same expression.
+    pub fn string_literal(text: &str) -> Expression {
+        let mut source = String::with_capacity(text.len() + 2);
+        source.push('"');
+        for c in text.chars() {
+            if matches!(c, '"' | '\\') {
+                source.push('\\');
+            }
+            source.push(c);
+        }
+        source.push('"');
+        Expression {
+            source,
+            variable_names: Vec::new(),
+            expr: ast::Expr::String(text.to_owned()),
+        }
+    }
+
     /// The expression text as written.
     pub fn source(&self) -> &str {
         &self.source

@@ -1873,3 +1873,89 @@ fn long_chains_of_entries_and_closures_stay_within_the_stack() {
         }
     }
 }
+
+#[test]
+fn string_escapes_as_feel_scala_reads_them() {
+    check(
+        &[
+            ("\"a\\:b\"", J(r#""a\\:b""#)),
+            ("string length(\"a\\:b\")", J("4")),
+            ("\"tab\\there\"", J(r#""tab\there""#)),
+            ("\"back\\\\slash\"", J(r#""back\\slash""#)),
+            ("\"\\b\\f\"", J(r#""\b\f""#)),
+            // A regular expression needs no doubled backslash.
+            ("matches(order.id, \"^o-\\d+$\")", J("true")),
+            ("\"\\u12 is short\"", J(r#""\\u12 is short""#)),
+            ("\"unclosed \\\"", Syntax("unclosed string")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn from_ai_returns_its_value() {
+    check(
+        &[
+            ("fromAi(order.id)", J("\"o-1\"")),
+            ("fromAi(x, \"The amount\")", J("5")),
+            ("fromAi(x, null, \"number\")", J("5")),
+            (
+                "fromAi(tags, \"Tags\", \"array\", {items: {type: \"string\"}})",
+                J(r#"["rush","gift"]"#),
+            ),
+            (
+                "fromAi(name, \"Who\", \"string\", null, {required: false})",
+                J("\"Ada\""),
+            ),
+            ("fromAi(value: x, type: \"number\")", J("5")),
+            (
+                "fromAi(value: name, description: \"Who\", schema: {type: \"string\"})",
+                J("\"Ada\""),
+            ),
+            (
+                "fromAi(value: missing, options: {required: false})",
+                J("null"),
+            ),
+            ("{url: fromAi(toolCall.url, \"The URL\")}.url", J("null")),
+            ("fromAi(x) + 1", J("6")),
+            (
+                "fromAi()",
+                Syntax("function 'fromAi' takes 1 to 5 arguments"),
+            ),
+            ("fromAi(1, 2, 3, 4, 5, 6)", Syntax("takes 1 to 5 arguments")),
+            ("fromAi(description: \"no value\")", Syntax("no signature")),
+            ("fromai(x)", Syntax("no function found with name 'fromai'")),
+        ],
+        ORDER,
+        NOW,
+    );
+}
+
+#[test]
+fn a_string_literal_evaluates_to_its_text() {
+    for text in [
+        "noAuth",
+        "1",
+        "true",
+        "a \"quoted\" \\d+ text",
+        "",
+        "line\nbreak",
+    ] {
+        let literal = Expression::string_literal(text);
+        assert_eq!(
+            literal.evaluate(&Map::new(), NOW).ok(),
+            Some(Json::String(text.to_owned())),
+            "{text:?}"
+        );
+        assert!(literal.variable_names().is_empty());
+        let recompiled =
+            Expression::compile(literal.source()).map(|e| e.evaluate(&Map::new(), NOW));
+        assert_eq!(
+            recompiled.ok().and_then(Result::ok),
+            Some(Json::String(text.to_owned())),
+            "the source {:?} compiles back to the text",
+            literal.source()
+        );
+    }
+}

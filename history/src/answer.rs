@@ -50,6 +50,7 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             HistoryQuery::SearchUserTasks(s) => HistoryResult::UserTasks(search(store, s)?),
             HistoryQuery::UserTask { key } => HistoryResult::UserTask(get(store, *key)?),
             HistoryQuery::Form { key } => HistoryResult::Form(get(store, *key)?),
+            HistoryQuery::SearchForms(s) => HistoryResult::Forms(search(store, s)?),
             HistoryQuery::SearchDecisionDefinitions(s) => {
                 HistoryResult::DecisionDefinitions(search(store, s)?)
             }

@@ -623,6 +623,7 @@ impl<'a> HistoryWriter<'a> {
             resource_name: value.resource_name.clone(),
             tenant_id: value.tenant_id.clone(),
             latest,
+            start_form_id: crate::model::start_form_id(&value.resource.0, &value.bpmn_process_id),
         };
         match self.get::<HistoricProcessDefinition>(key)? {
             Some(old) => self.replace(Some(&old), &definition)?,

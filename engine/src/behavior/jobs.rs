@@ -11,10 +11,24 @@ use crate::outcome::{Evaluated, Failure};
 use rill_protocol::value::{JobKind, JobListenerEventType, JobRecord};
 use rill_protocol::{Intent, JsonValue};
 
-/// A job's type and retries, evaluated.
+/// A job's type and retries, evaluated, and its custom headers (the definition's
+/// `zeebe:taskHeaders` and what an element adds, such as a job-worker user task's).
 pub(crate) struct NewJob {
     job_type: String,
     retries: i32,
+    headers: BTreeMap<String, String>,
+}
+
+impl NewJob {
+    /// Adds headers; one of the definition's with the same key is replaced (as Zeebe's
+    /// user task headers replace a model header of the same name).
+    pub(crate) fn with_headers(
+        mut self,
+        headers: impl IntoIterator<Item = (String, String)>,
+    ) -> NewJob {
+        self.headers.extend(headers);
+        self
+    }
 }
 
 impl Processing<'_> {
@@ -34,61 +48,49 @@ impl Processing<'_> {
                 let context = self.context_at(expression, active)?;
                 let n = expression
                     .evaluate_integer(&context, self.feel_env())
-                    .map_err(|e| Failure::extract_value(e.to_string()))?;
+                    .map_err(|e| {
+                        Failure::extract_value(format!(
+                            "Expected the retries of {} '{}' to be a whole number: {e}",
+                            active.element().kind.bpmn_name(),
+                            active.element().id
+                        ))
+                    })?;
                 n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
             }
         };
-        Ok(NewJob { job_type, retries })
+        let headers = definition.headers.iter().cloned().collect();
+        Ok(NewJob {
+            job_type,
+            retries,
+            headers,
+        })
     }
 
     pub fn create_job(&mut self, active: &Active, job: NewJob) -> Result<()> {
-        let headers = match active.element().kind.job_definition() {
-            Some(definition) => definition
-                .headers
-                .iter()
-                .cloned()
-                .collect::<BTreeMap<String, String>>(),
-            None => BTreeMap::new(),
-        };
         self.write_job(
             active,
             job,
-            headers,
             JobKind::BpmnElement,
             JobListenerEventType::Unspecified,
         )
     }
 
-    /// Creates the job of an execution listener of `active` (listeners have no headers
-    /// in Zeebe 8.8).
+    /// Creates the job of an execution listener of `active`.
     pub fn create_listener_job(
         &mut self,
         active: &Active,
         job: NewJob,
         event: JobListenerEventType,
     ) -> Result<()> {
-        self.write_job(
-            active,
-            job,
-            BTreeMap::new(),
-            JobKind::ExecutionListener,
-            event,
-        )
+        self.write_job(active, job, JobKind::ExecutionListener, event)
     }
 
     /// Creates the job of an ad-hoc subprocess's job-worker implementation, with the
     /// headers of its `zeebe:taskHeaders`.
-    pub fn create_ad_hoc_job(
-        &mut self,
-        active: &Active,
-        definition: &JobDefinition,
-        job: NewJob,
-    ) -> Result<()> {
-        let headers = definition.headers.iter().cloned().collect();
+    pub fn create_ad_hoc_job(&mut self, active: &Active, job: NewJob) -> Result<()> {
         self.write_job(
             active,
             job,
-            headers,
             JobKind::AdHocSubProcess,
             JobListenerEventType::Unspecified,
         )
@@ -98,18 +100,18 @@ impl Processing<'_> {
     pub fn create_task_listener_job(
         &mut self,
         active: &Active,
-        job: NewJob,
+        mut job: NewJob,
         headers: BTreeMap<String, String>,
         event: JobListenerEventType,
     ) -> Result<()> {
-        self.write_job(active, job, headers, JobKind::TaskListener, event)
+        job.headers = headers;
+        self.write_job(active, job, JobKind::TaskListener, event)
     }
 
     fn write_job(
         &mut self,
         active: &Active,
         job: NewJob,
-        custom_headers: BTreeMap<String, String>,
         job_kind: JobKind,
         job_listener_event_type: JobListenerEventType,
     ) -> Result<()> {
@@ -130,7 +132,7 @@ impl Processing<'_> {
             timeout: -1,
             error_message: String::new(),
             error_code: String::new(),
-            custom_headers,
+            custom_headers: job.headers,
             variables: JsonValue::empty_object(),
             tenant_id: record.tenant_id.clone(),
             job_kind,

@@ -249,13 +249,38 @@ impl Processing<'_> {
         let now = self.now();
         for start in process.model.event_start_events() {
             let element = process.model.element(start);
-            if let ElementKind::TimerStartEvent(definition) = &element.kind
-                && let Some(due) = start_timer_due(definition, now, None)
-            {
+            let ElementKind::TimerStartEvent(definition) = &element.kind else {
+                continue;
+            };
+            let due = match definition {
+                TimerDefinition::Date(ValueOrExpr::Expr(expression)) => {
+                    // The deployment checked it gives a date; re-armed after a deletion,
+                    // one that no longer does arms nothing.
+                    self.start_timer_date(expression).ok().map(|due_date| Due {
+                        due_date,
+                        repetitions: 1,
+                        interval: None,
+                    })
+                }
+                _ => start_timer_due(definition, now, None),
+            };
+            if let Some(due) = due {
                 self.create_start_timer(process, &element.id, due)?;
             }
         }
         Ok(())
+    }
+
+    /// The date of a timer start event's `timeDate` expression, evaluated now without
+    /// variables (as Zeebe evaluates it when the process is deployed), in ms since the
+    /// epoch; or why it gives none.
+    pub(crate) fn start_timer_date(
+        &self,
+        expression: &rill_feel::Expression,
+    ) -> std::result::Result<i64, String> {
+        expression
+            .evaluate_date_time(&serde_json::Map::new(), self.feel_env())
+            .map_err(|error| error.to_string())
     }
 
     fn create_start_timer(

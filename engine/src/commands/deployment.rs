@@ -11,6 +11,7 @@ use super::{forms, tenant};
 use crate::ParsedResource;
 use crate::context::Processing;
 use crate::error::Result;
+use crate::model::{ElementKind, TimerDefinition, ValueOrExpr};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::Rejection;
 
@@ -62,6 +63,45 @@ fn check_resources(
     }
 }
 
+/// The `timeDate` expressions of timer start events are evaluated when the process is
+/// deployed, without variables, as in Zeebe: one that fails or gives no date refuses
+/// the deployment, naming the start event.
+fn check_start_timer_dates(
+    p: &Processing<'_>,
+    parsed: &[ParsedResource],
+) -> std::result::Result<(), Rejection> {
+    let mut problems = crate::DeployError::default();
+    for resource in parsed {
+        for model in &resource.processes {
+            for start in model.event_start_events() {
+                let element = model.element(start);
+                let ElementKind::TimerStartEvent(TimerDefinition::Date(ValueOrExpr::Expr(date))) =
+                    &element.kind
+                else {
+                    continue;
+                };
+                if let Err(reason) = p.start_timer_date(date) {
+                    problems.push(crate::Problem {
+                        resource_name: resource.resource_name.clone(),
+                        element_id: Some(element.id.clone()),
+                        line: None,
+                        message: format!(
+                            "the timeDate of a timer start event is evaluated when the process \
+                             is deployed, without variables, and must give a date and time: \
+                             {reason}"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    if problems.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Rejection::invalid_argument(problems.to_string()))
+    }
+}
+
 pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
     let mut record = DeploymentRecord {
         resources: resources
@@ -87,6 +127,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         }
     };
     if let Err(rejection) = decision_deployment::check_against_state(p, &decisions)? {
+        p.reject(Key::NONE, Intent::Create, record, rejection);
+        return Ok(());
+    }
+    if let Err(rejection) = check_start_timer_dates(p, &parsed) {
         p.reject(Key::NONE, Intent::Create, record, rejection);
         return Ok(());
     }

@@ -124,6 +124,10 @@ pub struct ProcessModel {
     /// Whether an activity has a compensation boundary event: only then does the engine
     /// look for compensation subscriptions when activities complete and instances end.
     pub has_compensation: bool,
+    /// The form on the process's none start event (`zeebe:formDefinition`): what task
+    /// lists show to start an instance. The engine does nothing with it; clients read
+    /// it (`GET /v2/process-definitions/{key}/form` serves a linked one).
+    pub start_form: Option<StartForm>,
     /// Element id -> index, for elements and flows alike lookups go through these.
     pub element_index: HashMap<String, ElementIdx>,
     pub flow_index: HashMap<String, FlowIdx>,
@@ -534,10 +538,28 @@ impl ElementKind {
             | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job))
             | ElementKind::EndEvent(EndEventKind::Message(job)) => Some(job),
             ElementKind::UserTask(task) => match task.as_ref() {
-                UserTaskDefinition::Job(job) => Some(job),
+                UserTaskDefinition::Job(task) => Some(&task.job),
                 UserTaskDefinition::Camunda(_) => None,
             },
             _ => None,
+        }
+    }
+
+    /// The element's `zeebe:taskHeaders` (those of its job, of a Camunda user task, or
+    /// of an ad-hoc subprocess's job); empty for other elements.
+    pub fn task_headers(&self) -> &[(String, String)] {
+        if let Some(job) = self.job_definition() {
+            return &job.headers;
+        }
+        match self {
+            ElementKind::UserTask(task) => match task.as_ref() {
+                UserTaskDefinition::Camunda(task) => &task.headers,
+                UserTaskDefinition::Job(task) => &task.job.headers,
+            },
+            ElementKind::AdHocSubProcess(definition) => {
+                definition.job.as_ref().map_or(&[], |job| &job.headers)
+            }
+            _ => &[],
         }
     }
 
@@ -675,8 +697,9 @@ impl MultiInstance {
     }
 }
 
-/// `zeebe:executionListeners` of an element, each a job (type and retries; no headers),
-/// in document order. On a multi-instance activity they run for each inner instance.
+/// `zeebe:executionListeners` of an element, each a job (type and retries; headers only
+/// when the listener has its own `zeebe:taskHeaders`, Camunda 8.10's), in document
+/// order. On a multi-instance activity they run for each inner instance.
 #[derive(Debug, Default)]
 pub struct ExecutionListeners {
     /// Run one after the other after the input mappings, before the element's work.
@@ -754,10 +777,28 @@ pub struct JobDefinition {
 pub enum UserTaskDefinition {
     /// No `zeebe:userTask`: a job of type `io.camunda.zeebe:userTask` whose headers
     /// carry the assignment, schedule and form (as in Zeebe).
-    Job(JobDefinition),
+    Job(JobWorkerUserTask),
     /// `zeebe:userTask`: the engine keeps the task and clients work it through the
     /// user-task commands.
     Camunda(CamundaUserTask),
+}
+
+/// A job-worker user task (Zeebe's): the job, whose static headers hold the model's
+/// `zeebe:taskHeaders` and the `formKey` and `priority`, and the values evaluated when
+/// the job is created into Zeebe's `io.camunda.zeebe:*` headers.
+#[derive(Debug)]
+pub struct JobWorkerUserTask {
+    /// Type `io.camunda.zeebe:userTask`, one retry (as in Zeebe).
+    pub job: JobDefinition,
+    pub assignee: Option<ValueOrExpr<String>>,
+    pub candidate_groups: Option<CandidateList>,
+    pub candidate_users: Option<CandidateList>,
+    /// ISO 8601 date-times (checked at deploy when static).
+    pub due_date: Option<ValueOrExpr<String>>,
+    pub follow_up_date: Option<ValueOrExpr<String>>,
+    /// `zeebe:formDefinition formId`: the key of the form found by the binding when the
+    /// job is created becomes the `io.camunda.zeebe:formKey` header.
+    pub linked_form: Option<(String, FormBinding)>,
 }
 
 /// A candidate list: comma-separated in the model, or FEEL giving a list of strings.
@@ -817,6 +858,20 @@ pub enum FormLink {
     },
     /// A form outside Camunda (`externalReference`): a URL or key for the task list.
     External(ValueOrExpr<String>),
+}
+
+/// The form of a process's none start event (a start form).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartForm {
+    /// A deployed form by its id (`formId`), with the binding as written (Camunda's API
+    /// serves its latest version).
+    Linked {
+        form_id: String,
+        binding: FormBinding,
+    },
+    /// An embedded (`camunda-forms:bpmn:…`) or custom form key (`formKey`), for task
+    /// lists that read the model.
+    Key(String),
 }
 
 /// Which version of a linked form a task gets (Zeebe's `bindingType`).

@@ -71,11 +71,9 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         // Zeebe 8.8's job-worker implementation (the AI agent connector's).
         "taskDefinition" | "taskHeaders" if element == "adHocSubProcess" => Verdict::Runs,
         "taskHeaders" if element == "userTask" => Verdict::Runs,
-        "taskDefinition" if element == "userTask" => Verdict::Rejected(
-            "zeebe:taskDefinition is not supported on a userTask: a job-worker user task's job \
-             type is always io.camunda.zeebe:userTask; remove it"
-                .to_owned(),
-        ),
+        // Zeebe 8.8 ignores it there (Camunda's own get-started model has one): a
+        // job-worker user task's job type is always io.camunda.zeebe:userTask.
+        "taskDefinition" if element == "userTask" => Verdict::Metadata,
         "taskDefinition" | "taskHeaders" => Verdict::Rejected(format!(
             "zeebe:{name} is not supported on {}; only service, send, script and business \
              rule tasks, message throw and end events and ad-hoc subprocesses are jobs",
@@ -121,6 +119,8 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         {
             Verdict::Runs
         }
+        // A start form; the parser accepts it on the process's none start event only.
+        "formDefinition" if element == "startEvent" => Verdict::Runs,
         "userTask"
         | "assignmentDefinition"
         | "formDefinition"

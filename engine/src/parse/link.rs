@@ -33,6 +33,7 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
         name: builder.elements[0].name.clone(),
         version_tag: builder.version_tag,
         has_compensation,
+        start_form: builder.start_form,
         elements: builder.elements,
         flows: linker.flows,
         element_index: builder.element_index,
@@ -282,16 +283,9 @@ impl Linker {
                 );
                 continue;
             }
-            if self.with_condition.contains(&flow) {
-                b.problem(
-                    Some(flow_id),
-                    node,
-                    format!(
-                        "'{flow_id}' is the default flow of '{gateway_id}' and cannot also have \
-                         a condition; remove the condition"
-                    ),
-                );
-            }
+            // Zeebe never evaluates the default flow's condition (it is checked as any
+            // condition, and then ignored): the default is taken when no other holds.
+            self.flows[flow.0 as usize].condition = None;
             if let ElementKind::ExclusiveGateway { default_flow }
             | ElementKind::InclusiveGateway { default_flow, .. } =
                 &mut b.elements[gateway.0 as usize].kind

@@ -20,8 +20,8 @@ use crate::model::{
     AD_HOC_INNER_INSTANCE_SUFFIX, AdHocDefinition, BusinessRuleDefinition, CalledBinding,
     CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
     ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel,
-    ScriptDefinition, SignalDefinition, ThrowEventDefinition, TimerDefinition, TriggerDefinition,
-    ValueOrExpr,
+    ScriptDefinition, SignalDefinition, StartForm, ThrowEventDefinition, TimerDefinition,
+    TriggerDefinition, ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
@@ -173,6 +173,8 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub compensation_boundaries: Vec<ElementIdx>,
     /// Compensation throw and end events with their `compensateEventDefinition`.
     pub compensation_throws: Vec<(ElementIdx, Node<'a, 'input>)>,
+    /// The form of the process's none start event.
+    pub start_form: Option<StartForm>,
 }
 
 /// Builds the model of one executable process, or reports why it cannot be built.
@@ -210,6 +212,7 @@ pub(super) fn build<'a, 'input>(
         version_tag: None,
         compensation_boundaries: Vec::new(),
         compensation_throws: Vec::new(),
+        start_form: None,
     };
     builder.push_element(
         process_node,
@@ -280,7 +283,8 @@ pub(super) fn build<'a, 'input>(
         "start listeners on a process with timer, message or signal start events are not \
          supported yet; put them on the element after the start event",
     );
-    let process_listeners = builder.execution_listeners(process_id, listeners, refused_start, None);
+    let process_listeners =
+        builder.execution_listeners(process_id, listeners, refused_start, None, &[]);
     builder.elements[ProcessModel::ROOT.0 as usize].listeners = process_listeners;
     let model = link::link(builder);
     (problems.count() == problems_before).then_some(model)
@@ -523,6 +527,21 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     == Some("true"),
             },
         };
+        if name == "startEvent"
+            && let Some(form) = extensions.form
+        {
+            if matches!(kind, ElementKind::StartEvent) && scope == ProcessModel::ROOT {
+                self.start_form = self.start_form(id, form);
+            } else {
+                self.problem(
+                    Some(id),
+                    form,
+                    "zeebe:formDefinition on a start event is a start form, which only the \
+                     process's none start event can have"
+                        .to_owned(),
+                );
+            }
+        }
         let for_compensation = self.for_compensation(id, node, name);
         if let Some(definition) = self.compensation_definition(&kind, node) {
             self.compensation_throws.push((idx, definition));
@@ -534,6 +553,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             extensions.execution_listeners,
             refused_start,
             refused_end,
+            kind.task_headers(),
         );
         let declared = DeclaredFlows {
             element: idx,
@@ -1055,12 +1075,17 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
     /// `type`, static or `=`FEEL, and `retries`, default 3) run at its `eventType`
     /// (`start` or `end`). A listener of an event type the element refuses is reported
     /// with the reason, as is a second listener of one event type with the same type.
+    ///
+    /// A listener's own `zeebe:taskHeaders` (Camunda 8.10) are its job's headers, over
+    /// the element's `element_headers`, as 8.10 documents; a listener without them has
+    /// none (Zeebe 8.8). Any other child of a listener is refused.
     fn execution_listeners(
         &mut self,
         id: &str,
         container: Option<Node<'a, 'input>>,
         refused_start: Option<&str>,
         refused_end: Option<&str>,
+        element_headers: &[(String, String)],
     ) -> ExecutionListeners {
         let mut listeners = ExecutionListeners::default();
         let Some(container) = container else {
@@ -1124,10 +1149,59 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                 continue;
             }
             seen.push((event, raw_type));
-            let job = self.listener_job(id, node, raw_type);
+            let mut job = self.listener_job(id, node, raw_type);
+            if let Some(own) = self.listener_headers(id, node) {
+                job.headers = element_headers.to_vec();
+                for (key, value) in own {
+                    match job
+                        .headers
+                        .iter_mut()
+                        .find(|(existing, _)| *existing == key)
+                    {
+                        Some(header) => header.1 = value,
+                        None => job.headers.push((key, value)),
+                    }
+                }
+            }
             into.push(job);
         }
         listeners
+    }
+
+    /// The `zeebe:taskHeaders` of an execution listener, if it has them; any other
+    /// child element is reported (Rill would not run it).
+    fn listener_headers(
+        &mut self,
+        id: &str,
+        listener: Node<'a, 'input>,
+    ) -> Option<Vec<(String, String)>> {
+        let mut found = None;
+        for child in listener.children().filter(|n| n.is_element()) {
+            let name = child.tag_name().name();
+            if child.tag_name().namespace() != Some(ZEEBE_NS) || name != "taskHeaders" {
+                self.problem(
+                    Some(id),
+                    child,
+                    format!(
+                        "'{name}' inside a zeebe:executionListener is not supported; a listener \
+                         takes only zeebe:taskHeaders"
+                    ),
+                );
+                continue;
+            }
+            if found.is_some() {
+                self.problem(
+                    Some(id),
+                    child,
+                    "zeebe:taskHeaders appears more than once in one execution listener; merge \
+                     them into one"
+                        .to_owned(),
+                );
+                continue;
+            }
+            found = Some(self.task_headers(id, child));
+        }
+        found
     }
 
     /// The `zeebe:` extension elements of `node` that Rill runs; those it rejects are
@@ -1192,13 +1266,20 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                     continue;
                 }
             };
-            let source = match mapping.attribute("source").map(str::trim) {
-                None | Some("") => values::expression("mapping source", "null"),
-                Some(raw) => match raw.strip_prefix('=') {
-                    Some(source) => values::expression(&format!("mapping source '{raw}'"), source),
+            let source = match mapping.attribute("source") {
+                None => values::expression("mapping source", "null"),
+                Some(raw) if raw.trim().is_empty() => values::expression("mapping source", "null"),
+                Some(raw) => match raw.trim().strip_prefix('=') {
+                    Some(source) => {
+                        values::expression(&format!("mapping source '{}'", raw.trim()), source)
+                    }
+                    // A static input source is a string constant, as in Zeebe (connector
+                    // templates write `source="noAuth"`): the text as written, even when
+                    // it looks like a number or a boolean.
+                    None if name == "input" => Ok(rill_feel::Expression::string_literal(raw)),
                     None => Err(format!(
-                        "the mapping source '{raw}' must be a FEEL expression starting with '=' \
-                         (e.g. '={raw}')"
+                        "the output mapping source '{raw}' must be a FEEL expression starting \
+                         with '=' (e.g. '={raw}'); only an input mapping can have a static value"
                     )),
                 },
             };
@@ -1258,8 +1339,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         ElementKind::MessageStartEvent { message_name }
     }
 
-    /// The timer of a timer start event: a date or a cycle (ISO 8601 or cron), static
-    /// (evaluated at deploy time, when there are no variables yet).
+    /// The timer of a timer start event: a date (static, or FEEL evaluated when the
+    /// process is deployed) or a static cycle (ISO 8601 or cron).
     fn start_timer(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<TimerDefinition> {
         let values: Vec<Node<'a, 'input>> = bpmn_children(definition)
             .filter(|n| TimerKind::from_element_name(n.tag_name().name()).is_some())
@@ -1284,17 +1365,27 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             );
             return None;
         }
-        if raw.trim_start().starts_with('=') {
-            self.problem(
-                Some(id),
-                *value,
-                format!(
-                    "the {} of a timer start event must be a static ISO 8601 value or cron \
-                     expression; Rill does not evaluate expressions at deploy time",
-                    kind.element_name()
-                ),
-            );
-            return None;
+        if let Some(source) = raw.trim_start().strip_prefix('=') {
+            if kind == TimerKind::Cycle {
+                // Zeebe evaluates a start cycle's expression again each time it fires.
+                self.problem(
+                    Some(id),
+                    *value,
+                    "a timeCycle expression on a timer start event is not supported yet; \
+                     write a static ISO 8601 cycle (e.g. R/PT1H) or cron expression"
+                        .to_owned(),
+                );
+                return None;
+            }
+            // A date expression is evaluated when the process is deployed (without
+            // variables), as in Zeebe; the deployment checks that it gives a date.
+            return match values::expression(kind.element_name(), source) {
+                Ok(expression) => Some(TimerDefinition::Date(ValueOrExpr::Expr(expression))),
+                Err(message) => {
+                    self.problem(Some(id), *value, message);
+                    None
+                }
+            };
         }
         match values::timer(kind, raw.trim()) {
             Ok(timer) => Some(timer),
@@ -1474,29 +1565,37 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             }
         }
         if let Some(headers) = extensions.task_headers {
-            for header in headers.children().filter(|n| n.is_element()) {
-                if header.tag_name().namespace() != Some(ZEEBE_NS)
-                    || header.tag_name().name() != "header"
-                {
-                    continue;
-                }
-                let Some(key) = header.attribute("key").filter(|k| !k.is_empty()) else {
-                    self.problem(Some(id), header, "a task header has no key".to_owned());
-                    continue;
-                };
-                if job.headers.iter().any(|(existing, _)| existing == key) {
-                    self.problem(
-                        Some(id),
-                        header,
-                        format!("the task header '{key}' is defined twice"),
-                    );
-                    continue;
-                }
-                let value = header.attribute("value").unwrap_or("");
-                job.headers.push((key.to_owned(), value.to_owned()));
-            }
+            job.headers = self.task_headers(id, headers);
         }
         job
+    }
+
+    /// The `zeebe:header`s of a `zeebe:taskHeaders`, in document order; a header
+    /// without a key or with a key already given is reported.
+    fn task_headers(&mut self, id: &str, headers: Node<'a, 'input>) -> Vec<(String, String)> {
+        let mut read: Vec<(String, String)> = Vec::new();
+        for header in headers.children().filter(|n| n.is_element()) {
+            if header.tag_name().namespace() != Some(ZEEBE_NS)
+                || header.tag_name().name() != "header"
+            {
+                continue;
+            }
+            let Some(key) = header.attribute("key").filter(|k| !k.is_empty()) else {
+                self.problem(Some(id), header, "a task header has no key".to_owned());
+                continue;
+            };
+            if read.iter().any(|(existing, _)| existing == key) {
+                self.problem(
+                    Some(id),
+                    header,
+                    format!("the task header '{key}' is defined twice"),
+                );
+                continue;
+            }
+            let value = header.attribute("value").unwrap_or("");
+            read.push((key.to_owned(), value.to_owned()));
+        }
+        read
     }
 
     /// A business rule task: `zeebe:calledDecision` (a DMN decision the engine evaluates

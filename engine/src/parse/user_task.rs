@@ -10,11 +10,22 @@ use super::process::{Builder, Extensions};
 use super::values;
 use crate::model::{
     CamundaUserTask, CandidateList, ElementKind, FormBinding, FormLink, JobDefinition,
-    TaskListeners, UserTaskDefinition, ValueOrExpr,
+    JobWorkerUserTask, StartForm, TaskListeners, UserTaskDefinition, ValueOrExpr,
 };
 
 /// The job type of a job-worker user task (Zeebe's).
 pub const USER_TASK_JOB_TYPE: &str = "io.camunda.zeebe:userTask";
+
+/// The retries of a job-worker user task's job (Zeebe creates it with one).
+const JOB_WORKER_USER_TASK_RETRIES: i32 = 1;
+
+/// The form of a job-worker user task.
+enum JobWorkerForm {
+    /// `formKey`: an embedded (`camunda-forms:bpmn:…`) or custom form key, a header as is.
+    Key(String),
+    /// `formId` with its binding: resolved to a deployed form's key when the job is created.
+    Linked(String, FormBinding),
+}
 
 /// Headers of a job-worker user task's job (Zeebe's names).
 pub mod headers {
@@ -149,6 +160,19 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 );
                 continue;
             }
+            if let Some(child) = node.children().find(|n| n.is_element()) {
+                // Nothing inside a task listener runs: refused rather than dropped.
+                let name = child.tag_name().name();
+                self.problem(
+                    Some(id),
+                    child,
+                    format!(
+                        "'{name}' inside a zeebe:taskListener is not supported; a task listener \
+                         takes only its attributes (eventType, type, retries)"
+                    ),
+                );
+                continue;
+            }
             let job = self.listener_job(id, node, raw_type);
             into.push(job);
         }
@@ -200,144 +224,192 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                     .map(FormLink::External)
             }
             (Some(form_id), None) => {
-                let binding = match attr(Some(form), "bindingType").unwrap_or("latest") {
-                    "latest" => FormBinding::Latest,
-                    "deployment" => FormBinding::Deployment,
-                    "versionTag" => match attr(Some(form), "versionTag") {
-                        Some(tag) => FormBinding::VersionTag(tag.to_owned()),
-                        None => {
-                            self.problem(
-                                Some(id),
-                                form,
-                                "zeebe:formDefinition bindingType=\"versionTag\" needs a \
-                                 versionTag attribute"
-                                    .to_owned(),
-                            );
-                            return None;
-                        }
-                    },
-                    other => {
-                        self.problem(
-                            Some(id),
-                            form,
-                            format!(
-                                "bindingType '{other}' is not known; use latest, deployment or \
-                                 versionTag"
-                            ),
-                        );
-                        return None;
-                    }
-                };
-                if form_id.starts_with('=') {
-                    self.problem(
-                        Some(id),
-                        form,
-                        "zeebe:formDefinition formId must be a static form id, not an expression"
-                            .to_owned(),
-                    );
-                    return None;
-                }
-                Some(FormLink::Linked {
-                    form_id: form_id.to_owned(),
-                    binding,
-                })
+                let binding = self.form_binding(id, form)?;
+                let form_id = self.static_form_id(id, form, form_id)?;
+                Some(FormLink::Linked { form_id, binding })
             }
         }
     }
 
-    /// A job-worker user task: its assignment, schedule, priority and form key go into
-    /// the job's headers. Only static values: the headers are fixed at deploy.
+    /// A job-worker user task: a job of Zeebe's type with one retry (as Zeebe creates
+    /// it). Its priority and form key are static headers; its assignment, schedule and
+    /// linked form (static or FEEL) are evaluated when the job is created, as in Zeebe.
     fn job_worker_user_task(
         &mut self,
         id: &str,
         extensions: &Extensions<'a, 'input>,
         mut headers: Vec<(String, String)>,
-    ) -> JobDefinition {
-        let static_only = |what: &str| {
-            format!(
-                "{what} is an expression; a job-worker user task takes static values only (its \
-                 job headers are fixed at deploy); add zeebe:userTask to make it a Camunda user \
-                 task, which evaluates expressions"
-            )
+    ) -> JobWorkerUserTask {
+        let mut task = JobWorkerUserTask {
+            job: JobDefinition {
+                job_type: ValueOrExpr::Static(USER_TASK_JOB_TYPE.to_owned()),
+                retries: ValueOrExpr::Static(JOB_WORKER_USER_TASK_RETRIES),
+                headers: Vec::new(),
+            },
+            assignee: None,
+            candidate_groups: None,
+            candidate_users: None,
+            due_date: None,
+            follow_up_date: None,
+            linked_form: None,
         };
-        let mut put = |this: &mut Self, node: Option<Node<'a, 'input>>, attribute: &str, header| {
-            let Some(raw) = attr(node, attribute) else {
-                return;
-            };
+        let assignment = extensions.assignment;
+        if let Some(raw) = attr(assignment, "assignee") {
+            task.assignee = self.checked(id, assignment, values::string_or_expr("assignee", raw));
+        }
+        if let Some(raw) = attr(assignment, "candidateGroups") {
+            task.candidate_groups =
+                self.checked(id, assignment, candidates("candidateGroups", raw));
+        }
+        if let Some(raw) = attr(assignment, "candidateUsers") {
+            task.candidate_users = self.checked(id, assignment, candidates("candidateUsers", raw));
+        }
+        let schedule = extensions.schedule;
+        if let Some(raw) = attr(schedule, "dueDate") {
+            task.due_date = self.checked(id, schedule, date("dueDate", raw));
+        }
+        if let Some(raw) = attr(schedule, "followUpDate") {
+            task.follow_up_date = self.checked(id, schedule, date("followUpDate", raw));
+        }
+        if let Some(node) = extensions.priority
+            && let Some(raw) = attr(Some(node), "priority")
+        {
             if raw.starts_with('=') {
-                if let Some(node) = node {
-                    this.problem(Some(id), node, static_only(attribute));
-                }
-                return;
-            }
-            let value = match attribute {
-                "candidateGroups" | "candidateUsers" => {
-                    serde_json::Value::from(split_list(raw)).to_string()
-                }
-                _ => raw.to_owned(),
-            };
-            headers.push((String::from(header), value));
-        };
-        put(self, extensions.assignment, "assignee", headers::ASSIGNEE);
-        put(
-            self,
-            extensions.assignment,
-            "candidateGroups",
-            headers::CANDIDATE_GROUPS,
-        );
-        put(
-            self,
-            extensions.assignment,
-            "candidateUsers",
-            headers::CANDIDATE_USERS,
-        );
-        put(self, extensions.schedule, "dueDate", headers::DUE_DATE);
-        put(
-            self,
-            extensions.schedule,
-            "followUpDate",
-            headers::FOLLOW_UP_DATE,
-        );
-        put(self, extensions.priority, "priority", headers::PRIORITY);
-        if let Some(form) = extensions.form {
-            if attr(Some(form), "formId").is_some()
-                || attr(Some(form), "externalReference").is_some()
+                self.problem(
+                    Some(id),
+                    node,
+                    "priority is an expression; a job-worker user task takes a static priority \
+                     (a header of its job); add zeebe:userTask to make it a Camunda user task, \
+                     which evaluates it"
+                        .to_owned(),
+                );
+            } else if let Some(ValueOrExpr::Static(priority)) =
+                self.checked(id, Some(node), priority_value(raw))
             {
+                headers.push((headers::PRIORITY.to_owned(), priority.to_string()));
+            }
+        }
+        if let Some(form) = extensions.form {
+            match self.job_worker_form(id, form) {
+                Some(JobWorkerForm::Key(form_key)) => {
+                    headers.push((headers::FORM_KEY.to_owned(), form_key));
+                }
+                Some(JobWorkerForm::Linked(form_id, binding)) => {
+                    task.linked_form = Some((form_id, binding));
+                }
+                None => {}
+            }
+        }
+        task.job.headers = headers;
+        task
+    }
+
+    /// `zeebe:formDefinition` of the process's none start event (a start form): as on a
+    /// job-worker user task, exactly one of `formKey` and `formId` (Zeebe validates both
+    /// the same way).
+    pub(super) fn start_form(&mut self, id: &str, form: Node<'a, 'input>) -> Option<StartForm> {
+        Some(match self.job_worker_form(id, form)? {
+            JobWorkerForm::Key(form_key) => StartForm::Key(form_key),
+            JobWorkerForm::Linked(form_id, binding) => StartForm::Linked { form_id, binding },
+        })
+    }
+
+    /// `zeebe:formDefinition` of a job-worker user task: exactly one of `formKey` (an
+    /// embedded or custom form key, static) and `formId` (a deployed form, with its
+    /// binding), as Zeebe validates.
+    fn job_worker_form(&mut self, id: &str, form: Node<'a, 'input>) -> Option<JobWorkerForm> {
+        if attr(Some(form), "externalReference").is_some() {
+            self.problem(
+                Some(id),
+                form,
+                "zeebe:formDefinition externalReference needs a Camunda user task \
+                 (zeebe:userTask); here link a deployed form (formId) or set a formKey"
+                    .to_owned(),
+            );
+            return None;
+        }
+        match (attr(Some(form), "formKey"), attr(Some(form), "formId")) {
+            (Some(_), Some(_)) | (None, None) => {
                 self.problem(
                     Some(id),
                     form,
-                    "a linked form (formId) or an externalReference needs a Camunda user task; \
-                     add zeebe:userTask, or use formKey on a job-worker user task"
+                    "zeebe:formDefinition: exactly one of the attributes 'formId, formKey' \
+                     must be present and not blank (for a job-worker user task or a start \
+                     form)"
                         .to_owned(),
                 );
-            } else {
-                put(self, Some(form), "formKey", headers::FORM_KEY);
+                None
+            }
+            (Some(form_key), None) => {
+                if form.attribute("bindingType").is_some() {
+                    self.problem(
+                        Some(id),
+                        form,
+                        "zeebe:formDefinition: attribute 'formKey' must not be used in \
+                         combination with attribute 'bindingType'"
+                            .to_owned(),
+                    );
+                    return None;
+                }
+                Some(JobWorkerForm::Key(form_key.to_owned()))
+            }
+            (None, Some(form_id)) => {
+                let binding = self.form_binding(id, form)?;
+                let form_id = self.static_form_id(id, form, form_id)?;
+                Some(JobWorkerForm::Linked(form_id, binding))
             }
         }
-        for (node, what) in [
-            (extensions.schedule, "dueDate"),
-            (extensions.schedule, "followUpDate"),
-        ] {
-            if let Some(raw) = attr(node, what)
-                && !raw.starts_with('=')
-                && let Err(message) = date(what, raw)
-                && let Some(node) = node
-            {
-                self.problem(Some(id), node, message);
+    }
+
+    /// A linked form's `bindingType`: `latest` (the default), `deployment` or
+    /// `versionTag` with its `versionTag` attribute.
+    pub(super) fn form_binding(&mut self, id: &str, form: Node<'a, 'input>) -> Option<FormBinding> {
+        match attr(Some(form), "bindingType").unwrap_or("latest") {
+            "latest" => Some(FormBinding::Latest),
+            "deployment" => Some(FormBinding::Deployment),
+            "versionTag" => match attr(Some(form), "versionTag") {
+                Some(tag) => Some(FormBinding::VersionTag(tag.to_owned())),
+                None => {
+                    self.problem(
+                        Some(id),
+                        form,
+                        "zeebe:formDefinition bindingType=\"versionTag\" needs a versionTag \
+                         attribute"
+                            .to_owned(),
+                    );
+                    None
+                }
+            },
+            other => {
+                self.problem(
+                    Some(id),
+                    form,
+                    format!(
+                        "bindingType '{other}' is not known; use latest, deployment or versionTag"
+                    ),
+                );
+                None
             }
         }
-        if let Some(raw) = attr(extensions.priority, "priority")
-            && !raw.starts_with('=')
-            && let Err(message) = priority_value(raw)
-            && let Some(node) = extensions.priority
-        {
-            self.problem(Some(id), node, message);
+    }
+
+    /// A linked form's `formId`, which must be static.
+    pub(super) fn static_form_id(
+        &mut self,
+        id: &str,
+        form: Node<'a, 'input>,
+        form_id: &str,
+    ) -> Option<String> {
+        if form_id.starts_with('=') {
+            self.problem(
+                Some(id),
+                form,
+                "zeebe:formDefinition formId must be a static form id, not an expression"
+                    .to_owned(),
+            );
+            return None;
         }
-        JobDefinition {
-            job_type: ValueOrExpr::Static(USER_TASK_JOB_TYPE.to_owned()),
-            retries: ValueOrExpr::Static(super::process::DEFAULT_RETRIES),
-            headers,
-        }
+        Some(form_id.to_owned())
     }
 
     /// The value, or `None` with the problem reported at `node`.

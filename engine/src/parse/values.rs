@@ -22,17 +22,18 @@ pub(super) fn string_or_expr(field: &str, raw: &str) -> Result<ValueOrExpr<Strin
     }
 }
 
-/// `zeebe:taskDefinition retries`: `=expr` or a non-negative integer.
+/// `retries` of a task definition or listener: `=expr` or a non-negative integer. Any
+/// other static text deploys, as in Zeebe 8.8, which reads it as a constant and fails
+/// when it creates the job: it becomes the string constant, which the job's retries
+/// then refuse with an incident.
 pub(super) fn retries(raw: &str) -> Result<ValueOrExpr<i32>, String> {
     if let Some(source) = raw.strip_prefix('=') {
         return expression("retries", source).map(ValueOrExpr::Expr);
     }
-    match raw.trim().parse::<i32>() {
-        Ok(retries) if retries >= 0 => Ok(ValueOrExpr::Static(retries)),
-        _ => Err(format!(
-            "retries '{raw}' is not a non-negative whole number (or an expression starting with '=')"
-        )),
-    }
+    Ok(match raw.trim().parse::<i32>() {
+        Ok(retries) if retries >= 0 => ValueOrExpr::Static(retries),
+        _ => ValueOrExpr::Expr(Expression::string_literal(raw)),
+    })
 }
 
 /// The three ways to write a timer, by element name.
@@ -150,16 +151,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn retries_accepts_whole_numbers_only() {
+    fn static_retries_are_whole_numbers_or_a_text_that_fails_later() {
         assert!(matches!(retries("5"), Ok(ValueOrExpr::Static(5))));
         assert!(matches!(retries(" 0 "), Ok(ValueOrExpr::Static(0))));
-        for bad in ["-1", "three", "2.5", "", "99999999999"] {
-            let message = retries(bad).err().unwrap_or_default();
-            assert!(
-                message.contains("not a non-negative whole number"),
-                "{bad}: {message}"
-            );
+        for text in ["-1", "three", "2.5", "", "99999999999"] {
+            match retries(text) {
+                Ok(ValueOrExpr::Expr(constant)) => {
+                    let value = constant.evaluate(&serde_json::Map::new(), 0).ok();
+                    assert_eq!(value, Some(serde_json::Value::from(text)), "{text}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
         }
+        assert!(retries("= ").is_err());
     }
 
     #[test]

@@ -241,6 +241,8 @@ const RUNS: &[(&str, &[&str])] = &[
     ),
     ("subscription", &["message"]),
     ("versionTag", &["process"]),
+    // A start form, on the process's none start event.
+    ("formDefinition", &["startEvent"]),
     ("adHoc", &["adHocSubProcess"]),
     // A start listener (the snippet's): start and boundary events refuse those.
     (
@@ -305,6 +307,8 @@ const METADATA: &[(&str, &[&str])] = &[
         ],
     ),
     ("userTaskForm", &["process"]),
+    // Zeebe 8.8 ignores a task definition on a user task.
+    ("taskDefinition", &["userTask"]),
 ];
 
 fn listed(table: &[(&str, &[&str])], extension: &str, host: &str) -> bool {
@@ -378,6 +382,10 @@ fn runs_in(model: &ProcessModel, extension: &str, host: &str) -> bool {
             .job_definition()
             .is_some_and(|job| job.headers == vec![("k".to_owned(), "v".to_owned())]),
         "ioMapping" => element.outputs.len() == 1 && element.outputs[0].target == vec!["mapped"],
+        "formDefinition" => matches!(
+            &model.start_form,
+            Some(rill_engine::model::StartForm::Linked { form_id, .. }) if form_id == "f"
+        ),
         "adHoc" => matches!(
             &element.kind,
             ElementKind::AdHocSubProcess(definition)

@@ -10,6 +10,7 @@ mod fuzz_seeds;
 mod limits;
 mod problems;
 mod samples;
+mod zeebe_accepts;
 
 use rill_engine::model::{Element, ElementIdx, ProcessModel, SequenceFlow, ValueOrExpr};
 use rill_engine::{DeployError, parse_bpmn};

@@ -114,7 +114,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "service-task-bad-retries",
         Some("Work"),
-        "retries 'many' is not a non-negative whole number",
+        "retries: invalid FEEL expression 'many +'",
     ),
     (
         "service-task-invalid-feel-type",
@@ -167,9 +167,9 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "the default flow 'F1' is not one of the gateway's outgoing flows",
     ),
     (
-        "default-with-condition",
+        "default-with-static-condition",
         Some("Cond"),
-        "is the default flow of 'Split' and cannot also have a condition",
+        "the condition 'x' must be a FEEL expression starting with '='",
     ),
     (
         "default-unknown",
@@ -531,7 +531,7 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
     (
         "mapping-static-source",
         Some("Work"),
-        "the mapping source 'result' must be a FEEL expression starting with '='",
+        "the output mapping source 'result' must be a FEEL expression starting with '='",
     ),
     (
         "mapping-on-gateway",

@@ -31,5 +31,6 @@ mod tags;
 mod task_listeners;
 mod tree_path;
 mod user_tasks;
+mod zeebe_accepts;
 
 pub use harness::*;

@@ -469,8 +469,28 @@ fn bad_forms_and_bad_user_task_models_are_rejected_naming_what_is_wrong() {
             "zeebe:taskListeners need a Camunda user task",
         ),
         (
-            r#"<zeebe:assignmentDefinition assignee="=owner" />"#,
-            "a job-worker user task takes static values only",
+            r#"<zeebe:userTask /><zeebe:taskListeners><zeebe:taskListener eventType="completing" type="x"><zeebe:taskHeaders /></zeebe:taskListener></zeebe:taskListeners>"#,
+            "'taskHeaders' inside a zeebe:taskListener is not supported",
+        ),
+        (
+            r#"<zeebe:formDefinition externalReference="https://forms.example.com/review" />"#,
+            "externalReference needs a Camunda user task",
+        ),
+        (
+            r#"<zeebe:formDefinition formKey="camunda-forms:bpmn:f" bindingType="latest" />"#,
+            "attribute 'formKey' must not be used in combination with attribute 'bindingType'",
+        ),
+        (
+            r#"<zeebe:formDefinition formId="f" formKey="camunda-forms:bpmn:f" />"#,
+            "exactly one of the attributes 'formId, formKey' must be present",
+        ),
+        (
+            r#"<zeebe:assignmentDefinition assignee="=owner &gt;" />"#,
+            "invalid FEEL expression",
+        ),
+        (
+            r#"<zeebe:taskSchedule followUpDate="next week" />"#,
+            "followUpDate 'next week' is not an ISO 8601 date-time",
         ),
     ] {
         let outcome = rule.deploy(&[("p.bpmn", user_task_process(extensions).into_bytes())]);

@@ -207,6 +207,10 @@ pub fn routes() -> Router<SharedState> {
             get(process_definitions::xml),
         )
         .route(
+            "/v2/process-definitions/{processDefinitionKey}/form",
+            get(process_definitions::form),
+        )
+        .route(
             "/v2/process-definitions/{processDefinitionKey}/statistics/element-instances",
             post(process_definitions::element_statistics),
         )

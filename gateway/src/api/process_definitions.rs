@@ -9,11 +9,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{
-    ElementStatistics, HistoricProcessDefinition, HistoricProcessInstance, HistoryQuery,
-    HistoryResult, Page, ProcessDefinitionField as F, ProcessInstanceField, Search,
+    Condition, ElementStatistics, FieldValue, FormField, HistoricProcessDefinition,
+    HistoricProcessInstance, HistoryQuery, HistoryResult, Page, ProcessDefinitionField as F,
+    ProcessInstanceField, Search, SortBy,
 };
 use rill_protocol::{Key, PartitionId, Query, QueryResult};
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,7 @@ use serde_json::{Map, Value};
 
 use super::deployments::DEPLOYMENT_PARTITION;
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, filter, run, wrong_answer};
+use super::user_tasks::FormResult;
 use super::{Body, KeyParam, SharedState, key_text};
 use crate::json::parse_optional_body;
 use crate::problem::Problem;
@@ -39,7 +41,7 @@ pub struct ProcessDefinitionResult {
     process_definition_id: String,
     tenant_id: String,
     process_definition_key: String,
-    /// Rill has no forms.
+    /// A form is linked on the none start event.
     has_start_form: bool,
 }
 
@@ -53,7 +55,7 @@ impl From<HistoricProcessDefinition> for ProcessDefinitionResult {
             process_definition_id: definition.bpmn_process_id,
             tenant_id: definition.tenant_id,
             process_definition_key: key_text(definition.key),
-            has_start_form: false,
+            has_start_form: definition.start_form_id.is_some(),
         }
     }
 }
@@ -141,6 +143,65 @@ pub async fn xml(
     .await?;
     let xml = found.ok_or_else(|| not_found(key))?;
     Ok(([(header::CONTENT_TYPE, "text/xml; charset=utf-8")], xml).into_response())
+}
+
+/// `GET /v2/process-definitions/{processDefinitionKey}/form`: the form linked on the
+/// definition's none start event, in its latest version (as Camunda's API serves it,
+/// whatever the binding); 204 when the definition links none (an embedded form is not
+/// served, as in Camunda) or the form is not deployed, 404 for an unknown definition.
+pub async fn form(
+    State(state): State<SharedState>,
+    KeyParam(key): KeyParam,
+) -> Result<Response, Problem> {
+    let found = fetch(
+        &state,
+        key,
+        "process definition",
+        HistoryQuery::ProcessDefinition { key },
+        |result| match result {
+            HistoryResult::ProcessDefinition(found) => Some(found),
+            _ => None,
+        },
+    )
+    .await?;
+    let definition = found.ok_or_else(|| not_found(key))?;
+    let Some(form_id) = definition.start_form_id else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    // Forms come with deployments to every partition, the definition's too.
+    let latest = Search {
+        filter: vec![
+            (FormField::FormId, Condition::Eq(FieldValue::Text(form_id))),
+            (
+                FormField::TenantId,
+                Condition::Eq(FieldValue::Text(definition.tenant_id)),
+            ),
+        ],
+        sort: vec![SortBy {
+            field: FormField::Version,
+            descending: true,
+        }],
+        after: None,
+        limit: 1,
+        count_limit: 1,
+    };
+    let partition = state.dispatch.partition_of(key, "process definition")?;
+    let timeout = state.settings.request_timeout;
+    let answer = state
+        .dispatch
+        .query(
+            partition,
+            Query::History(HistoryQuery::SearchForms(latest)),
+            timeout,
+        )
+        .await?;
+    let QueryResult::History(HistoryResult::Forms(page)) = answer else {
+        return Err(wrong_answer("form"));
+    };
+    match page.items.into_iter().next() {
+        Some(form) => Ok(Json(FormResult::from(form)).into_response()),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
 }
 
 #[derive(Deserialize, Default)]

@@ -494,7 +494,7 @@ pub async fn search_variables(
 /// as an object: the form's JSON itself.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct FormResult {
+pub(super) struct FormResult {
     tenant_id: String,
     form_id: String,
     schema: serde_json::Value,
@@ -531,13 +531,18 @@ pub async fn form(
         }
         _ => return Err(super::history_search::wrong_answer("form")),
     };
-    Ok(Json(FormResult {
-        tenant_id: form.tenant_id,
-        form_id: form.form_id,
-        // The engine accepted it as a JSON object at deploy.
-        schema: serde_json::from_str(&form.schema).unwrap_or(serde_json::Value::Null),
-        version: i64::from(form.version),
-        form_key: key_text(form.key),
-    })
-    .into_response())
+    Ok(Json(FormResult::from(form)).into_response())
+}
+
+impl From<HistoricForm> for FormResult {
+    fn from(form: HistoricForm) -> FormResult {
+        FormResult {
+            tenant_id: form.tenant_id,
+            form_id: form.form_id,
+            // The engine accepted it as a JSON object at deploy.
+            schema: serde_json::from_str(&form.schema).unwrap_or(serde_json::Value::Null),
+            version: i64::from(form.version),
+            form_key: key_text(form.key),
+        }
+    }
 }

@@ -581,3 +581,97 @@ async fn a_task_reads_canceling_while_its_canceling_listener_runs() {
         instance_view.body
     );
 }
+
+/// A Modeler-shaped fixture of the engine's tests.
+fn engine_fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../engine/tests/fixtures/elements")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The key of the one process definition a deployment reply lists.
+fn definition_key(reply: &crate::support::Reply) -> String {
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    reply.body["deployments"][0]["processDefinition"]["processDefinitionKey"]
+        .as_str()
+        .expect("a process definition key")
+        .to_owned()
+}
+
+/// A process's start form (`zeebe:formDefinition` on its none start event) is served by
+/// `GET /v2/process-definitions/{key}/form` in the form's latest version; 204 while the
+/// form is not deployed or when the start form is embedded; 404 for an unknown key.
+#[tokio::test]
+async fn a_start_form_is_served_by_its_process_definition() {
+    let gateway = TestGateway::start(EngineBackend::new(2)).await;
+    let process = engine_fixture("start-form.bpmn");
+    let sign_up = engine_fixture("sign-up.form");
+    let key = definition_key(&gateway.deploy(&[("start-form.bpmn", &process)]).await);
+    let path = format!("/v2/process-definitions/{key}/form");
+    let none_yet = gateway.get(&path).await;
+    assert_eq!(none_yet.status, 204, "the form is not deployed yet");
+    let definition = gateway.get(&format!("/v2/process-definitions/{key}")).await;
+    assert_eq!(
+        definition.body["hasStartForm"], true,
+        "{:?}",
+        definition.body
+    );
+
+    let deployed = gateway.deploy(&[("sign-up.form", &sign_up)]).await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let form = gateway.get(&path).await;
+    assert_eq!(form.status, 200, "{:?}", form.body);
+    assert_matches("start form", &self::form(), &form.body);
+    assert_eq!(form.body["formId"], "sign-up-form");
+    assert_eq!(form.body["version"], 1);
+    assert_eq!(form.body["schema"]["components"][0]["key"], "email");
+    // A new version of the form is the one served.
+    let changed = String::from_utf8(sign_up.clone())
+        .expect("UTF-8")
+        .replace("Accept the terms", "I accept the terms");
+    let again = gateway
+        .deploy(&[("sign-up.form", changed.as_bytes())])
+        .await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    let form = gateway.get(&path).await;
+    assert_eq!(form.body["version"], 2, "{:?}", form.body);
+    assert_eq!(
+        form.body["schema"]["components"][1]["label"],
+        "I accept the terms"
+    );
+    let found = gateway
+        .post(
+            "/v2/process-definitions/search",
+            json!({"filter": {"hasStartForm": true}}),
+        )
+        .await;
+    assert_eq!(found.status, 200, "{:?}", found.body);
+    assert_eq!(found.body["items"][0]["processDefinitionKey"], key.as_str());
+
+    // An embedded start form is not served, as in Camunda; nor is a process without one.
+    let embedded = String::from_utf8(process).expect("UTF-8").replace(
+        r#"<zeebe:formDefinition formId="sign-up-form" />"#,
+        r#"<zeebe:formDefinition formKey="camunda-forms:bpmn:UserTaskForm_1" />"#,
+    );
+    let embedded_key = definition_key(
+        &gateway
+            .deploy(&[("start-form.bpmn", embedded.as_bytes())])
+            .await,
+    );
+    let reply = gateway
+        .get(&format!("/v2/process-definitions/{embedded_key}/form"))
+        .await;
+    assert_eq!(reply.status, 204, "{:?}", reply.body);
+    let plain_key = definition_key(&gateway.deploy(&[("review.bpmn", REVIEW.as_bytes())]).await);
+    let reply = gateway
+        .get(&format!("/v2/process-definitions/{plain_key}/form"))
+        .await;
+    assert_eq!(reply.status, 204, "{:?}", reply.body);
+
+    let unknown = gateway
+        .get("/v2/process-definitions/2251799813685999/form")
+        .await;
+    assert_problem(&unknown, 404, "NOT_FOUND");
+    gateway.stop().await;
+}

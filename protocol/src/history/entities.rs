@@ -531,6 +531,9 @@ pub struct HistoricProcessDefinition {
     pub tenant_id: String,
     /// No higher version of the process is deployed.
     pub latest: bool,
+    /// The `formId` of the form linked on the process's none start event (its start
+    /// form), if it has one.
+    pub start_form_id: Option<String>,
 }
 
 impl Historic for HistoricProcessDefinition {
@@ -550,8 +553,8 @@ impl Historic for HistoricProcessDefinition {
             F::VersionTag => self.version_tag.as_deref().and_then(text),
             F::ProcessDefinitionId => text(&self.bpmn_process_id),
             F::TenantId => text(&self.tenant_id),
-            // Rill has no forms.
-            F::HasStartForm => Some(FieldValue::Bool(false)),
+            // Camunda's: a linked start form (an embedded one is not served).
+            F::HasStartForm => Some(FieldValue::Bool(self.start_form_id.is_some())),
             F::IsLatestVersion => Some(FieldValue::Bool(self.latest)),
         }
     }
@@ -1051,6 +1054,7 @@ pub enum HistoryQuery {
     Form {
         key: Key,
     },
+    SearchForms(Search<FormField>),
     SearchDecisionDefinitions(Search<DecisionDefinitionField>),
     DecisionDefinition {
         key: Key,
@@ -1089,6 +1093,7 @@ pub enum HistoryResult {
     UserTasks(Page<HistoricUserTask>),
     UserTask(Option<HistoricUserTask>),
     Form(Option<HistoricForm>),
+    Forms(Page<HistoricForm>),
     DecisionDefinitions(Page<HistoricDecisionDefinition>),
     DecisionDefinition(Option<HistoricDecisionDefinition>),
     DecisionRequirementsPage(Page<HistoricDecisionRequirements>),

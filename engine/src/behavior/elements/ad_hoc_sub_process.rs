@@ -70,7 +70,7 @@ impl ElementBehavior for AdHocSubProcess {
     fn activate(&self, p: &mut Processing<'_>, active: &Active, _trigger: Trigger) -> Evaluated {
         let definition = definition(active)?;
         let (elements, job) = match &definition.job {
-            Some(job) => (Vec::new(), Some((job, p.evaluate_job(job, active)?))),
+            Some(job) => (Vec::new(), Some(p.evaluate_job(job, active)?)),
             None => (p.active_elements(active, definition)?, None),
         };
         p.open_event_triggers(active)?;
@@ -88,8 +88,8 @@ impl ElementBehavior for AdHocSubProcess {
                 &Value::Array(Vec::new()),
             )?;
         }
-        if let Some((job, evaluated)) = job {
-            p.create_ad_hoc_job(active, job, evaluated)?;
+        if let Some(job) = job {
+            p.create_ad_hoc_job(active, job)?;
         }
         p.mark(active, Intent::ElementActivated)?;
         for element in elements {
@@ -440,14 +440,7 @@ impl Processing<'_> {
             InnerVerdict::Fulfilled | InnerVerdict::Interrupted => return Ok(()),
             InnerVerdict::NextJob(job) => {
                 self.cancel_job(&ad_hoc)?;
-                let definition = definition(&ad_hoc)?;
-                let Some(job_definition) = &definition.job else {
-                    return Err(inconsistent(format!(
-                        "ad-hoc subprocess '{}' has no job definition",
-                        ad_hoc.element().id
-                    )));
-                };
-                return self.create_ad_hoc_job(&ad_hoc, job_definition, job);
+                return self.create_ad_hoc_job(&ad_hoc, job);
             }
         };
         let cancel = definition(&ad_hoc)?.cancel_remaining_instances;

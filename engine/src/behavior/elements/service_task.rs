@@ -5,6 +5,7 @@
 use rill_protocol::Intent;
 
 use super::{ElementBehavior, Trigger, wrong_kind};
+use crate::behavior::jobs::NewJob;
 use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{ElementKind, JobDefinition};
@@ -40,6 +41,11 @@ pub(super) fn wait_for_job(
     definition: &JobDefinition,
 ) -> Evaluated {
     let job = p.evaluate_job(definition, active)?;
+    wait_for_new_job(p, active, job)
+}
+
+/// [`wait_for_job`] with the job already evaluated.
+pub(super) fn wait_for_new_job(p: &mut Processing<'_>, active: &Active, job: NewJob) -> Evaluated {
     p.open_event_triggers(active)?;
     p.create_job(active, job)?;
     p.mark(active, Intent::ElementActivated)?;

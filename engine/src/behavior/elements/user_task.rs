@@ -10,15 +10,16 @@ use rill_protocol::value::{BpmnElementType, IncidentErrorType, UserTaskRecord};
 use rill_protocol::{Intent, JsonValue, Key};
 use serde_json::Value;
 
-use super::service_task::wait_for_job;
+use super::service_task::wait_for_new_job;
 use super::{ElementBehavior, Trigger, wrong_kind};
 use crate::context::{Active, Processing};
 use crate::error::Result;
 use crate::model::{
-    CamundaUserTask, CandidateList, ElementKind, FormBinding, FormLink, UserTaskDefinition,
-    ValueOrExpr,
+    CamundaUserTask, CandidateList, ElementKind, FormBinding, FormLink, JobWorkerUserTask,
+    UserTaskDefinition, ValueOrExpr,
 };
 use crate::outcome::{Evaluated, Failure};
+use crate::parse::user_task_headers as headers;
 use crate::state::UserTaskState;
 
 pub(super) struct UserTask;
@@ -29,7 +30,11 @@ impl ElementBehavior for UserTask {
             return Err(wrong_kind(active, "userTask").into());
         };
         match definition.as_ref() {
-            UserTaskDefinition::Job(job) => wait_for_job(p, active, job),
+            UserTaskDefinition::Job(task) => {
+                let headers = p.job_worker_user_task_headers(task, active)?;
+                let job = p.evaluate_job(&task.job, active)?.with_headers(headers);
+                wait_for_new_job(p, active, job)
+            }
             UserTaskDefinition::Camunda(task) => {
                 let record = p.evaluate_user_task(task, active)?;
                 p.open_event_triggers(active)?;
@@ -67,18 +72,8 @@ impl Processing<'_> {
         task: &CamundaUserTask,
         active: &Active,
     ) -> Evaluated<UserTaskRecord> {
-        let text = |value: Option<&ValueOrExpr<String>>, what: &str| -> Evaluated<String> {
-            match value {
-                None => Ok(String::new()),
-                Some(ValueOrExpr::Static(text)) => Ok(text.clone()),
-                Some(ValueOrExpr::Expr(expression)) => {
-                    match self.evaluate_json(expression, active)? {
-                        Value::Null => Ok(String::new()),
-                        Value::String(text) => Ok(text),
-                        other => Err(type_failure(active, what, "a string", &other).into()),
-                    }
-                }
-            }
+        let text = |value: Option<&ValueOrExpr<String>>, what: &str| {
+            self.user_task_text(value, active, what)
         };
         let assignee = text(task.assignee.as_ref(), "assignee")?;
         let due_date = date(text(task.due_date.as_ref(), "dueDate")?, active, "dueDate")?;
@@ -144,6 +139,78 @@ impl Processing<'_> {
             priority,
             root_process_instance_key: record.root_process_instance_key,
         })
+    }
+
+    /// The `io.camunda.zeebe:*` headers of a job-worker user task's job, evaluated when
+    /// the job is created (as Zeebe does): what evaluates to nothing (null, an empty
+    /// text) gives no header; candidate lists are JSON lists of strings, a linked form
+    /// the key of the form its binding finds. A failure is an incident.
+    fn job_worker_user_task_headers(
+        &self,
+        task: &JobWorkerUserTask,
+        active: &Active,
+    ) -> Evaluated<Vec<(String, String)>> {
+        let mut found = Vec::new();
+        let mut put = |name: &str, value: String| {
+            if !value.is_empty() {
+                found.push((name.to_owned(), value));
+            }
+        };
+        put(
+            headers::ASSIGNEE,
+            self.user_task_text(task.assignee.as_ref(), active, "assignee")?,
+        );
+        for (list, name, what) in [
+            (
+                &task.candidate_groups,
+                headers::CANDIDATE_GROUPS,
+                "candidateGroups",
+            ),
+            (
+                &task.candidate_users,
+                headers::CANDIDATE_USERS,
+                "candidateUsers",
+            ),
+        ] {
+            if list.is_some() {
+                let items = self.candidates(list, active, what)?;
+                put(name, Value::from(items).to_string());
+            }
+        }
+        for (value, name, what) in [
+            (&task.due_date, headers::DUE_DATE, "dueDate"),
+            (
+                &task.follow_up_date,
+                headers::FOLLOW_UP_DATE,
+                "followUpDate",
+            ),
+        ] {
+            let text = self.user_task_text(value.as_ref(), active, what)?;
+            put(name, date(text, active, what)?);
+        }
+        if let Some((form_id, binding)) = &task.linked_form {
+            let key = self.linked_form(form_id, binding, active)?;
+            put(headers::FORM_KEY, key.get().to_string());
+        }
+        Ok(found)
+    }
+
+    /// A text value of a user task: static, or FEEL giving a string (null: empty).
+    fn user_task_text(
+        &self,
+        value: Option<&ValueOrExpr<String>>,
+        active: &Active,
+        what: &str,
+    ) -> Evaluated<String> {
+        match value {
+            None => Ok(String::new()),
+            Some(ValueOrExpr::Static(text)) => Ok(text.clone()),
+            Some(ValueOrExpr::Expr(expression)) => match self.evaluate_json(expression, active)? {
+                Value::Null => Ok(String::new()),
+                Value::String(text) => Ok(text),
+                other => Err(type_failure(active, what, "a string", &other).into()),
+            },
+        }
     }
 
     fn evaluate_json(

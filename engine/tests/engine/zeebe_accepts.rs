@@ -1,0 +1,526 @@
+//! Models that Zeebe 8.8 deploys and Rill used to refuse (issue 40), written as Camunda
+//! Modeler writes them (`tests/fixtures/elements/`), deployed and run.
+
+use rill_engine::ProcessInstanceState;
+use rill_protocol::value::{AdHocSubProcessActivateElement, JobResult, JobResultType};
+use rill_protocol::{Command, JsonValue, Key};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
+    rule.instance_state(instance).expect("instance").state
+}
+
+#[test]
+fn static_input_mappings_reach_the_connector_job_as_written() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/connector-static-inputs.bpmn");
+    let instance = rule.create("connector-static-inputs", json!({"orderId": "o-42"}));
+    let (job, record) = rule.job("io.camunda:http-json:1");
+    let variables = record.variables.to_value();
+    assert_eq!(variables["authentication"], json!({"type": "noAuth"}));
+    assert_eq!(variables["method"], json!("GET"));
+    assert_eq!(
+        variables["url"],
+        json!("https://shop.example.com/api/orders")
+    );
+    assert_eq!(variables["queryParameters"], json!({"id": "o-42"}));
+    // Strings, as in Zeebe, even when they look like a number or a boolean.
+    assert_eq!(variables["connectionTimeoutInSeconds"], json!("20"));
+    assert_eq!(variables["storeResponse"], json!("false"));
+    assert_eq!(variables["note"], json!(r#"Say "hi" \o/"#));
+    // What a connector runtime reads besides the variables.
+    let header = |key: &str| record.custom_headers.get(key).map(String::as_str);
+    assert_eq!(
+        header("elementTemplateId"),
+        Some("io.camunda.connectors.HttpJson.v2")
+    );
+    assert_eq!(header("resultVariable"), Some("orderResponse"));
+    assert_eq!(record.retries, 3);
+
+    let outcome = rule.complete(job, json!({"orderResponse": {"status": 200}}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    let variables = rule.variables(instance);
+    assert_eq!(variables["orderResponse"], json!({"status": 200}));
+    assert!(
+        variables.get("method").is_none(),
+        "input mappings stay local to the task"
+    );
+    rule.assert_replay_matches();
+}
+
+/// Completes a job with an ad-hoc subprocess result.
+fn complete_with_result(rule: &mut EngineRule, job: Key, variables: Value, result: JobResult) {
+    let outcome = rule.process(Command::CompleteJob {
+        job_key: job,
+        variables: JsonValue::from(variables),
+        result,
+    });
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}
+
+#[test]
+fn ai_agent_tools_read_their_inputs_through_from_ai() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/ai-agent-from-ai.bpmn");
+    let instance = rule.create(
+        "ai-agent-from-ai",
+        json!({"userQuestion": "Weather in Lisbon, and 2 + 3?"}),
+    );
+    let (agent, agent_job) = rule.job("io.camunda.agenticai:aiagent-job-worker:1");
+    let variables = agent_job.variables.to_value();
+    assert_eq!(variables["provider"], json!({"type": "anthropic"}));
+    assert_eq!(variables["data"]["limits"]["maxModelCalls"], json!("10"));
+    let tools: Vec<&str> = variables["adHocSubProcessElements"]
+        .as_array()
+        .expect("the tools")
+        .iter()
+        .map(|tool| tool["elementId"].as_str().expect("an id"))
+        .collect();
+    assert_eq!(tools, ["GetWeather", "AddNumbers"]);
+
+    // The model asks for both tools; the agent activates them with its tool calls.
+    let call = |id: &str, name: &str, arguments: Value| {
+        let mut tool_call = arguments;
+        tool_call["_meta"] = json!({"id": id, "name": name});
+        AdHocSubProcessActivateElement {
+            element_id: name.to_owned(),
+            variables: JsonValue::from(json!({"toolCall": tool_call})),
+        }
+    };
+    complete_with_result(
+        &mut rule,
+        agent,
+        json!({}),
+        JobResult {
+            result_type: JobResultType::AdHocSubProcess,
+            activate_elements: vec![
+                call("call-1", "GetWeather", json!({"city": "Lisbon"})),
+                call("call-2", "AddNumbers", json!({"a": 2, "b": 3})),
+            ],
+            ..JobResult::default()
+        },
+    );
+    // fromAi gives the value: the weather job's inputs, the script's sum.
+    let (weather, weather_job) = rule.job("weather");
+    let inputs = weather_job.variables.to_value();
+    assert_eq!(inputs["city"], json!("Lisbon"));
+    assert_eq!(inputs["days"], Value::Null, "not given by the model");
+    assert_eq!(inputs["units"], json!("metric"));
+    let outcome = rule.complete(weather, json!({"toolCallResult": "sunny, 24 °C"}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+
+    // Each completed tool asks the agent again; the last job sees both results.
+    let mut jobs = rule.activate("io.camunda.agenticai:aiagent-job-worker:1", 10);
+    let (agent, agent_job) = jobs.pop().expect("the agent is asked again");
+    let mut results = agent_job.variables.to_value()["toolCallResults"]
+        .as_array()
+        .expect("the results")
+        .clone();
+    results.sort_by_key(|r| r["id"].as_str().map(str::to_owned));
+    assert_eq!(
+        results,
+        [
+            json!({"id": "call-1", "name": "GetWeather", "content": "sunny, 24 °C"}),
+            json!({"id": "call-2", "name": "AddNumbers", "content": 5}),
+        ]
+    );
+    complete_with_result(
+        &mut rule,
+        agent,
+        json!({"agent": {"answer": "Sunny; 5."}}),
+        JobResult {
+            result_type: JobResultType::AdHocSubProcess,
+            completion_condition_fulfilled: true,
+            ..JobResult::default()
+        },
+    );
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+/// The end events an instance reached.
+fn ends_reached(rule: &EngineRule, instance: Key) -> Vec<String> {
+    rule.records()
+        .events()
+        .of_type(rill_protocol::ValueType::ProcessInstance)
+        .with_intent(rill_protocol::Intent::ElementCompleted)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            rill_protocol::RecordValue::ProcessInstance(v)
+                if v.process_instance_key == instance.get()
+                    && v.bpmn_element_type == rill_protocol::value::BpmnElementType::EndEvent =>
+            {
+                Some(v.element_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_condition_on_a_default_flow_is_never_evaluated() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/default-flow-condition.bpmn");
+    let run = |rule: &mut EngineRule, variables: Value| {
+        let instance = rule.create("default-flow-condition", variables);
+        assert_eq!(state(rule, instance), ProcessInstanceState::Completed);
+        ends_reached(rule, instance)
+    };
+    assert_eq!(run(&mut rule, json!({"amount": 50})), ["Approved"]);
+    // The default's own condition (amount >= 1000) is false: it is taken all the same.
+    assert_eq!(
+        run(&mut rule, json!({"amount": 500, "email": false})),
+        ["Lettered"]
+    );
+    // An inclusive gateway does not take its default beside a true condition, though
+    // the default's condition (true) holds.
+    assert_eq!(
+        run(&mut rule, json!({"amount": 500, "email": true})),
+        ["Emailed"]
+    );
+    rule.assert_replay_matches();
+}
+
+const INVOICE_FORM: &str = "elements/invoice-approval.form";
+const JOB_WORKER_USER_TASK: &str = "elements/job-worker-user-task.bpmn";
+
+/// The form key of the one form a deployment outcome lists.
+fn deployed_form_key(outcome: &Outcome) -> i64 {
+    let rill_protocol::RecordValue::Deployment(deployment) = outcome.value() else {
+        panic!("not a deployment: {:?}", outcome.response)
+    };
+    deployment.form_metadata[0].form_key
+}
+
+#[test]
+fn a_job_worker_user_task_evaluates_its_assignment_schedule_and_form_into_headers() {
+    let mut rule = EngineRule::new();
+    let deployed = rule.deploy(&[
+        (JOB_WORKER_USER_TASK, fixture(JOB_WORKER_USER_TASK)),
+        (INVOICE_FORM, fixture(INVOICE_FORM)),
+    ]);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let form_key = deployed_form_key(&deployed);
+    let instance = rule.create(
+        "job-worker-user-task",
+        json!({
+            "approver": "carla",
+            "departments": ["finance", "audit"],
+            "dueDate": "2026-12-31T17:00:00Z"
+        }),
+    );
+    let (job, record) = rule.job("io.camunda.zeebe:userTask");
+    let header = |key: &str| record.custom_headers.get(key).cloned();
+    assert_eq!(
+        header("io.camunda.zeebe:assignee").as_deref(),
+        Some("carla")
+    );
+    assert_eq!(
+        header("io.camunda.zeebe:candidateGroups").as_deref(),
+        Some(r#"["finance","audit"]"#)
+    );
+    assert_eq!(
+        header("io.camunda.zeebe:candidateUsers").as_deref(),
+        Some(r#"["anna","ben"]"#)
+    );
+    assert_eq!(
+        header("io.camunda.zeebe:dueDate").as_deref(),
+        Some("2026-12-31T17:00:00Z")
+    );
+    assert_eq!(
+        header("io.camunda.zeebe:followUpDate").as_deref(),
+        Some("2026-12-30T17:00:00Z")
+    );
+    // A linked form: the key of the deployed form, as Zeebe writes it.
+    assert_eq!(
+        header("io.camunda.zeebe:formKey"),
+        Some(form_key.to_string())
+    );
+    assert_eq!(header("department").as_deref(), Some("finance"));
+    // zeebe:taskDefinition on a user task is ignored, as in Zeebe: Zeebe's job type, and
+    // the one retry Zeebe gives a job-worker user task.
+    assert_eq!(record.job_type, "io.camunda.zeebe:userTask");
+    assert_eq!(record.retries, 1);
+
+    let outcome = rule.complete(job, json!({"approved": true}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_job_worker_user_task_that_cannot_evaluate_its_headers_raises_an_incident() {
+    use rill_protocol::value::IncidentErrorType;
+
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture(JOB_WORKER_USER_TASK);
+    // The assignee is not a string: no job, an incident naming the assignee.
+    let instance = rule.create(
+        "job-worker-user-task",
+        json!({"approver": 42, "departments": [], "dueDate": "2026-12-31T17:00:00Z"}),
+    );
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    let incident = &incidents[0].record;
+    assert_eq!(incident.error_type, IncidentErrorType::ExtractValueError);
+    assert!(
+        incident
+            .error_message
+            .contains("assignee of user task 'ApproveInvoice'"),
+        "{}",
+        incident.error_message
+    );
+    assert!(rule.activate("io.camunda.zeebe:userTask", 10).is_empty());
+
+    // Fixed, it stops at the form, which is not deployed: FORM_NOT_FOUND.
+    let outcome = rule.process(Command::SetVariables(rill_protocol::SetVariables {
+        element_instance_key: instance,
+        variables: JsonValue::from(json!({"approver": "carla"})),
+        local: false,
+    }));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    let resolved = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!resolved.is_rejected(), "{:?}", resolved.response);
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(
+        incidents[0].record.error_type,
+        IncidentErrorType::FormNotFound
+    );
+
+    // With the form deployed, resolving creates the job.
+    let deployed = rule.deploy(&[(INVOICE_FORM, fixture(INVOICE_FORM))]);
+    let form_key = deployed_form_key(&deployed);
+    let resolved = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!resolved.is_rejected(), "{:?}", resolved.response);
+    let (_, record) = rule.job("io.camunda.zeebe:userTask");
+    assert_eq!(
+        record.custom_headers.get("io.camunda.zeebe:formKey"),
+        Some(&form_key.to_string())
+    );
+    assert_eq!(
+        record
+            .custom_headers
+            .get("io.camunda.zeebe:candidateGroups")
+            .map(String::as_str),
+        Some("[]")
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn retries_that_are_not_a_number_deploy_and_fail_when_the_job_is_created() {
+    use rill_protocol::value::IncidentErrorType;
+
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture("elements/retries-not-a-number.bpmn");
+    let instance = rule.create("retries-not-a-number", json!({"retries": 2}));
+    // retries="=retries": the expression gives the job's retries.
+    let (reminder, record) = rule.job("send-reminder");
+    assert_eq!(record.retries, 2);
+    let outcome = rule.complete(reminder, json!({}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+
+    // retries="three": no job, an incident, as in Zeebe.
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    let incident = &incidents[0].record;
+    assert_eq!(incident.error_type, IncidentErrorType::ExtractValueError);
+    assert_eq!(incident.element_id, "Escalate");
+    assert!(
+        incident
+            .error_message
+            .contains("Expected the retries of serviceTask 'Escalate' to be a whole number"),
+        "{}",
+        incident.error_message
+    );
+    assert!(rule.activate("escalate", 10).is_empty());
+    // Resolving evaluates again, and fails again: the model has to change.
+    let resolved = rule.process(Command::ResolveIncident {
+        incident_key: incidents[0].key,
+    });
+    assert!(!resolved.is_rejected(), "{:?}", resolved.response);
+    let again = rule.incidents(instance);
+    assert_eq!(again.len(), 1);
+    assert_ne!(again[0].key, incidents[0].key);
+    assert!(rule.activate("escalate", 10).is_empty());
+
+    rule.process(Command::CancelProcessInstance {
+        process_instance_key: instance,
+    });
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
+    assert!(rule.incidents(instance).is_empty());
+    rule.assert_replay_matches();
+}
+
+const TIMER_START: &str = "elements/timer-start-date-expression.bpmn";
+
+#[test]
+fn a_timer_start_date_expression_is_evaluated_when_the_process_is_deployed() {
+    let mut rule = EngineRule::new();
+    let deployed_at = rule.now;
+    rule.deploy_fixture(TIMER_START);
+    let timers: Vec<rill_protocol::value::TimerRecord> = rule
+        .records()
+        .events()
+        .of_type(rill_protocol::ValueType::Timer)
+        .with_intent(rill_protocol::Intent::Created)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            rill_protocol::RecordValue::Timer(timer) => Some(timer.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(timers.len(), 1);
+    // now() is the deployment's time.
+    assert_eq!(timers[0].due_date, deployed_at + 3_600_000);
+    assert_eq!(timers[0].target_element_id, "InAnHour");
+    assert_eq!(timers[0].repetitions, 1);
+
+    rule.advance(3_599_999);
+    assert!(rule.fire_due().is_empty(), "not due yet");
+    rule.advance(1);
+    assert_eq!(rule.fire_due().len(), 1);
+    let (job, record) = rule.job("send-report");
+    let instance = Key(record.process_instance_key);
+    let outcome = rule.complete(job, json!({}));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.advance(86_400_000);
+    rule.fire_due();
+    let triggered = rule
+        .records()
+        .events()
+        .of_type(rill_protocol::ValueType::Timer)
+        .with_intent(rill_protocol::Intent::Triggered)
+        .count();
+    assert_eq!(triggered, 1, "a date fires once");
+    assert!(rule.activate("send-report", 10).is_empty());
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_timer_start_date_expression_that_gives_no_date_refuses_the_deployment() {
+    let text = String::from_utf8(fixture(TIMER_START)).expect("UTF-8");
+    let mut rule = EngineRule::new();
+    for (expression, reason) in [
+        // No variables at deploy: `reportDate` is null.
+        ("=date and time(reportDate)", "reportDate"),
+        ("=\"next monday\"", "next monday"),
+        ("=42", "expected a date and time"),
+    ] {
+        let xml = text.replace("=now() + duration(\"PT1H\")", expression);
+        assert_ne!(xml, text);
+        let outcome = rule.deploy(&[(TIMER_START, xml.into_bytes())]);
+        let (kind, message) = rejection_of(&outcome);
+        assert_eq!(kind, rill_protocol::RejectionType::InvalidArgument);
+        assert!(
+            message.contains("element 'InAnHour'")
+                && message.contains("evaluated when the process is deployed")
+                && message.contains(reason),
+            "{expression}: {message}"
+        );
+    }
+    assert!(
+        !rule
+            .records()
+            .events()
+            .of_type(rill_protocol::ValueType::Timer)
+            .exists(),
+        "nothing deployed, no timer"
+    );
+}
+
+const LISTENER_HEADERS: &str = "elements/listener-task-headers.bpmn";
+
+#[test]
+fn an_execution_listener_job_carries_its_own_headers_over_the_elements() {
+    let mut rule = EngineRule::new();
+    rule.deploy_fixture(LISTENER_HEADERS);
+    let instance = rule.create("listener-task-headers", json!({}));
+    fn headers(record: &rill_protocol::value::JobRecord) -> Vec<(&str, &str)> {
+        record
+            .custom_headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+    // Camunda 8.10: the listener's headers, over the element's (sorted by key).
+    let (start, record) = rule.job("audit-start");
+    assert_eq!(
+        headers(&record),
+        [("auditLevel", "full"), ("channel", "sms"), ("region", "eu")]
+    );
+    assert!(!rule.complete(start, json!({})).is_rejected());
+    let (task, record) = rule.job("notify-customer");
+    assert_eq!(headers(&record), [("channel", "email"), ("region", "eu")]);
+    assert!(!rule.complete(task, json!({})).is_rejected());
+    // A listener without headers of its own has none, as in Zeebe 8.8.
+    let (end, record) = rule.job("audit-end");
+    assert!(
+        record.custom_headers.is_empty(),
+        "{:?}",
+        record.custom_headers
+    );
+    assert!(!rule.complete(end, json!({})).is_rejected());
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn anything_else_inside_an_execution_listener_is_refused_naming_it() {
+    let text = String::from_utf8(fixture(LISTENER_HEADERS)).expect("UTF-8");
+    let xml = text.replace(
+        r#"<zeebe:executionListener eventType="end" retries="3" type="audit-end" />"#,
+        r#"<zeebe:executionListener eventType="end" retries="3" type="audit-end"><zeebe:properties><zeebe:property name="a" value="b" /></zeebe:properties></zeebe:executionListener>"#,
+    );
+    assert_ne!(xml, text);
+    let mut rule = EngineRule::new();
+    let outcome = rule.deploy(&[(LISTENER_HEADERS, xml.into_bytes())]);
+    let (_, message) = rejection_of(&outcome);
+    assert!(
+        message.contains("element 'NotifyCustomer'")
+            && message.contains("'properties' inside a zeebe:executionListener is not supported"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_process_with_a_start_form_deploys_with_its_form_and_starts() {
+    let mut rule = EngineRule::new();
+    let deployed = rule.deploy(&[
+        (
+            "elements/start-form.bpmn",
+            fixture("elements/start-form.bpmn"),
+        ),
+        ("elements/sign-up.form", fixture("elements/sign-up.form")),
+    ]);
+    assert!(!deployed.is_rejected(), "{:?}", deployed.response);
+    let rill_protocol::RecordValue::Deployment(deployment) = deployed.value() else {
+        panic!("not a deployment")
+    };
+    assert_eq!(deployment.processes_metadata.len(), 1);
+    assert_eq!(deployment.form_metadata[0].form_id, "sign-up-form");
+    // What the start form collects starts the instance.
+    let instance = rule.create(
+        "start-form",
+        json!({"email": "ada@example.com", "termsAccepted": true}),
+    );
+    let (job, record) = rule.job("create-account");
+    assert_eq!(
+        record.variables.to_value()["email"],
+        json!("ada@example.com")
+    );
+    assert!(!rule.complete(job, json!({})).is_rejected());
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
