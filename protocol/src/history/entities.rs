@@ -1054,7 +1054,6 @@ pub enum HistoryQuery {
     Form {
         key: Key,
     },
-    SearchForms(Search<FormField>),
     SearchDecisionDefinitions(Search<DecisionDefinitionField>),
     DecisionDefinition {
         key: Key,
@@ -1072,6 +1071,8 @@ pub enum HistoryQuery {
     DecisionInstance {
         key: Key,
     },
+    // Appended, so that the variants above keep their encoding on the command API.
+    SearchForms(Search<FormField>),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1093,7 +1094,6 @@ pub enum HistoryResult {
     UserTasks(Page<HistoricUserTask>),
     UserTask(Option<HistoricUserTask>),
     Form(Option<HistoricForm>),
-    Forms(Page<HistoricForm>),
     DecisionDefinitions(Page<HistoricDecisionDefinition>),
     DecisionDefinition(Option<HistoricDecisionDefinition>),
     DecisionRequirementsPage(Page<HistoricDecisionRequirements>),
@@ -1102,4 +1102,5 @@ pub enum HistoryResult {
     DecisionXml(Option<String>),
     DecisionInstances(Page<HistoricDecisionInstance>),
     DecisionInstance(Option<HistoricDecisionInstance>),
+    Forms(Page<HistoricForm>),
 }
