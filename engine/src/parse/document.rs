@@ -8,7 +8,7 @@ use roxmltree::{Node, ParsingOptions};
 
 use super::error::Problems;
 use super::extensions::{Owner, Verdict, verdict};
-use super::{MAX_RESOURCE_BYTES, MAX_XML_NODES, process};
+use super::{MAX_RESOURCE_BYTES, MAX_XML_NODES, loops, process};
 use crate::model::ProcessModel;
 
 pub(super) const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
@@ -173,17 +173,25 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
         signals: root_elements_by_id(root, "signal"),
     };
 
-    let mut models = Vec::new();
+    let mut built = Vec::new();
     let mut executable = 0;
     for process_node in bpmn_children(root).filter(|n| n.tag_name().name() == "process") {
         if !is_executable(process_node) {
             continue;
         }
         executable += 1;
-        if let Some(model) = process::build(&context, process_node, problems) {
-            models.push(model);
-        }
+        built.extend(process::build(&context, process_node, problems));
     }
+    // Loops are looked for in every process, those with other problems too, so that
+    // they are listed with the rest.
+    let (models, complete): (Vec<ProcessModel>, Vec<bool>) =
+        built.into_iter().map(|b| (b.model, b.complete)).unzip();
+    loops::check(&models, |id| element_line(root, &context.lines, id), problems);
+    let models = models
+        .into_iter()
+        .zip(complete)
+        .filter_map(|(model, complete)| complete.then_some(model))
+        .collect();
     if executable == 0 {
         problems.add(
             None,
@@ -194,6 +202,18 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
         );
     }
     models
+}
+
+/// The line of the BPMN element with this id (for problems found after the model is
+/// built, when only ids are left).
+fn element_line(root: Node<'_, '_>, lines: &LineIndex, id: &str) -> Option<u32> {
+    root.descendants()
+        .find(|n| {
+            n.is_element()
+                && n.tag_name().namespace() == Some(BPMN_NS)
+                && n.attribute("id") == Some(id)
+        })
+        .map(|n| lines.line(n.range().start))
 }
 
 fn is_executable(process: Node<'_, '_>) -> bool {

@@ -177,12 +177,20 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub start_form: Option<StartForm>,
 }
 
-/// Builds the model of one executable process, or reports why it cannot be built.
+/// A process's model, and whether it is complete: one built with problems holds
+/// placeholders and may only be read by checks that report more problems.
+pub(super) struct Built {
+    pub model: ProcessModel,
+    pub complete: bool,
+}
+
+/// Builds the model of one executable process, reporting every problem it has; `None`
+/// when the process has no id.
 pub(super) fn build<'a, 'input>(
     ctx: &Context<'a, 'input>,
     process_node: Node<'a, 'input>,
     problems: &mut Problems,
-) -> Option<ProcessModel> {
+) -> Option<Built> {
     let Some(process_id) = process_node
         .attribute("id")
         .filter(|id| !id.trim().is_empty())
@@ -287,7 +295,10 @@ pub(super) fn build<'a, 'input>(
         builder.execution_listeners(process_id, listeners, refused_start, None, &[]);
     builder.elements[ProcessModel::ROOT.0 as usize].listeners = process_listeners;
     let model = link::link(builder);
-    (problems.count() == problems_before).then_some(model)
+    Some(Built {
+        model,
+        complete: problems.count() == problems_before,
+    })
 }
 
 impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
