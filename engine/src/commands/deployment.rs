@@ -11,7 +11,10 @@ use super::{forms, tenant};
 use crate::ParsedResource;
 use crate::context::Processing;
 use crate::error::Result;
-use crate::model::{ElementKind, TimerDefinition, ValueOrExpr};
+use crate::model::{
+    BusinessRuleDefinition, CalledBinding, CalledElement, ElementKind, FormBinding, FormLink,
+    ProcessModel, TimerDefinition, UserTaskDefinition, ValueOrExpr,
+};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::Rejection;
 
@@ -102,6 +105,89 @@ fn check_start_timer_dates(
     }
 }
 
+/// Links bound to the deployment (`bindingType="deployment"`) are checked when the
+/// process is deployed, as in Zeebe 8.8: the process a call activity calls, the decision
+/// a business rule task evaluates and the form a user task links, when named by a
+/// static id on an element directly in a process, must be in the same deployment. Such
+/// an element inside a subprocess is not checked here (Zeebe reads the process's own
+/// flow elements only); not finding its target when it is entered is an incident.
+fn check_deployment_bindings(
+    parsed: &[ParsedResource],
+    decisions: &[ParsedDecisions],
+    forms: &[forms::CheckedForm<'_>],
+) -> std::result::Result<(), Rejection> {
+    let has_process = |id: &str| {
+        parsed
+            .iter()
+            .flat_map(|r| &r.processes)
+            .any(|m| m.bpmn_process_id == id)
+    };
+    let has_decision = |id: &str| decisions.iter().any(|d| d.drg.decision(id).is_some());
+    let has_form = |id: &str| forms.iter().any(|f| f.form_id() == id);
+    let mut problems = crate::DeployError::default();
+    for resource in parsed {
+        for model in &resource.processes {
+            for &child in model.children(ProcessModel::ROOT) {
+                let element = model.element(child);
+                let missing = match &element.kind {
+                    ElementKind::CallActivity(CalledElement {
+                        process_id: ValueOrExpr::Static(id),
+                        binding: CalledBinding::Deployment,
+                        ..
+                    }) if !has_process(id) => Some(("process", id.as_str(), "call activity calls")),
+                    ElementKind::BusinessRuleTask(BusinessRuleDefinition::Decision {
+                        decision_id: ValueOrExpr::Static(id),
+                        binding: CalledBinding::Deployment,
+                        ..
+                    }) if !has_decision(id) => {
+                        Some(("decision", id.as_str(), "business rule task evaluates"))
+                    }
+                    ElementKind::UserTask(task) => match deployment_bound_form(task) {
+                        Some(id) if !has_form(id) => Some(("form", id, "user task shows")),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some((what, id, link)) = missing {
+                    problems.push(crate::Problem {
+                        resource_name: resource.resource_name.clone(),
+                        element_id: Some(element.id.clone()),
+                        line: None,
+                        message: format!(
+                            "Expected to find {what} with id '{id}' in current deployment, but \
+                             not found. The {what} this {link} is bound to the deployment \
+                             (bindingType=\"deployment\"): deploy it together with this \
+                             process"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    if problems.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Rejection::invalid_argument(problems.to_string()))
+    }
+}
+
+/// The id of the form a user task links with `bindingType="deployment"`.
+fn deployment_bound_form(task: &UserTaskDefinition) -> Option<&str> {
+    match task {
+        UserTaskDefinition::Camunda(task) => match &task.form {
+            Some(FormLink::Linked {
+                form_id,
+                binding: FormBinding::Deployment,
+            }) => Some(form_id),
+            _ => None,
+        },
+        UserTaskDefinition::Job(task) => match &task.linked_form {
+            Some((form_id, FormBinding::Deployment)) => Some(form_id),
+            _ => None,
+        },
+    }
+}
+
 pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
     let mut record = DeploymentRecord {
         resources: resources
@@ -127,6 +213,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         }
     };
     if let Err(rejection) = decision_deployment::check_against_state(p, &decisions)? {
+        p.reject(Key::NONE, Intent::Create, record, rejection);
+        return Ok(());
+    }
+    if let Err(rejection) = check_deployment_bindings(&parsed, &decisions, &forms) {
         p.reject(Key::NONE, Intent::Create, record, rejection);
         return Ok(());
     }

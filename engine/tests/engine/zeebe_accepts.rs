@@ -524,3 +524,148 @@ fn a_process_with_a_start_form_deploys_with_its_form_and_starts() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
+
+const BOUND: &str = "elements/deployment-binding.bpmn";
+const BOUND_SHIPPING: &str = "elements/deployment-binding-shipping.bpmn";
+const BOUND_DECISIONS: &str = "dmn/dish.dmn";
+const BOUND_FORM: &str = "elements/invoice-approval.form";
+
+fn deployment_record(outcome: &Outcome) -> rill_protocol::value::DeploymentRecord {
+    match outcome.value() {
+        rill_protocol::RecordValue::Deployment(deployment) => deployment.clone(),
+        other => panic!("not a deployment: {other:?}"),
+    }
+}
+
+#[test]
+fn deployment_bound_links_resolve_to_the_resources_deployed_with_the_process() {
+    let mut rule = EngineRule::new();
+    let first = rule.deploy(&[
+        (BOUND, fixture(BOUND)),
+        (BOUND_SHIPPING, fixture(BOUND_SHIPPING)),
+        (BOUND_DECISIONS, fixture(BOUND_DECISIONS)),
+        (BOUND_FORM, fixture(BOUND_FORM)),
+    ]);
+    assert!(!first.is_rejected(), "{:?}", first.response);
+    let first = deployment_record(&first);
+    let shipping_v1 = first
+        .processes_metadata
+        .iter()
+        .find(|p| p.bpmn_process_id == "deployment-binding-shipping")
+        .expect("the shipping process")
+        .process_definition_key;
+    let form_v1 = first.form_metadata[0].form_key;
+    // Newer versions deployed alone do not change what the bound process uses.
+    let shipping = String::from_utf8(fixture(BOUND_SHIPPING)).expect("UTF-8");
+    let form = String::from_utf8(fixture(BOUND_FORM)).expect("UTF-8");
+    let second = rule.deploy(&[
+        (
+            BOUND_SHIPPING,
+            shipping.replace("Pack parcel", "Pack it").into_bytes(),
+        ),
+        (BOUND_FORM, form.replace("Approve", "Accept").into_bytes()),
+    ]);
+    let second = deployment_record(&second);
+    assert!(second.processes_metadata.iter().all(|p| p.version == 2));
+    assert_eq!(second.form_metadata[0].version, 2);
+
+    let instance = rule.create("deployment-binding", json!({"month": 7}));
+    assert_eq!(rule.variables(instance)["season"], json!("Summer"));
+    let (job, record) = rule.job("pack-parcel");
+    assert_eq!(record.process_definition_key, shipping_v1);
+    assert!(!rule.complete(job, json!({})).is_rejected());
+    let task = rule
+        .records()
+        .events()
+        .of_type(rill_protocol::ValueType::UserTask)
+        .with_intent(rill_protocol::Intent::Created)
+        .records
+        .iter()
+        .find_map(|r| match &r.value {
+            rill_protocol::RecordValue::UserTask(task) => Some(task.clone()),
+            _ => None,
+        })
+        .expect("the user task");
+    assert_eq!(task.form_key, form_v1);
+    let done = rule.process(Command::UserTask(rill_protocol::UserTaskCommand::Complete {
+        user_task_key: Key(task.user_task_key),
+        variables: JsonValue::from(json!({"approved": true})),
+        action: String::new(),
+    }));
+    assert!(!done.is_rejected(), "{:?}", done.response);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_deployment_without_its_deployment_bound_resources_is_refused_naming_each() {
+    let mut rule = EngineRule::new();
+    let outcome = rule.deploy(&[(BOUND, fixture(BOUND))]);
+    let (kind, message) = rejection_of(&outcome);
+    assert_eq!(kind, rill_protocol::RejectionType::InvalidArgument);
+    for (element, what, id) in [
+        ("DecideSeason", "decision", "season"),
+        ("Ship", "process", "deployment-binding-shipping"),
+        ("Approve", "form", "invoice-approval-form"),
+    ] {
+        let expected = format!(
+            "'{BOUND}' element '{element}': Expected to find {what} with id '{id}' in current \
+             deployment, but not found."
+        );
+        assert!(message.contains(&expected), "{expected}\nin: {message}");
+    }
+    assert!(message.contains("3 problems"), "{message}");
+    // With the process and the decisions, only the form is missing.
+    let outcome = rule.deploy(&[
+        (BOUND, fixture(BOUND)),
+        (BOUND_SHIPPING, fixture(BOUND_SHIPPING)),
+        (BOUND_DECISIONS, fixture(BOUND_DECISIONS)),
+    ]);
+    let (_, message) = rejection_of(&outcome);
+    assert!(
+        message.contains("1 problem:") && message.contains("form with id 'invoice-approval-form'"),
+        "{message}"
+    );
+    // The resources deployed before, in another deployment, do not count.
+    rule.deploy(&[
+        (BOUND_SHIPPING, fixture(BOUND_SHIPPING)),
+        (BOUND_DECISIONS, fixture(BOUND_DECISIONS)),
+        (BOUND_FORM, fixture(BOUND_FORM)),
+    ]);
+    assert!(rule.deploy(&[(BOUND, fixture(BOUND))]).is_rejected());
+    let created = rule.process(EngineRule::create_command("deployment-binding", json!({})));
+    assert_eq!(
+        rejection_of(&created).0,
+        rill_protocol::RejectionType::NotFound,
+        "nothing of a refused deployment is deployed"
+    );
+}
+
+#[test]
+fn a_deployment_bound_call_inside_a_subprocess_is_found_missing_when_entered() {
+    // Zeebe checks the elements directly in the process only; this one deploys, and the
+    // call is an incident when the subprocess reaches it.
+    use super::elements::{flow, model};
+    let xml = model(&format!(
+        r#"<bpmn:startEvent id="s" />
+           <bpmn:subProcess id="Sub">
+             <bpmn:startEvent id="ss" />
+             <bpmn:callActivity id="Call"><bpmn:extensionElements>
+               <zeebe:calledElement processId="nowhere" bindingType="deployment" />
+             </bpmn:extensionElements></bpmn:callActivity>
+             {}
+           </bpmn:subProcess>
+           {}"#,
+        flow("f2", "ss", "Call"),
+        flow("f1", "s", "Sub")
+    ));
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({}));
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(
+        incidents[0].record.error_type,
+        rill_protocol::value::IncidentErrorType::CalledElementError
+    );
+}
