@@ -66,10 +66,10 @@ fn check_resources(
     }
 }
 
-/// The `timeDate` expressions of timer start events are evaluated when the process is
-/// deployed, without variables, as in Zeebe: one that fails or gives no date refuses
-/// the deployment, naming the start event.
-fn check_start_timer_dates(
+/// The `timeDate` and `timeCycle` expressions of timer start events are evaluated when
+/// the process is deployed, without variables, as in Zeebe: one that fails or gives no
+/// date (no cycle) refuses the deployment, naming the start event.
+fn check_start_timer_expressions(
     p: &Processing<'_>,
     parsed: &[ParsedResource],
 ) -> std::result::Result<(), Rejection> {
@@ -78,20 +78,27 @@ fn check_start_timer_dates(
         for model in &resource.processes {
             for start in model.event_start_events() {
                 let element = model.element(start);
-                let ElementKind::TimerStartEvent(TimerDefinition::Date(ValueOrExpr::Expr(date))) =
-                    &element.kind
-                else {
-                    continue;
+                let (field, gives, checked) = match &element.kind {
+                    ElementKind::TimerStartEvent(TimerDefinition::Date(ValueOrExpr::Expr(
+                        date,
+                    ))) => ("timeDate", "a date and time", p.start_timer_date(date).map(|_| ())),
+                    ElementKind::TimerStartEvent(TimerDefinition::Cycle(ValueOrExpr::Expr(
+                        cycle,
+                    ))) => (
+                        "timeCycle",
+                        "a cycle (ISO 8601 or cron)",
+                        p.start_timer_cycle(cycle).map(|_| ()),
+                    ),
+                    _ => continue,
                 };
-                if let Err(reason) = p.start_timer_date(date) {
+                if let Err(reason) = checked {
                     problems.push(crate::Problem {
                         resource_name: resource.resource_name.clone(),
                         element_id: Some(element.id.clone()),
                         line: None,
                         message: format!(
-                            "the timeDate of a timer start event is evaluated when the process \
-                             is deployed, without variables, and must give a date and time: \
-                             {reason}"
+                            "the {field} of a timer start event is evaluated when the process \
+                             is deployed, without variables, and must give {gives}: {reason}"
                         ),
                     });
                 }
@@ -220,7 +227,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         p.reject(Key::NONE, Intent::Create, record, rejection);
         return Ok(());
     }
-    if let Err(rejection) = check_start_timer_dates(p, &parsed) {
+    if let Err(rejection) = check_start_timer_expressions(p, &parsed) {
         p.reject(Key::NONE, Intent::Create, record, rejection);
         return Ok(());
     }

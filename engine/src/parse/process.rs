@@ -1350,8 +1350,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         ElementKind::MessageStartEvent { message_name }
     }
 
-    /// The timer of a timer start event: a date (static, or FEEL evaluated when the
-    /// process is deployed) or a static cycle (ISO 8601 or cron).
+    /// The timer of a timer start event: a date or a cycle (ISO 8601 or cron), static
+    /// or FEEL evaluated when the process is deployed.
     fn start_timer(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<TimerDefinition> {
         let values: Vec<Node<'a, 'input>> = bpmn_children(definition)
             .filter(|n| TimerKind::from_element_name(n.tag_name().name()).is_some())
@@ -1377,20 +1377,13 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             return None;
         }
         if let Some(source) = raw.trim_start().strip_prefix('=') {
-            if kind == TimerKind::Cycle {
-                // Zeebe evaluates a start cycle's expression again each time it fires.
-                self.problem(
-                    Some(id),
-                    *value,
-                    "a timeCycle expression on a timer start event is not supported yet; \
-                     write a static ISO 8601 cycle (e.g. R/PT1H) or cron expression"
-                        .to_owned(),
-                );
-                return None;
-            }
-            // A date expression is evaluated when the process is deployed (without
-            // variables), as in Zeebe; the deployment checks that it gives a date.
+            // Evaluated when the process is deployed (without variables), as in Zeebe,
+            // and a cycle again each time it fires; the deployment checks that it gives
+            // a date, or a cycle (ISO 8601 or cron).
             return match values::expression(kind.element_name(), source) {
+                Ok(expression) if kind == TimerKind::Cycle => {
+                    Some(TimerDefinition::Cycle(ValueOrExpr::Expr(expression)))
+                }
                 Ok(expression) => Some(TimerDefinition::Date(ValueOrExpr::Expr(expression))),
                 Err(message) => {
                     self.problem(Some(id), *value, message);

@@ -669,3 +669,109 @@ fn a_deployment_bound_call_inside_a_subprocess_is_found_missing_when_entered() {
         rill_protocol::value::IncidentErrorType::CalledElementError
     );
 }
+
+const TIMER_CYCLE: &str = "elements/timer-start-cycle-expression.bpmn";
+
+/// The timers created for a start event, in order.
+fn start_timers(rule: &EngineRule, start: &str) -> Vec<rill_protocol::value::TimerRecord> {
+    rule.records()
+        .events()
+        .of_type(rill_protocol::ValueType::Timer)
+        .with_intent(rill_protocol::Intent::Created)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            rill_protocol::RecordValue::Timer(timer) if timer.target_element_id == start => {
+                Some(timer.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Fires what is due; how many timers fired (completed instances are also due for
+/// deletion from the engine's state).
+fn timers_fired(rule: &mut EngineRule) -> usize {
+    rule.fire_due()
+        .iter()
+        .filter(|o| o.records[0].value_type() == rill_protocol::ValueType::Timer)
+        .count()
+}
+
+#[test]
+fn a_timer_start_cycle_expression_is_evaluated_at_deploy_and_each_time_it_fires() {
+    const HOUR: i64 = 3_600_000;
+    let mut rule = EngineRule::new();
+    // 2023-11-14T22:13:20Z, a Tuesday.
+    let deployed_at = rule.now;
+    rule.deploy_fixture(TIMER_CYCLE);
+    let hourly = start_timers(&rule, "EveryHour");
+    assert_eq!(
+        hourly
+            .iter()
+            .map(|t| (t.due_date, t.repetitions))
+            .collect::<Vec<_>>(),
+        [(deployed_at + HOUR, 3)]
+    );
+    // The cron expression it gives: the next weekday at 09:00 UTC, Wednesday's.
+    let mornings = start_timers(&rule, "WeekdayMornings");
+    assert_eq!(mornings.len(), 1);
+    assert_eq!(mornings[0].due_date, 1_700_038_800_000);
+    assert_eq!(mornings[0].repetitions, -1);
+
+    // Three firings an hour apart, each starting an instance; then no more.
+    for firing in 1..=3 {
+        rule.advance(HOUR);
+        assert_eq!(timers_fired(&mut rule), 1, "firing {firing}");
+        let (job, record) = rule.job("check-inbox");
+        assert!(!rule.complete(job, json!({})).is_rejected());
+        let instance = Key(record.process_instance_key);
+        assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    }
+    let hourly = start_timers(&rule, "EveryHour");
+    assert_eq!(
+        hourly
+            .iter()
+            .map(|t| (t.due_date - deployed_at, t.repetitions))
+            .collect::<Vec<_>>(),
+        [(HOUR, 3), (2 * HOUR, 2), (3 * HOUR, 1)]
+    );
+    // Wednesday 09:00: the cron cycle fires and arms Thursday's.
+    rule.now = 1_700_038_800_000;
+    assert_eq!(timers_fired(&mut rule), 1);
+    let mornings = start_timers(&rule, "WeekdayMornings");
+    assert_eq!(mornings.len(), 2);
+    assert_eq!(mornings[1].due_date, 1_700_038_800_000 + 24 * HOUR);
+    assert_eq!(start_timers(&rule, "EveryHour").len(), 3, "the hourly one is done");
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_timer_start_cycle_expression_that_gives_no_cycle_refuses_the_deployment() {
+    let text = String::from_utf8(fixture(TIMER_CYCLE)).expect("UTF-8");
+    let mut rule = EngineRule::new();
+    for (expression, reason) in [
+        ("=\"every hour\"", "neither an ISO 8601 cycle"),
+        ("=42", "but it is 42"),
+        ("=\"R3/PT1X\"", "PT1X"),
+    ] {
+        let xml = text.replace(r#"="R3/" + string(duration("PT1H"))"#, expression);
+        assert_ne!(xml, text);
+        let outcome = rule.deploy(&[(TIMER_CYCLE, xml.into_bytes())]);
+        let (_, message) = rejection_of(&outcome);
+        assert!(
+            message.contains("element 'EveryHour'")
+                && message.contains("the timeCycle of a timer start event is evaluated")
+                && message.contains(reason),
+            "{expression}: {message}"
+        );
+    }
+    assert!(
+        !rule
+            .records()
+            .events()
+            .of_type(rill_protocol::ValueType::Timer)
+            .exists(),
+        "nothing deployed, no timer"
+    );
+}
