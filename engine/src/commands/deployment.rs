@@ -81,7 +81,11 @@ fn check_start_timer_expressions(
                 let (field, gives, checked) = match &element.kind {
                     ElementKind::TimerStartEvent(TimerDefinition::Date(ValueOrExpr::Expr(
                         date,
-                    ))) => ("timeDate", "a date and time", p.start_timer_date(date).map(|_| ())),
+                    ))) => (
+                        "timeDate",
+                        "a date and time",
+                        p.start_timer_date(date).map(|_| ()),
+                    ),
                     ElementKind::TimerStartEvent(TimerDefinition::Cycle(ValueOrExpr::Expr(
                         cycle,
                     ))) => (

@@ -186,7 +186,11 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
     // they are listed with the rest.
     let (models, complete): (Vec<ProcessModel>, Vec<bool>) =
         built.into_iter().map(|b| (b.model, b.complete)).unzip();
-    loops::check(&models, |id| element_line(root, &context.lines, id), problems);
+    loops::check(
+        &models,
+        |id| element_line(root, &context.lines, id),
+        problems,
+    );
     let models = models
         .into_iter()
         .zip(complete)

@@ -18,7 +18,9 @@ fn named_loop(problem: &rill_engine::Problem) -> &str {
         .find("straight-through processing loop: ")
         .unwrap_or_else(|| panic!("not a loop problem: {message}"))
         + "straight-through processing loop: ".len();
-    let end = message[start..].find(". ").map_or(message.len(), |e| start + e);
+    let end = message[start..]
+        .find(". ")
+        .map_or(message.len(), |e| start + e);
     &message[start..end]
 }
 
@@ -38,9 +40,9 @@ fn two_tasks_in_a_loop_are_refused_naming_the_loop() {
     assert_eq!(problem.element_id.as_deref(), Some("task1"));
     assert_eq!(problem.line, Some(line_of(path, "task1")));
     assert!(
-        problem.message.starts_with(
-            "processes are not allowed to contain a straight-through processing loop"
-        ),
+        problem
+            .message
+            .starts_with("processes are not allowed to contain a straight-through processing loop"),
         "{}",
         problem.message
     );
@@ -155,7 +157,10 @@ fn what_waits_breaks_a_loop_and_what_passes_on_does_not() {
     for element in counted {
         let xml = definitions(&format!(
             r#"{}<bpmn:signal id="sig" name="s" />"#,
-            process("p", &format!(r#"<bpmn:task id="A" />{element}{FLOWS_A_B_A}"#))
+            process(
+                "p",
+                &format!(r#"<bpmn:task id="A" />{element}{FLOWS_A_B_A}"#)
+            )
         ));
         assert_eq!(loops_of(&xml), ["A > B > A"], "{element}");
     }
@@ -180,7 +185,10 @@ fn what_waits_breaks_a_loop_and_what_passes_on_does_not() {
             r#"<bpmn:message id="m" name="m"><bpmn:extensionElements>
                  <zeebe:subscription correlationKey="=k" />
                </bpmn:extensionElements></bpmn:message>{}"#,
-            process("p", &format!(r#"<bpmn:task id="A" />{element}{FLOWS_A_B_A}"#))
+            process(
+                "p",
+                &format!(r#"<bpmn:task id="A" />{element}{FLOWS_A_B_A}"#)
+            )
         ));
         parse_text(&xml).unwrap_or_else(|e| panic!("{element} waits, the loop deploys:\n{e}"));
     }
@@ -201,10 +209,9 @@ fn a_call_activity_calling_its_own_process_in_the_resource_is_refused() {
     let xml = definitions(&format!(
         "{}{}",
         process("p", &call("q")),
-        process("q", &call("p")).replace("id=\"A\"", "id=\"B\"").replace(
-            "targetRef=\"A\"",
-            "targetRef=\"B\""
-        )
+        process("q", &call("p"))
+            .replace("id=\"A\"", "id=\"B\"")
+            .replace("targetRef=\"A\"", "targetRef=\"B\"")
     ));
     assert_eq!(loops_of(&xml), ["p/A > q/q_S > q/B > p/p_S > p/A"]);
     // A called process outside the resource, or named by an expression, is not checked
@@ -281,7 +288,11 @@ fn a_long_chain_and_many_branches_are_checked_in_linear_time() {
     let started = std::time::Instant::now();
     let loops = loops_of(&definitions(&process("p", &body)));
     assert_eq!(loops.len(), 1);
-    assert!(loops[0].starts_with("A > s0 > l0 > j0 > s1"), "{}", loops[0]);
+    assert!(
+        loops[0].starts_with("A > s0 > l0 > j0 > s1"),
+        "{}",
+        loops[0]
+    );
     assert!(loops[0].ends_with("j1999 > A"), "{}", loops[0]);
     assert!(
         loops[0].contains(" > (5962 more) > "),

@@ -15,7 +15,10 @@ fn a_deployment_with_a_straight_through_loop_is_refused_and_changes_nothing() {
             "loops/loop-with-service-task.bpmn",
             fixture("loops/loop-with-service-task.bpmn"),
         ),
-        ("loops/two-task-loop.bpmn", fixture("loops/two-task-loop.bpmn")),
+        (
+            "loops/two-task-loop.bpmn",
+            fixture("loops/two-task-loop.bpmn"),
+        ),
     ]);
     let (kind, message) = rejection_of(&outcome);
     assert_eq!(kind, RejectionType::InvalidArgument);

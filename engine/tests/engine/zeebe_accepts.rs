@@ -587,11 +587,13 @@ fn deployment_bound_links_resolve_to_the_resources_deployed_with_the_process() {
         })
         .expect("the user task");
     assert_eq!(task.form_key, form_v1);
-    let done = rule.process(Command::UserTask(rill_protocol::UserTaskCommand::Complete {
-        user_task_key: Key(task.user_task_key),
-        variables: JsonValue::from(json!({"approved": true})),
-        action: String::new(),
-    }));
+    let done = rule.process(Command::UserTask(
+        rill_protocol::UserTaskCommand::Complete {
+            user_task_key: Key(task.user_task_key),
+            variables: JsonValue::from(json!({"approved": true})),
+            action: String::new(),
+        },
+    ));
     assert!(!done.is_rejected(), "{:?}", done.response);
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
@@ -742,7 +744,11 @@ fn a_timer_start_cycle_expression_is_evaluated_at_deploy_and_each_time_it_fires(
     let mornings = start_timers(&rule, "WeekdayMornings");
     assert_eq!(mornings.len(), 2);
     assert_eq!(mornings[1].due_date, 1_700_038_800_000 + 24 * HOUR);
-    assert_eq!(start_timers(&rule, "EveryHour").len(), 3, "the hourly one is done");
+    assert_eq!(
+        start_timers(&rule, "EveryHour").len(),
+        3,
+        "the hourly one is done"
+    );
     rule.assert_replay_matches();
 }
 
