@@ -186,11 +186,15 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
     // they are listed with the rest.
     let (models, complete): (Vec<ProcessModel>, Vec<bool>) =
         built.into_iter().map(|b| (b.model, b.complete)).unzip();
-    loops::check(
-        &models,
-        |id| element_line(root, &context.lines, id),
-        problems,
-    );
+    // Lines by id, collected once when a loop is found.
+    let mut lines_by_id: Option<HashMap<&str, u32>> = None;
+    let line_of = |id: &str| {
+        lines_by_id
+            .get_or_insert_with(|| element_lines(root, &context.lines))
+            .get(id)
+            .copied()
+    };
+    loops::check(&models, line_of, problems);
     let models = models
         .into_iter()
         .zip(complete)
@@ -208,16 +212,21 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
     models
 }
 
-/// The line of the BPMN element with this id (for problems found after the model is
-/// built, when only ids are left).
-fn element_line(root: Node<'_, '_>, lines: &LineIndex, id: &str) -> Option<u32> {
-    root.descendants()
-        .find(|n| {
-            n.is_element()
-                && n.tag_name().namespace() == Some(BPMN_NS)
-                && n.attribute("id") == Some(id)
-        })
-        .map(|n| lines.line(n.range().start))
+/// The line of each BPMN element by its id (for problems found after the models are
+/// built, when only ids are left); the first element wins a duplicate id.
+fn element_lines<'a>(root: Node<'a, '_>, lines: &LineIndex) -> HashMap<&'a str, u32> {
+    let mut by_id = HashMap::new();
+    for node in root
+        .descendants()
+        .filter(|n| n.is_element() && n.tag_name().namespace() == Some(BPMN_NS))
+    {
+        if let Some(id) = node.attribute("id") {
+            by_id
+                .entry(id)
+                .or_insert_with(|| lines.line(node.range().start));
+        }
+    }
+    by_id
 }
 
 fn is_executable(process: Node<'_, '_>) -> bool {

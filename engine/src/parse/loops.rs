@@ -194,7 +194,7 @@ fn index_u32(index: usize) -> u32 {
 /// finds the line of an element by its id.
 pub(super) fn check(
     models: &[ProcessModel],
-    line_of: impl Fn(&str) -> Option<u32>,
+    mut line_of: impl FnMut(&str) -> Option<u32>,
     problems: &mut Problems,
 ) {
     let graph = Graph::new(models);
@@ -231,8 +231,9 @@ pub(super) fn check(
         .collect();
     reported.sort_unstable();
 
+    let mut finder = CycleFinder::new(&graph.successors, &component);
     for start in reported {
-        let cycle = shortest_cycle(&graph.successors, &component, start);
+        let cycle = finder.shortest_cycle(start);
         let first_model = graph.element(start).0;
         let qualified = cycle.iter().any(|&n| graph.element(n).0 != first_model);
         let mut names: Vec<String> = cycle.iter().map(|&n| graph.id(n, qualified)).collect();
@@ -341,38 +342,62 @@ fn strongly_connected(successors: &[Vec<u32>]) -> Vec<u32> {
     component
 }
 
-/// The shortest cycle from `start` back to it within its component, following the
-/// successors in flow order; `start` is written at both ends.
-fn shortest_cycle(successors: &[Vec<u32>], component: &[u32], start: u32) -> Vec<u32> {
-    let own = component[start as usize];
-    let mut parent: Vec<Option<u32>> = vec![None; successors.len()];
-    let mut queue = VecDeque::from([start]);
-    let mut last = None;
-    'search: while let Some(node) = queue.pop_front() {
-        for &next in &successors[node as usize] {
-            if next == start {
-                last = Some(node);
-                break 'search;
-            }
-            if component[next as usize] == own && parent[next as usize].is_none() {
-                parent[next as usize] = Some(node);
-                queue.push_back(next);
-            }
+/// Finds the shortest cycle through a node, one component after the other, reusing its
+/// buffers so that all components together take time linear in the graph's size.
+struct CycleFinder<'g> {
+    successors: &'g [Vec<u32>],
+    component: &'g [u32],
+    /// The node each visited node was reached from; reset after each search.
+    parent: Vec<Option<u32>>,
+    visited: Vec<u32>,
+}
+
+impl<'g> CycleFinder<'g> {
+    fn new(successors: &'g [Vec<u32>], component: &'g [u32]) -> CycleFinder<'g> {
+        CycleFinder {
+            successors,
+            component,
+            parent: vec![None; successors.len()],
+            visited: Vec::new(),
         }
     }
-    // The way back from the last node to the start, reversed into flow order.
-    let mut path = Vec::new();
-    let mut at = last;
-    while let Some(node) = at.filter(|&node| node != start) {
-        path.push(node);
-        at = parent[node as usize];
+
+    /// The shortest cycle from `start` back to it within its component, following the
+    /// successors in flow order; `start` is written at both ends.
+    fn shortest_cycle(&mut self, start: u32) -> Vec<u32> {
+        let own = self.component[start as usize];
+        let mut queue = VecDeque::from([start]);
+        let mut last = None;
+        'search: while let Some(node) = queue.pop_front() {
+            for &next in &self.successors[node as usize] {
+                if next == start {
+                    last = Some(node);
+                    break 'search;
+                }
+                if self.component[next as usize] == own && self.parent[next as usize].is_none() {
+                    self.parent[next as usize] = Some(node);
+                    self.visited.push(next);
+                    queue.push_back(next);
+                }
+            }
+        }
+        // The way back from the last node to the start, reversed into flow order.
+        let mut path = Vec::new();
+        let mut at = last;
+        while let Some(node) = at.filter(|&node| node != start) {
+            path.push(node);
+            at = self.parent[node as usize];
+        }
+        path.reverse();
+        for node in self.visited.drain(..) {
+            self.parent[node as usize] = None;
+        }
+        let mut cycle = Vec::with_capacity(path.len() + 2);
+        cycle.push(start);
+        cycle.extend(path);
+        cycle.push(start);
+        cycle
     }
-    path.reverse();
-    let mut cycle = Vec::with_capacity(path.len() + 2);
-    cycle.push(start);
-    cycle.extend(path);
-    cycle.push(start);
-    cycle
 }
 
 #[cfg(test)]
@@ -387,8 +412,9 @@ mod tests {
         assert_eq!(component[1], component[2]);
         assert_ne!(component[0], component[1]);
         assert_ne!(component[3], component[4]);
-        assert_eq!(shortest_cycle(&successors, &component, 1), [1, 2, 1]);
-        assert_eq!(shortest_cycle(&successors, &component, 3), [3, 3]);
+        let mut finder = CycleFinder::new(&successors, &component);
+        assert_eq!(finder.shortest_cycle(1), [1, 2, 1]);
+        assert_eq!(finder.shortest_cycle(3), [3, 3]);
     }
 
     #[test]
@@ -396,8 +422,10 @@ mod tests {
         // 0 -> 1 -> 2 -> 3 -> 0 and 1 -> 0: the short way back is 0 > 1 > 0.
         let successors = vec![vec![1], vec![2, 0], vec![3], vec![0]];
         let component = strongly_connected(&successors);
-        assert_eq!(shortest_cycle(&successors, &component, 0), [0, 1, 0]);
-        assert_eq!(shortest_cycle(&successors, &component, 2), [2, 3, 0, 1, 2]);
+        let mut finder = CycleFinder::new(&successors, &component);
+        assert_eq!(finder.shortest_cycle(0), [0, 1, 0]);
+        assert_eq!(finder.shortest_cycle(2), [2, 3, 0, 1, 2]);
+        assert_eq!(finder.shortest_cycle(0), [0, 1, 0], "the buffers are reset");
     }
 
     #[test]

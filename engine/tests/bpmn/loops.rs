@@ -305,3 +305,23 @@ fn a_long_chain_and_many_branches_are_checked_in_linear_time() {
         started.elapsed()
     );
 }
+
+#[test]
+fn many_loops_are_each_reported_in_linear_time() {
+    // 20,000 tasks, each looping on itself: 100 problems are listed, the rest counted.
+    let mut body = String::from(r#"<bpmn:task id="A" />"#);
+    for i in 0..20_000 {
+        body.push_str(&format!(
+            r#"<bpmn:task id="t{i}" /><bpmn:sequenceFlow id="s{i}" sourceRef="t{i}" targetRef="t{i}" />"#
+        ));
+    }
+    let started = std::time::Instant::now();
+    let error = parse_text(&definitions(&process("p", &body))).expect_err("refused");
+    assert_eq!(error.problems.len() + error.omitted, 20_000);
+    assert_eq!(named_loop(&error.problems[0]), "t0 > t0");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+}
