@@ -2,6 +2,8 @@
 //! process whose resource changed (the same XML again keeps its version). DMN resources
 //! are deployed by [`super::decision_deployment`].
 
+use std::collections::HashSet;
+
 use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
 use rill_protocol::{Blob, Intent, Resource};
@@ -127,14 +129,20 @@ fn check_deployment_bindings(
     decisions: &[ParsedDecisions],
     forms: &[forms::CheckedForm<'_>],
 ) -> std::result::Result<(), Rejection> {
-    let has_process = |id: &str| {
-        parsed
-            .iter()
-            .flat_map(|r| &r.processes)
-            .any(|m| m.bpmn_process_id == id)
-    };
-    let has_decision = |id: &str| decisions.iter().any(|d| d.drg.decision(id).is_some());
-    let has_form = |id: &str| forms.iter().any(|f| f.form_id() == id);
+    let processes: HashSet<&str> = parsed
+        .iter()
+        .flat_map(|r| &r.processes)
+        .map(|m| m.bpmn_process_id.as_str())
+        .collect();
+    let decision_ids: HashSet<&str> = decisions
+        .iter()
+        .flat_map(|d| &d.drg.decisions)
+        .map(|d| d.id.as_str())
+        .collect();
+    let form_ids: HashSet<&str> = forms.iter().map(|f| f.form_id()).collect();
+    let has_process = |id: &str| processes.contains(id);
+    let has_decision = |id: &str| decision_ids.contains(id);
+    let has_form = |id: &str| form_ids.contains(id);
     let mut problems = crate::DeployError::default();
     for resource in parsed {
         for model in &resource.processes {
