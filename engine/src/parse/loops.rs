@@ -3,7 +3,8 @@
 //! command busy without end.
 //!
 //! Zeebe's rule (its `StraightThroughProcessingLoopValidator`, Zeebe 8.8 with its
-//! patches), which this module follows:
+//! patches for script tasks and link events, and decision business rule tasks as in
+//! Zeebe's current rule), which this module follows:
 //!
 //! - elements that pass a token on: undefined and manual tasks, script tasks with a
 //!   `zeebe:script` expression, business rule tasks with a `zeebe:calledDecision`, call
