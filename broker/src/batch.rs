@@ -2,13 +2,19 @@
 //! and the term it was built in.
 //!
 //! ```text
-//! version 2: u8 version | u64 term | i64 timestamp (ms) | u32 count | commands
+//! version 3: u8 version | u64 term | i64 timestamp (ms) | u32 max records | u64 max bytes
+//!            | u32 count | commands
 //!   per command: u8 kind | u64 request id (0 = none) | u32 length | command (rill codec)
+//! version 2: u8 version | u64 term | i64 timestamp (ms) | u32 count | commands (read only)
+//!   per command: as in version 3
 //! version 1: u8 version | i64 timestamp (ms) | u32 count | commands   (read only)
 //!   per command: u64 request id (0 = none) | u32 length | command (rill codec)
 //! ```
 //! The kind tells an engine command (0) from one of the partition core's own (1, e.g.
-//! the exporters' positions); version 1 has engine commands only.
+//! the exporters' positions); version 1 has engine commands only. The limits are the
+//! leader's bounds on one command's work (`engine.max-*-per-command`): they travel in
+//! the entry so every replica stops a command at the same record; entries of versions
+//! 1 and 2 apply under the default limits.
 //! Little endian. Commands are framed one by one so the leader can stop adding to a
 //! batch when it reaches `raft.max-batch-size`, and a replica decodes each on its own.
 //!
@@ -17,16 +23,18 @@
 //! proposer lost leadership and won it again): such a batch is skipped, so a request
 //! its proposer has given up on as "not applied" can never be applied after all.
 
-use rill_engine_api::RequestId;
+use rill_engine_api::{CommandLimits, RequestId};
 use rill_protocol::{Timestamp, codec};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 
-const VERSION: u8 = 2;
-const HEADER: usize = 1 + 8 + 8 + 4;
-const COUNT_AT: usize = 17;
+const VERSION: u8 = 3;
+const HEADER: usize = 1 + 8 + 8 + 4 + 8 + 4;
+const COUNT_AT: usize = 29;
+const V2: u8 = 2;
+const V2_HEADER: usize = 1 + 8 + 8 + 4;
 const V1: u8 = 1;
 const V1_HEADER: usize = 1 + 8 + 4;
 const KIND_ENGINE: u8 = 0;
@@ -75,12 +83,14 @@ pub(crate) struct BatchBuilder {
 }
 
 impl BatchBuilder {
-    /// A batch built while leading in `term`.
-    pub fn new(timestamp: Timestamp, term: u64) -> Self {
+    /// A batch built while leading in `term`, whose commands apply under `limits`.
+    pub fn new(timestamp: Timestamp, term: u64, limits: CommandLimits) -> Self {
         let mut buf = Vec::with_capacity(4096);
         buf.push(VERSION);
         buf.extend_from_slice(&term.to_le_bytes());
         buf.extend_from_slice(&timestamp.millis().to_le_bytes());
+        buf.extend_from_slice(&limits.max_records.to_le_bytes());
+        buf.extend_from_slice(&limits.max_bytes.to_le_bytes());
         buf.extend_from_slice(&0u32.to_le_bytes());
         BatchBuilder { buf, count: 0 }
     }
@@ -140,6 +150,8 @@ pub(crate) struct BatchView<'a> {
     pub timestamp: Timestamp,
     /// The term the batch was built in (`None`: a version 1 batch, which has none).
     pub term: Option<u64>,
+    /// The bounds on each command's work.
+    pub limits: CommandLimits,
     /// Commands not yet read.
     remaining: u32,
     rest: &'a [u8],
@@ -151,13 +163,12 @@ fn corrupt(reason: impl Into<String>) -> Error {
 
 impl<'a> BatchView<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<BatchView<'a>, Error> {
-        let (term, header) = match bytes.first() {
-            Some(&VERSION) => (true, HEADER),
-            Some(&V1) => (false, V1_HEADER),
-            Some(other) => {
-                return Err(corrupt(format!("unknown command batch version {other}")));
-            }
-            None => return Err(corrupt("empty entry")),
+        let version = *bytes.first().ok_or_else(|| corrupt("empty entry"))?;
+        let header = match version {
+            VERSION => HEADER,
+            V2 => V2_HEADER,
+            V1 => V1_HEADER,
+            other => return Err(corrupt(format!("unknown command batch version {other}"))),
         };
         if bytes.len() < header {
             return Err(corrupt(format!(
@@ -165,26 +176,26 @@ impl<'a> BatchView<'a> {
                 bytes.len()
             )));
         }
-        let u64_at = |at: usize, what: &str| -> Result<u64, Error> {
-            Ok(u64::from_le_bytes(
-                bytes[at..at + 8].try_into().map_err(|_| corrupt(what))?,
-            ))
-        };
-        let (term, fields) = if term {
-            (Some(u64_at(1, "term")?), 9)
-        } else {
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        let (term, timestamp_at) = if version == V1 {
             (None, 1)
+        } else {
+            (Some(u64_at(1)), 9)
         };
-        let timestamp = u64_at(fields, "timestamp")? as i64;
-        let count = u32::from_le_bytes(
-            bytes[fields + 8..fields + 12]
-                .try_into()
-                .map_err(|_| corrupt("count"))?,
-        );
+        let limits = if version == VERSION {
+            CommandLimits {
+                max_records: u32_at(17),
+                max_bytes: u64_at(21),
+            }
+        } else {
+            CommandLimits::default()
+        };
         Ok(BatchView {
-            timestamp: Timestamp(timestamp),
+            timestamp: Timestamp(u64_at(timestamp_at) as i64),
             term,
-            remaining: count,
+            limits,
+            remaining: u32_at(header - 4),
             rest: &bytes[header..],
         })
     }
@@ -294,7 +305,7 @@ mod tests {
         let exported = CoreCommand::Exported {
             positions: vec![("jsonl".to_owned(), 42)],
         };
-        let mut b = BatchBuilder::new(Timestamp(5), 3);
+        let mut b = BatchBuilder::new(Timestamp(5), 3, CommandLimits::default());
         b.push(Some(RequestId(4)), &"engine".to_owned()).unwrap();
         b.push_core(&exported).unwrap();
         let bytes = b.finish();
@@ -312,7 +323,7 @@ mod tests {
 
     #[test]
     fn round_trips_commands_with_and_without_requests() {
-        let mut b = BatchBuilder::new(Timestamp(1234), 5);
+        let mut b = BatchBuilder::new(Timestamp(1234), 5, CommandLimits::default());
         b.push(Some(RequestId(7)), &"first".to_owned()).unwrap();
         b.push(None, &"second".to_owned()).unwrap();
         assert_eq!(b.count(), 2);
@@ -338,7 +349,7 @@ mod tests {
 
     #[test]
     fn truncated_entries_are_errors_not_panics() {
-        let mut b = BatchBuilder::new(Timestamp(1), 1);
+        let mut b = BatchBuilder::new(Timestamp(1), 1, CommandLimits::default());
         b.push(Some(RequestId(1)), &vec![1u32, 2, 3]).unwrap();
         let bytes = b.finish();
         for cut in 0..bytes.len() {
@@ -352,6 +363,56 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_leaders_limits_travel_in_the_entry() {
+        let limits = CommandLimits {
+            max_records: 1234,
+            max_bytes: 5 << 30,
+        };
+        let mut b = BatchBuilder::new(Timestamp(8), 2, limits);
+        b.push(None, &"x".to_owned()).unwrap();
+        let bytes = b.finish();
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert_eq!(view.limits, limits);
+        assert_eq!((view.timestamp, view.term), (Timestamp(8), Some(2)));
+        let (_, c): (_, String) = view.next_command().unwrap().unwrap();
+        assert_eq!(c, "x");
+    }
+
+    #[test]
+    fn the_default_limits_are_the_configurations_defaults() {
+        let config = rill_config::RillConfig::default();
+        let partition = crate::PartitionConfig::from_config(
+            &config,
+            rill_protocol::PartitionId(1),
+            rill_protocol::NodeId(0),
+            Default::default(),
+        );
+        assert_eq!(partition.command_limits, CommandLimits::default());
+    }
+
+    #[test]
+    fn version_2_batches_are_still_read_under_the_default_limits() {
+        let mut bytes = vec![V2];
+        bytes.extend_from_slice(&4u64.to_le_bytes());
+        bytes.extend_from_slice(&66i64.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.push(KIND_ENGINE);
+        bytes.extend_from_slice(&3u64.to_le_bytes());
+        let body = codec::encode(&"v2".to_owned()).unwrap();
+        bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        assert_eq!(
+            BatchView::parse(&bytes).unwrap().requests().unwrap(),
+            vec![RequestId(3)]
+        );
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert_eq!((view.timestamp, view.term), (Timestamp(66), Some(4)));
+        assert_eq!(view.limits, CommandLimits::default());
+        let (r, c): (_, String) = view.next_command().unwrap().unwrap();
+        assert_eq!((r, c.as_str()), (Some(RequestId(3)), "v2"));
     }
 
     #[test]

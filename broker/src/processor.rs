@@ -202,6 +202,7 @@ pub(crate) fn apply_batch<E: Engine>(
                     engine_version: next.engine_version,
                     request,
                     message_partition_count: info.message_partition_count,
+                    limits: view.limits,
                 };
                 out.clear();
                 let mut txn = Overlay::new(&state);

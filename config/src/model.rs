@@ -341,12 +341,27 @@ pub struct EngineConfig {
     /// How long a finished process instance stays readable through the API.
     #[serde(with = "humantime_serde")]
     pub instance_retention: Duration,
+    /// Records one command may write before the engine stops its work with an incident
+    /// (docs/decisions/command-limits.md).
+    pub max_records_per_command: u32,
+    /// Encoded bytes of records one command may write before the engine stops its work
+    /// with an incident.
+    pub max_bytes_per_command: ByteSize,
+}
+
+impl EngineConfig {
+    /// The defaults of `max-records-per-command` and `max-bytes-per-command` (the
+    /// engine's `CommandLimits::default()`, which a broker test keeps equal).
+    pub const DEFAULT_MAX_RECORDS_PER_COMMAND: u32 = 200_000;
+    pub const DEFAULT_MAX_BYTES_PER_COMMAND: u64 = 32 * 1024 * 1024;
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             instance_retention: Duration::from_secs(60 * 60),
+            max_records_per_command: EngineConfig::DEFAULT_MAX_RECORDS_PER_COMMAND,
+            max_bytes_per_command: ByteSize(EngineConfig::DEFAULT_MAX_BYTES_PER_COMMAND),
         }
     }
 }

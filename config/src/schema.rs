@@ -207,6 +207,8 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "flow-control.write.throttling.resolution", kind: Kind::Duration, description: "How often the throttled limit is recomputed." },
     // engine
     OptionSpec { path: "engine.instance-retention", kind: Kind::Duration, description: "How long a finished process instance stays readable through the API." },
+    OptionSpec { path: "engine.max-records-per-command", kind: Kind::U32, description: "Records one command may write (its own, its follow-ups, and every in-line step it causes). Past it, the element about to be entered stops with a MESSAGE_SIZE_EXCEEDED incident (resolve it to go on); at twice it, the command is rolled back and rejected. Bounds loops that deploy-time validation cannot see. The leader's value travels in each log entry." },
+    OptionSpec { path: "engine.max-bytes-per-command", kind: Kind::Size, description: "Encoded bytes of the records one command may write, bounded as engine.max-records-per-command is (at least twice gateway.max-message-size, so that a command carrying a payload of the largest size fits)." },
     // history
     OptionSpec { path: "history.enabled", kind: Kind::Bool, description: "Keep a searchable history of process instances in every partition (fed from the applied records on every replica)." },
     OptionSpec { path: "history.retention", kind: Kind::Duration, description: "How long a finished process instance stays in the history, by the log's timestamps; older ones are removed in the background." },

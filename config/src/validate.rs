@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use rill_protocol::MAX_PARTITION_ID;
 
-use crate::model::RillConfig;
+use crate::ByteSize;
+use crate::model::{EngineConfig, RillConfig};
 use crate::{ConfigError, Problem, Result};
 
 impl RillConfig {
@@ -26,6 +27,7 @@ impl RillConfig {
         self.check_data_threads_raft(&mut found);
         self.check_flow_control(&mut found);
         self.check_gateway_and_monitoring(&mut found);
+        self.check_engine(&mut found);
         self.check_ports(&mut found);
         self.check_exporters(&mut found);
         found.0
@@ -286,6 +288,36 @@ impl RillConfig {
         }
     }
 
+    fn check_engine(&self, found: &mut Problems) {
+        let engine = &self.engine;
+        if engine.max_records_per_command < MIN_RECORDS_PER_COMMAND {
+            found.add(
+                "engine.max-records-per-command",
+                format!("is {}", engine.max_records_per_command),
+                format!(
+                    "set it to at least {MIN_RECORDS_PER_COMMAND}, or leave it at its default \
+                     ({})",
+                    EngineConfig::DEFAULT_MAX_RECORDS_PER_COMMAND
+                ),
+            );
+        }
+        let at_least = self.gateway.max_message_size.bytes().saturating_mul(2);
+        if engine.max_bytes_per_command.bytes() < at_least {
+            found.add(
+                "engine.max-bytes-per-command",
+                format!(
+                    "is {}, less than twice gateway.max-message-size ({})",
+                    engine.max_bytes_per_command, self.gateway.max_message_size
+                ),
+                format!(
+                    "set it to at least {}, so that a command carrying the largest payload \
+                     fits",
+                    ByteSize(at_least)
+                ),
+            );
+        }
+    }
+
     fn check_gateway_and_monitoring(&self, found: &mut Problems) {
         let gateway = &self.gateway;
         if gateway.enabled && gateway.host.trim().is_empty() {
@@ -498,6 +530,10 @@ fn positive(found: &mut Problems, path: &str, value: Duration) {
         found.add(path, "is 0", "set a duration above zero, e.g. 5s");
     }
 }
+
+/// Fewer records than this cannot hold the ordinary work of one command (an instance
+/// that runs a few elements straight through).
+const MIN_RECORDS_PER_COMMAND: u32 = 1_000;
 
 fn at_least_one(found: &mut Problems, path: &str, value: u64) {
     if value == 0 {

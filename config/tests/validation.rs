@@ -269,3 +269,26 @@ fn the_variable_document_size_is_at_least_one_byte() {
     let problem = only_problem(&config, "gateway.max-variable-document-size");
     assert!(problem.message.contains("is 0"), "{problem}");
 }
+
+#[test]
+fn the_command_limits_leave_room_for_ordinary_commands() {
+    let mut config = three_brokers();
+    assert!(problems(&config).is_empty());
+    config.engine.max_records_per_command = 10;
+    let problem = only_problem(&config, "engine.max-records-per-command");
+    assert!(problem.message.contains("is 10"), "{problem}");
+    assert!(problem.fix.contains("at least 1000"), "{problem}");
+
+    let mut config = three_brokers();
+    config.gateway.max_message_size = rill_config::ByteSize(8 << 20);
+    config.engine.max_bytes_per_command = rill_config::ByteSize(12 << 20);
+    let problem = only_problem(&config, "engine.max-bytes-per-command");
+    assert!(
+        problem
+            .message
+            .contains("less than twice gateway.max-message-size"),
+        "{problem}"
+    );
+    config.engine.max_bytes_per_command = rill_config::ByteSize(16 << 20);
+    assert!(problems(&config).is_empty());
+}

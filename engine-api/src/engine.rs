@@ -39,6 +39,36 @@ pub struct ProcessingContext {
     /// `1..=message_partition_count`: the count the cluster was created with, which no
     /// change alters (docs/decisions/cluster-scaling.md).
     pub message_partition_count: u16,
+    /// How much one command may write (docs/decisions/command-limits.md). The leader
+    /// stamps its configured limits into each entry, so every replica stops a command
+    /// at the same record.
+    pub limits: CommandLimits,
+}
+
+/// Bounds on the records one command writes (its own, its follow-ups, and everything
+/// its in-line steps write), so that no model can make one command run forever or fill
+/// memory: past them, the engine stops the command's work where it is (an incident on
+/// the element being entered), and far past them it refuses the command as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommandLimits {
+    /// Records (`engine.max-records-per-command`).
+    pub max_records: u32,
+    /// Encoded bytes of those records (`engine.max-bytes-per-command`).
+    pub max_bytes: u64,
+}
+
+impl CommandLimits {
+    pub const DEFAULT_MAX_RECORDS: u32 = 200_000;
+    pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
+}
+
+impl Default for CommandLimits {
+    fn default() -> Self {
+        CommandLimits {
+            max_records: CommandLimits::DEFAULT_MAX_RECORDS,
+            max_bytes: CommandLimits::DEFAULT_MAX_BYTES,
+        }
+    }
 }
 
 /// Side effects the leader carries out after the batch is committed. Followers drop

@@ -7,8 +7,8 @@ pub mod keys;
 mod state;
 
 pub use engine::{
-    Action, Engine, EngineError, EngineEvent, EngineResult, ProcessingContext, ProcessingError,
-    ProcessingOutput, RequestId,
+    Action, CommandLimits, Engine, EngineError, EngineEvent, EngineResult, ProcessingContext,
+    ProcessingError, ProcessingOutput, RequestId,
 };
 pub use state::{
     MemoryState, Overlay, ScanVisitor, StateError, StateRead, StateTxn, merge_scan, prefix_end,

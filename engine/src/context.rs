@@ -116,6 +116,8 @@ pub(crate) struct Processing<'a> {
     retention_millis: i64,
     /// FEEL evaluations so far in this command (seeds `feel_env`).
     feel_evaluations: std::cell::Cell<u64>,
+    /// What the command may still write.
+    budget: crate::budget::Budget,
 }
 
 /// What the engine lends the processing of one command: its appliers, its caches and
@@ -186,6 +188,7 @@ impl<'a> Processing<'a> {
             retention_millis,
         } = parts;
         cache.clear();
+        let budget = crate::budget::Budget::new(ctx.limits, out.records.len());
         Processing {
             ctx,
             txn,
@@ -204,6 +207,7 @@ impl<'a> Processing<'a> {
             multi_instance_totals: std::collections::BTreeMap::new(),
             retention_millis,
             feel_evaluations: std::cell::Cell::new(0),
+            budget,
         }
     }
 
@@ -295,7 +299,13 @@ impl<'a> Processing<'a> {
             self.ctx.engine_version,
         )?;
         self.out.records.push(draft);
-        Ok(())
+        self.budget.check_records(&self.out.records)
+    }
+
+    /// Why the command may enter no further element: it has written more than its
+    /// limits allow (`None` while it may go on).
+    pub fn work_exhausted(&mut self) -> Result<Option<String>> {
+        self.budget.exhausted(&self.out.records)
     }
 
     /// Rejects the command: a rejection record in place of the command record, and the

@@ -17,6 +17,10 @@ pub enum Error {
     /// A stored process definition is missing, or no longer defines its process.
     #[error("process definition {key} cannot be loaded: {reason}")]
     Definition { key: Key, reason: String },
+    /// The command wrote far more than `engine.max-records-per-command` or
+    /// `engine.max-bytes-per-command` allow (see `budget.rs`).
+    #[error("{0}")]
+    CommandTooLarge(String),
     /// A stored process definition no longer parses (the parser changed?).
     #[error("process definition {key} cannot be loaded: {source}")]
     Unparsable {

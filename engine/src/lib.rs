@@ -10,6 +10,7 @@
 
 mod appliers;
 mod behavior;
+mod budget;
 mod commands;
 mod context;
 pub mod dmn;

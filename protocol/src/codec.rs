@@ -64,6 +64,18 @@ pub fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Resul
     Ok(())
 }
 
+/// The length of `value`'s encoding (format byte included), without writing it.
+pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> Result<usize, CodecError> {
+    let mut size = bincode::enc::write::SizeWriter::default();
+    bincode::serde::encode_into_writer(value, &mut size, config()).map_err(|e| {
+        CodecError::Encode {
+            type_name: std::any::type_name::<T>(),
+            reason: e.to_string(),
+        }
+    })?;
+    Ok(1 + size.bytes_written)
+}
+
 /// Decodes a value written by [`encode`]. The whole input must be consumed.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
     let (&format, body) = bytes.split_first().ok_or(CodecError::Empty)?;
@@ -119,6 +131,18 @@ mod tests {
         let bytes = encode(&value).unwrap();
         assert_eq!(bytes[0], CURRENT_FORMAT);
         assert_eq!(decode::<Sample>(&bytes).unwrap(), value);
+    }
+
+    #[test]
+    fn encoded_len_is_the_length_of_the_encoding() {
+        let value = Sample {
+            name: "a longer name than one byte".into(),
+            n: i64::MIN,
+            tags: vec!["a".into(), "b".repeat(300)],
+            choice: None,
+        };
+        assert_eq!(encoded_len(&value).unwrap(), encode(&value).unwrap().len());
+        assert_eq!(encoded_len(&7_u8).unwrap(), encode(&7_u8).unwrap().len());
     }
 
     #[test]

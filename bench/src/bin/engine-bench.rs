@@ -106,6 +106,7 @@ impl Driver {
             engine_version: 1,
             request: None,
             message_partition_count: 1,
+            limits: Default::default(),
         };
         self.out.clear();
         if self.overlay {

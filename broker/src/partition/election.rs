@@ -291,6 +291,7 @@ mod tests {
             max_inflight_proposals: 2,
             export_backlog_limit: None,
             history: crate::HistorySettings::default(),
+            command_limits: Default::default(),
             joining: false,
             priority_rank: None,
         }

@@ -208,7 +208,7 @@ impl<E: Engine> LeaderState<E> {
             *last_proposed = timestamp;
             // Raft may append it in a later term than this one (see the actor's module
             // comment); every replica then skips it.
-            let mut builder = BatchBuilder::new(timestamp, self.term);
+            let mut builder = BatchBuilder::new(timestamp, self.term, config.command_limits);
             let mut internal = 0;
             while (builder.count() as usize) < max_commands && builder.len_bytes() < max_bytes {
                 let Some(queued) = self.queue.pop_front() else {

@@ -80,6 +80,9 @@ pub struct PartitionConfig {
     pub export_backlog_limit: Option<u64>,
     /// The history store (`history.*`).
     pub history: HistorySettings,
+    /// The bounds on one command's work this replica stamps into the entries it
+    /// proposes as leader (`engine.max-records-per-command`, `engine.max-bytes-per-command`).
+    pub command_limits: rill_engine_api::CommandLimits,
     /// This replica joins a running partition (a cluster change adds it): it never
     /// starts the raft group itself, and waits for the leader to add it as a learner.
     pub joining: bool,
@@ -127,6 +130,10 @@ impl PartitionConfig {
                 .enabled
                 .then_some(config.flow_control.write.throttling.acceptable_backlog),
             history: HistorySettings::from_config(config),
+            command_limits: rill_engine_api::CommandLimits {
+                max_records: config.engine.max_records_per_command,
+                max_bytes: config.engine.max_bytes_per_command.bytes(),
+            },
             joining: false,
             priority_rank: None,
         }

@@ -41,6 +41,7 @@ pub fn test_config(
         max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
         export_backlog_limit: None,
         history: rill_broker::HistorySettings::default(),
+        command_limits: Default::default(),
         joining: false,
         priority_rank: None,
     }

@@ -69,6 +69,7 @@ fn run(engine: &mut BpmnEngine, state: &mut MemoryState, log: &mut Log, command:
         engine_version: 1,
         request: None,
         message_partition_count: 1,
+        limits: Default::default(),
     };
     let mut out = ProcessingOutput::default();
     engine

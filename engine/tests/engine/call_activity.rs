@@ -455,6 +455,10 @@ fn a_multi_instance_call_activity_starts_one_child_per_item() {
 #[test]
 fn a_process_calling_itself_stops_at_the_depth_limit_with_an_incident() {
     let mut rule = EngineRule::new();
+    // A thousand nested instances in one command write more than the default
+    // engine.max-bytes-per-command (every record carries its instance's whole tree
+    // path): this test is about the depth limit, so it lifts the byte limit.
+    rule.limits.max_bytes = u64::MAX / 4;
     // Named by an expression, the call is not seen by the deploy-time loop check (as
     // in Zeebe; a static `processId="p"` is refused as a straight-through loop).
     rule.deploy_xml(&caller(r#"processId="=&quot;p&quot;""#, ""));

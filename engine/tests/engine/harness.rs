@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use rill_engine::{BpmnEngine, EngineOptions, Query, QueryResult};
 use rill_engine_api::{
-    Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
-    StateRead, StateTxn, keys, state_digest,
+    Action, CommandLimits, Engine, EngineError, MemoryState, Overlay, ProcessingContext,
+    ProcessingOutput, RequestId, StateRead, StateTxn, keys, state_digest,
 };
 use rill_protocol::value::JobRecord;
 use rill_protocol::{
@@ -76,6 +76,8 @@ pub struct EngineRule {
     pub partition_count: u16,
     /// Every record written, with the timestamp of its command.
     pub log: Vec<(Timestamp, RecordDraft)>,
+    /// The bounds on one command's records that every entry carries.
+    pub limits: CommandLimits,
 }
 
 impl Default for EngineRule {
@@ -99,6 +101,7 @@ impl EngineRule {
             partition: PartitionId(1),
             partition_count: 1,
             log: Vec::new(),
+            limits: CommandLimits::default(),
         }
     }
 
@@ -109,21 +112,35 @@ impl EngineRule {
 
     /// Applies a command, as a client request (for create-and-await).
     pub fn process_as(&mut self, command: Command, request: Option<RequestId>) -> Outcome {
-        self.position += 1;
+        self.try_process_as(&command, request)
+            .unwrap_or_else(|e| panic!("processing {command:?} failed: {e}"))
+    }
+
+    /// Applies a command, or returns the engine's error with nothing changed (the
+    /// broker then rolls the command back and writes a processing-error rejection).
+    pub fn try_process(&mut self, command: &Command) -> Result<Outcome, EngineError> {
+        self.try_process_as(command, None)
+    }
+
+    fn try_process_as(
+        &mut self,
+        command: &Command,
+        request: Option<RequestId>,
+    ) -> Result<Outcome, EngineError> {
         let ctx = ProcessingContext {
             partition_id: self.partition,
             partition_count: self.partition_count,
-            position: Position(self.position),
+            position: Position(self.position + 1),
             timestamp: Timestamp(self.now),
             engine_version: ENGINE_VERSION,
             request,
             message_partition_count: self.partition_count,
+            limits: self.limits,
         };
         let mut out = Output::default();
         let mut overlay = Overlay::new(&self.state);
-        self.engine
-            .process(&ctx, &mut overlay, &command, &mut out)
-            .unwrap_or_else(|e| panic!("processing {command:?} failed: {e}"));
+        self.engine.process(&ctx, &mut overlay, command, &mut out)?;
+        self.position += 1;
         let writes = overlay.into_writes();
         self.state.apply(writes);
         self.position += out.records.len().saturating_sub(1) as u64;
@@ -139,11 +156,11 @@ impl EngineRule {
         for record in &out.records {
             self.log.push((Timestamp(self.now), record.clone()));
         }
-        Outcome {
+        Ok(Outcome {
             response: out.response,
             records: out.records,
             actions: out.actions,
-        }
+        })
     }
 
     /// A rule for partition `partition` of `count`.

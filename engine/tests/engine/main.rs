@@ -8,6 +8,7 @@ mod ad_hoc_sub_process;
 mod breadth;
 mod call_activity;
 mod canceling_listeners;
+mod command_limits;
 mod commands;
 mod compensation;
 mod decisions;

@@ -49,7 +49,8 @@ pub(crate) use triggers::PreparedTriggers;
 use std::sync::Arc;
 
 use rill_protocol::value::{
-    BpmnElementType, BpmnEventType, JobKind, JobListenerEventType, ProcessInstanceRecord,
+    BpmnElementType, BpmnEventType, IncidentErrorType, JobKind, JobListenerEventType,
+    ProcessInstanceRecord,
 };
 use rill_protocol::{Intent, Key};
 use serde_json::{Map, Value};
@@ -60,7 +61,7 @@ use crate::context::{Active, Processing, Step};
 use crate::error::{Result, inconsistent};
 use crate::model::{Element, ElementIdx, ElementKind, FlowIdx, ProcessModel, ThrowEventDefinition};
 use crate::model_cache::DeployedProcess;
-use crate::outcome::{Evaluated, Halt};
+use crate::outcome::{Evaluated, Failure, Halt};
 use crate::state::ElementState;
 
 /// The hidden local variable of a sequential multi-instance body that keeps its input
@@ -348,6 +349,19 @@ impl Processing<'_> {
             // The item, the output element and the loop counter come before the input
             // mappings, which may read them.
             self.set_loop_variables(active, trigger.take())?;
+        }
+        // A command that has written too much enters no further element: this one
+        // waits in ELEMENT_ACTIVATING with an incident, and resolving it goes on.
+        if let Some(reason) = self.work_exhausted()? {
+            return Err(Failure::new(
+                IncidentErrorType::MessageSizeExceeded,
+                format!(
+                    "Processing stopped before entering element '{}': the command wrote {reason}. \
+                     The process may loop without a wait state; resolve the incident to go on",
+                    active.element().id
+                ),
+            )
+            .into());
         }
         if !active.element().inputs.is_empty() && !active.is_multi_instance_body() {
             let locals = self.evaluate_inputs(active)?;

@@ -134,6 +134,7 @@ impl EngineBackend {
             engine_version: 1,
             request,
             message_partition_count: self.partitions.len() as u16,
+            limits: Default::default(),
         };
         let mut out = ProcessingOutput::default();
         let mut overlay = Overlay::new(&part.state);
