@@ -19,6 +19,7 @@ mod inclusive;
 mod interleavings;
 mod listeners;
 mod migration;
+mod modeler_corpus;
 mod modification;
 mod multi_instance;
 mod operation_reference;
