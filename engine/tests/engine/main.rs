@@ -20,6 +20,7 @@ mod interleavings;
 mod listeners;
 mod migration;
 mod modeler_corpus;
+mod modeler_runs;
 mod modification;
 mod multi_instance;
 mod operation_reference;
