@@ -19,6 +19,7 @@ mod inclusive;
 mod interleavings;
 mod listeners;
 mod migration;
+mod modeler_connectors;
 mod modeler_corpus;
 mod modeler_runs;
 mod modification;

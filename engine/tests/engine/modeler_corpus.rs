@@ -28,9 +28,7 @@ fn corpus_files() -> Vec<String> {
                 .into_string()
                 .expect("a UTF-8 name")
         })
-        .filter(|name| {
-            name.ends_with(".bpmn") || name.ends_with(".dmn") || name.ends_with(".form")
-        })
+        .filter(|name| name.ends_with(".bpmn") || name.ends_with(".dmn") || name.ends_with(".form"))
         .collect();
     names.sort();
     names
@@ -92,7 +90,9 @@ fn every_corpus_model_deploys_unless_listed_and_listed_ones_are_refused_as_liste
         match (deploy_alone(&name), refused.get(&name)) {
             (Ok(()), None) => {}
             (Ok(()), Some(phrase)) => {
-                mismatches.push(format!("{name}: deployed, but must be refused ({phrase:?})"));
+                mismatches.push(format!(
+                    "{name}: deployed, but must be refused ({phrase:?})"
+                ));
             }
             (Err((kind, reason)), None) => {
                 mismatches.push(format!("{name}: refused ({kind:?}): {reason}"));

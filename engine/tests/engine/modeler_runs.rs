@@ -5,8 +5,8 @@
 use rill_engine::ProcessInstanceState;
 use rill_protocol::value::{BpmnElementType, JobRecord, UserTaskRecord};
 use rill_protocol::{
-    BroadcastSignal, Command, Intent, JsonValue, Key, RecordValue, ThrowError,
-    UserTaskCommand, ValueType,
+    BroadcastSignal, Command, Intent, JsonValue, Key, RecordValue, ThrowError, UserTaskCommand,
+    ValueType,
 };
 use serde_json::{Value, json};
 
@@ -73,7 +73,11 @@ fn complete_user_task(rule: &mut EngineRule, element_id: &str, variables: Value)
         variables: JsonValue::from(variables),
         action: String::new(),
     }));
-    assert!(!outcome.is_rejected(), "{element_id}: {:?}", outcome.response);
+    assert!(
+        !outcome.is_rejected(),
+        "{element_id}: {:?}",
+        outcome.response
+    );
 }
 
 fn publish(rule: &mut EngineRule, name: &str, correlation_key: &str, variables: Value) {
@@ -86,7 +90,11 @@ fn broadcast(rule: &mut EngineRule, signal_name: &str, variables: Value) {
         signal_name: signal_name.to_owned(),
         variables: JsonValue::from(variables),
     }));
-    assert!(!outcome.is_rejected(), "{signal_name}: {:?}", outcome.response);
+    assert!(
+        !outcome.is_rejected(),
+        "{signal_name}: {:?}",
+        outcome.response
+    );
 }
 
 /// Moves the clock on and fires what is due.
@@ -155,9 +163,16 @@ fn order_process_ships_what_is_in_stock_and_notifies_about_what_is_not() {
     let shipped = rule.create("order-process", order.clone());
     let check = work(&mut rule, "check-stock", json!({"available": true}));
     assert_eq!(check.variables.to_value()["items"], order["items"]);
-    let charge = work(&mut rule, "charge-payment", json!({"transactionId": "tx-9"}));
+    let charge = work(
+        &mut rule,
+        "charge-payment",
+        json!({"transactionId": "tx-9"}),
+    );
     let inputs = charge.variables.to_value();
-    assert_eq!((&inputs["amount"], &inputs["customerId"]), (&json!(24.5), &json!("c-7")));
+    assert_eq!(
+        (&inputs["amount"], &inputs["customerId"]),
+        (&json!(24.5), &json!("c-7"))
+    );
     let ship = work(&mut rule, "ship-order", json!({}));
     assert_eq!(header(&ship, "carrier"), Some("DHL"));
     assert_eq!(header(&ship, "service"), Some("express"));
@@ -176,7 +191,10 @@ fn order_process_ships_what_is_in_stock_and_notifies_about_what_is_not() {
     let variables = rule.variables(shipped);
     assert_eq!(variables["inStock"], json!(true));
     assert_eq!(variables["paymentTransactionId"], json!("tx-9"));
-    assert!(variables.get("available").is_none(), "mapped to inStock only");
+    assert!(
+        variables.get("available").is_none(),
+        "mapped to inStock only"
+    );
 
     let rejected = rule.create("order-process", order);
     work(&mut rule, "check-stock", json!({"available": false}));
@@ -186,7 +204,10 @@ fn order_process_ships_what_is_in_stock_and_notifies_about_what_is_not() {
         json!("Sorry, order A-1001 is out of stock")
     );
     assert_eq!(state(&mut rule, rejected), ProcessInstanceState::Completed);
-    assert_eq!(completed(&rule, rejected).last().map(String::as_str), Some("OrderRejected"));
+    assert_eq!(
+        completed(&rule, rejected).last().map(String::as_str),
+        Some("OrderRejected")
+    );
     assert!(!job_types(&rule, rejected).contains(&"charge-payment".to_owned()));
     rule.assert_replay_matches();
 }
@@ -200,32 +221,55 @@ fn loan_application_decides_with_its_table_and_asks_an_officer_with_its_form() {
     );
 
     // Small amount, good credit: low risk, paid out without a person.
-    let low = rule.create("loan-application", json!({"amount": 5000, "creditScore": 720}));
+    let low = rule.create(
+        "loan-application",
+        json!({"amount": 5000, "creditScore": 720}),
+    );
     work(&mut rule, "pay-out-loan", json!({}));
     assert_eq!(state(&mut rule, low), ProcessInstanceState::Completed);
     assert_eq!(rule.variables(low)["risk"], json!("low"));
-    assert_eq!(completed(&rule, low).last().map(String::as_str), Some("LoanGranted"));
+    assert_eq!(
+        completed(&rule, low).last().map(String::as_str),
+        Some("LoanGranted")
+    );
 
     // A larger amount: an officer reviews it in the linked form.
-    let medium = rule.create("loan-application", json!({"amount": 40000, "creditScore": 700}));
+    let medium = rule.create(
+        "loan-application",
+        json!({"amount": 40000, "creditScore": 700}),
+    );
     assert_eq!(rule.variables(medium)["risk"], json!("medium"));
     let task = user_task(&rule, "ReviewApplication");
     assert_eq!(task.candidate_groups_list, ["loan-officers"]);
-    assert!(task.form_key > 0, "the deployed form's key: {}", task.form_key);
+    assert!(
+        task.form_key > 0,
+        "the deployed form's key: {}",
+        task.form_key
+    );
     // dueDate = now + 2 days, from the engine's clock.
-    assert!(task.due_date.starts_with("2023-11-16T"), "{}", task.due_date);
+    assert!(
+        task.due_date.starts_with("2023-11-16T"),
+        "{}",
+        task.due_date
+    );
     complete_user_task(&mut rule, "ReviewApplication", json!({"approved": true}));
     work(&mut rule, "pay-out-loan", json!({}));
     assert_eq!(state(&mut rule, medium), ProcessInstanceState::Completed);
     assert_eq!(rule.variables(medium)["reviewApproved"], json!(true));
 
     // Poor credit: the first rule of the FIRST table, rejected by letter.
-    let high = rule.create("loan-application", json!({"amount": 5000, "creditScore": 420}));
+    let high = rule.create(
+        "loan-application",
+        json!({"amount": 5000, "creditScore": 420}),
+    );
     let letter = work(&mut rule, "send-letter", json!({}));
     assert_eq!(header(&letter, "template"), Some("loan-rejected"));
     assert_eq!(state(&mut rule, high), ProcessInstanceState::Completed);
     assert_eq!(rule.variables(high)["risk"], json!("high"));
-    assert_eq!(completed(&rule, high).last().map(String::as_str), Some("LoanRejected"));
+    assert_eq!(
+        completed(&rule, high).last().map(String::as_str),
+        Some("LoanRejected")
+    );
     rule.assert_replay_matches();
 }
 
@@ -259,9 +303,16 @@ fn a_declined_card_is_caught_updated_by_the_customer_and_charged_again() {
         "UpdateCardDetails",
         json!({"newCardNumber": "5500-1111"}),
     );
-    let second = work(&mut rule, "charge-credit-card", json!({"confirmation": "ok-2"}));
+    let second = work(
+        &mut rule,
+        "charge-credit-card",
+        json!({"confirmation": "ok-2"}),
+    );
     assert_eq!(second.retries, 1);
-    assert_eq!(second.variables.to_value()["cardNumber"], json!("5500-1111"));
+    assert_eq!(
+        second.variables.to_value()["cardNumber"],
+        json!("5500-1111")
+    );
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     let variables = rule.variables(instance);
     assert_eq!(variables["lastDeclineReason"], json!("insufficient funds"));
@@ -283,7 +334,12 @@ fn the_event_based_gateway_takes_the_payment_or_the_deadline() {
 
     let paid = rule.create("event-gateway-payment", json!({"invoiceId": "INV-1"}));
     pass(&mut rule, 3 * DAY);
-    publish(&mut rule, "payment-received", "INV-1", json!({"amount": 99.9}));
+    publish(
+        &mut rule,
+        "payment-received",
+        "INV-1",
+        json!({"amount": 99.9}),
+    );
     work(&mut rule, "book-payment", json!({}));
     assert_eq!(state(&mut rule, paid), ProcessInstanceState::Completed);
     assert_eq!(rule.variables(paid)["paidAmount"], json!(99.9));
@@ -292,7 +348,10 @@ fn the_event_based_gateway_takes_the_payment_or_the_deadline() {
 
     let overdue = rule.create("event-gateway-payment", json!({"invoiceId": "INV-2"}));
     pass(&mut rule, 14 * DAY - 1);
-    assert!(rule.activate("send-dunning-letter", 10).is_empty(), "not yet");
+    assert!(
+        rule.activate("send-dunning-letter", 10).is_empty(),
+        "not yet"
+    );
     pass(&mut rule, 1);
     work(&mut rule, "send-dunning-letter", json!({}));
     assert_eq!(state(&mut rule, overdue), ProcessInstanceState::Completed);
@@ -358,8 +417,7 @@ fn an_open_ticket_reminds_the_team_three_times_then_escalates() {
 }
 
 #[test]
-fn an_invalid_address_ends_in_the_error_event_subprocess_and_a_worker_error_in_the_catch_all()
-{
+fn an_invalid_address_ends_in_the_error_event_subprocess_and_a_worker_error_in_the_catch_all() {
     let mut rule = EngineRule::new();
     deploy(&mut rule, &["order-validation-errors.bpmn"]);
 
@@ -368,9 +426,13 @@ fn an_invalid_address_ends_in_the_error_event_subprocess_and_a_worker_error_in_t
     work(&mut rule, "notify-support", json!({}));
     assert_eq!(state(&mut rule, invalid), ProcessInstanceState::Completed);
     let path = completed(&rule, invalid);
-    assert_eq!(path.last().map(String::as_str), Some("ValidationFailedSubProcess"));
+    assert_eq!(
+        path.last().map(String::as_str),
+        Some("ValidationFailedSubProcess")
+    );
     assert!(
-        element_ids(&rule, invalid, Intent::ElementActivated).contains(&"InvalidAddress".to_owned())
+        element_ids(&rule, invalid, Intent::ElementActivated)
+            .contains(&"InvalidAddress".to_owned())
     );
     // The error end event is terminated with its scope, as in Zeebe.
     assert_eq!(
@@ -404,10 +466,7 @@ fn an_invalid_address_ends_in_the_error_event_subprocess_and_a_worker_error_in_t
 fn a_late_delivery_escalates_to_the_boundary_while_the_parcel_is_still_delivered() {
     let mut rule = EngineRule::new();
     deploy(&mut rule, &["late-delivery-escalation.bpmn"]);
-    let instance = rule.create(
-        "late-delivery-escalation",
-        json!({"promisedDays": 2}),
-    );
+    let instance = rule.create("late-delivery-escalation", json!({"promisedDays": 2}));
     work(&mut rule, "plan-route", json!({"expectedDays": 4}));
     // Non-interrupting: the apology runs beside the delivery.
     work(&mut rule, "apologise", json!({}));
@@ -415,7 +474,12 @@ fn a_late_delivery_escalates_to_the_boundary_while_the_parcel_is_still_delivered
     work(&mut rule, "deliver-parcel", json!({}));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     let path = completed(&rule, instance);
-    for id in ["ReportDelay", "DeliveryLate", "CustomerInformed", "ParcelDelivered"] {
+    for id in [
+        "ReportDelay",
+        "DeliveryLate",
+        "CustomerInformed",
+        "ParcelDelivered",
+    ] {
         assert!(path.contains(&id.to_owned()), "{id} in {path:?}");
     }
     let escalations = rule
@@ -437,9 +501,15 @@ fn a_failed_payment_compensates_the_flight_and_the_hotel_with_their_own_data() {
     throw_error(&mut rule, "charge-traveller", "PAYMENT_FAILED", json!({}));
 
     let cancel_flight = work(&mut rule, "cancel-flight", json!({}));
-    assert_eq!(cancel_flight.variables.to_value()["ticketNumber"], json!("LH-400"));
+    assert_eq!(
+        cancel_flight.variables.to_value()["ticketNumber"],
+        json!("LH-400")
+    );
     let cancel_hotel = work(&mut rule, "cancel-hotel", json!({}));
-    assert_eq!(cancel_hotel.variables.to_value()["reservationId"], json!("H-17"));
+    assert_eq!(
+        cancel_hotel.variables.to_value()["reservationId"],
+        json!("H-17")
+    );
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     let path = completed(&rule, instance);
     assert_eq!(path.last().map(String::as_str), Some("TripCancelled"));
@@ -476,7 +546,10 @@ fn the_call_activity_ships_with_the_child_process_and_takes_back_only_the_tracki
     assert_eq!(state(&mut rule, child), ProcessInstanceState::Completed);
     let variables = rule.variables(instance);
     assert_eq!(variables["trackingNumber"], json!("TRK-123"));
-    assert!(variables.get("labelPdf").is_none(), "propagateAllChildVariables=false");
+    assert!(
+        variables.get("labelPdf").is_none(),
+        "propagateAllChildVariables=false"
+    );
     assert!(variables.get("carrier").is_none());
     rule.assert_replay_matches();
 }
@@ -543,7 +616,11 @@ fn script_tasks_compute_the_totals_with_feel() {
             ]
         }),
     );
-    assert!(rule.incidents(instance).is_empty(), "{:?}", rule.incidents(instance));
+    assert!(
+        rule.incidents(instance).is_empty(),
+        "{:?}",
+        rule.incidents(instance)
+    );
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     let variables = rule.variables(instance);
     assert_eq!(variables["subtotal"], json!(21));
@@ -628,7 +705,10 @@ fn sequential_approvals_stop_at_the_first_rejection() {
     complete_user_task(&mut rule, "ApprovePurchase", json!({"approved": false}));
     // approved = false: the completion condition holds, cid is never asked.
     assert_eq!(state(&mut rule, rejected), ProcessInstanceState::Completed);
-    assert_eq!(rule.variables(rejected)["decisions"], json!([true, false, null]));
+    assert_eq!(
+        rule.variables(rejected)["decisions"],
+        json!([true, false, null])
+    );
     assert_eq!(
         completed(&rule, rejected).last().map(String::as_str),
         Some("PurchaseRejected")
@@ -674,10 +754,7 @@ fn the_claim_answers_inquiries_alongside_and_the_sla_timer_settles_it() {
         ["AssessClaim"]
     );
     let path = completed(&rule, instance);
-    assert_eq!(
-        path.iter().filter(|id| *id == "InquiryAnswered").count(),
-        2
-    );
+    assert_eq!(path.iter().filter(|id| *id == "InquiryAnswered").count(), 2);
     assert_eq!(path.last().map(String::as_str), Some("SlaSubProcess"));
     rule.assert_replay_matches();
 }
@@ -706,7 +783,12 @@ fn the_webhook_start_and_the_webhook_callback_are_plain_messages_to_the_engine()
     assert_eq!(variables["payment"], json!({"status": "paid"}));
     assert_eq!(
         completed(&rule, instance),
-        ["CheckoutWebhook", "ReserveGoods", "PaymentCallback", "EndEvent_1"]
+        [
+            "CheckoutWebhook",
+            "ReserveGoods",
+            "PaymentCallback",
+            "EndEvent_1"
+        ]
     );
     rule.assert_replay_matches();
 }
@@ -714,10 +796,17 @@ fn the_webhook_start_and_the_webhook_callback_are_plain_messages_to_the_engine()
 #[test]
 fn a_backorder_waits_for_the_stock_signal_and_throws_signals_of_its_own() {
     let mut rule = EngineRule::new();
-    deploy(&mut rule, &["backorder-signals.bpmn", "newsletter-signal-start.bpmn"]);
+    deploy(
+        &mut rule,
+        &["backorder-signals.bpmn", "newsletter-signal-start.bpmn"],
+    );
     let first = rule.create("backorder-signals", json!({"sku": "kettle"}));
     let second = rule.create("backorder-signals", json!({"sku": "toaster"}));
-    broadcast(&mut rule, "stock-replenished", json!({"warehouse": "north"}));
+    broadcast(
+        &mut rule,
+        "stock-replenished",
+        json!({"warehouse": "north"}),
+    );
     // One signal, every waiting instance.
     let mut jobs = rule.activate("ship-backorder", 10);
     assert_eq!(jobs.len(), 2);
@@ -850,11 +939,182 @@ fn a_start_form_process_starts_with_the_form_data_and_links_the_task_form() {
     assert_eq!(task.candidate_groups_list, ["finance"]);
     assert_eq!(task.candidate_users_list, ["fin1", "fin2"]);
     assert_eq!(task.priority, 75);
-    assert!(task.due_date.starts_with("2023-11-17T"), "{}", task.due_date);
-    assert!(task.follow_up_date.starts_with("2023-11-15T"), "{}", task.follow_up_date);
+    assert!(
+        task.due_date.starts_with("2023-11-17T"),
+        "{}",
+        task.due_date
+    );
+    assert!(
+        task.follow_up_date.starts_with("2023-11-15T"),
+        "{}",
+        task.follow_up_date
+    );
     complete_user_task(&mut rule, "ApproveExpense", json!({"approved": true}));
     let reimburse = work(&mut rule, "reimburse", json!({}));
     assert_eq!(reimburse.variables.to_value()["amount"], json!(89.5));
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+/// The start events that started instances of `process_id`, in order.
+fn started_by(rule: &EngineRule, process_id: &str) -> Vec<String> {
+    rule.records()
+        .events()
+        .of_type(ValueType::ProcessInstance)
+        .with_intent(Intent::ElementCompleted)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            RecordValue::ProcessInstance(v)
+                if v.bpmn_process_id == process_id
+                    && v.bpmn_element_type == BpmnElementType::StartEvent =>
+            {
+                Some(v.element_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn timer_start_events_fire_hourly_and_on_weekday_mornings() {
+    let mut rule = EngineRule::new();
+    // The rule's clock starts on Tuesday 2023-11-14 at 22:13:20 UTC.
+    deploy(&mut rule, &["report-scheduler.bpmn"]);
+    for _ in 0..9 {
+        pass(&mut rule, HOUR);
+    }
+    // 07:13:20 on Wednesday: nine hourly starts, the 8:00 cron not yet.
+    assert_eq!(started_by(&rule, "report-scheduler"), ["EveryHour"; 9]);
+    pass(&mut rule, HOUR);
+    let starts = started_by(&rule, "report-scheduler");
+    assert_eq!(starts.len(), 11, "{starts:?}");
+    assert_eq!(starts.iter().filter(|id| *id == "EveryWeekday").count(), 1);
+    assert_eq!(rule.activate("generate-report", 20).len(), 11);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn timer_dates_from_an_expression_and_from_the_model_are_waited_for() {
+    let mut rule = EngineRule::new();
+    deploy(
+        &mut rule,
+        &["contract-renewal.bpmn", "new-year-greeting.bpmn"],
+    );
+    let instance = rule.create(
+        "contract-renewal",
+        json!({"renewalDate": "2024-03-01T00:00:00Z"}),
+    );
+    // 30 days before 2024-03-01: 2024-01-31T00:00:00Z.
+    let due = rill_protocol::Timestamp(1_706_659_200_000);
+    assert_eq!(rule.next_due(), Some(due));
+    let wait = due.0 - rule.now;
+    pass(&mut rule, wait - 1);
+    assert!(
+        rule.activate("send-renewal-offer", 10).is_empty(),
+        "not yet"
+    );
+    pass(&mut rule, 1);
+    work(&mut rule, "send-renewal-offer", json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
+
+    // The static date of the model, 2031-01-01T00:00:00Z; the new year's greeting, a
+    // timer start date, is due at 2031-01-01T08:00:00Z, after it.
+    let wait = 1_924_992_000_000 - rule.now;
+    pass(&mut rule, wait);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert!(started_by(&rule, "new-year-greeting").is_empty());
+    pass(&mut rule, 8 * HOUR);
+    assert_eq!(started_by(&rule, "new-year-greeting"), ["NewYear"]);
+    let greeting = work(&mut rule, "send-greetings", json!({}));
+    assert_eq!(
+        greeting.variables.to_value()["subject"],
+        json!("Happy new year!")
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_receive_task_waits_for_its_message_and_a_message_starts_a_webshop_order() {
+    let mut rule = EngineRule::new();
+    deploy(
+        &mut rule,
+        &["delivery-confirmation.bpmn", "webshop-order.bpmn"],
+    );
+    let instance = rule.create("delivery-confirmation", json!({"shipmentId": "SH-4"}));
+    let request = work(&mut rule, "request-confirmation", json!({}));
+    assert_eq!(request.variables.to_value()["shipmentId"], json!("SH-4"));
+    // Another shipment's confirmation does not match.
+    publish(
+        &mut rule,
+        "delivery-confirmed",
+        "SH-5",
+        json!({"signedBy": "x"}),
+    );
+    assert!(rule.activate("close-shipment", 10).is_empty());
+    publish(
+        &mut rule,
+        "delivery-confirmed",
+        "SH-4",
+        json!({"signedBy": "J. Doe", "deliveredAt": "2023-11-15T10:00:00Z"}),
+    );
+    work(&mut rule, "close-shipment", json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    let variables = rule.variables(instance);
+    assert_eq!(variables["receivedBy"], json!("J. Doe"));
+    assert_eq!(variables["deliveredAt"], json!("2023-11-15T10:00:00Z"));
+    assert!(variables.get("signedBy").is_none(), "mapped to receivedBy");
+
+    publish(
+        &mut rule,
+        "order-placed",
+        "",
+        json!({"order": {"id": "W-9", "lines": [{"sku": "cap"}]}}),
+    );
+    let confirm = work(&mut rule, "confirm-order", json!({}));
+    let order = Key(confirm.process_instance_key);
+    assert_eq!(state(&mut rule, order), ProcessInstanceState::Completed);
+    let variables = rule.variables(order);
+    assert_eq!(variables["orderId"], json!("W-9"));
+    assert_eq!(variables["items"], json!([{"sku": "cap"}]));
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn the_triage_runs_the_checks_its_collection_names_until_the_severity_is_known() {
+    let mut rule = EngineRule::new();
+    deploy(&mut rule, &["incident-triage-ad-hoc.bpmn"]);
+    let instance = rule.create(
+        "incident-triage-ad-hoc",
+        json!({"checks": ["CheckMonitoring", "CollectLogs"]}),
+    );
+    // Both named checks start; the customer call does not.
+    let mut types = job_types(&rule, instance);
+    types.sort();
+    assert_eq!(types, ["check-monitoring", "collect-logs"]);
+    assert!(
+        !element_ids(&rule, instance, Intent::ElementActivated)
+            .contains(&"CallCustomer".to_owned())
+    );
+    work(&mut rule, "collect-logs", json!({"logs": "…"}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Active);
+    // The monitoring check leads to the severity rating, which fulfils the condition.
+    work(&mut rule, "check-monitoring", json!({"alerts": 14}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(rule.variables(instance)["severity"], json!("high"));
+    assert_eq!(
+        completed(&rule, instance),
+        // Each activated element runs in an inner instance of its own (Zeebe 8.8).
+        [
+            "StartEvent_1",
+            "CollectLogs",
+            "Triage#innerInstance",
+            "CheckMonitoring",
+            "RateSeverity",
+            "Triage#innerInstance",
+            "Triage",
+            "EndEvent_1"
+        ]
+    );
     rule.assert_replay_matches();
 }
