@@ -1118,3 +1118,79 @@ fn the_triage_runs_the_checks_its_collection_names_until_the_severity_is_known()
     );
     rule.assert_replay_matches();
 }
+
+#[test]
+fn a_job_worker_user_task_hands_its_assignment_and_linked_form_to_the_worker_in_headers() {
+    let mut rule = EngineRule::new();
+    deploy(
+        &mut rule,
+        &["invoice-approval.bpmn", "invoice-approval-form.form"],
+    );
+    let instance = rule.create(
+        "invoice-approval",
+        json!({"approver": "maria", "invoiceDueDate": "2023-12-01T12:00:00Z", "total": 120}),
+    );
+    let form_key = rule
+        .records()
+        .events()
+        .of_type(ValueType::Form)
+        .records
+        .first()
+        .map(|r| r.key.get())
+        .expect("the deployed form");
+    let task = work(
+        &mut rule,
+        "io.camunda.zeebe:userTask",
+        json!({"approved": true}),
+    );
+    assert_eq!(header(&task, "io.camunda.zeebe:assignee"), Some("maria"));
+    assert_eq!(
+        header(&task, "io.camunda.zeebe:candidateGroups"),
+        Some(r#"["accounting"]"#)
+    );
+    assert_eq!(
+        header(&task, "io.camunda.zeebe:dueDate"),
+        Some("2023-12-01T12:00:00Z")
+    );
+    assert_eq!(
+        header(&task, "io.camunda.zeebe:formKey"),
+        Some(form_key.to_string().as_str())
+    );
+    assert_eq!(header(&task, "costCenter"), Some("CC-4711"));
+    work(&mut rule, "archive-invoice", json!({}));
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    assert_eq!(
+        completed(&rule, instance).last().map(String::as_str),
+        Some("InvoicePaid")
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn static_input_mappings_reach_the_worker_as_written_beside_the_evaluated_ones() {
+    let mut rule = EngineRule::new();
+    deploy(&mut rule, &["static-input-mappings.bpmn"]);
+    let instance = rule.create(
+        "static-input-mappings",
+        json!({"parcel": {"trackingNumber": "TRK-77"}}),
+    );
+    let job = work(&mut rule, "print-label", json!({"printJobId": 5}));
+    let inputs = job.variables.to_value();
+    assert_eq!(
+        inputs["label"],
+        json!({
+            "format": "A6",
+            "dpi": "300",
+            "duplex": "true",
+            "barcode": "TRK-77",
+            "note": "Handle with care: glass"
+        })
+    );
+    assert_eq!(inputs["printer"], json!("printer-2nd-floor"));
+    assert_eq!(job.retries, 2);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    let variables = rule.variables(instance);
+    assert_eq!(variables["labelPrintJob"], json!(5));
+    assert!(variables.get("label").is_none());
+    rule.assert_replay_matches();
+}
