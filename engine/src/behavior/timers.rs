@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::model::{CronSchedule, ElementKind, TimerDefinition, TriggerDefinition, ValueOrExpr};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::{Evaluated, Failure, ignore_failure};
-use rill_feel::temporal::{self, IsoDuration};
+use rill_feel::temporal::{self, IsoCycle, IsoDuration};
 use rill_protocol::Intent;
 use rill_protocol::Key;
 use rill_protocol::value::TimerRecord;
@@ -226,6 +226,32 @@ fn start_timer_due(
     }
 }
 
+/// What a timer start event's `timeCycle` expression gives.
+#[derive(Debug)]
+pub(crate) enum StartCycle {
+    Iso(IsoCycle),
+    Cron(CronSchedule),
+}
+
+impl StartCycle {
+    /// When the timer fires first (armed at `now`) or next after `previous`, as a static
+    /// cycle of the same kind would.
+    fn due(&self, now: i64, previous: Option<&TimerRecord>) -> Option<Due> {
+        match self {
+            StartCycle::Iso(cycle) => start_timer_due(
+                &TimerDefinition::Cycle(ValueOrExpr::Static(*cycle)),
+                now,
+                previous,
+            ),
+            StartCycle::Cron(cron) => Some(Due {
+                due_date: cron.next_after(previous.map_or(now, |t| t.due_date))?,
+                repetitions: -1,
+                interval: None,
+            }),
+        }
+    }
+}
+
 impl Processing<'_> {
     /// A new version of a process was deployed: the start timers of its earlier versions
     /// are cancelled (as in Zeebe), and its own timer start events are armed.
@@ -253,15 +279,19 @@ impl Processing<'_> {
                 continue;
             };
             let due = match definition {
+                // The deployment checked that they evaluate; re-armed after a deletion,
+                // one that no longer does arms nothing.
                 TimerDefinition::Date(ValueOrExpr::Expr(expression)) => {
-                    // The deployment checked it gives a date; re-armed after a deletion,
-                    // one that no longer does arms nothing.
                     self.start_timer_date(expression).ok().map(|due_date| Due {
                         due_date,
                         repetitions: 1,
                         interval: None,
                     })
                 }
+                TimerDefinition::Cycle(ValueOrExpr::Expr(expression)) => self
+                    .start_timer_cycle(expression)
+                    .ok()
+                    .and_then(|cycle| cycle.due(now, None)),
                 _ => start_timer_due(definition, now, None),
             };
             if let Some(due) = due {
@@ -269,6 +299,39 @@ impl Processing<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The cycle of a timer start event's `timeCycle` expression, evaluated now without
+    /// variables (as Zeebe evaluates it when the process is deployed and each time the
+    /// timer fires): a text that starts with `R` is an ISO 8601 cycle, any other a cron
+    /// expression, as for a static `timeCycle`; or why it gives neither.
+    pub(crate) fn start_timer_cycle(
+        &self,
+        expression: &rill_feel::Expression,
+    ) -> std::result::Result<StartCycle, String> {
+        let value = expression
+            .evaluate(&serde_json::Map::new(), self.feel_env())
+            .map_err(|error| error.to_string())?;
+        let serde_json::Value::String(text) = value else {
+            return Err(format!(
+                "expected the timeCycle to be a cycle such as \"R/PT1H\" or a cron expression \
+                 such as \"0 0 9 * * MON-FRI\", but it is {value}"
+            ));
+        };
+        if text.trim_start().starts_with('R') {
+            temporal::parse_cycle(&text)
+                .map(StartCycle::Iso)
+                .map_err(|error| error.to_string())
+        } else {
+            CronSchedule::parse(&text)
+                .map(StartCycle::Cron)
+                .map_err(|reason| {
+                    format!(
+                        "'{text}' is neither an ISO 8601 cycle (like \"R/PT1H\") nor a cron \
+                         expression ({reason})"
+                    )
+                })
+        }
     }
 
     /// The date of a timer start event's `timeDate` expression, evaluated now without
@@ -313,7 +376,16 @@ impl Processing<'_> {
         let ElementKind::TimerStartEvent(definition) = &process.model.element(start).kind else {
             return Ok(());
         };
-        if let Some(due) = start_timer_due(definition, self.now(), Some(&timer)) {
+        let next = match definition {
+            // Evaluated again, as Zeebe does; one that no longer gives a cycle arms nothing
+            // more (this firing still starts its instance).
+            TimerDefinition::Cycle(ValueOrExpr::Expr(expression)) => self
+                .start_timer_cycle(expression)
+                .ok()
+                .and_then(|cycle| cycle.due(self.now(), Some(&timer))),
+            _ => start_timer_due(definition, self.now(), Some(&timer)),
+        };
+        if let Some(due) = next {
             self.create_start_timer(&process, &timer.target_element_id, due)?;
         }
         self.start_instance_at(&process, start, serde_json::Map::new())

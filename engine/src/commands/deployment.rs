@@ -2,6 +2,8 @@
 //! process whose resource changed (the same XML again keeps its version). DMN resources
 //! are deployed by [`super::decision_deployment`].
 
+use std::collections::HashSet;
+
 use rill_protocol::Key;
 use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata, ProcessRecord};
 use rill_protocol::{Blob, Intent, Resource};
@@ -11,7 +13,10 @@ use super::{forms, tenant};
 use crate::ParsedResource;
 use crate::context::Processing;
 use crate::error::Result;
-use crate::model::{ElementKind, TimerDefinition, ValueOrExpr};
+use crate::model::{
+    BusinessRuleDefinition, CalledBinding, CalledElement, ElementKind, FormBinding, FormLink,
+    ProcessModel, TimerDefinition, UserTaskDefinition, ValueOrExpr,
+};
 use crate::model_cache::DeployedProcess;
 use crate::outcome::Rejection;
 
@@ -63,10 +68,10 @@ fn check_resources(
     }
 }
 
-/// The `timeDate` expressions of timer start events are evaluated when the process is
-/// deployed, without variables, as in Zeebe: one that fails or gives no date refuses
-/// the deployment, naming the start event.
-fn check_start_timer_dates(
+/// The `timeDate` and `timeCycle` expressions of timer start events are evaluated when
+/// the process is deployed, without variables, as in Zeebe: one that fails or gives no
+/// date (no cycle) refuses the deployment, naming the start event.
+fn check_start_timer_expressions(
     p: &Processing<'_>,
     parsed: &[ParsedResource],
 ) -> std::result::Result<(), Rejection> {
@@ -75,20 +80,31 @@ fn check_start_timer_dates(
         for model in &resource.processes {
             for start in model.event_start_events() {
                 let element = model.element(start);
-                let ElementKind::TimerStartEvent(TimerDefinition::Date(ValueOrExpr::Expr(date))) =
-                    &element.kind
-                else {
-                    continue;
+                let (field, gives, checked) = match &element.kind {
+                    ElementKind::TimerStartEvent(TimerDefinition::Date(ValueOrExpr::Expr(
+                        date,
+                    ))) => (
+                        "timeDate",
+                        "a date and time",
+                        p.start_timer_date(date).map(|_| ()),
+                    ),
+                    ElementKind::TimerStartEvent(TimerDefinition::Cycle(ValueOrExpr::Expr(
+                        cycle,
+                    ))) => (
+                        "timeCycle",
+                        "a cycle (ISO 8601 or cron)",
+                        p.start_timer_cycle(cycle).map(|_| ()),
+                    ),
+                    _ => continue,
                 };
-                if let Err(reason) = p.start_timer_date(date) {
+                if let Err(reason) = checked {
                     problems.push(crate::Problem {
                         resource_name: resource.resource_name.clone(),
                         element_id: Some(element.id.clone()),
                         line: None,
                         message: format!(
-                            "the timeDate of a timer start event is evaluated when the process \
-                             is deployed, without variables, and must give a date and time: \
-                             {reason}"
+                            "the {field} of a timer start event is evaluated when the process \
+                             is deployed, without variables, and must give {gives}: {reason}"
                         ),
                     });
                 }
@@ -99,6 +115,95 @@ fn check_start_timer_dates(
         Ok(())
     } else {
         Err(Rejection::invalid_argument(problems.to_string()))
+    }
+}
+
+/// Links bound to the deployment (`bindingType="deployment"`) are checked when the
+/// process is deployed, as in Zeebe 8.8: the process a call activity calls, the decision
+/// a business rule task evaluates and the form a user task links, when named by a
+/// static id on an element directly in a process, must be in the same deployment. Such
+/// an element inside a subprocess is not checked here (Zeebe reads the process's own
+/// flow elements only); not finding its target when it is entered is an incident.
+fn check_deployment_bindings(
+    parsed: &[ParsedResource],
+    decisions: &[ParsedDecisions],
+    forms: &[forms::CheckedForm<'_>],
+) -> std::result::Result<(), Rejection> {
+    let processes: HashSet<&str> = parsed
+        .iter()
+        .flat_map(|r| &r.processes)
+        .map(|m| m.bpmn_process_id.as_str())
+        .collect();
+    let decision_ids: HashSet<&str> = decisions
+        .iter()
+        .flat_map(|d| &d.drg.decisions)
+        .map(|d| d.id.as_str())
+        .collect();
+    let form_ids: HashSet<&str> = forms.iter().map(|f| f.form_id()).collect();
+    let has_process = |id: &str| processes.contains(id);
+    let has_decision = |id: &str| decision_ids.contains(id);
+    let has_form = |id: &str| form_ids.contains(id);
+    let mut problems = crate::DeployError::default();
+    for resource in parsed {
+        for model in &resource.processes {
+            for &child in model.children(ProcessModel::ROOT) {
+                let element = model.element(child);
+                let missing = match &element.kind {
+                    ElementKind::CallActivity(CalledElement {
+                        process_id: ValueOrExpr::Static(id),
+                        binding: CalledBinding::Deployment,
+                        ..
+                    }) if !has_process(id) => Some(("process", id.as_str(), "call activity calls")),
+                    ElementKind::BusinessRuleTask(BusinessRuleDefinition::Decision {
+                        decision_id: ValueOrExpr::Static(id),
+                        binding: CalledBinding::Deployment,
+                        ..
+                    }) if !has_decision(id) => {
+                        Some(("decision", id.as_str(), "business rule task evaluates"))
+                    }
+                    ElementKind::UserTask(task) => match deployment_bound_form(task) {
+                        Some(id) if !has_form(id) => Some(("form", id, "user task shows")),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some((what, id, link)) = missing {
+                    problems.push(crate::Problem {
+                        resource_name: resource.resource_name.clone(),
+                        element_id: Some(element.id.clone()),
+                        line: None,
+                        message: format!(
+                            "Expected to find {what} with id '{id}' in current deployment, but \
+                             not found. The {what} this {link} is bound to the deployment \
+                             (bindingType=\"deployment\"): deploy it together with this \
+                             process"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    if problems.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Rejection::invalid_argument(problems.to_string()))
+    }
+}
+
+/// The id of the form a user task links with `bindingType="deployment"`.
+fn deployment_bound_form(task: &UserTaskDefinition) -> Option<&str> {
+    match task {
+        UserTaskDefinition::Camunda(task) => match &task.form {
+            Some(FormLink::Linked {
+                form_id,
+                binding: FormBinding::Deployment,
+            }) => Some(form_id),
+            _ => None,
+        },
+        UserTaskDefinition::Job(task) => match &task.linked_form {
+            Some((form_id, FormBinding::Deployment)) => Some(form_id),
+            _ => None,
+        },
     }
 }
 
@@ -130,7 +235,11 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         p.reject(Key::NONE, Intent::Create, record, rejection);
         return Ok(());
     }
-    if let Err(rejection) = check_start_timer_dates(p, &parsed) {
+    if let Err(rejection) = check_deployment_bindings(&parsed, &decisions, &forms) {
+        p.reject(Key::NONE, Intent::Create, record, rejection);
+        return Ok(());
+    }
+    if let Err(rejection) = check_start_timer_expressions(p, &parsed) {
         p.reject(Key::NONE, Intent::Create, record, rejection);
         return Ok(());
     }

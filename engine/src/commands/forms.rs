@@ -25,6 +25,13 @@ pub(super) struct CheckedForm<'r> {
     version_tag: String,
 }
 
+impl CheckedForm<'_> {
+    /// The form's `id`, which user tasks link it by.
+    pub(super) fn form_id(&self) -> &str {
+        &self.form_id
+    }
+}
+
 /// Checks every form of a deployment: JSON with a non-empty string `id`, each id once.
 pub(super) fn check_forms(
     resources: &[Resource],

@@ -85,7 +85,11 @@
 //!   a compensation throw or end event's `activity` is an activity with a compensation
 //!   boundary event, or a subprocess, of the thrower's scope (or, for a thrower in an
 //!   event subprocess, of the event subprocess's scope). `has_compensation` is set
-//!   when the process has a compensation boundary event.
+//!   when the process has a compensation boundary event;
+//! - no cycle of elements that pass a token on at once is reachable from an undefined,
+//!   manual, FEEL script or decision business rule task, a call activity or an
+//!   intermediate throw event (Zeebe's straight-through processing loop rule,
+//!   `parse/loops.rs`).
 
 use std::collections::HashMap;
 

@@ -8,7 +8,7 @@ use roxmltree::{Node, ParsingOptions};
 
 use super::error::Problems;
 use super::extensions::{Owner, Verdict, verdict};
-use super::{MAX_RESOURCE_BYTES, MAX_XML_NODES, process};
+use super::{MAX_RESOURCE_BYTES, MAX_XML_NODES, loops, process};
 use crate::model::ProcessModel;
 
 pub(super) const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
@@ -173,17 +173,33 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
         signals: root_elements_by_id(root, "signal"),
     };
 
-    let mut models = Vec::new();
+    let mut built = Vec::new();
     let mut executable = 0;
     for process_node in bpmn_children(root).filter(|n| n.tag_name().name() == "process") {
         if !is_executable(process_node) {
             continue;
         }
         executable += 1;
-        if let Some(model) = process::build(&context, process_node, problems) {
-            models.push(model);
-        }
+        built.extend(process::build(&context, process_node, problems));
     }
+    // Loops are looked for in every process, those with other problems too, so that
+    // they are listed with the rest.
+    let (models, complete): (Vec<ProcessModel>, Vec<bool>) =
+        built.into_iter().map(|b| (b.model, b.complete)).unzip();
+    // Lines by id, collected once when a loop is found.
+    let mut lines_by_id: Option<HashMap<&str, u32>> = None;
+    let line_of = |id: &str| {
+        lines_by_id
+            .get_or_insert_with(|| element_lines(root, &context.lines))
+            .get(id)
+            .copied()
+    };
+    loops::check(&models, line_of, problems);
+    let models = models
+        .into_iter()
+        .zip(complete)
+        .filter_map(|(model, complete)| complete.then_some(model))
+        .collect();
     if executable == 0 {
         problems.add(
             None,
@@ -194,6 +210,23 @@ pub(super) fn parse(xml: &[u8], problems: &mut Problems) -> Vec<ProcessModel> {
         );
     }
     models
+}
+
+/// The line of each BPMN element by its id (for problems found after the models are
+/// built, when only ids are left); the first element wins a duplicate id.
+fn element_lines<'a>(root: Node<'a, '_>, lines: &LineIndex) -> HashMap<&'a str, u32> {
+    let mut by_id = HashMap::new();
+    for node in root
+        .descendants()
+        .filter(|n| n.is_element() && n.tag_name().namespace() == Some(BPMN_NS))
+    {
+        if let Some(id) = node.attribute("id") {
+            by_id
+                .entry(id)
+                .or_insert_with(|| lines.line(node.range().start));
+        }
+    }
+    by_id
 }
 
 fn is_executable(process: Node<'_, '_>) -> bool {

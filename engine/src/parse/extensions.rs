@@ -54,11 +54,6 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         element,
         "serviceTask" | "sendTask" | "scriptTask" | "businessRuleTask"
     ) || owner.message_throw;
-    let not_yet = |what: &str| {
-        Verdict::Rejected(format!(
-            "zeebe:{name} is not supported: Rill does not run {what} yet; remove it"
-        ))
-    };
     match name {
         "properties" => Verdict::Metadata,
         "versionTag" if element == "process" => Verdict::Runs,
@@ -149,7 +144,17 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
              of a task, call activity or subprocess, not on {}",
             on()
         )),
-        "linkedResources" => not_yet("linked resources"),
+        // Zeebe resolves each link, when it creates the job, to a deployed resource (an
+        // RPA script) by its binding, and hands the job the resources' keys, types and
+        // link names in its `linkedResources` header. Rill deploys no such resources,
+        // so a link could never resolve.
+        "linkedResources" => Verdict::Rejected(
+            "zeebe:linkedResources is not supported: Zeebe gives the task's job the deployed \
+             resources it links (RPA scripts, by resourceId and binding) in the job's \
+             linkedResources header, and Rill does not deploy such resources (only BPMN, DMN \
+             and forms), so no link could be resolved; remove it"
+                .to_owned(),
+        ),
         "adHoc" if element == "adHocSubProcess" => Verdict::Runs,
         "adHoc" => Verdict::Rejected(format!(
             "zeebe:adHoc belongs on an ad-hoc subprocess, not on {}",

@@ -4,6 +4,7 @@
 //! bytes ─► limits, UTF-8 ─► roxmltree (no DTD) ─► document: root, ids, messages, errors
 //!        ─► per executable process: collect elements and flows (scope by scope)
 //!        ─► link: resolve references, check the graph ─► ProcessModel
+//!        ─► all processes of the resource: no straight-through processing loop (loops.rs)
 //! ```
 //!
 //! Every problem found is collected; a resource yields models only when there are
@@ -17,6 +18,7 @@ mod document;
 mod error;
 mod extensions;
 mod link;
+mod loops;
 mod process;
 mod user_task;
 mod values;

@@ -177,12 +177,20 @@ pub(super) struct Builder<'c, 'a, 'input> {
     pub start_form: Option<StartForm>,
 }
 
-/// Builds the model of one executable process, or reports why it cannot be built.
+/// A process's model, and whether it is complete: one built with problems holds
+/// placeholders and may only be read by checks that report more problems.
+pub(super) struct Built {
+    pub model: ProcessModel,
+    pub complete: bool,
+}
+
+/// Builds the model of one executable process, reporting every problem it has; `None`
+/// when the process has no id.
 pub(super) fn build<'a, 'input>(
     ctx: &Context<'a, 'input>,
     process_node: Node<'a, 'input>,
     problems: &mut Problems,
-) -> Option<ProcessModel> {
+) -> Option<Built> {
     let Some(process_id) = process_node
         .attribute("id")
         .filter(|id| !id.trim().is_empty())
@@ -287,7 +295,10 @@ pub(super) fn build<'a, 'input>(
         builder.execution_listeners(process_id, listeners, refused_start, None, &[]);
     builder.elements[ProcessModel::ROOT.0 as usize].listeners = process_listeners;
     let model = link::link(builder);
-    (problems.count() == problems_before).then_some(model)
+    Some(Built {
+        model,
+        complete: problems.count() == problems_before,
+    })
 }
 
 impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
@@ -1339,8 +1350,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         ElementKind::MessageStartEvent { message_name }
     }
 
-    /// The timer of a timer start event: a date (static, or FEEL evaluated when the
-    /// process is deployed) or a static cycle (ISO 8601 or cron).
+    /// The timer of a timer start event: a date or a cycle (ISO 8601 or cron), static
+    /// or FEEL evaluated when the process is deployed.
     fn start_timer(&mut self, id: &str, definition: Node<'a, 'input>) -> Option<TimerDefinition> {
         let values: Vec<Node<'a, 'input>> = bpmn_children(definition)
             .filter(|n| TimerKind::from_element_name(n.tag_name().name()).is_some())
@@ -1366,20 +1377,13 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             return None;
         }
         if let Some(source) = raw.trim_start().strip_prefix('=') {
-            if kind == TimerKind::Cycle {
-                // Zeebe evaluates a start cycle's expression again each time it fires.
-                self.problem(
-                    Some(id),
-                    *value,
-                    "a timeCycle expression on a timer start event is not supported yet; \
-                     write a static ISO 8601 cycle (e.g. R/PT1H) or cron expression"
-                        .to_owned(),
-                );
-                return None;
-            }
-            // A date expression is evaluated when the process is deployed (without
-            // variables), as in Zeebe; the deployment checks that it gives a date.
+            // Evaluated when the process is deployed (without variables), as in Zeebe,
+            // and a cycle again each time it fires; the deployment checks that it gives
+            // a date, or a cycle (ISO 8601 or cron).
             return match values::expression(kind.element_name(), source) {
+                Ok(expression) if kind == TimerKind::Cycle => {
+                    Some(TimerDefinition::Cycle(ValueOrExpr::Expr(expression)))
+                }
                 Ok(expression) => Some(TimerDefinition::Date(ValueOrExpr::Expr(expression))),
                 Err(message) => {
                     self.problem(Some(id), *value, message);

@@ -8,6 +8,7 @@ mod elements;
 mod extensions;
 mod fuzz_seeds;
 mod limits;
+mod loops;
 mod problems;
 mod samples;
 mod zeebe_accepts;

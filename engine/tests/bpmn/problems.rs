@@ -544,6 +544,14 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "the resource contains no executable process",
     ),
     (
+        // An RPA task as the RPA element template writes it.
+        "linked-resources",
+        Some("BookInvoice"),
+        "zeebe:linkedResources is not supported: Zeebe gives the task's job the deployed \
+         resources it links (RPA scripts, by resourceId and binding) in the job's \
+         linkedResources header, and Rill does not deploy such resources",
+    ),
+    (
         "lists-unknown-flow",
         Some("Work"),
         "lists the outgoing flow 'Phantom', which does not exist",

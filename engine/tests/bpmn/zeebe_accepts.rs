@@ -137,7 +137,7 @@ fn retries_that_are_not_a_number_deploy_as_a_constant() {
 }
 
 #[test]
-fn a_timer_start_date_may_be_an_expression_and_a_cycle_may_not_yet() {
+fn a_timer_start_date_or_cycle_may_be_an_expression() {
     use rill_engine::model::TimerDefinition;
 
     let model = parse_one("elements/timer-start-date-expression.bpmn");
@@ -147,14 +147,18 @@ fn a_timer_start_date_may_be_an_expression_and_a_cycle_may_not_yet() {
         }
         other => panic!("expected a timer start date, got {other:?}"),
     }
-    let text = String::from_utf8(fixture("elements/timer-start-date-expression.bpmn"))
-        .expect("UTF-8")
-        .replace("bpmn:timeDate", "bpmn:timeCycle");
-    let error = parse_bpmn("cycle.bpmn", text.as_bytes()).expect_err("a cycle expression");
-    assert!(
-        error.mentions("a timeCycle expression on a timer start event is not supported yet"),
-        "{error}"
-    );
+    let model = parse_one("elements/timer-start-cycle-expression.bpmn");
+    for (start, source) in [
+        ("EveryHour", r#""R3/" + string(duration("PT1H"))"#),
+        ("WeekdayMornings", r#""0 0 9 * * MON-FRI""#),
+    ] {
+        match &el(&model, start).kind {
+            ElementKind::TimerStartEvent(TimerDefinition::Cycle(cycle)) => {
+                assert_eq!(expr_source(cycle), source);
+            }
+            other => panic!("expected a timer start cycle, got {other:?}"),
+        }
+    }
 }
 
 #[test]

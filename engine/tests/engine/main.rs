@@ -18,6 +18,7 @@ mod harness;
 mod inclusive;
 mod interleavings;
 mod listeners;
+mod loops;
 mod migration;
 mod modeler_connectors;
 mod modeler_corpus;

@@ -524,3 +524,260 @@ fn a_process_with_a_start_form_deploys_with_its_form_and_starts() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
     rule.assert_replay_matches();
 }
+
+const BOUND: &str = "elements/deployment-binding.bpmn";
+const BOUND_SHIPPING: &str = "elements/deployment-binding-shipping.bpmn";
+const BOUND_DECISIONS: &str = "dmn/dish.dmn";
+const BOUND_FORM: &str = "elements/invoice-approval.form";
+
+fn deployment_record(outcome: &Outcome) -> rill_protocol::value::DeploymentRecord {
+    match outcome.value() {
+        rill_protocol::RecordValue::Deployment(deployment) => deployment.clone(),
+        other => panic!("not a deployment: {other:?}"),
+    }
+}
+
+#[test]
+fn deployment_bound_links_resolve_to_the_resources_deployed_with_the_process() {
+    let mut rule = EngineRule::new();
+    let first = rule.deploy(&[
+        (BOUND, fixture(BOUND)),
+        (BOUND_SHIPPING, fixture(BOUND_SHIPPING)),
+        (BOUND_DECISIONS, fixture(BOUND_DECISIONS)),
+        (BOUND_FORM, fixture(BOUND_FORM)),
+    ]);
+    assert!(!first.is_rejected(), "{:?}", first.response);
+    let first = deployment_record(&first);
+    let shipping_v1 = first
+        .processes_metadata
+        .iter()
+        .find(|p| p.bpmn_process_id == "deployment-binding-shipping")
+        .expect("the shipping process")
+        .process_definition_key;
+    let form_v1 = first.form_metadata[0].form_key;
+    // Newer versions deployed alone do not change what the bound process uses.
+    let shipping = String::from_utf8(fixture(BOUND_SHIPPING)).expect("UTF-8");
+    let form = String::from_utf8(fixture(BOUND_FORM)).expect("UTF-8");
+    let second = rule.deploy(&[
+        (
+            BOUND_SHIPPING,
+            shipping.replace("Pack parcel", "Pack it").into_bytes(),
+        ),
+        (BOUND_FORM, form.replace("Approve", "Accept").into_bytes()),
+    ]);
+    let second = deployment_record(&second);
+    assert!(second.processes_metadata.iter().all(|p| p.version == 2));
+    assert_eq!(second.form_metadata[0].version, 2);
+
+    let instance = rule.create("deployment-binding", json!({"month": 7}));
+    assert_eq!(rule.variables(instance)["season"], json!("Summer"));
+    let (job, record) = rule.job("pack-parcel");
+    assert_eq!(record.process_definition_key, shipping_v1);
+    assert!(!rule.complete(job, json!({})).is_rejected());
+    let task = rule
+        .records()
+        .events()
+        .of_type(rill_protocol::ValueType::UserTask)
+        .with_intent(rill_protocol::Intent::Created)
+        .records
+        .iter()
+        .find_map(|r| match &r.value {
+            rill_protocol::RecordValue::UserTask(task) => Some(task.clone()),
+            _ => None,
+        })
+        .expect("the user task");
+    assert_eq!(task.form_key, form_v1);
+    let done = rule.process(Command::UserTask(
+        rill_protocol::UserTaskCommand::Complete {
+            user_task_key: Key(task.user_task_key),
+            variables: JsonValue::from(json!({"approved": true})),
+            action: String::new(),
+        },
+    ));
+    assert!(!done.is_rejected(), "{:?}", done.response);
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_deployment_without_its_deployment_bound_resources_is_refused_naming_each() {
+    let mut rule = EngineRule::new();
+    let outcome = rule.deploy(&[(BOUND, fixture(BOUND))]);
+    let (kind, message) = rejection_of(&outcome);
+    assert_eq!(kind, rill_protocol::RejectionType::InvalidArgument);
+    for (element, what, id) in [
+        ("DecideSeason", "decision", "season"),
+        ("Ship", "process", "deployment-binding-shipping"),
+        ("Approve", "form", "invoice-approval-form"),
+    ] {
+        let expected = format!(
+            "'{BOUND}' element '{element}': Expected to find {what} with id '{id}' in current \
+             deployment, but not found."
+        );
+        assert!(message.contains(&expected), "{expected}\nin: {message}");
+    }
+    assert!(message.contains("3 problems"), "{message}");
+    // With the process and the decisions, only the form is missing.
+    let outcome = rule.deploy(&[
+        (BOUND, fixture(BOUND)),
+        (BOUND_SHIPPING, fixture(BOUND_SHIPPING)),
+        (BOUND_DECISIONS, fixture(BOUND_DECISIONS)),
+    ]);
+    let (_, message) = rejection_of(&outcome);
+    assert!(
+        message.contains("1 problem:") && message.contains("form with id 'invoice-approval-form'"),
+        "{message}"
+    );
+    // The resources deployed before, in another deployment, do not count.
+    rule.deploy(&[
+        (BOUND_SHIPPING, fixture(BOUND_SHIPPING)),
+        (BOUND_DECISIONS, fixture(BOUND_DECISIONS)),
+        (BOUND_FORM, fixture(BOUND_FORM)),
+    ]);
+    assert!(rule.deploy(&[(BOUND, fixture(BOUND))]).is_rejected());
+    let created = rule.process(EngineRule::create_command("deployment-binding", json!({})));
+    assert_eq!(
+        rejection_of(&created).0,
+        rill_protocol::RejectionType::NotFound,
+        "nothing of a refused deployment is deployed"
+    );
+}
+
+#[test]
+fn a_deployment_bound_call_inside_a_subprocess_is_found_missing_when_entered() {
+    // Zeebe checks the elements directly in the process only; this one deploys, and the
+    // call is an incident when the subprocess reaches it.
+    use super::elements::{flow, model};
+    let xml = model(&format!(
+        r#"<bpmn:startEvent id="s" />
+           <bpmn:subProcess id="Sub">
+             <bpmn:startEvent id="ss" />
+             <bpmn:callActivity id="Call"><bpmn:extensionElements>
+               <zeebe:calledElement processId="nowhere" bindingType="deployment" />
+             </bpmn:extensionElements></bpmn:callActivity>
+             {}
+           </bpmn:subProcess>
+           {}"#,
+        flow("f2", "ss", "Call"),
+        flow("f1", "s", "Sub")
+    ));
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&xml);
+    let instance = rule.create("p", json!({}));
+    let incidents = rule.incidents(instance);
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(
+        incidents[0].record.error_type,
+        rill_protocol::value::IncidentErrorType::CalledElementError
+    );
+}
+
+const TIMER_CYCLE: &str = "elements/timer-start-cycle-expression.bpmn";
+
+/// The timers created for a start event, in order.
+fn start_timers(rule: &EngineRule, start: &str) -> Vec<rill_protocol::value::TimerRecord> {
+    rule.records()
+        .events()
+        .of_type(rill_protocol::ValueType::Timer)
+        .with_intent(rill_protocol::Intent::Created)
+        .records
+        .iter()
+        .filter_map(|r| match &r.value {
+            rill_protocol::RecordValue::Timer(timer) if timer.target_element_id == start => {
+                Some(timer.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Fires what is due; how many timers fired (completed instances are also due for
+/// deletion from the engine's state).
+fn timers_fired(rule: &mut EngineRule) -> usize {
+    rule.fire_due()
+        .iter()
+        .filter(|o| o.records[0].value_type() == rill_protocol::ValueType::Timer)
+        .count()
+}
+
+#[test]
+fn a_timer_start_cycle_expression_is_evaluated_at_deploy_and_each_time_it_fires() {
+    const HOUR: i64 = 3_600_000;
+    let mut rule = EngineRule::new();
+    // 2023-11-14T22:13:20Z, a Tuesday.
+    let deployed_at = rule.now;
+    rule.deploy_fixture(TIMER_CYCLE);
+    let hourly = start_timers(&rule, "EveryHour");
+    assert_eq!(
+        hourly
+            .iter()
+            .map(|t| (t.due_date, t.repetitions))
+            .collect::<Vec<_>>(),
+        [(deployed_at + HOUR, 3)]
+    );
+    // The cron expression it gives: the next weekday at 09:00 UTC, Wednesday's.
+    let mornings = start_timers(&rule, "WeekdayMornings");
+    assert_eq!(mornings.len(), 1);
+    assert_eq!(mornings[0].due_date, 1_700_038_800_000);
+    assert_eq!(mornings[0].repetitions, -1);
+
+    // Three firings an hour apart, each starting an instance; then no more.
+    for firing in 1..=3 {
+        rule.advance(HOUR);
+        assert_eq!(timers_fired(&mut rule), 1, "firing {firing}");
+        let (job, record) = rule.job("check-inbox");
+        assert!(!rule.complete(job, json!({})).is_rejected());
+        let instance = Key(record.process_instance_key);
+        assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    }
+    let hourly = start_timers(&rule, "EveryHour");
+    assert_eq!(
+        hourly
+            .iter()
+            .map(|t| (t.due_date - deployed_at, t.repetitions))
+            .collect::<Vec<_>>(),
+        [(HOUR, 3), (2 * HOUR, 2), (3 * HOUR, 1)]
+    );
+    // Wednesday 09:00: the cron cycle fires and arms Thursday's.
+    rule.now = 1_700_038_800_000;
+    assert_eq!(timers_fired(&mut rule), 1);
+    let mornings = start_timers(&rule, "WeekdayMornings");
+    assert_eq!(mornings.len(), 2);
+    assert_eq!(mornings[1].due_date, 1_700_038_800_000 + 24 * HOUR);
+    assert_eq!(
+        start_timers(&rule, "EveryHour").len(),
+        3,
+        "the hourly one is done"
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn a_timer_start_cycle_expression_that_gives_no_cycle_refuses_the_deployment() {
+    let text = String::from_utf8(fixture(TIMER_CYCLE)).expect("UTF-8");
+    let mut rule = EngineRule::new();
+    for (expression, reason) in [
+        ("=\"every hour\"", "neither an ISO 8601 cycle"),
+        ("=42", "but it is 42"),
+        ("=\"R3/PT1X\"", "PT1X"),
+    ] {
+        let xml = text.replace(r#"="R3/" + string(duration("PT1H"))"#, expression);
+        assert_ne!(xml, text);
+        let outcome = rule.deploy(&[(TIMER_CYCLE, xml.into_bytes())]);
+        let (_, message) = rejection_of(&outcome);
+        assert!(
+            message.contains("element 'EveryHour'")
+                && message.contains("the timeCycle of a timer start event is evaluated")
+                && message.contains(reason),
+            "{expression}: {message}"
+        );
+    }
+    assert!(
+        !rule
+            .records()
+            .events()
+            .of_type(rill_protocol::ValueType::Timer)
+            .exists(),
+        "nothing deployed, no timer"
+    );
+}
