@@ -1,6 +1,7 @@
 //! The Modeler corpus (`tests/fixtures/modeler/`): models written the way Camunda Modeler 5
-//! writes them for Camunda 8.8. Every one deploys, except those `refused.txt` lists, which
-//! are refused with the phrase listed beside them (what Zeebe 8.8 refuses too).
+//! writes them for Camunda 8.8. Every one deploys (with the files `deployed-with.txt` names
+//! for it), except those `refused.txt` lists, which are refused with the phrase listed
+//! beside them (what Zeebe 8.8 refuses too).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,34 +35,62 @@ fn corpus_files() -> Vec<String> {
     names
 }
 
-/// `refused.txt`: `<file>: <phrase its refusal contains>`, one a line; `#` starts a comment.
-fn refused() -> BTreeMap<String, String> {
-    let text = String::from_utf8(fixture(&format!("{CORPUS}/refused.txt"))).expect("UTF-8");
-    let mut refused = BTreeMap::new();
+/// The lines of a corpus list: `<file>: <value>`, one a line; `#` starts a comment.
+fn corpus_list(list: &str) -> BTreeMap<String, String> {
+    let text = String::from_utf8(fixture(&format!("{CORPUS}/{list}"))).expect("UTF-8");
+    let mut entries = BTreeMap::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (file, phrase) = line
+        let (file, value) = line
             .split_once(':')
-            .unwrap_or_else(|| panic!("refused.txt line {}: no ':' in {line:?}", number + 1));
-        let (file, phrase) = (file.trim(), phrase.trim());
+            .unwrap_or_else(|| panic!("{list} line {}: no ':' in {line:?}", number + 1));
+        let (file, value) = (file.trim(), value.trim());
         assert!(
-            !file.is_empty() && !phrase.is_empty(),
-            "refused.txt line {}: a file and a phrase, got {line:?}",
+            !file.is_empty() && !value.is_empty(),
+            "{list} line {}: a file and a value, got {line:?}",
             number + 1
         );
-        let previous = refused.insert(file.to_owned(), phrase.to_owned());
-        assert!(previous.is_none(), "refused.txt lists {file} twice");
+        let previous = entries.insert(file.to_owned(), value.to_owned());
+        assert!(previous.is_none(), "{list} lists {file} twice");
     }
-    refused
+    entries
 }
 
-/// Deploys one file of the corpus alone, on a fresh engine; `Err` is the rejection.
-fn deploy_alone(name: &str) -> Result<(), (RejectionType, String)> {
+/// `refused.txt`: each model Zeebe refuses, with a phrase its refusal must contain.
+fn refused() -> BTreeMap<String, String> {
+    corpus_list("refused.txt")
+}
+
+/// `deployed-with.txt`: the files a model is deployed with, because it binds to them at
+/// deploy (`bindingType="deployment"`): Zeebe refuses such a model alone.
+fn companions() -> BTreeMap<String, Vec<String>> {
+    corpus_list("deployed-with.txt")
+        .into_iter()
+        .map(|(file, others)| {
+            let others = others.split_whitespace().map(str::to_owned).collect();
+            (file, others)
+        })
+        .collect()
+}
+
+/// Deploys one file of the corpus with its companions, on a fresh engine; `Err` is the
+/// rejection.
+fn deploy_with_companions(
+    name: &str,
+    companions: &[String],
+) -> Result<(), (RejectionType, String)> {
     let mut rule = EngineRule::new();
-    let outcome = rule.deploy(&[(name, fixture(&format!("{CORPUS}/{name}")))]);
+    let mut resources = vec![(name, fixture(&format!("{CORPUS}/{name}")))];
+    for companion in companions {
+        resources.push((
+            companion.as_str(),
+            fixture(&format!("{CORPUS}/{companion}")),
+        ));
+    }
+    let outcome = rule.deploy(&resources);
     if outcome.is_rejected() {
         Err(rejection_of(&outcome))
     } else {
@@ -80,14 +109,24 @@ fn the_corpus_is_large_and_lists_only_its_own_files() {
             "refused.txt lists {file}, which is not in the corpus"
         );
     }
+    for (file, others) in companions() {
+        for name in std::iter::once(&file).chain(&others) {
+            assert!(
+                files.contains(name),
+                "deployed-with.txt names {name}, which is not in the corpus"
+            );
+        }
+    }
 }
 
 #[test]
 fn every_corpus_model_deploys_unless_listed_and_listed_ones_are_refused_as_listed() {
     let refused = refused();
+    let companions = companions();
     let mut mismatches = Vec::new();
     for name in corpus_files() {
-        match (deploy_alone(&name), refused.get(&name)) {
+        let with = companions.get(&name).map(Vec::as_slice).unwrap_or_default();
+        match (deploy_with_companions(&name, with), refused.get(&name)) {
             (Ok(()), None) => {}
             (Ok(()), Some(phrase)) => {
                 mismatches.push(format!(
