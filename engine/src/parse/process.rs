@@ -18,10 +18,10 @@ use super::values::{self, TimerKind};
 use super::{MAX_SCOPE_DEPTH, link};
 use crate::model::{
     AD_HOC_INNER_INSTANCE_SUFFIX, AdHocDefinition, BusinessRuleDefinition, CalledBinding,
-    CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind, EndEventKind,
-    ExecutionListeners, JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel,
-    ScriptDefinition, SignalDefinition, StartForm, ThrowEventDefinition, TimerDefinition,
-    TriggerDefinition, ValueOrExpr,
+    CalledElement, CatchEventDefinition, Element, ElementIdx, ElementKind, ExecutionListeners,
+    JobDefinition, Mapping, MessageDefinition, MultiInstance, ProcessModel, ScriptDefinition,
+    SignalDefinition, StartForm, ThrowEventDefinition, TimerDefinition, TriggerDefinition,
+    ValueOrExpr,
 };
 
 /// Flow node types Rill runs, as named in BPMN XML.
@@ -1962,7 +1962,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
     ) -> Option<Node<'a, 'input>> {
         let throws = matches!(
             kind,
-            ElementKind::EndEvent(EndEventKind::Compensation { .. })
+            ElementKind::EndEvent(ThrowEventDefinition::Compensation { .. })
                 | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation { .. })
         );
         if !throws {
@@ -2011,15 +2011,15 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         extensions: &Extensions<'a, 'input>,
     ) -> ElementKind {
         let Some(definition) = self.event_definition(id, node) else {
-            return ElementKind::EndEvent(EndEventKind::None);
+            return ElementKind::EndEvent(ThrowEventDefinition::None);
         };
         match definition.tag_name().name() {
-            "terminateEventDefinition" => ElementKind::EndEvent(EndEventKind::Terminate),
+            "terminateEventDefinition" => ElementKind::EndEvent(ThrowEventDefinition::Terminate),
             "messageEventDefinition" => {
                 let missing = "a message end event needs a job type; add zeebe:taskDefinition \
                                with a type (as in Zeebe, a message end event is a job for a \
                                worker that sends the message)";
-                ElementKind::EndEvent(EndEventKind::Message(self.job(
+                ElementKind::EndEvent(ThrowEventDefinition::Message(self.job(
                     id,
                     node,
                     extensions,
@@ -2028,19 +2028,19 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
             }
             "errorEventDefinition" => {
                 let error_code = self.thrown_code(id, definition, CodeKind::Error, "end event");
-                ElementKind::EndEvent(EndEventKind::Error { error_code })
+                ElementKind::EndEvent(ThrowEventDefinition::Error { error_code })
             }
             "escalationEventDefinition" => {
                 let escalation_code =
                     self.thrown_code(id, definition, CodeKind::Escalation, "end event");
-                ElementKind::EndEvent(EndEventKind::Escalation { escalation_code })
+                ElementKind::EndEvent(ThrowEventDefinition::Escalation { escalation_code })
             }
             "signalEventDefinition" => {
-                ElementKind::EndEvent(EndEventKind::Signal(self.signal(id, definition)))
+                ElementKind::EndEvent(ThrowEventDefinition::Signal(self.signal(id, definition)))
             }
             "compensateEventDefinition" => {
                 self.check_wait_for_completion(id, definition);
-                ElementKind::EndEvent(EndEventKind::Compensation { activity: None })
+                ElementKind::EndEvent(ThrowEventDefinition::Compensation { activity: None })
             }
             other => {
                 self.problem(
@@ -2052,7 +2052,7 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
                          events"
                     ),
                 );
-                ElementKind::EndEvent(EndEventKind::None)
+                ElementKind::EndEvent(ThrowEventDefinition::None)
             }
         }
     }
@@ -2488,11 +2488,11 @@ fn inputs_refused(kind: &ElementKind) -> Option<&'static str> {
              would read them; use output mappings",
         ),
         ElementKind::EndEvent(
-            EndEventKind::None
-            | EndEventKind::Terminate
-            | EndEventKind::Error { .. }
-            | EndEventKind::Escalation { .. }
-            | EndEventKind::Compensation { .. },
+            ThrowEventDefinition::None
+            | ThrowEventDefinition::Terminate
+            | ThrowEventDefinition::Error { .. }
+            | ThrowEventDefinition::Escalation { .. }
+            | ThrowEventDefinition::Compensation { .. },
         ) => Some(
             "only message end events (a job) and signal end events (the signal's variables) \
              can have input mappings; on this end event nothing would read them",
@@ -2546,7 +2546,7 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
                  listeners on the element after it",
             ),
         ),
-        ElementKind::EndEvent(EndEventKind::Error { .. }) => (
+        ElementKind::EndEvent(ThrowEventDefinition::Error { .. }) => (
             None,
             Some(
                 "an error end event cannot have end listeners in zeebe:executionListeners: it \
@@ -2555,7 +2555,7 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
         ),
         // Zeebe skips them when an interrupting catch event takes the escalation; Rill
         // refuses them rather than run them only sometimes.
-        ElementKind::EndEvent(EndEventKind::Escalation { .. })
+        ElementKind::EndEvent(ThrowEventDefinition::Escalation { .. })
         | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Escalation { .. }) => (
             None,
             Some(
@@ -2571,7 +2571,7 @@ fn listeners_refused(kind: &ElementKind) -> (Option<&'static str>, Option<&'stat
 /// Why an element of this kind cannot have output mappings, or `None` when it can.
 fn outputs_refused(kind: &ElementKind) -> Option<&'static str> {
     match kind {
-        ElementKind::EndEvent(EndEventKind::Error { .. }) => Some(
+        ElementKind::EndEvent(ThrowEventDefinition::Error { .. }) => Some(
             "an error end event cannot have output mappings: it never completes, the error it \
              throws ends its scope",
         ),
