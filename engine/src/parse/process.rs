@@ -288,6 +288,8 @@ impl<'c, 'a, 'input> Builder<'c, 'a, 'input> {
         self.problem(id, node, message);
     }
 
+    /// Reads one flow node: what every flow node has, and its definition through its
+    /// kind's `parser`; then adds it to its scope.
     fn add_flow_node(
         &mut self,
         scope: ElementIdx,
