@@ -173,20 +173,20 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
 /// The `zeebe:` extension elements of one flow node.
 #[derive(Default)]
 pub(in crate::parse) struct Extensions<'a, 'input> {
-    pub(in crate::parse) task_definition: Option<Node<'a, 'input>>,
-    pub(in crate::parse) task_headers: Option<Node<'a, 'input>>,
-    pub(in crate::parse) io_mapping: Option<Node<'a, 'input>>,
-    pub(in crate::parse) script: Option<Node<'a, 'input>>,
-    pub(in crate::parse) called_element: Option<Node<'a, 'input>>,
-    pub(in crate::parse) called_decision: Option<Node<'a, 'input>>,
-    pub(in crate::parse) execution_listeners: Option<Node<'a, 'input>>,
-    pub(in crate::parse) task_listeners: Option<Node<'a, 'input>>,
-    pub(in crate::parse) user_task: Option<Node<'a, 'input>>,
-    pub(in crate::parse) assignment: Option<Node<'a, 'input>>,
-    pub(in crate::parse) schedule: Option<Node<'a, 'input>>,
-    pub(in crate::parse) priority: Option<Node<'a, 'input>>,
-    pub(in crate::parse) form: Option<Node<'a, 'input>>,
-    pub(in crate::parse) ad_hoc: Option<Node<'a, 'input>>,
+    pub task_definition: Option<Node<'a, 'input>>,
+    pub task_headers: Option<Node<'a, 'input>>,
+    pub io_mapping: Option<Node<'a, 'input>>,
+    pub script: Option<Node<'a, 'input>>,
+    pub called_element: Option<Node<'a, 'input>>,
+    pub called_decision: Option<Node<'a, 'input>>,
+    pub execution_listeners: Option<Node<'a, 'input>>,
+    pub task_listeners: Option<Node<'a, 'input>>,
+    pub user_task: Option<Node<'a, 'input>>,
+    pub assignment: Option<Node<'a, 'input>>,
+    pub schedule: Option<Node<'a, 'input>>,
+    pub priority: Option<Node<'a, 'input>>,
+    pub form: Option<Node<'a, 'input>>,
+    pub ad_hoc: Option<Node<'a, 'input>>,
 }
 
 impl<'a, 'input> Builder<'_, 'a, 'input> {
