@@ -201,6 +201,7 @@ impl<'a> BatchView<'a> {
     }
 
     /// Whether the batch may be applied as an entry raft appended in `entry_term`.
+    #[must_use]
     pub fn built_for(&self, entry_term: u64) -> bool {
         self.term.is_none_or(|term| term == entry_term)
     }

@@ -148,6 +148,7 @@ impl<E: Engine> Couriers<E> {
     /// Whether the outbox should be delivered again: something went wrong since the
     /// last time, or everything handed out was answered (what is still in the outbox
     /// then was lost, e.g. with an earlier leader).
+    #[must_use]
     pub(crate) fn take_redelivery_due(&self) -> bool {
         self.trouble.swap(false, Ordering::Relaxed) || self.busy.load(Ordering::Relaxed) == 0
     }

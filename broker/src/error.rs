@@ -116,6 +116,7 @@ impl Error {
     }
 
     /// True when the command certainly was not applied, so a client may retry it.
+    #[must_use]
     pub fn is_definitely_not_applied(&self) -> bool {
         matches!(
             self,

@@ -283,6 +283,7 @@ pub fn limit_from_config(config: &RequestLimitConfig) -> Box<dyn Limit> {
 
 /// Admission of one request: when it started and how many were in flight then.
 #[derive(Debug, Clone, Copy)]
+#[must_use = "a permit is handed back when its request is answered"]
 pub struct Permit {
     started: Instant,
     inflight_at_start: u32,
@@ -308,6 +309,7 @@ impl RequestLimiter {
 
     /// Admits a request if below the limit. Commands that finish work are always
     /// admitted (and counted, so they take room from new work).
+    #[must_use]
     pub fn try_acquire(&mut self, never_rejected: bool, now: Instant) -> Option<Permit> {
         if self.enabled && !never_rejected && self.inflight >= self.limit.limit() {
             return None;

@@ -188,7 +188,7 @@ impl RaftNetwork {
     }
 
     /// Reaches `node` at `address` from now on (a broker a cluster change added),
-    /// looked up now and again every [`RESOLVE_INTERVAL`] like the contact points.
+    /// looked up now and again every `RESOLVE_INTERVAL` like the contact points.
     pub async fn add_peer(&self, node: NodeId, address: String) {
         if node == self.transport.node_id() {
             return;
@@ -216,7 +216,7 @@ impl RaftNetwork {
 
     /// Starts the internal transport of a node of a cluster: it listens on
     /// `cluster.host:cluster.internal-port` and reaches the other nodes at `addresses`
-    /// (every node's internal address; looked up again every [`RESOLVE_INTERVAL`]).
+    /// (every node's internal address; looked up again every `RESOLVE_INTERVAL`).
     pub async fn start_for_node(
         config: &RillConfig,
         addresses: &BTreeMap<NodeId, String>,

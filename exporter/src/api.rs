@@ -77,7 +77,7 @@ pub struct ExportContext {
     pub last_exported_position: Position,
 }
 
-/// One exporter of a partition's records. See the [module documentation](self) for the
+/// One exporter of a partition's records. See the module documentation of `api` for the
 /// contract between the director and an exporter.
 pub trait Exporter: Send {
     /// A stable id, the key under which the director replicates this exporter's position

@@ -293,7 +293,7 @@ pub enum BpmnEventType {
 }
 
 /// Serialized with its tree path as Zeebe's three flat fields (empty lists without one),
-/// in this order; see [`ProcessInstanceWire`] for reading.
+/// in this order; see `ProcessInstanceWire` for reading.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(from = "ProcessInstanceWire")]
 pub struct ProcessInstanceRecord {

@@ -298,7 +298,7 @@ impl RaftLogReader<TypeConfig> for LogReader {
     }
 
     /// What one append request to a follower carries: at most
-    /// [`APPEND_REQUEST_BYTES`] of entries (at least one). Without a limit openraft reads
+    /// `APPEND_REQUEST_BYTES` of entries (at least one). Without a limit openraft reads
     /// and encodes `raft.max-append-entries` entries, finds them too large for a frame
     /// and tries again with fewer, and after ten requests with fewer goes back to all:
     /// with entries of 1 MB, 256 MB read and encoded for nothing every eleventh request.

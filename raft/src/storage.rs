@@ -65,6 +65,7 @@ impl ClosedSignal {
     }
 
     /// Waits until closed, at most `timeout`. Returns whether it closed.
+    #[must_use]
     pub async fn wait(&self, timeout: Duration) -> bool {
         tokio::time::timeout(timeout, self.closed()).await.is_ok()
     }

@@ -224,6 +224,7 @@ impl ClusterState {
     }
 
     /// Waits until the configuration is at `version` or later; false after `timeout`.
+    #[must_use]
     pub async fn wait_version(&self, version: u64, timeout: Duration) -> bool {
         let mut watcher = self.subscribe();
         tokio::time::timeout(timeout, watcher.wait_for(|c| c.version >= version))
@@ -294,7 +295,7 @@ impl ClusterState {
 
 impl Handler for ClusterState {
     /// A sync request (the asker's version, as 8 bytes little endian or in a
-    /// [`requests::ClusterRequest::Sync`]) is answered with this broker's configuration
+    /// `ClusterRequest::Sync`) is answered with this broker's configuration
     /// if it is newer, else empty; the other requests run a change's parts here.
     fn handle(
         &self,

@@ -89,6 +89,7 @@ pub trait LocalCluster: Send + Sync + 'static {
     fn leads_partition_1(&self) -> bool;
     /// Proposes `next` through partition 1, stored if the stored configuration is still
     /// at `expected_version`; false when partition 1 is not led here.
+    #[must_use]
     fn propose(&self, expected_version: u64, next: &ClusterConfiguration) -> bool;
     /// Changes a partition's voters, if this broker's replica leads it (an error names
     /// why not).

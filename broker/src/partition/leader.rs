@@ -282,6 +282,7 @@ impl<E: Engine> LeaderState<E> {
 
     /// Queues the commands whose time has come (timers, job deadlines), once the ones
     /// proposed before are confirmed; true if it looked (then propose).
+    #[must_use]
     pub(crate) fn queue_due_work(&mut self, engine: &mut E, db: &StateDb) -> bool {
         let now = clock::now();
         if !matches!(self.next_wake, Some(due) if due <= now && self.due_in_flight == 0) {

@@ -28,6 +28,7 @@ impl Snapshots {
     }
 
     /// Whether the periodic snapshot is due (and it counts as taken from now).
+    #[must_use]
     pub(crate) fn periodic_due(&mut self, period: Duration, now: Instant) -> bool {
         if now.saturating_duration_since(self.last) < period {
             return false;
