@@ -6,9 +6,9 @@ use rill_protocol::{JsonValue, Key};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 
-use crate::api::ApiSettings;
 use crate::limits::{MAX_DOCUMENT_DEPTH, Unreadable, check_size, is_recursion_limit, raw_document};
 use crate::problem::Problem;
+use crate::rest::ApiSettings;
 
 /// Parses a JSON request body. An empty body is an error (the endpoint needs one).
 pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {

@@ -4,7 +4,6 @@
 //! through the [`GatewayBackend`] trait.
 
 pub mod activation;
-mod api;
 mod backend;
 pub mod cluster;
 mod dispatch;
@@ -14,6 +13,7 @@ mod json;
 mod limits;
 mod metrics;
 mod problem;
+mod rest;
 mod server;
 
 pub use backend::{

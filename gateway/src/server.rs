@@ -16,13 +16,13 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::api::{self, ApiSettings, AppState, JobWaiters, SharedState};
 use crate::backend::GatewayBackend;
 use crate::dispatch::Dispatcher;
 use crate::error::GatewayError;
 use crate::grpc::GrpcServer;
 use crate::metrics::GatewayMetrics;
 use crate::problem::Problem;
+use crate::rest::{self, ApiSettings, AppState, JobWaiters, SharedState};
 
 /// Builds the REST API's router. `shutdown` turning true ends waiting long polls.
 pub fn router(
@@ -59,7 +59,7 @@ pub(crate) fn shared_state(
 
 fn rest_router(state: SharedState) -> Router {
     let max_message_size = state.settings.max_message_size;
-    api::routes()
+    rest::routes()
         .fallback(no_such_endpoint)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(

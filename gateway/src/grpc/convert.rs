@@ -200,7 +200,7 @@ pub fn job_result(
     result: JobResult,
     max_size: u64,
 ) -> Result<rill_protocol::value::JobResult, Status> {
-    let corrections = result.corrections.map(|c| crate::api::jobs::Corrections {
+    let corrections = result.corrections.map(|c| crate::rest::jobs::Corrections {
         assignee: c.assignee,
         due_date: c.due_date,
         follow_up_date: c.follow_up_date,
@@ -222,7 +222,7 @@ pub fn job_result(
         }
         Some(checked)
     };
-    crate::api::jobs::job_result(crate::api::jobs::ResultInput {
+    crate::rest::jobs::job_result(crate::rest::jobs::ResultInput {
         result_type: result.r#type,
         denied: result.denied,
         denied_reason: result.denied_reason,

@@ -1,5 +1,5 @@
 //! EvaluateDecision and the decision entries of a deploy answer, in Zeebe's messages.
-//! The evaluation is the REST API's (`api::decisions::submit_evaluation`): one command,
+//! The evaluation is the REST API's (`rest::decisions::submit_evaluation`): one command,
 //! answered with the DECISION_EVALUATION event, EVALUATED or FAILED.
 
 use rill_protocol::DecisionSelector;
@@ -12,8 +12,8 @@ use tonic::Status;
 use super::convert::{tenant, tenant_text, variables};
 use super::proto;
 use super::status::from_problem;
-use crate::api::SharedState;
-use crate::api::decisions::submit_evaluation;
+use crate::rest::SharedState;
+use crate::rest::decisions::submit_evaluation;
 
 /// Which decision a request names: a key takes precedence over an id, as in Zeebe.
 fn selector(

@@ -30,7 +30,7 @@ use tonic::Status;
 use super::convert::activated_job;
 use super::proto::ActivatedJob;
 use crate::activation::{Activation, usable_jobs};
-use crate::api::SharedState;
+use crate::rest::SharedState;
 
 /// Requests an aggregate keeps open with each partition's leader (the leader runs up
 /// to four activations of a type at once).

@@ -1,6 +1,6 @@
 //! The `gateway_protocol.Gateway` service. Each RPC checks its request, builds the same
 //! broker command as the REST endpoint for it and sends it through the shared dispatcher
-//! (`crate::dispatch`); ActivateJobs is the REST API's long poll (`api::jobs`), and job
+//! (`crate::dispatch`); ActivateJobs is the REST API's long poll (`rest::jobs`), and job
 //! streams are fed by the brokers' job push (`push`).
 
 use std::pin::Pin;
@@ -29,12 +29,12 @@ use super::proto::gateway_server::Gateway;
 use super::proto::*;
 use super::push::{JobStreams, give_back};
 use super::status::from_problem;
-use crate::api::deployments::DEPLOYMENT_PARTITION;
-use crate::api::jobs::{ActivatedBatches, activate_jobs};
-use crate::api::process_instances::submit_create;
-use crate::api::{SharedState, client_timeout};
 use crate::backend::{PartitionHealth, PartitionRole};
 use crate::dispatch::Accepted;
+use crate::rest::deployments::DEPLOYMENT_PARTITION;
+use crate::rest::jobs::{ActivatedBatches, activate_jobs};
+use crate::rest::process_instances::submit_create;
+use crate::rest::{SharedState, client_timeout};
 
 /// The engine command of a migration request, its fields checked.
 fn migration(

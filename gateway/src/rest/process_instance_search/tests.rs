@@ -10,8 +10,8 @@ use rill_protocol::{
 };
 use serde_json::{Value, json};
 
-use crate::api::history_search::{SearchBody, plan};
 use crate::problem::Problem;
+use crate::rest::history_search::{SearchBody, plan};
 
 /// Three partitions; instance n of partition p starts at 1000 + n * 7 + p (so start
 /// dates interleave across partitions), "order" when n is odd; every third completes.
@@ -280,7 +280,7 @@ fn operators_select_what_they_say() {
     assert_eq!(count(json!({"processDefinitionVersion": {"$gte": 2}})), 0);
     assert_eq!(count(json!({"hasIncident": false})), 120);
     // Started before 1000 + 10 * 7 + 1 ms: n < 10 everywhere, and n = 10 on partition 1.
-    let cutoff = crate::api::date_text(Timestamp(1_071));
+    let cutoff = crate::rest::date_text(Timestamp(1_071));
     assert_eq!(count(json!({"startDate": {"$lte": cutoff}})), 28);
     assert_eq!(count(json!({"startDate": {"$lt": cutoff}})), 27);
     // The same instant with an offset, as RFC 3339 allows.
