@@ -6,13 +6,11 @@
 pub mod activation;
 mod backend;
 pub mod cluster;
-mod dispatch;
 mod error;
 pub mod grpc;
-mod json;
 mod limits;
 mod metrics;
-mod problem;
+mod ops;
 mod rest;
 mod server;
 
@@ -22,5 +20,6 @@ pub use backend::{
 };
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;
-pub use problem::{CONTENT_TYPE_PROBLEM, Problem};
+pub use ops::ClientError;
+pub use rest::{CONTENT_TYPE_PROBLEM, Problem};
 pub use server::{GatewayServer, RestServer, router, serve};

@@ -9,10 +9,9 @@ use rill_protocol::value::{
 };
 use tonic::Status;
 
-use super::convert::{tenant, tenant_text, variables};
+use super::convert::{invalid, tenant, tenant_text, variables};
 use super::proto;
-use super::status::from_problem;
-use crate::rest::SharedState;
+use crate::ops::{ClientError, SharedState};
 use crate::rest::decisions::submit_evaluation;
 
 /// Which decision a request names: a key takes precedence over an id, as in Zeebe.
@@ -21,24 +20,28 @@ fn selector(
     request: &proto::EvaluateDecisionRequest,
 ) -> Result<DecisionSelector, Status> {
     if request.decision_key < 0 {
-        return Err(Status::invalid_argument(format!(
-            "Property 'decisionKey' is invalid: expected a key (a positive number), but got {}",
-            request.decision_key
-        )));
+        return Err(invalid(
+            "decisionKey",
+            format!(
+                "expected a key (a positive number), but got {}",
+                request.decision_key
+            ),
+        ));
     }
     if request.decision_key > 0 {
         let key = rill_protocol::Key(request.decision_key);
         state
             .dispatch
             .partition_of(key, "decision")
-            .map_err(from_problem)?;
+            .map_err(Status::from)?;
         return Ok(DecisionSelector::ByKey(key));
     }
     if request.decision_id.trim().is_empty() {
-        return Err(Status::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "Expected either a decision key or a decision id, but none provided: give \
              'decisionKey' or 'decisionId'",
-        ));
+        )
+        .into());
     }
     Ok(DecisionSelector::ById(request.decision_id.clone()))
 }
@@ -56,7 +59,7 @@ pub async fn evaluate(
     )?;
     let (key, record) = submit_evaluation(state, decision, variables)
         .await
-        .map_err(from_problem)?;
+        .map_err(Status::from)?;
     Ok(evaluation_response(key.get(), record))
 }
 

@@ -19,7 +19,7 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
 use crate::error::GatewayError;
-use crate::rest::SharedState;
+use crate::ops::SharedState;
 
 /// The generated messages and service of `gateway_protocol`.
 pub mod proto {

@@ -30,7 +30,7 @@ use tonic::Status;
 use super::convert::activated_job;
 use super::proto::ActivatedJob;
 use crate::activation::{Activation, usable_jobs};
-use crate::rest::SharedState;
+use crate::ops::{Backoff, SharedState};
 
 /// Requests an aggregate keeps open with each partition's leader (the leader runs up
 /// to four activations of a type at once).
@@ -236,7 +236,7 @@ async fn feed(
 ) {
     let mut stopped = aggregate.stopped.subscribe();
     let mut shutdown = state.shutdown.clone();
-    let mut delay = FIRST_RETRY_DELAY;
+    let mut backoff = Backoff::new(FIRST_RETRY_DELAY, MAX_RETRY_DELAY);
     loop {
         if *stopped.borrow() || *shutdown.borrow() {
             return;
@@ -277,15 +277,14 @@ async fn feed(
             }
         };
         if !failed {
-            delay = FIRST_RETRY_DELAY;
+            backoff.reset();
             continue;
         }
         tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
+            _ = tokio::time::sleep(backoff.next_delay()) => {}
             _ = stopped.wait_for(|stopped| *stopped) => return,
             _ = shutdown.wait_for(|stopping| *stopping) => return,
         }
-        delay = (delay * 2).min(MAX_RETRY_DELAY);
     }
 }
 
@@ -308,12 +307,12 @@ pub async fn give_back(state: &SharedState, job_key: i64) {
         return;
     };
     let command = Command::YieldJob { job_key: key };
-    if let Err(problem) = state
+    if let Err(error) = state
         .dispatch
         .submit(partition, command, state.settings.request_timeout)
         .await
     {
-        tracing::debug!(job_key, detail = %problem.detail, "could not give back an undelivered job");
+        tracing::debug!(job_key, %error, "could not give back an undelivered job");
     }
 }
 

@@ -21,20 +21,19 @@ use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::convert::{
-    activated_job, job_result, json_text, key, operation_reference, split_batch, tenant,
+    activated_job, invalid, job_result, json_text, key, operation_reference, split_batch, tenant,
     tenant_text, unsupported, variables, within_limits,
 };
 use super::decisions;
 use super::proto::gateway_server::Gateway;
 use super::proto::*;
 use super::push::{JobStreams, give_back};
-use super::status::from_problem;
 use crate::backend::{PartitionHealth, PartitionRole};
-use crate::dispatch::Accepted;
+use crate::ops::Accepted;
+use crate::ops::{ClientError, SharedState, client_timeout};
 use crate::rest::deployments::DEPLOYMENT_PARTITION;
 use crate::rest::jobs::{ActivatedBatches, activate_jobs};
 use crate::rest::process_instances::submit_create;
-use crate::rest::{SharedState, client_timeout};
 
 /// The engine command of a migration request, its fields checked.
 fn migration(
@@ -42,9 +41,7 @@ fn migration(
     process_instance_key: rill_protocol::Key,
 ) -> Result<MigrateProcessInstance, Status> {
     let Some(plan) = request.migration_plan else {
-        return Err(Status::invalid_argument(
-            "Property 'migrationPlan' is invalid: a migration plan is required",
-        ));
+        return Err(invalid("migrationPlan", "a migration plan is required"));
     };
     let target_process_definition_key = key(
         "migrationPlan.targetProcessDefinitionKey",
@@ -57,10 +54,10 @@ fn migration(
             ("targetElementId", &mapping.target_element_id),
         ] {
             if value.trim().is_empty() {
-                return Err(Status::invalid_argument(format!(
-                    "Property 'migrationPlan.mappingInstructions[{index}].{field}' is \
-                     invalid: the element id must not be blank"
-                )));
+                return Err(invalid(
+                    &format!("migrationPlan.mappingInstructions[{index}].{field}"),
+                    "the element id must not be blank",
+                ));
             }
         }
         mapping_instructions.push(MigrationMappingInstruction {
@@ -85,9 +82,10 @@ fn modification(
     for (index, instruction) in request.activate_instructions.into_iter().enumerate() {
         let field = format!("activateInstructions[{index}]");
         if instruction.element_id.trim().is_empty() {
-            return Err(Status::invalid_argument(format!(
-                "Property '{field}.elementId' is invalid: the element id must not be blank"
-            )));
+            return Err(invalid(
+                &format!("{field}.elementId"),
+                "the element id must not be blank",
+            ));
         }
         let ancestor = match instruction.ancestor_element_instance_key {
             0 | -1 => rill_protocol::Key::NONE,
@@ -130,14 +128,6 @@ const STREAM_BATCH: i32 = 32;
 /// How long a job stream waits before polling again after no partition could answer.
 const STREAM_RETRY_DELAY: Duration = Duration::from_millis(250);
 
-/// Failures that pass on their own (no leader yet, back-pressure, a timeout).
-fn is_transient(code: tonic::Code) -> bool {
-    matches!(
-        code,
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::ResourceExhausted
-    )
-}
-
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 pub struct GatewayService {
@@ -177,6 +167,7 @@ impl GatewayService {
             settings.max_message_size,
             settings.max_variable_document_size,
         )
+        .map_err(Status::from)
     }
 
     /// Sends a command to the partition that owns `key` (the entity named by `what`).
@@ -190,18 +181,19 @@ impl GatewayService {
             .state
             .dispatch
             .partition_of(key, what)
-            .map_err(from_problem)?;
+            .map_err(Status::from)?;
         self.state
             .dispatch
             .submit(partition, command, self.request_timeout())
             .await
-            .map_err(from_problem)
+            .map_err(Status::from)
     }
 
     async fn deploy(&self, resources: Vec<Resource>) -> Result<(i64, DeploymentRecord), Status> {
         if resources.is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'resources' is invalid: no resources given; deploy at least one",
+            return Err(invalid(
+                "resources",
+                "no resources given; deploy at least one",
             ));
         }
         let accepted = self
@@ -213,7 +205,7 @@ impl GatewayService {
                 self.request_timeout(),
             )
             .await
-            .map_err(from_problem)?;
+            .map_err(Status::from)?;
         match accepted.value {
             RecordValue::Deployment(record) => Ok((accepted.key.get(), record)),
             other => Err(unexpected("deployment", &other)),
@@ -234,11 +226,8 @@ impl GatewayService {
             !request.runtime_instructions.is_empty(),
             "runtimeInstructions",
         )?;
-        let tags = rill_protocol::tags::validate_tags(&request.tags).map_err(|reason| {
-            Status::invalid_argument(format!(
-                "Property '{field_prefix}tags' is invalid: {reason}"
-            ))
-        })?;
+        let tags = rill_protocol::tags::validate_tags(&request.tags)
+            .map_err(|reason| invalid(&format!("{field_prefix}tags"), reason))?;
         let reference = operation_reference(
             &format!("{field_prefix}operationReference"),
             request.operation_reference,
@@ -248,14 +237,14 @@ impl GatewayService {
             self.state
                 .dispatch
                 .partition_of(key, "process definition")
-                .map_err(from_problem)?;
+                .map_err(Status::from)?;
             ProcessSelector::ByKey(key)
         } else {
             if request.bpmn_process_id.trim().is_empty() {
-                return Err(Status::invalid_argument(format!(
-                    "Property '{field_prefix}bpmnProcessId' is invalid: give a BPMN process id \
-                     or a processDefinitionKey"
-                )));
+                return Err(invalid(
+                    &format!("{field_prefix}bpmnProcessId"),
+                    "give a BPMN process id or a processDefinitionKey",
+                ));
             }
             // Versions start at 1: -1 (and 0, the field's default) mean the latest.
             ProcessSelector::ById {
@@ -279,11 +268,7 @@ impl GatewayService {
 }
 
 fn unexpected(what: &str, value: &RecordValue) -> Status {
-    Status::internal(format!(
-        "Expected the broker to answer the {what} request with its record, but it answered \
-         with a {} record",
-        value.value_type().name()
-    ))
+    ClientError::unexpected_answer(what, value).into()
 }
 
 fn process_metadata(process: ProcessMetadata) -> super::proto::ProcessMetadata {
@@ -298,19 +283,20 @@ fn process_metadata(process: ProcessMetadata) -> super::proto::ProcessMetadata {
 
 fn checked_job_type(job_type: &str) -> Result<(), Status> {
     if job_type.trim().is_empty() {
-        return Err(Status::invalid_argument(
-            "Property 'type' is invalid: the job type must not be blank",
-        ));
+        return Err(invalid("type", "the job type must not be blank"));
     }
     Ok(())
 }
 
 fn checked_job_timeout(timeout: i64) -> Result<(), Status> {
     if timeout < 1 {
-        return Err(Status::invalid_argument(format!(
-            "Property 'timeout' is invalid: expected a job timeout of at least 1 ms, but got \
+        return Err(invalid(
+            "timeout",
+            format!(
+                "expected a job timeout of at least 1 ms, but got \
              {timeout}"
-        )));
+            ),
+        ));
     }
     Ok(())
 }
@@ -376,10 +362,13 @@ impl Gateway for GatewayService {
         checked_job_type(&request.r#type)?;
         checked_job_timeout(request.timeout)?;
         if request.max_jobs_to_activate < 1 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'maxJobsToActivate' is invalid: expected at least 1, but got {}",
-                request.max_jobs_to_activate
-            )));
+            return Err(invalid(
+                "maxJobsToActivate",
+                format!(
+                    "expected at least 1, but got {}",
+                    request.max_jobs_to_activate
+                ),
+            ));
         }
         for id in &request.tenant_ids {
             tenant("tenantIds", id)?;
@@ -418,7 +407,7 @@ impl Gateway for GatewayService {
                     deliver(&state, &sender, messages).await;
                 }
                 Err(problem) => {
-                    let _ = sender.send(Err(from_problem(problem))).await;
+                    let _ = sender.send(Err(Status::from(problem))).await;
                 }
             }
         });
@@ -469,18 +458,14 @@ impl Gateway for GatewayService {
                             return;
                         }
                     }
-                    Err(problem) => {
-                        let status = from_problem(problem);
-                        if !is_transient(status.code()) {
-                            let _ = sender.send(Err(status)).await;
+                    Err(error) => {
+                        if !error.is_transient() {
+                            let _ = sender.send(Err(error.into())).await;
                             return;
                         }
                         // No partition could be asked (an election, back-pressure): a
                         // stream outlives that, as a worker expects, and looks again.
-                        tracing::debug!(
-                            message = status.message(),
-                            "job stream waits to poll again"
-                        );
+                        tracing::debug!(%error, "job stream waits to poll again");
                         tokio::select! {
                             _ = tokio::time::sleep(STREAM_RETRY_DELAY) => {}
                             _ = sender.closed() => return,
@@ -538,7 +523,7 @@ impl Gateway for GatewayService {
         let command = self.creation(request, "", false, Vec::new())?;
         let accepted = submit_create(&self.state, command, self.request_timeout())
             .await
-            .map_err(from_problem)?;
+            .map_err(Status::from)?;
         match accepted.value {
             RecordValue::ProcessInstanceCreation(record) => {
                 Ok(Response::new(CreateProcessInstanceResponse {
@@ -568,8 +553,9 @@ impl Gateway for GatewayService {
         )];
         self.within_limits(&request, &documents)?;
         let Some(create) = request.request else {
-            return Err(Status::invalid_argument(
-                "Property 'request' is invalid: the process instance to create is missing",
+            return Err(invalid(
+                "request",
+                "the process instance to create is missing",
             ));
         };
         let command = self.creation(create, "request.", true, request.fetch_variables)?;
@@ -582,7 +568,7 @@ impl Gateway for GatewayService {
             .unwrap_or(self.request_timeout());
         let accepted = submit_create(&self.state, command, timeout)
             .await
-            .map_err(from_problem)?;
+            .map_err(Status::from)?;
         match accepted.value {
             RecordValue::ProcessInstanceResult(record) => {
                 Ok(Response::new(CreateProcessInstanceWithResultResponse {
@@ -694,10 +680,10 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.retry_back_off < 0 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'retryBackOff' is invalid: expected 0 or more ms, but got {}",
-                request.retry_back_off
-            )));
+            return Err(invalid(
+                "retryBackOff",
+                format!("expected 0 or more ms, but got {}", request.retry_back_off),
+            ));
         }
         let command = Command::FailJob(FailJob {
             job_key,
@@ -719,9 +705,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.error_code.trim().is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'errorCode' is invalid: the error code must not be blank",
-            ));
+            return Err(invalid("errorCode", "the error code must not be blank"));
         }
         let command = Command::ThrowError(ThrowError {
             job_key,
@@ -741,15 +725,13 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         tenant("tenantId", &request.tenant_id)?;
         if request.name.trim().is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'name' is invalid: the message name must not be blank",
-            ));
+            return Err(invalid("name", "the message name must not be blank"));
         }
         if request.time_to_live < 0 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'timeToLive' is invalid: expected 0 or more ms, but got {}",
-                request.time_to_live
-            )));
+            return Err(invalid(
+                "timeToLive",
+                format!("expected 0 or more ms, but got {}", request.time_to_live),
+            ));
         }
         let partition = message_partition(
             &request.correlation_key,
@@ -767,7 +749,7 @@ impl Gateway for GatewayService {
             .dispatch
             .submit(partition, command, self.request_timeout())
             .await
-            .map_err(from_problem)?;
+            .map_err(Status::from)?;
         Ok(Response::new(PublishMessageResponse {
             key: accepted.key.get(),
             tenant_id: DEFAULT_TENANT.to_owned(),
@@ -820,7 +802,7 @@ impl Gateway for GatewayService {
             .backend()
             .topology()
             .await
-            .map_err(|error| from_problem(crate::problem::Problem::from_backend(&error)))?;
+            .map_err(|error| Status::from(ClientError::from(error)))?;
         let brokers = topology
             .brokers
             .into_iter()
@@ -868,10 +850,10 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.retries < 1 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'retries' is invalid: expected at least 1, but got {}",
-                request.retries
-            )));
+            return Err(invalid(
+                "retries",
+                format!("expected at least 1, but got {}", request.retries),
+            ));
         }
         let reference = operation_reference("operationReference", request.operation_reference)?;
         let command = Command::UpdateJob(UpdateJob {
@@ -946,10 +928,10 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.timeout < 1 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'timeout' is invalid: expected at least 1 ms, but got {}",
-                request.timeout
-            )));
+            return Err(invalid(
+                "timeout",
+                format!("expected at least 1 ms, but got {}", request.timeout),
+            ));
         }
         let reference = operation_reference("operationReference", request.operation_reference)?;
         let command = Command::UpdateJob(UpdateJob {
@@ -984,9 +966,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         tenant("tenantId", &request.tenant_id)?;
         if request.signal_name.trim().is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'signalName' is invalid: the signal name must not be blank",
-            ));
+            return Err(invalid("signalName", "the signal name must not be blank"));
         }
         // Any partition takes a broadcast and passes it on to every other one.
         let command = Command::BroadcastSignal(BroadcastSignal {
@@ -999,7 +979,7 @@ impl Gateway for GatewayService {
             .submit_to_any(command, self.request_timeout())
             .await;
         Ok(Response::new(BroadcastSignalResponse {
-            key: accepted.map_err(from_problem)?.key.get(),
+            key: accepted.map_err(Status::from)?.key.get(),
             tenant_id: DEFAULT_TENANT.to_owned(),
         }))
     }

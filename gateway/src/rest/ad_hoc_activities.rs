@@ -9,9 +9,9 @@ use rill_protocol::value::AdHocSubProcessActivateElement;
 use rill_protocol::{ActivateAdHocSubProcessActivities, Command};
 use serde::Deserialize;
 
+use super::json::{Variables, parse_body};
 use super::{Body, KeyParam, SharedState};
-use crate::json::{Variables, parse_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda 8.8's `AdHocSubProcessActivateActivitiesInstruction`.
 #[derive(Deserialize)]
@@ -39,17 +39,17 @@ pub async fn activate(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: ActivationRequest = parse_body(&body)?;
     if request.elements.is_empty() {
-        return Err(Problem::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "No elements provided; give at least one element to activate",
         ));
     }
     let mut elements = Vec::with_capacity(request.elements.len());
     for (index, element) in request.elements.into_iter().enumerate() {
         if element.element_id.trim().is_empty() {
-            return Err(Problem::invalid_argument(format!(
+            return Err(ClientError::invalid_argument(format!(
                 "No elementId provided in elements[{index}]"
             )));
         }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::SharedState;
 use crate::backend::{PartitionHealth, PartitionRole, Topology};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -88,13 +88,10 @@ impl From<Topology> for TopologyResponse {
     }
 }
 
-pub async fn topology(State(state): State<SharedState>) -> Result<Json<TopologyResponse>, Problem> {
-    let topology = state
-        .dispatch
-        .backend()
-        .topology()
-        .await
-        .map_err(|e| Problem::from_backend(&e))?;
+pub async fn topology(
+    State(state): State<SharedState>,
+) -> Result<Json<TopologyResponse>, ClientError> {
+    let topology = state.dispatch.backend().topology().await?;
     Ok(Json(topology.into()))
 }
 
@@ -102,12 +99,10 @@ pub async fn topology(State(state): State<SharedState>) -> Result<Json<TopologyR
 pub async fn status(State(state): State<SharedState>) -> Response {
     match state.dispatch.backend().topology().await {
         Ok(topology) if topology.all_partitions_led() => StatusCode::NO_CONTENT.into_response(),
-        Ok(_) => Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "UNAVAILABLE",
-            "Not every partition has a healthy leader yet",
-        )
+        Ok(_) => ClientError::Unavailable {
+            detail: "Not every partition has a healthy leader yet".to_owned(),
+        }
         .into_response(),
-        Err(error) => Problem::from_backend(&error).into_response(),
+        Err(error) => ClientError::from(error).into_response(),
     }
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::deployments::DEPLOYMENT_PARTITION;
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
 use super::{Body, KeyParam, SharedState, key_text};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda's `DecisionDefinitionResult`.
 #[derive(Serialize, Debug)]
@@ -137,7 +137,7 @@ impl SearchEntity for HistoricDecisionRequirements {
 pub async fn search_definitions(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<DecisionDefinitionResult>>, Problem> {
+) -> Result<Json<SearchResult<DecisionDefinitionResult>>, ClientError> {
     run::<HistoricDecisionDefinition>(&state, &body, None)
         .await
         .map(Json)
@@ -147,25 +147,25 @@ pub async fn search_definitions(
 pub async fn search_requirements(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<DecisionRequirementsResult>>, Problem> {
+) -> Result<Json<SearchResult<DecisionRequirementsResult>>, ClientError> {
     run::<HistoricDecisionRequirements>(&state, &body, None)
         .await
         .map(Json)
 }
 
-fn definition_not_found(key: Key) -> Problem {
-    Problem::not_found(format!("Decision definition with key '{key}' not found"))
+fn definition_not_found(key: Key) -> ClientError {
+    ClientError::not_found(format!("Decision definition with key '{key}' not found"))
 }
 
-fn requirements_not_found(key: Key) -> Problem {
-    Problem::not_found(format!("Decision requirements with key '{key}' not found"))
+fn requirements_not_found(key: Key) -> ClientError {
+    ClientError::not_found(format!("Decision requirements with key '{key}' not found"))
 }
 
 /// `GET /v2/decision-definitions/{decisionDefinitionKey}`.
 pub async fn get_definition(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<DecisionDefinitionResult>, Problem> {
+) -> Result<Json<DecisionDefinitionResult>, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -186,7 +186,7 @@ pub async fn get_definition(
 pub async fn get_requirements(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<DecisionRequirementsResult>, Problem> {
+) -> Result<Json<DecisionRequirementsResult>, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -203,7 +203,7 @@ pub async fn get_requirements(
         .ok_or_else(|| requirements_not_found(key))
 }
 
-async fn xml(state: &SharedState, key: Key, what: &str) -> Result<Option<String>, Problem> {
+async fn xml(state: &SharedState, key: Key, what: &str) -> Result<Option<String>, ClientError> {
     fetch(
         state,
         key,
@@ -226,7 +226,7 @@ fn xml_response(xml: String) -> Response {
 pub async fn definition_xml(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let found = xml(&state, key, "decision definition").await?;
     // The key of a decision requirements graph also finds its XML: only a decision's.
     let is_decision = fetch(
@@ -251,7 +251,7 @@ pub async fn definition_xml(
 pub async fn requirements_xml(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     match xml(&state, key, "decision requirements").await? {
         Some(xml) => Ok(xml_response(xml)),
         None => Err(requirements_not_found(key)),

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
 use super::{Body, KeyParam, SharedState, date_text, key_text};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda's `DecisionInstanceResult`; keys without a value are left out.
 #[derive(Serialize, Debug)]
@@ -112,7 +112,7 @@ impl SearchEntity for HistoricDecisionInstance {
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<DecisionInstanceResult>>, Problem> {
+) -> Result<Json<SearchResult<DecisionInstanceResult>>, ClientError> {
     run::<HistoricDecisionInstance>(&state, &body, None)
         .await
         .map(Json)
@@ -156,7 +156,7 @@ struct EvaluatedOutput {
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<DecisionInstanceDetail>, Problem> {
+) -> Result<Json<DecisionInstanceDetail>, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -169,7 +169,7 @@ pub async fn get(
     )
     .await?;
     let Some(mut instance) = found else {
-        return Err(Problem::not_found(format!(
+        return Err(ClientError::not_found(format!(
             "Decision instance with key '{key}' not found"
         )));
     };

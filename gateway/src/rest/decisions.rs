@@ -8,17 +8,18 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use rill_protocol::value::{
     DecisionEvaluationRecord, DecisionRecord, DecisionRequirementsMetadata, EvaluatedDecisionValue,
 };
-use rill_protocol::{Command, DecisionSelector, EvaluateDecision, JsonValue, RecordValue};
+use rill_protocol::{
+    Command, DecisionSelector, EvaluateDecision, JsonValue, RecordValue, RejectionType,
+};
 use serde::{Deserialize, Serialize};
 
 use super::deployments::DEPLOYMENT_PARTITION;
-use super::{Body, SharedState, check_tenant, key_text, unexpected_answer};
-use crate::json::{KeyString, Variables, parse_body};
-use crate::problem::Problem;
+use super::json::{KeyString, Variables, parse_body};
+use super::{Body, SharedState, check_tenant, key_text};
+use crate::ops::ClientError;
 
 /// `DeploymentDecisionResult`.
 #[derive(Serialize)]
@@ -210,7 +211,7 @@ fn evaluate_result(key: rill_protocol::Key, record: &DecisionEvaluationRecord) -
 pub async fn evaluate(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<EvaluateResult>, Problem> {
+) -> Result<Json<EvaluateResult>, ClientError> {
     let request: EvaluateRequest = parse_body(&body)?;
     check_tenant("tenantId", request.tenant_id.as_deref())?;
     let decision = match (
@@ -218,17 +219,17 @@ pub async fn evaluate(
         request.decision_definition_key,
     ) {
         (Some(_), Some(_)) => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "Only one of [decisionDefinitionId, decisionDefinitionKey] is allowed",
             ));
         }
         (None, None) => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "At least one of [decisionDefinitionId, decisionDefinitionKey] is required",
             ));
         }
         (Some(id), None) if id.trim().is_empty() => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "No decisionDefinitionId provided",
             ));
         }
@@ -249,7 +250,7 @@ pub(crate) async fn submit_evaluation(
     state: &SharedState,
     decision: DecisionSelector,
     variables: JsonValue,
-) -> Result<(rill_protocol::Key, DecisionEvaluationRecord), Problem> {
+) -> Result<(rill_protocol::Key, DecisionEvaluationRecord), ClientError> {
     let command = Command::EvaluateDecision(EvaluateDecision {
         decision,
         variables,
@@ -257,9 +258,10 @@ pub(crate) async fn submit_evaluation(
     let timeout = state.settings.request_timeout;
     let (partition, answered) = state.dispatch.submit_to_any(command.clone(), timeout).await;
     let accepted = match answered {
-        Err(problem)
-            if problem.status == StatusCode::NOT_FOUND && partition != DEPLOYMENT_PARTITION =>
-        {
+        Err(ClientError::Rejected {
+            kind: RejectionType::NotFound,
+            ..
+        }) if partition != DEPLOYMENT_PARTITION => {
             state
                 .dispatch
                 .submit(DEPLOYMENT_PARTITION, command, timeout)
@@ -269,6 +271,9 @@ pub(crate) async fn submit_evaluation(
     };
     match accepted.value {
         RecordValue::DecisionEvaluation(record) => Ok((accepted.key, record)),
-        other => Err(unexpected_answer("decision evaluation", &other)),
+        other => Err(ClientError::unexpected_answer(
+            "decision evaluation",
+            &other,
+        )),
     }
 }

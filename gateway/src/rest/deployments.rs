@@ -8,8 +8,8 @@ use rill_protocol::{Blob, Command, PartitionId, RecordValue, Resource};
 use serde::Serialize;
 
 use super::decisions::{DeploymentDecision, DeploymentDecisionRequirements};
-use super::{SharedState, check_tenant, key_text, unexpected_answer};
-use crate::problem::Problem;
+use super::{SharedState, check_tenant, key_text};
+use crate::ops::ClientError;
 
 /// Deployments are made on partition 1, which distributes them to the others.
 pub(crate) const DEPLOYMENT_PARTITION: PartitionId = PartitionId(1);
@@ -95,19 +95,19 @@ impl From<&ProcessMetadata> for DeploymentProcess {
 pub async fn deploy(
     State(state): State<SharedState>,
     multipart: Result<Multipart, MultipartRejection>,
-) -> Result<Json<DeploymentResult>, Problem> {
+) -> Result<Json<DeploymentResult>, ClientError> {
     let mut multipart = multipart.map_err(|rejection| {
-        Problem::invalid_argument(format!(
+        ClientError::invalid_argument(format!(
             "Expected a multipart/form-data request with one or more 'resources' files: {}",
             rejection.body_text()
         ))
     })?;
     let limit = state.settings.max_message_size;
     let read_error = |error: axum::extract::multipart::MultipartError| {
-        if error.status().as_u16() == 413 {
-            Problem::payload_too_large(limit)
+        if super::over_body_limit(&error) {
+            super::payload_too_large(limit)
         } else {
-            Problem::invalid_argument(format!(
+            ClientError::invalid_argument(format!(
                 "Could not read the multipart body: {}",
                 error.body_text()
             ))
@@ -134,7 +134,7 @@ pub async fn deploy(
                 check_tenant("tenantId", Some(tenant.trim()))?;
             }
             other => {
-                return Err(Problem::invalid_argument(format!(
+                return Err(ClientError::invalid_argument(format!(
                     "Unexpected multipart field '{other}'; expected one or more 'resources' \
                      files and optionally 'tenantId'"
                 )));
@@ -142,7 +142,7 @@ pub async fn deploy(
         }
     }
     if resources.is_empty() {
-        return Err(Problem::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "No resources provided; attach one or more BPMN, DMN or form files as multipart field 'resources'",
         ));
     }
@@ -156,7 +156,10 @@ pub async fn deploy(
         )
         .await?;
     let RecordValue::Deployment(record) = &accepted.value else {
-        return Err(unexpected_answer("deployment", &accepted.value));
+        return Err(ClientError::unexpected_answer(
+            "deployment",
+            &accepted.value,
+        ));
     };
     Ok(Json(DeploymentResult {
         deployment_key: key_text(accepted.key),

@@ -14,9 +14,9 @@ use rill_protocol::{Command, Query, QueryResult, SetVariables};
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
+use super::json::{Variables, optional_long, parse_body};
 use super::{Body, KeyParam, SharedState, date_text, key_text, operation_reference};
-use crate::json::{Variables, optional_long, parse_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -31,10 +31,10 @@ pub async fn set_variables(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: SetVariableRequest = parse_body(&body)?;
     let Some(variables) = request.variables else {
-        return Err(Problem::invalid_argument("No variables provided"));
+        return Err(ClientError::invalid_argument("No variables provided"));
     };
     let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(key, "element instance")?;
@@ -134,7 +134,7 @@ impl SearchEntity for HistoricElementInstance {
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<ElementInstanceResult>>, Problem> {
+) -> Result<Json<SearchResult<ElementInstanceResult>>, ClientError> {
     run::<HistoricElementInstance>(&state, &body, None)
         .await
         .map(Json)
@@ -144,7 +144,7 @@ pub async fn search(
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<ElementInstanceResult>, Problem> {
+) -> Result<Json<ElementInstanceResult>, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -156,7 +156,7 @@ pub async fn get(
         },
     )
     .await?;
-    found
-        .map(|element| Json(element.into()))
-        .ok_or_else(|| Problem::not_found(format!("Element instance with key '{key}' not found")))
+    found.map(|element| Json(element.into())).ok_or_else(|| {
+        ClientError::not_found(format!("Element instance with key '{key}' not found"))
+    })
 }

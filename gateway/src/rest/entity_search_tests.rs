@@ -14,7 +14,7 @@ use rill_protocol::{
 use serde_json::{Value, json};
 
 use super::history_search::{SearchBody, SearchEntity, plan};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 fn record(intent: Intent, at: i64, key: Key, value: RecordValue) -> Record {
     Record {
@@ -133,7 +133,10 @@ fn partitions() -> Vec<MemoryHistory> {
         .collect()
 }
 
-fn run<E: SearchEntity + Table>(stores: &[MemoryHistory], body: Value) -> Result<Value, Problem> {
+fn run<E: SearchEntity + Table>(
+    stores: &[MemoryHistory],
+    body: Value,
+) -> Result<Value, ClientError> {
     let body: SearchBody = serde_json::from_value(body).unwrap();
     let plan = plan::<E>(body)?;
     let query = plan.partition_search();
@@ -302,7 +305,8 @@ fn bad_job_and_incident_filters_name_the_field() {
         (json!({"sort": [{"field": "colour"}]}), "sort[0].field"),
     ];
     for (body, name) in job_cases {
-        let problem = run::<HistoricJob>(&stores, body.clone()).unwrap_err();
+        let problem =
+            crate::rest::Problem::from(run::<HistoricJob>(&stores, body.clone()).unwrap_err());
         assert_eq!(problem.status, axum::http::StatusCode::BAD_REQUEST);
         assert!(problem.detail.contains(name), "{body}: {}", problem.detail);
     }
@@ -318,7 +322,8 @@ fn bad_job_and_incident_filters_name_the_field() {
         ),
     ];
     for (body, name) in incident_cases {
-        let problem = run::<HistoricIncident>(&stores, body.clone()).unwrap_err();
+        let problem =
+            crate::rest::Problem::from(run::<HistoricIncident>(&stores, body.clone()).unwrap_err());
         assert_eq!(problem.status, axum::http::StatusCode::BAD_REQUEST);
         assert!(problem.detail.contains(name), "{body}: {}", problem.detail);
     }

@@ -12,7 +12,6 @@
 //! turns the merged page around. Totals are summed over partitions, each counting up to
 //! `COUNT_LIMIT` (more: `hasMoreTotalItems`).
 
-use axum::http::StatusCode;
 use base64::Engine as _;
 use rill_protocol::history::{
     Condition, FieldValue, Historic, Page, Search, SearchField, SortBy, compare_sorted,
@@ -23,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::SharedState;
-use crate::json::parse_optional_body;
-use crate::problem::Problem;
+use super::json::parse_optional_body;
+use crate::ops::ClientError;
 
 /// A kind of history entry as the gateway searches it.
 pub trait SearchEntity: Historic {
@@ -56,12 +55,8 @@ pub trait SearchEntity: Historic {
 }
 
 /// A broker answered with another kind of result than the query asks for: a bug.
-pub fn wrong_answer(what: &str) -> Problem {
-    Problem::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "INTERNAL",
-        format!("The broker answered a {what} query with another kind of result"),
-    )
+pub fn wrong_answer(what: &str) -> ClientError {
+    ClientError::wrong_answer(what)
 }
 
 /// One history entry from its key's partition; `None` when the store has none (or the
@@ -72,7 +67,7 @@ pub async fn fetch<T>(
     what: &str,
     query: HistoryQuery,
     pick: impl FnOnce(HistoryResult) -> Option<Option<T>>,
-) -> Result<Option<T>, Problem> {
+) -> Result<Option<T>, ClientError> {
     let Ok(partition) = state.dispatch.partition_of(key, what) else {
         return Ok(None);
     };
@@ -92,7 +87,7 @@ pub async fn run<E: SearchEntity>(
     state: &SharedState,
     body: &[u8],
     extra: impl IntoIterator<Item = (E::Field, Condition)>,
-) -> Result<SearchResult<E::Item>, Problem> {
+) -> Result<SearchResult<E::Item>, ClientError> {
     let body: SearchBody = parse_optional_body(body)?;
     let mut plan = plan::<E>(body)?;
     plan.filter.extend(extra);
@@ -269,9 +264,9 @@ fn decode_cursor(
     field: &str,
     text: &str,
     sort_len: usize,
-) -> Result<Vec<Option<FieldValue>>, Problem> {
+) -> Result<Vec<Option<FieldValue>>, ClientError> {
     let bad = || {
-        Problem::invalid_argument(format!(
+        ClientError::invalid_argument(format!(
             "Invalid value for '{field}': '{text}' is not a cursor of this search (use the \
              startCursor or endCursor of a page answered for the same sort)"
         ))
@@ -292,18 +287,18 @@ fn decode_cursor(
 /// The conditions of a request's filter object (every problem names its field).
 pub fn filter<E: SearchEntity>(
     body: &Map<String, Value>,
-) -> Result<Vec<(E::Field, Condition)>, Problem> {
+) -> Result<Vec<(E::Field, Condition)>, ClientError> {
     let mut filter = Vec::new();
     for (name, value) in body {
         if E::NOT_YET.contains(&name.as_str()) {
-            return Err(Problem::invalid_argument(format!(
+            return Err(ClientError::invalid_argument(format!(
                 "The filter field 'filter.{name}' is not supported by Rill's {} search yet",
                 E::WHAT
             )));
         }
         let Some(field) = E::Field::from_name(name) else {
             let known: Vec<&str> = E::Field::all().iter().map(|f| f.name()).collect();
-            return Err(Problem::invalid_argument(format!(
+            return Err(ClientError::invalid_argument(format!(
                 "Unknown filter field 'filter.{name}'; expected one of: {}",
                 known.join(", ")
             )));
@@ -316,20 +311,20 @@ pub fn filter<E: SearchEntity>(
 }
 
 /// Checks the request and turns it into a plan (every problem names its field).
-pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
+pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, ClientError> {
     let filter = filter::<E>(&body.filter)?;
     let mut sort = Vec::new();
     for (i, by) in body.sort.iter().enumerate() {
         let field = E::Field::from_name(&by.field).ok_or_else(|| {
             let known: Vec<&str> = E::Field::all().iter().map(|f| f.name()).collect();
-            Problem::invalid_argument(format!(
+            ClientError::invalid_argument(format!(
                 "Invalid value for 'sort[{i}].field': unknown field '{}'; expected one of: {}",
                 by.field,
                 known.join(", ")
             ))
         })?;
         if E::kind(field) == Kind::Tags {
-            return Err(Problem::invalid_argument(format!(
+            return Err(ClientError::invalid_argument(format!(
                 "Invalid value for 'sort[{i}].field': '{}' is not a sort field",
                 by.field
             )));
@@ -339,7 +334,7 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
             Some(o) if o.eq_ignore_ascii_case("asc") => false,
             Some(o) if o.eq_ignore_ascii_case("desc") => true,
             Some(other) => {
-                return Err(Problem::invalid_argument(format!(
+                return Err(ClientError::invalid_argument(format!(
                     "Invalid value for 'sort[{i}].order': '{other}'; expected ASC or DESC"
                 )));
             }
@@ -363,19 +358,19 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
         None => DEFAULT_LIMIT,
         Some(l) if (1..=i64::from(MAX_LIMIT)).contains(&l) => l as u32,
         Some(l) => {
-            return Err(Problem::invalid_argument(format!(
+            return Err(ClientError::invalid_argument(format!(
                 "Invalid value for 'page.limit': {l}; expected 1 to {MAX_LIMIT}"
             )));
         }
     };
     let window = match (page.from, page.after, page.before) {
         (_, Some(_), Some(_)) => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "Invalid page: 'page.after' and 'page.before' cannot be used together",
             ));
         }
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "Invalid page: 'page.from' cannot be used with a cursor ('page.after' or \
                  'page.before')",
             ));
@@ -384,7 +379,7 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, Problem> {
             None => Window::Offset { from: 0 },
             Some(f) if (0..=i64::from(MAX_LIMIT)).contains(&f) => Window::Offset { from: f as u32 },
             Some(f) => {
-                return Err(Problem::invalid_argument(format!(
+                return Err(ClientError::invalid_argument(format!(
                     "Invalid value for 'page.from': {f}; expected 0 to {MAX_LIMIT} (use the \
                      cursors to page further)"
                 )));
@@ -424,9 +419,9 @@ pub enum Kind {
 }
 
 /// A `TagSet` filter: one condition per tag (an entry matches when it has them all).
-fn tag_conditions(path: &str, value: &Value) -> Result<Vec<Condition>, Problem> {
+fn tag_conditions(path: &str, value: &Value) -> Result<Vec<Condition>, ClientError> {
     let wrong = || {
-        Problem::invalid_argument(format!(
+        ClientError::invalid_argument(format!(
             "Invalid value for '{path}': expected an array of tags, got {value}"
         ))
     };
@@ -436,9 +431,9 @@ fn tag_conditions(path: &str, value: &Value) -> Result<Vec<Condition>, Problem> 
     let tags = items
         .iter()
         .map(|t| t.as_str().map(str::to_owned).ok_or_else(wrong))
-        .collect::<Result<Vec<String>, Problem>>()?;
+        .collect::<Result<Vec<String>, ClientError>>()?;
     let tags = rill_protocol::tags::validate_tags(&tags).map_err(|reason| {
-        Problem::invalid_argument(format!("Invalid value for '{path}': {reason}"))
+        ClientError::invalid_argument(format!("Invalid value for '{path}': {reason}"))
     })?;
     Ok(tags
         .into_iter()
@@ -448,7 +443,7 @@ fn tag_conditions(path: &str, value: &Value) -> Result<Vec<Condition>, Problem> 
 
 /// The conditions of one filter field: a plain value (equality) or an object of
 /// operators, all of which must hold.
-fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, Problem> {
+fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, ClientError> {
     let path = format!("filter.{name}");
     if kind == Kind::Tags {
         return tag_conditions(&path, value);
@@ -457,12 +452,12 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, P
         return Ok(vec![Condition::Eq(scalar(&path, kind, value)?)]);
     };
     if kind == Kind::Bool {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "Invalid value for '{path}': expected true or false"
         )));
     }
     if ops.is_empty() {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "Invalid value for '{path}': expected a value or an object of operators, got {{}}"
         )));
     }
@@ -478,7 +473,7 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, P
             "$exists" => match operand {
                 Value::Bool(b) => Condition::Exists(*b),
                 other => {
-                    return Err(Problem::invalid_argument(format!(
+                    return Err(ClientError::invalid_argument(format!(
                         "Invalid value for '{at}': expected true or false, got {other}"
                     )));
                 }
@@ -486,7 +481,7 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, P
             "$like" if matches!(kind, Kind::Text | Kind::Enum(_)) => match operand {
                 Value::String(s) => Condition::Like(s.clone()),
                 other => {
-                    return Err(Problem::invalid_argument(format!(
+                    return Err(ClientError::invalid_argument(format!(
                         "Invalid value for '{at}': expected a string pattern, got {other}"
                     )));
                 }
@@ -496,7 +491,7 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, P
             "$lt" if ranged => Condition::Lt(scalar(&at, kind, operand)?),
             "$lte" if ranged => Condition::Lte(scalar(&at, kind, operand)?),
             other => {
-                return Err(Problem::invalid_argument(format!(
+                return Err(ClientError::invalid_argument(format!(
                     "Invalid filter '{at}': the operator '{other}' is not supported on \
                      '{name}'"
                 )));
@@ -507,22 +502,22 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, P
     Ok(out)
 }
 
-fn list(path: &str, kind: Kind, value: &Value) -> Result<Vec<FieldValue>, Problem> {
+fn list(path: &str, kind: Kind, value: &Value) -> Result<Vec<FieldValue>, ClientError> {
     match value {
         Value::Array(items) => items
             .iter()
             .enumerate()
             .map(|(i, v)| scalar(&format!("{path}[{i}]"), kind, v))
             .collect(),
-        other => Err(Problem::invalid_argument(format!(
+        other => Err(ClientError::invalid_argument(format!(
             "Invalid value for '{path}': expected an array, got {other}"
         ))),
     }
 }
 
-fn scalar(path: &str, kind: Kind, value: &Value) -> Result<FieldValue, Problem> {
+fn scalar(path: &str, kind: Kind, value: &Value) -> Result<FieldValue, ClientError> {
     let wrong = |expected: &str| {
-        Problem::invalid_argument(format!(
+        ClientError::invalid_argument(format!(
             "Invalid value for '{path}': expected {expected}, got {value}"
         ))
     };

@@ -13,11 +13,11 @@ use rill_protocol::{Command, IncidentView, Key, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
+use super::json::{optional_long, parse_optional_body};
 use super::{
     Body, KeyParam, SharedState, date_text, key_text, operation_reference, optional_key_text,
 };
-use crate::json::{optional_long, parse_optional_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -30,7 +30,7 @@ pub async fn resolve(
     State(state): State<SharedState>,
     KeyParam(incident_key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: ResolutionRequest = parse_optional_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(incident_key, "incident")?;
@@ -150,8 +150,9 @@ impl SearchEntity for HistoricIncident {
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(incident_key): KeyParam,
-) -> Result<Json<IncidentResult>, Problem> {
-    let not_found = || Problem::not_found(format!("Incident with key '{incident_key}' not found"));
+) -> Result<Json<IncidentResult>, ClientError> {
+    let not_found =
+        || ClientError::not_found(format!("Incident with key '{incident_key}' not found"));
     let partition = state
         .dispatch
         .partition_of(incident_key, "incident")
@@ -165,8 +166,8 @@ pub async fn get(
         Ok(QueryResult::History(HistoryResult::Incident(None))) => {}
         Ok(_) => return Err(wrong_result()),
         // A broker without the history store (history.enabled = false) fails it.
-        Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => {
-            tracing::debug!(detail = %problem.detail, "no history to look in");
+        Err(error @ ClientError::HistoryUnavailable { .. }) => {
+            tracing::debug!(%error, "no history to look in");
         }
         Err(problem) => return Err(problem),
     }
@@ -185,7 +186,7 @@ pub async fn get(
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<IncidentResult>>, Problem> {
+) -> Result<Json<SearchResult<IncidentResult>>, ClientError> {
     run::<HistoricIncident>(&state, &body, None).await.map(Json)
 }
 
@@ -195,9 +196,9 @@ pub async fn search_of_instance(
     State(state): State<SharedState>,
     KeyParam(process_instance_key): KeyParam,
     Body(body): Body,
-) -> Result<Json<SearchResult<IncidentResult>>, Problem> {
+) -> Result<Json<SearchResult<IncidentResult>>, ClientError> {
     if !instance_known(&state, process_instance_key).await? {
-        return Err(Problem::not_found(format!(
+        return Err(ClientError::not_found(format!(
             "Process instance with key '{process_instance_key}' not found"
         )));
     }
@@ -211,7 +212,7 @@ pub async fn search_of_instance(
 }
 
 /// Whether the engine or the history store knows the process instance.
-async fn instance_known(state: &SharedState, key: Key) -> Result<bool, Problem> {
+async fn instance_known(state: &SharedState, key: Key) -> Result<bool, ClientError> {
     let Ok(partition) = state.dispatch.partition_of(key, "process instance") else {
         return Ok(false);
     };
@@ -230,15 +231,11 @@ async fn instance_known(state: &SharedState, key: Key) -> Result<bool, Problem> 
     {
         Ok(QueryResult::HistoricProcessInstance(found)) => Ok(found.is_some()),
         Ok(_) => Err(wrong_result()),
-        Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => Ok(false),
+        Err(ClientError::HistoryUnavailable { .. }) => Ok(false),
         Err(problem) => Err(problem),
     }
 }
 
-fn wrong_result() -> Problem {
-    Problem::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "INTERNAL",
-        "The broker answered an incident query with another kind of result",
-    )
+fn wrong_result() -> ClientError {
+    ClientError::internal("The broker answered an incident query with another kind of result")
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::{Body, SharedState, date_text, key_text};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda's `JobSearchResult`. The fields 8.8 marks nullable (`deadline`,
 /// `deniedReason`, `errorCode`, `errorMessage`, `isDenied`) are `null` without a value;
@@ -124,6 +124,6 @@ impl SearchEntity for HistoricJob {
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<JobResult>>, Problem> {
+) -> Result<Json<SearchResult<JobResult>>, ClientError> {
     run::<HistoricJob>(&state, &body, None).await.map(Json)
 }

@@ -25,14 +25,12 @@ use rill_protocol::{
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::job_waiters::Wake;
-use super::{
-    Body, KeyParam, SharedState, check_tenant, client_timeout, operation_reference, unsupported,
-};
+use super::json::{Variables, long, optional_long, parse_body, parse_optional_body};
+use super::{Body, KeyParam, SharedState, check_tenant, operation_reference, unsupported};
 use crate::activation::{Activation, usable_jobs};
 use crate::backend::{Answered, BackendError};
-use crate::json::{Variables, long, optional_long, parse_body, parse_optional_body};
-use crate::problem::Problem;
+use crate::ops::job_waiters::Wake;
+use crate::ops::{ClientError, client_timeout};
 
 /// The least time a partition without a leader is retried for, even at the end of a
 /// long poll.
@@ -177,19 +175,19 @@ impl ActivatedJob {
 pub async fn activate(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<ActivationResult>, Problem> {
+) -> Result<Json<ActivationResult>, ClientError> {
     let request: ActivationRequest = parse_body(&body)?;
     if request.job_type.trim().is_empty() {
-        return Err(Problem::invalid_argument("No type provided"));
+        return Err(ClientError::invalid_argument("No type provided"));
     }
     if request.timeout <= 0 {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for timeout is '{}' but must be greater than 0",
             request.timeout
         )));
     }
     if request.max_jobs_to_activate <= 0 {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for maxJobsToActivate is '{}' but must be greater than 0",
             request.max_jobs_to_activate
         )));
@@ -236,7 +234,7 @@ pub(crate) async fn activate_jobs(
     state: &SharedState,
     template: &ActivateJobs,
     long_poll_until: Option<Instant>,
-) -> Result<ActivatedBatches, Problem> {
+) -> Result<ActivatedBatches, ClientError> {
     // Join the waiters before the first poll, so no notification falls between poll
     // and wait.
     let waiters = &state.job_waiters;
@@ -361,7 +359,7 @@ async fn poll_partitions(
     state: &SharedState,
     template: &ActivateJobs,
     timeout: Duration,
-) -> Result<Vec<Activation>, Problem> {
+) -> Result<Vec<Activation>, ClientError> {
     let deadline = Instant::now() + timeout;
     let count = state.dispatch.partition_count();
     let first = state.dispatch.round_robin().get();
@@ -402,7 +400,7 @@ async fn poll_partitions(
     if poll.failures == count
         && let Some(error) = poll.first_error
     {
-        return Err(Problem::from_backend(&error));
+        return Err(ClientError::from(error));
     }
     Ok(poll.answers)
 }
@@ -439,7 +437,7 @@ impl Poll {
         command: &Command,
         template: &ActivateJobs,
         result: Result<Answered, BackendError>,
-    ) -> Result<(), Problem> {
+    ) -> Result<(), ClientError> {
         match result {
             Ok(Answered {
                 response:
@@ -471,11 +469,7 @@ impl Poll {
                 response: CommandResponse::Rejected(rejection),
                 ..
             }) => {
-                return Err(Problem::from_rejection(
-                    command,
-                    rejection.rejection_type,
-                    &rejection.reason,
-                ));
+                return Err(ClientError::rejected(command, &rejection));
             }
             Err(error) => {
                 tracing::debug!(%partition, %error, "job activation failed on partition");
@@ -680,7 +674,7 @@ pub async fn complete(
     State(state): State<SharedState>,
     KeyParam(job_key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: CompletionRequest = parse_optional_body(&body)?;
     let result = match request.result {
         Some(result) => {
@@ -710,7 +704,7 @@ pub async fn complete(
                 completion_condition_fulfilled: result.is_completion_condition_fulfilled,
                 cancel_remaining_instances: result.is_cancel_remaining_instances,
             })
-            .map_err(Problem::invalid_argument)?
+            .map_err(ClientError::invalid_argument)?
         }
         None => JobResult::default(),
     };
@@ -748,7 +742,7 @@ pub async fn fail(
     State(state): State<SharedState>,
     KeyParam(job_key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: FailRequest = parse_optional_body(&body)?;
     unsupported(
         request.job_lease_token.is_some(),
@@ -756,13 +750,13 @@ pub async fn fail(
     )?;
     let retries = request.retries.unwrap_or(0);
     if retries < 0 {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for retries is '{retries}' but must be 0 or greater"
         )));
     }
     let retry_backoff = request.retry_back_off.unwrap_or(0);
     if retry_backoff < 0 {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for retryBackOff is '{retry_backoff}' but must be 0 or greater"
         )));
     }
@@ -795,14 +789,14 @@ pub async fn throw_error(
     State(state): State<SharedState>,
     KeyParam(job_key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: ErrorRequest = parse_body(&body)?;
     unsupported(
         request.job_lease_token.is_some(),
         "jobLeaseToken (job leases)",
     )?;
     if request.error_code.trim().is_empty() {
-        return Err(Problem::invalid_argument("No errorCode provided"));
+        return Err(ClientError::invalid_argument("No errorCode provided"));
     }
     let partition = state.dispatch.partition_of(job_key, "job")?;
     let command = Command::ThrowError(ThrowError {
@@ -840,7 +834,7 @@ pub async fn update(
     State(state): State<SharedState>,
     KeyParam(job_key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: UpdateRequest = parse_body(&body)?;
     unsupported(
         request.job_lease_token.is_some(),
@@ -849,7 +843,7 @@ pub async fn update(
     let changeset = request.changeset;
     unsupported(changeset.priority.is_some(), "Job priority")?;
     if changeset.retries.is_none() && changeset.timeout.is_none() {
-        return Err(Problem::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "No update data provided. Provide a non-null value for 'retries' or 'timeout' in \
              the \"changeset\"",
         ));
@@ -857,14 +851,14 @@ pub async fn update(
     if let Some(retries) = changeset.retries
         && retries < 1
     {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for changeset.retries is '{retries}' but must be greater than 0"
         )));
     }
     if let Some(timeout) = changeset.timeout
         && timeout < 1
     {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for changeset.timeout is '{timeout}' but must be greater than 0"
         )));
     }

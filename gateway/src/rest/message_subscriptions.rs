@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::{Body, SharedState, date_text, key_text};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda's `MessageSubscriptionResult`. `processDefinitionKey` is left out when the
 /// store did not know the element instance (it started before the store was on).
@@ -85,7 +85,7 @@ impl SearchEntity for HistoricMessageSubscription {
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<MessageSubscriptionResult>>, Problem> {
+) -> Result<Json<SearchResult<MessageSubscriptionResult>>, ClientError> {
     run::<HistoricMessageSubscription>(&state, &body, None)
         .await
         .map(Json)

@@ -5,9 +5,9 @@ use axum::extract::State;
 use rill_protocol::{Command, PublishMessage, message_partition};
 use serde::{Deserialize, Serialize};
 
+use super::json::{Variables, optional_long, parse_body};
 use super::{Body, SharedState, check_tenant, key_text, unsupported};
-use crate::json::{Variables, optional_long, parse_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -33,16 +33,16 @@ pub struct PublicationResult {
 pub async fn publish(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<PublicationResult>, Problem> {
+) -> Result<Json<PublicationResult>, ClientError> {
     let request: PublicationRequest = parse_body(&body)?;
     check_tenant("tenantId", request.tenant_id.as_deref())?;
     unsupported(request.business_id.is_some(), "businessId")?;
     if request.name.trim().is_empty() {
-        return Err(Problem::invalid_argument("No name provided"));
+        return Err(ClientError::invalid_argument("No name provided"));
     }
     let time_to_live = request.time_to_live.unwrap_or(0);
     if time_to_live < 0 {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for timeToLive is '{time_to_live}' but must be 0 or greater"
         )));
     }

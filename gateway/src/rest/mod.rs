@@ -1,8 +1,9 @@
 //! The REST API: Camunda's Orchestration Cluster API v2 paths and JSON shapes.
 //!
-//! Every handler answers either its JSON (or 204) or a [`Problem`]. Extractors here
-//! reject with problems too, so no axum default error text reaches a client. What the
-//! gRPC API shares with it (create, the job long poll) is `pub(crate)` in its module.
+//! Every handler reads its request, calls an operation of `crate::ops`, and answers
+//! its JSON (or 204) or the operation's [`ClientError`], written as a problem document
+//! (`problem`). Extractors here reject with client errors too, so no axum default error
+//! text reaches a client.
 
 mod ad_hoc_activities;
 mod cluster;
@@ -16,10 +17,11 @@ mod entity_search_tests;
 mod history_search;
 mod incidents;
 mod job_search;
-mod job_waiters;
 pub(crate) mod jobs;
+mod json;
 mod message_subscriptions;
 mod messages;
+mod problem;
 mod process_definitions;
 mod process_instance_migration;
 mod process_instance_search;
@@ -29,49 +31,20 @@ mod signals;
 mod user_tasks;
 mod variables;
 
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::routing::{delete, get, patch, post, put};
 use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{Key, Timestamp};
-use tokio::sync::watch;
 
-pub use self::job_waiters::JobWaiters;
-use crate::dispatch::Dispatcher;
-use crate::metrics::GatewayMetrics;
-use crate::problem::Problem;
-
-/// Settings the handlers need, taken from `GatewayConfig`.
-#[derive(Clone, Debug)]
-pub struct ApiSettings {
-    /// Default timeout of a request to a broker.
-    pub request_timeout: Duration,
-    /// How long a job activation waits for jobs when the client does not say.
-    pub long_polling_timeout: Duration,
-    /// The longest `requestTimeout` a client may ask for (longer ones are cut to it).
-    pub max_request_timeout: Duration,
-    /// Largest accepted request body, in bytes.
-    pub max_message_size: u64,
-    /// Largest accepted variable document, in bytes of JSON text.
-    pub max_variable_document_size: u64,
-}
-
-pub struct AppState {
-    pub dispatch: Dispatcher,
-    /// Long-polling job activations waiting for jobs.
-    pub job_waiters: JobWaiters,
-    pub settings: ApiSettings,
-    pub metrics: GatewayMetrics,
-    /// Turns true when the server shuts down, ending long polls early.
-    pub shutdown: watch::Receiver<bool>,
-}
-
-pub type SharedState = Arc<AppState>;
+use self::problem::payload_too_large;
+pub use self::problem::{CONTENT_TYPE_PROBLEM, Problem};
+use crate::ops::{ClientError, SharedState};
 
 /// All `/v2` routes.
 pub fn routes() -> Router<SharedState> {
@@ -228,15 +201,15 @@ pub fn routes() -> Router<SharedState> {
 pub struct Body(pub Bytes);
 
 impl FromRequest<SharedState> for Body {
-    type Rejection = Problem;
+    type Rejection = ClientError;
 
-    async fn from_request(req: Request, state: &SharedState) -> Result<Self, Problem> {
+    async fn from_request(req: Request, state: &SharedState) -> Result<Self, ClientError> {
         match Bytes::from_request(req, state).await {
             Ok(bytes) => Ok(Body(bytes)),
-            Err(rejection) if rejection.status().as_u16() == 413 => {
-                Err(Problem::payload_too_large(state.settings.max_message_size))
+            Err(BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_))) => {
+                Err(payload_too_large(state.settings.max_message_size))
             }
-            Err(rejection) => Err(Problem::invalid_argument(format!(
+            Err(rejection) => Err(ClientError::invalid_argument(format!(
                 "Could not read the request body: {}",
                 rejection.body_text()
             ))),
@@ -248,21 +221,24 @@ impl FromRequest<SharedState> for Body {
 pub struct KeyParam(pub Key);
 
 impl FromRequestParts<SharedState> for KeyParam {
-    type Rejection = Problem;
+    type Rejection = ClientError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &SharedState) -> Result<Self, Problem> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &SharedState,
+    ) -> Result<Self, ClientError> {
         let Path(params) = Path::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
             .map_err(|rejection| {
-                Problem::invalid_argument(format!(
+                ClientError::invalid_argument(format!(
                     "Invalid path parameter: {}",
                     rejection.body_text()
                 ))
             })?;
         let (name, value) = params.into_iter().next().ok_or_else(|| {
-            Problem::invalid_argument("Expected a key in the request path, but found none")
+            ClientError::invalid_argument("Expected a key in the request path, but found none")
         })?;
-        crate::json::path_key(&name, &value).map(KeyParam)
+        json::path_key(&name, &value).map(KeyParam)
     }
 }
 
@@ -285,11 +261,11 @@ pub fn date_text(timestamp: Timestamp) -> String {
 }
 
 /// Rill is single-tenant: a tenant id must be left out or be the default tenant.
-pub fn check_tenant(field: &str, tenant: Option<&str>) -> Result<(), Problem> {
+pub fn check_tenant(field: &str, tenant: Option<&str>) -> Result<(), ClientError> {
     match tenant {
         None => Ok(()),
         Some(t) if t == DEFAULT_TENANT => Ok(()),
-        Some(other) => Err(Problem::invalid_argument(format!(
+        Some(other) => Err(ClientError::invalid_argument(format!(
             "Expected to handle the request with {field} '{other}', but multi-tenancy is not \
              supported; leave {field} out or use '{DEFAULT_TENANT}'"
         ))),
@@ -298,9 +274,9 @@ pub fn check_tenant(field: &str, tenant: Option<&str>) -> Result<(), Problem> {
 
 /// Fails with a clear message for a Camunda feature Rill does not implement, when the
 /// client actually asked for it.
-pub fn unsupported(condition: bool, what: &str) -> Result<(), Problem> {
+pub fn unsupported(condition: bool, what: &str) -> Result<(), ClientError> {
     if condition {
-        Err(Problem::invalid_argument(format!(
+        Err(ClientError::invalid_argument(format!(
             "{what} is not supported by Rill"
         )))
     } else {
@@ -310,38 +286,28 @@ pub fn unsupported(condition: bool, what: &str) -> Result<(), Problem> {
 
 /// A client's `operationReference`, checked: Camunda takes positive numbers only. The
 /// command is then sent with it (`Command::referenced`) and its records carry it.
-pub fn operation_reference(reference: Option<i64>) -> Result<Option<u64>, Problem> {
+pub fn operation_reference(reference: Option<i64>) -> Result<Option<u64>, ClientError> {
     match reference {
         None => Ok(None),
         Some(reference) if reference > 0 => Ok(Some(reference as u64)),
-        Some(reference) => Err(Problem::invalid_argument(format!(
+        Some(reference) => Err(ClientError::invalid_argument(format!(
             "The value for operationReference is '{reference}' but must be > 0"
         ))),
     }
 }
 
-/// A client's `requestTimeout` if positive (`None` otherwise), cut to the configured
-/// maximum so that no request holds its connection and flow-control permit for long.
-pub fn client_timeout(requested_millis: Option<i64>, settings: &ApiSettings) -> Option<Duration> {
-    match requested_millis {
-        Some(ms) if ms > 0 => {
-            Some(Duration::from_millis(ms as u64).min(settings.max_request_timeout))
+/// Whether reading a multipart body failed because it is longer than
+/// `gateway.max-message-size` (the body limit wraps the body, and its error is somewhere
+/// in the chain of causes).
+pub fn over_body_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return true;
         }
-        _ => None,
+        cause = error.source();
     }
-}
-
-/// The broker answered with a record of the wrong kind: a bug on the broker side.
-pub fn unexpected_answer(what: &str, value: &rill_protocol::RecordValue) -> Problem {
-    Problem::new(
-        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-        "INTERNAL",
-        format!(
-            "Expected the broker to answer the {what} request with its record, but it \
-             answered with a {} record",
-            value.value_type().name()
-        ),
-    )
+    false
 }
 
 #[cfg(test)]
@@ -358,32 +324,10 @@ mod tests {
     }
 
     #[test]
-    fn client_timeouts_are_capped_by_the_maximum() {
-        let settings = ApiSettings {
-            request_timeout: Duration::from_secs(15),
-            long_polling_timeout: Duration::from_secs(10),
-            max_request_timeout: Duration::from_secs(60),
-            max_message_size: 1024,
-            max_variable_document_size: 1024,
-        };
-        assert_eq!(
-            client_timeout(Some(i64::MAX), &settings),
-            Some(Duration::from_secs(60))
-        );
-        assert_eq!(
-            client_timeout(Some(5_000), &settings),
-            Some(Duration::from_secs(5))
-        );
-        assert_eq!(client_timeout(Some(0), &settings), None);
-        assert_eq!(client_timeout(Some(-1), &settings), None);
-        assert_eq!(client_timeout(None, &settings), None);
-    }
-
-    #[test]
     fn only_the_default_tenant_is_accepted() {
         assert!(check_tenant("tenantId", None).is_ok());
         assert!(check_tenant("tenantId", Some("<default>")).is_ok());
         let problem = check_tenant("tenantId", Some("acme")).unwrap_err();
-        assert!(problem.detail.contains("'acme'"));
+        assert!(problem.to_string().contains("'acme'"));
     }
 }

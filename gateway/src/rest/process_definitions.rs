@@ -22,10 +22,10 @@ use serde_json::{Map, Value};
 
 use super::deployments::DEPLOYMENT_PARTITION;
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, filter, run, wrong_answer};
+use super::json::parse_optional_body;
 use super::user_tasks::FormResult;
 use super::{Body, KeyParam, SharedState, key_text};
-use crate::json::parse_optional_body;
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda's `ProcessDefinitionResult`. A model without a name or version tag has
 /// neither field.
@@ -96,21 +96,21 @@ impl SearchEntity for HistoricProcessDefinition {
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<ProcessDefinitionResult>>, Problem> {
+) -> Result<Json<SearchResult<ProcessDefinitionResult>>, ClientError> {
     run::<HistoricProcessDefinition>(&state, &body, None)
         .await
         .map(Json)
 }
 
-fn not_found(key: Key) -> Problem {
-    Problem::not_found(format!("Process definition with key '{key}' not found"))
+fn not_found(key: Key) -> ClientError {
+    ClientError::not_found(format!("Process definition with key '{key}' not found"))
 }
 
 /// `GET /v2/process-definitions/{processDefinitionKey}`.
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<ProcessDefinitionResult>, Problem> {
+) -> Result<Json<ProcessDefinitionResult>, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -129,7 +129,7 @@ pub async fn get(
 pub async fn xml(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -152,7 +152,7 @@ pub async fn xml(
 pub async fn form(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -243,14 +243,14 @@ pub async fn element_statistics(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Json<StatisticsResult>, Problem> {
+) -> Result<Json<StatisticsResult>, ClientError> {
     let body: StatisticsBody = parse_optional_body(&body)?;
     let conditions = filter::<HistoricProcessInstance>(&body.filter)?;
     if let Some((field, _)) = conditions
         .iter()
         .find(|(field, _)| NOT_STATISTICS_FIELDS.contains(field))
     {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The filter field 'filter.{}' is not a field of the statistics filter (the \
              process definition is the one in the path)",
             field.name()

@@ -9,9 +9,9 @@ use rill_protocol::value::MigrationMappingInstruction;
 use rill_protocol::{Command, MigrateProcessInstance};
 use serde::Deserialize;
 
+use super::json::{KeyString, optional_long, parse_body};
 use super::{Body, KeyParam, SharedState, operation_reference};
-use crate::json::{KeyString, optional_long, parse_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda 8.8's `ProcessInstanceMigrationInstruction`.
 #[derive(Deserialize)]
@@ -37,7 +37,7 @@ pub async fn migrate(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: MigrateRequest = parse_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
     let mut mapping_instructions = Vec::with_capacity(request.mapping_instructions.len());
@@ -47,7 +47,7 @@ pub async fn migrate(
             ("targetElementId", &mapping.target_element_id),
         ] {
             if value.trim().is_empty() {
-                return Err(Problem::invalid_argument(format!(
+                return Err(ClientError::invalid_argument(format!(
                     "No {field} provided in mappingInstructions[{index}]"
                 )));
             }

@@ -11,7 +11,7 @@ use rill_protocol::{Query, QueryResult};
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::process_instances::InstanceResult;
 use super::{Body, SharedState};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 impl SearchEntity for HistoricProcessInstance {
     const WHAT: &'static str = "process instance";
@@ -63,7 +63,7 @@ impl SearchEntity for HistoricProcessInstance {
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<InstanceResult>>, Problem> {
+) -> Result<Json<SearchResult<InstanceResult>>, ClientError> {
     run::<HistoricProcessInstance>(&state, &body, None)
         .await
         .map(Json)

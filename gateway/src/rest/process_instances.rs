@@ -9,18 +9,18 @@ use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{
     ActivateInstruction, Command, CreateProcessInstance, JsonValue, Key, ModifyProcessInstance,
     ProcessInstanceState, ProcessInstanceView, ProcessSelector, Query, QueryResult, RecordValue,
-    VariableInstruction,
+    RejectionType, VariableInstruction,
 };
 use serde::{Deserialize, Serialize};
 
 use super::deployments::DEPLOYMENT_PARTITION;
+use super::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
 use super::{
-    Body, KeyParam, SharedState, check_tenant, client_timeout, date_text, key_text,
-    operation_reference, unexpected_answer, unsupported,
+    Body, KeyParam, SharedState, check_tenant, date_text, key_text, operation_reference,
+    unsupported,
 };
-use crate::dispatch::Accepted;
-use crate::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
-use crate::problem::Problem;
+use crate::ops::Accepted;
+use crate::ops::{ClientError, client_timeout};
 
 /// `ProcessCreationById` and `ProcessCreationByKey` in one: exactly one of the two
 /// selectors must be given.
@@ -62,7 +62,7 @@ pub struct CreateResult {
 pub async fn create(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<CreateResult>, Problem> {
+) -> Result<Json<CreateResult>, ClientError> {
     let request: CreateRequest = parse_body(&body)?;
     check_tenant("tenantId", request.tenant_id.as_deref())?;
     unsupported(
@@ -80,7 +80,7 @@ pub async fn create(
         "runtimeInstructions",
     )?;
     let tags = rill_protocol::tags::validate_tags(&request.tags.unwrap_or_default()).map_err(
-        |reason| Problem::invalid_argument(format!("Invalid value for 'tags': {reason}")),
+        |reason| ClientError::invalid_argument(format!("Invalid value for 'tags': {reason}")),
     )?;
     unsupported(request.business_id.is_some(), "businessId")?;
     unsupported(
@@ -94,24 +94,26 @@ pub async fn create(
         request.process_definition_key,
     ) {
         (Some(_), Some(_)) => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "Only one of [processDefinitionId, processDefinitionKey] is allowed",
             ));
         }
         (None, None) => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "At least one of [processDefinitionId, processDefinitionKey] is required",
             ));
         }
         (Some(id), None) => {
             if id.trim().is_empty() {
-                return Err(Problem::invalid_argument("No processDefinitionId provided"));
+                return Err(ClientError::invalid_argument(
+                    "No processDefinitionId provided",
+                ));
             }
             let version = match request.process_definition_version {
                 None | Some(-1) => None,
                 Some(v) if v > 0 => Some(v),
                 Some(v) => {
-                    return Err(Problem::invalid_argument(format!(
+                    return Err(ClientError::invalid_argument(format!(
                         "The value for processDefinitionVersion is '{v}' but must be a positive \
                          version, or -1 for the latest"
                     )));
@@ -169,7 +171,12 @@ pub async fn create(
             // The result record has no tags: the instance's are the ones asked for.
             tags,
         },
-        other => return Err(unexpected_answer("process instance creation", other)),
+        other => {
+            return Err(ClientError::unexpected_answer(
+                "process instance creation",
+                other,
+            ));
+        }
     };
     Ok(Json(result))
 }
@@ -179,14 +186,15 @@ pub(crate) async fn submit_create(
     state: &SharedState,
     command: Command,
     timeout: std::time::Duration,
-) -> Result<Accepted, Problem> {
+) -> Result<Accepted, ClientError> {
     let (partition, created) = state.dispatch.submit_to_any(command.clone(), timeout).await;
     match created {
         // Deployments reach the other partitions shortly after the one they were made
         // on: a process deployed a moment ago may not be here yet, but is there.
-        Err(problem)
-            if problem.status == StatusCode::NOT_FOUND && partition != DEPLOYMENT_PARTITION =>
-        {
+        Err(ClientError::Rejected {
+            kind: RejectionType::NotFound,
+            ..
+        }) if partition != DEPLOYMENT_PARTITION => {
             state
                 .dispatch
                 .submit(DEPLOYMENT_PARTITION, command, timeout)
@@ -207,7 +215,7 @@ pub async fn cancel(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: CancelRequest = parse_optional_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(key, "process instance")?;
@@ -265,13 +273,13 @@ pub async fn modify(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: ModifyRequest = parse_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
     let mut activate_instructions = Vec::with_capacity(request.activate_instructions.len());
     for (index, instruction) in request.activate_instructions.into_iter().enumerate() {
         if instruction.element_id.trim().is_empty() {
-            return Err(Problem::invalid_argument(format!(
+            return Err(ClientError::invalid_argument(format!(
                 "No elementId provided in activateInstructions[{index}]"
             )));
         }
@@ -279,7 +287,7 @@ pub async fn modify(
             None | Some(-1) => Key::NONE,
             Some(key) if key > 0 => Key(key),
             Some(other) => {
-                return Err(Problem::invalid_argument(format!(
+                return Err(ClientError::invalid_argument(format!(
                     "The value for activateInstructions[{index}].ancestorElementInstanceKey is \
                      '{other}' but must be an element instance key, or -1"
                 )));
@@ -301,7 +309,7 @@ pub async fn modify(
         });
     }
     if activate_instructions.is_empty() && request.terminate_instructions.is_empty() {
-        return Err(Problem::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "No instructions given: expected at least one of activateInstructions and \
              terminateInstructions",
         ));
@@ -404,9 +412,9 @@ impl From<HistoricProcessInstance> for InstanceResult {
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<InstanceResult>, Problem> {
+) -> Result<Json<InstanceResult>, ClientError> {
     let not_found = || {
-        Problem::not_found(format!(
+        ClientError::not_found(format!(
             "Process instance with key '{key}' not found (finished instances stay readable \
              only for the configured retention)"
         ))
@@ -432,8 +440,8 @@ pub async fn get(
         Ok(_) => {}
         // A broker without the history store (history.enabled = false) fails it: the
         // engine's own summary is what there is.
-        Err(problem) if problem.status == StatusCode::INTERNAL_SERVER_ERROR => {
-            tracing::debug!(detail = %problem.detail, "no history to look in");
+        Err(error @ ClientError::HistoryUnavailable { .. }) => {
+            tracing::debug!(%error, "no history to look in");
         }
         Err(problem) => return Err(problem),
     }
@@ -448,10 +456,6 @@ pub async fn get(
     match answer {
         QueryResult::ProcessInstance(Some(view)) => Ok(Json(view.into())),
         QueryResult::ProcessInstance(None) => Err(not_found()),
-        _ => Err(Problem::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            "The broker answered a process instance query with another kind of result",
-        )),
+        _ => Err(ClientError::wrong_answer("process instance")),
     }
 }

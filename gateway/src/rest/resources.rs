@@ -7,9 +7,9 @@ use axum::response::{IntoResponse, Response};
 use rill_protocol::Command;
 use serde::Deserialize;
 
+use super::json::{optional_long, parse_optional_body};
 use super::{Body, KeyParam, SharedState, operation_reference};
-use crate::json::{optional_long, parse_optional_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda 8.8's `DeleteResourceRequest`.
 #[derive(Deserialize)]
@@ -26,7 +26,7 @@ pub async fn delete(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: DeleteRequest = parse_optional_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
     let partition = state.dispatch.partition_of(key, "resource")?;

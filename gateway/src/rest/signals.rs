@@ -6,9 +6,9 @@ use axum::extract::State;
 use rill_protocol::{BroadcastSignal, Command};
 use serde::{Deserialize, Serialize};
 
+use super::json::{Variables, parse_body};
 use super::{Body, SharedState, check_tenant, key_text};
-use crate::json::{Variables, parse_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -29,11 +29,11 @@ pub struct BroadcastResult {
 pub async fn broadcast(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<BroadcastResult>, Problem> {
+) -> Result<Json<BroadcastResult>, ClientError> {
     let request: BroadcastRequest = parse_body(&body)?;
     check_tenant("tenantId", request.tenant_id.as_deref())?;
     if request.signal_name.trim().is_empty() {
-        return Err(Problem::invalid_argument("No signalName provided"));
+        return Err(ClientError::invalid_argument("No signalName provided"));
     }
     let command = Command::BroadcastSignal(BroadcastSignal {
         signal_name: request.signal_name,

@@ -21,9 +21,9 @@ use rill_protocol::{
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
+use super::json::{Variables, parse_optional_body};
 use super::{Body, KeyParam, SharedState, date_text, key_text};
-use crate::json::{Variables, parse_optional_body};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 /// Camunda's `UserTaskResult`. Fields without a value are left out (8.8 marks none of
 /// them required).
@@ -147,7 +147,7 @@ impl SearchEntity for HistoricUserTask {
 pub async fn search(
     State(state): State<SharedState>,
     Body(body): Body,
-) -> Result<Json<SearchResult<UserTaskResult>>, Problem> {
+) -> Result<Json<SearchResult<UserTaskResult>>, ClientError> {
     let (body, extra) = variable_conditions(&state, &body).await?;
     run::<HistoricUserTask>(&state, &body, extra)
         .await
@@ -165,7 +165,7 @@ const MAX_VARIABLE_MATCHES: u32 = 10_000;
 async fn variable_conditions(
     state: &SharedState,
     body: &[u8],
-) -> Result<(Vec<u8>, Vec<(F, Condition)>), Problem> {
+) -> Result<(Vec<u8>, Vec<(F, Condition)>), ClientError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok((body.to_vec(), Vec::new()));
     }
@@ -202,9 +202,9 @@ async fn matching_scopes(
     name: &str,
     conditions: &serde_json::Value,
     local: bool,
-) -> Result<std::collections::BTreeSet<Key>, Problem> {
+) -> Result<std::collections::BTreeSet<Key>, ClientError> {
     let bad = |why: &str| {
-        Problem::invalid_argument(format!(
+        ClientError::invalid_argument(format!(
             "Expected 'filter.{name}' to be a list of {{\"name\": …, \"value\": …}} objects, \
              but {why}"
         ))
@@ -234,7 +234,7 @@ async fn matching_scopes(
         let search = serde_json::to_vec(&search).unwrap_or_default();
         let page = run::<rill_protocol::history::HistoricVariable>(state, &search, None).await?;
         if !page.is_complete() {
-            return Err(Problem::invalid_argument(format!(
+            return Err(ClientError::invalid_argument(format!(
                 "'filter.{name}[{i}]' matches more than {MAX_VARIABLE_MATCHES} variables; \
                  narrow its value"
             )));
@@ -255,12 +255,12 @@ async fn matching_scopes(
     Ok(found.unwrap_or_default())
 }
 
-fn not_found(key: Key) -> Problem {
-    Problem::not_found(format!("User task with key '{key}' not found"))
+fn not_found(key: Key) -> ClientError {
+    ClientError::not_found(format!("User task with key '{key}' not found"))
 }
 
 /// The task from its partition's history store; 404 when it has none.
-async fn task(state: &SharedState, key: Key) -> Result<HistoricUserTask, Problem> {
+async fn task(state: &SharedState, key: Key) -> Result<HistoricUserTask, ClientError> {
     let found = fetch(
         state,
         key,
@@ -279,12 +279,12 @@ async fn task(state: &SharedState, key: Key) -> Result<HistoricUserTask, Problem
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<UserTaskResult>, Problem> {
+) -> Result<Json<UserTaskResult>, ClientError> {
     Ok(Json(task(&state, key).await?.into()))
 }
 
 /// Sends a user-task command to the task's partition; 204 when accepted.
-async fn submit(state: &SharedState, command: UserTaskCommand) -> Result<Response, Problem> {
+async fn submit(state: &SharedState, command: UserTaskCommand) -> Result<Response, ClientError> {
     let key = command.user_task_key();
     let partition = state
         .dispatch
@@ -314,12 +314,12 @@ pub async fn assign(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: AssignmentRequest = parse_optional_body(&body)?;
     let assignee = match request.assignee {
         Some(assignee) if !assignee.trim().is_empty() => assignee,
         _ => {
-            return Err(Problem::invalid_argument(
+            return Err(ClientError::invalid_argument(
                 "No assignee provided; set 'assignee' (to unassign, DELETE the task's assignee)",
             ));
         }
@@ -347,7 +347,7 @@ pub async fn unassign(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: ActionRequest = parse_optional_body(&body)?;
     submit(
         &state,
@@ -384,13 +384,13 @@ pub async fn update(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: UpdateRequest = parse_optional_body(&body)?;
     let changeset = request.changeset.unwrap_or_default();
     if let Some(priority) = changeset.priority
         && !(0..=100).contains(&priority)
     {
-        return Err(Problem::invalid_argument(format!(
+        return Err(ClientError::invalid_argument(format!(
             "The value for priority is '{priority}' but must be within the [0,100] range."
         )));
     }
@@ -402,7 +402,7 @@ pub async fn update(
         priority: changeset.priority,
     };
     if changes == UserTaskChanges::default() && request.action.is_none() {
-        return Err(Problem::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "No update data provided; set at least one changeset attribute or an action",
         ));
     }
@@ -430,7 +430,7 @@ pub async fn complete(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let request: CompletionRequest = parse_optional_body(&body)?;
     let variables = request
         .variables
@@ -457,7 +457,7 @@ pub async fn search_variables(
     >,
     KeyParam(key): KeyParam,
     Body(body): Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let task = task(&state, key).await?;
     let mut scopes = vec![FieldValue::Int(task.element_instance_key.get())];
     let mut scope = task.element_instance_key;
@@ -506,7 +506,7 @@ pub(super) struct FormResult {
 pub async fn form(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Response, Problem> {
+) -> Result<Response, ClientError> {
     let task = task(&state, key).await?;
     let Some(form_key) = task.form_key else {
         return Ok(StatusCode::NO_CONTENT.into_response());
@@ -525,7 +525,7 @@ pub async fn form(
     let form: HistoricForm = match answer {
         QueryResult::History(HistoryResult::Form(Some(form))) => form,
         QueryResult::History(HistoryResult::Form(None)) => {
-            return Err(Problem::not_found(format!(
+            return Err(ClientError::not_found(format!(
                 "Form with key '{form_key}' of user task '{key}' not found"
             )));
         }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, fetch, run};
 use super::{Body, KeyParam, SharedState, key_text};
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -113,7 +113,7 @@ pub async fn search(
     State(state): State<SharedState>,
     params: Result<axum::extract::Query<SearchParams>, axum::extract::rejection::QueryRejection>,
     Body(body): Body,
-) -> Result<Json<VariableSearchResult>, Problem> {
+) -> Result<Json<VariableSearchResult>, ClientError> {
     search_in(&state, params, &body, None).await
 }
 
@@ -123,9 +123,9 @@ pub(super) async fn search_in(
     params: Result<axum::extract::Query<SearchParams>, axum::extract::rejection::QueryRejection>,
     body: &[u8],
     extra: Option<(F, rill_protocol::history::Condition)>,
-) -> Result<Json<VariableSearchResult>, Problem> {
+) -> Result<Json<VariableSearchResult>, ClientError> {
     let params = params.map_err(|rejection| {
-        Problem::invalid_argument(format!(
+        ClientError::invalid_argument(format!(
             "Invalid query parameters: {}",
             rejection.body_text()
         ))
@@ -146,7 +146,7 @@ pub(super) async fn search_in(
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
-) -> Result<Json<VariableResult>, Problem> {
+) -> Result<Json<VariableResult>, ClientError> {
     let found = fetch(
         &state,
         key,
@@ -158,8 +158,8 @@ pub async fn get(
         },
     )
     .await?;
-    let variable =
-        found.ok_or_else(|| Problem::not_found(format!("Variable with key '{key}' not found")))?;
+    let variable = found
+        .ok_or_else(|| ClientError::not_found(format!("Variable with key '{key}' not found")))?;
     let mut result = VariableResult::from(variable);
     result.is_truncated = None;
     Ok(Json(result))

@@ -10,7 +10,7 @@ use rill_protocol::{
 };
 use serde_json::{Value, json};
 
-use crate::problem::Problem;
+use crate::ops::ClientError;
 use crate::rest::history_search::{SearchBody, plan};
 
 /// Three partitions; instance n of partition p starts at 1000 + n * 7 + p (so start
@@ -81,7 +81,7 @@ fn record(intent: Intent, at: i64, value: ProcessInstanceRecord) -> Record {
 }
 
 /// What the gateway answers for `body`, asking every partition as `search` does.
-fn run(stores: &[MemoryHistory], body: Value) -> Result<Value, Problem> {
+fn run(stores: &[MemoryHistory], body: Value) -> Result<Value, ClientError> {
     let body: SearchBody = serde_json::from_value(body).unwrap();
     let plan = plan::<HistoricProcessInstance>(body)?;
     let query = plan.partition_search();
@@ -253,7 +253,7 @@ fn bad_requests_name_the_field() {
         (json!({"page": {"from": 3, "after": "a"}}), "page.from"),
     ];
     for (body, field) in cases {
-        let problem = run(&stores, body.clone()).unwrap_err();
+        let problem = crate::rest::Problem::from(run(&stores, body.clone()).unwrap_err());
         assert_eq!(
             problem.status,
             axum::http::StatusCode::BAD_REQUEST,
@@ -316,7 +316,7 @@ fn a_tags_filter_keeps_the_instances_with_every_tag() {
         (json!({"filter": {"tags": [1]}}), "filter.tags"),
         (json!({"sort": [{"field": "tags"}]}), "sort[0].field"),
     ] {
-        let problem = run(&stores, body.clone()).unwrap_err();
+        let problem = crate::rest::Problem::from(run(&stores, body.clone()).unwrap_err());
         assert_eq!(
             problem.status,
             axum::http::StatusCode::BAD_REQUEST,

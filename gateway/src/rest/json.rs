@@ -1,19 +1,18 @@
 //! Reading request bodies and path keys into typed values, with errors that name the
 //! field and say what was expected.
 
-use axum::http::StatusCode;
 use rill_protocol::{JsonValue, Key};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 
 use crate::limits::{MAX_DOCUMENT_DEPTH, Unreadable, check_size, is_recursion_limit, raw_document};
-use crate::problem::Problem;
-use crate::rest::ApiSettings;
+use crate::ops::ApiSettings;
+use crate::ops::ClientError;
 
 /// Parses a JSON request body. An empty body is an error (the endpoint needs one).
-pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
+pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ClientError> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(Problem::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "The request body is empty; expected a JSON object",
         ));
     }
@@ -21,23 +20,25 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
 }
 
 /// Parses a JSON request body that may be left out; an empty body means `{}`.
-pub fn parse_optional_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
+pub fn parse_optional_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ClientError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return parse(b"{}");
     }
     parse(body)
 }
 
-fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ClientError> {
     // Request bodies are objects. Serde would read a struct from an array too, by
     // position; say plainly what is wrong instead.
     if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(match serde_json::from_slice::<serde_json::Value>(body) {
-            Ok(value) => Problem::invalid_argument(format!(
+            Ok(value) => ClientError::invalid_argument(format!(
                 "Invalid request body: expected a JSON object, but got {}",
                 kind_of(&value)
             )),
-            Err(e) => Problem::invalid_argument(format!("The request body is not valid JSON: {e}")),
+            Err(e) => {
+                ClientError::invalid_argument(format!("The request body is not valid JSON: {e}"))
+            }
         });
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
@@ -47,27 +48,29 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
         describe(&path, &inner)
     })?;
     deserializer.end().map_err(|e| {
-        Problem::invalid_argument(format!("The request body is not valid JSON: {e}"))
+        ClientError::invalid_argument(format!("The request body is not valid JSON: {e}"))
     })?;
     Ok(value)
 }
 
-fn describe(path: &str, error: &serde_json::Error) -> Problem {
+fn describe(path: &str, error: &serde_json::Error) -> ClientError {
     use serde_json::error::Category;
     if is_recursion_limit(error) {
-        return Problem::invalid_argument(format!(
+        return ClientError::invalid_argument(format!(
             "The request body nests objects and arrays too deeply (a variable document may \
              nest them at most {MAX_DOCUMENT_DEPTH} levels deep): {error}"
         ));
     }
     match error.classify() {
         Category::Syntax | Category::Eof | Category::Io => {
-            Problem::invalid_argument(format!("The request body is not valid JSON: {error}"))
+            ClientError::invalid_argument(format!("The request body is not valid JSON: {error}"))
         }
         Category::Data if path == "." || path.is_empty() => {
-            Problem::invalid_argument(format!("Invalid request body: {error}"))
+            ClientError::invalid_argument(format!("Invalid request body: {error}"))
         }
-        Category::Data => Problem::invalid_argument(format!("Invalid value for '{path}': {error}")),
+        Category::Data => {
+            ClientError::invalid_field(path, format!("Invalid value for '{path}': {error}"))
+        }
     }
 }
 
@@ -152,13 +155,12 @@ impl Default for Variables {
 impl Variables {
     /// The document, if it is within the size limit; `field` names it in the problem
     /// otherwise (413 `PAYLOAD_TOO_LARGE`, naming the limit and the setting).
-    pub fn checked(self, field: &str, settings: &ApiSettings) -> Result<JsonValue, Problem> {
+    pub fn checked(self, field: &str, settings: &ApiSettings) -> Result<JsonValue, ClientError> {
         check_size(self.size, settings.max_variable_document_size).map_err(|error| {
-            Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                error.describe(field),
-            )
+            ClientError::TooLarge {
+                field: Some(field.to_owned()),
+                detail: error.describe(field),
+            }
         })?;
         Ok(self.document)
     }
@@ -202,12 +204,15 @@ fn kind_of(value: &serde_json::Value) -> &'static str {
 }
 
 /// Parses a key from a path segment, naming the parameter when it is not one.
-pub fn path_key(name: &str, text: &str) -> Result<Key, Problem> {
+pub fn path_key(name: &str, text: &str) -> Result<Key, ClientError> {
     Key::parse(text).ok_or_else(|| {
-        Problem::invalid_argument(format!(
-            "The provided {name} '{text}' is not a valid key; expected a positive number, \
+        ClientError::invalid_field(
+            name,
+            format!(
+                "The provided {name} '{text}' is not a valid key; expected a positive number, \
              e.g. 2251799813685249"
-        ))
+            ),
+        )
     })
 }
 
@@ -216,6 +221,7 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
+    use crate::rest::Problem;
 
     #[derive(Debug, Deserialize)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -239,30 +245,35 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        let err = parse_body::<Sample>(br#"{"jobKey": 12}"#).unwrap_err();
+        let err = Problem::from(parse_body::<Sample>(br#"{"jobKey": 12}"#).unwrap_err());
         assert!(err.detail.contains("'jobKey'"), "{}", err.detail);
         assert!(err.detail.contains("string of digits"), "{}", err.detail);
 
-        let err = parse_body::<Sample>(br#"{"jobKey": "x1"}"#).unwrap_err();
+        let err = Problem::from(parse_body::<Sample>(br#"{"jobKey": "x1"}"#).unwrap_err());
         assert!(
             err.detail.contains("'x1' is not a valid key"),
             "{}",
             err.detail
         );
 
-        let err = parse_body::<Sample>(br#"{"jobKey": "2251799813685249", "variables": [1]}"#)
-            .unwrap_err();
+        let err = Problem::from(
+            parse_body::<Sample>(br#"{"jobKey": "2251799813685249", "variables": [1]}"#)
+                .unwrap_err(),
+        );
         assert!(err.detail.contains("'variables'"), "{}", err.detail);
         assert!(err.detail.contains("an array"), "{}", err.detail);
 
-        let err = parse_body::<Sample>(
-            br#"{"jobKey": "2251799813685249", "nested": {"retries": "three"}}"#,
-        )
-        .unwrap_err();
+        let err = Problem::from(
+            parse_body::<Sample>(
+                br#"{"jobKey": "2251799813685249", "nested": {"retries": "three"}}"#,
+            )
+            .unwrap_err(),
+        );
         assert!(err.detail.contains("'nested.retries'"), "{}", err.detail);
 
-        let err =
-            parse_body::<Sample>(br#"{"jobKey": "2251799813685249", "bogus": 1}"#).unwrap_err();
+        let err = Problem::from(
+            parse_body::<Sample>(br#"{"jobKey": "2251799813685249", "bogus": 1}"#).unwrap_err(),
+        );
         assert!(
             err.detail.contains("unknown field `bogus`"),
             "{}",
@@ -272,11 +283,13 @@ mod tests {
 
     #[test]
     fn syntax_errors_and_empty_bodies_are_reported() {
-        let err = parse_body::<Sample>(b"{\"jobKey\": ").unwrap_err();
+        let err = Problem::from(parse_body::<Sample>(b"{\"jobKey\": ").unwrap_err());
         assert!(err.detail.contains("not valid JSON"), "{}", err.detail);
-        let err = parse_body::<Sample>(b"  ").unwrap_err();
+        let err = Problem::from(parse_body::<Sample>(b"  ").unwrap_err());
         assert!(err.detail.contains("empty"), "{}", err.detail);
-        let err = parse_body::<Sample>(br#"{"jobKey": "2251799813685249"} trailing"#).unwrap_err();
+        let err = Problem::from(
+            parse_body::<Sample>(br#"{"jobKey": "2251799813685249"} trailing"#).unwrap_err(),
+        );
         assert!(err.detail.contains("not valid JSON"), "{}", err.detail);
     }
 
@@ -308,10 +321,12 @@ mod tests {
             .checked("variables", &settings(16))
             .unwrap();
         assert_eq!(value.as_str(), r#"{"a":[1,2]}"#);
-        let problem = sample
-            .variables
-            .checked("variables", &settings(15))
-            .unwrap_err();
+        let problem = Problem::from(
+            sample
+                .variables
+                .checked("variables", &settings(15))
+                .unwrap_err(),
+        );
         assert_eq!(problem.status.as_u16(), 413);
         assert_eq!(problem.title, "PAYLOAD_TOO_LARGE");
         for fragment in [
@@ -334,7 +349,7 @@ mod tests {
         };
         assert!(parse_body::<Sample>(deep(MAX_DOCUMENT_DEPTH).as_bytes()).is_ok());
         for levels in [MAX_DOCUMENT_DEPTH + 1, 1000] {
-            let err = parse_body::<Sample>(deep(levels).as_bytes()).unwrap_err();
+            let err = Problem::from(parse_body::<Sample>(deep(levels).as_bytes()).unwrap_err());
             assert_eq!(err.status.as_u16(), 400);
             assert!(err.detail.contains("'variables'"), "{}", err.detail);
             assert!(
@@ -345,7 +360,7 @@ mod tests {
         }
         // Deep elsewhere in the body: the parser's limit, said plainly.
         let body = format!(r#"{{"jobKey": {}1{}}}"#, "[".repeat(200), "]".repeat(200));
-        let err = parse_body::<Sample>(body.as_bytes()).unwrap_err();
+        let err = Problem::from(parse_body::<Sample>(body.as_bytes()).unwrap_err());
         assert!(err.detail.contains("too deeply"), "{}", err.detail);
     }
 
@@ -355,7 +370,7 @@ mod tests {
             path_key("jobKey", "2251799813685249").unwrap(),
             Key(2251799813685249)
         );
-        let err = path_key("jobKey", "abc").unwrap_err();
+        let err = Problem::from(path_key("jobKey", "abc").unwrap_err());
         assert_eq!(err.status.as_u16(), 400);
         assert!(err.detail.contains("jobKey 'abc'"));
     }
