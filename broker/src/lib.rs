@@ -21,6 +21,7 @@ mod processor;
 mod raft_network;
 mod runtime;
 mod state;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use command_api::{

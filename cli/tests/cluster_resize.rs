@@ -217,6 +217,7 @@ fn a_cluster_grows_to_five_brokers_through_a_kill_and_shrinks_back_to_three() {
 
         // Without it, the next leader of partition 1 goes on with the change: steps are
         // completed after the kill (times are RFC 3339 in UTC, so they sort as text).
+        #[allow(clippy::disallowed_methods)] // compared with the times the broker reports
         let killed_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {

@@ -53,6 +53,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// The clock the engine stamps deadlines with (same machine).
+#[allow(clippy::disallowed_methods)] // a test compares with the leader's clock
 fn epoch_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

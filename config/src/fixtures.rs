@@ -27,42 +27,16 @@ pub(crate) fn everything_set() -> RillConfig {
 
 /// Every record and value type switched the other way.
 fn inverted(filter: &RecordFilterConfig) -> RecordFilterConfig {
-    RecordFilterConfig {
+    let mut inverted = RecordFilterConfig {
         command: !filter.command,
         event: !filter.event,
         rejection: !filter.rejection,
-        deployment: !filter.deployment,
-        process: !filter.process,
-        process_instance: !filter.process_instance,
-        process_instance_creation: !filter.process_instance_creation,
-        process_instance_result: !filter.process_instance_result,
-        job: !filter.job,
-        job_batch: !filter.job_batch,
-        variable: !filter.variable,
-        variable_document: !filter.variable_document,
-        incident: !filter.incident,
-        message: !filter.message,
-        message_subscription: !filter.message_subscription,
-        process_message_subscription: !filter.process_message_subscription,
-        timer: !filter.timer,
-        error: !filter.error,
-        command_distribution: !filter.command_distribution,
-        signal: !filter.signal,
-        signal_subscription: !filter.signal_subscription,
-        escalation: !filter.escalation,
-        message_start_event_subscription: !filter.message_start_event_subscription,
-        user_task: !filter.user_task,
-        form: !filter.form,
-        decision: !filter.decision,
-        decision_requirements: !filter.decision_requirements,
-        decision_evaluation: !filter.decision_evaluation,
-        compensation_subscription: !filter.compensation_subscription,
-        process_instance_modification: !filter.process_instance_modification,
-        resource_deletion: !filter.resource_deletion,
-        process_event: !filter.process_event,
-        process_instance_migration: !filter.process_instance_migration,
-        ad_hoc_sub_process_instruction: !filter.ad_hoc_sub_process_instruction,
+        ..filter.clone()
+    };
+    for value_type in rill_protocol::ValueType::ALL {
+        inverted.set_value_type(value_type, !filter.value_type(value_type));
     }
+    inverted
 }
 
 /// Every option changed from its default (exporters on), for layering tests.

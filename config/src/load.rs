@@ -390,7 +390,7 @@ mod tests {
     fn the_fixture_changes_every_option_so_the_round_trips_cover_them_all() {
         let changed = nothing_default();
         let defaults = everything_set();
-        for spec in schema::OPTIONS {
+        for spec in schema::OPTIONS.iter() {
             if matches!(spec.kind, Kind::OptionalText | Kind::OptionalDuration) {
                 continue; // unset by default; everything_set already gives them a value
             }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rill_protocol::ValueType;
 use serde::{Deserialize, Serialize};
 
 use crate::bytesize::ByteSize;
@@ -536,129 +537,66 @@ impl Default for ElasticsearchTlsConfig {
     }
 }
 
-/// Which records an exporter ships, by record type and value type. The defaults are
-/// Zeebe's Elasticsearch exporter's: events only, every value type but job batches.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
-pub struct RecordFilterConfig {
-    // Record types.
-    pub command: bool,
-    pub event: bool,
-    pub rejection: bool,
-    // Value types.
-    pub deployment: bool,
-    pub process: bool,
-    pub process_instance: bool,
-    pub process_instance_creation: bool,
-    pub process_instance_result: bool,
-    pub job: bool,
-    pub job_batch: bool,
-    pub variable: bool,
-    pub variable_document: bool,
-    pub incident: bool,
-    pub message: bool,
-    pub message_subscription: bool,
-    pub process_message_subscription: bool,
-    pub timer: bool,
-    pub error: bool,
-    pub command_distribution: bool,
-    pub signal: bool,
-    pub signal_subscription: bool,
-    pub escalation: bool,
-    pub message_start_event_subscription: bool,
-    pub user_task: bool,
-    pub form: bool,
-    pub decision: bool,
-    pub decision_requirements: bool,
-    pub decision_evaluation: bool,
-    pub compensation_subscription: bool,
-    pub process_instance_modification: bool,
-    pub resource_deletion: bool,
-    pub process_event: bool,
-    pub process_instance_migration: bool,
-    pub ad_hoc_sub_process_instruction: bool,
+macro_rules! define_record_filter {
+    ($($(#[$doc:meta])* $variant:ident($record:ident): $zeebe:tt, $kebab:tt, $field:ident;)*) => {
+        /// Which records an exporter ships, by record type and value type (one switch
+        /// per row of the value-type table, `rill_protocol::value_types!`). The defaults
+        /// are Zeebe's Elasticsearch exporter's: events only, every value type but job
+        /// batches and process instance results.
+        #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+        pub struct RecordFilterConfig {
+            // Record types.
+            pub command: bool,
+            pub event: bool,
+            pub rejection: bool,
+            // Value types.
+            $(#[serde(rename = $kebab)] pub $field: bool,)*
+        }
+
+        impl RecordFilterConfig {
+            /// Whether records of `value_type` pass.
+            pub fn value_type(&self, value_type: ValueType) -> bool {
+                match value_type {
+                    $(ValueType::$variant => self.$field,)*
+                }
+            }
+
+            /// Lets records of `value_type` pass, or not.
+            pub fn set_value_type(&mut self, value_type: ValueType, pass: bool) {
+                match value_type {
+                    $(ValueType::$variant => self.$field = pass,)*
+                }
+            }
+        }
+
+        impl RecordFilterConfig {
+            /// Everything: every record type and value type.
+            pub fn all() -> RecordFilterConfig {
+                RecordFilterConfig {
+                    command: true,
+                    event: true,
+                    rejection: true,
+                    $($field: true,)*
+                }
+            }
+        }
+    };
 }
+
+rill_protocol::value_types!(define_record_filter);
 
 impl Default for RecordFilterConfig {
     fn default() -> Self {
-        RecordFilterConfig {
+        let mut filter = RecordFilterConfig {
             command: false,
-            event: true,
             rejection: false,
-            deployment: true,
-            process: true,
-            process_instance: true,
-            process_instance_creation: true,
-            process_instance_result: false,
-            job: true,
-            job_batch: false,
-            variable: true,
-            variable_document: true,
-            incident: true,
-            message: true,
-            message_subscription: true,
-            process_message_subscription: true,
-            timer: true,
-            error: true,
-            command_distribution: true,
-            signal: true,
-            signal_subscription: true,
-            escalation: true,
-            message_start_event_subscription: true,
-            user_task: true,
-            form: true,
-            decision: true,
-            decision_requirements: true,
-            decision_evaluation: true,
-            compensation_subscription: true,
-            process_instance_modification: true,
-            resource_deletion: true,
-            process_event: true,
-            process_instance_migration: true,
-            ad_hoc_sub_process_instruction: true,
-        }
-    }
-}
-
-impl RecordFilterConfig {
-    /// Everything: every record type and value type.
-    pub fn all() -> RecordFilterConfig {
-        RecordFilterConfig {
-            command: true,
-            event: true,
-            rejection: true,
-            deployment: true,
-            process: true,
-            process_instance: true,
-            process_instance_creation: true,
-            process_instance_result: true,
-            job: true,
-            job_batch: true,
-            variable: true,
-            variable_document: true,
-            incident: true,
-            message: true,
-            message_subscription: true,
-            process_message_subscription: true,
-            timer: true,
-            error: true,
-            command_distribution: true,
-            signal: true,
-            signal_subscription: true,
-            escalation: true,
-            message_start_event_subscription: true,
-            user_task: true,
-            form: true,
-            decision: true,
-            decision_requirements: true,
-            decision_evaluation: true,
-            compensation_subscription: true,
-            process_instance_modification: true,
-            resource_deletion: true,
-            process_event: true,
-            process_instance_migration: true,
-            ad_hoc_sub_process_instruction: true,
-        }
+            ..RecordFilterConfig::all()
+        };
+        // Zeebe's exporter does not export these.
+        filter.set_value_type(ValueType::ProcessInstanceResult, false);
+        filter.set_value_type(ValueType::JobBatch, false);
+        filter
     }
 }
 

@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn schema_kinds_match_the_serialized_types() {
         let tree = toml::Value::try_from(everything_set()).expect("serializes");
-        for option in OPTIONS {
+        for option in OPTIONS.iter() {
             let value = lookup(&tree, option.path).expect("listed option is serialized");
             let matches = match option.kind {
                 Kind::Bool => value.is_bool(),
@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn the_reference_documents_every_option_with_its_env_var_and_default() {
         let reference = reference_markdown();
-        for option in OPTIONS {
+        for option in OPTIONS.iter() {
             let row = reference
                 .lines()
                 .find(|line| {

@@ -2,6 +2,8 @@
 //! (`docs/configuration.md`) and of the typed parsing of environment variables and
 //! command-line overrides. A test checks that it lists exactly the options the model has.
 
+use std::sync::LazyLock;
+
 /// How a text value (from the environment or a `key=value` override) is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -61,6 +63,7 @@ impl Kind {
     }
 }
 
+#[derive(Clone, Copy)]
 pub(crate) struct OptionSpec {
     /// Dotted kebab-case path, as in the file: `cluster.node-id`.
     pub path: &'static str,
@@ -147,9 +150,40 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("exporters.jsonl.filter", "Which records are written, by record type and value type. Everything by default (it is a debugging aid)."),
 ];
 
+/// Every option, in the order of the reference: the settings written out below, and the
+/// value-type filters of the two exporters, one per row of the value-type table
+/// (`rill_protocol::value_types!`).
+pub(crate) static OPTIONS: LazyLock<Vec<OptionSpec>> = LazyLock::new(|| {
+    [
+        SETTINGS,
+        ELASTICSEARCH_VALUE_TYPE_FILTERS,
+        JSONL_SETTINGS,
+        JSONL_VALUE_TYPE_FILTERS,
+    ]
+    .concat()
+});
+
+macro_rules! value_type_filters {
+    ($($(#[$doc:meta])* $variant:ident($record:ident): $zeebe:tt, $kebab:tt, $field:ident;)*) => {
+        const ELASTICSEARCH_VALUE_TYPE_FILTERS: &[OptionSpec] = &[$(OptionSpec {
+            path: concat!("exporters.elasticsearch.filter.", $kebab),
+            kind: Kind::Bool,
+            description: concat!("Export ", $zeebe, " records."),
+        },)*];
+        const JSONL_VALUE_TYPE_FILTERS: &[OptionSpec] = &[$(OptionSpec {
+            path: concat!("exporters.jsonl.filter.", $kebab),
+            kind: Kind::Bool,
+            description: concat!("Export ", $zeebe, " records."),
+        },)*];
+    };
+}
+
+rill_protocol::value_types!(value_type_filters);
+
+/// Every option up to the Elasticsearch exporter's value-type filter, in reference order.
 // One line per option reads as a table; rustfmt would spread each over five lines.
 #[rustfmt::skip]
-pub(crate) const OPTIONS: &[OptionSpec] = &[
+const SETTINGS: &[OptionSpec] = &[
     // cluster
     OptionSpec { path: "cluster.node-id", kind: Kind::U32, description: "This broker's id, unique in the cluster. A new cluster's brokers have ids 0 to `cluster.size - 1`; a broker with a higher id (a StatefulSet scaled up) joins the running brokers named in `cluster.initial-contact-points` and serves nothing until a cluster change adds it (`PATCH /actuator/cluster`)." },
     OptionSpec { path: "cluster.size", kind: Kind::U32, description: "Number of brokers in the cluster." },
@@ -247,74 +281,17 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec { path: "exporters.elasticsearch.filter.command", kind: Kind::Bool, description: "Export commands." },
     OptionSpec { path: "exporters.elasticsearch.filter.event", kind: Kind::Bool, description: "Export events." },
     OptionSpec { path: "exporters.elasticsearch.filter.rejection", kind: Kind::Bool, description: "Export command rejections." },
-    OptionSpec { path: "exporters.elasticsearch.filter.deployment", kind: Kind::Bool, description: "Export DEPLOYMENT records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process", kind: Kind::Bool, description: "Export PROCESS records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process-instance", kind: Kind::Bool, description: "Export PROCESS_INSTANCE records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process-instance-creation", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_CREATION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process-instance-result", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_RESULT records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.job", kind: Kind::Bool, description: "Export JOB records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.job-batch", kind: Kind::Bool, description: "Export JOB_BATCH records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.variable", kind: Kind::Bool, description: "Export VARIABLE records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.variable-document", kind: Kind::Bool, description: "Export VARIABLE_DOCUMENT records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.incident", kind: Kind::Bool, description: "Export INCIDENT records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.message", kind: Kind::Bool, description: "Export MESSAGE records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.message-subscription", kind: Kind::Bool, description: "Export MESSAGE_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process-message-subscription", kind: Kind::Bool, description: "Export PROCESS_MESSAGE_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.timer", kind: Kind::Bool, description: "Export TIMER records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.error", kind: Kind::Bool, description: "Export ERROR records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.command-distribution", kind: Kind::Bool, description: "Export COMMAND_DISTRIBUTION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.signal", kind: Kind::Bool, description: "Export SIGNAL records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.signal-subscription", kind: Kind::Bool, description: "Export SIGNAL_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.escalation", kind: Kind::Bool, description: "Export ESCALATION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.message-start-event-subscription", kind: Kind::Bool, description: "Export MESSAGE_START_EVENT_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.user-task", kind: Kind::Bool, description: "Export USER_TASK records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.form", kind: Kind::Bool, description: "Export FORM records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.decision", kind: Kind::Bool, description: "Export DECISION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.decision-requirements", kind: Kind::Bool, description: "Export DECISION_REQUIREMENTS records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.decision-evaluation", kind: Kind::Bool, description: "Export DECISION_EVALUATION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.compensation-subscription", kind: Kind::Bool, description: "Export COMPENSATION_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process-instance-modification", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MODIFICATION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.resource-deletion", kind: Kind::Bool, description: "Export RESOURCE_DELETION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process-event", kind: Kind::Bool, description: "Export PROCESS_EVENT records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.process-instance-migration", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MIGRATION records." },
-    OptionSpec { path: "exporters.elasticsearch.filter.ad-hoc-sub-process-instruction", kind: Kind::Bool, description: "Export AD_HOC_SUB_PROCESS_INSTRUCTION records." },
+];
+
+/// The options of the JSON-lines exporter but its value-type filter.
+#[rustfmt::skip]
+const JSONL_SETTINGS: &[OptionSpec] = &[
     OptionSpec { path: "exporters.jsonl.path", kind: Kind::Path, description: "File the records are appended to." },
     OptionSpec { path: "exporters.jsonl.flush-size", kind: Kind::Usize, description: "Write and fsync once this many records are buffered." },
     OptionSpec { path: "exporters.jsonl.flush-delay", kind: Kind::Duration, description: "Write and fsync once the oldest buffered record has waited this long." },
     OptionSpec { path: "exporters.jsonl.filter.command", kind: Kind::Bool, description: "Export commands." },
     OptionSpec { path: "exporters.jsonl.filter.event", kind: Kind::Bool, description: "Export events." },
     OptionSpec { path: "exporters.jsonl.filter.rejection", kind: Kind::Bool, description: "Export command rejections." },
-    OptionSpec { path: "exporters.jsonl.filter.deployment", kind: Kind::Bool, description: "Export DEPLOYMENT records." },
-    OptionSpec { path: "exporters.jsonl.filter.process", kind: Kind::Bool, description: "Export PROCESS records." },
-    OptionSpec { path: "exporters.jsonl.filter.process-instance", kind: Kind::Bool, description: "Export PROCESS_INSTANCE records." },
-    OptionSpec { path: "exporters.jsonl.filter.process-instance-creation", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_CREATION records." },
-    OptionSpec { path: "exporters.jsonl.filter.process-instance-result", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_RESULT records." },
-    OptionSpec { path: "exporters.jsonl.filter.job", kind: Kind::Bool, description: "Export JOB records." },
-    OptionSpec { path: "exporters.jsonl.filter.job-batch", kind: Kind::Bool, description: "Export JOB_BATCH records." },
-    OptionSpec { path: "exporters.jsonl.filter.variable", kind: Kind::Bool, description: "Export VARIABLE records." },
-    OptionSpec { path: "exporters.jsonl.filter.variable-document", kind: Kind::Bool, description: "Export VARIABLE_DOCUMENT records." },
-    OptionSpec { path: "exporters.jsonl.filter.incident", kind: Kind::Bool, description: "Export INCIDENT records." },
-    OptionSpec { path: "exporters.jsonl.filter.message", kind: Kind::Bool, description: "Export MESSAGE records." },
-    OptionSpec { path: "exporters.jsonl.filter.message-subscription", kind: Kind::Bool, description: "Export MESSAGE_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.jsonl.filter.process-message-subscription", kind: Kind::Bool, description: "Export PROCESS_MESSAGE_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.jsonl.filter.timer", kind: Kind::Bool, description: "Export TIMER records." },
-    OptionSpec { path: "exporters.jsonl.filter.error", kind: Kind::Bool, description: "Export ERROR records." },
-    OptionSpec { path: "exporters.jsonl.filter.command-distribution", kind: Kind::Bool, description: "Export COMMAND_DISTRIBUTION records." },
-    OptionSpec { path: "exporters.jsonl.filter.signal", kind: Kind::Bool, description: "Export SIGNAL records." },
-    OptionSpec { path: "exporters.jsonl.filter.signal-subscription", kind: Kind::Bool, description: "Export SIGNAL_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.jsonl.filter.escalation", kind: Kind::Bool, description: "Export ESCALATION records." },
-    OptionSpec { path: "exporters.jsonl.filter.message-start-event-subscription", kind: Kind::Bool, description: "Export MESSAGE_START_EVENT_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.jsonl.filter.user-task", kind: Kind::Bool, description: "Export USER_TASK records." },
-    OptionSpec { path: "exporters.jsonl.filter.form", kind: Kind::Bool, description: "Export FORM records." },
-    OptionSpec { path: "exporters.jsonl.filter.decision", kind: Kind::Bool, description: "Export DECISION records." },
-    OptionSpec { path: "exporters.jsonl.filter.decision-requirements", kind: Kind::Bool, description: "Export DECISION_REQUIREMENTS records." },
-    OptionSpec { path: "exporters.jsonl.filter.decision-evaluation", kind: Kind::Bool, description: "Export DECISION_EVALUATION records." },
-    OptionSpec { path: "exporters.jsonl.filter.compensation-subscription", kind: Kind::Bool, description: "Export COMPENSATION_SUBSCRIPTION records." },
-    OptionSpec { path: "exporters.jsonl.filter.process-instance-modification", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MODIFICATION records." },
-    OptionSpec { path: "exporters.jsonl.filter.resource-deletion", kind: Kind::Bool, description: "Export RESOURCE_DELETION records." },
-    OptionSpec { path: "exporters.jsonl.filter.process-event", kind: Kind::Bool, description: "Export PROCESS_EVENT records." },
-    OptionSpec { path: "exporters.jsonl.filter.process-instance-migration", kind: Kind::Bool, description: "Export PROCESS_INSTANCE_MIGRATION records." },
-    OptionSpec { path: "exporters.jsonl.filter.ad-hoc-sub-process-instruction", kind: Kind::Bool, description: "Export AD_HOC_SUB_PROCESS_INSTRUCTION records." },
 ];
 
 /// Options whose values `to_toml` masks.
@@ -347,7 +324,7 @@ mod tests {
 
     #[test]
     fn every_section_of_an_option_is_described_once() {
-        for option in OPTIONS {
+        for option in OPTIONS.iter() {
             let described = SECTIONS
                 .iter()
                 .filter(|(name, _)| *name == option.section())

@@ -71,29 +71,6 @@ struct ValueDocument<'a>(&'a Record);
 impl Serialize for ValueDocument<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match &self.0.value {
-            RecordValue::ProcessInstance(v) => v.serialize(serializer),
-            RecordValue::ProcessInstanceResult(v) => v.serialize(serializer),
-            RecordValue::Job(v) => v.serialize(serializer),
-            RecordValue::JobBatch(v) => v.serialize(serializer),
-            RecordValue::Variable(v) => v.serialize(serializer),
-            RecordValue::VariableDocument(v) => v.serialize(serializer),
-            RecordValue::Incident(v) => v.serialize(serializer),
-            RecordValue::Message(v) => v.serialize(serializer),
-            RecordValue::Timer(v) => v.serialize(serializer),
-            RecordValue::Error(v) => v.serialize(serializer),
-            RecordValue::CommandDistribution(v) => v.serialize(serializer),
-            RecordValue::Signal(v) => v.serialize(serializer),
-            RecordValue::SignalSubscription(v) => v.serialize(serializer),
-            RecordValue::Escalation(v) => v.serialize(serializer),
-            RecordValue::MessageStartEventSubscription(v) => v.serialize(serializer),
-            RecordValue::UserTask(v) => v.serialize(serializer),
-            RecordValue::DecisionEvaluation(v) => v.serialize(serializer),
-            RecordValue::CompensationSubscription(v) => v.serialize(serializer),
-            RecordValue::ProcessInstanceModification(v) => v.serialize(serializer),
-            RecordValue::ResourceDeletion(v) => v.serialize(serializer),
-            RecordValue::ProcessEvent(v) => v.serialize(serializer),
-            RecordValue::ProcessInstanceMigration(v) => v.serialize(serializer),
-            RecordValue::AdHocSubProcessInstruction(v) => v.serialize(serializer),
             RecordValue::ProcessInstanceCreation(v) => {
                 CreationDocument::from(v).serialize(serializer)
             }
@@ -106,6 +83,7 @@ impl Serialize for ValueDocument<'_> {
             | RecordValue::ProcessMessageSubscription(_) => {
                 zeebe_value(self.0).serialize(serializer)
             }
+            value => value.serialize_untagged(serializer),
         }
     }
 }

@@ -28,40 +28,7 @@ impl RecordFilter {
     }
 
     pub fn accepts_value_type(&self, value_type: ValueType) -> bool {
-        let c = &self.config;
-        match value_type {
-            ValueType::Deployment => c.deployment,
-            ValueType::Process => c.process,
-            ValueType::ProcessInstance => c.process_instance,
-            ValueType::ProcessInstanceCreation => c.process_instance_creation,
-            ValueType::ProcessInstanceResult => c.process_instance_result,
-            ValueType::Job => c.job,
-            ValueType::JobBatch => c.job_batch,
-            ValueType::Variable => c.variable,
-            ValueType::VariableDocument => c.variable_document,
-            ValueType::Incident => c.incident,
-            ValueType::Message => c.message,
-            ValueType::MessageSubscription => c.message_subscription,
-            ValueType::ProcessMessageSubscription => c.process_message_subscription,
-            ValueType::Timer => c.timer,
-            ValueType::Error => c.error,
-            ValueType::CommandDistribution => c.command_distribution,
-            ValueType::Signal => c.signal,
-            ValueType::SignalSubscription => c.signal_subscription,
-            ValueType::Escalation => c.escalation,
-            ValueType::MessageStartEventSubscription => c.message_start_event_subscription,
-            ValueType::UserTask => c.user_task,
-            ValueType::Form => c.form,
-            ValueType::Decision => c.decision,
-            ValueType::DecisionRequirements => c.decision_requirements,
-            ValueType::DecisionEvaluation => c.decision_evaluation,
-            ValueType::CompensationSubscription => c.compensation_subscription,
-            ValueType::ProcessInstanceModification => c.process_instance_modification,
-            ValueType::ResourceDeletion => c.resource_deletion,
-            ValueType::ProcessEvent => c.process_event,
-            ValueType::ProcessInstanceMigration => c.process_instance_migration,
-            ValueType::AdHocSubProcessInstruction => c.ad_hoc_sub_process_instruction,
-        }
+        self.config.value_type(value_type)
     }
 
     /// The value types this filter lets through, in `ValueType::ALL` order.

@@ -212,14 +212,3 @@ pub(crate) mod keys {
         read_int(&index_key[at..]).map(Key)
     }
 }
-
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod tests_definitions;
-#[cfg(test)]
-mod tests_entities;
-#[cfg(test)]
-mod tests_migration;
-#[cfg(test)]
-mod tests_user_tasks;

@@ -42,6 +42,18 @@ pub struct CreateProcessInstance {
     pub tags: Vec<String>,
 }
 
+impl CreateProcessInstance {
+    /// The intent of the command's record: Zeebe's `CREATE_WITH_AWAITING_RESULT` when the
+    /// client awaits the result.
+    pub fn intent(&self) -> Intent {
+        if self.await_result {
+            Intent::CreateWithAwaitingResult
+        } else {
+            Intent::Create
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ActivateJobs {
     pub job_type: String,
@@ -77,6 +89,18 @@ pub struct UpdateJob {
     pub retries: Option<i32>,
     /// New activation timeout in ms, counted from now.
     pub timeout: Option<i64>,
+}
+
+impl UpdateJob {
+    /// The intent of the command's record: `UPDATE` when both retries and timeout
+    /// change, else `UPDATE_RETRIES` or `UPDATE_TIMEOUT`.
+    pub fn intent(&self) -> Intent {
+        match (self.retries, self.timeout) {
+            (Some(_), Some(_)) => Intent::Update,
+            (Some(_), None) => Intent::UpdateRetries,
+            (None, _) => Intent::UpdateTimeout,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -141,6 +165,20 @@ pub enum UserTaskCommand {
 }
 
 impl UserTaskCommand {
+    /// The intent of the command's record (Zeebe's: an assignment without override is a
+    /// `CLAIM`).
+    pub fn intent(&self) -> Intent {
+        match self {
+            UserTaskCommand::Assign {
+                allow_override: false,
+                ..
+            } => Intent::Claim,
+            UserTaskCommand::Assign { .. } => Intent::Assign,
+            UserTaskCommand::Update { .. } => Intent::Update,
+            UserTaskCommand::Complete { .. } => Intent::Complete,
+        }
+    }
+
     pub fn user_task_key(&self) -> Key {
         match self {
             UserTaskCommand::Assign { user_task_key, .. }
@@ -355,6 +393,79 @@ impl Command {
         }
     }
 
+    /// The intent of the command's record, as the engine writes it (and its rejection):
+    /// Zeebe's intent name for the command.
+    pub fn intent(&self) -> Intent {
+        match self.inner() {
+            Command::Deploy { .. } => Intent::Create,
+            Command::CreateProcessInstance(c) => c.intent(),
+            Command::CancelProcessInstance { .. } => Intent::Cancel,
+            Command::ActivateJobs(_) => Intent::Activate,
+            Command::CompleteJob { .. } => Intent::Complete,
+            Command::FailJob(_) => Intent::Fail,
+            Command::ThrowError(_) => Intent::ThrowError,
+            Command::UpdateJob(c) => c.intent(),
+            Command::PublishMessage(_) => Intent::Publish,
+            Command::ResolveIncident { .. } => Intent::Resolve,
+            Command::SetVariables(_) => Intent::Update,
+            Command::TriggerTimer { .. } => Intent::Trigger,
+            Command::TimeOutJob { .. } => Intent::TimeOut,
+            Command::RecurJob { .. } => Intent::RecurAfterBackoff,
+            Command::ExpireMessage { .. } => Intent::Expire,
+            Command::ExpireInstanceSummary { .. } => Intent::Delete,
+            // The receiving partition writes a COMMAND_DISTRIBUTION DISTRIBUTE for it.
+            Command::FromPartition(_) => Intent::Distribute,
+            Command::AcknowledgeSend { .. } => Intent::Acknowledge,
+            Command::BroadcastSignal(_) => Intent::Broadcast,
+            Command::UserTask(c) => c.intent(),
+            Command::EvaluateDecision(_) => Intent::Evaluate,
+            Command::ModifyProcessInstance(_) => Intent::Modify,
+            Command::DeleteResource { .. } => Intent::Delete,
+            Command::RedistributeDeployments { .. } => Intent::Distribute,
+            Command::MigrateProcessInstance(_) => Intent::Migrate,
+            Command::ActivateAdHocSubProcessActivities(_) => Intent::Activate,
+            Command::YieldJob { .. } => Intent::Yield,
+            // Not reached: `inner()` is never a wrapper.
+            Command::Referenced { .. } => Intent::Create,
+        }
+    }
+
+    /// The value type of the command's record, as the engine writes it (and its
+    /// rejection).
+    pub fn value_type(&self) -> ValueType {
+        match self.inner() {
+            Command::Deploy { .. } => ValueType::Deployment,
+            Command::CreateProcessInstance(_) => ValueType::ProcessInstanceCreation,
+            Command::CancelProcessInstance { .. } | Command::ExpireInstanceSummary { .. } => {
+                ValueType::ProcessInstance
+            }
+            Command::ActivateJobs(_) => ValueType::JobBatch,
+            Command::CompleteJob { .. }
+            | Command::FailJob(_)
+            | Command::ThrowError(_)
+            | Command::UpdateJob(_)
+            | Command::TimeOutJob { .. }
+            | Command::RecurJob { .. }
+            | Command::YieldJob { .. } => ValueType::Job,
+            Command::PublishMessage(_) | Command::ExpireMessage { .. } => ValueType::Message,
+            Command::ResolveIncident { .. } => ValueType::Incident,
+            Command::SetVariables(_) => ValueType::VariableDocument,
+            Command::TriggerTimer { .. } => ValueType::Timer,
+            Command::FromPartition(_)
+            | Command::AcknowledgeSend { .. }
+            | Command::RedistributeDeployments { .. } => ValueType::CommandDistribution,
+            Command::BroadcastSignal(_) => ValueType::Signal,
+            Command::UserTask(_) => ValueType::UserTask,
+            Command::EvaluateDecision(_) => ValueType::DecisionEvaluation,
+            Command::ModifyProcessInstance(_) => ValueType::ProcessInstanceModification,
+            Command::DeleteResource { .. } => ValueType::ResourceDeletion,
+            Command::MigrateProcessInstance(_) => ValueType::ProcessInstanceMigration,
+            Command::ActivateAdHocSubProcessActivities(_) => ValueType::AdHocSubProcessInstruction,
+            // Not reached: `inner()` is never a wrapper.
+            Command::Referenced { .. } => ValueType::CommandDistribution,
+        }
+    }
+
     /// Commands that finish or advance work already admitted. Flow control never
     /// rejects them: rejecting a completion only makes the backlog larger.
     pub fn is_never_rejected(&self) -> bool {
@@ -460,6 +571,281 @@ mod tests {
 
         let bytes = codec::encode(&referenced).unwrap();
         assert_eq!(codec::decode::<Command>(&bytes).unwrap(), referenced);
+    }
+
+    /// One command of every variant (and of every intent a variant has), with the value
+    /// type and intent of the record the engine writes for it.
+    fn every_command() -> Vec<(Command, ValueType, Intent)> {
+        use ValueType as V;
+        let key = Key(7);
+        let json = JsonValue::empty_object;
+        let create = |await_result| {
+            Command::CreateProcessInstance(CreateProcessInstance {
+                process: ProcessSelector::ByKey(key),
+                variables: json(),
+                await_result,
+                fetch_variables: Vec::new(),
+                tags: Vec::new(),
+            })
+        };
+        let update_job = |retries, timeout| {
+            Command::UpdateJob(UpdateJob {
+                job_key: key,
+                retries,
+                timeout,
+            })
+        };
+        let assign = |allow_override| {
+            Command::UserTask(UserTaskCommand::Assign {
+                user_task_key: key,
+                assignee: "demo".into(),
+                action: String::new(),
+                allow_override,
+            })
+        };
+        let signal = crate::value::SignalRecord {
+            signal_name: "s".into(),
+            variables: json(),
+            tenant_id: String::new(),
+        };
+        vec![
+            (
+                Command::Deploy {
+                    resources: Vec::new(),
+                },
+                V::Deployment,
+                Intent::Create,
+            ),
+            (create(false), V::ProcessInstanceCreation, Intent::Create),
+            (
+                create(true),
+                V::ProcessInstanceCreation,
+                Intent::CreateWithAwaitingResult,
+            ),
+            (
+                Command::CancelProcessInstance {
+                    process_instance_key: key,
+                },
+                V::ProcessInstance,
+                Intent::Cancel,
+            ),
+            (
+                Command::ActivateJobs(ActivateJobs {
+                    job_type: "t".into(),
+                    worker: "w".into(),
+                    timeout: 1,
+                    max_jobs: 1,
+                    fetch_variables: Vec::new(),
+                }),
+                V::JobBatch,
+                Intent::Activate,
+            ),
+            (
+                Command::CompleteJob {
+                    job_key: key,
+                    variables: json(),
+                    result: Default::default(),
+                },
+                V::Job,
+                Intent::Complete,
+            ),
+            (
+                Command::FailJob(FailJob {
+                    job_key: key,
+                    retries: 0,
+                    error_message: String::new(),
+                    retry_backoff: 0,
+                    variables: json(),
+                }),
+                V::Job,
+                Intent::Fail,
+            ),
+            (
+                Command::ThrowError(ThrowError {
+                    job_key: key,
+                    error_code: "e".into(),
+                    error_message: String::new(),
+                    variables: json(),
+                }),
+                V::Job,
+                Intent::ThrowError,
+            ),
+            (update_job(Some(1), Some(1)), V::Job, Intent::Update),
+            (update_job(Some(1), None), V::Job, Intent::UpdateRetries),
+            (update_job(None, Some(1)), V::Job, Intent::UpdateTimeout),
+            (
+                Command::PublishMessage(PublishMessage {
+                    name: "m".into(),
+                    correlation_key: "c".into(),
+                    time_to_live: 0,
+                    message_id: String::new(),
+                    variables: json(),
+                }),
+                V::Message,
+                Intent::Publish,
+            ),
+            (
+                Command::ResolveIncident { incident_key: key },
+                V::Incident,
+                Intent::Resolve,
+            ),
+            (
+                Command::SetVariables(SetVariables {
+                    element_instance_key: key,
+                    variables: json(),
+                    local: false,
+                }),
+                V::VariableDocument,
+                Intent::Update,
+            ),
+            (
+                Command::TriggerTimer { timer_key: key },
+                V::Timer,
+                Intent::Trigger,
+            ),
+            (
+                Command::TimeOutJob { job_key: key },
+                V::Job,
+                Intent::TimeOut,
+            ),
+            (
+                Command::RecurJob { job_key: key },
+                V::Job,
+                Intent::RecurAfterBackoff,
+            ),
+            (
+                Command::ExpireMessage { message_key: key },
+                V::Message,
+                Intent::Expire,
+            ),
+            (
+                Command::ExpireInstanceSummary {
+                    process_instance_key: key,
+                },
+                V::ProcessInstance,
+                Intent::Delete,
+            ),
+            (
+                Command::FromPartition(Box::new(InterPartitionCommand {
+                    source: PartitionId(2),
+                    sequence: 1,
+                    value_type: V::Signal,
+                    intent: Intent::Broadcast,
+                    key,
+                    value: signal.clone().into(),
+                })),
+                V::CommandDistribution,
+                Intent::Distribute,
+            ),
+            (
+                Command::AcknowledgeSend {
+                    target: PartitionId(2),
+                    sequence: 1,
+                },
+                V::CommandDistribution,
+                Intent::Acknowledge,
+            ),
+            (
+                Command::BroadcastSignal(BroadcastSignal {
+                    signal_name: signal.signal_name,
+                    variables: json(),
+                }),
+                V::Signal,
+                Intent::Broadcast,
+            ),
+            (assign(false), V::UserTask, Intent::Claim),
+            (assign(true), V::UserTask, Intent::Assign),
+            (
+                Command::UserTask(UserTaskCommand::Update {
+                    user_task_key: key,
+                    changes: UserTaskChanges::default(),
+                    action: String::new(),
+                }),
+                V::UserTask,
+                Intent::Update,
+            ),
+            (
+                Command::UserTask(UserTaskCommand::Complete {
+                    user_task_key: key,
+                    variables: json(),
+                    action: String::new(),
+                }),
+                V::UserTask,
+                Intent::Complete,
+            ),
+            (
+                Command::EvaluateDecision(EvaluateDecision {
+                    decision: DecisionSelector::ByKey(key),
+                    variables: json(),
+                }),
+                V::DecisionEvaluation,
+                Intent::Evaluate,
+            ),
+            (
+                Command::ModifyProcessInstance(ModifyProcessInstance {
+                    process_instance_key: key,
+                    activate_instructions: Vec::new(),
+                    terminate_instructions: Vec::new(),
+                }),
+                V::ProcessInstanceModification,
+                Intent::Modify,
+            ),
+            (
+                Command::DeleteResource { resource_key: key },
+                V::ResourceDeletion,
+                Intent::Delete,
+            ),
+            (
+                Command::RedistributeDeployments {
+                    first: PartitionId(2),
+                    last: PartitionId(3),
+                },
+                V::CommandDistribution,
+                Intent::Distribute,
+            ),
+            (
+                Command::MigrateProcessInstance(MigrateProcessInstance {
+                    process_instance_key: key,
+                    target_process_definition_key: key,
+                    mapping_instructions: Vec::new(),
+                }),
+                V::ProcessInstanceMigration,
+                Intent::Migrate,
+            ),
+            (
+                Command::ActivateAdHocSubProcessActivities(ActivateAdHocSubProcessActivities {
+                    ad_hoc_sub_process_instance_key: key,
+                    elements: Vec::new(),
+                    cancel_remaining_instances: false,
+                }),
+                V::AdHocSubProcessInstruction,
+                Intent::Activate,
+            ),
+            (Command::YieldJob { job_key: key }, V::Job, Intent::Yield),
+        ]
+    }
+
+    #[test]
+    fn every_command_names_the_value_type_and_intent_of_its_record() {
+        let commands = every_command();
+        // Every variant is here: their encoding indexes (after the format byte) are
+        // 0 to the last, `Referenced`, which wraps the others.
+        let mut indexes: Vec<u8> = commands
+            .iter()
+            .map(|(command, ..)| codec::encode(command).unwrap()[1])
+            .collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        let referenced = codec::encode(&commands[0].0.clone().referenced(Some(1))).unwrap()[1];
+        assert_eq!(indexes, (0..referenced).collect::<Vec<u8>>());
+
+        for (command, value_type, intent) in commands {
+            assert_eq!(command.value_type(), value_type, "{command:?}");
+            assert_eq!(command.intent(), intent, "{command:?}");
+            let referenced = command.referenced(Some(3));
+            assert_eq!(referenced.value_type(), value_type, "{referenced:?}");
+            assert_eq!(referenced.intent(), intent, "{referenced:?}");
+        }
     }
 
     #[test]

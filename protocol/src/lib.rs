@@ -12,6 +12,7 @@ mod query;
 mod record;
 pub mod tags;
 pub mod value;
+mod value_types;
 
 pub use codec::CodecError;
 pub use command::{
@@ -36,6 +37,7 @@ pub use record::{
     Intent, NO_OPERATION_REFERENCE, Record, RecordDraft, RecordType, RejectionType, ValueType,
 };
 pub use value::RecordValue;
+pub use value_types::TypedValue;
 
 /// The version string records carry in `brokerVersion`.
 pub const BROKER_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -14,129 +14,40 @@ pub enum RecordType {
     CommandRejection,
 }
 
-/// What a record is about (Zeebe's `ValueType` names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ValueType {
-    Deployment,
-    Process,
-    ProcessInstance,
-    ProcessInstanceCreation,
-    ProcessInstanceResult,
-    Job,
-    JobBatch,
-    Variable,
-    VariableDocument,
-    Incident,
-    Message,
-    MessageSubscription,
-    ProcessMessageSubscription,
-    Timer,
-    Error,
-    CommandDistribution,
-    /// A signal broadcast to every partition.
-    Signal,
-    /// A catch or start event waiting for a signal.
-    SignalSubscription,
-    /// An escalation thrown, caught or not.
-    Escalation,
-    /// A message start event of a process's latest version, waiting for its message.
-    MessageStartEventSubscription,
-    /// A Camunda user task (`zeebe:userTask`).
-    UserTask,
-    /// A deployed Camunda form (`.form`).
-    Form,
-    Decision,
-    DecisionRequirements,
-    DecisionEvaluation,
-    /// A completed activity that can be compensated (its compensation boundary event's
-    /// handler, or the compensable activities of a completed subprocess).
-    CompensationSubscription,
-    /// A running instance's elements activated and terminated on request.
-    ProcessInstanceModification,
-    /// A deployed resource deleted on request.
-    ResourceDeletion,
-    /// A timer, message or signal that starts an instance or reaches a catch event
-    /// (`TRIGGERING`, then `TRIGGERED` when the event it triggers runs).
-    ProcessEvent,
-    /// A running instance moved to another process definition on request.
-    ProcessInstanceMigration,
-    /// Elements of an ad-hoc subprocess activated on request (`ACTIVATE`, `ACTIVATED`).
-    AdHocSubProcessInstruction,
-}
-
-impl ValueType {
-    pub const ALL: [ValueType; 31] = [
-        ValueType::Deployment,
-        ValueType::Process,
-        ValueType::ProcessInstance,
-        ValueType::ProcessInstanceCreation,
-        ValueType::ProcessInstanceResult,
-        ValueType::Job,
-        ValueType::JobBatch,
-        ValueType::Variable,
-        ValueType::VariableDocument,
-        ValueType::Incident,
-        ValueType::Message,
-        ValueType::MessageSubscription,
-        ValueType::ProcessMessageSubscription,
-        ValueType::Timer,
-        ValueType::Error,
-        ValueType::CommandDistribution,
-        ValueType::Signal,
-        ValueType::SignalSubscription,
-        ValueType::Escalation,
-        ValueType::MessageStartEventSubscription,
-        ValueType::UserTask,
-        ValueType::Form,
-        ValueType::Decision,
-        ValueType::DecisionRequirements,
-        ValueType::DecisionEvaluation,
-        ValueType::CompensationSubscription,
-        ValueType::ProcessInstanceModification,
-        ValueType::ResourceDeletion,
-        ValueType::ProcessEvent,
-        ValueType::ProcessInstanceMigration,
-        ValueType::AdHocSubProcessInstruction,
-    ];
-
-    /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ValueType::Deployment => "DEPLOYMENT",
-            ValueType::Process => "PROCESS",
-            ValueType::ProcessInstance => "PROCESS_INSTANCE",
-            ValueType::ProcessInstanceCreation => "PROCESS_INSTANCE_CREATION",
-            ValueType::ProcessInstanceResult => "PROCESS_INSTANCE_RESULT",
-            ValueType::Job => "JOB",
-            ValueType::JobBatch => "JOB_BATCH",
-            ValueType::Variable => "VARIABLE",
-            ValueType::VariableDocument => "VARIABLE_DOCUMENT",
-            ValueType::Incident => "INCIDENT",
-            ValueType::Message => "MESSAGE",
-            ValueType::MessageSubscription => "MESSAGE_SUBSCRIPTION",
-            ValueType::ProcessMessageSubscription => "PROCESS_MESSAGE_SUBSCRIPTION",
-            ValueType::Timer => "TIMER",
-            ValueType::Error => "ERROR",
-            ValueType::CommandDistribution => "COMMAND_DISTRIBUTION",
-            ValueType::Signal => "SIGNAL",
-            ValueType::SignalSubscription => "SIGNAL_SUBSCRIPTION",
-            ValueType::Escalation => "ESCALATION",
-            ValueType::MessageStartEventSubscription => "MESSAGE_START_EVENT_SUBSCRIPTION",
-            ValueType::UserTask => "USER_TASK",
-            ValueType::Form => "FORM",
-            ValueType::Decision => "DECISION",
-            ValueType::DecisionRequirements => "DECISION_REQUIREMENTS",
-            ValueType::DecisionEvaluation => "DECISION_EVALUATION",
-            ValueType::CompensationSubscription => "COMPENSATION_SUBSCRIPTION",
-            ValueType::ProcessInstanceModification => "PROCESS_INSTANCE_MODIFICATION",
-            ValueType::ResourceDeletion => "RESOURCE_DELETION",
-            ValueType::ProcessEvent => "PROCESS_EVENT",
-            ValueType::ProcessInstanceMigration => "PROCESS_INSTANCE_MIGRATION",
-            ValueType::AdHocSubProcessInstruction => "AD_HOC_SUB_PROCESS_INSTRUCTION",
+macro_rules! define_value_type {
+    ($($(#[$doc:meta])* $variant:ident($record:ident): $zeebe:tt, $kebab:tt, $field:ident;)*) => {
+        /// What a record is about (Zeebe's `ValueType` names). Generated from the one
+        /// table of value types, [`value_types!`](crate::value_types).
+        #[derive(
+            Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
+        pub enum ValueType {
+            $($(#[$doc])* #[serde(rename = $zeebe)] $variant,)*
         }
-    }
+
+        impl ValueType {
+            /// Every value type, in encoding order.
+            pub const ALL: [ValueType; [$($zeebe),*].len()] = [$(ValueType::$variant),*];
+
+            /// Zeebe's name, e.g. `PROCESS_INSTANCE`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ValueType::$variant => $zeebe,)*
+                }
+            }
+
+            /// The name in kebab case, e.g. `process-instance`: the exporters' index and
+            /// alias names and their filter settings use it.
+            pub fn kebab_name(self) -> &'static str {
+                match self {
+                    $(ValueType::$variant => $kebab,)*
+                }
+            }
+        }
+    };
 }
+
+crate::value_types!(define_value_type);
 
 /// What happened (or is asked for). One flat list of Zeebe's intent names; which ones
 /// apply to a value type follows Zeebe's per-type intent enums.

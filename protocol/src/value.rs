@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::json::{Blob, JsonValue};
 use crate::record::ValueType;
+use crate::value_types::TypedValue;
 
 /// The tenant every value carries while Rill is single-tenant (Zeebe's default).
 pub const DEFAULT_TENANT: &str = "<default>";
@@ -21,164 +22,65 @@ fn no_key() -> i64 {
     -1
 }
 
-/// A record's value, tagged by its value type.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum RecordValue {
-    Deployment(DeploymentRecord),
-    Process(ProcessRecord),
-    ProcessInstance(ProcessInstanceRecord),
-    ProcessInstanceCreation(ProcessInstanceCreationRecord),
-    ProcessInstanceResult(ProcessInstanceResultRecord),
-    Job(JobRecord),
-    JobBatch(JobBatchRecord),
-    Variable(VariableRecord),
-    VariableDocument(VariableDocumentRecord),
-    Incident(IncidentRecord),
-    Message(MessageRecord),
-    MessageSubscription(MessageSubscriptionRecord),
-    ProcessMessageSubscription(ProcessMessageSubscriptionRecord),
-    Timer(TimerRecord),
-    Error(ErrorRecord),
-    CommandDistribution(CommandDistributionRecord),
-    Signal(SignalRecord),
-    SignalSubscription(SignalSubscriptionRecord),
-    Escalation(EscalationRecord),
-    MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
-    UserTask(UserTaskRecord),
-    Form(FormRecord),
-    Decision(DecisionRecord),
-    DecisionRequirements(DecisionRequirementsRecord),
-    DecisionEvaluation(DecisionEvaluationRecord),
-    CompensationSubscription(CompensationSubscriptionRecord),
-    ProcessInstanceModification(ProcessInstanceModificationRecord),
-    ResourceDeletion(ResourceDeletionRecord),
-    ProcessEvent(ProcessEventRecord),
-    ProcessInstanceMigration(ProcessInstanceMigrationRecord),
-    AdHocSubProcessInstruction(AdHocSubProcessInstructionRecord),
-}
-
-impl RecordValue {
-    pub fn value_type(&self) -> ValueType {
-        match self {
-            RecordValue::Deployment(_) => ValueType::Deployment,
-            RecordValue::Process(_) => ValueType::Process,
-            RecordValue::ProcessInstance(_) => ValueType::ProcessInstance,
-            RecordValue::ProcessInstanceCreation(_) => ValueType::ProcessInstanceCreation,
-            RecordValue::ProcessInstanceResult(_) => ValueType::ProcessInstanceResult,
-            RecordValue::Job(_) => ValueType::Job,
-            RecordValue::JobBatch(_) => ValueType::JobBatch,
-            RecordValue::Variable(_) => ValueType::Variable,
-            RecordValue::VariableDocument(_) => ValueType::VariableDocument,
-            RecordValue::Incident(_) => ValueType::Incident,
-            RecordValue::Message(_) => ValueType::Message,
-            RecordValue::MessageSubscription(_) => ValueType::MessageSubscription,
-            RecordValue::ProcessMessageSubscription(_) => ValueType::ProcessMessageSubscription,
-            RecordValue::Timer(_) => ValueType::Timer,
-            RecordValue::Error(_) => ValueType::Error,
-            RecordValue::CommandDistribution(_) => ValueType::CommandDistribution,
-            RecordValue::Signal(_) => ValueType::Signal,
-            RecordValue::SignalSubscription(_) => ValueType::SignalSubscription,
-            RecordValue::Escalation(_) => ValueType::Escalation,
-            RecordValue::MessageStartEventSubscription(_) => {
-                ValueType::MessageStartEventSubscription
-            }
-            RecordValue::UserTask(_) => ValueType::UserTask,
-            RecordValue::Form(_) => ValueType::Form,
-            RecordValue::Decision(_) => ValueType::Decision,
-            RecordValue::DecisionRequirements(_) => ValueType::DecisionRequirements,
-            RecordValue::DecisionEvaluation(_) => ValueType::DecisionEvaluation,
-            RecordValue::CompensationSubscription(_) => ValueType::CompensationSubscription,
-            RecordValue::ProcessInstanceModification(_) => ValueType::ProcessInstanceModification,
-            RecordValue::ResourceDeletion(_) => ValueType::ResourceDeletion,
-            RecordValue::ProcessEvent(_) => ValueType::ProcessEvent,
-            RecordValue::ProcessInstanceMigration(_) => ValueType::ProcessInstanceMigration,
-            RecordValue::AdHocSubProcessInstruction(_) => ValueType::AdHocSubProcessInstruction,
+macro_rules! define_record_value {
+    ($($(#[$doc:meta])* $variant:ident($record:ident): $zeebe:tt, $kebab:tt, $field:ident;)*) => {
+        /// A record's value, tagged by its value type. Generated from the one table of
+        /// value types, [`value_types!`](crate::value_types).
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        pub enum RecordValue {
+            $($variant($record),)*
         }
-    }
 
-    /// The value as Zeebe's JSON object (the `value` field of an exported record).
-    pub fn to_json(&self) -> serde_json::Value {
-        let result = match self {
-            RecordValue::Deployment(v) => serde_json::to_value(v),
-            RecordValue::Process(v) => serde_json::to_value(v),
-            RecordValue::ProcessInstance(v) => serde_json::to_value(v),
-            RecordValue::ProcessInstanceCreation(v) => serde_json::to_value(v),
-            RecordValue::ProcessInstanceResult(v) => serde_json::to_value(v),
-            RecordValue::Job(v) => serde_json::to_value(v),
-            RecordValue::JobBatch(v) => serde_json::to_value(v),
-            RecordValue::Variable(v) => serde_json::to_value(v),
-            RecordValue::VariableDocument(v) => serde_json::to_value(v),
-            RecordValue::Incident(v) => serde_json::to_value(v),
-            RecordValue::Message(v) => serde_json::to_value(v),
-            RecordValue::MessageSubscription(v) => serde_json::to_value(v),
-            RecordValue::ProcessMessageSubscription(v) => serde_json::to_value(v),
-            RecordValue::Timer(v) => serde_json::to_value(v),
-            RecordValue::Error(v) => serde_json::to_value(v),
-            RecordValue::CommandDistribution(v) => serde_json::to_value(v),
-            RecordValue::Signal(v) => serde_json::to_value(v),
-            RecordValue::SignalSubscription(v) => serde_json::to_value(v),
-            RecordValue::Escalation(v) => serde_json::to_value(v),
-            RecordValue::MessageStartEventSubscription(v) => serde_json::to_value(v),
-            RecordValue::UserTask(v) => serde_json::to_value(v),
-            RecordValue::Form(v) => serde_json::to_value(v),
-            RecordValue::Decision(v) => serde_json::to_value(v),
-            RecordValue::DecisionRequirements(v) => serde_json::to_value(v),
-            RecordValue::DecisionEvaluation(v) => serde_json::to_value(v),
-            RecordValue::CompensationSubscription(v) => serde_json::to_value(v),
-            RecordValue::ProcessInstanceModification(v) => serde_json::to_value(v),
-            RecordValue::ResourceDeletion(v) => serde_json::to_value(v),
-            RecordValue::ProcessEvent(v) => serde_json::to_value(v),
-            RecordValue::ProcessInstanceMigration(v) => serde_json::to_value(v),
-            RecordValue::AdHocSubProcessInstruction(v) => serde_json::to_value(v),
-        };
-        // Serializing plain structs of strings and numbers into a Value cannot fail.
-        result.unwrap_or(serde_json::Value::Null)
-    }
-}
-
-macro_rules! impl_from_value {
-    ($($variant:ident($ty:ty)),* $(,)?) => {
-        $(impl From<$ty> for RecordValue {
-            fn from(value: $ty) -> Self {
-                RecordValue::$variant(value)
+        impl RecordValue {
+            pub fn value_type(&self) -> ValueType {
+                match self {
+                    $(RecordValue::$variant(_) => ValueType::$variant,)*
+                }
             }
-        })*
+
+            /// Serializes the value struct alone, without the enum's tag: Zeebe's `value`
+            /// object.
+            pub fn serialize_untagged<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(RecordValue::$variant(v) => v.serialize(serializer),)*
+                }
+            }
+        }
+
+        $(
+            impl From<$record> for RecordValue {
+                fn from(value: $record) -> Self {
+                    RecordValue::$variant(value)
+                }
+            }
+
+            impl TypedValue for $record {
+                const VALUE_TYPE: ValueType = ValueType::$variant;
+
+                fn from_value(value: &RecordValue) -> Option<&Self> {
+                    match value {
+                        RecordValue::$variant(v) => Some(v),
+                        _ => None,
+                    }
+                }
+            }
+        )*
     };
 }
 
-impl_from_value!(
-    Deployment(DeploymentRecord),
-    Process(ProcessRecord),
-    ProcessInstance(ProcessInstanceRecord),
-    ProcessInstanceCreation(ProcessInstanceCreationRecord),
-    ProcessInstanceResult(ProcessInstanceResultRecord),
-    Job(JobRecord),
-    JobBatch(JobBatchRecord),
-    Variable(VariableRecord),
-    VariableDocument(VariableDocumentRecord),
-    Incident(IncidentRecord),
-    Message(MessageRecord),
-    MessageSubscription(MessageSubscriptionRecord),
-    ProcessMessageSubscription(ProcessMessageSubscriptionRecord),
-    Timer(TimerRecord),
-    Error(ErrorRecord),
-    CommandDistribution(CommandDistributionRecord),
-    Signal(SignalRecord),
-    SignalSubscription(SignalSubscriptionRecord),
-    Escalation(EscalationRecord),
-    MessageStartEventSubscription(MessageStartEventSubscriptionRecord),
-    UserTask(UserTaskRecord),
-    Form(FormRecord),
-    Decision(DecisionRecord),
-    DecisionRequirements(DecisionRequirementsRecord),
-    DecisionEvaluation(DecisionEvaluationRecord),
-    CompensationSubscription(CompensationSubscriptionRecord),
-    ProcessInstanceModification(ProcessInstanceModificationRecord),
-    ResourceDeletion(ResourceDeletionRecord),
-    ProcessEvent(ProcessEventRecord),
-    ProcessInstanceMigration(ProcessInstanceMigrationRecord),
-    AdHocSubProcessInstruction(AdHocSubProcessInstructionRecord),
-);
+crate::value_types!(define_record_value);
+
+impl RecordValue {
+    /// The value as Zeebe's JSON object (the `value` field of an exported record).
+    pub fn to_json(&self) -> serde_json::Value {
+        // Serializing plain structs of strings and numbers into a Value cannot fail.
+        self.serialize_untagged(serde_json::value::Serializer)
+            .unwrap_or(serde_json::Value::Null)
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -26,6 +26,7 @@ const RETRY: Duration = Duration::from_secs(1);
 /// How long a proposal may take to be applied here before the step is looked at again.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
+#[allow(clippy::disallowed_methods)] // times shown to operators, stamped into proposals
 fn now_millis() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -12,21 +12,20 @@
 //! state machine adapter (`raft`).
 
 mod actor;
+mod config;
 mod election;
 mod leader;
 mod map;
+mod membership;
 mod raft;
 mod replica;
 mod requests;
 mod snapshots;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
-use rill_config::{RaftConfig, RequestLimitConfig, RillConfig};
 use rill_engine_api::Engine;
 use rill_protocol::{NodeId, PartitionId, Position, Record};
 use rill_raft::{Raft, RaftService, RaftTransport};
@@ -37,115 +36,14 @@ use tracing::Instrument;
 use crate::delivery::PartitionRouter;
 use crate::error::{ActorError, Error, Result};
 use crate::export::ExporterFactory;
-use crate::history::HistorySettings;
 use crate::metrics::BrokerMetrics;
 use actor::{Msg, PartitionActor, StartArgs};
+pub use config::{DEFAULT_MAX_INFLIGHT_PROPOSALS, PartitionConfig};
 pub use map::PartitionMap;
 pub use requests::Answered;
 
-/// How a partition is set up.
-#[derive(Clone, Debug)]
-pub struct PartitionConfig {
-    pub partition_id: PartitionId,
-    /// The partition count deployments and signals are distributed over, until a
-    /// cluster change stores a higher one in the partition's state.
-    pub partition_count: u16,
-    /// The partition count messages are routed over: the cluster's original one.
-    pub message_partition_count: u16,
-    /// The partition count the cluster configuration gives, as it changes: a leader
-    /// whose state has a lower one proposes it (`CoreCommand::PartitionCount`).
-    pub cluster_partition_count: Option<Arc<std::sync::atomic::AtomicU16>>,
-    /// This node.
-    pub node_id: NodeId,
-    /// The replicas (including this node) and their internal addresses.
-    pub members: BTreeMap<NodeId, String>,
-    /// The replica that should lead when all are up (priority election, as in Zeebe):
-    /// the first in placement order, so leadership spreads over the brokers like the
-    /// partitions do. The others stand for election a priority step later each, in
-    /// placement order (see `election`). `None`: no preference.
-    pub preferred_leader: Option<NodeId>,
-    /// Where the partition keeps its log, state and snapshots.
-    pub directory: PathBuf,
-    pub raft: RaftConfig,
-    pub flow_control: RequestLimitConfig,
-    /// How often a snapshot is taken (and the log purged behind it).
-    pub snapshot_period: Duration,
-    /// How long a submitted command may wait for its answer.
-    pub request_timeout: Duration,
-    /// Entries proposed and not yet applied, at most. More commands wait and are batched
-    /// into the next entry (group commit).
-    pub max_inflight_proposals: usize,
-    /// Refuse new work (not its completion) while more records than this wait for
-    /// export (`flow-control.write.throttling`); `None` never refuses.
-    pub export_backlog_limit: Option<u64>,
-    /// The history store (`history.*`).
-    pub history: HistorySettings,
-    /// The bounds on one command's work this replica stamps into the entries it
-    /// proposes as leader (`engine.max-records-per-command`, `engine.max-bytes-per-command`).
-    pub command_limits: rill_engine_api::CommandLimits,
-    /// This replica joins a running partition (a cluster change adds it): it never
-    /// starts the raft group itself, and waits for the leader to add it as a learner.
-    pub joining: bool,
-    /// This replica's place in the partition's priority order, from the cluster
-    /// configuration and changed with it (a cluster change reconfigures priorities).
-    /// When set, it replaces the rank derived from `preferred_leader` and `members`.
-    pub priority_rank: Option<Arc<std::sync::atomic::AtomicU32>>,
-}
-
-impl PartitionConfig {
-    /// The settings of `partition_id` on `node_id` from the node's configuration.
-    pub fn from_config(
-        config: &RillConfig,
-        partition_id: PartitionId,
-        node_id: NodeId,
-        members: BTreeMap<NodeId, String>,
-    ) -> PartitionConfig {
-        PartitionConfig {
-            partition_id,
-            partition_count: config.cluster.partitions_count,
-            message_partition_count: config.cluster.partitions_count,
-            cluster_partition_count: None,
-            node_id,
-            members,
-            preferred_leader: crate::node::replicas_of(
-                partition_id,
-                config.cluster.size,
-                config.cluster.replication_factor,
-            )
-            .first()
-            .copied(),
-            directory: config
-                .data
-                .directory
-                .join(format!("partition-{partition_id}")),
-            raft: config.raft.clone(),
-            flow_control: config.flow_control.request.clone(),
-            snapshot_period: config.data.snapshot_period,
-            request_timeout: config.gateway.request_timeout,
-            max_inflight_proposals: DEFAULT_MAX_INFLIGHT_PROPOSALS,
-            export_backlog_limit: config
-                .flow_control
-                .write
-                .throttling
-                .enabled
-                .then_some(config.flow_control.write.throttling.acceptable_backlog),
-            history: HistorySettings::from_config(config),
-            command_limits: rill_engine_api::CommandLimits {
-                max_records: config.engine.max_records_per_command,
-                max_bytes: config.engine.max_bytes_per_command.bytes(),
-            },
-            joining: false,
-            priority_rank: None,
-        }
-    }
-}
-
 /// Told each cluster configuration (JSON) a partition's state stores, as it applies it.
 pub type ClusterSink = Arc<dyn Fn(String) + Send + Sync>;
-
-/// Two entries in flight let the next batch be written while the previous is applied,
-/// once a whole batch waits (see `propose`).
-pub const DEFAULT_MAX_INFLIGHT_PROPOSALS: usize = 2;
 
 /// Where a partition runs and how it talks to its peers.
 #[derive(Clone)]
@@ -474,123 +372,6 @@ impl<E: Engine> Partition<E> {
         self.ask(|reply| Msg::Raft { reply }, Duration::from_secs(10))
             .await?
             .ok_or_else(|| self.gone())
-    }
-
-    /// The voters of the partition's raft group as this replica knows them.
-    pub async fn voters(&self) -> Result<BTreeSet<NodeId>> {
-        let raft = self.raft().await?;
-        let voters = raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .map(|id| NodeId(id as u32))
-            .collect();
-        Ok(voters)
-    }
-
-    /// Leader only: adds `node` (reached at `address`) as a learner and returns once it
-    /// has caught up with the log as it was when this was called (openraft sends a
-    /// snapshot if the log was purged). Asking again for a node that is a member already
-    /// proposes nothing and only waits.
-    pub async fn add_learner(&self, node: NodeId, address: String) -> Result<()> {
-        let raft = self.raft().await?;
-        let id = u64::from(node.0);
-        let started = std::time::Instant::now();
-        let member = raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .get_node(&id)
-            .is_some();
-        if !member {
-            // Not blocking: openraft's own wait counts a learner within 5,000 entries of
-            // the leader as caught up, which for a new replica of a partition with a
-            // short log is at once, before it has anything.
-            raft.add_learner(id, openraft::BasicNode { addr: address }, false)
-                .await
-                .map_err(|e| self.membership_error(e))?;
-            tracing::info!(partition = %self.config.partition_id, %node, "replica move: added node {node} as a learner");
-        }
-        // Proposing the learner again would append a membership entry, and openraft
-        // restarts every replication stream on one, a snapshot transfer with them: a
-        // retried step only waits.
-        let (target, snapshot) = {
-            let metrics = raft.metrics();
-            let metrics = metrics.borrow();
-            (
-                metrics.last_log_index.unwrap_or(0),
-                metrics.snapshot.map_or(0, |s| s.index),
-            )
-        };
-        let mut metrics = raft.metrics();
-        let mut reached_first = false;
-        loop {
-            let matched = {
-                let current = metrics.borrow_and_update();
-                let Some(replication) = &current.replication else {
-                    return Err(self.membership_error(format!(
-                        "this replica no longer leads (node {node} was being added)"
-                    )));
-                };
-                replication.get(&id).copied().flatten().map(|log| log.index)
-            };
-            if let Some(index) = matched {
-                if !reached_first {
-                    reached_first = true;
-                    tracing::info!(
-                        partition = %self.config.partition_id,
-                        %node,
-                        index,
-                        snapshot,
-                        target,
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "replica move: learner node {node} holds the partition up to index {index}"
-                    );
-                }
-                if index >= target {
-                    tracing::info!(
-                        partition = %self.config.partition_id,
-                        %node,
-                        index,
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "replica move: learner node {node} caught up"
-                    );
-                    return Ok(());
-                }
-            }
-            if metrics.changed().await.is_err() {
-                return Err(self.gone());
-            }
-        }
-    }
-
-    /// Leader only: makes `voters` the partition's voters (openraft's joint consensus:
-    /// a quorum of the old and of the new voters at every step). A voter left out
-    /// stops being a member; a leader left out steps down once the change commits.
-    pub async fn change_voters(&self, voters: &BTreeSet<NodeId>) -> Result<()> {
-        let raft = self.raft().await?;
-        let started = std::time::Instant::now();
-        let ids: BTreeSet<u64> = voters.iter().map(|n| u64::from(n.0)).collect();
-        raft.change_membership(ids.clone(), false)
-            .await
-            .map_err(|e| self.membership_error(e))?;
-        tracing::info!(
-            partition = %self.config.partition_id,
-            voters = ?ids,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "replica move: voters changed"
-        );
-        Ok(())
-    }
-
-    fn membership_error(&self, error: impl std::fmt::Display) -> Error {
-        Error::Membership {
-            partition: self.config.partition_id,
-            reason: error.to_string(),
-        }
     }
 
     /// Answers a read-only query from the leader's applied state.

@@ -11,6 +11,8 @@ use rill_protocol::{PartitionId, Position, Record, Timestamp};
 use rill_raft::{ApplyBatch, EntryResponse, PartitionStorage, Raft, StateStore};
 use tokio::sync::{broadcast, oneshot, watch};
 
+mod upkeep;
+
 use super::ClusterSink;
 use super::actor::{Msg, ProposeError, StartArgs};
 use super::leader::{Acknowledge, LeaderState, Leadership, QueuedCommand};
@@ -30,12 +32,6 @@ use crate::state::{
     Cursor, RocksState, cluster_configuration, exported_floor,
     partition_count as stored_partition_count, read_records,
 };
-
-/// How often a leader looks for history past `history.retention` when none was due.
-const EXPIRY_PERIOD: Duration = Duration::from_secs(1);
-/// How long a proposed `ExpireHistory` may stay unapplied before the leader proposes
-/// again (it was lost with a leadership change, or is still queued behind a backlog).
-const EXPIRY_RETRY: Duration = Duration::from_secs(10);
 
 /// The partition actor's state (see `actor` for how messages reach it).
 pub(crate) struct Replica<E: Engine> {
@@ -466,88 +462,6 @@ impl<E: Engine> Replica<E> {
         }
     }
 
-    pub(super) fn tick(&mut self) {
-        let now = Instant::now();
-        // Requests past their deadline: the client has given up.
-        self.requests.expire(now);
-        if let Some(leader) = self.leadership.leader() {
-            let db = self.state.current();
-            if leader.queue_due_work(&mut self.engine, &db) {
-                leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
-            }
-            leader.redeliver(&mut self.engine, &db);
-        }
-        self.propose_history_expiry(now);
-        self.propose_partition_count(now);
-        if !self.config.snapshot_period.is_zero()
-            && self
-                .snapshots
-                .periodic_due(self.config.snapshot_period, now)
-        {
-            self.snapshots.trigger(self.raft.as_ref());
-        }
-        let limiter = self.requests.limiter();
-        self.metrics.inflight.set(i64::from(limiter.inflight()));
-        self.metrics
-            .limit
-            .set(i64::from(limiter.limit().min(i32::MAX as u32)));
-    }
-
-    /// Once a second on the leader: when the oldest finished instance in the history
-    /// ended before `history.retention` ago (one seek), proposes its removal with the
-    /// cutoff from this clock, so every replica removes the same entries. One proposal
-    /// at a time; while each removes a full `EXPIRE_LIMIT`, the next follows as soon as
-    /// it is applied (see `history_expiry_applied`), so expiry keeps up with any load.
-    fn propose_history_expiry(&mut self, now: Instant) {
-        let settings = self.config.history;
-        if !settings.enabled || now < self.next_history_expiry || self.leadership.leader().is_none()
-        {
-            return;
-        }
-        // A proposal lost with a leader change is never applied: retry after a while.
-        if self
-            .history_expiry_proposed
-            .is_some_and(|at| now.duration_since(at) < EXPIRY_RETRY)
-        {
-            return;
-        }
-        self.next_history_expiry = now + EXPIRY_PERIOD;
-        let retention = i64::try_from(settings.retention.as_millis()).unwrap_or(i64::MAX);
-        let before = clock::now().millis().saturating_sub(retention);
-        let db = self.state.current();
-        let oldest = crate::history::CfHistory::new(&db)
-            .and_then(|history| Ok(rill_history::oldest_finished(&history)?));
-        drop(db);
-        match oldest {
-            Ok(Some(end)) if end.millis() < before => {
-                self.history_expiry_proposed = Some(now);
-                self.propose_own(QueuedCommand::Core(CoreCommand::ExpireHistory { before }));
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not read the history's oldest end date"),
-        }
-    }
-
-    /// On the leader: when the cluster configuration has more partitions than this
-    /// partition's state, proposes the higher count (again after a while if it was
-    /// lost with a leader change).
-    fn propose_partition_count(&mut self, now: Instant) {
-        let Some(wanted) = &self.config.cluster_partition_count else {
-            return;
-        };
-        let count = wanted.load(std::sync::atomic::Ordering::Relaxed);
-        if count <= self.partition_count
-            || self.leadership.leader().is_none()
-            || self
-                .partition_count_proposed
-                .is_some_and(|at| now.duration_since(at) < EXPIRY_RETRY)
-        {
-            return;
-        }
-        self.partition_count_proposed = Some(now);
-        self.propose_own(QueuedCommand::Core(CoreCommand::PartitionCount { count }));
-    }
-
     /// See [`super::Partition::redistribution`].
     pub(super) fn redistribution(&mut self, first: PartitionId) -> Result<(u16, usize)> {
         let db = self.state.current();
@@ -557,18 +471,6 @@ impl<E: Engine> Replica<E> {
             .map_err(Error::QueryFailed)?;
         let pending = sends.iter().filter(|(target, _)| *target >= first).count();
         Ok((self.partition_count, pending))
-    }
-
-    /// `commands` `ExpireHistory` commands were applied and removed `removed` entries:
-    /// when each removed its limit there may be more, so the leader looks again at once.
-    fn history_expiry_applied(&mut self, commands: u64, removed: u64) {
-        self.metrics.history_expired.inc_by(removed);
-        self.history_expiry_proposed = None;
-        if removed >= commands * rill_history::EXPIRE_LIMIT as u64 {
-            let now = Instant::now();
-            self.next_history_expiry = now;
-            self.propose_history_expiry(now);
-        }
     }
 
     /// The last position and the export backlog, as gauges.

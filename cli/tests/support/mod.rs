@@ -27,6 +27,7 @@ pub fn free_port() -> u16 {
     const COUNT: u32 = 12_000;
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
     if NEXT.load(Ordering::Relaxed) == u32::MAX {
+        #[allow(clippy::disallowed_methods)] // a seed for the port range, not engine time
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());

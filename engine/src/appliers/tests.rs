@@ -16,8 +16,8 @@ fn version_in_force(versions: Versions, engine_version: u32) -> Option<u32> {
 #[test]
 fn the_newest_applier_not_above_the_engine_version_is_in_force() {
     let versions: Versions = &[
-        (1, Applier::Variable(variable::written)),
-        (3, Applier::Variable(variable_created_v2)),
+        (1, applier!(variable::written)),
+        (3, applier!(variable_created_v2)),
     ];
     assert_eq!(
         version_in_force(versions, 0),
@@ -28,7 +28,7 @@ fn the_newest_applier_not_above_the_engine_version_is_in_force() {
     assert_eq!(version_in_force(versions, 2), Some(1));
     assert_eq!(version_in_force(versions, 3), Some(3));
     assert_eq!(version_in_force(versions, 7), Some(3));
-    let later_only: Versions = &[(2, Applier::Variable(variable_created_v2))];
+    let later_only: Versions = &[(2, applier!(variable_created_v2))];
     assert_eq!(version_in_force(later_only, 1), None);
     let unregistered = registered(ValueType::VariableDocument, Intent::Updated);
     assert_eq!(version_in_force(unregistered, 1), None);
@@ -48,8 +48,8 @@ fn variable_created_v2(ctx: &mut Apply<'_, '_>, key: Key, value: &VariableRecord
 fn with_variable_created_v2(value_type: ValueType, intent: Intent) -> Versions {
     match (value_type, intent) {
         (ValueType::Variable, Intent::Created) => &[
-            (1, Applier::Variable(variable::written)),
-            (2, Applier::Variable(variable_created_v2)),
+            (1, applier!(variable::written)),
+            (2, applier!(variable_created_v2)),
         ],
         _ => registered(value_type, intent),
     }

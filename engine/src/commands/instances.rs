@@ -14,11 +14,7 @@ use crate::outcome::Rejection;
 use crate::state::InstanceState;
 
 pub(super) fn create(p: &mut Processing<'_>, create: &CreateProcessInstance) -> Result<()> {
-    let intent = if create.await_result {
-        Intent::CreateWithAwaitingResult
-    } else {
-        Intent::Create
-    };
+    let intent = create.intent();
     let (bpmn_process_id, version) = match &create.process {
         ProcessSelector::ById {
             bpmn_process_id,

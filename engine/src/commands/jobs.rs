@@ -503,11 +503,7 @@ fn check_throw_error(
 
 pub(super) fn update(p: &mut Processing<'_>, command: &UpdateJob) -> Result<()> {
     let key = command.job_key;
-    let intent = match (command.retries, command.timeout) {
-        (Some(_), Some(_)) => Intent::Update,
-        (Some(_), None) => Intent::UpdateRetries,
-        (None, _) => Intent::UpdateTimeout,
-    };
+    let intent = command.intent();
     let Some(job) = job_for(
         p,
         key,

@@ -158,14 +158,22 @@ pub(crate) fn tenant() -> String {
 }
 
 /// The key, intent and (placeholder) value of a command's record, for the rejection
-/// written when processing it failed.
+/// written when processing it failed. The intent and the value's type are the
+/// command's own ([`Command::intent`], [`Command::value_type`]).
 pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::RecordValue) {
+    let command = command.inner();
+    let (key, value) = placeholder(command);
+    debug_assert_eq!(value.value_type(), command.value_type(), "{command:?}");
+    (key, command.intent(), value)
+}
+
+/// The key of a command's record and a placeholder of its value.
+fn placeholder(command: &Command) -> (Key, rill_protocol::RecordValue) {
     use rill_protocol::value::*;
-    let job = |key: Key, intent| (key, intent, jobs::unknown_job().into());
+    let job = |key: Key| (key, jobs::unknown_job().into());
     match command {
         Command::Deploy { .. } => (
             Key::NONE,
-            Intent::Create,
             DeploymentRecord {
                 resources: Vec::new(),
                 processes_metadata: Vec::new(),
@@ -178,7 +186,6 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
         ),
         Command::CreateProcessInstance(_) => (
             Key::NONE,
-            Intent::Create,
             ProcessInstanceCreationRecord {
                 bpmn_process_id: String::new(),
                 version: -1,
@@ -194,13 +201,12 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
         ),
         Command::CancelProcessInstance {
             process_instance_key: key,
-        } => (*key, Intent::Cancel, instances::placeholder(*key).into()),
-        Command::ExpireInstanceSummary {
+        }
+        | Command::ExpireInstanceSummary {
             process_instance_key: key,
-        } => (*key, Intent::Delete, instances::placeholder(*key).into()),
+        } => (*key, instances::placeholder(*key).into()),
         Command::ActivateJobs(a) => (
             Key::NONE,
-            Intent::Activate,
             JobBatchRecord {
                 job_type: a.job_type.clone(),
                 worker: a.worker.clone(),
@@ -213,28 +219,20 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             }
             .into(),
         ),
-        Command::CompleteJob { job_key, .. } => job(*job_key, Intent::Complete),
-        Command::FailJob(c) => job(c.job_key, Intent::Fail),
-        Command::ThrowError(c) => job(c.job_key, Intent::ThrowError),
-        Command::UpdateJob(c) => job(c.job_key, Intent::Update),
-        Command::TimeOutJob { job_key } => job(*job_key, Intent::TimeOut),
-        Command::RecurJob { job_key } => job(*job_key, Intent::RecurAfterBackoff),
-        Command::YieldJob { job_key } => job(*job_key, Intent::Yield),
-        Command::PublishMessage(_) | Command::ExpireMessage { .. } => {
-            let (key, intent) = match command {
-                Command::ExpireMessage { message_key } => (*message_key, Intent::Expire),
-                _ => (Key::NONE, Intent::Publish),
-            };
-            (key, intent, messages::placeholder().into())
+        Command::CompleteJob { job_key, .. }
+        | Command::TimeOutJob { job_key }
+        | Command::RecurJob { job_key }
+        | Command::YieldJob { job_key } => job(*job_key),
+        Command::FailJob(c) => job(c.job_key),
+        Command::ThrowError(c) => job(c.job_key),
+        Command::UpdateJob(c) => job(c.job_key),
+        Command::PublishMessage(_) => (Key::NONE, messages::placeholder().into()),
+        Command::ExpireMessage { message_key } => (*message_key, messages::placeholder().into()),
+        Command::ResolveIncident { incident_key } => {
+            (*incident_key, incidents::placeholder().into())
         }
-        Command::ResolveIncident { incident_key } => (
-            *incident_key,
-            Intent::Resolve,
-            incidents::placeholder().into(),
-        ),
         Command::SetVariables(c) => (
             c.element_instance_key,
-            Intent::Update,
             VariableDocumentRecord {
                 scope_key: c.element_instance_key.get(),
                 update_semantics: VariableUpdateSemantics::Propagate,
@@ -243,12 +241,9 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             }
             .into(),
         ),
-        Command::TriggerTimer { timer_key } => {
-            (*timer_key, Intent::Trigger, timers::placeholder().into())
-        }
+        Command::TriggerTimer { timer_key } => (*timer_key, timers::placeholder().into()),
         Command::BroadcastSignal(c) => (
             Key::NONE,
-            Intent::Broadcast,
             SignalRecord {
                 signal_name: c.signal_name.clone(),
                 ..signals::placeholder()
@@ -257,39 +252,29 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
         ),
         Command::UserTask(c) => (
             c.user_task_key(),
-            user_tasks::intent(c),
             user_tasks::unknown_user_task(c.user_task_key()).into(),
         ),
-        Command::EvaluateDecision(_) => (
-            Key::NONE,
-            Intent::Evaluate,
-            decision_evaluation::placeholder().into(),
-        ),
-        Command::ModifyProcessInstance(c) => (
-            c.process_instance_key,
-            Intent::Modify,
-            modification::placeholder(c).into(),
-        ),
+        Command::EvaluateDecision(_) => (Key::NONE, decision_evaluation::placeholder().into()),
+        Command::ModifyProcessInstance(c) => {
+            (c.process_instance_key, modification::placeholder(c).into())
+        }
         Command::DeleteResource { resource_key } => (
             *resource_key,
-            Intent::Delete,
             resource_deletion::placeholder(*resource_key).into(),
         ),
-        Command::MigrateProcessInstance(c) => (
-            c.process_instance_key,
-            Intent::Migrate,
-            migration::placeholder(c).into(),
-        ),
+        Command::MigrateProcessInstance(c) => {
+            (c.process_instance_key, migration::placeholder(c).into())
+        }
         Command::ActivateAdHocSubProcessActivities(c) => (
             c.ad_hoc_sub_process_instance_key,
-            Intent::Activate,
             ad_hoc::placeholder(c).into(),
         ),
+        // Not reached for `Referenced`: `inner()` is never a wrapper.
         Command::FromPartition(_)
         | Command::AcknowledgeSend { .. }
-        | Command::RedistributeDeployments { .. } => (
+        | Command::RedistributeDeployments { .. }
+        | Command::Referenced { .. } => (
             Key::NONE,
-            Intent::Distribute,
             CommandDistributionRecord {
                 partition_id: 0,
                 value_type: rill_protocol::ValueType::CommandDistribution,
@@ -297,9 +282,70 @@ pub(crate) fn describe(command: &Command) -> (Key, Intent, rill_protocol::Record
             }
             .into(),
         ),
-        // `inner()` is never a wrapper: this recurses once.
-        Command::Referenced { .. } => describe(command.inner()),
     }
 }
 
 pub(crate) use distribution::{distribute, outgoing, send_latest};
+
+#[cfg(test)]
+mod tests {
+    use rill_protocol::{
+        CreateProcessInstance, PartitionId, ProcessSelector, UpdateJob, UserTaskCommand, ValueType,
+    };
+
+    use super::*;
+
+    #[test]
+    fn a_failed_command_is_rejected_with_its_own_value_type_and_intent() {
+        let key = Key(9);
+        let commands = [
+            Command::CreateProcessInstance(CreateProcessInstance {
+                process: ProcessSelector::ByKey(key),
+                variables: JsonValue::empty_object(),
+                await_result: true,
+                fetch_variables: Vec::new(),
+                tags: Vec::new(),
+            }),
+            Command::UpdateJob(UpdateJob {
+                job_key: key,
+                retries: Some(2),
+                timeout: None,
+            }),
+            Command::UserTask(UserTaskCommand::Assign {
+                user_task_key: key,
+                assignee: "demo".into(),
+                action: String::new(),
+                allow_override: false,
+            }),
+            Command::AcknowledgeSend {
+                target: PartitionId(2),
+                sequence: 3,
+            },
+            Command::ExpireInstanceSummary {
+                process_instance_key: key,
+            },
+            Command::YieldJob { job_key: key }.referenced(Some(4)),
+        ];
+        let described: Vec<(ValueType, Intent)> = commands
+            .iter()
+            .map(|command| {
+                let (_, intent, value) = describe(command);
+                (value.value_type(), intent)
+            })
+            .collect();
+        assert_eq!(
+            described,
+            vec![
+                (
+                    ValueType::ProcessInstanceCreation,
+                    Intent::CreateWithAwaitingResult
+                ),
+                (ValueType::Job, Intent::UpdateRetries),
+                (ValueType::UserTask, Intent::Claim),
+                (ValueType::CommandDistribution, Intent::Acknowledge),
+                (ValueType::ProcessInstance, Intent::Delete),
+                (ValueType::Job, Intent::Yield),
+            ]
+        );
+    }
+}

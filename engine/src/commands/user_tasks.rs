@@ -44,22 +44,9 @@ pub(super) fn unknown_user_task(key: Key) -> UserTaskRecord {
     }
 }
 
-/// The command's intent (Zeebe's: an assignment without override is a `CLAIM`).
-pub(super) fn intent(command: &UserTaskCommand) -> Intent {
-    match command {
-        UserTaskCommand::Assign {
-            allow_override: false,
-            ..
-        } => Intent::Claim,
-        UserTaskCommand::Assign { .. } => Intent::Assign,
-        UserTaskCommand::Update { .. } => Intent::Update,
-        UserTaskCommand::Complete { .. } => Intent::Complete,
-    }
-}
-
 pub(super) fn process(p: &mut Processing<'_>, command: &UserTaskCommand) -> Result<()> {
     let key = command.user_task_key();
-    let intent = intent(command);
+    let intent = command.intent();
     let verb = match intent {
         Intent::Claim => "claim",
         Intent::Assign => "assign",

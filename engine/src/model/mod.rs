@@ -348,7 +348,7 @@ pub enum ElementKind {
         interrupting: bool,
         definition: TriggerDefinition,
     },
-    EndEvent(EndEventKind),
+    EndEvent(ThrowEventDefinition),
     /// An undefined task (`bpmn:task`): passes the token on at once.
     Task,
     /// A manual task: work outside the engine; passes the token on at once.
@@ -540,7 +540,7 @@ impl ElementKind {
             | ElementKind::ScriptTask(ScriptDefinition::Job(job))
             | ElementKind::BusinessRuleTask(BusinessRuleDefinition::Job(job))
             | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(job))
-            | ElementKind::EndEvent(EndEventKind::Message(job)) => Some(job),
+            | ElementKind::EndEvent(ThrowEventDefinition::Message(job)) => Some(job),
             ElementKind::UserTask(task) => match task.as_ref() {
                 UserTaskDefinition::Job(task) => Some(&task.job),
                 UserTaskDefinition::Camunda(_) => None,
@@ -608,25 +608,11 @@ impl ElementKind {
             ElementKind::TimerStartEvent(_) => BpmnEventType::Timer,
             ElementKind::MessageStartEvent { .. } => BpmnEventType::Message,
             ElementKind::SignalStartEvent { .. }
-            | ElementKind::EndEvent(EndEventKind::Signal(_))
-            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Signal(_))
             | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Signal(_)) => {
                 BpmnEventType::Signal
             }
-            ElementKind::EndEvent(EndEventKind::None) => BpmnEventType::None,
-            ElementKind::EndEvent(EndEventKind::Terminate) => BpmnEventType::Terminate,
-            ElementKind::EndEvent(EndEventKind::Error { .. }) => BpmnEventType::Error,
-            ElementKind::EndEvent(EndEventKind::Message(_)) => BpmnEventType::Message,
-            ElementKind::EndEvent(EndEventKind::Escalation { .. })
-            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Escalation { .. }) => {
-                BpmnEventType::Escalation
-            }
-            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Message(_)) => {
-                BpmnEventType::Message
-            }
-            ElementKind::EndEvent(EndEventKind::Compensation { .. })
-            | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation { .. }) => {
-                BpmnEventType::Compensation
+            ElementKind::EndEvent(definition) | ElementKind::IntermediateThrowEvent(definition) => {
+                definition.event_type()
             }
             ElementKind::IntermediateCatchEvent(CatchEventDefinition::Timer(_)) => {
                 BpmnEventType::Timer
@@ -637,42 +623,12 @@ impl ElementKind {
             ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. }) => {
                 BpmnEventType::Link
             }
-            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::None) => BpmnEventType::None,
-            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link { .. }) => {
-                BpmnEventType::Link
-            }
             ElementKind::BoundaryEvent { definition, .. }
             | ElementKind::EventStartEvent { definition, .. } => definition.event_type(),
             ElementKind::ReceiveTask(_) => BpmnEventType::Message,
             _ => BpmnEventType::Unspecified,
         }
     }
-}
-
-#[derive(Debug)]
-pub enum EndEventKind {
-    None,
-    Terminate,
-    /// Throws the error with this code (from the referenced `bpmn:error`).
-    Error {
-        error_code: ValueOrExpr<String>,
-    },
-    /// A message end event: a job for a worker that sends the message (as in Zeebe);
-    /// the token ends when the job is completed.
-    Message(JobDefinition),
-    /// Throws the escalation with this code (from the referenced `bpmn:escalation`),
-    /// then the token ends.
-    Escalation {
-        escalation_code: ValueOrExpr<String>,
-    },
-    /// Broadcasts the signal, with the event's input mappings as its variables; then
-    /// the token ends.
-    Signal(SignalDefinition),
-    /// Compensates the completed activities of its scope (or only `activity`), waits
-    /// for their handlers, then the token ends.
-    Compensation {
-        activity: Option<ElementIdx>,
-    },
 }
 
 /// `bpmn:multiInstanceLoopCharacteristics` with its `zeebe:loopCharacteristics`.
@@ -927,29 +883,55 @@ pub struct SignalDefinition {
     pub signal_name: ValueOrExpr<String>,
 }
 
+/// What an end event or an intermediate throw event throws (in BPMN an end event is a
+/// throw event). Only end events are `Terminate` or `Error`, only intermediate throw
+/// events are `Link`: the parser builds no other.
 #[derive(Debug)]
 pub enum ThrowEventDefinition {
-    /// A none intermediate throw event (a milestone): passes the token on at once.
+    /// A none event: an end event ends the token; an intermediate throw event (a
+    /// milestone) passes it on at once.
     None,
+    /// A terminate end event: ends every token of its scope, then the scope.
+    Terminate,
+    /// An error end event: throws the error with this code (from the referenced
+    /// `bpmn:error`).
+    Error { error_code: ValueOrExpr<String> },
     /// Completes, then the token continues at `catch_event`: the link catch event of
     /// the same scope with the same name.
     Link {
         name: String,
         catch_event: ElementIdx,
     },
-    /// A message throw event: a job for a worker that sends the message (as in Zeebe).
+    /// A message event: a job for a worker that sends the message (as in Zeebe); the
+    /// token goes on (or ends) when the job is completed.
     Message(JobDefinition),
-    /// Throws the escalation with this code, then passes the token on (unless an
-    /// interrupting catch event ended its scope).
+    /// Throws the escalation with this code (from the referenced `bpmn:escalation`),
+    /// then the token goes on or ends (unless an interrupting catch event ended its
+    /// scope).
     Escalation {
         escalation_code: ValueOrExpr<String>,
     },
-    /// Broadcasts the signal, with the event's input mappings as its variables, then
-    /// passes the token on.
+    /// Broadcasts the signal, with the event's input mappings as its variables; then
+    /// the token goes on or ends.
     Signal(SignalDefinition),
     /// Compensates the completed activities of its scope (or only `activity`), waits
-    /// for their handlers, then passes the token on.
+    /// for their handlers, then the token goes on or ends.
     Compensation { activity: Option<ElementIdx> },
+}
+
+impl ThrowEventDefinition {
+    pub fn event_type(&self) -> BpmnEventType {
+        match self {
+            ThrowEventDefinition::None => BpmnEventType::None,
+            ThrowEventDefinition::Terminate => BpmnEventType::Terminate,
+            ThrowEventDefinition::Error { .. } => BpmnEventType::Error,
+            ThrowEventDefinition::Link { .. } => BpmnEventType::Link,
+            ThrowEventDefinition::Message(_) => BpmnEventType::Message,
+            ThrowEventDefinition::Escalation { .. } => BpmnEventType::Escalation,
+            ThrowEventDefinition::Signal(_) => BpmnEventType::Signal,
+            ThrowEventDefinition::Compensation { .. } => BpmnEventType::Compensation,
+        }
+    }
 }
 
 /// What a boundary event or an event subprocess's start event waits for. The element

@@ -7,9 +7,7 @@ use roxmltree::Node;
 
 use super::document::{BPMN_NS, article};
 use super::process::Builder;
-use crate::model::{
-    ElementIdx, ElementKind, EndEventKind, ThrowEventDefinition, TriggerDefinition,
-};
+use crate::model::{ElementIdx, ElementKind, ThrowEventDefinition, TriggerDefinition};
 
 /// Links the compensation elements of one process; returns whether it has a
 /// compensation boundary event.
@@ -284,7 +282,7 @@ fn link_activity_ref(b: &mut Builder<'_, '_, '_>, thrower: ElementIdx, definitio
         return;
     }
     match &mut b.elements[thrower.0 as usize].kind {
-        ElementKind::EndEvent(EndEventKind::Compensation { activity: slot })
+        ElementKind::EndEvent(ThrowEventDefinition::Compensation { activity: slot })
         | ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Compensation {
             activity: slot,
         }) => *slot = Some(activity),

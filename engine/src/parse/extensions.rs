@@ -3,8 +3,12 @@
 //! the reason. Every `extensionElements` child in the Zeebe namespace goes through
 //! [`verdict`]; a name it does not know is rejected, so nothing is accepted and then
 //! ignored. Extensions of other vendors' namespaces are not Zeebe's and are read past.
+//! [`Builder::extensions`] reads those of a flow node that run, into [`Extensions`].
 
-use super::document::article;
+use roxmltree::Node;
+
+use super::document::{ZEEBE_NS, article, bpmn_children};
+use super::process::Builder;
 
 /// What owns an `extensionElements`: the BPMN element name (`process`, `serviceTask`,
 /// `sequenceFlow`, `message`...) and whether it is a message throw or end event (a job).
@@ -163,6 +167,111 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
         _ => Verdict::Rejected(format!(
             "zeebe:{name} is not an extension Rill knows; remove it (or check its spelling)"
         )),
+    }
+}
+
+/// The `zeebe:` extension elements of one flow node.
+#[derive(Default)]
+pub(in crate::parse) struct Extensions<'a, 'input> {
+    pub task_definition: Option<Node<'a, 'input>>,
+    pub task_headers: Option<Node<'a, 'input>>,
+    pub io_mapping: Option<Node<'a, 'input>>,
+    pub script: Option<Node<'a, 'input>>,
+    pub called_element: Option<Node<'a, 'input>>,
+    pub called_decision: Option<Node<'a, 'input>>,
+    pub execution_listeners: Option<Node<'a, 'input>>,
+    pub task_listeners: Option<Node<'a, 'input>>,
+    pub user_task: Option<Node<'a, 'input>>,
+    pub assignment: Option<Node<'a, 'input>>,
+    pub schedule: Option<Node<'a, 'input>>,
+    pub priority: Option<Node<'a, 'input>>,
+    pub form: Option<Node<'a, 'input>>,
+    pub ad_hoc: Option<Node<'a, 'input>>,
+}
+
+impl<'a, 'input> Builder<'_, 'a, 'input> {
+    /// Reads the `zeebe:` extensions, reporting those this element cannot have (see
+    /// `extensions::verdict`). Extensions of other vendors are read past.
+    pub(in crate::parse) fn extensions(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        element_name: &str,
+    ) -> Extensions<'a, 'input> {
+        let mut found = Extensions::default();
+        // Message throw and message end events are jobs (as in Zeebe).
+        let message_throw = matches!(element_name, "intermediateThrowEvent" | "endEvent")
+            && bpmn_children(node).any(|n| n.tag_name().name() == "messageEventDefinition");
+        let owner = Owner {
+            element: element_name,
+            message_throw,
+        };
+        for extension in self.checked_extensions(id, node, owner) {
+            let name = extension.tag_name().name();
+            let slot = match name {
+                "taskDefinition" => &mut found.task_definition,
+                "taskHeaders" => &mut found.task_headers,
+                "script" => &mut found.script,
+                "ioMapping" => &mut found.io_mapping,
+                "calledElement" => &mut found.called_element,
+                "calledDecision" => &mut found.called_decision,
+                "executionListeners" => &mut found.execution_listeners,
+                "taskListeners" => &mut found.task_listeners,
+                "userTask" => &mut found.user_task,
+                "assignmentDefinition" => &mut found.assignment,
+                "taskSchedule" => &mut found.schedule,
+                "priorityDefinition" => &mut found.priority,
+                "formDefinition" => &mut found.form,
+                "adHoc" => &mut found.ad_hoc,
+                _ => continue,
+            };
+            self.once(id, extension, slot);
+        }
+        found
+    }
+
+    /// Keeps `extension` in `slot`, or reports that it appears twice.
+    pub(in crate::parse) fn once(
+        &mut self,
+        id: &str,
+        extension: Node<'a, 'input>,
+        slot: &mut Option<Node<'a, 'input>>,
+    ) {
+        if slot.is_some() {
+            let name = extension.tag_name().name();
+            self.problem(
+                Some(id),
+                extension,
+                format!("zeebe:{name} appears more than once; merge them into one"),
+            );
+        } else {
+            *slot = Some(extension);
+        }
+    }
+
+    /// The `zeebe:` extension elements of `node` that Rill runs; those it rejects are
+    /// reported, metadata and other vendors' extensions are read past.
+    pub(in crate::parse) fn checked_extensions(
+        &mut self,
+        id: &str,
+        node: Node<'a, 'input>,
+        owner: Owner<'_>,
+    ) -> Vec<Node<'a, 'input>> {
+        let mut runs = Vec::new();
+        let containers = bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements");
+        for container in containers {
+            for extension in container.children().filter(|n| n.is_element()) {
+                if extension.tag_name().namespace() != Some(ZEEBE_NS) {
+                    continue;
+                }
+                match verdict(extension.tag_name().name(), owner) {
+                    Verdict::Runs => runs.push(extension),
+                    Verdict::Metadata => {}
+                    Verdict::Rejected(reason) => self.problem(Some(id), extension, reason),
+                }
+            }
+        }
+        runs
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::document::{article, bpmn_children};
+use super::elements;
 use super::process::Builder;
 use super::values;
 use crate::model::{
@@ -19,15 +20,15 @@ pub(super) fn link(mut builder: Builder<'_, '_, '_>) -> ProcessModel {
     linker.check_declared_flows(&mut builder);
     link_attachments(&mut builder);
     let has_compensation = super::compensation::link_compensation(&mut builder);
-    check_event_gateways(&mut builder, &linker.flows);
+    elements::check_event_gateways(&mut builder, &linker.flows);
     linker.link_defaults(&mut builder);
     linker.check_exclusive_gateways(&mut builder);
     check_required_outgoing(&mut builder);
     check_start_events(&mut builder);
-    check_ad_hoc(&mut builder);
+    elements::check_ad_hoc(&mut builder);
     check_hosted_triggers(&mut builder, &linker.flows);
-    link_link_events(&mut builder);
-    link_inclusive_joins(&mut builder, &linker.flows);
+    elements::link_link_events(&mut builder);
+    elements::link_inclusive_joins(&mut builder, &linker.flows);
     ProcessModel {
         bpmn_process_id: builder.process_id.to_owned(),
         name: builder.elements[0].name.clone(),
@@ -621,7 +622,7 @@ fn check_start_events(b: &mut Builder<'_, '_, '_>) {
 
 /// The elements directly inside a process or subprocess (an ad-hoc subprocess: its
 /// event subprocesses).
-fn children_of(b: &Builder<'_, '_, '_>, idx: usize) -> Vec<ElementIdx> {
+pub(super) fn children_of(b: &Builder<'_, '_, '_>, idx: usize) -> Vec<ElementIdx> {
     match &b.elements[idx].kind {
         ElementKind::Process { children, .. }
         | ElementKind::SubProcess { children, .. }
@@ -690,60 +691,6 @@ fn check_event_subprocess_start(b: &mut Builder<'_, '_, '_>, idx: usize) {
                         )
                     };
                 b.problem(Some(&id), b.nodes[start.0 as usize], message);
-            }
-        }
-    }
-}
-
-/// An event-based gateway leads to at least two message, timer or signal intermediate catch
-/// events, which nothing else enters (so entering one means the gateway chose it).
-fn check_event_gateways(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
-    for idx in 0..b.elements.len() {
-        if !matches!(b.elements[idx].kind, ElementKind::EventBasedGateway) {
-            continue;
-        }
-        let id = b.elements[idx].id.clone();
-        let outgoing = b.elements[idx].outgoing.clone();
-        if outgoing.len() < 2 {
-            b.problem(
-                Some(&id),
-                b.nodes[idx],
-                "an event-based gateway needs at least two outgoing flows, each to a message, \
-                 timer or signal intermediate catch event"
-                    .to_owned(),
-            );
-        }
-        for flow in outgoing {
-            let target = flows[flow.0 as usize].target;
-            let element = &b.elements[target.0 as usize];
-            let target_id = element.id.clone();
-            let catches = matches!(
-                element.kind,
-                ElementKind::IntermediateCatchEvent(
-                    CatchEventDefinition::Timer(_)
-                        | CatchEventDefinition::Message(_)
-                        | CatchEventDefinition::Signal(_)
-                )
-            );
-            if !catches {
-                let kind = element.kind.bpmn_name();
-                b.problem(
-                    Some(&id),
-                    b.nodes[idx],
-                    format!(
-                        "the event-based gateway leads to '{target_id}', {} {kind}; it can only \
-                         lead to message, timer or signal intermediate catch events",
-                        article(kind)
-                    ),
-                );
-            } else if element.incoming.len() > 1 {
-                b.problem(
-                    Some(&target_id),
-                    b.nodes[target.0 as usize],
-                    "a catch event after an event-based gateway cannot have other incoming \
-                     flows; the gateway decides when it is entered"
-                        .to_owned(),
-                );
             }
         }
     }
@@ -893,231 +840,4 @@ fn check_code_unique(
             "'{first}' already catches {caught} here; each {what} can be caught once per scope"
         ),
     );
-}
-
-/// Pairs each link throw event with the link catch event of the same name in its own
-/// scope. A scope's catch events need distinct names; a throw needs a catch.
-fn link_link_events(b: &mut Builder<'_, '_, '_>) {
-    let catches = std::mem::take(&mut b.link_catches);
-    let throws = std::mem::take(&mut b.link_throws);
-    // (scope, name) -> catch event; a BTreeMap keeps the problems in a fixed order.
-    let mut by_name: std::collections::BTreeMap<(ElementIdx, &str), ElementIdx> =
-        std::collections::BTreeMap::new();
-    for (catch, name) in &catches {
-        if name.is_empty() {
-            continue; // reported already
-        }
-        let scope = b.elements[catch.0 as usize]
-            .flow_scope
-            .unwrap_or(ProcessModel::ROOT);
-        if let Some(first) = by_name.get(&(scope, name.as_str())).copied() {
-            let first_id = b.elements[first.0 as usize].id.clone();
-            let id = b.elements[catch.0 as usize].id.clone();
-            let scope_id = b.elements[scope.0 as usize].id.clone();
-            b.problem(
-                Some(&id),
-                b.nodes[catch.0 as usize],
-                format!(
-                    "the link name '{name}' is already used by link catch event '{first_id}' in \
-                     '{scope_id}'; each link catch event of a scope needs its own name"
-                ),
-            );
-            continue;
-        }
-        by_name.insert((scope, name.as_str()), *catch);
-    }
-    for (throw, name) in &throws {
-        if name.is_empty() {
-            continue;
-        }
-        let scope = b.elements[throw.0 as usize]
-            .flow_scope
-            .unwrap_or(ProcessModel::ROOT);
-        let Some(catch) = by_name.get(&(scope, name.as_str())).copied() else {
-            let id = b.elements[throw.0 as usize].id.clone();
-            let scope_id = b.elements[scope.0 as usize].id.clone();
-            b.problem(
-                Some(&id),
-                b.nodes[throw.0 as usize],
-                format!(
-                    "no link catch event named '{name}' in '{scope_id}'; a link throw event \
-                     continues at the link catch event with its name in its own process or \
-                     subprocess"
-                ),
-            );
-            continue;
-        };
-        if let ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
-            catch_event, ..
-        }) = &mut b.elements[throw.0 as usize].kind
-        {
-            *catch_event = catch;
-        }
-    }
-}
-
-/// For each joining inclusive gateway (several incoming flows): the elements of its scope
-/// from which a token can still reach it without passing through it. A token moves over
-/// sequence flows, from an activity to its boundary events, and from a link throw event
-/// to its catch event; the walk goes backwards from the gateway and stops at it. The
-/// runtime then only looks up live elements in this sorted list.
-fn link_inclusive_joins(b: &mut Builder<'_, '_, '_>, flows: &[SequenceFlow]) {
-    let count = b.elements.len();
-    let mut predecessors: Vec<Vec<ElementIdx>> = vec![Vec::new(); count];
-    for flow in flows {
-        predecessors[flow.target.0 as usize].push(flow.source);
-    }
-    for (idx, element) in b.elements.iter().enumerate() {
-        let here = ElementIdx(u32::try_from(idx).unwrap_or(u32::MAX));
-        match &element.kind {
-            ElementKind::BoundaryEvent { attached_to, .. } if *attached_to != here => {
-                predecessors[idx].push(*attached_to);
-            }
-            ElementKind::IntermediateThrowEvent(ThrowEventDefinition::Link {
-                catch_event, ..
-            }) if *catch_event != here => {
-                predecessors[catch_event.0 as usize].push(here);
-            }
-            _ => {}
-        }
-    }
-    let joins: Vec<usize> = (0..count)
-        .filter(|&i| {
-            matches!(b.elements[i].kind, ElementKind::InclusiveGateway { .. })
-                && b.elements[i].incoming.len() > 1
-        })
-        .collect();
-    for join in joins {
-        let mut seen = vec![false; count];
-        seen[join] = true;
-        let mut stack = predecessors[join].clone();
-        let mut upstream = Vec::new();
-        while let Some(element) = stack.pop() {
-            if std::mem::replace(&mut seen[element.0 as usize], true) {
-                continue;
-            }
-            upstream.push(element);
-            stack.extend(predecessors[element.0 as usize].iter().copied());
-        }
-        upstream.sort_unstable();
-        if let ElementKind::InclusiveGateway { upstream: slot, .. } = &mut b.elements[join].kind {
-            *slot = upstream;
-        }
-        let scope = b.elements[join].flow_scope.unwrap_or(ProcessModel::ROOT);
-        if let ElementKind::Process {
-            inclusive_joins, ..
-        }
-        | ElementKind::SubProcess {
-            inclusive_joins, ..
-        }
-        | ElementKind::AdHocInnerInstance {
-            inclusive_joins, ..
-        } = &mut b.elements[scope.0 as usize].kind
-        {
-            inclusive_joins.push(ElementIdx(u32::try_from(join).unwrap_or(u32::MAX)));
-        }
-    }
-}
-
-/// The content of each ad-hoc subprocess (as Zeebe checks it: at least one activity, no
-/// start or end event), what Rill does not run inside one yet (event subprocesses,
-/// compensation), and the elements it may activate: those with no incoming sequence
-/// flow, with the `adHocSubProcessElements` metadata of each.
-fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
-    for idx in 0..b.elements.len() {
-        let ElementKind::AdHocSubProcess(definition) = &b.elements[idx].kind else {
-            continue;
-        };
-        let inner = definition.inner_instance.0 as usize;
-        let ad_hoc_id = b.elements[idx].id.clone();
-        let mut has_activity = false;
-        let mut activatable = Vec::new();
-        let mut metadata = Vec::new();
-        for child in children_of(b, inner) {
-            let element = &b.elements[child.0 as usize];
-            let id = element.id.clone();
-            let node = b.nodes[child.0 as usize];
-            let refused = match &element.kind {
-                ElementKind::StartEvent
-                | ElementKind::EventStartEvent { .. }
-                | ElementKind::TimerStartEvent(_)
-                | ElementKind::MessageStartEvent { .. }
-                | ElementKind::SignalStartEvent { .. } => Some(format!(
-                    "the ad-hoc subprocess '{ad_hoc_id}' cannot contain a start event (as in \
-                     Zeebe): its elements are entered when they are activated; remove it"
-                )),
-                ElementKind::EndEvent(_) => Some(format!(
-                    "the ad-hoc subprocess '{ad_hoc_id}' cannot contain an end event (as in \
-                     Zeebe): a path inside ends at its last element; remove it"
-                )),
-                _ => None,
-            };
-            if let Some(message) = refused {
-                b.problem(Some(&id), node, message);
-                continue;
-            }
-            if element.kind.is_activity() {
-                has_activity = true;
-            }
-            // A compensation handler runs only when compensation calls it.
-            let entered_otherwise = element.for_compensation
-                || matches!(
-                    element.kind,
-                    ElementKind::BoundaryEvent { .. }
-                        | ElementKind::IntermediateCatchEvent(CatchEventDefinition::Link { .. })
-                );
-            if element.incoming.is_empty() && !entered_otherwise {
-                activatable.push(child);
-                metadata.push(element_metadata(b, child));
-            }
-        }
-        if !has_activity {
-            b.problem(
-                Some(&ad_hoc_id),
-                b.nodes[idx],
-                "an ad-hoc subprocess needs at least one activity (as in Zeebe); add a task"
-                    .to_owned(),
-            );
-        }
-        if let ElementKind::AdHocSubProcess(definition) = &mut b.elements[idx].kind {
-            definition.activatable = activatable;
-            definition.elements_metadata = serde_json::Value::Array(metadata);
-        }
-    }
-}
-
-/// One entry of `adHocSubProcessElements`: the element's id, name, documentation and
-/// `zeebe:properties` (Zeebe's `parameters`, from `fromAi` calls, are left empty).
-fn element_metadata(b: &Builder<'_, '_, '_>, idx: ElementIdx) -> serde_json::Value {
-    use serde_json::{Map, Value};
-    let element = &b.elements[idx.0 as usize];
-    let node = b.nodes[idx.0 as usize];
-    let documentation = bpmn_children(node)
-        .find(|n| n.tag_name().name() == "documentation")
-        .map(|n| Value::String(super::document::text_of(n)))
-        .unwrap_or(Value::Null);
-    let mut properties = Map::new();
-    for container in bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements") {
-        for list in container
-            .children()
-            .filter(|n| n.is_element() && n.tag_name().name() == "properties")
-        {
-            for property in list.children().filter(|n| n.is_element()) {
-                if let Some(name) = property.attribute("name") {
-                    let value = property.attribute("value").unwrap_or("");
-                    properties.insert(name.to_owned(), Value::String(value.to_owned()));
-                }
-            }
-        }
-    }
-    let mut entry = Map::new();
-    entry.insert("elementId".into(), Value::String(element.id.clone()));
-    entry.insert(
-        "elementName".into(),
-        element.name.clone().map_or(Value::Null, Value::String),
-    );
-    entry.insert("documentation".into(), documentation);
-    entry.insert("properties".into(), Value::Object(properties));
-    entry.insert("parameters".into(), Value::Array(Vec::new()));
-    Value::Object(entry)
 }

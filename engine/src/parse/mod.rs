@@ -15,19 +15,24 @@
 mod checksum;
 mod compensation;
 mod document;
+mod elements;
 mod error;
+mod events;
 mod extensions;
+mod jobs;
 mod link;
+mod listeners;
 mod loops;
+mod mappings;
+mod multi_instance;
 mod process;
-mod user_task;
 mod values;
 
 use std::collections::BTreeMap;
 
 pub use checksum::Checksum;
+pub(crate) use elements::user_task::headers as user_task_headers;
 pub use error::{DeployError, Problem};
-pub(crate) use user_task::headers as user_task_headers;
 
 use crate::model::ProcessModel;
 

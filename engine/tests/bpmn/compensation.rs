@@ -2,7 +2,7 @@
 //! throw events their `activityRef`; what Zeebe 8.8 refuses is refused with the element
 //! id and the reason.
 
-use rill_engine::model::{ElementKind, EndEventKind, ThrowEventDefinition, TriggerDefinition};
+use rill_engine::model::{ElementKind, ThrowEventDefinition, TriggerDefinition};
 
 use super::*;
 
@@ -67,13 +67,13 @@ fn the_fixtures_link_boundary_events_to_handlers_and_throw_events_to_activities(
     ));
     assert!(matches!(
         el(&refs, "UndoRest").kind,
-        ElementKind::EndEvent(EndEventKind::Compensation { activity: None })
+        ElementKind::EndEvent(ThrowEventDefinition::Compensation { activity: None })
     ));
     // From an event subprocess, the activity is in the scope it belongs to.
     let on_error = parse_one("elements/compensation-event-subprocess.bpmn");
     assert!(matches!(
         el(&on_error, "UndoBooking").kind,
-        ElementKind::EndEvent(EndEventKind::Compensation { activity: Some(a) })
+        ElementKind::EndEvent(ThrowEventDefinition::Compensation { activity: Some(a) })
             if a == idx(&on_error, "BookHotel")
     ));
     for other in [
@@ -306,7 +306,8 @@ fn compensation_in_and_on_an_ad_hoc_subprocess_deploys_and_handlers_are_not_offe
         Some((idx(model, "ToolsDone"), idx(model, "UndoTools")))
     );
     assert!(el(model, "UndoTools").for_compensation);
-    let ElementKind::EndEvent(EndEventKind::Compensation { activity }) = &el(model, "End").kind
+    let ElementKind::EndEvent(ThrowEventDefinition::Compensation { activity }) =
+        &el(model, "End").kind
     else {
         panic!("End is a compensation end event");
     };

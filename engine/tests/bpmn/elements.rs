@@ -1,7 +1,7 @@
 //! Each element family parses into the expected model shape.
 
 use rill_engine::model::{
-    CatchEventDefinition, ElementKind, EndEventKind, ProcessModel, TimerDefinition,
+    CatchEventDefinition, ElementKind, ProcessModel, ThrowEventDefinition, TimerDefinition,
     TriggerDefinition,
 };
 use rill_feel::temporal::{IsoCycle, IsoDuration};
@@ -265,14 +265,14 @@ fn end_events_none_terminate_and_error() {
         ElementKind::EndEvent(kind) => kind,
         other => panic!("{id} is {other:?}"),
     };
-    assert!(matches!(end("Done"), EndEventKind::None));
+    assert!(matches!(end("Done"), ThrowEventDefinition::None));
     assert_eq!(el(&model, "Done").event_type(), BpmnEventType::None);
-    assert!(matches!(end("Stop"), EndEventKind::Terminate));
+    assert!(matches!(end("Stop"), ThrowEventDefinition::Terminate));
     assert_eq!(el(&model, "Stop").event_type(), BpmnEventType::Terminate);
     assert!(matches!(end("Fail"),
-        EndEventKind::Error { error_code } if static_value(error_code) == "OUT_OF_STOCK"));
+        ThrowEventDefinition::Error { error_code } if static_value(error_code) == "OUT_OF_STOCK"));
     assert!(matches!(end("SubFail"),
-        EndEventKind::Error { error_code } if expr_source(error_code) == "errorCode"));
+        ThrowEventDefinition::Error { error_code } if expr_source(error_code) == "errorCode"));
     assert_eq!(el(&model, "SubFail").flow_scope, Some(idx(&model, "Sub")));
     assert_eq!(el(&model, "SubFail").event_type(), BpmnEventType::Error);
 }
@@ -439,7 +439,6 @@ fn undefined_and_manual_tasks_carry_mappings_and_boundary_events() {
 
 #[test]
 fn throw_events_and_links_pair_within_their_scope() {
-    use rill_engine::model::ThrowEventDefinition;
     let model = parse_one("elements/throw-events.bpmn");
     let received = el(&model, "Received");
     assert!(matches!(
@@ -510,7 +509,6 @@ fn script_tasks_hold_an_expression_or_a_job() {
 
 #[test]
 fn send_tasks_and_message_throw_events_are_jobs() {
-    use rill_engine::model::ThrowEventDefinition;
     let model = parse_one("elements/message-throw.bpmn");
     let notify = el(&model, "Notify");
     assert_eq!(notify.element_type(), BpmnElementType::SendTask);
@@ -533,7 +531,7 @@ fn send_tasks_and_message_throw_events_are_jobs() {
     let done = el(&model, "Done");
     assert_eq!(done.element_type(), BpmnElementType::EndEvent);
     assert_eq!(done.event_type(), BpmnEventType::Message);
-    let ElementKind::EndEvent(EndEventKind::Message(job)) = &done.kind else {
+    let ElementKind::EndEvent(ThrowEventDefinition::Message(job)) = &done.kind else {
         panic!("Done is {:?}", done.kind)
     };
     assert_eq!(static_value(&job.job_type), "publish-closed");
@@ -554,7 +552,7 @@ fn start_and_end_events_carry_output_mappings() {
     assert_eq!(el(&model, "PricingEnd").outputs[0].target, vec!["price"]);
     assert!(matches!(
         el(&model, "End").kind,
-        ElementKind::EndEvent(EndEventKind::Terminate)
+        ElementKind::EndEvent(ThrowEventDefinition::Terminate)
     ));
     assert_eq!(el(&model, "End").outputs.len(), 1);
 }

@@ -52,8 +52,16 @@ fn a_loop_through_a_script_task_stops_with_an_incident_and_the_partition_goes_on
     let (_, element, error_type, message) = only_incident(&mut rule, instance);
     assert_eq!(error_type, IncidentErrorType::MessageSizeExceeded);
     assert!(
-        ["Attempt", "CountUp", "Enough", "TryAgain", "Retry", "AttemptStart", "AttemptDone"]
-            .contains(&element.as_str()),
+        [
+            "Attempt",
+            "CountUp",
+            "Enough",
+            "TryAgain",
+            "Retry",
+            "AttemptStart",
+            "AttemptDone"
+        ]
+        .contains(&element.as_str()),
         "{element}"
     );
     assert!(

@@ -39,7 +39,7 @@ impl IndexRouter {
     }
 
     pub fn alias_for(&self, value_type: ValueType) -> String {
-        format!("{}-{}", self.prefix, value_type_name(value_type))
+        format!("{}-{}", self.prefix, value_type.kebab_name())
     }
 
     /// The index name without its date; also the index template's name.
@@ -47,7 +47,7 @@ impl IndexRouter {
         format!(
             "{}_{}_{}",
             self.prefix,
-            value_type_name(value_type),
+            value_type.kebab_name(),
             version.to_lowercase()
         )
     }
@@ -56,11 +56,6 @@ impl IndexRouter {
     pub fn index_pattern_for(&self, value_type: ValueType, version: &str) -> String {
         format!("{}_*", self.index_prefix_for(value_type, version))
     }
-}
-
-/// `PROCESS_INSTANCE` → `process-instance`.
-pub fn value_type_name(value_type: ValueType) -> String {
-    value_type.name().to_lowercase().replace('_', "-")
 }
 
 const MILLIS_PER_DAY: i64 = 86_400_000;

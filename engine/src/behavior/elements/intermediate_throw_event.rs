@@ -8,12 +8,10 @@
 //! compensates the completed activities of its scope (`behavior/compensations.rs`) and
 //! passes the token on once their handlers are done.
 
-use rill_protocol::Intent;
-
-use super::{ElementBehavior, Outgoing, Trigger, wrong_kind};
+use super::{ElementBehavior, Trigger, end_event, wrong_kind};
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::model::{ElementKind, ThrowEventDefinition};
+use crate::model::ElementKind;
 use crate::outcome::Evaluated;
 
 pub(super) struct IntermediateThrowEvent;
@@ -23,31 +21,8 @@ impl ElementBehavior for IntermediateThrowEvent {
         let ElementKind::IntermediateThrowEvent(definition) = &active.element().kind else {
             return Err(wrong_kind(active, "intermediateThrowEvent").into());
         };
-        match definition {
-            ThrowEventDefinition::None | ThrowEventDefinition::Link { .. } => {
-                p.mark(active, Intent::ElementActivated)?;
-                p.complete(active, None, Outgoing::All)?;
-            }
-            ThrowEventDefinition::Escalation { escalation_code } => {
-                let code = p.evaluate_string(escalation_code, active)?;
-                p.throw_escalation(active, &code)?;
-            }
-            ThrowEventDefinition::Signal(definition) => {
-                let name = p.evaluate_string(&definition.signal_name, active)?;
-                p.mark(active, Intent::ElementActivated)?;
-                p.throw_signal(active, name)?;
-                p.complete(active, None, Outgoing::All)?;
-            }
-            ThrowEventDefinition::Compensation { activity } => {
-                p.throw_compensation(active, *activity)?;
-            }
-            ThrowEventDefinition::Message(definition) => {
-                let job = p.evaluate_job(definition, active)?;
-                p.create_job(active, job)?;
-                p.mark(active, Intent::ElementActivated)?;
-            }
-        }
-        Ok(())
+        // The same as an end event's (`end_event::throw`); the token goes on afterwards.
+        end_event::throw(p, active, definition)
     }
 
     fn complete(&self, _p: &mut Processing<'_>, _active: &Active) -> Result<()> {

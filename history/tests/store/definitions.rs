@@ -9,8 +9,8 @@ use rill_protocol::history::{
 use rill_protocol::value::{BpmnElementType, ProcessMessageSubscriptionRecord, ProcessRecord};
 use rill_protocol::{Intent, JsonValue, Key, Record, RecordValue, Timestamp};
 
-use super::tests_entities::{apply, element, instance, key, query, record};
-use super::*;
+use crate::entities::{apply, element, instance, key, query, record};
+use rill_history::*;
 
 /// The definition key the instances of `tests_entities` name.
 const DEFINITION: Key = Key(7);

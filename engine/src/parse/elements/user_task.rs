@@ -6,12 +6,14 @@
 use rill_feel::temporal::parse_date_time;
 use roxmltree::Node;
 
-use super::process::{Builder, Extensions};
-use super::values;
+use super::{ElementParser, FlowNode};
 use crate::model::{
     CamundaUserTask, CandidateList, ElementKind, FormBinding, FormLink, JobDefinition,
     JobWorkerUserTask, StartForm, TaskListeners, UserTaskDefinition, ValueOrExpr,
 };
+use crate::parse::extensions::Extensions;
+use crate::parse::process::Builder;
+use crate::parse::values;
 
 /// The job type of a job-worker user task (Zeebe's).
 pub const USER_TASK_JOB_TYPE: &str = "io.camunda.zeebe:userTask";
@@ -42,8 +44,24 @@ pub mod headers {
     pub const USER_TASK_KEY: &str = "io.camunda.zeebe:userTaskKey";
 }
 
+pub(super) struct UserTask;
+
+impl ElementParser for UserTask {
+    fn parse<'a, 'input>(
+        &self,
+        b: &mut Builder<'_, 'a, 'input>,
+        at: &FlowNode<'a, 'input>,
+    ) -> ElementKind {
+        b.user_task(at.id, at.node, &at.extensions)
+    }
+
+    fn is_activity(&self) -> bool {
+        true
+    }
+}
+
 impl<'a, 'input> Builder<'_, 'a, 'input> {
-    pub(super) fn user_task(
+    fn user_task(
         &mut self,
         id: &str,
         node: Node<'a, 'input>,
@@ -117,7 +135,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
         let mut listeners = TaskListeners::default();
         for node in container.children().filter(|n| n.is_element()) {
             let name = node.tag_name().name();
-            if node.tag_name().namespace() != Some(super::document::ZEEBE_NS)
+            if node.tag_name().namespace() != Some(crate::parse::document::ZEEBE_NS)
                 || name != "taskListener"
             {
                 self.problem(
@@ -307,7 +325,11 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
     /// `zeebe:formDefinition` of the process's none start event (a start form): as on a
     /// job-worker user task, exactly one of `formKey` and `formId` (Zeebe validates both
     /// the same way).
-    pub(super) fn start_form(&mut self, id: &str, form: Node<'a, 'input>) -> Option<StartForm> {
+    pub(in crate::parse) fn start_form(
+        &mut self,
+        id: &str,
+        form: Node<'a, 'input>,
+    ) -> Option<StartForm> {
         Some(match self.job_worker_form(id, form)? {
             JobWorkerForm::Key(form_key) => StartForm::Key(form_key),
             JobWorkerForm::Linked(form_id, binding) => StartForm::Linked { form_id, binding },
@@ -363,7 +385,11 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
 
     /// A linked form's `bindingType`: `latest` (the default), `deployment` or
     /// `versionTag` with its `versionTag` attribute.
-    pub(super) fn form_binding(&mut self, id: &str, form: Node<'a, 'input>) -> Option<FormBinding> {
+    pub(in crate::parse) fn form_binding(
+        &mut self,
+        id: &str,
+        form: Node<'a, 'input>,
+    ) -> Option<FormBinding> {
         match attr(Some(form), "bindingType").unwrap_or("latest") {
             "latest" => Some(FormBinding::Latest),
             "deployment" => Some(FormBinding::Deployment),
@@ -394,7 +420,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
     }
 
     /// A linked form's `formId`, which must be static.
-    pub(super) fn static_form_id(
+    pub(in crate::parse) fn static_form_id(
         &mut self,
         id: &str,
         form: Node<'a, 'input>,

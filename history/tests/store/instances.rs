@@ -9,7 +9,7 @@ use rill_protocol::{
     RejectionType, Timestamp,
 };
 
-use super::*;
+use rill_history::*;
 
 fn key(n: u64) -> Key {
     Key::new(PartitionId(1), n)

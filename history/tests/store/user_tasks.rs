@@ -5,8 +5,8 @@ use rill_protocol::history::{Condition, FieldValue, HistoricUserTask, SortBy, Us
 use rill_protocol::value::{ProcessRecord, UserTaskRecord};
 use rill_protocol::{Blob, Intent, Key, Record, RecordValue, Timestamp};
 
-use super::tests_entities::{apply, instance, key, query, record};
-use super::*;
+use crate::entities::{apply, instance, key, query, record};
+use rill_history::*;
 
 const MODEL: &str = r#"<definitions><process id="p" name="Orders"><userTask id="approve" name="Approve the order"/></process></definitions>"#;
 

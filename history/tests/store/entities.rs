@@ -16,7 +16,7 @@ use rill_protocol::{
     Timestamp,
 };
 
-use super::*;
+use rill_history::*;
 
 pub(crate) fn key(n: u64) -> Key {
     Key::new(PartitionId(1), n)

@@ -5,8 +5,8 @@ use rill_protocol::history::{HistoricElementInstance, HistoricProcessInstance};
 use rill_protocol::value::BpmnElementType;
 use rill_protocol::{Intent, Key, ProcessInstanceState, RecordValue, Timestamp};
 
-use super::tests_entities::{apply, element, instance, key};
-use super::*;
+use crate::entities::{apply, element, instance, key};
+use rill_history::*;
 
 /// `record` as migrated to the definition 9 (`q`, version 2), with `element_id`.
 fn migrated(mut record: rill_protocol::Record, element_id: &str) -> rill_protocol::Record {

@@ -1,0 +1,7 @@
+//! The history store through its public API: records applied in, searches and gets out.
+
+mod definitions;
+mod entities;
+mod instances;
+mod migration;
+mod user_tasks;
