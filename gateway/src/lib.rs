@@ -8,6 +8,8 @@ mod backend;
 pub mod cluster;
 mod error;
 pub mod grpc;
+#[cfg(test)]
+mod layering;
 mod limits;
 mod metrics;
 mod ops;

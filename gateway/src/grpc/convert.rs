@@ -7,7 +7,7 @@ use rill_protocol::{JsonValue, Key};
 
 use super::proto::{ActivateJobsResponse, ActivatedJob, JobResult, activated_job};
 use crate::limits::{DocumentError, MESSAGE_SIZE_SETTING, Unreadable, check_size, parse_document};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// A JSON text field that must hold an object of variables, at most `max_size` bytes
 /// long (`gateway.max-variable-document-size`). Empty text means none.
@@ -222,7 +222,7 @@ pub fn job_result(
     result: JobResult,
     max_size: u64,
 ) -> Result<rill_protocol::value::JobResult, ClientError> {
-    let corrections = result.corrections.map(|c| crate::rest::jobs::Corrections {
+    let corrections = result.corrections.map(|c| ops::Corrections {
         assignee: c.assignee,
         due_date: c.due_date,
         follow_up_date: c.follow_up_date,
@@ -244,7 +244,7 @@ pub fn job_result(
         }
         Some(checked)
     };
-    crate::rest::jobs::job_result(crate::rest::jobs::ResultInput {
+    ops::job_result(ops::ResultInput {
         result_type: result.r#type,
         denied: result.denied,
         denied_reason: result.denied_reason,

@@ -11,14 +11,10 @@ use tonic::Status;
 
 use super::convert::{invalid, tenant, tenant_text, variables};
 use super::proto;
-use crate::ops::{ClientError, SharedState};
-use crate::rest::decisions::submit_evaluation;
+use crate::ops::{self, ClientError, SharedState};
 
 /// Which decision a request names: a key takes precedence over an id, as in Zeebe.
-fn selector(
-    state: &SharedState,
-    request: &proto::EvaluateDecisionRequest,
-) -> Result<DecisionSelector, Status> {
+fn selector(request: &proto::EvaluateDecisionRequest) -> Result<DecisionSelector, Status> {
     if request.decision_key < 0 {
         return Err(invalid(
             "decisionKey",
@@ -29,12 +25,9 @@ fn selector(
         ));
     }
     if request.decision_key > 0 {
-        let key = rill_protocol::Key(request.decision_key);
-        state
-            .dispatch
-            .partition_of(key, "decision")
-            .map_err(Status::from)?;
-        return Ok(DecisionSelector::ByKey(key));
+        return Ok(DecisionSelector::ByKey(rill_protocol::Key(
+            request.decision_key,
+        )));
     }
     if request.decision_id.trim().is_empty() {
         return Err(ClientError::invalid_argument(
@@ -51,15 +44,13 @@ pub async fn evaluate(
     request: proto::EvaluateDecisionRequest,
 ) -> Result<proto::EvaluateDecisionResponse, Status> {
     tenant("tenantId", &request.tenant_id)?;
-    let decision = selector(state, &request)?;
+    let decision = selector(&request)?;
     let variables = variables(
         "variables",
         &request.variables,
         state.settings.max_variable_document_size,
     )?;
-    let (key, record) = submit_evaluation(state, decision, variables)
-        .await
-        .map_err(Status::from)?;
+    let (key, record) = ops::evaluate_decision(state, decision, variables).await?;
     Ok(evaluation_response(key.get(), record))
 }
 

@@ -23,14 +23,14 @@ use std::time::Duration;
 
 use futures::Stream;
 use rill_protocol::value::JobRecord;
-use rill_protocol::{ActivateJobs, Command, CommandResponse, PartitionId, RecordValue};
+use rill_protocol::{ActivateJobs, CommandResponse, PartitionId, RecordValue};
 use tokio::sync::{mpsc, watch};
 use tonic::Status;
 
 use super::convert::activated_job;
 use super::proto::ActivatedJob;
 use crate::activation::{Activation, usable_jobs};
-use crate::ops::{Backoff, SharedState};
+use crate::ops::{self, Backoff, SharedState};
 
 /// Requests an aggregate keeps open with each partition's leader (the leader runs up
 /// to four activations of a type at once).
@@ -302,16 +302,7 @@ async fn hand_over(state: &SharedState, aggregate: &Aggregate, jobs: Vec<(i64, J
 /// Makes an activated job that could not reach its worker activatable again at once:
 /// yielded (Zeebe's JOB YIELD), so its retries stay and no failure is recorded.
 pub async fn give_back(state: &SharedState, job_key: i64) {
-    let key = rill_protocol::Key(job_key);
-    let Ok(partition) = state.dispatch.partition_of(key, "job") else {
-        return;
-    };
-    let command = Command::YieldJob { job_key: key };
-    if let Err(error) = state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await
-    {
+    if let Err(error) = ops::yield_job(state, rill_protocol::Key(job_key)).await {
         tracing::debug!(job_key, %error, "could not give back an undelivered job");
     }
 }

@@ -1,7 +1,6 @@
-//! The `gateway_protocol.Gateway` service. Each RPC checks its request, builds the same
-//! broker command as the REST endpoint for it and sends it through the shared dispatcher
-//! (`crate::dispatch`); ActivateJobs is the REST API's long poll (`rest::jobs`), and job
-//! streams are fed by the brokers' job push (`push`).
+//! The `gateway_protocol.Gateway` service. Each RPC checks its request, turns it into
+//! protocol types and calls the operation of `crate::ops` for it (the same one the REST
+//! endpoint calls); job streams are fed by the brokers' job push (`push`).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -11,10 +10,9 @@ use rill_protocol::value::{
     DEFAULT_TENANT, DeploymentRecord, JobRecord, MigrationMappingInstruction, ProcessMetadata,
 };
 use rill_protocol::{
-    ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
-    FailJob, MigrateProcessInstance, ModifyProcessInstance, ProcessSelector, PublishMessage,
-    RecordValue, Resource, SetVariables, ThrowError, UpdateJob, VariableInstruction,
-    message_partition,
+    ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, CreateProcessInstance, FailJob,
+    MigrateProcessInstance, ModifyProcessInstance, ProcessSelector, PublishMessage, Resource,
+    SetVariables, ThrowError, UpdateJob, VariableInstruction,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -29,11 +27,7 @@ use super::proto::gateway_server::Gateway;
 use super::proto::*;
 use super::push::{JobStreams, give_back};
 use crate::backend::{PartitionHealth, PartitionRole};
-use crate::ops::Accepted;
-use crate::ops::{ClientError, SharedState, client_timeout};
-use crate::rest::deployments::DEPLOYMENT_PARTITION;
-use crate::rest::jobs::{ActivatedBatches, activate_jobs};
-use crate::rest::process_instances::submit_create;
+use crate::ops::{self, ActivatedBatches, SharedState, client_timeout};
 
 /// The engine command of a migration request, its fields checked.
 fn migration(
@@ -144,10 +138,6 @@ impl GatewayService {
         }
     }
 
-    fn request_timeout(&self) -> Duration {
-        self.state.settings.request_timeout
-    }
-
     /// `gateway.max-variable-document-size`.
     fn document_limit(&self) -> u64 {
         self.state.settings.max_variable_document_size
@@ -170,25 +160,6 @@ impl GatewayService {
         .map_err(Status::from)
     }
 
-    /// Sends a command to the partition that owns `key` (the entity named by `what`).
-    async fn submit_by_key(
-        &self,
-        key: rill_protocol::Key,
-        what: &str,
-        command: Command,
-    ) -> Result<Accepted, Status> {
-        let partition = self
-            .state
-            .dispatch
-            .partition_of(key, what)
-            .map_err(Status::from)?;
-        self.state
-            .dispatch
-            .submit(partition, command, self.request_timeout())
-            .await
-            .map_err(Status::from)
-    }
-
     async fn deploy(&self, resources: Vec<Resource>) -> Result<(i64, DeploymentRecord), Status> {
         if resources.is_empty() {
             return Err(invalid(
@@ -196,30 +167,17 @@ impl GatewayService {
                 "no resources given; deploy at least one",
             ));
         }
-        let accepted = self
-            .state
-            .dispatch
-            .submit(
-                DEPLOYMENT_PARTITION,
-                Command::Deploy { resources },
-                self.request_timeout(),
-            )
-            .await
-            .map_err(Status::from)?;
-        match accepted.value {
-            RecordValue::Deployment(record) => Ok((accepted.key.get(), record)),
-            other => Err(unexpected("deployment", &other)),
-        }
+        let (key, record) = ops::deploy(&self.state, resources).await?;
+        Ok((key.get(), record))
     }
 
-    /// The command for a new process instance, from either create request.
+    /// The new process instance of either create request, and its operation reference.
     fn creation(
         &self,
         request: CreateProcessInstanceRequest,
         field_prefix: &str,
-        await_result: bool,
         fetch_variables: Vec<String>,
-    ) -> Result<Command, Status> {
+    ) -> Result<(CreateProcessInstance, Option<u64>), Status> {
         tenant(&format!("{field_prefix}tenantId"), &request.tenant_id)?;
         unsupported(!request.start_instructions.is_empty(), "startInstructions")?;
         unsupported(
@@ -233,12 +191,7 @@ impl GatewayService {
             request.operation_reference,
         )?;
         let process = if request.process_definition_key > 0 {
-            let key = rill_protocol::Key(request.process_definition_key);
-            self.state
-                .dispatch
-                .partition_of(key, "process definition")
-                .map_err(Status::from)?;
-            ProcessSelector::ByKey(key)
+            ProcessSelector::ByKey(rill_protocol::Key(request.process_definition_key))
         } else {
             if request.bpmn_process_id.trim().is_empty() {
                 return Err(invalid(
@@ -252,23 +205,19 @@ impl GatewayService {
                 version: (request.version > 0).then_some(request.version),
             }
         };
-        Ok(Command::CreateProcessInstance(CreateProcessInstance {
+        let create = CreateProcessInstance {
             process,
             variables: variables(
                 &format!("{field_prefix}variables"),
                 &request.variables,
                 self.document_limit(),
             )?,
-            await_result,
+            await_result: false,
             fetch_variables,
             tags,
-        })
-        .referenced(reference))
+        };
+        Ok((create, reference))
     }
-}
-
-fn unexpected(what: &str, value: &RecordValue) -> Status {
-    ClientError::unexpected_answer(what, value).into()
 }
 
 fn process_metadata(process: ProcessMetadata) -> super::proto::ProcessMetadata {
@@ -392,7 +341,7 @@ impl Gateway for GatewayService {
         let (sender, receiver) = mpsc::channel(4);
         let state = self.state.clone();
         tokio::spawn(async move {
-            let activation = activate_jobs(&state, &template, long_poll_until);
+            let activation = ops::activate_jobs(&state, &template, long_poll_until);
             // A client that goes away ends its long poll.
             let result = tokio::select! {
                 result = activation => result,
@@ -406,8 +355,8 @@ impl Gateway for GatewayService {
                         .collect();
                     deliver(&state, &sender, messages).await;
                 }
-                Err(problem) => {
-                    let _ = sender.send(Err(Status::from(problem))).await;
+                Err(error) => {
+                    let _ = sender.send(Err(error.into())).await;
                 }
             }
         });
@@ -445,7 +394,7 @@ impl Gateway for GatewayService {
         tokio::spawn(async move {
             loop {
                 let until = Instant::now() + state.settings.long_polling_timeout;
-                let activation = activate_jobs(&state, &template, Some(until));
+                let activation = ops::activate_jobs(&state, &template, Some(until));
                 let result = tokio::select! {
                     result = activation => result,
                     _ = sender.closed() => return,
@@ -486,11 +435,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let key = key("processInstanceKey", request.process_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::CancelProcessInstance {
-            process_instance_key: key,
-        }
-        .referenced(reference);
-        self.submit_by_key(key, "process instance", command).await?;
+        ops::cancel_instance(&self.state, key, reference).await?;
         Ok(Response::new(CancelProcessInstanceResponse {}))
     }
 
@@ -505,12 +450,8 @@ impl Gateway for GatewayService {
             None => Default::default(),
         };
         let job_key = key("jobKey", request.job_key)?;
-        let command = Command::CompleteJob {
-            job_key,
-            variables: variables("variables", &request.variables, self.document_limit())?,
-            result,
-        };
-        self.submit_by_key(job_key, "job", command).await?;
+        let variables = variables("variables", &request.variables, self.document_limit())?;
+        ops::complete_job(&self.state, job_key, variables, result).await?;
         Ok(Response::new(CompleteJobResponse {}))
     }
 
@@ -520,23 +461,16 @@ impl Gateway for GatewayService {
     ) -> Result<Response<CreateProcessInstanceResponse>, Status> {
         let request = request.into_inner();
         self.within_limits(&request, &[("variables", &request.variables)])?;
-        let command = self.creation(request, "", false, Vec::new())?;
-        let accepted = submit_create(&self.state, command, self.request_timeout())
-            .await
-            .map_err(Status::from)?;
-        match accepted.value {
-            RecordValue::ProcessInstanceCreation(record) => {
-                Ok(Response::new(CreateProcessInstanceResponse {
-                    process_definition_key: record.process_definition_key,
-                    bpmn_process_id: record.bpmn_process_id,
-                    version: record.version,
-                    process_instance_key: record.process_instance_key,
-                    tenant_id: tenant_text(record.tenant_id),
-                    tags: record.tags,
-                }))
-            }
-            other => Err(unexpected("process instance creation", &other)),
-        }
+        let (create, reference) = self.creation(request, "", Vec::new())?;
+        let record = ops::create_instance(&self.state, create, reference).await?;
+        Ok(Response::new(CreateProcessInstanceResponse {
+            process_definition_key: record.process_definition_key,
+            bpmn_process_id: record.bpmn_process_id,
+            version: record.version,
+            process_instance_key: record.process_instance_key,
+            tenant_id: tenant_text(record.tenant_id),
+            tags: record.tags,
+        }))
     }
 
     async fn create_process_instance_with_result(
@@ -558,31 +492,23 @@ impl Gateway for GatewayService {
                 "the process instance to create is missing",
             ));
         };
-        let command = self.creation(create, "request.", true, request.fetch_variables)?;
-        let tags = match command.inner() {
-            Command::CreateProcessInstance(create) => create.tags.clone(),
-            _ => Vec::new(),
-        };
+        let (create, reference) = self.creation(create, "request.", request.fetch_variables)?;
+        let tags = create.tags.clone();
         // 0 (or less) means the gateway's default; longer than the maximum is cut to it.
         let timeout = client_timeout(Some(request.request_timeout), &self.state.settings)
-            .unwrap_or(self.request_timeout());
-        let accepted = submit_create(&self.state, command, timeout)
-            .await
-            .map_err(Status::from)?;
-        match accepted.value {
-            RecordValue::ProcessInstanceResult(record) => {
-                Ok(Response::new(CreateProcessInstanceWithResultResponse {
-                    process_definition_key: record.process_definition_key,
-                    bpmn_process_id: record.bpmn_process_id,
-                    version: record.version,
-                    process_instance_key: record.process_instance_key,
-                    variables: json_text(&record.variables),
-                    tenant_id: tenant_text(record.tenant_id),
-                    tags,
-                }))
-            }
-            other => Err(unexpected("process instance creation", &other)),
-        }
+            .unwrap_or(self.state.settings.request_timeout);
+        let record =
+            ops::create_instance_with_result(&self.state, create, reference, timeout).await?;
+        Ok(Response::new(CreateProcessInstanceWithResultResponse {
+            process_definition_key: record.process_definition_key,
+            bpmn_process_id: record.bpmn_process_id,
+            version: record.version,
+            process_instance_key: record.process_instance_key,
+            variables: json_text(&record.variables),
+            tenant_id: tenant_text(record.tenant_id),
+            // The result record has no tags: the instance's are the ones asked for.
+            tags,
+        }))
     }
 
     async fn evaluate_decision(
@@ -685,15 +611,15 @@ impl Gateway for GatewayService {
                 format!("expected 0 or more ms, but got {}", request.retry_back_off),
             ));
         }
-        let command = Command::FailJob(FailJob {
+        let fail = FailJob {
             job_key,
             // No retries left (zero or less) raises an incident.
             retries: request.retries.max(0),
             error_message: request.error_message,
             retry_backoff: request.retry_back_off,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::fail_job(&self.state, fail).await?;
         Ok(Response::new(FailJobResponse {}))
     }
 
@@ -707,13 +633,13 @@ impl Gateway for GatewayService {
         if request.error_code.trim().is_empty() {
             return Err(invalid("errorCode", "the error code must not be blank"));
         }
-        let command = Command::ThrowError(ThrowError {
+        let error = ThrowError {
             job_key,
             error_code: request.error_code,
             error_message: request.error_message,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::throw_error(&self.state, error).await?;
         Ok(Response::new(ThrowErrorResponse {}))
     }
 
@@ -733,25 +659,16 @@ impl Gateway for GatewayService {
                 format!("expected 0 or more ms, but got {}", request.time_to_live),
             ));
         }
-        let partition = message_partition(
-            &request.correlation_key,
-            self.state.dispatch.message_partition_count(),
-        );
-        let command = Command::PublishMessage(PublishMessage {
+        let message = PublishMessage {
             name: request.name,
             correlation_key: request.correlation_key,
             time_to_live: request.time_to_live,
             message_id: request.message_id,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        let accepted = self
-            .state
-            .dispatch
-            .submit(partition, command, self.request_timeout())
-            .await
-            .map_err(Status::from)?;
+        };
+        let key = ops::publish_message(&self.state, message).await?;
         Ok(Response::new(PublishMessageResponse {
-            key: accepted.key.get(),
+            key: key.get(),
             tenant_id: DEFAULT_TENANT.to_owned(),
         }))
     }
@@ -764,9 +681,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let incident_key = key("incidentKey", request.incident_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::ResolveIncident { incident_key }.referenced(reference);
-        self.submit_by_key(incident_key, "incident", command)
-            .await?;
+        ops::resolve_incident(&self.state, incident_key, reference).await?;
         Ok(Response::new(ResolveIncidentResponse {}))
     }
 
@@ -778,31 +693,20 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let element_instance_key = key("elementInstanceKey", request.element_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::SetVariables(SetVariables {
+        let set = SetVariables {
             element_instance_key,
             variables: variables("variables", &request.variables, self.document_limit())?,
             local: request.local,
-        })
-        .referenced(reference);
-        let accepted = self
-            .submit_by_key(element_instance_key, "element instance", command)
-            .await?;
-        Ok(Response::new(SetVariablesResponse {
-            key: accepted.key.get(),
-        }))
+        };
+        let key = ops::set_variables(&self.state, set, reference).await?;
+        Ok(Response::new(SetVariablesResponse { key: key.get() }))
     }
 
     async fn topology(
         &self,
         _request: Request<TopologyRequest>,
     ) -> Result<Response<TopologyResponse>, Status> {
-        let topology = self
-            .state
-            .dispatch
-            .backend()
-            .topology()
-            .await
-            .map_err(|error| Status::from(ClientError::from(error)))?;
+        let topology = ops::topology(&self.state).await?;
         let brokers = topology
             .brokers
             .into_iter()
@@ -856,13 +760,12 @@ impl Gateway for GatewayService {
             ));
         }
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::UpdateJob(UpdateJob {
+        let update = UpdateJob {
             job_key,
             retries: Some(request.retries),
             timeout: None,
-        })
-        .referenced(reference);
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::update_job(&self.state, update, reference).await?;
         Ok(Response::new(UpdateJobRetriesResponse {}))
     }
 
@@ -894,14 +797,8 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &documents)?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::ModifyProcessInstance(modification(
-            request,
-            process_instance_key,
-            self.document_limit(),
-        )?)
-        .referenced(reference);
-        self.submit_by_key(process_instance_key, "process instance", command)
-            .await?;
+        let modification = modification(request, process_instance_key, self.document_limit())?;
+        ops::modify_instance(&self.state, modification, reference).await?;
         Ok(Response::new(ModifyProcessInstanceResponse {}))
     }
 
@@ -913,10 +810,8 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::MigrateProcessInstance(migration(request, process_instance_key)?)
-            .referenced(reference);
-        self.submit_by_key(process_instance_key, "process instance", command)
-            .await?;
+        let migration = migration(request, process_instance_key)?;
+        ops::migrate_instance(&self.state, migration, reference).await?;
         Ok(Response::new(MigrateProcessInstanceResponse {}))
     }
 
@@ -934,13 +829,12 @@ impl Gateway for GatewayService {
             ));
         }
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::UpdateJob(UpdateJob {
+        let update = UpdateJob {
             job_key,
             retries: None,
             timeout: Some(request.timeout),
-        })
-        .referenced(reference);
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::update_job(&self.state, update, reference).await?;
         Ok(Response::new(UpdateJobTimeoutResponse {}))
     }
 
@@ -952,9 +846,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let resource_key = key("resourceKey", request.resource_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::DeleteResource { resource_key }.referenced(reference);
-        self.submit_by_key(resource_key, "resource", command)
-            .await?;
+        ops::delete_resource(&self.state, resource_key, reference).await?;
         Ok(Response::new(DeleteResourceResponse {}))
     }
 
@@ -969,17 +861,13 @@ impl Gateway for GatewayService {
             return Err(invalid("signalName", "the signal name must not be blank"));
         }
         // Any partition takes a broadcast and passes it on to every other one.
-        let command = Command::BroadcastSignal(BroadcastSignal {
+        let signal = BroadcastSignal {
             signal_name: request.signal_name,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        let (_, accepted) = self
-            .state
-            .dispatch
-            .submit_to_any(command, self.request_timeout())
-            .await;
+        };
+        let key = ops::broadcast_signal(&self.state, signal).await?;
         Ok(Response::new(BroadcastSignalResponse {
-            key: accepted.map_err(Status::from)?.key.get(),
+            key: key.get(),
             tenant_id: DEFAULT_TENANT.to_owned(),
         }))
     }

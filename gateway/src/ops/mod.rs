@@ -8,23 +8,55 @@
 //! Every operation runs in a tracing span of its own ([`operation`]): the operation's
 //! name, the key it is about where there is one, and the partition it went to.
 
+mod cluster;
+mod decisions;
+mod deployments;
 mod dispatch;
 mod error;
+mod incidents;
+mod instances;
 pub(crate) mod job_waiters;
+mod jobs;
+mod messages;
+mod reads;
+mod user_tasks;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rill_protocol::{Key, PartitionId};
+use rill_protocol::{Command, Key, PartitionId};
 use tokio::sync::watch;
 use tracing::Instrument;
 
+pub use self::cluster::{status, topology};
+pub use self::decisions::evaluate_decision;
+pub use self::deployments::{delete_resource, deploy};
 pub use self::dispatch::{Accepted, Backoff, Dispatcher};
 #[cfg(test)]
 pub(crate) use self::error::one_of_each;
 pub use self::error::{ClientError, rejection_code};
+pub use self::incidents::{Incident, get_incident, instance_known, resolve_incident};
+pub use self::instances::{
+    ProcessInstance, activate_ad_hoc_activities, cancel_instance, create_instance,
+    create_instance_with_result, get_process_instance, migrate_instance, modify_instance,
+    set_variables,
+};
 pub use self::job_waiters::JobWaiters;
+pub use self::jobs::{
+    ActivatedBatches, Corrections, ResultInput, activate_jobs, complete_job, fail_job, job_result,
+    throw_error, update_job, yield_job,
+};
+pub use self::messages::{broadcast_signal, publish_message};
+pub use self::reads::{
+    Searchable, decision_definition, decision_definition_xml, decision_instance,
+    decision_requirements, decision_requirements_xml, element_instance, element_statistics,
+    process_definition, process_definition_form, process_definition_xml, search, user_task,
+    user_task_form, user_task_scopes, variable,
+};
+pub use self::user_tasks::{
+    assign_user_task, complete_user_task, unassign_user_task, update_user_task,
+};
 use crate::metrics::GatewayMetrics;
 
 /// Settings the operations need, taken from `GatewayConfig`.
@@ -94,6 +126,20 @@ pub async fn operation<T>(
     }
     .instrument(span)
     .await
+}
+
+/// Sends `command` to the partition that owns `key` (the entity named by `what`).
+async fn submit_by_key(
+    state: &AppState,
+    key: Key,
+    what: &str,
+    command: Command,
+) -> Result<Accepted, ClientError> {
+    let partition = state.dispatch.partition_of(key, what)?;
+    state
+        .dispatch
+        .submit(partition, command, state.settings.request_timeout)
+        .await
 }
 
 /// Notes the partition a request went to on its operation's span (see [`operation`]).

@@ -5,13 +5,13 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rill_protocol::ActivateAdHocSubProcessActivities;
 use rill_protocol::value::AdHocSubProcessActivateElement;
-use rill_protocol::{ActivateAdHocSubProcessActivities, Command};
 use serde::Deserialize;
 
 use super::json::{Variables, parse_body};
 use super::{Body, KeyParam, SharedState};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// Camunda 8.8's `AdHocSubProcessActivateActivitiesInstruction`.
 #[derive(Deserialize)]
@@ -62,17 +62,11 @@ pub async fn activate(
             variables,
         });
     }
-    let command = Command::ActivateAdHocSubProcessActivities(ActivateAdHocSubProcessActivities {
+    let activation = ActivateAdHocSubProcessActivities {
         ad_hoc_sub_process_instance_key: key,
         elements,
         cancel_remaining_instances: request.cancel_remaining_instances,
-    });
-    let partition = state
-        .dispatch
-        .partition_of(key, "ad-hoc sub-process instance")?;
-    state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    };
+    ops::activate_ad_hoc_activities(&state, activation).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::SharedState;
 use crate::backend::{PartitionHealth, PartitionRole, Topology};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -91,18 +91,13 @@ impl From<Topology> for TopologyResponse {
 pub async fn topology(
     State(state): State<SharedState>,
 ) -> Result<Json<TopologyResponse>, ClientError> {
-    let topology = state.dispatch.backend().topology().await?;
-    Ok(Json(topology.into()))
+    Ok(Json(ops::topology(&state).await?.into()))
 }
 
 /// 204 when every partition has a healthy leader, 503 otherwise (as Camunda's status).
 pub async fn status(State(state): State<SharedState>) -> Response {
-    match state.dispatch.backend().topology().await {
-        Ok(topology) if topology.all_partitions_led() => StatusCode::NO_CONTENT.into_response(),
-        Ok(_) => ClientError::Unavailable {
-            detail: "Not every partition has a healthy leader yet".to_owned(),
-        }
-        .into_response(),
-        Err(error) => ClientError::from(error).into_response(),
+    match ops::status(&state).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(error) => error.into_response(),
     }
 }

@@ -8,15 +8,13 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{
     DecisionDefinitionField as D, DecisionRequirementsField as R, HistoricDecisionDefinition,
-    HistoricDecisionRequirements, HistoryQuery, HistoryResult, Page, Search,
+    HistoricDecisionRequirements,
 };
-use rill_protocol::{Key, PartitionId, Query, QueryResult};
 use serde::Serialize;
 
-use super::deployments::DEPLOYMENT_PARTITION;
-use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
+use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::{Body, KeyParam, SharedState, key_text};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// Camunda's `DecisionDefinitionResult`.
 #[derive(Serialize, Debug)]
@@ -46,7 +44,6 @@ impl From<HistoricDecisionDefinition> for DecisionDefinitionResult {
 }
 
 impl SearchEntity for HistoricDecisionDefinition {
-    const WHAT: &'static str = "decision definition";
     const KEY_FIELD: D = D::DecisionDefinitionKey;
     type Item = DecisionDefinitionResult;
 
@@ -58,21 +55,6 @@ impl SearchEntity for HistoricDecisionDefinition {
             }
             D::Version => Kind::Int,
         }
-    }
-
-    fn query(search: Search<D>) -> Query {
-        Query::History(HistoryQuery::SearchDecisionDefinitions(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::DecisionDefinitions(page)) => Some(page),
-            _ => None,
-        }
-    }
-
-    fn partitions(_count: u16) -> Vec<PartitionId> {
-        vec![DEPLOYMENT_PARTITION]
     }
 }
 
@@ -102,7 +84,6 @@ impl From<HistoricDecisionRequirements> for DecisionRequirementsResult {
 }
 
 impl SearchEntity for HistoricDecisionRequirements {
-    const WHAT: &'static str = "decision requirements";
     const KEY_FIELD: R = R::DecisionRequirementsKey;
     type Item = DecisionRequirementsResult;
 
@@ -115,21 +96,6 @@ impl SearchEntity for HistoricDecisionRequirements {
             | R::TenantId => Kind::Text,
             R::Version => Kind::Int,
         }
-    }
-
-    fn query(search: Search<R>) -> Query {
-        Query::History(HistoryQuery::SearchDecisionRequirements(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::DecisionRequirementsPage(page)) => Some(page),
-            _ => None,
-        }
-    }
-
-    fn partitions(_count: u16) -> Vec<PartitionId> {
-        vec![DEPLOYMENT_PARTITION]
     }
 }
 
@@ -153,33 +119,12 @@ pub async fn search_requirements(
         .map(Json)
 }
 
-fn definition_not_found(key: Key) -> ClientError {
-    ClientError::not_found(format!("Decision definition with key '{key}' not found"))
-}
-
-fn requirements_not_found(key: Key) -> ClientError {
-    ClientError::not_found(format!("Decision requirements with key '{key}' not found"))
-}
-
 /// `GET /v2/decision-definitions/{decisionDefinitionKey}`.
 pub async fn get_definition(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<DecisionDefinitionResult>, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "decision definition",
-        HistoryQuery::DecisionDefinition { key },
-        |result| match result {
-            HistoryResult::DecisionDefinition(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    found
-        .map(|d| Json(d.into()))
-        .ok_or_else(|| definition_not_found(key))
+    Ok(Json(ops::decision_definition(&state, key).await?.into()))
 }
 
 /// `GET /v2/decision-requirements/{decisionRequirementsKey}`.
@@ -187,34 +132,7 @@ pub async fn get_requirements(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<DecisionRequirementsResult>, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "decision requirements",
-        HistoryQuery::DecisionRequirements { key },
-        |result| match result {
-            HistoryResult::DecisionRequirements(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    found
-        .map(|d| Json(d.into()))
-        .ok_or_else(|| requirements_not_found(key))
-}
-
-async fn xml(state: &SharedState, key: Key, what: &str) -> Result<Option<String>, ClientError> {
-    fetch(
-        state,
-        key,
-        what,
-        HistoryQuery::DecisionXml { key },
-        |result| match result {
-            HistoryResult::DecisionXml(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await
+    Ok(Json(ops::decision_requirements(&state, key).await?.into()))
 }
 
 fn xml_response(xml: String) -> Response {
@@ -227,24 +145,9 @@ pub async fn definition_xml(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Response, ClientError> {
-    let found = xml(&state, key, "decision definition").await?;
-    // The key of a decision requirements graph also finds its XML: only a decision's.
-    let is_decision = fetch(
-        &state,
-        key,
-        "decision definition",
-        HistoryQuery::DecisionDefinition { key },
-        |result| match result {
-            HistoryResult::DecisionDefinition(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?
-    .is_some();
-    match found {
-        Some(xml) if is_decision => Ok(xml_response(xml)),
-        _ => Err(definition_not_found(key)),
-    }
+    Ok(xml_response(
+        ops::decision_definition_xml(&state, key).await?,
+    ))
 }
 
 /// `GET /v2/decision-requirements/{decisionRequirementsKey}/xml`.
@@ -252,8 +155,7 @@ pub async fn requirements_xml(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Response, ClientError> {
-    match xml(&state, key, "decision requirements").await? {
-        Some(xml) => Ok(xml_response(xml)),
-        None => Err(requirements_not_found(key)),
-    }
+    Ok(xml_response(
+        ops::decision_requirements_xml(&state, key).await?,
+    ))
 }

@@ -5,15 +5,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use rill_protocol::history::{
-    DecisionInstanceField as F, HistoricDecisionInstance, HistoryQuery, HistoryResult, Page, Search,
-};
-use rill_protocol::{Query, QueryResult};
+use rill_protocol::history::{DecisionInstanceField as F, HistoricDecisionInstance};
 use serde::Serialize;
 
-use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
+use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::{Body, KeyParam, SharedState, date_text, key_text};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// Camunda's `DecisionInstanceResult`; keys without a value are left out.
 #[derive(Serialize, Debug)]
@@ -71,7 +68,6 @@ impl From<HistoricDecisionInstance> for DecisionInstanceResult {
 }
 
 impl SearchEntity for HistoricDecisionInstance {
-    const WHAT: &'static str = "decision instance";
     const KEY_FIELD: F = F::DecisionEvaluationInstanceKey;
     const TIME_FIELD: Option<F> = Some(F::EvaluationDate);
     type Item = DecisionInstanceResult;
@@ -93,17 +89,6 @@ impl SearchEntity for HistoricDecisionInstance {
             | F::DecisionDefinitionId
             | F::DecisionDefinitionName
             | F::TenantId => Kind::Text,
-        }
-    }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchDecisionInstances(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::DecisionInstances(page)) => Some(page),
-            _ => None,
         }
     }
 }
@@ -157,22 +142,7 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<DecisionInstanceDetail>, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "decision instance",
-        HistoryQuery::DecisionInstance { key },
-        |result| match result {
-            HistoryResult::DecisionInstance(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    let Some(mut instance) = found else {
-        return Err(ClientError::not_found(format!(
-            "Decision instance with key '{key}' not found"
-        )));
-    };
+    let mut instance = ops::decision_instance(&state, key).await?;
     let evaluated_inputs = std::mem::take(&mut instance.evaluated_inputs)
         .into_iter()
         .map(|(input_id, input_name, input_value)| EvaluatedInput {

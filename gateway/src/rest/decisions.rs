@@ -1,25 +1,18 @@
 //! Decisions: `POST /v2/decision-definitions/evaluation` (by id or key), and the
 //! `decisionDefinition` / `decisionRequirements` entries of a deploy answer, in Camunda
 //! 8.8's shapes.
-//!
-//! Decisions are deployed to every partition, so an evaluation goes to any partition
-//! (round-robin), falling back to the deployment partition when a decision deployed a
-//! moment ago has not reached the first one yet.
 
 use axum::Json;
 use axum::extract::State;
+use rill_protocol::DecisionSelector;
 use rill_protocol::value::{
     DecisionEvaluationRecord, DecisionRecord, DecisionRequirementsMetadata, EvaluatedDecisionValue,
 };
-use rill_protocol::{
-    Command, DecisionSelector, EvaluateDecision, JsonValue, RecordValue, RejectionType,
-};
 use serde::{Deserialize, Serialize};
 
-use super::deployments::DEPLOYMENT_PARTITION;
 use super::json::{KeyString, Variables, parse_body};
 use super::{Body, SharedState, check_tenant, key_text};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// `DeploymentDecisionResult`.
 #[derive(Serialize)]
@@ -234,46 +227,9 @@ pub async fn evaluate(
             ));
         }
         (Some(id), None) => DecisionSelector::ById(id),
-        (None, Some(KeyString(key))) => {
-            state.dispatch.partition_of(key, "decision definition")?;
-            DecisionSelector::ByKey(key)
-        }
+        (None, Some(KeyString(key))) => DecisionSelector::ByKey(key),
     };
     let variables = request.variables.checked("variables", &state.settings)?;
-    let (key, record) = submit_evaluation(&state, decision, variables).await?;
+    let (key, record) = ops::evaluate_decision(&state, decision, variables).await?;
     Ok(Json(evaluate_result(key, &record)))
-}
-
-/// Evaluates a decision on any partition (both APIs): the DECISION_EVALUATION event's
-/// key and record, EVALUATED or FAILED.
-pub(crate) async fn submit_evaluation(
-    state: &SharedState,
-    decision: DecisionSelector,
-    variables: JsonValue,
-) -> Result<(rill_protocol::Key, DecisionEvaluationRecord), ClientError> {
-    let command = Command::EvaluateDecision(EvaluateDecision {
-        decision,
-        variables,
-    });
-    let timeout = state.settings.request_timeout;
-    let (partition, answered) = state.dispatch.submit_to_any(command.clone(), timeout).await;
-    let accepted = match answered {
-        Err(ClientError::Rejected {
-            kind: RejectionType::NotFound,
-            ..
-        }) if partition != DEPLOYMENT_PARTITION => {
-            state
-                .dispatch
-                .submit(DEPLOYMENT_PARTITION, command, timeout)
-                .await?
-        }
-        other => other?,
-    };
-    match accepted.value {
-        RecordValue::DecisionEvaluation(record) => Ok((accepted.key, record)),
-        other => Err(ClientError::unexpected_answer(
-            "decision evaluation",
-            &other,
-        )),
-    }
 }

@@ -4,15 +4,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use rill_protocol::value::{DEFAULT_TENANT, FormMetadata, ProcessMetadata};
-use rill_protocol::{Blob, Command, PartitionId, RecordValue, Resource};
+use rill_protocol::{Blob, Resource};
 use serde::Serialize;
 
 use super::decisions::{DeploymentDecision, DeploymentDecisionRequirements};
 use super::{SharedState, check_tenant, key_text};
-use crate::ops::ClientError;
-
-/// Deployments are made on partition 1, which distributes them to the others.
-pub(crate) const DEPLOYMENT_PARTITION: PartitionId = PartitionId(1);
+use crate::ops::{self, ClientError};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -147,22 +144,9 @@ pub async fn deploy(
         ));
     }
 
-    let accepted = state
-        .dispatch
-        .submit(
-            DEPLOYMENT_PARTITION,
-            Command::Deploy { resources },
-            state.settings.request_timeout,
-        )
-        .await?;
-    let RecordValue::Deployment(record) = &accepted.value else {
-        return Err(ClientError::unexpected_answer(
-            "deployment",
-            &accepted.value,
-        ));
-    };
+    let (key, record) = ops::deploy(&state, resources).await?;
     Ok(Json(DeploymentResult {
-        deployment_key: key_text(accepted.key),
+        deployment_key: key_text(key),
         tenant_id: if record.tenant_id.is_empty() {
             DEFAULT_TENANT.to_owned()
         } else {

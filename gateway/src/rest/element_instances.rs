@@ -6,17 +6,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rill_protocol::SetVariables;
 use rill_protocol::history::{
-    ELEMENT_TYPES, ElementInstanceField as F, ElementState, HistoricElementInstance, HistoryQuery,
-    HistoryResult, Page, Search, element_type_name,
+    ELEMENT_TYPES, ElementInstanceField as F, ElementState, HistoricElementInstance,
+    element_type_name,
 };
-use rill_protocol::{Command, Query, QueryResult, SetVariables};
 use serde::{Deserialize, Serialize};
 
-use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
+use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::json::{Variables, optional_long, parse_body};
 use super::{Body, KeyParam, SharedState, date_text, key_text, operation_reference};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -37,17 +37,12 @@ pub async fn set_variables(
         return Err(ClientError::invalid_argument("No variables provided"));
     };
     let reference = operation_reference(request.operation_reference)?;
-    let partition = state.dispatch.partition_of(key, "element instance")?;
-    let command = Command::SetVariables(SetVariables {
+    let set = SetVariables {
         element_instance_key: key,
         variables: variables.checked("variables", &state.settings)?,
         local: request.local.unwrap_or(false),
-    })
-    .referenced(reference);
-    state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    };
+    ops::set_variables(&state, set, reference).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -98,7 +93,6 @@ impl From<HistoricElementInstance> for ElementInstanceResult {
 }
 
 impl SearchEntity for HistoricElementInstance {
-    const WHAT: &'static str = "element instance";
     const KEY_FIELD: F = F::ElementInstanceKey;
     const TIME_FIELD: Option<F> = Some(F::StartDate);
     type Item = ElementInstanceResult;
@@ -115,17 +109,6 @@ impl SearchEntity for HistoricElementInstance {
             F::Type => Kind::Enum(ELEMENT_TYPES),
             F::State => Kind::Enum(ElementState::NAMES),
             F::HasIncident => Kind::Bool,
-        }
-    }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchElementInstances(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::ElementInstances(page)) => Some(page),
-            _ => None,
         }
     }
 }
@@ -145,18 +128,5 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<ElementInstanceResult>, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "element instance",
-        HistoryQuery::ElementInstance { key },
-        |result| match result {
-            HistoryResult::ElementInstance(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    found.map(|element| Json(element.into())).ok_or_else(|| {
-        ClientError::not_found(format!("Element instance with key '{key}' not found"))
-    })
+    Ok(Json(ops::element_instance(&state, key).await?.into()))
 }

@@ -14,21 +14,18 @@
 
 use base64::Engine as _;
 use rill_protocol::history::{
-    Condition, FieldValue, Historic, Page, Search, SearchField, SortBy, compare_sorted,
+    Condition, FieldValue, Page, Search, SearchField, SortBy, compare_sorted, date_millis,
 };
-use rill_protocol::history::{HistoryQuery, HistoryResult, date_millis};
-use rill_protocol::{Key, PartitionId, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::SharedState;
 use super::json::parse_optional_body;
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError, Searchable};
 
-/// A kind of history entry as the gateway searches it.
-pub trait SearchEntity: Historic {
-    /// What it is called in problem details ("process instance").
-    const WHAT: &'static str;
+/// A kind of history entry as the REST API searches it: what `crate::ops` searches,
+/// with the shape of Camunda's filters and results.
+pub trait SearchEntity: Searchable {
     /// Filter fields of Camunda's spec that Rill cannot answer yet: a 400 naming them,
     /// never silently dropped.
     const NOT_YET: &'static [&'static str] = &[];
@@ -42,44 +39,6 @@ pub trait SearchEntity: Historic {
 
     /// What values the field takes in a filter.
     fn kind(field: Self::Field) -> Kind;
-    /// The partition query for a search.
-    fn query(search: Search<Self::Field>) -> Query;
-    /// The page in a partition's answer (`None`: another kind of answer).
-    fn page(result: QueryResult) -> Option<Page<Self>>;
-
-    /// The partitions whose stores hold the entries: every one, unless the entries are
-    /// the same on every partition (then one is asked, so none is counted twice).
-    fn partitions(count: u16) -> Vec<PartitionId> {
-        (1..=count).map(PartitionId).collect()
-    }
-}
-
-/// A broker answered with another kind of result than the query asks for: a bug.
-pub fn wrong_answer(what: &str) -> ClientError {
-    ClientError::wrong_answer(what)
-}
-
-/// One history entry from its key's partition; `None` when the store has none (or the
-/// key names no partition of the cluster).
-pub async fn fetch<T>(
-    state: &SharedState,
-    key: Key,
-    what: &str,
-    query: HistoryQuery,
-    pick: impl FnOnce(HistoryResult) -> Option<Option<T>>,
-) -> Result<Option<T>, ClientError> {
-    let Ok(partition) = state.dispatch.partition_of(key, what) else {
-        return Ok(None);
-    };
-    let timeout = state.settings.request_timeout;
-    match state
-        .dispatch
-        .query(partition, Query::History(query), timeout)
-        .await?
-    {
-        QueryResult::History(result) => pick(result).ok_or_else(|| wrong_answer(what)),
-        _ => Err(wrong_answer(what)),
-    }
 }
 
 /// Runs a search request body across all partitions.
@@ -91,21 +50,7 @@ pub async fn run<E: SearchEntity>(
     let body: SearchBody = parse_optional_body(body)?;
     let mut plan = plan::<E>(body)?;
     plan.filter.extend(extra);
-    let query = plan.partition_search();
-    let dispatch = &state.dispatch;
-    let timeout = state.settings.request_timeout;
-    let partitions = E::partitions(dispatch.partition_count());
-    let asks = partitions.iter().map(|p| {
-        let query = E::query(query.clone());
-        async move { dispatch.query(*p, query, timeout).await }
-    });
-    let mut pages = Vec::with_capacity(partitions.len());
-    for answer in futures::future::join_all(asks).await {
-        match E::page(answer?) {
-            Some(page) => pages.push(page),
-            None => return Err(wrong_answer(&format!("{} search", E::WHAT))),
-        }
-    }
+    let pages = ops::search::<E>(state, plan.partition_search()).await?;
     Ok(plan.merge(pages))
 }
 

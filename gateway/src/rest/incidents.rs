@@ -5,11 +5,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rill_protocol::IncidentView;
 use rill_protocol::history::{
-    Condition, FieldValue, HistoricIncident, HistoryQuery, HistoryResult, INCIDENT_ERROR_TYPES,
-    IncidentField as F, IncidentState, Page, Search, incident_error_type_name,
+    Condition, FieldValue, HistoricIncident, INCIDENT_ERROR_TYPES, IncidentField as F,
+    IncidentState, incident_error_type_name,
 };
-use rill_protocol::{Command, IncidentView, Key, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
@@ -17,7 +17,7 @@ use super::json::{optional_long, parse_optional_body};
 use super::{
     Body, KeyParam, SharedState, date_text, key_text, operation_reference, optional_key_text,
 };
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError, Incident};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -33,12 +33,7 @@ pub async fn resolve(
 ) -> Result<Response, ClientError> {
     let request: ResolutionRequest = parse_optional_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
-    let partition = state.dispatch.partition_of(incident_key, "incident")?;
-    let command = Command::ResolveIncident { incident_key }.referenced(reference);
-    state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    ops::resolve_incident(&state, incident_key, reference).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -114,7 +109,6 @@ impl From<HistoricIncident> for IncidentResult {
 }
 
 impl SearchEntity for HistoricIncident {
-    const WHAT: &'static str = "incident";
     const KEY_FIELD: F = F::IncidentKey;
     const TIME_FIELD: Option<F> = Some(F::CreationTime);
     type Item = IncidentResult;
@@ -132,17 +126,6 @@ impl SearchEntity for HistoricIncident {
             | F::JobKey => Kind::Key,
         }
     }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchIncidents(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::Incidents(page)) => Some(page),
-            _ => None,
-        }
-    }
 }
 
 /// `GET /v2/incidents/{incidentKey}`: open or resolved, from the history store (or, with
@@ -151,35 +134,12 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(incident_key): KeyParam,
 ) -> Result<Json<IncidentResult>, ClientError> {
-    let not_found =
-        || ClientError::not_found(format!("Incident with key '{incident_key}' not found"));
-    let partition = state
-        .dispatch
-        .partition_of(incident_key, "incident")
-        .map_err(|_| not_found())?;
-    let timeout = state.settings.request_timeout;
-    let history = Query::History(HistoryQuery::Incident { key: incident_key });
-    match state.dispatch.query(partition, history, timeout).await {
-        Ok(QueryResult::History(HistoryResult::Incident(Some(incident)))) => {
-            return Ok(Json(incident.into()));
-        }
-        Ok(QueryResult::History(HistoryResult::Incident(None))) => {}
-        Ok(_) => return Err(wrong_result()),
-        // A broker without the history store (history.enabled = false) fails it.
-        Err(error @ ClientError::HistoryUnavailable { .. }) => {
-            tracing::debug!(%error, "no history to look in");
-        }
-        Err(problem) => return Err(problem),
-    }
-    match state
-        .dispatch
-        .query(partition, Query::Incident { key: incident_key }, timeout)
-        .await?
-    {
-        QueryResult::Incident(Some(view)) => Ok(Json(view.into())),
-        QueryResult::Incident(None) => Err(not_found()),
-        _ => Err(wrong_result()),
-    }
+    Ok(Json(
+        match ops::get_incident(&state, incident_key).await? {
+            Incident::Historic(incident) => incident.into(),
+            Incident::Live(view) => view.into(),
+        },
+    ))
 }
 
 /// `POST /v2/incidents/search`: every state, no filter required.
@@ -197,7 +157,7 @@ pub async fn search_of_instance(
     KeyParam(process_instance_key): KeyParam,
     Body(body): Body,
 ) -> Result<Json<SearchResult<IncidentResult>>, ClientError> {
-    if !instance_known(&state, process_instance_key).await? {
+    if !ops::instance_known(&state, process_instance_key).await? {
         return Err(ClientError::not_found(format!(
             "Process instance with key '{process_instance_key}' not found"
         )));
@@ -209,33 +169,4 @@ pub async fn search_of_instance(
     run::<HistoricIncident>(&state, &body, Some(only))
         .await
         .map(Json)
-}
-
-/// Whether the engine or the history store knows the process instance.
-async fn instance_known(state: &SharedState, key: Key) -> Result<bool, ClientError> {
-    let Ok(partition) = state.dispatch.partition_of(key, "process instance") else {
-        return Ok(false);
-    };
-    let timeout = state.settings.request_timeout;
-    if let QueryResult::ProcessInstance(Some(_)) = state
-        .dispatch
-        .query(partition, Query::ProcessInstance { key }, timeout)
-        .await?
-    {
-        return Ok(true);
-    }
-    match state
-        .dispatch
-        .query(partition, Query::HistoricProcessInstance { key }, timeout)
-        .await
-    {
-        Ok(QueryResult::HistoricProcessInstance(found)) => Ok(found.is_some()),
-        Ok(_) => Err(wrong_result()),
-        Err(ClientError::HistoryUnavailable { .. }) => Ok(false),
-        Err(problem) => Err(problem),
-    }
-}
-
-fn wrong_result() -> ClientError {
-    ClientError::internal("The broker answered an incident query with another kind of result")
 }

@@ -6,10 +6,8 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::State;
 use rill_protocol::history::{
-    HistoricJob, HistoryQuery, HistoryResult, JOB_KINDS, JOB_LISTENER_EVENT_TYPES, JobField as F,
-    JobState, Page, Search,
+    HistoricJob, JOB_KINDS, JOB_LISTENER_EVENT_TYPES, JobField as F, JobState,
 };
-use rill_protocol::{Query, QueryResult};
 use serde::Serialize;
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
@@ -83,7 +81,6 @@ impl From<HistoricJob> for JobResult {
 }
 
 impl SearchEntity for HistoricJob {
-    const WHAT: &'static str = "job";
     const KEY_FIELD: F = F::JobKey;
     type Item = JobResult;
 
@@ -106,17 +103,6 @@ impl SearchEntity for HistoricJob {
             F::ListenerEventType => Kind::Enum(JOB_LISTENER_EVENT_TYPES),
             F::Retries => Kind::Int,
             F::State => Kind::Enum(JobState::NAMES),
-        }
-    }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchJobs(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::Jobs(page)) => Some(page),
-            _ => None,
         }
     }
 }

@@ -4,10 +4,8 @@
 use axum::Json;
 use axum::extract::State;
 use rill_protocol::history::{
-    HistoricMessageSubscription, HistoryQuery, HistoryResult, MessageSubscriptionField as F,
-    MessageSubscriptionState, Page, Search,
+    HistoricMessageSubscription, MessageSubscriptionField as F, MessageSubscriptionState,
 };
-use rill_protocol::{Query, QueryResult};
 use serde::Serialize;
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
@@ -52,7 +50,6 @@ impl From<HistoricMessageSubscription> for MessageSubscriptionResult {
 }
 
 impl SearchEntity for HistoricMessageSubscription {
-    const WHAT: &'static str = "message subscription";
     const KEY_FIELD: F = F::MessageSubscriptionKey;
     type Item = MessageSubscriptionResult;
 
@@ -66,17 +63,6 @@ impl SearchEntity for HistoricMessageSubscription {
             | F::TenantId => Kind::Text,
             F::MessageSubscriptionState => Kind::Enum(MessageSubscriptionState::NAMES),
             F::LastUpdatedDate => Kind::Date,
-        }
-    }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchMessageSubscriptions(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::MessageSubscriptions(page)) => Some(page),
-            _ => None,
         }
     }
 }

@@ -2,12 +2,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use rill_protocol::{Command, PublishMessage, message_partition};
+use rill_protocol::PublishMessage;
 use serde::{Deserialize, Serialize};
 
 use super::json::{Variables, optional_long, parse_body};
 use super::{Body, SharedState, check_tenant, key_text, unsupported};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -38,7 +38,7 @@ pub async fn publish(
     check_tenant("tenantId", request.tenant_id.as_deref())?;
     unsupported(request.business_id.is_some(), "businessId")?;
     if request.name.trim().is_empty() {
-        return Err(ClientError::invalid_argument("No name provided"));
+        return Err(ClientError::invalid_field("name", "No name provided"));
     }
     let time_to_live = request.time_to_live.unwrap_or(0);
     if time_to_live < 0 {
@@ -46,21 +46,16 @@ pub async fn publish(
             "The value for timeToLive is '{time_to_live}' but must be 0 or greater"
         )));
     }
-    let correlation_key = request.correlation_key.unwrap_or_default();
-    let partition = message_partition(&correlation_key, state.dispatch.message_partition_count());
-    let command = Command::PublishMessage(PublishMessage {
+    let message = PublishMessage {
         name: request.name,
-        correlation_key,
+        correlation_key: request.correlation_key.unwrap_or_default(),
         time_to_live,
         message_id: request.message_id.unwrap_or_default(),
         variables: request.variables.checked("variables", &state.settings)?,
-    });
-    let accepted = state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    };
+    let key = ops::publish_message(&state, message).await?;
     Ok(Json(PublicationResult {
         tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
-        message_key: key_text(accepted.key),
+        message_key: key_text(key),
     }))
 }

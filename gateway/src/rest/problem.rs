@@ -188,11 +188,8 @@ mod tests {
             let message = error.to_string();
             let exhausted = matches!(error, ClientError::ResourceExhausted { .. });
             let problem = Problem::from(error);
-            assert_eq!(
-                (problem.status.as_u16(), problem.title.as_str()),
-                (status, title),
-                "{message}"
-            );
+            assert_eq!(problem.status.as_u16(), status, "{message}");
+            assert_eq!(problem.title, title, "{message}");
             assert_eq!(problem.detail, message);
             // Only back-pressure tells the client when to come back.
             assert_eq!(problem.retry_after.is_some(), exhausted, "{message}");

@@ -12,20 +12,17 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{
-    Condition, ElementStatistics, FieldValue, FormField, HistoricProcessDefinition,
-    HistoricProcessInstance, HistoryQuery, HistoryResult, Page, ProcessDefinitionField as F,
-    ProcessInstanceField, Search, SortBy,
+    HistoricProcessDefinition, HistoricProcessInstance, ProcessDefinitionField as F,
+    ProcessInstanceField,
 };
-use rill_protocol::{Key, PartitionId, Query, QueryResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::deployments::DEPLOYMENT_PARTITION;
-use super::history_search::{Kind, SearchEntity, SearchResult, fetch, filter, run, wrong_answer};
+use super::history_search::{Kind, SearchEntity, SearchResult, filter, run};
 use super::json::parse_optional_body;
 use super::user_tasks::FormResult;
 use super::{Body, KeyParam, SharedState, key_text};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// Camunda's `ProcessDefinitionResult`. A model without a name or version tag has
 /// neither field.
@@ -61,7 +58,6 @@ impl From<HistoricProcessDefinition> for ProcessDefinitionResult {
 }
 
 impl SearchEntity for HistoricProcessDefinition {
-    const WHAT: &'static str = "process definition";
     const KEY_FIELD: F = F::ProcessDefinitionKey;
     type Item = ProcessDefinitionResult;
 
@@ -75,21 +71,6 @@ impl SearchEntity for HistoricProcessDefinition {
             F::HasStartForm | F::IsLatestVersion => Kind::Bool,
         }
     }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchProcessDefinitions(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::ProcessDefinitions(page)) => Some(page),
-            _ => None,
-        }
-    }
-
-    fn partitions(_count: u16) -> Vec<PartitionId> {
-        vec![DEPLOYMENT_PARTITION]
-    }
 }
 
 /// `POST /v2/process-definitions/search`.
@@ -102,27 +83,12 @@ pub async fn search(
         .map(Json)
 }
 
-fn not_found(key: Key) -> ClientError {
-    ClientError::not_found(format!("Process definition with key '{key}' not found"))
-}
-
 /// `GET /v2/process-definitions/{processDefinitionKey}`.
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<ProcessDefinitionResult>, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "process definition",
-        HistoryQuery::ProcessDefinition { key },
-        |result| match result {
-            HistoryResult::ProcessDefinition(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    found.map(|d| Json(d.into())).ok_or_else(|| not_found(key))
+    Ok(Json(ops::process_definition(&state, key).await?.into()))
 }
 
 /// `GET /v2/process-definitions/{processDefinitionKey}/xml`: the resource as deployed.
@@ -130,18 +96,7 @@ pub async fn xml(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Response, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "process definition",
-        HistoryQuery::ProcessDefinitionXml { key },
-        |result| match result {
-            HistoryResult::ProcessDefinitionXml(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    let xml = found.ok_or_else(|| not_found(key))?;
+    let xml = ops::process_definition_xml(&state, key).await?;
     Ok(([(header::CONTENT_TYPE, "text/xml; charset=utf-8")], xml).into_response())
 }
 
@@ -153,52 +108,7 @@ pub async fn form(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Response, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "process definition",
-        HistoryQuery::ProcessDefinition { key },
-        |result| match result {
-            HistoryResult::ProcessDefinition(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    let definition = found.ok_or_else(|| not_found(key))?;
-    let Some(form_id) = definition.start_form_id else {
-        return Ok(StatusCode::NO_CONTENT.into_response());
-    };
-    // Forms come with deployments to every partition, the definition's too.
-    let latest = Search {
-        filter: vec![
-            (FormField::FormId, Condition::Eq(FieldValue::Text(form_id))),
-            (
-                FormField::TenantId,
-                Condition::Eq(FieldValue::Text(definition.tenant_id)),
-            ),
-        ],
-        sort: vec![SortBy {
-            field: FormField::Version,
-            descending: true,
-        }],
-        after: None,
-        limit: 1,
-        count_limit: 1,
-    };
-    let partition = state.dispatch.partition_of(key, "process definition")?;
-    let timeout = state.settings.request_timeout;
-    let answer = state
-        .dispatch
-        .query(
-            partition,
-            Query::History(HistoryQuery::SearchForms(latest)),
-            timeout,
-        )
-        .await?;
-    let QueryResult::History(HistoryResult::Forms(page)) = answer else {
-        return Err(wrong_answer("form"));
-    };
-    match page.items.into_iter().next() {
+    match ops::process_definition_form(&state, key).await? {
         Some(form) => Ok(Json(FormResult::from(form)).into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
@@ -256,33 +166,10 @@ pub async fn element_statistics(
             field.name()
         )));
     }
-    let dispatch = &state.dispatch;
-    let timeout = state.settings.request_timeout;
-    let asks = (1..=dispatch.partition_count()).map(|p| {
-        let query = Query::History(HistoryQuery::ElementStatistics {
-            process_definition_key: key,
-            filter: conditions.clone(),
-        });
-        async move { dispatch.query(PartitionId(p), query, timeout).await }
-    });
-    let mut by_element: std::collections::BTreeMap<String, ElementStatistics> = Default::default();
-    for answer in futures::future::join_all(asks).await {
-        let QueryResult::History(HistoryResult::ElementStatistics(counts)) = answer? else {
-            return Err(wrong_answer("element statistics"));
-        };
-        for counts in counts {
-            by_element
-                .entry(counts.element_id.clone())
-                .or_insert_with(|| ElementStatistics {
-                    element_id: counts.element_id.clone(),
-                    ..ElementStatistics::default()
-                })
-                .add(&counts);
-        }
-    }
+    let by_element = ops::element_statistics(&state, key, conditions).await?;
     Ok(Json(StatisticsResult {
         items: by_element
-            .into_values()
+            .into_iter()
             .map(|s| ElementStatisticsResult {
                 element_id: s.element_id,
                 active: s.active,

@@ -5,13 +5,13 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rill_protocol::MigrateProcessInstance;
 use rill_protocol::value::MigrationMappingInstruction;
-use rill_protocol::{Command, MigrateProcessInstance};
 use serde::Deserialize;
 
 use super::json::{KeyString, optional_long, parse_body};
 use super::{Body, KeyParam, SharedState, operation_reference};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// Camunda 8.8's `ProcessInstanceMigrationInstruction`.
 #[derive(Deserialize)]
@@ -57,16 +57,11 @@ pub async fn migrate(
             target_element_id: mapping.target_element_id,
         });
     }
-    let command = Command::MigrateProcessInstance(MigrateProcessInstance {
+    let migration = MigrateProcessInstance {
         process_instance_key: key,
         target_process_definition_key: request.target_process_definition_key.0,
         mapping_instructions,
-    })
-    .referenced(reference);
-    let partition = state.dispatch.partition_of(key, "process instance")?;
-    state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    };
+    ops::migrate_instance(&state, migration, reference).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -3,10 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use rill_protocol::history::{
-    HistoricProcessInstance, Page, ProcessInstanceField as F, ProcessInstanceSearch,
-};
-use rill_protocol::{Query, QueryResult};
+use rill_protocol::history::{HistoricProcessInstance, ProcessInstanceField as F};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::process_instances::InstanceResult;
@@ -14,7 +11,6 @@ use super::{Body, SharedState};
 use crate::ops::ClientError;
 
 impl SearchEntity for HistoricProcessInstance {
-    const WHAT: &'static str = "process instance";
     const NOT_YET: &'static [&'static str] = &[
         "variables",
         "batchOperationId",
@@ -45,17 +41,6 @@ impl SearchEntity for HistoricProcessInstance {
             F::State => Kind::Enum(&["ACTIVE", "COMPLETED", "TERMINATED"]),
             F::HasIncident => Kind::Bool,
             F::Tags => Kind::Tags,
-        }
-    }
-
-    fn query(search: ProcessInstanceSearch) -> Query {
-        Query::SearchProcessInstances(search)
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::ProcessInstancePage(page) => Some(page),
-            _ => None,
         }
     }
 }

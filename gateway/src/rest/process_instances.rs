@@ -7,20 +7,17 @@ use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{HistoricProcessInstance, process_instance_state_name};
 use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{
-    ActivateInstruction, Command, CreateProcessInstance, JsonValue, Key, ModifyProcessInstance,
-    ProcessInstanceState, ProcessInstanceView, ProcessSelector, Query, QueryResult, RecordValue,
-    RejectionType, VariableInstruction,
+    ActivateInstruction, CreateProcessInstance, JsonValue, Key, ModifyProcessInstance,
+    ProcessInstanceState, ProcessInstanceView, ProcessSelector, VariableInstruction,
 };
 use serde::{Deserialize, Serialize};
 
-use super::deployments::DEPLOYMENT_PARTITION;
 use super::json::{KeyString, Variables, optional_long, parse_body, parse_optional_body};
 use super::{
     Body, KeyParam, SharedState, check_tenant, date_text, key_text, operation_reference,
     unsupported,
 };
-use crate::ops::Accepted;
-use crate::ops::{ClientError, client_timeout};
+use crate::ops::{self, ClientError, ProcessInstance, client_timeout};
 
 /// `ProcessCreationById` and `ProcessCreationByKey` in one: exactly one of the two
 /// selectors must be given.
@@ -105,7 +102,8 @@ pub async fn create(
         }
         (Some(id), None) => {
             if id.trim().is_empty() {
-                return Err(ClientError::invalid_argument(
+                return Err(ClientError::invalid_field(
+                    "processDefinitionId",
                     "No processDefinitionId provided",
                 ));
             }
@@ -113,10 +111,13 @@ pub async fn create(
                 None | Some(-1) => None,
                 Some(v) if v > 0 => Some(v),
                 Some(v) => {
-                    return Err(ClientError::invalid_argument(format!(
-                        "The value for processDefinitionVersion is '{v}' but must be a positive \
-                         version, or -1 for the latest"
-                    )));
+                    return Err(ClientError::invalid_field(
+                        "processDefinitionVersion",
+                        format!(
+                            "The value for processDefinitionVersion is '{v}' but must be a \
+                             positive version, or -1 for the latest"
+                        ),
+                    ));
                 }
             };
             ProcessSelector::ById {
@@ -124,84 +125,49 @@ pub async fn create(
                 version,
             }
         }
-        // Deployments are distributed to every partition, so instances by key are
-        // spread round-robin too; the key's partition is only checked to exist.
-        (None, Some(KeyString(key))) => {
-            state.dispatch.partition_of(key, "process definition")?;
-            ProcessSelector::ByKey(key)
-        }
+        (None, Some(KeyString(key))) => ProcessSelector::ByKey(key),
     };
 
     let await_result = request.await_completion.unwrap_or(false);
-    let timeout = match client_timeout(request.request_timeout, &state.settings) {
-        Some(requested) if await_result => requested,
-        _ => state.settings.request_timeout,
-    };
-    let command = Command::CreateProcessInstance(CreateProcessInstance {
+    let create = CreateProcessInstance {
         process,
         variables: request.variables.checked("variables", &state.settings)?,
         await_result,
         fetch_variables: request.fetch_variables.unwrap_or_default(),
         tags: tags.clone(),
-    })
-    .referenced(reference);
-    let accepted = submit_create(&state, command, timeout).await?;
-    let result = match &accepted.value {
-        RecordValue::ProcessInstanceCreation(record) => CreateResult {
-            process_definition_id: record.bpmn_process_id.clone(),
+    };
+    let result = if await_result {
+        let timeout = client_timeout(request.request_timeout, &state.settings)
+            .unwrap_or(state.settings.request_timeout);
+        let record = ops::create_instance_with_result(&state, create, reference, timeout).await?;
+        CreateResult {
+            process_definition_id: record.bpmn_process_id,
             process_definition_version: record.version,
-            tenant_id: record.tenant_id.clone(),
-            // Variables are only returned when awaiting completion, as in Camunda.
-            variables: JsonValue::empty_object(),
-            process_definition_key: record.process_definition_key.to_string(),
-            process_instance_key: record.process_instance_key.to_string(),
-            tags: record.tags.clone(),
-        },
-        RecordValue::ProcessInstanceResult(record) => CreateResult {
-            process_definition_id: record.bpmn_process_id.clone(),
-            process_definition_version: record.version,
-            tenant_id: record.tenant_id.clone(),
+            tenant_id: record.tenant_id,
             variables: if record.variables.is_null() {
                 JsonValue::empty_object()
             } else {
-                record.variables.clone()
+                record.variables
             },
             process_definition_key: record.process_definition_key.to_string(),
             process_instance_key: record.process_instance_key.to_string(),
             // The result record has no tags: the instance's are the ones asked for.
             tags,
-        },
-        other => {
-            return Err(ClientError::unexpected_answer(
-                "process instance creation",
-                other,
-            ));
+        }
+    } else {
+        let record = ops::create_instance(&state, create, reference).await?;
+        CreateResult {
+            process_definition_id: record.bpmn_process_id,
+            process_definition_version: record.version,
+            tenant_id: record.tenant_id,
+            // Variables are only returned when awaiting completion, as in Camunda.
+            variables: JsonValue::empty_object(),
+            process_definition_key: record.process_definition_key.to_string(),
+            process_instance_key: record.process_instance_key.to_string(),
+            tags: record.tags,
         }
     };
     Ok(Json(result))
-}
-
-/// Creates a process instance on the next partition in turn (both APIs create this way).
-pub(crate) async fn submit_create(
-    state: &SharedState,
-    command: Command,
-    timeout: std::time::Duration,
-) -> Result<Accepted, ClientError> {
-    let (partition, created) = state.dispatch.submit_to_any(command.clone(), timeout).await;
-    match created {
-        // Deployments reach the other partitions shortly after the one they were made
-        // on: a process deployed a moment ago may not be here yet, but is there.
-        Err(ClientError::Rejected {
-            kind: RejectionType::NotFound,
-            ..
-        }) if partition != DEPLOYMENT_PARTITION => {
-            state
-                .dispatch
-                .submit(DEPLOYMENT_PARTITION, command, timeout)
-                .await
-        }
-        other => other,
-    }
 }
 
 #[derive(Deserialize)]
@@ -218,15 +184,7 @@ pub async fn cancel(
 ) -> Result<Response, ClientError> {
     let request: CancelRequest = parse_optional_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
-    let partition = state.dispatch.partition_of(key, "process instance")?;
-    let command = Command::CancelProcessInstance {
-        process_instance_key: key,
-    }
-    .referenced(reference);
-    state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    ops::cancel_instance(&state, key, reference).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -314,7 +272,7 @@ pub async fn modify(
              terminateInstructions",
         ));
     }
-    let command = Command::ModifyProcessInstance(ModifyProcessInstance {
+    let modification = ModifyProcessInstance {
         process_instance_key: key,
         activate_instructions,
         terminate_instructions: request
@@ -322,13 +280,8 @@ pub async fn modify(
             .into_iter()
             .map(|t| t.element_instance_key.0)
             .collect(),
-    })
-    .referenced(reference);
-    let partition = state.dispatch.partition_of(key, "process instance")?;
-    state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    };
+    ops::modify_instance(&state, modification, reference).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -413,49 +366,8 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<InstanceResult>, ClientError> {
-    let not_found = || {
-        ClientError::not_found(format!(
-            "Process instance with key '{key}' not found (finished instances stay readable \
-             only for the configured retention)"
-        ))
-    };
-    let partition = state
-        .dispatch
-        .partition_of(key, "process instance")
-        .map_err(|_| not_found())?;
-    // The history store first: it has the parent keys of a called instance, and it keeps
-    // finished instances longer than the engine does.
-    match state
-        .dispatch
-        .query(
-            partition,
-            Query::HistoricProcessInstance { key },
-            state.settings.request_timeout,
-        )
-        .await
-    {
-        Ok(QueryResult::HistoricProcessInstance(Some(instance))) => {
-            return Ok(Json(instance.into()));
-        }
-        Ok(_) => {}
-        // A broker without the history store (history.enabled = false) fails it: the
-        // engine's own summary is what there is.
-        Err(error @ ClientError::HistoryUnavailable { .. }) => {
-            tracing::debug!(%error, "no history to look in");
-        }
-        Err(problem) => return Err(problem),
-    }
-    let answer = state
-        .dispatch
-        .query(
-            partition,
-            Query::ProcessInstance { key },
-            state.settings.request_timeout,
-        )
-        .await?;
-    match answer {
-        QueryResult::ProcessInstance(Some(view)) => Ok(Json(view.into())),
-        QueryResult::ProcessInstance(None) => Err(not_found()),
-        _ => Err(ClientError::wrong_answer("process instance")),
-    }
+    Ok(Json(match ops::get_process_instance(&state, key).await? {
+        ProcessInstance::Historic(instance) => instance.into(),
+        ProcessInstance::Live(view) => view.into(),
+    }))
 }

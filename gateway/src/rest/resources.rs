@@ -4,12 +4,11 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_protocol::Command;
 use serde::Deserialize;
 
 use super::json::{optional_long, parse_optional_body};
 use super::{Body, KeyParam, SharedState, operation_reference};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// Camunda 8.8's `DeleteResourceRequest`.
 #[derive(Deserialize)]
@@ -29,11 +28,6 @@ pub async fn delete(
 ) -> Result<Response, ClientError> {
     let request: DeleteRequest = parse_optional_body(&body)?;
     let reference = operation_reference(request.operation_reference)?;
-    let partition = state.dispatch.partition_of(key, "resource")?;
-    let command = Command::DeleteResource { resource_key: key }.referenced(reference);
-    state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await?;
+    ops::delete_resource(&state, key, reference).await?;
     Ok(StatusCode::OK.into_response())
 }

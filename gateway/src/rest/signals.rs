@@ -3,12 +3,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use rill_protocol::{BroadcastSignal, Command};
+use rill_protocol::BroadcastSignal;
 use serde::{Deserialize, Serialize};
 
 use super::json::{Variables, parse_body};
 use super::{Body, SharedState, check_tenant, key_text};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -35,16 +35,13 @@ pub async fn broadcast(
     if request.signal_name.trim().is_empty() {
         return Err(ClientError::invalid_argument("No signalName provided"));
     }
-    let command = Command::BroadcastSignal(BroadcastSignal {
+    let signal = BroadcastSignal {
         signal_name: request.signal_name,
         variables: request.variables.checked("variables", &state.settings)?,
-    });
-    let (_, accepted) = state
-        .dispatch
-        .submit_to_any(command, state.settings.request_timeout)
-        .await;
+    };
+    let key = ops::broadcast_signal(&state, signal).await?;
     Ok(Json(BroadcastResult {
         tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
-        signal_key: key_text(accepted?.key),
+        signal_key: key_text(key),
     }))
 }

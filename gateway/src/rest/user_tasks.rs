@@ -12,18 +12,16 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{
-    Condition, FieldValue, HistoricForm, HistoricUserTask, HistoryQuery, HistoryResult, Page,
-    Search, UserTaskField as F, UserTaskState, VariableField, date_millis,
+    Condition, FieldValue, HistoricForm, HistoricUserTask, UserTaskField as F, UserTaskState,
+    VariableField, date_millis,
 };
-use rill_protocol::{
-    Command, Key, Query, QueryResult, Timestamp, UserTaskChanges, UserTaskCommand,
-};
+use rill_protocol::{Key, Timestamp, UserTaskChanges};
 use serde::{Deserialize, Serialize};
 
-use super::history_search::{Kind, SearchEntity, SearchResult, fetch, run};
+use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::json::{Variables, parse_optional_body};
 use super::{Body, KeyParam, SharedState, date_text, key_text};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 /// Camunda's `UserTaskResult`. Fields without a value are left out (8.8 marks none of
 /// them required).
@@ -107,7 +105,6 @@ impl From<HistoricUserTask> for UserTaskResult {
 }
 
 impl SearchEntity for HistoricUserTask {
-    const WHAT: &'static str = "user task";
     const KEY_FIELD: F = F::UserTaskKey;
     const TIME_FIELD: Option<F> = Some(F::CreationDate);
     type Item = UserTaskResult;
@@ -129,17 +126,6 @@ impl SearchEntity for HistoricUserTask {
             F::Priority => Kind::Int,
             F::State => Kind::Enum(UserTaskState::NAMES),
             F::Tags => Kind::Tags,
-        }
-    }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchUserTasks(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::UserTasks(page)) => Some(page),
-            _ => None,
         }
     }
 }
@@ -255,50 +241,16 @@ async fn matching_scopes(
     Ok(found.unwrap_or_default())
 }
 
-fn not_found(key: Key) -> ClientError {
-    ClientError::not_found(format!("User task with key '{key}' not found"))
-}
-
-/// The task from its partition's history store; 404 when it has none.
-async fn task(state: &SharedState, key: Key) -> Result<HistoricUserTask, ClientError> {
-    let found = fetch(
-        state,
-        key,
-        "user task",
-        HistoryQuery::UserTask { key },
-        |result| match result {
-            HistoryResult::UserTask(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    found.ok_or_else(|| not_found(key))
-}
-
 /// `GET /v2/user-tasks/{userTaskKey}`.
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<UserTaskResult>, ClientError> {
-    Ok(Json(task(&state, key).await?.into()))
+    Ok(Json(ops::user_task(&state, key).await?.into()))
 }
 
-/// Sends a user-task command to the task's partition; 204 when accepted.
-async fn submit(state: &SharedState, command: UserTaskCommand) -> Result<Response, ClientError> {
-    let key = command.user_task_key();
-    let partition = state
-        .dispatch
-        .partition_of(key, "user task")
-        .map_err(|_| not_found(key))?;
-    state
-        .dispatch
-        .submit(
-            partition,
-            Command::UserTask(command),
-            state.settings.request_timeout,
-        )
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+fn no_content() -> Response {
+    StatusCode::NO_CONTENT.into_response()
 }
 
 #[derive(Deserialize)]
@@ -324,16 +276,15 @@ pub async fn assign(
             ));
         }
     };
-    submit(
+    ops::assign_user_task(
         &state,
-        UserTaskCommand::Assign {
-            user_task_key: key,
-            assignee,
-            action: request.action.unwrap_or_default(),
-            allow_override: request.allow_override.unwrap_or(true),
-        },
+        key,
+        assignee,
+        request.action.unwrap_or_default(),
+        request.allow_override.unwrap_or(true),
     )
-    .await
+    .await?;
+    Ok(no_content())
 }
 
 #[derive(Deserialize, Default)]
@@ -349,16 +300,8 @@ pub async fn unassign(
     Body(body): Body,
 ) -> Result<Response, ClientError> {
     let request: ActionRequest = parse_optional_body(&body)?;
-    submit(
-        &state,
-        UserTaskCommand::Assign {
-            user_task_key: key,
-            assignee: String::new(),
-            action: request.action.unwrap_or_default(),
-            allow_override: true,
-        },
-    )
-    .await
+    ops::unassign_user_task(&state, key, request.action.unwrap_or_default()).await?;
+    Ok(no_content())
 }
 
 #[derive(Deserialize, Default)]
@@ -406,15 +349,8 @@ pub async fn update(
             "No update data provided; set at least one changeset attribute or an action",
         ));
     }
-    submit(
-        &state,
-        UserTaskCommand::Update {
-            user_task_key: key,
-            changes,
-            action: request.action.unwrap_or_default(),
-        },
-    )
-    .await
+    ops::update_user_task(&state, key, changes, request.action.unwrap_or_default()).await?;
+    Ok(no_content())
 }
 
 #[derive(Deserialize, Default)]
@@ -436,15 +372,8 @@ pub async fn complete(
         .variables
         .unwrap_or_default()
         .checked("variables", &state.settings)?;
-    submit(
-        &state,
-        UserTaskCommand::Complete {
-            user_task_key: key,
-            variables,
-            action: request.action.unwrap_or_default(),
-        },
-    )
-    .await
+    ops::complete_user_task(&state, key, variables, request.action.unwrap_or_default()).await?;
+    Ok(no_content())
 }
 
 /// `POST /v2/user-tasks/{userTaskKey}/variables/search`: the variables of the task's
@@ -458,32 +387,11 @@ pub async fn search_variables(
     KeyParam(key): KeyParam,
     Body(body): Body,
 ) -> Result<Response, ClientError> {
-    let task = task(&state, key).await?;
-    let mut scopes = vec![FieldValue::Int(task.element_instance_key.get())];
-    let mut scope = task.element_instance_key;
-    // Walk up the element instances to the process instance (subprocesses between).
-    while scope != task.process_instance_key {
-        let found = fetch(
-            &state,
-            scope,
-            "element instance",
-            HistoryQuery::ElementInstance { key: scope },
-            |result| match result {
-                HistoryResult::ElementInstance(found) => Some(found),
-                _ => None,
-            },
-        )
-        .await?;
-        let Some(element) = found else { break };
-        scope = element.flow_scope_key;
-        scopes.push(FieldValue::Int(scope.get()));
-        if scopes.len() > 1_000 {
-            break;
-        }
-    }
-    if !scopes.contains(&FieldValue::Int(task.process_instance_key.get())) {
-        scopes.push(FieldValue::Int(task.process_instance_key.get()));
-    }
+    let scopes = ops::user_task_scopes(&state, key)
+        .await?
+        .into_iter()
+        .map(|scope| FieldValue::Int(scope.get()))
+        .collect();
     let scoped = (VariableField::ScopeKey, Condition::In(scopes));
     super::variables::search_in(&state, params, &body, Some(scoped))
         .await
@@ -507,31 +415,10 @@ pub async fn form(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Response, ClientError> {
-    let task = task(&state, key).await?;
-    let Some(form_key) = task.form_key else {
-        return Ok(StatusCode::NO_CONTENT.into_response());
-    };
-    // Forms come with deployments to every partition: the task's has it.
-    let partition = state.dispatch.partition_of(key, "user task")?;
-    let timeout = state.settings.request_timeout;
-    let answer = state
-        .dispatch
-        .query(
-            partition,
-            Query::History(HistoryQuery::Form { key: form_key }),
-            timeout,
-        )
-        .await?;
-    let form: HistoricForm = match answer {
-        QueryResult::History(HistoryResult::Form(Some(form))) => form,
-        QueryResult::History(HistoryResult::Form(None)) => {
-            return Err(ClientError::not_found(format!(
-                "Form with key '{form_key}' of user task '{key}' not found"
-            )));
-        }
-        _ => return Err(super::history_search::wrong_answer("form")),
-    };
-    Ok(Json(FormResult::from(form)).into_response())
+    match ops::user_task_form(&state, key).await? {
+        Some(form) => Ok(Json(FormResult::from(form)).into_response()),
+        None => Ok(no_content()),
+    }
 }
 
 impl From<HistoricForm> for FormResult {

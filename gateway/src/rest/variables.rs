@@ -4,16 +4,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use rill_protocol::history::{
-    HistoricVariable, HistoryQuery, HistoryResult, Page, Search, VARIABLE_TRUNCATE_LIMIT,
-    VariableField as F,
-};
-use rill_protocol::{Key, Query, QueryResult};
+use rill_protocol::Key;
+use rill_protocol::history::{HistoricVariable, VARIABLE_TRUNCATE_LIMIT, VariableField as F};
 use serde::{Deserialize, Serialize};
 
-use super::history_search::{Kind, SearchEntity, fetch, run};
+use super::history_search::{Kind, SearchEntity, run};
 use super::{Body, KeyParam, SharedState, key_text};
-use crate::ops::ClientError;
+use crate::ops::{self, ClientError};
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -78,7 +75,6 @@ impl VariableResult {
 }
 
 impl SearchEntity for HistoricVariable {
-    const WHAT: &'static str = "variable";
     const KEY_FIELD: F = F::VariableKey;
     type Item = VariableResult;
 
@@ -87,17 +83,6 @@ impl SearchEntity for HistoricVariable {
             F::Name | F::Value | F::TenantId => Kind::Text,
             F::IsTruncated => Kind::Bool,
             F::VariableKey | F::ScopeKey | F::ProcessInstanceKey => Kind::Key,
-        }
-    }
-
-    fn query(search: Search<F>) -> Query {
-        Query::History(HistoryQuery::SearchVariables(search))
-    }
-
-    fn page(result: QueryResult) -> Option<Page<Self>> {
-        match result {
-            QueryResult::History(HistoryResult::Variables(page)) => Some(page),
-            _ => None,
         }
     }
 }
@@ -147,20 +132,7 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<VariableResult>, ClientError> {
-    let found = fetch(
-        &state,
-        key,
-        "variable",
-        HistoryQuery::Variable { key },
-        |result| match result {
-            HistoryResult::Variable(found) => Some(found),
-            _ => None,
-        },
-    )
-    .await?;
-    let variable = found
-        .ok_or_else(|| ClientError::not_found(format!("Variable with key '{key}' not found")))?;
-    let mut result = VariableResult::from(variable);
+    let mut result = VariableResult::from(ops::variable(&state, key).await?);
     result.is_truncated = None;
     Ok(Json(result))
 }
