@@ -67,6 +67,10 @@ pub async fn get_incident(state: &AppState, incident_key: Key) -> Result<Inciden
 
 /// Whether the engine or the history store knows the process instance.
 pub async fn instance_known(state: &AppState, key: Key) -> Result<bool, ClientError> {
+    operation("FindProcessInstance", Some(key), find_instance(state, key)).await
+}
+
+async fn find_instance(state: &AppState, key: Key) -> Result<bool, ClientError> {
     let Ok(partition) = state.dispatch.partition_of(key, "process instance") else {
         return Ok(false);
     };
