@@ -140,6 +140,8 @@ pub fn usable_jobs(
     kept
 }
 
+// The gateway's own clock, to judge a job's deadline it hands out; never engine time.
+#[allow(clippy::disallowed_methods)]
 fn wall_clock_millis() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

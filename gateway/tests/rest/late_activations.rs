@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 use crate::support::scripted_backend::ScriptedBackend;
 use crate::support::{TestGateway, test_config};
 
+// The test's clock, to build deadlines around now.
+#[allow(clippy::disallowed_methods)]
 fn now_millis() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -75,6 +75,8 @@ impl EngineBackend {
             muted: AtomicBool::new(false),
             history_off: AtomicBool::new(false),
             started: Instant::now(),
+            // The backend's entries are stamped from the machine clock, as a leader's are.
+            #[allow(clippy::disallowed_methods)]
             started_millis: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .expect("a clock after 1970")
