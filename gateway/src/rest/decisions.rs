@@ -222,7 +222,8 @@ pub async fn evaluate(
             ));
         }
         (Some(id), None) if id.trim().is_empty() => {
-            return Err(ClientError::invalid_argument(
+            return Err(ClientError::invalid_field(
+                "decisionDefinitionId",
                 "No decisionDefinitionId provided",
             ));
         }

@@ -34,7 +34,10 @@ pub async fn set_variables(
 ) -> Result<Response, ClientError> {
     let request: SetVariableRequest = parse_body(&body)?;
     let Some(variables) = request.variables else {
-        return Err(ClientError::invalid_argument("No variables provided"));
+        return Err(ClientError::invalid_field(
+            "variables",
+            "No variables provided",
+        ));
     };
     let reference = operation_reference(request.operation_reference)?;
     let set = SetVariables {

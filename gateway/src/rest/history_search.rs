@@ -211,10 +211,13 @@ fn decode_cursor(
     sort_len: usize,
 ) -> Result<Vec<Option<FieldValue>>, ClientError> {
     let bad = || {
-        ClientError::invalid_argument(format!(
-            "Invalid value for '{field}': '{text}' is not a cursor of this search (use the \
+        ClientError::invalid_field(
+            field.to_owned(),
+            format!(
+                "Invalid value for '{field}': '{text}' is not a cursor of this search (use the \
              startCursor or endCursor of a page answered for the same sort)"
-        ))
+            ),
+        )
     };
     // Standard base64 with padding (the SDKs check cursors against that pattern); the
     // URL-safe form of the first slice is still read.
@@ -243,10 +246,13 @@ pub fn filter<E: SearchEntity>(
         }
         let Some(field) = E::Field::from_name(name) else {
             let known: Vec<&str> = E::Field::all().iter().map(|f| f.name()).collect();
-            return Err(ClientError::invalid_argument(format!(
-                "Unknown filter field 'filter.{name}'; expected one of: {}",
-                known.join(", ")
-            )));
+            return Err(ClientError::invalid_field(
+                format!("filter.{name}"),
+                format!(
+                    "Unknown filter field 'filter.{name}'; expected one of: {}",
+                    known.join(", ")
+                ),
+            ));
         };
         for condition in conditions(field.name(), E::kind(field), value)? {
             filter.push((field, condition));
@@ -303,9 +309,10 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, ClientError> {
         None => DEFAULT_LIMIT,
         Some(l) if (1..=i64::from(MAX_LIMIT)).contains(&l) => l as u32,
         Some(l) => {
-            return Err(ClientError::invalid_argument(format!(
-                "Invalid value for 'page.limit': {l}; expected 1 to {MAX_LIMIT}"
-            )));
+            return Err(ClientError::invalid_field(
+                "page.limit",
+                format!("Invalid value for 'page.limit': {l}; expected 1 to {MAX_LIMIT}"),
+            ));
         }
     };
     let window = match (page.from, page.after, page.before) {
@@ -324,10 +331,13 @@ pub fn plan<E: SearchEntity>(body: SearchBody) -> Result<Plan<E>, ClientError> {
             None => Window::Offset { from: 0 },
             Some(f) if (0..=i64::from(MAX_LIMIT)).contains(&f) => Window::Offset { from: f as u32 },
             Some(f) => {
-                return Err(ClientError::invalid_argument(format!(
-                    "Invalid value for 'page.from': {f}; expected 0 to {MAX_LIMIT} (use the \
+                return Err(ClientError::invalid_field(
+                    "page.from",
+                    format!(
+                        "Invalid value for 'page.from': {f}; expected 0 to {MAX_LIMIT} (use the \
                      cursors to page further)"
-                )));
+                    ),
+                ));
             }
         },
         (None, Some(after), None) => {
@@ -366,9 +376,10 @@ pub enum Kind {
 /// A `TagSet` filter: one condition per tag (an entry matches when it has them all).
 fn tag_conditions(path: &str, value: &Value) -> Result<Vec<Condition>, ClientError> {
     let wrong = || {
-        ClientError::invalid_argument(format!(
-            "Invalid value for '{path}': expected an array of tags, got {value}"
-        ))
+        ClientError::invalid_field(
+            path.to_owned(),
+            format!("Invalid value for '{path}': expected an array of tags, got {value}"),
+        )
     };
     let Value::Array(items) = value else {
         return Err(wrong());
@@ -378,7 +389,10 @@ fn tag_conditions(path: &str, value: &Value) -> Result<Vec<Condition>, ClientErr
         .map(|t| t.as_str().map(str::to_owned).ok_or_else(wrong))
         .collect::<Result<Vec<String>, ClientError>>()?;
     let tags = rill_protocol::tags::validate_tags(&tags).map_err(|reason| {
-        ClientError::invalid_argument(format!("Invalid value for '{path}': {reason}"))
+        ClientError::invalid_field(
+            path.to_owned(),
+            format!("Invalid value for '{path}': {reason}"),
+        )
     })?;
     Ok(tags
         .into_iter()
@@ -397,14 +411,18 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, C
         return Ok(vec![Condition::Eq(scalar(&path, kind, value)?)]);
     };
     if kind == Kind::Bool {
-        return Err(ClientError::invalid_argument(format!(
-            "Invalid value for '{path}': expected true or false"
-        )));
+        return Err(ClientError::invalid_field(
+            path.to_owned(),
+            format!("Invalid value for '{path}': expected true or false"),
+        ));
     }
     if ops.is_empty() {
-        return Err(ClientError::invalid_argument(format!(
-            "Invalid value for '{path}': expected a value or an object of operators, got {{}}"
-        )));
+        return Err(ClientError::invalid_field(
+            path.to_owned(),
+            format!(
+                "Invalid value for '{path}': expected a value or an object of operators, got {{}}"
+            ),
+        ));
     }
     let mut out = Vec::new();
     for (op, operand) in ops {
@@ -418,17 +436,19 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, C
             "$exists" => match operand {
                 Value::Bool(b) => Condition::Exists(*b),
                 other => {
-                    return Err(ClientError::invalid_argument(format!(
-                        "Invalid value for '{at}': expected true or false, got {other}"
-                    )));
+                    return Err(ClientError::invalid_field(
+                        at.to_owned(),
+                        format!("Invalid value for '{at}': expected true or false, got {other}"),
+                    ));
                 }
             },
             "$like" if matches!(kind, Kind::Text | Kind::Enum(_)) => match operand {
                 Value::String(s) => Condition::Like(s.clone()),
                 other => {
-                    return Err(ClientError::invalid_argument(format!(
-                        "Invalid value for '{at}': expected a string pattern, got {other}"
-                    )));
+                    return Err(ClientError::invalid_field(
+                        at.to_owned(),
+                        format!("Invalid value for '{at}': expected a string pattern, got {other}"),
+                    ));
                 }
             },
             "$gt" if ranged => Condition::Gt(scalar(&at, kind, operand)?),
@@ -436,10 +456,13 @@ fn conditions(name: &str, kind: Kind, value: &Value) -> Result<Vec<Condition>, C
             "$lt" if ranged => Condition::Lt(scalar(&at, kind, operand)?),
             "$lte" if ranged => Condition::Lte(scalar(&at, kind, operand)?),
             other => {
-                return Err(ClientError::invalid_argument(format!(
-                    "Invalid filter '{at}': the operator '{other}' is not supported on \
+                return Err(ClientError::invalid_field(
+                    at.to_owned(),
+                    format!(
+                        "Invalid filter '{at}': the operator '{other}' is not supported on \
                      '{name}'"
-                )));
+                    ),
+                ));
             }
         };
         out.push(condition);
@@ -454,17 +477,19 @@ fn list(path: &str, kind: Kind, value: &Value) -> Result<Vec<FieldValue>, Client
             .enumerate()
             .map(|(i, v)| scalar(&format!("{path}[{i}]"), kind, v))
             .collect(),
-        other => Err(ClientError::invalid_argument(format!(
-            "Invalid value for '{path}': expected an array, got {other}"
-        ))),
+        other => Err(ClientError::invalid_field(
+            path.to_owned(),
+            format!("Invalid value for '{path}': expected an array, got {other}"),
+        )),
     }
 }
 
 fn scalar(path: &str, kind: Kind, value: &Value) -> Result<FieldValue, ClientError> {
     let wrong = |expected: &str| {
-        ClientError::invalid_argument(format!(
-            "Invalid value for '{path}': expected {expected}, got {value}"
-        ))
+        ClientError::invalid_field(
+            path.to_owned(),
+            format!("Invalid value for '{path}': expected {expected}, got {value}"),
+        )
     };
     match (kind, value) {
         (Kind::Key, Value::String(s)) => s

@@ -156,19 +156,25 @@ pub async fn activate(
 ) -> Result<Json<ActivationResult>, ClientError> {
     let request: ActivationRequest = parse_body(&body)?;
     if request.job_type.trim().is_empty() {
-        return Err(ClientError::invalid_argument("No type provided"));
+        return Err(ClientError::invalid_field("type", "No type provided"));
     }
     if request.timeout <= 0 {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for timeout is '{}' but must be greater than 0",
-            request.timeout
-        )));
+        return Err(ClientError::invalid_field(
+            "timeout",
+            format!(
+                "The value for timeout is '{}' but must be greater than 0",
+                request.timeout
+            ),
+        ));
     }
     if request.max_jobs_to_activate <= 0 {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for maxJobsToActivate is '{}' but must be greater than 0",
-            request.max_jobs_to_activate
-        )));
+        return Err(ClientError::invalid_field(
+            "maxJobsToActivate",
+            format!(
+                "The value for maxJobsToActivate is '{}' but must be greater than 0",
+                request.max_jobs_to_activate
+            ),
+        ));
     }
     for tenant in request.tenant_ids.iter().flatten() {
         check_tenant("tenantIds", Some(tenant))?;
@@ -335,15 +341,17 @@ pub async fn fail(
     )?;
     let retries = request.retries.unwrap_or(0);
     if retries < 0 {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for retries is '{retries}' but must be 0 or greater"
-        )));
+        return Err(ClientError::invalid_field(
+            "retries",
+            format!("The value for retries is '{retries}' but must be 0 or greater"),
+        ));
     }
     let retry_backoff = request.retry_back_off.unwrap_or(0);
     if retry_backoff < 0 {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for retryBackOff is '{retry_backoff}' but must be 0 or greater"
-        )));
+        return Err(ClientError::invalid_field(
+            "retryBackOff",
+            format!("The value for retryBackOff is '{retry_backoff}' but must be 0 or greater"),
+        ));
     }
     let fail = FailJob {
         job_key,
@@ -377,7 +385,10 @@ pub async fn throw_error(
         "jobLeaseToken (job leases)",
     )?;
     if request.error_code.trim().is_empty() {
-        return Err(ClientError::invalid_argument("No errorCode provided"));
+        return Err(ClientError::invalid_field(
+            "errorCode",
+            "No errorCode provided",
+        ));
     }
     let error = ThrowError {
         job_key,
@@ -428,16 +439,18 @@ pub async fn update(
     if let Some(retries) = changeset.retries
         && retries < 1
     {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for changeset.retries is '{retries}' but must be greater than 0"
-        )));
+        return Err(ClientError::invalid_field(
+            "changeset.retries",
+            format!("The value for changeset.retries is '{retries}' but must be greater than 0"),
+        ));
     }
     if let Some(timeout) = changeset.timeout
         && timeout < 1
     {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for changeset.timeout is '{timeout}' but must be greater than 0"
-        )));
+        return Err(ClientError::invalid_field(
+            "changeset.timeout",
+            format!("The value for changeset.timeout is '{timeout}' but must be greater than 0"),
+        ));
     }
     let reference = operation_reference(request.operation_reference)?;
     let update = UpdateJob {

@@ -42,9 +42,10 @@ pub async fn publish(
     }
     let time_to_live = request.time_to_live.unwrap_or(0);
     if time_to_live < 0 {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for timeToLive is '{time_to_live}' but must be 0 or greater"
-        )));
+        return Err(ClientError::invalid_field(
+            "timeToLive",
+            format!("The value for timeToLive is '{time_to_live}' but must be 0 or greater"),
+        ));
     }
     let message = PublishMessage {
         name: request.name,

@@ -265,10 +265,13 @@ pub fn check_tenant(field: &str, tenant: Option<&str>) -> Result<(), ClientError
     match tenant {
         None => Ok(()),
         Some(t) if t == DEFAULT_TENANT => Ok(()),
-        Some(other) => Err(ClientError::invalid_argument(format!(
-            "Expected to handle the request with {field} '{other}', but multi-tenancy is not \
-             supported; leave {field} out or use '{DEFAULT_TENANT}'"
-        ))),
+        Some(other) => Err(ClientError::invalid_field(
+            field,
+            format!(
+                "Expected to handle the request with {field} '{other}', but multi-tenancy is \
+                 not supported; leave {field} out or use '{DEFAULT_TENANT}'"
+            ),
+        )),
     }
 }
 
@@ -290,9 +293,10 @@ pub fn operation_reference(reference: Option<i64>) -> Result<Option<u64>, Client
     match reference {
         None => Ok(None),
         Some(reference) if reference > 0 => Ok(Some(reference as u64)),
-        Some(reference) => Err(ClientError::invalid_argument(format!(
-            "The value for operationReference is '{reference}' but must be > 0"
-        ))),
+        Some(reference) => Err(ClientError::invalid_field(
+            "operationReference",
+            format!("The value for operationReference is '{reference}' but must be > 0"),
+        )),
     }
 }
 

@@ -77,7 +77,7 @@ pub async fn create(
         "runtimeInstructions",
     )?;
     let tags = rill_protocol::tags::validate_tags(&request.tags.unwrap_or_default()).map_err(
-        |reason| ClientError::invalid_argument(format!("Invalid value for 'tags': {reason}")),
+        |reason| ClientError::invalid_field("tags", format!("Invalid value for 'tags': {reason}")),
     )?;
     unsupported(request.business_id.is_some(), "businessId")?;
     unsupported(

@@ -33,7 +33,10 @@ pub async fn broadcast(
     let request: BroadcastRequest = parse_body(&body)?;
     check_tenant("tenantId", request.tenant_id.as_deref())?;
     if request.signal_name.trim().is_empty() {
-        return Err(ClientError::invalid_argument("No signalName provided"));
+        return Err(ClientError::invalid_field(
+            "signalName",
+            "No signalName provided",
+        ));
     }
     let signal = BroadcastSignal {
         signal_name: request.signal_name,

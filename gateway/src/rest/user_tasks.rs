@@ -333,9 +333,10 @@ pub async fn update(
     if let Some(priority) = changeset.priority
         && !(0..=100).contains(&priority)
     {
-        return Err(ClientError::invalid_argument(format!(
-            "The value for priority is '{priority}' but must be within the [0,100] range."
-        )));
+        return Err(ClientError::invalid_field(
+            "priority",
+            format!("The value for priority is '{priority}' but must be within the [0,100] range."),
+        ));
     }
     let changes = UserTaskChanges {
         candidate_groups: changeset.candidate_groups,
