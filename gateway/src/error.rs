@@ -1,5 +1,5 @@
-//! The gateway's one error type (for starting and running the server; request errors
-//! are answered as problems, see `problem.rs`).
+//! The gateway's error for starting and running the server. A client request's errors
+//! are `ops::ClientError`, answered as a REST problem or a gRPC status.
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {

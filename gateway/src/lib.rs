@@ -4,16 +4,16 @@
 //! through the [`GatewayBackend`] trait.
 
 pub mod activation;
-mod api;
 mod backend;
 pub mod cluster;
-mod dispatch;
 mod error;
 pub mod grpc;
-mod json;
+#[cfg(test)]
+mod layering;
 mod limits;
 mod metrics;
-mod problem;
+mod ops;
+mod rest;
 mod server;
 
 pub use backend::{
@@ -22,5 +22,6 @@ pub use backend::{
 };
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;
-pub use problem::{CONTENT_TYPE_PROBLEM, Problem};
+pub use ops::ClientError;
+pub use rest::{CONTENT_TYPE_PROBLEM, Problem};
 pub use server::{GatewayServer, RestServer, router, serve};

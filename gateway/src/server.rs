@@ -16,13 +16,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::api::{self, ApiSettings, AppState, JobWaiters, SharedState};
 use crate::backend::GatewayBackend;
-use crate::dispatch::Dispatcher;
 use crate::error::GatewayError;
 use crate::grpc::GrpcServer;
 use crate::metrics::GatewayMetrics;
-use crate::problem::Problem;
+use crate::ops::{ApiSettings, AppState, ClientError, Dispatcher, JobWaiters, SharedState};
+use crate::rest::{self, Problem};
 
 /// Builds the REST API's router. `shutdown` turning true ends waiting long polls.
 pub fn router(
@@ -59,19 +58,14 @@ pub(crate) fn shared_state(
 
 fn rest_router(state: SharedState) -> Router {
     let max_message_size = state.settings.max_message_size;
-    api::routes()
+    rest::routes()
         .fallback(no_such_endpoint)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(
             usize::try_from(max_message_size).unwrap_or(usize::MAX),
         ))
         .layer(CatchPanicLayer::custom(|_| {
-            Problem::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL",
-                "Unexpected error while handling the request",
-            )
-            .into_response()
+            ClientError::internal("Unexpected error while handling the request").into_response()
         }))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
@@ -104,16 +98,12 @@ async fn observe(State(state): State<SharedState>, request: Request, next: Next)
     response
 }
 
-async fn no_such_endpoint(request: Request) -> Problem {
-    Problem::new(
-        StatusCode::NOT_FOUND,
-        "NOT_FOUND",
-        format!(
-            "No endpoint {} {}; see the REST API reference for the supported /v2 paths",
-            request.method(),
-            request.uri().path()
-        ),
-    )
+async fn no_such_endpoint(request: Request) -> ClientError {
+    ClientError::not_found(format!(
+        "No endpoint {} {}; see the REST API reference for the supported /v2 paths",
+        request.method(),
+        request.uri().path()
+    ))
 }
 
 async fn method_not_allowed(request: Request) -> Problem {

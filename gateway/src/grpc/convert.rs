@@ -4,38 +4,46 @@
 use prost::Message;
 use rill_protocol::value::{AdHocSubProcessActivateElement, DEFAULT_TENANT, JobRecord};
 use rill_protocol::{JsonValue, Key};
-use tonic::Status;
 
 use super::proto::{ActivateJobsResponse, ActivatedJob, JobResult, activated_job};
 use crate::limits::{DocumentError, MESSAGE_SIZE_SETTING, Unreadable, check_size, parse_document};
+use crate::ops::{self, ClientError};
 
 /// A JSON text field that must hold an object of variables, at most `max_size` bytes
 /// long (`gateway.max-variable-document-size`). Empty text means none.
-pub fn variables(field: &str, text: &str, max_size: u64) -> Result<JsonValue, Status> {
+pub fn variables(field: &str, text: &str, max_size: u64) -> Result<JsonValue, ClientError> {
     if text.trim().is_empty() {
         return Ok(JsonValue::empty_object());
     }
-    check_size(text.len(), max_size).map_err(|error| document_status(field, &error))?;
+    check_size(text.len(), max_size).map_err(|error| document_error(field, error))?;
     match parse_document(text) {
         // `null` is taken as no variables, as in the REST API.
         Ok(document) if document.is_null() => Ok(JsonValue::empty_object()),
         Ok(document) if document.is_object() => Ok(document),
-        Ok(other) => Err(Status::invalid_argument(format!(
-            "Property '{field}' is invalid: expected a JSON object of variables, e.g. \
-             {{\"amount\": 5}}, but got {}",
-            other.kind()
-        ))),
-        Err(Unreadable::Invalid(error)) => Err(Status::invalid_argument(format!(
-            "Property '{field}' is invalid: it is not a JSON document ({error})"
-        ))),
-        Err(too_deep) => Err(document_status(field, &DocumentError::Unreadable(too_deep))),
+        Ok(other) => Err(ClientError::invalid_property(
+            field,
+            format!(
+                "expected a JSON object of variables, e.g. {{\"amount\": 5}}, but got {}",
+                other.kind()
+            ),
+        )),
+        Err(Unreadable::Invalid(error)) => Err(ClientError::invalid_property(
+            field,
+            format!("it is not a JSON document ({error})"),
+        )),
+        Err(too_deep) => Err(document_error(field, DocumentError::Unreadable(too_deep))),
     }
 }
 
-/// INVALID_ARGUMENT for a refused variable document, naming the field (and for a size,
-/// the limit and its setting).
-pub fn document_status(field: &str, error: &DocumentError) -> Status {
-    Status::invalid_argument(error.describe(field))
+/// A refused variable document, naming the field (and for a size, the limit and its
+/// setting).
+pub fn document_error(field: &str, error: DocumentError) -> ClientError {
+    let detail = error.describe(field);
+    let field = Some(field.to_owned());
+    match error {
+        DocumentError::TooLarge { .. } => ClientError::TooLarge { field, detail },
+        DocumentError::Unreadable(_) => ClientError::InvalidArgument { field, detail },
+    }
 }
 
 /// Refuses a request message larger than `max_size` (`gateway.max-message-size`) after
@@ -47,10 +55,9 @@ pub fn within_limits(
     documents: &[(&str, &str)],
     max_size: u64,
     max_document_size: u64,
-) -> Result<(), Status> {
+) -> Result<(), ClientError> {
     for (field, text) in documents {
-        check_size(text.len(), max_document_size)
-            .map_err(|error| document_status(field, &error))?;
+        check_size(text.len(), max_document_size).map_err(|error| document_error(field, error))?;
     }
     let size = request.encoded_len();
     if u64::try_from(size).map_or(true, |size| size > max_size) {
@@ -59,57 +66,72 @@ pub fn within_limits(
     Ok(())
 }
 
-/// INVALID_ARGUMENT for a request message over `gateway.max-message-size` (its size when
-/// known). Not RESOURCE_EXHAUSTED, which Zeebe's clients retry as back-pressure.
-pub fn message_too_large(size: Option<usize>, max_size: u64) -> Status {
+/// A request message over `gateway.max-message-size` (its size when known): bad input
+/// (INVALID_ARGUMENT), not RESOURCE_EXHAUSTED, which Zeebe's clients retry as
+/// back-pressure.
+pub fn message_too_large(size: Option<usize>, max_size: u64) -> ClientError {
     let size = size.map_or_else(String::new, |size| format!(" of {size} bytes"));
-    Status::invalid_argument(format!(
-        "The request message{size} is larger than the maximum message size of {max_size} \
-         bytes (set by {MESSAGE_SIZE_SETTING})"
-    ))
+    ClientError::TooLarge {
+        field: None,
+        detail: format!(
+            "The request message{size} is larger than the maximum message size of {max_size} \
+             bytes (set by {MESSAGE_SIZE_SETTING})"
+        ),
+    }
+}
+
+/// Bad input in `field` as a status, worded as Zeebe's gateway words it.
+pub fn invalid(field: &str, reason: impl std::fmt::Display) -> tonic::Status {
+    ClientError::invalid_property(field, reason).into()
 }
 
 /// Rill is single-tenant: a tenant id must be empty or the default tenant.
-pub fn tenant(field: &str, tenant: &str) -> Result<(), Status> {
+pub fn tenant(field: &str, tenant: &str) -> Result<(), ClientError> {
     if tenant.is_empty() || tenant == DEFAULT_TENANT {
         Ok(())
     } else {
-        Err(Status::invalid_argument(format!(
-            "Expected to handle the request with {field} '{tenant}', but multi-tenancy is not \
-             supported; leave {field} empty or use '{DEFAULT_TENANT}'"
-        )))
+        Err(ClientError::invalid_field(
+            field,
+            format!(
+                "Expected to handle the request with {field} '{tenant}', but multi-tenancy is \
+                 not supported; leave {field} empty or use '{DEFAULT_TENANT}'"
+            ),
+        ))
     }
 }
 
 /// A key field: keys are positive.
-pub fn key(field: &str, value: i64) -> Result<Key, Status> {
+pub fn key(field: &str, value: i64) -> Result<Key, ClientError> {
     if value > 0 {
         Ok(Key(value))
     } else {
-        Err(Status::invalid_argument(format!(
-            "Property '{field}' is invalid: expected a key (a positive number), but got {value}"
-        )))
+        Err(ClientError::invalid_property(
+            field,
+            format!("expected a key (a positive number), but got {value}"),
+        ))
     }
 }
 
 /// A request's `operationReference`, checked: 0 (or more than a record's long holds)
 /// is no reference. The command is then sent with it and its records carry it.
-pub fn operation_reference(field: &str, value: Option<u64>) -> Result<Option<u64>, Status> {
+pub fn operation_reference(field: &str, value: Option<u64>) -> Result<Option<u64>, ClientError> {
     match value {
         None => Ok(None),
         Some(reference) if reference > 0 && i64::try_from(reference).is_ok() => Ok(Some(reference)),
-        Some(reference) => Err(Status::invalid_argument(format!(
-            "Property '{field}' is invalid: expected a positive number up to {}, \
-             but got {reference}",
-            i64::MAX
-        ))),
+        Some(reference) => Err(ClientError::invalid_property(
+            field,
+            format!(
+                "expected a positive number up to {}, but got {reference}",
+                i64::MAX
+            ),
+        )),
     }
 }
 
 /// A feature of the request Rill does not run: refused, never ignored.
-pub fn unsupported(condition: bool, what: &str) -> Result<(), Status> {
+pub fn unsupported(condition: bool, what: &str) -> Result<(), ClientError> {
     if condition {
-        Err(Status::invalid_argument(format!(
+        Err(ClientError::invalid_argument(format!(
             "{what} is not supported by Rill"
         )))
     } else {
@@ -199,8 +221,8 @@ pub fn split_batch(jobs: Vec<ActivatedJob>, max_bytes: usize) -> Vec<ActivateJob
 pub fn job_result(
     result: JobResult,
     max_size: u64,
-) -> Result<rill_protocol::value::JobResult, Status> {
-    let corrections = result.corrections.map(|c| crate::api::jobs::Corrections {
+) -> Result<rill_protocol::value::JobResult, ClientError> {
+    let corrections = result.corrections.map(|c| ops::Corrections {
         assignee: c.assignee,
         due_date: c.due_date,
         follow_up_date: c.follow_up_date,
@@ -222,7 +244,7 @@ pub fn job_result(
         }
         Some(checked)
     };
-    crate::api::jobs::job_result(crate::api::jobs::ResultInput {
+    ops::job_result(ops::ResultInput {
         result_type: result.r#type,
         denied: result.denied,
         denied_reason: result.denied_reason,
@@ -231,7 +253,7 @@ pub fn job_result(
         completion_condition_fulfilled: result.is_completion_condition_fulfilled,
         cancel_remaining_instances: result.is_cancel_remaining_instances,
     })
-    .map_err(Status::invalid_argument)
+    .map_err(ClientError::invalid_argument)
 }
 
 #[cfg(test)]
@@ -277,7 +299,9 @@ mod tests {
         assert!(converted.cancel_remaining_instances);
 
         // The fields of the other kind, and bad variables, are refused by name.
-        let refused = |result: JobResult| job_result(result, LIMIT).expect_err("refused");
+        let refused = |result: JobResult| -> tonic::Status {
+            job_result(result, LIMIT).expect_err("refused").into()
+        };
         let status = refused(JobResult {
             r#type: Some("adHocSubProcess".into()),
             denied: Some(true),
@@ -358,11 +382,11 @@ mod tests {
                 .to_value(),
             serde_json::json!({"a": 1})
         );
-        let array = variables("variables", "[1]", LIMIT).unwrap_err();
+        let array = tonic::Status::from(variables("variables", "[1]", LIMIT).unwrap_err());
         assert_eq!(array.code(), tonic::Code::InvalidArgument);
         assert!(array.message().contains("'variables'"), "{array:?}");
         assert!(array.message().contains("an array"), "{array:?}");
-        let broken = variables("request.variables", "{", LIMIT).unwrap_err();
+        let broken = tonic::Status::from(variables("request.variables", "{", LIMIT).unwrap_err());
         assert!(
             broken.message().contains("'request.variables'"),
             "{broken:?}"
@@ -375,7 +399,7 @@ mod tests {
         assert_eq!(at_limit.len() as u64, LIMIT);
         assert!(variables("variables", &at_limit, LIMIT).is_ok());
         let over = format!(r#"{{"a":"{}"}}"#, "x".repeat(LIMIT as usize));
-        let status = variables("variables", &over, LIMIT).unwrap_err();
+        let status = tonic::Status::from(variables("variables", &over, LIMIT).unwrap_err());
         assert_eq!(status.code(), tonic::Code::InvalidArgument);
         for fragment in [
             "'variables'",
@@ -386,7 +410,9 @@ mod tests {
             assert!(status.message().contains(fragment), "{status:?}");
         }
         let deep = format!("{}1{}", "[".repeat(101), "]".repeat(101));
-        let status = variables("variables", &format!(r#"{{"a":{deep}}}"#), LIMIT).unwrap_err();
+        let status = tonic::Status::from(
+            variables("variables", &format!(r#"{{"a":{deep}}}"#), LIMIT).unwrap_err(),
+        );
         assert_eq!(status.code(), tonic::Code::InvalidArgument);
         assert!(
             status.message().contains("more than 100 levels"),
@@ -403,7 +429,8 @@ mod tests {
         };
         let documents = [("variables", request.variables.as_str())];
         assert!(within_limits(&request, &documents, 4096, 4096).is_ok());
-        let status = within_limits(&request, &documents, 1024, 4096).unwrap_err();
+        let status =
+            tonic::Status::from(within_limits(&request, &documents, 1024, 4096).unwrap_err());
         assert_eq!(status.code(), tonic::Code::InvalidArgument);
         assert!(
             status.message().contains("gateway.max-message-size"),
@@ -411,7 +438,8 @@ mod tests {
         );
         assert!(status.message().contains("1024 bytes"), "{status:?}");
         // The document over its own limit is named first.
-        let status = within_limits(&request, &documents, 1024, 1024).unwrap_err();
+        let status =
+            tonic::Status::from(within_limits(&request, &documents, 1024, 1024).unwrap_err());
         assert!(
             status
                 .message()
@@ -423,7 +451,7 @@ mod tests {
     #[test]
     fn keys_are_positive() {
         assert_eq!(key("jobKey", 7).unwrap(), Key(7));
-        let status = key("jobKey", 0).unwrap_err();
+        let status = tonic::Status::from(key("jobKey", 0).unwrap_err());
         assert!(status.message().contains("'jobKey'"));
     }
 

@@ -1,5 +1,5 @@
 //! EvaluateDecision and the decision entries of a deploy answer, in Zeebe's messages.
-//! The evaluation is the REST API's (`api::decisions::submit_evaluation`): one command,
+//! The evaluation is the REST API's (`rest::decisions::submit_evaluation`): one command,
 //! answered with the DECISION_EVALUATION event, EVALUATED or FAILED.
 
 use rill_protocol::DecisionSelector;
@@ -9,36 +9,32 @@ use rill_protocol::value::{
 };
 use tonic::Status;
 
-use super::convert::{tenant, tenant_text, variables};
+use super::convert::{invalid, tenant, tenant_text, variables};
 use super::proto;
-use super::status::from_problem;
-use crate::api::SharedState;
-use crate::api::decisions::submit_evaluation;
+use crate::ops::{self, ClientError, SharedState};
 
 /// Which decision a request names: a key takes precedence over an id, as in Zeebe.
-fn selector(
-    state: &SharedState,
-    request: &proto::EvaluateDecisionRequest,
-) -> Result<DecisionSelector, Status> {
+fn selector(request: &proto::EvaluateDecisionRequest) -> Result<DecisionSelector, Status> {
     if request.decision_key < 0 {
-        return Err(Status::invalid_argument(format!(
-            "Property 'decisionKey' is invalid: expected a key (a positive number), but got {}",
-            request.decision_key
-        )));
+        return Err(invalid(
+            "decisionKey",
+            format!(
+                "expected a key (a positive number), but got {}",
+                request.decision_key
+            ),
+        ));
     }
     if request.decision_key > 0 {
-        let key = rill_protocol::Key(request.decision_key);
-        state
-            .dispatch
-            .partition_of(key, "decision")
-            .map_err(from_problem)?;
-        return Ok(DecisionSelector::ByKey(key));
+        return Ok(DecisionSelector::ByKey(rill_protocol::Key(
+            request.decision_key,
+        )));
     }
     if request.decision_id.trim().is_empty() {
-        return Err(Status::invalid_argument(
+        return Err(ClientError::invalid_argument(
             "Expected either a decision key or a decision id, but none provided: give \
              'decisionKey' or 'decisionId'",
-        ));
+        )
+        .into());
     }
     Ok(DecisionSelector::ById(request.decision_id.clone()))
 }
@@ -48,15 +44,13 @@ pub async fn evaluate(
     request: proto::EvaluateDecisionRequest,
 ) -> Result<proto::EvaluateDecisionResponse, Status> {
     tenant("tenantId", &request.tenant_id)?;
-    let decision = selector(state, &request)?;
+    let decision = selector(&request)?;
     let variables = variables(
         "variables",
         &request.variables,
         state.settings.max_variable_document_size,
     )?;
-    let (key, record) = submit_evaluation(state, decision, variables)
-        .await
-        .map_err(from_problem)?;
+    let (key, record) = ops::evaluate_decision(state, decision, variables).await?;
     Ok(evaluation_response(key.get(), record))
 }
 

@@ -18,8 +18,8 @@ use tonic::codec::CompressionEncoding;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
-use crate::api::SharedState;
 use crate::error::GatewayError;
+use crate::ops::SharedState;
 
 /// The generated messages and service of `gateway_protocol`.
 pub mod proto {

@@ -90,7 +90,7 @@ fn reworded(headers: &HeaderMap, max_message_size: u64) -> Option<Status> {
         .split_once("found ")
         .and_then(|(_, rest)| rest.split_once(" bytes"))
         .and_then(|(number, _)| number.parse().ok());
-    Some(message_too_large(size, max_message_size))
+    Some(message_too_large(size, max_message_size).into())
 }
 
 #[cfg(test)]

@@ -23,14 +23,14 @@ use std::time::Duration;
 
 use futures::Stream;
 use rill_protocol::value::JobRecord;
-use rill_protocol::{ActivateJobs, Command, CommandResponse, PartitionId, RecordValue};
+use rill_protocol::{ActivateJobs, CommandResponse, PartitionId, RecordValue};
 use tokio::sync::{mpsc, watch};
 use tonic::Status;
 
 use super::convert::activated_job;
 use super::proto::ActivatedJob;
 use crate::activation::{Activation, usable_jobs};
-use crate::api::SharedState;
+use crate::ops::{self, Backoff, SharedState};
 
 /// Requests an aggregate keeps open with each partition's leader (the leader runs up
 /// to four activations of a type at once).
@@ -236,7 +236,7 @@ async fn feed(
 ) {
     let mut stopped = aggregate.stopped.subscribe();
     let mut shutdown = state.shutdown.clone();
-    let mut delay = FIRST_RETRY_DELAY;
+    let mut backoff = Backoff::new(FIRST_RETRY_DELAY, MAX_RETRY_DELAY);
     loop {
         if *stopped.borrow() || *shutdown.borrow() {
             return;
@@ -277,15 +277,14 @@ async fn feed(
             }
         };
         if !failed {
-            delay = FIRST_RETRY_DELAY;
+            backoff.reset();
             continue;
         }
         tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
+            _ = tokio::time::sleep(backoff.next_delay()) => {}
             _ = stopped.wait_for(|stopped| *stopped) => return,
             _ = shutdown.wait_for(|stopping| *stopping) => return,
         }
-        delay = (delay * 2).min(MAX_RETRY_DELAY);
     }
 }
 
@@ -303,17 +302,8 @@ async fn hand_over(state: &SharedState, aggregate: &Aggregate, jobs: Vec<(i64, J
 /// Makes an activated job that could not reach its worker activatable again at once:
 /// yielded (Zeebe's JOB YIELD), so its retries stay and no failure is recorded.
 pub async fn give_back(state: &SharedState, job_key: i64) {
-    let key = rill_protocol::Key(job_key);
-    let Ok(partition) = state.dispatch.partition_of(key, "job") else {
-        return;
-    };
-    let command = Command::YieldJob { job_key: key };
-    if let Err(problem) = state
-        .dispatch
-        .submit(partition, command, state.settings.request_timeout)
-        .await
-    {
-        tracing::debug!(job_key, detail = %problem.detail, "could not give back an undelivered job");
+    if let Err(error) = ops::yield_job(state, rill_protocol::Key(job_key)).await {
+        tracing::debug!(job_key, %error, "could not give back an undelivered job");
     }
 }
 

@@ -1,7 +1,6 @@
-//! The `gateway_protocol.Gateway` service. Each RPC checks its request, builds the same
-//! broker command as the REST endpoint for it and sends it through the shared dispatcher
-//! (`crate::dispatch`); ActivateJobs is the REST API's long poll (`api::jobs`), and job
-//! streams are fed by the brokers' job push (`push`).
+//! The `gateway_protocol.Gateway` service. Each RPC checks its request, turns it into
+//! protocol types and calls the operation of `crate::ops` for it (the same one the REST
+//! endpoint calls); job streams are fed by the brokers' job push (`push`).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -11,30 +10,24 @@ use rill_protocol::value::{
     DEFAULT_TENANT, DeploymentRecord, JobRecord, MigrationMappingInstruction, ProcessMetadata,
 };
 use rill_protocol::{
-    ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, Command, CreateProcessInstance,
-    FailJob, MigrateProcessInstance, ModifyProcessInstance, ProcessSelector, PublishMessage,
-    RecordValue, Resource, SetVariables, ThrowError, UpdateJob, VariableInstruction,
-    message_partition,
+    ActivateInstruction, ActivateJobs, Blob, BroadcastSignal, CreateProcessInstance, FailJob,
+    MigrateProcessInstance, ModifyProcessInstance, ProcessSelector, PublishMessage, Resource,
+    SetVariables, ThrowError, UpdateJob, VariableInstruction,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use super::convert::{
-    activated_job, job_result, json_text, key, operation_reference, split_batch, tenant,
+    activated_job, invalid, job_result, json_text, key, operation_reference, split_batch, tenant,
     tenant_text, unsupported, variables, within_limits,
 };
 use super::decisions;
 use super::proto::gateway_server::Gateway;
 use super::proto::*;
 use super::push::{JobStreams, give_back};
-use super::status::from_problem;
-use crate::api::deployments::DEPLOYMENT_PARTITION;
-use crate::api::jobs::{ActivatedBatches, activate_jobs};
-use crate::api::process_instances::submit_create;
-use crate::api::{SharedState, client_timeout};
 use crate::backend::{PartitionHealth, PartitionRole};
-use crate::dispatch::Accepted;
+use crate::ops::{self, ActivatedBatches, SharedState, client_timeout};
 
 /// The engine command of a migration request, its fields checked.
 fn migration(
@@ -42,9 +35,7 @@ fn migration(
     process_instance_key: rill_protocol::Key,
 ) -> Result<MigrateProcessInstance, Status> {
     let Some(plan) = request.migration_plan else {
-        return Err(Status::invalid_argument(
-            "Property 'migrationPlan' is invalid: a migration plan is required",
-        ));
+        return Err(invalid("migrationPlan", "a migration plan is required"));
     };
     let target_process_definition_key = key(
         "migrationPlan.targetProcessDefinitionKey",
@@ -57,10 +48,10 @@ fn migration(
             ("targetElementId", &mapping.target_element_id),
         ] {
             if value.trim().is_empty() {
-                return Err(Status::invalid_argument(format!(
-                    "Property 'migrationPlan.mappingInstructions[{index}].{field}' is \
-                     invalid: the element id must not be blank"
-                )));
+                return Err(invalid(
+                    &format!("migrationPlan.mappingInstructions[{index}].{field}"),
+                    "the element id must not be blank",
+                ));
             }
         }
         mapping_instructions.push(MigrationMappingInstruction {
@@ -85,9 +76,10 @@ fn modification(
     for (index, instruction) in request.activate_instructions.into_iter().enumerate() {
         let field = format!("activateInstructions[{index}]");
         if instruction.element_id.trim().is_empty() {
-            return Err(Status::invalid_argument(format!(
-                "Property '{field}.elementId' is invalid: the element id must not be blank"
-            )));
+            return Err(invalid(
+                &format!("{field}.elementId"),
+                "the element id must not be blank",
+            ));
         }
         let ancestor = match instruction.ancestor_element_instance_key {
             0 | -1 => rill_protocol::Key::NONE,
@@ -130,14 +122,6 @@ const STREAM_BATCH: i32 = 32;
 /// How long a job stream waits before polling again after no partition could answer.
 const STREAM_RETRY_DELAY: Duration = Duration::from_millis(250);
 
-/// Failures that pass on their own (no leader yet, back-pressure, a timeout).
-fn is_transient(code: tonic::Code) -> bool {
-    matches!(
-        code,
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::ResourceExhausted
-    )
-}
-
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 pub struct GatewayService {
@@ -152,10 +136,6 @@ impl GatewayService {
             streams: JobStreams::new(state.clone()),
             state,
         }
-    }
-
-    fn request_timeout(&self) -> Duration {
-        self.state.settings.request_timeout
     }
 
     /// `gateway.max-variable-document-size`.
@@ -177,85 +157,47 @@ impl GatewayService {
             settings.max_message_size,
             settings.max_variable_document_size,
         )
-    }
-
-    /// Sends a command to the partition that owns `key` (the entity named by `what`).
-    async fn submit_by_key(
-        &self,
-        key: rill_protocol::Key,
-        what: &str,
-        command: Command,
-    ) -> Result<Accepted, Status> {
-        let partition = self
-            .state
-            .dispatch
-            .partition_of(key, what)
-            .map_err(from_problem)?;
-        self.state
-            .dispatch
-            .submit(partition, command, self.request_timeout())
-            .await
-            .map_err(from_problem)
+        .map_err(Status::from)
     }
 
     async fn deploy(&self, resources: Vec<Resource>) -> Result<(i64, DeploymentRecord), Status> {
         if resources.is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'resources' is invalid: no resources given; deploy at least one",
+            return Err(invalid(
+                "resources",
+                "no resources given; deploy at least one",
             ));
         }
-        let accepted = self
-            .state
-            .dispatch
-            .submit(
-                DEPLOYMENT_PARTITION,
-                Command::Deploy { resources },
-                self.request_timeout(),
-            )
-            .await
-            .map_err(from_problem)?;
-        match accepted.value {
-            RecordValue::Deployment(record) => Ok((accepted.key.get(), record)),
-            other => Err(unexpected("deployment", &other)),
-        }
+        let (key, record) = ops::deploy(&self.state, resources).await?;
+        Ok((key.get(), record))
     }
 
-    /// The command for a new process instance, from either create request.
+    /// The new process instance of either create request, and its operation reference.
     fn creation(
         &self,
         request: CreateProcessInstanceRequest,
         field_prefix: &str,
-        await_result: bool,
         fetch_variables: Vec<String>,
-    ) -> Result<Command, Status> {
+    ) -> Result<(CreateProcessInstance, Option<u64>), Status> {
         tenant(&format!("{field_prefix}tenantId"), &request.tenant_id)?;
         unsupported(!request.start_instructions.is_empty(), "startInstructions")?;
         unsupported(
             !request.runtime_instructions.is_empty(),
             "runtimeInstructions",
         )?;
-        let tags = rill_protocol::tags::validate_tags(&request.tags).map_err(|reason| {
-            Status::invalid_argument(format!(
-                "Property '{field_prefix}tags' is invalid: {reason}"
-            ))
-        })?;
+        let tags = rill_protocol::tags::validate_tags(&request.tags)
+            .map_err(|reason| invalid(&format!("{field_prefix}tags"), reason))?;
         let reference = operation_reference(
             &format!("{field_prefix}operationReference"),
             request.operation_reference,
         )?;
         let process = if request.process_definition_key > 0 {
-            let key = rill_protocol::Key(request.process_definition_key);
-            self.state
-                .dispatch
-                .partition_of(key, "process definition")
-                .map_err(from_problem)?;
-            ProcessSelector::ByKey(key)
+            ProcessSelector::ByKey(rill_protocol::Key(request.process_definition_key))
         } else {
             if request.bpmn_process_id.trim().is_empty() {
-                return Err(Status::invalid_argument(format!(
-                    "Property '{field_prefix}bpmnProcessId' is invalid: give a BPMN process id \
-                     or a processDefinitionKey"
-                )));
+                return Err(invalid(
+                    &format!("{field_prefix}bpmnProcessId"),
+                    "give a BPMN process id or a processDefinitionKey",
+                ));
             }
             // Versions start at 1: -1 (and 0, the field's default) mean the latest.
             ProcessSelector::ById {
@@ -263,27 +205,19 @@ impl GatewayService {
                 version: (request.version > 0).then_some(request.version),
             }
         };
-        Ok(Command::CreateProcessInstance(CreateProcessInstance {
+        let create = CreateProcessInstance {
             process,
             variables: variables(
                 &format!("{field_prefix}variables"),
                 &request.variables,
                 self.document_limit(),
             )?,
-            await_result,
+            await_result: false,
             fetch_variables,
             tags,
-        })
-        .referenced(reference))
+        };
+        Ok((create, reference))
     }
-}
-
-fn unexpected(what: &str, value: &RecordValue) -> Status {
-    Status::internal(format!(
-        "Expected the broker to answer the {what} request with its record, but it answered \
-         with a {} record",
-        value.value_type().name()
-    ))
 }
 
 fn process_metadata(process: ProcessMetadata) -> super::proto::ProcessMetadata {
@@ -298,19 +232,20 @@ fn process_metadata(process: ProcessMetadata) -> super::proto::ProcessMetadata {
 
 fn checked_job_type(job_type: &str) -> Result<(), Status> {
     if job_type.trim().is_empty() {
-        return Err(Status::invalid_argument(
-            "Property 'type' is invalid: the job type must not be blank",
-        ));
+        return Err(invalid("type", "the job type must not be blank"));
     }
     Ok(())
 }
 
 fn checked_job_timeout(timeout: i64) -> Result<(), Status> {
     if timeout < 1 {
-        return Err(Status::invalid_argument(format!(
-            "Property 'timeout' is invalid: expected a job timeout of at least 1 ms, but got \
+        return Err(invalid(
+            "timeout",
+            format!(
+                "expected a job timeout of at least 1 ms, but got \
              {timeout}"
-        )));
+            ),
+        ));
     }
     Ok(())
 }
@@ -376,10 +311,13 @@ impl Gateway for GatewayService {
         checked_job_type(&request.r#type)?;
         checked_job_timeout(request.timeout)?;
         if request.max_jobs_to_activate < 1 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'maxJobsToActivate' is invalid: expected at least 1, but got {}",
-                request.max_jobs_to_activate
-            )));
+            return Err(invalid(
+                "maxJobsToActivate",
+                format!(
+                    "expected at least 1, but got {}",
+                    request.max_jobs_to_activate
+                ),
+            ));
         }
         for id in &request.tenant_ids {
             tenant("tenantIds", id)?;
@@ -403,7 +341,7 @@ impl Gateway for GatewayService {
         let (sender, receiver) = mpsc::channel(4);
         let state = self.state.clone();
         tokio::spawn(async move {
-            let activation = activate_jobs(&state, &template, long_poll_until);
+            let activation = ops::activate_jobs(&state, &template, long_poll_until);
             // A client that goes away ends its long poll.
             let result = tokio::select! {
                 result = activation => result,
@@ -417,8 +355,8 @@ impl Gateway for GatewayService {
                         .collect();
                     deliver(&state, &sender, messages).await;
                 }
-                Err(problem) => {
-                    let _ = sender.send(Err(from_problem(problem))).await;
+                Err(error) => {
+                    let _ = sender.send(Err(error.into())).await;
                 }
             }
         });
@@ -456,7 +394,7 @@ impl Gateway for GatewayService {
         tokio::spawn(async move {
             loop {
                 let until = Instant::now() + state.settings.long_polling_timeout;
-                let activation = activate_jobs(&state, &template, Some(until));
+                let activation = ops::activate_jobs(&state, &template, Some(until));
                 let result = tokio::select! {
                     result = activation => result,
                     _ = sender.closed() => return,
@@ -469,18 +407,14 @@ impl Gateway for GatewayService {
                             return;
                         }
                     }
-                    Err(problem) => {
-                        let status = from_problem(problem);
-                        if !is_transient(status.code()) {
-                            let _ = sender.send(Err(status)).await;
+                    Err(error) => {
+                        if !error.is_transient() {
+                            let _ = sender.send(Err(error.into())).await;
                             return;
                         }
                         // No partition could be asked (an election, back-pressure): a
                         // stream outlives that, as a worker expects, and looks again.
-                        tracing::debug!(
-                            message = status.message(),
-                            "job stream waits to poll again"
-                        );
+                        tracing::debug!(%error, "job stream waits to poll again");
                         tokio::select! {
                             _ = tokio::time::sleep(STREAM_RETRY_DELAY) => {}
                             _ = sender.closed() => return,
@@ -501,11 +435,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let key = key("processInstanceKey", request.process_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::CancelProcessInstance {
-            process_instance_key: key,
-        }
-        .referenced(reference);
-        self.submit_by_key(key, "process instance", command).await?;
+        ops::cancel_instance(&self.state, key, reference).await?;
         Ok(Response::new(CancelProcessInstanceResponse {}))
     }
 
@@ -520,12 +450,8 @@ impl Gateway for GatewayService {
             None => Default::default(),
         };
         let job_key = key("jobKey", request.job_key)?;
-        let command = Command::CompleteJob {
-            job_key,
-            variables: variables("variables", &request.variables, self.document_limit())?,
-            result,
-        };
-        self.submit_by_key(job_key, "job", command).await?;
+        let variables = variables("variables", &request.variables, self.document_limit())?;
+        ops::complete_job(&self.state, job_key, variables, result).await?;
         Ok(Response::new(CompleteJobResponse {}))
     }
 
@@ -535,23 +461,16 @@ impl Gateway for GatewayService {
     ) -> Result<Response<CreateProcessInstanceResponse>, Status> {
         let request = request.into_inner();
         self.within_limits(&request, &[("variables", &request.variables)])?;
-        let command = self.creation(request, "", false, Vec::new())?;
-        let accepted = submit_create(&self.state, command, self.request_timeout())
-            .await
-            .map_err(from_problem)?;
-        match accepted.value {
-            RecordValue::ProcessInstanceCreation(record) => {
-                Ok(Response::new(CreateProcessInstanceResponse {
-                    process_definition_key: record.process_definition_key,
-                    bpmn_process_id: record.bpmn_process_id,
-                    version: record.version,
-                    process_instance_key: record.process_instance_key,
-                    tenant_id: tenant_text(record.tenant_id),
-                    tags: record.tags,
-                }))
-            }
-            other => Err(unexpected("process instance creation", &other)),
-        }
+        let (create, reference) = self.creation(request, "", Vec::new())?;
+        let record = ops::create_instance(&self.state, create, reference).await?;
+        Ok(Response::new(CreateProcessInstanceResponse {
+            process_definition_key: record.process_definition_key,
+            bpmn_process_id: record.bpmn_process_id,
+            version: record.version,
+            process_instance_key: record.process_instance_key,
+            tenant_id: tenant_text(record.tenant_id),
+            tags: record.tags,
+        }))
     }
 
     async fn create_process_instance_with_result(
@@ -568,35 +487,28 @@ impl Gateway for GatewayService {
         )];
         self.within_limits(&request, &documents)?;
         let Some(create) = request.request else {
-            return Err(Status::invalid_argument(
-                "Property 'request' is invalid: the process instance to create is missing",
+            return Err(invalid(
+                "request",
+                "the process instance to create is missing",
             ));
         };
-        let command = self.creation(create, "request.", true, request.fetch_variables)?;
-        let tags = match command.inner() {
-            Command::CreateProcessInstance(create) => create.tags.clone(),
-            _ => Vec::new(),
-        };
+        let (create, reference) = self.creation(create, "request.", request.fetch_variables)?;
+        let tags = create.tags.clone();
         // 0 (or less) means the gateway's default; longer than the maximum is cut to it.
         let timeout = client_timeout(Some(request.request_timeout), &self.state.settings)
-            .unwrap_or(self.request_timeout());
-        let accepted = submit_create(&self.state, command, timeout)
-            .await
-            .map_err(from_problem)?;
-        match accepted.value {
-            RecordValue::ProcessInstanceResult(record) => {
-                Ok(Response::new(CreateProcessInstanceWithResultResponse {
-                    process_definition_key: record.process_definition_key,
-                    bpmn_process_id: record.bpmn_process_id,
-                    version: record.version,
-                    process_instance_key: record.process_instance_key,
-                    variables: json_text(&record.variables),
-                    tenant_id: tenant_text(record.tenant_id),
-                    tags,
-                }))
-            }
-            other => Err(unexpected("process instance creation", &other)),
-        }
+            .unwrap_or(self.state.settings.request_timeout);
+        let record =
+            ops::create_instance_with_result(&self.state, create, reference, timeout).await?;
+        Ok(Response::new(CreateProcessInstanceWithResultResponse {
+            process_definition_key: record.process_definition_key,
+            bpmn_process_id: record.bpmn_process_id,
+            version: record.version,
+            process_instance_key: record.process_instance_key,
+            variables: json_text(&record.variables),
+            tenant_id: tenant_text(record.tenant_id),
+            // The result record has no tags: the instance's are the ones asked for.
+            tags,
+        }))
     }
 
     async fn evaluate_decision(
@@ -694,20 +606,20 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.retry_back_off < 0 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'retryBackOff' is invalid: expected 0 or more ms, but got {}",
-                request.retry_back_off
-            )));
+            return Err(invalid(
+                "retryBackOff",
+                format!("expected 0 or more ms, but got {}", request.retry_back_off),
+            ));
         }
-        let command = Command::FailJob(FailJob {
+        let fail = FailJob {
             job_key,
             // No retries left (zero or less) raises an incident.
             retries: request.retries.max(0),
             error_message: request.error_message,
             retry_backoff: request.retry_back_off,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::fail_job(&self.state, fail).await?;
         Ok(Response::new(FailJobResponse {}))
     }
 
@@ -719,17 +631,15 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.error_code.trim().is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'errorCode' is invalid: the error code must not be blank",
-            ));
+            return Err(invalid("errorCode", "the error code must not be blank"));
         }
-        let command = Command::ThrowError(ThrowError {
+        let error = ThrowError {
             job_key,
             error_code: request.error_code,
             error_message: request.error_message,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::throw_error(&self.state, error).await?;
         Ok(Response::new(ThrowErrorResponse {}))
     }
 
@@ -741,35 +651,24 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         tenant("tenantId", &request.tenant_id)?;
         if request.name.trim().is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'name' is invalid: the message name must not be blank",
-            ));
+            return Err(invalid("name", "the message name must not be blank"));
         }
         if request.time_to_live < 0 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'timeToLive' is invalid: expected 0 or more ms, but got {}",
-                request.time_to_live
-            )));
+            return Err(invalid(
+                "timeToLive",
+                format!("expected 0 or more ms, but got {}", request.time_to_live),
+            ));
         }
-        let partition = message_partition(
-            &request.correlation_key,
-            self.state.dispatch.message_partition_count(),
-        );
-        let command = Command::PublishMessage(PublishMessage {
+        let message = PublishMessage {
             name: request.name,
             correlation_key: request.correlation_key,
             time_to_live: request.time_to_live,
             message_id: request.message_id,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        let accepted = self
-            .state
-            .dispatch
-            .submit(partition, command, self.request_timeout())
-            .await
-            .map_err(from_problem)?;
+        };
+        let key = ops::publish_message(&self.state, message).await?;
         Ok(Response::new(PublishMessageResponse {
-            key: accepted.key.get(),
+            key: key.get(),
             tenant_id: DEFAULT_TENANT.to_owned(),
         }))
     }
@@ -782,9 +681,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let incident_key = key("incidentKey", request.incident_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::ResolveIncident { incident_key }.referenced(reference);
-        self.submit_by_key(incident_key, "incident", command)
-            .await?;
+        ops::resolve_incident(&self.state, incident_key, reference).await?;
         Ok(Response::new(ResolveIncidentResponse {}))
     }
 
@@ -796,31 +693,20 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         let element_instance_key = key("elementInstanceKey", request.element_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::SetVariables(SetVariables {
+        let set = SetVariables {
             element_instance_key,
             variables: variables("variables", &request.variables, self.document_limit())?,
             local: request.local,
-        })
-        .referenced(reference);
-        let accepted = self
-            .submit_by_key(element_instance_key, "element instance", command)
-            .await?;
-        Ok(Response::new(SetVariablesResponse {
-            key: accepted.key.get(),
-        }))
+        };
+        let key = ops::set_variables(&self.state, set, reference).await?;
+        Ok(Response::new(SetVariablesResponse { key: key.get() }))
     }
 
     async fn topology(
         &self,
         _request: Request<TopologyRequest>,
     ) -> Result<Response<TopologyResponse>, Status> {
-        let topology = self
-            .state
-            .dispatch
-            .backend()
-            .topology()
-            .await
-            .map_err(|error| from_problem(crate::problem::Problem::from_backend(&error)))?;
+        let topology = ops::topology(&self.state).await?;
         let brokers = topology
             .brokers
             .into_iter()
@@ -868,19 +754,18 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.retries < 1 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'retries' is invalid: expected at least 1, but got {}",
-                request.retries
-            )));
+            return Err(invalid(
+                "retries",
+                format!("expected at least 1, but got {}", request.retries),
+            ));
         }
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::UpdateJob(UpdateJob {
+        let update = UpdateJob {
             job_key,
             retries: Some(request.retries),
             timeout: None,
-        })
-        .referenced(reference);
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::update_job(&self.state, update, reference).await?;
         Ok(Response::new(UpdateJobRetriesResponse {}))
     }
 
@@ -912,14 +797,8 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &documents)?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::ModifyProcessInstance(modification(
-            request,
-            process_instance_key,
-            self.document_limit(),
-        )?)
-        .referenced(reference);
-        self.submit_by_key(process_instance_key, "process instance", command)
-            .await?;
+        let modification = modification(request, process_instance_key, self.document_limit())?;
+        ops::modify_instance(&self.state, modification, reference).await?;
         Ok(Response::new(ModifyProcessInstanceResponse {}))
     }
 
@@ -931,10 +810,8 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let process_instance_key = key("processInstanceKey", request.process_instance_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::MigrateProcessInstance(migration(request, process_instance_key)?)
-            .referenced(reference);
-        self.submit_by_key(process_instance_key, "process instance", command)
-            .await?;
+        let migration = migration(request, process_instance_key)?;
+        ops::migrate_instance(&self.state, migration, reference).await?;
         Ok(Response::new(MigrateProcessInstanceResponse {}))
     }
 
@@ -946,19 +823,18 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let job_key = key("jobKey", request.job_key)?;
         if request.timeout < 1 {
-            return Err(Status::invalid_argument(format!(
-                "Property 'timeout' is invalid: expected at least 1 ms, but got {}",
-                request.timeout
-            )));
+            return Err(invalid(
+                "timeout",
+                format!("expected at least 1 ms, but got {}", request.timeout),
+            ));
         }
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::UpdateJob(UpdateJob {
+        let update = UpdateJob {
             job_key,
             retries: None,
             timeout: Some(request.timeout),
-        })
-        .referenced(reference);
-        self.submit_by_key(job_key, "job", command).await?;
+        };
+        ops::update_job(&self.state, update, reference).await?;
         Ok(Response::new(UpdateJobTimeoutResponse {}))
     }
 
@@ -970,9 +846,7 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[])?;
         let resource_key = key("resourceKey", request.resource_key)?;
         let reference = operation_reference("operationReference", request.operation_reference)?;
-        let command = Command::DeleteResource { resource_key }.referenced(reference);
-        self.submit_by_key(resource_key, "resource", command)
-            .await?;
+        ops::delete_resource(&self.state, resource_key, reference).await?;
         Ok(Response::new(DeleteResourceResponse {}))
     }
 
@@ -984,22 +858,16 @@ impl Gateway for GatewayService {
         self.within_limits(&request, &[("variables", &request.variables)])?;
         tenant("tenantId", &request.tenant_id)?;
         if request.signal_name.trim().is_empty() {
-            return Err(Status::invalid_argument(
-                "Property 'signalName' is invalid: the signal name must not be blank",
-            ));
+            return Err(invalid("signalName", "the signal name must not be blank"));
         }
         // Any partition takes a broadcast and passes it on to every other one.
-        let command = Command::BroadcastSignal(BroadcastSignal {
+        let signal = BroadcastSignal {
             signal_name: request.signal_name,
             variables: variables("variables", &request.variables, self.document_limit())?,
-        });
-        let (_, accepted) = self
-            .state
-            .dispatch
-            .submit_to_any(command, self.request_timeout())
-            .await;
+        };
+        let key = ops::broadcast_signal(&self.state, signal).await?;
         Ok(Response::new(BroadcastSignalResponse {
-            key: accepted.map_err(from_problem)?.key.get(),
+            key: key.get(),
             tenant_id: DEFAULT_TENANT.to_owned(),
         }))
     }

@@ -1,94 +1,92 @@
-//! Errors as gRPC statuses, mapped as Zeebe's gateway maps them: rejections by their
-//! type (`INVALID_STATE` is `FAILED_PRECONDITION`), back-pressure `RESOURCE_EXHAUSTED`,
-//! a partition without a leader `UNAVAILABLE`, a timeout `DEADLINE_EXCEEDED`.
-//!
-//! Both APIs share one dispatch path, which answers a [`Problem`] whose title is a stable
-//! code; that code chooses the status here, and the problem's detail is the message.
+//! gRPC's one conversion: a [`ClientError`] as a `Status`, coded as Zeebe's gateway
+//! codes its errors: rejections by their type (`INVALID_STATE` is `FAILED_PRECONDITION`),
+//! back-pressure `RESOURCE_EXHAUSTED`, a partition without a leader `UNAVAILABLE`, a
+//! timeout `DEADLINE_EXCEEDED`. The error's message is the status message.
 
+use rill_protocol::RejectionType;
 use tonic::{Code, Status};
 
-use crate::problem::Problem;
+use crate::ops::ClientError;
 
-pub fn from_problem(problem: Problem) -> Status {
-    let code = match problem.title.as_str() {
-        // Too large is bad input too: RESOURCE_EXHAUSTED would be retried as back-pressure.
-        "INVALID_ARGUMENT" | "EXCEEDED_BATCH_RECORD_SIZE" | "PAYLOAD_TOO_LARGE" => {
-            Code::InvalidArgument
-        }
-        "NOT_FOUND" => Code::NotFound,
-        "INVALID_STATE" => Code::FailedPrecondition,
-        "ALREADY_EXISTS" => Code::AlreadyExists,
-        "UNAUTHORIZED" => Code::PermissionDenied,
-        "RESOURCE_EXHAUSTED" => Code::ResourceExhausted,
-        "DEADLINE_EXCEEDED" => Code::DeadlineExceeded,
-        "PARTITION_UNAVAILABLE" | "UNAVAILABLE" => Code::Unavailable,
-        _ => Code::Internal,
-    };
-    Status::new(code, problem.detail)
+impl From<ClientError> for Status {
+    fn from(error: ClientError) -> Status {
+        let code = match &error {
+            ClientError::Rejected { kind, .. } => match kind {
+                // Too large is bad input too: RESOURCE_EXHAUSTED would be retried as
+                // back-pressure.
+                RejectionType::InvalidArgument | RejectionType::ExceededBatchRecordSize => {
+                    Code::InvalidArgument
+                }
+                RejectionType::NotFound => Code::NotFound,
+                RejectionType::InvalidState => Code::FailedPrecondition,
+                RejectionType::AlreadyExists => Code::AlreadyExists,
+                RejectionType::Unauthorized => Code::PermissionDenied,
+                RejectionType::ProcessingError | RejectionType::NullVal => Code::Internal,
+            },
+            ClientError::InvalidArgument { .. } | ClientError::TooLarge { .. } => {
+                Code::InvalidArgument
+            }
+            ClientError::NotFound { .. } => Code::NotFound,
+            ClientError::PartitionUnavailable { .. } | ClientError::Unavailable { .. } => {
+                Code::Unavailable
+            }
+            ClientError::ResourceExhausted { .. } => Code::ResourceExhausted,
+            ClientError::DeadlineExceeded => Code::DeadlineExceeded,
+            ClientError::Unauthenticated { .. } => Code::Unauthenticated,
+            ClientError::Forbidden { .. } => Code::PermissionDenied,
+            ClientError::HistoryUnavailable { .. } | ClientError::Internal { .. } => Code::Internal,
+        };
+        Status::new(code, error.to_string())
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use axum::http::StatusCode;
-    use rill_protocol::{Command, Key, RejectionType};
-
     use super::*;
-    use crate::backend::BackendError;
+    use crate::ops::one_of_each;
 
-    fn code_of(problem: Problem) -> Code {
-        from_problem(problem).code()
+    #[test]
+    fn every_client_error_has_zeebes_code() {
+        let expected = [
+            Code::InvalidArgument,
+            Code::NotFound,
+            Code::FailedPrecondition,
+            Code::AlreadyExists,
+            Code::PermissionDenied,
+            // Too large is bad input: RESOURCE_EXHAUSTED would be retried.
+            Code::InvalidArgument,
+            Code::Internal,
+            Code::Internal,
+            Code::NotFound,
+            Code::InvalidArgument,
+            Code::InvalidArgument,
+            Code::Unavailable,
+            Code::Unavailable,
+            Code::ResourceExhausted,
+            Code::DeadlineExceeded,
+            Code::Internal,
+            Code::Unauthenticated,
+            Code::PermissionDenied,
+            Code::Internal,
+        ];
+        let errors = one_of_each();
+        assert_eq!(errors.len(), expected.len());
+        for (error, code) in errors.into_iter().zip(expected) {
+            let message = error.to_string();
+            let status = Status::from(error);
+            assert_eq!(status.code(), code, "{message}");
+            assert_eq!(status.message(), message);
+        }
     }
 
     #[test]
-    fn rejections_map_as_in_zeebe() {
-        let command = Command::CompleteJob {
-            job_key: Key(1),
-            variables: Default::default(),
-            result: Default::default(),
-        };
-        let rejected = |kind| Problem::from_rejection(&command, kind, "why");
-        assert_eq!(code_of(rejected(RejectionType::NotFound)), Code::NotFound);
-        assert_eq!(
-            code_of(rejected(RejectionType::InvalidState)),
-            Code::FailedPrecondition
-        );
-        assert_eq!(
-            code_of(rejected(RejectionType::InvalidArgument)),
-            Code::InvalidArgument
-        );
-        assert_eq!(
-            code_of(rejected(RejectionType::AlreadyExists)),
-            Code::AlreadyExists
-        );
-        let status = from_problem(rejected(RejectionType::NotFound));
+    fn a_rejection_message_names_the_command() {
+        let status = Status::from(ClientError::Rejected {
+            intent: "COMPLETE".to_owned(),
+            kind: RejectionType::NotFound,
+            reason: "no job".to_owned(),
+        });
+        assert_eq!(status.code(), Code::NotFound);
         assert!(status.message().contains("'COMPLETE'"), "{status:?}");
-    }
-
-    #[test]
-    fn backend_failures_map_as_in_zeebe() {
-        let partition = rill_protocol::PartitionId(2);
-        let backend = |error| code_of(Problem::from_backend(&error));
-        assert_eq!(
-            backend(BackendError::ResourceExhausted {
-                partition,
-                limit: 3
-            }),
-            Code::ResourceExhausted
-        );
-        assert_eq!(
-            backend(BackendError::NotLeader { partition }),
-            Code::Unavailable
-        );
-        assert_eq!(backend(BackendError::Timeout), Code::DeadlineExceeded);
-        assert_eq!(backend(BackendError::Shutdown), Code::Unavailable);
-        assert_eq!(backend(BackendError::Internal("x".into())), Code::Internal);
-        assert_eq!(
-            code_of(Problem::new(StatusCode::IM_A_TEAPOT, "SOMETHING_NEW", "?")),
-            Code::Internal
-        );
-        assert_eq!(
-            code_of(Problem::payload_too_large(10)),
-            Code::InvalidArgument
-        );
     }
 }

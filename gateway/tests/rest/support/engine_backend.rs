@@ -26,6 +26,11 @@ use rill_protocol::{
 };
 use tokio::sync::{broadcast, oneshot};
 
+/// A broker's failure of a history query with its history store off.
+#[derive(Debug, thiserror::Error)]
+#[error("history is off on this broker (history.enabled = false)")]
+struct HistoryOff;
+
 struct Partition {
     engine: BpmnEngine,
     state: MemoryState,
@@ -42,6 +47,8 @@ pub struct EngineBackend {
     /// Drops the partitions' jobs-available notifications, as when a broker could keep
     /// no more of them for this gateway.
     muted: AtomicBool,
+    /// Fails history queries as a broker with `history.enabled = false` does.
+    history_off: AtomicBool,
     /// The clock commands are stamped with: the wall clock at the start plus the time
     /// elapsed since (the gateway judges job deadlines by its wall clock).
     started: Instant,
@@ -66,6 +73,7 @@ impl EngineBackend {
             waiting: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             muted: AtomicBool::new(false),
+            history_off: AtomicBool::new(false),
             started: Instant::now(),
             // The backend's entries are stamped from the machine clock, as a leader's are.
             #[allow(clippy::disallowed_methods)]
@@ -81,6 +89,12 @@ impl EngineBackend {
     /// Drops (or again sends) the notifications that new jobs would send.
     pub fn mute_notifications(&self, muted: bool) {
         self.muted.store(muted, Ordering::Relaxed);
+    }
+
+    /// Answers history queries from now on as a broker with `history.enabled = false`
+    /// does: the query fails, naming the setting.
+    pub fn turn_history_off(&self) {
+        self.history_off.store(true, Ordering::Relaxed);
     }
 
     /// Sends a jobs-available notification, as a partition leader would.
@@ -282,6 +296,12 @@ impl GatewayBackend for EngineBackend {
                 })?;
             let mut guard = slot.lock().unwrap();
             let part = &mut *guard;
+            if query.is_history() && self.history_off.load(Ordering::Relaxed) {
+                return Err(BackendError::Failed {
+                    partition,
+                    source: Box::new(HistoryOff),
+                });
+            }
             if query.is_history() {
                 return rill_history::answer(&part.history, &query).map_err(|e| {
                     BackendError::Failed {
