@@ -247,6 +247,7 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::CalledDecisionError => "CALLED_DECISION_ERROR",
         IncidentErrorType::TaskListenerNoRetries => "TASK_LISTENER_NO_RETRIES",
         IncidentErrorType::AdHocSubProcessNoRetries => "AD_HOC_SUB_PROCESS_NO_RETRIES",
+        IncidentErrorType::ResourceNotFound => "RESOURCE_NOT_FOUND",
     }
 }
 
