@@ -41,7 +41,10 @@ fn an_expression_without_from_ai_has_no_calls() {
 
 #[test]
 fn positional_arguments_are_read_in_order() {
-    assert_eq!(calls("fromAi(toolCall.city)"), [call(reference(&["toolCall", "city"]))]);
+    assert_eq!(
+        calls("fromAi(toolCall.city)"),
+        [call(reference(&["toolCall", "city"]))]
+    );
     assert_eq!(
         calls(
             r#"fromAi(toolCall.days, "Days ahead", "integer", {minimum: 0, maximum: 7.5, "enum": [1, 2, -3]}, {required: false})"#
@@ -128,7 +131,9 @@ fn arguments_that_are_not_literals_say_what_they_are() {
     );
     assert_eq!(
         calls("fromAi(x[1], null, null, {a: {b: [1, {c: y}]}})")[0].schema,
-        computed("a context whose entry 'a' is a context whose entry 'b' is a list whose item 1 is a context whose entry 'c' is a variable reference")
+        computed(
+            "a context whose entry 'a' is a context whose entry 'b' is a list whose item 1 is a context whose entry 'c' is a variable reference"
+        )
     );
 }
 

@@ -62,7 +62,9 @@ pub(super) fn check_rpa_resources(
             None | Some(Value::Null) => String::new(),
             Some(Value::String(tag)) => tag.clone(),
             Some(other) => {
-                return Err(refused(format!("its 'versionTag' is {other}, not a string")));
+                return Err(refused(format!(
+                    "its 'versionTag' is {other}, not a string"
+                )));
             }
         };
         if let Some(other) = checked.iter().find(|c| c.resource_id == resource_id) {

@@ -346,7 +346,9 @@ fn a_from_ai_call_an_agent_cannot_read_refuses_the_deployment_naming_the_tool_an
              cannot describe a tool parameter to an AI agent, so Zeebe refuses it: {reason}"
         );
         if !message.contains(&expected) || message.matches("\n- ").count() != 1 {
-            failures.push(format!("{expression}:\n  got  {message}\n  want {expected}"));
+            failures.push(format!(
+                "{expression}:\n  got  {message}\n  want {expected}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

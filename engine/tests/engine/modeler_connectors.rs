@@ -511,12 +511,19 @@ fn the_ai_agent_job_describes_each_tool_with_the_from_ai_parameters_of_its_input
     );
     let (search, search_job) = rule.job(HTTP_JSON);
     let inputs = search_job.variables.to_value();
-    assert_eq!(inputs["url"], json!("https://flights.example.com/search/LIS/BER"));
+    assert_eq!(
+        inputs["url"],
+        json!("https://flights.example.com/search/LIS/BER")
+    );
     assert_eq!(
         inputs["queryParameters"],
         json!({"day": "2026-05-04", "cabin": "economy", "passengers": 2})
     );
-    assert!(!rule.complete(search, json!({"toolCallResult": ["TP 542"]})).is_rejected());
+    assert!(
+        !rule
+            .complete(search, json!({"toolCallResult": ["TP 542"]}))
+            .is_rejected()
+    );
     let (agent, job) = rule
         .activate(AGENT_SUB_PROCESS, 10)
         .pop()

@@ -116,11 +116,15 @@ fn the_rpa_task_deploys_with_its_script_and_its_job_carries_the_resolved_link() 
     rule.create("rpa-invoice-booking", json!({"invoiceNumber": "INV-7"}));
     let (job_key, job) = rule.job(RPA_JOB);
     assert_eq!(
-        job.custom_headers.get("camunda::timeout").map(String::as_str),
+        job.custom_headers
+            .get("camunda::timeout")
+            .map(String::as_str),
         Some("PT5M")
     );
     assert_eq!(
-        job.custom_headers.get("linkedResources").map(String::as_str),
+        job.custom_headers
+            .get("linkedResources")
+            .map(String::as_str),
         Some(
             format!(
                 r#"[{{"resourceKey":"{}","resourceType":"RPA","linkName":"RPAScript"}}]"#,
@@ -131,7 +135,11 @@ fn the_rpa_task_deploys_with_its_script_and_its_job_carries_the_resolved_link() 
         "Zeebe's header: the key as a string, the type and the link name"
     );
     assert_eq!(job.variables.to_value()["invoiceNumber"], json!("INV-7"));
-    assert!(!rule.complete(job_key, json!({"bookedAs": "ERP-7"})).is_rejected());
+    assert!(
+        !rule
+            .complete(job_key, json!({"bookedAs": "ERP-7"}))
+            .is_rejected()
+    );
     rule.assert_replay_matches();
 }
 
@@ -229,17 +237,17 @@ fn each_binding_resolves_its_version_of_the_script() {
             "latest.bpmn",
             linking_process("by-latest", r#"bindingType="latest""#),
         ),
-        (
-            "default.bpmn",
-            linking_process("by-default", ""),
-        ),
+        ("default.bpmn", linking_process("by-default", "")),
         (
             "tag.bpmn",
             linking_process("by-tag", r#"bindingType="versionTag" versionTag="old""#),
         ),
         (
             "missing-tag.bpmn",
-            linking_process("by-missing-tag", r#"bindingType="versionTag" versionTag="v9""#),
+            linking_process(
+                "by-missing-tag",
+                r#"bindingType="versionTag" versionTag="v9""#,
+            ),
         ),
     ]));
 
@@ -319,11 +327,7 @@ fn an_rpa_script_that_is_not_json_with_an_id_is_refused_naming_the_file() {
             "Expected the RPA resource 'no-id.rpa' to be JSON with an 'id' (the resourceId a \
              zeebe:linkedResource links it by), but it has no 'id'",
         ),
-        (
-            "blank-id.rpa",
-            br#"{"id": "  "}"#,
-            "but its 'id' is blank",
-        ),
+        ("blank-id.rpa", br#"{"id": "  "}"#, "but its 'id' is blank"),
         (
             "number-id.rpa",
             br#"{"id": 7}"#,
@@ -402,6 +406,9 @@ fn other_partitions_receive_the_scripts_with_the_deployment() {
     // An instance on partition 2 links the same script.
     second.create("rpa-invoice-booking", json!({}));
     let (_, job) = second.job(RPA_JOB);
-    assert_eq!(linked_resources(&job)[0]["resourceKey"], json!(key.to_string()));
+    assert_eq!(
+        linked_resources(&job)[0]["resourceKey"],
+        json!(key.to_string())
+    );
     second.assert_replay_matches();
 }
