@@ -346,11 +346,11 @@ fn tool_parameter(
         ("type", &call.type_name),
     ] {
         match argument {
+            // Left out, as Zeebe leaves out an empty field.
             None => {}
+            Some(FromAiArgument::Literal(Value::String(text))) if text.is_empty() => {}
             Some(FromAiArgument::Literal(Value::String(text))) => {
-                if !text.is_empty() {
-                    parameter.insert(field.into(), Value::String(text.clone()));
-                }
+                parameter.insert(field.into(), Value::String(text.clone()));
             }
             Some(other) => {
                 return Err(format!(
@@ -363,10 +363,9 @@ fn tool_parameter(
     for (field, argument) in [("schema", &call.schema), ("options", &call.options)] {
         match argument {
             None => {}
+            Some(FromAiArgument::Literal(Value::Object(context))) if context.is_empty() => {}
             Some(FromAiArgument::Literal(Value::Object(context))) if !holds_null(context) => {
-                if !context.is_empty() {
-                    parameter.insert(field.into(), Value::Object(context.clone()));
-                }
+                parameter.insert(field.into(), Value::Object(context.clone()));
             }
             Some(FromAiArgument::Literal(Value::Object(_))) => {
                 return Err(format!(
