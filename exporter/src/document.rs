@@ -75,6 +75,7 @@ impl Serialize for ValueDocument<'_> {
                 CreationDocument::from(v).serialize(serializer)
             }
             RecordValue::Form(_)
+            | RecordValue::Resource(_)
             | RecordValue::Deployment(_)
             | RecordValue::Decision(_)
             | RecordValue::DecisionRequirements(_)
@@ -126,6 +127,7 @@ fn zeebe_value(record: &Record) -> Value {
     match record.value_type {
         ValueType::Process
         | ValueType::Form
+        | ValueType::Resource
         | ValueType::Decision
         | ValueType::DecisionRequirements => rename(&mut value, "isDuplicate", "duplicate"),
         ValueType::Deployment => {
@@ -134,6 +136,7 @@ fn zeebe_value(record: &Record) -> Value {
                 "formMetadata",
                 "decisionsMetadata",
                 "decisionRequirementsMetadata",
+                "resourceMetadata",
             ] {
                 if let Some(Value::Array(entries)) = value.get_mut(list) {
                     for entry in entries {

@@ -60,6 +60,7 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "decisionRequirementsMetadata",
             "tenantId",
             "formMetadata",
+            "resourceMetadata",
         ],
         ValueType::Decision => &[
             "decisionId",
@@ -344,6 +345,18 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "tenantId",
             "deploymentKey",
             "versionTag",
+        ],
+        ValueType::Resource => &[
+            "resourceId",
+            "version",
+            "versionTag",
+            "resourceKey",
+            "checksum",
+            "resourceName",
+            "duplicate",
+            "tenantId",
+            "deploymentKey",
+            "resourceProp",
         ],
     })
 }

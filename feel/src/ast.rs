@@ -10,6 +10,9 @@ use crate::value::Value;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Expr {
     Null,
+    /// An optional parameter skipped in a call with named arguments, before one that is
+    /// given: `null`, but told apart from a written `null` (see `from_ai`).
+    Omitted,
     Bool(bool),
     Number(Decimal),
     String(String),
@@ -165,7 +168,12 @@ impl TypeName {
 /// Names the expression reads from outside: variables, minus names bound inside it.
 pub(crate) fn free_names(expr: &Expr, bound: &mut Vec<String>, out: &mut Vec<String>) {
     match expr {
-        Expr::Null | Expr::Bool(_) | Expr::Number(_) | Expr::String(_) | Expr::Constant(_) => {}
+        Expr::Null
+        | Expr::Omitted
+        | Expr::Bool(_)
+        | Expr::Number(_)
+        | Expr::String(_)
+        | Expr::Constant(_) => {}
         Expr::Name(name) | Expr::NamePath(name, _) => {
             if !bound.iter().rev().any(|b| b == name) {
                 out.push(name.clone());

@@ -169,7 +169,7 @@ impl<'a> Evaluator<'a> {
     /// nested node, so keeping it small keeps deep expressions within a thread's stack.
     fn eval_node(&mut self, expr: &'a Expr) -> Outcome {
         match expr {
-            Expr::Null => Ok(Value::Null),
+            Expr::Null | Expr::Omitted => Ok(Value::Null),
             Expr::Bool(value) => Ok(Value::Bool(*value)),
             Expr::Number(number) => Ok(Value::Number(*number)),
             Expr::String(text) => Ok(Value::String(text.clone())),

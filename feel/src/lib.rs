@@ -12,6 +12,8 @@
 //!   every replica computes the same value. A plain `i64` (the entry's timestamp)
 //!   converts into one.
 //! - [`temporal`] parses ISO 8601 durations and date-times for timer definitions.
+//! - [`Expression::from_ai_calls`] lists the `fromAi(...)` calls with their arguments as
+//!   written, for the tool descriptions an AI agent reads (`adHocSubProcessElements`).
 //!
 //! Semantics follow Camunda 8 (FEEL-Scala) where it differs from the DMN text: a
 //! missing variable is `null`, a path on `null` is `null`, ordering comparisons with
@@ -27,6 +29,7 @@ mod ast;
 mod builtins;
 mod calendar;
 mod eval;
+mod from_ai;
 mod functions;
 mod lexer;
 mod parser;
@@ -36,6 +39,7 @@ mod unary;
 mod value;
 mod zone;
 
+pub use crate::from_ai::{FromAiArgument, FromAiCall};
 use crate::temporal::{IsoCycle, IsoDuration};
 pub use crate::unary::{TestInput, UnaryTests};
 use crate::value::Value;
@@ -174,6 +178,13 @@ impl Expression {
     /// Top-level variable names the expression may read, sorted and de-duplicated.
     pub fn variable_names(&self) -> &[String] {
         &self.variable_names
+    }
+
+    /// The `fromAi(...)` calls in the expression, in the order they are written, each
+    /// with its arguments as written (a reference, a literal, or something computed).
+    /// The arguments of a call are not searched for more calls.
+    pub fn from_ai_calls(&self) -> Vec<FromAiCall> {
+        from_ai::from_ai_calls(&self.expr)
     }
 
     /// Evaluates against `variables` in `environment` (or just the entry's timestamp, ms

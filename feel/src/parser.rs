@@ -969,7 +969,7 @@ impl Parser {
         };
         let arguments = match self.arguments()? {
             Arguments::Positional(arguments) => arguments,
-            Arguments::Named(arguments) => builtin.order_named(arguments, || Expr::Null)?,
+            Arguments::Named(arguments) => builtin.order_named(arguments, || Expr::Omitted)?,
         };
         builtin.check_arity(name, arguments.len())?;
         Ok(Expr::Call(builtin, arguments))

@@ -51,6 +51,7 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             HistoryQuery::UserTask { key } => HistoryResult::UserTask(get(store, *key)?),
             HistoryQuery::Form { key } => HistoryResult::Form(get(store, *key)?),
             HistoryQuery::SearchForms(s) => HistoryResult::Forms(search(store, s)?),
+            HistoryQuery::Resource { key } => HistoryResult::Resource(get(store, *key)?),
             HistoryQuery::SearchDecisionDefinitions(s) => {
                 HistoryResult::DecisionDefinitions(search(store, s)?)
             }

@@ -53,6 +53,7 @@
 //! A3 | assignee | key               -> ()
 //! A4 | element instance key | key   -> ()
 //! A8 | key                          -> HistoricForm
+//! A9 | key                          -> HistoricResource (an RPA script, with its content)
 //! 80 | key                          -> HistoricDecisionDefinition
 //! 81 | decision id | key            -> ()
 //! 82 | key                          -> HistoricDecisionRequirements
@@ -118,6 +119,7 @@ pub(crate) mod keys {
     pub const USER_TASK: u8 = 0xA0;
     pub const USER_TASK_BY_INSTANCE: u8 = 0xA1;
     pub const FORM: u8 = 0xA8;
+    pub const RESOURCE: u8 = 0xA9;
     pub const DECISION: u8 = 0x80;
     pub const DECISION_BY_ID: u8 = 0x81;
     pub const DECISION_REQUIREMENTS: u8 = 0x82;

@@ -7,8 +7,8 @@ use rill_protocol::history::{
     ElementState, HistoricDecisionDefinition, HistoricDecisionInstance,
     HistoricDecisionRequirements, HistoricElementInstance, HistoricForm, HistoricIncident,
     HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
-    HistoricUserTask, HistoricVariable, IncidentState, JobState, MessageSubscriptionState,
-    UserTaskState,
+    HistoricResource, HistoricUserTask, HistoricVariable, IncidentState, JobState,
+    MessageSubscriptionState, UserTaskState,
 };
 use rill_protocol::value::{
     BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord, UserTaskRecord,
@@ -436,6 +436,20 @@ impl<'a> HistoryWriter<'a> {
                 };
                 if self.get::<HistoricForm>(record.key)?.is_none() {
                     self.create(&form)?;
+                }
+            }
+            RecordValue::Resource(value) if record.intent == Intent::Created => {
+                let resource = HistoricResource {
+                    key: record.key,
+                    resource_id: value.resource_id.clone(),
+                    resource_name: value.resource_name.clone(),
+                    version: value.version,
+                    version_tag: value.version_tag.clone(),
+                    tenant_id: value.tenant_id.clone(),
+                    content: value.resource_prop.clone(),
+                };
+                if self.get::<HistoricResource>(record.key)?.is_none() {
+                    self.create(&resource)?;
                 }
             }
             RecordValue::JobBatch(batch) if record.intent == Intent::Activated => {

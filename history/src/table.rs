@@ -7,9 +7,9 @@ use rill_protocol::history::{
     ElementInstanceField, FieldValue, FormField, Historic, HistoricDecisionDefinition,
     HistoricDecisionInstance, HistoricDecisionRequirements, HistoricElementInstance, HistoricForm,
     HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
-    HistoricProcessInstance, HistoricUserTask, HistoricVariable, IncidentField, JobField,
-    MessageSubscriptionField, ProcessDefinitionField, ProcessInstanceField, UserTaskField,
-    VariableField,
+    HistoricProcessInstance, HistoricResource, HistoricUserTask, HistoricVariable, IncidentField,
+    JobField, MessageSubscriptionField, ProcessDefinitionField, ProcessInstanceField,
+    ResourceField, UserTaskField, VariableField,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -274,6 +274,16 @@ impl Table for HistoricForm {
     const TIME_FIELD: Option<FormField> = None;
 
     fn indexes() -> &'static [Index<FormField>] {
+        &[]
+    }
+}
+
+impl Table for HistoricResource {
+    const PRIMARY: u8 = keys::RESOURCE;
+    const KEY_FIELD: ResourceField = ResourceField::ResourceKey;
+    const TIME_FIELD: Option<ResourceField> = None;
+
+    fn indexes() -> &'static [Index<ResourceField>] {
         &[]
     }
 }

@@ -121,6 +121,49 @@ pub struct DeploymentRecord {
     pub decisions_metadata: Vec<DecisionRecord>,
     #[serde(default)]
     pub decision_requirements_metadata: Vec<DecisionRequirementsMetadata>,
+    /// The other resources of the deployment: RPA scripts (`.rpa`) (Zeebe's
+    /// `resourceMetadata`).
+    #[serde(default)]
+    pub resource_metadata: Vec<ResourceMetadata>,
+}
+
+/// A resource of a deployment that is neither a process, a decision nor a form: an RPA
+/// script (`.rpa`) (Zeebe's `ResourceMetadataRecord`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceMetadata {
+    /// The `id` in the resource's JSON, which `zeebe:linkedResource` links it by.
+    pub resource_id: String,
+    pub version: i32,
+    /// The `versionTag` in the resource's JSON, empty without one.
+    #[serde(default)]
+    pub version_tag: String,
+    pub resource_key: i64,
+    pub checksum: Blob,
+    pub resource_name: String,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    pub deployment_key: i64,
+}
+
+/// A deployed resource (Zeebe's `ResourceRecord`): its metadata and its content, as
+/// text (`resourceProp`, the JSON of an RPA script as deployed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRecord {
+    pub resource_id: String,
+    pub version: i32,
+    #[serde(default)]
+    pub version_tag: String,
+    pub resource_key: i64,
+    pub checksum: Blob,
+    pub resource_name: String,
+    pub is_duplicate: bool,
+    #[serde(default = "default_tenant")]
+    pub tenant_id: String,
+    pub deployment_key: i64,
+    pub resource_prop: String,
 }
 
 /// A form of a deployment (Zeebe's `FormMetadataRecord`).
@@ -781,6 +824,8 @@ pub enum IncidentErrorType {
     /// The job of an ad-hoc subprocess (job-worker implementation) failed with no
     /// retries left.
     AdHocSubProcessNoRetries,
+    /// A resource a service task links (`zeebe:linkedResource`) is not deployed.
+    ResourceNotFound,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

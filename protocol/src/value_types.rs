@@ -91,6 +91,9 @@ macro_rules! value_types {
             AdHocSubProcessInstruction(AdHocSubProcessInstructionRecord):
                 "AD_HOC_SUB_PROCESS_INSTRUCTION", "ad-hoc-sub-process-instruction",
                 ad_hoc_sub_process_instruction;
+            /// A deployed resource other than a process, decision or form: an RPA
+            /// script (`.rpa`).
+            Resource(ResourceRecord): "RESOURCE", "resource", resource;
         }
     };
 }

@@ -2,7 +2,7 @@
 //! distribution to other partitions.
 
 use rill_protocol::Key;
-use rill_protocol::value::{DeploymentRecord, ProcessRecord};
+use rill_protocol::value::{DeploymentRecord, ProcessRecord, ResourceRecord};
 
 use super::Apply;
 use crate::error::Result;
@@ -97,6 +97,16 @@ pub(super) fn process_deleted(
     ctx.state.delete_process(value)?;
     ctx.models.remove(Key(value.process_definition_key));
     Ok(())
+}
+
+/// RESOURCE CREATED: a new version of a resource (an RPA script), found by id and
+/// version (and by deployment, from the deployment's `resourceMetadata`).
+pub(super) fn resource_created(
+    ctx: &mut Apply<'_, '_>,
+    _key: Key,
+    value: &ResourceRecord,
+) -> Result<()> {
+    ctx.state.put_resource(value)
 }
 
 pub(super) fn deployment_created(

@@ -200,6 +200,7 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::UserTask, I::Canceled) => &[(1, applier!(user_task::removed))],
         (V::Form, I::Created) => &[(1, applier!(user_task::form_created))],
         (V::Form, I::Deleted) => &[(1, applier!(user_task::form_deleted))],
+        (V::Resource, I::Created) => &[(1, applier!(deployment::resource_created))],
         (V::Decision, I::Deleted) => &[(1, applier!(decision::decision_deleted))],
         (V::DecisionRequirements, I::Deleted) => {
             &[(1, applier!(decision::decision_requirements_deleted))]

@@ -6,10 +6,14 @@ use std::collections::BTreeMap;
 
 use crate::context::{Active, Processing};
 use crate::error::Result;
-use crate::model::{JobDefinition, ValueOrExpr};
+use crate::model::{CalledBinding, JobDefinition, LinkedResource, ValueOrExpr};
 use crate::outcome::{Evaluated, Failure};
-use rill_protocol::value::{JobKind, JobListenerEventType, JobRecord};
-use rill_protocol::{Intent, JsonValue};
+use rill_protocol::value::{IncidentErrorType, JobKind, JobListenerEventType, JobRecord};
+use rill_protocol::{Intent, JsonValue, Key};
+
+/// The custom header in which a service task's job gets the resources it links (Zeebe's
+/// name).
+pub(crate) const LINKED_RESOURCES_HEADER: &str = "linkedResources";
 
 /// A job's type and retries, evaluated, and its custom headers (the definition's
 /// `zeebe:taskHeaders` and what an element adds, such as a job-worker user task's).
@@ -58,11 +62,87 @@ impl Processing<'_> {
                 n.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
             }
         };
-        let headers = definition.headers.iter().cloned().collect();
+        let mut headers: BTreeMap<String, String> = definition.headers.iter().cloned().collect();
+        if !definition.linked_resources.is_empty() {
+            let linked = self.resolve_linked_resources(&definition.linked_resources, active)?;
+            headers.insert(LINKED_RESOURCES_HEADER.to_owned(), linked);
+        }
         Ok(NewJob {
             job_type,
             retries,
             headers,
+        })
+    }
+
+    /// The `linkedResources` header: each link resolved by its binding to a deployed
+    /// resource, as JSON `[{resourceKey, resourceType, linkName}]` (the key as a string,
+    /// as in Zeebe). A link that resolves to nothing is a `RESOURCE_NOT_FOUND` failure;
+    /// resolving the incident tries again.
+    fn resolve_linked_resources(
+        &self,
+        links: &[LinkedResource],
+        active: &Active,
+    ) -> Evaluated<String> {
+        let mut resolved = Vec::with_capacity(links.len());
+        for link in links {
+            let key = self.resolve_linked_resource(link, active)?;
+            let link_name = if link.link_name.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::String(link.link_name.clone())
+            };
+            resolved.push(serde_json::json!({
+                "resourceKey": key.get().to_string(),
+                "resourceType": link.resource_type,
+                "linkName": link_name,
+            }));
+        }
+        Ok(serde_json::Value::Array(resolved).to_string())
+    }
+
+    fn resolve_linked_resource(&self, link: &LinkedResource, active: &Active) -> Evaluated<Key> {
+        let id = &link.resource_id;
+        let (found, missing) = match &link.binding {
+            CalledBinding::Latest => (
+                self.read().latest_resource(id)?.map(|(_, key)| key),
+                "no resource with this id is deployed; deploy one".to_owned(),
+            ),
+            CalledBinding::VersionTag(tag) => (
+                self.read().resource_with_version_tag(id, tag)?,
+                format!(
+                    "no resource with this id has the version tag '{tag}'; deploy one with \
+                     that version tag"
+                ),
+            ),
+            CalledBinding::Deployment => {
+                let definition = active.record().process_definition_key;
+                let deployment = self.read().deployment_of_process(definition)?;
+                let found = match deployment {
+                    Some(deployment) => self.read().resource_in_deployment(deployment, id)?,
+                    None => None,
+                };
+                let deployment = deployment.map_or(-1, Key::get);
+                (
+                    found,
+                    format!(
+                        "the link is bound to the deployment (bindingType 'deployment') and \
+                         the deployment {deployment} of the process has no resource with this \
+                         id; migrate the instance to a process deployed together with it"
+                    ),
+                )
+            }
+        };
+        found.ok_or_else(|| {
+            Failure::new(
+                IncidentErrorType::ResourceNotFound,
+                format!(
+                    "Expected to link the resource with id '{id}' to the job of {} '{}', but \
+                     {missing}, then resolve the incident",
+                    active.element().kind.bpmn_name(),
+                    active.element().id
+                ),
+            )
+            .into()
         })
     }
 

@@ -9,7 +9,7 @@ use rill_protocol::value::{DeploymentRecord, DeploymentResource, ProcessMetadata
 use rill_protocol::{Blob, Intent, Resource};
 
 use super::decision_deployment::{self, ParsedDecisions};
-use super::{forms, tenant};
+use super::{forms, rpa_resources, tenant};
 use crate::ParsedResource;
 use crate::context::Processing;
 use crate::error::Result;
@@ -20,9 +20,11 @@ use crate::model::{
 use crate::model_cache::DeployedProcess;
 use crate::outcome::Rejection;
 
-/// A BPMN resource: neither a decision nor a form.
+/// A BPMN resource: neither a decision, a form nor an RPA script.
 fn is_bpmn(resource: &Resource) -> bool {
-    !decision_deployment::is_dmn(&resource.name) && !forms::is_form(resource)
+    !decision_deployment::is_dmn(&resource.name)
+        && !forms::is_form(resource)
+        && !rpa_resources::is_rpa(resource)
 }
 
 /// Parses the resources of a deployment, or says why it is refused.
@@ -38,11 +40,12 @@ fn check_resources(
         !(r.name.ends_with(".bpmn")
             || r.name.ends_with(".xml")
             || decision_deployment::is_dmn(&r.name)
-            || forms::is_form(r))
+            || forms::is_form(r)
+            || rpa_resources::is_rpa(r))
     }) {
         return Err(Rejection::invalid_argument(format!(
-            "Expected to deploy BPMN, DMN or form resources (names ending in '.bpmn', '.xml', \
-             '.dmn' or '.form'), but '{}' is none of these",
+            "Expected to deploy BPMN, DMN, form or RPA resources (names ending in '.bpmn', \
+             '.xml', '.dmn', '.form' or '.rpa'), but '{}' is none of these",
             bad.name
         )));
     }
@@ -221,11 +224,15 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         form_metadata: Vec::new(),
         decisions_metadata: Vec::new(),
         decision_requirements_metadata: Vec::new(),
+        resource_metadata: Vec::new(),
     };
-    let ((parsed, decisions), forms) = match check_resources(resources)
-        .and_then(|parsed| forms::check_forms(resources).map(|forms| (parsed, forms)))
-    {
-        Ok(parsed) => parsed,
+    let checked = check_resources(resources).and_then(|parsed| {
+        let forms = forms::check_forms(resources)?;
+        let rpa = rpa_resources::check_rpa_resources(resources)?;
+        Ok((parsed, forms, rpa))
+    });
+    let ((parsed, decisions), forms, rpa) = match checked {
+        Ok(checked) => checked,
         Err(rejection) => {
             p.reject(Key::NONE, Intent::Create, record, rejection);
             return Ok(());
@@ -304,6 +311,7 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         }
     }
     forms::deploy_forms(p, deployment_key, &forms, &mut record)?;
+    rpa_resources::deploy_rpa_resources(p, deployment_key, &rpa, &mut record)?;
     decision_deployment::deploy(p, &mut record, deployment_key, decisions, resources)?;
     p.event(deployment_key, Intent::Created, record.clone())?;
     p.respond(deployment_key, Intent::Created, record);

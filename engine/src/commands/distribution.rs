@@ -238,6 +238,7 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
         }
     }
     super::forms::apply_distributed_forms(p, key, deployment)?;
+    super::rpa_resources::apply_distributed_rpa_resources(p, deployment)?;
     super::decision_deployment::apply_distributed(p, deployment)?;
     p.event(key, Intent::Created, deployment.clone())
 }

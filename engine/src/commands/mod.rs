@@ -17,6 +17,7 @@ mod messages;
 mod migration;
 mod modification;
 mod resource_deletion;
+mod rpa_resources;
 mod signals;
 mod timers;
 mod user_tasks;
@@ -181,6 +182,7 @@ fn placeholder(command: &Command) -> (Key, rill_protocol::RecordValue) {
                 form_metadata: Vec::new(),
                 decisions_metadata: Vec::new(),
                 decision_requirements_metadata: Vec::new(),
+                resource_metadata: Vec::new(),
             }
             .into(),
         ),

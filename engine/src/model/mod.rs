@@ -684,12 +684,13 @@ pub struct CalledElement {
     pub propagate_all_parent_variables: bool,
 }
 
-/// `bindingType`: which version of the called process a call activity starts.
+/// `bindingType`: which version of the called process a call activity starts (or of
+/// the decision a business rule task evaluates, or of a resource a service task links).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CalledBinding {
-    /// The latest version when the call activity is entered (the default).
+    /// The latest version when the element is entered (the default).
     Latest,
-    /// The version deployed in the same deployment as the calling process.
+    /// The version deployed in the same deployment as the process.
     Deployment,
     /// The latest version whose `zeebe:versionTag` is this tag.
     VersionTag(String),
@@ -729,6 +730,22 @@ pub struct JobDefinition {
     /// Defaults to 3, as in Zeebe.
     pub retries: ValueOrExpr<i32>,
     pub headers: Vec<(String, String)>,
+    /// A service task's `zeebe:linkedResources`: deployed resources (RPA scripts) its
+    /// job gets in the `linkedResources` header. Empty for every other job.
+    pub linked_resources: Vec<LinkedResource>,
+}
+
+/// One `zeebe:linkedResource`: a deployed resource (an RPA script) a service task's job
+/// is given, resolved by its binding when the job is created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedResource {
+    /// The resource's `id` (taken as written: Zeebe 8.8 does not evaluate it).
+    pub resource_id: String,
+    /// What the worker takes it for (`RPA`); handed out as written.
+    pub resource_type: String,
+    /// What the worker knows it by (`RPAScript`); may be empty.
+    pub link_name: String,
+    pub binding: CalledBinding,
 }
 
 /// A user task's definition (boxed as a whole in [`ElementKind::UserTask`]).

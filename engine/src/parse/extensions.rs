@@ -148,17 +148,14 @@ pub(super) fn verdict(name: &str, owner: Owner<'_>) -> Verdict {
              of a task, call activity or subprocess, not on {}",
             on()
         )),
-        // Zeebe resolves each link, when it creates the job, to a deployed resource (an
-        // RPA script) by its binding, and hands the job the resources' keys, types and
-        // link names in its `linkedResources` header. Rill deploys no such resources,
-        // so a link could never resolve.
-        "linkedResources" => Verdict::Rejected(
-            "zeebe:linkedResources is not supported: Zeebe gives the task's job the deployed \
-             resources it links (RPA scripts, by resourceId and binding) in the job's \
-             linkedResources header, and Rill does not deploy such resources (only BPMN, DMN \
-             and forms), so no link could be resolved; remove it"
-                .to_owned(),
-        ),
+        // Zeebe 8.8 reads links on service tasks only (a script task's are read since
+        // 8.9), resolving each when it creates the job.
+        "linkedResources" if element == "serviceTask" => Verdict::Runs,
+        "linkedResources" => Verdict::Rejected(format!(
+            "zeebe:linkedResources belongs on a service task (Zeebe 8.8 gives only a service \
+             task's job the resources it links), not on {}",
+            on()
+        )),
         "adHoc" if element == "adHocSubProcess" => Verdict::Runs,
         "adHoc" => Verdict::Rejected(format!(
             "zeebe:adHoc belongs on an ad-hoc subprocess, not on {}",
@@ -187,6 +184,7 @@ pub(in crate::parse) struct Extensions<'a, 'input> {
     pub priority: Option<Node<'a, 'input>>,
     pub form: Option<Node<'a, 'input>>,
     pub ad_hoc: Option<Node<'a, 'input>>,
+    pub linked_resources: Option<Node<'a, 'input>>,
 }
 
 impl<'a, 'input> Builder<'_, 'a, 'input> {
@@ -223,6 +221,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 "priorityDefinition" => &mut found.priority,
                 "formDefinition" => &mut found.form,
                 "adHoc" => &mut found.ad_hoc,
+                "linkedResources" => &mut found.linked_resources,
                 _ => continue,
             };
             self.once(id, extension, slot);

@@ -25,6 +25,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
             job_type: ValueOrExpr::Static(String::new()),
             retries: ValueOrExpr::Static(DEFAULT_RETRIES),
             headers: Vec::new(),
+            linked_resources: Vec::new(),
         };
         match extensions.task_definition {
             None => {

@@ -21,6 +21,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
             job_type: ValueOrExpr::Static(String::new()),
             retries: ValueOrExpr::Static(DEFAULT_RETRIES),
             headers: Vec::new(),
+            linked_resources: Vec::new(),
         };
         match values::string_or_expr("listener type", raw_type) {
             Ok(job_type) => job.job_type = job_type,

@@ -203,6 +203,9 @@ impl Writer<'_> {
         for form in &record.form_metadata {
             self.put_deployment_form(key, &form.form_id, form.form_key);
         }
+        for resource in &record.resource_metadata {
+            self.put_deployment_resource(key, &resource.resource_id, resource.resource_key);
+        }
         for process in &record.processes_metadata {
             self.put_i64(
                 KeyBuf::new(table::DEPLOYMENT_PROCESS)

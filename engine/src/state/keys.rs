@@ -116,6 +116,15 @@ pub(crate) mod table {
     /// termination that canceling task listeners hold up (PROCESS_EVENT TRIGGERING
     /// until TRIGGERED, or until the holder is terminated).
     pub const PENDING_TRIGGER: u8 = 0xCA;
+    /// Deployed resources (RPA scripts) by key: RESOURCE records.
+    pub const RESOURCE: u8 = 0xCB;
+    /// (resource id, version) -> resource key.
+    pub const RESOURCE_VERSION: u8 = 0xCC;
+    /// Resource id -> (latest version, its key).
+    pub const RESOURCE_LATEST: u8 = 0xCD;
+    /// (deployment key, resource id) -> the resource key that deployment deployed (a new
+    /// version, or the existing one for a duplicate).
+    pub const DEPLOYMENT_RESOURCE: u8 = 0xCE;
 }
 
 /// A key argument of a state accessor: the engine's [`Key`], or a key field of a record

@@ -22,6 +22,7 @@ mod keys;
 mod message_subscriptions;
 mod messages;
 mod resources;
+mod rpa_resources;
 mod signals;
 mod summaries;
 mod timers;

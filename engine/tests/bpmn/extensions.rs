@@ -196,6 +196,8 @@ fn hosts() -> Vec<(&'static str, String)> {
 
 /// `(extension, host)` pairs Rill runs; each is checked in the model by `runs_in`.
 const RUNS: &[(&str, &[&str])] = &[
+    // Zeebe 8.8 links resources to service task jobs only.
+    ("linkedResources", &["serviceTask"]),
     (
         "taskDefinition",
         &[
@@ -391,6 +393,15 @@ fn runs_in(model: &ProcessModel, extension: &str, host: &str) -> bool {
             ElementKind::AdHocSubProcess(definition)
                 if definition.active_elements.as_ref().is_some_and(|e| e.source() == "items")
         ),
+        "linkedResources" => element.kind.job_definition().is_some_and(|job| {
+            job.linked_resources
+                == vec![rill_engine::model::LinkedResource {
+                    resource_id: "r".to_owned(),
+                    resource_type: "RPA".to_owned(),
+                    link_name: "l".to_owned(),
+                    binding: rill_engine::model::CalledBinding::Latest,
+                }]
+        }),
         "script" => matches!(
             &element.kind,
             ElementKind::ScriptTask(ScriptDefinition::Expression { result_variable, .. })

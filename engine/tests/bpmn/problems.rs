@@ -544,12 +544,17 @@ const INVALID: &[(&str, Option<&str>, &str)] = &[
         "the resource contains no executable process",
     ),
     (
-        // An RPA task as the RPA element template writes it.
-        "linked-resources",
+        // Zeebe 8.8 gives only a service task's job the resources it links.
+        "linked-resources-on-send-task",
+        Some("SendInvoice"),
+        "zeebe:linkedResources belongs on a service task (Zeebe 8.8 gives only a service task's \
+         job the resources it links), not on a sendTask",
+    ),
+    (
+        "linked-resource-without-type",
         Some("BookInvoice"),
-        "zeebe:linkedResources is not supported: Zeebe gives the task's job the deployed \
-         resources it links (RPA scripts, by resourceId and binding) in the job's \
-         linkedResources header, and Rill does not deploy such resources",
+        "a zeebe:linkedResource needs a resourceId (the id of the deployed resource) and a \
+         resourceType (e.g. RPA), as in Zeebe",
     ),
     (
         "lists-unknown-flow",

@@ -29,6 +29,7 @@ mod multi_instance;
 mod operation_reference;
 mod random;
 mod resource_deletion;
+mod rpa_resources;
 mod samples;
 mod signals;
 mod start_events;

@@ -438,6 +438,115 @@ fn the_ai_agent_sub_process_activates_its_tools_and_from_ai_gives_each_its_argum
 }
 
 #[test]
+fn the_ai_agent_job_describes_each_tool_with_the_from_ai_parameters_of_its_input_mappings() {
+    let mut rule = EngineRule::new();
+    deploy(&mut rule, "ai-agent-tool-parameters.bpmn");
+    let instance = rule.create(
+        "ai-agent-tool-parameters",
+        json!({"request": "Two of us fly LIS to BER on 2026-05-04, hotel 3 nights.", "travelerName": "Ada"}),
+    );
+    let (agent, job) = rule.job(AGENT_SUB_PROCESS);
+    assert_eq!(job.element_id, "TravelAgent");
+    // What the AI Agent job worker turns into the tools' input schemas: every fromAi call
+    // of a tool's input mappings, in order, named by its reference. A field an element
+    // or a call does not have is left out, as Zeebe leaves it out. SendConfirmation is
+    // reached from BookHotel, so it is no tool; CurrentDate has no inputs.
+    assert_eq!(
+        job.variables.to_value()["adHocSubProcessElements"],
+        json!([
+            {
+                "elementId": "SearchFlights",
+                "elementName": "Search flights",
+                "documentation": "Searches direct flights between two airports on one day.",
+                "parameters": [
+                    {"name": "toolCall.from", "description": "IATA code of the departure airport", "type": "string"},
+                    {"name": "toolCall.to", "description": "IATA code of the arrival airport", "type": "string"},
+                    {"name": "toolCall.day", "description": "The day of travel", "type": "string",
+                     "schema": {"format": "date"}},
+                    {"name": "toolCall.cabin", "description": "The cabin class", "type": "string",
+                     "schema": {"enum": ["economy", "business", "first"]}},
+                    {"name": "toolCall.passengers", "description": "How many people travel",
+                     "type": "integer", "schema": {"minimum": 1, "maximum": 9},
+                     "options": {"required": false}}
+                ]
+            },
+            {
+                "elementId": "BookHotel",
+                "elementName": "Book a hotel",
+                "documentation": "Books a hotel room and returns the booking number.",
+                "properties": {"category": "booking"},
+                "parameters": [
+                    {"name": "toolCall.city", "description": "The city of the hotel", "type": "string"},
+                    {"name": "toolCall.nights", "description": "Number of nights", "type": "number"},
+                    {"name": "toolCall.amenities", "description": "Amenities the traveler asks for",
+                     "type": "array",
+                     "schema": {"items": {"type": "string", "enum": ["wifi", "parking", "breakfast"]}},
+                     "options": {"required": false}}
+                ]
+            },
+            {
+                "elementId": "AskTraveler",
+                "documentation": "Asks the traveler a question, such as which of two flights they prefer.",
+                "parameters": [{"name": "toolCall.question"}]
+            },
+            {"elementId": "CurrentDate", "elementName": "Current date"}
+        ])
+    );
+
+    // The model calls the flight search with the parameters it was shown; fromAi gives
+    // each mapping its argument.
+    complete_with_result(
+        &mut rule,
+        agent,
+        json!({}),
+        JobResult {
+            result_type: JobResultType::AdHocSubProcess,
+            activate_elements: vec![tool_call(
+                "call-1",
+                "SearchFlights",
+                json!({"from": "LIS", "to": "BER", "day": "2026-05-04", "cabin": "economy", "passengers": 2}),
+            )],
+            ..JobResult::default()
+        },
+    );
+    let (search, search_job) = rule.job(HTTP_JSON);
+    let inputs = search_job.variables.to_value();
+    assert_eq!(
+        inputs["url"],
+        json!("https://flights.example.com/search/LIS/BER")
+    );
+    assert_eq!(
+        inputs["queryParameters"],
+        json!({"day": "2026-05-04", "cabin": "economy", "passengers": 2})
+    );
+    assert!(
+        !rule
+            .complete(search, json!({"toolCallResult": ["TP 542"]}))
+            .is_rejected()
+    );
+    let (agent, job) = rule
+        .activate(AGENT_SUB_PROCESS, 10)
+        .pop()
+        .expect("the agent is asked again");
+    assert_eq!(
+        job.variables.to_value()["toolCallResults"],
+        json!([{"id": "call-1", "name": "SearchFlights", "content": ["TP 542"]}])
+    );
+    complete_with_result(
+        &mut rule,
+        agent,
+        json!({"agent": {"responseText": "Take TP 542."}}),
+        JobResult {
+            result_type: JobResultType::AdHocSubProcess,
+            completion_condition_fulfilled: true,
+            ..JobResult::default()
+        },
+    );
+    assert_eq!(state(&mut rule, instance), ProcessInstanceState::Completed);
+    rule.assert_replay_matches();
+}
+
+#[test]
 fn the_ai_agent_task_loops_through_its_multi_instance_tools_until_it_has_no_tool_calls() {
     let mut rule = EngineRule::new();
     deploy(&mut rule, "ai-agent-task.bpmn");

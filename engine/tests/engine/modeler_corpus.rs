@@ -18,7 +18,7 @@ fn corpus_dir() -> PathBuf {
         .join(CORPUS)
 }
 
-/// The resources of the corpus, by file name: every `.bpmn`, `.dmn` and `.form`.
+/// The resources of the corpus, by file name: every `.bpmn`, `.dmn`, `.form` and `.rpa`.
 fn corpus_files() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(corpus_dir())
         .expect("the corpus folder")
@@ -29,7 +29,11 @@ fn corpus_files() -> Vec<String> {
                 .into_string()
                 .expect("a UTF-8 name")
         })
-        .filter(|name| name.ends_with(".bpmn") || name.ends_with(".dmn") || name.ends_with(".form"))
+        .filter(|name| {
+            [".bpmn", ".dmn", ".form", ".rpa"]
+                .iter()
+                .any(|extension| name.ends_with(extension))
+        })
         .collect();
     names.sort();
     names
@@ -189,5 +193,10 @@ fn the_corpus_deploys_as_one_deployment_as_the_modeler_deploys_a_project() {
         .filter(|(name, _)| name.ends_with(".form"))
         .count();
     assert_eq!(deployment.form_metadata.len(), forms);
+    let rpa_scripts = resources
+        .iter()
+        .filter(|(name, _)| name.ends_with(".rpa"))
+        .count();
+    assert_eq!(deployment.resource_metadata.len(), rpa_scripts);
     rule.assert_replay_matches();
 }

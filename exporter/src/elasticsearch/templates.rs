@@ -246,6 +246,10 @@ fn value_properties(value_type: ValueType) -> Value {
                     ("versionTag", keyword()),
                 ])}),
             ),
+            (
+                "resourceMetadata",
+                json!({"properties": resource_properties(false)}),
+            ),
             ("tenantId", keyword()),
         ]),
         ValueType::Decision => decision_properties(),
@@ -592,5 +596,26 @@ fn value_properties(value_type: ValueType) -> Value {
             ("deploymentKey", long()),
             ("versionTag", keyword()),
         ]),
+        ValueType::Resource => resource_properties(true),
     }
+}
+
+/// A deployed resource (an RPA script): the RESOURCE record, with its content, or its
+/// entry in a deployment's `resourceMetadata`, without.
+fn resource_properties(with_content: bool) -> Value {
+    let mut properties = vec![
+        ("resourceId", keyword()),
+        ("version", long()),
+        ("versionTag", keyword()),
+        ("resourceKey", long()),
+        ("checksum", not_indexed()),
+        ("resourceName", text()),
+        ("duplicate", boolean()),
+        ("tenantId", keyword()),
+        ("deploymentKey", long()),
+    ];
+    if with_content {
+        properties.push(("resourceProp", not_indexed()));
+    }
+    object(&properties)
 }

@@ -88,6 +88,17 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
                 is_duplicate: false,
                 tenant_id: DEFAULT_TENANT.into(),
             }],
+            resource_metadata: vec![ResourceMetadata {
+                resource_id: "book-invoice".into(),
+                version: 1,
+                version_tag: "v1".into(),
+                resource_key: key(10),
+                checksum: Blob(vec![7, 8]),
+                resource_name: "book-invoice.rpa".into(),
+                is_duplicate: false,
+                tenant_id: DEFAULT_TENANT.into(),
+                deployment_key: key(8),
+            }],
         }
         .into(),
         ValueType::Decision => decision().into(),
@@ -448,6 +459,19 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             tenant_id: DEFAULT_TENANT.into(),
             deployment_key: key(8),
             version_tag: String::new(),
+        }
+        .into(),
+        ValueType::Resource => ResourceRecord {
+            resource_id: "book-invoice".into(),
+            version: 1,
+            version_tag: "v1".into(),
+            resource_key: key(10),
+            checksum: Blob(vec![7, 8]),
+            resource_name: "book-invoice.rpa".into(),
+            is_duplicate: false,
+            tenant_id: DEFAULT_TENANT.into(),
+            deployment_key: key(8),
+            resource_prop: r#"{"id":"book-invoice"}"#.into(),
         }
         .into(),
     }

@@ -374,3 +374,69 @@ fn message_subscriptions_follow_their_records_and_go_with_their_instance() {
             .is_some()
     );
 }
+
+fn rpa_script(key: Key, version: i32, version_tag: &str, content: &str) -> Record {
+    record(
+        Intent::Created,
+        600,
+        key,
+        RecordValue::Resource(rill_protocol::value::ResourceRecord {
+            resource_id: "book-invoice".into(),
+            version,
+            version_tag: version_tag.into(),
+            resource_key: key.get(),
+            checksum: Default::default(),
+            resource_name: "book-invoice.rpa".into(),
+            is_duplicate: false,
+            tenant_id: "<default>".into(),
+            deployment_key: 1,
+            resource_prop: content.into(),
+        }),
+    )
+}
+
+#[test]
+fn deployed_rpa_scripts_are_found_by_key_with_their_content() {
+    use rill_protocol::history::{HistoricResource, HistoryQuery, HistoryResult};
+    use rill_protocol::{Query, QueryResult};
+
+    let mut store = MemoryHistory::new();
+    let v1 = r#"{"id": "book-invoice", "script": "Log    one"}"#;
+    let v2 = r#"{"id": "book-invoice", "versionTag": "v2", "script": "Log    two"}"#;
+    apply(
+        &mut store,
+        &[
+            rpa_script(Key(20), 1, "", v1),
+            rpa_script(Key(21), 2, "v2", v2),
+        ],
+    );
+    // A deployment distributed again (the same record once more) changes nothing.
+    apply(&mut store, &[rpa_script(Key(20), 1, "", v1)]);
+    let get_resource = |key: Key| {
+        let query = Query::History(HistoryQuery::Resource { key });
+        match answer(&store, &query).unwrap() {
+            QueryResult::History(HistoryResult::Resource(found)) => found,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        get_resource(Key(21)),
+        Some(HistoricResource {
+            key: Key(21),
+            resource_id: "book-invoice".into(),
+            resource_name: "book-invoice.rpa".into(),
+            version: 2,
+            version_tag: "v2".into(),
+            tenant_id: "<default>".into(),
+            content: v2.into(),
+        })
+    );
+    let first = get_resource(Key(20)).expect("version 1");
+    assert_eq!((first.version, first.version_tag.as_str()), (1, ""));
+    assert_eq!(first.content, v1);
+    assert_eq!(get_resource(Key(22)), None, "no resource with that key");
+    assert_eq!(
+        first.field(rill_protocol::history::ResourceField::ResourceId),
+        Some(FieldValue::Text("book-invoice".into()))
+    );
+}

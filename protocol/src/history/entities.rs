@@ -247,6 +247,7 @@ pub fn incident_error_type_name(error_type: IncidentErrorType) -> &'static str {
         IncidentErrorType::CalledDecisionError => "CALLED_DECISION_ERROR",
         IncidentErrorType::TaskListenerNoRetries => "TASK_LISTENER_NO_RETRIES",
         IncidentErrorType::AdHocSubProcessNoRetries => "AD_HOC_SUB_PROCESS_NO_RETRIES",
+        IncidentErrorType::ResourceNotFound => "RESOURCE_NOT_FOUND",
     }
 }
 
@@ -1016,6 +1017,49 @@ impl Historic for HistoricForm {
     }
 }
 
+fields! {
+    /// The fields of a deployed resource (an RPA script).
+    ResourceField {
+        ResourceKey = "resourceKey",
+        ResourceId = "resourceId",
+        Version = "version",
+        TenantId = "tenantId",
+    }
+}
+
+/// A deployed resource other than a process, decision or form: an RPA script (on every
+/// partition: resources come with deployments). Camunda's `ResourceResult`, with the
+/// content its `/content` endpoint serves.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricResource {
+    pub key: Key,
+    pub resource_id: String,
+    pub resource_name: String,
+    pub version: i32,
+    /// Empty without one.
+    pub version_tag: String,
+    pub tenant_id: String,
+    /// The resource as deployed (the JSON of an RPA script).
+    pub content: String,
+}
+
+impl Historic for HistoricResource {
+    type Field = ResourceField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: ResourceField) -> Option<FieldValue> {
+        match field {
+            ResourceField::ResourceKey => int(self.key.get()),
+            ResourceField::ResourceId => text(&self.resource_id),
+            ResourceField::Version => int(i64::from(self.version)),
+            ResourceField::TenantId => text(&self.tenant_id),
+        }
+    }
+}
+
 /// History queries after the first (process instances), in one variant of
 /// [`crate::Query`] so that new kinds of entries do not touch the engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1073,6 +1117,10 @@ pub enum HistoryQuery {
     },
     // Appended, so that the variants above keep their encoding on the command API.
     SearchForms(Search<FormField>),
+    /// A deployed resource (an RPA script) by its key, with its content.
+    Resource {
+        key: Key,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1103,4 +1151,5 @@ pub enum HistoryResult {
     DecisionInstances(Page<HistoricDecisionInstance>),
     DecisionInstance(Option<HistoricDecisionInstance>),
     Forms(Page<HistoricForm>),
+    Resource(Option<HistoricResource>),
 }

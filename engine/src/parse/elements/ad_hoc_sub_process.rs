@@ -206,7 +206,6 @@ pub(in crate::parse) fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
         let ad_hoc_id = b.elements[idx].id.clone();
         let mut has_activity = false;
         let mut activatable = Vec::new();
-        let mut metadata = Vec::new();
         for child in children_of(b, inner) {
             let element = &b.elements[child.0 as usize];
             let id = element.id.clone();
@@ -242,7 +241,6 @@ pub(in crate::parse) fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
                 );
             if element.incoming.is_empty() && !entered_otherwise {
                 activatable.push(child);
-                metadata.push(element_metadata(b, child));
             }
         }
         if !has_activity {
@@ -253,6 +251,10 @@ pub(in crate::parse) fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
                     .to_owned(),
             );
         }
+        let metadata = activatable
+            .iter()
+            .map(|&child| element_metadata(b, child))
+            .collect();
         if let ElementKind::AdHocSubProcess(definition) = &mut b.elements[idx].kind {
             definition.activatable = activatable;
             definition.elements_metadata = serde_json::Value::Array(metadata);
@@ -260,16 +262,26 @@ pub(in crate::parse) fn check_ad_hoc(b: &mut Builder<'_, '_, '_>) {
     }
 }
 
-/// One entry of `adHocSubProcessElements`: the element's id, name, documentation and
-/// `zeebe:properties` (Zeebe's `parameters`, from `fromAi` calls, are left empty).
-fn element_metadata(b: &Builder<'_, '_, '_>, idx: ElementIdx) -> serde_json::Value {
+/// One entry of `adHocSubProcessElements`, in Zeebe's shape: the element's id, name,
+/// documentation, `zeebe:properties` and the tool parameters its input mappings declare
+/// with `fromAi`. As in Zeebe, a field that is empty is left out. A `fromAi` call an
+/// agent could not read (see `tool_parameter`) is reported as a problem.
+fn element_metadata(b: &mut Builder<'_, '_, '_>, idx: ElementIdx) -> serde_json::Value {
     use serde_json::{Map, Value};
     let element = &b.elements[idx.0 as usize];
     let node = b.nodes[idx.0 as usize];
+    let mut entry = Map::new();
+    entry.insert("elementId".into(), Value::String(element.id.clone()));
+    if let Some(name) = element.name.clone().filter(|name| !name.is_empty()) {
+        entry.insert("elementName".into(), Value::String(name));
+    }
     let documentation = bpmn_children(node)
         .find(|n| n.tag_name().name() == "documentation")
-        .map(|n| Value::String(crate::parse::document::text_of(n)))
-        .unwrap_or(Value::Null);
+        .map(crate::parse::document::text_of)
+        .filter(|text| !text.is_empty());
+    if let Some(documentation) = documentation {
+        entry.insert("documentation".into(), Value::String(documentation));
+    }
     let mut properties = Map::new();
     for container in bpmn_children(node).filter(|n| n.tag_name().name() == "extensionElements") {
         for list in container
@@ -284,14 +296,120 @@ fn element_metadata(b: &Builder<'_, '_, '_>, idx: ElementIdx) -> serde_json::Val
             }
         }
     }
-    let mut entry = Map::new();
-    entry.insert("elementId".into(), Value::String(element.id.clone()));
-    entry.insert(
-        "elementName".into(),
-        element.name.clone().map_or(Value::Null, Value::String),
-    );
-    entry.insert("documentation".into(), documentation);
-    entry.insert("properties".into(), Value::Object(properties));
-    entry.insert("parameters".into(), Value::Array(Vec::new()));
+    if !properties.is_empty() {
+        entry.insert("properties".into(), Value::Object(properties));
+    }
+    let mut parameters = Vec::new();
+    let mut problems = Vec::new();
+    for mapping in &element.inputs {
+        for call in mapping.source.from_ai_calls() {
+            match tool_parameter(&call) {
+                Ok(parameter) => parameters.push(Value::Object(parameter)),
+                Err(reason) => problems.push(format!(
+                    "the fromAi() call in the input mapping of '{}' (={}) cannot describe a \
+                     tool parameter to an AI agent, so Zeebe refuses it: {reason}",
+                    mapping.target.join("."),
+                    mapping.source.source()
+                )),
+            }
+        }
+    }
+    if !parameters.is_empty() {
+        entry.insert("parameters".into(), Value::Array(parameters));
+    }
+    let id = element.id.clone();
+    for problem in problems {
+        b.problem(Some(&id), node, problem);
+    }
     Value::Object(entry)
+}
+
+/// A tool parameter from one `fromAi(value, description, type, schema, options)` call,
+/// read as Zeebe reads it: `name` is the value's reference (`toolCall.city`), the
+/// description and type must be string literals and the schema and options contexts
+/// of literals (none of them `null`); a field not given, or empty, is left out.
+fn tool_parameter(
+    call: &rill_feel::FromAiCall,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    use rill_feel::FromAiArgument;
+    use serde_json::Value;
+    let mut parameter = serde_json::Map::new();
+    let FromAiArgument::Reference(names) = &call.value else {
+        return Err(format!(
+            "its value must be a variable reference such as toolCall.city, not {}",
+            describe(&call.value)
+        ));
+    };
+    parameter.insert("name".into(), Value::String(names.join(".")));
+    for (field, argument) in [
+        ("description", &call.description),
+        ("type", &call.type_name),
+    ] {
+        match argument {
+            // Left out, as Zeebe leaves out an empty field.
+            None => {}
+            Some(FromAiArgument::Literal(Value::String(text))) if text.is_empty() => {}
+            Some(FromAiArgument::Literal(Value::String(text))) => {
+                parameter.insert(field.into(), Value::String(text.clone()));
+            }
+            Some(other) => {
+                return Err(format!(
+                    "its {field} must be a string literal (e.g. \"The city to look up\"), not {}",
+                    describe(other)
+                ));
+            }
+        }
+    }
+    for (field, argument) in [("schema", &call.schema), ("options", &call.options)] {
+        match argument {
+            None => {}
+            Some(FromAiArgument::Literal(Value::Object(context))) if context.is_empty() => {}
+            Some(FromAiArgument::Literal(Value::Object(context))) if !holds_null(context) => {
+                parameter.insert(field.into(), Value::Object(context.clone()));
+            }
+            Some(FromAiArgument::Literal(Value::Object(_))) => {
+                return Err(format!(
+                    "its {field} must be a context of literals without null (e.g. {{enum: \
+                     [\"a\", \"b\"]}}), not a context that holds null"
+                ));
+            }
+            Some(other) => {
+                return Err(format!(
+                    "its {field} must be a context of literals (e.g. {{enum: [\"a\", \"b\"]}}), \
+                     not {}",
+                    describe(other)
+                ));
+            }
+        }
+    }
+    Ok(parameter)
+}
+
+/// Whether a literal context holds `null` at any depth (Zeebe reads no `null` there).
+fn holds_null(context: &serde_json::Map<String, serde_json::Value>) -> bool {
+    use serde_json::Value;
+    fn is_or_holds_null(value: &Value) -> bool {
+        match value {
+            Value::Null => true,
+            Value::Array(items) => items.iter().any(is_or_holds_null),
+            Value::Object(entries) => entries.values().any(is_or_holds_null),
+            _ => false,
+        }
+    }
+    context.values().any(is_or_holds_null)
+}
+
+/// A `fromAi` argument, for a message.
+fn describe(argument: &rill_feel::FromAiArgument) -> String {
+    use rill_feel::FromAiArgument;
+    use serde_json::Value;
+    match argument {
+        FromAiArgument::Reference(names) => format!("the reference {}", names.join(".")),
+        FromAiArgument::Literal(Value::Null) => "null".to_owned(),
+        FromAiArgument::Literal(Value::String(text)) => format!("the string \"{text}\""),
+        FromAiArgument::Literal(Value::Array(_)) => "a list".to_owned(),
+        FromAiArgument::Literal(Value::Object(_)) => "a context".to_owned(),
+        FromAiArgument::Literal(other) => other.to_string(),
+        FromAiArgument::Computed(what) => what.clone(),
+    }
 }

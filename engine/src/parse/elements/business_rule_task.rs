@@ -42,6 +42,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 job_type: ValueOrExpr::Static(String::new()),
                 retries: ValueOrExpr::Static(DEFAULT_RETRIES),
                 headers: Vec::new(),
+                linked_resources: Vec::new(),
             }))
         };
         let called = match (extensions.called_decision, extensions.task_definition) {

@@ -40,6 +40,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 job_type: ValueOrExpr::Static(String::new()),
                 retries: ValueOrExpr::Static(DEFAULT_RETRIES),
                 headers: Vec::new(),
+                linked_resources: Vec::new(),
             }))
         };
         let script = match (extensions.script, extensions.task_definition) {

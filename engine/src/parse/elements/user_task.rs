@@ -263,6 +263,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 job_type: ValueOrExpr::Static(USER_TASK_JOB_TYPE.to_owned()),
                 retries: ValueOrExpr::Static(JOB_WORKER_USER_TASK_RETRIES),
                 headers: Vec::new(),
+                linked_resources: Vec::new(),
             },
             assignee: None,
             candidate_groups: None,
