@@ -51,8 +51,8 @@ pub use self::messages::{broadcast_signal, publish_message};
 pub use self::reads::{
     Searchable, decision_definition, decision_definition_xml, decision_instance,
     decision_requirements, decision_requirements_xml, element_instance, element_statistics,
-    process_definition, process_definition_form, process_definition_xml, search, user_task,
-    user_task_form, user_task_scopes, variable,
+    process_definition, process_definition_form, process_definition_xml, resource, search,
+    user_task, user_task_form, user_task_scopes, variable,
 };
 pub use self::user_tasks::{
     assign_user_task, complete_user_task, unassign_user_task, update_user_task,

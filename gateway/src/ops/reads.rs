@@ -7,8 +7,8 @@ use rill_protocol::history::{
     Condition, ElementStatistics, FieldValue, FormField, Historic, HistoricDecisionDefinition,
     HistoricDecisionInstance, HistoricDecisionRequirements, HistoricElementInstance, HistoricForm,
     HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
-    HistoricProcessInstance, HistoricUserTask, HistoricVariable, HistoryQuery, HistoryResult, Page,
-    ProcessInstanceField, Search, SortBy,
+    HistoricProcessInstance, HistoricResource, HistoricUserTask, HistoricVariable, HistoryQuery,
+    HistoryResult, Page, ProcessInstanceField, Search, SortBy,
 };
 use rill_protocol::{Key, PartitionId, Query, QueryResult};
 
@@ -392,6 +392,20 @@ pub async fn decision_definition_xml(state: &AppState, key: Key) -> Result<Strin
         Some(xml) if is_decision => Ok(xml),
         _ => Err(decision_definition_not_found(key)),
     }
+}
+
+/// A deployed resource other than a process, decision or form (an RPA script), with
+/// its content.
+pub async fn resource(state: &AppState, key: Key) -> Result<HistoricResource, ClientError> {
+    let found = get!(
+        "GetResource",
+        state,
+        key,
+        "resource",
+        HistoryQuery::Resource { key },
+        Resource
+    )?;
+    found.ok_or_else(|| ClientError::not_found(format!("Resource with key '{key}' not found")))
 }
 
 /// The DMN resource of decision requirements.

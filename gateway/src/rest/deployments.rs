@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::extract::multipart::{Multipart, MultipartRejection};
-use rill_protocol::value::{DEFAULT_TENANT, FormMetadata, ProcessMetadata};
+use rill_protocol::value::{DEFAULT_TENANT, FormMetadata, ProcessMetadata, ResourceMetadata};
 use rill_protocol::{Blob, Resource};
 use serde::Serialize;
 
@@ -28,6 +28,8 @@ struct DeploymentMetadata {
     #[serde(skip_serializing_if = "Option::is_none")]
     form: Option<DeploymentForm>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    resource: Option<DeploymentResource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     decision_definition: Option<DeploymentDecision>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decision_requirements: Option<DeploymentDecisionRequirements>,
@@ -38,8 +40,32 @@ impl DeploymentMetadata {
         DeploymentMetadata {
             process_definition: None,
             form: None,
+            resource: None,
             decision_definition: None,
             decision_requirements: None,
+        }
+    }
+}
+
+/// Camunda's `DeploymentResourceResult`: an RPA script.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeploymentResource {
+    resource_id: String,
+    resource_name: String,
+    version: i32,
+    tenant_id: String,
+    resource_key: String,
+}
+
+impl From<&ResourceMetadata> for DeploymentResource {
+    fn from(resource: &ResourceMetadata) -> Self {
+        DeploymentResource {
+            resource_id: resource.resource_id.clone(),
+            resource_name: resource.resource_name.clone(),
+            version: resource.version,
+            tenant_id: resource.tenant_id.clone(),
+            resource_key: resource.resource_key.to_string(),
         }
     }
 }
@@ -178,6 +204,15 @@ pub async fn deploy(
                     .iter()
                     .map(|drg| DeploymentMetadata {
                         decision_requirements: Some(drg.into()),
+                        ..DeploymentMetadata::empty()
+                    }),
+            )
+            .chain(
+                record
+                    .resource_metadata
+                    .iter()
+                    .map(|resource| DeploymentMetadata {
+                        resource: Some(resource.into()),
                         ..DeploymentMetadata::empty()
                     }),
             )

@@ -99,6 +99,11 @@ pub fn routes() -> Router<SharedState> {
             "/v2/process-instances/{processInstanceKey}/cancellation",
             post(process_instances::cancel),
         )
+        .route("/v2/resources/{resourceKey}", get(resources::get))
+        .route(
+            "/v2/resources/{resourceKey}/content",
+            get(resources::content),
+        )
         .route(
             "/v2/resources/{resourceKey}/deletion",
             post(resources::delete),

@@ -10,6 +10,7 @@ mod history_off;
 mod late_activations;
 mod long_polling;
 mod python_client;
+mod resources;
 mod routing;
 mod shapes;
 mod spans;
