@@ -10,7 +10,9 @@
 //! ```
 //!
 //! The messages are `rill_protocol`'s; a broker [`Error`] becomes a wire [`ApiError`]
-//! through `From`.
+//! through `From`. The broker's own command-API client (`rill_client::CommandClient`)
+//! calls this API in process ([`LocalCommandApi`]) for the partitions led here, and the
+//! broker's [`ClusterRouter`] sends through that client to partitions led elsewhere.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
+use rill_client::{CommandClient, LocalCommandApi};
 use rill_config::RillConfig;
 use rill_engine_api::Engine;
 use rill_protocol::{
@@ -275,7 +278,8 @@ impl<E: ProtocolEngine> CommandApi<E> {
         }
     }
 
-    fn topology(&self) -> NodeTopology {
+    /// This broker's view of the cluster, as the `TOPOLOGY` service answers it.
+    pub fn topology(&self) -> NodeTopology {
         let config = &self.config;
         // New instances go to the active partitions only: an added partition takes
         // them once it has every deployment.
@@ -356,6 +360,26 @@ impl<E: ProtocolEngine> CommandApi<E> {
     }
 }
 
+/// The broker's own command-API client asks this broker in process.
+impl<E: ProtocolEngine> LocalCommandApi for CommandApi<E> {
+    fn node_id(&self) -> NodeId {
+        CommandApi::node_id(self)
+    }
+
+    fn serve(&self, partition: PartitionId, request: ApiRequest) -> BoxFuture<'static, ApiAnswer> {
+        CommandApi::serve(self, partition, request)
+    }
+
+    fn topology(&self) -> NodeTopology {
+        CommandApi::topology(self)
+    }
+
+    fn poll_jobs(&self, after: u64) -> BoxFuture<'static, JobsNews> {
+        let jobs = self.jobs.clone();
+        Box::pin(async move { jobs.poll(after).await })
+    }
+}
+
 impl<E: ProtocolEngine> Handler for CommandApi<E> {
     fn handle(
         &self,
@@ -391,10 +415,10 @@ impl<E: ProtocolEngine> Handler for CommandApi<E> {
 }
 
 /// Delivers cross-partition commands: to the partition here when this broker leads it,
-/// else through `remote` to its leader elsewhere.
+/// else through the broker's command-API client to its leader elsewhere.
 pub struct ClusterRouter<E: Engine> {
     pub partitions: Partitions<E>,
-    pub remote: Arc<dyn PartitionRouter<E>>,
+    pub client: Arc<CommandClient>,
 }
 
 impl<E: Engine> ClusterRouter<E> {
@@ -405,7 +429,7 @@ impl<E: Engine> ClusterRouter<E> {
     }
 }
 
-impl<E: Engine> PartitionRouter<E> for ClusterRouter<E> {
+impl<E: ProtocolEngine> PartitionRouter<E> for ClusterRouter<E> {
     fn deliver(
         &self,
         target: PartitionId,
@@ -417,7 +441,15 @@ impl<E: Engine> PartitionRouter<E> for ClusterRouter<E> {
                 let answered = partition.submit_now(command, timeout);
                 Box::pin(async move { answered.await.map(|a| a.response) })
             }
-            None => self.remote.deliver(target, command, timeout),
+            None => {
+                let client = self.client.clone();
+                Box::pin(async move {
+                    client
+                        .submit(target, command, timeout)
+                        .await
+                        .map_err(|error| Error::delivery(target, timeout, error))
+                })
+            }
         }
     }
 

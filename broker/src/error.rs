@@ -65,7 +65,8 @@ pub enum Error {
     #[error("internal network: {0}")]
     Network(#[source] NetworkError),
     /// A cross-partition command could not be handed to the partition's leader on
-    /// another broker, for a reason other than the ones above.
+    /// another broker, for a reason other than the ones above (the command-API client's
+    /// error is the source).
     #[error("delivery to partition {partition} failed: {source}")]
     Delivery {
         partition: PartitionId,
@@ -115,6 +116,32 @@ impl Error {
         }
     }
 
+    /// What the command-API client's failure to deliver a cross-partition command to
+    /// `target` within `timeout` means for the sending partition's courier (which
+    /// delivers again in any case). The one conversion from the client's error.
+    pub fn delivery(target: PartitionId, timeout: Duration, error: rill_client::Error) -> Error {
+        use rill_client::Error as Client;
+        match error {
+            Client::NotLeader { .. } | Client::Unavailable { .. } => Error::NotLeader {
+                partition: target,
+                leader: None,
+            },
+            Client::ResourceExhausted { limit, .. } => Error::ResourceExhausted {
+                partition: target,
+                limit,
+            },
+            Client::Timeout => Error::Timeout {
+                partition: target,
+                timeout,
+            },
+            Client::Shutdown => Error::ShuttingDown { partition: target },
+            other => Error::Delivery {
+                partition: target,
+                source: Box::new(other),
+            },
+        }
+    }
+
     /// True when the command certainly was not applied, so a client may retry it.
     #[must_use]
     pub fn is_definitely_not_applied(&self) -> bool {
@@ -122,5 +149,36 @@ impl Error {
             self,
             Error::NotLeader { .. } | Error::ResourceExhausted { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_delivery_keeps_the_limit_and_is_no_timeout_unless_it_timed_out() {
+        let target = PartitionId(2);
+        let timeout = Duration::from_secs(10);
+        let exhausted = rill_client::Error::ResourceExhausted {
+            partition: target,
+            limit: 12,
+        };
+        assert!(matches!(
+            Error::delivery(target, timeout, exhausted),
+            Error::ResourceExhausted { partition, limit: 12 } if partition == target
+        ));
+        assert!(matches!(
+            Error::delivery(target, timeout, rill_client::Error::Timeout),
+            Error::Timeout { timeout: t, .. } if t == timeout
+        ));
+        let broken = rill_client::Error::Internal("unexpected answer".to_owned());
+        match Error::delivery(target, timeout, broken) {
+            Error::Delivery { partition, source } => {
+                assert_eq!(partition, target);
+                assert!(source.to_string().contains("unexpected answer"), "{source}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

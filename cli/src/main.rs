@@ -1,9 +1,7 @@
 //! `rill`: the one binary. Server roles (`standalone`), configuration tools, and client
 //! commands against a running gateway.
 
-mod backend;
 mod client;
-mod cluster;
 mod logging;
 mod management;
 mod memory;

@@ -1,5 +1,6 @@
 //! The server roles, each with graceful shutdown on SIGTERM and SIGINT:
-//! `rill standalone` (a broker and its gateway in one process, no network between them),
+//! `rill standalone` (a one-broker cluster with its embedded gateway, in one process, no
+//! network between them),
 //! `rill broker` (one node of a cluster, optionally with an embedded gateway) and
 //! `rill gateway` (a gateway alone, routing to the brokers it finds).
 
@@ -15,16 +16,16 @@ use rill_broker::cluster::{Announce, ClusterState};
 use rill_broker::{
     BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobPushes, JobsFeed, MonitoringServer,
 };
+use rill_client::CommandClient;
 use rill_config::{ConfigLoader, RillConfig};
 use rill_engine::{BpmnEngine, EngineOptions};
-use rill_gateway::cluster::{ClusterClient, RemoteBackend};
 use rill_gateway::{GatewayBackend, GatewayMetrics, GatewayServer};
 use rill_protocol::NodeId;
 use rill_transport::{Transport, TransportConfig};
 use tokio::sync::watch;
 
-use crate::backend::LocalBackend;
-use crate::cluster::{LocalApi, Partitions, RemoteRouter};
+/// The partitions a broker hosts.
+type Partitions = rill_broker::Partitions<BpmnEngine>;
 
 /// Where the configuration comes from.
 #[derive(Debug, Args)]
@@ -76,6 +77,8 @@ pub fn validated(config: RillConfig) -> Result<RillConfig> {
 
 struct StandaloneHealth {
     node: Arc<BrokerNode<BpmnEngine>>,
+    /// Set once the gateway is up.
+    client: std::sync::OnceLock<Arc<CommandClient>>,
     started: AtomicBool,
 }
 
@@ -84,8 +87,14 @@ impl HealthCheck for StandaloneHealth {
         self.started.load(Ordering::Acquire)
     }
 
+    /// Ready once every partition has a leader and the gateway's client knows it.
     fn ready(&self) -> bool {
-        self.started() && self.node.is_ready()
+        self.started()
+            && self.node.is_ready()
+            && self
+                .client
+                .get()
+                .is_some_and(|client| client.topology().all_partitions_led())
     }
 
     fn healthy(&self) -> bool {
@@ -145,7 +154,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
         &registry,
         transport,
         raft_service,
-        addresses,
+        addresses.clone(),
         move |_| BpmnEngine::new(engine_options.clone()),
     )
     .context("starting the broker")?;
@@ -154,14 +163,19 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
 
     let health = Arc::new(StandaloneHealth {
         node: node.clone(),
+        client: std::sync::OnceLock::new(),
         started: AtomicBool::new(false),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
-    let advertised = config
-        .cluster
-        .advertised_host
-        .clone()
-        .unwrap_or_else(|| "localhost".to_owned());
+    // No command port is opened: the topology reports where it would be.
+    let command_address = host_port(
+        config
+            .cluster
+            .advertised_host
+            .as_deref()
+            .unwrap_or("localhost"),
+        config.cluster.command_port,
+    );
 
     let servers = io.block_on({
         let node = node.clone();
@@ -170,10 +184,12 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
         let health = health.clone();
         let cluster = node.cluster().clone();
         async move {
-            let backend = Arc::new(
-                LocalBackend::new(node, advertised, &registry)
-                    .map_err(|e| anyhow::anyhow!("job push metrics: {e}"))?,
-            );
+            let partitions: Partitions = node.partitions().clone();
+            let api = command_api(&partitions, &config, &registry, &cluster, command_address)?;
+            // The same client as a broker's, reaching only this broker, in process.
+            let client = own_client(&partitions, api, None, &addresses);
+            let _ = health.client.set(client.clone());
+            let backend: Arc<dyn GatewayBackend> = client;
             let metrics = GatewayMetrics::register(&registry)
                 .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
             let gateway = GatewayServer::bind(&config.gateway, backend, metrics).await?;
@@ -373,15 +389,13 @@ pub fn broker(config: RillConfig) -> Result<()> {
             .await?;
             let mut transport_config = TransportConfig::new(node_id, listen);
             transport_config.metrics_name = "command".to_owned();
-            let api = Arc::new(CommandApi {
-                partitions: partitions.clone(),
-                config: config.clone(),
-                jobs: JobsFeed::start(&partitions),
-                push: JobPushes::start(partitions.clone(), Some(&registry))
-                    .map_err(|e| anyhow::anyhow!("job push metrics: {e}"))?,
-                command_address: host_port(advertised_host(&config), config.cluster.command_port),
-                cluster: Some(cluster.clone()),
-            });
+            let api = command_api(
+                &partitions,
+                &config,
+                &registry,
+                &cluster,
+                host_port(advertised_host(&config), config.cluster.command_port),
+            )?;
             let transport = Transport::start(transport_config, api.clone())
                 .await
                 .map_err(command_port_error)?;
@@ -389,34 +403,30 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 .metrics()
                 .register(&registry)
                 .map_err(|e| anyhow::anyhow!("transport metrics: {e}"))?;
-            let local = Arc::new(LocalApi(api.clone()));
             // Brokers reach each other's command API over the internal port, where they
-            // already know each other; a broker alone asks itself on its command port.
+            // already know each other; a broker alone reaches the brokers a cluster
+            // change adds over its command port.
             let client = match &network {
                 Some(network) => {
                     network.serve_others(api.clone());
-                    ClusterClient::start_known(network.transport().clone(), &addresses, local)
+                    own_client(
+                        &partitions,
+                        api.clone(),
+                        Some(network.transport().clone()),
+                        &addresses,
+                    )
                 }
-                None => ClusterClient::start_known(
-                    transport.clone(),
-                    &BTreeMap::from([(
-                        node_id,
-                        host_port("127.0.0.1", transport.local_addr().port()),
-                    )]),
-                    local,
+                None => own_client(
+                    &partitions,
+                    api.clone(),
+                    Some(transport.clone()),
+                    &addresses,
                 ),
             };
-            let router = Arc::new(ClusterRouter {
-                partitions: partitions.clone(),
-                remote: Arc::new(RemoteRouter {
-                    client: client.clone(),
-                }),
-            });
-            partitions.set_router(router);
             // Brokers a cluster change adds are reached like the ones started with.
             follow_new_brokers(&cluster, &client);
             let rest = if config.gateway.enabled {
-                let backend: Arc<dyn GatewayBackend> = Arc::new(RemoteBackend::new(client));
+                let backend: Arc<dyn GatewayBackend> = client;
                 let metrics = GatewayMetrics::register(&registry)
                     .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
                 let gateway = GatewayServer::bind(&config.gateway, backend, metrics).await?;
@@ -473,9 +483,46 @@ pub fn broker(config: RillConfig) -> Result<()> {
     Ok(())
 }
 
+/// A broker's command API (the standalone's too), its job feed and job push (their
+/// metrics in `registry`). Call inside the runtime the API serves on.
+fn command_api(
+    partitions: &Partitions,
+    config: &RillConfig,
+    registry: &Registry,
+    cluster: &ClusterState,
+    command_address: String,
+) -> Result<Arc<CommandApi<BpmnEngine>>> {
+    Ok(Arc::new(CommandApi {
+        partitions: partitions.clone(),
+        config: config.clone(),
+        jobs: JobsFeed::start(partitions),
+        push: JobPushes::start(partitions.clone(), Some(registry))
+            .map_err(|e| anyhow::anyhow!("job push metrics: {e}"))?,
+        command_address,
+        cluster: Some(cluster.clone()),
+    }))
+}
+
+/// A broker's own command-API client: it asks `api` in process and the other brokers
+/// (`addresses`) over `transport`. The partitions' cross-partition sends go through it
+/// to partitions led elsewhere, and the embedded gateway serves clients with it.
+fn own_client(
+    partitions: &Partitions,
+    api: Arc<CommandApi<BpmnEngine>>,
+    transport: Option<Transport>,
+    addresses: &BTreeMap<NodeId, String>,
+) -> Arc<CommandClient> {
+    let client = CommandClient::start_known(transport, addresses, api);
+    partitions.set_router(Arc::new(ClusterRouter {
+        partitions: partitions.clone(),
+        client: client.clone(),
+    }));
+    client
+}
+
 /// Points `client` (a broker's own) at every broker the cluster configuration records
 /// an internal address for (a change added it), now and on every new version.
-fn follow_new_brokers(cluster: &ClusterState, client: &Arc<ClusterClient>) {
+fn follow_new_brokers(cluster: &ClusterState, client: &Arc<CommandClient>) {
     let mut watcher = cluster.subscribe();
     let client = Arc::downgrade(client);
     tokio::spawn(async move {
@@ -549,7 +596,7 @@ fn listen_error(
 }
 
 struct GatewayHealth {
-    client: Arc<ClusterClient>,
+    client: Arc<CommandClient>,
 }
 
 impl HealthCheck for GatewayHealth {
@@ -604,8 +651,8 @@ pub fn gateway(config: RillConfig) -> Result<()> {
             .metrics()
             .register(&registry)
             .map_err(|e| anyhow::anyhow!("transport metrics: {e}"))?;
-        let client = ClusterClient::start(transport.clone(), config.gateway.contact_points.clone());
-        let backend: Arc<dyn GatewayBackend> = Arc::new(RemoteBackend::new(client.clone()));
+        let client = CommandClient::start(transport.clone(), config.gateway.contact_points.clone());
+        let backend: Arc<dyn GatewayBackend> = client.clone();
         let metrics = GatewayMetrics::register(&registry)
             .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
         let rest = GatewayServer::bind(&config.gateway, backend, metrics).await?;

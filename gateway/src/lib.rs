@@ -1,11 +1,11 @@
 //! Rill's gateway: the REST API (Camunda Orchestration Cluster API v2 paths and shapes)
 //! and Zeebe's gRPC API (`gateway_protocol.Gateway`) in front of the brokers, routing
 //! each request to its partition and long polling for jobs. The brokers are reached
-//! through the [`GatewayBackend`] trait.
+//! through the [`GatewayBackend`] trait, which the command-API client
+//! (`rill_client::CommandClient`) implements.
 
 pub mod activation;
 mod backend;
-pub mod cluster;
 mod error;
 pub mod grpc;
 #[cfg(test)]
@@ -18,7 +18,7 @@ mod server;
 
 pub use backend::{
     Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
-    PartitionInfo, PartitionRole, Topology, stream_answer,
+    PartitionInfo, PartitionRole, Topology,
 };
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;

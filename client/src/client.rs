@@ -1,9 +1,9 @@
-//! The gateway side of a cluster: the topology learned from the brokers, and routing to
-//! partition leaders over the internal transport. The command API's messages are
-//! `rill_protocol`'s.
+//! The command-API client: the topology learned from the brokers, and routing to
+//! partition leaders, over the transport or, for the broker the client is embedded in,
+//! in process. The command API's messages are `rill_protocol`'s.
 //!
 //! ```text
-//!  gateway ── COMMAND (submit, query) ──────────► leader of the partition
+//!  client ─── COMMAND (submit, query) ──────────► leader of the partition
 //!          ── TOPOLOGY (every 250 ms, each broker) ► roles, leaders, terms
 //!          ── JOBS_AVAILABLE (long poll, each broker, ► "jobs of type T on partition P"
 //!             once a worker long-polls here)
@@ -11,9 +11,10 @@
 //!
 //! Brokers are found through contact points (`host:command-port`); each is probed for
 //! its node id. A broker that answers `NotLeader` names the leader it knows, so the next
-//! try goes there without waiting for the next topology poll. A gateway embedded in a
-//! broker hands requests for the partitions that broker leads to it directly
-//! ([`LocalCommandApi`]).
+//! try goes there without waiting for the next topology poll. A client embedded in a
+//! broker (the gateway embedded in it, its cross-partition sends) asks that broker
+//! directly ([`LocalCommandApi`]): requests, topology and jobs news alike. The
+//! standalone is such a broker, alone, and its client has no transport at all.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -32,9 +33,9 @@ use rill_transport::{ServiceId, Transport, TransportError};
 use serde::Serialize;
 use tokio::sync::{Notify, broadcast};
 
-use crate::backend::{
-    Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
-    PartitionInfo, PartitionRole, Topology, stream_answer,
+use crate::types::{
+    Answered, BrokerInfo, Error, JobsAvailable, JobsNotice, PartitionHealth, PartitionInfo,
+    PartitionRole, Topology, stream_answer,
 };
 
 /// How often every broker is asked for its view of the cluster.
@@ -45,27 +46,33 @@ const IDLE_POLLER_CHECK: Duration = Duration::from_secs(1);
 /// Extra time for the transport beyond what the broker may take itself.
 const TRANSPORT_MARGIN: Duration = Duration::from_millis(500);
 
-fn encode<T: Serialize>(value: &T) -> Result<Bytes, BackendError> {
+fn encode<T: Serialize>(value: &T) -> Result<Bytes, Error> {
     codec::encode(value)
         .map(Bytes::from)
-        .map_err(|source| BackendError::Codec {
+        .map_err(|source| Error::Codec {
             what: "encoding a request",
             source,
         })
 }
 
-fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, BackendError> {
-    codec::decode(bytes).map_err(|source| BackendError::Codec {
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    codec::decode(bytes).map_err(|source| Error::Codec {
         what: "decoding an answer",
         source,
     })
 }
 
-/// The command API of the broker a gateway is embedded in. Requests for partitions that
-/// broker leads are handed to it directly instead of through its own network port.
+/// The command API of the broker a client is embedded in. What the client would ask that
+/// broker over the network (requests for the partitions it leads, its topology, its
+/// jobs news) it asks here directly.
 pub trait LocalCommandApi: Send + Sync {
     fn node_id(&self) -> NodeId;
     fn serve(&self, partition: PartitionId, request: ApiRequest) -> BoxFuture<'static, ApiAnswer>;
+    /// The broker's view of the cluster, as its `TOPOLOGY` service answers it.
+    fn topology(&self) -> NodeTopology;
+    /// The broker's jobs news after epoch `after`, as its `JOBS_AVAILABLE` service
+    /// answers it (held open until there is some, or the poll timeout passes).
+    fn poll_jobs(&self, after: u64) -> BoxFuture<'static, JobsNews>;
 }
 
 /// What the client knows about the cluster.
@@ -89,9 +96,12 @@ struct AddedBrokers {
     addresses: BTreeSet<String>,
 }
 
-/// Routes commands and queries to partition leaders of a remote cluster.
-pub struct ClusterClient {
-    transport: Transport,
+/// Routes commands and queries to partition leaders: the one client of the command API,
+/// for a gateway apart, a broker's embedded gateway and the broker's cross-partition
+/// sends alike.
+pub struct CommandClient {
+    /// How other brokers are reached; `None` for a broker alone (the standalone).
+    transport: Option<Transport>,
     /// Grows as a broker's own client learns brokers a cluster change added.
     contact_points: RwLock<Vec<String>>,
     /// Node ids known from the configuration, by contact point (a broker's own client);
@@ -111,27 +121,28 @@ pub struct ClusterClient {
     local: Option<Arc<dyn LocalCommandApi>>,
 }
 
-impl ClusterClient {
+impl CommandClient {
     /// Starts learning the cluster from `contact_points` (command API addresses), in the
     /// background of the current tokio runtime.
-    pub fn start(transport: Transport, contact_points: Vec<String>) -> Arc<ClusterClient> {
-        ClusterClient::start_with(transport, contact_points, BTreeMap::new(), None)
+    pub fn start(transport: Transport, contact_points: Vec<String>) -> Arc<CommandClient> {
+        CommandClient::start_with(Some(transport), contact_points, BTreeMap::new(), None)
     }
 
-    /// Like [`ClusterClient::start`] for a broker, which knows every node's id and
+    /// Like [`CommandClient::start`] for a broker, which knows every node's id and
     /// internal address from its configuration: those are not probed, and an unreachable
-    /// one is left to the transport to report (it names the node). Requests for the
-    /// partitions `local` leads go straight to it.
+    /// one is left to the transport to report (it names the node). `local` (among
+    /// `nodes`) is asked directly. Without a transport only `local` is reached: a broker
+    /// alone, as the standalone is.
     pub fn start_known(
-        transport: Transport,
+        transport: Option<Transport>,
         nodes: &BTreeMap<NodeId, String>,
         local: Arc<dyn LocalCommandApi>,
-    ) -> Arc<ClusterClient> {
+    ) -> Arc<CommandClient> {
         let known: BTreeMap<String, NodeId> = nodes
             .iter()
             .map(|(node, address)| (address.clone(), *node))
             .collect();
-        ClusterClient::start_with(
+        CommandClient::start_with(
             transport,
             known.keys().cloned().collect(),
             known,
@@ -154,13 +165,13 @@ impl ClusterClient {
     }
 
     fn start_with(
-        transport: Transport,
+        transport: Option<Transport>,
         contact_points: Vec<String>,
         known: BTreeMap<String, NodeId>,
         local: Option<Arc<dyn LocalCommandApi>>,
-    ) -> Arc<ClusterClient> {
+    ) -> Arc<CommandClient> {
         let (jobs, _) = broadcast::channel(4096);
-        let client = Arc::new(ClusterClient {
+        let client = Arc::new(CommandClient {
             transport,
             contact_points: RwLock::new(contact_points),
             added: local.is_none().then(RwLock::default),
@@ -211,6 +222,19 @@ impl ClusterClient {
     }
 
     async fn refresh_one(self: &Arc<Self>, point: &str) -> Result<(), String> {
+        if let Some(local) = self.local_at(point) {
+            let node = local.node_id();
+            if self.view.write().polled.insert(node) {
+                self.spawn_jobs_poller(node);
+            }
+            self.note_topology(point, node, local.topology());
+            return Ok(());
+        }
+        let Some(transport) = &self.transport else {
+            return Err(format!(
+                "{point} is another broker, and this one reaches none"
+            ));
+        };
         let addr = tokio::net::lookup_host(point)
             .await
             .map_err(|e| format!("cannot resolve {point}: {e}"))?
@@ -223,13 +247,9 @@ impl ClusterClient {
                 let known = self.known.read().get(point).copied();
                 let node = match known {
                     Some(node) => node,
-                    None => self
-                        .transport
-                        .probe(addr)
-                        .await
-                        .map_err(|e| e.to_string())?,
+                    None => transport.probe(addr).await.map_err(|e| e.to_string())?,
                 };
-                self.transport.set_peer(node, addr);
+                transport.set_peer(node, addr);
                 let first = {
                     let mut view = self.view.write();
                     view.probed.insert(addr, node);
@@ -241,8 +261,7 @@ impl ClusterClient {
                 node
             }
         };
-        let answer = self
-            .transport
+        let answer = transport
             .request(
                 node,
                 ServiceId::TOPOLOGY,
@@ -265,9 +284,21 @@ impl ClusterClient {
                 return Err(e.to_string());
             }
         };
+        self.note_topology(point, node, topology);
+        Ok(())
+    }
+
+    /// The broker this client is embedded in, if `point` is its address.
+    fn local_at(&self, point: &str) -> Option<&Arc<dyn LocalCommandApi>> {
+        let local = self.local.as_ref()?;
+        (self.known.read().get(point) == Some(&local.node_id())).then_some(local)
+    }
+
+    /// Takes in what `node`, reached at `point`, said about the cluster.
+    fn note_topology(&self, point: &str, node: NodeId, topology: NodeTopology) {
         // Another broker's answer, processed meanwhile, may have removed this one.
         if !self.contact_points.read().iter().any(|p| p == point) {
-            return Ok(());
+            return;
         }
         // Partitions are only ever added: a broker whose copy of the cluster
         // configuration lags behind must not take new partitions away again.
@@ -293,7 +324,6 @@ impl ClusterClient {
         if points.iter().any(|p| p == point) {
             self.view.write().nodes.insert(node, topology);
         }
-        Ok(())
     }
 
     /// A gateway apart reaches the brokers a cluster change added from the newest
@@ -361,23 +391,7 @@ impl ClusterClient {
                         continue;
                     }
                 }
-                let Ok(payload) = encode(&JobsPoll { after }) else {
-                    return;
-                };
-                let answer = client
-                    .transport
-                    .request(
-                        node,
-                        ServiceId::JOBS_AVAILABLE,
-                        PartitionId(0),
-                        payload,
-                        JOBS_POLL_TIMEOUT + TRANSPORT_MARGIN,
-                    )
-                    .await;
-                match answer
-                    .map_err(|e| e.to_string())
-                    .and_then(|bytes| decode::<JobsNews>(&bytes).map_err(|e| e.to_string()))
-                {
+                match client.poll_jobs(node, after).await {
                     Ok(news) => {
                         // A first answer's `lost` covers the time before this gateway
                         // listened: nothing missed here (a long poll looks before it
@@ -401,6 +415,30 @@ impl ClusterClient {
                 }
             }
         });
+    }
+
+    /// `node`'s jobs news after epoch `after`.
+    async fn poll_jobs(&self, node: NodeId, after: u64) -> Result<JobsNews, String> {
+        if let Some(local) = self.local.as_ref().filter(|l| l.node_id() == node) {
+            return Ok(local.poll_jobs(after).await);
+        }
+        let Some(transport) = &self.transport else {
+            return Err(format!(
+                "node {node} is another broker, and this one reaches none"
+            ));
+        };
+        let payload = encode(&JobsPoll { after }).map_err(|e| e.to_string())?;
+        let bytes = transport
+            .request(
+                node,
+                ServiceId::JOBS_AVAILABLE,
+                PartitionId(0),
+                payload,
+                JOBS_POLL_TIMEOUT + TRANSPORT_MARGIN,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        decode::<JobsNews>(&bytes).map_err(|e| e.to_string())
     }
 
     pub fn partitions_count(&self) -> u16 {
@@ -439,9 +477,9 @@ impl ClusterClient {
         partition: PartitionId,
         request: ApiRequest,
         timeout: Duration,
-    ) -> Result<ApiAnswer, BackendError> {
+    ) -> Result<ApiAnswer, Error> {
         let Some(node) = self.leader_of(partition) else {
-            return Err(BackendError::Unavailable {
+            return Err(Error::Unavailable {
                 partition,
                 reason: "no leader known yet".into(),
             });
@@ -450,12 +488,17 @@ impl ClusterClient {
             let serve = local.serve(partition, request);
             return match tokio::time::timeout(timeout + TRANSPORT_MARGIN, serve).await {
                 Ok(answer) => self.answered(node, partition, answer),
-                Err(_) => Err(BackendError::Timeout),
+                Err(_) => Err(Error::Timeout),
             };
         }
+        let Some(transport) = &self.transport else {
+            return Err(Error::Unavailable {
+                partition,
+                reason: format!("{node} leads it, and this broker reaches no other"),
+            });
+        };
         let payload = encode(&request)?;
-        let answer = self
-            .transport
+        let answer = transport
             .request(
                 node,
                 ServiceId::COMMAND,
@@ -476,10 +519,10 @@ impl ClusterClient {
                 if sent {
                     // It may have been applied: only the client can decide to retry.
                     tracing::debug!(%partition, %node, %error, "request lost");
-                    Err(BackendError::Timeout)
+                    Err(Error::Timeout)
                 } else {
                     self.view.write().leaders.remove(&partition);
-                    Err(BackendError::Unavailable {
+                    Err(Error::Unavailable {
                         partition,
                         reason: error.to_string(),
                     })
@@ -495,7 +538,7 @@ impl ClusterClient {
         node: NodeId,
         partition: PartitionId,
         answer: ApiAnswer,
-    ) -> Result<ApiAnswer, BackendError> {
+    ) -> Result<ApiAnswer, Error> {
         match answer {
             ApiAnswer::Response { term, .. } => {
                 // Read first: nearly every answer is from the term already known.
@@ -522,15 +565,15 @@ impl ClusterClient {
                         view.leaders.remove(&partition);
                     }
                 }
-                Err(BackendError::NotLeader { partition })
+                Err(Error::NotLeader { partition })
             }
             // A stopping broker hands its partitions on: for this client the partition is
             // unavailable until its next leader answers.
-            ApiAnswer::Error(error @ ApiError::ShuttingDown) => Err(BackendError::Unavailable {
+            ApiAnswer::Error(error @ ApiError::ShuttingDown) => Err(Error::Unavailable {
                 partition,
                 reason: error.to_string(),
             }),
-            ApiAnswer::Error(error) => Err(BackendError::from_api(partition, error)),
+            ApiAnswer::Error(error) => Err(Error::from_api(partition, error)),
             other => Ok(other),
         }
     }
@@ -540,19 +583,19 @@ impl ClusterClient {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> Result<CommandResponse, BackendError> {
+    ) -> Result<CommandResponse, Error> {
         self.submit_answered(partition, command, timeout)
             .await
             .map(|answered| answered.response)
     }
 
-    /// [`ClusterClient::submit`], with the term of the entry that carried the command.
+    /// [`CommandClient::submit`], with the term of the entry that carried the command.
     pub async fn submit_answered(
         &self,
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> Result<Answered, BackendError> {
+    ) -> Result<Answered, Error> {
         let request = ApiRequest::Submit {
             command,
             timeout_ms: timeout.as_millis() as u64,
@@ -566,14 +609,14 @@ impl ClusterClient {
         }
     }
 
-    /// A job stream's request to the leader of `partition` (see
-    /// [`GatewayBackend::stream_jobs`]).
+    /// A job stream's request to the leader of `partition`: waits up to `wait` for the
+    /// jobs the leader pushes to it, `None` when none came.
     pub async fn stream_jobs(
         &self,
         partition: PartitionId,
         stream: ActivateJobs,
         wait: Duration,
-    ) -> Result<Option<Answered>, BackendError> {
+    ) -> Result<Option<Answered>, Error> {
         let request = ApiRequest::StreamJobs {
             stream,
             wait_ms: wait.as_millis() as u64,
@@ -587,7 +630,7 @@ impl ClusterClient {
         partition: PartitionId,
         query: Query,
         timeout: Duration,
-    ) -> Result<QueryResult, BackendError> {
+    ) -> Result<QueryResult, Error> {
         match self
             .call(partition, ApiRequest::Query { query }, timeout)
             .await?
@@ -671,73 +714,8 @@ fn split_host_port(address: &str) -> (String, u16) {
     }
 }
 
-fn unexpected(answer: ApiAnswer) -> BackendError {
-    BackendError::Internal(format!("unexpected answer from the broker: {answer:?}"))
-}
-
-/// The gateway's backend for a remote cluster (`rill gateway`, or a broker's embedded
-/// gateway when it does not host every partition).
-pub struct RemoteBackend {
-    client: Arc<ClusterClient>,
-}
-
-impl RemoteBackend {
-    pub fn new(client: Arc<ClusterClient>) -> RemoteBackend {
-        RemoteBackend { client }
-    }
-}
-
-impl GatewayBackend for RemoteBackend {
-    fn partition_count(&self) -> u16 {
-        self.client.partitions_count()
-    }
-
-    fn message_partition_count(&self) -> u16 {
-        self.client.message_partitions_count()
-    }
-
-    fn submit(
-        &self,
-        partition: PartitionId,
-        command: Command,
-        timeout: Duration,
-    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
-        Box::pin(self.client.submit_answered(partition, command, timeout))
-    }
-
-    fn current_term(&self, partition: PartitionId) -> Option<u64> {
-        self.client.current_term(partition)
-    }
-
-    fn query(
-        &self,
-        partition: PartitionId,
-        query: Query,
-        timeout: Duration,
-    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
-        Box::pin(self.client.query(partition, query, timeout))
-    }
-
-    fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice> {
-        self.client.subscribe_jobs_available()
-    }
-
-    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
-        Box::pin(async move { Ok(self.client.topology()) })
-    }
-
-    fn pushes_jobs(&self) -> bool {
-        true
-    }
-
-    fn stream_jobs(
-        &self,
-        partition: PartitionId,
-        stream: ActivateJobs,
-        wait: Duration,
-    ) -> BoxFuture<'_, Result<Option<Answered>, BackendError>> {
-        Box::pin(self.client.stream_jobs(partition, stream, wait))
-    }
+fn unexpected(answer: ApiAnswer) -> Error {
+    Error::Internal(format!("unexpected answer from the broker: {answer:?}"))
 }
 
 #[cfg(test)]
@@ -808,7 +786,7 @@ mod tests {
         let polls = Arc::new(AtomicU64::new(0));
         let broker = busy_broker(polls.clone(), false).await;
         let transport = gateway_transport().await;
-        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
+        let client = CommandClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
 
         // The broker is known (its partition has a leader), but nobody waits for jobs.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -869,7 +847,7 @@ mod tests {
     async fn news_a_broker_dropped_is_passed_on_as_missed_after_the_first_answer() {
         let broker = busy_broker(Arc::new(AtomicU64::new(0)), true).await;
         let transport = gateway_transport().await;
-        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
+        let client = CommandClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
         let mut notifications = client.subscribe_jobs_available();
         // The first answer's "dropped" covers the time before this gateway listened.
         let work = JobsNotice::Available(JobsAvailable {
@@ -921,7 +899,7 @@ mod tests {
                         )),
                         term: answer_term,
                     }),
-                    _ => Err(BackendError::Internal("no such service".into())),
+                    _ => Err(Error::Internal("no such service".into())),
                 };
                 Box::pin(async move { answer.map_err(|e| e.to_string()) })
             },
@@ -931,7 +909,7 @@ mod tests {
             .unwrap()
     }
 
-    async fn known_term(client: &ClusterClient) -> u64 {
+    async fn known_term(client: &CommandClient) -> u64 {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(term) = client.current_term(PartitionId(1)) {
@@ -950,7 +928,7 @@ mod tests {
     ) -> (Option<u64>, Option<u64>) {
         let broker = broker(topology_term, answer_term).await;
         let transport = gateway_transport().await;
-        let client = ClusterClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
+        let client = CommandClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
         assert_eq!(
             known_term(&client).await,
             topology_term,
