@@ -12,6 +12,7 @@ use rill_protocol::history::{
 };
 use rill_protocol::value::{
     BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord, UserTaskRecord,
+    is_engine_variable,
 };
 use rill_protocol::{
     Intent, Key, ProcessInstanceState, Record, RecordType, RecordValue, Timestamp, codec,
@@ -355,6 +356,8 @@ impl<'a> HistoryWriter<'a> {
                     _ => {}
                 }
             }
+            // The engine's bookkeeping variables are no one's to read.
+            RecordValue::Variable(value) if is_engine_variable(&value.name) => {}
             RecordValue::Variable(value) => match record.intent {
                 Intent::Created | Intent::Updated => {
                     let variable = HistoricVariable {
