@@ -2,7 +2,7 @@
 //! jobs, variables, deployments, create-and-await and reads behave as the gateway
 //! needs them to.
 
-use rill_engine::{JobState, ProcessInstanceState};
+use rill_engine::ProcessInstanceState;
 use rill_engine_api::{Action, state_digest};
 use rill_protocol::{
     ActivateJobs, Command, CommandResponse, CreateProcessInstance, FailJob, Intent, JsonValue, Key,

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use rill_engine::{BpmnEngine, EngineOptions, JobState, ProcessInstanceView, Query, QueryResult};
+use rill_engine::{BpmnEngine, EngineOptions, ProcessInstanceView, Query, QueryResult};
 use rill_engine_api::{
     Action, CommandLimits, Engine, EngineError, MemoryState, Overlay, ProcessingContext,
     ProcessingOutput, RequestId, StateRead, StateTxn, keys, state_digest,
@@ -607,6 +607,17 @@ pub struct IncidentFacts {
     pub element_instance_key: i64,
     /// -1 for an incident without a job.
     pub job_key: i64,
+}
+
+/// Where a job is, as the tests read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    Activatable,
+    Activated,
+    /// Failed: waiting for its backoff (retries left) or for an incident (no retries).
+    Failed,
+    /// An error was thrown and nobody caught it: waiting for the incident.
+    ErrorThrown,
 }
 
 /// A job as the tests read it.
