@@ -32,7 +32,4 @@ pub use parse::{
 };
 // The query contract is rill-protocol's; the engine answers it (`query.rs`).
 pub use query::{Query, QueryResult};
-pub use rill_protocol::{
-    ElementInstanceState, ElementInstanceView, IncidentView, JobState, JobView,
-    ProcessDefinitionView, ProcessInstanceState, ProcessInstanceView, VariableView,
-};
+pub use rill_protocol::{IncidentView, ProcessInstanceState, ProcessInstanceView};

@@ -43,6 +43,7 @@
 //! 60 | key                          -> HistoricProcessDefinition
 //! 61 | key                          -> the definition's XML (bytes as deployed)
 //! 62 | process id | key             -> ()
+//! 63 | key                          -> the definition's element names (id -> name)
 //! 70 | key                          -> HistoricMessageSubscription
 //! 71 | process instance key | key   -> ()   (also: retention with the instance)
 //! 72 | message name | key           -> ()
@@ -114,6 +115,7 @@ pub(crate) mod keys {
     pub const DEFINITION: u8 = 0x60;
     pub const DEFINITION_XML: u8 = 0x61;
     pub const DEFINITION_BY_PROCESS: u8 = 0x62;
+    pub const DEFINITION_ELEMENT_NAMES: u8 = 0x63;
     pub const SUBSCRIPTION: u8 = 0x70;
     pub const SUBSCRIPTION_BY_INSTANCE: u8 = 0x71;
     pub const USER_TASK: u8 = 0xA0;

@@ -1,38 +1,63 @@
-//! What the store reads from a deployed model: the process's `name` and the form its
-//! start event links. Records carry neither, and the engine's parsed model is not a
-//! dependency of the store; reading the XML once per deployed process costs little and
-//! gives every replica the same answer.
+//! What the store reads from a deployed model: the process's `name`, the form its start
+//! event links, and the drawn name of every element. Records carry none of them, and the
+//! engine's parsed model is not a dependency of the store; the XML is read once, when the
+//! process definition's record is indexed, and every replica reads the same.
+
+use std::collections::BTreeMap;
 
 const ZEEBE_NS: &str = "http://camunda.org/schema/zeebe/1.0";
 
-/// The `name` of the `<process>` with id `process_id`, if the XML has one (a model that
-/// does not parse has none here: the engine accepted it, so that does not happen).
-pub fn process_name(xml: &[u8], process_id: &str) -> Option<String> {
-    let text = std::str::from_utf8(xml).ok()?;
-    let document = roxmltree::Document::parse(text).ok()?;
-    document
-        .descendants()
-        .find(|node| {
+/// What one process of a deployed model tells the store.
+#[derive(Debug, Default, PartialEq)]
+pub struct ProcessFacts {
+    /// The process's `name`.
+    pub name: Option<String>,
+    /// The `formId` of the `zeebe:formDefinition` on the none start event (its start
+    /// form, which the engine checked at deploy), if it links one.
+    pub start_form_id: Option<String>,
+    /// Element id -> drawn name, for every element of the process that has a name.
+    pub element_names: BTreeMap<String, String>,
+}
+
+impl ProcessFacts {
+    /// Reads the process `process_id` of `xml` (a model that does not parse, or lacks the
+    /// process, gives nothing: the engine accepted it, so that does not happen).
+    pub fn read(xml: &[u8], process_id: &str) -> ProcessFacts {
+        let Ok(text) = std::str::from_utf8(xml) else {
+            return ProcessFacts::default();
+        };
+        let Ok(document) = roxmltree::Document::parse(text) else {
+            return ProcessFacts::default();
+        };
+        let Some(process) = document.descendants().find(|node| {
             node.is_element()
                 && node.tag_name().name() == "process"
                 && node.attribute("id") == Some(process_id)
-        })
-        .and_then(|process| process.attribute("name"))
+        }) else {
+            return ProcessFacts::default();
+        };
+        let element_names = process
+            .descendants()
+            .filter(|node| node.is_element() && *node != process)
+            .filter_map(|node| Some((node.attribute("id")?.to_owned(), name_of(node)?)))
+            .collect();
+        ProcessFacts {
+            name: name_of(process),
+            start_form_id: start_form_id(process),
+            element_names,
+        }
+    }
+}
+
+/// A node's `name`, trimmed; a blank name is no name.
+fn name_of(node: roxmltree::Node<'_, '_>) -> Option<String> {
+    node.attribute("name")
         .map(str::trim)
         .filter(|name| !name.is_empty())
         .map(str::to_owned)
 }
 
-/// The `formId` of the `zeebe:formDefinition` on the none start event of the process
-/// `process_id` (its start form, which the engine checked at deploy), if it links one.
-pub fn start_form_id(xml: &[u8], process_id: &str) -> Option<String> {
-    let text = std::str::from_utf8(xml).ok()?;
-    let document = roxmltree::Document::parse(text).ok()?;
-    let process = document.descendants().find(|node| {
-        node.is_element()
-            && node.tag_name().name() == "process"
-            && node.attribute("id") == Some(process_id)
-    })?;
+fn start_form_id(process: roxmltree::Node<'_, '_>) -> Option<String> {
     let none_start = elements(process).into_iter().find(|node| {
         node.tag_name().name() == "startEvent"
             && !elements(*node)
@@ -60,23 +85,9 @@ fn elements<'a, 'input>(node: roxmltree::Node<'a, 'input>) -> Vec<roxmltree::Nod
         .collect()
 }
 
-/// The `name` of the flow element with id `element_id` (a user task's name), if it has
-/// one.
-pub fn element_name(xml: &[u8], element_id: &str) -> Option<String> {
-    let text = std::str::from_utf8(xml).ok()?;
-    let document = roxmltree::Document::parse(text).ok()?;
-    document
-        .descendants()
-        .find(|node| node.is_element() && node.attribute("id") == Some(element_id))
-        .and_then(|element| element.attribute("name"))
-        .map(str::trim)
-        .filter(|name| !name.is_empty())
-        .map(str::to_owned)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{element_name, process_name, start_form_id};
+    use super::ProcessFacts;
 
     #[test]
     fn the_none_start_event_gives_its_linked_form() {
@@ -84,21 +95,35 @@ mod tests {
             <startEvent id="timer"><extensionElements><z:formDefinition formId="other" /></extensionElements><timerEventDefinition /></startEvent>
             <startEvent id="s"><extensionElements><z:formDefinition formId=" sign-up " /></extensionElements></startEvent>
           </process><process id="q"><startEvent id="k"><extensionElements><z:formDefinition formKey="camunda-forms:bpmn:f" /></extensionElements></startEvent></process></d>"#;
-        assert_eq!(start_form_id(xml, "p").as_deref(), Some("sign-up"));
         assert_eq!(
-            start_form_id(xml, "q"),
+            ProcessFacts::read(xml, "p").start_form_id.as_deref(),
+            Some("sign-up")
+        );
+        assert_eq!(
+            ProcessFacts::read(xml, "q").start_form_id,
             None,
             "an embedded form is not linked"
         );
-        assert_eq!(start_form_id(xml, "missing"), None);
+        assert_eq!(ProcessFacts::read(xml, "missing").start_form_id, None);
     }
 
     #[test]
-    fn an_element_gives_its_name() {
-        let xml =
-            br#"<d><process id="p"><userTask id="t" name="Review" /><task id="u" /></process></d>"#;
-        assert_eq!(element_name(xml, "t").as_deref(), Some("Review"));
-        assert_eq!(element_name(xml, "u"), None);
+    fn the_elements_of_the_process_give_their_names() {
+        let xml = br#"<d><process id="p"><userTask id="t" name="Review" /><task id="u" />
+            <subProcess id="sub" name=" Nested "><task id="inner" name="Inner step" /></subProcess>
+            <task id="blank" name="  " /></process>
+            <process id="other"><task id="o" name="Elsewhere" /></process></d>"#;
+        let names = ProcessFacts::read(xml, "p").element_names;
+        assert_eq!(names.get("t").map(String::as_str), Some("Review"));
+        assert_eq!(names.get("sub").map(String::as_str), Some("Nested"));
+        assert_eq!(names.get("inner").map(String::as_str), Some("Inner step"));
+        assert_eq!(names.get("u"), None, "an element without a name has none");
+        assert_eq!(names.get("blank"), None, "a blank name is no name");
+        assert_eq!(
+            names.get("o"),
+            None,
+            "another process's element is not this one's"
+        );
     }
 
     const TWO_PROCESSES: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -111,10 +136,14 @@ mod tests {
     #[test]
     fn the_named_process_gives_its_name() {
         let xml = TWO_PROCESSES.as_bytes();
-        assert_eq!(process_name(xml, "first").as_deref(), Some("First process"));
-        assert_eq!(process_name(xml, "second"), None);
-        assert_eq!(process_name(xml, "third"), None, "a blank name is no name");
-        assert_eq!(process_name(xml, "missing"), None);
-        assert_eq!(process_name(b"not xml", "first"), None);
+        let name = |id| ProcessFacts::read(xml, id).name;
+        assert_eq!(name("first").as_deref(), Some("First process"));
+        assert_eq!(name("second"), None);
+        assert_eq!(name("third"), None, "a blank name is no name");
+        assert_eq!(name("missing"), None);
+        assert_eq!(
+            ProcessFacts::read(b"not xml", "first"),
+            ProcessFacts::default()
+        );
     }
 }

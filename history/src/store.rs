@@ -12,11 +12,13 @@ use rill_protocol::history::{
 };
 use rill_protocol::value::{
     BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord, UserTaskRecord,
+    is_engine_variable,
 };
 use rill_protocol::{
     Intent, Key, ProcessInstanceState, Record, RecordType, RecordValue, Timestamp, codec,
 };
 
+use crate::model::ProcessFacts;
 use crate::table::Table;
 use crate::{HistoryError, Result, keys};
 
@@ -333,6 +335,10 @@ impl<'a> HistoryWriter<'a> {
                             end_date: None,
                             incident_key: None,
                             tenant_id: value.tenant_id.clone(),
+                            element_name: self.element_name(
+                                Key(value.process_definition_key),
+                                &value.element_id,
+                            )?,
                         };
                         self.create(&element)?;
                     }
@@ -350,6 +356,8 @@ impl<'a> HistoryWriter<'a> {
                     _ => {}
                 }
             }
+            // The engine's bookkeeping variables are no one's to read.
+            RecordValue::Variable(value) if is_engine_variable(&value.name) => {}
             RecordValue::Variable(value) => match record.intent {
                 Intent::Created | Intent::Updated => {
                     let variable = HistoricVariable {
@@ -606,8 +614,8 @@ impl<'a> HistoryWriter<'a> {
         Ok(())
     }
 
-    /// A deployed process: its entry (with the model's name, read from the XML) and its
-    /// XML. Every partition the deployment reaches writes the same. It is the latest
+    /// A deployed process: its entry (with the model's name, read from the XML), its XML,
+    /// and its elements' names (the XML is read here, once, for all of them). Every partition the deployment reaches writes the same. It is the latest
     /// version unless a higher one is kept; lower ones are the latest no more.
     fn index_definition(&mut self, key: Key, value: &ProcessRecord) -> Result<()> {
         let mut latest = true;
@@ -628,16 +636,17 @@ impl<'a> HistoryWriter<'a> {
                 self.update(other, |d: &mut HistoricProcessDefinition| d.latest = false)?;
             }
         }
+        let facts = ProcessFacts::read(&value.resource.0, &value.bpmn_process_id);
         let definition = HistoricProcessDefinition {
             key,
             bpmn_process_id: value.bpmn_process_id.clone(),
-            name: crate::model::process_name(&value.resource.0, &value.bpmn_process_id),
+            name: facts.name,
             version: value.version,
             version_tag: (!value.version_tag.is_empty()).then(|| value.version_tag.clone()),
             resource_name: value.resource_name.clone(),
             tenant_id: value.tenant_id.clone(),
             latest,
-            start_form_id: crate::model::start_form_id(&value.resource.0, &value.bpmn_process_id),
+            start_form_id: facts.start_form_id,
         };
         match self.get::<HistoricProcessDefinition>(key)? {
             Some(old) => self.replace(Some(&old), &definition)?,
@@ -647,7 +656,31 @@ impl<'a> HistoryWriter<'a> {
             keys::entry(keys::DEFINITION_XML, key),
             value.resource.0.clone(),
         );
+        let names = codec::encode(&facts.element_names).map_err(|e| HistoryError::Corrupt {
+            key: key.to_string(),
+            reason: e.to_string(),
+        })?;
+        self.put(keys::entry(keys::DEFINITION_ELEMENT_NAMES, key), names);
         Ok(())
+    }
+
+    /// The drawn name of element `element_id` of the definition, from the table its
+    /// deployment left (the definition may have come in this very batch).
+    fn element_name(&self, definition: Key, element_id: &str) -> Result<Option<String>> {
+        let key = keys::entry(keys::DEFINITION_ELEMENT_NAMES, definition);
+        let bytes = match self.writes.get(&key) {
+            Some(pending) => pending.clone(),
+            None => self.base.get(&key)?,
+        };
+        let Some(bytes) = bytes else {
+            return Ok(None);
+        };
+        let mut names: BTreeMap<String, String> =
+            codec::decode(&bytes).map_err(|e| HistoryError::Corrupt {
+                key: format!("{key:02x?}"),
+                reason: e.to_string(),
+            })?;
+        Ok(names.remove(element_id))
     }
 
     /// A Camunda user task: created, then changed by assignments and updates, and ended
@@ -657,15 +690,8 @@ impl<'a> HistoryWriter<'a> {
         match record.intent {
             Intent::Created => {
                 let definition_key = Key(value.process_definition_key);
-                let xml_key = keys::entry(keys::DEFINITION_XML, definition_key);
-                // The definition may have come in this very batch.
-                let xml = match self.writes.get(&xml_key) {
-                    Some(pending) => pending.clone(),
-                    None => self.base.get(&xml_key)?,
-                };
-                let name = xml
-                    .as_deref()
-                    .and_then(|xml| crate::model::element_name(xml, &value.element_id))
+                let name = self
+                    .element_name(definition_key, &value.element_id)?
                     .unwrap_or_else(|| value.element_id.clone());
                 let process_name = self
                     .get::<HistoricProcessDefinition>(definition_key)?
@@ -804,7 +830,10 @@ impl<'a> HistoryWriter<'a> {
                 })
             }
             RecordValue::ProcessInstance(value) => {
+                let element_name =
+                    self.element_name(Key(value.process_definition_key), &value.element_id)?;
                 self.update(key, |e: &mut HistoricElementInstance| {
+                    e.element_name = element_name;
                     e.element_id = value.element_id.clone();
                     e.bpmn_process_id = value.bpmn_process_id.clone();
                     e.process_definition_key = Key(value.process_definition_key);

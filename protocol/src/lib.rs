@@ -28,11 +28,7 @@ pub use command_api::{
 };
 pub use ids::{KEY_LOCAL_BITS, Key, MAX_PARTITION_ID, NodeId, PartitionId, Position, Timestamp};
 pub use json::{Blob, JsonTextError, JsonValue, MAX_JSON_DEPTH};
-pub use query::{
-    ElementInstanceState, ElementInstanceView, IncidentView, JobState, JobView,
-    ProcessDefinitionView, ProcessInstanceState, ProcessInstanceView, Query, QueryResult,
-    VariableView,
-};
+pub use query::{IncidentView, ProcessInstanceState, ProcessInstanceView, Query, QueryResult};
 pub use record::{
     Intent, NO_OPERATION_REFERENCE, Record, RecordDraft, RecordType, RejectionType, ValueType,
 };

@@ -11,49 +11,23 @@ use crate::history::{
     ProcessInstanceSearch,
 };
 use crate::ids::{Key, Timestamp};
-use crate::json::Blob;
-use crate::value::{BpmnElementType, IncidentRecord, JobRecord};
+use crate::value::IncidentRecord;
 
+/// A read a gateway sends a partition. The engine answers the first two from its own
+/// state (what the gateway reads with `history.enabled = false`); the partition's history
+/// store answers the rest. The variant order is the wire's encoding: append only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Query {
-    /// A process instance, active or finished within the retention.
-    ProcessInstance {
-        key: Key,
-    },
-    /// The open incidents of a process instance.
-    IncidentsOfInstance {
-        process_instance_key: Key,
-    },
-    Incident {
-        key: Key,
-    },
-    /// Variables of an instance: of one scope, or of every scope.
-    Variables {
-        process_instance_key: Key,
-        scope_key: Option<Key>,
-    },
-    Job {
-        key: Key,
-    },
-    /// The live element instances of a process instance, parents before children.
-    ElementInstances {
-        process_instance_key: Key,
-    },
-    ProcessDefinition {
-        key: Key,
-    },
-    /// All versions of all processes (or of one process id), by key.
-    ProcessDefinitions {
-        bpmn_process_id: Option<String>,
-    },
+    /// A process instance, active or finished within `engine.instance-retention`.
+    ProcessInstance { key: Key },
+    /// An open incident.
+    Incident { key: Key },
     /// (History store) Process instances matching a filter, in a sort order, after a
     /// cursor. Answered by the partition's history store, not by the engine.
     SearchProcessInstances(ProcessInstanceSearch),
     /// (History store) One process instance, active or finished within
     /// `history.retention`.
-    HistoricProcessInstance {
-        key: Key,
-    },
+    HistoricProcessInstance { key: Key },
     /// (History store) Jobs, incidents, and the entries to come.
     History(HistoryQuery),
 }
@@ -73,13 +47,7 @@ impl Query {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum QueryResult {
     ProcessInstance(Option<ProcessInstanceView>),
-    Incidents(Vec<IncidentView>),
     Incident(Option<IncidentView>),
-    Variables(Vec<VariableView>),
-    Job(Option<JobView>),
-    ElementInstances(Vec<ElementInstanceView>),
-    ProcessDefinition(Option<ProcessDefinitionView>),
-    ProcessDefinitions(Vec<ProcessDefinitionView>),
     ProcessInstancePage(ProcessInstancePage),
     HistoricProcessInstance(Option<HistoricProcessInstance>),
     History(HistoryResult),
@@ -91,26 +59,6 @@ pub enum ProcessInstanceState {
     Active,
     Completed,
     Terminated,
-}
-
-/// Where a live element instance is in Zeebe's lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ElementInstanceState {
-    Activating,
-    Activated,
-    Completing,
-    Terminating,
-}
-
-/// The state of a job as readers see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum JobState {
-    Activatable,
-    Activated,
-    /// Failed: waiting for its backoff (retries left) or for an incident (no retries).
-    Failed,
-    /// An error was thrown and nobody caught it: waiting for the incident.
-    ErrorThrown,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,42 +83,4 @@ pub struct ProcessInstanceView {
 pub struct IncidentView {
     pub key: Key,
     pub record: IncidentRecord,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VariableView {
-    pub key: Key,
-    pub name: String,
-    /// The value as JSON text.
-    pub value: String,
-    pub scope_key: Key,
-    pub process_instance_key: Key,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JobView {
-    pub key: Key,
-    pub state: JobState,
-    /// The job without variables.
-    pub record: JobRecord,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ElementInstanceView {
-    pub key: Key,
-    pub element_id: String,
-    pub element_type: BpmnElementType,
-    pub state: ElementInstanceState,
-    pub flow_scope_key: Key,
-    pub has_incident: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProcessDefinitionView {
-    pub key: Key,
-    pub bpmn_process_id: String,
-    pub version: i32,
-    pub resource_name: String,
-    /// The deployed BPMN XML.
-    pub resource: Blob,
 }

@@ -14,6 +14,19 @@ use crate::value_types::TypedValue;
 /// The tenant every value carries while Rill is single-tenant (Zeebe's default).
 pub const DEFAULT_TENANT: &str = "<default>";
 
+/// The hidden process-scope variable of an instance a message started (which message,
+/// and the correlation key the instance holds until it ends).
+pub const MESSAGE_START_VARIABLE: &str = "~messageStart";
+
+/// The hidden variable a multi-instance body keeps its input collection in.
+pub const INPUT_COLLECTION_VARIABLE: &str = "~inputCollection";
+
+/// True for the engine's own bookkeeping variables: their records replay the engine's
+/// state, and every read leaves them out.
+pub fn is_engine_variable(name: &str) -> bool {
+    name == MESSAGE_START_VARIABLE || name == INPUT_COLLECTION_VARIABLE
+}
+
 fn default_tenant() -> String {
     DEFAULT_TENANT.to_owned()
 }

@@ -29,7 +29,7 @@ use crate::state::{StoredMessageSubscription, StoredProcessMessageSubscription};
 /// The hidden process-scope variable of an instance that a message started: which
 /// message, and the correlation key the instance holds until it ends (Zeebe keeps this
 /// in its state). Left out of every variable read.
-pub(crate) const MESSAGE_START_VARIABLE: &str = "~messageStart";
+pub(crate) const MESSAGE_START_VARIABLE: &str = rill_protocol::value::MESSAGE_START_VARIABLE;
 
 /// The value of [`MESSAGE_START_VARIABLE`].
 #[derive(Debug, Serialize, Deserialize)]

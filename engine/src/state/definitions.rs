@@ -1,12 +1,10 @@
 //! Deployed process definitions, decisions and decision requirements by key, by id and
 //! version (the latest version too), and the deployments that hold them.
 
-use std::ops::ControlFlow;
-
 use rill_protocol::Key;
 use rill_protocol::value::{DecisionRecord, DecisionRequirementsRecord, ProcessRecord};
 
-use super::{AsKey, KeyBuf, Reader, Writer, decode, table};
+use super::{AsKey, KeyBuf, Reader, Writer, table};
 use crate::error::Result;
 
 impl Reader<'_> {
@@ -30,17 +28,6 @@ impl Reader<'_> {
     /// The latest version of a process id and its definition key.
     pub fn latest_process(&self, bpmn_process_id: &str) -> Result<Option<(i32, Key)>> {
         self.get(KeyBuf::new(table::PROCESS_LATEST).str(bpmn_process_id))
-    }
-
-    /// All process definitions, ordered by key.
-    pub fn processes(&self, mut visit: impl FnMut(ProcessRecord) -> bool) -> Result<()> {
-        self.scan(&KeyBuf::new(table::PROCESS), |_, v| {
-            Ok(if visit(decode(v)?) {
-                ControlFlow::Continue(())
-            } else {
-                ControlFlow::Break(())
-            })
-        })
     }
 
     /// The deployment that created a process definition.

@@ -39,24 +39,6 @@ impl Reader<'_> {
         })?;
         Ok(out)
     }
-
-    /// Every variable of a process instance: `(scope key, name, variable)`.
-    pub fn instance_variables(
-        &self,
-        instance: impl AsKey,
-    ) -> Result<Vec<(i64, String, StoredVariable)>> {
-        let prefix = KeyBuf::new(table::VARIABLE).key(instance);
-        let at = prefix.bytes().len();
-        let mut out = Vec::new();
-        self.scan(&prefix, |k, v| {
-            let scope = keys::decode_i64(k, at).ok_or_else(|| inconsistent("bad variable key"))?;
-            let (name, _) =
-                keys::decode_str(k, at + 8).ok_or_else(|| inconsistent("bad variable key"))?;
-            out.push((scope, name.to_owned(), decode(v)?));
-            Ok(ControlFlow::Continue(()))
-        })?;
-        Ok(out)
-    }
 }
 
 impl Writer<'_> {

@@ -3,7 +3,7 @@
 
 use rill_engine::ProcessInstanceState;
 use rill_protocol::value::{BpmnElementType, IncidentErrorType, ProcessInstanceRecord};
-use rill_protocol::{Command, FailJob, Intent, JsonValue, Key, Query, QueryResult, RecordValue};
+use rill_protocol::{Command, FailJob, Intent, JsonValue, Key, RecordValue};
 use rill_protocol::{ThrowError, ValueType};
 use serde_json::{Value, json};
 
@@ -349,21 +349,11 @@ fn an_incident_in_the_child_shows_on_the_call_activity() {
         retry_backoff: 0,
         variables: JsonValue::null(),
     }));
-    match rule.query(Query::ElementInstances {
-        process_instance_key: parent,
-    }) {
-        QueryResult::ElementInstances(list) => {
-            let flags: Vec<(String, bool)> = list
-                .iter()
-                .map(|e| (e.element_id.clone(), e.has_incident))
-                .collect();
-            assert_eq!(
-                flags,
-                vec![("order".to_owned(), false), ("Ship".to_owned(), true)]
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    let flags = rule.element_instances(parent);
+    assert_eq!(
+        flags,
+        vec![("order".to_owned(), false), ("Ship".to_owned(), true)]
+    );
     rule.assert_replay_matches();
 }
 

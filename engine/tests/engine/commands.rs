@@ -2,7 +2,7 @@
 //! jobs, variables, deployments, create-and-await and reads behave as the gateway
 //! needs them to.
 
-use rill_engine::{JobState, ProcessInstanceState, Query, QueryResult};
+use rill_engine::ProcessInstanceState;
 use rill_engine_api::{Action, state_digest};
 use rill_protocol::{
     ActivateJobs, Command, CommandResponse, CreateProcessInstance, FailJob, Intent, JsonValue, Key,
@@ -432,17 +432,11 @@ fn deploying_the_same_xml_again_keeps_the_version_and_a_change_makes_a_new_one()
     }));
     assert!(!v1.is_rejected());
     assert_eq!(rule.activate("t", 10).len(), 1);
-    match rule.query(Query::ProcessDefinitions {
-        bpmn_process_id: Some("p".into()),
-    }) {
-        QueryResult::ProcessDefinitions(defs) => {
-            assert_eq!(
-                defs.iter().map(|d| d.version).collect::<Vec<_>>(),
-                vec![1, 2]
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    let defs = rule.process_definitions(Some("p"));
+    assert_eq!(
+        defs.iter().map(|d| d.version).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
     // A fresh engine (empty model cache) runs instances from the stored XML.
     rule.engine = rill_engine::BpmnEngine::default();
     rule.create("p", json!({}));
@@ -594,13 +588,9 @@ fn jobs_fail_with_backoff_time_out_and_update_their_timeout() {
         timeout: Some(90_000),
     }));
     assert!(!update.is_rejected(), "{:?}", update.response);
-    match rule.query(Query::Job { key: job }) {
-        QueryResult::Job(Some(view)) => {
-            assert_eq!(view.state, JobState::Activated);
-            assert_eq!(view.record.deadline, rule.now + 90_000);
-        }
-        other => panic!("{other:?}"),
-    }
+    let view = rule.job_state(job).expect("the job");
+    assert_eq!(view.state, JobState::Activated);
+    assert_eq!(view.record.deadline, rule.now + 90_000);
     rule.complete(job, json!({}));
     assert_eq!(
         rule.instance_state(instance).unwrap().state,
@@ -638,14 +628,10 @@ fn a_yielded_job_is_activatable_again_with_its_retries_and_no_failure() {
         vec![Intent::Created, Intent::Yielded]
     );
     assert!(!rule.records().with_intent(Intent::Failed).exists());
-    match rule.query(Query::Job { key: job }) {
-        QueryResult::Job(Some(view)) => {
-            assert_eq!(view.state, JobState::Activatable);
-            assert_eq!(view.record.retries, retries);
-            assert_eq!(view.record.deadline, -1);
-        }
-        other => panic!("{other:?}"),
-    }
+    let view = rule.job_state(job).expect("the job");
+    assert_eq!(view.state, JobState::Activatable);
+    assert_eq!(view.record.retries, retries);
+    assert_eq!(view.record.deadline, -1);
 
     // Only an activated job can be yielded.
     let again = rule.process(Command::YieldJob { job_key: job });
@@ -688,23 +674,18 @@ fn set_variables_local_or_propagated() {
     assert_eq!(rule.variables(instance), json!({"top": 1, "new": 3}));
     set(&mut rule, json!({"top": 9}), true);
     assert_eq!(rule.variables(instance)["top"], json!(1));
-    match rule.query(Query::Variables {
-        process_instance_key: instance,
-        scope_key: Some(task),
-    }) {
-        QueryResult::Variables(vars) => {
-            let mut names: Vec<_> = vars
-                .iter()
-                .map(|v| (v.name.clone(), v.value.clone()))
-                .collect();
-            names.sort();
-            assert_eq!(
-                names,
-                vec![("mine".into(), "2".into()), ("top".into(), "9".into())]
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    let vars = rule.scope_variables(instance, task);
+    let mut names: Vec<_> = vars
+        .as_object()
+        .expect("an object")
+        .iter()
+        .map(|(name, value)| (name.clone(), value.to_string()))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![("mine".into(), "2".into()), ("top".into(), "9".into())]
+    );
     rule.assert_replay_matches();
 }
 
@@ -726,7 +707,7 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
         "the leader is told when the summary may go: {:?}",
         done.actions
     );
-    let view = rule.instance_state(instance).unwrap();
+    let view = rule.engine_summary(instance).unwrap();
     assert_eq!(view.state, ProcessInstanceState::Completed);
     assert_eq!(view.start_date.millis(), started);
     assert_eq!(view.end_date.map(|d| d.millis()), Some(started + 500));
@@ -739,7 +720,7 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
     assert!(rule.fire_due().is_empty());
     rule.advance(1);
     assert_eq!(rule.fire_due().len(), 1);
-    assert!(rule.instance_state(instance).is_none());
+    assert!(rule.engine_summary(instance).is_none());
     rule.assert_replay_matches();
 }
 
@@ -756,18 +737,8 @@ fn element_instances_and_incidents_are_readable_by_instance() {
         retry_backoff: 0,
         variables: JsonValue::null(),
     }));
-    match rule.query(Query::ElementInstances {
-        process_instance_key: instance,
-    }) {
-        QueryResult::ElementInstances(list) => {
-            let ids: Vec<_> = list
-                .iter()
-                .map(|e| (e.element_id.clone(), e.has_incident))
-                .collect();
-            assert_eq!(ids, vec![("p".into(), false), ("t".into(), true)]);
-        }
-        other => panic!("{other:?}"),
-    }
+    let ids = rule.element_instances(instance);
+    assert_eq!(ids, vec![("p".into(), false), ("t".into(), true)]);
     let incidents = rule.incidents(instance);
     assert_eq!(incidents[0].record.error_message, "No more retries left.");
     assert!(rule.instance_state(instance).unwrap().has_incident);

@@ -117,12 +117,7 @@ fn distributed_commands_are_applied_in_order() {
     // A redeployment of the same XML is a duplicate everywhere.
     let again = sends(&first.deploy_fixture("two-rest-calls.bpmn"));
     assert!(!second.process(again[0].1.clone()).is_rejected());
-    match second.query(rill_engine::Query::ProcessDefinitions {
-        bpmn_process_id: None,
-    }) {
-        rill_engine::QueryResult::ProcessDefinitions(defs) => assert_eq!(defs.len(), 2),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(second.process_definitions(None).len(), 2);
     second.assert_replay_matches();
 }
 
@@ -338,12 +333,7 @@ fn a_partition_added_later_gets_every_deployment_in_order_with_the_same_keys() {
     deliver(&redistributed, &mut third);
 
     // The same definitions, with their versions and keys; the deleted one is gone.
-    let definitions = match third.query(rill_engine::Query::ProcessDefinitions {
-        bpmn_process_id: None,
-    }) {
-        rill_engine::QueryResult::ProcessDefinitions(defs) => defs,
-        other => panic!("{other:?}"),
-    };
+    let definitions = third.process_definitions(None);
     let mut found: Vec<(i32, i64)> = definitions
         .iter()
         .map(|d| (d.version, d.key.get()))

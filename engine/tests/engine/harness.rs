@@ -1,19 +1,27 @@
 //! An EngineRule-style harness: drives a [`BpmnEngine`] with commands over
 //! [`MemoryState`] (one overlay per command, as the broker does), with a clock the test
-//! controls, and keeps every record for assertions and replay.
+//! controls, and keeps every record for assertions and replay. Reads (instances,
+//! variables, incidents, jobs, definitions) go through a history store fed with every
+//! record, as a broker's reads do: the engine keeps only what processing needs.
 
 use std::path::PathBuf;
 
-use rill_engine::{BpmnEngine, EngineOptions, Query, QueryResult};
+use rill_engine::{BpmnEngine, EngineOptions, ProcessInstanceView, Query, QueryResult};
 use rill_engine_api::{
     Action, CommandLimits, Engine, EngineError, MemoryState, Overlay, ProcessingContext,
     ProcessingOutput, RequestId, StateRead, StateTxn, keys, state_digest,
 };
+use rill_history::{HistoryWriter, MemoryHistory, search};
+use rill_protocol::history::{
+    Condition, ElementInstanceField, FieldValue, HistoricElementInstance, HistoricIncident,
+    HistoricJob, HistoricProcessDefinition, HistoricVariable, IncidentField,
+    ProcessDefinitionField, Search, SortBy, VariableField,
+};
 use rill_protocol::value::JobRecord;
 use rill_protocol::{
     ActivateJobs, Blob, Command, CommandResponse, CreateProcessInstance, Intent, JsonValue, Key,
-    PartitionId, Position, ProcessSelector, PublishMessage, RecordDraft, RecordType, RecordValue,
-    Rejection, RejectionType, Resource, Timestamp, ValueType,
+    PartitionId, Position, ProcessInstanceState, ProcessSelector, PublishMessage, RecordDraft,
+    RecordType, RecordValue, Rejection, RejectionType, Resource, Timestamp, ValueType,
 };
 use serde_json::{Value, json};
 
@@ -78,6 +86,8 @@ pub struct EngineRule {
     pub log: Vec<(Timestamp, RecordDraft)>,
     /// The bounds on one command's records that every entry carries.
     pub limits: CommandLimits,
+    /// The partition's history store, fed with every record: what the reads answer from.
+    pub history: MemoryHistory,
 }
 
 impl Default for EngineRule {
@@ -102,6 +112,7 @@ impl EngineRule {
             partition_count: 1,
             log: Vec::new(),
             limits: CommandLimits::default(),
+            history: MemoryHistory::new(),
         }
     }
 
@@ -153,6 +164,7 @@ impl EngineRule {
             ),
             "first record must be the command's: {first:?}"
         );
+        self.index(&out.records, ctx.position);
         for record in &out.records {
             self.log.push((Timestamp(self.now), record.clone()));
         }
@@ -203,8 +215,53 @@ impl EngineRule {
             .expect("answer from state")
     }
 
+    /// What the engine itself answers (the gateway's reads with the history store off).
     pub fn query(&mut self, query: Query) -> QueryResult {
         self.engine.query(&self.state, &query).expect("query")
+    }
+
+    /// The engine's own summary of an instance (kept for `engine.instance-retention`
+    /// after it ends), which the gateway reads with the history store off.
+    pub fn engine_summary(&mut self, key: Key) -> Option<ProcessInstanceView> {
+        match self.query(Query::ProcessInstance { key }) {
+            QueryResult::ProcessInstance(view) => view,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Feeds one command's records to the history store, as the broker does in the
+    /// command's write batch.
+    fn index(&mut self, records: &[RecordDraft], first: Position) {
+        let mut writer = HistoryWriter::new(&self.history);
+        for (i, draft) in records.iter().enumerate() {
+            let record = draft.clone().into_record(
+                Position(first.0 + i as u64),
+                (i > 0).then_some(first),
+                Timestamp(self.now),
+                self.partition,
+                "test",
+            );
+            writer.index(&record).expect("history index");
+        }
+        let writes = writer.into_writes();
+        self.history.apply(writes);
+    }
+
+    /// The first page of a history search over `filter`, in key order.
+    fn search<T: rill_history::Table>(&self, filter: Vec<(T::Field, Condition)>) -> Vec<T>
+    where
+        T::Field: Copy,
+    {
+        let search_for = Search {
+            filter,
+            sort: Vec::<SortBy<T::Field>>::new(),
+            after: None,
+            limit: 10_000,
+            count_limit: rill_history::COUNT_LIMIT,
+        };
+        search::<T, _>(&self.history, &search_for)
+            .expect("history search")
+            .items
     }
 
     // --- commands ---
@@ -305,63 +362,169 @@ impl EngineRule {
         }))
     }
 
-    // --- reads ---
+    // --- reads (from the history store) ---
 
-    pub fn instance_state(&mut self, key: Key) -> Option<rill_engine::ProcessInstanceView> {
-        match self.query(Query::ProcessInstance { key }) {
-            QueryResult::ProcessInstance(view) => view,
-            other => panic!("{other:?}"),
-        }
+    pub fn instance_state(&mut self, key: Key) -> Option<ProcessInstanceView> {
+        let instance = rill_history::process_instance(&self.history, key).expect("history");
+        instance.map(|i| ProcessInstanceView {
+            key: i.key,
+            bpmn_process_id: i.bpmn_process_id,
+            version: i.version,
+            process_definition_key: i.process_definition_key,
+            state: i.state,
+            has_incident: i.incidents > 0,
+            start_date: i.start_date,
+            end_date: i.end_date,
+            parent_process_instance_key: i.parent_process_instance_key,
+            parent_element_instance_key: i.parent_element_instance_key,
+            root_process_instance_key: i.root_process_instance_key,
+        })
     }
 
-    /// The variables of the process scope, as JSON.
-    /// The process scope's variables: from the state while the instance runs, else (its
-    /// variables went with it) the last value of each as the records tell it.
+    /// The process scope's variables, as JSON: their last values, while the instance
+    /// runs and after.
     pub fn variables(&mut self, instance: Key) -> Value {
-        let live = self.scope_variables(instance, instance);
-        if live.as_object().is_some_and(|m| !m.is_empty()) {
-            return live;
-        }
-        let mut map = serde_json::Map::new();
-        for (_, record) in &self.log {
-            if let rill_protocol::RecordValue::Variable(v) = &record.value
-                && record.record_type == RecordType::Event
-                && v.process_instance_key == instance.get()
-                && v.scope_key == instance.get()
-            {
-                map.insert(
-                    v.name.clone(),
-                    serde_json::from_str(&v.value).expect("json"),
-                );
-            }
-        }
-        Value::Object(map)
+        variables_json(self.variables_of_scope(instance))
     }
 
-    /// The variables of one scope (an element instance) of `instance`, as JSON.
+    /// The variables of one live scope (an element instance, or the instance itself) of
+    /// `instance`, as JSON; a scope that ended has none (its variables went with it).
     pub fn scope_variables(&mut self, instance: Key, scope: Key) -> Value {
-        match self.query(Query::Variables {
-            process_instance_key: instance,
-            scope_key: Some(scope),
-        }) {
-            QueryResult::Variables(vars) => {
-                let mut map = serde_json::Map::new();
-                for v in vars {
-                    map.insert(v.name, serde_json::from_str(&v.value).expect("json"));
-                }
-                Value::Object(map)
-            }
-            other => panic!("{other:?}"),
-        }
+        let live = if scope == instance {
+            self.instance_state(instance)
+                .is_some_and(|i| i.state == ProcessInstanceState::Active)
+        } else {
+            rill_history::get::<HistoricElementInstance, _>(&self.history, scope)
+                .expect("history")
+                .is_some_and(|e| e.end_date.is_none())
+        };
+        let variables = if live {
+            self.variables_of_scope(scope)
+                .into_iter()
+                .filter(|v| v.process_instance_key == instance)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        variables_json(variables)
     }
 
-    pub fn incidents(&mut self, instance: Key) -> Vec<rill_engine::IncidentView> {
-        match self.query(Query::IncidentsOfInstance {
-            process_instance_key: instance,
-        }) {
-            QueryResult::Incidents(incidents) => incidents,
-            other => panic!("{other:?}"),
+    fn variables_of_scope(&self, scope: Key) -> Vec<HistoricVariable> {
+        self.search(vec![(VariableField::ScopeKey, int(scope.get()))])
+    }
+
+    /// The open incidents of `instance`, by key.
+    pub fn incidents(&mut self, instance: Key) -> Vec<IncidentRead> {
+        self.search::<HistoricIncident>(vec![
+            (IncidentField::ProcessInstanceKey, int(instance.get())),
+            (
+                IncidentField::State,
+                Condition::Eq(FieldValue::Text("ACTIVE".into())),
+            ),
+        ])
+        .into_iter()
+        .map(|i| IncidentRead {
+            key: i.key,
+            record: IncidentFacts {
+                error_type: i.error_type,
+                error_message: i.error_message,
+                element_id: i.element_id,
+                element_instance_key: i.element_instance_key.get(),
+                job_key: i.job_key.map_or(-1, Key::get),
+            },
+        })
+        .collect()
+    }
+
+    /// A job as the reads see it: its engine state (activated while it has a
+    /// deadline), retries and deadline.
+    pub fn job_state(&mut self, key: Key) -> Option<JobRead> {
+        use rill_protocol::history::JobState as Historic;
+        let job = rill_history::get::<HistoricJob, _>(&self.history, key).expect("history")?;
+        let state = match job.state {
+            Historic::Failed => JobState::Failed,
+            Historic::ErrorThrown => JobState::ErrorThrown,
+            _ if job.deadline.is_some() => JobState::Activated,
+            _ => JobState::Activatable,
+        };
+        Some(JobRead {
+            state,
+            record: JobFacts {
+                retries: job.retries,
+                deadline: job.deadline.map_or(-1, Timestamp::millis),
+            },
+        })
+    }
+
+    /// `(element id, has an incident)` of the live element instances of `instance`,
+    /// the process first, then its elements in key order.
+    pub fn element_instances(&mut self, instance: Key) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        if let Some(process) = self.instance_state(instance)
+            && process.state == ProcessInstanceState::Active
+        {
+            out.push((process.bpmn_process_id, false));
         }
+        let elements = self.search::<HistoricElementInstance>(vec![
+            (
+                ElementInstanceField::ProcessInstanceKey,
+                int(instance.get()),
+            ),
+            (
+                ElementInstanceField::State,
+                Condition::Eq(FieldValue::Text("ACTIVE".into())),
+            ),
+        ]);
+        out.extend(elements.into_iter().map(|e| {
+            let has_incident = e.incident_key.is_some() || self.called_has_incident(&e);
+            (e.element_id, has_incident)
+        }));
+        out
+    }
+
+    /// Whether the instance a call activity called (or one called further down) has an
+    /// open incident: the call activity shows it, as Operate does.
+    fn called_has_incident(&self, element: &HistoricElementInstance) -> bool {
+        let mut pending = vec![element.key];
+        while let Some(parent) = pending.pop() {
+            let called = self.search::<rill_protocol::history::HistoricProcessInstance>(vec![(
+                rill_protocol::history::ProcessInstanceField::ParentElementInstanceKey,
+                int(parent.get()),
+            )]);
+            for child in called {
+                if child.incidents > 0 {
+                    return true;
+                }
+                let calls = self.search::<HistoricElementInstance>(vec![
+                    (
+                        ElementInstanceField::ProcessInstanceKey,
+                        int(child.key.get()),
+                    ),
+                    (
+                        ElementInstanceField::Type,
+                        Condition::Eq(FieldValue::Text("CALL_ACTIVITY".into())),
+                    ),
+                ]);
+                pending.extend(calls.into_iter().map(|c| c.key));
+            }
+        }
+        false
+    }
+
+    /// The deployed definitions (of one process id, or all), by key.
+    pub fn process_definitions(
+        &mut self,
+        process_id: Option<&str>,
+    ) -> Vec<HistoricProcessDefinition> {
+        let filter = process_id
+            .map(|id| {
+                vec![(
+                    ProcessDefinitionField::ProcessDefinitionId,
+                    Condition::Eq(FieldValue::Text(id.into())),
+                )]
+            })
+            .unwrap_or_default();
+        self.search(filter)
     }
 
     /// Records of the whole log, for matching.
@@ -414,6 +577,61 @@ impl EngineRule {
             state_digest(&rebuilt).unwrap()
         );
     }
+}
+
+fn int(value: i64) -> Condition {
+    Condition::Eq(FieldValue::Int(value))
+}
+
+fn variables_json(variables: Vec<HistoricVariable>) -> Value {
+    let mut map = serde_json::Map::new();
+    for v in variables {
+        map.insert(v.name, serde_json::from_str(&v.value).expect("json"));
+    }
+    Value::Object(map)
+}
+
+/// An open incident as the tests read it.
+#[derive(Debug)]
+pub struct IncidentRead {
+    pub key: Key,
+    pub record: IncidentFacts,
+}
+
+/// What an incident's record said.
+#[derive(Debug)]
+pub struct IncidentFacts {
+    pub error_type: rill_protocol::value::IncidentErrorType,
+    pub error_message: String,
+    pub element_id: String,
+    pub element_instance_key: i64,
+    /// -1 for an incident without a job.
+    pub job_key: i64,
+}
+
+/// Where a job is, as the tests read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    Activatable,
+    Activated,
+    /// Failed: waiting for its backoff (retries left) or for an incident (no retries).
+    Failed,
+    /// An error was thrown and nobody caught it: waiting for the incident.
+    ErrorThrown,
+}
+
+/// A job as the tests read it.
+#[derive(Debug)]
+pub struct JobRead {
+    pub state: JobState,
+    pub record: JobFacts,
+}
+
+#[derive(Debug)]
+pub struct JobFacts {
+    pub retries: i32,
+    /// -1 for a job without a deadline.
+    pub deadline: i64,
 }
 
 fn without_key_counter(state: &MemoryState) -> MemoryState {

@@ -49,8 +49,8 @@ pub async fn set_variables(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// Camunda's `ElementInstanceResult`. Records carry no element names: `elementName` is
-/// the element id.
+/// Camunda's `ElementInstanceResult`. `elementName` is the name drawn in the model, or
+/// the element id for an element without one (as Camunda shows it).
 #[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct ElementInstanceResult {
@@ -76,11 +76,12 @@ pub struct ElementInstanceResult {
 
 impl From<HistoricElementInstance> for ElementInstanceResult {
     fn from(element: HistoricElementInstance) -> Self {
+        let element_name = element.display_name().to_owned();
         ElementInstanceResult {
             process_definition_id: element.bpmn_process_id,
             start_date: date_text(element.start_date),
             end_date: element.end_date.map(date_text),
-            element_name: element.element_id.clone(),
+            element_name,
             element_id: element.element_id,
             element_type: element_type_name(element.element_type),
             state: element.state.name(),

@@ -598,3 +598,109 @@ async fn a_broadcast_signal_reaches_instances_on_every_partition() {
     );
     gateway.stop().await;
 }
+
+/// A model as Camunda Modeler saves it: named elements, an unnamed end event, and the
+/// diagram interchange section after the process.
+const NAMED_ORDER_PROCESS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" xmlns:di="http://www.omg.org/spec/DD/20100524/DI" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" xmlns:modeler="http://camunda.org/schema/modeler/1.0" id="Definitions_named" targetNamespace="http://bpmn.io/schema/bpmn" exporter="Camunda Modeler" exporterVersion="5.31.0" modeler:executionPlatform="Camunda Cloud" modeler:executionPlatformVersion="8.7.0">
+  <bpmn:process id="named-order" name="Order handling" isExecutable="true">
+    <bpmn:startEvent id="StartEvent_1" name="Order received">
+      <bpmn:outgoing>Flow_1</bpmn:outgoing>
+    </bpmn:startEvent>
+    <bpmn:serviceTask id="Activity_pack" name="Pack the order">
+      <bpmn:extensionElements>
+        <zeebe:taskDefinition type="named-pack" />
+      </bpmn:extensionElements>
+      <bpmn:incoming>Flow_1</bpmn:incoming>
+      <bpmn:outgoing>Flow_2</bpmn:outgoing>
+    </bpmn:serviceTask>
+    <bpmn:endEvent id="Event_end">
+      <bpmn:incoming>Flow_2</bpmn:incoming>
+    </bpmn:endEvent>
+    <bpmn:sequenceFlow id="Flow_1" sourceRef="StartEvent_1" targetRef="Activity_pack" />
+    <bpmn:sequenceFlow id="Flow_2" sourceRef="Activity_pack" targetRef="Event_end" />
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="BPMNDiagram_1">
+    <bpmndi:BPMNPlane id="BPMNPlane_1" bpmnElement="named-order">
+      <bpmndi:BPMNShape id="StartEvent_1_di" bpmnElement="StartEvent_1">
+        <dc:Bounds x="152" y="102" width="36" height="36" />
+        <bpmndi:BPMNLabel><dc:Bounds x="133" y="145" width="75" height="14" /></bpmndi:BPMNLabel>
+      </bpmndi:BPMNShape>
+      <bpmndi:BPMNShape id="Activity_pack_di" bpmnElement="Activity_pack">
+        <dc:Bounds x="240" y="80" width="100" height="80" />
+      </bpmndi:BPMNShape>
+      <bpmndi:BPMNShape id="Event_end_di" bpmnElement="Event_end">
+        <dc:Bounds x="392" y="102" width="36" height="36" />
+      </bpmndi:BPMNShape>
+      <bpmndi:BPMNEdge id="Flow_1_di" bpmnElement="Flow_1">
+        <di:waypoint x="188" y="120" /><di:waypoint x="240" y="120" />
+      </bpmndi:BPMNEdge>
+      <bpmndi:BPMNEdge id="Flow_2_di" bpmnElement="Flow_2">
+        <di:waypoint x="340" y="120" /><di:waypoint x="392" y="120" />
+      </bpmndi:BPMNEdge>
+    </bpmndi:BPMNPlane>
+  </bpmndi:BPMNDiagram>
+</bpmn:definitions>"#;
+
+#[tokio::test]
+async fn element_instances_show_the_names_drawn_in_the_model() {
+    let gateway = TestGateway::start(EngineBackend::new(1)).await;
+    let deployed = gateway
+        .deploy(&[("named-order.bpmn", NAMED_ORDER_PROCESS.as_bytes())])
+        .await;
+    assert_eq!(deployed.status, 200, "{:?}", deployed.body);
+    let instance = create(&gateway, "named-order", json!({})).await;
+    let job = activate(&gateway, "named-pack", 1).await;
+    let job_key = job[0]["jobKey"].as_str().unwrap();
+    let completed = gateway
+        .post(&format!("/v2/jobs/{job_key}/completion"), json!({}))
+        .await;
+    assert_eq!(completed.status, 204, "{:?}", completed.body);
+
+    let elements = gateway
+        .post(
+            "/v2/element-instances/search",
+            json!({"filter": {"processInstanceKey": instance}, "sort": [{"field": "startDate"}]}),
+        )
+        .await;
+    assert_eq!(elements.status, 200, "{:?}", elements.body);
+    let items = elements.body["items"].as_array().unwrap();
+    let shown: Vec<(&str, &str)> = items
+        .iter()
+        .map(|e| {
+            (
+                e["elementId"].as_str().unwrap(),
+                e["elementName"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("StartEvent_1", "Order received"),
+            ("Activity_pack", "Pack the order"),
+            // No name drawn: the id stands in, as Camunda shows it.
+            ("Event_end", "Event_end"),
+        ],
+        "{:?}",
+        elements.body
+    );
+
+    // The same by key, and a filter on the name.
+    let task_key = items[1]["elementInstanceKey"].as_str().unwrap();
+    let task = gateway
+        .get(&format!("/v2/element-instances/{task_key}"))
+        .await;
+    assert_eq!(task.status, 200, "{:?}", task.body);
+    assert_eq!(task.body["elementName"], "Pack the order");
+    let by_name = gateway
+        .post(
+            "/v2/element-instances/search",
+            json!({"filter": {"processInstanceKey": instance, "elementName": "Pack the order"}}),
+        )
+        .await;
+    assert_eq!(by_name.status, 200, "{:?}", by_name.body);
+    assert_eq!(by_name.body["page"]["totalItems"], 1, "{:?}", by_name.body);
+    assert_eq!(by_name.body["items"][0]["elementId"], "Activity_pack");
+    gateway.stop().await;
+}

@@ -472,6 +472,15 @@ pub struct HistoricElementInstance {
     /// Its open incident, if it has one.
     pub incident_key: Option<Key>,
     pub tenant_id: String,
+    /// The element's name as drawn in the model, if it has one.
+    pub element_name: Option<String>,
+}
+
+impl HistoricElementInstance {
+    /// The name Camunda shows for the element: the drawn one, else the element id.
+    pub fn display_name(&self) -> &str {
+        self.element_name.as_deref().unwrap_or(&self.element_id)
+    }
 }
 
 impl Historic for HistoricElementInstance {
@@ -490,8 +499,8 @@ impl Historic for HistoricElementInstance {
             F::ProcessDefinitionId => text(&self.bpmn_process_id),
             F::StartDate => int(self.start_date.millis()),
             F::EndDate => self.end_date.and_then(|d| int(d.millis())),
-            // Records carry no element names: the id stands in for it.
-            F::ElementId | F::ElementName => text(&self.element_id),
+            F::ElementId => text(&self.element_id),
+            F::ElementName => text(self.display_name()),
             F::Type => text(element_type_name(self.element_type)),
             F::State => text(self.state.name()),
             F::IncidentKey => self.incident_key.and_then(|k| int(k.get())),

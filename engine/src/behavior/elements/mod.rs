@@ -67,7 +67,7 @@ use crate::state::ElementState;
 /// The hidden local variable of a sequential multi-instance body that keeps its input
 /// collection as evaluated on entry (Zeebe 8.8 keeps it in its own record type, which
 /// Rill's protocol does not have). Left out of "all variables" reads.
-pub(super) const INPUT_SNAPSHOT: &str = "~inputCollection";
+pub(super) const INPUT_SNAPSHOT: &str = rill_protocol::value::INPUT_COLLECTION_VARIABLE;
 
 /// Variables of the event that triggered an element (a caught error, a message).
 type Trigger = Option<Map<String, Value>>;
