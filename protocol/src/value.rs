@@ -140,6 +140,13 @@ pub struct DeploymentRecord {
     pub resource_metadata: Vec<ResourceMetadata>,
 }
 
+impl DeploymentRecord {
+    /// The resource of this deployment named `name` (a file name is unique in one).
+    pub fn resource_named(&self, name: &str) -> Option<&DeploymentResource> {
+        self.resources.iter().find(|r| r.resource_name == name)
+    }
+}
+
 /// A resource of a deployment that is neither a process, a decision nor a form: an RPA
 /// script (`.rpa`) (Zeebe's `ResourceMetadataRecord`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -221,11 +221,7 @@ pub(super) fn apply_distributed(
         if metadata.is_duplicate || p.read().decision_requirements(key)?.is_some() {
             continue;
         }
-        let Some(resource) = deployment
-            .resources
-            .iter()
-            .find(|r| r.resource_name == metadata.resource_name)
-        else {
+        let Some(resource) = deployment.resource_named(&metadata.resource_name) else {
             continue;
         };
         let record = DecisionRequirementsRecord {

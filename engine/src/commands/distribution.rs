@@ -198,11 +198,7 @@ fn apply_deployment(p: &mut Processing<'_>, key: Key, deployment: &DeploymentRec
         if metadata.is_duplicate || p.read().process(metadata.process_definition_key)?.is_some() {
             continue;
         }
-        let Some(resource) = deployment
-            .resources
-            .iter()
-            .find(|r| r.resource_name == metadata.resource_name)
-        else {
+        let Some(resource) = deployment.resource_named(&metadata.resource_name) else {
             continue;
         };
         let process = ProcessRecord {

@@ -151,11 +151,7 @@ pub(super) fn apply_distributed_rpa_resources(
         if metadata.is_duplicate || p.read().resource(metadata.resource_key)?.is_some() {
             continue;
         }
-        let Some(resource) = deployment
-            .resources
-            .iter()
-            .find(|r| r.resource_name == metadata.resource_name)
-        else {
+        let Some(resource) = deployment.resource_named(&metadata.resource_name) else {
             continue;
         };
         let value = ResourceRecord {
