@@ -1,7 +1,8 @@
 //! Which records an exporter ships, by record type and value type.
 
 use rill_config::RecordFilterConfig;
-use rill_protocol::{Record, RecordType, ValueType};
+use rill_protocol::value::is_engine_variable;
+use rill_protocol::{Record, RecordType, RecordValue, ValueType};
 
 /// A filter built from [`RecordFilterConfig`] (Zeebe's defaults: events only, every value
 /// type but job batches and process instance results).
@@ -15,8 +16,13 @@ impl RecordFilter {
         RecordFilter { config }
     }
 
+    /// Whether the exporter ships `record`. The engine's own bookkeeping variables
+    /// (`~messageStart`, `~inputCollection`) never leave the broker: their records exist
+    /// to replay the engine's state, and Zeebe has no such variables.
     pub fn accepts(&self, record: &Record) -> bool {
-        self.accepts_record_type(record.record_type) && self.accepts_value_type(record.value_type)
+        self.accepts_record_type(record.record_type)
+            && self.accepts_value_type(record.value_type)
+            && !matches!(&record.value, RecordValue::Variable(v) if is_engine_variable(&v.name))
     }
 
     pub fn accepts_record_type(&self, record_type: RecordType) -> bool {

@@ -149,3 +149,22 @@ async fn an_unwritable_path_is_a_clear_error() {
     );
     assert!(bad.err().unwrap().to_string().contains("flush-size"));
 }
+
+#[test]
+fn the_engines_bookkeeping_variables_are_not_exported() {
+    let filter = rill_exporter::RecordFilter::new(RecordFilterConfig::all());
+    let variable = |name: &str| {
+        let mut value = value_of(ValueType::Variable);
+        if let rill_protocol::RecordValue::Variable(v) = &mut value {
+            v.name = name.to_owned();
+        }
+        record(1, RecordType::Event, value)
+    };
+    assert!(filter.accepts(&variable("orderId")));
+    for hidden in [
+        rill_protocol::value::MESSAGE_START_VARIABLE,
+        rill_protocol::value::INPUT_COLLECTION_VARIABLE,
+    ] {
+        assert!(!filter.accepts(&variable(hidden)), "{hidden}");
+    }
+}
