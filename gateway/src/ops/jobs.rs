@@ -58,34 +58,19 @@ pub async fn complete_job(
         variables,
         result,
     };
-    operation("CompleteJob", Some(job_key), async {
-        submit_by_key(state, job_key, "job", command)
-            .await
-            .map(drop)
-    })
-    .await
+    on_job(state, "CompleteJob", job_key, command).await
 }
 
 /// Fails a job: retried after its back-off while it has retries, an incident without.
 pub async fn fail_job(state: &AppState, fail: FailJob) -> Result<(), ClientError> {
     let job_key = fail.job_key;
-    operation("FailJob", Some(job_key), async {
-        submit_by_key(state, job_key, "job", Command::FailJob(fail))
-            .await
-            .map(drop)
-    })
-    .await
+    on_job(state, "FailJob", job_key, Command::FailJob(fail)).await
 }
 
 /// Throws a BPMN error from a job, caught by a boundary or event subprocess.
 pub async fn throw_error(state: &AppState, error: ThrowError) -> Result<(), ClientError> {
     let job_key = error.job_key;
-    operation("ThrowError", Some(job_key), async {
-        submit_by_key(state, job_key, "job", Command::ThrowError(error))
-            .await
-            .map(drop)
-    })
-    .await
+    on_job(state, "ThrowError", job_key, Command::ThrowError(error)).await
 }
 
 /// Changes a job's retries and/or timeout.
@@ -96,19 +81,24 @@ pub async fn update_job(
 ) -> Result<(), ClientError> {
     let job_key = update.job_key;
     let command = Command::UpdateJob(update).referenced(reference);
-    operation("UpdateJob", Some(job_key), async {
-        submit_by_key(state, job_key, "job", command)
-            .await
-            .map(drop)
-    })
-    .await
+    on_job(state, "UpdateJob", job_key, command).await
 }
 
 /// Makes an activated job that could not reach its worker activatable again at once:
 /// yielded (Zeebe's JOB YIELD), so its retries stay and no failure is recorded.
 pub async fn yield_job(state: &AppState, job_key: Key) -> Result<(), ClientError> {
-    operation("YieldJob", Some(job_key), async {
-        submit_by_key(state, job_key, "job", Command::YieldJob { job_key })
+    on_job(state, "YieldJob", job_key, Command::YieldJob { job_key }).await
+}
+
+/// Sends a command about one job to the partition of its key, in the operation's span.
+async fn on_job(
+    state: &AppState,
+    name: &'static str,
+    job_key: Key,
+    command: Command,
+) -> Result<(), ClientError> {
+    operation(name, Some(job_key), async {
+        submit_by_key(state, job_key, "job", command)
             .await
             .map(drop)
     })
