@@ -20,8 +20,10 @@ bounded() {
 
 pip_install() { # VENV REQUIREMENTS
   [ -x "$1/bin/python" ] || python3 -m venv "$1"
+  # `python -m pip`, not bin/pip: a venv's scripts name its old path in their first
+  # line, so bin/pip breaks when a target directory is copied or moved.
   bounded "${RILL_CLIENT_INSTALL_TIMEOUT:-600}" "pip install -r $2" \
-    "$1/bin/pip" install --quiet --disable-pip-version-check -r "$2"
+    "$1/bin/python" -m pip install --quiet --disable-pip-version-check -r "$2"
 }
 
 npm_install() { # DIR FILES...
