@@ -12,7 +12,7 @@ pub use rill_client::{
     Answered, BrokerInfo, Error as BackendError, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
-use rill_protocol::{ActivateJobs, Command, PartitionId, Query, QueryResult};
+use rill_protocol::{ActivateJobs, Command, PartitionId, Query, QueryResult, Term};
 use tokio::sync::broadcast;
 
 /// The brokers, as seen from the gateway. Object safe, so the binary can hand the
@@ -41,7 +41,7 @@ pub trait GatewayBackend: Send + Sync + 'static {
     /// The raft term `partition` is in as far as the backend knows (the term of the
     /// leader it routes to); `None` if it does not know, and then no answer counts as
     /// coming from a term the partition has left.
-    fn current_term(&self, partition: PartitionId) -> Option<u64> {
+    fn current_term(&self, partition: PartitionId) -> Option<Term> {
         let _ = partition;
         None
     }
@@ -110,7 +110,7 @@ impl GatewayBackend for CommandClient {
         ))
     }
 
-    fn current_term(&self, partition: PartitionId) -> Option<u64> {
+    fn current_term(&self, partition: PartitionId) -> Option<Term> {
         CommandClient::current_term(self, partition)
     }
 

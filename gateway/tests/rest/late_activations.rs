@@ -8,7 +8,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rill_gateway::{BackendError, JobsAvailable, JobsNotice};
 use rill_protocol::value::{JobBatchRecord, JobRecord};
-use rill_protocol::{Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue};
+use rill_protocol::{
+    Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue, Term,
+};
 use serde_json::{Value, json};
 
 use crate::support::scripted_backend::ScriptedBackend;
@@ -166,8 +168,8 @@ async fn an_answer_from_a_term_the_partition_has_left_is_not_handed_out() {
         Ok(batch(vec![(key, job(5000, now_millis() + 4990))]))
     });
     // The entry was in term 3, and the partition has a leader of term 4 since.
-    *backend.answer_term.lock().unwrap() = Some(3);
-    *backend.current_term.lock().unwrap() = Some(4);
+    *backend.answer_term.lock().unwrap() = Some(Term(3));
+    *backend.current_term.lock().unwrap() = Some(Term(4));
     let gateway = TestGateway::start(backend.clone()).await;
 
     assert!(activate(&gateway, -1).await.is_empty());
@@ -178,7 +180,7 @@ async fn an_answer_from_a_term_the_partition_has_left_is_not_handed_out() {
     );
 
     // The same answer while term 3 is still the partition's: handed out.
-    *backend.current_term.lock().unwrap() = Some(3);
+    *backend.current_term.lock().unwrap() = Some(Term(3));
     assert_eq!(job_keys(&activate(&gateway, -1).await), [key.to_string()]);
     gateway.stop().await;
 }

@@ -22,7 +22,7 @@ use rill_gateway::{
 };
 use rill_history::{HistoryWriter, MemoryHistory};
 use rill_protocol::{
-    Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Timestamp,
+    Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Term, Timestamp,
 };
 use tokio::sync::{broadcast, oneshot};
 
@@ -260,7 +260,7 @@ impl GatewayBackend for EngineBackend {
         // One leader for good: every answer is from its term.
         let answered = |response| Answered {
             response,
-            term: Some(1),
+            term: Some(Term(1)),
         };
         Box::pin(async move {
             let request = RequestId(self.next_request.fetch_add(1, Ordering::Relaxed));

@@ -12,7 +12,7 @@ use rill_gateway::{
     Answered, BackendError, BrokerInfo, GatewayBackend, JobsNotice, PartitionHealth, PartitionInfo,
     PartitionRole, Topology,
 };
-use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Query, QueryResult};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Query, QueryResult, Term};
 use tokio::sync::broadcast;
 
 type Answer = dyn Fn(PartitionId, &Command) -> Result<CommandResponse, BackendError> + Send + Sync;
@@ -25,9 +25,9 @@ pub struct ScriptedBackend {
     /// The role every broker reports for every partition (for `/v2/status`).
     pub role: Mutex<PartitionRole>,
     /// The term every answer says its entry was in.
-    pub answer_term: Mutex<Option<u64>>,
+    pub answer_term: Mutex<Option<Term>>,
     /// The term the backend reports every partition in.
-    pub current_term: Mutex<Option<u64>>,
+    pub current_term: Mutex<Option<Term>>,
     /// How long every answer takes (a busy partition).
     pub answer_delay: Mutex<Duration>,
 }
@@ -47,8 +47,8 @@ impl ScriptedBackend {
             submitted: Mutex::new(Vec::new()),
             jobs,
             role: Mutex::new(PartitionRole::Leader),
-            answer_term: Mutex::new(Some(1)),
-            current_term: Mutex::new(Some(1)),
+            answer_term: Mutex::new(Some(Term(1))),
+            current_term: Mutex::new(Some(Term(1))),
             answer_delay: Mutex::new(Duration::ZERO),
         })
     }
@@ -101,7 +101,7 @@ impl GatewayBackend for ScriptedBackend {
         })
     }
 
-    fn current_term(&self, _partition: PartitionId) -> Option<u64> {
+    fn current_term(&self, _partition: PartitionId) -> Option<Term> {
         *self.current_term.lock().unwrap()
     }
 
