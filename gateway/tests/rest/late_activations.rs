@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rill_gateway::{BackendError, JobsAvailable, JobsNotice};
+use rill_gateway::{JobsAvailable, JobsNotice};
 use rill_protocol::value::{JobBatchRecord, JobRecord};
 use rill_protocol::{
     Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue, Term,
@@ -73,8 +73,8 @@ fn batch(jobs: Vec<(Key, JobRecord)>) -> CommandResponse {
     }
 }
 
-fn unexpected(partition: PartitionId) -> Result<CommandResponse, BackendError> {
-    Err(BackendError::Internal(format!(
+fn unexpected(partition: PartitionId) -> Result<CommandResponse, rill_client::Error> {
+    Err(rill_client::Error::Internal(format!(
         "only activations are expected (partition {partition})"
     )))
 }
@@ -193,7 +193,7 @@ async fn jobs_in_hand_do_not_wait_for_a_partition_without_a_leader() {
         Command::ActivateJobs(_) if partition == PartitionId(1) => {
             Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
         }
-        Command::ActivateJobs(_) => Err(BackendError::Unavailable {
+        Command::ActivateJobs(_) => Err(rill_client::Error::Unavailable {
             partition,
             reason: "no leader known yet".into(),
         }),
@@ -229,7 +229,7 @@ async fn a_partition_without_a_leader_does_not_hold_up_jobs_on_the_next() {
         Command::ActivateJobs(_) if partition == PartitionId(2) => {
             Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
         }
-        Command::ActivateJobs(_) => Err(BackendError::NotLeader { partition }),
+        Command::ActivateJobs(_) => Err(rill_client::Error::NotLeader { partition }),
         _ => unexpected(partition),
     });
     let gateway = TestGateway::start_with(backend.clone(), test_config()).await;
@@ -252,7 +252,7 @@ async fn when_no_other_partition_has_jobs_one_without_a_leader_is_waited_for() {
     let backend = ScriptedBackend::new(2, move |partition, command| match command {
         Command::ActivateJobs(_) if partition == PartitionId(1) => {
             if asked_in_script.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 {
-                Err(BackendError::NotLeader { partition })
+                Err(rill_client::Error::NotLeader { partition })
             } else {
                 Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
             }
