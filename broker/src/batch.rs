@@ -24,7 +24,7 @@
 //! its proposer has given up on as "not applied" can never be applied after all.
 
 use rill_engine_api::{CommandLimits, RequestId};
-use rill_protocol::{Timestamp, codec};
+use rill_protocol::{Term, Timestamp, codec};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -84,10 +84,10 @@ pub(crate) struct BatchBuilder {
 
 impl BatchBuilder {
     /// A batch built while leading in `term`, whose commands apply under `limits`.
-    pub fn new(timestamp: Timestamp, term: u64, limits: CommandLimits) -> Self {
+    pub fn new(timestamp: Timestamp, term: Term, limits: CommandLimits) -> Self {
         let mut buf = Vec::with_capacity(4096);
         buf.push(VERSION);
-        buf.extend_from_slice(&term.to_le_bytes());
+        buf.extend_from_slice(&term.get().to_le_bytes());
         buf.extend_from_slice(&timestamp.millis().to_le_bytes());
         buf.extend_from_slice(&limits.max_records.to_le_bytes());
         buf.extend_from_slice(&limits.max_bytes.to_le_bytes());
@@ -149,7 +149,7 @@ impl BatchBuilder {
 pub(crate) struct BatchView<'a> {
     pub timestamp: Timestamp,
     /// The term the batch was built in (`None`: a version 1 batch, which has none).
-    pub term: Option<u64>,
+    pub term: Option<Term>,
     /// The bounds on each command's work.
     pub limits: CommandLimits,
     /// Commands not yet read.
@@ -181,7 +181,7 @@ impl<'a> BatchView<'a> {
         let (term, timestamp_at) = if version == V1 {
             (None, 1)
         } else {
-            (Some(u64_at(1)), 9)
+            (Some(Term(u64_at(1))), 9)
         };
         let limits = if version == VERSION {
             CommandLimits {
@@ -202,7 +202,7 @@ impl<'a> BatchView<'a> {
 
     /// Whether the batch may be applied as an entry raft appended in `entry_term`.
     #[must_use]
-    pub fn built_for(&self, entry_term: u64) -> bool {
+    pub fn built_for(&self, entry_term: Term) -> bool {
         self.term.is_none_or(|term| term == entry_term)
     }
 
@@ -306,7 +306,7 @@ mod tests {
         let exported = CoreCommand::Exported {
             positions: vec![("jsonl".to_owned(), 42)],
         };
-        let mut b = BatchBuilder::new(Timestamp(5), 3, CommandLimits::default());
+        let mut b = BatchBuilder::new(Timestamp(5), Term(3), CommandLimits::default());
         b.push(Some(RequestId(4)), &"engine".to_owned()).unwrap();
         b.push_core(&exported).unwrap();
         let bytes = b.finish();
@@ -324,7 +324,7 @@ mod tests {
 
     #[test]
     fn round_trips_commands_with_and_without_requests() {
-        let mut b = BatchBuilder::new(Timestamp(1234), 5, CommandLimits::default());
+        let mut b = BatchBuilder::new(Timestamp(1234), Term(5), CommandLimits::default());
         b.push(Some(RequestId(7)), &"first".to_owned()).unwrap();
         b.push(None, &"second".to_owned()).unwrap();
         assert_eq!(b.count(), 2);
@@ -335,10 +335,10 @@ mod tests {
         );
         let mut view = BatchView::parse(&bytes).unwrap();
         assert_eq!(view.timestamp, Timestamp(1234));
-        assert_eq!(view.term, Some(5));
-        assert!(view.built_for(5));
+        assert_eq!(view.term, Some(Term(5)));
+        assert!(view.built_for(Term(5)));
         assert!(
-            !view.built_for(6),
+            !view.built_for(Term(6)),
             "appended in a later term than built for"
         );
         let (r, c): (_, String) = view.next_command().unwrap().unwrap();
@@ -350,7 +350,7 @@ mod tests {
 
     #[test]
     fn truncated_entries_are_errors_not_panics() {
-        let mut b = BatchBuilder::new(Timestamp(1), 1, CommandLimits::default());
+        let mut b = BatchBuilder::new(Timestamp(1), Term(1), CommandLimits::default());
         b.push(Some(RequestId(1)), &vec![1u32, 2, 3]).unwrap();
         let bytes = b.finish();
         for cut in 0..bytes.len() {
@@ -372,12 +372,12 @@ mod tests {
             max_records: 1234,
             max_bytes: 5 << 30,
         };
-        let mut b = BatchBuilder::new(Timestamp(8), 2, limits);
+        let mut b = BatchBuilder::new(Timestamp(8), Term(2), limits);
         b.push(None, &"x".to_owned()).unwrap();
         let bytes = b.finish();
         let mut view = BatchView::parse(&bytes).unwrap();
         assert_eq!(view.limits, limits);
-        assert_eq!((view.timestamp, view.term), (Timestamp(8), Some(2)));
+        assert_eq!((view.timestamp, view.term), (Timestamp(8), Some(Term(2))));
         let (_, c): (_, String) = view.next_command().unwrap().unwrap();
         assert_eq!(c, "x");
     }
@@ -410,7 +410,7 @@ mod tests {
             vec![RequestId(3)]
         );
         let mut view = BatchView::parse(&bytes).unwrap();
-        assert_eq!((view.timestamp, view.term), (Timestamp(66), Some(4)));
+        assert_eq!((view.timestamp, view.term), (Timestamp(66), Some(Term(4))));
         assert_eq!(view.limits, CommandLimits::default());
         let (r, c): (_, String) = view.next_command().unwrap().unwrap();
         assert_eq!((r, c.as_str()), (Some(RequestId(3)), "v2"));
@@ -427,7 +427,7 @@ mod tests {
         bytes.extend_from_slice(&body);
         let mut view = BatchView::parse(&bytes).unwrap();
         assert_eq!((view.timestamp, view.term), (Timestamp(77), None));
-        assert!(view.built_for(3));
+        assert!(view.built_for(Term(3)));
         let (r, c): (_, String) = view.next_command().unwrap().unwrap();
         assert_eq!((r, c.as_str()), (Some(RequestId(9)), "old"));
     }

@@ -23,7 +23,7 @@ use rill_engine_api::{
 };
 use rill_history::{EXPIRE_LIMIT, HistoryWriter};
 use rill_protocol::{BROKER_VERSION, PartitionId, Position, Record, Timestamp, codec};
-use rill_raft::{ApplyBatch, StateDb};
+use rill_raft::{ApplyBatch, RaftTerm, StateDb};
 use rocksdb::WriteBatch;
 
 use crate::batch::{BatchView, CoreCommand, Item};
@@ -141,7 +141,7 @@ pub(crate) fn apply_batch<E: Engine>(
     for entry in &batch.entries {
         let Some(data) = &entry.data else { continue };
         let mut view = BatchView::parse(data)?;
-        if !view.built_for(entry.log_id.leader_id.term) {
+        if !view.built_for(entry.log_id.term()) {
             tracing::debug!(log_id = %entry.log_id, built_for = ?view.term, "skipping a batch appended in a later term");
             applied.skipped.extend(view.requests()?);
             continue;

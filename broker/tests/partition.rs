@@ -184,7 +184,7 @@ async fn answers_carry_the_term_of_the_leader() {
     let cluster = single(|_| {}).await;
     let p = cluster.node(0);
     let first_term = p.status().term;
-    assert!(first_term > 0);
+    assert!(first_term > rill_protocol::Term::ZERO);
     let appended = p
         .submit_answered(ListCommand::Append { id: 1 }, timeout)
         .await

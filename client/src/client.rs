@@ -27,7 +27,8 @@ use futures::future::BoxFuture;
 use parking_lot::RwLock;
 use rill_protocol::{
     ActivateJobs, ApiAnswer, ApiError, ApiRequest, Command, CommandResponse, JOBS_POLL_TIMEOUT,
-    JobsNews, JobsPoll, NodeId, NodeTopology, PartitionId, Query, QueryResult, ReplicaRole, codec,
+    JobsNews, JobsPoll, NodeId, NodeTopology, PartitionId, Query, QueryResult, ReplicaRole, Term,
+    codec,
 };
 use rill_transport::{ServiceId, Transport, TransportError};
 use serde::Serialize;
@@ -86,7 +87,7 @@ struct View {
     /// the client's lifetime).
     polled: BTreeSet<NodeId>,
     /// The leader of each partition (from the highest term reported).
-    leaders: BTreeMap<PartitionId, (u64, NodeId)>,
+    leaders: BTreeMap<PartitionId, (Term, NodeId)>,
 }
 
 /// The brokers a gateway apart learned from the cluster configuration.
@@ -462,7 +463,7 @@ impl CommandClient {
     }
 
     /// The term of the leader of `partition` this client routes to, if it knows one.
-    pub fn current_term(&self, partition: PartitionId) -> Option<u64> {
+    pub fn current_term(&self, partition: PartitionId) -> Option<Term> {
         self.view
             .read()
             .leaders
@@ -558,7 +559,7 @@ impl CommandClient {
                 match leader.map(NodeId).filter(|l| *l != node) {
                     // Trust the hint over our stale entry, at the same term.
                     Some(leader) => {
-                        let term = view.leaders.get(&partition).map_or(0, |(t, _)| *t);
+                        let term = view.leaders.get(&partition).map_or(Term::ZERO, |(t, _)| *t);
                         view.leaders.insert(partition, (term, leader));
                     }
                     None => {
@@ -694,7 +695,7 @@ impl CommandClient {
     }
 }
 
-fn note_leader(view: &mut View, partition: PartitionId, term: u64, leader: NodeId) {
+fn note_leader(view: &mut View, partition: PartitionId, term: Term, leader: NodeId) {
     let newer = view
         .leaders
         .get(&partition)
@@ -755,7 +756,7 @@ mod tests {
                                 partition: 1,
                                 role: ReplicaRole::Leader,
                                 leader: Some(1),
-                                term: 1,
+                                term: Term(1),
                                 healthy: true,
                             }],
                         })
@@ -865,7 +866,7 @@ mod tests {
 
     /// A broker that says it leads partition 1 in term `topology_term`, and answers every
     /// command from an entry of term `answer_term`.
-    async fn broker(topology_term: u64, answer_term: u64) -> Transport {
+    async fn broker(topology_term: Term, answer_term: Term) -> Transport {
         let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let handler = Arc::new(
             move |_: NodeId,
@@ -909,7 +910,7 @@ mod tests {
             .unwrap()
     }
 
-    async fn known_term(client: &CommandClient) -> u64 {
+    async fn known_term(client: &CommandClient) -> Term {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(term) = client.current_term(PartitionId(1)) {
@@ -923,9 +924,9 @@ mod tests {
     /// Submits a command to a broker whose topology says `topology_term` and that answers
     /// in `answer_term`: the answer's term, and the term the client knows afterwards.
     async fn terms_after_an_answer(
-        topology_term: u64,
-        answer_term: u64,
-    ) -> (Option<u64>, Option<u64>) {
+        topology_term: Term,
+        answer_term: Term,
+    ) -> (Option<Term>, Option<Term>) {
         let broker = broker(topology_term, answer_term).await;
         let transport = gateway_transport().await;
         let client = CommandClient::start(transport.clone(), vec![broker.local_addr().to_string()]);
@@ -952,11 +953,17 @@ mod tests {
     #[tokio::test]
     async fn an_answer_brings_its_entry_term_and_a_later_one_is_noted() {
         // The broker led in term 5, later than the topology said.
-        assert_eq!(terms_after_an_answer(3, 5).await, (Some(5), Some(5)));
+        assert_eq!(
+            terms_after_an_answer(Term(3), Term(5)).await,
+            (Some(Term(5)), Some(Term(5)))
+        );
     }
 
     #[tokio::test]
     async fn an_answer_from_an_earlier_term_leaves_the_known_term() {
-        assert_eq!(terms_after_an_answer(4, 2).await, (Some(2), Some(4)));
+        assert_eq!(
+            terms_after_an_answer(Term(4), Term(2)).await,
+            (Some(Term(2)), Some(Term(4)))
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! topology, jobs-available notices, and why a request failed ([`Error`]). The gateway
 //! converts an [`Error`] into its client error, the broker into its own error, each once.
 
-use rill_protocol::{ApiAnswer, ApiError, CodecError, CommandResponse, NodeId, PartitionId};
+use rill_protocol::{ApiAnswer, ApiError, CodecError, CommandResponse, NodeId, PartitionId, Term};
 
 /// Why a request could not be answered by a partition.
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +76,7 @@ impl Error {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answered {
     pub response: CommandResponse,
-    pub term: Option<u64>,
+    pub term: Option<Term>,
 }
 
 /// Jobs of a type became activatable on a partition (sent by the partition leader after

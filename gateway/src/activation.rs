@@ -19,8 +19,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rill_protocol::PartitionId;
 use rill_protocol::value::{JobBatchRecord, JobRecord};
+use rill_protocol::{PartitionId, Term};
 
 use crate::backend::GatewayBackend;
 use crate::metrics::GatewayMetrics;
@@ -52,7 +52,7 @@ impl DropReason {
 pub struct Activation {
     pub partition: PartitionId,
     /// The term of the entry that activated the jobs (`None`: unknown).
-    pub term: Option<u64>,
+    pub term: Option<Term>,
     pub batch: JobBatchRecord,
 }
 
@@ -68,8 +68,8 @@ pub fn deadline_margin(timeout_ms: i64) -> i64 {
 /// may. An unknown term on either side is no reason.
 pub fn drop_reason(
     job: &JobRecord,
-    answer_term: Option<u64>,
-    current_term: Option<u64>,
+    answer_term: Option<Term>,
+    current_term: Option<Term>,
     now_ms: i64,
 ) -> Option<DropReason> {
     if job.deadline.saturating_sub(now_ms) <= deadline_margin(job.timeout) {
@@ -91,7 +91,7 @@ pub struct Judged {
 }
 
 /// Judges the jobs of `activation` at `now_ms`, with the partition in `current_term`.
-pub fn split(activation: Activation, current_term: Option<u64>, now_ms: i64) -> Judged {
+pub fn split(activation: Activation, current_term: Option<Term>, now_ms: i64) -> Judged {
     let mut judged = Judged::default();
     let jobs = activation
         .batch
@@ -184,7 +184,7 @@ mod tests {
         }
     }
 
-    fn activation(term: Option<u64>, jobs: Vec<(i64, JobRecord)>) -> Activation {
+    fn activation(term: Option<Term>, jobs: Vec<(i64, JobRecord)>) -> Activation {
         let (job_keys, jobs) = jobs.into_iter().unzip();
         Activation {
             partition: PartitionId(2),
@@ -205,19 +205,19 @@ mod tests {
     #[test]
     fn a_fresh_answer_from_the_current_term_is_handed_out() {
         let fresh = job(5000, NOW + 4990);
-        assert_eq!(drop_reason(&fresh, Some(4), Some(4), NOW), None);
+        assert_eq!(drop_reason(&fresh, Some(Term(4)), Some(Term(4)), NOW), None);
         // A term the gateway has not heard of yet is newer, not stale.
-        assert_eq!(drop_reason(&fresh, Some(5), Some(4), NOW), None);
+        assert_eq!(drop_reason(&fresh, Some(Term(5)), Some(Term(4)), NOW), None);
         // Unknown on either side: only the deadline counts.
-        assert_eq!(drop_reason(&fresh, None, Some(4), NOW), None);
-        assert_eq!(drop_reason(&fresh, Some(3), None, NOW), None);
+        assert_eq!(drop_reason(&fresh, None, Some(Term(4)), NOW), None);
+        assert_eq!(drop_reason(&fresh, Some(Term(3)), None, NOW), None);
     }
 
     #[test]
     fn a_job_past_its_deadline_is_dropped() {
         let late = job(5000, NOW - 1);
         assert_eq!(
-            drop_reason(&late, Some(4), Some(4), NOW),
+            drop_reason(&late, Some(Term(4)), Some(Term(4)), NOW),
             Some(DropReason::Deadline)
         );
         let due_now = job(5000, NOW);
@@ -251,12 +251,12 @@ mod tests {
     fn an_answer_from_a_term_the_partition_left_is_dropped() {
         let fresh = job(5000, NOW + 4990);
         assert_eq!(
-            drop_reason(&fresh, Some(3), Some(4), NOW),
+            drop_reason(&fresh, Some(Term(3)), Some(Term(4)), NOW),
             Some(DropReason::Term)
         );
         // Late as well: the deadline is named.
         assert_eq!(
-            drop_reason(&job(5000, NOW - 10), Some(3), Some(4), NOW),
+            drop_reason(&job(5000, NOW - 10), Some(Term(3)), Some(Term(4)), NOW),
             Some(DropReason::Deadline)
         );
     }
@@ -264,19 +264,19 @@ mod tests {
     #[test]
     fn split_keeps_each_key_with_its_job() {
         let answer = activation(
-            Some(4),
+            Some(Term(4)),
             vec![
                 (11, job(5000, NOW + 4000)),
                 (12, job(5000, NOW + 50)),
                 (13, job(5000, NOW + 3000)),
             ],
         );
-        let Judged { kept, dropped } = split(answer.clone(), Some(4), NOW);
+        let Judged { kept, dropped } = split(answer.clone(), Some(Term(4)), NOW);
         let kept: Vec<(i64, i64)> = kept.iter().map(|(k, j)| (*k, j.deadline)).collect();
         assert_eq!(kept, [(11, NOW + 4000), (13, NOW + 3000)]);
         assert_eq!(dropped, [(12, DropReason::Deadline)]);
 
-        let Judged { kept, dropped } = split(answer, Some(5), NOW);
+        let Judged { kept, dropped } = split(answer, Some(Term(5)), NOW);
         assert!(kept.is_empty(), "{kept:?}");
         assert_eq!(
             dropped,

@@ -9,10 +9,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rill_client::CommandClient;
 pub use rill_client::{
-    Answered, BrokerInfo, Error as BackendError, JobsAvailable, JobsNotice, PartitionHealth,
-    PartitionInfo, PartitionRole, Topology,
+    Answered, BrokerInfo, JobsAvailable, JobsNotice, PartitionHealth, PartitionInfo, PartitionRole,
+    Topology,
 };
-use rill_protocol::{ActivateJobs, Command, PartitionId, Query, QueryResult};
+use rill_protocol::{ActivateJobs, Command, PartitionId, Query, QueryResult, Term};
 use tokio::sync::broadcast;
 
 /// The brokers, as seen from the gateway. Object safe, so the binary can hand the
@@ -36,12 +36,12 @@ pub trait GatewayBackend: Send + Sync + 'static {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<Answered, BackendError>>;
+    ) -> BoxFuture<'_, Result<Answered, rill_client::Error>>;
 
     /// The raft term `partition` is in as far as the backend knows (the term of the
     /// leader it routes to); `None` if it does not know, and then no answer counts as
     /// coming from a term the partition has left.
-    fn current_term(&self, partition: PartitionId) -> Option<u64> {
+    fn current_term(&self, partition: PartitionId) -> Option<Term> {
         let _ = partition;
         None
     }
@@ -53,14 +53,14 @@ pub trait GatewayBackend: Send + Sync + 'static {
         partition: PartitionId,
         query: Query,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<QueryResult, BackendError>>;
+    ) -> BoxFuture<'_, Result<QueryResult, rill_client::Error>>;
 
     /// A stream of "jobs of this type became available" notifications, for long polling.
     /// A lagging receiver should treat the lag as `JobsNotice::Missed`.
     fn subscribe_jobs_available(&self) -> broadcast::Receiver<JobsNotice>;
 
     /// The cluster topology.
-    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>>;
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, rill_client::Error>>;
 
     /// Whether partition leaders push jobs to job streams ([`GatewayBackend::stream_jobs`]);
     /// without, job streams long-poll.
@@ -77,10 +77,10 @@ pub trait GatewayBackend: Send + Sync + 'static {
         partition: PartitionId,
         stream: ActivateJobs,
         wait: Duration,
-    ) -> BoxFuture<'_, Result<Option<Answered>, BackendError>> {
+    ) -> BoxFuture<'_, Result<Option<Answered>, rill_client::Error>> {
         let _ = (stream, wait);
         Box::pin(async move {
-            Err(BackendError::Unavailable {
+            Err(rill_client::Error::Unavailable {
                 partition,
                 reason: "this backend does not push jobs".to_owned(),
             })
@@ -104,13 +104,13 @@ impl GatewayBackend for CommandClient {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
+    ) -> BoxFuture<'_, Result<Answered, rill_client::Error>> {
         Box::pin(CommandClient::submit_answered(
             self, partition, command, timeout,
         ))
     }
 
-    fn current_term(&self, partition: PartitionId) -> Option<u64> {
+    fn current_term(&self, partition: PartitionId) -> Option<Term> {
         CommandClient::current_term(self, partition)
     }
 
@@ -119,7 +119,7 @@ impl GatewayBackend for CommandClient {
         partition: PartitionId,
         query: Query,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
+    ) -> BoxFuture<'_, Result<QueryResult, rill_client::Error>> {
         Box::pin(CommandClient::query(self, partition, query, timeout))
     }
 
@@ -127,7 +127,7 @@ impl GatewayBackend for CommandClient {
         CommandClient::subscribe_jobs_available(self)
     }
 
-    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, rill_client::Error>> {
         Box::pin(async move { Ok(CommandClient::topology(self)) })
     }
 
@@ -140,7 +140,7 @@ impl GatewayBackend for CommandClient {
         partition: PartitionId,
         stream: ActivateJobs,
         wait: Duration,
-    ) -> BoxFuture<'_, Result<Option<Answered>, BackendError>> {
+    ) -> BoxFuture<'_, Result<Option<Answered>, rill_client::Error>> {
         Box::pin(CommandClient::stream_jobs(self, partition, stream, wait))
     }
 }

@@ -17,7 +17,7 @@ mod rest;
 mod server;
 
 pub use backend::{
-    Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    Answered, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
 pub use error::{GatewayError, Result};

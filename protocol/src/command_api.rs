@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Term;
 use crate::command::{ActivateJobs, Command, CommandResponse};
 use crate::query::{Query, QueryResult};
 
@@ -52,7 +53,7 @@ pub enum ApiAnswer {
     /// it whether the answer outlived its leader's term.
     Response {
         response: CommandResponse,
-        term: u64,
+        term: Term,
     },
     QueryResult(QueryResult),
     Error(ApiError),
@@ -94,7 +95,7 @@ pub struct ReplicaView {
     pub partition: u16,
     pub role: ReplicaRole,
     pub leader: Option<u32>,
-    pub term: u64,
+    pub term: Term,
     pub healthy: bool,
 }
 

@@ -116,6 +116,29 @@ impl fmt::Display for Position {
     }
 }
 
+/// A raft leadership term of a partition. Terms only grow: an answer from an earlier term
+/// than the partition's current one outlived the leader that gave it. Encoded as the bare
+/// `u64` (the wire and the log did not change when the type came).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Term(pub u64);
+
+impl Term {
+    pub const ZERO: Term = Term(0);
+
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Milliseconds since the Unix epoch. Inside the engine this only ever comes from a log
 /// entry (stamped by the leader), never from the machine clock.
 #[derive(
@@ -158,6 +181,24 @@ mod tests {
         assert_eq!(key.partition(), PartitionId(MAX_PARTITION_ID));
         assert_eq!(key.local(), (1 << 51) - 1);
         assert!(key.get() > 0);
+    }
+
+    #[test]
+    fn a_term_encodes_as_its_bare_u64() {
+        // Answers and topologies carried terms as `u64` before the type existed.
+        for value in [0, 1, 250, 251, 65_536, u64::MAX] {
+            assert_eq!(
+                crate::codec::encode(&Term(value)).unwrap(),
+                crate::codec::encode(&value).unwrap(),
+                "term {value}"
+            );
+            let old_bytes = crate::codec::encode(&value).unwrap();
+            assert_eq!(
+                crate::codec::decode::<Term>(&old_bytes).unwrap(),
+                Term(value)
+            );
+        }
+        assert_eq!(serde_json::to_string(&Term(7)).unwrap(), "7");
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,
     ReplicaRole, ReplicaView,
 };
-pub use ids::{KEY_LOCAL_BITS, Key, MAX_PARTITION_ID, NodeId, PartitionId, Position, Timestamp};
+pub use ids::{
+    KEY_LOCAL_BITS, Key, MAX_PARTITION_ID, NodeId, PartitionId, Position, Term, Timestamp,
+};
 pub use json::{Blob, JsonTextError, JsonValue, MAX_JSON_DEPTH};
 pub use query::{IncidentView, ProcessInstanceState, ProcessInstanceView, Query, QueryResult};
 pub use record::{

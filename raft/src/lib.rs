@@ -34,8 +34,8 @@ pub use state_store::{
 };
 pub use storage::{ClosedSignal, PartitionStorage};
 pub use types::{
-    Entry, EntryData, EntryResponse, LogId, Raft, RaftMetrics, RaftNodeId, Snapshot, SnapshotMeta,
-    StorageError, StoredMembership, TypeConfig, Vote, log_id,
+    Entry, EntryData, EntryResponse, LogId, Raft, RaftMetrics, RaftNodeId, RaftTerm, Snapshot,
+    SnapshotMeta, StorageError, StoredMembership, TypeConfig, Vote, log_id,
 };
 
 /// openraft itself, for the types this crate does not rename.

@@ -441,6 +441,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 mod tests {
     use openraft::EntryPayload;
     use openraft::storage::RaftLogStorageExt;
+    use rill_protocol::Term;
 
     use super::*;
     use crate::types::{EntryData, log_id};
@@ -457,7 +458,7 @@ mod tests {
             })
             .collect();
         Entry {
-            log_id: log_id(1, 0, index),
+            log_id: log_id(Term(1), 0, index),
             payload: EntryPayload::Normal(EntryData(bytes.into())),
         }
     }
@@ -498,7 +499,7 @@ mod tests {
         assert_eq!(reader.try_get_log_entries(1..201).await.unwrap().len(), 200);
 
         let huge = Entry {
-            log_id: log_id(1, 0, 201),
+            log_id: log_id(Term(1), 0, 201),
             payload: EntryPayload::Normal(EntryData(vec![1; APPEND_REQUEST_BYTES + 1].into())),
         };
         store.blocking_append([huge]).await.unwrap();
@@ -519,7 +520,7 @@ mod tests {
         }
         assert!(log_bytes(&store) > 3_000_000, "{}", log_bytes(&store));
 
-        store.purge(log_id(1, 0, 20)).await.unwrap();
+        store.purge(log_id(Term(1), 0, 20)).await.unwrap();
         wait_reclaimed(&store).await;
         let left = log_bytes(&store);
         assert!(
@@ -531,7 +532,7 @@ mod tests {
         assert_eq!(indexes, (21..=30).collect::<Vec<_>>());
 
         // A purge inside a file: its purged entries are hidden and go too.
-        store.purge(log_id(1, 0, 25)).await.unwrap();
+        store.purge(log_id(Term(1), 0, 25)).await.unwrap();
         wait_reclaimed(&store).await;
         assert!(log_bytes(&store) < 700_000, "{}", log_bytes(&store));
         let kept = store.try_get_log_entries(0..100).await.unwrap();

@@ -24,11 +24,11 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use parking_lot::RwLock;
-use rill_protocol::{PartitionId, codec};
+use rill_protocol::{PartitionId, Term, codec};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use crate::types::{Raft, RaftNodeId, SnapshotMeta, TypeConfig, Vote};
+use crate::types::{Raft, RaftNodeId, RaftTerm, SnapshotMeta, TypeConfig, Vote};
 
 /// Why a request to a peer got no answer.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -352,9 +352,22 @@ pub struct RaftService {
 #[derive(Default)]
 pub struct BetterLog {
     pub notify: Notify,
-    /// The highest term of such a candidate: to win, this replica must stand in a later
-    /// one (a candidate keeps the term's vote it gave itself).
-    pub candidate_term: AtomicU64,
+    /// The highest term of such a candidate (see [`BetterLog::candidate_term`]).
+    candidate_term: AtomicU64,
+}
+
+impl BetterLog {
+    /// The highest term of a candidate refused for its log: to win, this replica must
+    /// stand in a later one (a candidate keeps the term's vote it gave itself).
+    pub fn candidate_term(&self) -> Term {
+        Term(self.candidate_term.load(Ordering::SeqCst))
+    }
+
+    fn refused(&self, candidate_term: Term) {
+        self.candidate_term
+            .fetch_max(candidate_term.get(), Ordering::SeqCst);
+        self.notify.notify_one();
+    }
 }
 
 impl RaftService {
@@ -398,17 +411,13 @@ impl RaftService {
                 raft.append_entries(req).await.map_err(|e| e.to_string()),
             ),
             RaftRpc::Vote(req) => {
-                let (candidate_log, candidate_term) = (req.last_log_id, req.vote.leader_id.term);
+                let (candidate_log, candidate_term) = (req.last_log_id, req.vote.term());
                 let answer = raft.vote(req).await;
                 if let Ok(vote) = &answer
                     && !vote.vote_granted
                     && vote.last_log_id > candidate_log
                 {
-                    let signal = self.better_log_signal(partition);
-                    signal
-                        .candidate_term
-                        .fetch_max(candidate_term, Ordering::SeqCst);
-                    signal.notify.notify_one();
+                    self.better_log_signal(partition).refused(candidate_term);
                 }
                 RaftRpcReply::Vote(answer.map_err(|e| e.to_string()))
             }
@@ -454,9 +463,9 @@ mod tests {
         let request = InstallSnapshotRequest::<TypeConfig> {
             vote: Vote::new_committed(3, 1),
             meta: SnapshotMeta {
-                last_log_id: Some(crate::types::log_id(3, 1, 42)),
+                last_log_id: Some(crate::types::log_id(Term(3), 1, 42)),
                 last_membership: crate::types::StoredMembership::new(
-                    Some(crate::types::log_id(1, 1, 2)),
+                    Some(crate::types::log_id(Term(1), 1, 2)),
                     Membership::new(vec![[1].into_iter().collect()], members),
                 ),
                 snapshot_id: "snapshot-42".into(),

@@ -726,6 +726,7 @@ impl SnapshotStore {
 mod tests {
     use std::os::unix::fs::MetadataExt;
 
+    use rill_protocol::Term;
     use rocksdb::WriteBatch;
     use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
@@ -735,7 +736,7 @@ mod tests {
 
     #[test]
     fn names_sort_by_index() {
-        let a = snapshot_name(Some(&log_id(3, 1, 99)));
+        let a = snapshot_name(Some(&log_id(Term(3), 1, 99)));
         assert_eq!(snapshot_index(&a), Some(99));
         assert_eq!(snapshot_index(&format!("{a}.snap")), Some(99));
         assert_eq!(snapshot_index("unpack-3"), None);
@@ -761,7 +762,7 @@ mod tests {
         for n in 0..rows {
             batch.put(n.to_be_bytes(), row(n));
         }
-        put_applied(&mut batch, &log_id(1, 0, index), None).unwrap();
+        put_applied(&mut batch, &log_id(Term(1), 0, index), None).unwrap();
         state.current().write(batch).unwrap();
         state
     }
@@ -816,7 +817,7 @@ mod tests {
         let state = state_at(&dir.path().join("state"), 300, 10);
         let store = SnapshotStore::open(&dir.path().join("snapshots"), Handle::current()).unwrap();
         let (first, _) = store.build(&state).await.unwrap();
-        assert_eq!(first.last_log_id, Some(log_id(1, 0, 10)));
+        assert_eq!(first.last_log_id, Some(log_id(Term(1), 0, 10)));
 
         // Nothing applied since: the same snapshot.
         let (again, _) = store.build(&state).await.unwrap();
@@ -824,10 +825,10 @@ mod tests {
 
         let mut batch = WriteBatch::default();
         batch.put(b"more", b"state");
-        put_applied(&mut batch, &log_id(1, 0, 11), None).unwrap();
+        put_applied(&mut batch, &log_id(Term(1), 0, 11), None).unwrap();
         state.current().write(batch).unwrap();
         let (second, _) = store.build(&state).await.unwrap();
-        assert_eq!(second.last_log_id, Some(log_id(1, 0, 11)));
+        assert_eq!(second.last_log_id, Some(log_id(Term(1), 0, 11)));
 
         // One snapshot on disk, no work in progress, and its SST files are the state
         // database's own (hard links), not copies.
@@ -893,7 +894,10 @@ mod tests {
         let len = send(&mut sent, &mut receiving, 300_000).await;
         store.install(&meta, receiving, &state).await.unwrap();
 
-        assert_eq!(state.applied_state().unwrap().0, Some(log_id(1, 0, 42)));
+        assert_eq!(
+            state.applied_state().unwrap().0,
+            Some(log_id(Term(1), 0, 42))
+        );
         let seventh = state.current().db().get(7u32.to_be_bytes()).unwrap();
         assert_eq!(seventh, Some(row(7)));
         assert!(len > 5_000_000, "{len} bytes sent");
@@ -933,11 +937,14 @@ mod tests {
         let mut receiving = store.begin_receiving().await.unwrap();
         send(&mut sent, &mut receiving, 1 << 20).await;
         let announced = SnapshotMeta {
-            last_log_id: Some(log_id(1, 0, 43)),
+            last_log_id: Some(log_id(Term(1), 0, 43)),
             ..meta
         };
         assert!(store.install(&announced, receiving, &state).await.is_err());
-        assert_eq!(state.applied_state().unwrap().0, Some(log_id(1, 0, 3)));
+        assert_eq!(
+            state.applied_state().unwrap().0,
+            Some(log_id(Term(1), 0, 3))
+        );
         assert!(
             entries(store.dir()).is_empty(),
             "{:?}",

@@ -368,6 +368,8 @@ fn remove_other_entries(root: &Path, keep: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use rill_protocol::Term;
+
     use super::*;
     use crate::types::log_id;
 
@@ -379,11 +381,14 @@ mod tests {
             assert_eq!(store.applied_state().unwrap().0, None);
             let mut batch = WriteBatch::default();
             batch.put(b"k", b"v");
-            put_applied(&mut batch, &log_id(2, 1, 7), None).unwrap();
+            put_applied(&mut batch, &log_id(Term(2), 1, 7), None).unwrap();
             store.current().write(batch).unwrap();
         }
         let store = StateStore::open(dir.path()).unwrap();
-        assert_eq!(store.applied_state().unwrap().0, Some(log_id(2, 1, 7)));
+        assert_eq!(
+            store.applied_state().unwrap().0,
+            Some(log_id(Term(2), 1, 7))
+        );
         assert_eq!(
             store.current().db().get(b"k").unwrap().as_deref(),
             Some(&b"v"[..])
@@ -451,13 +456,13 @@ mod tests {
         let other = StateStore::open(&dir.path().join("other")).unwrap();
         let mut batch = WriteBatch::default();
         batch.put(b"k", b"new");
-        put_applied(&mut batch, &log_id(3, 0, 40), None).unwrap();
+        put_applied(&mut batch, &log_id(Term(3), 0, 40), None).unwrap();
         other.current().write(batch).unwrap();
         let checkpoint = dir.path().join("checkpoint");
         other.current().checkpoint(&checkpoint).unwrap();
         assert_eq!(
             checkpoint_applied_state(&checkpoint).unwrap().0,
-            Some(log_id(3, 0, 40))
+            Some(log_id(Term(3), 0, 40))
         );
 
         store.replace_with(&checkpoint).unwrap();
@@ -472,6 +477,9 @@ mod tests {
         assert!(!old_path.exists(), "old generation deleted once released");
         drop(store);
         let reopened = StateStore::open(&dir.path().join("state")).unwrap();
-        assert_eq!(reopened.applied_state().unwrap().0, Some(log_id(3, 0, 40)));
+        assert_eq!(
+            reopened.applied_state().unwrap().0,
+            Some(log_id(Term(3), 0, 40))
+        );
     }
 }

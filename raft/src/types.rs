@@ -6,6 +6,7 @@
 use std::fmt;
 
 use bytes::Bytes;
+use rill_protocol::Term;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A node id as openraft sees it (the broker's `NodeId` widened to `u64`).
@@ -120,8 +121,35 @@ pub(crate) mod byte_string {
 }
 
 /// Builds a log id (term, leader node, index).
-pub fn log_id(term: u64, node: RaftNodeId, index: u64) -> LogId {
-    openraft::LogId::new(openraft::CommittedLeaderId::new(term, node), index)
+pub fn log_id(term: Term, node: RaftNodeId, index: u64) -> LogId {
+    openraft::LogId::new(openraft::CommittedLeaderId::new(term.get(), node), index)
+}
+
+/// The [`Term`] of an openraft value. openraft keeps terms as bare `u64`s; this is the one
+/// place they become Rill's type.
+pub trait RaftTerm {
+    fn term(&self) -> Term;
+}
+
+impl RaftTerm for LogId {
+    /// The term of the leader that appended the entry.
+    fn term(&self) -> Term {
+        Term(self.leader_id.term)
+    }
+}
+
+impl RaftTerm for Vote {
+    /// The term the vote was cast in.
+    fn term(&self) -> Term {
+        Term(self.leader_id.term)
+    }
+}
+
+impl RaftTerm for RaftMetrics {
+    /// The term the replica is in.
+    fn term(&self) -> Term {
+        Term(self.current_term)
+    }
 }
 
 #[cfg(test)]

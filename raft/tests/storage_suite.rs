@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{EntryPayload, RaftLogReader};
+use rill_protocol::Term;
 use rill_raft::{
     ApplyBatch, ApplyHandler, Entry, EntryData, EntryResponse, LogStore, PartitionStateMachine,
     PartitionStorage, SnapshotMeta, StateStore, StorageError, TypeConfig, log_id,
@@ -64,7 +65,7 @@ fn openraft_storage_suite_passes() {
 
 fn normal(term: u64, index: u64, bytes: &'static [u8]) -> Entry {
     Entry {
-        log_id: log_id(term, 0, index),
+        log_id: log_id(Term(term), 0, index),
         payload: EntryPayload::Normal(EntryData(bytes::Bytes::from_static(bytes))),
     }
 }
@@ -85,8 +86,8 @@ async fn appended_entries_survive_reopen_and_purge_keeps_no_hole() {
         let mut store = LogStore::open(&path, Handle::current()).unwrap();
         let entries = (1..=20).map(|i| normal(1, i, b"cmd")).collect();
         append_durably(&mut store, entries).await;
-        store.purge(log_id(1, 0, 5)).await.unwrap();
-        store.truncate(log_id(1, 0, 18)).await.unwrap();
+        store.purge(log_id(Term(1), 0, 5)).await.unwrap();
+        store.truncate(log_id(Term(1), 0, 18)).await.unwrap();
         append_durably(&mut store, vec![normal(2, 18, b"new")]).await;
         let closed = store.closed_signal();
         drop(store);
@@ -98,8 +99,8 @@ async fn appended_entries_survive_reopen_and_purge_keeps_no_hole() {
     }
     let mut store = LogStore::open(&path, Handle::current()).unwrap();
     let state = store.get_log_state().await.unwrap();
-    assert_eq!(state.last_purged_log_id, Some(log_id(1, 0, 5)));
-    assert_eq!(state.last_log_id, Some(log_id(2, 0, 18)));
+    assert_eq!(state.last_purged_log_id, Some(log_id(Term(1), 0, 5)));
+    assert_eq!(state.last_log_id, Some(log_id(Term(2), 0, 18)));
     let entries = store.try_get_log_entries(0..100).await.unwrap();
     let indexes: Vec<u64> = entries.iter().map(|e| e.log_id.index).collect();
     assert_eq!(indexes, (6..=18).collect::<Vec<_>>());

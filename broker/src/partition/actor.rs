@@ -48,7 +48,7 @@ use std::time::Duration;
 use openraft::error::{ClientWriteError, RaftError};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use rill_engine_api::Engine;
-use rill_protocol::Position;
+use rill_protocol::{Position, Term};
 use rill_raft::{ApplyBatch, EntryResponse, PartitionStorage, Raft, RaftNodeId};
 use tokio::sync::{broadcast, oneshot, watch};
 
@@ -94,7 +94,7 @@ pub(crate) enum Msg<E: Engine> {
     RaftView(RaftView),
     /// Raft answered the entry `proposal` that the leadership of `term` proposed.
     Proposed {
-        term: u64,
+        term: Term,
         proposal: u64,
         result: std::result::Result<(), Box<ProposeError>>,
     },

@@ -15,7 +15,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use openraft::ServerState;
-use rill_raft::{BetterLog, Raft};
+use rill_protocol::Term;
+use rill_raft::{BetterLog, Raft, RaftTerm};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -102,10 +103,10 @@ fn random_below(limit: Duration) -> Duration {
 /// Raft's own vote, read after every command sent to raft before: when it last changed
 /// or was refreshed (a leader's message, a granted vote, this replica standing; `None`
 /// until something happened since it started), and its term. `Err` once raft stopped.
-async fn own_vote(raft: &Raft) -> Result<(Option<Instant>, u64), ()> {
+async fn own_vote(raft: &Raft) -> Result<(Option<Instant>, Term), ()> {
     let (tx, rx) = oneshot::channel();
     raft.external_request(move |state| {
-        let _ = tx.send((state.vote_last_modified(), state.vote_ref().leader_id.term));
+        let _ = tx.send((state.vote_last_modified(), state.vote_ref().term()));
     });
     rx.await.map_err(|_| ())
 }
@@ -114,7 +115,7 @@ async fn own_vote(raft: &Raft) -> Result<(Option<Instant>, u64), ()> {
 /// and how long the partition went without a leader.
 struct LeaderWatch {
     /// The leader and term last seen.
-    leader: Option<(u64, u64)>,
+    leader: Option<(u64, Term)>,
     /// The last moment a leader was known to be alive: this replica leading, or its
     /// leader's last message within the lease.
     alive_at: Instant,
@@ -125,7 +126,7 @@ impl LeaderWatch {
         &mut self,
         metrics: &PartitionMetrics,
         now: Instant,
-        leader: Option<(u64, u64)>,
+        leader: Option<(u64, Term)>,
         alive: Option<Instant>,
     ) {
         if let Some(current) = leader
@@ -174,7 +175,7 @@ pub(crate) async fn drive(
             let membership = m.membership_config.membership();
             let voters = membership.voter_ids().count();
             let is_voter = membership.voter_ids().any(|id| id == m.id);
-            (m.state, m.current_leader, m.current_term, voters, is_voter)
+            (m.state, m.current_leader, m.term(), voters, is_voter)
         };
         if state == ServerState::Shutdown {
             return;
@@ -221,8 +222,8 @@ pub(crate) async fn drive(
             // A candidate this replica refused since its leader's last message stands in
             // some term: this replica must stand in a later one to get its vote.
             let above = match nudged {
-                Some(at) if at > heard => better_log.candidate_term.load(Ordering::SeqCst),
-                _ => 0,
+                Some(at) if at > heard => better_log.candidate_term(),
+                _ => Term::ZERO,
             };
             let why = if now >= heard + plan.patience() {
                 "no leader"
@@ -245,7 +246,7 @@ pub(crate) async fn drive(
 /// this replica's own; a candidate whose log is behind this one's keeps the vote it gave
 /// itself in its term, and refuses a candidate of that same term with a lower node id,
 /// so standing in the candidate's term again and again would never win.
-async fn stand(raft: &Raft, plan: &ElectionPlan, silence: Duration, why: &str, above: u64) {
+async fn stand(raft: &Raft, plan: &ElectionPlan, silence: Duration, why: &str, above: Term) {
     tracing::info!(
         rank = plan.rank,
         "{why} for {}ms; standing for election",

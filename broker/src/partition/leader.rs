@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use ractor::ActorRef;
 use rill_engine_api::{Engine, RequestId};
-use rill_protocol::{PartitionId, Timestamp};
+use rill_protocol::{PartitionId, Term, Timestamp};
 use rill_raft::{EntryData, Raft, StateDb};
 
 use super::PartitionConfig;
@@ -54,7 +54,7 @@ impl<E: Engine> Leadership<E> {
     }
 
     /// The term this replica leads in.
-    pub(crate) fn term(&self) -> Option<u64> {
+    pub(crate) fn term(&self) -> Option<Term> {
         match self {
             Leadership::Leader(leader) => Some(leader.term),
             Leadership::Follower => None,
@@ -103,7 +103,7 @@ struct Proposal {
 
 /// The leader's resources for one term (see the module comment).
 pub(crate) struct LeaderState<E: Engine> {
-    term: u64,
+    term: Term,
     raft: Raft,
     actor: ActorRef<Msg<E>>,
     queue: VecDeque<Queued<E::Command>>,
@@ -123,7 +123,7 @@ pub(crate) struct LeaderState<E: Engine> {
 
 impl<E: Engine> LeaderState<E> {
     pub(crate) fn new(
-        term: u64,
+        term: Term,
         raft: Raft,
         actor: ActorRef<Msg<E>>,
         acknowledge: Acknowledge<E::Command>,
@@ -263,7 +263,7 @@ impl<E: Engine> LeaderState<E> {
 
     /// Raft has answered the entry `proposal` built in `term`. One of an earlier
     /// leadership is not this one's business.
-    pub(crate) fn on_proposed(&mut self, term: u64, proposal: u64, metrics: &PartitionMetrics) {
+    pub(crate) fn on_proposed(&mut self, term: Term, proposal: u64, metrics: &PartitionMetrics) {
         if term != self.term {
             return;
         }

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
 use rill_engine_api::Engine;
-use rill_protocol::{NodeId, PartitionId, Position, Record};
+use rill_protocol::{NodeId, PartitionId, Position, Record, Term};
 use rill_raft::{Raft, RaftService, RaftTransport};
 use tokio::runtime::Handle;
 use tokio::sync::{broadcast, oneshot, watch};
@@ -81,7 +81,7 @@ pub struct PartitionStatus {
     pub node_id: NodeId,
     pub role: Role,
     pub leader: Option<NodeId>,
-    pub term: u64,
+    pub term: Term,
     /// Raft index of the last applied entry.
     pub applied_index: u64,
     /// Position of the last record written.
@@ -184,7 +184,7 @@ impl<E: Engine> Partition<E> {
             node_id: config.node_id,
             role: Role::Inactive,
             leader: None,
-            term: 0,
+            term: Term::ZERO,
             applied_index: 0,
             last_position: Position::ZERO,
             exported: Position::ZERO,

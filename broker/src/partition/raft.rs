@@ -9,10 +9,10 @@ use futures::future::BoxFuture;
 use openraft::ServerState;
 use ractor::ActorRef;
 use rill_engine_api::Engine;
-use rill_protocol::NodeId;
+use rill_protocol::{NodeId, Term};
 use rill_raft::{
     ApplyBatch, ApplyHandler, EntryResponse, NetworkFactory, PartitionStateMachine,
-    PartitionStorage, Raft, SnapshotMeta,
+    PartitionStorage, Raft, RaftTerm, SnapshotMeta,
 };
 use tokio::sync::oneshot;
 use tracing::Instrument;
@@ -28,7 +28,7 @@ use crate::metrics::PartitionMetrics;
 pub(crate) struct RaftView {
     pub role: Role,
     pub leader: Option<NodeId>,
-    pub term: u64,
+    pub term: Term,
     pub last_log_index: u64,
     pub snapshot_index: u64,
 }
@@ -38,7 +38,7 @@ impl RaftView {
     pub(crate) const INACTIVE: RaftView = RaftView {
         role: Role::Inactive,
         leader: None,
-        term: 0,
+        term: Term::ZERO,
         last_log_index: 0,
         snapshot_index: 0,
     };
@@ -52,7 +52,7 @@ impl RaftView {
                 ServerState::Learner | ServerState::Shutdown => Role::Inactive,
             },
             leader: m.current_leader.map(|l| NodeId(l as u32)),
-            term: m.current_term,
+            term: m.term(),
             last_log_index: m.last_log_index.unwrap_or(0),
             snapshot_index: m.snapshot.map_or(0, |s| s.index),
         }

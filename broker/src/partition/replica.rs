@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ractor::ActorRef;
 use rill_engine_api::{Action, Engine, EngineError, state_digest};
-use rill_protocol::{PartitionId, Position, Record, Timestamp};
+use rill_protocol::{PartitionId, Position, Record, Term, Timestamp};
 use rill_raft::{ApplyBatch, EntryResponse, PartitionStorage, Raft, StateStore};
 use tokio::sync::{broadcast, oneshot, watch};
 
@@ -217,7 +217,7 @@ impl<E: Engine> Replica<E> {
 
     pub(super) fn on_proposed(
         &mut self,
-        term: u64,
+        term: Term,
         proposal: u64,
         result: std::result::Result<(), Box<ProposeError>>,
     ) {
@@ -390,7 +390,7 @@ impl<E: Engine> Replica<E> {
         if let Some(term) = self.leadership.term()
             && (!leads || self.view.term != term)
         {
-            tracing::info!(term, "no longer leader");
+            tracing::info!(%term, "no longer leader");
             // Never proposed: certainly not applied.
             for request in self.leadership.step_down() {
                 self.requests.not_applied(request, self.view.leader);
@@ -413,7 +413,7 @@ impl<E: Engine> Replica<E> {
         if self.requests.is_closed() {
             return;
         }
-        tracing::info!(term = self.view.term, "became leader");
+        tracing::info!(term = %self.view.term, "became leader");
         let director = self.env.exporters.as_ref().map(|factory| {
             ExportDirector::start(
                 self.partition(),

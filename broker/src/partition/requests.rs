@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rill_engine_api::RequestId;
-use rill_protocol::{NodeId, PartitionId};
+use rill_protocol::{NodeId, PartitionId, Term};
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
@@ -39,7 +39,7 @@ use crate::flow_control::{Permit, RequestLimiter};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answered<R> {
     pub response: R,
-    pub term: u64,
+    pub term: Term,
 }
 
 /// Where a request's answer goes.
@@ -49,9 +49,9 @@ enum Phase {
     /// Waiting in the leader's queue for the next entry.
     Queued,
     /// In an entry given to raft, built in `term`.
-    Proposed { term: u64 },
+    Proposed { term: Term },
     /// Applied from an entry of `term`; the engine answers later (a `Respond` action).
-    Applied { term: u64 },
+    Applied { term: Term },
 }
 
 struct Pending<R> {
@@ -64,15 +64,15 @@ struct Pending<R> {
 }
 
 impl<R> Pending<R> {
-    fn proposed_up_to(&self, up_to_term: u64) -> bool {
+    fn proposed_up_to(&self, up_to_term: Term) -> bool {
         matches!(self.phase, Phase::Proposed { term } if term <= up_to_term)
     }
 
     /// The term of the entry that carried the command. Only applied commands are
     /// answered with a response, so a queued one (0) never is.
-    fn term(&self) -> u64 {
+    fn term(&self) -> Term {
         match self.phase {
-            Phase::Queued => 0,
+            Phase::Queued => Term::ZERO,
             Phase::Proposed { term } | Phase::Applied { term } => term,
         }
     }
@@ -82,7 +82,7 @@ impl<R> Pending<R> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Barrier {
     index: u64,
-    term: u64,
+    term: Term,
 }
 
 /// The pending requests of one partition replica (see the module comment).
@@ -186,7 +186,7 @@ impl<R> RequestBook<R> {
     }
 
     /// The request's command went into an entry built in `term`.
-    pub(crate) fn proposed(&mut self, RequestId(id): RequestId, term: u64) {
+    pub(crate) fn proposed(&mut self, RequestId(id): RequestId, term: Term) {
         if let Some(p) = self.pending.get_mut(&id) {
             p.phase = Phase::Proposed { term };
         }
@@ -228,7 +228,7 @@ impl<R> RequestBook<R> {
     /// proposed up to then is lost unless applied by that index (the barrier).
     pub(crate) fn step_down(
         &mut self,
-        term: u64,
+        term: Term,
         last_log_index: u64,
         applied_index: u64,
         leader: Option<NodeId>,

@@ -23,7 +23,7 @@ use rill_protocol::{Command, CommandResponse, Key, PartitionId, Query, QueryResu
 use tokio::time::Instant;
 
 use super::ClientError;
-use crate::backend::{Answered, BackendError, GatewayBackend};
+use crate::backend::{Answered, GatewayBackend};
 
 /// First pause before sending a command again to a partition without a leader.
 const FIRST_RETRY_DELAY: Duration = Duration::from_millis(25);
@@ -165,7 +165,7 @@ impl Dispatcher {
         partition: PartitionId,
         command: &Command,
         timeout: Duration,
-    ) -> Result<Answered, BackendError> {
+    ) -> Result<Answered, rill_client::Error> {
         self.with_retries(
             Route::Partition(partition),
             timeout,
@@ -182,7 +182,7 @@ impl Dispatcher {
         partition: PartitionId,
         command: &Command,
         remaining: Duration,
-    ) -> Result<Answered, BackendError> {
+    ) -> Result<Answered, rill_client::Error> {
         let attempt = self.backend.submit(partition, command.clone(), remaining);
         within(remaining, attempt).await
     }
@@ -205,7 +205,7 @@ impl Dispatcher {
             )
             .await;
         result.map_err(|error| match error {
-            BackendError::Failed { partition, source } if history => {
+            rill_client::Error::Failed { partition, source } if history => {
                 ClientError::HistoryUnavailable {
                     partition,
                     reason: source.to_string(),
@@ -225,10 +225,10 @@ impl Dispatcher {
         route: Route,
         timeout: Duration,
         mut send: F,
-    ) -> (PartitionId, Result<T, BackendError>)
+    ) -> (PartitionId, Result<T, rill_client::Error>)
     where
         F: FnMut(PartitionId, Duration) -> Fut,
-        Fut: Future<Output = Result<T, BackendError>>,
+        Fut: Future<Output = Result<T, rill_client::Error>>,
     {
         let deadline = Instant::now() + timeout;
         let round: Vec<PartitionId> = match route {
@@ -247,7 +247,10 @@ impl Dispatcher {
             for &partition in &round {
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 if remaining.is_zero() {
-                    return (partition, Err(last_error.unwrap_or(BackendError::Timeout)));
+                    return (
+                        partition,
+                        Err(last_error.unwrap_or(rill_client::Error::Timeout)),
+                    );
                 }
                 super::note_partition(partition);
                 match within(remaining, send(partition, remaining)).await {
@@ -260,7 +263,7 @@ impl Dispatcher {
             }
             // No partition could take it: wait for an election somewhere.
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let error = last_error.take().unwrap_or(BackendError::Timeout);
+            let error = last_error.take().unwrap_or(rill_client::Error::Timeout);
             if remaining <= backoff.peek() {
                 return (round[0], Err(error));
             }
@@ -273,17 +276,17 @@ impl Dispatcher {
 /// `attempt`'s answer, or a timeout once `remaining` has passed.
 async fn within<T>(
     remaining: Duration,
-    attempt: impl Future<Output = Result<T, BackendError>>,
-) -> Result<T, BackendError> {
+    attempt: impl Future<Output = Result<T, rill_client::Error>>,
+) -> Result<T, rill_client::Error> {
     tokio::time::timeout(remaining, attempt)
         .await
-        .unwrap_or(Err(BackendError::Timeout))
+        .unwrap_or(Err(rill_client::Error::Timeout))
 }
 
 /// A command's answer: accepted, or why not.
 fn accepted(
     command: &Command,
-    result: Result<CommandResponse, BackendError>,
+    result: Result<CommandResponse, rill_client::Error>,
 ) -> Result<Accepted, ClientError> {
     match result {
         Ok(CommandResponse::Accepted { key, value, .. }) => Ok(Accepted { key, value }),

@@ -9,8 +9,6 @@ use std::fmt;
 
 use rill_protocol::{Command, PartitionId, RecordValue, Rejection, RejectionType};
 
-use crate::backend::BackendError;
-
 /// Why a client operation failed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientError {
@@ -217,33 +215,35 @@ impl fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
-impl From<BackendError> for ClientError {
+impl From<rill_client::Error> for ClientError {
     /// A failure to reach or hear from the partition.
-    fn from(error: BackendError) -> ClientError {
+    fn from(error: rill_client::Error) -> ClientError {
         let unexpected = |message: &dyn fmt::Display| {
             ClientError::internal(format!(
                 "Unexpected error while handling the request: {message}"
             ))
         };
         match error {
-            BackendError::NotLeader { partition } => ClientError::PartitionUnavailable {
+            rill_client::Error::NotLeader { partition } => ClientError::PartitionUnavailable {
                 partition,
                 reason: None,
             },
-            BackendError::Unavailable { partition, reason } => ClientError::PartitionUnavailable {
-                partition,
-                reason: Some(reason),
-            },
-            BackendError::ResourceExhausted { partition, .. } => {
+            rill_client::Error::Unavailable { partition, reason } => {
+                ClientError::PartitionUnavailable {
+                    partition,
+                    reason: Some(reason),
+                }
+            }
+            rill_client::Error::ResourceExhausted { partition, .. } => {
                 ClientError::ResourceExhausted { partition }
             }
-            BackendError::Timeout => ClientError::DeadlineExceeded,
-            BackendError::Shutdown => ClientError::Unavailable {
+            rill_client::Error::Timeout => ClientError::DeadlineExceeded,
+            rill_client::Error::Shutdown => ClientError::Unavailable {
                 detail: "The node is shutting down".to_owned(),
             },
-            BackendError::Failed { source, .. } => unexpected(&source),
-            error @ BackendError::Codec { .. } => unexpected(&error),
-            BackendError::Internal(message) => unexpected(&message),
+            rill_client::Error::Failed { source, .. } => unexpected(&source),
+            error @ rill_client::Error::Codec { .. } => unexpected(&error),
+            rill_client::Error::Internal(message) => unexpected(&message),
         }
     }
 }
@@ -367,11 +367,11 @@ mod tests {
     fn backend_failures_become_client_errors_that_say_what_happened() {
         let partition = PartitionId(3);
         assert_eq!(
-            ClientError::from(BackendError::NotLeader { partition }).to_string(),
+            ClientError::from(rill_client::Error::NotLeader { partition }).to_string(),
             "Expected to handle the request, but partition 3 has no leader right now; retry \
              later"
         );
-        let unavailable = ClientError::from(BackendError::Unavailable {
+        let unavailable = ClientError::from(rill_client::Error::Unavailable {
             partition,
             reason: "starting".into(),
         });
@@ -383,17 +383,17 @@ mod tests {
         );
         assert!(unavailable.is_transient());
         assert_eq!(
-            ClientError::from(BackendError::ResourceExhausted {
+            ClientError::from(rill_client::Error::ResourceExhausted {
                 partition,
                 limit: 7
             }),
             ClientError::ResourceExhausted { partition }
         );
         assert_eq!(
-            ClientError::from(BackendError::Timeout),
+            ClientError::from(rill_client::Error::Timeout),
             ClientError::DeadlineExceeded
         );
-        let internal = ClientError::from(BackendError::Internal("lost".into()));
+        let internal = ClientError::from(rill_client::Error::Internal("lost".into()));
         assert_eq!(
             internal.to_string(),
             "Unexpected error while handling the request: lost"

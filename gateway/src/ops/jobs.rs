@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use super::job_waiters::Wake;
 use super::{AppState, ClientError, operation, submit_by_key};
 use crate::activation::{Activation, usable_jobs};
-use crate::backend::{Answered, BackendError};
+use crate::backend::Answered;
 
 /// The least time a partition without a leader is retried for, even at the end of a
 /// long poll.
@@ -293,7 +293,7 @@ struct Poll {
     found: usize,
     /// Set once jobs are in hand: when asking further partitions ends.
     hold_until: Option<Instant>,
-    first_error: Option<BackendError>,
+    first_error: Option<rill_client::Error>,
     failures: u16,
 }
 
@@ -317,7 +317,7 @@ impl Poll {
         partition: PartitionId,
         command: &Command,
         template: &ActivateJobs,
-        result: Result<Answered, BackendError>,
+        result: Result<Answered, rill_client::Error>,
     ) -> Result<(), ClientError> {
         match result {
             Ok(Answered {

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rill_gateway::{BackendError, JobsAvailable, JobsNotice};
+use rill_gateway::{JobsAvailable, JobsNotice};
 use rill_protocol::value::{JobBatchRecord, JobRecord};
-use rill_protocol::{Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue};
+use rill_protocol::{
+    Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue, Term,
+};
 use serde_json::{Value, json};
 
 use crate::support::scripted_backend::ScriptedBackend;
@@ -71,8 +73,8 @@ fn batch(jobs: Vec<(Key, JobRecord)>) -> CommandResponse {
     }
 }
 
-fn unexpected(partition: PartitionId) -> Result<CommandResponse, BackendError> {
-    Err(BackendError::Internal(format!(
+fn unexpected(partition: PartitionId) -> Result<CommandResponse, rill_client::Error> {
+    Err(rill_client::Error::Internal(format!(
         "only activations are expected (partition {partition})"
     )))
 }
@@ -166,8 +168,8 @@ async fn an_answer_from_a_term_the_partition_has_left_is_not_handed_out() {
         Ok(batch(vec![(key, job(5000, now_millis() + 4990))]))
     });
     // The entry was in term 3, and the partition has a leader of term 4 since.
-    *backend.answer_term.lock().unwrap() = Some(3);
-    *backend.current_term.lock().unwrap() = Some(4);
+    *backend.answer_term.lock().unwrap() = Some(Term(3));
+    *backend.current_term.lock().unwrap() = Some(Term(4));
     let gateway = TestGateway::start(backend.clone()).await;
 
     assert!(activate(&gateway, -1).await.is_empty());
@@ -178,7 +180,7 @@ async fn an_answer_from_a_term_the_partition_has_left_is_not_handed_out() {
     );
 
     // The same answer while term 3 is still the partition's: handed out.
-    *backend.current_term.lock().unwrap() = Some(3);
+    *backend.current_term.lock().unwrap() = Some(Term(3));
     assert_eq!(job_keys(&activate(&gateway, -1).await), [key.to_string()]);
     gateway.stop().await;
 }
@@ -191,7 +193,7 @@ async fn jobs_in_hand_do_not_wait_for_a_partition_without_a_leader() {
         Command::ActivateJobs(_) if partition == PartitionId(1) => {
             Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
         }
-        Command::ActivateJobs(_) => Err(BackendError::Unavailable {
+        Command::ActivateJobs(_) => Err(rill_client::Error::Unavailable {
             partition,
             reason: "no leader known yet".into(),
         }),
@@ -227,7 +229,7 @@ async fn a_partition_without_a_leader_does_not_hold_up_jobs_on_the_next() {
         Command::ActivateJobs(_) if partition == PartitionId(2) => {
             Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
         }
-        Command::ActivateJobs(_) => Err(BackendError::NotLeader { partition }),
+        Command::ActivateJobs(_) => Err(rill_client::Error::NotLeader { partition }),
         _ => unexpected(partition),
     });
     let gateway = TestGateway::start_with(backend.clone(), test_config()).await;
@@ -250,7 +252,7 @@ async fn when_no_other_partition_has_jobs_one_without_a_leader_is_waited_for() {
     let backend = ScriptedBackend::new(2, move |partition, command| match command {
         Command::ActivateJobs(_) if partition == PartitionId(1) => {
             if asked_in_script.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 {
-                Err(BackendError::NotLeader { partition })
+                Err(rill_client::Error::NotLeader { partition })
             } else {
                 Ok(batch(vec![(key, job(5000, now_millis() + 5000))]))
             }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use rill_config::GatewayConfig;
-use rill_gateway::{BackendError, PartitionRole};
+use rill_gateway::PartitionRole;
 use rill_protocol::value::{JobBatchRecord, MessageRecord, ProcessInstanceCreationRecord};
 use rill_protocol::{
     Command, CommandResponse, Intent, JsonValue, Key, PartitionId, RecordValue, Rejection,
@@ -55,7 +55,10 @@ fn empty_batch() -> CommandResponse {
 }
 
 /// Accepts everything with a plausible record.
-fn accept(partition: PartitionId, command: &Command) -> Result<CommandResponse, BackendError> {
+fn accept(
+    partition: PartitionId,
+    command: &Command,
+) -> Result<CommandResponse, rill_client::Error> {
     Ok(match command.inner() {
         Command::CreateProcessInstance(_) => created(partition),
         Command::ActivateJobs(_) => empty_batch(),
@@ -90,7 +93,7 @@ fn empty_batch_value() -> RecordValue {
 /// A backend whose partitions all stay without a leader ("electing a leader").
 fn leaderless(partitions: u16) -> Arc<ScriptedBackend> {
     ScriptedBackend::new(partitions, |partition, _| {
-        Err(BackendError::Unavailable {
+        Err(rill_client::Error::Unavailable {
             partition,
             reason: "electing a leader".into(),
         })
@@ -483,7 +486,7 @@ async fn rejections_map_to_camunda_status_codes() {
 #[tokio::test]
 async fn backpressure_is_503_resource_exhausted_with_retry_after() {
     let backend = ScriptedBackend::new(2, |partition, _| {
-        Err(BackendError::ResourceExhausted {
+        Err(rill_client::Error::ResourceExhausted {
             partition,
             limit: 8,
         })
@@ -509,7 +512,7 @@ async fn a_missing_leader_is_retried_within_the_timeout() {
     let counter = failures.clone();
     let backend = ScriptedBackend::new(1, move |partition, command| {
         if counter.fetch_add(1, Ordering::SeqCst) < 3 {
-            Err(BackendError::NotLeader { partition })
+            Err(rill_client::Error::NotLeader { partition })
         } else {
             accept(partition, command)
         }
@@ -549,9 +552,9 @@ async fn creates_pass_over_a_partition_without_a_leader() {
             return accept(partition, command);
         }
         if counter.fetch_add(1, Ordering::SeqCst) == 0 {
-            Err(BackendError::NotLeader { partition })
+            Err(rill_client::Error::NotLeader { partition })
         } else {
-            Err(BackendError::Unavailable {
+            Err(rill_client::Error::Unavailable {
                 partition,
                 reason: "no leader known yet".into(),
             })
@@ -605,7 +608,7 @@ async fn creates_pass_over_a_partition_without_a_leader() {
 
 #[tokio::test]
 async fn a_silent_broker_is_a_504_and_shutdown_a_503() {
-    let backend = ScriptedBackend::new(1, |_, _| Err(BackendError::Timeout));
+    let backend = ScriptedBackend::new(1, |_, _| Err(rill_client::Error::Timeout));
     let mut config = test_config();
     config.request_timeout = Duration::from_millis(200);
     let gateway = TestGateway::start_with(backend, config).await;
@@ -614,7 +617,7 @@ async fn a_silent_broker_is_a_504_and_shutdown_a_503() {
     reply.assert_problem(504, "DEADLINE_EXCEEDED", path, &["timed out"]);
     gateway.stop().await;
 
-    let backend = ScriptedBackend::new(1, |_, _| Err(BackendError::Shutdown));
+    let backend = ScriptedBackend::new(1, |_, _| Err(rill_client::Error::Shutdown));
     let gateway = TestGateway::start(backend).await;
     let reply = gateway.post(path, json!({"name": "m"})).await;
     reply.assert_problem(503, "UNAVAILABLE", path, &["shutting down"]);

@@ -69,26 +69,26 @@ fn a_response_carries_the_term_its_command_was_proposed_in() {
     let mut book = book();
     let now = Instant::now();
     let (direct, direct_rx) = admit(&mut book, now);
-    book.proposed(direct, 4);
+    book.proposed(direct, Term(4));
     let (later, later_rx) = admit(&mut book, now);
-    book.proposed(later, 4);
+    book.proposed(later, Term(4));
     book.applied_later(later);
     // Answered only after a step down and an election: still the term of its entry.
-    book.step_down(4, 10, 7, Some(OTHER));
+    book.step_down(Term(4), 10, 7, Some(OTHER));
     book.respond(direct, "direct");
     book.respond(later, "later");
     assert_eq!(
         answered_in_term(direct_rx).unwrap(),
         Answered {
             response: "direct",
-            term: 4
+            term: Term(4)
         }
     );
     assert_eq!(
         answered_in_term(later_rx).unwrap(),
         Answered {
             response: "later",
-            term: 4
+            term: Term(4)
         }
     );
 }
@@ -147,8 +147,8 @@ fn not_leader_never_names_this_node() {
     ));
     // Lost at the barrier while this node leads again in a later term.
     let (id, rx) = admit(&mut book, now);
-    book.proposed(id, 4);
-    book.step_down(4, 10, 9, None);
+    book.proposed(id, Term(4));
+    book.step_down(Term(4), 10, 9, None);
     book.applied(10, Some(ME));
     assert!(matches!(
         answered(rx),
@@ -161,17 +161,17 @@ fn the_barrier_fails_only_what_was_proposed_in_the_terms_it_closes() {
     let mut book = book();
     let now = Instant::now();
     let (old, mut old_rx) = admit(&mut book, now);
-    book.proposed(old, 4);
+    book.proposed(old, Term(4));
     let (applied, mut applied_rx) = admit(&mut book, now);
-    book.proposed(applied, 4);
+    book.proposed(applied, Term(4));
     book.applied_later(applied);
     let (queued, mut queued_rx) = admit(&mut book, now);
     // Stepped down in term 4 with entries up to 10 in the log.
-    book.step_down(4, 10, 7, Some(OTHER));
+    book.step_down(Term(4), 10, 7, Some(OTHER));
     assert!(waiting(&mut old_rx), "may still commit");
     // Leading again in term 6: a new proposal is not the barrier's business.
     let (new, mut new_rx) = admit(&mut book, now);
-    book.proposed(new, 6);
+    book.proposed(new, Term(6));
     book.applied(9, Some(OTHER));
     assert!(waiting(&mut old_rx), "barrier not reached");
     book.applied(10, Some(OTHER));
@@ -189,7 +189,7 @@ fn the_barrier_fails_only_what_was_proposed_in_the_terms_it_closes() {
     );
     assert!(waiting(&mut new_rx));
     // The barrier is gone: later applies fail nothing.
-    book.proposed(queued, 5);
+    book.proposed(queued, Term(5));
     book.applied(20, None);
     assert!(waiting(&mut queued_rx));
     assert_eq!(book.len(), 3);
@@ -200,11 +200,11 @@ fn barriers_of_two_lost_terms_merge() {
     let mut book = book();
     let now = Instant::now();
     let (a, a_rx) = admit(&mut book, now);
-    book.proposed(a, 2);
+    book.proposed(a, Term(2));
     let (b, mut b_rx) = admit(&mut book, now);
-    book.proposed(b, 3);
-    book.step_down(2, 8, 5, None);
-    book.step_down(3, 6, 5, None);
+    book.proposed(b, Term(3));
+    book.step_down(Term(2), 8, 5, None);
+    book.step_down(Term(3), 6, 5, None);
     book.applied(7, None);
     assert!(
         waiting(&mut b_rx),
@@ -219,8 +219,8 @@ fn barriers_of_two_lost_terms_merge() {
 fn a_step_down_already_applied_fails_at_once() {
     let mut book = book();
     let (id, rx) = admit(&mut book, Instant::now());
-    book.proposed(id, 2);
-    book.step_down(2, 5, 5, Some(OTHER));
+    book.proposed(id, Term(2));
+    book.step_down(Term(2), 5, 5, Some(OTHER));
     assert!(matches!(
         answered(rx),
         Err(Error::NotLeader {
@@ -235,8 +235,8 @@ fn a_snapshot_past_the_barrier_makes_the_outcome_unknown() {
     let mut book = book();
     let now = Instant::now();
     let (id, rx) = admit(&mut book, now);
-    book.proposed(id, 2);
-    book.step_down(2, 5, 1, None);
+    book.proposed(id, Term(2));
+    book.step_down(Term(2), 5, 1, None);
     book.snapshot_installed(4);
     assert_eq!(book.len(), 1, "below the barrier");
     book.snapshot_installed(6);
@@ -249,7 +249,7 @@ fn a_snapshot_past_the_barrier_makes_the_outcome_unknown() {
     ));
     // The barrier is spent.
     let (id, mut rx) = admit(&mut book, now);
-    book.proposed(id, 2);
+    book.proposed(id, Term(2));
     book.applied(100, None);
     assert!(waiting(&mut rx));
 }
@@ -262,7 +262,7 @@ fn fail_all_answers_every_request_and_refuses_later_ones() {
         .map(|i| {
             let (id, rx) = admit(&mut book, now);
             if i > 0 {
-                book.proposed(id, 1);
+                book.proposed(id, Term(1));
             }
             rx
         })
@@ -316,18 +316,18 @@ fn every_request_is_answered_exactly_once() {
         let (id, rx) = admit(&mut book, start + Duration::from_millis(i));
         match i % 6 {
             0 => book.respond(id, "ok"),
-            1 => book.proposed(id, 1),
+            1 => book.proposed(id, Term(1)),
             2 => {
-                book.proposed(id, 1);
+                book.proposed(id, Term(1));
                 book.applied_later(id);
             }
             3 => book.not_applied(id, Some(ME)),
-            4 => book.proposed(id, 2),
+            4 => book.proposed(id, Term(2)),
             _ => {}
         }
         answers.push((i % 6, id, rx));
     }
-    book.step_down(1, 10, 0, Some(OTHER));
+    book.step_down(Term(1), 10, 0, Some(OTHER));
     book.expire(start + TIMEOUT + Duration::from_millis(29));
     book.applied(10, Some(OTHER));
     for (kind, id, _) in &answers {

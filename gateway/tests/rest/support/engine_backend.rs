@@ -17,12 +17,12 @@ use rill_engine_api::{
     Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
 };
 use rill_gateway::{
-    Answered, BackendError, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
+    Answered, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
 };
 use rill_history::{HistoryWriter, MemoryHistory};
 use rill_protocol::{
-    Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Timestamp,
+    Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Term, Timestamp,
 };
 use tokio::sync::{broadcast, oneshot};
 
@@ -114,7 +114,7 @@ impl EngineBackend {
         command: &Command,
         request: Option<RequestId>,
         register: Option<oneshot::Sender<CommandResponse>>,
-    ) -> Result<Option<CommandResponse>, BackendError> {
+    ) -> Result<Option<CommandResponse>, rill_client::Error> {
         let mut queue = VecDeque::new();
         let response = self.apply_one(partition, command, request, register, &mut queue)?;
         while let Some((target, sent)) = queue.pop_front() {
@@ -130,12 +130,12 @@ impl EngineBackend {
         request: Option<RequestId>,
         register: Option<oneshot::Sender<CommandResponse>>,
         sends: &mut VecDeque<(PartitionId, Command)>,
-    ) -> Result<Option<CommandResponse>, BackendError> {
+    ) -> Result<Option<CommandResponse>, rill_client::Error> {
         let index = usize::from(partition.get()) - 1;
         let slot = self
             .partitions
             .get(index)
-            .ok_or(BackendError::Unavailable {
+            .ok_or(rill_client::Error::Unavailable {
                 partition,
                 reason: "no such partition".into(),
             })?;
@@ -156,7 +156,7 @@ impl EngineBackend {
         let mut overlay = Overlay::new(&part.state);
         part.engine
             .process(&ctx, &mut overlay, command, &mut out)
-            .map_err(|e| BackendError::Failed {
+            .map_err(|e| rill_client::Error::Failed {
                 partition,
                 source: Box::new(e),
             })?;
@@ -172,10 +172,12 @@ impl EngineBackend {
                     partition,
                     "test",
                 );
-                writer.index(&record).map_err(|e| BackendError::Failed {
-                    partition,
-                    source: Box::new(e),
-                })?;
+                writer
+                    .index(&record)
+                    .map_err(|e| rill_client::Error::Failed {
+                        partition,
+                        source: Box::new(e),
+                    })?;
             }
             writer.into_writes()
         };
@@ -256,11 +258,11 @@ impl GatewayBackend for EngineBackend {
         partition: PartitionId,
         command: Command,
         timeout: Duration,
-    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
+    ) -> BoxFuture<'_, Result<Answered, rill_client::Error>> {
         // One leader for good: every answer is from its term.
         let answered = |response| Answered {
             response,
-            term: Some(1),
+            term: Some(Term(1)),
         };
         Box::pin(async move {
             let request = RequestId(self.next_request.fetch_add(1, Ordering::Relaxed));
@@ -270,10 +272,12 @@ impl GatewayBackend for EngineBackend {
             }
             match tokio::time::timeout(timeout, receiver).await {
                 Ok(Ok(response)) => Ok(answered(response)),
-                Ok(Err(_)) => Err(BackendError::Internal("response channel dropped".into())),
+                Ok(Err(_)) => Err(rill_client::Error::Internal(
+                    "response channel dropped".into(),
+                )),
                 Err(_) => {
                     self.waiting.lock().unwrap().remove(&(partition, request));
-                    Err(BackendError::Timeout)
+                    Err(rill_client::Error::Timeout)
                 }
             }
         })
@@ -284,27 +288,27 @@ impl GatewayBackend for EngineBackend {
         partition: PartitionId,
         query: Query,
         _timeout: Duration,
-    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
+    ) -> BoxFuture<'_, Result<QueryResult, rill_client::Error>> {
         Box::pin(async move {
             let index = usize::from(partition.get()) - 1;
             let slot = self
                 .partitions
                 .get(index)
-                .ok_or(BackendError::Unavailable {
+                .ok_or(rill_client::Error::Unavailable {
                     partition,
                     reason: "no such partition".into(),
                 })?;
             let mut guard = slot.lock().unwrap();
             let part = &mut *guard;
             if query.is_history() && self.history_off.load(Ordering::Relaxed) {
-                return Err(BackendError::Failed {
+                return Err(rill_client::Error::Failed {
                     partition,
                     source: Box::new(HistoryOff),
                 });
             }
             if query.is_history() {
                 return rill_history::answer(&part.history, &query).map_err(|e| {
-                    BackendError::Failed {
+                    rill_client::Error::Failed {
                         partition,
                         source: Box::new(e),
                     }
@@ -312,7 +316,7 @@ impl GatewayBackend for EngineBackend {
             }
             part.engine
                 .query(&part.state, &query)
-                .map_err(|e| BackendError::Failed {
+                .map_err(|e| rill_client::Error::Failed {
                     partition,
                     source: Box::new(e),
                 })
@@ -323,7 +327,7 @@ impl GatewayBackend for EngineBackend {
         self.jobs.subscribe()
     }
 
-    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, rill_client::Error>> {
         let count = self.partitions.len() as u16;
         Box::pin(async move {
             Ok(Topology {

@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rill_gateway::{
-    Answered, BackendError, BrokerInfo, GatewayBackend, JobsNotice, PartitionHealth, PartitionInfo,
+    Answered, BrokerInfo, GatewayBackend, JobsNotice, PartitionHealth, PartitionInfo,
     PartitionRole, Topology,
 };
-use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Query, QueryResult};
+use rill_protocol::{Command, CommandResponse, NodeId, PartitionId, Query, QueryResult, Term};
 use tokio::sync::broadcast;
 
-type Answer = dyn Fn(PartitionId, &Command) -> Result<CommandResponse, BackendError> + Send + Sync;
+type Answer =
+    dyn Fn(PartitionId, &Command) -> Result<CommandResponse, rill_client::Error> + Send + Sync;
 
 pub struct ScriptedBackend {
     partitions: u16,
@@ -25,9 +26,9 @@ pub struct ScriptedBackend {
     /// The role every broker reports for every partition (for `/v2/status`).
     pub role: Mutex<PartitionRole>,
     /// The term every answer says its entry was in.
-    pub answer_term: Mutex<Option<u64>>,
+    pub answer_term: Mutex<Option<Term>>,
     /// The term the backend reports every partition in.
-    pub current_term: Mutex<Option<u64>>,
+    pub current_term: Mutex<Option<Term>>,
     /// How long every answer takes (a busy partition).
     pub answer_delay: Mutex<Duration>,
 }
@@ -35,7 +36,7 @@ pub struct ScriptedBackend {
 impl ScriptedBackend {
     pub fn new(
         partitions: u16,
-        answer: impl Fn(PartitionId, &Command) -> Result<CommandResponse, BackendError>
+        answer: impl Fn(PartitionId, &Command) -> Result<CommandResponse, rill_client::Error>
         + Send
         + Sync
         + 'static,
@@ -47,8 +48,8 @@ impl ScriptedBackend {
             submitted: Mutex::new(Vec::new()),
             jobs,
             role: Mutex::new(PartitionRole::Leader),
-            answer_term: Mutex::new(Some(1)),
-            current_term: Mutex::new(Some(1)),
+            answer_term: Mutex::new(Some(Term(1))),
+            current_term: Mutex::new(Some(Term(1))),
             answer_delay: Mutex::new(Duration::ZERO),
         })
     }
@@ -83,7 +84,7 @@ impl GatewayBackend for ScriptedBackend {
         partition: PartitionId,
         command: Command,
         _timeout: Duration,
-    ) -> BoxFuture<'_, Result<Answered, BackendError>> {
+    ) -> BoxFuture<'_, Result<Answered, rill_client::Error>> {
         self.submitted
             .lock()
             .unwrap()
@@ -93,7 +94,7 @@ impl GatewayBackend for ScriptedBackend {
         let delay = *self.answer_delay.lock().unwrap();
         Box::pin(async move {
             tokio::time::sleep(delay).await;
-            if matches!(result, Err(BackendError::Timeout)) {
+            if matches!(result, Err(rill_client::Error::Timeout)) {
                 // A broker that never answers: the gateway's own timeout must fire.
                 std::future::pending::<()>().await;
             }
@@ -101,7 +102,7 @@ impl GatewayBackend for ScriptedBackend {
         })
     }
 
-    fn current_term(&self, _partition: PartitionId) -> Option<u64> {
+    fn current_term(&self, _partition: PartitionId) -> Option<Term> {
         *self.current_term.lock().unwrap()
     }
 
@@ -110,9 +111,9 @@ impl GatewayBackend for ScriptedBackend {
         partition: PartitionId,
         _query: Query,
         _timeout: Duration,
-    ) -> BoxFuture<'_, Result<QueryResult, BackendError>> {
+    ) -> BoxFuture<'_, Result<QueryResult, rill_client::Error>> {
         Box::pin(async move {
-            Err(BackendError::Unavailable {
+            Err(rill_client::Error::Unavailable {
                 partition,
                 reason: "the scripted backend answers no queries".into(),
             })
@@ -123,7 +124,7 @@ impl GatewayBackend for ScriptedBackend {
         self.jobs.subscribe()
     }
 
-    fn topology(&self) -> BoxFuture<'_, Result<Topology, BackendError>> {
+    fn topology(&self) -> BoxFuture<'_, Result<Topology, rill_client::Error>> {
         let role = *self.role.lock().unwrap();
         let count = self.partitions;
         Box::pin(async move {
