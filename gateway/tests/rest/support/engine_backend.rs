@@ -26,11 +26,6 @@ use rill_protocol::{
 };
 use tokio::sync::{broadcast, oneshot};
 
-/// A broker's failure of a history query with its history store off.
-#[derive(Debug, thiserror::Error)]
-#[error("history is off on this broker (history.enabled = false)")]
-struct HistoryOff;
-
 struct Partition {
     engine: BpmnEngine,
     state: MemoryState,
@@ -92,7 +87,7 @@ impl EngineBackend {
     }
 
     /// Answers history queries from now on as a broker with `history.enabled = false`
-    /// does: the query fails, naming the setting.
+    /// does: with its typed error.
     pub fn turn_history_off(&self) {
         self.history_off.store(true, Ordering::Relaxed);
     }
@@ -297,10 +292,7 @@ impl GatewayBackend for EngineBackend {
             let mut guard = slot.lock().unwrap();
             let part = &mut *guard;
             if query.is_history() && self.history_off.load(Ordering::Relaxed) {
-                return Err(BackendError::Failed {
-                    partition,
-                    source: Box::new(HistoryOff),
-                });
+                return Err(BackendError::HistoryDisabled { partition });
             }
             if query.is_history() {
                 return rill_history::answer(&part.history, &query).map_err(|e| {
