@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use rill_engine::{BpmnEngine, EngineOptions};
+use rill_engine::BpmnEngine;
 use rill_engine_api::{
     Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
 };
@@ -57,7 +57,7 @@ impl EngineBackend {
             partitions: (0..partition_count)
                 .map(|_| {
                     Mutex::new(Partition {
-                        engine: BpmnEngine::new(EngineOptions::default()),
+                        engine: BpmnEngine::new(),
                         state: MemoryState::new(),
                         history: MemoryHistory::new(),
                         position: 0,
