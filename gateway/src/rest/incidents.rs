@@ -42,10 +42,7 @@ pub struct IncidentResult {
     error_type: &'static str,
     error_message: String,
     element_id: String,
-    /// Known from the history store; an incident read from the engine alone (history
-    /// off) has none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    creation_time: Option<String>,
+    creation_time: String,
     state: &'static str,
     tenant_id: String,
     incident_key: String,
@@ -65,7 +62,7 @@ impl From<HistoricIncident> for IncidentResult {
             error_type: incident_error_type_name(incident.error_type),
             error_message: incident.error_message,
             element_id: incident.element_id,
-            creation_time: Some(date_text(incident.creation_time)),
+            creation_time: date_text(incident.creation_time),
             state: incident.state.name(),
             tenant_id: incident.tenant_id,
             incident_key: key_text(incident.key),
