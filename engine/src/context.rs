@@ -279,13 +279,8 @@ impl<'a> Processing<'a> {
     pub fn event(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
         let draft = RecordDraft::event(key, intent, value);
         let mut writer = Writer::new(&mut *self.txn, self.cache, self.floors);
-        self.appliers.apply(
-            &mut writer,
-            self.models,
-            &draft,
-            self.ctx.timestamp,
-            self.ctx.engine_version,
-        )?;
+        self.appliers
+            .apply(&mut writer, self.models, &draft, self.ctx.engine_version)?;
         self.out.records.push(draft);
         self.budget.check_records(&self.out.records)
     }

@@ -47,18 +47,12 @@ impl BpmnEngine {
         &mut self,
         state: &mut dyn StateTxn,
         record: &RecordDraft,
-        timestamp: Timestamp,
         engine_version: u32,
     ) -> EngineResult<()> {
         self.elements.clear();
         let mut writer = Writer::new(state, &self.elements, &self.floors);
-        self.appliers.apply(
-            &mut writer,
-            &mut self.models,
-            record,
-            timestamp,
-            engine_version,
-        )?;
+        self.appliers
+            .apply(&mut writer, &mut self.models, record, engine_version)?;
         self.elements.flush(state)?;
         Ok(())
     }

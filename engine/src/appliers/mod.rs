@@ -22,20 +22,17 @@ mod timer;
 mod user_task;
 mod variable;
 
-use rill_protocol::{
-    Intent, Key, RecordDraft, RecordType, RecordValue, Timestamp, TypedValue, ValueType,
-};
+use rill_protocol::{Intent, Key, RecordDraft, RecordType, RecordValue, TypedValue, ValueType};
 
 use crate::error::{Result, inconsistent};
 use crate::model_cache::ModelCache;
 use crate::state::Writer;
 
-/// What an applier works with: the state, the parsed models (element instances need
-/// their model), and the entry's timestamp.
+/// What an applier works with: the state and the parsed models (element instances need
+/// their model). No clock: what an event does to state follows from the event alone.
 pub(crate) struct Apply<'s, 'w> {
     pub state: &'s mut Writer<'w>,
     pub models: &'s mut ModelCache,
-    pub timestamp: Timestamp,
 }
 
 /// One applier; `key` is the record's key. Built by [`applier!`] from a function that
@@ -267,7 +264,6 @@ impl Appliers {
         state: &mut Writer<'_>,
         models: &mut ModelCache,
         record: &RecordDraft,
-        timestamp: Timestamp,
         engine_version: u32,
     ) -> Result<()> {
         if record.record_type != RecordType::Event {
@@ -277,11 +273,7 @@ impl Appliers {
         let Some((_, applier)) = in_force(versions, engine_version) else {
             return Ok(());
         };
-        let mut ctx = Apply {
-            state,
-            models,
-            timestamp,
-        };
+        let mut ctx = Apply { state, models };
         applier.apply(&mut ctx, record.key, &record.value)
     }
 }

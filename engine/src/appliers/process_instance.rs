@@ -16,11 +16,7 @@ pub(super) fn element_activating(
     key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
-    let Apply {
-        state,
-        models,
-        timestamp,
-    } = ctx;
+    let Apply { state, models, .. } = ctx;
     state.insert_element_instance(ElementInstance {
         key,
         state: ElementState::Activating,
@@ -32,14 +28,12 @@ pub(super) fn element_activating(
         job_key: Key::NONE,
         has_variables: false,
         awaited: false,
-        start_date: timestamp.millis(),
         listeners_done: 0,
         ad_hoc_completion_fulfilled: false,
     });
     if value.bpmn_element_type == BpmnElementType::Process {
-        // Readers see an active instance through its element instance; the summary is
-        // written when it ends. A called instance is noted on its call activity, which
-        // terminates it when it is terminated itself. Its definition counts it, so a
+        // A called instance is noted on its call activity, which terminates it when it
+        // is terminated itself. Its definition counts it, so a
         // deleted definition is kept until its last instance ends.
         state.count_instance_started(value.process_definition_key)?;
         if value.parent_element_instance_key > 0 {

@@ -48,8 +48,6 @@ pub struct ElementInstance {
     pub has_variables: bool,
     /// Process instances only: a client awaits the result.
     pub awaited: bool,
-    /// Process instances only: when it started (ms since the epoch).
-    pub start_date: i64,
     /// Execution listeners of this instance whose jobs completed, start listeners
     /// first: the next one to run is found from it.
     pub listeners_done: u32,

@@ -264,7 +264,6 @@ impl Processing<'_> {
                 job_key: Key::NONE,
                 has_variables: false,
                 awaited: false,
-                start_date: self.now(),
                 listeners_done: 0,
                 ad_hoc_completion_fulfilled: false,
             },
