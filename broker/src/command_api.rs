@@ -72,6 +72,7 @@ impl From<&Error> for ApiError {
             Error::ResourceExhausted { limit, .. } => ApiError::ResourceExhausted { limit: *limit },
             Error::Timeout { .. } => ApiError::Timeout,
             Error::ShuttingDown { .. } => ApiError::ShuttingDown,
+            Error::HistoryDisabled => ApiError::HistoryDisabled,
             // The error's type does not cross the wire; its message does.
             other => ApiError::Failed(other.to_string()),
         }
@@ -521,6 +522,7 @@ mod tests {
                 ApiError::Timeout,
             ),
             (Error::ShuttingDown { partition }, ApiError::ShuttingDown),
+            (Error::HistoryDisabled, ApiError::HistoryDisabled),
         ];
         for (error, wire) in cases {
             assert_eq!(ApiError::from(error), wire);

@@ -128,7 +128,8 @@ pub fn answer(db: &StateDb, query: &Query) -> Result<QueryResult> {
 
 impl<E: ProtocolEngine> Partition<E> {
     /// Answers a query: a history query from the history store (read on the io runtime,
-    /// not in the partition's actor), any other from the engine.
+    /// not in the partition's actor), any other from the engine (which answers none:
+    /// the history store is the one read model).
     pub async fn answer(&self, query: Query) -> Result<QueryResult> {
         if !query.is_history() {
             return self.query(query).await;

@@ -18,7 +18,7 @@ use rill_broker::{
 };
 use rill_client::CommandClient;
 use rill_config::{ConfigLoader, RillConfig};
-use rill_engine::{BpmnEngine, EngineOptions};
+use rill_engine::BpmnEngine;
 use rill_gateway::{GatewayBackend, GatewayMetrics, GatewayServer};
 use rill_protocol::NodeId;
 use rill_transport::{Transport, TransportConfig};
@@ -146,16 +146,13 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
     let addresses = BTreeMap::from([(node_id, internal)]);
     let raft_service = rill_raft::RaftService::new();
     let transport = rill_broker::single_node_transport();
-    let engine_options = EngineOptions {
-        instance_retention: config.engine.instance_retention,
-    };
     let node = BrokerNode::start(
         config.clone(),
         &registry,
         transport,
         raft_service,
         addresses.clone(),
-        move |_| BpmnEngine::new(engine_options.clone()),
+        |_| BpmnEngine::new(),
     )
     .context("starting the broker")?;
     let node = Arc::new(node);
@@ -348,16 +345,13 @@ pub fn broker(config: RillConfig) -> Result<()> {
     let started_at = std::time::Instant::now();
     let registry = Registry::new();
     let node_id = NodeId(config.cluster.node_id);
-    let engine_options = EngineOptions {
-        instance_retention: config.engine.instance_retention,
-    };
     let node = BrokerNode::start(
         config.clone(),
         &registry,
         rill_broker::single_node_transport(),
         rill_raft::RaftService::new(),
         addresses.clone(),
-        move |_| BpmnEngine::new(engine_options.clone()),
+        |_| BpmnEngine::new(),
     )
     .context("starting the broker")?;
     let partitions: Partitions = node.partitions().clone();

@@ -1,7 +1,9 @@
 //! The history store end to end: a real `rill standalone` answers process instance
 //! searches across its partitions, by state and process, with cursor paging, and reads
-//! finished instances after the engine has let them go; jobs, incidents, variables,
+//! finished instances (the engine keeps nothing of them); jobs, incidents, variables,
 //! element instances, process definitions and message subscriptions are searched too.
+//! With the history store off, reads are refused naming the setting, and processing
+//! goes on.
 
 mod support;
 
@@ -43,11 +45,7 @@ fn searches_find_instances_by_state_and_process_and_page_with_cursors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     runtime().block_on(async {
-        // The engine forgets finished instances after a second; the history keeps them.
-        let mut rill = Standalone::start(
-            &data,
-            &["cluster.partitions-count=3", "engine.instance-retention=1s"],
-        );
+        let mut rill = Standalone::start(&data, &["cluster.partitions-count=3"]);
         rill.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(rill.rest());
         let (s, b) = api
@@ -151,8 +149,8 @@ fn searches_find_instances_by_state_and_process_and_page_with_cursors() {
         }
         assert_eq!(backward, created);
 
-        // Finished instances are still there when the engine has forgotten them.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // A finished instance is read from the history store (the engine keeps nothing
+        // of it).
         let (s, b) = api.get(&format!("/v2/process-instances/{}", created[4])).await.unwrap();
         assert_eq!(s, 200, "{b}");
         assert_eq!(b["state"], "COMPLETED");
@@ -608,5 +606,91 @@ fn definitions_are_listed_once_and_subscriptions_follow_their_messages() {
         assert_eq!(s, 200, "{named}");
         assert_eq!(total(&named), 5, "{named}");
         assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}
+
+#[test]
+fn without_history_reads_are_refused_naming_the_setting_and_processing_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = dir.path().join("quick.bpmn");
+    std::fs::write(
+        &model,
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="quick-defs" targetNamespace="http://rill.test">
+  <bpmn:process id="quick" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>flow</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:sequenceFlow id="flow" sourceRef="start" targetRef="end"/>
+    <bpmn:endEvent id="end"><bpmn:incoming>flow</bpmn:incoming></bpmn:endEvent>
+  </bpmn:process>
+</bpmn:definitions>
+"#,
+    )
+    .expect("write the model");
+    runtime().block_on(async {
+        let mut rill = Standalone::start(&dir.path().join("data"), &["history.enabled=false"]);
+        rill.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill.rest());
+        let (s, b) = api.deploy(&[&model]).await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        let definition = b["deployments"][0]["processDefinition"]["processDefinitionKey"].clone();
+
+        // Create-and-await is answered from the instance's end, not from any read.
+        let (s, b) = api
+            .post(
+                "/v2/process-instances",
+                json!({
+                    "processDefinitionId": "quick",
+                    "variables": {"x": 7, "y": "left out"},
+                    "awaitCompletion": true,
+                    "fetchVariables": ["x"],
+                }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s, 200, "{b}");
+        assert_eq!(b["processDefinitionId"], "quick", "{b}");
+        assert_eq!(b["processDefinitionVersion"], 1, "{b}");
+        assert_eq!(b["processDefinitionKey"], definition, "{b}");
+        assert_eq!(b["variables"], json!({"x": 7}), "{b}");
+        let instance = b["processInstanceKey"].as_str().expect("a key").to_owned();
+
+        let refused = |(s, b): (u16, Value), path: &str| {
+            assert_eq!(s, 403, "{path}: {b}");
+            assert_eq!(b["title"], "FORBIDDEN", "{path}: {b}");
+            let detail = b["detail"].as_str().unwrap_or_default();
+            assert!(detail.contains("history.enabled = false"), "{path}: {b}");
+        };
+        for path in [
+            format!("/v2/process-instances/{instance}"),
+            format!("/v2/incidents/{instance}"),
+        ] {
+            refused(api.get(&path).await.unwrap(), &path);
+        }
+        for path in ["/v2/process-instances/search", "/v2/jobs/search"] {
+            refused(api.post(path, json!({})).await.unwrap(), path);
+        }
+        // Commands go on.
+        let second = api.create("quick", json!({})).await;
+        assert_ne!(second, instance);
+        assert!(rill.terminate(Duration::from_secs(20)));
+    });
+}
+
+#[test]
+fn the_removed_engine_instance_retention_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rill = Standalone::start(&dir.path().join("data"), &["engine.instance-retention=1s"]);
+    runtime().block_on(async {
+        let status = rill.wait_exit(Duration::from_secs(60)).await;
+        let log = rill.log_text();
+        assert!(
+            status.is_some_and(|s| !s.success()),
+            "it exits with an error: {status:?}\n{log}"
+        );
+        assert!(
+            log.contains("`engine.instance-retention` was removed"),
+            "{log}"
+        );
+        assert!(log.contains("`history.retention`"), "{log}");
     });
 }

@@ -317,11 +317,7 @@ fn finished_instances_leave_the_history_after_the_retention() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rill = Standalone::start(
         &dir.path().join("data"),
-        &[
-            "cluster.partitions-count=2",
-            "history.retention=3s",
-            "engine.instance-retention=1s",
-        ],
+        &["cluster.partitions-count=2", "history.retention=3s"],
     );
     runtime().block_on(async {
         rill.wait_ready(Duration::from_secs(60)).await;

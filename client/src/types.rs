@@ -37,6 +37,10 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The request is a read, and the partition's history store, which answers every
+    /// read, is off on its broker (`history.enabled = false`).
+    #[error("partition {partition}: {}", ApiError::HistoryDisabled)]
+    HistoryDisabled { partition: PartitionId },
     /// A command API message could not be encoded or decoded.
     #[error("{what}: {source}")]
     Codec {
@@ -57,6 +61,7 @@ impl Error {
             ApiError::ResourceExhausted { limit } => Error::ResourceExhausted { partition, limit },
             ApiError::Timeout => Error::Timeout,
             ApiError::ShuttingDown => Error::Shutdown,
+            ApiError::HistoryDisabled => Error::HistoryDisabled { partition },
             ApiError::Failed(_) => Error::Failed {
                 partition,
                 source: Box::new(error),
@@ -196,6 +201,10 @@ mod tests {
         assert!(matches!(
             Error::from_api(p, ApiError::ShuttingDown),
             Error::Shutdown
+        ));
+        assert!(matches!(
+            Error::from_api(p, ApiError::HistoryDisabled),
+            Error::HistoryDisabled { partition } if partition == p
         ));
         let failed = Error::from_api(p, ApiError::Failed("disk full".into()));
         let source = std::error::Error::source(&failed).expect("a source");

@@ -92,7 +92,6 @@ pub(crate) fn nothing_default() -> RillConfig {
     write.throttling.acceptable_backlog = 10;
     write.throttling.minimum_limit = 50;
     write.throttling.resolution = Duration::from_secs(5);
-    config.engine.instance_retention = Duration::from_secs(60);
     config.engine.max_records_per_command = 50_000;
     config.engine.max_bytes_per_command = crate::ByteSize(48 << 20);
     config.history.enabled = false;

@@ -167,11 +167,17 @@ impl RillConfig {
 fn parse_file(origin: &str, text: &str) -> Result<RillConfig> {
     toml::from_str(text).map_err(|error: toml::de::Error| {
         let offset = error.span().map(|span| span.start);
+        let key = offset.and_then(|offset| key_at(text, offset));
+        // A removed option is an unknown field to the model: say what to do instead.
+        let message = key
+            .as_deref()
+            .and_then(schema::removed)
+            .unwrap_or_else(|| error.message().trim().to_owned());
         ConfigError::File {
             origin: origin.to_owned(),
             line: offset.map(|offset| line_of(text, offset)),
-            key: offset.and_then(|offset| key_at(text, offset)),
-            message: error.message().trim().to_owned(),
+            key,
+            message,
         }
     })
 }
@@ -279,6 +285,9 @@ fn override_assignment(text: &str) -> std::result::Result<Assignment, SourceProb
 fn lookup(path: &str) -> std::result::Result<&'static OptionSpec, String> {
     if let Some(spec) = schema::find(path) {
         return Ok(spec);
+    }
+    if let Some(removed) = schema::removed(path) {
+        return Err(removed);
     }
     let prefix = format!("{path}.");
     if let Some(inner) = schema::OPTIONS

@@ -339,9 +339,6 @@ impl Default for ThrottlingConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct EngineConfig {
-    /// How long a finished process instance stays readable through the API.
-    #[serde(with = "humantime_serde")]
-    pub instance_retention: Duration,
     /// Records one command may write before the engine stops its work with an incident
     /// (docs/decisions/command-limits.md).
     pub max_records_per_command: u32,
@@ -360,7 +357,6 @@ impl EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            instance_retention: Duration::from_secs(60 * 60),
             max_records_per_command: EngineConfig::DEFAULT_MAX_RECORDS_PER_COMMAND,
             max_bytes_per_command: ByteSize(EngineConfig::DEFAULT_MAX_BYTES_PER_COMMAND),
         }

@@ -99,6 +99,22 @@ pub(crate) fn find(path: &str) -> Option<&'static OptionSpec> {
     OPTIONS.iter().find(|option| option.path == path)
 }
 
+/// Options that were removed, with what to do instead: setting one is refused with this
+/// advice rather than as an unknown option (and never accepted and ignored).
+const REMOVED: &[(&str, &str)] = &[(
+    "engine.instance-retention",
+    "the engine keeps no finished instances for reads any more; the history store answers \
+     every read, and `history.retention` says how long it keeps a finished instance",
+)];
+
+/// Why `path` is refused, if it names a removed option.
+pub(crate) fn removed(path: &str) -> Option<String> {
+    REMOVED
+        .iter()
+        .find(|(removed, _)| *removed == path)
+        .map(|(path, instead)| format!("`{path}` was removed: {instead}"))
+}
+
 /// The option closest to a misspelt `path`, if one is close enough to be a likely typo.
 pub(crate) fn suggest(path: &str) -> Option<&'static str> {
     let (best, distance) = OPTIONS
@@ -240,7 +256,6 @@ const SETTINGS: &[OptionSpec] = &[
     OptionSpec { path: "flow-control.write.throttling.minimum-limit", kind: Kind::U64, description: "The throttled write limit never falls below this (records per second)." },
     OptionSpec { path: "flow-control.write.throttling.resolution", kind: Kind::Duration, description: "How often the throttled limit is recomputed." },
     // engine
-    OptionSpec { path: "engine.instance-retention", kind: Kind::Duration, description: "How long a finished process instance stays readable through the API." },
     OptionSpec { path: "engine.max-records-per-command", kind: Kind::U32, description: "Records one command may write (its own, its follow-ups, and every in-line step it causes). Past it, the element about to be entered stops with a MESSAGE_SIZE_EXCEEDED incident (resolve it to go on); at twice it, the command is rolled back and rejected. Bounds loops that deploy-time validation cannot see. The leader's value travels in each log entry." },
     OptionSpec { path: "engine.max-bytes-per-command", kind: Kind::Size, description: "Encoded bytes of the records one command may write, bounded as engine.max-records-per-command is (at least twice gateway.max-message-size, so that a command carrying a payload of the largest size fits)." },
     // history

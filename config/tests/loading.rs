@@ -274,6 +274,44 @@ fn file_errors_give_the_file_line_and_key() {
 }
 
 #[test]
+fn a_removed_option_is_refused_naming_what_replaces_it() {
+    let removed = "`engine.instance-retention` was removed";
+    let instead = "`history.retention`";
+    let problems = problems_of(
+        ConfigLoader::new()
+            .env([("RILL_ENGINE__INSTANCE_RETENTION", "1s")])
+            .overrides(["engine.instance-retention=1s"])
+            .load()
+            .expect_err("a removed option"),
+    );
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    for problem in &problems {
+        assert!(problem.contains(removed), "{problem}");
+        assert!(problem.contains(instead), "{problem}");
+    }
+    assert!(problems[0].starts_with("environment variable RILL_ENGINE__INSTANCE_RETENTION"));
+    assert!(problems[1].starts_with("override \"engine.instance-retention=1s\""));
+
+    for text in [
+        "[engine]\nmax-records-per-command = 10\ninstance-retention = \"1s\"\n",
+        "engine.instance-retention = \"1s\"\n",
+    ] {
+        let error = ConfigLoader::new()
+            .toml("rill.toml", text)
+            .load()
+            .expect_err(text);
+        assert!(matches!(error, ConfigError::File { .. }), "{error:?}");
+        let message = error.to_string();
+        assert!(
+            message.contains("`engine.instance-retention`:"),
+            "{message}"
+        );
+        assert!(message.contains(removed), "{message}");
+        assert!(message.contains(instead), "{message}");
+    }
+}
+
+#[test]
 fn files_are_read_from_disk() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("rill.toml");

@@ -111,17 +111,13 @@ pub(crate) struct Processing<'a> {
     /// The number of inner instances of the parallel multi-instance bodies entered in
     /// this command (their inner instances are entered by queued steps).
     pub multi_instance_totals: std::collections::BTreeMap<Key, u32>,
-    /// How long finished instances stay readable (leader timing only: it decides when
-    /// to wake up, never what a command does).
-    retention_millis: i64,
     /// FEEL evaluations so far in this command (seeds `feel_env`).
     feel_evaluations: std::cell::Cell<u64>,
     /// What the command may still write.
     budget: crate::budget::Budget,
 }
 
-/// What the engine lends the processing of one command: its appliers, its caches and
-/// the one option processing reads.
+/// What the engine lends the processing of one command: its appliers and its caches.
 pub(crate) struct EngineParts<'a> {
     pub appliers: Appliers,
     pub models: &'a mut ModelCache,
@@ -129,7 +125,6 @@ pub(crate) struct EngineParts<'a> {
     pub floors: &'a ScanFloors,
     pub collections: &'a mut CollectionCache,
     pub task_requests: &'a mut TaskRequests,
-    pub retention_millis: i64,
 }
 
 /// The client requests that wait for a user-task transition held up by task listeners,
@@ -185,7 +180,6 @@ impl<'a> Processing<'a> {
             floors,
             collections,
             task_requests,
-            retention_millis,
         } = parts;
         cache.clear();
         let budget = crate::budget::Budget::new(ctx.limits, out.records.len());
@@ -205,15 +199,9 @@ impl<'a> Processing<'a> {
             jobs_available: Vec::new(),
             wake_at: None,
             multi_instance_totals: std::collections::BTreeMap::new(),
-            retention_millis,
             feel_evaluations: std::cell::Cell::new(0),
             budget,
         }
-    }
-
-    /// An instance ended now: wake the leader when its summary may be removed.
-    pub fn schedule_summary_expiry(&mut self) {
-        self.wake_at(self.now().saturating_add(self.retention_millis));
     }
 
     pub fn read(&self) -> Reader<'_> {
@@ -291,13 +279,8 @@ impl<'a> Processing<'a> {
     pub fn event(&mut self, key: Key, intent: Intent, value: impl Into<RecordValue>) -> Result<()> {
         let draft = RecordDraft::event(key, intent, value);
         let mut writer = Writer::new(&mut *self.txn, self.cache, self.floors);
-        self.appliers.apply(
-            &mut writer,
-            self.models,
-            &draft,
-            self.ctx.timestamp,
-            self.ctx.engine_version,
-        )?;
+        self.appliers
+            .apply(&mut writer, self.models, &draft, self.ctx.engine_version)?;
         self.out.records.push(draft);
         self.budget.check_records(&self.out.records)
     }

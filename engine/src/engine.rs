@@ -1,7 +1,5 @@
 //! [`BpmnEngine`]: the BPMN engine behind the [`Engine`] trait.
 
-use std::time::Duration;
-
 use rill_engine_api::{
     Engine, EngineEvent, EngineResult, ProcessingContext, ProcessingOutput, StateRead, StateTxn,
 };
@@ -15,27 +13,9 @@ use crate::model_cache::ModelCache;
 use crate::query::{self, Query, QueryResult};
 use crate::state::{DueIndex, ElementCache, Reader, ScanFloors, Writer};
 
-/// Options of the engine. They only steer leader-side timing (never what a command
-/// does), so replicas with different options still apply commands identically.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EngineOptions {
-    /// How long a finished instance stays readable before the leader proposes its
-    /// removal (default one hour).
-    pub instance_retention: Duration,
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions {
-            instance_retention: Duration::from_secs(3600),
-        }
-    }
-}
-
 /// Runs BPMN processes with Zeebe's semantics, deterministically.
 #[derive(Default)]
 pub struct BpmnEngine {
-    options: EngineOptions,
     appliers: Appliers,
     models: ModelCache,
     elements: ElementCache,
@@ -45,20 +25,8 @@ pub struct BpmnEngine {
 }
 
 impl BpmnEngine {
-    pub fn new(options: EngineOptions) -> BpmnEngine {
-        BpmnEngine {
-            options,
-            appliers: Appliers::default(),
-            models: ModelCache::default(),
-            elements: ElementCache::default(),
-            floors: ScanFloors::default(),
-            collections: crate::context::CollectionCache::default(),
-            task_requests: Default::default(),
-        }
-    }
-
-    pub fn options(&self) -> &EngineOptions {
-        &self.options
+    pub fn new() -> BpmnEngine {
+        BpmnEngine::default()
     }
 
     /// An engine that applies events with other appliers (a later version of one).
@@ -79,24 +47,14 @@ impl BpmnEngine {
         &mut self,
         state: &mut dyn StateTxn,
         record: &RecordDraft,
-        timestamp: Timestamp,
         engine_version: u32,
     ) -> EngineResult<()> {
         self.elements.clear();
         let mut writer = Writer::new(state, &self.elements, &self.floors);
-        self.appliers.apply(
-            &mut writer,
-            &mut self.models,
-            record,
-            timestamp,
-            engine_version,
-        )?;
+        self.appliers
+            .apply(&mut writer, &mut self.models, record, engine_version)?;
         self.elements.flush(state)?;
         Ok(())
-    }
-
-    fn retention_millis(&self) -> i64 {
-        i64::try_from(self.options.instance_retention.as_millis()).unwrap_or(i64::MAX)
     }
 
     fn collect_due(
@@ -108,23 +66,15 @@ impl BpmnEngine {
     ) -> Result<Option<Timestamp>> {
         let reader = Reader::with_floors(state, &self.floors);
         let now = now.millis();
-        let retention = self.retention_millis();
         let mut next: Option<i64> = None;
         let indexes = [
             DueIndex::Timers,
             DueIndex::JobDeadlines,
             DueIndex::JobBackoffs,
             DueIndex::MessageDeadlines,
-            DueIndex::FinishedInstances,
         ];
         for index in indexes {
-            let shift = if index == DueIndex::FinishedInstances {
-                retention
-            } else {
-                0
-            };
             reader.scan_due(index, |due, key| {
-                let due = due.saturating_add(shift);
                 if due > now || out.len() >= limit {
                     next = Some(next.map_or(due, |n| n.min(due)));
                     return false;
@@ -135,9 +85,6 @@ impl BpmnEngine {
                     DueIndex::JobDeadlines => Command::TimeOutJob { job_key: key },
                     DueIndex::JobBackoffs => Command::RecurJob { job_key: key },
                     DueIndex::MessageDeadlines => Command::ExpireMessage { message_key: key },
-                    DueIndex::FinishedInstances => Command::ExpireInstanceSummary {
-                        process_instance_key: key,
-                    },
                 });
                 true
             })?;
@@ -159,7 +106,6 @@ impl Engine for BpmnEngine {
         command: &Command,
         out: &mut ProcessingOutput<Command, CommandResponse>,
     ) -> EngineResult<()> {
-        let retention_millis = self.retention_millis();
         let parts = EngineParts {
             appliers: self.appliers,
             models: &mut self.models,
@@ -167,7 +113,6 @@ impl Engine for BpmnEngine {
             floors: &self.floors,
             collections: &mut self.collections,
             task_requests: &mut self.task_requests,
-            retention_millis,
         };
         let first_record = out.records.len();
         let mut processing = Processing::new(ctx, state, parts, out);
@@ -256,8 +201,9 @@ impl Engine for BpmnEngine {
         Ok(commands::answer_from_state(reader, command)?)
     }
 
-    fn query(&mut self, state: &dyn StateRead, query: &Query) -> EngineResult<QueryResult> {
-        Ok(query::answer(Reader::new(state), query)?)
+    /// Answers none: the history store answers every read (see `query`).
+    fn query(&mut self, _state: &dyn StateRead, query: &Query) -> EngineResult<QueryResult> {
+        Ok(query::answer(query)?)
     }
 
     fn is_never_rejected(command: &Command) -> bool {

@@ -21,6 +21,9 @@ pub enum Error {
     /// `engine.max-bytes-per-command` allow (see `budget.rs`).
     #[error("{0}")]
     CommandTooLarge(String),
+    /// A read sent to the engine, which answers none: the history store answers reads.
+    #[error("the engine answers no reads: {0}")]
+    NotARead(&'static str),
     /// A stored process definition no longer parses (the parser changed?).
     #[error("process definition {key} cannot be loaded: {source}")]
     Unparsable {

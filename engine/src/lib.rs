@@ -24,12 +24,13 @@ mod parse;
 mod query;
 mod state;
 
-pub use engine::{BpmnEngine, EngineOptions};
+pub use engine::BpmnEngine;
 pub use error::{Error, Result};
 pub use parse::{
     Checksum, DeployError, MAX_PROBLEMS, MAX_RESOURCE_BYTES, MAX_SCOPE_DEPTH, MAX_XML_NODES,
     ParsedResource, Problem, parse_bpmn, parse_deployment,
 };
-// The query contract is rill-protocol's; the engine answers it (`query.rs`).
+// The query contract is rill-protocol's; the history store answers it, the engine
+// none (`query.rs`).
 pub use query::{Query, QueryResult};
-pub use rill_protocol::{IncidentView, ProcessInstanceState, ProcessInstanceView};
+pub use rill_protocol::{ProcessInstanceState, ProcessInstanceView};

@@ -302,7 +302,10 @@ pub enum Command {
     ExpireMessage {
         message_key: Key,
     },
-    /// Removes a finished instance's summary once its read retention has passed.
+    /// Retired: removed a finished instance's summary once its read retention had
+    /// passed. No longer proposed (the engine keeps no summaries; the history store
+    /// answers reads); logs written before hold it, so it stays, and the engine accepts
+    /// it and changes nothing.
     ExpireInstanceSummary {
         process_instance_key: Key,
     },

@@ -80,6 +80,14 @@ pub enum ApiError {
     /// its error type does not cross the wire, its message does.
     #[error("{0}")]
     Failed(String),
+    /// A read the history store answers, sent to a broker whose history store is off
+    /// (`history.enabled = false`): reads are the history store's alone. (Appended: the
+    /// variant order is the wire's encoding.)
+    #[error(
+        "reads are answered by the history store, which is off on this broker \
+         (history.enabled = false)"
+    )]
+    HistoryDisabled,
 }
 
 /// The role of a broker for one partition, as it reports it.
@@ -134,4 +142,23 @@ pub struct JobsNews {
     pub epoch: u64,
     pub lost: bool,
     pub events: Vec<(u16, String)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec;
+
+    #[test]
+    fn api_errors_keep_their_encoding() {
+        // The variant index follows the format byte; a variant appended later must not
+        // move the ones before it.
+        let failed = codec::encode(&ApiError::Failed("x".to_owned())).unwrap();
+        assert_eq!(failed[1], 4);
+        let disabled = codec::encode(&ApiError::HistoryDisabled).unwrap();
+        assert_eq!(disabled[1], 5);
+        let decoded: ApiError = codec::decode(&disabled).unwrap();
+        assert_eq!(decoded, ApiError::HistoryDisabled);
+        assert!(decoded.to_string().contains("history.enabled = false"));
+    }
 }

@@ -13,14 +13,17 @@ use crate::history::{
 use crate::ids::{Key, Timestamp};
 use crate::value::IncidentRecord;
 
-/// A read a gateway sends a partition. The engine answers the first two from its own
-/// state (what the gateway reads with `history.enabled = false`); the partition's history
-/// store answers the rest. The variant order is the wire's encoding: append only.
+/// A read a gateway sends a partition. The partition's history store answers every
+/// read (`history.enabled`); the engine answers none. The variant order is the wire's
+/// encoding: append only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Query {
-    /// A process instance, active or finished within `engine.instance-retention`.
+    /// Retired: the engine no longer keeps finished instances for readers, and answers
+    /// this with an error. It stays so that the variants after it keep their encoding;
+    /// read [`Query::HistoricProcessInstance`] instead.
     ProcessInstance { key: Key },
-    /// An open incident.
+    /// Retired as [`Query::ProcessInstance`] is; read
+    /// `Query::History(HistoryQuery::Incident)` instead.
     Incident { key: Key },
     /// (History store) Process instances matching a filter, in a sort order, after a
     /// cursor. Answered by the partition's history store, not by the engine.
@@ -44,6 +47,8 @@ impl Query {
     }
 }
 
+/// The answer to a [`Query`]; the first two variants stay (unanswered) for the encoding
+/// of the ones after them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum QueryResult {
     ProcessInstance(Option<ProcessInstanceView>),

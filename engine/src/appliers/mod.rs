@@ -22,20 +22,17 @@ mod timer;
 mod user_task;
 mod variable;
 
-use rill_protocol::{
-    Intent, Key, RecordDraft, RecordType, RecordValue, Timestamp, TypedValue, ValueType,
-};
+use rill_protocol::{Intent, Key, RecordDraft, RecordType, RecordValue, TypedValue, ValueType};
 
 use crate::error::{Result, inconsistent};
 use crate::model_cache::ModelCache;
 use crate::state::Writer;
 
-/// What an applier works with: the state, the parsed models (element instances need
-/// their model), and the entry's timestamp.
+/// What an applier works with: the state and the parsed models (element instances need
+/// their model). No clock: what an event does to state follows from the event alone.
 pub(crate) struct Apply<'s, 'w> {
     pub state: &'s mut Writer<'w>,
     pub models: &'s mut ModelCache,
-    pub timestamp: Timestamp,
 }
 
 /// One applier; `key` is the record's key. Built by [`applier!`] from a function that
@@ -109,7 +106,8 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
         (V::ProcessInstance, I::SequenceFlowTaken) => {
             &[(1, applier!(process_instance::sequence_flow_taken))]
         }
-        (V::ProcessInstance, I::Deleted) => &[(1, applier!(process_instance::instance_deleted))],
+        // PROCESS_INSTANCE DELETED (a finished instance's summary expiring) is written no
+        // more: the engine keeps nothing of a finished instance to delete.
         // Logs written before these existed hold TRIGGERING and TRIGGERED side by side,
         // so they replay to the same state.
         (V::ProcessEvent, I::Triggering) => &[(1, applier!(process_instance::event_triggering))],
@@ -266,7 +264,6 @@ impl Appliers {
         state: &mut Writer<'_>,
         models: &mut ModelCache,
         record: &RecordDraft,
-        timestamp: Timestamp,
         engine_version: u32,
     ) -> Result<()> {
         if record.record_type != RecordType::Event {
@@ -276,11 +273,7 @@ impl Appliers {
         let Some((_, applier)) = in_force(versions, engine_version) else {
             return Ok(());
         };
-        let mut ctx = Apply {
-            state,
-            models,
-            timestamp,
-        };
+        let mut ctx = Apply { state, models };
         applier.apply(&mut ctx, record.key, &record.value)
     }
 }

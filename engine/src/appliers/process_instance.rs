@@ -1,5 +1,5 @@
-//! PROCESS_INSTANCE and PROCESS_INSTANCE_CREATION: element instances, their tokens,
-//! and the summary a finished instance leaves.
+//! PROCESS_INSTANCE and PROCESS_INSTANCE_CREATION: element instances and their tokens.
+//! A finished instance leaves nothing: the history store keeps it for readers.
 
 use rill_protocol::Key;
 use rill_protocol::value::{
@@ -9,21 +9,14 @@ use rill_protocol::value::{
 use super::Apply;
 use crate::error::{Result, inconsistent};
 use crate::model::ElementKind;
-use crate::state::{
-    AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary,
-    PendingTrigger, Writer,
-};
+use crate::state::{AwaitRegistration, ElementInstance, ElementState, PendingTrigger, Writer};
 
 pub(super) fn element_activating(
     ctx: &mut Apply<'_, '_>,
     key: Key,
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
-    let Apply {
-        state,
-        models,
-        timestamp,
-    } = ctx;
+    let Apply { state, models, .. } = ctx;
     state.insert_element_instance(ElementInstance {
         key,
         state: ElementState::Activating,
@@ -35,14 +28,12 @@ pub(super) fn element_activating(
         job_key: Key::NONE,
         has_variables: false,
         awaited: false,
-        start_date: timestamp.millis(),
         listeners_done: 0,
         ad_hoc_completion_fulfilled: false,
     });
     if value.bpmn_element_type == BpmnElementType::Process {
-        // Readers see an active instance through its element instance; the summary is
-        // written when it ends. A called instance is noted on its call activity, which
-        // terminates it when it is terminated itself. Its definition counts it, so a
+        // A called instance is noted on its call activity, which terminates it when it
+        // is terminated itself. Its definition counts it, so a
         // deleted definition is kept until its last instance ends.
         state.count_instance_started(value.process_definition_key)?;
         if value.parent_element_instance_key > 0 {
@@ -125,7 +116,7 @@ pub(super) fn element_completed(
     value: &ProcessInstanceRecord,
 ) -> Result<()> {
     multi_instance_ended(ctx, key, value, true)?;
-    element_ended(ctx, key, value, InstanceState::Completed)
+    element_ended(ctx, key, value)
 }
 
 pub(super) fn element_terminated(
@@ -152,7 +143,7 @@ pub(super) fn element_terminated(
     if may_hold {
         ctx.state.delete_pending_triggers(key)?;
     }
-    element_ended(ctx, key, value, InstanceState::Terminated)
+    element_ended(ctx, key, value)
 }
 
 /// PROCESS_EVENT TRIGGERING: the trigger is kept for its holder until TRIGGERED (an
@@ -241,18 +232,12 @@ fn set_element_state(state: &mut Writer<'_>, key: Key, new_state: ElementState) 
     }
 }
 
-fn element_ended(
-    ctx: &mut Apply<'_, '_>,
-    key: Key,
-    value: &ProcessInstanceRecord,
-    ending: InstanceState,
-) -> Result<()> {
-    let timestamp = ctx.timestamp;
+fn element_ended(ctx: &mut Apply<'_, '_>, key: Key, value: &ProcessInstanceRecord) -> Result<()> {
     let state = &mut *ctx.state;
     let ended = state
         .read()
-        .peek_element_instance(key, |i| (i.has_variables, i.awaited, i.start_date))?;
-    let has_variables = ended.is_some_and(|(has_variables, _, _)| has_variables);
+        .peek_element_instance(key, |i| (i.has_variables, i.awaited))?;
+    let has_variables = ended.is_some_and(|(has_variables, _)| has_variables);
     state.delete_element_instance(key);
     if matches!(
         value.bpmn_element_type,
@@ -264,7 +249,7 @@ fn element_ended(
         state.delete_join_tokens(key)?;
     }
     if value.bpmn_element_type == BpmnElementType::Process {
-        let Some((_, awaited, start_date)) = ended else {
+        let Some((_, awaited)) = ended else {
             return Err(inconsistent(format!("process instance {key} not found")));
         };
         if awaited {
@@ -285,22 +270,9 @@ fn element_ended(
         {
             state.delete_message_start_lock(&value.bpmn_process_id, &start.correlation_key);
         }
-        // The process scope's variables go with the instance: the history store keeps
-        // them for searches, and keeping them here for the summary's retention would
-        // hold every finished instance's documents in the state for that long.
-        state.delete_scope_variables(key, key)?;
-        return state.put_summary(&InstanceSummary {
-            process_instance_key: key,
-            bpmn_process_id: value.bpmn_process_id.clone(),
-            version: value.version,
-            process_definition_key: Key(value.process_definition_key),
-            state: ending,
-            start_date,
-            end_date: timestamp.millis(),
-            parent_process_instance_key: value.parent_process_instance_key,
-            parent_element_instance_key: value.parent_element_instance_key,
-            root_process_instance_key: value.root_process_instance_key,
-        });
+        // The process scope's variables go with the instance (the history store keeps
+        // them for readers): the engine keeps nothing of a finished instance.
+        return state.delete_scope_variables(key, key);
     }
     if has_variables {
         state.delete_scope_variables(value.process_instance_key, key)?;
@@ -331,18 +303,6 @@ pub(super) fn sequence_flow_taken(
     }
     state.update_element_instance(scope_key, |scope| scope.active_flows += 1)?;
     Ok(())
-}
-
-pub(super) fn instance_deleted(
-    ctx: &mut Apply<'_, '_>,
-    key: Key,
-    _value: &ProcessInstanceRecord,
-) -> Result<()> {
-    let state = &mut *ctx.state;
-    if let Some(summary) = state.read().summary(key)? {
-        state.delete_summary(&summary);
-    }
-    state.delete_instance_variables(key)
 }
 
 pub(super) fn instance_created(

@@ -2,7 +2,7 @@ use rill_engine_api::{Engine, MemoryState, ProcessingContext, ProcessingOutput, 
 use rill_protocol::value::VariableRecord;
 use rill_protocol::{
     ActivateJobs, Blob, Command, CreateProcessInstance, JsonValue, PartitionId, Position,
-    ProcessSelector, Resource,
+    ProcessSelector, Resource, Timestamp,
 };
 use serde_json::json;
 
@@ -136,9 +136,9 @@ fn version_1_log() -> (MemoryState, Log) {
 
 fn replay(engine: &mut BpmnEngine, log: &Log, version: u32) -> MemoryState {
     let mut state = MemoryState::new();
-    for (timestamp, record) in log {
+    for (_, record) in log {
         engine
-            .apply_record(&mut state, record, *timestamp, version)
+            .apply_record(&mut state, record, version)
             .expect("replay");
     }
     state

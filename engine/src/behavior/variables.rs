@@ -453,55 +453,18 @@ impl Processing<'_> {
         })
     }
 
-    /// An instance ended: its summary expires after the retention, and a waiting client
-    /// gets its answer.
+    /// An instance ended (`process`: its ending record): a waiting client gets its
+    /// answer.
     pub fn instance_finished(
         &mut self,
-        process_instance_key: Key,
+        process: &ProcessInstanceRecord,
         ending: &mut EndingInstance,
         completed: bool,
-    ) -> Result<()> {
-        self.schedule_summary_expiry();
+    ) {
         if let Some((request_id, variables)) = ending.awaited.take() {
-            let response = self.await_response(process_instance_key, variables, completed)?;
+            let response = await_response(process, variables, completed);
             self.answer_waiting(request_id, response);
         }
-        Ok(())
-    }
-
-    /// Builds the answer for a client awaiting the result of an instance.
-    fn await_response(
-        &self,
-        process_instance_key: Key,
-        variables: JsonValue,
-        completed: bool,
-    ) -> Result<CommandResponse> {
-        if !completed {
-            let rejection = Rejection::invalid_state(format!(
-                "Expected process instance with key '{process_instance_key}' to complete, but it \
-                 was terminated"
-            ));
-            return Ok(CommandResponse::Rejected(rejection.into()));
-        }
-        let Some(summary) = self.read().summary(process_instance_key)? else {
-            let rejection = Rejection::not_found(format!(
-                "Process instance with key '{process_instance_key}' is gone"
-            ));
-            return Ok(CommandResponse::Rejected(rejection.into()));
-        };
-        Ok(CommandResponse::Accepted {
-            key: process_instance_key,
-            intent: Intent::Completed,
-            value: ProcessInstanceResultRecord {
-                bpmn_process_id: summary.bpmn_process_id,
-                version: summary.version,
-                process_definition_key: summary.process_definition_key.get(),
-                process_instance_key: process_instance_key.get(),
-                variables,
-                tenant_id: rill_protocol::value::DEFAULT_TENANT.to_owned(),
-            }
-            .into(),
-        })
     }
 
     /// Sends the answer to the waiting request: now if it waits on this very command,
@@ -515,6 +478,36 @@ impl Processing<'_> {
                 response,
             });
         }
+    }
+}
+
+/// The answer for a client awaiting the result of an instance, built from the
+/// instance's ending record and the variables it asked for.
+fn await_response(
+    process: &ProcessInstanceRecord,
+    variables: JsonValue,
+    completed: bool,
+) -> CommandResponse {
+    let process_instance_key = process.process_instance_key;
+    if !completed {
+        let rejection = Rejection::invalid_state(format!(
+            "Expected process instance with key '{process_instance_key}' to complete, but it was \
+             terminated"
+        ));
+        return CommandResponse::Rejected(rejection.into());
+    }
+    CommandResponse::Accepted {
+        key: Key(process_instance_key),
+        intent: Intent::Completed,
+        value: ProcessInstanceResultRecord {
+            bpmn_process_id: process.bpmn_process_id.clone(),
+            version: process.version,
+            process_definition_key: process.process_definition_key,
+            process_instance_key,
+            variables,
+            tenant_id: process.tenant_id.clone(),
+        }
+        .into(),
     }
 }
 

@@ -42,7 +42,10 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         } => instances::cancel(p, *process_instance_key),
         Command::ExpireInstanceSummary {
             process_instance_key,
-        } => instances::expire_summary(p, *process_instance_key),
+        } => {
+            instances::expire_summary(p, *process_instance_key);
+            Ok(())
+        }
         Command::ActivateJobs(activate) => jobs::activate(p, activate),
         Command::CompleteJob {
             job_key,

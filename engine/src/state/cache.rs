@@ -220,7 +220,6 @@ mod tests {
             job_key: Key::NONE,
             has_variables: false,
             awaited: false,
-            start_date: 0,
             listeners_done: 0,
             ad_hoc_completion_fulfilled: false,
         }

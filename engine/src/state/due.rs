@@ -17,8 +17,6 @@ pub enum DueIndex {
     JobDeadlines,
     JobBackoffs,
     MessageDeadlines,
-    /// Finished instance summaries by end date.
-    FinishedInstances,
 }
 
 impl DueIndex {
@@ -28,7 +26,6 @@ impl DueIndex {
             DueIndex::JobDeadlines => table::JOB_DEADLINE,
             DueIndex::JobBackoffs => table::JOB_BACKOFF,
             DueIndex::MessageDeadlines => table::MESSAGE_DEADLINE,
-            DueIndex::FinishedInstances => table::INSTANCE_FINISHED,
         }
     }
 }

@@ -18,13 +18,12 @@ use std::collections::HashMap;
 use super::keys::table;
 
 /// Tables whose scans use floors.
-const FLOORED_TABLES: [u8; 6] = [
+const FLOORED_TABLES: [u8; 5] = [
     table::JOB_ACTIVATABLE,
     table::JOB_DEADLINE,
     table::JOB_BACKOFF,
     table::TIMER_DUE,
     table::MESSAGE_DEADLINE,
-    table::INSTANCE_FINISHED,
 ];
 
 /// More prefixes than this (job types, mostly) and the map starts over.

@@ -29,15 +29,6 @@ impl Reader<'_> {
         Ok(out)
     }
 
-    pub fn has_incident(&self, process_instance_key: impl AsKey) -> Result<bool> {
-        Ok(!self
-            .trailing_keys(
-                &KeyBuf::new(table::INCIDENT_BY_INSTANCE).key(process_instance_key),
-                1,
-            )?
-            .is_empty())
-    }
-
     pub fn incident_of_element(&self, element_instance_key: impl AsKey) -> Result<Option<Key>> {
         let key =
             self.get_i64(KeyBuf::new(table::INCIDENT_BY_ELEMENT).key(element_instance_key))?;

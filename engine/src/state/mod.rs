@@ -8,6 +8,7 @@
 //! are in the table's own module (`jobs.rs`, `messages.rs`, ...), as `impl Reader` and
 //! `impl Writer` blocks.
 
+mod awaits;
 mod cache;
 mod compensations;
 mod definitions;
@@ -24,7 +25,6 @@ mod messages;
 mod resources;
 mod rpa_resources;
 mod signals;
-mod summaries;
 mod timers;
 mod types;
 mod user_tasks;
@@ -43,11 +43,10 @@ use due::due_key;
 pub(crate) use floors::ScanFloors;
 pub(crate) use keys::{AsKey, KeyBuf, table};
 pub use types::{
-    AwaitRegistration, ElementInstance, ElementState, InstanceState, InstanceSummary, JobState,
-    ListenerTransition, MessageStartSubscription, MultiInstanceCounts, OutboxEntry, PendingTrigger,
-    StoredIncident, StoredJob, StoredMessage, StoredMessageSubscription,
-    StoredProcessMessageSubscription, StoredSignalSubscription, StoredUserTask, StoredVariable,
-    UserTaskState,
+    AwaitRegistration, ElementInstance, ElementState, JobState, ListenerTransition,
+    MessageStartSubscription, MultiInstanceCounts, OutboxEntry, PendingTrigger, StoredIncident,
+    StoredJob, StoredMessage, StoredMessageSubscription, StoredProcessMessageSubscription,
+    StoredSignalSubscription, StoredUserTask, StoredVariable, UserTaskState,
 };
 
 use crate::error::{Result, inconsistent};

@@ -48,8 +48,6 @@ pub struct ElementInstance {
     pub has_variables: bool,
     /// Process instances only: a client awaits the result.
     pub awaited: bool,
-    /// Process instances only: when it started (ms since the epoch).
-    pub start_date: i64,
     /// Execution listeners of this instance whose jobs completed, start listeners
     /// first: the next one to run is found from it.
     pub listeners_done: u32,
@@ -221,43 +219,6 @@ pub struct StoredProcessMessageSubscription {
 pub struct StoredIncident {
     pub key: Key,
     pub record: IncidentRecord,
-}
-
-/// The state of a process instance as readers see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum InstanceState {
-    Active,
-    Completed,
-    Terminated,
-}
-
-impl InstanceState {
-    /// The name the REST API uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            InstanceState::Active => "ACTIVE",
-            InstanceState::Completed => "COMPLETED",
-            InstanceState::Terminated => "TERMINATED",
-        }
-    }
-}
-
-/// A process instance's summary for reads, kept after it ends until expired.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InstanceSummary {
-    pub process_instance_key: Key,
-    pub bpmn_process_id: String,
-    pub version: i32,
-    pub process_definition_key: Key,
-    pub state: InstanceState,
-    /// ms since the epoch.
-    pub start_date: i64,
-    /// ms since the epoch, or -1 while active.
-    pub end_date: i64,
-    /// As in the process's record: -1 without a parent.
-    pub parent_process_instance_key: i64,
-    pub parent_element_instance_key: i64,
-    pub root_process_instance_key: i64,
 }
 
 /// A client waiting for an instance to complete (create-and-await).

@@ -59,8 +59,4 @@ impl Writer<'_> {
     ) -> Result<()> {
         self.delete_prefix(KeyBuf::new(table::VARIABLE).key(instance).key(scope))
     }
-
-    pub fn delete_instance_variables(&mut self, instance: impl AsKey) -> Result<()> {
-        self.delete_prefix(KeyBuf::new(table::VARIABLE).key(instance))
-    }
 }

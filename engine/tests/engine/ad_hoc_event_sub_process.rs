@@ -49,7 +49,7 @@ fn publish(rule: &mut EngineRule, name: &str) {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> rill_engine::ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 fn activation(key: Key, ids: &[&str]) -> Command {

@@ -110,7 +110,7 @@ fn instructions(rule: &EngineRule, intent: Intent) -> Vec<AdHocSubProcessInstruc
 }
 
 fn is_completed(rule: &mut EngineRule, instance: Key) -> bool {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
         == rill_engine::ProcessInstanceState::Completed
 }
 

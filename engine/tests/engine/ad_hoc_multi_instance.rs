@@ -107,7 +107,7 @@ fn activation(key: Key, elements: &[&str]) -> Command {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> rill_engine::ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 fn three_items() -> Value {

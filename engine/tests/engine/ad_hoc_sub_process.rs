@@ -52,7 +52,7 @@ fn activation(key: Key, elements: &[(&str, Value)], cancel: bool) -> Command {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> rill_engine::ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 fn is_completed(rule: &EngineRule, id: &str) -> bool {

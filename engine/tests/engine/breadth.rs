@@ -43,7 +43,7 @@ fn passed_through(
 }
 
 pub(super) fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 pub(super) fn set_variables(rule: &mut EngineRule, scope: Key, variables: Value) {

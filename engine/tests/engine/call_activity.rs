@@ -48,7 +48,7 @@ fn child_of(rule: &EngineRule, process_id: &str) -> Key {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 /// `p`: start → Call → end, with extra XML inside the call activity's extensions.

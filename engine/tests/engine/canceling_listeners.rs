@@ -55,7 +55,7 @@ fn task_intents(rule: &EngineRule) -> Vec<Intent> {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 /// Activates the canceling listener job of `job_type`.

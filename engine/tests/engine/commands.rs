@@ -299,14 +299,6 @@ fn bad_input_is_rejected_with_a_reason_and_changes_nothing() {
             "no such message",
         ),
         (
-            "expire an active instance's summary",
-            Command::ExpireInstanceSummary {
-                process_instance_key: instance,
-            },
-            RejectionType::NotFound,
-            "finished",
-        ),
-        (
             "deploy nothing",
             Command::Deploy { resources: vec![] },
             RejectionType::InvalidArgument,
@@ -690,10 +682,8 @@ fn set_variables_local_or_propagated() {
 }
 
 #[test]
-fn finished_instances_stay_readable_until_the_retention_passes() {
-    let mut rule = EngineRule::with_options(rill_engine::EngineOptions {
-        instance_retention: std::time::Duration::from_secs(60),
-    });
+fn a_finished_instance_is_read_from_the_history_and_the_engine_keeps_nothing_of_it() {
+    let mut rule = EngineRule::new();
     rule.deploy_xml(&one_task());
     let instance = rule.create("p", json!({"a": 1}));
     let (job, _) = rule.job("t");
@@ -701,13 +691,14 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
     rule.advance(500);
     let done = rule.complete(job, json!({}));
     assert!(
-        done.actions.contains(&Action::WakeAt {
-            due: rill_protocol::Timestamp(rule.now + 60_000)
-        }),
-        "the leader is told when the summary may go: {:?}",
+        !done
+            .actions
+            .iter()
+            .any(|action| matches!(action, Action::WakeAt { .. })),
+        "nothing is left to expire: {:?}",
         done.actions
     );
-    let view = rule.engine_summary(instance).unwrap();
+    let view = rule.instance_state(instance).unwrap();
     assert_eq!(view.state, ProcessInstanceState::Completed);
     assert_eq!(view.start_date.millis(), started);
     assert_eq!(view.end_date.map(|d| d.millis()), Some(started + 500));
@@ -716,11 +707,66 @@ fn finished_instances_stay_readable_until_the_retention_passes() {
         json!({}),
         "the process scope's variables went with the instance (the history keeps them)"
     );
-    rule.advance(59_999);
+    // However long after, the leader has nothing to propose for it.
+    rule.advance(24 * 3_600_000);
     assert!(rule.fire_due().is_empty());
-    rule.advance(1);
-    assert_eq!(rule.fire_due().len(), 1);
-    assert!(rule.engine_summary(instance).is_none());
+    // The engine's state has no entry under the instance's key left.
+    let key = instance.get().to_be_bytes();
+    let mut holding = Vec::new();
+    rill_engine_api::StateRead::scan(&rule.state, b"", b"", &mut |k, _| {
+        if k.windows(key.len()).any(|w| w == key) {
+            holding.push(k.to_vec());
+        }
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert!(
+        holding.is_empty(),
+        "left in the engine's state: {holding:x?}"
+    );
+    assert_eq!(
+        rule.instance_state(instance).unwrap().state,
+        ProcessInstanceState::Completed,
+        "the history store keeps it"
+    );
+    rule.assert_replay_matches();
+}
+
+#[test]
+fn an_instance_summary_expiry_from_an_older_log_is_accepted_and_changes_nothing() {
+    let mut rule = EngineRule::new();
+    rule.deploy_xml(&one_task());
+    let active = rule.create("p", json!({}));
+    let finished = rule.create("p", json!({}));
+    let job = rule
+        .activate("t", 10)
+        .into_iter()
+        .find(|(_, record)| record.process_instance_key == finished.get())
+        .map(|(key, _)| key)
+        .expect("the job of the instance to finish");
+    rule.complete(job, json!({}));
+    for key in [active, finished, Key(4242)] {
+        let before = state_digest(&rule.state).unwrap();
+        let outcome = rule.process(Command::ExpireInstanceSummary {
+            process_instance_key: key,
+        });
+        assert!(outcome.response.is_none(), "{:?}", outcome.response);
+        // Its command record and nothing else: no rejection, no event.
+        let kinds: Vec<_> = outcome
+            .records
+            .iter()
+            .map(|r| (r.record_type, r.intent))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![(rill_protocol::RecordType::Command, Intent::Delete)]
+        );
+        assert_eq!(state_digest(&rule.state).unwrap(), before);
+    }
+    assert_eq!(
+        rule.instance_state(active).unwrap().state,
+        ProcessInstanceState::Active
+    );
     rule.assert_replay_matches();
 }
 

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use rill_engine::{BpmnEngine, EngineOptions, ProcessInstanceView, Query, QueryResult};
+use rill_engine::{BpmnEngine, ProcessInstanceView};
 use rill_engine_api::{
     Action, CommandLimits, Engine, EngineError, MemoryState, Overlay, ProcessingContext,
     ProcessingOutput, RequestId, StateRead, StateTxn, keys, state_digest,
@@ -98,12 +98,8 @@ impl Default for EngineRule {
 
 impl EngineRule {
     pub fn new() -> EngineRule {
-        Self::with_options(EngineOptions::default())
-    }
-
-    pub fn with_options(options: EngineOptions) -> EngineRule {
         EngineRule {
-            engine: BpmnEngine::new(options),
+            engine: BpmnEngine::new(),
             state: MemoryState::new(),
             now: 1_700_000_000_000,
             position: 0,
@@ -213,20 +209,6 @@ impl EngineRule {
         self.engine
             .answer_from_state(&self.state, command)
             .expect("answer from state")
-    }
-
-    /// What the engine itself answers (the gateway's reads with the history store off).
-    pub fn query(&mut self, query: Query) -> QueryResult {
-        self.engine.query(&self.state, &query).expect("query")
-    }
-
-    /// The engine's own summary of an instance (kept for `engine.instance-retention`
-    /// after it ends), which the gateway reads with the history store off.
-    pub fn engine_summary(&mut self, key: Key) -> Option<ProcessInstanceView> {
-        match self.query(Query::ProcessInstance { key }) {
-            QueryResult::ProcessInstance(view) => view,
-            other => panic!("{other:?}"),
-        }
     }
 
     /// Feeds one command's records to the history store, as the broker does in the
@@ -560,9 +542,9 @@ impl EngineRule {
     pub fn assert_replay_matches(&mut self) {
         let mut replayed = MemoryState::new();
         let mut engine = BpmnEngine::default();
-        for (timestamp, record) in &self.log {
+        for (_, record) in &self.log {
             engine
-                .apply_record(&mut replayed, record, *timestamp, ENGINE_VERSION)
+                .apply_record(&mut replayed, record, ENGINE_VERSION)
                 .expect("replay");
         }
         let live = without_key_counter(&self.state);

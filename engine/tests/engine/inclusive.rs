@@ -12,7 +12,7 @@ use super::*;
 const FIXTURE: &str = "elements/inclusive-gateway.bpmn";
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 /// The intents of one element's process-instance events, in log order.

@@ -75,7 +75,7 @@ fn canceled_jobs(rule: &EngineRule) -> Vec<(Key, String)> {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 /// Runs the instance up to the job of `Work`'s second start listener (`check-eu`).

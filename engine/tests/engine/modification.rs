@@ -54,7 +54,7 @@ fn written_since(rule: &EngineRule, before: usize) -> Records<'_> {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 /// A -> message catch B -> C -> end.

@@ -12,7 +12,7 @@ use super::*;
 const FIXTURE: &str = "elements/multi-instance.bpmn";
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 /// `(intent, element type, key, flow scope key)` of one element id's process-instance

@@ -26,7 +26,7 @@ fn two_rest_calls_runs_to_the_end() {
     assert_eq!(job.element_id, "Rest2");
     rule.complete(second, json!({}));
 
-    let view = rule.instance_state(instance).expect("summary");
+    let view = rule.instance_state(instance).expect("instance");
     assert_eq!(view.state, ProcessInstanceState::Completed);
     assert!(view.end_date.is_some());
     assert_eq!(rule.variables(instance), json!({"n": 1, "a": "x"}));

@@ -130,7 +130,7 @@ fn answer_to(outcome: &Outcome, request: rill_engine_api::RequestId) -> &Command
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 #[test]

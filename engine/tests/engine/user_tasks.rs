@@ -67,7 +67,7 @@ fn complete(key: Key, variables: Value) -> Command {
 }
 
 fn state(rule: &mut EngineRule, instance: Key) -> ProcessInstanceState {
-    rule.instance_state(instance).expect("summary").state
+    rule.instance_state(instance).expect("instance").state
 }
 
 #[test]

@@ -34,7 +34,9 @@ impl From<ClientError> for Status {
             ClientError::DeadlineExceeded => Code::DeadlineExceeded,
             ClientError::Unauthenticated { .. } => Code::Unauthenticated,
             ClientError::Forbidden { .. } => Code::PermissionDenied,
-            ClientError::HistoryUnavailable { .. } | ClientError::Internal { .. } => Code::Internal,
+            // Not the caller's permissions but the cluster's setup, and not worth retrying.
+            ClientError::HistoryDisabled { .. } => Code::FailedPrecondition,
+            ClientError::Internal { .. } => Code::Internal,
         };
         Status::new(code, error.to_string())
     }
@@ -64,7 +66,7 @@ mod tests {
             Code::Unavailable,
             Code::ResourceExhausted,
             Code::DeadlineExceeded,
-            Code::Internal,
+            Code::FailedPrecondition,
             Code::Unauthenticated,
             Code::PermissionDenied,
             Code::Internal,

@@ -187,16 +187,14 @@ impl Dispatcher {
         within(remaining, attempt).await
     }
 
-    /// Asks a partition a read-only question, retrying while it has no leader. A history
-    /// store that fails the question (it may be off) is
-    /// [`ClientError::HistoryUnavailable`].
+    /// Asks a partition a read-only question, retrying while it has no leader. A broker
+    /// whose history store is off answers [`ClientError::HistoryDisabled`].
     pub async fn query(
         &self,
         partition: PartitionId,
         query: Query,
         timeout: Duration,
     ) -> Result<QueryResult, ClientError> {
-        let history = query.is_history();
         let (_, result) = self
             .with_retries(
                 Route::Partition(partition),
@@ -204,15 +202,7 @@ impl Dispatcher {
                 |partition, remaining| self.backend.query(partition, query.clone(), remaining),
             )
             .await;
-        result.map_err(|error| match error {
-            rill_client::Error::Failed { partition, source } if history => {
-                ClientError::HistoryUnavailable {
-                    partition,
-                    reason: source.to_string(),
-                }
-            }
-            other => ClientError::from(other),
-        })
+        result.map_err(ClientError::from)
     }
 
     /// The gateway's one retry loop. Sends with `send` to the partitions of `route` in

@@ -46,13 +46,9 @@ pub enum ClientError {
     ResourceExhausted { partition: PartitionId },
     /// No answer in time: the command may or may not have been applied.
     DeadlineExceeded,
-    /// A partition's history store failed a read (for one, it is off:
-    /// `history.enabled = false`). Reads that the engine can answer too fall back to
-    /// it on this, and only on this.
-    HistoryUnavailable {
-        partition: PartitionId,
-        reason: String,
-    },
+    /// A read, and the partition's history store (which answers every read) is off:
+    /// `history.enabled = false`, as Camunda's engine-only mode (no secondary storage).
+    HistoryDisabled { partition: PartitionId },
     /// The caller did not prove who it is (for the authentication issue; unused yet).
     Unauthenticated { detail: String },
     /// The caller may not do this (for the authorization issue; unused yet).
@@ -199,9 +195,12 @@ impl fmt::Display for ClientError {
                 "Expected to handle the request, but it timed out between gateway and broker; \
                  the command may or may not have been applied",
             ),
-            ClientError::HistoryUnavailable { reason, .. } => {
-                write!(f, "Unexpected error while handling the request: {reason}")
-            }
+            ClientError::HistoryDisabled { partition } => write!(
+                f,
+                "Expected to read from the history store, but it is off on the broker leading \
+                 partition {partition} (history.enabled = false); reads need history.enabled = \
+                 true"
+            ),
             ClientError::NotFound { detail }
             | ClientError::InvalidArgument { detail, .. }
             | ClientError::TooLarge { detail, .. }
@@ -238,6 +237,9 @@ impl From<rill_client::Error> for ClientError {
                 ClientError::ResourceExhausted { partition }
             }
             rill_client::Error::Timeout => ClientError::DeadlineExceeded,
+            rill_client::Error::HistoryDisabled { partition } => {
+                ClientError::HistoryDisabled { partition }
+            }
             rill_client::Error::Shutdown => ClientError::Unavailable {
                 detail: "The node is shutting down".to_owned(),
             },
@@ -326,10 +328,7 @@ pub(crate) fn one_of_each() -> Vec<ClientError> {
         },
         ClientError::ResourceExhausted { partition },
         ClientError::DeadlineExceeded,
-        ClientError::HistoryUnavailable {
-            partition,
-            reason: "history is off on this broker (history.enabled = false)".to_owned(),
-        },
+        ClientError::HistoryDisabled { partition },
         ClientError::Unauthenticated {
             detail: "no token".to_owned(),
         },
@@ -348,7 +347,7 @@ pub(crate) fn one_of_each() -> Vec<ClientError> {
             | ClientError::Unavailable { .. }
             | ClientError::ResourceExhausted { .. }
             | ClientError::DeadlineExceeded
-            | ClientError::HistoryUnavailable { .. }
+            | ClientError::HistoryDisabled { .. }
             | ClientError::Unauthenticated { .. }
             | ClientError::Forbidden { .. }
             | ClientError::Internal { .. } => {}

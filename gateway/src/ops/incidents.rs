@@ -1,7 +1,7 @@
 //! Incidents: resolve one, read one (open or resolved).
 
 use rill_protocol::history::{HistoricIncident, HistoryQuery, HistoryResult};
-use rill_protocol::{Command, IncidentView, Key, Query, QueryResult};
+use rill_protocol::{Command, Key, Query, QueryResult};
 
 use super::{AppState, ClientError, operation, submit_by_key};
 
@@ -20,20 +20,15 @@ pub async fn resolve_incident(
     .await
 }
 
-/// An incident as it can be read: from the history store (open or resolved), or (with
-/// the store unavailable) an open one from the engine.
-#[derive(Debug)]
-pub enum Incident {
-    Historic(HistoricIncident),
-    Live(IncidentView),
-}
-
 fn wrong_result() -> ClientError {
     ClientError::internal("The broker answered an incident query with another kind of result")
 }
 
-/// Reads an incident.
-pub async fn get_incident(state: &AppState, incident_key: Key) -> Result<Incident, ClientError> {
+/// Reads an incident, open or resolved, from the history store.
+pub async fn get_incident(
+    state: &AppState,
+    incident_key: Key,
+) -> Result<HistoricIncident, ClientError> {
     operation("GetIncident", Some(incident_key), async {
         let not_found =
             || ClientError::not_found(format!("Incident with key '{incident_key}' not found"));
@@ -42,30 +37,17 @@ pub async fn get_incident(state: &AppState, incident_key: Key) -> Result<Inciden
             .partition_of(incident_key, "incident")
             .map_err(|_| not_found())?;
         let timeout = state.settings.request_timeout;
-        let history = Query::History(HistoryQuery::Incident { key: incident_key });
-        match state.dispatch.query(partition, history, timeout).await {
-            Ok(QueryResult::History(HistoryResult::Incident(Some(incident)))) => {
-                return Ok(Incident::Historic(incident));
-            }
-            Ok(QueryResult::History(HistoryResult::Incident(None))) => {}
-            Ok(_) => return Err(wrong_result()),
-            // A broker without the history store (history.enabled = false) fails it.
-            Err(error @ ClientError::HistoryUnavailable { .. }) => {
-                tracing::debug!(%error, "no history to look in");
-            }
-            Err(error) => return Err(error),
-        }
-        let live = Query::Incident { key: incident_key };
-        match state.dispatch.query(partition, live, timeout).await? {
-            QueryResult::Incident(Some(view)) => Ok(Incident::Live(view)),
-            QueryResult::Incident(None) => Err(not_found()),
+        let query = Query::History(HistoryQuery::Incident { key: incident_key });
+        match state.dispatch.query(partition, query, timeout).await? {
+            QueryResult::History(HistoryResult::Incident(Some(incident))) => Ok(incident),
+            QueryResult::History(HistoryResult::Incident(None)) => Err(not_found()),
             _ => Err(wrong_result()),
         }
     })
     .await
 }
 
-/// Whether the engine or the history store knows the process instance.
+/// Whether the history store knows the process instance.
 pub async fn instance_known(state: &AppState, key: Key) -> Result<bool, ClientError> {
     operation("FindProcessInstance", Some(key), find_instance(state, key)).await
 }
@@ -75,21 +57,9 @@ async fn find_instance(state: &AppState, key: Key) -> Result<bool, ClientError> 
         return Ok(false);
     };
     let timeout = state.settings.request_timeout;
-    if let QueryResult::ProcessInstance(Some(_)) = state
-        .dispatch
-        .query(partition, Query::ProcessInstance { key }, timeout)
-        .await?
-    {
-        return Ok(true);
-    }
-    match state
-        .dispatch
-        .query(partition, Query::HistoricProcessInstance { key }, timeout)
-        .await
-    {
-        Ok(QueryResult::HistoricProcessInstance(found)) => Ok(found.is_some()),
-        Ok(_) => Err(wrong_result()),
-        Err(ClientError::HistoryUnavailable { .. }) => Ok(false),
-        Err(error) => Err(error),
+    let query = Query::HistoricProcessInstance { key };
+    match state.dispatch.query(partition, query, timeout).await? {
+        QueryResult::HistoricProcessInstance(found) => Ok(found.is_some()),
+        _ => Err(wrong_result()),
     }
 }

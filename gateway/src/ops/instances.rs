@@ -7,8 +7,8 @@ use rill_protocol::history::HistoricProcessInstance;
 use rill_protocol::value::{ProcessInstanceCreationRecord, ProcessInstanceResultRecord};
 use rill_protocol::{
     ActivateAdHocSubProcessActivities, Command, CreateProcessInstance, Key, MigrateProcessInstance,
-    ModifyProcessInstance, ProcessInstanceView, ProcessSelector, Query, QueryResult, RecordValue,
-    RejectionType, SetVariables,
+    ModifyProcessInstance, ProcessSelector, Query, QueryResult, RecordValue, RejectionType,
+    SetVariables,
 };
 
 use super::deployments::DEPLOYMENT_PARTITION;
@@ -186,24 +186,17 @@ pub async fn activate_ad_hoc_activities(
     .await
 }
 
-/// A process instance as it can be read: from the history store, or (with the store
-/// unavailable) from the engine's own summary.
-#[derive(Debug)]
-pub enum ProcessInstance {
-    Historic(HistoricProcessInstance),
-    Live(ProcessInstanceView),
-}
-
-/// Reads a process instance, live or finished.
+/// Reads a process instance, live or finished, from the history store (the one place
+/// that answers reads).
 pub async fn get_process_instance(
     state: &AppState,
     key: Key,
-) -> Result<ProcessInstance, ClientError> {
+) -> Result<HistoricProcessInstance, ClientError> {
     operation("GetProcessInstance", Some(key), async {
         let not_found = || {
             ClientError::not_found(format!(
                 "Process instance with key '{key}' not found (finished instances stay readable \
-                 only for the configured retention)"
+                 for history.retention)"
             ))
         };
         let partition = state
@@ -211,25 +204,10 @@ pub async fn get_process_instance(
             .partition_of(key, "process instance")
             .map_err(|_| not_found())?;
         let timeout = state.settings.request_timeout;
-        // The history store first: it has the parent keys of a called instance, and it
-        // keeps finished instances longer than the engine does.
-        let history = Query::HistoricProcessInstance { key };
-        match state.dispatch.query(partition, history, timeout).await {
-            Ok(QueryResult::HistoricProcessInstance(Some(instance))) => {
-                return Ok(ProcessInstance::Historic(instance));
-            }
-            Ok(_) => {}
-            // A broker without the history store (history.enabled = false) fails it: the
-            // engine's own summary is what there is.
-            Err(error @ ClientError::HistoryUnavailable { .. }) => {
-                tracing::debug!(%error, "no history to look in");
-            }
-            Err(error) => return Err(error),
-        }
-        let live = Query::ProcessInstance { key };
-        match state.dispatch.query(partition, live, timeout).await? {
-            QueryResult::ProcessInstance(Some(view)) => Ok(ProcessInstance::Live(view)),
-            QueryResult::ProcessInstance(None) => Err(not_found()),
+        let query = Query::HistoricProcessInstance { key };
+        match state.dispatch.query(partition, query, timeout).await? {
+            QueryResult::HistoricProcessInstance(Some(instance)) => Ok(instance),
+            QueryResult::HistoricProcessInstance(None) => Err(not_found()),
             _ => Err(ClientError::wrong_answer("process instance")),
         }
     })

@@ -36,11 +36,10 @@ pub use self::dispatch::{Accepted, Backoff, Dispatcher};
 #[cfg(test)]
 pub(crate) use self::error::one_of_each;
 pub use self::error::{ClientError, rejection_code};
-pub use self::incidents::{Incident, get_incident, instance_known, resolve_incident};
+pub use self::incidents::{get_incident, instance_known, resolve_incident};
 pub use self::instances::{
-    ProcessInstance, activate_ad_hoc_activities, cancel_instance, create_instance,
-    create_instance_with_result, get_process_instance, migrate_instance, modify_instance,
-    set_variables,
+    activate_ad_hoc_activities, cancel_instance, create_instance, create_instance_with_result,
+    get_process_instance, migrate_instance, modify_instance, set_variables,
 };
 pub use self::job_waiters::JobWaiters;
 pub use self::jobs::{

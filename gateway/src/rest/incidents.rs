@@ -5,7 +5,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rill_protocol::IncidentView;
 use rill_protocol::history::{
     Condition, FieldValue, HistoricIncident, INCIDENT_ERROR_TYPES, IncidentField as F,
     IncidentState, incident_error_type_name,
@@ -14,10 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::history_search::{Kind, SearchEntity, SearchResult, run};
 use super::json::{optional_long, parse_optional_body};
-use super::{
-    Body, KeyParam, SharedState, date_text, key_text, operation_reference, optional_key_text,
-};
-use crate::ops::{self, ClientError, Incident};
+use super::{Body, KeyParam, SharedState, date_text, key_text, operation_reference};
+use crate::ops::{self, ClientError};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -45,10 +42,7 @@ pub struct IncidentResult {
     error_type: &'static str,
     error_message: String,
     element_id: String,
-    /// Known from the history store; an incident read from the engine alone (history
-    /// off) has none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    creation_time: Option<String>,
+    creation_time: String,
     state: &'static str,
     tenant_id: String,
     incident_key: String,
@@ -61,33 +55,6 @@ pub struct IncidentResult {
     job_key: Option<String>,
 }
 
-impl From<IncidentView> for IncidentResult {
-    fn from(view: IncidentView) -> Self {
-        let record = view.record;
-        IncidentResult {
-            process_definition_id: record.bpmn_process_id,
-            error_type: incident_error_type_name(record.error_type),
-            error_message: record.error_message,
-            element_id: record.element_id,
-            creation_time: None,
-            // The engine keeps open incidents only.
-            state: "ACTIVE",
-            tenant_id: record.tenant_id,
-            incident_key: key_text(view.key),
-            process_definition_key: record.process_definition_key.to_string(),
-            process_instance_key: record.process_instance_key.to_string(),
-            root_process_instance_key: if record.root_process_instance_key > 0 {
-                record.root_process_instance_key
-            } else {
-                record.process_instance_key
-            }
-            .to_string(),
-            element_instance_key: record.element_instance_key.to_string(),
-            job_key: optional_key_text(record.job_key),
-        }
-    }
-}
-
 impl From<HistoricIncident> for IncidentResult {
     fn from(incident: HistoricIncident) -> Self {
         IncidentResult {
@@ -95,7 +62,7 @@ impl From<HistoricIncident> for IncidentResult {
             error_type: incident_error_type_name(incident.error_type),
             error_message: incident.error_message,
             element_id: incident.element_id,
-            creation_time: Some(date_text(incident.creation_time)),
+            creation_time: date_text(incident.creation_time),
             state: incident.state.name(),
             tenant_id: incident.tenant_id,
             incident_key: key_text(incident.key),
@@ -128,18 +95,12 @@ impl SearchEntity for HistoricIncident {
     }
 }
 
-/// `GET /v2/incidents/{incidentKey}`: open or resolved, from the history store (or, with
-/// the history store off, an open one from the engine).
+/// `GET /v2/incidents/{incidentKey}`: open or resolved, from the history store.
 pub async fn get(
     State(state): State<SharedState>,
     KeyParam(incident_key): KeyParam,
 ) -> Result<Json<IncidentResult>, ClientError> {
-    Ok(Json(
-        match ops::get_incident(&state, incident_key).await? {
-            Incident::Historic(incident) => incident.into(),
-            Incident::Live(view) => view.into(),
-        },
-    ))
+    Ok(Json(ops::get_incident(&state, incident_key).await?.into()))
 }
 
 /// `POST /v2/incidents/search`: every state, no filter required.
@@ -151,7 +112,7 @@ pub async fn search(
 }
 
 /// `POST /v2/process-instances/{processInstanceKey}/incidents/search`: a 404 for an
-/// instance that is neither live nor in the history store.
+/// instance the history store does not know.
 pub async fn search_of_instance(
     State(state): State<SharedState>,
     KeyParam(process_instance_key): KeyParam,

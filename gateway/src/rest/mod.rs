@@ -252,11 +252,6 @@ pub fn key_text(key: Key) -> String {
     key.get().to_string()
 }
 
-/// A key that may be absent (`-1` in records): a string or `null`.
-pub fn optional_key_text(key: i64) -> Option<String> {
-    (key > 0).then(|| key.to_string())
-}
-
 /// A record timestamp as an RFC 3339 date with milliseconds (UTC), as Camunda writes
 /// dates.
 pub fn date_text(timestamp: Timestamp) -> String {

@@ -94,9 +94,9 @@ impl From<ClientError> for Problem {
                 (StatusCode::SERVICE_UNAVAILABLE, "RESOURCE_EXHAUSTED")
             }
             ClientError::DeadlineExceeded => (StatusCode::GATEWAY_TIMEOUT, "DEADLINE_EXCEEDED"),
-            ClientError::HistoryUnavailable { .. } | ClientError::Internal { .. } => {
-                (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL")
-            }
+            // Camunda's engine-only mode (no secondary storage) answers its reads 403.
+            ClientError::HistoryDisabled { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            ClientError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
             ClientError::Unauthenticated { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             ClientError::Forbidden { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
         };
@@ -177,7 +177,7 @@ mod tests {
             (503, "UNAVAILABLE"),
             (503, "RESOURCE_EXHAUSTED"),
             (504, "DEADLINE_EXCEEDED"),
-            (500, "INTERNAL"),
+            (403, "FORBIDDEN"),
             (401, "UNAUTHORIZED"),
             (403, "FORBIDDEN"),
             (500, "INTERNAL"),

@@ -5,10 +5,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rill_protocol::history::{HistoricProcessInstance, process_instance_state_name};
-use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{
     ActivateInstruction, CreateProcessInstance, JsonValue, Key, ModifyProcessInstance,
-    ProcessInstanceState, ProcessInstanceView, ProcessSelector, VariableInstruction,
+    ProcessSelector, VariableInstruction,
 };
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +16,7 @@ use super::{
     Body, KeyParam, SharedState, check_tenant, date_text, key_text, operation_reference,
     unsupported,
 };
-use crate::ops::{self, ClientError, ProcessInstance, client_timeout};
+use crate::ops::{self, ClientError, client_timeout};
 
 /// `ProcessCreationById` and `ProcessCreationByKey` in one: exactly one of the two
 /// selectors must be given.
@@ -312,34 +311,6 @@ pub struct InstanceResult {
     tags: Vec<String>,
 }
 
-impl From<ProcessInstanceView> for InstanceResult {
-    fn from(view: ProcessInstanceView) -> Self {
-        InstanceResult {
-            // The engine's summary has no name (the history store has it); it is read
-            // only where the history store is off.
-            process_definition_name: view.bpmn_process_id.clone(),
-            process_definition_id: view.bpmn_process_id,
-            process_definition_version: view.version,
-            process_definition_version_tag: None,
-            start_date: date_text(view.start_date),
-            end_date: view.end_date.map(date_text),
-            state: match view.state {
-                ProcessInstanceState::Active => "ACTIVE",
-                ProcessInstanceState::Completed => "COMPLETED",
-                ProcessInstanceState::Terminated => "TERMINATED",
-            },
-            has_incident: view.has_incident,
-            tenant_id: DEFAULT_TENANT.to_owned(),
-            process_instance_key: key_text(view.key),
-            process_definition_key: key_text(view.process_definition_key),
-            parent_process_instance_key: view.parent_process_instance_key.map(key_text),
-            parent_element_instance_key: view.parent_element_instance_key.map(key_text),
-            root_process_instance_key: Some(key_text(view.root_process_instance_key)),
-            tags: Vec::new(),
-        }
-    }
-}
-
 impl From<HistoricProcessInstance> for InstanceResult {
     fn from(view: HistoricProcessInstance) -> Self {
         InstanceResult {
@@ -366,8 +337,5 @@ pub async fn get(
     State(state): State<SharedState>,
     KeyParam(key): KeyParam,
 ) -> Result<Json<InstanceResult>, ClientError> {
-    Ok(Json(match ops::get_process_instance(&state, key).await? {
-        ProcessInstance::Historic(instance) => instance.into(),
-        ProcessInstance::Live(view) => view.into(),
-    }))
+    Ok(Json(ops::get_process_instance(&state, key).await?.into()))
 }

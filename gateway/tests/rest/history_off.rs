@@ -1,6 +1,7 @@
-//! A broker with `history.enabled = false` fails history queries. Reads the engine can
-//! answer too (a process instance, an incident) fall back to it on exactly that failure;
-//! reads only the history store answers fail, naming the setting.
+//! A broker with `history.enabled = false` answers reads with its typed error: the
+//! history store answers every read, and the engine none. The gateway answers them 403,
+//! as Camunda's engine-only mode (no secondary storage) does, naming the setting;
+//! commands go on.
 
 use serde_json::json;
 
@@ -8,37 +9,44 @@ use crate::support::engine_backend::EngineBackend;
 use crate::support::{TestGateway, create, deploy_one_task};
 
 #[tokio::test]
-async fn without_history_a_live_instance_is_read_from_the_engine() {
+async fn without_history_every_read_fails_naming_the_setting() {
     let backend = EngineBackend::new(1);
     let gateway = TestGateway::start(backend.clone()).await;
     deploy_one_task(&gateway, "quiet", "never").await;
     let instance = create(&gateway, "quiet", json!({})).await;
+    let read = gateway
+        .get(&format!("/v2/process-instances/{instance}"))
+        .await;
+    assert_eq!(read.status, 200, "with history on: {:?}", read.body);
     backend.turn_history_off();
 
+    let setting = "history.enabled = false";
+    // A live instance: the engine does not answer for the history store.
     let path = format!("/v2/process-instances/{instance}");
-    let read = gateway.get(&path).await;
-    assert_eq!(read.status, 200, "{:?}", read.body);
-    assert_eq!(read.body["processInstanceKey"], instance);
-    assert_eq!(read.body["state"], "ACTIVE");
-    // The engine's summary has no name: the process id stands in.
-    assert_eq!(read.body["processDefinitionName"], "quiet");
-
-    // An incident key of the cluster that names none: not found, from the engine.
+    gateway
+        .get(&path)
+        .await
+        .assert_problem(403, "FORBIDDEN", &path, &[setting]);
     let incident = format!("/v2/incidents/{instance}");
-    gateway.get(&incident).await.assert_problem(
-        404,
-        "NOT_FOUND",
-        &incident,
-        &["Incident", &instance],
-    );
+    gateway
+        .get(&incident)
+        .await
+        .assert_problem(403, "FORBIDDEN", &incident, &[setting]);
+    for search in [
+        "/v2/process-instances/search".to_owned(),
+        "/v2/incidents/search".to_owned(),
+        format!("/v2/process-instances/{instance}/incidents/search"),
+    ] {
+        gateway.post(&search, json!({})).await.assert_problem(
+            403,
+            "FORBIDDEN",
+            &search,
+            &[setting],
+        );
+    }
 
-    // A search has nothing to fall back to: it fails, naming the setting.
-    let search = "/v2/process-instances/search";
-    gateway.post(search, json!({})).await.assert_problem(
-        500,
-        "INTERNAL",
-        search,
-        &["history.enabled = false"],
-    );
+    // Commands do not need the history store.
+    let second = create(&gateway, "quiet", json!({})).await;
+    assert_ne!(second, instance);
     gateway.stop().await;
 }

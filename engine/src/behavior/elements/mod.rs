@@ -264,7 +264,6 @@ impl Processing<'_> {
                 job_key: Key::NONE,
                 has_variables: false,
                 awaited: false,
-                start_date: self.now(),
                 listeners_done: 0,
                 ad_hoc_completion_fulfilled: false,
             },
@@ -543,7 +542,7 @@ impl Processing<'_> {
             };
             let mut ending = self.ending_instance(active.key(), registration)?;
             self.mark(active, Intent::ElementCompleted)?;
-            self.instance_finished(active.key(), &mut ending, true)?;
+            self.instance_finished(record, &mut ending, true);
             if let Some(variables) = handed_back {
                 self.called_instance_completed(parent, variables)?;
             }
@@ -844,7 +843,7 @@ impl Processing<'_> {
             };
             let mut ending = self.ending_instance(key, registration)?;
             self.mark(active, Intent::ElementTerminated)?;
-            self.instance_finished(key, &mut ending, false)?;
+            self.instance_finished(active.record(), &mut ending, false);
             return self.root_ended(active, &ending);
         }
         self.mark(active, Intent::ElementTerminated)?;

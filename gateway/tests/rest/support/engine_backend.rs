@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use rill_engine::{BpmnEngine, EngineOptions};
+use rill_engine::BpmnEngine;
 use rill_engine_api::{
     Action, Engine, MemoryState, Overlay, ProcessingContext, ProcessingOutput, RequestId,
 };
@@ -25,11 +25,6 @@ use rill_protocol::{
     Command, CommandResponse, NodeId, PartitionId, Position, Query, QueryResult, Term, Timestamp,
 };
 use tokio::sync::{broadcast, oneshot};
-
-/// A broker's failure of a history query with its history store off.
-#[derive(Debug, thiserror::Error)]
-#[error("history is off on this broker (history.enabled = false)")]
-struct HistoryOff;
 
 struct Partition {
     engine: BpmnEngine,
@@ -62,7 +57,7 @@ impl EngineBackend {
             partitions: (0..partition_count)
                 .map(|_| {
                     Mutex::new(Partition {
-                        engine: BpmnEngine::new(EngineOptions::default()),
+                        engine: BpmnEngine::new(),
                         state: MemoryState::new(),
                         history: MemoryHistory::new(),
                         position: 0,
@@ -92,7 +87,7 @@ impl EngineBackend {
     }
 
     /// Answers history queries from now on as a broker with `history.enabled = false`
-    /// does: the query fails, naming the setting.
+    /// does: with its typed error.
     pub fn turn_history_off(&self) {
         self.history_off.store(true, Ordering::Relaxed);
     }
@@ -301,10 +296,7 @@ impl GatewayBackend for EngineBackend {
             let mut guard = slot.lock().unwrap();
             let part = &mut *guard;
             if query.is_history() && self.history_off.load(Ordering::Relaxed) {
-                return Err(rill_client::Error::Failed {
-                    partition,
-                    source: Box::new(HistoryOff),
-                });
+                return Err(rill_client::Error::HistoryDisabled { partition });
             }
             if query.is_history() {
                 return rill_history::answer(&part.history, &query).map_err(|e| {
