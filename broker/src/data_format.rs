@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Raised whenever the encoding of anything stored changes (a field added to a record
 /// or a state value, a new column family layout…).
-pub const DATA_FORMAT: u32 = 5;
+pub const DATA_FORMAT: u32 = 4;
 
 const MARKER: &str = "DATA_FORMAT";
 
