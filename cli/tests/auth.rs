@@ -313,3 +313,40 @@ fn an_open_node_on_a_public_address_warns_and_oidc_is_refused() {
         );
     });
 }
+
+/// Camunda's Python SDK (`camunda-orchestration-sdk`, unmodified) with
+/// `CAMUNDA_AUTH_STRATEGY=BASIC`, as its README shows, runs its whole flow against a
+/// standalone with basic authentication.
+#[test]
+fn the_camunda_python_sdk_authenticates_with_basic() {
+    let settings = basic_settings();
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    support::run_client_script_with(
+        "python/run.sh",
+        "RILL_PY_VENV",
+        "python-clients",
+        &settings,
+        &[
+            ("RILL_CLIENT_USERNAME", "demo"),
+            ("RILL_CLIENT_PASSWORD", PASSWORD),
+        ],
+    );
+}
+
+/// Camunda's npm SDK (`@camunda8/orchestration-cluster-api`, unmodified) with
+/// `CAMUNDA_AUTH_STRATEGY=BASIC` runs its whole flow against basic authentication.
+#[test]
+fn the_camunda_npm_sdk_authenticates_with_basic() {
+    let settings = basic_settings();
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    support::run_client_script_with(
+        "node/run.sh",
+        "RILL_NODE_DIR",
+        "node-clients",
+        &settings,
+        &[
+            ("RILL_CLIENT_USERNAME", "demo"),
+            ("RILL_CLIENT_PASSWORD", PASSWORD),
+        ],
+    );
+}

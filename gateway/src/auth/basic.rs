@@ -25,6 +25,12 @@ const CACHE_CAPACITY: usize = 4096;
 const SALT_LENGTH: usize = 16;
 const HASH_LENGTH: usize = 32;
 
+/// The cache key of a username and password.
+type Digest = [u8; 32];
+
+/// When credentials were verified, and whose they are.
+type Verified = (Instant, Arc<User>);
+
 /// One user: who it is and its password's hash.
 struct User {
     principal: Principal,
@@ -55,7 +61,7 @@ pub(crate) struct BasicUsers {
     hasher: Argon2<'static>,
     /// Key of the cache digests, random per process.
     cache_key: [u8; 32],
-    verified: Mutex<HashMap<[u8; 32], (Instant, Arc<User>)>>,
+    verified: Mutex<HashMap<Digest, Verified>>,
     /// Each verification holds Argon2's memory (19 MiB) and a core for a while: a flood
     /// of wrong passwords queues here instead of taking the node's memory.
     hashing: Semaphore,
@@ -156,7 +162,7 @@ impl BasicUsers {
 
     /// The cache key of these credentials: a keyed digest, so the cache holds no
     /// password and an entry cannot be found without the process's key.
-    fn digest(&self, username: &str, password: &[u8]) -> [u8; 32] {
+    fn digest(&self, username: &str, password: &[u8]) -> Digest {
         let mut mac =
             blake2::Blake2bMac::<blake2::digest::consts::U32>::new_from_slice(&self.cache_key)
                 .expect("a 32-byte key suits BLAKE2b");
@@ -166,7 +172,7 @@ impl BasicUsers {
         mac.finalize_fixed().into()
     }
 
-    fn cached(&self, digest: &[u8; 32]) -> Option<Arc<User>> {
+    fn cached(&self, digest: &Digest) -> Option<Arc<User>> {
         let mut verified = self.verified.lock();
         match verified.get(digest) {
             Some((at, user)) if at.elapsed() < VERIFIED_FOR => Some(user.clone()),
@@ -178,7 +184,7 @@ impl BasicUsers {
         }
     }
 
-    fn remember(&self, digest: [u8; 32], user: Arc<User>) {
+    fn remember(&self, digest: Digest, user: Arc<User>) {
         let mut verified = self.verified.lock();
         if verified.len() >= CACHE_CAPACITY {
             verified.retain(|_, (at, _)| at.elapsed() < VERIFIED_FOR);
