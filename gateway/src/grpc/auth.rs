@@ -12,7 +12,7 @@ use tonic::codegen::http;
 use tonic::transport::server::TcpConnectInfo;
 use tower::{Layer, Service};
 
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, Principal};
 
 /// Services anyone may call: Kubernetes' gRPC probes ask these.
 const PUBLIC_SERVICE_PREFIX: &str = "/grpc.health.v1.Health/";
@@ -64,9 +64,7 @@ where
 
     fn call(&mut self, mut request: http::Request<RequestBody>) -> Self::Future {
         if !self.authenticator.is_enabled() {
-            request
-                .extensions_mut()
-                .insert(crate::auth::Principal::anonymous());
+            request.extensions_mut().insert(Principal::anonymous());
             return Box::pin(self.inner.call(request));
         }
         // The clone that was made ready serves this request; a fresh clone waits for
