@@ -38,7 +38,7 @@ pub use flow_control::{
 pub use history::{CfHistory, HistorySettings, answer as answer_history};
 pub use job_push::{JOBS_PUSHED, JobPushes, OPEN_STREAMS};
 pub use metrics::BrokerMetrics;
-pub use monitoring::{HealthCheck, MonitoringServer};
+pub use monitoring::{HealthCheck, MonitoringServer, RequestGuard};
 pub use node::{BrokerNode, partitions_of, replicas_of, single_node_transport};
 pub use partition::{
     Answered, ClusterSink, DEFAULT_MAX_INFLIGHT_PROPOSALS, JobsAvailable, Partition,

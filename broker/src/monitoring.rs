@@ -7,10 +7,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures::future::BoxFuture;
 use prometheus::{Encoder, Registry, TextEncoder};
 use tokio::net::TcpListener;
 
@@ -25,6 +27,18 @@ pub trait HealthCheck: Send + Sync + 'static {
     fn ready(&self) -> bool;
     /// Nothing failed fatally.
     fn healthy(&self) -> bool;
+}
+
+/// Paths that stay open whatever the guard says.
+const OPEN_PATHS: &[&str] = &["/metrics", "/startup", "/ready", "/health"];
+
+/// Decides whether a request to the monitoring port may proceed (the client APIs'
+/// authentication, given by the process that serves both).
+pub trait RequestGuard: Send + Sync + 'static {
+    /// The request (with whatever the guard learnt in its extensions), or the answer
+    /// that refuses it.
+    fn check(&self, request: Request)
+    -> BoxFuture<'static, std::result::Result<Request, Response>>;
 }
 
 #[derive(Clone)]
@@ -65,6 +79,28 @@ impl MonitoringServer {
         self
     }
 
+    /// Puts `guard` in front of every route but the probes and `/metrics` (which
+    /// Kubernetes and Prometheus ask without credentials, as Camunda leaves them open):
+    /// with authentication on, the management API (`/actuator/*`) and unknown paths
+    /// answer only requests that pass it.
+    pub fn guarded(mut self, guard: Arc<dyn RequestGuard>) -> MonitoringServer {
+        self.router = self.router.layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                let guard = guard.clone();
+                async move {
+                    if OPEN_PATHS.contains(&request.uri().path()) {
+                        return next.run(request).await;
+                    }
+                    match guard.check(request).await {
+                        Ok(request) => next.run(request).await,
+                        Err(refusal) => refusal,
+                    }
+                }
+            },
+        ));
+        self
+    }
+
     pub fn local_addr(&self) -> Result<SocketAddr> {
         self.listener
             .local_addr()
@@ -72,7 +108,11 @@ impl MonitoringServer {
     }
 
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-        axum::serve(self.listener, self.router)
+        // The peer's address reaches the guard (failed logins are counted per source).
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, service)
             .with_graceful_shutdown(shutdown)
             .await
             .map_err(|e| Error::Config(format!("monitoring server: {e}")))

@@ -226,6 +226,7 @@ impl Client {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .default_headers(crate::security::client_headers()?)
             .build()
             .context("building the HTTP client")?;
         Ok(Client { http, base })

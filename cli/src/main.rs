@@ -6,6 +6,7 @@ mod logging;
 mod management;
 mod memory;
 mod search;
+mod security;
 mod server;
 
 use std::path::PathBuf;

@@ -76,6 +76,7 @@ async fn body(response: reqwest::Response) -> Result<Value> {
     if !status.is_success() {
         let message = value
             .get("message")
+            .or_else(|| value.get("detail"))
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| value.to_string());
@@ -85,7 +86,10 @@ async fn body(response: reqwest::Response) -> Result<Value> {
 }
 
 pub async fn run(args: ClusterArgs) -> Result<String> {
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::builder()
+        .default_headers(crate::security::client_headers()?)
+        .build()
+        .context("building the HTTP client")?;
     let endpoint = url(&args.management, "/actuator/cluster");
     match args.command {
         ClusterCommand::Status { json } => {

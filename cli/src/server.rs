@@ -19,10 +19,12 @@ use rill_broker::{
 use rill_client::CommandClient;
 use rill_config::{ConfigLoader, RillConfig};
 use rill_engine::BpmnEngine;
-use rill_gateway::{GatewayBackend, GatewayMetrics, GatewayServer};
+use rill_gateway::{Authenticator, GatewayBackend, GatewayMetrics, GatewayServer};
 use rill_protocol::NodeId;
 use rill_transport::{Transport, TransportConfig};
 use tokio::sync::watch;
+
+use crate::security;
 
 /// The partitions a broker hosts.
 type Partitions = rill_broker::Partitions<BpmnEngine>;
@@ -130,6 +132,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
     config.cluster.replication_factor = 1;
     config.gateway.enabled = true;
     let config = validated(config)?;
+    let authenticator = security::authenticator(&config)?;
     create_data_directory(&config)?;
 
     let started_at = std::time::Instant::now();
@@ -189,10 +192,19 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
             let backend: Arc<dyn GatewayBackend> = client;
             let metrics = GatewayMetrics::register(&registry)
                 .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
-            let gateway = GatewayServer::bind(&config.gateway, backend, metrics).await?;
+            let gateway =
+                GatewayServer::bind(&config.gateway, authenticator.clone(), backend, metrics)
+                    .await?;
             let addrs = (gateway.rest_addr()?, gateway.grpc_addr()?);
-            let (monitoring_addr, monitoring_task) =
-                serve_monitoring(&config, registry, health, Some(cluster), stop_rx.clone()).await?;
+            let (monitoring_addr, monitoring_task) = serve_monitoring(
+                &config,
+                registry,
+                health,
+                Some(cluster),
+                authenticator,
+                stop_rx.clone(),
+            )
+            .await?;
             let rest_task = tokio::spawn(gateway.serve(wait_for_stop(stop_rx)));
             anyhow::Ok((addrs, monitoring_addr, rest_task, monitoring_task))
         }
@@ -312,6 +324,7 @@ impl HealthCheck for BrokerHealth {
 /// whole cluster.
 pub fn broker(config: RillConfig) -> Result<()> {
     let config = validated(config)?;
+    let authenticator = security::authenticator(&config)?;
     create_data_directory(&config)?;
     let addresses = cluster_addresses(&config)?;
     // A taken port stops the broker; better before its partitions start and elect.
@@ -423,7 +436,9 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 let backend: Arc<dyn GatewayBackend> = client;
                 let metrics = GatewayMetrics::register(&registry)
                     .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
-                let gateway = GatewayServer::bind(&config.gateway, backend, metrics).await?;
+                let gateway =
+                    GatewayServer::bind(&config.gateway, authenticator.clone(), backend, metrics)
+                        .await?;
                 let addrs = (gateway.rest_addr()?, gateway.grpc_addr()?);
                 Some((
                     addrs,
@@ -432,8 +447,15 @@ pub fn broker(config: RillConfig) -> Result<()> {
             } else {
                 None
             };
-            let (monitoring_addr, monitoring_task) =
-                serve_monitoring(&config, registry, health, Some(cluster.clone()), stop_rx).await?;
+            let (monitoring_addr, monitoring_task) = serve_monitoring(
+                &config,
+                registry,
+                health,
+                Some(cluster.clone()),
+                authenticator,
+                stop_rx,
+            )
+            .await?;
             anyhow::Ok((
                 transport,
                 rest,
@@ -611,6 +633,7 @@ impl HealthCheck for GatewayHealth {
 /// brokers found at `gateway.contact-points` (their command API addresses).
 pub fn gateway(config: RillConfig) -> Result<()> {
     let config = validated(config)?;
+    let authenticator = security::authenticator(&config)?;
     if config.gateway.contact_points.is_empty() {
         bail!(
             "gateway.contact-points is empty: list the command API address (host:26501) of \
@@ -649,12 +672,14 @@ pub fn gateway(config: RillConfig) -> Result<()> {
         let backend: Arc<dyn GatewayBackend> = client.clone();
         let metrics = GatewayMetrics::register(&registry)
             .map_err(|e| anyhow::anyhow!("gateway metrics: {e}"))?;
-        let rest = GatewayServer::bind(&config.gateway, backend, metrics).await?;
+        let rest =
+            GatewayServer::bind(&config.gateway, authenticator.clone(), backend, metrics).await?;
         let (monitoring_addr, monitoring_task) = serve_monitoring(
             &config,
             registry.clone(),
             Arc::new(GatewayHealth { client }),
             None,
+            authenticator,
             stop_rx.clone(),
         )
         .await?;
@@ -687,6 +712,7 @@ async fn serve_monitoring(
     registry: Registry,
     health: Arc<dyn HealthCheck>,
     cluster: Option<ClusterState>,
+    authenticator: Arc<Authenticator>,
     stop: watch::Receiver<bool>,
 ) -> Result<(
     std::net::SocketAddr,
@@ -701,6 +727,11 @@ async fn serve_monitoring(
     let monitoring = match cluster {
         Some(cluster) => monitoring.with_cluster(cluster),
         None => monitoring,
+    };
+    let monitoring = if authenticator.is_enabled() {
+        monitoring.guarded(Arc::new(security::ManagementGuard(authenticator)))
+    } else {
+        monitoring
     };
     let addr = monitoring.local_addr()?;
     Ok((addr, tokio::spawn(monitoring.serve(wait_for_stop(stop)))))

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use crate::model::{
-    ElasticsearchExporterConfig, JsonlExporterConfig, RecordFilterConfig, RillConfig,
+    AuthenticationMethod, ElasticsearchExporterConfig, InitialUser, JsonlExporterConfig,
+    RecordFilterConfig, RillConfig,
 };
 
 /// Every optional value set, so every option appears in the serialized tree.
@@ -22,6 +23,16 @@ pub(crate) fn everything_set() -> RillConfig {
     elastic.tls.ca_certificate = Some("/etc/rill/es-ca.pem".into());
     config.exporters.elasticsearch = Some(elastic);
     config.exporters.jsonl = Some(JsonlExporterConfig::default());
+    let oidc = &mut config.security.authentication.oidc;
+    oidc.issuer_uri = Some("https://login.example/realms/rill".to_owned());
+    oidc.client_id_claim = Some("azp".to_owned());
+    oidc.groups_claim = Some("groups".to_owned());
+    config.security.initialization.users = vec![InitialUser {
+        username: "demo".to_owned(),
+        password: "secret".to_owned(),
+        name: Some("Demo".to_owned()),
+        email: Some("demo@example.com".to_owned()),
+    }];
     config
 }
 
@@ -108,6 +119,14 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.gateway.contact_points = vec!["b0:26501".to_owned()];
     config.monitoring.host = "127.0.0.2".to_owned();
     config.monitoring.port = 19600;
+    let authentication = &mut config.security.authentication;
+    authentication.method = AuthenticationMethod::Basic;
+    authentication.oidc.audiences = vec!["rill-api".to_owned()];
+    authentication.oidc.username_claim = "preferred_username".to_owned();
+    authentication.oidc.clock_skew = Duration::from_secs(5);
+    let user = &mut config.security.initialization.users[0];
+    user.username = "admin".to_owned();
+    user.password = "pässwörd".to_owned();
     if let Some(elastic) = &mut config.exporters.elasticsearch {
         elastic.url = "https://es.example:9243".to_owned();
         elastic.index_prefix = "rill".to_owned();
@@ -135,10 +154,7 @@ pub(crate) fn nothing_default() -> RillConfig {
 /// An option's value in `config` as text, the way an environment variable would hold it.
 pub(crate) fn as_text(config: &RillConfig, path: &str) -> String {
     let tree = toml::Value::try_from(config).expect("config serializes");
-    let value = path
-        .split('.')
-        .try_fold(&tree, |node, segment| node.get(segment))
-        .unwrap_or_else(|| panic!("{path} is set"));
+    let value = crate::render::lookup(&tree, path).unwrap_or_else(|| panic!("{path} is set"));
     match value {
         toml::Value::String(text) => text.clone(),
         toml::Value::Array(items) => items

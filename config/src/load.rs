@@ -40,7 +40,8 @@ enum FileSource {
 
 /// One value to set, from the environment or an override.
 struct Assignment {
-    spec: &'static OptionSpec,
+    /// The option's path as given, with its list indexes.
+    path: String,
     /// `None` unsets an optional value.
     value: Option<toml::Value>,
 }
@@ -139,7 +140,7 @@ impl ConfigLoader {
         let mut tree = toml::Value::try_from(&config)
             .map_err(|error| ConfigError::Render(error.to_string()))?;
         for assignment in assignments {
-            set(&mut tree, assignment.spec.path, assignment.value);
+            set(&mut tree, &assignment.path, assignment.value);
         }
         tree.try_into()
             .map_err(|error: toml::de::Error| ConfigError::Sources {
@@ -262,7 +263,7 @@ fn env_assignment(
         });
     };
     let value = parse_value(spec, value).map_err(|message| SourceProblem { origin, message })?;
-    Ok(Some(Assignment { spec, value }))
+    Ok(Some(Assignment { path, value }))
 }
 
 fn override_assignment(text: &str) -> std::result::Result<Assignment, SourceProblem> {
@@ -279,11 +280,18 @@ fn override_assignment(text: &str) -> std::result::Result<Assignment, SourceProb
         message,
     })?;
     let value = parse_value(spec, value).map_err(|message| SourceProblem { origin, message })?;
-    Ok(Assignment { spec, value })
+    Ok(Assignment { path, value })
 }
 
 fn lookup(path: &str) -> std::result::Result<&'static OptionSpec, String> {
     if let Some(spec) = schema::find(path) {
+        let (_, indexes) = schema::schema_path(path);
+        if let Some(index) = indexes.iter().find(|i| **i >= schema::MAX_LIST_INDEX) {
+            return Err(format!(
+                "`{path}` has the list index {index}; at most {} entries can be set this way",
+                schema::MAX_LIST_INDEX
+            ));
+        }
         return Ok(spec);
     }
     if let Some(removed) = schema::removed(path) {
@@ -365,28 +373,47 @@ fn parse_value(spec: &OptionSpec, raw: &str) -> std::result::Result<Option<toml:
 }
 
 /// Sets (or with `None` removes) the value at a dotted path, creating tables on the way
-/// (so setting `exporters.jsonl.path` turns that exporter on).
+/// (so setting `exporters.jsonl.path` turns that exporter on). A numeric segment is an
+/// index into a list of tables, which grows to hold it.
 fn set(tree: &mut toml::Value, path: &str, value: Option<toml::Value>) {
+    let segments: Vec<&str> = path.split('.').collect();
+    let Some((last, parents)) = segments.split_last() else {
+        return;
+    };
     let mut node = tree;
-    let mut segments = path.split('.').peekable();
-    while let Some(segment) = segments.next() {
-        let toml::Value::Table(table) = node else {
-            return; // the schema only names paths under tables
-        };
-        if segments.peek().is_none() {
-            match value {
-                Some(value) => {
-                    table.insert(segment.to_owned(), value);
-                }
-                None => {
-                    table.remove(segment);
-                }
+    for (i, segment) in parents.iter().enumerate() {
+        let next_is_index = segments[i + 1].parse::<usize>().is_ok();
+        let empty = || {
+            if next_is_index {
+                toml::Value::Array(Vec::new())
+            } else {
+                toml::Value::Table(toml::Table::new())
             }
-            return;
+        };
+        node = match node {
+            toml::Value::Table(table) => table.entry(segment.to_string()).or_insert_with(empty),
+            toml::Value::Array(items) => {
+                let Ok(index) = segment.parse::<usize>() else {
+                    return;
+                };
+                if items.len() <= index {
+                    items.resize_with(index + 1, empty);
+                }
+                &mut items[index]
+            }
+            _ => return, // the schema only names paths under tables and lists of tables
+        };
+    }
+    let toml::Value::Table(table) = node else {
+        return;
+    };
+    match value {
+        Some(value) => {
+            table.insert(last.to_string(), value);
         }
-        node = table
-            .entry(segment.to_owned())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        None => {
+            table.remove(*last);
+        }
     }
 }
 
@@ -449,6 +476,9 @@ mod tests {
             elastic.api_key = None;
             elastic.bearer_token = None;
             elastic.username = None;
+        }
+        for user in &mut expected.security.initialization.users {
+            user.password = "***".to_owned();
         }
         let shown = expected.to_toml().expect("renders");
         let loaded = ConfigLoader::new()

@@ -25,6 +25,7 @@ pub struct RillConfig {
     pub gateway: GatewayConfig,
     pub monitoring: MonitoringConfig,
     pub exporters: ExportersConfig,
+    pub security: SecurityConfig,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -618,5 +619,108 @@ impl Default for JsonlExporterConfig {
             flush_delay: Duration::from_secs(1),
             filter: RecordFilterConfig::all(),
         }
+    }
+}
+
+/// Who may use the client APIs and the management API (Camunda 8.8's
+/// `camunda.security.*` names where they fit; docs/security.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct SecurityConfig {
+    pub authentication: AuthenticationConfig,
+    pub initialization: InitializationConfig,
+}
+
+/// How a client proves who it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthenticationMethod {
+    /// Anyone who reaches a port may use it (the laptop default).
+    #[default]
+    None,
+    /// HTTP Basic credentials of the users in `security.initialization.users`.
+    Basic,
+    /// Bearer JWTs of an OpenID Connect provider.
+    Oidc,
+}
+
+impl AuthenticationMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthenticationMethod::None => "none",
+            AuthenticationMethod::Basic => "basic",
+            AuthenticationMethod::Oidc => "oidc",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct AuthenticationConfig {
+    pub method: AuthenticationMethod,
+    pub oidc: OidcConfig,
+}
+
+/// The OpenID Connect provider whose tokens are accepted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The issuer (`iss`); its discovery document is at
+    /// `<issuer-uri>/.well-known/openid-configuration`.
+    pub issuer_uri: Option<String>,
+    /// Accepted audiences (`aud`); a token must name one of them.
+    pub audiences: Vec<String>,
+    /// The claim that names a user.
+    pub username_claim: String,
+    /// The claim that names a client (machine-to-machine tokens).
+    pub client_id_claim: Option<String>,
+    /// The claim that lists the caller's groups.
+    pub groups_claim: Option<String>,
+    /// Tolerated difference between the provider's clock and ours for `exp` and `nbf`.
+    #[serde(with = "humantime_serde")]
+    pub clock_skew: Duration,
+}
+
+impl Default for OidcConfig {
+    fn default() -> Self {
+        OidcConfig {
+            issuer_uri: None,
+            audiences: Vec::new(),
+            username_claim: "sub".to_owned(),
+            client_id_claim: None,
+            groups_claim: None,
+            clock_skew: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What a new cluster starts with.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct InitializationConfig {
+    /// Users of basic authentication (`[[security.initialization.users]]`).
+    pub users: Vec<InitialUser>,
+}
+
+/// One user of basic authentication.
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct InitialUser {
+    pub username: String,
+    pub password: String,
+    /// Display name.
+    pub name: Option<String>,
+    pub email: Option<String>,
+}
+
+impl std::fmt::Debug for InitialUser {
+    /// Never shows the password (a configuration may end up in a log).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InitialUser")
+            .field("username", &self.username)
+            .field("password", &"***")
+            .field("name", &self.name)
+            .field("email", &self.email)
+            .finish()
     }
 }

@@ -1,15 +1,17 @@
 //! Printing the configuration: `to_toml` for `rill config show`, and the generated option
 //! reference (`docs/configuration.md`).
 
+use crate::model::InitialUser;
 use crate::model::{ElasticsearchExporterConfig, JsonlExporterConfig, RillConfig};
-use crate::schema::{OPTIONS, SECRETS, SECTIONS};
+use crate::schema::{LIST_INDEX, OPTIONS, SECRETS, SECTIONS};
 use crate::{ConfigError, Result};
 
 const REDACTED: &str = "***";
 
 impl RillConfig {
     /// The configuration as a TOML file (what `rill config show` prints), with secrets
-    /// (`exporters.elasticsearch.password`, `.api-key`) shown as `***`. Unset optional
+    /// (`exporters.elasticsearch.password`, `.api-key`, `.bearer-token`, the users'
+    /// passwords) shown as `***`. Unset optional
     /// values are left out. Loading the output gives back this configuration (secrets
     /// aside).
     pub fn to_toml(&self) -> Result<String> {
@@ -25,7 +27,10 @@ impl RillConfig {
                 }
             }
         }
-        debug_assert_eq!(SECRETS.len(), 3, "redact every secret listed in the schema");
+        for user in &mut shown.security.initialization.users {
+            user.password = REDACTED.to_owned();
+        }
+        debug_assert_eq!(SECRETS.len(), 4, "redact every secret listed in the schema");
         toml::to_string_pretty(&shown).map_err(|error| ConfigError::Render(error.to_string()))
     }
 }
@@ -37,7 +42,11 @@ pub fn reference_markdown() -> String {
     let mut out = String::new();
     out.push_str(HEADER);
     for (section, description) in SECTIONS {
-        out.push_str(&format!("\n## `[{section}]`\n\n{description}\n\n"));
+        let heading = match section.strip_suffix(&format!(".{LIST_INDEX}")) {
+            Some(list) => format!("[[{list}]]"),
+            None => format!("[{section}]"),
+        };
+        out.push_str(&format!("\n## `{heading}`\n\n{description}\n\n"));
         out.push_str("| option | environment variable | type | default | description |\n");
         out.push_str("|---|---|---|---|---|\n");
         for option in OPTIONS.iter().filter(|option| option.section() == *section) {
@@ -80,17 +89,23 @@ an optional option. The exporter sections are absent by default; the defaults sh
 them apply once a section is present or one of its options is set.
 ";
 
-/// The defaults, with the optional exporter sections filled in so their defaults show.
+/// The defaults, with the optional exporter sections and one user filled in so their
+/// defaults show.
 fn documented_defaults() -> toml::Value {
     let mut config = RillConfig::default();
+    config.security.initialization.users = vec![InitialUser::default()];
     config.exporters.elasticsearch = Some(ElasticsearchExporterConfig::default());
     config.exporters.jsonl = Some(JsonlExporterConfig::default());
     toml::Value::try_from(&config).unwrap_or_else(|_| toml::Value::Table(toml::Table::new()))
 }
 
-fn lookup<'a>(tree: &'a toml::Value, path: &str) -> Option<&'a toml::Value> {
+/// The value at a dotted path; a numeric segment indexes a list of tables.
+pub(crate) fn lookup<'a>(tree: &'a toml::Value, path: &str) -> Option<&'a toml::Value> {
     path.split('.')
-        .try_fold(tree, |node, segment| node.get(segment))
+        .try_fold(tree, |node, segment| match segment.parse::<usize>() {
+            Ok(index) => node.get(index),
+            Err(_) => node.get(segment),
+        })
 }
 
 #[cfg(test)]
@@ -111,6 +126,13 @@ mod tests {
                         format!("{prefix}.{key}")
                     };
                     leaf_paths(&path, child, out);
+                }
+            }
+            toml::Value::Array(items)
+                if items.iter().all(toml::Value::is_table) && !items.is_empty() =>
+            {
+                for (index, item) in items.iter().enumerate() {
+                    leaf_paths(&format!("{prefix}.{index}"), item, out);
                 }
             }
             _ => {

@@ -95,7 +95,9 @@ pub(crate) fn env_var_for(path: &str) -> String {
 
 pub(crate) const ENV_PREFIX: &str = "RILL_";
 
+/// The option at `path`; list indexes in it may be any number (see [`schema_path`]).
 pub(crate) fn find(path: &str) -> Option<&'static OptionSpec> {
+    let (path, _) = schema_path(path);
     OPTIONS.iter().find(|option| option.path == path)
 }
 
@@ -138,6 +140,34 @@ fn edit_distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
+pub(crate) const AUTHENTICATION_METHODS: &[&str] = &["none", "basic", "oidc"];
+
+/// Options inside a list of tables have the index `0` in their path here; `1`, `2`, ...
+/// name the next entries (`security.initialization.users.1.username`).
+pub(crate) const LIST_INDEX: &str = "0";
+
+/// Most entries a list of tables may have through the environment or overrides (an
+/// index is not a reason to allocate without bound).
+pub(crate) const MAX_LIST_INDEX: usize = 1000;
+
+/// `path` with every numeric segment (a list index) replaced by `0`, as the schema
+/// names it, and the indexes found.
+pub(crate) fn schema_path(path: &str) -> (String, Vec<usize>) {
+    let mut indexes = Vec::new();
+    let normalized = path
+        .split('.')
+        .map(|segment| match segment.parse::<usize>() {
+            Ok(index) => {
+                indexes.push(index);
+                LIST_INDEX
+            }
+            Err(_) => segment,
+        })
+        .collect::<Vec<_>>()
+        .join(".");
+    (normalized, indexes)
+}
+
 pub(crate) const LIMIT_ALGORITHMS: &[&str] = &["aimd", "fixed", "vegas", "gradient", "gradient2"];
 
 /// Section descriptions for the reference, in the order sections appear there.
@@ -159,6 +189,9 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("history", "The history store each partition keeps, so that searches need no other service."),
     ("gateway", "The client-facing gateway (REST and gRPC)."),
     ("monitoring", "Metrics and health endpoints."),
+    ("security.authentication", "How clients prove who they are, on the REST and gRPC APIs and the management API (docs/security.md)."),
+    ("security.authentication.oidc", "The OpenID Connect provider whose bearer tokens are accepted when `method = \"oidc\"`."),
+    ("security.initialization.users.0", "The users of basic authentication, one `[[security.initialization.users]]` table each. In the environment and in overrides the index comes after `users`: `RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME`, `security.initialization.users.1.password=...`."),
     ("exporters.elasticsearch", "Ships records to Elasticsearch in Zeebe's format. Off unless the section is present (or one of its options is set). Defaults are Zeebe's."),
     ("exporters.elasticsearch.tls", "TLS towards Elasticsearch (for `https://` URLs)."),
     ("exporters.elasticsearch.filter", "Which records are exported, by record type and value type. Defaults are Zeebe's: events only, every value type but job batches (and process instance results, which Zeebe does not export)."),
@@ -275,6 +308,18 @@ const SETTINGS: &[OptionSpec] = &[
     // monitoring
     OptionSpec { path: "monitoring.host", kind: Kind::Text, description: "Interface the monitoring port binds to." },
     OptionSpec { path: "monitoring.port", kind: Kind::U16, description: "Port of `/metrics` (Prometheus), `/health`, `/ready` and `/startup`." },
+    // security
+    OptionSpec { path: "security.authentication.method", kind: Kind::Choice(AUTHENTICATION_METHODS), description: "`none`: anyone who reaches the ports may use them (a broker listening on a non-loopback address warns at start). `basic`: HTTP Basic credentials of `security.initialization.users`. `oidc`: bearer JWTs of `security.authentication.oidc.issuer-uri` (not available yet: refused at start)." },
+    OptionSpec { path: "security.authentication.oidc.issuer-uri", kind: Kind::OptionalText, description: "The provider's issuer URL (the tokens' `iss`); discovery is at `<issuer-uri>/.well-known/openid-configuration`. `https://`, or `http://` on a loopback address only." },
+    OptionSpec { path: "security.authentication.oidc.audiences", kind: Kind::List, description: "Audiences accepted: a token's `aud` must name one of them." },
+    OptionSpec { path: "security.authentication.oidc.username-claim", kind: Kind::Text, description: "The claim that names a user." },
+    OptionSpec { path: "security.authentication.oidc.client-id-claim", kind: Kind::OptionalText, description: "The claim that names a client (a machine-to-machine token); used when the token has no username claim." },
+    OptionSpec { path: "security.authentication.oidc.groups-claim", kind: Kind::OptionalText, description: "The claim that lists the caller's groups." },
+    OptionSpec { path: "security.authentication.oidc.clock-skew", kind: Kind::Duration, description: "Tolerated difference between the provider's clock and the broker's when checking `exp` and `nbf`." },
+    OptionSpec { path: "security.initialization.users.0.username", kind: Kind::Text, description: "The user's login name (unique)." },
+    OptionSpec { path: "security.initialization.users.0.password", kind: Kind::Text, description: "The user's password; kept in memory only as an Argon2id hash. Shown as `***` by `rill config show`." },
+    OptionSpec { path: "security.initialization.users.0.name", kind: Kind::OptionalText, description: "The user's display name." },
+    OptionSpec { path: "security.initialization.users.0.email", kind: Kind::OptionalText, description: "The user's email address." },
     // exporters
     OptionSpec { path: "exporters.elasticsearch.url", kind: Kind::Text, description: "Elasticsearch URL, `http://` or `https://`." },
     OptionSpec { path: "exporters.elasticsearch.index-prefix", kind: Kind::Text, description: "Prefix of the index names (lowercase)." },
@@ -314,6 +359,7 @@ pub(crate) const SECRETS: &[&str] = &[
     "exporters.elasticsearch.password",
     "exporters.elasticsearch.api-key",
     "exporters.elasticsearch.bearer-token",
+    "security.initialization.users.0.password",
 ];
 
 #[cfg(test)]

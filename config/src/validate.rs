@@ -6,7 +6,7 @@ use std::time::Duration;
 use rill_protocol::MAX_PARTITION_ID;
 
 use crate::ByteSize;
-use crate::model::{EngineConfig, RillConfig};
+use crate::model::{AuthenticationMethod, EngineConfig, RillConfig};
 use crate::{ConfigError, Problem, Result};
 
 impl RillConfig {
@@ -30,6 +30,7 @@ impl RillConfig {
         self.check_engine(&mut found);
         self.check_ports(&mut found);
         self.check_exporters(&mut found);
+        self.check_security(&mut found);
         found.0
     }
 
@@ -509,6 +510,146 @@ impl RillConfig {
             at_least_one(found, "exporters.jsonl.flush-size", jsonl.flush_size as u64);
             positive(found, "exporters.jsonl.flush-delay", jsonl.flush_delay);
         }
+    }
+}
+
+impl RillConfig {
+    fn check_security(&self, found: &mut Problems) {
+        let method = self.security.authentication.method;
+        let users = &self.security.initialization.users;
+        let oidc = &self.security.authentication.oidc;
+        match method {
+            AuthenticationMethod::Basic if users.is_empty() => found.add(
+                "security.initialization.users",
+                "is empty, so with basic authentication nobody could log in",
+                "add a [[security.initialization.users]] table with username and password",
+            ),
+            AuthenticationMethod::None | AuthenticationMethod::Oidc if !users.is_empty() => found
+                .add(
+                    "security.initialization.users",
+                    format!(
+                        "lists {} user(s), but only basic authentication uses them and \
+                         security.authentication.method is {}",
+                        users.len(),
+                        method.name()
+                    ),
+                    "set security.authentication.method = \"basic\", or remove the users",
+                ),
+            _ => {}
+        }
+        let mut seen = BTreeMap::new();
+        for (i, user) in users.iter().enumerate() {
+            let path = format!("security.initialization.users[{i}]");
+            if user.username.trim().is_empty() {
+                found.add(
+                    format!("{path}.username"),
+                    "is empty",
+                    "give every user a username",
+                );
+            } else if user.username.contains(':') || user.username.chars().any(char::is_control) {
+                found.add(
+                    format!("{path}.username"),
+                    format!("`{}` contains a colon or a control character, which HTTP Basic credentials cannot carry", user.username),
+                    "choose a username without `:` and control characters",
+                );
+            } else if let Some(first) = seen.insert(user.username.as_str(), i) {
+                found.add(
+                    format!("{path}.username"),
+                    format!(
+                        "`{}` is already the username of users[{first}]",
+                        user.username
+                    ),
+                    "give every user a different username",
+                );
+            }
+            if user.password.is_empty() {
+                found.add(
+                    format!("{path}.password"),
+                    "is empty",
+                    "set a password (it is kept in memory only as a hash)",
+                );
+            }
+        }
+        if method != AuthenticationMethod::Oidc && oidc.issuer_uri.is_some() {
+            found.add(
+                "security.authentication.oidc.issuer-uri",
+                format!(
+                    "is set, but security.authentication.method is {}, which does not use it",
+                    method.name()
+                ),
+                "set security.authentication.method = \"oidc\", or remove the issuer",
+            );
+        }
+        if method == AuthenticationMethod::Oidc {
+            // Refused until token validation lands, so that no one runs with a setting
+            // that would be accepted and not enforced.
+            found.add(
+                "security.authentication.method",
+                "is oidc, which this version of Rill does not support yet",
+                "use \"basic\" (users from [[security.initialization.users]]) or \"none\"",
+            );
+            match oidc.issuer_uri.as_deref() {
+                None => found.add(
+                    "security.authentication.oidc.issuer-uri",
+                    "is not set, but oidc authentication needs the provider's issuer",
+                    "set it to the issuer URL, e.g. https://login.example.com/realms/camunda",
+                ),
+                Some(uri) => {
+                    if let Err(reason) = check_issuer_uri(uri) {
+                        found.add(
+                            "security.authentication.oidc.issuer-uri",
+                            format!("`{uri}` {reason}"),
+                            "use https://, or http:// only on localhost or a loopback address",
+                        );
+                    }
+                }
+            }
+            if oidc
+                .audiences
+                .iter()
+                .all(|audience| audience.trim().is_empty())
+            {
+                found.add(
+                    "security.authentication.oidc.audiences",
+                    "is empty, so a token issued for any other service would be accepted",
+                    "list the audience(s) the provider puts in tokens for Rill",
+                );
+            }
+            if oidc.username_claim.trim().is_empty() {
+                found.add(
+                    "security.authentication.oidc.username-claim",
+                    "is empty",
+                    "name the claim that holds the username, e.g. sub",
+                );
+            }
+        }
+    }
+}
+
+/// An issuer is `https://`, or `http://` on a loopback host (a provider in a test).
+fn check_issuer_uri(uri: &str) -> std::result::Result<(), String> {
+    check_http_url(uri)?;
+    let (scheme, rest) = uri.split_once("://").unwrap_or_default();
+    if scheme.eq_ignore_ascii_case("https") {
+        return Ok(());
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        Ok(())
+    } else {
+        Err(format!(
+            "is http:// on `{host}`, which is not a loopback address: tokens and keys would \
+             travel unprotected"
+        ))
     }
 }
 

@@ -357,3 +357,46 @@ fn the_shown_configuration_loads_back_to_the_same_configuration() {
         .expect("loads back");
     assert_eq!(reloaded, config);
 }
+
+#[test]
+fn users_are_read_from_a_file_the_environment_and_overrides() {
+    let text = "[security.authentication]\nmethod = \"basic\"\n\n\
+                [[security.initialization.users]]\nusername = \"demo\"\npassword = \"demo\"\n\
+                name = \"Demo User\"\nemail = \"demo@example.com\"\n";
+    let config = rill_config::ConfigLoader::new()
+        .toml("rill.toml", text)
+        .env([
+            ("RILL_SECURITY__INITIALIZATION__USERS__1__USERNAME", "ops"),
+            (
+                "RILL_SECURITY__INITIALIZATION__USERS__1__PASSWORD",
+                "ünïcödé",
+            ),
+        ])
+        .overrides(["security.initialization.users.0.password=changed"])
+        .load()
+        .expect("loads");
+    let users = &config.security.initialization.users;
+    assert_eq!(users.len(), 2);
+    assert_eq!(users[0].username, "demo");
+    assert_eq!(users[0].password, "changed");
+    assert_eq!(users[0].name.as_deref(), Some("Demo User"));
+    assert_eq!(users[1].username, "ops");
+    assert_eq!(users[1].password, "ünïcödé");
+    assert!(config.validate().is_ok());
+    // The password never shows, in `config show` or in a debug print.
+    let shown = config.to_toml().expect("renders");
+    assert!(
+        !shown.contains("changed") && !shown.contains("ünïcödé"),
+        "{shown}"
+    );
+    assert!(!format!("{config:?}").contains("ünïcödé"));
+}
+
+#[test]
+fn a_list_index_is_bounded() {
+    let error = rill_config::ConfigLoader::new()
+        .overrides(["security.initialization.users.99999999.username=x"])
+        .load()
+        .expect_err("refused");
+    assert!(error.to_string().contains("list index 99999999"), "{error}");
+}

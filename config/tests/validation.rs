@@ -292,3 +292,101 @@ fn the_command_limits_leave_room_for_ordinary_commands() {
     config.engine.max_bytes_per_command = rill_config::ByteSize(16 << 20);
     assert!(problems(&config).is_empty());
 }
+
+fn basic_with_users(users: &[(&str, &str)]) -> RillConfig {
+    let mut overrides = vec!["security.authentication.method=basic".to_owned()];
+    for (i, (username, password)) in users.iter().enumerate() {
+        overrides.push(format!(
+            "security.initialization.users.{i}.username={username}"
+        ));
+        overrides.push(format!(
+            "security.initialization.users.{i}.password={password}"
+        ));
+    }
+    ConfigLoader::new()
+        .overrides(overrides)
+        .load()
+        .expect("valid overrides")
+}
+
+#[test]
+fn basic_authentication_with_users_is_valid() {
+    let config = basic_with_users(&[("demo", "demo"), ("ops", "pässwörd")]);
+    assert!(problems(&config).is_empty(), "{:#?}", problems(&config));
+    assert_eq!(config.security.initialization.users[1].password, "pässwörd");
+}
+
+#[test]
+fn basic_authentication_without_users_is_refused() {
+    let config = basic_with_users(&[]);
+    let problem = only_problem(&config, "security.initialization.users");
+    assert!(problem.message.contains("nobody could log in"), "{problem}");
+}
+
+#[test]
+fn users_must_have_distinct_names_without_colons_and_a_password() {
+    let config = basic_with_users(&[("demo", "a"), ("demo", "b"), ("a:b", "c")]);
+    let mut config = config;
+    config.security.initialization.users[0].password.clear();
+    let found = problems(&config);
+    let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "security.initialization.users[0].password",
+            "security.initialization.users[1].username",
+            "security.initialization.users[2].username",
+        ],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn users_without_basic_authentication_are_not_accepted_and_ignored() {
+    let mut config = basic_with_users(&[("demo", "demo")]);
+    config.security.authentication.method = rill_config::AuthenticationMethod::None;
+    let problem = only_problem(&config, "security.initialization.users");
+    assert!(problem.message.contains("method is none"), "{problem}");
+}
+
+#[test]
+fn oidc_is_refused_until_it_is_supported_and_its_issuer_is_checked() {
+    let config = ConfigLoader::new()
+        .overrides([
+            "security.authentication.method=oidc",
+            "security.authentication.oidc.issuer-uri=http://idp.example.com/realms/x",
+        ])
+        .load()
+        .expect("valid overrides");
+    let found = problems(&config);
+    let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "security.authentication.method",
+            "security.authentication.oidc.issuer-uri",
+            "security.authentication.oidc.audiences",
+        ],
+        "{found:#?}"
+    );
+    assert!(
+        found[1].message.contains("not a loopback address"),
+        "{}",
+        found[1]
+    );
+    let mut loopback = config.clone();
+    loopback.security.authentication.oidc.issuer_uri = Some("http://127.0.0.1:9000/".to_owned());
+    loopback.security.authentication.oidc.audiences = vec!["rill".to_owned()];
+    let problem = only_problem(&loopback, "security.authentication.method");
+    assert!(
+        problem.message.contains("does not support yet"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn an_issuer_without_oidc_is_not_accepted_and_ignored() {
+    let mut config = RillConfig::default();
+    config.security.authentication.oidc.issuer_uri = Some("https://idp.example.com".to_owned());
+    only_problem(&config, "security.authentication.oidc.issuer-uri");
+}

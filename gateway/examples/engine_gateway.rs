@@ -29,7 +29,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let backend = engine_backend::EngineBackend::new(1);
     let metrics = GatewayMetrics::register(prometheus::default_registry())?;
-    let server = RestServer::bind(&config, backend, metrics).await?;
+    let open = std::sync::Arc::new(rill_gateway::Authenticator::none());
+    let server = RestServer::bind(&config, open, backend, metrics).await?;
     println!("listening on http://{}", server.local_addr()?);
     std::io::stdout().flush()?;
     let mut terminate = signal(SignalKind::terminate())?;

@@ -13,6 +13,8 @@ pub enum GatewayError {
     Serve(std::io::Error),
     #[error("the gRPC server failed: {0}")]
     Grpc(String),
+    #[error("security settings: {0}")]
+    Security(String),
     #[error("cannot register the gateway's metrics: {0}")]
     Metrics(#[from] prometheus::Error),
 }

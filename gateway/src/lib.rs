@@ -5,6 +5,7 @@
 //! (`rill_client::CommandClient`) implements.
 
 pub mod activation;
+pub mod auth;
 mod backend;
 mod error;
 pub mod grpc;
@@ -16,6 +17,7 @@ mod ops;
 mod rest;
 mod server;
 
+pub use auth::{Authenticator, Principal};
 pub use backend::{
     Answered, BrokerInfo, GatewayBackend, JobsAvailable, JobsNotice, PartitionHealth,
     PartitionInfo, PartitionRole, Topology,
@@ -23,5 +25,5 @@ pub use backend::{
 pub use error::{GatewayError, Result};
 pub use metrics::GatewayMetrics;
 pub use ops::ClientError;
-pub use rest::{CONTENT_TYPE_PROBLEM, Problem};
+pub use rest::{CONTENT_TYPE_PROBLEM, Problem, admit};
 pub use server::{GatewayServer, RestServer, router, serve};

@@ -1,5 +1,5 @@
-//! The REST server: routes, middleware (metrics, problem `instance`, panic guard, body
-//! limit), binding and graceful shutdown.
+//! The REST server: routes, middleware (metrics, problem `instance`, authentication,
+//! panic guard, body limit), binding and graceful shutdown.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::catch_panic::CatchPanicLayer;
 
+use crate::auth::Authenticator;
 use crate::backend::GatewayBackend;
 use crate::error::GatewayError;
 use crate::grpc::GrpcServer;
@@ -26,22 +27,31 @@ use crate::rest::{self, Problem};
 /// Builds the REST API's router. `shutdown` turning true ends waiting long polls.
 pub fn router(
     config: &GatewayConfig,
+    authenticator: Arc<Authenticator>,
     backend: Arc<dyn GatewayBackend>,
     metrics: GatewayMetrics,
     shutdown: watch::Receiver<bool>,
 ) -> Router {
-    rest_router(shared_state(config, backend, metrics, shutdown))
+    rest_router(shared_state(
+        config,
+        authenticator,
+        backend,
+        metrics,
+        shutdown,
+    ))
 }
 
 /// What REST and gRPC requests share: one dispatcher, one set of long-polling job
 /// waiters, the settings and the metrics.
 pub(crate) fn shared_state(
     config: &GatewayConfig,
+    authenticator: Arc<Authenticator>,
     backend: Arc<dyn GatewayBackend>,
     metrics: GatewayMetrics,
     shutdown: watch::Receiver<bool>,
 ) -> SharedState {
     Arc::new(AppState {
+        authenticator,
         job_waiters: JobWaiters::new(backend.clone()),
         dispatch: Dispatcher::new(backend),
         settings: ApiSettings {
@@ -67,6 +77,11 @@ fn rest_router(state: SharedState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             ClientError::internal("Unexpected error while handling the request").into_response()
         }))
+        // Every route and the fallback: an unknown path answers 401 too.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            rest::authenticate,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
 }
@@ -129,6 +144,7 @@ impl RestServer {
     /// Binds `config.host:config.rest_port` (port 0 picks a free port).
     pub async fn bind(
         config: &GatewayConfig,
+        authenticator: Arc<Authenticator>,
         backend: Arc<dyn GatewayBackend>,
         metrics: GatewayMetrics,
     ) -> Result<RestServer, GatewayError> {
@@ -147,7 +163,7 @@ impl RestServer {
         let (shutdown, shutdown_rx) = watch::channel(false);
         Ok(RestServer {
             listener,
-            router: router(config, backend, metrics, shutdown_rx),
+            router: router(config, authenticator, backend, metrics, shutdown_rx),
             shutdown,
         })
     }
@@ -168,7 +184,11 @@ impl RestServer {
             let _ = stop.send(true);
         };
         tracing::info!(address = ?self.listener.local_addr().ok(), "REST API listening");
-        axum::serve(self.listener, self.router)
+        // The peer's address reaches the handlers (failed logins are counted per source).
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, service)
             .with_graceful_shutdown(signal)
             .await
             .map_err(GatewayError::Serve)
@@ -186,11 +206,12 @@ impl GatewayServer {
     /// Binds both ports (port 0 picks a free port).
     pub async fn bind(
         config: &GatewayConfig,
+        authenticator: Arc<Authenticator>,
         backend: Arc<dyn GatewayBackend>,
         metrics: GatewayMetrics,
     ) -> Result<GatewayServer, GatewayError> {
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let state = shared_state(config, backend, metrics, shutdown_rx);
+        let state = shared_state(config, authenticator, backend, metrics, shutdown_rx);
         let rest_address = host_port(&config.host, config.rest_port);
         let listener =
             TcpListener::bind(&rest_address)
@@ -255,11 +276,12 @@ fn host_port(host: &str, port: u16) -> String {
 /// Binds and serves the REST API until `shutdown` completes.
 pub async fn serve(
     config: &GatewayConfig,
+    authenticator: Arc<Authenticator>,
     backend: Arc<dyn GatewayBackend>,
     metrics: GatewayMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), GatewayError> {
-    RestServer::bind(config, backend, metrics)
+    RestServer::bind(config, authenticator, backend, metrics)
         .await?
         .serve(shutdown)
         .await

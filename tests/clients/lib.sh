@@ -60,3 +60,15 @@ rest_address() {
   echo "gateway did not start" >&2
   exit 1
 }
+
+# client_auth: sets `auth` to the SDK environment of Camunda's REST SDKs: BASIC with
+# RILL_CLIENT_USERNAME and RILL_CLIENT_PASSWORD when both are set, NONE otherwise.
+client_auth() {
+  if [ -n "${RILL_CLIENT_USERNAME:-}" ]; then
+    auth=(CAMUNDA_AUTH_STRATEGY=BASIC
+      "CAMUNDA_BASIC_AUTH_USERNAME=$RILL_CLIENT_USERNAME"
+      "CAMUNDA_BASIC_AUTH_PASSWORD=${RILL_CLIENT_PASSWORD:?RILL_CLIENT_PASSWORD is not set}")
+  else
+    auth=(CAMUNDA_AUTH_STRATEGY=NONE)
+  fi
+}

@@ -892,8 +892,20 @@ pub fn rill_cluster(node: &RillProcess, args: &[&str]) -> (bool, String, String)
 /// the target dir: `install_var` names where, `install_dir` is the folder) against a fresh
 /// standalone, and expects it to print "all checks passed".
 pub fn run_client_script(script: &str, install_var: &str, install_dir: &str) {
+    run_client_script_with(script, install_var, install_dir, &[], &[]);
+}
+
+/// Like [`run_client_script`], with `settings` for the standalone and `env` for the
+/// script (e.g. the credentials a client authenticates with).
+pub fn run_client_script_with(
+    script: &str,
+    install_var: &str,
+    install_dir: &str,
+    settings: &[&str],
+    env: &[(&str, &str)],
+) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut rill = Standalone::start(&dir.path().join("data"), &[]);
+    let mut rill = Standalone::start(&dir.path().join("data"), settings);
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -910,6 +922,7 @@ pub fn run_client_script(script: &str, install_var: &str, install_dir: &str) {
             install_var,
             Path::new(env!("CARGO_TARGET_TMPDIR")).join(install_dir),
         )
+        .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("run {} (needs bash): {e}", path.display()));
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -2,6 +2,7 @@
 //! API, on `gateway.grpc-port`, with `grpc.health.v1` and server reflection. Requests go
 //! through the same dispatcher and job long poll as REST ones (see `service`).
 
+mod auth;
 mod convert;
 mod decisions;
 mod observe;
@@ -95,6 +96,8 @@ impl GrpcServer {
         Server::builder()
             .layer(observe::MetricsLayer::new(self.state.metrics.clone()))
             .layer(oversize::OversizeLayer::new(max_message_size))
+            // Every method of every service but health checks proves who calls.
+            .layer(auth::AuthLayer::new(self.state.authenticator.clone()))
             .add_service(gateway)
             .add_service(health_service)
             .add_service(reflection)

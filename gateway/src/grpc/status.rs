@@ -30,7 +30,11 @@ impl From<ClientError> for Status {
             ClientError::PartitionUnavailable { .. } | ClientError::Unavailable { .. } => {
                 Code::Unavailable
             }
-            ClientError::ResourceExhausted { .. } => Code::ResourceExhausted,
+            // Clients back off on it, which is what a source with too many failed logins
+            // should do.
+            ClientError::ResourceExhausted { .. } | ClientError::TooManyFailedLogins { .. } => {
+                Code::ResourceExhausted
+            }
             ClientError::DeadlineExceeded => Code::DeadlineExceeded,
             ClientError::Unauthenticated { .. } => Code::Unauthenticated,
             ClientError::Forbidden { .. } => Code::PermissionDenied,
@@ -70,6 +74,7 @@ mod tests {
             Code::Unauthenticated,
             Code::PermissionDenied,
             Code::Internal,
+            Code::ResourceExhausted,
         ];
         let errors = one_of_each();
         assert_eq!(errors.len(), expected.len());

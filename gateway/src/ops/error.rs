@@ -49,8 +49,12 @@ pub enum ClientError {
     /// A read, and the partition's history store (which answers every read) is off:
     /// `history.enabled = false`, as Camunda's engine-only mode (no secondary storage).
     HistoryDisabled { partition: PartitionId },
-    /// The caller did not prove who it is (for the authentication issue; unused yet).
+    /// The caller did not prove who it is: no credentials, malformed ones, or wrong
+    /// ones (the detail never says whether a user exists).
     Unauthenticated { detail: String },
+    /// Too many failed logins from the caller's address lately: nothing was checked;
+    /// try again after `retry_after`.
+    TooManyFailedLogins { retry_after: std::time::Duration },
     /// The caller may not do this (for the authorization issue; unused yet).
     Forbidden { detail: String },
     /// A failure on the broker's or gateway's side, never bad client input.
@@ -201,6 +205,11 @@ impl fmt::Display for ClientError {
                  partition {partition} (history.enabled = false); reads need history.enabled = \
                  true"
             ),
+            ClientError::TooManyFailedLogins { retry_after } => write!(
+                f,
+                "Too many failed logins from this address; try again in {} s",
+                retry_after.as_secs().max(1)
+            ),
             ClientError::NotFound { detail }
             | ClientError::InvalidArgument { detail, .. }
             | ClientError::TooLarge { detail, .. }
@@ -336,6 +345,9 @@ pub(crate) fn one_of_each() -> Vec<ClientError> {
             detail: "not allowed".to_owned(),
         },
         ClientError::internal("broken"),
+        ClientError::TooManyFailedLogins {
+            retry_after: std::time::Duration::from_secs(30),
+        },
     ];
     for error in &each {
         match error {
@@ -350,6 +362,7 @@ pub(crate) fn one_of_each() -> Vec<ClientError> {
             | ClientError::HistoryDisabled { .. }
             | ClientError::Unauthenticated { .. }
             | ClientError::Forbidden { .. }
+            | ClientError::TooManyFailedLogins { .. }
             | ClientError::Internal { .. } => {}
         }
     }

@@ -56,6 +56,7 @@ pub use self::reads::{
 pub use self::user_tasks::{
     assign_user_task, complete_user_task, unassign_user_task, update_user_task,
 };
+use crate::auth::Authenticator;
 use crate::metrics::GatewayMetrics;
 
 /// Settings the operations need, taken from `GatewayConfig`.
@@ -76,6 +77,8 @@ pub struct ApiSettings {
 /// What every request of either API shares: one dispatcher, one set of long-polling
 /// job waiters, the settings and the metrics.
 pub struct AppState {
+    /// Who is calling: run once per request, in front of both APIs.
+    pub authenticator: Arc<Authenticator>,
     pub dispatch: Dispatcher,
     /// Long-polling job activations waiting for jobs.
     pub job_waiters: JobWaiters,

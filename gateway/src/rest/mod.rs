@@ -6,6 +6,7 @@
 //! text reaches a client.
 
 mod ad_hoc_activities;
+mod authentication;
 mod cluster;
 mod decision_definitions;
 mod decision_instances;
@@ -42,6 +43,7 @@ use axum::routing::{delete, get, patch, post, put};
 use rill_protocol::value::DEFAULT_TENANT;
 use rill_protocol::{Key, Timestamp};
 
+pub use self::authentication::{admit, authenticate};
 use self::problem::payload_too_large;
 pub use self::problem::{CONTENT_TYPE_PROBLEM, Problem};
 use crate::ops::{ClientError, SharedState};
@@ -49,6 +51,7 @@ use crate::ops::{ClientError, SharedState};
 /// All `/v2` routes.
 pub fn routes() -> Router<SharedState> {
     Router::new()
+        .route("/v2/authentication/me", get(authentication::me))
         .route("/v2/deployments", post(deployments::deploy))
         .route(
             "/v2/decision-definitions/evaluation",

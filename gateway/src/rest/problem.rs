@@ -28,6 +28,8 @@ pub struct Problem {
     pub instance: Option<String>,
     /// Sent as `Retry-After` (whole seconds, at least 1).
     pub retry_after: Option<Duration>,
+    /// Sent as `WWW-Authenticate` (a 401's challenge: how to authenticate).
+    pub challenge: Option<HeaderValue>,
 }
 
 impl Problem {
@@ -38,7 +40,14 @@ impl Problem {
             detail: detail.into(),
             instance: None,
             retry_after: None,
+            challenge: None,
         }
+    }
+
+    /// With `WWW-Authenticate: <challenge>`.
+    pub fn with_challenge(mut self, challenge: Option<HeaderValue>) -> Self {
+        self.challenge = challenge;
+        self
     }
 
     pub fn with_instance(mut self, instance: impl Into<String>) -> Self {
@@ -99,9 +108,15 @@ impl From<ClientError> for Problem {
             ClientError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
             ClientError::Unauthenticated { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             ClientError::Forbidden { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            ClientError::TooManyFailedLogins { .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_REQUESTS")
+            }
         };
-        let retry_after =
-            matches!(error, ClientError::ResourceExhausted { .. }).then_some(RETRY_AFTER);
+        let retry_after = match &error {
+            ClientError::ResourceExhausted { .. } => Some(RETRY_AFTER),
+            ClientError::TooManyFailedLogins { retry_after } => Some(*retry_after),
+            _ => None,
+        };
         Problem {
             retry_after,
             ..Problem::new(status, title, error.to_string())
@@ -146,6 +161,9 @@ impl IntoResponse for Problem {
             let seconds = retry_after.as_secs().max(1);
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if let Some(challenge) = &self.challenge {
+            headers.insert(header::WWW_AUTHENTICATE, challenge.clone());
+        }
         if self.instance.is_none() {
             // The server's middleware re-renders it with the request path as `instance`.
             response.extensions_mut().insert(self);
@@ -181,17 +199,21 @@ mod tests {
             (401, "UNAUTHORIZED"),
             (403, "FORBIDDEN"),
             (500, "INTERNAL"),
+            (429, "TOO_MANY_REQUESTS"),
         ];
         let errors = one_of_each();
         assert_eq!(errors.len(), expected.len());
         for (error, (status, title)) in errors.into_iter().zip(expected) {
             let message = error.to_string();
-            let exhausted = matches!(error, ClientError::ResourceExhausted { .. });
+            let exhausted = matches!(
+                error,
+                ClientError::ResourceExhausted { .. } | ClientError::TooManyFailedLogins { .. }
+            );
             let problem = Problem::from(error);
             assert_eq!(problem.status.as_u16(), status, "{message}");
             assert_eq!(problem.title, title, "{message}");
             assert_eq!(problem.detail, message);
-            // Only back-pressure tells the client when to come back.
+            // Only back-pressure and a login throttle tell the client when to come back.
             assert_eq!(problem.retry_after.is_some(), exhausted, "{message}");
         }
     }

@@ -3,6 +3,7 @@
 //! scripted one).
 
 mod ad_hoc;
+mod authentication;
 mod bad_input;
 mod engine_flows;
 mod generated;

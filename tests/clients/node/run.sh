@@ -15,4 +15,6 @@ npm_install "$work" "$here/package.json" "$here/sdk_flow.mjs"
 
 rest_address
 
-flow env CAMUNDA_REST_ADDRESS="$address" node "$work/sdk_flow.mjs" "$root/examples"
+client_auth
+
+flow env CAMUNDA_REST_ADDRESS="$address" "${auth[@]}" node "$work/sdk_flow.mjs" "$root/examples"

@@ -23,10 +23,19 @@ function check(condition, message) {
 }
 
 const examples = process.argv[2];
+// Authentication as run.sh sets it: NONE, or BASIC with a username and password.
+const auth =
+  process.env.CAMUNDA_AUTH_STRATEGY === 'BASIC'
+    ? {
+        CAMUNDA_AUTH_STRATEGY: 'BASIC',
+        CAMUNDA_BASIC_AUTH_USERNAME: process.env.CAMUNDA_BASIC_AUTH_USERNAME,
+        CAMUNDA_BASIC_AUTH_PASSWORD: process.env.CAMUNDA_BASIC_AUTH_PASSWORD,
+      }
+    : { CAMUNDA_AUTH_STRATEGY: 'NONE' };
 const client = createCamundaClient({
   config: {
     CAMUNDA_REST_ADDRESS: process.env.CAMUNDA_REST_ADDRESS,
-    CAMUNDA_AUTH_STRATEGY: 'NONE',
+    ...auth,
     CAMUNDA_SDK_VALIDATION: process.env.CAMUNDA_SDK_VALIDATION ?? 'req:strict,res:none',
   },
 });

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rill_config::{ByteSize, GatewayConfig};
-use rill_gateway::{GatewayBackend, GatewayError, GatewayMetrics, RestServer};
+use rill_gateway::{Authenticator, GatewayBackend, GatewayError, GatewayMetrics, RestServer};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -84,9 +84,18 @@ impl TestGateway {
         backend: Arc<dyn GatewayBackend>,
         config: GatewayConfig,
     ) -> TestGateway {
+        TestGateway::start_secured(backend, config, Arc::new(Authenticator::none())).await
+    }
+
+    /// A gateway whose requests must pass `authenticator`.
+    pub async fn start_secured(
+        backend: Arc<dyn GatewayBackend>,
+        config: GatewayConfig,
+        authenticator: Arc<Authenticator>,
+    ) -> TestGateway {
         let registry = prometheus::Registry::new();
         let metrics = GatewayMetrics::register(&registry).expect("metrics");
-        let server = RestServer::bind(&config, backend, metrics)
+        let server = RestServer::bind(&config, authenticator, backend, metrics)
             .await
             .expect("bind");
         let address = server.local_addr().expect("address");

@@ -1,0 +1,250 @@
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use base64::Engine;
+use rill_config::InitialUser;
+
+use super::throttle::Policy;
+use super::*;
+
+fn user(username: &str, password: &str) -> InitialUser {
+    InitialUser {
+        username: username.to_owned(),
+        password: password.to_owned(),
+        name: Some(format!("{username} (display)")),
+        email: None,
+    }
+}
+
+fn basic(username: &str, password: &str) -> HeaderMap {
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+    authorization(&format!("Basic {encoded}"))
+}
+
+fn authorization(value: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::AUTHORIZATION,
+        HeaderValue::from_str(value).expect("header"),
+    );
+    headers
+}
+
+fn authenticator(policy: Policy) -> Authenticator {
+    Authenticator::basic_with(
+        &[user("demo", "demo"), user("jürgen", "pässwörd €")],
+        policy,
+    )
+}
+
+const SOURCE: Option<IpAddr> = Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)));
+const OTHER_SOURCE: Option<IpAddr> = Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
+
+fn detail(error: ClientError) -> String {
+    match error {
+        ClientError::Unauthenticated { detail } => detail,
+        other => panic!("expected Unauthenticated, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn right_credentials_give_the_user_including_non_ascii_passwords() {
+    let auth = authenticator(Policy::default());
+    let principal = auth
+        .authenticate(&basic("demo", "demo"), SOURCE)
+        .await
+        .expect("valid");
+    assert_eq!(principal.username.as_deref(), Some("demo"));
+    assert_eq!(principal.name.as_deref(), Some("demo (display)"));
+    let principal = auth
+        .authenticate(&basic("jürgen", "pässwörd €"), SOURCE)
+        .await
+        .expect("valid UTF-8 credentials");
+    assert_eq!(principal.username.as_deref(), Some("jürgen"));
+    // A password may contain a colon: only the first one separates.
+    let auth = Authenticator::basic_with(&[user("a", "b:c")], Policy::default());
+    assert!(auth.authenticate(&basic("a", "b:c"), SOURCE).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_an_unknown_user_get_the_same_answer() {
+    let auth = authenticator(Policy::default());
+    let wrong_password = auth
+        .authenticate(&basic("demo", "wrong"), SOURCE)
+        .await
+        .expect_err("refused");
+    let unknown_user = auth
+        .authenticate(&basic("nobody", "demo"), SOURCE)
+        .await
+        .expect_err("refused");
+    assert_eq!(wrong_password, unknown_user);
+    assert!(!detail(wrong_password).contains("demo"));
+    // The same password bytes in another encoding are another password.
+    assert!(
+        auth.authenticate(&basic("jürgen", "passwort €"), SOURCE)
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn malformed_headers_say_what_is_wrong_with_their_form() {
+    let auth = authenticator(Policy::default());
+    let cases = [
+        (HeaderMap::new(), "has no credentials"),
+        (
+            authorization("Bearer abc.def.ghi"),
+            "has the scheme `Bearer`",
+        ),
+        (authorization("Basic !!!"), "not valid base64"),
+        (
+            authorization(&format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode("no-colon")
+            )),
+            "no `:` between",
+        ),
+        (
+            authorization(&format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode([0xff, b':', 0xfe])
+            )),
+            "not UTF-8",
+        ),
+        (
+            authorization(&format!("Basic {}", "A".repeat(MAX_AUTHORIZATION_LENGTH))),
+            "at most 8192 are accepted",
+        ),
+    ];
+    for (headers, expected) in cases {
+        let detail = detail(
+            auth.authenticate(&headers, SOURCE)
+                .await
+                .expect_err("refused"),
+        );
+        assert!(detail.contains(expected), "{detail:?} lacks {expected:?}");
+        assert!(
+            !detail.contains("abc.def"),
+            "the credential is echoed: {detail}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn failed_logins_are_limited_per_source() {
+    let auth = authenticator(Policy {
+        max_failures: 3,
+        window: Duration::from_secs(60),
+        max_sources: 100,
+    });
+    for _ in 0..3 {
+        auth.authenticate(&basic("demo", "guess"), SOURCE)
+            .await
+            .expect_err("wrong password");
+    }
+    // Now even the right password is not looked at from this source...
+    match auth.authenticate(&basic("demo", "demo"), SOURCE).await {
+        Err(ClientError::TooManyFailedLogins { retry_after }) => {
+            assert!(retry_after <= Duration::from_secs(60) && !retry_after.is_zero());
+        }
+        other => panic!("expected a throttled login, got {other:?}"),
+    }
+    // ...while another source logs in.
+    assert!(
+        auth.authenticate(&basic("demo", "demo"), OTHER_SOURCE)
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn the_window_of_failures_ends() {
+    let auth = authenticator(Policy {
+        max_failures: 1,
+        window: Duration::from_millis(200),
+        max_sources: 100,
+    });
+    let _ = auth.authenticate(&basic("demo", "guess"), SOURCE).await;
+    assert!(matches!(
+        auth.authenticate(&basic("demo", "demo"), SOURCE).await,
+        Err(ClientError::TooManyFailedLogins { .. })
+    ));
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(
+        auth.authenticate(&basic("demo", "demo"), SOURCE)
+            .await
+            .is_ok()
+    );
+}
+
+#[test]
+fn the_table_of_sources_is_bounded() {
+    let failures = throttle::FailedLogins::new(Policy {
+        max_failures: 1,
+        window: Duration::from_secs(60),
+        max_sources: 3,
+    });
+    for i in 0..10u8 {
+        failures.record(Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, i))));
+    }
+    let blocked = (0..10u8)
+        .filter(|i| {
+            failures
+                .blocked(Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, *i))))
+                .is_some()
+        })
+        .count();
+    assert_eq!(blocked, 3, "only the latest sources are kept");
+}
+
+#[tokio::test]
+async fn verified_credentials_are_cached_and_wrong_ones_are_not() {
+    let users = Arc::new(BasicUsers::new(&[user("demo", "demo")]).expect("users"));
+    assert!(users.verify("demo", b"demo".to_vec()).await.is_ok());
+    assert!(users.is_cached("demo", b"demo"));
+    assert_eq!(
+        users.verify("demo", b"nope".to_vec()).await,
+        Err(basic::Mismatch::WrongPassword)
+    );
+    assert!(!users.is_cached("demo", b"nope"));
+    assert_eq!(
+        users.verify("ghost", b"demo".to_vec()).await,
+        Err(basic::Mismatch::UnknownUser)
+    );
+}
+
+#[test]
+fn the_challenge_names_the_realm_and_none_has_none() {
+    let auth = authenticator(Policy::default());
+    assert_eq!(
+        auth.challenge(),
+        Some(HeaderValue::from_static("Basic realm=\"rill\""))
+    );
+    assert!(auth.is_enabled());
+    assert_eq!(Authenticator::none().challenge(), None);
+    assert!(!Authenticator::none().is_enabled());
+}
+
+#[tokio::test]
+async fn without_authentication_everyone_is_anonymous() {
+    let principal = Authenticator::none()
+        .authenticate(&HeaderMap::new(), None)
+        .await
+        .expect("open");
+    assert_eq!(principal, Principal::anonymous());
+}
+
+#[test]
+fn oidc_is_refused_at_start() {
+    let mut security = rill_config::SecurityConfig::default();
+    security.authentication.method = AuthenticationMethod::Oidc;
+    let error = Authenticator::from_config(&security)
+        .err()
+        .expect("refused");
+    assert!(
+        error.to_string().contains("\"oidc\" is not supported"),
+        "{error}"
+    );
+}
