@@ -13,6 +13,9 @@ pub enum GatewayError {
     Serve(std::io::Error),
     #[error("the gRPC server failed: {0}")]
     Grpc(String),
+    /// `gateway.tls.*` names files that cannot be used; the message names the setting.
+    #[error("{0}")]
+    Tls(#[from] rill_tls::TlsError),
     #[error("cannot register the gateway's metrics: {0}")]
     Metrics(#[from] prometheus::Error),
 }
