@@ -13,6 +13,7 @@ mod material;
 mod reload;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod validity;
 
 pub use config::{ALPN_GRPC, ALPN_HTTP, ClusterTls, member_server_name, server_acceptor};
 pub use error::{Result, TlsError};

@@ -9,9 +9,9 @@ use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use x509_parser::prelude::{FromDer, X509Certificate};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 
+use crate::validity::{show, validity};
 use crate::{Result, TlsError};
 
 /// A PEM file and the setting that names it (`gateway.tls.certificate`).
@@ -116,8 +116,9 @@ fn certificates(file: &PemFile, pem: &[u8]) -> Result<Vec<CertificateDer<'static
         ));
     }
     for certificate in &chain {
-        X509Certificate::from_der(certificate)
-            .map_err(|e| file.pem_error("certificate", format!("not an X.509 certificate: {e}")))?;
+        validity(certificate).map_err(|e| {
+            file.pem_error("certificate", format!("not an X.509 certificate ({e})"))
+        })?;
     }
     Ok(chain)
 }
@@ -145,22 +146,21 @@ fn pem_reason(error: rustls_pki_types::pem::Error) -> String {
 
 /// Refuses a certificate that is expired or not yet valid now.
 fn check_validity(file: &PemFile, certificate: &CertificateDer<'_>) -> Result<()> {
-    let (_, parsed) = X509Certificate::from_der(certificate)
-        .map_err(|e| file.pem_error("certificate", format!("not an X.509 certificate: {e}")))?;
-    let validity = parsed.validity();
-    let now = x509_parser::time::ASN1Time::now();
+    let validity = validity(certificate)
+        .map_err(|e| file.pem_error("certificate", format!("not an X.509 certificate ({e})")))?;
+    let now = i64::try_from(UnixTime::now().as_secs()).unwrap_or(i64::MAX);
     if now < validity.not_before {
         return Err(TlsError::NotYetValid {
             setting: file.setting.clone(),
             path: file.path.clone(),
-            not_before: validity.not_before.to_string(),
+            not_before: show(validity.not_before),
         });
     }
     if now > validity.not_after {
         return Err(TlsError::Expired {
             setting: file.setting.clone(),
             path: file.path.clone(),
-            not_after: validity.not_after.to_string(),
+            not_after: show(validity.not_after),
         });
     }
     Ok(())

@@ -153,8 +153,16 @@ async fn rest_and_grpc_are_served_over_tls_only() {
     assert!(format!("{error:?}").contains("UnknownIssuer"), "{error:?}");
 
     // REST offers HTTP/2 and HTTP/1.1 by ALPN.
-    let h2 = connect(&ca, gateway.rest, &[b"h2", b"http/1.1"]).await;
+    let mut h2 = connect(&ca, gateway.rest, &[b"h2", b"http/1.1"]).await;
     assert_eq!(h2.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    // The server speaks HTTP/2 there: its first frame answers the preface with SETTINGS.
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .expect("preface");
+    h2.flush().await.expect("flush");
+    let mut frame_header = [0u8; 9];
+    h2.read_exact(&mut frame_header).await.expect("a frame");
+    assert_eq!(frame_header[3], 0x4, "a SETTINGS frame: {frame_header:?}");
     let mut h1 = connect(&ca, gateway.rest, &[b"http/1.1"]).await;
     assert_eq!(h1.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
     assert_eq!(get_http1(&mut h1, "/v2/topology").await, 200);
