@@ -5,7 +5,7 @@ from the values is refused at render time."""
 
 import pytest
 
-from conftest import RELEASE, container_env, load_values
+from conftest import NAMESPACE, RELEASE, container_env, load_values
 
 BROKER = f"{RELEASE}-broker"
 GATEWAY = f"{RELEASE}-gateway"
@@ -114,3 +114,14 @@ def test_scale_jobs_reach_a_tls_management_api_with_its_ca(release):
 def test_tls_on_without_a_secret_is_refused(render, section):
     with pytest.raises(Exception, match=f"tls.{section}.secretName is empty"):
         render({"tls": {section: {"enabled": True}}})
+
+
+def test_notes_show_https_commands_with_the_ca(release):
+    values = load_values("tls")
+    deployed = release(values)
+    manifests = deployed.config.render(deployed.chart, {**values, "clusterSize": 4}, name=RELEASE,
+                                       namespace=NAMESPACE, is_upgrade=True)
+    notes = manifests["rill/templates/NOTES.txt"]
+    assert f"curl --cacert ca.crt --connect-to {GATEWAY}:8080:localhost:8080 https://{GATEWAY}:8080/v2/topology" \
+        in notes, notes
+    assert "rill cluster status --management https://localhost:9600 --ca-certificate ca.crt" in notes, notes
