@@ -270,6 +270,17 @@ fn monitoring_and_the_cli_work_over_tls() {
     let (ok, _, err) = rill(&["cluster", "status", "--management", &management]);
     assert!(!ok, "without the CA the certificate must be refused");
     assert!(err.contains("cannot reach"), "{err}");
+    // The chart's scale Jobs give the CA through the environment.
+    let output = std::process::Command::new(rill_binary())
+        .args(["cluster", "status", "--management", &management])
+        .env("RILL_CA_CERTIFICATE", &ca_arg)
+        .output()
+        .expect("run rill");
+    assert!(
+        output.status.success(),
+        "RILL_CA_CERTIFICATE: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     let address = format!("https://localhost:{}", broker.rest_port);
     let (ok, out, err) = rill(&["--address", &address, "--ca-certificate", &ca_arg, "status"]);
