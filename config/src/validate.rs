@@ -395,6 +395,13 @@ impl RillConfig {
                 ],
             ),
         ];
+        if self.gateway.tls.enabled && !self.gateway.enabled {
+            found.add(
+                "gateway.tls.enabled",
+                "is true, but gateway.enabled is false, so no client API is served here",
+                "turn gateway.tls off on brokers without a gateway, or gateway.enabled on",
+            );
+        }
         for (section, enabled, files) in sections {
             for (name, file) in files {
                 let path = format!("{section}.{name}");
@@ -729,5 +736,16 @@ mod tests {
             "{problems:?}"
         );
         assert_eq!(problems.len(), 5, "{problems:?}");
+
+        let mut config = RillConfig::default();
+        config.gateway.enabled = false;
+        config.gateway.tls.enabled = true;
+        config.gateway.tls.certificate = Some("/etc/rill/tls.crt".into());
+        config.gateway.tls.private_key = Some("/etc/rill/tls.key".into());
+        let problems: Vec<String> = config.problems().iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("gateway.tls.enabled: is true, but gateway.enabled is false")
+        );
     }
 }

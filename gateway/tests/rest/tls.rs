@@ -155,6 +155,10 @@ async fn rest_and_grpc_are_served_over_tls_only() {
     // REST offers HTTP/2 and HTTP/1.1 by ALPN.
     let mut h2 = connect(&ca, gateway.rest, &[b"h2", b"http/1.1"]).await;
     assert_eq!(h2.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    assert_eq!(
+        h2.get_ref().1.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_3)
+    );
     // The server speaks HTTP/2 there: its first frame answers the preface with SETTINGS.
     h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
         .await
