@@ -15,6 +15,7 @@ use rill_tls::{ClusterTls, IdentityFiles, PemFile};
 use rill_transport::{
     Handler, NodeId, PartitionId, ServiceId, Transport, TransportConfig, TransportError,
 };
+use rustls_pki_types::pem::PemObject;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -189,4 +190,72 @@ async fn a_peer_with_a_certificate_from_another_ca_is_refused() {
     for transport in [stranger, plain, imposter, member, server] {
         transport.shutdown().await;
     }
+}
+
+/// The node's certificate is renewed under a running transport (same CA, as cert-manager
+/// renews it): the next connection is served the new certificate, and the connection
+/// already open between two members carries on, not reopened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_member_certificate_is_served_without_reconnecting_members() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new("cluster CA");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let server = Transport::start(
+        config(1, Some(tls(dir.path(), "node-1", &ca, &ca))),
+        echo(calls.clone()),
+    )
+    .await
+    .expect("start");
+    let member = tls(dir.path(), "node-2", &ca, &ca);
+    let client = Transport::start(
+        config(2, Some(member.clone())),
+        echo(Arc::new(AtomicUsize::new(0))),
+    )
+    .await
+    .expect("start");
+    client.set_peer(NodeId(1), server.local_addr());
+    request(&client, 1, Bytes::from_static(b"before"))
+        .await
+        .expect("answer");
+    assert_eq!(client.stats().outbound_connections_opened, 1);
+
+    let served = || {
+        let connector = member.connector().clone();
+        let addr = server.local_addr();
+        async move {
+            let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            let tls = connector
+                .connect(rill_tls::member_server_name(addr), tcp)
+                .await
+                .expect("handshake");
+            tls.get_ref().1.peer_certificates().expect("certificate")[0].to_vec()
+        }
+    };
+    let renewed = ca.issue(&["rill-broker"]);
+    let renewed_der =
+        rustls_pki_types::CertificateDer::from_pem_slice(renewed.certificate_pem.as_bytes())
+            .expect("pem")
+            .to_vec();
+    assert_ne!(served().await, renewed_der);
+    renewed.write(dir.path(), "node-1");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while served().await != renewed_der {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the renewed certificate is not served"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    request(&client, 1, Bytes::from_static(b"after"))
+        .await
+        .expect("answer on the connection opened before");
+    assert_eq!(
+        client.stats().outbound_connections_opened,
+        1,
+        "the members' connection was not reopened"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    client.shutdown().await;
+    server.shutdown().await;
 }
