@@ -44,6 +44,6 @@ pub use partition::{
     Answered, ClusterSink, DEFAULT_MAX_INFLIGHT_PROPOSALS, JobsAvailable, Partition,
     PartitionConfig, PartitionEnv, PartitionStatus, Role, StateDigest,
 };
-pub use raft_network::{RaftNetwork, raft_service_id};
+pub use raft_network::{RaftNetwork, cluster_tls, raft_service_id};
 pub use runtime::Runtimes;
 pub use state::{INITIAL_ENGINE_VERSION, RocksState, read_records};

@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::future::BoxFuture;
 use prometheus::{Encoder, Registry, TextEncoder};
+use rill_config::TlsConfig;
+use rill_tls::{ALPN_HTTP, IdentityFiles, ReloadingIdentity, TlsAcceptor, TlsListener};
 use tokio::net::TcpListener;
 
 use crate::error::{Error, Result};
@@ -51,6 +53,8 @@ struct MonitoringState {
 pub struct MonitoringServer {
     listener: TcpListener,
     router: Router,
+    /// `Some` when the port serves TLS only (`monitoring.tls.enabled`).
+    tls: Option<TlsAcceptor>,
 }
 
 impl MonitoringServer {
@@ -70,7 +74,29 @@ impl MonitoringServer {
             .route("/ready", get(ready))
             .route("/health", get(health_probe))
             .with_state(MonitoringState { registry, health });
-        Ok(MonitoringServer { listener, router })
+        Ok(MonitoringServer {
+            listener,
+            router,
+            tls: None,
+        })
+    }
+
+    /// Serves TLS only when `tls.enabled` (the `monitoring.tls` settings): the files are
+    /// checked now, and reloaded when they change. Must be called on a tokio runtime.
+    pub fn with_tls(mut self, tls: &TlsConfig) -> Result<MonitoringServer> {
+        if !tls.enabled {
+            return Ok(self);
+        }
+        let files = IdentityFiles::new(
+            "monitoring.tls",
+            tls.certificate.clone().unwrap_or_default(),
+            tls.private_key.clone().unwrap_or_default(),
+        );
+        let tls_error = |e: rill_tls::TlsError| Error::Config(e.to_string());
+        let identity =
+            ReloadingIdentity::load(files, rill_tls::DEFAULT_RELOAD_INTERVAL).map_err(tls_error)?;
+        self.tls = Some(rill_tls::server_acceptor(&identity, ALPN_HTTP).map_err(tls_error)?);
+        Ok(self)
     }
 
     /// Serves the cluster management API (`/actuator/cluster`) from `cluster`.
@@ -108,14 +134,25 @@ impl MonitoringServer {
     }
 
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+        let failed = |e: std::io::Error| Error::Config(format!("monitoring server: {e}"));
         // The peer's address reaches the guard (failed logins are counted per source).
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(self.listener, service)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|e| Error::Config(format!("monitoring server: {e}")))
+        match self.tls {
+            None => axum::serve(self.listener, service)
+                .with_graceful_shutdown(shutdown)
+                .await
+                .map_err(failed),
+            Some(acceptor) => {
+                let listener =
+                    TlsListener::new(self.listener, acceptor, "monitoring").map_err(failed)?;
+                axum::serve(listener, service)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+                    .map_err(failed)
+            }
+        }
     }
 }
 

@@ -37,6 +37,7 @@ use prometheus::Registry;
 use rill_config::RillConfig;
 use rill_protocol::{NodeId, PartitionId};
 use rill_raft::{RaftRpcKind, RaftService, RaftTransport, TransportFailure};
+use rill_tls::{ClusterTls, IdentityFiles, PemFile};
 use rill_transport::{
     FRAME_HEADER_LEN, Handler, ServiceId, Transport, TransportConfig, TransportError,
 };
@@ -82,6 +83,8 @@ pub struct RaftNetwork {
     /// The peers' addresses the follower looks up (brokers a cluster change added too).
     followed: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
     max_payload: usize,
+    /// Mutual TLS of the cluster (`cluster.tls`), shared with the command port.
+    tls: Option<ClusterTls>,
     /// Serves the services other than raft's (the command API between brokers).
     others: Arc<OnceLock<Arc<dyn Handler>>>,
     /// Serves the cluster configuration service (first while the node discovers its
@@ -101,8 +104,10 @@ impl RaftNetwork {
         peers: &BTreeMap<NodeId, SocketAddr>,
         service: RaftService,
         registry: Option<&Registry>,
+        tls: Option<ClusterTls>,
     ) -> Result<RaftNetwork> {
-        let config = TransportConfig::new(node, listen);
+        let mut config = TransportConfig::new(node, listen);
+        config.tls = tls.clone();
         let max_payload = config.max_frame_size - FRAME_HEADER_LEN;
         let others: Arc<OnceLock<Arc<dyn Handler>>> = Arc::default();
         let cluster: ClusterService = Arc::default();
@@ -133,6 +138,7 @@ impl RaftNetwork {
             follower: Arc::default(),
             followed: Arc::default(),
             max_payload,
+            tls,
             others,
             cluster,
         })
@@ -248,10 +254,12 @@ impl RaftNetwork {
                 ),
             }
         }
+        let tls = cluster_tls(config)?;
         if let Some(own) = addresses.get(&node) {
-            check_own_address_is_free(node, own).await?;
+            check_own_address_is_free(node, own, tls.clone()).await?;
         }
-        let network = RaftNetwork::start(node, listen, &peers, service, Some(registry)).await?;
+        let network =
+            RaftNetwork::start(node, listen, &peers, service, Some(registry), tls).await?;
         network.follow_addresses(addresses.clone(), peers, resolver, RESOLVE_INTERVAL);
         Ok(network)
     }
@@ -269,6 +277,11 @@ impl RaftNetwork {
         })
     }
 
+    /// The cluster's mutual TLS, when `cluster.tls.enabled`.
+    pub fn tls(&self) -> Option<&ClusterTls> {
+        self.tls.as_ref()
+    }
+
     /// The transport underneath (metrics, stats).
     pub fn transport(&self) -> &Transport {
         &self.transport
@@ -283,6 +296,25 @@ impl RaftNetwork {
     }
 }
 
+/// The cluster's mutual TLS (`cluster.tls.*`) when it is enabled: the files are checked
+/// now (an error names the setting) and reloaded when they change. Must be called on a
+/// tokio runtime. Brokers and gateways alike use it on the internal and command ports.
+pub fn cluster_tls(config: &RillConfig) -> Result<Option<ClusterTls>> {
+    let tls = &config.cluster.tls;
+    if !tls.enabled {
+        return Ok(None);
+    }
+    let identity = IdentityFiles::new(
+        "cluster.tls",
+        tls.certificate.clone().unwrap_or_default(),
+        tls.private_key.clone().unwrap_or_default(),
+    );
+    let ca = PemFile::new("cluster.tls.ca", tls.ca.clone().unwrap_or_default());
+    ClusterTls::load(identity, ca, rill_tls::DEFAULT_RELOAD_INTERVAL)
+        .map(Some)
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
 /// How long a starting broker waits for an answer at its own contact point.
 const OWN_ADDRESS_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -290,12 +322,12 @@ const OWN_ADDRESS_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// broker runs with this node id (or the contact points are in the wrong order). Either
 /// way, starting would split the node in two, so refuse with the fix. Nothing answering,
 /// or something that is not Rill, is left to the bind to judge.
-async fn check_own_address_is_free(node: NodeId, own: &str) -> Result<()> {
+async fn check_own_address_is_free(node: NodeId, own: &str, tls: Option<ClusterTls>) -> Result<()> {
     let Ok(addr) = resolve("this node's", own).await else {
         // Not resolvable yet (e.g. DNS of a starting pod): nobody can answer there.
         return Ok(());
     };
-    match Transport::identify(addr, OWN_ADDRESS_PROBE_TIMEOUT).await {
+    match Transport::identify(addr, OWN_ADDRESS_PROBE_TIMEOUT, tls).await {
         Ok(found) if found == node => Err(Error::Config(format!(
             "another broker already runs as node {node} at {own}: give each broker its own \
              cluster.node-id (node ids run from 0 to cluster.size - 1, in the order of \
@@ -449,8 +481,16 @@ mod tests {
     async fn a_peer_is_added_once_its_name_resolves_and_followed_when_it_moves() {
         let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
         let no_peers = BTreeMap::new();
-        let start =
-            |node| RaftNetwork::start(NodeId(node), loopback, &no_peers, RaftService::new(), None);
+        let start = |node| {
+            RaftNetwork::start(
+                NodeId(node),
+                loopback,
+                &no_peers,
+                RaftService::new(),
+                None,
+                None,
+            )
+        };
         let zero = start(0).await.unwrap();
         let one = start(1).await.unwrap();
         let one_again = start(1).await.unwrap();

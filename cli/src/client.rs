@@ -3,7 +3,7 @@
 //! Everything here goes through the public API, exactly as any other client would, so a
 //! user can try Rill from a terminal without writing code.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -212,6 +212,34 @@ fn listing(command: ClientCommand) -> Result<(Listing, ListArgs), ClientCommand>
     }
 }
 
+/// An HTTP client that also trusts the CA certificates in `ca_certificate` (a PEM file),
+/// for a gateway or management port whose certificate a private CA issued.
+pub fn http_client(ca_certificate: Option<&Path>) -> Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .default_headers(crate::security::client_headers()?);
+    if let Some(path) = ca_certificate {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("--ca-certificate: cannot read {}", path.display()))?;
+        let certificates = reqwest::Certificate::from_pem_bundle(&pem).with_context(|| {
+            format!(
+                "--ca-certificate: {} is not a PEM certificate file",
+                path.display()
+            )
+        })?;
+        if certificates.is_empty() {
+            bail!(
+                "--ca-certificate: {} holds no PEM certificate",
+                path.display()
+            );
+        }
+        for certificate in certificates {
+            builder = builder.add_root_certificate(certificate);
+        }
+    }
+    builder.build().context("building the HTTP client")
+}
+
 /// Talks to one gateway's REST API.
 pub struct Client {
     http: reqwest::Client,
@@ -219,16 +247,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(address: &str) -> Result<Client> {
+    pub fn new(address: &str, ca_certificate: Option<&Path>) -> Result<Client> {
         let base = address.trim_end_matches('/').to_owned();
         if !base.starts_with("http://") && !base.starts_with("https://") {
             bail!("the gateway address must start with http:// or https://, got '{address}'");
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .default_headers(crate::security::client_headers()?)
-            .build()
-            .context("building the HTTP client")?;
+        let http = http_client(ca_certificate)?;
         Ok(Client { http, base })
     }
 
@@ -480,7 +504,7 @@ mod tests {
 
     #[test]
     fn address_needs_a_scheme() {
-        assert!(Client::new("localhost:8080").is_err());
-        assert!(Client::new("http://localhost:8080/").is_ok());
+        assert!(Client::new("localhost:8080", None).is_err());
+        assert!(Client::new("http://localhost:8080/", None).is_ok());
     }
 }

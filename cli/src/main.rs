@@ -38,6 +38,10 @@ struct Cli {
         default_value = "http://localhost:8080"
     )]
     address: String,
+    /// PEM file of the CA certificate(s) to trust for `https://` addresses (the gateway's
+    /// and the management API's), besides the system's roots.
+    #[arg(long, global = true, env = "RILL_CA_CERTIFICATE")]
+    ca_certificate: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -119,7 +123,10 @@ fn run(cli: Cli) -> Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            print!("{}", runtime.block_on(management::run(args))?);
+            print!(
+                "{}",
+                runtime.block_on(management::run(args, cli.ca_certificate.as_deref()))?
+            );
             Ok(())
         }
         Command::Config { command } => match command {
@@ -138,7 +145,7 @@ fn run(cli: Cli) -> Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            let client = Client::new(&cli.address)?;
+            let client = Client::new(&cli.address, cli.ca_certificate.as_deref())?;
             match runtime.block_on(client.run(command))? {
                 Output::Value(value) => println!("{}", serde_json::to_string_pretty(&value)?),
                 Output::Text(text) => print!("{text}"),

@@ -2,6 +2,7 @@
 //! (`/actuator/cluster`, Zeebe's paths and shapes).
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -85,11 +86,8 @@ async fn body(response: reqwest::Response) -> Result<Value> {
     Ok(value)
 }
 
-pub async fn run(args: ClusterArgs) -> Result<String> {
-    let client = reqwest::Client::builder()
-        .default_headers(crate::security::client_headers()?)
-        .build()
-        .context("building the HTTP client")?;
+pub async fn run(args: ClusterArgs, ca_certificate: Option<&Path>) -> Result<String> {
+    let client = crate::client::http_client(ca_certificate)?;
     let endpoint = url(&args.management, "/actuator/cluster");
     match args.command {
         ClusterCommand::Status { json } => {

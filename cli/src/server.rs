@@ -132,6 +132,13 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
     config.cluster.replication_factor = 1;
     config.gateway.enabled = true;
     let config = validated(config)?;
+    if config.cluster.tls.enabled {
+        bail!(
+            "cluster.tls.enabled is true, but a standalone opens no internal or command port \
+             for it to protect: turn it off (gateway.tls and monitoring.tls protect the ports \
+             a standalone serves), or run `rill broker`"
+        );
+    }
     let authenticator = security::authenticator(&config)?;
     create_data_directory(&config)?;
 
@@ -396,6 +403,11 @@ pub fn broker(config: RillConfig) -> Result<()> {
             .await?;
             let mut transport_config = TransportConfig::new(node_id, listen);
             transport_config.metrics_name = "command".to_owned();
+            // The command port speaks the same mutual TLS as the internal port.
+            transport_config.tls = match network.as_ref().and_then(|n| n.tls()) {
+                Some(tls) => Some(tls.clone()),
+                None => rill_broker::cluster_tls(&config)?,
+            };
             let api = command_api(
                 &partitions,
                 &config,
@@ -654,6 +666,9 @@ pub fn gateway(config: RillConfig) -> Result<()> {
         let listen = resolve("a local address", "127.0.0.1:0").await?;
         let mut transport_config = TransportConfig::new(NodeId(u32::MAX), listen);
         transport_config.metrics_name = "command".to_owned();
+        // With cluster.tls, the gateway presents its certificate to the brokers' command
+        // ports and checks theirs.
+        transport_config.tls = rill_broker::cluster_tls(&config)?;
         let no_service = Arc::new(
             |_: NodeId,
              service: rill_transport::ServiceId,
@@ -723,7 +738,8 @@ async fn serve_monitoring(
         registry,
         health,
     )
-    .await?;
+    .await?
+    .with_tls(&config.monitoring.tls)?;
     let monitoring = match cluster {
         Some(cluster) => monitoring.with_cluster(cluster),
         None => monitoring,

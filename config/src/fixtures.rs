@@ -11,6 +11,13 @@ use crate::model::{
 pub(crate) fn everything_set() -> RillConfig {
     let mut config = RillConfig::default();
     config.cluster.advertised_host = Some("broker-0.example".to_owned());
+    config.cluster.tls.certificate = Some("/etc/rill/cluster/tls.crt".into());
+    config.cluster.tls.private_key = Some("/etc/rill/cluster/tls.key".into());
+    config.cluster.tls.ca = Some("/etc/rill/cluster/ca.crt".into());
+    config.gateway.tls.certificate = Some("/etc/rill/gateway/tls.crt".into());
+    config.gateway.tls.private_key = Some("/etc/rill/gateway/tls.key".into());
+    config.monitoring.tls.certificate = Some("/etc/rill/monitoring/tls.crt".into());
+    config.monitoring.tls.private_key = Some("/etc/rill/monitoring/tls.key".into());
     let elastic = ElasticsearchExporterConfig {
         username: Some("elastic".to_owned()),
         password: Some("secret".to_owned()),
@@ -119,6 +126,9 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.gateway.contact_points = vec!["b0:26501".to_owned()];
     config.monitoring.host = "127.0.0.2".to_owned();
     config.monitoring.port = 19600;
+    config.cluster.tls.enabled = true;
+    config.gateway.tls.enabled = true;
+    config.monitoring.tls.enabled = true;
     let authentication = &mut config.security.authentication;
     authentication.method = AuthenticationMethod::Basic;
     authentication.oidc.audiences = vec!["rill-api".to_owned()];

@@ -54,6 +54,8 @@ pub struct ClusterConfig {
     /// for theirs before it takes the initial one of these settings.
     #[serde(with = "humantime_serde")]
     pub configuration_discovery_timeout: Duration,
+    /// Mutual TLS on the internal and command ports.
+    pub tls: ClusterTlsConfig,
 }
 
 impl Default for ClusterConfig {
@@ -69,6 +71,7 @@ impl Default for ClusterConfig {
             command_port: 26501,
             internal_port: 26502,
             configuration_discovery_timeout: Duration::from_secs(10),
+            tls: ClusterTlsConfig::default(),
         }
     }
 }
@@ -408,6 +411,8 @@ pub struct GatewayConfig {
     pub max_request_timeout: Duration,
     /// Brokers' command API addresses (for a standalone gateway).
     pub contact_points: Vec<String>,
+    /// TLS on the REST and gRPC ports.
+    pub tls: TlsConfig,
 }
 
 impl Default for GatewayConfig {
@@ -423,6 +428,7 @@ impl Default for GatewayConfig {
             long_polling_timeout: Duration::from_secs(10),
             max_request_timeout: Duration::from_secs(600),
             contact_points: Vec::new(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -433,6 +439,8 @@ pub struct MonitoringConfig {
     pub host: String,
     /// `/metrics`, `/health`, `/ready`, `/startup`.
     pub port: u16,
+    /// TLS on the monitoring port.
+    pub tls: TlsConfig,
 }
 
 impl Default for MonitoringConfig {
@@ -440,8 +448,33 @@ impl Default for MonitoringConfig {
         MonitoringConfig {
             host: "0.0.0.0".to_owned(),
             port: 9600,
+            tls: TlsConfig::default(),
         }
     }
+}
+
+/// TLS on a server port (the gateway's client APIs, the monitoring port): a certificate
+/// chain and its private key, PEM files reloaded when they change.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct TlsConfig {
+    pub enabled: bool,
+    /// PEM file: the certificate first, then its intermediates.
+    pub certificate: Option<PathBuf>,
+    /// PEM file: the certificate's private key (PKCS#8, PKCS#1 or SEC1).
+    pub private_key: Option<PathBuf>,
+}
+
+/// Mutual TLS between the members of a cluster (brokers and gateways): each presents a
+/// certificate issued by `ca` and checks that the other's is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct ClusterTlsConfig {
+    pub enabled: bool,
+    pub certificate: Option<PathBuf>,
+    pub private_key: Option<PathBuf>,
+    /// PEM file with the CA certificate(s) that issue the members' certificates.
+    pub ca: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]

@@ -174,6 +174,7 @@ pub(crate) const LIMIT_ALGORITHMS: &[&str] = &["aimd", "fixed", "vegas", "gradie
 #[rustfmt::skip]
 pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("cluster", "Who this broker is, how many brokers and partitions there are, and its ports."),
+    ("cluster.tls", "Mutual TLS on the internal and command ports: every broker and gateway presents a certificate issued by `cluster.tls.ca` and checks that its peer's is. All members of a cluster have it on, or none (docs/security.md)."),
     ("data", "Where a broker keeps its data, and when it snapshots."),
     ("threads", "The two thread pools of a broker."),
     ("raft", "Replication of each partition's log."),
@@ -188,7 +189,9 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("engine", "Process engine behaviour."),
     ("history", "The history store each partition keeps, so that searches need no other service."),
     ("gateway", "The client-facing gateway (REST and gRPC)."),
+    ("gateway.tls", "TLS on the REST and gRPC ports (HTTP/2 and HTTP/1.1 on REST, HTTP/2 on gRPC; TLS 1.3 and 1.2). The files are checked at start and reloaded when they change (docs/security.md)."),
     ("monitoring", "Metrics and health endpoints."),
+    ("monitoring.tls", "TLS on the monitoring port (metrics, probes, the cluster management API). The files are checked at start and reloaded when they change."),
     ("security.authentication", "How clients prove who they are, on the REST and gRPC APIs and the management API (docs/security.md)."),
     ("security.authentication.oidc", "The OpenID Connect provider whose bearer tokens are accepted when `method = \"oidc\"`."),
     ("security.initialization.users.0", "The users of basic authentication, one `[[security.initialization.users]]` table each. In the environment and in overrides the index comes after `users`: `RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME`, `security.initialization.users.1.password=...`."),
@@ -244,6 +247,10 @@ const SETTINGS: &[OptionSpec] = &[
     OptionSpec { path: "cluster.command-port", kind: Kind::U16, description: "Command API port (gateway to broker)." },
     OptionSpec { path: "cluster.internal-port", kind: Kind::U16, description: "Internal port for raft traffic between brokers." },
     OptionSpec { path: "cluster.configuration-discovery-timeout", kind: Kind::Duration, description: "A broker without a stored cluster configuration (a new or wiped data directory) asks the contact points for the running cluster's first; it takes the initial one of its settings only when most contact points have none either (a cluster being created) or after this long without an answer." },
+    OptionSpec { path: "cluster.tls.enabled", kind: Kind::Bool, description: "Mutual TLS on the internal and command ports. Needs `cluster.tls.certificate`, `cluster.tls.private-key` and `cluster.tls.ca`; a gateway process (`rill gateway`) needs the same to reach the brokers." },
+    OptionSpec { path: "cluster.tls.certificate", kind: Kind::OptionalText, description: "PEM file with this member's certificate (first) and its intermediates, issued by `cluster.tls.ca`. Reloaded when it changes." },
+    OptionSpec { path: "cluster.tls.private-key", kind: Kind::OptionalText, description: "PEM file with the private key of `cluster.tls.certificate`. Reloaded when it changes." },
+    OptionSpec { path: "cluster.tls.ca", kind: Kind::OptionalText, description: "PEM file with the CA certificate(s) that issue the members' certificates; a peer whose certificate does not lead to it is refused. Use a CA that signs nothing else. Reloaded when it changes." },
     // data
     OptionSpec { path: "data.directory", kind: Kind::Path, description: "Where partitions keep their raft log, state and snapshots." },
     OptionSpec { path: "data.snapshot-period", kind: Kind::Duration, description: "How often a partition takes a snapshot and may purge its log." },
@@ -305,9 +312,15 @@ const SETTINGS: &[OptionSpec] = &[
     OptionSpec { path: "gateway.long-polling-timeout", kind: Kind::Duration, description: "Longest a job activation request waits for jobs." },
     OptionSpec { path: "gateway.max-request-timeout", kind: Kind::Duration, description: "Cap on the requestTimeout a client asks for (job activation, create-and-await); longer requests are cut to it." },
     OptionSpec { path: "gateway.contact-points", kind: Kind::List, description: "`host:port` of brokers' command API, for a standalone gateway." },
+    OptionSpec { path: "gateway.tls.enabled", kind: Kind::Bool, description: "Serve the REST and gRPC APIs over TLS only (clients use `https://` and `grpcs://`). Needs `gateway.tls.certificate` and `gateway.tls.private-key`." },
+    OptionSpec { path: "gateway.tls.certificate", kind: Kind::OptionalText, description: "PEM file with the gateway's certificate (first) and its intermediates. Reloaded when it changes; open connections keep the one they started with." },
+    OptionSpec { path: "gateway.tls.private-key", kind: Kind::OptionalText, description: "PEM file with the private key of `gateway.tls.certificate`. Reloaded when it changes." },
     // monitoring
     OptionSpec { path: "monitoring.host", kind: Kind::Text, description: "Interface the monitoring port binds to." },
     OptionSpec { path: "monitoring.port", kind: Kind::U16, description: "Port of `/metrics` (Prometheus), `/health`, `/ready` and `/startup`." },
+    OptionSpec { path: "monitoring.tls.enabled", kind: Kind::Bool, description: "Serve the monitoring port over TLS only (`https://`). Probes and scrapers then need the scheme HTTPS. Needs `monitoring.tls.certificate` and `monitoring.tls.private-key`." },
+    OptionSpec { path: "monitoring.tls.certificate", kind: Kind::OptionalText, description: "PEM file with the monitoring port's certificate (first) and its intermediates. Reloaded when it changes." },
+    OptionSpec { path: "monitoring.tls.private-key", kind: Kind::OptionalText, description: "PEM file with the private key of `monitoring.tls.certificate`. Reloaded when it changes." },
     // security
     OptionSpec { path: "security.authentication.method", kind: Kind::Choice(AUTHENTICATION_METHODS), description: "`none`: anyone who reaches the ports may use them (a broker listening on a non-loopback address warns at start). `basic`: HTTP Basic credentials of `security.initialization.users`. `oidc`: bearer JWTs of `security.authentication.oidc.issuer-uri` (not available yet: refused at start)." },
     OptionSpec { path: "security.authentication.oidc.issuer-uri", kind: Kind::OptionalText, description: "The provider's issuer URL (the tokens' `iss`); discovery is at `<issuer-uri>/.well-known/openid-configuration`. `https://`, or `http://` on a loopback address only." },

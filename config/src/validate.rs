@@ -27,6 +27,7 @@ impl RillConfig {
         self.check_data_threads_raft(&mut found);
         self.check_flow_control(&mut found);
         self.check_gateway_and_monitoring(&mut found);
+        self.check_tls(&mut found);
         self.check_engine(&mut found);
         self.check_ports(&mut found);
         self.check_exporters(&mut found);
@@ -361,6 +362,72 @@ impl RillConfig {
                 "is empty",
                 "set an interface, e.g. 0.0.0.0",
             );
+        }
+    }
+
+    /// TLS that is on names its files; files named while it is off would be ignored,
+    /// which is refused as well.
+    fn check_tls(&self, found: &mut Problems) {
+        let cluster = &self.cluster.tls;
+        let sections = [
+            (
+                "gateway.tls",
+                self.gateway.tls.enabled,
+                vec![
+                    ("certificate", &self.gateway.tls.certificate),
+                    ("private-key", &self.gateway.tls.private_key),
+                ],
+            ),
+            (
+                "monitoring.tls",
+                self.monitoring.tls.enabled,
+                vec![
+                    ("certificate", &self.monitoring.tls.certificate),
+                    ("private-key", &self.monitoring.tls.private_key),
+                ],
+            ),
+            (
+                "cluster.tls",
+                cluster.enabled,
+                vec![
+                    ("certificate", &cluster.certificate),
+                    ("private-key", &cluster.private_key),
+                    ("ca", &cluster.ca),
+                ],
+            ),
+        ];
+        if self.gateway.tls.enabled && !self.gateway.enabled {
+            found.add(
+                "gateway.tls.enabled",
+                "is true, but gateway.enabled is false, so no client API is served here",
+                "turn gateway.tls off on brokers without a gateway, or gateway.enabled on",
+            );
+        }
+        for (section, enabled, files) in sections {
+            for (name, file) in files {
+                let path = format!("{section}.{name}");
+                match (enabled, file) {
+                    (true, None) => found.add(
+                        path,
+                        format!("is unset, but {section}.enabled is true"),
+                        "set it to the PEM file (see docs/security.md)",
+                    ),
+                    (true, Some(file)) if file.as_os_str().is_empty() => {
+                        found.add(path, "is empty", "set it to the PEM file")
+                    }
+                    (false, Some(_)) => {
+                        let fix = format!("set {section}.enabled = true, or unset {path}");
+                        found.add(
+                            path,
+                            format!(
+                                "is set, but {section}.enabled is false, so it would be ignored"
+                            ),
+                            fix,
+                        )
+                    }
+                    _ => {}
+                }
+            }
         }
     }
 
@@ -783,5 +850,43 @@ mod tests {
         assert!(hosts_overlap("0.0.0.0", "127.0.0.1"));
         assert!(hosts_overlap("localhost", "LOCALHOST"));
         assert!(!hosts_overlap("10.0.0.1", "10.0.0.2"));
+    }
+
+    #[test]
+    fn tls_on_without_its_files_and_files_without_tls_are_refused() {
+        let mut config = RillConfig::default();
+        config.gateway.tls.enabled = true;
+        config.gateway.tls.certificate = Some("/etc/rill/tls.crt".into());
+        config.cluster.tls.enabled = true;
+        config.monitoring.tls.private_key = Some("/etc/rill/monitoring.key".into());
+        let problems: Vec<String> = config.problems().iter().map(|p| p.to_string()).collect();
+        let named = |path: &str| problems.iter().any(|p| p.contains(path));
+        assert!(named("gateway.tls.private-key"), "{problems:?}");
+        assert!(!named("gateway.tls.certificate"), "{problems:?}");
+        for path in [
+            "cluster.tls.certificate",
+            "cluster.tls.private-key",
+            "cluster.tls.ca",
+        ] {
+            assert!(named(path), "{path}: {problems:?}");
+        }
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("monitoring.tls.private-key") && p.contains("ignored")),
+            "{problems:?}"
+        );
+        assert_eq!(problems.len(), 5, "{problems:?}");
+
+        let mut config = RillConfig::default();
+        config.gateway.enabled = false;
+        config.gateway.tls.enabled = true;
+        config.gateway.tls.certificate = Some("/etc/rill/tls.crt".into());
+        config.gateway.tls.private_key = Some("/etc/rill/tls.key".into());
+        let problems: Vec<String> = config.problems().iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("gateway.tls.enabled: is true, but gateway.enabled is false")
+        );
     }
 }

@@ -15,6 +15,9 @@ pub enum GatewayError {
     Grpc(String),
     #[error("security settings: {0}")]
     Security(String),
+    /// `gateway.tls.*` names files that cannot be used; the message names the setting.
+    #[error("{0}")]
+    Tls(#[from] rill_tls::TlsError),
     #[error("cannot register the gateway's metrics: {0}")]
     Metrics(#[from] prometheus::Error),
 }

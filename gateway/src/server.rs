@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rill_config::GatewayConfig;
+use rill_tls::{ALPN_GRPC, ALPN_HTTP, IdentityFiles, ReloadingIdentity, TlsAcceptor, TlsListener};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -133,11 +134,35 @@ async fn method_not_allowed(request: Request) -> Problem {
     )
 }
 
+/// The gateway's certificate when `gateway.tls.enabled`, checked now and reloaded when
+/// its files change. Must be called on a tokio runtime.
+pub(crate) fn gateway_identity(
+    config: &GatewayConfig,
+) -> Result<Option<Arc<ReloadingIdentity>>, GatewayError> {
+    let tls = &config.tls;
+    if !tls.enabled {
+        return Ok(None);
+    }
+    // `validate()` refuses TLS on without its files; an empty path fails to read and
+    // names the setting all the same.
+    let files = IdentityFiles::new(
+        "gateway.tls",
+        tls.certificate.clone().unwrap_or_default(),
+        tls.private_key.clone().unwrap_or_default(),
+    );
+    Ok(Some(ReloadingIdentity::load(
+        files,
+        rill_tls::DEFAULT_RELOAD_INTERVAL,
+    )?))
+}
+
 /// A bound, not yet serving REST server.
 pub struct RestServer {
     listener: TcpListener,
     router: Router,
     shutdown: watch::Sender<bool>,
+    /// `Some` when REST is served over TLS only.
+    tls: Option<TlsAcceptor>,
 }
 
 impl RestServer {
@@ -160,11 +185,15 @@ impl RestServer {
                 address,
                 source,
             })?;
+        let tls = gateway_identity(config)?
+            .map(|identity| rill_tls::server_acceptor(&identity, ALPN_HTTP))
+            .transpose()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         Ok(RestServer {
             listener,
             router: router(config, authenticator, backend, metrics, shutdown_rx),
             shutdown,
+            tls,
         })
     }
 
@@ -183,15 +212,29 @@ impl RestServer {
             shutdown.await;
             let _ = stop.send(true);
         };
-        tracing::info!(address = ?self.listener.local_addr().ok(), "REST API listening");
+        let address = self.listener.local_addr().ok();
         // The peer's address reaches the handlers (failed logins are counted per source).
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(self.listener, service)
-            .with_graceful_shutdown(signal)
-            .await
-            .map_err(GatewayError::Serve)
+        match self.tls {
+            None => {
+                tracing::info!(address = ?address, "REST API listening");
+                axum::serve(self.listener, service)
+                    .with_graceful_shutdown(signal)
+                    .await
+                    .map_err(GatewayError::Serve)
+            }
+            Some(acceptor) => {
+                tracing::info!(address = ?address, "REST API listening (TLS)");
+                let listener = TlsListener::new(self.listener, acceptor, "REST")
+                    .map_err(GatewayError::Serve)?;
+                axum::serve(listener, service)
+                    .with_graceful_shutdown(signal)
+                    .await
+                    .map_err(GatewayError::Serve)
+            }
+        }
     }
 }
 
@@ -210,6 +253,14 @@ impl GatewayServer {
         backend: Arc<dyn GatewayBackend>,
         metrics: GatewayMetrics,
     ) -> Result<GatewayServer, GatewayError> {
+        let identity = gateway_identity(config)?;
+        let acceptor = |alpn| {
+            identity
+                .as_ref()
+                .map(|identity| rill_tls::server_acceptor(identity, alpn))
+                .transpose()
+        };
+        let (rest_tls, grpc_tls) = (acceptor(ALPN_HTTP)?, acceptor(ALPN_GRPC)?);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let state = shared_state(config, authenticator, backend, metrics, shutdown_rx);
         let rest_address = host_port(&config.host, config.rest_port);
@@ -221,13 +272,18 @@ impl GatewayServer {
                     address: rest_address,
                     source,
                 })?;
-        let grpc =
-            GrpcServer::bind(host_port(&config.host, config.grpc_port), state.clone()).await?;
+        let grpc = GrpcServer::bind(
+            host_port(&config.host, config.grpc_port),
+            state.clone(),
+            grpc_tls,
+        )
+        .await?;
         Ok(GatewayServer {
             rest: RestServer {
                 listener,
                 router: rest_router(state),
                 shutdown,
+                tls: rest_tls,
             },
             grpc,
         })

@@ -122,9 +122,11 @@ def test_probes_and_ports_use_the_monitoring_port(render, values_file):
     assert ports["command"] == setting(rendered, "service", "commandPort")
     assert ports["internal"] == setting(rendered, "service", "internalPort")
     assert env_value(container, "RILL_MONITORING__PORT") == str(http_port)
-    assert container["startupProbe"]["httpGet"] == {"path": "/startup", "port": "monitoring"}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "monitoring"}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/health", "port": "monitoring"}
+    scheme = "HTTPS" if setting(rendered, "tls", "monitoring", "enabled") else "HTTP"
+    probe = {"port": "monitoring", "scheme": scheme}
+    assert container["startupProbe"]["httpGet"] == {"path": "/startup", **probe}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", **probe}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/health", **probe}
 
 
 def test_headless_service_publishes_every_broker(render):

@@ -51,6 +51,9 @@ pub struct TransportConfig {
     /// Value of the `transport` label on this instance's metrics (a process may run
     /// several transports, e.g. `internal` and `command`).
     pub metrics_name: String,
+    /// Mutual TLS on every connection, both ways (`cluster.tls.*`); `None`: plain TCP.
+    /// All members of a cluster have it or none: a plain peer and a TLS one cannot talk.
+    pub tls: Option<rill_tls::ClusterTls>,
 }
 
 impl TransportConfig {
@@ -74,6 +77,7 @@ impl TransportConfig {
             max_write_batch_bytes: 256 * 1024,
             shutdown_grace: Duration::from_secs(1),
             metrics_name: "internal".to_owned(),
+            tls: None,
         }
     }
 

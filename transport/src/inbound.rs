@@ -10,24 +10,20 @@ use bytes::{Bytes, BytesMut};
 use futures::{FutureExt, StreamExt};
 use rill_protocol::NodeId;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::timeout;
-use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, Hello, HelloAck};
+use crate::frame::{ANY_NODE, Frame, FrameKind, Hello, HelloAck};
 use crate::metrics::{Direction, GaugeGuard};
+use crate::stream::{Reader, WriteHalf, reader, split_any, split_tcp};
 use crate::transport::{Shared, duplicate_node_id};
 use crate::writer::write_frames;
 use crate::{Result, TransportError};
 
-const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
-
-type Reader = FramedRead<tokio::net::tcp::OwnedReadHalf, FrameDecoder>;
 
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let connection_slots = Arc::new(Semaphore::new(shared.config.max_inbound_connections));
@@ -68,19 +64,37 @@ async fn serve_connection(stream: TcpStream, remote: SocketAddr, shared: Arc<Sha
     if let Err(error) = stream.set_nodelay(true) {
         debug!(%remote, %error, "cannot set TCP_NODELAY");
     }
-    let (read, mut writer) = stream.into_split();
-    let decoder = FrameDecoder::new(shared.config.max_frame_size);
-    let mut reader = FramedRead::with_capacity(read, decoder, READ_BUFFER_BYTES);
-    let handshake = timeout(
-        shared.config.connect_timeout,
-        accept_handshake(&mut reader, &mut writer, &shared),
-    );
-    let from = tokio::select! {
+    // The TLS handshake (with the peer's certificate checked against the cluster CA)
+    // and the hello exchange share the connect timeout.
+    let handshake = timeout(shared.config.connect_timeout, async {
+        let (read, mut writer) = match &shared.config.tls {
+            None => split_tcp(stream),
+            Some(tls) => match tls.acceptor().accept(stream).await {
+                Ok(stream) => split_any(stream),
+                Err(error) => return Err(Refused::Tls(error)),
+            },
+        };
+        let mut reader = reader(read, shared.config.max_frame_size);
+        match accept_handshake(&mut reader, &mut writer, &shared).await {
+            Ok(from) => Ok((reader, writer, from)),
+            Err(error) => Err(Refused::Hello(error)),
+        }
+    });
+    let (reader, mut writer, from) = tokio::select! {
         biased;
         _ = shared.cancel.cancelled() => return,
         handshake = handshake => match handshake {
-            Ok(Ok(from)) => from,
-            Ok(Err(error)) => {
+            Ok(Ok(accepted)) => accepted,
+            Ok(Err(Refused::Tls(error))) => {
+                warn!(
+                    %remote,
+                    %error,
+                    "refused transport connection: TLS handshake failed (a peer needs a \
+                     certificate issued by cluster.tls.ca)"
+                );
+                return;
+            }
+            Ok(Err(Refused::Hello(error))) => {
                 if !matches!(error, TransportError::Io(_)) {
                     metrics.invalid_frames.inc();
                 }
@@ -177,9 +191,15 @@ fn elsewhere(configured: IpAddr, actual: IpAddr) -> bool {
     !same
 }
 
+/// Why an inbound connection was closed before it was established.
+enum Refused {
+    Tls(std::io::Error),
+    Hello(TransportError),
+}
+
 async fn accept_handshake(
     reader: &mut Reader,
-    writer: &mut OwnedWriteHalf,
+    writer: &mut WriteHalf,
     shared: &Shared,
 ) -> Result<NodeId> {
     let own = shared.config.node_id;
@@ -229,15 +249,16 @@ async fn accept_handshake(
     let mut buf = BytesMut::new();
     Frame::control(FrameKind::HelloAck, ack.encode()).encode(&mut buf);
     writer.write_all(&buf).await?;
+    writer.flush().await?;
     shared.metrics.control_frame_sent(buf.len());
     Ok(from)
 }
 
 /// Best effort: the connection is closed right after anyway.
-async fn reject(writer: &mut OwnedWriteHalf, reason: String, shared: &Shared) {
+async fn reject(writer: &mut WriteHalf, reason: String, shared: &Shared) {
     let mut buf = BytesMut::new();
     Frame::control(FrameKind::HelloReject, Bytes::from(reason)).encode(&mut buf);
-    if writer.write_all(&buf).await.is_ok() {
+    if writer.write_all(&buf).await.is_ok() && writer.flush().await.is_ok() {
         shared.metrics.control_frame_sent(buf.len());
     }
 }

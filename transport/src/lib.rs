@@ -13,6 +13,7 @@ mod inbound;
 mod metrics;
 mod outbound;
 mod service;
+mod stream;
 mod transport;
 mod writer;
 
@@ -22,5 +23,6 @@ pub use frame::{FRAME_HEADER_LEN, PROTOCOL_VERSION};
 pub use handler::Handler;
 pub use metrics::{TransportMetrics, TransportStats};
 pub use rill_protocol::{NodeId, PartitionId};
+pub use rill_tls::ClusterTls;
 pub use service::ServiceId;
 pub use transport::Transport;

@@ -25,19 +25,17 @@ use parking_lot::Mutex;
 use rill_protocol::{NodeId, PartitionId};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::time::{Instant, timeout, timeout_at};
-use tokio_util::codec::FramedRead;
 use tracing::{debug, info, warn};
 
-use crate::frame::{ANY_NODE, Frame, FrameDecoder, FrameKind, Hello, HelloAck};
+use crate::frame::{ANY_NODE, Frame, FrameKind, Hello, HelloAck};
 use crate::metrics::{Direction, GaugeGuard};
+use crate::stream::{Reader, WriteHalf, reader, split_any, split_tcp};
 use crate::transport::{Shared, duplicate_node_id};
 use crate::writer::write_frames;
 use crate::{PROTOCOL_VERSION, Result, ServiceId, TransportError};
 
-const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// While a peer stays unreachable, how often its connect failures are logged at warn.
 const UNREACHABLE_LOG_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -363,8 +361,6 @@ async fn run(
     peer.fail_pending(|| TransportError::ShuttingDown);
 }
 
-pub(crate) type Reader = FramedRead<OwnedReadHalf, FrameDecoder>;
-
 /// TCP connect plus handshake, within `connect_timeout`. `expected` is the node that
 /// must answer (`None`: whichever node listens there). The error is a reason for logs and
 /// for `Unreachable`.
@@ -372,14 +368,28 @@ pub(crate) async fn connect(
     shared: &Shared,
     expected: Option<NodeId>,
     addr: SocketAddr,
-) -> std::result::Result<(Reader, OwnedWriteHalf, NodeId), String> {
+) -> std::result::Result<(Reader, WriteHalf, NodeId), String> {
     let attempt = async {
         let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         // Latency matters more than packet count; the writer batches by itself.
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (read, mut writer) = stream.into_split();
-        let decoder = FrameDecoder::new(shared.config.max_frame_size);
-        let mut reader = FramedRead::with_capacity(read, decoder, READ_BUFFER_BYTES);
+        let (read, mut writer) = match &shared.config.tls {
+            None => split_tcp(stream),
+            Some(tls) => {
+                let stream = tls
+                    .connector()
+                    .connect(rill_tls::member_server_name(addr), stream)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "TLS handshake failed: {e} (members need certificates issued by \
+                             cluster.tls.ca, and cluster.tls on everywhere)"
+                        )
+                    })?;
+                split_any(stream)
+            }
+        };
+        let mut reader = reader(read, shared.config.max_frame_size);
         let node = handshake(&mut reader, &mut writer, shared, expected)
             .await
             .map_err(|e| format!("handshake failed: {e}"))?;
@@ -395,7 +405,7 @@ pub(crate) async fn connect(
 /// Returns the node id the listener gave.
 async fn handshake(
     reader: &mut Reader,
-    writer: &mut OwnedWriteHalf,
+    writer: &mut WriteHalf,
     shared: &Shared,
     expected: Option<NodeId>,
 ) -> Result<NodeId> {
@@ -408,6 +418,7 @@ async fn handshake(
     let mut buf = BytesMut::new();
     Frame::control(FrameKind::Hello, hello.encode()).encode(&mut buf);
     writer.write_all(&buf).await?;
+    writer.flush().await?;
     shared.metrics.control_frame_sent(buf.len());
     let reply = match reader.next().await {
         Some(reply) => reply?,
@@ -451,7 +462,7 @@ async fn handshake(
 async fn serve(
     peer: &Peer,
     mut reader: Reader,
-    mut writer: OwnedWriteHalf,
+    mut writer: WriteHalf,
     first: QueuedRequest,
     queue: &mut mpsc::Receiver<QueuedRequest>,
     addr: &mut watch::Receiver<SocketAddr>,

@@ -179,10 +179,16 @@ impl Transport {
     /// own: a broker checks before it binds that no other process serves its address.
     /// Gives up after `connect_timeout`; `Err` also when what answers is not a Rill
     /// transport.
-    pub async fn identify(addr: SocketAddr, connect_timeout: Duration) -> Result<NodeId> {
+    /// `tls`: the cluster's TLS, when members speak it.
+    pub async fn identify(
+        addr: SocketAddr,
+        connect_timeout: Duration,
+        tls: Option<rill_tls::ClusterTls>,
+    ) -> Result<NodeId> {
         // Nothing listens and nothing is served: only the dialing side is used.
         let mut config = TransportConfig::new(NodeId(ANY_NODE), addr);
         config.connect_timeout = connect_timeout;
+        config.tls = tls;
         config.metrics_name = "identify".to_owned();
         let metrics = TransportMetrics::new(&config.metrics_name).map_err(|error| {
             TransportError::InvalidConfig {

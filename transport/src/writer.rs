@@ -63,6 +63,8 @@ where
             continue;
         }
         socket.write_all(&buf).await?;
+        // TLS keeps what it could not write yet; plain TCP flushes at no cost.
+        socket.flush().await?;
         metrics.write_batches.inc();
         metrics.frames_sent.inc_by(frames);
         metrics.bytes_sent.inc_by(buf.len() as u64);

@@ -1219,7 +1219,7 @@ async fn busy_handlers_longer_than_the_keepalive_timeout_keep_the_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identify_names_the_node_behind_an_address_without_a_transport() {
     let server = start(config(3), echo()).await;
-    let found = Transport::identify(server.local_addr(), LONG)
+    let found = Transport::identify(server.local_addr(), LONG, None)
         .await
         .expect("identify");
     assert_eq!(found, NodeId(3));
@@ -1228,7 +1228,7 @@ async fn identify_names_the_node_behind_an_address_without_a_transport() {
     let closed = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let closed_addr = closed.local_addr().expect("addr");
     drop(closed);
-    let error = Transport::identify(closed_addr, LONG)
+    let error = Transport::identify(closed_addr, LONG, None)
         .await
         .expect_err("nothing listens");
     assert!(matches!(error, TransportError::Probe { .. }), "{error}");
@@ -1238,6 +1238,7 @@ async fn identify_names_the_node_behind_an_address_without_a_transport() {
     let error = Transport::identify(
         silent.local_addr().expect("addr"),
         Duration::from_millis(300),
+        None,
     )
     .await
     .expect_err("no handshake");

@@ -249,6 +249,12 @@ names the value at fault and the fix.
 {{- if and $es.auth.username (not $es.auth.existingSecret) }}
 {{- fail "exporters.elasticsearch.auth.username is set but auth.existingSecret is empty: name the Secret that holds the password." }}
 {{- end }}
+{{- range $section := list "gateway" "cluster" "monitoring" }}
+{{- $tls := index $.Values.tls $section }}
+{{- if and $tls.enabled (not $tls.secretName) }}
+{{- fail (printf "tls.%s.enabled is true but tls.%s.secretName is empty: name the Secret (type kubernetes.io/tls, as cert-manager writes it) that holds tls.crt and tls.key%s." $section $section (ternary " and ca.crt" "" (eq $section "cluster"))) }}
+{{- end }}
+{{- end }}
 {{- if and .Values.gateway.ingress.enabled (not .Values.gateway.ingress.host) }}
 {{- fail "gateway.ingress.enabled is true but gateway.ingress.host is empty: set the host name the REST API is served on." }}
 {{- end }}
@@ -327,4 +333,57 @@ the scale Jobs' work (templates/broker-scale-jobs.yaml).
 {{- fail (printf "clusterSize, partitionCount and replicationFactor cannot change: this cluster was created with clusterSize 1, a single broker without an internal port, which cannot be scaled. Keep clusterSize=1, partitionCount=%d, replicationFactor=%d, or install a new release with the size you need." (int .partitionCount) (int .replicationFactor)) }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+TLS of the ports a pod serves: `sections` lists which of tls.gateway, tls.cluster and
+tls.monitoring apply to it. Each enabled one mounts its Secret as a directory (a renewed
+certificate reaches the pod; Rill reloads it) and points Rill's settings at its files.
+*/}}
+{{- define "rill.tlsEnv" -}}
+{{- $ctx := .ctx }}
+{{- range $section := .sections }}
+{{- $tls := index $ctx.Values.tls $section }}
+{{- if $tls.enabled }}
+{{- $prefix := printf "RILL_%s__TLS" (upper $section) }}
+- name: {{ $prefix }}__ENABLED
+  value: "true"
+- name: {{ $prefix }}__CERTIFICATE
+  value: /usr/local/rill/tls/{{ $section }}/tls.crt
+- name: {{ $prefix }}__PRIVATE_KEY
+  value: /usr/local/rill/tls/{{ $section }}/tls.key
+{{- if eq $section "cluster" }}
+- name: {{ $prefix }}__CA
+  value: /usr/local/rill/tls/{{ $section }}/ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "rill.tlsVolumeMounts" -}}
+{{- $ctx := .ctx }}
+{{- range $section := .sections }}
+{{- if (index $ctx.Values.tls $section).enabled }}
+- name: tls-{{ $section }}
+  mountPath: /usr/local/rill/tls/{{ $section }}
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "rill.tlsVolumes" -}}
+{{- $ctx := .ctx }}
+{{- range $section := .sections }}
+{{- $tls := index $ctx.Values.tls $section }}
+{{- if $tls.enabled }}
+- name: tls-{{ $section }}
+  secret:
+    secretName: {{ $tls.secretName }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The scheme of the monitoring port: probes, scrapes and the scale Jobs use it. */}}
+{{- define "rill.monitoringScheme" -}}
+{{- if .Values.tls.monitoring.enabled }}HTTPS{{ else }}HTTP{{ end }}
 {{- end }}

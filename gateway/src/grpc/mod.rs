@@ -14,6 +14,7 @@ mod status;
 use std::future::Future;
 use std::net::SocketAddr;
 
+use rill_tls::{TlsAcceptor, TlsListener};
 use tokio::net::TcpListener;
 use tonic::codec::CompressionEncoding;
 use tonic::transport::Server;
@@ -39,11 +40,17 @@ pub const SERVICE_NAME: &str = "gateway_protocol.Gateway";
 pub struct GrpcServer {
     listener: TcpListener,
     state: SharedState,
+    /// `Some` when gRPC is served over TLS only (ALPN `h2`).
+    tls: Option<TlsAcceptor>,
 }
 
 impl GrpcServer {
-    /// Binds `address` (port 0 picks a free port).
-    pub async fn bind(address: String, state: SharedState) -> Result<GrpcServer, GatewayError> {
+    /// Binds `address` (port 0 picks a free port); with `tls`, serves TLS only.
+    pub async fn bind(
+        address: String,
+        state: SharedState,
+        tls: Option<TlsAcceptor>,
+    ) -> Result<GrpcServer, GatewayError> {
         let listener = TcpListener::bind(&address)
             .await
             .map_err(|source| GatewayError::Bind {
@@ -51,7 +58,11 @@ impl GrpcServer {
                 address,
                 source,
             })?;
-        Ok(GrpcServer { listener, state })
+        Ok(GrpcServer {
+            listener,
+            state,
+            tls,
+        })
     }
 
     pub fn local_addr(&self) -> Result<SocketAddr, GatewayError> {
@@ -91,9 +102,8 @@ impl GrpcServer {
         // Zeebe's clients may compress their requests (the npm SDK does).
         .accept_compressed(CompressionEncoding::Gzip)
         .send_compressed(CompressionEncoding::Gzip);
-        tracing::info!(address = ?self.listener.local_addr().ok(), "gRPC API listening");
-        let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
-        Server::builder()
+        let address = self.listener.local_addr().ok();
+        let router = Server::builder()
             .layer(observe::MetricsLayer::new(self.state.metrics.clone()))
             .layer(oversize::OversizeLayer::new(max_message_size))
             // Every method of every service but health checks proves who calls.
@@ -101,10 +111,26 @@ impl GrpcServer {
             .add_service(gateway)
             .add_service(health_service)
             .add_service(reflection)
-            .add_service(reflection_alpha)
-            .serve_with_incoming_shutdown(incoming, shutdown)
-            .await
-            .map_err(|e| GatewayError::Grpc(e.to_string()))
+            .add_service(reflection_alpha);
+        let served = match self.tls {
+            None => {
+                tracing::info!(address = ?address, "gRPC API listening");
+                let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
+                router
+                    .serve_with_incoming_shutdown(incoming, shutdown)
+                    .await
+            }
+            Some(acceptor) => {
+                tracing::info!(address = ?address, "gRPC API listening (TLS)");
+                let incoming = TlsListener::new(self.listener, acceptor, "gRPC")
+                    .map_err(GatewayError::Serve)?
+                    .into_incoming();
+                router
+                    .serve_with_incoming_shutdown(incoming, shutdown)
+                    .await
+            }
+        };
+        served.map_err(|e| GatewayError::Grpc(e.to_string()))
     }
 }
 

@@ -17,4 +17,5 @@ mod shapes;
 mod spans;
 mod support;
 mod tags;
+mod tls;
 mod user_tasks;

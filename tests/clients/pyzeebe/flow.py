@@ -3,13 +3,17 @@ topology, deploy, create with result, polling and streaming workers completing j
 published message correlating, and Zeebe's error for a duplicate message id.
 
     python flow.py HOST:PORT EXAMPLES_DIR     (prints "all checks passed" at the end)
+
+With RILL_GRPC_CA=ca.crt it opens a secure channel trusting that CA, as a TLS gateway
+needs (docs/security.md).
 """
 
 import asyncio
 import os
 import sys
 
-from pyzeebe import ZeebeClient, ZeebeWorker, create_insecure_channel
+import grpc
+from pyzeebe import ZeebeClient, ZeebeWorker, create_insecure_channel, create_secure_channel
 from pyzeebe.errors import MessageAlreadyExistsError
 
 
@@ -44,7 +48,14 @@ def workers_for(channel, stream_enabled):
 
 
 async def main(address: str, examples: str) -> None:
-    channel = create_insecure_channel(grpc_address=address)
+    ca = os.environ.get("RILL_GRPC_CA")
+    if ca:
+        # A TLS gateway (docs/security.md): a secure channel trusting its CA.
+        with open(ca, "rb") as f:
+            credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+        channel = create_secure_channel(grpc_address=address, channel_credentials=credentials)
+    else:
+        channel = create_insecure_channel(grpc_address=address)
     client = ZeebeClient(channel)
 
     topology = await client.topology()

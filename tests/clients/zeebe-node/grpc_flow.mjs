@@ -3,6 +3,9 @@
 // worker, then with a streamJobs worker, and a DMN deployed and evaluated.
 //
 //   node grpc_flow.mjs HOST:PORT EXAMPLES_DIR   (prints "all checks passed" at the end)
+//
+// With RILL_GRPC_CA=ca.crt it connects with grpcs:// and trusts that CA, as a TLS gateway
+// needs (docs/security.md).
 
 import { join } from 'node:path'
 import { Camunda8 } from '@camunda8/sdk'
@@ -14,8 +17,10 @@ function check(condition, what) {
   console.log(`ok: ${what}`)
 }
 
+const ca = process.env.RILL_GRPC_CA
 const c8 = new Camunda8({
-  ZEEBE_GRPC_ADDRESS: `grpc://${address}`,
+  ZEEBE_GRPC_ADDRESS: ca ? `grpcs://${address}` : `grpc://${address}`,
+  ...(ca ? { CAMUNDA_CUSTOM_ROOT_CERT_PATH: ca } : {}),
   CAMUNDA_AUTH_STRATEGY: 'NONE',
   zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: 'NONE' },
 })
