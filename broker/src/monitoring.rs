@@ -138,7 +138,7 @@ impl MonitoringServer {
         // The peer's address reaches the guard (failed logins are counted per source).
         let service = self
             .router
-            .into_make_service_with_connect_info::<SocketAddr>();
+            .into_make_service_with_connect_info::<rill_tls::PeerAddr>();
         match self.tls {
             None => axum::serve(self.listener, service)
                 .with_graceful_shutdown(shutdown)

@@ -216,7 +216,7 @@ impl RestServer {
         // The peer's address reaches the handlers (failed logins are counted per source).
         let service = self
             .router
-            .into_make_service_with_connect_info::<SocketAddr>();
+            .into_make_service_with_connect_info::<rill_tls::PeerAddr>();
         match self.tls {
             None => {
                 tracing::info!(address = ?address, "REST API listening");

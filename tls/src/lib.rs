@@ -17,7 +17,7 @@ mod validity;
 
 pub use config::{ALPN_GRPC, ALPN_HTTP, ClusterTls, member_server_name, server_acceptor};
 pub use error::{Result, TlsError};
-pub use listener::{HANDSHAKE_TIMEOUT, MAX_HANDSHAKES, TlsConnection, TlsListener};
+pub use listener::{HANDSHAKE_TIMEOUT, MAX_HANDSHAKES, PeerAddr, TlsConnection, TlsListener};
 pub use material::{IdentityFiles, PemFile, load_ca, provider};
 pub use reload::{DEFAULT_RELOAD_INTERVAL, ReloadingCa, ReloadingIdentity};
 pub use tokio_rustls::{TlsAcceptor, TlsConnector};

@@ -188,6 +188,28 @@ impl tonic::transport::server::Connected for TlsConnection {
     }
 }
 
+/// The peer of a connection, plain or TLS, as the REST and monitoring servers hand it to
+/// handlers (`ConnectInfo<PeerAddr>`): axum's own `SocketAddr` connect info exists for
+/// plain TCP listeners only, and both kinds of listener must look the same to a handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>>
+    for PeerAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> PeerAddr {
+        PeerAddr(*stream.remote_addr())
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TcpListener>>
+    for PeerAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TcpListener>) -> PeerAddr {
+        PeerAddr(*stream.remote_addr())
+    }
+}
+
 impl axum::serve::Listener for TlsListener {
     type Io = TlsConnection;
     type Addr = SocketAddr;

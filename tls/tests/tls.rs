@@ -307,3 +307,71 @@ async fn members_of_another_ca_are_refused_both_ways() {
         "{results:?}"
     );
 }
+
+/// Handlers see the peer's address the same way behind a plain and a TLS listener
+/// (`ConnectInfo<PeerAddr>`): the REST and monitoring servers count failed logins by it.
+#[tokio::test]
+async fn handlers_see_the_peer_address_over_tls_and_plain_tcp() {
+    use axum::extract::ConnectInfo;
+    use rill_tls::PeerAddr;
+
+    let router = || {
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(|ConnectInfo(PeerAddr(peer)): ConnectInfo<PeerAddr>| async move {
+                peer.to_string()
+            }),
+        )
+    };
+    let request = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+
+    // Plain TCP.
+    let plain = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let plain_port = plain.local_addr().expect("addr").port();
+    let service = router().into_make_service_with_connect_info::<PeerAddr>();
+    tokio::spawn(async move { axum::serve(plain, service).await });
+    let mut tcp = TcpStream::connect(("127.0.0.1", plain_port))
+        .await
+        .expect("connect");
+    let me = tcp.local_addr().expect("local addr");
+    tcp.write_all(request).await.expect("write");
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).await.expect("read");
+    assert!(answer.ends_with(&me.to_string()), "{answer}");
+
+    // TLS.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new("test CA");
+    ca.issue(&["localhost"]).write(dir.path(), "server");
+    let identity = ReloadingIdentity::load(files(dir.path(), "server"), FAST).expect("load");
+    let acceptor = rill_tls::server_acceptor(&identity, rill_tls::ALPN_HTTP).expect("acceptor");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let tls_listener = rill_tls::TlsListener::new(listener, acceptor, "test").expect("listener");
+    let service = router().into_make_service_with_connect_info::<PeerAddr>();
+    tokio::spawn(async move { axum::serve(tls_listener, service).await });
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.pem().as_bytes()).expect("CA pem"))
+        .expect("root");
+    let mut config = rustls::ClientConfig::builder_with_provider(rill_tls::provider())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tcp = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let me = tcp.local_addr().expect("local addr");
+    let mut tls = rill_tls::TlsConnector::from(Arc::new(config))
+        .connect("localhost".try_into().expect("name"), tcp)
+        .await
+        .expect("handshake");
+    tls.write_all(request).await.expect("write");
+    let mut answer = Vec::new();
+    // The server may close without a TLS close_notify; what was read counts.
+    let _ = tls.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.ends_with(&me.to_string()), "{answer}");
+}

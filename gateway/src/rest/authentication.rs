@@ -1,12 +1,11 @@
 //! Authentication on the REST API: one middleware over every route (and the fallback),
 //! and `GET /v2/authentication/me`, which answers who the caller is.
 
-use std::net::SocketAddr;
-
 use axum::Json;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use rill_tls::PeerAddr;
 use serde_json::{Value, json};
 
 use super::Problem;
@@ -42,8 +41,8 @@ pub async fn admit(
 ) -> Result<Request, Response> {
     let source = request
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(address)| address.ip());
+        .get::<ConnectInfo<PeerAddr>>()
+        .map(|ConnectInfo(PeerAddr(address))| address.ip());
     match authenticator.authenticate(request.headers(), source).await {
         Ok(principal) => {
             request.extensions_mut().insert(principal);

@@ -39,9 +39,14 @@ struct Running {
 
 async fn start(config: &GatewayConfig) -> Running {
     let metrics = GatewayMetrics::register(&prometheus::Registry::new()).expect("metrics");
-    let server = GatewayServer::bind(config, EngineBackend::new(1), metrics)
-        .await
-        .expect("bind");
+    let server = GatewayServer::bind(
+        config,
+        Arc::new(rill_gateway::Authenticator::none()),
+        EngineBackend::new(1),
+        metrics,
+    )
+    .await
+    .expect("bind");
     let (rest, grpc) = (
         server.rest_addr().expect("rest"),
         server.grpc_addr().expect("grpc"),
@@ -59,7 +64,14 @@ async fn start(config: &GatewayConfig) -> Running {
 
 async fn bind_error(config: &GatewayConfig) -> String {
     let metrics = GatewayMetrics::register(&prometheus::Registry::new()).expect("metrics");
-    match GatewayServer::bind(config, EngineBackend::new(1), metrics).await {
+    match GatewayServer::bind(
+        config,
+        Arc::new(rill_gateway::Authenticator::none()),
+        EngineBackend::new(1),
+        metrics,
+    )
+    .await
+    {
         Ok(_) => panic!("the gateway started with bad TLS files"),
         Err(error) => error.to_string(),
     }
