@@ -1,0 +1,92 @@
+//! The partition core's apply path, for the deterministic simulator (`sim/`): the same
+//! entry format the leader proposes and the same stream processor every replica applies
+//! committed entries with, without the partition actor, its clock and its threads
+//! (docs/decisions/simulation.md).
+
+use rill_engine_api::{CommandLimits, Engine, RequestId};
+use rill_protocol::{PartitionId, Position, Term, Timestamp};
+use rill_raft::{ApplyBatch, StateDb};
+use serde::Serialize;
+
+use crate::batch::BatchBuilder;
+use crate::error::Result;
+use crate::processor::{PartitionInfo, apply_batch};
+use crate::state::{Cursor, RocksState};
+
+/// The bytes of one raft entry: `commands` with their waiting requests, stamped with the
+/// leader's `timestamp` and the `term` it leads in, as the partition leader builds them.
+pub fn encode_entry<C: Serialize>(
+    timestamp: Timestamp,
+    term: Term,
+    commands: &[(Option<RequestId>, C)],
+) -> Result<Vec<u8>> {
+    let mut builder = BatchBuilder::new(timestamp, term, CommandLimits::default());
+    for (request, command) in commands {
+        builder.push(*request, command)?;
+    }
+    Ok(builder.finish())
+}
+
+/// What applying a batch answered.
+pub struct Applied<E: Engine> {
+    /// Requests answered, in order.
+    pub responses: Vec<(RequestId, E::Response)>,
+    /// Requests in entries skipped because raft appended them in a later term than
+    /// they were built for: certainly not applied.
+    pub skipped: Vec<RequestId>,
+    /// Records written.
+    pub records: u64,
+}
+
+/// One replica's stream processor: an engine and where it stands in the state database.
+pub struct Processor<E: Engine> {
+    engine: E,
+    info: PartitionInfo,
+    cursor: Cursor,
+}
+
+impl<E: Engine> Processor<E> {
+    /// A processor for partition `partition_id` of a one-partition cluster, continuing
+    /// from what `db` holds.
+    pub fn new(engine: E, partition_id: PartitionId, db: &StateDb) -> Result<Processor<E>> {
+        let cursor = Cursor::load(&RocksState::new(db))?;
+        Ok(Processor {
+            engine,
+            info: PartitionInfo {
+                partition_id,
+                partition_count: 1,
+                message_partition_count: 1,
+                history: false,
+            },
+            cursor,
+        })
+    }
+
+    /// Applies committed entries exactly as a broker's replica does: state, records, the
+    /// cursor and the applied log id in one write.
+    pub fn apply(&mut self, db: &StateDb, batch: &ApplyBatch) -> Result<Applied<E>> {
+        match apply_batch(
+            &mut self.engine,
+            db,
+            self.info,
+            &mut self.cursor,
+            batch,
+            false,
+        ) {
+            Ok(applied) => Ok(Applied {
+                responses: applied.responses,
+                skipped: applied.skipped,
+                records: applied.records,
+            }),
+            Err(e) => {
+                self.engine.reset_caches();
+                Err(e)
+            }
+        }
+    }
+
+    /// The position of the last record written.
+    pub fn last_position(&self) -> Position {
+        self.cursor.last_position
+    }
+}
