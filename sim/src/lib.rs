@@ -282,7 +282,7 @@ async fn work(cluster: Arc<Cluster>, world: SharedWorld, client: u64, until: Ins
             let job = jobs.remove(0);
             complete_job(&cluster, &world, client, job, &mut jobs).await;
         } else if choice < 7 {
-            activate_jobs(&cluster, &world, client, &mut jobs).await;
+            activate(&cluster, &world, client, &mut jobs).await;
         } else {
             workload::submit(&cluster, &world, client, workload::create()).await;
         }
@@ -290,7 +290,8 @@ async fn work(cluster: Arc<Cluster>, world: SharedWorld, client: u64, until: Ins
     jobs
 }
 
-/// After the faults: completes the jobs held, and activates more, until `until`.
+/// After the faults: completes the jobs held, and activates more, until an activation
+/// finds none (or `until`).
 async fn drain(
     cluster: Arc<Cluster>,
     world: SharedWorld,
@@ -302,31 +303,31 @@ async fn drain(
         tokio::time::sleep(Duration::from_millis(20)).await;
         match jobs.pop() {
             Some(job) => complete_job(&cluster, &world, client, job, &mut jobs).await,
-            None => {
-                if !activate_jobs(&cluster, &world, client, &mut jobs).await {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
+            None => match activate(&cluster, &world, client, &mut jobs).await {
+                Some(0) => return,
+                Some(_) => {}
+                None => tokio::time::sleep(Duration::from_millis(200)).await,
+            },
         }
     }
 }
 
-/// Returns whether any job was activated.
-async fn activate_jobs(
+/// Activates jobs; returns how many, or `None` if the activation was not acknowledged.
+async fn activate(
     cluster: &Cluster,
     world: &SharedWorld,
     client: u64,
     jobs: &mut Vec<Key>,
-) -> bool {
+) -> Option<usize> {
     match workload::submit(cluster, world, client, workload::activate(3)).await {
         Outcome::Accepted { value, .. } => match *value {
-            RecordValue::JobBatch(batch) if !batch.job_keys.is_empty() => {
+            RecordValue::JobBatch(batch) => {
                 jobs.extend(batch.job_keys.iter().map(|&k| Key(k)));
-                true
+                Some(batch.job_keys.len())
             }
-            _ => false,
+            _ => None,
         },
-        _ => false,
+        _ => None,
     }
 }
 

@@ -30,19 +30,38 @@ fn the_same_seed_gives_the_same_trace() {
     );
 }
 
+/// 200 seeds by default (`RILL_SIM_SEEDS`, from `RILL_SIM_START`), on two threads: each
+/// seed is a run of its own, on a runtime of its own.
 #[test]
 fn a_range_of_seeds_runs_clean() {
-    let count: u64 = std::env::var("RILL_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    let start: u64 = std::env::var("RILL_SIM_START")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000);
+    let count: u64 = env_number("RILL_SIM_SEEDS", 200);
+    let start: u64 = env_number("RILL_SIM_START", 1_000);
     let options = Options::default();
-    for seed in start..start + count {
-        let report = run(seed, &options);
-        assert!(report.passed(), "{}", explain(&report));
-    }
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|worker| {
+                let options = &options;
+                scope.spawn(move || {
+                    (start + worker..start + count)
+                        .step_by(2)
+                        .map(|seed| run(seed, options))
+                        .filter(|report| !report.passed())
+                        .map(|report| explain(&report))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a worker"))
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
 }
