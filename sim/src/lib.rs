@@ -45,6 +45,16 @@ pub struct Options {
     pub clients: u64,
     /// Keep the trace's text in the report.
     pub keep_trace: bool,
+    /// A bug to plant, to show that the checks find it.
+    pub planted: Option<PlantedBug>,
+}
+
+/// Bugs the simulator can plant on purpose, so a test shows the invariants catch them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlantedBug {
+    /// One replica applies entries with its own clock's time instead of the entry's
+    /// (what the engine's determinism rule forbids).
+    ReplicaReadsItsClock,
 }
 
 impl Default for Options {
@@ -53,6 +63,7 @@ impl Default for Options {
             replicas: 3,
             clients: 3,
             keep_trace: false,
+            planted: None,
         }
     }
 }
@@ -136,6 +147,7 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
             &network,
             &world,
             max_sync_ms,
+            options.planted,
         )
         .await
         {

@@ -21,6 +21,7 @@ use rill_raft::{
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::PlantedBug;
 use crate::log_store::MemLogStore;
 use crate::network::{SimNetwork, SimTransport, TransportHandle};
 use crate::rng::{FNV_START, fnv};
@@ -35,10 +36,18 @@ struct SimHandler {
     state: Arc<StateStore>,
     processor: Mutex<Processor<BpmnEngine>>,
     world: SharedWorld,
+    /// `PlantedBug::ReplicaReadsItsClock`: this replica stamps entries with its own clock.
+    own_clock: bool,
 }
 
 impl SimHandler {
-    fn apply_now(&self, batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {
+    fn apply_now(&self, mut batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {
+        if self.own_clock {
+            let now = crate::EPOCH_MS + self.world.lock().now_ms() as i64;
+            for entry in &mut batch.entries {
+                entry.data = entry.data.take().map(|data| restamp(&data, now));
+            }
+        }
         let db = self.state.current();
         let mut processor = self.processor.lock();
         let before = processor.last_position();
@@ -87,6 +96,17 @@ impl SimHandler {
     }
 }
 
+/// The entry with `now` in place of the leader's timestamp (bytes 9..17 of a version 3
+/// batch, see `rill_broker`'s batch format): the planted bug of a replica that reads its
+/// own clock.
+fn restamp(data: &bytes::Bytes, now: i64) -> bytes::Bytes {
+    let mut bytes = data.to_vec();
+    if bytes.len() >= 17 {
+        bytes[9..17].copy_from_slice(&now.to_le_bytes());
+    }
+    bytes.into()
+}
+
 impl ApplyHandler for SimHandler {
     fn apply(
         &self,
@@ -126,6 +146,7 @@ impl SimNode {
         network: &SimNetwork,
         world: &SharedWorld,
         max_sync_ms: u64,
+        planted: Option<PlantedBug>,
     ) -> Result<SimNode, String> {
         let settings = raft_settings();
         let config = rill_raft::openraft_config(&settings, "sim").map_err(|e| e.to_string())?;
@@ -147,6 +168,7 @@ impl SimNode {
             state: state.clone(),
             processor: Mutex::new(processor),
             world: world.clone(),
+            own_clock: planted == Some(PlantedBug::ReplicaReadsItsClock) && id == members[0],
         });
         let transport = TransportHandle(Arc::new(SimTransport {
             from: id,

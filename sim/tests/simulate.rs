@@ -1,7 +1,7 @@
 //! The simulator's own promises: a seed names one run, byte for byte, and a range of
 //! seeds runs clean. A failure prints the seed and the command that reproduces it.
 
-use rill_sim::{Options, Report, run};
+use rill_sim::{Options, PlantedBug, Report, run};
 
 fn explain(report: &Report) -> String {
     format!(
@@ -64,4 +64,25 @@ fn env_number(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
+}
+
+/// The checks are not blind: a replica that stamps entries with its own clock instead
+/// of the leader's timestamp in the entry is caught.
+#[test]
+fn a_planted_clock_bug_is_found() {
+    let options = Options {
+        planted: Some(PlantedBug::ReplicaReadsItsClock),
+        ..Options::default()
+    };
+    for seed in [1_000, 1_001, 1_002] {
+        let report = run(seed, &options);
+        assert!(
+            report
+                .violations
+                .iter()
+                .any(|v| v.contains("state digests differ") || v.contains("records differ")),
+            "seed {seed}: a replica reading its own clock went unnoticed: {:?}",
+            report.violations
+        );
+    }
 }
