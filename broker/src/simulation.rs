@@ -3,13 +3,20 @@
 //! committed entries with, without the partition actor, its clock and its threads
 //! (docs/decisions/simulation.md).
 
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rill_config::RaftConfig;
 use rill_engine_api::{CommandLimits, Engine, RequestId};
 use rill_protocol::{PartitionId, Position, Term, Timestamp};
-use rill_raft::{ApplyBatch, StateDb};
+use rill_raft::{ApplyBatch, BetterLog, Raft, StateDb};
 use serde::Serialize;
 
 use crate::batch::BatchBuilder;
 use crate::error::Result;
+use crate::metrics::BrokerMetrics;
+use crate::partition::{ElectionPlan, drive_elections};
 use crate::processor::{PartitionInfo, apply_batch};
 use crate::state::{Cursor, RocksState};
 
@@ -89,4 +96,34 @@ impl<E: Engine> Processor<E> {
     pub fn last_position(&self) -> Position {
         self.cursor.last_position
     }
+}
+
+/// The broker's election driver (`partition/election.rs`) for one replica, until raft
+/// stops: it stands after `raft.election-timeout` without a leader plus `rank` priority
+/// steps (with `raft.priority-election`) or plus `jitter` (without), and at once when it
+/// refused a candidate whose log is behind. The caller chooses the jitter, which a broker
+/// draws from the process's randomness.
+pub fn election_driver(
+    raft: Raft,
+    settings: &RaftConfig,
+    rank: u32,
+    jitter: Duration,
+    better_log: Arc<BetterLog>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let (rank, jitter) = if settings.priority_election {
+        (rank, Duration::ZERO)
+    } else {
+        (0, jitter)
+    };
+    let plan = ElectionPlan {
+        timeout: settings.election_timeout,
+        lease: rill_raft::leader_lease(settings),
+        rank,
+        step: settings.heartbeat_interval / 2,
+        jitter,
+        tick: settings.heartbeat_interval / 2,
+        shared_rank: None,
+    };
+    let metrics = BrokerMetrics::unregistered().partition(1);
+    drive_elections(raft, plan, better_log, metrics)
 }

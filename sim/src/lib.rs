@@ -29,7 +29,7 @@ use rill_raft::StateOptions;
 use tokio::time::Instant;
 
 use crate::network::SimNetwork;
-use crate::node::SimNode;
+use crate::node::{NodeSetup, SimNode};
 use crate::rng::{FNV_START, fnv};
 use crate::workload::Outcome;
 pub use crate::world::NetFaults;
@@ -123,34 +123,35 @@ fn scratch_dir() -> tempfile::TempDir {
 
 async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report {
     let world: SharedWorld = Arc::new(Mutex::new(World::new(seed, options.keep_trace)));
-    let (fault_ms, max_sync_ms) = {
+    let (fault_ms, max_sync_ms, priority_election) = {
         let mut w = world.lock();
         let fault_ms = w.rng.between(8_000, 16_000);
-        let max_sync_ms = w.rng.below(20);
+        let max_sync_ms = w.rng.below(50);
+        let priority_election = w.rng.chance(500);
         w.faults = random_faults(&mut w.rng);
         let faults = w.faults.clone();
         w.trace(format_args!(
-            "seed {seed} faults {fault_ms}ms {faults:?} sync <= {max_sync_ms}ms"
+            "seed {seed} faults {fault_ms}ms {faults:?} sync <= {max_sync_ms}ms priority election {priority_election}"
         ));
-        (fault_ms, max_sync_ms)
+        (fault_ms, max_sync_ms, priority_election)
     };
     let network = SimNetwork::default();
     let state_options = StateOptions::with_cache_size(8 << 20);
     let members: Vec<NodeId> = (1..=options.replicas).collect();
     let mut nodes = Vec::new();
     for &id in &members {
-        match SimNode::start(
-            id,
-            &members,
-            &dir.join(format!("n{id}")),
-            &state_options,
-            &network,
-            &world,
+        let node_dir = dir.join(format!("n{id}"));
+        let setup = NodeSetup {
+            members: &members,
+            dir: &node_dir,
+            state_options: &state_options,
+            network: &network,
+            world: &world,
             max_sync_ms,
-            options.planted,
-        )
-        .await
-        {
+            planted: options.planted,
+            priority_election,
+        };
+        match SimNode::start(id, setup).await {
             Ok(node) => nodes.push(node),
             Err(e) => {
                 world
@@ -179,7 +180,12 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
     }
 
     let faults_end = Instant::now() + Duration::from_millis(fault_ms);
-    let nemesis = tokio::spawn(nemesis(world.clone(), members.clone(), faults_end));
+    let nemesis = tokio::spawn(nemesis(
+        cluster.clone(),
+        world.clone(),
+        members.clone(),
+        faults_end,
+    ));
     let mut clients = Vec::new();
     for client in 1..=options.clients {
         clients.push(tokio::spawn(work(
@@ -199,6 +205,13 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
         w.faults = NetFaults::CALM;
         w.cut.clear();
         w.trace(format_args!("healed"));
+    }
+    for node in &cluster.nodes {
+        if let Err(e) = node.restart().await {
+            world
+                .lock()
+                .violation(format!("node {} restart failed: {e}", node.id));
+        }
     }
     // Drain: complete what the clients hold, then whatever else is activatable.
     let drain_end = Instant::now() + Duration::from_secs(20);
@@ -231,13 +244,46 @@ fn random_faults(rng: &mut rng::SimRng) -> NetFaults {
     }
 }
 
-/// Cuts and heals links, and changes the network's faults, until `until`.
-async fn nemesis(world: SharedWorld, members: Vec<NodeId>, until: Instant) {
+/// Cuts and heals links, changes the network's faults, crashes a node and restarts it,
+/// until `until`. At most one node is down at a time, so a quorum remains.
+async fn nemesis(cluster: Arc<Cluster>, world: SharedWorld, members: Vec<NodeId>, until: Instant) {
     loop {
-        let pause = Duration::from_millis(world.lock().rng.between(300, 3_000));
-        tokio::time::sleep(pause).await;
+        let (pause, crash) = {
+            let mut w = world.lock();
+            (w.rng.between(300, 3_000), w.rng.below(5) == 0)
+        };
+        tokio::time::sleep(Duration::from_millis(pause)).await;
         if Instant::now() >= until {
             return;
+        }
+        if crash {
+            let (victim, down_ms) = {
+                let mut w = world.lock();
+                // Half the time the leader, whose unsynced appends are the interesting ones.
+                let leader = cluster.nodes.iter().position(|n| n.is_leader().is_some());
+                let victim = match leader {
+                    Some(leader) if w.rng.chance(500) => leader,
+                    _ => w.rng.below(cluster.nodes.len() as u64) as usize,
+                };
+                (victim, w.rng.between(200, 5_000))
+            };
+            // One node down at a time: the other two keep a quorum.
+            let all_up = cluster.nodes.iter().all(|n| n.raft().is_some());
+            if all_up && cluster.nodes[victim].crash().await {
+                let cluster = cluster.clone();
+                let world = world.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(down_ms)).await;
+                    // After the faults, the heal restarts it.
+                    if Instant::now() >= until {
+                        return;
+                    }
+                    if let Err(e) = cluster.nodes[victim].restart().await {
+                        world.lock().violation(format!("node restart failed: {e}"));
+                    }
+                });
+            }
+            continue;
         }
         let mut w = world.lock();
         let n = members.len() as u64;
@@ -377,7 +423,11 @@ async fn finish(seed: u64, world: &SharedWorld, cluster: &Cluster, start: Instan
             let last_logs: Vec<u64> = cluster
                 .nodes
                 .iter()
-                .map(|n| n.raft.metrics().borrow().last_log_index.unwrap_or(0))
+                .map(|n| {
+                    n.raft()
+                        .and_then(|r| r.metrics().borrow().last_log_index)
+                        .unwrap_or(0)
+                })
                 .collect();
             let applied: Vec<u64> = cluster
                 .nodes
@@ -406,7 +456,7 @@ async fn finish(seed: u64, world: &SharedWorld, cluster: &Cluster, start: Instan
     }
     let records = check_end_state(world, cluster);
     for node in &cluster.nodes {
-        let _ = node.raft.shutdown().await;
+        node.shutdown().await;
     }
     let simulated_ms = Instant::now().duration_since(start).as_millis() as u64;
     let mut report = report(seed, world, &cluster.nodes, records);

@@ -23,6 +23,13 @@ struct Log {
     vote: Option<Vote>,
     committed: Option<LogId>,
     last_purged: Option<LogId>,
+    /// Indexes appended but not yet synced, with the append that wrote them (an index
+    /// written again after a truncation belongs to the later append). Syncs finish in
+    /// order, so these are always the log's tail.
+    unsynced: BTreeMap<u64, u64>,
+    appends: u64,
+    /// The power is off: writes vanish and syncs never finish.
+    down: bool,
 }
 
 #[derive(Clone)]
@@ -44,6 +51,32 @@ impl MemLogStore {
             max_sync_ms,
             synced_until: Arc::new(Mutex::new(Instant::now())),
         }
+    }
+
+    /// The power is back (the node restarts).
+    pub fn restore_power(&self) {
+        self.log.lock().down = false;
+    }
+
+    /// A power cut: from now on nothing is written until [`MemLogStore::restore_power`];
+    /// entries not yet synced are gone, and the log ends before the first of
+    /// them (the committed log id, written after them, is gone too). Entries up to
+    /// `applied` stay: the state database, which is not modelled losing writes, already
+    /// holds their effects (docs/decisions/simulation.md). Returns how many were lost.
+    pub fn cut_power(&self, applied: u64) -> usize {
+        let mut log = self.log.lock();
+        log.down = true;
+        let first_lost = log.unsynced.keys().copied().find(|&index| index > applied);
+        log.unsynced.clear();
+        let Some(first_lost) = first_lost else {
+            return 0;
+        };
+        let lost = log.entries.split_off(&first_lost).len();
+        let last = log.entries.values().next_back().map(|e| *e.get_log_id());
+        if log.committed.is_some_and(|c| Some(c) > last) {
+            log.committed = last;
+        }
+        lost
     }
 }
 
@@ -74,7 +107,10 @@ impl RaftLogStorage<TypeConfig> for MemLogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
-        self.log.lock().vote = Some(*vote);
+        let mut log = self.log.lock();
+        if !log.down {
+            log.vote = Some(*vote);
+        }
         Ok(())
     }
 
@@ -83,7 +119,10 @@ impl RaftLogStorage<TypeConfig> for MemLogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
-        self.log.lock().committed = committed;
+        let mut log = self.log.lock();
+        if !log.down {
+            log.committed = committed;
+        }
         Ok(())
     }
 
@@ -100,12 +139,23 @@ impl RaftLogStorage<TypeConfig> for MemLogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        {
+        let (append, indexes) = {
             let mut log = self.log.lock();
-            for entry in entries {
-                log.entries.insert(entry.get_log_id().index, entry);
+            if log.down {
+                // Never reported durable: the machine is off.
+                return Ok(());
             }
-        }
+            log.appends += 1;
+            let append = log.appends;
+            let mut indexes = Vec::new();
+            for entry in entries {
+                let index = entry.get_log_id().index;
+                log.unsynced.insert(index, append);
+                log.entries.insert(index, entry);
+                indexes.push(index);
+            }
+            (append, indexes)
+        };
         let sync = Duration::from_millis(self.world.lock().rng.below(self.max_sync_ms + 1));
         let done = {
             let mut until = self.synced_until.lock();
@@ -113,20 +163,38 @@ impl RaftLogStorage<TypeConfig> for MemLogStore {
             *until = (Instant::now() + sync).max(*until + Duration::from_millis(1));
             *until
         };
+        let log = self.log.clone();
         tokio::spawn(async move {
             tokio::time::sleep_until(done).await;
+            {
+                let mut log = log.lock();
+                if log.down {
+                    return;
+                }
+                for index in indexes {
+                    if log.unsynced.get(&index) == Some(&append) {
+                        log.unsynced.remove(&index);
+                    }
+                }
+            }
             callback.log_io_completed(Ok(()));
         });
         Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        self.log.lock().entries.split_off(&log_id.index);
+        let mut log = self.log.lock();
+        if !log.down {
+            log.entries.split_off(&log_id.index);
+        }
         Ok(())
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let mut log = self.log.lock();
+        if log.down {
+            return Ok(());
+        }
         log.entries = log.entries.split_off(&(log_id.index + 1));
         log.last_purged = Some(log_id);
         Ok(())

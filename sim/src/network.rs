@@ -27,6 +27,11 @@ impl SimNetwork {
         self.services.write().insert(node, service);
     }
 
+    /// The node is down: requests to it go unanswered.
+    pub fn detach(&self, node: NodeId) {
+        self.services.write().remove(&node);
+    }
+
     fn service(&self, node: NodeId) -> Option<RaftService> {
         self.services.read().get(&node).cloned()
     }
@@ -98,6 +103,10 @@ impl SimTransport {
         payload: Bytes,
     ) -> Result<Bytes, TransportFailure> {
         let from = self.from;
+        if self.network.service(from).is_none() {
+            // This node is down: nothing leaves it.
+            return std::future::pending().await;
+        }
         let what = format!("{kind:?}");
         let fate = decide(&self.world, from, to, &what, &payload);
         if let Some(later) = fate.duplicate {
@@ -127,6 +136,10 @@ impl SimTransport {
             .handle(partition, payload)
             .await
             .map_err(TransportFailure::Remote)?;
+        if self.network.service(to).is_none() {
+            // It went down while handling: its answer never leaves.
+            return std::future::pending().await;
+        }
         let back = decide(&self.world, to, from, "reply", &reply);
         tokio::time::sleep(back.delay).await;
         if back.dropped || lost_on_cut_link(&self.world, to, from, back.id, "reply") {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use openraft::{BasicNode, ServerState};
 use parking_lot::Mutex;
-use rill_broker::simulation::Processor;
+use rill_broker::simulation::{Processor, election_driver};
 use rill_config::RaftConfig;
 use rill_engine::{BpmnEngine, EngineOptions};
 use rill_protocol::PartitionId;
@@ -18,8 +18,6 @@ use rill_raft::{
     ApplyBatch, ApplyHandler, EntryResponse, NetworkFactory, PartitionStateMachine, Raft,
     RaftService, SnapshotMeta, SnapshotStore, StateOptions, StateStore,
 };
-use tokio::sync::oneshot;
-use tokio::time::Instant;
 
 use crate::PlantedBug;
 use crate::log_store::MemLogStore;
@@ -38,10 +36,15 @@ struct SimHandler {
     world: SharedWorld,
     /// `PlantedBug::ReplicaReadsItsClock`: this replica stamps entries with its own clock.
     own_clock: bool,
+    /// False once the node crashed: this incarnation applies nothing more.
+    alive: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SimHandler {
     fn apply_now(&self, mut batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {
+        if !self.alive.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(rill_raft::Error::Handler("the node is down".into()));
+        }
         if self.own_clock {
             let now = crate::EPOCH_MS + self.world.lock().now_ms() as i64;
             for entry in &mut batch.entries {
@@ -126,140 +129,222 @@ impl ApplyHandler for SimHandler {
     }
 }
 
+/// One replica: its storage, which outlives a crash, and its raft while it runs.
 pub struct SimNode {
     pub id: NodeId,
-    pub raft: Raft,
     pub state: Arc<StateStore>,
+    log: MemLogStore,
+    snapshots: Arc<SnapshotStore>,
+    network: SimNetwork,
+    world: SharedWorld,
+    own_clock: bool,
+    settings: RaftConfig,
+    /// Its place in the priority order (the partition's first member leads by preference).
+    rank: u32,
+    raft: parking_lot::RwLock<Option<Raft>>,
+    /// The running incarnation's switch (see `SimHandler::alive`).
+    alive: parking_lot::Mutex<Arc<std::sync::atomic::AtomicBool>>,
 }
 
-/// Rill's raft settings (the broker's defaults).
-pub fn raft_settings() -> RaftConfig {
-    RaftConfig::default()
+/// Rill's raft settings: the broker's defaults, with or without the priority election.
+pub fn raft_settings(priority_election: bool) -> RaftConfig {
+    RaftConfig {
+        priority_election,
+        ..RaftConfig::default()
+    }
+}
+
+/// Where a node keeps its state, and how the run treats its storage.
+pub struct NodeSetup<'a> {
+    pub members: &'a [NodeId],
+    pub dir: &'a Path,
+    pub state_options: &'a StateOptions,
+    pub network: &'a SimNetwork,
+    pub world: &'a SharedWorld,
+    pub max_sync_ms: u64,
+    pub planted: Option<PlantedBug>,
+    pub priority_election: bool,
 }
 
 impl SimNode {
-    pub async fn start(
-        id: NodeId,
-        members: &[NodeId],
-        dir: &Path,
-        state_options: &StateOptions,
-        network: &SimNetwork,
-        world: &SharedWorld,
-        max_sync_ms: u64,
-        planted: Option<PlantedBug>,
-    ) -> Result<SimNode, String> {
-        let settings = raft_settings();
-        let config = rill_raft::openraft_config(&settings, "sim").map_err(|e| e.to_string())?;
+    /// Opens a new replica's storage and starts it with the partition's first membership.
+    pub async fn start(id: NodeId, setup: NodeSetup<'_>) -> Result<SimNode, String> {
         let state = Arc::new(
-            StateStore::open_with(&dir.join("state"), state_options).map_err(|e| e.to_string())?,
-        );
-        let snapshots = Arc::new(
-            SnapshotStore::open(&dir.join("snapshots"), tokio::runtime::Handle::current())
+            StateStore::open_with(&setup.dir.join("state"), setup.state_options)
                 .map_err(|e| e.to_string())?,
         );
-        let processor = Processor::new(
-            BpmnEngine::new(EngineOptions::default()),
-            PARTITION,
-            &state.current(),
-        )
-        .map_err(|e| e.to_string())?;
-        let handler = Arc::new(SimHandler {
-            node: id,
-            state: state.clone(),
-            processor: Mutex::new(processor),
-            world: world.clone(),
-            own_clock: planted == Some(PlantedBug::ReplicaReadsItsClock) && id == members[0],
-        });
-        let transport = TransportHandle(Arc::new(SimTransport {
-            from: id,
-            network: network.clone(),
-            world: world.clone(),
-        }));
-        let factory =
-            NetworkFactory::new(PARTITION, Arc::new(transport), settings.heartbeat_interval);
-        let sm = PartitionStateMachine::new(state.clone(), snapshots, handler);
-        let log = MemLogStore::new(world.clone(), max_sync_ms);
-        let raft = Raft::new(id, config, factory, log, sm)
-            .await
-            .map_err(|e| e.to_string())?;
-        let service = RaftService::new();
-        service.register(PARTITION, raft.clone());
-        network.attach(id, service);
-        let voters: BTreeMap<u64, BasicNode> = members
+        let snapshots = Arc::new(
+            SnapshotStore::open(
+                &setup.dir.join("snapshots"),
+                tokio::runtime::Handle::current(),
+            )
+            .map_err(|e| e.to_string())?,
+        );
+        let node = SimNode {
+            id,
+            state,
+            log: MemLogStore::new(setup.world.clone(), setup.max_sync_ms),
+            snapshots,
+            network: setup.network.clone(),
+            world: setup.world.clone(),
+            own_clock: setup.planted == Some(PlantedBug::ReplicaReadsItsClock)
+                && Some(&id) == setup.members.first(),
+            settings: raft_settings(setup.priority_election),
+            rank: setup.members.iter().position(|&m| m == id).unwrap_or(0) as u32,
+            raft: parking_lot::RwLock::new(None),
+            alive: Default::default(),
+        };
+        let raft = node.open_raft().await?;
+        let voters: BTreeMap<u64, BasicNode> = setup
+            .members
             .iter()
             .map(|&m| (m, BasicNode::new(format!("n{m}"))))
             .collect();
         // Every replica proposes the same first membership, as brokers do.
         let _ = raft.initialize(voters).await;
-        tokio::spawn(watch_leadership(raft.clone(), id, world.clone()));
-        tokio::spawn(drive_elections(raft.clone(), id, world.clone(), settings));
-        Ok(SimNode { id, raft, state })
+        Ok(node)
     }
 
+    /// Starts raft over the node's storage, with a fresh engine and processor continuing
+    /// from the state database, as a broker does when it starts.
+    async fn open_raft(&self) -> Result<Raft, String> {
+        let settings = &self.settings;
+        let config = rill_raft::openraft_config(&settings, "sim").map_err(|e| e.to_string())?;
+        let processor = Processor::new(
+            BpmnEngine::new(EngineOptions::default()),
+            PARTITION,
+            &self.state.current(),
+        )
+        .map_err(|e| e.to_string())?;
+        let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        *self.alive.lock() = alive.clone();
+        let handler = Arc::new(SimHandler {
+            alive,
+            node: self.id,
+            state: self.state.clone(),
+            processor: Mutex::new(processor),
+            world: self.world.clone(),
+            own_clock: self.own_clock,
+        });
+        let transport = TransportHandle(Arc::new(SimTransport {
+            from: self.id,
+            network: self.network.clone(),
+            world: self.world.clone(),
+        }));
+        let factory =
+            NetworkFactory::new(PARTITION, Arc::new(transport), settings.heartbeat_interval);
+        let sm = PartitionStateMachine::new(self.state.clone(), self.snapshots.clone(), handler);
+        let raft = Raft::new(self.id, config, factory, self.log.clone(), sm)
+            .await
+            .map_err(|e| e.to_string())?;
+        let service = RaftService::new();
+        service.register(PARTITION, raft.clone());
+        let better_log = service.better_log_signal(PARTITION);
+        self.network.attach(self.id, service);
+        tokio::spawn(watch_leadership(raft.clone(), self.id, self.world.clone()));
+        let jitter = Duration::from_millis(
+            self.world
+                .lock()
+                .rng
+                .below(settings.election_timeout.as_millis() as u64 / 2),
+        );
+        tokio::spawn(election_driver(
+            raft.clone(),
+            settings,
+            self.rank,
+            jitter,
+            better_log,
+        ));
+        *self.raft.write() = Some(raft.clone());
+        Ok(raft)
+    }
+
+    /// The running raft, if the node is up.
+    pub fn raft(&self) -> Option<Raft> {
+        self.raft.read().clone()
+    }
+
+    /// The term it leads in, if it is up and says it leads.
     pub fn is_leader(&self) -> Option<u64> {
-        let m = self.raft.metrics().borrow().clone();
+        let raft = self.raft()?;
+        let m = raft.metrics().borrow().clone();
         (m.state == ServerState::Leader).then_some(m.current_term)
+    }
+
+    /// Crashes the node: raft stops, nothing reaches it, and its log loses what was not
+    /// synced. Returns whether it was up.
+    pub async fn crash(&self) -> bool {
+        let raft = self.raft.write().take();
+        let Some(raft) = raft else {
+            return false;
+        };
+        // The power goes at once: no message in or out, nothing more applied or written.
+        self.network.detach(self.id);
+        self.alive
+            .lock()
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let applied = self
+            .state
+            .applied_state()
+            .ok()
+            .and_then(|(applied, _)| applied)
+            .map_or(0, |id| id.index);
+        let lost = self.log.cut_power(applied);
+        self.world.lock().trace(format_args!(
+            "n{} crashed, {lost} unsynced entries lost, applied {applied}",
+            self.id
+        ));
+        let _ = raft.shutdown().await;
+        true
+    }
+
+    /// Starts a crashed node again. Returns whether it was down.
+    pub async fn restart(&self) -> Result<bool, String> {
+        if self.raft.read().is_some() {
+            return Ok(false);
+        }
+        self.world
+            .lock()
+            .trace(format_args!("n{} restarts", self.id));
+        self.log.restore_power();
+        self.open_raft().await.map(|_| true)
+    }
+
+    pub async fn shutdown(&self) {
+        let raft = self.raft.write().take();
+        if let Some(raft) = raft {
+            let _ = raft.shutdown().await;
+        }
     }
 }
 
-/// Reports every leader raft's metrics show to the one-leader-per-term check.
+/// Reports every leader raft's metrics show to the leader checks, and traces each
+/// change of role or term.
 async fn watch_leadership(raft: Raft, id: NodeId, world: SharedWorld) {
     let mut metrics = raft.metrics();
+    let mut last = None;
     loop {
-        let (state, term) = {
+        let (state, term, last_log, applied) = {
             let m = metrics.borrow_and_update();
-            (m.state, m.current_term)
+            (
+                m.state,
+                m.current_term,
+                m.last_log_index,
+                m.last_applied.map(|l| l.index),
+            )
         };
-        if state == ServerState::Leader {
-            world.lock().saw_leader(term, id);
+        if last != Some((state, term)) {
+            last = Some((state, term));
+            let mut w = world.lock();
+            w.trace(format_args!(
+                "n{id} {state:?} term {term} last log {last_log:?} applied {applied:?}"
+            ));
+            if state == ServerState::Leader {
+                w.saw_leader(term, id);
+            }
         }
         if state == ServerState::Shutdown || metrics.changed().await.is_err() {
             return;
-        }
-    }
-}
-
-/// When this replica last heard from a leader (or voted), as raft keeps it.
-async fn last_contact(raft: &Raft) -> Option<Option<Instant>> {
-    let (tx, rx) = oneshot::channel();
-    raft.external_request(move |state| {
-        let _ = tx.send(state.vote_last_modified());
-    });
-    rx.await.ok()
-}
-
-/// openraft's own election timer is off in Rill (see `rill_raft::openraft_config`); the
-/// broker's election driver stands after the election timeout without a leader. This one
-/// follows the same rule, with a seeded jitter instead of the priority order, so the
-/// replicas do not all stand at once. (The broker's driver itself is not covered yet.)
-async fn drive_elections(raft: Raft, id: NodeId, world: SharedWorld, settings: RaftConfig) {
-    let started = Instant::now();
-    let mut stood = started;
-    let tick = settings.heartbeat_interval / 2;
-    let timeout = settings.election_timeout;
-    let jitter = |world: &SharedWorld| {
-        Duration::from_millis(world.lock().rng.below(timeout.as_millis() as u64 / 2))
-    };
-    let mut patience = timeout + jitter(&world);
-    loop {
-        tokio::time::sleep(tick).await;
-        let state = raft.metrics().borrow().state;
-        match state {
-            ServerState::Shutdown => return,
-            ServerState::Follower | ServerState::Candidate => {}
-            _ => continue,
-        }
-        let Some(contact) = last_contact(&raft).await else {
-            return;
-        };
-        let heard = contact.unwrap_or(started).max(stood);
-        if Instant::now().duration_since(heard) >= patience {
-            world
-                .lock()
-                .trace(format_args!("n{id} stands for election"));
-            let _ = raft.trigger().elect().await;
-            stood = Instant::now();
-            patience = timeout + jitter(&world);
         }
     }
 }

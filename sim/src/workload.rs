@@ -111,6 +111,9 @@ pub async fn submit(
         (i, term, RequestId((client << 40) | w.next_message))
     };
     let node = &cluster.nodes[node];
+    let Some(raft) = node.raft() else {
+        return Outcome::Unknown;
+    };
     let timestamp = Timestamp(EPOCH_MS + world.lock().now_ms() as i64);
     let what = command_name(&command);
     let Ok(bytes) = encode_entry(timestamp, Term(term), &[(Some(request), command)]) else {
@@ -124,7 +127,7 @@ pub async fn submit(
     ));
     let written = tokio::time::timeout(
         Duration::from_secs(5),
-        node.raft.client_write(EntryData(bytes.into())),
+        raft.client_write(EntryData(bytes.into())),
     )
     .await;
     let log_id = match written {

@@ -17,7 +17,7 @@ fn the_same_seed_gives_the_same_trace() {
     let second = run(7, &options);
     assert!(first.passed(), "{}", explain(&first));
     assert!(first.acknowledged > 10, "the workload ran: {first:?}");
-    assert!(first.trace_lines > 1_000, "{first:?}");
+    assert!(first.trace_lines > 500, "{first:?}");
     assert_eq!(
         (first.trace_hash, first.trace_lines),
         (second.trace_hash, second.trace_lines),
