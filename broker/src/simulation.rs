@@ -14,7 +14,7 @@ use rill_raft::{ApplyBatch, BetterLog, Raft, StateDb};
 use serde::Serialize;
 
 use crate::batch::BatchBuilder;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::BrokerMetrics;
 use crate::partition::{ElectionPlan, drive_elections};
 use crate::processor::{PartitionInfo, apply_batch};
@@ -90,6 +90,21 @@ impl<E: Engine> Processor<E> {
                 Err(e)
             }
         }
+    }
+
+    /// Commands whose time has come at `now` on this replica's state (timers due, job
+    /// deadlines passed), at most `limit`: what a leader proposes for them.
+    pub fn due_commands(
+        &mut self,
+        db: &StateDb,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<E::Command>> {
+        let mut commands = Vec::new();
+        self.engine
+            .due_commands(&RocksState::new(db), now, limit, &mut commands)
+            .map_err(Error::QueryFailed)?;
+        Ok(commands)
     }
 
     /// The position of the last record written.

@@ -78,6 +78,8 @@ pub struct Report {
     pub trace: Option<String>,
     pub violations: Vec<String>,
     pub acknowledged: usize,
+    /// Acknowledged process instances (each must have ended by the end of the run).
+    pub instances: usize,
     pub applied_index: u64,
     pub records: u64,
     pub leaders: usize,
@@ -179,6 +181,16 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    // The leader's due work (job time-outs), every half second until the end.
+    let timers = {
+        let (cluster, world) = (cluster.clone(), world.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                workload::propose_due_work(&cluster, &world).await;
+            }
+        })
+    };
     let faults_end = Instant::now() + Duration::from_millis(fault_ms);
     let nemesis = tokio::spawn(nemesis(
         cluster.clone(),
@@ -204,7 +216,8 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
         let mut w = world.lock();
         w.faults = NetFaults::CALM;
         w.cut.clear();
-        w.trace(format_args!("healed"));
+        w.clock_skew.clear();
+        w.trace(format_args!("healed (clocks set right)"));
     }
     for node in &cluster.nodes {
         if let Err(e) = node.restart().await {
@@ -214,7 +227,11 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
         }
     }
     // Drain: complete what the clients hold, then whatever else is activatable.
-    let drain_end = Instant::now() + Duration::from_secs(20);
+    // Jobs whose activation was lost come back when they time out, which a clock that
+    // jumped ahead may have put minutes off: the drain lasts until every acknowledged
+    // instance ended, or half an hour.
+    let drain_end = Instant::now() + Duration::from_secs(1_800);
+    let all_ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut drains = Vec::new();
     for (client, jobs) in leftover.into_iter().enumerate() {
         drains.push(tokio::spawn(drain(
@@ -222,12 +239,23 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
             world.clone(),
             client as u64 + 1,
             jobs,
-            drain_end,
+            (drain_end, all_ended.clone()),
         )));
     }
+    while Instant::now() < drain_end {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let instances = world.lock().instances.clone();
+        if let Some(ended) = ended_instances(&cluster)
+            && instances.iter().all(|i| ended.contains(i))
+        {
+            break;
+        }
+    }
+    all_ended.store(true, std::sync::atomic::Ordering::SeqCst);
     for drain in drains {
         let _ = drain.await;
     }
+    timers.abort();
     finish(seed, &world, &cluster, start).await
 }
 
@@ -313,6 +341,13 @@ async fn nemesis(cluster: Arc<Cluster>, world: SharedWorld, members: Vec<NodeId>
                 w.cut.insert((node, other));
                 w.trace(format_args!("nemesis cuts n{node}->n{other}"));
             }
+            4 if w.rng.chance(500) => {
+                // A clock jump of up to ten minutes either way (longer ones only stretch
+                // the wait for the jobs they push out, in simulated time that costs).
+                let jump = w.rng.between(0, 1_200_000) as i64 - 600_000;
+                *w.clock_skew.entry(node).or_default() += jump;
+                w.trace(format_args!("nemesis: n{node}'s clock jumps {jump} ms"));
+            }
             4 => {
                 let faults = random_faults(&mut w.rng);
                 w.trace(format_args!("nemesis: network now {faults:?}"));
@@ -341,33 +376,56 @@ async fn work(cluster: Arc<Cluster>, world: SharedWorld, client: u64, until: Ins
             complete_job(&cluster, &world, client, job, &mut jobs).await;
         } else if choice < 7 {
             activate(&cluster, &world, client, &mut jobs).await;
-        } else {
-            workload::submit(&cluster, &world, client, workload::create()).await;
+        } else if let Outcome::Accepted { value } =
+            workload::submit(&cluster, &world, client, workload::create()).await
+            && let RecordValue::ProcessInstanceCreation(created) = *value
+        {
+            world.lock().instances.push(created.process_instance_key);
         }
     }
     jobs
 }
 
-/// After the faults: completes the jobs held, and activates more, until an activation
-/// finds none (or `until`).
+/// After the faults: completes the jobs held, and activates more, until told to stop
+/// (`until`: a deadline and a flag).
 async fn drain(
     cluster: Arc<Cluster>,
     world: SharedWorld,
     client: u64,
     mut jobs: Vec<Key>,
-    until: Instant,
+    until: (Instant, Arc<std::sync::atomic::AtomicBool>),
 ) {
-    while Instant::now() < until {
+    let (deadline, stop) = until;
+    // Idle polls back off up to 30 s, as a worker's long poll would wait.
+    let mut idle = Duration::from_millis(500);
+    while Instant::now() < deadline && !stop.load(std::sync::atomic::Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(20)).await;
         match jobs.pop() {
             Some(job) => complete_job(&cluster, &world, client, job, &mut jobs).await,
             None => match activate(&cluster, &world, client, &mut jobs).await {
-                Some(0) => return,
-                Some(_) => {}
-                None => tokio::time::sleep(Duration::from_millis(200)).await,
+                Some(0) | None => {
+                    tokio::time::sleep(idle).await;
+                    idle = (idle * 2).min(Duration::from_secs(30));
+                }
+                Some(_) => idle = Duration::from_millis(500),
             },
         }
     }
+}
+
+/// The process instances that ended, by the records of the first replica that is up.
+fn ended_instances(cluster: &Cluster) -> Option<std::collections::BTreeSet<i64>> {
+    let node = cluster.nodes.iter().find(|n| n.raft().is_some())?;
+    let records = rill_broker::read_records(&node.state.current(), Position(1), usize::MAX).ok()?;
+    Some(
+        records
+            .iter()
+            .filter(|r| {
+                r.value_type == ValueType::ProcessInstance && r.intent == Intent::ElementCompleted
+            })
+            .map(|r| r.key.0)
+            .collect(),
+    )
 }
 
 /// Activates jobs; returns how many, or `None` if the activation was not acknowledged.
@@ -473,6 +531,7 @@ fn report(seed: u64, world: &SharedWorld, nodes: &[SimNode], records: u64) -> Re
         trace: w.take_trace_text(),
         violations: w.violations.clone(),
         acknowledged: w.acks.len(),
+        instances: w.instances.len(),
         applied_index: nodes
             .first()
             .and_then(|n| w.applied.get(&n.id))
@@ -509,6 +568,8 @@ fn check_end_state(world: &SharedWorld, cluster: &Cluster) -> u64 {
         };
         let mut hash = FNV_START;
         let mut completed: BTreeMap<i64, u32> = BTreeMap::new();
+        let mut ended = std::collections::BTreeSet::new();
+        let mut last_timestamp = i64::MIN;
         for (i, record) in records.iter().enumerate() {
             if record.position.get() != i as u64 + 1 {
                 problems.push(format!(
@@ -518,6 +579,20 @@ fn check_end_state(world: &SharedWorld, cluster: &Cluster) -> u64 {
                     record.position.get()
                 ));
                 break;
+            }
+            if record.timestamp.millis() < last_timestamp {
+                problems.push(format!(
+                    "node {}: record {} has a timestamp before the one at {}",
+                    node.id,
+                    record.position.get(),
+                    i
+                ));
+            }
+            last_timestamp = last_timestamp.max(record.timestamp.millis());
+            if record.value_type == ValueType::ProcessInstance
+                && record.intent == Intent::ElementCompleted
+            {
+                ended.insert(record.key.0);
             }
             if let Ok(bytes) = codec::encode(record) {
                 hash = fnv(hash, &bytes);
@@ -536,6 +611,22 @@ fn check_end_state(world: &SharedWorld, cluster: &Cluster) -> u64 {
                     node.id
                 ));
             }
+        }
+        let unfinished: Vec<i64> = {
+            let w = world.lock();
+            w.instances
+                .iter()
+                .copied()
+                .filter(|key| !ended.contains(key))
+                .collect()
+        };
+        if !unfinished.is_empty() {
+            problems.push(format!(
+                "node {}: {} acknowledged instances did not end after the faults: {:?}",
+                node.id,
+                unfinished.len(),
+                &unfinished[..unfinished.len().min(5)]
+            ));
         }
         record_count = records.len() as u64;
         record_digests.insert(node.id, (records.len(), hash));

@@ -42,11 +42,12 @@ fn main() -> ExitCode {
             print!("{trace}");
         }
         println!(
-            "seed {seed}: {} trace {:016x} ({} lines), {} acknowledged, applied {}, {} records, {} terms with a leader ({} with two), {} ms simulated",
+            "seed {seed}: {} trace {:016x} ({} lines), {} acknowledged ({} instances), applied {}, {} records, {} terms with a leader ({} with two), {} ms simulated",
             if report.passed() { "ok" } else { "FAILED" },
             report.trace_hash,
             report.trace_lines,
             report.acknowledged,
+            report.instances,
             report.applied_index,
             report.records,
             report.leaders,

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use rill_broker::simulation::{Processor, election_driver};
 use rill_config::RaftConfig;
 use rill_engine::{BpmnEngine, EngineOptions};
-use rill_protocol::PartitionId;
+use rill_protocol::{Command, PartitionId, Timestamp};
 use rill_raft::{
     ApplyBatch, ApplyHandler, EntryResponse, NetworkFactory, PartitionStateMachine, Raft,
     RaftService, SnapshotMeta, SnapshotStore, StateOptions, StateStore,
@@ -142,6 +142,8 @@ pub struct SimNode {
     /// Its place in the priority order (the partition's first member leads by preference).
     rank: u32,
     raft: parking_lot::RwLock<Option<Raft>>,
+    /// The running incarnation's processor (for the leader's due work).
+    handler: parking_lot::Mutex<Option<Arc<SimHandler>>>,
     /// The running incarnation's switch (see `SimHandler::alive`).
     alive: parking_lot::Mutex<Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -193,6 +195,7 @@ impl SimNode {
             rank: setup.members.iter().position(|&m| m == id).unwrap_or(0) as u32,
             raft: parking_lot::RwLock::new(None),
             alive: Default::default(),
+            handler: Default::default(),
         };
         let raft = node.open_raft().await?;
         let voters: BTreeMap<u64, BasicNode> = setup
@@ -226,6 +229,7 @@ impl SimNode {
             world: self.world.clone(),
             own_clock: self.own_clock,
         });
+        *self.handler.lock() = Some(handler.clone());
         let transport = TransportHandle(Arc::new(SimTransport {
             from: self.id,
             network: self.network.clone(),
@@ -257,6 +261,18 @@ impl SimNode {
         ));
         *self.raft.write() = Some(raft.clone());
         Ok(raft)
+    }
+
+    /// The engine's due commands on this node's state at `now`.
+    pub fn due_commands(&self, now: Timestamp) -> Result<Vec<Command>, String> {
+        let Some(handler) = self.handler.lock().clone() else {
+            return Ok(Vec::new());
+        };
+        let db = self.state.current();
+        let mut processor = handler.processor.lock();
+        processor
+            .due_commands(&db, now, 100)
+            .map_err(|e| e.to_string())
     }
 
     /// The running raft, if the node is up.

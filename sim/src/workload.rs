@@ -10,16 +10,17 @@ use rill_broker::simulation::encode_entry;
 use rill_engine_api::RequestId;
 use rill_protocol::{
     ActivateJobs, Blob, Command, CommandResponse, CreateProcessInstance, JsonValue, Key,
-    ProcessSelector, RecordValue, Resource, Term, Timestamp,
+    ProcessSelector, RecordValue, Resource, Term,
 };
 use rill_raft::{EntryData, TypeConfig};
 
+use crate::Cluster;
 use crate::rng::{FNV_START, fnv};
 use crate::world::{Ack, SharedWorld};
-use crate::{Cluster, EPOCH_MS};
 
 pub const PROCESS_ID: &str = "sim-service";
 pub const JOB_TYPE: &str = "sim-work";
+pub const JOB_TIMEOUT_MS: i64 = 5_000;
 
 pub fn process_xml() -> String {
     format!(
@@ -62,8 +63,9 @@ pub fn activate(max_jobs: i32) -> Command {
     Command::ActivateJobs(ActivateJobs {
         job_type: JOB_TYPE.to_owned(),
         worker: "sim-worker".to_owned(),
-        // Longer than any run: a job times out only if the simulation says so later.
-        timeout: 3_600_000,
+        // Short: jobs whose activation was lost (and jobs of a worker that is slow) time
+        // out during a run and are activated again.
+        timeout: JOB_TIMEOUT_MS,
         max_jobs,
         fetch_variables: Vec::new(),
     })
@@ -114,7 +116,8 @@ pub async fn submit(
     let Some(raft) = node.raft() else {
         return Outcome::Unknown;
     };
-    let timestamp = Timestamp(EPOCH_MS + world.lock().now_ms() as i64);
+    // The leader stamps the entry with its own clock, as a broker does.
+    let timestamp = world.lock().clock(node.id);
     let what = command_name(&command);
     let Ok(bytes) = encode_entry(timestamp, Term(term), &[(Some(request), command)]) else {
         world.lock().violation(format!("cannot encode {what}"));
@@ -185,4 +188,50 @@ fn command_name(command: &Command) -> &'static str {
         Command::CompleteJob { .. } => "complete",
         _ => "other",
     }
+}
+
+/// What a leader does when work falls due: proposes the engine's due commands (job
+/// time-outs, timers) with its own clock, as the broker's leader does (without a waiting
+/// request). Returns how many it proposed and saw applied.
+pub async fn propose_due_work(cluster: &Cluster, world: &SharedWorld) -> usize {
+    let mut proposed = 0;
+    for node in &cluster.nodes {
+        let Some(term) = node.is_leader() else {
+            continue;
+        };
+        let Some(raft) = node.raft() else { continue };
+        let now = world.lock().clock(node.id);
+        let commands = match node.due_commands(now) {
+            Ok(commands) => commands,
+            Err(e) => {
+                world
+                    .lock()
+                    .violation(format!("n{}: due commands: {e}", node.id));
+                continue;
+            }
+        };
+        if commands.is_empty() {
+            continue;
+        }
+        let entry: Vec<(Option<RequestId>, Command)> =
+            commands.into_iter().map(|c| (None, c)).collect();
+        let Ok(bytes) = encode_entry(now, Term(term), &entry) else {
+            world.lock().violation("cannot encode due commands".into());
+            continue;
+        };
+        world.lock().trace(format_args!(
+            "n{} proposes {} due commands",
+            node.id,
+            entry.len()
+        ));
+        let written = tokio::time::timeout(
+            Duration::from_secs(5),
+            raft.client_write(EntryData(bytes.into())),
+        )
+        .await;
+        if matches!(written, Ok(Ok(_))) {
+            proposed += entry.len();
+        }
+    }
+    proposed
 }

@@ -80,6 +80,10 @@ pub struct World {
     /// Jobs whose completion the cluster acknowledged.
     pub completed_jobs: BTreeSet<i64>,
     pub violations: Vec<String>,
+    /// How far each node's clock is off (milliseconds; the nemesis jumps it).
+    pub clock_skew: BTreeMap<NodeId, i64>,
+    /// Process instances whose creation the cluster acknowledged.
+    pub instances: Vec<i64>,
 }
 
 impl World {
@@ -101,12 +105,20 @@ impl World {
             acks: Vec::new(),
             completed_jobs: BTreeSet::new(),
             violations: Vec::new(),
+            clock_skew: BTreeMap::new(),
+            instances: Vec::new(),
         }
     }
 
     /// Simulated milliseconds since the run started.
     pub fn now_ms(&self) -> u64 {
         Instant::now().duration_since(self.start).as_millis() as u64
+    }
+
+    /// `node`'s wall clock: simulated time from [`crate::EPOCH_MS`], plus its skew.
+    pub fn clock(&self, node: NodeId) -> rill_protocol::Timestamp {
+        let skew = self.clock_skew.get(&node).copied().unwrap_or(0);
+        rill_protocol::Timestamp(crate::EPOCH_MS + self.now_ms() as i64 + skew)
     }
 
     /// Adds a line to the trace (hashed; kept as text when asked for).
