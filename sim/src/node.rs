@@ -212,7 +212,7 @@ impl SimNode {
     /// from the state database, as a broker does when it starts.
     async fn open_raft(&self) -> Result<Raft, String> {
         let settings = &self.settings;
-        let config = rill_raft::openraft_config(&settings, "sim").map_err(|e| e.to_string())?;
+        let config = rill_raft::openraft_config(settings, "sim").map_err(|e| e.to_string())?;
         let processor = Processor::new(
             BpmnEngine::new(EngineOptions::default()),
             PARTITION,
