@@ -4,13 +4,19 @@
 //! network whose faults the seed chooses. See docs/decisions/simulation.md.
 //!
 //! ```text
-//!  seed ─► SimRng ─► network faults, nemesis (cuts, one-sided cuts, heals),
+//!  seed ─► SimRng ─► network faults, nemesis (cuts, one-sided cuts, crashes,
+//!                    clock jumps, heals),
 //!                    client think times, leader choice, sync delays, election jitter
 //!  run:  faults + workload ─► heal ─► drain ─► settle ─► final checks
-//!  checked while it runs: one leader per term, same entries at the same index,
-//!  dense positions per batch, no job completion acknowledged twice
+//!  checked while it runs: same entries at the same index, no two leaders' entries
+//!  in one term, dense positions per batch, no job completion acknowledged twice;
+//!  at the end: equal state and records, nothing acknowledged lost, every
+//!  acknowledged instance ended (checks.rs)
 //! ```
 
+mod checks;
+mod clients;
+mod faults;
 mod log_store;
 mod network;
 mod node;
@@ -18,19 +24,18 @@ mod rng;
 mod workload;
 mod world;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rill_broker::RocksState;
-use rill_protocol::{Intent, Key, Position, RecordType, RecordValue, ValueType, codec};
 use rill_raft::StateOptions;
 use tokio::time::Instant;
 
+use crate::checks::{check_end_state, ended_instances};
+use crate::clients::{drain, work};
+use crate::faults::{nemesis, random_faults};
 use crate::network::SimNetwork;
 use crate::node::{NodeSetup, SimNode};
-use crate::rng::{FNV_START, fnv};
 use crate::workload::Outcome;
 pub use crate::world::NetFaults;
 use crate::world::{NodeId, SharedWorld, World};
@@ -259,214 +264,6 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
     finish(seed, &world, &cluster, start).await
 }
 
-/// Delays stay below 100 ms one way: openraft gives an append request the heartbeat
-/// interval (250 ms) for its round trip, so a longer one stops replication altogether
-/// (found by this simulator; docs/decisions/simulation.md).
-fn random_faults(rng: &mut rng::SimRng) -> NetFaults {
-    let max_delay_ms = rng.between(2, 100);
-    NetFaults {
-        drop_per_mille: rng.below(150),
-        duplicate_per_mille: rng.below(60),
-        min_delay_ms: rng.between(1, max_delay_ms),
-        max_delay_ms,
-    }
-}
-
-/// Cuts and heals links, changes the network's faults, crashes a node and restarts it,
-/// until `until`. At most one node is down at a time, so a quorum remains.
-async fn nemesis(cluster: Arc<Cluster>, world: SharedWorld, members: Vec<NodeId>, until: Instant) {
-    loop {
-        let (pause, crash) = {
-            let mut w = world.lock();
-            (w.rng.between(300, 3_000), w.rng.below(5) == 0)
-        };
-        tokio::time::sleep(Duration::from_millis(pause)).await;
-        if Instant::now() >= until {
-            return;
-        }
-        if crash {
-            let (victim, down_ms) = {
-                let mut w = world.lock();
-                // Half the time the leader, whose unsynced appends are the interesting ones.
-                let leader = cluster.nodes.iter().position(|n| n.is_leader().is_some());
-                let victim = match leader {
-                    Some(leader) if w.rng.chance(500) => leader,
-                    _ => w.rng.below(cluster.nodes.len() as u64) as usize,
-                };
-                (victim, w.rng.between(200, 5_000))
-            };
-            // One node down at a time: the other two keep a quorum.
-            let all_up = cluster.nodes.iter().all(|n| n.raft().is_some());
-            if all_up && cluster.nodes[victim].crash().await {
-                let cluster = cluster.clone();
-                let world = world.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(down_ms)).await;
-                    // After the faults, the heal restarts it.
-                    if Instant::now() >= until {
-                        return;
-                    }
-                    if let Err(e) = cluster.nodes[victim].restart().await {
-                        world.lock().violation(format!("node restart failed: {e}"));
-                    }
-                });
-            }
-            continue;
-        }
-        let mut w = world.lock();
-        let n = members.len() as u64;
-        let node = members[w.rng.below(n) as usize];
-        let other = members[w.rng.below(n) as usize];
-        match w.rng.below(7) {
-            0 => {
-                for &m in members.iter().filter(|&&m| m != node) {
-                    w.cut.insert((node, m));
-                    w.cut.insert((m, node));
-                }
-                w.trace(format_args!("nemesis isolates n{node}"));
-            }
-            1 => {
-                for &m in members.iter().filter(|&&m| m != node) {
-                    w.cut.insert((node, m));
-                }
-                w.trace(format_args!("nemesis: n{node} can receive but not send"));
-            }
-            2 => {
-                for &m in members.iter().filter(|&&m| m != node) {
-                    w.cut.insert((m, node));
-                }
-                w.trace(format_args!("nemesis: n{node} can send but not receive"));
-            }
-            3 if node != other => {
-                w.cut.insert((node, other));
-                w.trace(format_args!("nemesis cuts n{node}->n{other}"));
-            }
-            4 if w.rng.chance(500) => {
-                // A clock jump of up to ten minutes either way (longer ones only stretch
-                // the wait for the jobs they push out, in simulated time that costs).
-                let jump = w.rng.between(0, 1_200_000) as i64 - 600_000;
-                *w.clock_skew.entry(node).or_default() += jump;
-                w.trace(format_args!("nemesis: n{node}'s clock jumps {jump} ms"));
-            }
-            4 => {
-                let faults = random_faults(&mut w.rng);
-                w.trace(format_args!("nemesis: network now {faults:?}"));
-                w.faults = faults;
-            }
-            _ => {
-                w.cut.clear();
-                w.trace(format_args!("nemesis heals every link"));
-            }
-        }
-    }
-}
-
-/// A client until `until`: creates instances, activates jobs, completes them. Returns
-/// the jobs it holds uncompleted.
-async fn work(cluster: Arc<Cluster>, world: SharedWorld, client: u64, until: Instant) -> Vec<Key> {
-    let mut jobs: Vec<Key> = Vec::new();
-    while Instant::now() < until {
-        let (think, choice) = {
-            let mut w = world.lock();
-            (w.rng.between(5, 80), w.rng.below(10))
-        };
-        tokio::time::sleep(Duration::from_millis(think)).await;
-        if !jobs.is_empty() && choice < 4 {
-            let job = jobs.remove(0);
-            complete_job(&cluster, &world, client, job, &mut jobs).await;
-        } else if choice < 7 {
-            activate(&cluster, &world, client, &mut jobs).await;
-        } else if let Outcome::Accepted { value } =
-            workload::submit(&cluster, &world, client, workload::create()).await
-            && let RecordValue::ProcessInstanceCreation(created) = *value
-        {
-            world.lock().instances.push(created.process_instance_key);
-        }
-    }
-    jobs
-}
-
-/// After the faults: completes the jobs held, and activates more, until told to stop
-/// (`until`: a deadline and a flag).
-async fn drain(
-    cluster: Arc<Cluster>,
-    world: SharedWorld,
-    client: u64,
-    mut jobs: Vec<Key>,
-    until: (Instant, Arc<std::sync::atomic::AtomicBool>),
-) {
-    let (deadline, stop) = until;
-    // Idle polls back off up to 30 s, as a worker's long poll would wait.
-    let mut idle = Duration::from_millis(500);
-    while Instant::now() < deadline && !stop.load(std::sync::atomic::Ordering::SeqCst) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        match jobs.pop() {
-            Some(job) => complete_job(&cluster, &world, client, job, &mut jobs).await,
-            None => match activate(&cluster, &world, client, &mut jobs).await {
-                Some(0) | None => {
-                    tokio::time::sleep(idle).await;
-                    idle = (idle * 2).min(Duration::from_secs(30));
-                }
-                Some(_) => idle = Duration::from_millis(500),
-            },
-        }
-    }
-}
-
-/// The process instances that ended, by the records of the first replica that is up.
-fn ended_instances(cluster: &Cluster) -> Option<std::collections::BTreeSet<i64>> {
-    let node = cluster.nodes.iter().find(|n| n.raft().is_some())?;
-    let records = rill_broker::read_records(&node.state.current(), Position(1), usize::MAX).ok()?;
-    Some(
-        records
-            .iter()
-            .filter(|r| {
-                r.value_type == ValueType::ProcessInstance && r.intent == Intent::ElementCompleted
-            })
-            .map(|r| r.key.0)
-            .collect(),
-    )
-}
-
-/// Activates jobs; returns how many, or `None` if the activation was not acknowledged.
-async fn activate(
-    cluster: &Cluster,
-    world: &SharedWorld,
-    client: u64,
-    jobs: &mut Vec<Key>,
-) -> Option<usize> {
-    match workload::submit(cluster, world, client, workload::activate(3)).await {
-        Outcome::Accepted { value, .. } => match *value {
-            RecordValue::JobBatch(batch) => {
-                jobs.extend(batch.job_keys.iter().map(|&k| Key(k)));
-                Some(batch.job_keys.len())
-            }
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-async fn complete_job(
-    cluster: &Cluster,
-    world: &SharedWorld,
-    client: u64,
-    job: Key,
-    jobs: &mut Vec<Key>,
-) {
-    match workload::submit(cluster, world, client, workload::complete(job)).await {
-        Outcome::Accepted { .. } => {
-            let mut w = world.lock();
-            if !w.completed_jobs.insert(job.0) {
-                w.violation(format!("job {} completed twice (both acknowledged)", job.0));
-            }
-        }
-        // Perhaps applied, perhaps not: completing it again settles it.
-        Outcome::Unknown => jobs.push(job),
-        Outcome::Rejected => {}
-    }
-}
-
 /// Waits until the replicas applied the same entries, checks the end state, shuts down.
 async fn finish(seed: u64, world: &SharedWorld, cluster: &Cluster, start: Instant) -> Report {
     let settle_end = Instant::now() + Duration::from_secs(30);
@@ -542,135 +339,4 @@ fn report(seed: u64, world: &SharedWorld, nodes: &[SimNode], records: u64) -> Re
         terms_with_two_leaders: w.terms_with_two_leaders(),
         simulated_ms: 0,
     }
-}
-
-/// The checks at the end: equal state digests, equal dense records, every acknowledged
-/// command in the log, no job completed twice. Returns the record count.
-fn check_end_state(world: &SharedWorld, cluster: &Cluster) -> u64 {
-    let mut problems = Vec::new();
-    let mut digests = BTreeMap::new();
-    let mut record_digests = BTreeMap::new();
-    let mut record_count = 0;
-    for node in &cluster.nodes {
-        let db = node.state.current();
-        match rill_engine_api::state_digest(&RocksState::new(&db)) {
-            Ok(digest) => {
-                digests.insert(node.id, digest);
-            }
-            Err(e) => problems.push(format!("node {}: state digest: {e}", node.id)),
-        }
-        let records = match rill_broker::read_records(&db, Position(1), usize::MAX) {
-            Ok(records) => records,
-            Err(e) => {
-                problems.push(format!("node {}: read records: {e}", node.id));
-                continue;
-            }
-        };
-        let mut hash = FNV_START;
-        let mut completed: BTreeMap<i64, u32> = BTreeMap::new();
-        let mut ended = std::collections::BTreeSet::new();
-        let mut last_timestamp = i64::MIN;
-        for (i, record) in records.iter().enumerate() {
-            if record.position.get() != i as u64 + 1 {
-                problems.push(format!(
-                    "node {}: record {} is at position {}",
-                    node.id,
-                    i + 1,
-                    record.position.get()
-                ));
-                break;
-            }
-            if record.timestamp.millis() < last_timestamp {
-                problems.push(format!(
-                    "node {}: record {} has a timestamp before the one at {}",
-                    node.id,
-                    record.position.get(),
-                    i
-                ));
-            }
-            last_timestamp = last_timestamp.max(record.timestamp.millis());
-            if record.value_type == ValueType::ProcessInstance
-                && record.intent == Intent::ElementCompleted
-            {
-                ended.insert(record.key.0);
-            }
-            if let Ok(bytes) = codec::encode(record) {
-                hash = fnv(hash, &bytes);
-            }
-            if record.value_type == ValueType::Job
-                && record.intent == Intent::Completed
-                && record.record_type == RecordType::Event
-            {
-                *completed.entry(record.key.0).or_default() += 1;
-            }
-        }
-        for (job, times) in completed {
-            if times > 1 {
-                problems.push(format!(
-                    "node {}: job {job} completed {times} times",
-                    node.id
-                ));
-            }
-        }
-        let unfinished: Vec<i64> = {
-            let w = world.lock();
-            w.instances
-                .iter()
-                .copied()
-                .filter(|key| !ended.contains(key))
-                .collect()
-        };
-        if !unfinished.is_empty() {
-            problems.push(format!(
-                "node {}: {} acknowledged instances did not end after the faults: {:?}",
-                node.id,
-                unfinished.len(),
-                &unfinished[..unfinished.len().min(5)]
-            ));
-        }
-        record_count = records.len() as u64;
-        record_digests.insert(node.id, (records.len(), hash));
-    }
-    if digests
-        .values()
-        .collect::<std::collections::BTreeSet<_>>()
-        .len()
-        > 1
-    {
-        problems.push(format!("state digests differ: {digests:?}"));
-    }
-    if record_digests
-        .values()
-        .collect::<std::collections::BTreeSet<_>>()
-        .len()
-        > 1
-    {
-        problems.push(format!(
-            "records differ (count, digest): {record_digests:?}"
-        ));
-    }
-    let mut w = world.lock();
-    for node in &cluster.nodes {
-        let applied = w.applied.get(&node.id).cloned().unwrap_or_default();
-        let first = applied.first().map_or(0, |e| e.index);
-        for ack in &w.acks {
-            let found = ack
-                .index
-                .checked_sub(first)
-                .and_then(|i| applied.get(i as usize));
-            if !found.is_some_and(|e| e.term == ack.term && e.data == ack.data) {
-                problems.push(format!(
-                    "acknowledged {} at index {} term {} is not in node {}'s applied log (found {found:?})",
-                    ack.what, ack.index, ack.term, node.id
-                ));
-            }
-        }
-    }
-    w.trace(format_args!(
-        "end: digests {digests:?} records {record_digests:?}"
-    ));
-    for problem in problems {
-        w.violation(problem);
-    }
-    record_count
 }
