@@ -31,13 +31,31 @@ pub(crate) async fn nemesis(
     until: Instant,
 ) {
     loop {
-        let (pause, crash) = {
+        let (pause, crash, disk_fails) = {
             let mut w = world.lock();
-            (w.rng.between(300, 3_000), w.rng.below(5) == 0)
+            let pause = w.rng.between(300, 3_000);
+            let action = w.rng.below(10);
+            (pause, action < 2, action == 2)
         };
         tokio::time::sleep(Duration::from_millis(pause)).await;
         if Instant::now() >= until {
             return;
+        }
+        restart_stopped(&cluster, &world).await;
+        let all_up = cluster
+            .nodes
+            .iter()
+            .all(|n| n.raft().is_some() && !n.is_stopped());
+        if disk_fails && all_up {
+            let mut w = world.lock();
+            let victim = w.rng.below(cluster.nodes.len() as u64) as usize;
+            w.trace(format_args!(
+                "nemesis: n{}'s next log sync fails",
+                cluster.nodes[victim].id
+            ));
+            drop(w);
+            cluster.nodes[victim].fail_next_sync();
+            continue;
         }
         if crash {
             let (victim, down_ms) = {
@@ -51,7 +69,6 @@ pub(crate) async fn nemesis(
                 (victim, w.rng.between(200, 5_000))
             };
             // One node down at a time: the other two keep a quorum.
-            let all_up = cluster.nodes.iter().all(|n| n.raft().is_some());
             if all_up && cluster.nodes[victim].crash().await {
                 let cluster = cluster.clone();
                 let world = world.clone();
@@ -111,6 +128,24 @@ pub(crate) async fn nemesis(
             _ => {
                 w.cut.clear();
                 w.trace(format_args!("nemesis heals every link"));
+            }
+        }
+    }
+}
+
+/// Restarts the nodes whose raft stopped after a storage failure, as a broker's partition
+/// is restarted: a failed write stops it, never for good.
+pub(crate) async fn restart_stopped(cluster: &Cluster, world: &SharedWorld) {
+    for node in &cluster.nodes {
+        if node.is_stopped() {
+            world
+                .lock()
+                .trace(format_args!("n{} stopped after a storage failure", node.id));
+            node.crash().await;
+            if let Err(e) = node.restart().await {
+                world
+                    .lock()
+                    .violation(format!("node {} restart failed: {e}", node.id));
             }
         }
     }

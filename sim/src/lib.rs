@@ -33,7 +33,7 @@ use tokio::time::Instant;
 
 use crate::checks::{check_end_state, ended_instances};
 use crate::clients::{drain, work};
-use crate::faults::{nemesis, random_faults};
+use crate::faults::{nemesis, random_faults, restart_stopped};
 use crate::network::SimNetwork;
 use crate::node::{NodeSetup, SimNode};
 use crate::workload::Outcome;
@@ -186,12 +186,14 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // The leader's due work (job time-outs), every half second until the end.
+    // Every half second until the end: the leader's due work (job time-outs), and the
+    // supervisor's restart of a replica whose raft stopped after a storage failure.
     let timers = {
         let (cluster, world) = (cluster.clone(), world.clone());
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(500)).await;
+                restart_stopped(&cluster, &world).await;
                 workload::propose_due_work(&cluster, &world).await;
             }
         })
@@ -224,6 +226,7 @@ async fn simulate(seed: u64, options: &Options, dir: &std::path::Path) -> Report
         w.clock_skew.clear();
         w.trace(format_args!("healed (clocks set right)"));
     }
+    restart_stopped(&cluster, &world).await;
     for node in &cluster.nodes {
         if let Err(e) = node.restart().await {
             world
@@ -301,6 +304,7 @@ async fn finish(seed: u64, world: &SharedWorld, cluster: &Cluster, start: Instan
         if converged {
             break;
         }
+        restart_stopped(cluster, world).await;
         if Instant::now() > settle_end {
             world
                 .lock()

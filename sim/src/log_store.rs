@@ -30,6 +30,8 @@ struct Log {
     appends: u64,
     /// The power is off: writes vanish and syncs never finish.
     down: bool,
+    /// The next sync fails (a disk error).
+    fail_next_sync: bool,
 }
 
 #[derive(Clone)]
@@ -53,9 +55,16 @@ impl MemLogStore {
         }
     }
 
+    /// The next sync fails, as a disk that returns an error.
+    pub fn fail_next_sync(&self) {
+        self.log.lock().fail_next_sync = true;
+    }
+
     /// The power is back (the node restarts).
     pub fn restore_power(&self) {
-        self.log.lock().down = false;
+        let mut log = self.log.lock();
+        log.down = false;
+        log.fail_next_sync = false;
     }
 
     /// A power cut: from now on nothing is written until [`MemLogStore::restore_power`];
@@ -139,12 +148,13 @@ impl RaftLogStorage<TypeConfig> for MemLogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let (append, indexes) = {
+        let (append, indexes, fails) = {
             let mut log = self.log.lock();
             if log.down {
                 // Never reported durable: the machine is off.
                 return Ok(());
             }
+            let fails = std::mem::take(&mut log.fail_next_sync);
             log.appends += 1;
             let append = log.appends;
             let mut indexes = Vec::new();
@@ -154,7 +164,7 @@ impl RaftLogStorage<TypeConfig> for MemLogStore {
                 log.entries.insert(index, entry);
                 indexes.push(index);
             }
-            (append, indexes)
+            (append, indexes, fails)
         };
         let sync = Duration::from_millis(self.world.lock().rng.below(self.max_sync_ms + 1));
         let done = {
@@ -169,6 +179,12 @@ impl RaftLogStorage<TypeConfig> for MemLogStore {
             {
                 let mut log = log.lock();
                 if log.down {
+                    return;
+                }
+                if fails {
+                    // The entries stay unsynced; raft learns the disk failed.
+                    drop(log);
+                    callback.log_io_completed(Err(std::io::Error::other("simulated disk failure")));
                     return;
                 }
                 for index in indexes {

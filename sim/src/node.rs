@@ -287,6 +287,17 @@ impl SimNode {
         (m.state == ServerState::Leader).then_some(m.current_term)
     }
 
+    /// Its raft stopped by itself (a storage failure is fatal to openraft).
+    pub fn is_stopped(&self) -> bool {
+        self.raft()
+            .is_some_and(|raft| raft.metrics().has_changed().is_err())
+    }
+
+    /// The next log sync fails.
+    pub fn fail_next_sync(&self) {
+        self.log.fail_next_sync();
+    }
+
     /// Crashes the node: raft stops, nothing reaches it, and its log loses what was not
     /// synced. Returns whether it was up.
     pub async fn crash(&self) -> bool {

@@ -17,8 +17,8 @@ fn the_same_seed_gives_the_same_trace() {
     let second = run(7, &options);
     assert!(first.passed(), "{}", explain(&first));
     assert!(first.acknowledged > 10, "the workload ran: {first:?}");
-    assert!(first.instances > 5, "instances were created: {first:?}");
-    assert!(first.trace_lines > 500, "{first:?}");
+    assert!(first.instances > 0, "instances were created: {first:?}");
+    assert!(first.trace_lines > 300, "{first:?}");
     assert_eq!(
         (first.trace_hash, first.trace_lines),
         (second.trace_hash, second.trace_lines),
