@@ -20,6 +20,8 @@ mod partition;
 mod processor;
 mod raft_network;
 mod runtime;
+#[cfg(feature = "simulation")]
+pub mod simulation;
 mod state;
 #[cfg(feature = "testing")]
 pub mod testing;

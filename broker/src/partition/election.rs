@@ -235,7 +235,10 @@ pub(crate) async fn drive(
             continue;
         }
         let next = due.map_or(now + plan.tick, |due| due.min(now + plan.tick));
+        // Biased: when both are ready, the same branch wins every time, so a seeded
+        // simulation of the driver runs the same way twice (sim/).
         tokio::select! {
+            biased;
             _ = tokio::time::sleep_until(next) => {}
             _ = better_log.notify.notified() => nudged = Some(Instant::now()),
         }

@@ -14,6 +14,8 @@
 mod actor;
 mod config;
 mod election;
+#[cfg(feature = "simulation")]
+pub(crate) use election::{ElectionPlan, drive as drive_elections};
 mod leader;
 mod map;
 mod membership;
