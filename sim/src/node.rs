@@ -12,7 +12,7 @@ use openraft::{BasicNode, ServerState};
 use parking_lot::Mutex;
 use rill_broker::simulation::{Processor, election_driver};
 use rill_config::RaftConfig;
-use rill_engine::{BpmnEngine, EngineOptions};
+use rill_engine::BpmnEngine;
 use rill_protocol::{Command, PartitionId, Timestamp};
 use rill_raft::{
     ApplyBatch, ApplyHandler, EntryResponse, NetworkFactory, PartitionStateMachine, Raft,
@@ -214,7 +214,7 @@ impl SimNode {
         let settings = &self.settings;
         let config = rill_raft::openraft_config(settings, "sim").map_err(|e| e.to_string())?;
         let processor = Processor::new(
-            BpmnEngine::new(EngineOptions::default()),
+            BpmnEngine::new(),
             PARTITION,
             &self.state.current(),
         )
