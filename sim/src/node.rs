@@ -213,12 +213,8 @@ impl SimNode {
     async fn open_raft(&self) -> Result<Raft, String> {
         let settings = &self.settings;
         let config = rill_raft::openraft_config(settings, "sim").map_err(|e| e.to_string())?;
-        let processor = Processor::new(
-            BpmnEngine::new(),
-            PARTITION,
-            &self.state.current(),
-        )
-        .map_err(|e| e.to_string())?;
+        let processor = Processor::new(BpmnEngine::new(), PARTITION, &self.state.current())
+            .map_err(|e| e.to_string())?;
         let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
         *self.alive.lock() = alive.clone();
         let handler = Arc::new(SimHandler {
