@@ -141,7 +141,8 @@ def test_chart_ships_the_same_files(render):
     assert (CHART / "files" / "rill-dashboard.json").read_text() == DASHBOARD.read_text()
     assert (CHART / "files" / "rill-alerts.yaml").read_text() == ALERTS.read_text()
     rendered = render({"prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True},
-                       "prometheusServiceMonitor": {"enabled": True, "labels": {"release": "kp"}}})
+                       "prometheusServiceMonitor": {"enabled": True, "labels": {"release": "kp"}},
+                       "networkPolicy": {"enabled": False}})
     rule = rendered.one("PrometheusRule")
     assert rule["spec"] == yaml.safe_load(ALERTS.read_text())
     dashboard = rendered.one("ConfigMap", "rill-dashboard")
@@ -154,7 +155,8 @@ def test_chart_ships_the_same_files(render):
 
 @pytest.mark.parametrize("embedded, components", [(True, {"broker"}), (False, {"broker", "gateway"})])
 def test_service_monitor_scrapes_every_rill_process_once(render, embedded, components):
-    rendered = render({"prometheusServiceMonitor": {"enabled": True}, "gateway": {"embedded": embedded}})
+    rendered = render({"prometheusServiceMonitor": {"enabled": True}, "gateway": {"embedded": embedded},
+                       "networkPolicy": {"enabled": False}})
     monitor = rendered.one("ServiceMonitor")
     selector = monitor["spec"]["selector"]
     (expression,) = selector["matchExpressions"]
