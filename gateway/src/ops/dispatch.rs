@@ -83,14 +83,20 @@ enum Route {
 
 pub struct Dispatcher {
     backend: Arc<dyn GatewayBackend>,
-    next_partition: AtomicU32,
+    /// Where the next command that any partition can take goes (a new instance, a
+    /// decision evaluation, a broadcast signal).
+    next_any_partition: AtomicU32,
+    /// Where the next job poll starts. Apart from the instances' counter, so that
+    /// workers polling between creates do not bias which partitions get the instances.
+    next_poll_partition: AtomicU32,
 }
 
 impl Dispatcher {
     pub fn new(backend: Arc<dyn GatewayBackend>) -> Self {
         Dispatcher {
             backend,
-            next_partition: AtomicU32::new(0),
+            next_any_partition: AtomicU32::new(0),
+            next_poll_partition: AtomicU32::new(0),
         }
     }
 
@@ -108,10 +114,20 @@ impl Dispatcher {
         self.backend.message_partition_count().max(1)
     }
 
-    /// The next partition for a new process instance.
-    pub fn round_robin(&self) -> PartitionId {
+    /// The next partition for a command that any partition can take, in round-robin
+    /// order.
+    fn next_any_partition(&self) -> PartitionId {
+        self.next_from(&self.next_any_partition)
+    }
+
+    /// The partition a job poll starts at, in round-robin order.
+    pub fn next_poll_partition(&self) -> PartitionId {
+        self.next_from(&self.next_poll_partition)
+    }
+
+    fn next_from(&self, counter: &AtomicU32) -> PartitionId {
         let count = u32::from(self.partition_count());
-        let n = self.next_partition.fetch_add(1, Ordering::Relaxed);
+        let n = counter.fetch_add(1, Ordering::Relaxed);
         PartitionId((n % count) as u16 + 1)
     }
 
@@ -225,7 +241,7 @@ impl Dispatcher {
             Route::Partition(partition) => vec![partition],
             Route::AnyPartition => {
                 let count = self.partition_count();
-                let first = self.round_robin().get();
+                let first = self.next_any_partition().get();
                 (0..count)
                     .map(|offset| PartitionId((first - 1 + offset) % count + 1))
                     .collect()

@@ -243,7 +243,7 @@ async fn poll_partitions(
 ) -> Result<Vec<Activation>, ClientError> {
     let deadline = Instant::now() + timeout;
     let count = state.dispatch.partition_count();
-    let first = state.dispatch.round_robin().get();
+    let first = state.dispatch.next_poll_partition().get();
     let mut poll = Poll::default();
     let mut leaderless = Vec::new();
     for offset in 0..count {

@@ -207,6 +207,37 @@ async fn requests_go_to_the_right_partition() {
     gateway.stop().await;
 }
 
+/// Workers polling for jobs between creates do not bias where the instances go: with
+/// one poll after every create, creates still take the partitions in turn.
+#[tokio::test]
+async fn job_polls_between_creates_leave_the_instances_spread() {
+    let backend = ScriptedBackend::new(2, accept);
+    let gateway = TestGateway::start(backend.clone()).await;
+    for _ in 0..6 {
+        let reply = gateway
+            .post("/v2/process-instances", json!({"processDefinitionId": "p"}))
+            .await;
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+        let reply = gateway
+            .post(
+                "/v2/jobs/activation",
+                json!({"type": "t", "timeout": 1000, "maxJobsToActivate": 1, "requestTimeout": -1}),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+    }
+    let creates: Vec<u16> = backend
+        .submitted
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, c)| matches!(c.inner(), Command::CreateProcessInstance(_)))
+        .map(|(p, _)| p.get())
+        .collect();
+    assert_eq!(creates, [1, 2, 1, 2, 1, 2]);
+    gateway.stop().await;
+}
+
 /// Every request that takes Camunda's `operationReference` sends its command with it,
 /// to the partition of its key; without one the command goes as it is, and 0 or less
 /// never reaches a broker.
