@@ -15,6 +15,7 @@ pub const PROCESSING_LATENCY: &str = "rill_stream_processor_batch_processing_dur
 pub const COMMIT_LATENCY: &str = "rill_raft_commit_latency_seconds";
 pub const APPLIED_INDEX: &str = "rill_raft_applied_index";
 pub const ROLE: &str = "rill_raft_role";
+pub const TERM: &str = "rill_raft_term";
 pub const SNAPSHOTS_INSTALLED: &str = "rill_raft_snapshots_installed_total";
 pub const SNAPSHOT_INDEX: &str = "rill_raft_snapshot_index";
 pub const PURGED_INDEX: &str = "rill_raft_purged_index";
@@ -57,6 +58,7 @@ pub struct BrokerMetrics {
     commit: HistogramVec,
     applied: IntGaugeVec,
     role: IntGaugeVec,
+    term: IntGaugeVec,
     snapshots_installed: IntCounterVec,
     snapshot_index: IntGaugeVec,
     purged_index: IntGaugeVec,
@@ -150,6 +152,11 @@ impl BrokerMetrics {
                 registry,
                 ROLE,
                 "Raft role: 1 follower, 2 candidate, 3 leader",
+            )?,
+            term: gauge(
+                registry,
+                TERM,
+                "Raft term this replica is in (one leader at most per term)",
             )?,
             snapshots_installed: counter(
                 registry,
@@ -272,6 +279,7 @@ impl BrokerMetrics {
             commit: self.commit.with_label_values(&l),
             applied: self.applied.with_label_values(&l),
             role: self.role.with_label_values(&l),
+            term: self.term.with_label_values(&l),
             snapshots_installed: self.snapshots_installed.with_label_values(&l),
             snapshot_index: self.snapshot_index.with_label_values(&l),
             purged_index: self.purged_index.with_label_values(&l),
@@ -302,6 +310,7 @@ pub(crate) struct PartitionMetrics {
     pub commit: Histogram,
     pub applied: IntGauge,
     pub role: IntGauge,
+    pub term: IntGauge,
     pub snapshots_installed: IntCounter,
     pub snapshot_index: IntGauge,
     pub purged_index: IntGauge,

@@ -99,9 +99,16 @@ impl MonitoringServer {
         Ok(self)
     }
 
-    /// Serves the cluster management API (`/actuator/cluster`) from `cluster`.
-    pub fn with_cluster(mut self, cluster: crate::cluster::ClusterState) -> MonitoringServer {
-        self.router = self.router.merge(crate::cluster::api::router(cluster));
+    /// Serves the cluster management API (`/actuator/cluster`) from `cluster`, with the
+    /// raft view of the replicas hosted here from `local`.
+    pub fn with_cluster(
+        mut self,
+        cluster: crate::cluster::ClusterState,
+        local: crate::cluster::api::LocalReplicas,
+    ) -> MonitoringServer {
+        self.router = self
+            .router
+            .merge(crate::cluster::api::router(cluster, local));
         self
     }
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use prometheus::Registry;
+use rill_broker::cluster::api::LocalReplicas;
 use rill_broker::cluster::{Announce, ClusterState};
 use rill_broker::{
     BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobPushes, JobsFeed, MonitoringServer,
@@ -207,7 +208,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some(cluster),
+                Some((cluster, local_replicas(&partitions))),
                 authenticator,
                 stop_rx.clone(),
             )
@@ -463,7 +464,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some(cluster.clone()),
+                Some((cluster.clone(), local_replicas(&partitions))),
                 authenticator,
                 stop_rx,
             )
@@ -726,7 +727,7 @@ async fn serve_monitoring(
     config: &RillConfig,
     registry: Registry,
     health: Arc<dyn HealthCheck>,
-    cluster: Option<ClusterState>,
+    cluster: Option<(ClusterState, LocalReplicas)>,
     authenticator: Arc<Authenticator>,
     stop: watch::Receiver<bool>,
 ) -> Result<(
@@ -741,7 +742,7 @@ async fn serve_monitoring(
     .await?
     .with_tls(&config.monitoring.tls)?;
     let monitoring = match cluster {
-        Some(cluster) => monitoring.with_cluster(cluster),
+        Some((cluster, local)) => monitoring.with_cluster(cluster, local),
         None => monitoring,
     };
     let monitoring = if authenticator.is_enabled() {
@@ -751,6 +752,12 @@ async fn serve_monitoring(
     };
     let addr = monitoring.local_addr()?;
     Ok((addr, tokio::spawn(monitoring.serve(wait_for_stop(stop)))))
+}
+
+/// The raft view of the replicas `partitions` holds, for the management API.
+fn local_replicas(partitions: &Partitions) -> LocalReplicas {
+    let partitions = partitions.clone();
+    Arc::new(move || partitions.values().iter().map(|p| p.status()).collect())
 }
 
 async fn wait_for_stop(mut stop: watch::Receiver<bool>) {

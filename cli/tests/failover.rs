@@ -7,7 +7,9 @@
 //! acknowledged completion, and the engine's records show none completed twice; no
 //! worker receives a job whose deadline has passed; acknowledged creates never pause
 //! for more than 1 s while some partition has a leader; a killed leader's partitions
-//! have a new leader, on a live broker, within 3 s of the kill.
+//! have a new leader, on a live broker, within 3 s of the kill; no two brokers say they
+//! lead one partition in the same raft term (each broker's `GET /actuator/cluster`), and
+//! each broker's `rill_raft_term` gauge shows the term its management API shows.
 //!
 //! Each run prints one `FAILOVER-SUMMARY {json}` line on stderr with what it measured;
 //! `scripts/failover-runs N` collects them over N runs.
@@ -225,6 +227,83 @@ async fn leaders(brokers: &Brokers, nodes: &[usize]) -> BTreeMap<u64, BTreeSet<u
     leaders
 }
 
+/// The brokers that said they led, by partition and raft term.
+type TermLeaders = BTreeMap<(u64, u64), BTreeSet<usize>>;
+
+/// The partitions broker `node` hosts, with the raft term and role its own
+/// `GET /actuator/cluster` reports; `None` if it does not answer.
+async fn actuator_terms(brokers: &Brokers, node: usize) -> Option<Vec<(u64, u64, String)>> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .ok()?;
+    let body: Value = client
+        .get(format!(
+            "{}/actuator/cluster",
+            brokers.nodes[node].monitoring()
+        ))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    let own = body["brokers"]
+        .as_array()?
+        .iter()
+        .find(|b| b["id"] == node as u64)?;
+    Some(
+        own["partitions"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    p["id"].as_u64()?,
+                    p["term"].as_u64()?,
+                    p["role"].as_str()?.to_owned(),
+                ))
+            })
+            .collect(),
+    )
+}
+
+/// Adds the leaders `nodes` report now to `seen`.
+async fn note_term_leaders(brokers: &Brokers, nodes: &[usize], seen: &mut TermLeaders) {
+    for &node in nodes {
+        for (partition, term, role) in actuator_terms(brokers, node).await.unwrap_or_default() {
+            if role == "LEADER" {
+                seen.entry((partition, term)).or_default().insert(node);
+            }
+        }
+    }
+}
+
+/// Whether each running broker's `rill_raft_term` gauge equals the term its management
+/// API reports, for every partition it hosts; else what differs.
+async fn term_gauges_match(brokers: &Brokers) -> Result<(), String> {
+    for node in running(brokers) {
+        let gauges = brokers.nodes[node].metric("rill_raft_term").await;
+        let Some(reported) = actuator_terms(brokers, node).await else {
+            return Err(format!(
+                "broker {node} did not answer GET /actuator/cluster"
+            ));
+        };
+        if reported.is_empty() {
+            return Err(format!("broker {node} reported no partitions of its own"));
+        }
+        for (partition, term, _) in reported {
+            let gauge = gauges.get(&partition.to_string()).copied();
+            if gauge != Some(term as f64) {
+                return Err(format!(
+                    "broker {node}, partition {partition}: rill_raft_term {gauge:?}, \
+                     GET /actuator/cluster term {term}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn running(brokers: &Brokers) -> Vec<usize> {
     (0..brokers.nodes.len())
         .filter(|&i| brokers.nodes[i].is_running())
@@ -419,6 +498,8 @@ fn killing_each_leader_in_turn_loses_nothing_and_stalls_nothing() {
         load.run(SETTLE, &brokers).await;
 
         let mut kills: Vec<Kill> = Vec::new();
+        let mut term_leaders = TermLeaders::new();
+        note_term_leaders(&brokers, &running(&brokers), &mut term_leaders).await;
         for partition in 1..=PARTITIONS {
             let (victim, led) = leader_and_its_partitions(&brokers, partition).await;
             let survivors: Vec<usize> = running(&brokers)
@@ -436,6 +517,7 @@ fn killing_each_leader_in_turn_loses_nothing_and_stalls_nothing() {
                         new_leader.entry(*p).or_insert(elapsed);
                     }
                 }
+                note_term_leaders(&brokers, &survivors, &mut term_leaders).await;
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             load.run(SETTLE, &brokers).await;
@@ -443,6 +525,7 @@ fn killing_each_leader_in_turn_loses_nothing_and_stalls_nothing() {
             let restarted = Instant::now();
             brokers.wait_ready(Duration::from_secs(60)).await;
             load.run(SETTLE, &brokers).await;
+            note_term_leaders(&brokers, &running(&brokers), &mut term_leaders).await;
             kills.push(Kill {
                 partition,
                 victim,
@@ -585,6 +668,33 @@ fn killing_each_leader_in_turn_loses_nothing_and_stalls_nothing() {
                     )),
                 }
             }
+        }
+
+        let two_leaders: Vec<String> = term_leaders
+            .iter()
+            .filter(|(_, nodes)| nodes.len() > 1)
+            .map(|((p, term), nodes)| format!("partition {p} term {term}: brokers {nodes:?}"))
+            .collect();
+        if !two_leaders.is_empty() {
+            failures.push(format!("two leaders in one term: {two_leaders:?}"));
+        }
+        // Every kill gave its partitions a new term.
+        let terms_seen: BTreeSet<u64> = term_leaders.keys().map(|(_, term)| *term).collect();
+        if terms_seen.len() < 2 {
+            failures.push(format!(
+                "terms: the management API showed leaders in terms {terms_seen:?} only, \
+                 across {} kills",
+                kills.len()
+            ));
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut gauges = term_gauges_match(&brokers).await;
+        while gauges.is_err() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            gauges = term_gauges_match(&brokers).await;
+        }
+        if let Err(difference) = gauges {
+            failures.push(format!("term gauge: {difference}"));
         }
 
         let (twice, short) = completed_twice(&exports, &instances).await;

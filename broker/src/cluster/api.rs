@@ -5,6 +5,7 @@
 //!   count and the replication factor;
 //! - `POST /actuator/cluster/brokers` (the brokers the cluster should have),
 //!   `POST|DELETE /actuator/cluster/brokers/{id}` (add or remove one);
+//! - `GET /actuator/partitions`: the replicas this broker hosts, with role and term;
 //! - `DELETE /actuator/cluster/changes/{changeId}`: cancels the change in progress (the
 //!   steps done stay done, the others never run) and answers the topology after; 404
 //!   for a change never heard of, 409 for one that is not in progress.
@@ -15,6 +16,7 @@
 //! Errors are Zeebe's `{"message": ...}`, in an RFC 9457 problem document.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -26,15 +28,34 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ChangeRequest, ClusterState, Operation, plan, view};
+use crate::partition::PartitionStatus;
 
 /// How long a started change may take to be recorded before the request is answered
 /// 503 (it may still be recorded later: `GET /actuator/cluster` shows it).
 const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The replicas this broker hosts, as they are now.
+pub type LocalReplicas = Arc<dyn Fn() -> Vec<PartitionStatus> + Send + Sync>;
+
 /// The routes of the cluster management API.
-pub fn router(cluster: ClusterState) -> Router {
+pub fn router(cluster: ClusterState, local: LocalReplicas) -> Router {
+    let for_partitions = local.clone();
     Router::new()
-        .route("/actuator/cluster", get(topology).patch(patch_cluster))
+        .route(
+            "/actuator/cluster",
+            get(move |State(cluster): State<ClusterState>| async move {
+                let mut body = view::topology(&cluster.current());
+                view::add_local_replicas(&mut body, cluster.node_id(), &local());
+                json_response(StatusCode::OK, body)
+            })
+            .patch(patch_cluster),
+        )
+        .route(
+            "/actuator/partitions",
+            get(move || async move {
+                json_response(StatusCode::OK, view::partitions(&for_partitions()))
+            }),
+        )
         .route("/actuator/cluster/brokers", post(scale_brokers))
         .route(
             "/actuator/cluster/brokers/{id}",
@@ -72,10 +93,6 @@ fn json_response(status: StatusCode, body: Value) -> Response {
         body.to_string(),
     )
         .into_response()
-}
-
-async fn topology(State(cluster): State<ClusterState>) -> Response {
-    json_response(StatusCode::OK, view::topology(&cluster.current()))
 }
 
 /// `?dryRun=true|false`; anything else is named as wrong.

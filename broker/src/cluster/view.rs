@@ -6,7 +6,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use rill_protocol::NodeId;
+
 use super::configuration::{ClusterConfiguration, Operation};
+use crate::partition::{PartitionStatus, Role};
 
 /// Epoch milliseconds as RFC 3339 (UTC), as Zeebe's API writes times.
 fn time(millis: i64) -> Value {
@@ -97,6 +100,60 @@ pub fn topology(config: &ClusterConfiguration) -> Value {
     body
 }
 
+/// Adds to `node`'s own entry of a topology what its replicas know now: each hosted
+/// partition's raft role and term. Each broker answers for itself, so asking every
+/// broker shows who leads which partition in which term.
+pub fn add_local_replicas(body: &mut Value, node: NodeId, replicas: &[PartitionStatus]) {
+    let Some(brokers) = body["brokers"].as_array_mut() else {
+        return;
+    };
+    let Some(own) = brokers.iter_mut().find(|b| b["id"] == node.0) else {
+        return;
+    };
+    let Some(partitions) = own["partitions"].as_array_mut() else {
+        return;
+    };
+    for entry in partitions {
+        if let Some(replica) = replicas
+            .iter()
+            .find(|r| entry["id"] == r.partition_id.get())
+        {
+            entry["role"] = json!(role_name(replica.role));
+            entry["term"] = json!(replica.term.0);
+        }
+    }
+}
+
+/// `GET /actuator/partitions`: each partition hosted here, by id, as Zeebe's
+/// partitions endpoint shows it, with the raft term and leader.
+pub fn partitions(replicas: &[PartitionStatus]) -> Value {
+    let mut body = serde_json::Map::new();
+    for replica in replicas {
+        body.insert(
+            replica.partition_id.get().to_string(),
+            json!({
+                "role": role_name(replica.role),
+                "term": replica.term.0,
+                "leader": replica.leader.map(|n| n.0),
+                "appliedIndex": replica.applied_index,
+                "processedPosition": replica.last_position.get(),
+                "exportedPosition": replica.exported.get(),
+                "health": if replica.healthy { "HEALTHY" } else { "DEAD" },
+            }),
+        );
+    }
+    Value::Object(body)
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Leader => "LEADER",
+        Role::Follower => "FOLLOWER",
+        Role::Candidate => "CANDIDATE",
+        Role::Inactive => "INACTIVE",
+    }
+}
+
 /// The answer to a change request: Zeebe's `PlannedOperationsResponse`. `change_id` is
 /// the id the change has (or would have, on a dry run).
 pub fn planned(current: &ClusterConfiguration, steps: &[Operation], change_id: u64) -> Value {
@@ -174,5 +231,49 @@ mod tests {
         assert_eq!(body["currentTopology"].as_array().unwrap().len(), 1);
         assert_eq!(body["expectedTopology"].as_array().unwrap().len(), 2);
         assert_eq!(body["plannedChanges"][1]["operation"], "PARTITION_JOIN");
+    }
+
+    fn replica(partition: u16, role: Role, term: u64) -> PartitionStatus {
+        PartitionStatus {
+            partition_id: rill_protocol::PartitionId(partition),
+            node_id: NodeId(1),
+            role,
+            leader: (role == Role::Leader).then_some(NodeId(1)),
+            term: rill_protocol::Term(term),
+            applied_index: 7,
+            last_position: rill_protocol::Position(5),
+            exported: rill_protocol::Position(4),
+            healthy: true,
+            inflight: 0,
+            peak_inflight: 0,
+            limit: 1,
+        }
+    }
+
+    #[test]
+    fn each_broker_shows_its_own_replicas_roles_and_terms() {
+        let mut settings = RillConfig::default();
+        settings.cluster.size = 3;
+        settings.cluster.partitions_count = 2;
+        settings.cluster.replication_factor = 3;
+        let mut body = topology(&ClusterConfiguration::initial(&settings));
+        let replicas = [replica(1, Role::Leader, 4), replica(2, Role::Follower, 9)];
+        add_local_replicas(&mut body, NodeId(1), &replicas);
+        let own = &body["brokers"][1];
+        assert_eq!(own["id"], 1);
+        assert_eq!(own["partitions"][0]["role"], "LEADER");
+        assert_eq!(own["partitions"][0]["term"], 4);
+        assert_eq!(own["partitions"][1]["role"], "FOLLOWER");
+        assert_eq!(own["partitions"][1]["term"], 9);
+        // Other brokers answer for themselves.
+        assert!(body["brokers"][0]["partitions"][0].get("term").is_none());
+
+        let listed = partitions(&replicas);
+        assert_eq!(listed["1"]["role"], "LEADER");
+        assert_eq!(listed["1"]["leader"], 1);
+        assert_eq!(listed["2"]["term"], 9);
+        assert_eq!(listed["2"]["processedPosition"], 5);
+        assert_eq!(listed["2"]["exportedPosition"], 4);
+        assert_eq!(listed["2"]["health"], "HEALTHY");
     }
 }

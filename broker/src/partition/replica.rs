@@ -382,6 +382,7 @@ impl<E: Engine> Replica<E> {
             Role::Candidate => metrics::ROLE_CANDIDATE,
             _ => metrics::ROLE_FOLLOWER,
         });
+        self.metrics.term.set(self.view.term.0 as i64);
         self.metrics
             .snapshot_index
             .set(self.view.snapshot_index as i64);

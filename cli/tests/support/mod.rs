@@ -59,6 +59,10 @@ pub struct RillProcess {
     pub monitoring_port: u16,
     pub log: PathBuf,
     extra: Vec<String>,
+    /// The address its REST, gRPC and monitoring ports listen on.
+    host: String,
+    /// What runs `rill` (e.g. `ip netns exec NAME`); empty: started directly.
+    launcher: Vec<String>,
 }
 
 impl RillProcess {
@@ -86,7 +90,16 @@ impl RillProcess {
             monitoring_port: free_port(),
             log: data_dir.with_extension("log"),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            host: "127.0.0.1".to_owned(),
+            launcher: Vec::new(),
         }
+    }
+
+    /// Serves on `host` and runs under `launcher` (before it is started).
+    pub fn place(&mut self, host: &str, launcher: &[String]) {
+        assert!(self.child.is_none(), "already running");
+        self.host = host.to_owned();
+        self.launcher = launcher.to_vec();
     }
 
     /// Starts a prepared process.
@@ -139,19 +152,26 @@ impl RillProcess {
             .append(true)
             .open(&self.log)
             .expect("open the log file");
-        let mut command = Command::new(rill_binary());
+        let mut command = match self.launcher.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(rill_binary());
+                command
+            }
+            None => Command::new(rill_binary()),
+        };
         command
             .arg(self.role)
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(["--set", &format!("gateway.rest-port={}", self.rest_port)])
             .args(["--set", &format!("gateway.grpc-port={}", self.grpc_port)])
-            .args(["--set", "gateway.host=127.0.0.1"])
+            .args(["--set", &format!("gateway.host={}", self.host)])
             .args([
                 "--set",
                 &format!("monitoring.port={}", self.monitoring_port),
             ])
-            .args(["--set", "monitoring.host=127.0.0.1"])
+            .args(["--set", &format!("monitoring.host={}", self.host)])
             .env("RILL_LOG", "info,openraft=warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone log"))
@@ -163,16 +183,16 @@ impl RillProcess {
     }
 
     pub fn rest(&self) -> String {
-        format!("http://127.0.0.1:{}", self.rest_port)
+        format!("http://{}:{}", self.host, self.rest_port)
     }
 
     /// The gRPC API's address, as a tonic channel takes it.
     pub fn grpc(&self) -> String {
-        format!("http://127.0.0.1:{}", self.grpc_port)
+        format!("http://{}:{}", self.host, self.grpc_port)
     }
 
     pub fn monitoring(&self) -> String {
-        format!("http://127.0.0.1:{}", self.monitoring_port)
+        format!("http://{}:{}", self.host, self.monitoring_port)
     }
 
     pub fn pid(&self) -> u32 {
@@ -539,10 +559,35 @@ impl Brokers {
         per_node: impl Fn(u32) -> Vec<String>,
         loopback_raft: bool,
     ) -> Brokers {
+        let hosts = vec!["127.0.0.1".to_owned(); size as usize];
+        Brokers::prepare_on(
+            dir,
+            &hosts,
+            partitions,
+            replication,
+            extra,
+            per_node,
+            loopback_raft,
+        )
+    }
+
+    /// Like [`Brokers::prepare`], with broker `i` on address `hosts[i]` (all its ports),
+    /// and raft's default timings unless `fast_raft`.
+    pub fn prepare_on(
+        dir: &Path,
+        hosts: &[String],
+        partitions: u16,
+        replication: u16,
+        extra: &[&str],
+        per_node: impl Fn(u32) -> Vec<String>,
+        fast_raft: bool,
+    ) -> Brokers {
+        let size = hosts.len() as u32;
         let internal_ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
         let internal: Vec<String> = internal_ports
             .iter()
-            .map(|port| format!("127.0.0.1:{port}"))
+            .zip(hosts)
+            .map(|(port, host)| format!("{host}:{port}"))
             .collect();
         let contact_points = internal.join(",");
         let options: Vec<Vec<String>> = (0..size)
@@ -552,12 +597,12 @@ impl Brokers {
                     format!("cluster.size={size}"),
                     format!("cluster.partitions-count={partitions}"),
                     format!("cluster.replication-factor={replication}"),
-                    "cluster.host=127.0.0.1".to_owned(),
+                    format!("cluster.host={}", hosts[i as usize]),
                     format!("cluster.internal-port={}", internal_ports[i as usize]),
                     format!("cluster.command-port={}", free_port()),
                     format!("cluster.initial-contact-points={contact_points}"),
                 ];
-                if loopback_raft {
+                if fast_raft {
                     // Fast failure detection on loopback.
                     args.push("raft.heartbeat-interval=100ms".to_owned());
                     args.push("raft.election-timeout=1s".to_owned());
@@ -572,7 +617,10 @@ impl Brokers {
             .enumerate()
             .map(|(i, args)| {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                RillProcess::prepare_role("broker", &dir.join(format!("broker-{i}")), &args)
+                let mut node =
+                    RillProcess::prepare_role("broker", &dir.join(format!("broker-{i}")), &args);
+                node.place(&hosts[i], &[]);
+                node
             })
             .collect();
         Brokers {
