@@ -13,11 +13,20 @@
 //!   times jobs out by its own clock.
 //!
 //! Such jobs stay activated in the engine until their deadline, then time out and are
-//! activated again as usual: dropping them takes no command. Deadlines are the engine's
-//! (the activating entry's time plus the job's timeout, by the leader's clock), compared
-//! with the gateway's wall clock, so clocks must agree to well within job timeouts.
+//! activated again as usual: dropping them takes no command.
+//!
+//! Deadlines are the engine's: the activating entry's time plus the job's timeout, by
+//! the leader's clock. The gateway does not compare them with its own wall clock when it
+//! asked for the jobs itself: the entry was stamped after the gateway sent its command,
+//! so the time since then (by the gateway's monotonic clock) bounds how much of the
+//! timeout is gone, whatever the two wall clocks say. A leader whose clock is an hour
+//! behind would otherwise have every job it activates look expired to the other
+//! gateways, and those jobs would time out only an hour later. Jobs a broker pushes to a
+//! stream unasked are judged by the gateway's wall clock.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
 
 use rill_protocol::value::{JobBatchRecord, JobRecord};
 use rill_protocol::{PartitionId, Term};
@@ -54,6 +63,8 @@ pub struct Activation {
     /// The term of the entry that activated the jobs (`None`: unknown).
     pub term: Option<Term>,
     pub batch: JobBatchRecord,
+    /// When the gateway sent the command this answers (`None`: pushed unasked).
+    pub asked_at: Option<Instant>,
 }
 
 /// How close to its deadline (ms) a job with `timeout_ms` counts as too late: a tenth of
@@ -90,8 +101,31 @@ pub struct Judged {
     pub dropped: Vec<(i64, DropReason)>,
 }
 
-/// Judges the jobs of `activation` at `now_ms`, with the partition in `current_term`.
-pub fn split(activation: Activation, current_term: Option<Term>, now_ms: i64) -> Judged {
+/// What a job's deadline is compared with.
+#[derive(Clone, Copy, Debug)]
+pub enum Now {
+    /// This long has passed since the gateway asked for the jobs: the job has that much
+    /// less than its timeout left, at most.
+    SinceAsked(Duration),
+    /// The gateway's wall clock (ms since the epoch).
+    WallClock(i64),
+}
+
+impl Now {
+    /// Now, in the time frame of `job`'s deadline.
+    fn for_job(self, job: &JobRecord) -> i64 {
+        match self {
+            Now::SinceAsked(elapsed) => job
+                .deadline
+                .saturating_sub(job.timeout)
+                .saturating_add(elapsed.as_millis() as i64),
+            Now::WallClock(millis) => millis,
+        }
+    }
+}
+
+/// Judges the jobs of `activation` at `now`, with the partition in `current_term`.
+pub fn split(activation: Activation, current_term: Option<Term>, now: Now) -> Judged {
     let mut judged = Judged::default();
     let jobs = activation
         .batch
@@ -99,7 +133,7 @@ pub fn split(activation: Activation, current_term: Option<Term>, now_ms: i64) ->
         .into_iter()
         .zip(activation.batch.jobs);
     for (key, job) in jobs {
-        match drop_reason(&job, activation.term, current_term, now_ms) {
+        match drop_reason(&job, activation.term, current_term, now.for_job(&job)) {
             None => judged.kept.push((key, job)),
             Some(reason) => judged.dropped.push((key, reason)),
         }
@@ -107,8 +141,8 @@ pub fn split(activation: Activation, current_term: Option<Term>, now_ms: i64) ->
     judged
 }
 
-/// The jobs of `activation` that a worker may still get, now, by the gateway's clock and
-/// the term `backend` knows for the partition. The others are counted in
+/// The jobs of `activation` that a worker may still get, now (see the module comment),
+/// and in the term `backend` knows for the partition. The others are counted in
 /// `rill_gateway_activated_jobs_dropped_total` and logged with their keys.
 pub fn usable_jobs(
     backend: &dyn GatewayBackend,
@@ -117,7 +151,11 @@ pub fn usable_jobs(
 ) -> Vec<(i64, JobRecord)> {
     let (partition, answer_term) = (activation.partition, activation.term);
     let current_term = backend.current_term(partition);
-    let Judged { kept, dropped } = split(activation, current_term, wall_clock_millis());
+    let now = match activation.asked_at {
+        Some(asked_at) => Now::SinceAsked(asked_at.elapsed()),
+        None => Now::WallClock(wall_clock_millis()),
+    };
+    let Judged { kept, dropped } = split(activation, current_term, now);
     for reason in [DropReason::Deadline, DropReason::Term] {
         let keys: Vec<i64> = dropped
             .iter()
@@ -199,6 +237,7 @@ mod tests {
                 truncated: false,
                 tenant_ids: Vec::new(),
             },
+            asked_at: None,
         }
     }
 
@@ -271,12 +310,12 @@ mod tests {
                 (13, job(5000, NOW + 3000)),
             ],
         );
-        let Judged { kept, dropped } = split(answer.clone(), Some(Term(4)), NOW);
+        let Judged { kept, dropped } = split(answer.clone(), Some(Term(4)), Now::WallClock(NOW));
         let kept: Vec<(i64, i64)> = kept.iter().map(|(k, j)| (*k, j.deadline)).collect();
         assert_eq!(kept, [(11, NOW + 4000), (13, NOW + 3000)]);
         assert_eq!(dropped, [(12, DropReason::Deadline)]);
 
-        let Judged { kept, dropped } = split(answer, Some(Term(5)), NOW);
+        let Judged { kept, dropped } = split(answer, Some(Term(5)), Now::WallClock(NOW));
         assert!(kept.is_empty(), "{kept:?}");
         assert_eq!(
             dropped,
@@ -286,5 +325,33 @@ mod tests {
                 (13, DropReason::Term)
             ]
         );
+    }
+
+    /// A job the gateway asked for is judged by the time since it asked, not by
+    /// comparing the leader's clock with its own: an hour of skew either way changes
+    /// nothing.
+    #[test]
+    fn a_job_asked_for_is_judged_by_the_time_since_asking() {
+        let hour = 3_600_000;
+        for leader_clock in [NOW - hour, NOW, NOW + hour] {
+            let answer = activation(Some(Term(4)), vec![(21, job(5000, leader_clock + 5000))]);
+            let fresh = split(
+                answer.clone(),
+                Some(Term(4)),
+                Now::SinceAsked(Duration::from_millis(1000)),
+            );
+            assert_eq!(fresh.kept.len(), 1, "leader clock {leader_clock}");
+            // Within the margin (100 ms) of the timeout, or past it: too late.
+            let late = split(
+                answer,
+                Some(Term(4)),
+                Now::SinceAsked(Duration::from_millis(4900)),
+            );
+            assert_eq!(late.dropped, [(21, DropReason::Deadline)]);
+        }
+        // By the wall clock, the leader an hour behind makes the job look expired.
+        let behind = activation(Some(Term(4)), vec![(22, job(5000, NOW - hour + 5000))]);
+        let judged = split(behind, Some(Term(4)), Now::WallClock(NOW));
+        assert_eq!(judged.dropped, [(22, DropReason::Deadline)]);
     }
 }

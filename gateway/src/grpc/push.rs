@@ -257,6 +257,7 @@ async fn feed(
                         partition,
                         term: answered.term,
                         batch,
+                        asked_at: None,
                     };
                     let jobs = usable_jobs(state.dispatch.backend(), &state.metrics, activation);
                     hand_over(&state, &aggregate, jobs).await;

@@ -190,6 +190,7 @@ async fn poll_woken(
     partition: PartitionId,
 ) -> Vec<Activation> {
     let command = Command::ActivateJobs(template.clone());
+    let asked_at = Instant::now();
     match state
         .dispatch
         .submit_raw(partition, &command, state.settings.request_timeout)
@@ -214,6 +215,7 @@ async fn poll_woken(
                 partition,
                 term,
                 batch,
+                asked_at: Some(asked_at),
             }]
         }
         Ok(answer) => {
@@ -258,25 +260,31 @@ async fn poll_partitions(
         if limit.is_zero() {
             break;
         }
+        let asked_at = Instant::now();
         match state.dispatch.attempt(partition, &command, limit).await {
             Err(error) if error.is_retryable() && poll.found == 0 => {
                 tracing::debug!(%partition, %error, "job activation passes over a partition without a leader");
                 leaderless.push((partition, error));
             }
-            result => poll.take(state, partition, &command, template, result)?,
+            result => poll.take(state, partition, &command, template, asked_at, result)?,
         }
     }
     for (partition, error) in leaderless {
-        let (command, result) = match poll.command(template) {
+        let (command, asked_at, result) = match poll.command(template) {
             // The others had nothing: this one may, once it has a leader again.
             Some(command) if poll.found == 0 => {
                 let left = deadline.saturating_duration_since(Instant::now());
+                let asked_at = Instant::now();
                 let result = state.dispatch.submit_raw(partition, &command, left).await;
-                (command, result)
+                (command, asked_at, result)
             }
-            _ => (Command::ActivateJobs(template.clone()), Err(error)),
+            _ => (
+                Command::ActivateJobs(template.clone()),
+                Instant::now(),
+                Err(error),
+            ),
         };
-        poll.take(state, partition, &command, template, result)?;
+        poll.take(state, partition, &command, template, asked_at, result)?;
     }
     if poll.failures == count
         && let Some(error) = poll.first_error
@@ -317,6 +325,7 @@ impl Poll {
         partition: PartitionId,
         command: &Command,
         template: &ActivateJobs,
+        asked_at: Instant,
         result: Result<Answered, rill_client::Error>,
     ) -> Result<(), ClientError> {
         match result {
@@ -337,6 +346,7 @@ impl Poll {
                     partition,
                     term,
                     batch,
+                    asked_at: Some(asked_at),
                 });
             }
             Ok(Answered {

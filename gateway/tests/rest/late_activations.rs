@@ -1,6 +1,7 @@
 //! Activation answers that come too late for a worker, with the scripted backend: jobs
-//! past (or near) their deadline and answers from a raft term the partition has left are
-//! not handed out, and jobs in hand do not wait for a partition without a leader.
+//! whose timeout is (nearly) over by the time their answer arrives, and answers from a
+//! raft term the partition has left, are not handed out; jobs in hand do not wait for a
+//! partition without a leader.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -102,19 +103,23 @@ fn job_keys(jobs: &[Value]) -> Vec<String> {
 async fn jobs_whose_deadline_passed_before_the_answer_arrived_are_not_handed_out() {
     let p = PartitionId(1);
     let (late, near, fresh) = (Key::new(p, 11), Key::new(p, 12), Key::new(p, 13));
+    // The leader's clock is an hour behind the gateway's: lateness is judged by how long
+    // the answer took, not by comparing the clocks.
+    let hour = 3_600_000;
     let backend = ScriptedBackend::new(1, move |partition, command| {
         let Command::ActivateJobs(_) = command else {
             return unexpected(partition);
         };
-        let now = now_millis();
+        let leader_now = now_millis() - hour;
         Ok(batch(vec![
-            // Activated by a leader 5 s ago, answered only now.
-            (late, job(5000, now - 10)),
-            // 50 ms left of 5 s: inside the margin, a worker could not report back.
-            (near, job(5000, now + 50)),
-            (fresh, job(5000, now + 4990)),
+            // The answer takes 300 ms (below): more than this job's whole timeout.
+            (late, job(250, leader_now + 250)),
+            // 20 ms left of 320: inside the margin, a worker could not report back.
+            (near, job(320, leader_now + 320)),
+            (fresh, job(5000, leader_now + 5000)),
         ]))
     });
+    *backend.answer_delay.lock().unwrap() = Duration::from_millis(300);
     let gateway = TestGateway::start(backend.clone()).await;
 
     let jobs = activate(&gateway, -1).await;
@@ -141,11 +146,13 @@ async fn a_long_poll_that_gets_only_late_jobs_goes_on_waiting() {
         let Command::ActivateJobs(_) = command else {
             return unexpected(partition);
         };
+        // A job whose timeout is over before its answer arrives (below).
         Ok(batch(vec![(
             Key::new(partition, 21),
-            job(5000, now_millis() - 1),
+            job(40, now_millis() + 40),
         )]))
     });
+    *backend.answer_delay.lock().unwrap() = Duration::from_millis(60);
     let gateway = TestGateway::start(backend.clone()).await;
     let started = Instant::now();
     let jobs = activate(&gateway, 300).await;
