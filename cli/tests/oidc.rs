@@ -154,7 +154,7 @@ impl Provider {
             request.basic_auth(client, Some(&secret))
         } else {
             form.push(("client_id", client));
-            form.push(("client_secret", &secret));
+            form.push(("client_secret", secret.as_str()));
             request
         };
         if let Some(resource) = resource {

@@ -718,7 +718,7 @@ fn parse_jwks(document: &Value) -> Result<Vec<PublicKey>, String> {
             Ok(None) => {}
             Err(why) => tracing::debug!(
                 kid = entry.get("kid").and_then(Value::as_str),
-                why,
+                why = %why,
                 "a key of the OIDC provider's JWKS is left out"
             ),
         }
@@ -755,7 +755,7 @@ fn parse_jwk(entry: &Value) -> Result<Option<PublicKey>, String> {
         if x.len() != length || y.len() != length {
             return Err("the point has the wrong length".to_owned());
         }
-        Ok([&[4][..], &x, &y].concat())
+        Ok([&[4u8][..], &x, &y].concat())
     };
     let material = match (text("kty"), text("crv")) {
         (Some("RSA"), _) => {
