@@ -113,7 +113,9 @@ impl Provider {
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).expect("log"))
             .stderr(std::fs::File::create(log.with_extension("err")).expect("log"));
-        let child = command.spawn().expect("start the provider (needs bash and node)");
+        let child = command
+            .spawn()
+            .expect("start the provider (needs bash and node)");
         let mut provider = Provider { child, port, log };
         // An install on a cold npm cache is bounded by run.sh (600 s).
         let deadline = std::time::Instant::now() + Duration::from_secs(620);
@@ -122,11 +124,13 @@ impl Provider {
                 panic!(
                     "the provider exited ({status}): {}\n{}",
                     provider.log_text(),
-                    std::fs::read_to_string(provider.log.with_extension("err"))
-                        .unwrap_or_default()
+                    std::fs::read_to_string(provider.log.with_extension("err")).unwrap_or_default()
                 );
             }
-            assert!(std::time::Instant::now() < deadline, "the provider did not start");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the provider did not start"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         provider
@@ -191,7 +195,10 @@ impl Drop for Provider {
 fn oidc_settings(provider: &Provider) -> Vec<String> {
     vec![
         "security.authentication.method=oidc".to_owned(),
-        format!("security.authentication.oidc.issuer-uri={}", provider.issuer()),
+        format!(
+            "security.authentication.oidc.issuer-uri={}",
+            provider.issuer()
+        ),
         format!("security.authentication.oidc.audiences={AUDIENCE}"),
         "security.authentication.oidc.client-id-claim=client_id".to_owned(),
         "security.authentication.oidc.groups-claim=groups".to_owned(),
@@ -248,7 +255,8 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
         };
 
         // Without a token: 401 with the bare challenge; the status stays public.
-        let (status, challenge, detail) = answer(get("/v2/topology", None).send().await.unwrap()).await;
+        let (status, challenge, detail) =
+            answer(get("/v2/topology", None).send().await.unwrap()).await;
         assert_eq!(status, 401, "{detail}");
         assert_eq!(challenge.as_deref(), Some("Bearer realm=\"rill\""));
         assert!(detail.contains("bearer token"), "{detail}");
@@ -304,7 +312,10 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
             .await
             .expect("connect");
         let mut grpc = GatewayClient::new(channel);
-        let refused = grpc.topology(TopologyRequest {}).await.expect_err("no token");
+        let refused = grpc
+            .topology(TopologyRequest {})
+            .await
+            .expect_err("no token");
         assert_eq!(refused.code(), Code::Unauthenticated);
         let topology = grpc
             .topology(grpc_request(TopologyRequest {}, &token))
@@ -322,8 +333,20 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
             }
         };
         assert_eq!(cluster(None).send().await.unwrap().status().as_u16(), 401);
-        assert_eq!(cluster(Some(&token)).send().await.unwrap().status().as_u16(), 200);
-        let ready = http.get(format!("{monitoring}/ready")).send().await.unwrap();
+        assert_eq!(
+            cluster(Some(&token))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+            200
+        );
+        let ready = http
+            .get(format!("{monitoring}/ready"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(ready.status().as_u16(), 200);
         // `rill cluster status` sends RILL_TOKEN.
         let cluster_status = |token: Option<&str>| {
@@ -368,33 +391,51 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
         let token_parts: Vec<&str> = token.split('.').collect();
         let mut more_claims = claims.clone();
         more_claims["client_id"] = json!("admin");
-        let tampered = format!("{}.{}.{}", token_parts[0], b64(&more_claims), token_parts[2]);
+        let tampered = format!(
+            "{}.{}.{}",
+            token_parts[0],
+            b64(&more_claims),
+            token_parts[2]
+        );
         for (name, bad, expected) in [
-            ("another audience", other_audience.as_str(), "aud names none of"),
+            (
+                "another audience",
+                other_audience.as_str(),
+                "aud names none of",
+            ),
             ("another issuer", other_issuer.as_str(), "was issued by"),
             ("not yet valid", not_yet_valid.as_str(), "not valid yet"),
             ("alg none", unsigned.as_str(), "unsigned"),
             ("HS256", hmac.as_str(), "symmetric"),
-            ("changed claims", tampered.as_str(), "signature is not valid"),
+            (
+                "changed claims",
+                tampered.as_str(),
+                "signature is not valid",
+            ),
             ("not a JWT", "abc.def", "not a valid JWT"),
         ] {
             let deploy = http
                 .post(format!("{rest}/v2/deployments"))
                 .bearer_auth(bad)
-                .multipart(reqwest::multipart::Form::new().part(
-                    "resources",
-                    reqwest::multipart::Part::bytes(
-                        std::fs::read(examples().join("wait-timer.bpmn")).expect("model"),
-                    )
-                    .file_name("wait-timer.bpmn"),
-                ))
+                .multipart(
+                    reqwest::multipart::Form::new().part(
+                        "resources",
+                        reqwest::multipart::Part::bytes(
+                            std::fs::read(examples().join("wait-timer.bpmn")).expect("model"),
+                        )
+                        .file_name("wait-timer.bpmn"),
+                    ),
+                )
                 .send()
                 .await
                 .unwrap();
             let (status, challenge, detail) = answer(deploy).await;
             assert_eq!(status, 401, "{name}: {detail}");
             assert_eq!(challenge.as_deref(), Some(INVALID_TOKEN), "{name}");
-            assert!(detail.contains(expected), "{name}: {detail:?} lacks {expected:?}");
+            assert!(
+                detail.contains(expected),
+                "{name}: {detail:?} lacks {expected:?}"
+            );
             let refused = grpc
                 .topology(grpc_request(TopologyRequest {}, bad))
                 .await
@@ -425,7 +466,11 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert_eq!(deployed, ["two-rest-calls"], "a refused deployment deployed");
+        assert_eq!(
+            deployed,
+            ["two-rest-calls"],
+            "a refused deployment deployed"
+        );
 
         // Malformed and oversized headers.
         for (value, expected) in [
@@ -466,9 +511,18 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
             .expect("the stream ends when its token expires")
             .expect_err("closed with an error");
         assert_eq!(ended.code(), Code::Unauthenticated, "{ended:?}");
-        assert!(opened.elapsed() >= Duration::from_secs(2), "{:?}", opened.elapsed());
-        let (status, _, detail) =
-            answer(get("/v2/topology", Some(&short_lived)).send().await.unwrap()).await;
+        assert!(
+            opened.elapsed() >= Duration::from_secs(2),
+            "{:?}",
+            opened.elapsed()
+        );
+        let (status, _, detail) = answer(
+            get("/v2/topology", Some(&short_lived))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
         assert_eq!(status, 401);
         assert!(detail.contains("expired"), "{detail}");
 
@@ -479,7 +533,11 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
         provider = Provider::start(dir.path(), port, &[&second_key]);
         let rotated = provider.token("rill-client", None).await;
         assert_eq!(decode(&rotated).0["kid"], "second-key");
-        let status = get("/v2/topology", Some(&rotated)).send().await.unwrap().status();
+        let status = get("/v2/topology", Some(&rotated))
+            .send()
+            .await
+            .unwrap()
+            .status();
         assert_eq!(status.as_u16(), 200);
         let (status, challenge, detail) =
             answer(get("/v2/topology", Some(&token)).send().await.unwrap()).await;
@@ -491,7 +549,13 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
         let log = rill
             .wait_log(Duration::from_secs(5), |log| log.contains("not yet valid"))
             .await;
-        for reason in ["wrong audience", "wrong issuer", "unsigned", "expired", "fetched again"] {
+        for reason in [
+            "wrong audience",
+            "wrong issuer",
+            "unsigned",
+            "expired",
+            "fetched again",
+        ] {
             assert!(log.contains(reason), "the log lacks {reason:?}: {log}");
         }
         for secret in [&token, &short_lived, &rotated, &other_audience] {

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use axum::http::{HeaderMap, header};
 use base64::Engine;
 use parking_lot::RwLock;
-use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use rill_config::OidcConfig;
+use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
 
 use super::{MAX_AUTHORIZATION_LENGTH, Principal};
@@ -133,7 +133,10 @@ struct PublicKey {
 #[derive(Debug)]
 enum KeyMaterial {
     /// Modulus and exponent, big-endian without leading zeros.
-    Rsa { n: Vec<u8>, e: Vec<u8> },
+    Rsa {
+        n: Vec<u8>,
+        e: Vec<u8>,
+    },
     /// Uncompressed points (0x04 ‖ x ‖ y).
     P256(Vec<u8>),
     P384(Vec<u8>),
@@ -374,7 +377,10 @@ impl OidcVerifier {
     }
 
     /// The caller a request's bearer token proves, or why not.
-    pub(crate) async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, TokenRefusal> {
+    pub(crate) async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Principal, TokenRefusal> {
         let token = bearer_token(headers)?;
         let jwt = Jwt::parse(token)?;
         if self.keys.read().fetched_at.elapsed() >= MAX_KEY_AGE {
@@ -444,7 +450,10 @@ impl OidcVerifier {
     }
 
     fn check_claims(&self, claims: &Value) -> Result<Principal, TokenRefusal> {
-        let issuer = claims.get("iss").and_then(Value::as_str).unwrap_or_default();
+        let issuer = claims
+            .get("iss")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if issuer != self.issuer {
             return Err(TokenRefusal::WrongIssuer(printable(issuer)));
         }
@@ -724,9 +733,11 @@ fn parse_jwks(document: &Value) -> Result<Vec<PublicKey>, String> {
         }
     }
     if keys.is_empty() {
-        return Err("the JWKS has no signing key of a kind Rill verifies (RSA, EC P-256 or \
+        return Err(
+            "the JWKS has no signing key of a kind Rill verifies (RSA, EC P-256 or \
                     P-384, Ed25519)"
-            .to_owned());
+                .to_owned(),
+        );
     }
     Ok(keys)
 }
@@ -807,12 +818,9 @@ mod tests {
             let rng = SystemRandom::new();
             let pkcs8 =
                 EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
-            let pair = EcdsaKeyPair::from_pkcs8(
-                &ECDSA_P256_SHA256_FIXED_SIGNING,
-                pkcs8.as_ref(),
-                &rng,
-            )
-            .expect("key");
+            let pair =
+                EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+                    .expect("key");
             Signer { pair, kid }
         }
 
@@ -921,10 +929,7 @@ mod tests {
             assert_eq!(check(&verifier, &token).await, Err(refusal), "{extra}");
         }
         // Within the skew both ways.
-        let token = signer.sign(
-            header,
-            claims(json!({"exp": now - 20, "nbf": now + 20})),
-        );
+        let token = signer.sign(header, claims(json!({"exp": now - 20, "nbf": now + 20})));
         assert!(check(&verifier, &token).await.is_ok());
     }
 
@@ -934,8 +939,14 @@ mod tests {
         let verifier = verifier(&signer);
         let body = encode(&claims(json!({})));
         let unsigned = format!("{}.{body}.", encode(&json!({"alg": "none"})));
-        assert_eq!(check(&verifier, &unsigned).await, Err(TokenRefusal::Unsigned));
-        let hmac = format!("{}.{body}.c2ln", encode(&json!({"alg": "HS256", "kid": "k1"})));
+        assert_eq!(
+            check(&verifier, &unsigned).await,
+            Err(TokenRefusal::Unsigned)
+        );
+        let hmac = format!(
+            "{}.{body}.c2ln",
+            encode(&json!({"alg": "HS256", "kid": "k1"}))
+        );
         assert_eq!(
             check(&verifier, &hmac).await,
             Err(TokenRefusal::SymmetricAlgorithm("HS256".to_owned()))
@@ -943,13 +954,19 @@ mod tests {
         // The right header and another key's signature.
         let other = Signer::new("k1");
         let forged = other.sign(json!({"alg": "ES256", "kid": "k1"}), claims(json!({})));
-        assert_eq!(check(&verifier, &forged).await, Err(TokenRefusal::BadSignature));
+        assert_eq!(
+            check(&verifier, &forged).await,
+            Err(TokenRefusal::BadSignature)
+        );
         // Claims changed after signing.
         let token = signer.sign(json!({"alg": "ES256", "kid": "k1"}), claims(json!({})));
         let parts: Vec<&str> = token.split('.').collect();
         let changed = encode(&claims(json!({"client_id": "admin"})));
         let tampered = format!("{}.{changed}.{}", parts[0], parts[2]);
-        assert_eq!(check(&verifier, &tampered).await, Err(TokenRefusal::BadSignature));
+        assert_eq!(
+            check(&verifier, &tampered).await,
+            Err(TokenRefusal::BadSignature)
+        );
         // A key the provider does not publish (the refetch fails: nothing listens).
         let unknown = other.sign(json!({"alg": "ES256", "kid": "k2"}), claims(json!({})));
         assert_eq!(
@@ -973,14 +990,20 @@ mod tests {
             Err(TokenRefusal::Missing)
         );
         let mut basic = HeaderMap::new();
-        basic.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic ZGVtbzpkZW1v"));
+        basic.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic ZGVtbzpkZW1v"),
+        );
         assert_eq!(
             verifier.authenticate(&basic).await,
             Err(TokenRefusal::WrongScheme("Basic".to_owned()))
         );
         for token in ["abc", "a.b", "a.b.c.d.e", "%%%.e30.c2ln", "e30.e30."] {
             assert!(
-                matches!(check(&verifier, token).await, Err(TokenRefusal::Malformed(_))),
+                matches!(
+                    check(&verifier, token).await,
+                    Err(TokenRefusal::Malformed(_))
+                ),
                 "{token}"
             );
         }
