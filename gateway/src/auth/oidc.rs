@@ -725,11 +725,10 @@ fn parse_jwks(document: &Value) -> Result<Vec<PublicKey>, String> {
         match parse_jwk(entry) {
             Ok(Some(key)) => keys.push(key),
             Ok(None) => {}
-            Err(why) => tracing::debug!(
-                kid = entry.get("kid").and_then(Value::as_str),
-                why = %why,
-                "a key of the OIDC provider's JWKS is left out"
-            ),
+            Err(why) => {
+                let kid = entry.get("kid").and_then(Value::as_str);
+                tracing::debug!(kid, why = %why, "a key of the OIDC provider's JWKS is left out");
+            }
         }
     }
     if keys.is_empty() {
