@@ -72,21 +72,20 @@ impl Algorithm {
     }
 
     fn fits(self, key: &KeyMaterial) -> bool {
-        match (self, key) {
+        matches!(
+            (self, key),
             (
                 Algorithm::Rs256
-                | Algorithm::Rs384
-                | Algorithm::Rs512
-                | Algorithm::Ps256
-                | Algorithm::Ps384
-                | Algorithm::Ps512,
+                    | Algorithm::Rs384
+                    | Algorithm::Rs512
+                    | Algorithm::Ps256
+                    | Algorithm::Ps384
+                    | Algorithm::Ps512,
                 KeyMaterial::Rsa { .. },
-            ) => true,
-            (Algorithm::Es256, KeyMaterial::P256(_))
-            | (Algorithm::Es384, KeyMaterial::P384(_))
-            | (Algorithm::EdDsa, KeyMaterial::Ed25519(_)) => true,
-            _ => false,
-        }
+            ) | (Algorithm::Es256, KeyMaterial::P256(_))
+                | (Algorithm::Es384, KeyMaterial::P384(_))
+                | (Algorithm::EdDsa, KeyMaterial::Ed25519(_))
+        )
     }
 
     /// Whether `signature` over `message` is valid for `key` (which `fits` this).
