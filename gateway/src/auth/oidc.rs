@@ -298,6 +298,8 @@ impl OidcVerifier {
             .timeout(PROVIDER_TIMEOUT)
             .connect_timeout(PROVIDER_TIMEOUT)
             .pool_max_idle_per_host(0)
+            // A redirect could lead off https; a provider's URLs are given as they are.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| GatewayError::Security(format!("an HTTP client for {setting}: {e}")))?;
         let discovery_url = format!(
@@ -1010,6 +1012,71 @@ mod tests {
             check(&verifier, &long).await,
             Err(TokenRefusal::TooLong(MAX_AUTHORIZATION_LENGTH + 7))
         );
+    }
+
+    /// A flood of tokens naming made-up keys costs the provider one fetch per
+    /// [`REFETCH_INTERVAL`], and a key the provider then publishes is found.
+    #[tokio::test]
+    async fn unknown_keys_are_fetched_at_most_once_per_interval() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let signer = Signer::new("k1");
+        let rotated = Signer::new("k2");
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let published = Arc::new(parking_lot::Mutex::new(json!({"keys": [signer.jwk()]})));
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get({
+                let fetches = fetches.clone();
+                let published = published.clone();
+                move || async move {
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    axum::Json(published.lock().clone())
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let mut verifier = verifier(&signer);
+        verifier.jwks_uri = format!("http://{address}/jwks");
+        let now = Instant::now();
+        verifier.refetch = tokio::sync::Mutex::new(now - REFETCH_INTERVAL);
+
+        for i in 0..50 {
+            let kid = format!("made-up-{i}");
+            let header = json!({"alg": "ES256", "kid": kid});
+            let token = rotated.sign(header, claims(json!({})));
+            assert_eq!(
+                check(&verifier, &token).await,
+                Err(TokenRefusal::UnknownKey(Some(kid)))
+            );
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 1, "one fetch for the flood");
+
+        // The provider publishes k2: once the interval is over, a k2 token finds it.
+        published.lock()["keys"] = json!([signer.jwk(), rotated.jwk()]);
+        let token = rotated.sign(json!({"alg": "ES256", "kid": "k2"}), claims(json!({})));
+        assert!(matches!(
+            check(&verifier, &token).await,
+            Err(TokenRefusal::UnknownKey(_))
+        ));
+        *verifier.refetch.lock().await = Instant::now() - REFETCH_INTERVAL;
+        assert!(check(&verifier, &token).await.is_ok());
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+        // A key the provider no longer publishes is dropped with the next fetch.
+        published.lock()["keys"] = json!([rotated.jwk()]);
+        verifier.keys.write().fetched_at = Instant::now() - MAX_KEY_AGE;
+        *verifier.refetch.lock().await = Instant::now() - REFETCH_INTERVAL;
+        let old = signer.sign(json!({"alg": "ES256", "kid": "k1"}), claims(json!({})));
+        assert_eq!(
+            check(&verifier, &old).await,
+            Err(TokenRefusal::UnknownKey(Some("k1".to_owned())))
+        );
+        assert_eq!(fetches.load(Ordering::SeqCst), 3);
     }
 
     #[test]
