@@ -719,3 +719,60 @@ fn zeebe_grpc_clients_authenticate_with_oauth_over_tls() {
     );
     assert!(rill.terminate(Duration::from_secs(20)));
 }
+
+/// Three `rill broker` processes with oidc: each broker's gateway refuses a request
+/// without a token and runs instances for a token from the provider (created through
+/// one broker, jobs worked through all).
+#[test]
+fn a_three_broker_cluster_runs_instances_for_provider_tokens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = SigningKey::generate(dir.path(), "cluster-key");
+    let provider = Provider::start(dir.path(), free_port(), &[&key]);
+    let settings = oidc_settings(&provider);
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    runtime().block_on(async {
+        let mut brokers =
+            support::Brokers::start_with(dir.path(), 3, 2, 3, &settings, |_| Vec::new());
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        let token = provider.token("rill-client", None).await;
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().expect("header"),
+        );
+        let with_token = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client");
+        let apis: Vec<support::Api> = brokers
+            .nodes
+            .iter()
+            .map(|node| support::Api {
+                base: node.rest(),
+                http: with_token.clone(),
+            })
+            .collect();
+        for (i, node) in brokers.nodes.iter().enumerate() {
+            let (status, _) = brokers.api(i).get("/v2/topology").await.expect("answer");
+            assert_eq!(status, 401, "broker {i} without a token");
+            let cluster = reqwest::get(format!("{}/actuator/cluster", node.monitoring()))
+                .await
+                .expect("answer");
+            assert_eq!(
+                cluster.status().as_u16(),
+                401,
+                "broker {i}'s management API"
+            );
+        }
+        support::deploy(&apis[0], &["two-rest-calls.bpmn"]).await;
+        let workload = support::Workload::start(apis.clone(), 20);
+        let keys = workload
+            .finish(&apis[1], Duration::from_secs(120), &brokers)
+            .await;
+        assert_eq!(keys.len(), 20);
+        let (status, topology) = apis[2].get("/v2/topology").await.expect("topology");
+        assert_eq!(status, 200, "{topology}");
+        assert_eq!(topology["brokers"].as_array().map(Vec::len), Some(3));
+    });
+}
