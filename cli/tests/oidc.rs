@@ -4,6 +4,10 @@
 //! provider. The provider cannot issue a token that is not yet valid, unsigned or
 //! HMAC-signed, so those few are made by the test from a real token's claims, signed
 //! with the provider's own key (the test wrote its key file).
+//!
+//! Also here: Camunda's REST SDKs (Python and npm) and Zeebe's gRPC clients (pyzeebe,
+//! `@camunda8/sdk`) authenticating with OAuth client credentials, unmodified, and a
+//! three-broker cluster with oidc.
 
 mod support;
 
