@@ -13,9 +13,14 @@ use rill_config::RillConfig;
 use rill_gateway::Authenticator;
 
 /// The process's authenticator. With authentication off, warns about every listener
-/// that other machines can reach, naming the setting that would close it.
+/// that other machines can reach, naming the setting that would close it. With oidc,
+/// the provider is asked for its discovery document and keys here, before anything
+/// starts (on a runtime of its own: the servers' runtimes do not exist yet).
 pub fn authenticator(config: &RillConfig) -> Result<Arc<Authenticator>> {
-    let authenticator = Authenticator::from_config(&config.security)?;
+    let authenticator = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(Authenticator::from_config(&config.security))?;
     if !authenticator.is_enabled() {
         let mut listeners = vec![("monitoring.host", config.monitoring.host.as_str())];
         if config.gateway.enabled {
@@ -29,8 +34,8 @@ pub fn authenticator(config: &RillConfig) -> Result<Arc<Authenticator>> {
                     "authentication is off (security.authentication.method = \"none\") while \
                      {setting} = {host} accepts connections from other machines: anyone who \
                      reaches the port may use it; set security.authentication.method = \
-                     \"basic\" with [[security.initialization.users]], or bind {setting} to \
-                     127.0.0.1"
+                     \"basic\" with [[security.initialization.users]] (or \"oidc\" with \
+                     security.authentication.oidc.*), or bind {setting} to 127.0.0.1"
                 );
             }
         }
@@ -45,14 +50,28 @@ fn is_loopback(host: &str) -> bool {
 }
 
 /// Credentials the `rill` client commands send (`rill cluster ...`, `rill deploy ...`):
-/// `RILL_USERNAME` and `RILL_PASSWORD` from the environment, as an `Authorization`
-/// header sent with every request. Both or neither.
+/// `RILL_USERNAME` and `RILL_PASSWORD` from the environment (both or neither), or
+/// `RILL_TOKEN` (an OIDC access token), as an `Authorization` header sent with every
+/// request.
 pub fn client_headers() -> Result<reqwest::header::HeaderMap> {
     use base64::Engine;
 
     let mut headers = reqwest::header::HeaderMap::new();
     let username = std::env::var("RILL_USERNAME").ok();
     let password = std::env::var("RILL_PASSWORD").ok();
+    if let Ok(token) = std::env::var("RILL_TOKEN") {
+        if username.is_some() || password.is_some() {
+            anyhow::bail!(
+                "RILL_TOKEN and RILL_USERNAME/RILL_PASSWORD are both set: use one kind of \
+                 credentials"
+            );
+        }
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+            .map_err(|_| anyhow::anyhow!("RILL_TOKEN makes no header: it is not a token"))?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        return Ok(headers);
+    }
     match (username, password) {
         (None, None) => {}
         (Some(username), Some(password)) => {

@@ -648,13 +648,6 @@ impl RillConfig {
             );
         }
         if method == AuthenticationMethod::Oidc {
-            // Refused until token validation lands, so that no one runs with a setting
-            // that would be accepted and not enforced.
-            found.add(
-                "security.authentication.method",
-                "is oidc, which this version of Rill does not support yet",
-                "use \"basic\" (users from [[security.initialization.users]]) or \"none\"",
-            );
             match oidc.issuer_uri.as_deref() {
                 None => found.add(
                     "security.authentication.oidc.issuer-uri",

@@ -350,7 +350,7 @@ fn users_without_basic_authentication_are_not_accepted_and_ignored() {
 }
 
 #[test]
-fn oidc_is_refused_until_it_is_supported_and_its_issuer_is_checked() {
+fn oidc_needs_a_loopback_or_https_issuer_and_an_audience() {
     let config = ConfigLoader::new()
         .overrides([
             "security.authentication.method=oidc",
@@ -363,25 +363,27 @@ fn oidc_is_refused_until_it_is_supported_and_its_issuer_is_checked() {
     assert_eq!(
         paths,
         [
-            "security.authentication.method",
             "security.authentication.oidc.issuer-uri",
             "security.authentication.oidc.audiences",
         ],
         "{found:#?}"
     );
     assert!(
-        found[1].message.contains("not a loopback address"),
+        found[0].message.contains("not a loopback address"),
         "{}",
-        found[1]
+        found[0]
     );
     let mut loopback = config.clone();
     loopback.security.authentication.oidc.issuer_uri = Some("http://127.0.0.1:9000/".to_owned());
     loopback.security.authentication.oidc.audiences = vec!["rill".to_owned()];
-    let problem = only_problem(&loopback, "security.authentication.method");
-    assert!(
-        problem.message.contains("does not support yet"),
-        "{problem}"
-    );
+    assert!(problems(&loopback).is_empty(), "{:#?}", problems(&loopback));
+    let mut https = loopback.clone();
+    https.security.authentication.oidc.issuer_uri =
+        Some("https://idp.example.com/realms/x".to_owned());
+    assert!(problems(&https).is_empty(), "{:#?}", problems(&https));
+    let mut no_issuer = https;
+    no_issuer.security.authentication.oidc.issuer_uri = None;
+    only_problem(&no_issuer, "security.authentication.oidc.issuer-uri");
 }
 
 #[test]

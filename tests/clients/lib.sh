@@ -61,10 +61,19 @@ rest_address() {
   exit 1
 }
 
-# client_auth: sets `auth` to the SDK environment of Camunda's REST SDKs: BASIC with
-# RILL_CLIENT_USERNAME and RILL_CLIENT_PASSWORD when both are set, NONE otherwise.
+# client_auth: sets `auth` to the SDK environment of Camunda's REST SDKs: OAUTH
+# (client credentials) with RILL_CLIENT_OAUTH_URL (the provider's token endpoint),
+# RILL_CLIENT_ID, RILL_CLIENT_SECRET and RILL_CLIENT_AUDIENCE when the URL is set;
+# BASIC with RILL_CLIENT_USERNAME and RILL_CLIENT_PASSWORD when both are set; NONE
+# otherwise.
 client_auth() {
-  if [ -n "${RILL_CLIENT_USERNAME:-}" ]; then
+  if [ -n "${RILL_CLIENT_OAUTH_URL:-}" ]; then
+    auth=(CAMUNDA_AUTH_STRATEGY=OAUTH
+      "CAMUNDA_OAUTH_URL=$RILL_CLIENT_OAUTH_URL"
+      "CAMUNDA_CLIENT_ID=${RILL_CLIENT_ID:?RILL_CLIENT_ID is not set}"
+      "CAMUNDA_CLIENT_SECRET=${RILL_CLIENT_SECRET:?RILL_CLIENT_SECRET is not set}"
+      "CAMUNDA_TOKEN_AUDIENCE=${RILL_CLIENT_AUDIENCE:?RILL_CLIENT_AUDIENCE is not set}")
+  elif [ -n "${RILL_CLIENT_USERNAME:-}" ]; then
     auth=(CAMUNDA_AUTH_STRATEGY=BASIC
       "CAMUNDA_BASIC_AUTH_USERNAME=$RILL_CLIENT_USERNAME"
       "CAMUNDA_BASIC_AUTH_PASSWORD=${RILL_CLIENT_PASSWORD:?RILL_CLIENT_PASSWORD is not set}")

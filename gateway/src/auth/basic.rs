@@ -90,6 +90,7 @@ impl BasicUsers {
                 name: user.name.clone(),
                 email: user.email.clone(),
                 groups: Vec::new(),
+                valid_until: None,
             };
             let hashed = hash_user(principal, user.password.as_bytes())?;
             by_name.insert(user.username.clone(), Arc::new(hashed));

@@ -16,19 +16,26 @@
 //!                                             whether or not the user exists
 //! ```
 //!
+//! With `oidc`, the header carries a bearer JWT, checked by `oidc.rs` against the
+//! provider's keys; a principal from a token is valid until the token expires, and a
+//! job stream opened with it is closed then.
+//!
 //! Secrets never leave this module: a log line names the source, the username and the
-//! reason, never a password or the header.
+//! reason, never a password, a token or the header.
 
 mod basic;
+mod oidc;
 mod throttle;
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use rill_config::{AuthenticationMethod, SecurityConfig};
 
 use self::basic::BasicUsers;
+use self::oidc::OidcVerifier;
 use self::throttle::FailedLogins;
 use crate::error::GatewayError;
 use crate::ops::ClientError;
@@ -43,13 +50,17 @@ const REALM: &str = "rill";
 /// Who made a request, established once for both APIs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Principal {
-    /// The username (basic), or `None` when authentication is off.
+    /// The username (basic), the username or client-id claim (oidc), or `None` when
+    /// authentication is off.
     pub username: Option<String>,
     /// Display name, where known.
     pub name: Option<String>,
     pub email: Option<String>,
     /// Groups the caller belongs to (the groups claim of a token).
     pub groups: Vec<String>,
+    /// When the credentials stop being valid (a token's `exp` plus the clock skew);
+    /// `None` when they do not expire.
+    pub valid_until: Option<Instant>,
 }
 
 impl Principal {
@@ -60,6 +71,7 @@ impl Principal {
             name: None,
             email: None,
             groups: Vec::new(),
+            valid_until: None,
         }
     }
 }
@@ -75,6 +87,7 @@ enum Method {
         users: Arc<BasicUsers>,
         failures: FailedLogins,
     },
+    Oidc(OidcVerifier),
 }
 
 impl Authenticator {
@@ -86,8 +99,9 @@ impl Authenticator {
     }
 
     /// From the validated `security` settings. Hashes every basic user's password
-    /// (slow on purpose, once at start).
-    pub fn from_config(security: &SecurityConfig) -> Result<Authenticator, GatewayError> {
+    /// (slow on purpose, once at start); with oidc, reads the provider's discovery
+    /// document and keys, and fails when they cannot be used.
+    pub async fn from_config(security: &SecurityConfig) -> Result<Authenticator, GatewayError> {
         let method = match security.authentication.method {
             AuthenticationMethod::None => Method::None,
             AuthenticationMethod::Basic => Method::Basic {
@@ -95,11 +109,7 @@ impl Authenticator {
                 failures: FailedLogins::new(throttle::Policy::default()),
             },
             AuthenticationMethod::Oidc => {
-                return Err(GatewayError::Security(
-                    "security.authentication.method = \"oidc\" is not supported by this \
-                     version of Rill; use \"basic\" or \"none\""
-                        .to_owned(),
-                ));
+                Method::Oidc(OidcVerifier::discover(&security.authentication.oidc).await?)
             }
         };
         Ok(Authenticator { method })
@@ -124,11 +134,17 @@ impl Authenticator {
         !matches!(self.method, Method::None)
     }
 
-    /// `WWW-Authenticate` of a 401, when authentication is on.
-    pub fn challenge(&self) -> Option<HeaderValue> {
+    /// `WWW-Authenticate` of a 401 to a request with these headers, when
+    /// authentication is on. A refused bearer token is an `invalid_token` (RFC 6750);
+    /// a request without one gets the bare challenge.
+    pub fn challenge(&self, headers: &HeaderMap) -> Option<HeaderValue> {
         match self.method {
             Method::None => None,
             Method::Basic { .. } => Some(HeaderValue::from_static(BASIC_CHALLENGE)),
+            Method::Oidc(_) if headers.contains_key(header::AUTHORIZATION) => {
+                Some(HeaderValue::from_static(BEARER_INVALID_TOKEN_CHALLENGE))
+            }
+            Method::Oidc(_) => Some(HeaderValue::from_static(BEARER_CHALLENGE)),
         }
     }
 
@@ -139,11 +155,24 @@ impl Authenticator {
         headers: &HeaderMap,
         source: Option<IpAddr>,
     ) -> Result<Principal, ClientError> {
+        let source_text = source.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
         let (users, failures) = match &self.method {
             Method::None => return Ok(Principal::anonymous()),
             Method::Basic { users, failures } => (users, failures),
+            Method::Oidc(verifier) => {
+                return verifier.authenticate(headers).await.map_err(|refusal| {
+                    // Not a login attempt that could guess a secret: no failure counted.
+                    if refusal.presented_a_token() {
+                        tracing::info!(source = %source_text, reason = refusal.reason(), "request refused: invalid bearer token");
+                    } else {
+                        tracing::debug!(source = %source_text, reason = refusal.reason(), "request refused: no credentials");
+                    }
+                    ClientError::Unauthenticated {
+                        detail: refusal.detail(verifier),
+                    }
+                });
+            }
         };
-        let source_text = source.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
         if let Some(retry_after) = failures.blocked(source) {
             tracing::info!(
                 source = %source_text,
@@ -185,6 +214,12 @@ impl Authenticator {
 /// `WWW-Authenticate` of a 401 under basic authentication (credentials are read as
 /// UTF-8, as RFC 7617 recommends).
 pub const BASIC_CHALLENGE: &str = "Basic realm=\"rill\"";
+
+/// `WWW-Authenticate` of a 401 without a token under oidc authentication.
+pub const BEARER_CHALLENGE: &str = "Bearer realm=\"rill\"";
+
+/// `WWW-Authenticate` of a 401 whose bearer token was refused.
+pub const BEARER_INVALID_TOKEN_CHALLENGE: &str = "Bearer realm=\"rill\", error=\"invalid_token\"";
 
 /// Username and password of a `Basic` header.
 struct BasicCredentials {

@@ -219,11 +219,11 @@ async fn verified_credentials_are_cached_and_wrong_ones_are_not() {
 fn the_challenge_names_the_realm_and_none_has_none() {
     let auth = authenticator(Policy::default());
     assert_eq!(
-        auth.challenge(),
+        auth.challenge(&HeaderMap::new()),
         Some(HeaderValue::from_static("Basic realm=\"rill\""))
     );
     assert!(auth.is_enabled());
-    assert_eq!(Authenticator::none().challenge(), None);
+    assert_eq!(Authenticator::none().challenge(&HeaderMap::new()), None);
     assert!(!Authenticator::none().is_enabled());
 }
 
@@ -236,15 +236,21 @@ async fn without_authentication_everyone_is_anonymous() {
     assert_eq!(principal, Principal::anonymous());
 }
 
-#[test]
-fn oidc_is_refused_at_start() {
+#[tokio::test]
+async fn oidc_with_an_unreachable_provider_does_not_start() {
     let mut security = rill_config::SecurityConfig::default();
     security.authentication.method = AuthenticationMethod::Oidc;
+    // Nothing listens on the discard port.
+    security.authentication.oidc.issuer_uri = Some("http://127.0.0.1:9/realms/rill".to_owned());
+    security.authentication.oidc.audiences = vec!["rill-api".to_owned()];
     let error = Authenticator::from_config(&security)
+        .await
         .err()
         .expect("refused");
+    let text = error.to_string();
     assert!(
-        error.to_string().contains("\"oidc\" is not supported"),
-        "{error}"
+        text.contains("security.authentication.oidc.issuer-uri")
+            && text.contains("http://127.0.0.1:9/realms/rill/.well-known/openid-configuration"),
+        "{text}"
     );
 }

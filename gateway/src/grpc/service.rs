@@ -26,6 +26,7 @@ use super::decisions;
 use super::proto::gateway_server::Gateway;
 use super::proto::*;
 use super::push::{JobStreams, give_back};
+use crate::auth::Principal;
 use crate::backend::{PartitionHealth, PartitionRole};
 use crate::ops::{self, ActivatedBatches, SharedState, client_timeout};
 
@@ -123,6 +124,38 @@ const STREAM_BATCH: i32 = 32;
 const STREAM_RETRY_DELAY: Duration = Duration::from_millis(250);
 
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// `stream` until the caller's credentials expire (a bearer token's `exp`): then it
+/// ends with UNAUTHENTICATED, and the stream under it is dropped (its queued jobs are
+/// given back). Credentials that do not expire leave it as it is.
+fn until_credentials_expire<T: Send + 'static>(
+    stream: ResponseStream<T>,
+    valid_until: Option<std::time::Instant>,
+) -> ResponseStream<T> {
+    let Some(valid_until) = valid_until else {
+        return stream;
+    };
+    let expiry = Box::pin(tokio::time::sleep_until(Instant::from_std(valid_until)));
+    Box::pin(futures::stream::unfold(
+        Some((stream, expiry)),
+        |state| async move {
+            let (mut stream, mut expiry) = state?;
+            tokio::select! {
+                item = futures::StreamExt::next(&mut stream) => {
+                    item.map(|item| (item, Some((stream, expiry))))
+                }
+                () = &mut expiry => {
+                    tracing::info!("job stream closed: the caller's token expired");
+                    let status = Status::unauthenticated(
+                        "The bearer token of this stream has expired: open the stream again \
+                         with a new token",
+                    );
+                    Some((Err(status), None))
+                }
+            }
+        },
+    ))
+}
 
 pub struct GatewayService {
     state: SharedState,
@@ -369,6 +402,10 @@ impl Gateway for GatewayService {
         &self,
         request: Request<StreamActivatedJobsRequest>,
     ) -> Result<Response<Self::StreamActivatedJobsStream>, Status> {
+        let valid_until = request
+            .extensions()
+            .get::<Principal>()
+            .and_then(|principal| principal.valid_until);
         let request = request.into_inner();
         self.within_limits(&request, &[])?;
         checked_job_type(&request.r#type)?;
@@ -385,7 +422,10 @@ impl Gateway for GatewayService {
         };
         if self.state.dispatch.backend().pushes_jobs() {
             let pushed = self.streams.open(template, STREAM_BATCH as usize);
-            return Ok(Response::new(Box::pin(pushed)));
+            return Ok(Response::new(until_credentials_expire(
+                Box::pin(pushed),
+                valid_until,
+            )));
         }
         // A backend without job push: the stream long-polls.
         let (sender, receiver) = mpsc::channel(STREAM_BATCH as usize);
@@ -424,7 +464,10 @@ impl Gateway for GatewayService {
                 }
             }
         });
-        Ok(Response::new(receiver_stream(receiver)))
+        Ok(Response::new(until_credentials_expire(
+            receiver_stream(receiver),
+            valid_until,
+        )))
     }
 
     async fn cancel_process_instance(

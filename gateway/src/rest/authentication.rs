@@ -50,7 +50,7 @@ pub async fn admit(
         }
         Err(error) => {
             let challenge = matches!(error, ClientError::Unauthenticated { .. })
-                .then(|| authenticator.challenge())
+                .then(|| authenticator.challenge(request.headers()))
                 .flatten();
             Err(Problem::from(error)
                 .with_challenge(challenge)

@@ -26,7 +26,8 @@ fn basic_authenticator() -> Arc<Authenticator> {
         name: Some("Demo User".to_owned()),
         email: Some("demo@example.com".to_owned()),
     }];
-    Arc::new(Authenticator::from_config(&security).expect("valid security settings"))
+    let authenticator = futures::executor::block_on(Authenticator::from_config(&security));
+    Arc::new(authenticator.expect("valid security settings"))
 }
 
 /// Every `(method, path)` that `routes()` registers, path parameters filled in.

@@ -23,15 +23,23 @@ function check(condition, message) {
 }
 
 const examples = process.argv[2];
-// Authentication as run.sh sets it: NONE, or BASIC with a username and password.
-const auth =
-  process.env.CAMUNDA_AUTH_STRATEGY === 'BASIC'
-    ? {
-        CAMUNDA_AUTH_STRATEGY: 'BASIC',
-        CAMUNDA_BASIC_AUTH_USERNAME: process.env.CAMUNDA_BASIC_AUTH_USERNAME,
-        CAMUNDA_BASIC_AUTH_PASSWORD: process.env.CAMUNDA_BASIC_AUTH_PASSWORD,
-      }
-    : { CAMUNDA_AUTH_STRATEGY: 'NONE' };
+// Authentication as run.sh sets it: NONE, BASIC with a username and password, or OAUTH
+// with client credentials from a token endpoint.
+const authByStrategy = {
+  BASIC: {
+    CAMUNDA_AUTH_STRATEGY: 'BASIC',
+    CAMUNDA_BASIC_AUTH_USERNAME: process.env.CAMUNDA_BASIC_AUTH_USERNAME,
+    CAMUNDA_BASIC_AUTH_PASSWORD: process.env.CAMUNDA_BASIC_AUTH_PASSWORD,
+  },
+  OAUTH: {
+    CAMUNDA_AUTH_STRATEGY: 'OAUTH',
+    CAMUNDA_OAUTH_URL: process.env.CAMUNDA_OAUTH_URL,
+    CAMUNDA_CLIENT_ID: process.env.CAMUNDA_CLIENT_ID,
+    CAMUNDA_CLIENT_SECRET: process.env.CAMUNDA_CLIENT_SECRET,
+    CAMUNDA_TOKEN_AUDIENCE: process.env.CAMUNDA_TOKEN_AUDIENCE,
+  },
+};
+const auth = authByStrategy[process.env.CAMUNDA_AUTH_STRATEGY] ?? { CAMUNDA_AUTH_STRATEGY: 'NONE' };
 const client = createCamundaClient({
   config: {
     CAMUNDA_REST_ADDRESS: process.env.CAMUNDA_REST_ADDRESS,

@@ -5,7 +5,8 @@ published message correlating, and Zeebe's error for a duplicate message id.
     python flow.py HOST:PORT EXAMPLES_DIR     (prints "all checks passed" at the end)
 
 With RILL_GRPC_CA=ca.crt it opens a secure channel trusting that CA, as a TLS gateway
-needs (docs/security.md).
+needs (docs/security.md); with RILL_CLIENT_OAUTH_URL, RILL_CLIENT_ID, RILL_CLIENT_SECRET
+and RILL_CLIENT_AUDIENCE as well, pyzeebe's OAuth2 client-credentials channel.
 """
 
 import asyncio
@@ -13,7 +14,13 @@ import os
 import sys
 
 import grpc
-from pyzeebe import ZeebeClient, ZeebeWorker, create_insecure_channel, create_secure_channel
+from pyzeebe import (
+    ZeebeClient,
+    ZeebeWorker,
+    create_insecure_channel,
+    create_oauth2_client_credentials_channel,
+    create_secure_channel,
+)
 from pyzeebe.errors import MessageAlreadyExistsError
 
 
@@ -49,7 +56,21 @@ def workers_for(channel, stream_enabled):
 
 async def main(address: str, examples: str) -> None:
     ca = os.environ.get("RILL_GRPC_CA")
-    if ca:
+    oauth_url = os.environ.get("RILL_CLIENT_OAUTH_URL")
+    if ca and oauth_url:
+        # OIDC on a TLS gateway (docs/security.md): pyzeebe's OAuth2 client-credentials
+        # channel, which fetches the token from the provider and sends it with each call.
+        with open(ca, "rb") as f:
+            credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+        channel = create_oauth2_client_credentials_channel(
+            grpc_address=address,
+            client_id=os.environ["RILL_CLIENT_ID"],
+            client_secret=os.environ["RILL_CLIENT_SECRET"],
+            authorization_server=oauth_url,
+            audience=os.environ["RILL_CLIENT_AUDIENCE"],
+            channel_credentials=credentials,
+        )
+    elif ca:
         # A TLS gateway (docs/security.md): a secure channel trusting its CA.
         with open(ca, "rb") as f:
             credentials = grpc.ssl_channel_credentials(root_certificates=f.read())

@@ -5,7 +5,8 @@
 //   node grpc_flow.mjs HOST:PORT EXAMPLES_DIR   (prints "all checks passed" at the end)
 //
 // With RILL_GRPC_CA=ca.crt it connects with grpcs:// and trusts that CA, as a TLS gateway
-// needs (docs/security.md).
+// needs (docs/security.md); with RILL_CLIENT_OAUTH_URL, RILL_CLIENT_ID,
+// RILL_CLIENT_SECRET and RILL_CLIENT_AUDIENCE it authenticates with OAuth.
 
 import { join } from 'node:path'
 import { Camunda8 } from '@camunda8/sdk'
@@ -18,10 +19,23 @@ function check(condition, what) {
 }
 
 const ca = process.env.RILL_GRPC_CA
+// With RILL_CLIENT_OAUTH_URL, OAuth client credentials from that token endpoint
+// (docs/security.md); no token cache on disk, so no token of an earlier run is reused.
+const oauthUrl = process.env.RILL_CLIENT_OAUTH_URL
+const auth = oauthUrl
+  ? {
+      CAMUNDA_AUTH_STRATEGY: 'OAUTH',
+      CAMUNDA_OAUTH_URL: oauthUrl,
+      ZEEBE_CLIENT_ID: process.env.RILL_CLIENT_ID,
+      ZEEBE_CLIENT_SECRET: process.env.RILL_CLIENT_SECRET,
+      CAMUNDA_ZEEBE_OAUTH_AUDIENCE: process.env.RILL_CLIENT_AUDIENCE,
+      CAMUNDA_TOKEN_DISK_CACHE_DISABLE: true,
+    }
+  : { CAMUNDA_AUTH_STRATEGY: 'NONE' }
 const c8 = new Camunda8({
   ZEEBE_GRPC_ADDRESS: ca ? `grpcs://${address}` : `grpc://${address}`,
   ...(ca ? { CAMUNDA_CUSTOM_ROOT_CERT_PATH: ca } : {}),
-  CAMUNDA_AUTH_STRATEGY: 'NONE',
+  ...auth,
   zeebeGrpcSettings: { ZEEBE_CLIENT_LOG_LEVEL: 'NONE' },
 })
 const zbc = c8.getZeebeGrpcApiClient()
