@@ -387,3 +387,80 @@ certificate reaches the pod; Rill reloads it) and points Rill's settings at its 
 {{- define "rill.monitoringScheme" -}}
 {{- if .Values.tls.monitoring.enabled }}HTTPS{{ else }}HTTP{{ end }}
 {{- end }}
+
+{{/*
+Authentication. The admin password lives in a Secret only: the user's (existingSecret) or
+the one the chart generates (templates/admin-secret.yaml); pods read it by secretKeyRef.
+*/}}
+{{- define "rill.adminSecretName" -}}
+{{- .Values.authentication.existingSecret | default (printf "%s-admin" (include "rill.fullname" .)) }}
+{{- end }}
+
+{{/*
+The credentials clients of this release use, as JSON: {"username", "secretName",
+"secretKey"}, or {} with authentication.method none.
+*/}}
+{{- define "rill.credentials" -}}
+{{- $auth := .Values.authentication -}}
+{{- if eq $auth.method "basic" -}}
+{{- toJson (dict "username" $auth.username "secretName" (include "rill.adminSecretName" .) "secretKey" $auth.passwordKey) -}}
+{{- else -}}
+{{- toJson dict -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The credentials the running brokers were started with, read from the StatefulSet in the
+cluster (as rill.shape reads its shape), in the form of rill.credentials: the pre-upgrade
+scale Jobs talk to those brokers, before this release changes their settings.
+*/}}
+{{- define "rill.runningCredentials" -}}
+{{- $found := dict -}}
+{{- $existing := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "rill.brokerName" .) -}}
+{{- if $existing }}
+{{- $env := dict -}}
+{{- range $container := $existing.spec.template.spec.containers }}
+{{- if eq $container.name "broker" }}
+{{- range $entry := $container.env }}
+{{- $_ := set $env $entry.name $entry -}}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $method := get (get $env "RILL_SECURITY__AUTHENTICATION__METHOD" | default dict) "value" | default "none" -}}
+{{- $username := get (get $env "RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME" | default dict) "value" -}}
+{{- $password := get (get $env "RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD" | default dict) "valueFrom" | default dict -}}
+{{- $ref := get $password "secretKeyRef" | default dict -}}
+{{- if and (eq $method "basic") $username $ref.name $ref.key }}
+{{- $found = dict "username" $username "secretName" $ref.name "secretKey" $ref.key -}}
+{{- end }}
+{{- end }}
+{{- toJson $found -}}
+{{- end }}
+
+{{/* A pod's authentication settings, from rill.credentials: the admin user is Rill's first user. */}}
+{{- define "rill.authEnv" -}}
+{{- with include "rill.credentials" . | fromJson }}
+- name: RILL_SECURITY__AUTHENTICATION__METHOD
+  value: "basic"
+- name: RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME
+  value: {{ .username | quote }}
+- name: RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .secretKey | quote }}
+{{- end }}
+{{- end }}
+
+{{/* RILL_USERNAME and RILL_PASSWORD for the `rill` CLI, from credentials in the form of rill.credentials. */}}
+{{- define "rill.cliCredentialsEnv" -}}
+{{- with . }}
+- name: RILL_USERNAME
+  value: {{ .username | quote }}
+- name: RILL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .secretKey | quote }}
+{{- end }}
+{{- end }}
