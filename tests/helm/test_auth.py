@@ -4,11 +4,12 @@ and the scale Jobs get it only through secretKeyRef; the NOTES say how to read i
 
 import base64
 import re
+import shutil
 
 import helm_python as helm
 import pytest
 
-from conftest import NAMESPACE, RELEASE, SecretKeyRef, container_env, scale_jobs
+from conftest import CHART, NAMESPACE, RELEASE, Rendered, SecretKeyRef, container_env, scale_jobs
 
 BROKER = f"{RELEASE}-broker"
 GATEWAY = f"{RELEASE}-gateway"
@@ -185,8 +186,10 @@ def test_no_job_credentials_without_authentication(release):
     ({"authentication": {"passwordKey": ""}}, ["/authentication/passwordKey"]),
     ({"authentication": {"existingSecret": "Not_A_Name"}}, ["/authentication/existingSecret"]),
     ({"authentication": {"password": "hunter2"}}, ["password"]),
+    ({"authentication": {"method": "none", "existingSecret": "team-rill"}},
+     ["authentication.existingSecret is team-rill but authentication.method is none"]),
 ], ids=["oidc", "unknown-method", "colon", "shell", "empty-username", "empty-key", "bad-secret-name",
-        "plain-password"])
+        "plain-password", "secret-without-basic"])
 def test_invalid_authentication_values_are_refused(render, values, words):
     with pytest.raises(helm.HelmError) as refused:
         render(values)
@@ -221,3 +224,35 @@ def test_notes_warn_without_authentication(release):
     assert "WARNING: authentication.method is none" in text
     assert "RILL_PASSWORD" not in text
     assert "curl http://localhost:8080/v2/topology" in text
+
+
+@pytest.fixture
+def chart_before_authentication(tmp_path):
+    """The chart as `helm upgrade --reuse-values` renders it for a release installed with a
+    chart from before authentication: the new templates with the old values, which have
+    no `authentication` section."""
+    copy = tmp_path / "rill"
+    shutil.copytree(CHART, copy, symlinks=False)
+    values = (copy / "values.yaml").read_text()
+    start = values.index("# --- Authentication")
+    end = values.index("# --- TLS")
+    (copy / "values.yaml").write_text(values[:start] + values[end:])
+    with helm.Chart.load(str(copy)) as loaded:
+        yield lambda values: Rendered(loaded.render(values, name=RELEASE, namespace=NAMESPACE, is_upgrade=True),
+                                      values, loaded.merge_values(values))
+
+
+def test_reused_values_from_before_authentication_must_choose_a_method(chart_before_authentication):
+    with pytest.raises(helm.HelmError) as refused:
+        chart_before_authentication({})
+    assert "authentication.method is not set" in str(refused.value)
+    assert "--reset-then-reuse-values" in str(refused.value)
+
+    # `--set authentication.method=basic` alone: the other values take their defaults.
+    rendered = chart_before_authentication({"authentication": {"method": "basic"}})
+    expect_basic(workload_envs(rendered)[BROKER], "admin", ADMIN_SECRET, "password")
+    assert re.fullmatch(r"[A-Za-z0-9]{32}", generated_password(rendered))
+
+    rendered = chart_before_authentication({"authentication": {"method": "none"}})
+    assert security_env(workload_envs(rendered)[BROKER]) == {}
+    assert rendered.all("Secret") == []

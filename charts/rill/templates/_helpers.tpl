@@ -255,6 +255,10 @@ names the value at fault and the fix.
 {{- fail (printf "tls.%s.enabled is true but tls.%s.secretName is empty: name the Secret (type kubernetes.io/tls, as cert-manager writes it) that holds tls.crt and tls.key%s." $section $section (ternary " and ca.crt" "" (eq $section "cluster"))) }}
 {{- end }}
 {{- end }}
+{{- $auth := include "rill.authentication" . | fromJson -}}
+{{- if and (eq $auth.method "none") $auth.existingSecret }}
+{{- fail (printf "authentication.existingSecret is %s but authentication.method is none: nothing would read the password. Set authentication.method to basic, or clear existingSecret." $auth.existingSecret) }}
+{{- end }}
 {{- if and .Values.gateway.ingress.enabled (not .Values.gateway.ingress.host) }}
 {{- fail "gateway.ingress.enabled is true but gateway.ingress.host is empty: set the host name the REST API is served on." }}
 {{- end }}
@@ -391,9 +395,22 @@ certificate reaches the pod; Rill reloads it) and points Rill's settings at its 
 {{/*
 Authentication. The admin password lives in a Secret only: the user's (existingSecret) or
 the one the chart generates (templates/admin-secret.yaml); pods read it by secretKeyRef.
+
+rill.authentication: the values as JSON, with the defaults of values.yaml where a key is
+missing. `helm upgrade --reuse-values` keeps the values of the chart the release was
+installed with, which may predate authentication: then the method must be chosen.
 */}}
+{{- define "rill.authentication" -}}
+{{- $auth := .Values.authentication | default dict -}}
+{{- if not $auth.method }}
+{{- fail "authentication.method is not set: the release's values come from a chart without authentication (helm upgrade --reuse-values keeps them). Upgrade with --reset-then-reuse-values to take the new default, basic authentication with a generated admin password, or add --set authentication.method=basic (or none to keep the API open)." }}
+{{- end }}
+{{- toJson (dict "method" $auth.method "username" ($auth.username | default "admin") "existingSecret" ($auth.existingSecret | default "") "passwordKey" ($auth.passwordKey | default "password")) -}}
+{{- end }}
+
 {{- define "rill.adminSecretName" -}}
-{{- .Values.authentication.existingSecret | default (printf "%s-admin" (include "rill.fullname" .)) }}
+{{- $auth := include "rill.authentication" . | fromJson -}}
+{{- $auth.existingSecret | default (printf "%s-admin" (include "rill.fullname" .)) }}
 {{- end }}
 
 {{/*
@@ -401,7 +418,7 @@ The credentials clients of this release use, as JSON: {"username", "secretName",
 "secretKey"}, or {} with authentication.method none.
 */}}
 {{- define "rill.credentials" -}}
-{{- $auth := .Values.authentication -}}
+{{- $auth := include "rill.authentication" . | fromJson -}}
 {{- if eq $auth.method "basic" -}}
 {{- toJson (dict "username" $auth.username "secretName" (include "rill.adminSecretName" .) "secretKey" $auth.passwordKey) -}}
 {{- else -}}
