@@ -158,6 +158,18 @@ def configuration(broker):
     return broker.get(f"{broker.monitoring}/actuator/cluster")
 
 
+def converged(broker, done, timeout=15):
+    """The configuration `broker` reports once `done(configuration)` holds. A Job reads
+    the first broker that answers; the others learn the result by gossip, a moment later."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = configuration(broker)
+        if done(seen):
+            return seen
+        assert time.monotonic() < deadline, f"{broker.monitoring} still reports {seen}"
+        time.sleep(0.2)
+
+
 # The admin password of the release under test: in its Secret before the install (as an
 # earlier install of the release leaves it), so the chart keeps it.
 ADMIN_PASSWORD = "scale-job-test-password"
@@ -226,8 +238,7 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         waited = run_job(jobs["post-upgrade"], path_with_rill, management, deployed.secrets())
         assert waited.returncode == 0, waited.stderr + brokers[3].log.read_text()[-4000:]
         assert "the cluster has 4 broker(s), 3 partition(s), replication factor 3" in waited.stderr
-        after = configuration(brokers[1])
-        assert "pendingChange" not in after
+        after = converged(brokers[1], lambda c: "pendingChange" not in c and len(c["brokers"]) == 4)
         by_id = {b["id"]: b for b in after["brokers"]}
         assert sorted(by_id) == [0, 1, 2, 3]
         assert by_id[3]["partitions"], after
@@ -264,8 +275,9 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         lowered = run_job(fewer["pre-upgrade"], path_with_rill, management, deployed.secrets())
         assert lowered.returncode == 0, lowered.stderr
         assert "the cluster has 3 broker(s), 3 partition(s), replication factor 2" in lowered.stderr
-        replicas = [len(b["partitions"]) for b in configuration(brokers[2])["brokers"]]
-        assert sum(replicas) == 6, replicas
+        # Two replicas of each of the 3 partitions, as broker 2 sees it too.
+        converged(brokers[2], lambda c: "pendingChange" not in c
+                  and sum(len(b["partitions"]) for b in c["brokers"]) == 6)
     finally:
         for b in brokers + [gateway]:
             b.stop()
