@@ -120,6 +120,16 @@ def test_a_reinstall_reads_back_the_secret_the_uninstall_kept(release):
     assert deployed.secrets()[(ADMIN_SECRET, "password")] == "kept-from-before"
 
 
+def test_an_existing_secret_without_the_password_key_is_refused(release):
+    values = {"authentication": {"existingSecret": "team-rill", "passwordKey": "pw"}}
+    with pytest.raises(helm.HelmError) as refused:
+        release(values, secrets={"team-rill": {"password": "p", "user": "u"}})
+    assert "authentication.existingSecret team-rill has no key pw (authentication.passwordKey): " \
+        "it has password, user" in str(refused.value)
+    deployed = release(values, secrets={"team-rill": {"pw": "p"}})
+    assert deployed.secrets()[("team-rill", "pw")] == "p"
+
+
 def test_a_kept_secret_without_the_key_gets_a_new_password(release):
     deployed = release(secrets={ADMIN_SECRET: {"other": "x"}})
     assert re.fullmatch(r"[A-Za-z0-9]{32}", deployed.secrets()[(ADMIN_SECRET, "password")])

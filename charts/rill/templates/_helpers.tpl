@@ -259,6 +259,14 @@ names the value at fault and the fix.
 {{- if and (eq $auth.method "none") $auth.existingSecret }}
 {{- fail (printf "authentication.existingSecret is %s but authentication.method is none: nothing would read the password. Set authentication.method to basic, or clear existingSecret." $auth.existingSecret) }}
 {{- end }}
+{{- if and (eq $auth.method "basic") $auth.existingSecret }}
+{{- /* Only a Secret `lookup` finds can be checked: it finds none without the cluster. */ -}}
+{{- with lookup "v1" "Secret" .Release.Namespace $auth.existingSecret }}
+{{- if not (hasKey (.data | default dict) $auth.passwordKey) }}
+{{- fail (printf "authentication.existingSecret %s has no key %s (authentication.passwordKey): it has %s. Set passwordKey to the key that holds the admin password." $auth.existingSecret $auth.passwordKey (keys (.data | default dict) | sortAlpha | join ", " | default "none")) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and .Values.gateway.ingress.enabled (not .Values.gateway.ingress.host) }}
 {{- fail "gateway.ingress.enabled is true but gateway.ingress.host is empty: set the host name the REST API is served on." }}
 {{- end }}
