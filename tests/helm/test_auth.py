@@ -46,9 +46,9 @@ def generated_password(rendered):
     return base64.b64decode(secret["data"]["password"]).decode()
 
 
-def notes(release_or_chart, values, **kind):
-    return release_or_chart.config.render(release_or_chart.chart, values, name=RELEASE, namespace=NAMESPACE,
-                                          **kind)["rill/templates/NOTES.txt"]
+def notes(deployed, values, **kind):
+    manifests = deployed.config.render(deployed.chart, values, name=RELEASE, namespace=NAMESPACE, **kind)
+    return manifests["rill/templates/NOTES.txt"]
 
 
 def test_the_default_is_basic_with_a_generated_password(render):
