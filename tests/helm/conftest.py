@@ -1,5 +1,7 @@
 """Shared helpers for the chart tests: render the chart offline and look objects up."""
 
+import base64
+import dataclasses
 import http.server
 import json
 import os
@@ -117,14 +119,21 @@ APPS_V1 = {
     "resources": [{"name": "statefulsets", "singularName": "statefulset", "namespaced": True,
                    "kind": "StatefulSet", "verbs": ["get", "list"]}],
 }
+CORE_V1 = {
+    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1",
+    "resources": [{"name": "secrets", "singularName": "secret", "namespaced": True,
+                   "kind": "Secret", "verbs": ["get", "list"]}],
+}
 NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
 
 
 class FakeApiServer:
-    """Serves apps/v1 discovery and, when set, one StatefulSet; 404 for the rest."""
+    """Serves apps/v1 and v1 discovery, and when set, one StatefulSet and the Secrets in
+    `secrets` (by name); 404 for the rest."""
 
     def __init__(self):
         self.statefulset = None
+        self.secrets = {}
         self.requests = []
         server = self
 
@@ -133,10 +142,15 @@ class FakeApiServer:
                 path = self.path.split("?")[0]
                 server.requests.append(path)
                 wanted = f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets/{RELEASE}-broker"
+                secrets = f"/api/v1/namespaces/{NAMESPACE}/secrets/"
                 if path == "/apis/apps/v1":
                     self.answer(200, APPS_V1)
+                elif path == "/api/v1":
+                    self.answer(200, CORE_V1)
                 elif path == wanted and server.statefulset is not None:
                     self.answer(200, server.statefulset)
+                elif path.startswith(secrets) and path.removeprefix(secrets) in server.secrets:
+                    self.answer(200, server.secrets[path.removeprefix(secrets)])
                 else:
                     self.answer(404, NOT_FOUND)
 
@@ -156,6 +170,21 @@ class FakeApiServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
+    def apply(self, rendered):
+        """What installing or upgrading leaves in the cluster: the StatefulSet, and the
+        Secrets the release renders (one it no longer renders is kept, as
+        helm.sh/resource-policy: keep keeps the admin Secret)."""
+        self.statefulset = rendered.one("StatefulSet", f"{RELEASE}-broker")
+        for secret in rendered.all("Secret"):
+            self.secrets[secret["metadata"]["name"]] = secret
+
+    def secret_values(self):
+        """{(Secret name, key): decoded value} of the Secrets in the cluster, as a pod's
+        secretKeyRef reads them."""
+        return {(name, key): base64.b64decode(value).decode()
+                for name, secret in self.secrets.items()
+                for key, value in (secret.get("data") or {}).items()}
+
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
@@ -172,33 +201,59 @@ class Release:
         return Rendered(manifests, values, self.chart.merge_values(values))
 
     def deploy(self, rendered):
-        """What `helm upgrade` leaves in the cluster: the new StatefulSet."""
-        self.api.statefulset = rendered.one("StatefulSet", f"{RELEASE}-broker")
+        """What `helm upgrade` leaves in the cluster: the new StatefulSet and Secrets."""
+        self.api.apply(rendered)
         return rendered
+
+    def secrets(self):
+        """{(Secret name, key): value} of the Secrets in the cluster now."""
+        return self.api.secret_values()
 
 
 @pytest.fixture
-def release(render):
-    """A release installed with `values` (the defaults: 3 brokers, 3 partitions, 3 replicas)."""
+def release():
+    """A release installed with `values` (the defaults: 3 brokers, 3 partitions, 3 replicas).
+    `secrets` ({name: {key: value}}) are in the namespace before the install, as an
+    existingSecret, or the admin Secret of an earlier install, would be."""
     api = FakeApiServer()
     with helm.Config(kube_apiserver=api.url, kube_token="test", namespace=NAMESPACE) as config, \
             helm.Chart.load(str(CHART)) as chart:
-        def install(values=None):
-            api.statefulset = render(values or {}).one("StatefulSet", f"{RELEASE}-broker")
+        def install(values=None, secrets=None):
+            for name, data in (secrets or {}).items():
+                api.secrets[name] = {
+                    "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                    "metadata": {"name": name, "namespace": NAMESPACE},
+                    "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+                }
+            values = values or {}
+            manifests = config.render(chart, values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+            api.apply(Rendered(manifests, values, chart.merge_values(values)))
             return Release(config, chart, api)
         yield install
     api.close()
 
 
+@dataclasses.dataclass(frozen=True)
+class SecretKeyRef:
+    """A variable a Job's pod reads from a Secret."""
+    name: str
+    key: str
+
+
 def scale_jobs(rendered):
-    """{hook: (mode, env, job)} of the scale Jobs."""
+    """{hook: (mode, env, job)} of the scale Jobs. env maps each variable to its value, or
+    to a SecretKeyRef for one read from a Secret."""
     jobs = {}
     for job in rendered.all("Job"):
         container = job["spec"]["template"]["spec"]["containers"][0]
         command = container["command"]
         assert command[:2] == ["/bin/sh", "-c"] and command[3] == "scale.sh"
-        env = {e["name"]: e["value"] for e in container["env"]}
+        env = {}
+        for entry in container["env"]:
+            if "value" in entry:
+                env[entry["name"]] = entry["value"]
+            else:
+                ref = entry["valueFrom"]["secretKeyRef"]
+                env[entry["name"]] = SecretKeyRef(ref["name"], ref["key"])
         jobs[job["metadata"]["annotations"]["helm.sh/hook"]] = (command[4], env, job)
     return jobs
-
-

@@ -148,3 +148,32 @@ def test_rill_accepts_the_brokers_a_scale_up_adds(release, tmp_path, shim):
         assert cluster["advertised-host"] == f"{pod}.rill-broker.workflows.svc.cluster.local"
         assert cluster["initial-contact-points"] == [
             f"rill-broker-{i}.rill-broker.workflows.svc.cluster.local:26502" for i in range(3)]
+
+
+@pytest.mark.parametrize("values, method, username", [
+    ({}, "basic", "admin"),
+    ({"gateway": {"embedded": False}, "authentication": {"username": "ops", "existingSecret": "team-rill"}},
+     "basic", "ops"),
+    ({"gateway": {"embedded": False}, "authentication": {"method": "none"}}, "none", None),
+], ids=["default", "existing-secret-separate-gateway", "none"])
+def test_rill_reads_the_authentication_settings(render, tmp_path, shim, values, method, username):
+    """Brokers and separate gateways alike: the method, and the admin user with the
+    password from its Secret (shown as *** by `rill config show`)."""
+    rendered = render(values)
+    script = tmp_path / "startup.sh"
+    script.write_text(rendered.one("ConfigMap", "rill-broker")["data"]["startup.sh"])
+    (broker,) = rendered.one("StatefulSet", "rill-broker")["spec"]["template"]["spec"]["containers"]
+    env = resolve_env(broker, "rill-broker-0", 0) | {"PATH": f"{shim}:/usr/bin:/bin"}
+    configs = [show_and_validate(tmp_path, env, ["/bin/sh", str(script)])]
+    if rendered.maybe("Deployment", "rill-gateway"):
+        (gateway,) = rendered.one("Deployment", "rill-gateway")["spec"]["template"]["spec"]["containers"]
+        env = resolve_env(gateway, "rill-gateway-abc", 0) | {"PATH": "/usr/bin:/bin"}
+        configs.append(show_and_validate(tmp_path, env, [str(RILL), "config", "show"]))
+    for config in configs:
+        security = config["security"]
+        assert security["authentication"]["method"] == method
+        users = security.get("initialization", {}).get("users", [])
+        if username is None:
+            assert users == []
+        else:
+            assert users == [{"username": username, "password": "***"}]

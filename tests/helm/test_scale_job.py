@@ -1,6 +1,8 @@
 """The scale Jobs' script, as the chart renders it, run with /bin/sh and the real `rill` CLI.
 
-Against real `rill broker` processes on loopback: an upgrade 3 -> 4 brokers (the
+Against real `rill broker` processes on loopback, with basic authentication on as the
+chart's default sets it (the admin user, its password from the release's Secret, which the
+Jobs read through their secretKeyRef): an upgrade 3 -> 4 brokers (the
 pre-upgrade Job starts the change, broker 3 starts as the StatefulSet would start it, the
 post-upgrade Job waits for it, and a gateway apart given the new brokers' addresses, as
 the chart gives them, reaches broker 3), then 4 -> 3 (the pre-upgrade Job moves broker 3's
@@ -10,6 +12,7 @@ another change is running, or no broker answers. The Jobs' settings come from a 
 upgrade (conftest's fake API server); only the management addresses point here.
 """
 
+import base64
 import http.server
 import json
 import os
@@ -18,11 +21,12 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import CHART, rill_binary, scale_jobs
+from conftest import CHART, SecretKeyRef, container_env, rill_binary, scale_jobs
 
 pytestmark = pytest.mark.skipif(rill_binary() is None, reason="no rill binary: set RILL_BIN")
 
@@ -47,12 +51,21 @@ def path_with_rill(tmp_path):
 JOB_TIMEOUT = 60
 
 
-def run_job(job, path, management, **extra):
-    """Runs a rendered Job's command under /bin/sh with its environment. Fails, with what
-    the Job printed, if it outlives its own RILL_SCALE_TIMEOUT by more than 20 s."""
+def run_job(job, path, management, secrets=None, **extra):
+    """Runs a rendered Job's command under /bin/sh with its environment, the variables it
+    reads from Secrets taken from `secrets` ({(name, key): value}, the cluster's). Fails,
+    with what the Job printed, if it outlives its own RILL_SCALE_TIMEOUT by more than 20 s."""
     mode, env, rendered = job
     command = rendered["spec"]["template"]["spec"]["containers"][0]["command"]
-    environment = {**env, "PATH": path, "RILL_SCALE_MANAGEMENT": management,
+    resolved = {}
+    for name, value in env.items():
+        if isinstance(value, SecretKeyRef):
+            found = (secrets or {}).get((value.name, value.key))
+            assert found is not None, (f"the {mode} Job reads {name} from Secret {value.name}, key {value.key}, "
+                                       "which is not in the cluster: its pod would not start")
+            value = found
+        resolved[name] = value
+    environment = {**resolved, "PATH": path, "RILL_SCALE_MANAGEMENT": management,
                    "RILL_SCALE_INTERVAL": "1", "RILL_SCALE_TIMEOUT": str(JOB_TIMEOUT), **extra}
     limit = int(environment["RILL_SCALE_TIMEOUT"]) + 20
     try:
@@ -73,7 +86,8 @@ def text_of(output):
 class Broker:
     """A `rill broker` (or, with role="gateway", a gateway apart) on loopback."""
 
-    def __init__(self, directory, node, size, contact_points, internal_port, command_port=None, role="broker"):
+    def __init__(self, directory, node, size, contact_points, internal_port, command_port=None, role="broker",
+                 auth=None):
         self.monitoring = f"http://127.0.0.1:{free_port()}"
         self.rest = f"http://127.0.0.1:{free_port()}"
         self.command = f"127.0.0.1:{command_port or free_port()}"
@@ -97,9 +111,22 @@ class Broker:
         arguments = [str(rill_binary()), role, "--data-dir", str(directory / f"data-{role}-{node}")]
         for option in options:
             arguments += ["--set", option]
+        # `auth`: the pod's security settings, {RILL_SECURITY__…: value}.
+        self.auth = auth or {}
         with open(self.log, "w") as log:
             self.process = subprocess.Popen(arguments, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                            env={**os.environ, "RILL_LOG": "info,openraft=warn"})
+                                            env={**os.environ, "RILL_LOG": "info,openraft=warn", **self.auth})
+
+    def get(self, url):
+        """GET url with the admin user's credentials, when this process has any."""
+        request = urllib.request.Request(url)
+        username = self.auth.get("RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME")
+        if username is not None:
+            password = self.auth["RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD"]
+            token = base64.b64encode(f"{username}:{password}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return json.load(answer)
 
     def ready(self):
         try:
@@ -128,40 +155,90 @@ def wait_ready(brokers, timeout=90):
 
 
 def configuration(broker):
-    with urllib.request.urlopen(f"{broker.monitoring}/actuator/cluster", timeout=5) as answer:
-        return json.load(answer)
+    return broker.get(f"{broker.monitoring}/actuator/cluster")
+
+
+def converged(broker, done, timeout=15):
+    """The configuration `broker` reports once `done(configuration)` holds. A Job reads
+    the first broker that answers; the others learn the result by gossip, a moment later."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = configuration(broker)
+        if done(seen):
+            return seen
+        assert time.monotonic() < deadline, f"{broker.monitoring} still reports {seen}"
+        time.sleep(0.2)
+
+
+# The admin password of the release under test: in its Secret before the install (as an
+# earlier install of the release leaves it), so the chart keeps it.
+ADMIN_PASSWORD = "scale-job-test-password"
+
+
+def security_settings(rendered, secrets):
+    """The security settings of the release's brokers, the password resolved from the
+    cluster's Secret as the kubelet resolves the secretKeyRef."""
+    (container,) = rendered.one("StatefulSet", "rill-broker")["spec"]["template"]["spec"]["containers"]
+    settings = {}
+    for name, entry in container_env(container).items():
+        if name.startswith("RILL_SECURITY__"):
+            if "value" in entry:
+                settings[name] = entry["value"]
+            else:
+                ref = entry["valueFrom"]["secretKeyRef"]
+                settings[name] = secrets[(ref["name"], ref["key"])]
+    return settings
 
 
 def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_path):
+    deployed = release(secrets={"rill-admin": {"password": ADMIN_PASSWORD}})
+    auth = security_settings(deployed.upgrade({}), deployed.secrets())
+    assert auth == {
+        "RILL_SECURITY__AUTHENTICATION__METHOD": "basic",
+        "RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME": "admin",
+        "RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD": ADMIN_PASSWORD,
+    }
     internal = [free_port() for _ in range(3)]
     contact_points = ",".join(f"127.0.0.1:{p}" for p in internal)
-    brokers = [Broker(tmp_path, i, 3, contact_points, internal[i]) for i in range(3)]
+    brokers = [Broker(tmp_path, i, 3, contact_points, internal[i], auth=auth) for i in range(3)]
     # A gateway apart, with every broker of the new clusterSize as contact points (the
     # chart's Deployment after the upgrade), broker 3's not there yet.
     command_3 = free_port()
     gateway_points = ",".join([b.command for b in brokers] + [f"127.0.0.1:{command_3}"])
-    gateway = Broker(tmp_path, 0, 0, gateway_points, 0, role="gateway")
+    gateway = Broker(tmp_path, 0, 0, gateway_points, 0, role="gateway", auth=auth)
     try:
         wait_ready(brokers)
+        # The management API is locked: without the credentials nothing is read or changed.
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{brokers[0].monitoring}/actuator/cluster", timeout=5)
+        assert refused.value.code == 401
         # The first address is a broker that is not there: the script goes on to the next.
         management = f"http://127.0.0.1:{free_port()} " + " ".join(b.monitoring for b in brokers)
-        deployed = release()
         up = deployed.upgrade({"clusterSize": 4})
         jobs = scale_jobs(up)
+        for _, env, _ in jobs.values():
+            assert env["RILL_USERNAME"] == "admin"
+            assert env["RILL_PASSWORD"] == SecretKeyRef("rill-admin", "password")
 
-        started = run_job(jobs["pre-upgrade"], path_with_rill, management)
+        # A wrong password gets the brokers' 401, and the Job fails on it.
+        wrong = run_job(jobs["pre-upgrade"], path_with_rill, " ".join(b.monitoring for b in brokers),
+                        {("rill-admin", "password"): "not-the-password"}, RILL_SCALE_TIMEOUT="2")
+        assert wrong.returncode == 1
+        assert "401" in wrong.stderr, wrong.stderr
+        assert "pendingChange" not in configuration(brokers[0])
+
+        started = run_job(jobs["pre-upgrade"], path_with_rill, management, deployed.secrets())
         assert started.returncode == 0, started.stderr
         assert "started:" in started.stderr and "BROKER_ADD broker 3" in started.stderr
         assert "pendingChange" in configuration(brokers[0])
 
         # The upgrade grows the StatefulSet: pod 3 starts with the settings of the others.
         deployed.deploy(up)
-        brokers.append(Broker(tmp_path, 3, 3, contact_points, free_port(), command_port=command_3))
-        waited = run_job(jobs["post-upgrade"], path_with_rill, management)
+        brokers.append(Broker(tmp_path, 3, 3, contact_points, free_port(), command_port=command_3, auth=auth))
+        waited = run_job(jobs["post-upgrade"], path_with_rill, management, deployed.secrets())
         assert waited.returncode == 0, waited.stderr + brokers[3].log.read_text()[-4000:]
         assert "the cluster has 4 broker(s), 3 partition(s), replication factor 3" in waited.stderr
-        after = configuration(brokers[1])
-        assert "pendingChange" not in after
+        after = converged(brokers[1], lambda c: "pendingChange" not in c and len(c["brokers"]) == 4)
         by_id = {b["id"]: b for b in after["brokers"]}
         assert sorted(by_id) == [0, 1, 2, 3]
         assert by_id[3]["partitions"], after
@@ -169,8 +246,7 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         # The gateway reaches broker 3 and the partitions it took.
         deadline = time.monotonic() + 30
         while True:
-            with urllib.request.urlopen(f"{gateway.rest}/v2/topology", timeout=5) as answer:
-                seen = {b["nodeId"]: b["partitions"] for b in json.load(answer)["brokers"]}
+            seen = {b["nodeId"]: b["partitions"] for b in gateway.get(f"{gateway.rest}/v2/topology")["brokers"]}
             if seen.get(3):
                 break
             assert time.monotonic() < deadline, f"the gateway does not see broker 3: {seen}"
@@ -179,7 +255,7 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         down = deployed.upgrade({"clusterSize": 3})
         shrink = scale_jobs(down)
         assert set(shrink) == {"pre-upgrade"}
-        applied = run_job(shrink["pre-upgrade"], path_with_rill, management)
+        applied = run_job(shrink["pre-upgrade"], path_with_rill, management, deployed.secrets())
         assert applied.returncode == 0, applied.stderr
         assert "BROKER_REMOVE broker 3" in applied.stderr
         assert "the cluster has 3 broker(s), 3 partition(s), replication factor 3" in applied.stderr
@@ -188,7 +264,7 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         assert "pendingChange" not in final
 
         # Asked again, there is nothing to do.
-        again = run_job(shrink["pre-upgrade"], path_with_rill, management)
+        again = run_job(shrink["pre-upgrade"], path_with_rill, management, deployed.secrets())
         assert again.returncode == 0, again.stderr
         assert "nothing to change" in again.stderr
 
@@ -196,11 +272,12 @@ def test_the_jobs_scale_real_brokers_up_and_down(release, path_with_rill, tmp_pa
         deployed.deploy(down)
         fewer = scale_jobs(deployed.upgrade({"clusterSize": 3, "replicationFactor": 2}))
         assert set(fewer) == {"pre-upgrade"}
-        lowered = run_job(fewer["pre-upgrade"], path_with_rill, management)
+        lowered = run_job(fewer["pre-upgrade"], path_with_rill, management, deployed.secrets())
         assert lowered.returncode == 0, lowered.stderr
         assert "the cluster has 3 broker(s), 3 partition(s), replication factor 2" in lowered.stderr
-        replicas = [len(b["partitions"]) for b in configuration(brokers[2])["brokers"]]
-        assert sum(replicas) == 6, replicas
+        # Two replicas of each of the 3 partitions, as broker 2 sees it too.
+        converged(brokers[2], lambda c: "pendingChange" not in c
+                  and sum(len(b["partitions"]) for b in c["brokers"]) == 6)
     finally:
         for b in brokers + [gateway]:
             b.stop()
@@ -231,13 +308,16 @@ class FakeManagement:
         self.topology = topology(3, 3)
         self.patch_answer = (202, {"changeId": 4, "plannedChanges": [{"operation": "BROKER_ADD", "brokerId": 3}]})
         self.patches = []
+        self.authorizations = set()
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                server.authorizations.add(self.headers.get("Authorization"))
                 self.answer(200, server.topology)
 
             def do_PATCH(self):
+                server.authorizations.add(self.headers.get("Authorization"))
                 length = int(self.headers.get("Content-Length", 0))
                 server.patches.append((self.path, json.loads(self.rfile.read(length))))
                 self.answer(*server.patch_answer)
@@ -270,9 +350,21 @@ def fake():
     server.close()
 
 
+def resolved_jobs(deployed, rendered):
+    """The scale Jobs of an upgrade, with the variables they read from Secrets resolved
+    from the cluster's (the admin password the install generated)."""
+    secrets = deployed.secrets()
+    jobs = {}
+    for hook, (mode, env, job) in scale_jobs(rendered).items():
+        env = {name: secrets[(v.name, v.key)] if isinstance(v, SecretKeyRef) else v for name, v in env.items()}
+        jobs[hook] = (mode, env, job)
+    return jobs
+
+
 @pytest.fixture
 def up_jobs(release):
-    return scale_jobs(release().upgrade({"clusterSize": 5, "partitionCount": 6}))
+    deployed = release()
+    return resolved_jobs(deployed, deployed.upgrade({"clusterSize": 5, "partitionCount": 6}))
 
 
 def test_waiting_ends_with_a_clear_failure_at_the_timeout(fake, up_jobs, path_with_rill):
@@ -292,6 +384,11 @@ def test_a_refused_change_fails_the_job_with_the_brokers_message_and_starts_noth
     assert "partitions.count: 6 is more than this version adds" in done.stderr
     assert [path for path, _ in fake.patches] == ["/actuator/cluster?dryRun=true"]
     assert fake.patches[0][1] == {"brokers": {"count": 5}, "partitions": {"count": 6, "replicationFactor": 3}}
+    # Every call carried the admin user's credentials, the password from the release's Secret.
+    env = up_jobs["pre-upgrade"][1]
+    assert len(env["RILL_PASSWORD"]) == 32
+    token = base64.b64encode(f"admin:{env['RILL_PASSWORD']}".encode()).decode()
+    assert fake.authorizations == {f"Basic {token}"}
 
 
 def test_starting_leaves_a_change_in_progress_alone(fake, up_jobs, path_with_rill):
@@ -304,7 +401,8 @@ def test_starting_leaves_a_change_in_progress_alone(fake, up_jobs, path_with_ril
 
 def test_a_race_with_another_change_is_retried_until_the_timeout(fake, path_with_rill, release):
     fake.patch_answer = (409, {"status": 409, "message": "change 7 is in progress"})
-    down = scale_jobs(release({"clusterSize": 4}).upgrade({"clusterSize": 3}))
+    deployed = release({"clusterSize": 4})
+    down = resolved_jobs(deployed, deployed.upgrade({"clusterSize": 3}))
     fake.topology = topology(4, 3)
     done = run_job(down["pre-upgrade"], path_with_rill, fake.url, RILL_SCALE_TIMEOUT="3")
     assert done.returncode == 1

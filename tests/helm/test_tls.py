@@ -5,7 +5,7 @@ from the values is refused at render time."""
 
 import pytest
 
-from conftest import NAMESPACE, RELEASE, container_env, load_values
+from conftest import NAMESPACE, RELEASE, container_env, load_values, scale_jobs
 
 BROKER = f"{RELEASE}-broker"
 GATEWAY = f"{RELEASE}-gateway"
@@ -98,12 +98,10 @@ def test_scale_jobs_reach_a_tls_management_api_with_its_ca(release):
     values = load_values("tls")
     deployed = release(values)
     upgraded = deployed.upgrade({**values, "clusterSize": 4})
-    jobs = upgraded.all("Job")
+    jobs = scale_jobs(upgraded)
     assert jobs, "growing the cluster runs scale Jobs"
-    for job in jobs:
+    for _, env, job in jobs.values():
         spec = job["spec"]["template"]["spec"]
-        (container,) = spec["containers"]
-        env = {e["name"]: e["value"] for e in container["env"]}
         addresses = env["RILL_SCALE_MANAGEMENT"].split()
         assert addresses and all(a.startswith("https://") for a in addresses), addresses
         assert env["RILL_CA_CERTIFICATE"] == "/usr/local/rill/tls/monitoring/ca.crt"
@@ -122,6 +120,7 @@ def test_notes_show_https_commands_with_the_ca(release):
     manifests = deployed.config.render(deployed.chart, {**values, "clusterSize": 4}, name=RELEASE,
                                        namespace=NAMESPACE, is_upgrade=True)
     notes = manifests["rill/templates/NOTES.txt"]
-    assert f"curl --cacert ca.crt --connect-to {GATEWAY}:8080:localhost:8080 https://{GATEWAY}:8080/v2/topology" \
+    assert (f'curl -u "admin:$RILL_PASSWORD" --cacert ca.crt --connect-to {GATEWAY}:8080:localhost:8080 '
+            f"https://{GATEWAY}:8080/v2/topology") in notes, notes
+    assert "RILL_USERNAME='admin' rill cluster status --management https://localhost:9600 --ca-certificate ca.crt" \
         in notes, notes
-    assert "rill cluster status --management https://localhost:9600 --ca-certificate ca.crt" in notes, notes

@@ -255,6 +255,18 @@ names the value at fault and the fix.
 {{- fail (printf "tls.%s.enabled is true but tls.%s.secretName is empty: name the Secret (type kubernetes.io/tls, as cert-manager writes it) that holds tls.crt and tls.key%s." $section $section (ternary " and ca.crt" "" (eq $section "cluster"))) }}
 {{- end }}
 {{- end }}
+{{- $auth := include "rill.authentication" . | fromJson -}}
+{{- if and (eq $auth.method "none") $auth.existingSecret }}
+{{- fail (printf "authentication.existingSecret is %s but authentication.method is none: nothing would read the password. Set authentication.method to basic, or clear existingSecret." $auth.existingSecret) }}
+{{- end }}
+{{- if and (eq $auth.method "basic") $auth.existingSecret }}
+{{- /* Only a Secret `lookup` finds can be checked: it finds none without the cluster. */ -}}
+{{- with lookup "v1" "Secret" .Release.Namespace $auth.existingSecret }}
+{{- if not (hasKey (.data | default dict) $auth.passwordKey) }}
+{{- fail (printf "authentication.existingSecret %s has no key %s (authentication.passwordKey): it has %s. Set passwordKey to the key that holds the admin password." $auth.existingSecret $auth.passwordKey (keys (.data | default dict) | sortAlpha | join ", " | default "none")) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and .Values.gateway.ingress.enabled (not .Values.gateway.ingress.host) }}
 {{- fail "gateway.ingress.enabled is true but gateway.ingress.host is empty: set the host name the REST API is served on." }}
 {{- end }}
@@ -386,4 +398,94 @@ certificate reaches the pod; Rill reloads it) and points Rill's settings at its 
 {{/* The scheme of the monitoring port: probes, scrapes and the scale Jobs use it. */}}
 {{- define "rill.monitoringScheme" -}}
 {{- if .Values.tls.monitoring.enabled }}HTTPS{{ else }}HTTP{{ end }}
+{{- end }}
+
+{{/*
+Authentication. The admin password lives in a Secret only: the user's (existingSecret) or
+the one the chart generates (templates/admin-secret.yaml); pods read it by secretKeyRef.
+
+rill.authentication: the values as JSON, with the defaults of values.yaml where a key is
+missing. `helm upgrade --reuse-values` keeps the values of the chart the release was
+installed with, which may predate authentication: then the method must be chosen.
+*/}}
+{{- define "rill.authentication" -}}
+{{- $auth := .Values.authentication | default dict -}}
+{{- if not $auth.method }}
+{{- fail "authentication.method is not set: the release's values come from a chart without authentication (helm upgrade --reuse-values keeps them). Upgrade with --reset-then-reuse-values to take the new default, basic authentication with a generated admin password, or add --set authentication.method=basic (or none to keep the API open)." }}
+{{- end }}
+{{- toJson (dict "method" $auth.method "username" ($auth.username | default "admin") "existingSecret" ($auth.existingSecret | default "") "passwordKey" ($auth.passwordKey | default "password")) -}}
+{{- end }}
+
+{{- define "rill.adminSecretName" -}}
+{{- $auth := include "rill.authentication" . | fromJson -}}
+{{- $auth.existingSecret | default (printf "%s-admin" (include "rill.fullname" .)) }}
+{{- end }}
+
+{{/*
+The credentials clients of this release use, as JSON: {"username", "secretName",
+"secretKey"}, or {} with authentication.method none.
+*/}}
+{{- define "rill.credentials" -}}
+{{- $auth := include "rill.authentication" . | fromJson -}}
+{{- if eq $auth.method "basic" -}}
+{{- toJson (dict "username" $auth.username "secretName" (include "rill.adminSecretName" .) "secretKey" $auth.passwordKey) -}}
+{{- else -}}
+{{- toJson dict -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The credentials the running brokers were started with, read from the StatefulSet in the
+cluster (as rill.shape reads its shape), in the form of rill.credentials: the pre-upgrade
+scale Jobs talk to those brokers, before this release changes their settings.
+*/}}
+{{- define "rill.runningCredentials" -}}
+{{- $found := dict -}}
+{{- $existing := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "rill.brokerName" .) -}}
+{{- if $existing }}
+{{- $env := dict -}}
+{{- range $container := $existing.spec.template.spec.containers }}
+{{- if eq $container.name "broker" }}
+{{- range $entry := $container.env }}
+{{- $_ := set $env $entry.name $entry -}}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $method := get (get $env "RILL_SECURITY__AUTHENTICATION__METHOD" | default dict) "value" | default "none" -}}
+{{- $username := get (get $env "RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME" | default dict) "value" -}}
+{{- $password := get (get $env "RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD" | default dict) "valueFrom" | default dict -}}
+{{- $ref := get $password "secretKeyRef" | default dict -}}
+{{- if and (eq $method "basic") $username $ref.name $ref.key }}
+{{- $found = dict "username" $username "secretName" $ref.name "secretKey" $ref.key -}}
+{{- end }}
+{{- end }}
+{{- toJson $found -}}
+{{- end }}
+
+{{/* A pod's authentication settings, from rill.credentials: the admin user is Rill's first user. */}}
+{{- define "rill.authEnv" -}}
+{{- with include "rill.credentials" . | fromJson }}
+- name: RILL_SECURITY__AUTHENTICATION__METHOD
+  value: "basic"
+- name: RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME
+  value: {{ .username | quote }}
+- name: RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .secretKey | quote }}
+{{- end }}
+{{- end }}
+
+{{/* RILL_USERNAME and RILL_PASSWORD for the `rill` CLI, from credentials in the form of rill.credentials. */}}
+{{- define "rill.cliCredentialsEnv" -}}
+{{- with . }}
+- name: RILL_USERNAME
+  value: {{ .username | quote }}
+- name: RILL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .secretKey | quote }}
+{{- end }}
 {{- end }}
