@@ -207,7 +207,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some(cluster),
+                Some((cluster, partitions.clone())),
                 authenticator,
                 stop_rx.clone(),
             )
@@ -463,7 +463,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some(cluster.clone()),
+                Some((cluster.clone(), partitions.clone())),
                 authenticator,
                 stop_rx,
             )
@@ -726,7 +726,7 @@ async fn serve_monitoring(
     config: &RillConfig,
     registry: Registry,
     health: Arc<dyn HealthCheck>,
-    cluster: Option<ClusterState>,
+    broker: Option<(ClusterState, Partitions)>,
     authenticator: Arc<Authenticator>,
     stop: watch::Receiver<bool>,
 ) -> Result<(
@@ -740,8 +740,17 @@ async fn serve_monitoring(
     )
     .await?
     .with_tls(&config.monitoring.tls)?;
-    let monitoring = match cluster {
-        Some(cluster) => monitoring.with_cluster(cluster),
+    // Every route is added before the guard, so that it covers them all.
+    let monitoring = match broker {
+        Some((cluster, partitions)) => monitoring
+            .with_cluster(cluster.clone())
+            .with_backups(
+                rill_broker::backup::FilesystemStore::from_config(&config.backup),
+                Arc::new(rill_broker::backup::LocalPartitions {
+                    partitions,
+                    cluster,
+                }),
+            ),
         None => monitoring,
     };
     let monitoring = if authenticator.is_enabled() {

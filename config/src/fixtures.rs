@@ -30,6 +30,15 @@ pub(crate) fn everything_set() -> RillConfig {
     elastic.tls.ca_certificate = Some("/etc/rill/es-ca.pem".into());
     config.exporters.elasticsearch = Some(elastic);
     config.exporters.jsonl = Some(JsonlExporterConfig::default());
+    config.backup.filesystem.base_path = Some("/mnt/backups".into());
+    config.backup.s3 = crate::model::S3BackupConfig {
+        bucket: Some("rill".to_owned()),
+        base_path: Some("cluster-a".to_owned()),
+        endpoint: Some("http://127.0.0.1:9000".to_owned()),
+        region: Some("eu-west-1".to_owned()),
+        access_key: Some("key".to_owned()),
+        secret_key: Some("secret".to_owned()),
+    };
     let oidc = &mut config.security.authentication.oidc;
     oidc.issuer_uri = Some("https://login.example/realms/rill".to_owned());
     oidc.client_id_claim = Some("azp".to_owned());

@@ -387,3 +387,13 @@ certificate reaches the pod; Rill reloads it) and points Rill's settings at its 
 {{- define "rill.monitoringScheme" -}}
 {{- if .Values.tls.monitoring.enabled }}HTTPS{{ else }}HTTP{{ end }}
 {{- end }}
+
+{{/* The backup store's settings: the mounted backup volume, when there is one. */}}
+{{- define "rill.backupEnv" -}}
+{{- if .Values.backup.existingClaim }}
+- name: RILL_BACKUP__STORE
+  value: filesystem
+- name: RILL_BACKUP__FILESYSTEM__BASE_PATH
+  value: {{ .Values.backup.mountPath | quote }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,265 @@
+//! Backup and restore with real processes: a standalone under load takes a backup
+//! through the management API, more instances are created after it, the data directory
+//! is wiped and restored, and the restored standalone holds exactly what was
+//! acknowledged before the checkpoint. A damaged backup file is named at restore.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{Api, Standalone, deploy, rill_binary};
+use tokio::sync::Mutex;
+
+/// Runs `rill <args>`: success, stdout, stderr.
+fn rill(args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(rill_binary())
+        .args(args)
+        .output()
+        .expect("run rill");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn restore(store: &Path, data: &Path, backup: u64) -> (bool, String, String) {
+    rill(&[
+        "restore",
+        "--backup-id",
+        &backup.to_string(),
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--set",
+        "backup.store=filesystem",
+        "--set",
+        &format!("backup.filesystem.base-path={}", store.display()),
+    ])
+}
+
+/// An instance created and when its creation was sent and answered.
+#[derive(Clone, Debug)]
+struct Created {
+    key: String,
+    sent: Instant,
+    acknowledged: Instant,
+}
+
+async fn exists(api: &Api, key: &str) -> bool {
+    let (status, body) = api
+        .get(&format!("/v2/process-instances/{key}"))
+        .await
+        .unwrap();
+    assert!(status == 200 || status == 404, "{status}: {body}");
+    status == 200
+}
+
+#[test]
+fn a_restored_standalone_holds_exactly_what_was_acknowledged_before_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("backups");
+    let data = dir.path().join("data");
+    let settings = [
+        "backup.store=filesystem".to_owned(),
+        format!("backup.filesystem.base-path={}", store.display()),
+    ];
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut rill_process = Standalone::start(&data, &settings);
+        rill_process.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill_process.rest());
+        let management = rill_process.monitoring();
+        deploy(&api, &["two-rest-calls.bpmn"]).await;
+        let logs = || rill_process.log_text();
+        let before = api
+            .create_on_every_partition("two-rest-calls", 20, 2, logs)
+            .await;
+
+        // Load keeps running while the backup is taken.
+        let created: Arc<Mutex<Vec<Created>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let load = {
+            let (api, created, stop) = (api.clone(), created.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let sent = Instant::now();
+                    let (status, body) = api
+                        .post(
+                            "/v2/process-instances",
+                            json!({"processDefinitionId": "two-rest-calls"}),
+                        )
+                        .await
+                        .unwrap();
+                    assert_eq!(status, 200, "{body}");
+                    created.lock().await.push(Created {
+                        key: body["processInstanceKey"].as_str().unwrap().to_owned(),
+                        sent,
+                        acknowledged: Instant::now(),
+                    });
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let asked = Instant::now();
+        let (ok, out, err) = rill(&[
+            "backup",
+            "take",
+            "7",
+            "--wait",
+            "--timeout",
+            "60s",
+            "--management",
+            &management,
+        ]);
+        let answered = Instant::now();
+        assert!(ok, "rill backup take failed: {out}{err}\n{}", rill_process.log_text());
+        assert!(out.contains("backup 7: COMPLETED"), "{out}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.store(true, Ordering::Relaxed);
+        load.await.unwrap();
+        let created = created.lock().await.clone();
+        let acknowledged_before: Vec<&Created> =
+            created.iter().filter(|c| c.acknowledged < asked).collect();
+        let sent_after: Vec<&Created> = created.iter().filter(|c| c.sent > answered).collect();
+        assert!(
+            !acknowledged_before.is_empty() && !sent_after.is_empty(),
+            "the load ran before and after the backup: {} before, {} after",
+            acknowledged_before.len(),
+            sent_after.len()
+        );
+
+        // The API: the backup's status, the list, and ids that must grow.
+        let http = reqwest::Client::new();
+        let status: serde_json::Value = http
+            .get(format!("{management}/actuator/backups/7"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(status["state"], "COMPLETED", "{status}");
+        let details = status["details"].as_array().unwrap();
+        assert_eq!(details.len(), 2, "{status}");
+        for part in details {
+            assert_eq!(part["state"], "COMPLETED", "{status}");
+            assert!(part["sizeBytes"].as_u64().unwrap() > 0, "{status}");
+            assert!(part["checkpointPosition"].as_u64().unwrap() > 0, "{status}");
+        }
+        let again = http
+            .post(format!("{management}/actuator/backups"))
+            .json(&json!({"backupId": 7}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status().as_u16(), 409);
+        let lower = http
+            .post(format!("{management}/actuator/backups"))
+            .json(&json!({"backupId": 3}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(lower.status().as_u16(), 409, "{}", lower.text().await.unwrap());
+        let missing = http
+            .get(format!("{management}/actuator/backups/8"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(missing.status().as_u16(), 404);
+        let (ok, out, err) = rill(&["backup", "list", "--management", &management]);
+        assert!(ok, "{err}");
+        assert!(out.contains('7') && out.contains("COMPLETED"), "{out}");
+
+        assert!(rill_process.terminate(Duration::from_secs(30)));
+
+        // A restore refuses a directory that holds data.
+        let (ok, _, err) = restore(&store, &data, 7);
+        assert!(!ok);
+        assert!(err.contains("is not empty"), "{err}");
+        std::fs::remove_dir_all(&data).unwrap();
+
+        // A damaged file is named, and nothing is restored.
+        let damaged = dir.path().join("damaged");
+        let part = store.join("7").join("partition-2");
+        let victim = std::fs::read_dir(&part)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "kv"))
+            .expect("a data file");
+        let original = std::fs::read(&victim).unwrap();
+        let mut bytes = original.clone();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(&victim, &bytes).unwrap();
+        let (ok, _, err) = restore(&store, &damaged, 7);
+        assert!(!ok);
+        let name = victim.file_name().unwrap().to_str().unwrap();
+        assert!(err.contains(name) && err.contains("damaged"), "{err}");
+        assert!(
+            !damaged.exists() || std::fs::read_dir(&damaged).unwrap().next().is_none(),
+            "a refused restore writes nothing"
+        );
+        std::fs::write(&victim, &original).unwrap();
+
+        // Restore and start.
+        let (ok, out, err) = restore(&store, &data, 7);
+        assert!(ok, "restore failed: {out}{err}");
+        assert!(out.contains("partition 1") && out.contains("partition 2"), "{out}");
+        let mut restored = Standalone::start(&data, &settings);
+        restored.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(restored.rest());
+        for key in before.iter().chain(acknowledged_before.iter().map(|c| &c.key)) {
+            assert!(
+                exists(&api, key).await,
+                "instance {key}, acknowledged before the checkpoint, is missing\n{}",
+                restored.log_text()
+            );
+        }
+        for created in &sent_after {
+            assert!(
+                !exists(&api, &created.key).await,
+                "instance {}, created after the backup, was restored",
+                created.key
+            );
+        }
+
+        // Work goes on: jobs of instances from before the backup complete them, and new
+        // instances are created.
+        let mut completed = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while completed < 4 {
+            assert!(Instant::now() < deadline, "no jobs after the restore\n{}", restored.log_text());
+            let (s, b) = api
+                .post(
+                    "/v2/jobs/activation",
+                    json!({"type": "restCall", "timeout": 30000, "maxJobsToActivate": 4, "requestTimeout": 2000}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(s, 200, "{b}");
+            for job in b["jobs"].as_array().unwrap() {
+                let key = job["jobKey"].as_str().unwrap();
+                let (s, b) = api
+                    .post(&format!("/v2/jobs/{key}/completion"), json!({}))
+                    .await
+                    .unwrap();
+                assert_eq!(s, 204, "{b}");
+                completed += 1;
+            }
+        }
+        for _ in 0..10 {
+            api.create("two-rest-calls", json!({})).await;
+        }
+        assert!(restored.terminate(Duration::from_secs(30)));
+    });
+}
