@@ -263,3 +263,88 @@ fn a_restored_standalone_holds_exactly_what_was_acknowledged_before_the_checkpoi
         assert!(restored.terminate(Duration::from_secs(30)));
     });
 }
+
+/// Three brokers, partitions led by different brokers: the backup is asked of one
+/// broker, which reaches the other leaders; each broker's directory is restored with its
+/// own settings.
+#[test]
+fn a_restored_cluster_of_three_brokers_holds_what_was_acknowledged_before_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("backups");
+    let store_settings = [
+        "backup.store=filesystem".to_owned(),
+        format!("backup.filesystem.base-path={}", store.display()),
+    ];
+    let extra: Vec<&str> = store_settings.iter().map(String::as_str).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut brokers = support::Brokers::start(dir.path(), 3, 3, 2, &extra);
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        let api = brokers.api(0);
+        deploy(&api, &["two-rest-calls.bpmn"]).await;
+        let before = api
+            .create_on_every_partition("two-rest-calls", 30, 3, || brokers.logs())
+            .await;
+        let management = brokers.nodes[0].monitoring();
+        let (ok, out, err) = rill(&[
+            "backup", "take", "11", "--wait", "--timeout", "90s", "--management", &management,
+        ]);
+        assert!(ok, "rill backup take failed: {out}{err}\n{}", brokers.logs());
+        assert!(out.contains("backup 11: COMPLETED"), "{out}");
+        let mut after = Vec::new();
+        for _ in 0..15 {
+            after.push(api.create("two-rest-calls", json!({})).await);
+        }
+        // Any broker answers for the whole backup (the store is shared).
+        let (ok, out, _) = rill(&[
+            "backup", "status", "11", "--management", &brokers.nodes[2].monitoring(),
+        ]);
+        assert!(ok && out.contains("backup 11: COMPLETED"), "{out}");
+
+        for node in &mut brokers.nodes {
+            assert!(node.terminate(Duration::from_secs(30)));
+        }
+        for (i, node) in brokers.nodes.iter().enumerate() {
+            std::fs::remove_dir_all(&node.data_dir).unwrap();
+            let mut args = vec![
+                "restore".to_owned(),
+                "--backup-id".to_owned(),
+                "11".to_owned(),
+                "--data-dir".to_owned(),
+                node.data_dir.display().to_string(),
+            ];
+            for option in &brokers.options[i] {
+                args.push("--set".to_owned());
+                args.push(option.clone());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (ok, out, err) = rill(&args);
+            assert!(ok, "restore of broker {i} failed: {out}{err}");
+        }
+        for node in &mut brokers.nodes {
+            node.launch();
+        }
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        let api = brokers.api(1);
+        for key in &before {
+            assert!(
+                exists(&api, key).await,
+                "instance {key}, acknowledged before the checkpoint, is missing\n{}",
+                brokers.logs()
+            );
+        }
+        for key in &after {
+            assert!(!exists(&api, key).await, "instance {key}, created after the backup, was restored");
+        }
+        for _ in 0..6 {
+            api.create("two-rest-calls", json!({})).await;
+        }
+        for node in &mut brokers.nodes {
+            assert!(node.terminate(Duration::from_secs(30)));
+        }
+    });
+}

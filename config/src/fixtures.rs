@@ -37,7 +37,7 @@ pub(crate) fn everything_set() -> RillConfig {
         endpoint: Some("http://127.0.0.1:9000".to_owned()),
         region: Some("eu-west-1".to_owned()),
         access_key: Some("key".to_owned()),
-        secret_key: Some("secret".to_owned()),
+        secret_key: Some("s3-private".to_owned()),
     };
     let oidc = &mut config.security.authentication.oidc;
     oidc.issuer_uri = Some("https://login.example/realms/rill".to_owned());
@@ -138,6 +138,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.cluster.tls.enabled = true;
     config.gateway.tls.enabled = true;
     config.monitoring.tls.enabled = true;
+    config.backup.store = crate::model::BackupStoreKind::Filesystem;
     let authentication = &mut config.security.authentication;
     authentication.method = AuthenticationMethod::Basic;
     authentication.oidc.audiences = vec!["rill-api".to_owned()];

@@ -13,7 +13,7 @@ use std::time::Duration;
 use openraft::storage::RaftLogStorage;
 use rill_config::RillConfig;
 use rill_protocol::{NodeId, PartitionId};
-use rill_raft::{PartitionStorage, StateOptions};
+use rill_raft::{PartitionStorage, RaftTerm, StateOptions};
 use rocksdb::WriteBatch;
 
 use super::format::{read_file, verify};
@@ -86,7 +86,7 @@ pub fn restore(
     }
     std::fs::create_dir_all(data_dir)
         .map_err(|e| fail(format!("cannot create {}: {e}", data_dir.display())))?;
-    let result = lay_out(&store, backup_id, data_dir, &hosted, &manifests).and_then(|parts| {
+    let result = lay_out(&store, backup_id, data_dir, node, &hosted, &manifests).and_then(|parts| {
         write_marker(data_dir, backup_id)?;
         Ok(parts)
     });
@@ -115,6 +115,7 @@ fn lay_out(
     store: &FilesystemStore,
     backup_id: u64,
     data_dir: &Path,
+    node: NodeId,
     hosted: &[PartitionId],
     manifests: &[PartitionManifest],
 ) -> Result<Vec<RestoredPartition>, RestoreError> {
@@ -131,7 +132,13 @@ fn lay_out(
         let from = store.partition_dir(backup_id, partition.get());
         let to = data_dir.join(format!("partition-{partition}"));
         let bytes = runtime
-            .block_on(restore_partition(&from, &to, manifest, runtime.handle().clone()))
+            .block_on(restore_partition(
+                &from,
+                &to,
+                manifest,
+                node,
+                runtime.handle().clone(),
+            ))
             .map_err(|e| RestoreError(format!("partition {partition}: {e}")))?;
         tracing::info!(partition = partition.get(), log_index = manifest.log_index, bytes, "partition restored");
         restored.push(RestoredPartition {
@@ -148,6 +155,7 @@ async fn restore_partition(
     from: &Path,
     to: &Path,
     manifest: &PartitionManifest,
+    node: NodeId,
     io: tokio::runtime::Handle,
 ) -> Result<u64, String> {
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
@@ -200,6 +208,14 @@ async fn restore_partition(
         .purge(applied)
         .await
         .map_err(|e| format!("cannot start the log after the cut: {e}"))?;
+    // A vote in the cut's term, so that the next election's term is above every term
+    // in the log (openraft counts terms from the vote).
+    let vote = rill_raft::Vote::new(applied.term().get(), u64::from(node.0));
+    storage
+        .log
+        .save_vote(&vote)
+        .await
+        .map_err(|e| format!("cannot record the term of the cut: {e}"))?;
     storage
         .snapshots
         .build(&storage.state)

@@ -278,20 +278,22 @@ impl<E: Engine> Replica<E> {
     /// in two parts, up to the entry carrying it and after, so that the state between
     /// them is the backup's cut (docs/decisions/backup.md).
     pub(super) fn apply(&mut self, batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {
-        let cut = batch.entries.iter().position(|entry| {
-            entry.data.as_ref().is_some_and(|data| {
-                crate::batch::BatchView::parse(data)
-                    .and_then(crate::batch::BatchView::has_checkpoint)
-                    .unwrap_or(false)
-            })
-        });
-        let Some(cut) = cut else {
-            return self.apply_part(batch);
-        };
-        let (first, rest) = batch.split_after(cut + 1);
-        let mut responses = self.apply_part(first)?;
-        if let Some(rest) = rest {
-            responses.extend(self.apply_part(rest)?);
+        let mut responses = Vec::with_capacity(batch.entries.len());
+        let mut next = Some(batch);
+        while let Some(batch) = next.take() {
+            let cut = batch.entries.iter().position(|entry| {
+                entry.data.as_ref().is_some_and(|data| {
+                    crate::batch::BatchView::parse(data)
+                        .and_then(crate::batch::BatchView::has_checkpoint)
+                        .unwrap_or(false)
+                })
+            });
+            let (part, rest) = match cut {
+                Some(cut) => batch.split_after(cut + 1),
+                None => (batch, None),
+            };
+            responses.extend(self.apply_part(part)?);
+            next = rest;
         }
         Ok(responses)
     }
