@@ -112,9 +112,7 @@ impl MonitoringServer {
         store: Option<crate::backup::FilesystemStore>,
         partitions: Arc<dyn crate::backup::BackupPartitions>,
     ) -> MonitoringServer {
-        self.router = self
-            .router
-            .merge(crate::backup::router(store, partitions));
+        self.router = self.router.merge(crate::backup::router(store, partitions));
         self
     }
 

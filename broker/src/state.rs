@@ -402,17 +402,23 @@ mod tests {
         let base = rill_engine_api::MemoryState::default();
         let mut state = rill_engine_api::Overlay::new(&base);
         assert_eq!(latest_checkpoint(&state).unwrap(), None);
-        assert_eq!(apply_checkpoint(&mut state, 5, Position(40)).unwrap(), Ok(()));
-        assert_eq!(apply_checkpoint(&mut state, 5, Position(41)).unwrap(), Err(5));
-        assert_eq!(apply_checkpoint(&mut state, 2, Position(42)).unwrap(), Err(5));
         assert_eq!(
-            latest_checkpoint(&state).unwrap(),
-            Some((5, Position(40)))
+            apply_checkpoint(&mut state, 5, Position(40)).unwrap(),
+            Ok(())
         );
-        assert_eq!(apply_checkpoint(&mut state, 6, Position(43)).unwrap(), Ok(()));
         assert_eq!(
-            latest_checkpoint(&state).unwrap(),
-            Some((6, Position(43)))
+            apply_checkpoint(&mut state, 5, Position(41)).unwrap(),
+            Err(5)
         );
+        assert_eq!(
+            apply_checkpoint(&mut state, 2, Position(42)).unwrap(),
+            Err(5)
+        );
+        assert_eq!(latest_checkpoint(&state).unwrap(), Some((5, Position(40))));
+        assert_eq!(
+            apply_checkpoint(&mut state, 6, Position(43)).unwrap(),
+            Ok(())
+        );
+        assert_eq!(latest_checkpoint(&state).unwrap(), Some((6, Position(43))));
     }
 }

@@ -742,15 +742,13 @@ async fn serve_monitoring(
     .with_tls(&config.monitoring.tls)?;
     // Every route is added before the guard, so that it covers them all.
     let monitoring = match broker {
-        Some((cluster, partitions)) => monitoring
-            .with_cluster(cluster.clone())
-            .with_backups(
-                rill_broker::backup::FilesystemStore::from_config(&config.backup),
-                Arc::new(rill_broker::backup::LocalPartitions {
-                    partitions,
-                    cluster,
-                }),
-            ),
+        Some((cluster, partitions)) => monitoring.with_cluster(cluster.clone()).with_backups(
+            rill_broker::backup::FilesystemStore::from_config(&config.backup),
+            Arc::new(rill_broker::backup::LocalPartitions {
+                partitions,
+                cluster,
+            }),
+        ),
         None => monitoring,
     };
     let monitoring = if authenticator.is_enabled() {

@@ -291,9 +291,20 @@ fn a_restored_cluster_of_three_brokers_holds_what_was_acknowledged_before_the_ch
             .await;
         let management = brokers.nodes[0].monitoring();
         let (ok, out, err) = rill(&[
-            "backup", "take", "11", "--wait", "--timeout", "90s", "--management", &management,
+            "backup",
+            "take",
+            "11",
+            "--wait",
+            "--timeout",
+            "90s",
+            "--management",
+            &management,
         ]);
-        assert!(ok, "rill backup take failed: {out}{err}\n{}", brokers.logs());
+        assert!(
+            ok,
+            "rill backup take failed: {out}{err}\n{}",
+            brokers.logs()
+        );
         assert!(out.contains("backup 11: COMPLETED"), "{out}");
         let mut after = Vec::new();
         for _ in 0..15 {
@@ -301,7 +312,11 @@ fn a_restored_cluster_of_three_brokers_holds_what_was_acknowledged_before_the_ch
         }
         // Any broker answers for the whole backup (the store is shared).
         let (ok, out, _) = rill(&[
-            "backup", "status", "11", "--management", &brokers.nodes[2].monitoring(),
+            "backup",
+            "status",
+            "11",
+            "--management",
+            &brokers.nodes[2].monitoring(),
         ]);
         assert!(ok && out.contains("backup 11: COMPLETED"), "{out}");
 
@@ -338,7 +353,10 @@ fn a_restored_cluster_of_three_brokers_holds_what_was_acknowledged_before_the_ch
             );
         }
         for key in &after {
-            assert!(!exists(&api, key).await, "instance {key}, created after the backup, was restored");
+            assert!(
+                !exists(&api, key).await,
+                "instance {key}, created after the backup, was restored"
+            );
         }
         for _ in 0..6 {
             api.create("two-rest-calls", json!({})).await;

@@ -591,12 +591,11 @@ impl RillConfig {
                 "is not set, but backup.store is filesystem",
                 "set it to a directory every broker reaches, e.g. /mnt/backups",
             ),
-            (BackupStoreKind::Filesystem, Some(path)) if path.as_os_str().is_empty() => found
-                .add(
-                    "backup.filesystem.base-path",
-                    "is empty",
-                    "set it to a directory every broker reaches, e.g. /mnt/backups",
-                ),
+            (BackupStoreKind::Filesystem, Some(path)) if path.as_os_str().is_empty() => found.add(
+                "backup.filesystem.base-path",
+                "is empty",
+                "set it to a directory every broker reaches, e.g. /mnt/backups",
+            ),
             (BackupStoreKind::None | BackupStoreKind::S3, Some(_)) => found.add(
                 "backup.filesystem.base-path",
                 format!(

@@ -431,5 +431,10 @@ fn backup_settings_are_refused_unless_they_are_used() {
         found.iter().all(|p| !p.to_string().contains("shh")),
         "a secret never appears in a problem"
     );
-    assert!(ConfigLoader::new().overrides(["backup.store=tape"]).load().is_err());
+    assert!(
+        ConfigLoader::new()
+            .overrides(["backup.store=tape"])
+            .load()
+            .is_err()
+    );
 }

@@ -171,7 +171,12 @@ async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
                 partitions.checkpoint(PartitionId(p), id),
             )
             .await
-            .unwrap_or_else(|_| Err(format!("no answer within {}s", CHECKPOINT_TIMEOUT.as_secs())));
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "no answer within {}s",
+                    CHECKPOINT_TIMEOUT.as_secs()
+                ))
+            });
             (p, outcome)
         }
     });
@@ -187,7 +192,12 @@ async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
         .collect();
     let failed: Vec<String> = outcomes
         .iter()
-        .filter_map(|(p, outcome)| outcome.as_ref().err().map(|e| format!("partition {p}: {e}")))
+        .filter_map(|(p, outcome)| {
+            outcome
+                .as_ref()
+                .err()
+                .map(|e| format!("partition {p}: {e}"))
+        })
         .collect();
     if !refused.is_empty() {
         return problem(
@@ -211,7 +221,11 @@ async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
             ),
         );
     }
-    tracing::info!(backup = id, partitions = count, "backup checkpoint recorded");
+    tracing::info!(
+        backup = id,
+        partitions = count,
+        "backup checkpoint recorded"
+    );
     json_response(
         StatusCode::ACCEPTED,
         json!({
@@ -248,7 +262,11 @@ fn part_json(part: &PartitionBackupStatus) -> Value {
 
 /// A backup as Zeebe's `BackupInfo`, from the store: partitions `1..=count`, and any
 /// above that the store has.
-fn backup_json(store: &FilesystemStore, id: u64, count: u16) -> Result<(BackupState, Value), String> {
+fn backup_json(
+    store: &FilesystemStore,
+    id: u64,
+    count: u16,
+) -> Result<(BackupState, Value), String> {
     let mut partitions: Vec<u16> = (1..=count).collect();
     for p in store.partitions(id)? {
         if !partitions.contains(&p) {

@@ -131,8 +131,7 @@ impl KvWriter {
 /// names the file.
 pub(super) fn verify(dir: &Path, entry: &FileEntry) -> Result<(), String> {
     let path = dir.join(&entry.name);
-    let mut file =
-        File::open(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut file = File::open(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut digest = Context::new(&SHA256);
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;

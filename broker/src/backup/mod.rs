@@ -23,7 +23,9 @@ use rill_protocol::{Position, Timestamp};
 
 pub use api::{BackupPartitions, router};
 pub use restore::{RestoreError, Restored, RestoredPartition, restore};
-pub use store::{BackupState, FileEntry, FilesystemStore, PartitionManifest, PartitionBackupStatus};
+pub use store::{
+    BackupState, FileEntry, FilesystemStore, PartitionBackupStatus, PartitionManifest,
+};
 pub(crate) use take::{BackupJob, start as start_backup};
 
 /// What applying a checkpoint did.
@@ -75,7 +77,9 @@ impl<E: rill_engine_api::Engine> api::BackupPartitions for LocalPartitions<E> {
                     .checkpoint(backup_id)
                     .await
                     .map_err(|e| e.to_string()),
-                None => Err(format!("partition {partition} has no replica on this broker")),
+                None => Err(format!(
+                    "partition {partition} has no replica on this broker"
+                )),
             }
         })
     }

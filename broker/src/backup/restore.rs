@@ -86,10 +86,11 @@ pub fn restore(
     }
     std::fs::create_dir_all(data_dir)
         .map_err(|e| fail(format!("cannot create {}: {e}", data_dir.display())))?;
-    let result = lay_out(&store, backup_id, data_dir, node, &hosted, &manifests).and_then(|parts| {
-        write_marker(data_dir, backup_id)?;
-        Ok(parts)
-    });
+    let result =
+        lay_out(&store, backup_id, data_dir, node, &hosted, &manifests).and_then(|parts| {
+            write_marker(data_dir, backup_id)?;
+            Ok(parts)
+        });
     match result {
         Ok(partitions) => Ok(Restored {
             already: false,
@@ -140,7 +141,12 @@ fn lay_out(
                 runtime.handle().clone(),
             ))
             .map_err(|e| RestoreError(format!("partition {partition}: {e}")))?;
-        tracing::info!(partition = partition.get(), log_index = manifest.log_index, bytes, "partition restored");
+        tracing::info!(
+            partition = partition.get(),
+            log_index = manifest.log_index,
+            bytes,
+            "partition restored"
+        );
         restored.push(RestoredPartition {
             partition_id: partition.get(),
             log_index: manifest.log_index,

@@ -98,9 +98,11 @@ impl FilesystemStore {
     /// The configured store, if any (`backup.store`).
     pub fn from_config(config: &rill_config::BackupConfig) -> Option<FilesystemStore> {
         match config.store {
-            rill_config::BackupStoreKind::Filesystem => {
-                config.filesystem.base_path.clone().map(FilesystemStore::new)
-            }
+            rill_config::BackupStoreKind::Filesystem => config
+                .filesystem
+                .base_path
+                .clone()
+                .map(FilesystemStore::new),
             // S3 is refused by validation; none takes no backups.
             rill_config::BackupStoreKind::None | rill_config::BackupStoreKind::S3 => None,
         }
@@ -245,8 +247,7 @@ pub fn overall_state(parts: &[Option<BackupState>]) -> BackupState {
         BackupState::DoesNotExist
     } else if present.contains(&BackupState::Failed) {
         BackupState::Failed
-    } else if present.len() == parts.len() && present.iter().all(|s| *s == BackupState::Completed)
-    {
+    } else if present.len() == parts.len() && present.iter().all(|s| *s == BackupState::Completed) {
         BackupState::Completed
     } else if present.contains(&BackupState::InProgress) {
         BackupState::InProgress
@@ -263,7 +264,10 @@ mod tests {
     fn a_backup_is_summed_up_from_its_parts() {
         use BackupState::*;
         assert_eq!(overall_state(&[None, None]), DoesNotExist);
-        assert_eq!(overall_state(&[Some(Completed), Some(Completed)]), Completed);
+        assert_eq!(
+            overall_state(&[Some(Completed), Some(Completed)]),
+            Completed
+        );
         assert_eq!(overall_state(&[Some(Completed), None]), Incomplete);
         assert_eq!(overall_state(&[Some(InProgress), None]), InProgress);
         assert_eq!(overall_state(&[Some(InProgress), Some(Failed)]), Failed);

@@ -442,7 +442,11 @@ impl<E: Engine> Replica<E> {
                 }
             }
             CheckpointOutcome::Refused { latest } => {
-                tracing::info!(backup = backup_id, latest, "checkpoint refused: its id is not above the latest");
+                tracing::info!(
+                    backup = backup_id,
+                    latest,
+                    "checkpoint refused: its id is not above the latest"
+                );
             }
         }
         let (answered, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_checkpoints)
