@@ -87,34 +87,35 @@ fn no_store() -> Response {
     )
 }
 
-fn backup_id(id: &str) -> Result<u64, Response> {
+fn backup_id(id: &str) -> Result<u64, Box<Response>> {
     match id.parse::<u64>() {
         Ok(id) if id > 0 => Ok(id),
-        _ => Err(problem(
+        _ => Err(Box::new(problem(
             StatusCode::BAD_REQUEST,
             "INVALID_ARGUMENT",
             format!("backupId: `{id}` is not a backup id (a number above 0)"),
-        )),
+        ))),
     }
 }
 
-/// Runs blocking store work off the server's threads.
+/// Runs blocking store work off the server's threads; the error is the answer to give.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, Response> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(problem(
+) -> Result<T, Box<Response>> {
+    let failed = match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(value)) => return Ok(value),
+        Ok(Err(e)) => problem(
             StatusCode::INTERNAL_SERVER_ERROR,
             "STORE_UNAVAILABLE",
             format!("the backup store cannot be read: {e}"),
-        )),
-        Err(e) => Err(problem(
+        ),
+        Err(e) => problem(
             StatusCode::INTERNAL_SERVER_ERROR,
             "INTERNAL",
             format!("reading the backup store stopped: {e}"),
-        )),
-    }
+        ),
+    };
+    Err(Box::new(failed))
 }
 
 #[derive(Deserialize)]
@@ -152,7 +153,7 @@ async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
         blocking(move || store.partitions(id).map(|parts| !parts.is_empty())).await
     };
     match exists {
-        Err(response) => return response,
+        Err(response) => return *response,
         Ok(true) => {
             return problem(
                 StatusCode::CONFLICT,
@@ -305,7 +306,7 @@ async fn status(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
     };
     let id = match backup_id(&id) {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let count = api.partitions.partition_count();
     match blocking(move || backup_json(&store, id, count)).await {
@@ -315,7 +316,7 @@ async fn status(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
             format!("there is no backup {id}"),
         ),
         Ok((_, body)) => json_response(StatusCode::OK, body),
-        Err(response) => response,
+        Err(response) => *response,
     }
 }
 
@@ -334,7 +335,7 @@ async fn list(State(api): State<BackupApi>) -> Response {
     .await;
     match listed {
         Ok(backups) => json_response(StatusCode::OK, Value::Array(backups)),
-        Err(response) => response,
+        Err(response) => *response,
     }
 }
 
@@ -344,7 +345,7 @@ async fn delete(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
     };
     let id = match backup_id(&id) {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let count = api.partitions.partition_count();
     let found = {
@@ -352,7 +353,7 @@ async fn delete(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
         blocking(move || backup_json(&store, id, count)).await
     };
     match found {
-        Err(response) => response,
+        Err(response) => *response,
         Ok((BackupState::DoesNotExist, _)) => problem(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
@@ -368,7 +369,7 @@ async fn delete(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
                 tracing::info!(backup = id, "backup deleted");
                 StatusCode::NO_CONTENT.into_response()
             }
-            Err(response) => response,
+            Err(response) => *response,
         },
     }
 }
