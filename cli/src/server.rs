@@ -740,10 +740,14 @@ async fn serve_monitoring(
     )
     .await?
     .with_tls(&config.monitoring.tls)?;
+    let store = rill_broker::backup::FilesystemStore::from_config(&config.backup);
+    if let (Some(store), Some(_)) = (&store, &broker) {
+        fail_interrupted_backups(store.clone(), config.cluster.node_id).await;
+    }
     // Every route is added before the guard, so that it covers them all.
     let monitoring = match broker {
         Some((cluster, partitions)) => monitoring.with_cluster(cluster.clone()).with_backups(
-            rill_broker::backup::FilesystemStore::from_config(&config.backup),
+            store,
             Arc::new(rill_broker::backup::LocalPartitions {
                 partitions,
                 cluster,
@@ -758,6 +762,29 @@ async fn serve_monitoring(
     };
     let addr = monitoring.local_addr()?;
     Ok((addr, tokio::spawn(monitoring.serve(wait_for_stop(stop)))))
+}
+
+/// A broker that starts runs no backup upload: the parts it left in progress failed.
+async fn fail_interrupted_backups(store: rill_broker::backup::FilesystemStore, node: u32) {
+    #[allow(clippy::disallowed_methods)] // shown to operators as the status's time
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    match tokio::task::spawn_blocking(move || store.fail_interrupted(node, now)).await {
+        Ok(Ok(marked)) => {
+            for (backup, partition) in marked {
+                tracing::warn!(
+                    backup,
+                    partition,
+                    "a backup part this broker was taking when it stopped is marked failed"
+                );
+            }
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot check the backup store for interrupted backups")
+        }
+        Err(e) => tracing::warn!(error = %e, "checking the backup store stopped"),
+    }
 }
 
 async fn wait_for_stop(mut stop: watch::Receiver<bool>) {

@@ -215,9 +215,26 @@ fn a_restored_standalone_holds_exactly_what_was_acknowledged_before_the_checkpoi
         let (ok, out, err) = restore(&store, &data, 7);
         assert!(ok, "restore failed: {out}{err}");
         assert!(out.contains("partition 1") && out.contains("partition 2"), "{out}");
+        // A part this broker was taking when it stopped (as a kill -9 during the upload
+        // leaves it): marked failed when the broker starts.
+        let interrupted = store.join("9").join("partition-1");
+        std::fs::create_dir_all(&interrupted).unwrap();
+        std::fs::write(
+            interrupted.join("status.json"),
+            json!({
+                "backupId": 9, "partitionId": 1, "nodeId": 0, "state": "IN_PROGRESS",
+                "checkpointPosition": 1, "createdAt": 1, "lastUpdated": 1, "sizeBytes": 0,
+                "fileCount": 0, "brokerVersion": "test",
+            })
+            .to_string(),
+        )
+        .unwrap();
         let mut restored = Standalone::start(&data, &settings);
         restored.wait_ready(Duration::from_secs(60)).await;
         let api = Api::new(restored.rest());
+        let (ok, out, err) = rill(&["backup", "status", "9", "--management", &restored.monitoring()]);
+        assert!(ok, "{err}");
+        assert!(out.contains("backup 9: FAILED") && out.contains("stopped while it took"), "{out}");
         for key in before.iter().chain(acknowledged_before.iter().map(|c| &c.key)) {
             assert!(
                 exists(&api, key).await,

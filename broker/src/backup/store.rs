@@ -197,6 +197,33 @@ impl FilesystemStore {
     }
 }
 
+impl FilesystemStore {
+    /// Marks the parts `node` left `IN_PROGRESS` as `FAILED`: called when the broker
+    /// starts, when none of its parts can still be running (an upload does not survive
+    /// a restart: the state it read is gone). Returns the parts marked.
+    pub fn fail_interrupted(&self, node: u32, now: i64) -> Result<Vec<(u64, u16)>, String> {
+        let mut marked = Vec::new();
+        for backup_id in self.backup_ids()? {
+            for partition in self.partitions(backup_id)? {
+                let Some(mut status) = self.status(backup_id, partition)? else {
+                    continue;
+                };
+                if status.state != BackupState::InProgress || status.node_id != node {
+                    continue;
+                }
+                status.state = BackupState::Failed;
+                status.failure_reason = Some(format!(
+                    "broker {node} stopped while it took this part; take a new backup"
+                ));
+                status.last_updated = now;
+                self.write_status(&status, true)?;
+                marked.push((backup_id, partition));
+            }
+        }
+        Ok(marked)
+    }
+}
+
 /// Writes `value` as `dir/name` through a temporary file and a rename; with `sync`, the
 /// file and the directory are synced.
 fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T, sync: bool) -> Result<(), String> {
@@ -299,6 +326,22 @@ mod tests {
         assert_eq!(store.partitions(10).unwrap(), vec![1, 2]);
         assert_eq!(store.status(10, 2).unwrap(), Some(status(10, 2)));
         assert_eq!(store.status(10, 3).unwrap(), None);
+        // A restart of node 0 fails its parts left in progress, and only those.
+        let mut other = status(10, 3);
+        other.node_id = 1;
+        store.write_status(&other, true).unwrap();
+        assert_eq!(
+            store.fail_interrupted(0, 9).unwrap(),
+            vec![(3, 1), (10, 1), (10, 2)]
+        );
+        let failed = store.status(10, 2).unwrap().unwrap();
+        assert_eq!(failed.state, BackupState::Failed);
+        assert!(failed.failure_reason.unwrap().contains("broker 0 stopped"));
+        assert_eq!(
+            store.status(10, 3).unwrap().unwrap().state,
+            BackupState::InProgress
+        );
+        assert_eq!(store.fail_interrupted(0, 10).unwrap(), vec![]);
         assert!(store.delete(10).unwrap());
         assert!(!store.delete(10).unwrap());
         assert_eq!(store.backup_ids().unwrap(), vec![3]);
