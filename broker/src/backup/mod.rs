@@ -48,8 +48,9 @@ pub struct CheckpointApplied {
     pub outcome: CheckpointOutcome,
 }
 
-/// The checkpoints of the partitions this broker hosts, recorded through the local
-/// replicas when they lead (a standalone broker leads every partition).
+/// How the backup API records checkpoints: through this broker's replica when it leads,
+/// else through the leader on another broker (`ClusterState::checkpoint`); a broker
+/// alone leads every partition.
 pub struct LocalPartitions<E: rill_engine_api::Engine> {
     pub partitions: crate::partition::PartitionMap<E>,
     pub cluster: crate::cluster::ClusterState,

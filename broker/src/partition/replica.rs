@@ -492,6 +492,9 @@ impl<E: Engine> Replica<E> {
             for request in self.leadership.step_down() {
                 self.requests.not_applied(request, self.view.leader);
             }
+            // A checkpoint proposed in the lost term may still be applied; whoever asked
+            // is told now that it was not confirmed (the backup's status shows the rest).
+            self.pending_checkpoints.clear();
             self.requests
                 .step_down(term, last_log_index, self.applied_index, self.view.leader);
         }
