@@ -383,3 +383,84 @@ fn a_restored_cluster_of_three_brokers_holds_what_was_acknowledged_before_the_ch
         }
     });
 }
+
+/// A broker killed with SIGKILL while it writes its parts: after its restart the backup
+/// is failed (or completed, if the parts were written before the kill), never left in
+/// progress, and nothing acknowledged is lost.
+#[test]
+fn a_backup_interrupted_by_kill_9_is_failed_and_the_data_is_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("backups");
+    let data = dir.path().join("data");
+    let settings = [
+        "backup.store=filesystem".to_owned(),
+        format!("backup.filesystem.base-path={}", store.display()),
+    ];
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut rill_process = Standalone::start(&data, &settings);
+        rill_process.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill_process.rest());
+        deploy(&api, &["two-rest-calls.bpmn"]).await;
+        // About 200 MB of state (each variable is in the engine's state and the
+        // history), so that writing the parts takes a while.
+        let blob = "x".repeat(1 << 20);
+        let mut keys = Vec::new();
+        for _ in 0..100 {
+            keys.push(api.create("two-rest-calls", json!({ "blob": blob })).await);
+        }
+        let management = rill_process.monitoring();
+        let http = reqwest::Client::new();
+        let taken = http
+            .post(format!("{management}/actuator/backups"))
+            .json(&json!({"backupId": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            taken.status().as_u16(),
+            202,
+            "{}",
+            taken.text().await.unwrap()
+        );
+        rill_process.kill9();
+
+        rill_process.restart();
+        rill_process.wait_ready(Duration::from_secs(60)).await;
+        let status: serde_json::Value = http
+            .get(format!("{management}/actuator/backups/1"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let state = status["state"].as_str().unwrap();
+        assert!(state == "FAILED" || state == "COMPLETED", "{status}");
+        for part in status["details"].as_array().unwrap() {
+            assert_ne!(part["state"], "IN_PROGRESS", "{status}");
+        }
+        for key in &keys {
+            assert!(exists(&api, key).await, "instance {key} was lost");
+        }
+        // A new backup after the failed one completes.
+        let (ok, out, err) = rill(&[
+            "backup",
+            "take",
+            "2",
+            "--wait",
+            "--timeout",
+            "60s",
+            "--management",
+            &management,
+        ]);
+        assert!(ok && out.contains("backup 2: COMPLETED"), "{out}{err}");
+        eprintln!("the interrupted backup ended {state}");
+        assert!(rill_process.terminate(Duration::from_secs(30)));
+    });
+}
