@@ -211,6 +211,27 @@ fn a_restored_standalone_holds_exactly_what_was_acknowledged_before_the_checkpoi
         );
         std::fs::write(&victim, &original).unwrap();
 
+        // Another partition count than the backup's is refused, and so is a backup
+        // that does not exist.
+        let (ok, _, err) = rill(&[
+            "restore",
+            "--backup-id",
+            "7",
+            "--data-dir",
+            damaged.to_str().unwrap(),
+            "--partitions",
+            "3",
+            "--set",
+            "backup.store=filesystem",
+            "--set",
+            &format!("backup.filesystem.base-path={}", store.display()),
+        ]);
+        assert!(!ok);
+        assert!(err.contains("partition count"), "{err}");
+        let (ok, _, err) = restore(&store, &damaged, 70);
+        assert!(!ok);
+        assert!(err.contains("there is no backup 70"), "{err}");
+
         // Restore and start.
         let (ok, out, err) = restore(&store, &data, 7);
         assert!(ok, "restore failed: {out}{err}");
