@@ -74,6 +74,12 @@ pub(crate) enum CoreCommand {
     /// signals go to all of them from here on. Never lowers the stored count; raising
     /// it hands the engine `Engine::partitions_added` (docs/decisions/cluster-scaling.md).
     PartitionCount { count: u16 },
+    /// Marks a backup: every replica records `backup_id` as the partition's latest
+    /// checkpoint if it is greater than the one recorded (else the command is refused,
+    /// on every replica alike). The entry carrying it is the backup's cut: the leader
+    /// ends an entry after a checkpoint, and the replica applies and writes the entries
+    /// up to it apart from the rest of the batch (docs/decisions/backup.md).
+    Checkpoint { backup_id: u64 },
 }
 
 /// Builds the bytes of one entry.
@@ -233,6 +239,37 @@ impl<'a> BatchView<'a> {
             }
         }
         Ok(requests)
+    }
+
+    /// Whether the batch carries a [`CoreCommand::Checkpoint`], decoding only the core
+    /// commands.
+    pub fn has_checkpoint(mut self) -> Result<bool, Error> {
+        if self.term.is_none() {
+            return Ok(false); // version 1 carries engine commands only
+        }
+        while !self.rest.is_empty() {
+            let kind = self.rest[0];
+            self.rest = &self.rest[1..];
+            if self.rest.len() < 12 {
+                return Err(corrupt("truncated command frame"));
+            }
+            let len =
+                u32::from_le_bytes(self.rest[8..12].try_into().map_err(|_| corrupt("length"))?)
+                    as usize;
+            let Some(command) = self.rest.get(12..12 + len) else {
+                return Err(corrupt(format!("command of {len} bytes is cut off")));
+            };
+            if kind == KIND_CORE
+                && matches!(
+                    codec::decode::<CoreCommand>(command)?,
+                    CoreCommand::Checkpoint { .. }
+                )
+            {
+                return Ok(true);
+            }
+            self.rest = &self.rest[12 + len..];
+        }
+        Ok(false)
     }
 
     /// The next command, or `None` at the end.

@@ -2,6 +2,7 @@
 //! group and its state, the stream processor that applies committed commands through an
 //! [`rill_engine_api::Engine`], flow control, the node's thread pools and metrics.
 
+pub mod backup;
 mod batch;
 mod clock;
 pub mod cluster;

@@ -112,6 +112,17 @@ impl MonitoringServer {
         self
     }
 
+    /// Serves the backup management API (`/actuator/backups`); call before
+    /// [`MonitoringServer::guarded`], so the guard covers it.
+    pub fn with_backups(
+        mut self,
+        store: Option<crate::backup::FilesystemStore>,
+        partitions: Arc<dyn crate::backup::BackupPartitions>,
+    ) -> MonitoringServer {
+        self.router = self.router.merge(crate::backup::router(store, partitions));
+        self
+    }
+
     /// Puts `guard` in front of every route but the probes and `/metrics` (which
     /// Kubernetes and Prometheus ask without credentials, as Camunda leaves them open):
     /// with authentication on, the management API (`/actuator/*`) and unknown paths

@@ -379,6 +379,22 @@ impl<E: Engine> LocalCluster for NodeCluster<E> {
         Ok(())
     }
 
+    fn checkpoint(
+        &self,
+        partition_id: PartitionId,
+        backup_id: u64,
+    ) -> BoxFuture<'static, std::result::Result<crate::backup::CheckpointOutcome, String>> {
+        let partition = self.shared.partitions.get(&partition_id);
+        Box::pin(async move {
+            let partition =
+                partition.ok_or_else(|| format!("partition {partition_id} has no replica here"))?;
+            partition
+                .checkpoint(backup_id)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
     fn redistribution(
         &self,
         first: PartitionId,

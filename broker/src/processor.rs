@@ -30,8 +30,8 @@ use crate::batch::{BatchView, CoreCommand, Item};
 use crate::error::{Error, Result};
 use crate::history::CfHistory;
 use crate::state::{
-    Cursor, RocksState, apply_cluster_configuration, apply_exported, apply_partition_count,
-    write_changes,
+    Cursor, RocksState, apply_checkpoint, apply_cluster_configuration, apply_exported,
+    apply_partition_count, write_changes,
 };
 
 /// Which partition is applying.
@@ -75,6 +75,8 @@ pub(crate) struct Applied<E: Engine> {
     pub cluster: Option<String>,
     /// The partition count this batch raised the partition to, if it did.
     pub partition_count: Option<u16>,
+    /// The checkpoints this batch carried, in order, and what became of each.
+    pub checkpoints: Vec<crate::backup::CheckpointApplied>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -94,6 +96,7 @@ impl<E: Engine> Default for Applied<E> {
             history_expiries: 0,
             cluster: None,
             partition_count: None,
+            checkpoints: Vec::new(),
         }
     }
 }
@@ -183,6 +186,21 @@ pub(crate) fn apply_batch<E: Engine>(
                             commands.push((None, command));
                         }
                     }
+                }
+                Item::Core(CoreCommand::Checkpoint { backup_id }) => {
+                    let position = next.last_position;
+                    let outcome = match apply_checkpoint(&mut state, backup_id, position)? {
+                        Ok(()) => crate::backup::CheckpointOutcome::Created {
+                            position,
+                            log_index: entry.log_id.index,
+                        },
+                        Err(latest) => crate::backup::CheckpointOutcome::Refused { latest },
+                    };
+                    applied.checkpoints.push(crate::backup::CheckpointApplied {
+                        backup_id,
+                        timestamp,
+                        outcome,
+                    });
                 }
                 Item::Core(CoreCommand::ExpireHistory { before }) => {
                     if let Some(history) = &mut history {

@@ -270,6 +270,39 @@ pub fn read_records(db: &StateDb, from: Position, limit: usize) -> Result<Vec<Re
     Ok(records)
 }
 
+/// The partition's latest checkpoint (a backup's cut): its backup id and the position
+/// of the last record before it (docs/decisions/backup.md).
+const KEY_CHECKPOINT_ID: &[u8] = b"\x00core/checkpoint/id";
+const KEY_CHECKPOINT_POSITION: &[u8] = b"\x00core/checkpoint/position";
+
+/// The latest checkpoint recorded in state: backup id and position.
+pub(crate) fn latest_checkpoint(
+    state: &dyn StateRead,
+) -> Result<Option<(u64, Position)>, StateError> {
+    let Some(id) = read_u64(state, KEY_CHECKPOINT_ID)? else {
+        return Ok(None);
+    };
+    let position = read_u64(state, KEY_CHECKPOINT_POSITION)?.unwrap_or(0);
+    Ok(Some((id, Position(position))))
+}
+
+/// Applies [`crate::batch::CoreCommand::Checkpoint`]: records `backup_id` at `position`
+/// if it is greater than the latest one. `Err(latest)` when it is not (nothing changes).
+pub(crate) fn apply_checkpoint(
+    state: &mut dyn StateTxn,
+    backup_id: u64,
+    position: Position,
+) -> Result<std::result::Result<(), u64>, StateError> {
+    if let Some((latest, _)) = latest_checkpoint(state)?
+        && backup_id <= latest
+    {
+        return Ok(Err(latest));
+    }
+    state.put(KEY_CHECKPOINT_ID, &backup_id.to_be_bytes());
+    state.put(KEY_CHECKPOINT_POSITION, &position.get().to_be_bytes());
+    Ok(Ok(()))
+}
+
 #[cfg(test)]
 mod tests {
     use std::ops::ControlFlow;
@@ -362,5 +395,30 @@ mod tests {
         assert_eq!(apply_partition_count(&mut state, 3, 2).unwrap(), None);
         assert_eq!(apply_partition_count(&mut state, 5, 2).unwrap(), Some(4));
         assert_eq!(partition_count(&state).unwrap(), Some(5));
+    }
+
+    #[test]
+    fn a_checkpoint_is_recorded_only_above_the_latest() {
+        let base = rill_engine_api::MemoryState::default();
+        let mut state = rill_engine_api::Overlay::new(&base);
+        assert_eq!(latest_checkpoint(&state).unwrap(), None);
+        assert_eq!(
+            apply_checkpoint(&mut state, 5, Position(40)).unwrap(),
+            Ok(())
+        );
+        assert_eq!(
+            apply_checkpoint(&mut state, 5, Position(41)).unwrap(),
+            Err(5)
+        );
+        assert_eq!(
+            apply_checkpoint(&mut state, 2, Position(42)).unwrap(),
+            Err(5)
+        );
+        assert_eq!(latest_checkpoint(&state).unwrap(), Some((5, Position(40))));
+        assert_eq!(
+            apply_checkpoint(&mut state, 6, Position(43)).unwrap(),
+            Ok(())
+        );
+        assert_eq!(latest_checkpoint(&state).unwrap(), Some((6, Position(43))));
     }
 }

@@ -1,6 +1,7 @@
 //! `rill`: the one binary. Server roles (`standalone`), configuration tools, and client
 //! commands against a running gateway.
 
+mod backup;
 mod client;
 mod logging;
 mod management;
@@ -68,6 +69,12 @@ enum Command {
     /// The cluster's brokers and partitions, and changes to them (the cluster management
     /// API on a broker's monitoring port).
     Cluster(management::ClusterArgs),
+    /// Backups of every partition (the backup management API on a broker's monitoring
+    /// port): take, status, list, delete.
+    Backup(backup::BackupArgs),
+    /// Restore a backup into an empty data directory, before the broker starts on it
+    /// (`--backup-id N --data-dir DIR`, with the broker's configuration).
+    Restore(backup::RestoreArgs),
     /// Inspect or check configuration.
     Config {
         #[command(subcommand)]
@@ -127,6 +134,20 @@ fn run(cli: Cli) -> Result<()> {
                 "{}",
                 runtime.block_on(management::run(args, cli.ca_certificate.as_deref()))?
             );
+            Ok(())
+        }
+        Command::Backup(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            print!(
+                "{}",
+                runtime.block_on(backup::run(args, cli.ca_certificate.as_deref()))?
+            );
+            Ok(())
+        }
+        Command::Restore(args) => {
+            print!("{}", backup::restore(args)?);
             Ok(())
         }
         Command::Config { command } => match command {

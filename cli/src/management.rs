@@ -65,12 +65,12 @@ pub enum ClusterCommand {
     },
 }
 
-fn url(base: &str, path: &str) -> String {
+pub(crate) fn url(base: &str, path: &str) -> String {
     format!("{}{path}", base.trim_end_matches('/'))
 }
 
 /// The body of an answer, or an error with the API's message.
-async fn body(response: reqwest::Response) -> Result<Value> {
+pub(crate) async fn body(response: reqwest::Response) -> Result<Value> {
     let status = response.status();
     let text = response.text().await.context("reading the answer")?;
     let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));

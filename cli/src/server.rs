@@ -208,7 +208,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some((cluster, local_replicas(&partitions))),
+                Some((cluster, local_replicas(&partitions), partitions.clone())),
                 authenticator,
                 stop_rx.clone(),
             )
@@ -464,7 +464,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some((cluster.clone(), local_replicas(&partitions))),
+                Some((cluster.clone(), local_replicas(&partitions), partitions.clone())),
                 authenticator,
                 stop_rx,
             )
@@ -727,7 +727,7 @@ async fn serve_monitoring(
     config: &RillConfig,
     registry: Registry,
     health: Arc<dyn HealthCheck>,
-    cluster: Option<(ClusterState, LocalReplicas)>,
+    broker: Option<(ClusterState, LocalReplicas, Partitions)>,
     authenticator: Arc<Authenticator>,
     stop: watch::Receiver<bool>,
 ) -> Result<(
@@ -741,8 +741,21 @@ async fn serve_monitoring(
     )
     .await?
     .with_tls(&config.monitoring.tls)?;
-    let monitoring = match cluster {
-        Some((cluster, local)) => monitoring.with_cluster(cluster, local),
+    let store = rill_broker::backup::FilesystemStore::from_config(&config.backup);
+    if let (Some(store), Some(_)) = (&store, &broker) {
+        fail_interrupted_backups(store.clone(), config.cluster.node_id).await;
+    }
+    // Every route is added before the guard, so that it covers them all.
+    let monitoring = match broker {
+        Some((cluster, local, partitions)) => monitoring
+            .with_cluster(cluster.clone(), local)
+            .with_backups(
+                store,
+                Arc::new(rill_broker::backup::LocalPartitions {
+                    partitions,
+                    cluster,
+                }),
+            ),
         None => monitoring,
     };
     let monitoring = if authenticator.is_enabled() {
@@ -758,6 +771,29 @@ async fn serve_monitoring(
 fn local_replicas(partitions: &Partitions) -> LocalReplicas {
     let partitions = partitions.clone();
     Arc::new(move || partitions.values().iter().map(|p| p.status()).collect())
+}
+
+/// A broker that starts runs no backup upload: the parts it left in progress failed.
+async fn fail_interrupted_backups(store: rill_broker::backup::FilesystemStore, node: u32) {
+    #[allow(clippy::disallowed_methods)] // shown to operators as the status's time
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    match tokio::task::spawn_blocking(move || store.fail_interrupted(node, now)).await {
+        Ok(Ok(marked)) => {
+            for (backup, partition) in marked {
+                tracing::warn!(
+                    backup,
+                    partition,
+                    "a backup part this broker was taking when it stopped is marked failed"
+                );
+            }
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot check the backup store for interrupted backups")
+        }
+        Err(e) => tracing::warn!(error = %e, "checking the backup store stopped"),
+    }
 }
 
 async fn wait_for_stop(mut stop: watch::Receiver<bool>) {

@@ -209,6 +209,25 @@ fn basic_authentication_guards_rest_grpc_and_the_management_api() {
             .await
             .expect("answer");
         assert_eq!(patch.status().as_u16(), 401);
+        // The backup API too, for every method.
+        for request in [
+            http.get(format!("{monitoring}/actuator/backups")),
+            http.get(format!("{monitoring}/actuator/backups/1")),
+            http.post(format!("{monitoring}/actuator/backups"))
+                .json(&serde_json::json!({"backupId": 1})),
+            http.delete(format!("{monitoring}/actuator/backups/1")),
+        ] {
+            let answer = request.send().await.expect("answer");
+            assert_eq!(answer.status().as_u16(), 401, "{:?}", answer.url());
+        }
+        let backups = http
+            .get(format!("{monitoring}/actuator/backups"))
+            .basic_auth("demo", Some(PASSWORD))
+            .send()
+            .await
+            .expect("answer");
+        // No store configured: refused, but past the guard.
+        assert_eq!(backups.status().as_u16(), 400);
         let cluster = http
             .get(format!("{monitoring}/actuator/cluster"))
             .basic_auth("demo", Some(PASSWORD))

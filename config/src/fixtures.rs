@@ -30,6 +30,15 @@ pub(crate) fn everything_set() -> RillConfig {
     elastic.tls.ca_certificate = Some("/etc/rill/es-ca.pem".into());
     config.exporters.elasticsearch = Some(elastic);
     config.exporters.jsonl = Some(JsonlExporterConfig::default());
+    config.backup.filesystem.base_path = Some("/mnt/backups".into());
+    config.backup.s3 = crate::model::S3BackupConfig {
+        bucket: Some("rill".to_owned()),
+        base_path: Some("cluster-a".to_owned()),
+        endpoint: Some("http://127.0.0.1:9000".to_owned()),
+        region: Some("eu-west-1".to_owned()),
+        access_key: Some("key".to_owned()),
+        secret_key: Some("s3-private".to_owned()),
+    };
     let oidc = &mut config.security.authentication.oidc;
     oidc.issuer_uri = Some("https://login.example/realms/rill".to_owned());
     oidc.client_id_claim = Some("azp".to_owned());
@@ -129,6 +138,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.cluster.tls.enabled = true;
     config.gateway.tls.enabled = true;
     config.monitoring.tls.enabled = true;
+    config.backup.store = crate::model::BackupStoreKind::Filesystem;
     let authentication = &mut config.security.authentication;
     authentication.method = AuthenticationMethod::Basic;
     authentication.oidc.audiences = vec!["rill-api".to_owned()];

@@ -480,6 +480,7 @@ mod tests {
         for user in &mut expected.security.initialization.users {
             user.password = "***".to_owned();
         }
+        expected.backup.s3.secret_key = Some("***".to_owned());
         let shown = expected.to_toml().expect("renders");
         let loaded = ConfigLoader::new()
             .toml("shown", shown)

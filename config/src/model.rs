@@ -26,6 +26,7 @@ pub struct RillConfig {
     pub monitoring: MonitoringConfig,
     pub exporters: ExportersConfig,
     pub security: SecurityConfig,
+    pub backup: BackupConfig,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -755,5 +756,76 @@ impl std::fmt::Debug for InitialUser {
             .field("name", &self.name)
             .field("email", &self.email)
             .finish()
+    }
+}
+
+/// Where backups of the partitions go (docs/operations.md, docs/decisions/backup.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct BackupConfig {
+    /// The backup store; `none` refuses backup requests.
+    pub store: BackupStoreKind,
+    pub filesystem: FilesystemBackupConfig,
+    pub s3: S3BackupConfig,
+}
+
+/// Which kind of store backups are written to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackupStoreKind {
+    /// No backups: the backup API answers that none is configured.
+    #[default]
+    None,
+    /// A directory (a mounted volume or NFS share) that every broker reaches.
+    Filesystem,
+    /// S3-compatible object storage (not available yet: refused at start).
+    S3,
+}
+
+impl BackupStoreKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackupStoreKind::None => "none",
+            BackupStoreKind::Filesystem => "filesystem",
+            BackupStoreKind::S3 => "s3",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct FilesystemBackupConfig {
+    /// The directory backups are written under (shared by every broker).
+    pub base_path: Option<PathBuf>,
+}
+
+/// S3 settings, declared so that configurations naming them are understood; S3 itself
+/// is not available yet, and any of them set is refused at start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct S3BackupConfig {
+    pub bucket: Option<String>,
+    pub base_path: Option<String>,
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+}
+
+impl S3BackupConfig {
+    /// The S3 options that are set, by their path.
+    pub fn set_options(&self) -> Vec<&'static str> {
+        [
+            ("backup.s3.bucket", &self.bucket),
+            ("backup.s3.base-path", &self.base_path),
+            ("backup.s3.endpoint", &self.endpoint),
+            ("backup.s3.region", &self.region),
+            ("backup.s3.access-key", &self.access_key),
+            ("backup.s3.secret-key", &self.secret_key),
+        ]
+        .into_iter()
+        .filter(|(_, value)| value.is_some())
+        .map(|(path, _)| path)
+        .collect()
     }
 }

@@ -11,7 +11,7 @@ const REDACTED: &str = "***";
 impl RillConfig {
     /// The configuration as a TOML file (what `rill config show` prints), with secrets
     /// (`exporters.elasticsearch.password`, `.api-key`, `.bearer-token`, the users'
-    /// passwords) shown as `***`. Unset optional
+    /// passwords, `backup.s3.secret-key`) shown as `***`. Unset optional
     /// values are left out. Loading the output gives back this configuration (secrets
     /// aside).
     pub fn to_toml(&self) -> Result<String> {
@@ -30,7 +30,10 @@ impl RillConfig {
         for user in &mut shown.security.initialization.users {
             user.password = REDACTED.to_owned();
         }
-        debug_assert_eq!(SECRETS.len(), 4, "redact every secret listed in the schema");
+        if shown.backup.s3.secret_key.is_some() {
+            shown.backup.s3.secret_key = Some(REDACTED.to_owned());
+        }
+        debug_assert_eq!(SECRETS.len(), 5, "redact every secret listed in the schema");
         toml::to_string_pretty(&shown).map_err(|error| ConfigError::Render(error.to_string()))
     }
 }
@@ -191,7 +194,9 @@ mod tests {
     #[test]
     fn secrets_are_masked_in_the_shown_configuration() {
         let shown = everything_set().to_toml().expect("renders");
-        assert!(!shown.contains("secret"), "{shown}");
+        assert!(!shown.contains("secret\""), "{shown}");
+        assert!(!shown.contains("s3-private"), "{shown}");
+        assert!(shown.contains("secret-key = \"***\""), "{shown}");
         assert!(shown.contains("password = \"***\""), "{shown}");
         assert!(shown.contains("api-key = \"***\""), "{shown}");
         assert!(shown.contains("username = \"elastic\""), "{shown}");

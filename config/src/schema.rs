@@ -168,6 +168,7 @@ pub(crate) fn schema_path(path: &str) -> (String, Vec<usize>) {
     (normalized, indexes)
 }
 
+pub(crate) const BACKUP_STORES: &[&str] = &["none", "filesystem", "s3"];
 pub(crate) const LIMIT_ALGORITHMS: &[&str] = &["aimd", "fixed", "vegas", "gradient", "gradient2"];
 
 /// Section descriptions for the reference, in the order sections appear there.
@@ -192,6 +193,9 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("gateway.tls", "TLS on the REST and gRPC ports (HTTP/2 and HTTP/1.1 on REST, HTTP/2 on gRPC; TLS 1.3 and 1.2). The files are checked at start and reloaded when they change (docs/security.md)."),
     ("monitoring", "Metrics and health endpoints."),
     ("monitoring.tls", "TLS on the monitoring port (metrics, probes, the cluster management API). The files are checked at start and reloaded when they change."),
+    ("backup", "Backups of every partition, taken through the management API (`POST /actuator/backups`) and restored with `rill restore` (docs/operations.md)."),
+    ("backup.filesystem", "A backup store in a directory every broker reaches (a mounted volume or an NFS share)."),
+    ("backup.s3", "S3-compatible object storage. Not available yet: setting any of these is refused at start."),
     ("security.authentication", "How clients prove who they are, on the REST and gRPC APIs and the management API (docs/security.md)."),
     ("security.authentication.oidc", "The OpenID Connect provider whose bearer tokens are accepted when `method = \"oidc\"`."),
     ("security.initialization.users.0", "The users of basic authentication, one `[[security.initialization.users]]` table each. In the environment and in overrides the index comes after `users`: `RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME`, `security.initialization.users.1.password=...`."),
@@ -321,6 +325,15 @@ const SETTINGS: &[OptionSpec] = &[
     OptionSpec { path: "monitoring.tls.enabled", kind: Kind::Bool, description: "Serve the monitoring port over TLS only (`https://`). Probes and scrapers then need the scheme HTTPS. Needs `monitoring.tls.certificate` and `monitoring.tls.private-key`." },
     OptionSpec { path: "monitoring.tls.certificate", kind: Kind::OptionalText, description: "PEM file with the monitoring port's certificate (first) and its intermediates. Reloaded when it changes." },
     OptionSpec { path: "monitoring.tls.private-key", kind: Kind::OptionalText, description: "PEM file with the private key of `monitoring.tls.certificate`. Reloaded when it changes." },
+    // backup
+    OptionSpec { path: "backup.store", kind: Kind::Choice(BACKUP_STORES), description: "Where backups go. `none`: backup requests are refused. `filesystem`: under `backup.filesystem.base-path`. `s3`: not available yet (refused at start)." },
+    OptionSpec { path: "backup.filesystem.base-path", kind: Kind::OptionalText, description: "The directory backups are written under, the same for every broker of a cluster (a shared volume). Needed with `backup.store = \"filesystem\"`; refused with another store." },
+    OptionSpec { path: "backup.s3.bucket", kind: Kind::OptionalText, description: "The bucket backups go to (not available yet: refused at start)." },
+    OptionSpec { path: "backup.s3.base-path", kind: Kind::OptionalText, description: "Key prefix of the backups in the bucket (not available yet: refused at start)." },
+    OptionSpec { path: "backup.s3.endpoint", kind: Kind::OptionalText, description: "URL of an S3-compatible server (not available yet: refused at start)." },
+    OptionSpec { path: "backup.s3.region", kind: Kind::OptionalText, description: "The bucket's region (not available yet: refused at start)." },
+    OptionSpec { path: "backup.s3.access-key", kind: Kind::OptionalText, description: "Access key id (not available yet: refused at start)." },
+    OptionSpec { path: "backup.s3.secret-key", kind: Kind::OptionalText, description: "Secret access key (not available yet: refused at start)." },
     // security
     OptionSpec { path: "security.authentication.method", kind: Kind::Choice(AUTHENTICATION_METHODS), description: "`none`: anyone who reaches the ports may use them (a broker listening on a non-loopback address warns at start). `basic`: HTTP Basic credentials of `security.initialization.users`. `oidc`: bearer JWTs signed by the provider at `security.authentication.oidc.issuer-uri`, found by OpenID discovery at start (a provider that cannot be reached or read stops the start)." },
     OptionSpec { path: "security.authentication.oidc.issuer-uri", kind: Kind::OptionalText, description: "The provider's issuer URL (the tokens' `iss`); discovery is at `<issuer-uri>/.well-known/openid-configuration`. `https://`, or `http://` on a loopback address only." },
@@ -373,6 +386,7 @@ pub(crate) const SECRETS: &[&str] = &[
     "exporters.elasticsearch.api-key",
     "exporters.elasticsearch.bearer-token",
     "security.initialization.users.0.password",
+    "backup.s3.secret-key",
 ];
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use rill_protocol::MAX_PARTITION_ID;
 
 use crate::ByteSize;
-use crate::model::{AuthenticationMethod, EngineConfig, RillConfig};
+use crate::model::{AuthenticationMethod, BackupStoreKind, EngineConfig, RillConfig};
 use crate::{ConfigError, Problem, Result};
 
 impl RillConfig {
@@ -32,6 +32,7 @@ impl RillConfig {
         self.check_ports(&mut found);
         self.check_exporters(&mut found);
         self.check_security(&mut found);
+        self.check_backup(&mut found);
         found.0
     }
 
@@ -581,6 +582,46 @@ impl RillConfig {
 }
 
 impl RillConfig {
+    fn check_backup(&self, found: &mut Problems) {
+        let backup = &self.backup;
+        let base_path = backup.filesystem.base_path.as_deref();
+        match (backup.store, base_path) {
+            (BackupStoreKind::Filesystem, None) => found.add(
+                "backup.filesystem.base-path",
+                "is not set, but backup.store is filesystem",
+                "set it to a directory every broker reaches, e.g. /mnt/backups",
+            ),
+            (BackupStoreKind::Filesystem, Some(path)) if path.as_os_str().is_empty() => found.add(
+                "backup.filesystem.base-path",
+                "is empty",
+                "set it to a directory every broker reaches, e.g. /mnt/backups",
+            ),
+            (BackupStoreKind::None | BackupStoreKind::S3, Some(_)) => found.add(
+                "backup.filesystem.base-path",
+                format!(
+                    "is set, but backup.store is {}, so it would be ignored",
+                    backup.store.name()
+                ),
+                "set backup.store = \"filesystem\", or remove the base path",
+            ),
+            _ => {}
+        }
+        if backup.store == BackupStoreKind::S3 {
+            found.add(
+                "backup.store",
+                "is s3, which this version of Rill does not support yet",
+                "use backup.store = \"filesystem\" with a mounted volume, or none",
+            );
+        }
+        for path in backup.s3.set_options() {
+            found.add(
+                path,
+                "is set, but S3 backup stores are not supported yet",
+                "remove it, and use backup.store = \"filesystem\" with a mounted volume",
+            );
+        }
+    }
+
     fn check_security(&self, found: &mut Problems) {
         let method = self.security.authentication.method;
         let users = &self.security.initialization.users;

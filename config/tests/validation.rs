@@ -392,3 +392,51 @@ fn an_issuer_without_oidc_is_not_accepted_and_ignored() {
     config.security.authentication.oidc.issuer_uri = Some("https://idp.example.com".to_owned());
     only_problem(&config, "security.authentication.oidc.issuer-uri");
 }
+
+#[test]
+fn backup_settings_are_refused_unless_they_are_used() {
+    let load = |overrides: &[&str]| {
+        ConfigLoader::new()
+            .overrides(overrides.iter().copied())
+            .load()
+            .expect("the overrides parse")
+    };
+    assert!(problems(&load(&["backup.store=none"])).is_empty());
+    assert!(
+        problems(&load(&[
+            "backup.store=filesystem",
+            "backup.filesystem.base-path=/mnt/backups"
+        ]))
+        .is_empty()
+    );
+    let problem = only_problem(
+        &load(&["backup.store=filesystem"]),
+        "backup.filesystem.base-path",
+    );
+    assert!(problem.message.contains("not set"), "{problem}");
+    let problem = only_problem(
+        &load(&["backup.filesystem.base-path=/mnt/backups"]),
+        "backup.filesystem.base-path",
+    );
+    assert!(problem.message.contains("ignored"), "{problem}");
+    let problem = only_problem(&load(&["backup.store=s3"]), "backup.store");
+    assert!(problem.message.contains("does not support"), "{problem}");
+    let found = problems(&load(&[
+        "backup.store=filesystem",
+        "backup.filesystem.base-path=/mnt/backups",
+        "backup.s3.bucket=rill",
+        "backup.s3.secret-key=shh",
+    ]));
+    let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["backup.s3.bucket", "backup.s3.secret-key"]);
+    assert!(
+        found.iter().all(|p| !p.to_string().contains("shh")),
+        "a secret never appears in a problem"
+    );
+    assert!(
+        ConfigLoader::new()
+            .overrides(["backup.store=tape"])
+            .load()
+            .is_err()
+    );
+}

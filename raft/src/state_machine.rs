@@ -51,6 +51,31 @@ impl ApplyBatch {
         self.last_applied
     }
 
+    /// Splits the batch after its first `count` entries (at least one, fewer than all),
+    /// so that each part is applied and written on its own: the state between them is
+    /// the state at the last entry of the first part. The membership change goes with
+    /// the part holding its entry.
+    pub fn split_after(self, count: usize) -> (ApplyBatch, Option<ApplyBatch>) {
+        if count == 0 || count >= self.entries.len() {
+            return (self, None);
+        }
+        let mut first = self.entries;
+        let rest = first.split_off(count);
+        let boundary = first.last().map(|e| e.log_id.index).unwrap_or_default();
+        let in_first = self
+            .membership
+            .as_ref()
+            .and_then(|m| *m.log_id())
+            .is_some_and(|id| id.index <= boundary);
+        let (first_membership, rest_membership) = if in_first {
+            (self.membership, None)
+        } else {
+            (None, self.membership)
+        };
+        let first = ApplyBatch::new(first, first_membership).expect("count >= 1 entries");
+        (first, ApplyBatch::new(rest, rest_membership))
+    }
+
     /// Adds the applied log id (and membership change) to the handler's write batch, so
     /// state and applied log id become durable together and nothing is applied twice.
     pub fn mark_applied(&self, batch: &mut WriteBatch) -> Result<()> {
@@ -192,5 +217,56 @@ impl RaftStateMachine<TypeConfig> for PartitionStateMachine {
             meta,
             snapshot: Box::new(file),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use rill_protocol::Term;
+
+    use super::*;
+    use crate::types::log_id;
+
+    fn entries(indexes: std::ops::RangeInclusive<u64>) -> Vec<CommittedEntry> {
+        indexes
+            .map(|index| CommittedEntry {
+                log_id: log_id(Term(1), 0, index),
+                data: None,
+            })
+            .collect()
+    }
+
+    fn membership_at(index: u64) -> StoredMembership {
+        let voters = BTreeSet::from([0u64]);
+        let nodes = BTreeMap::from([(0u64, openraft::BasicNode::new("127.0.0.1:26502"))]);
+        StoredMembership::new(
+            Some(log_id(Term(1), 0, index)),
+            openraft::Membership::new(vec![voters], nodes),
+        )
+    }
+
+    #[test]
+    fn a_split_batch_applies_up_to_the_cut_and_the_membership_goes_with_its_entry() {
+        let batch = ApplyBatch::new(entries(1..=5), Some(membership_at(2))).unwrap();
+        let (first, rest) = batch.split_after(3);
+        let rest = rest.unwrap();
+        assert_eq!(first.last_applied().index, 3);
+        assert_eq!(first.entries.len(), 3);
+        assert!(first.membership.is_some());
+        assert_eq!(rest.last_applied().index, 5);
+        assert!(rest.membership.is_none());
+
+        let batch = ApplyBatch::new(entries(1..=5), Some(membership_at(4))).unwrap();
+        let (first, rest) = batch.split_after(3);
+        assert!(first.membership.is_none());
+        assert!(rest.unwrap().membership.is_some());
+
+        // Nothing to split: the whole batch.
+        let batch = ApplyBatch::new(entries(1..=2), None).unwrap();
+        let (first, rest) = batch.split_after(2);
+        assert_eq!(first.entries.len(), 2);
+        assert!(rest.is_none());
     }
 }

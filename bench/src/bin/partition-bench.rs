@@ -111,6 +111,7 @@ async fn run(
             command_limits: Default::default(),
             joining: false,
             priority_rank: None,
+            backup: rill_config::BackupConfig::default(),
         };
         let env = PartitionEnv {
             cpu: runtimes.cpu().clone(),

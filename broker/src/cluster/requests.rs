@@ -72,6 +72,8 @@ pub(super) enum ClusterRequest {
     Membership(MembershipRequest),
     /// "Does the partition you bootstrap run, led by you?"
     Bootstrapped { partition: u16 },
+    /// "Record checkpoint `backup_id` in a partition you lead" (docs/decisions/backup.md).
+    Checkpoint { partition: u16, backup_id: u64 },
 }
 
 pub(super) fn encode(request: &ClusterRequest) -> Bytes {
@@ -104,6 +106,13 @@ pub trait LocalCluster: Send + Sync + 'static {
     /// This broker's replica of `partition` runs and leads (a bootstrapped partition's
     /// first replica); an error names why not.
     fn bootstrapped(&self, partition: PartitionId) -> Result<(), String>;
+    /// Records checkpoint `backup_id` through this broker's replica of `partition`, if
+    /// it leads (an error names why not).
+    fn checkpoint(
+        &self,
+        partition: PartitionId,
+        backup_id: u64,
+    ) -> BoxFuture<'static, Result<crate::backup::CheckpointOutcome, String>>;
     /// Partition 1's replica here: its partition count, and how many of its sends to
     /// partitions `first` and above are not acknowledged yet.
     fn redistribution(
@@ -155,6 +164,23 @@ impl ClusterState {
                 };
                 Box::pin(async move { answer })
             }
+            ClusterRequest::Checkpoint {
+                partition,
+                backup_id,
+            } => match self.attached() {
+                Some((_, local)) => {
+                    let recorded = local.checkpoint(PartitionId(partition), backup_id);
+                    Box::pin(async move {
+                        let outcome = recorded.await?;
+                        serde_json::to_vec(&outcome)
+                            .map(Bytes::from)
+                            .map_err(|e| format!("cannot encode the outcome: {e}"))
+                    })
+                }
+                None => {
+                    Box::pin(async { Err("this broker does not run cluster changes".to_owned()) })
+                }
+            },
             ClusterRequest::Membership(request) => match self.attached() {
                 Some((_, local)) => {
                     let changed = local.change_membership(request);
@@ -239,6 +265,51 @@ impl ClusterState {
         }
         Err(format!(
             "partition {partition}'s leader did not take it ({})",
+            failures.join("; ")
+        ))
+    }
+
+    /// Records checkpoint `backup_id` through `partition`'s leader: this broker's replica
+    /// if it leads, else each other replica's broker in turn (only the leader takes it).
+    pub async fn checkpoint(
+        &self,
+        partition: PartitionId,
+        backup_id: u64,
+    ) -> Result<crate::backup::CheckpointOutcome, String> {
+        let Some((transport, local)) = self.attached() else {
+            return Err("this broker reaches no other broker".to_owned());
+        };
+        let mut failures = Vec::new();
+        if local.hosts(partition) {
+            match local.checkpoint(partition, backup_id).await {
+                Ok(outcome) => return Ok(outcome),
+                Err(e) => failures.push(format!("here: {e}")),
+            }
+        }
+        let payload = encode(&ClusterRequest::Checkpoint {
+            partition: partition.get(),
+            backup_id,
+        });
+        for node in self.replica_nodes(partition) {
+            match transport
+                .request(
+                    node,
+                    ServiceId::CLUSTER,
+                    PartitionId(0),
+                    payload.clone(),
+                    PROPOSE_TIMEOUT,
+                )
+                .await
+            {
+                Ok(answer) => {
+                    return serde_json::from_slice(&answer)
+                        .map_err(|e| format!("node {node} answered an unreadable outcome: {e}"));
+                }
+                Err(e) => failures.push(format!("node {node}: {}", reason(e))),
+            }
+        }
+        Err(format!(
+            "partition {partition}'s leader did not record it ({})",
             failures.join("; ")
         ))
     }

@@ -126,6 +126,11 @@ pub(crate) enum Msg<E: Engine> {
         first: rill_protocol::PartitionId,
         reply: oneshot::Sender<Result<(u16, usize)>>,
     },
+    /// Proposes a checkpoint (leader only); answered once it is applied.
+    Checkpoint {
+        backup_id: u64,
+        reply: oneshot::Sender<Result<crate::backup::CheckpointOutcome>>,
+    },
     /// This replica's raft, once it runs (membership changes).
     Raft {
         reply: oneshot::Sender<Option<Raft>>,
@@ -273,6 +278,7 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         Msg::Raft { reply } => {
             let _ = reply.send(st.raft.clone());
         }
+        Msg::Checkpoint { backup_id, reply } => st.checkpoint(backup_id, reply),
         Msg::Redistribution { first, reply } => {
             let _ = reply.send(st.redistribution(first));
         }

@@ -61,6 +61,8 @@ pub struct PartitionConfig {
     /// configuration and changed with it (a cluster change reconfigures priorities).
     /// When set, it replaces the rank derived from `preferred_leader` and `members`.
     pub priority_rank: Option<Arc<std::sync::atomic::AtomicU32>>,
+    /// Where the leader takes its part of a backup at a checkpoint (`backup.*`).
+    pub backup: rill_config::BackupConfig,
 }
 
 impl PartitionConfig {
@@ -107,6 +109,7 @@ impl PartitionConfig {
             },
             joining: false,
             priority_rank: None,
+            backup: config.backup.clone(),
         }
     }
 }

@@ -298,6 +298,7 @@ mod tests {
             command_limits: Default::default(),
             joining: false,
             priority_rank: None,
+            backup: rill_config::BackupConfig::default(),
         }
     }
 

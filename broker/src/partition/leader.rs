@@ -214,6 +214,11 @@ impl<E: Engine> LeaderState<E> {
                 let Some(queued) = self.queue.pop_front() else {
                     break;
                 };
+                // A checkpoint ends its entry: the backup's cut is that entry's end.
+                let ends_entry = matches!(
+                    &queued.command,
+                    QueuedCommand::Core(CoreCommand::Checkpoint { .. })
+                );
                 let pushed = match &queued.command {
                     QueuedCommand::Engine(command) => builder.push(queued.request, command),
                     QueuedCommand::Core(command) => builder.push_core(command),
@@ -232,6 +237,9 @@ impl<E: Engine> LeaderState<E> {
                             requests.reject(request, e);
                         }
                     }
+                }
+                if ends_entry {
+                    break;
                 }
             }
             if builder.count() == 0 {

@@ -370,6 +370,16 @@ impl<E: Engine> Partition<E> {
         .await?
     }
 
+    /// Records checkpoint `backup_id` in the partition's log through this replica, if it
+    /// leads, and answers once it is applied (a leader then takes its part of the backup).
+    pub async fn checkpoint(&self, backup_id: u64) -> Result<crate::backup::CheckpointOutcome> {
+        self.ask(
+            |reply| Msg::Checkpoint { backup_id, reply },
+            self.config.request_timeout,
+        )
+        .await?
+    }
+
     async fn raft(&self) -> Result<Raft> {
         self.ask(|reply| Msg::Raft { reply }, Duration::from_secs(10))
             .await?

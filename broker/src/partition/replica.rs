@@ -20,6 +20,7 @@ use super::raft::RaftView;
 use super::requests::{Answered, Reply, RequestBook};
 use super::snapshots::Snapshots;
 use super::{JobsAvailable, PartitionConfig, PartitionEnv, PartitionStatus, Role, StateDigest};
+use crate::backup::{BackupJob, CheckpointApplied, CheckpointOutcome};
 use crate::batch::CoreCommand;
 use crate::clock;
 use crate::delivery::PartitionRouter;
@@ -75,6 +76,10 @@ pub(crate) struct Replica<E: Engine> {
     status: watch::Sender<PartitionStatus>,
     pub(super) metrics: PartitionMetrics,
     pub(super) started: Option<oneshot::Sender<std::result::Result<(), String>>>,
+    /// Where this replica takes its part of a backup when it leads at a checkpoint.
+    backup_store: Option<crate::backup::FilesystemStore>,
+    /// Checkpoints this leader proposed, waiting to be applied, by backup id.
+    pending_checkpoints: Vec<(u64, oneshot::Sender<Result<CheckpointOutcome>>)>,
 }
 
 impl<E: Engine> Replica<E> {
@@ -137,6 +142,8 @@ impl<E: Engine> Replica<E> {
             snapshots: Snapshots::new(),
             next_history_expiry: Instant::now(),
             history_expiry_proposed: None,
+            backup_store: crate::backup::FilesystemStore::from_config(&args.config.backup),
+            pending_checkpoints: Vec::new(),
             jobs: args.jobs,
             status: args.status,
             metrics,
@@ -253,7 +260,45 @@ impl<E: Engine> Replica<E> {
         Ok(self.state.current())
     }
 
+    /// Proposes checkpoint `backup_id` (leader only) and answers once it is applied.
+    pub(super) fn checkpoint(
+        &mut self,
+        backup_id: u64,
+        reply: oneshot::Sender<Result<CheckpointOutcome>>,
+    ) {
+        if !self.leadership.is_leader() {
+            let _ = reply.send(Err(self.refusal()));
+            return;
+        }
+        self.pending_checkpoints.push((backup_id, reply));
+        self.propose_own(QueuedCommand::Core(CoreCommand::Checkpoint { backup_id }));
+    }
+
+    /// Applies what raft committed. A batch carrying a checkpoint is applied and written
+    /// in two parts, up to the entry carrying it and after, so that the state between
+    /// them is the backup's cut (docs/decisions/backup.md).
     pub(super) fn apply(&mut self, batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {
+        let mut responses = Vec::with_capacity(batch.entries.len());
+        let mut next = Some(batch);
+        while let Some(batch) = next.take() {
+            let cut = batch.entries.iter().position(|entry| {
+                entry.data.as_ref().is_some_and(|data| {
+                    crate::batch::BatchView::parse(data)
+                        .and_then(crate::batch::BatchView::has_checkpoint)
+                        .unwrap_or(false)
+                })
+            });
+            let (part, rest) = match cut {
+                Some(cut) => batch.split_after(cut + 1),
+                None => (batch, None),
+            };
+            responses.extend(self.apply_part(part)?);
+            next = rest;
+        }
+        Ok(responses)
+    }
+
+    fn apply_part(&mut self, batch: ApplyBatch) -> rill_raft::Result<Vec<EntryResponse>> {
         if let Some(reason) = self.requests.failure() {
             return Err(rill_raft::Error::Handler(reason.to_owned()));
         }
@@ -298,6 +343,9 @@ impl<E: Engine> Replica<E> {
         }
         if let Some(exported) = applied.exported {
             self.exported = exported;
+        }
+        for checkpoint in std::mem::take(&mut applied.checkpoints) {
+            self.checkpoint_applied(checkpoint);
         }
         if let Some(count) = applied.partition_count {
             tracing::info!(count, "partition count raised");
@@ -361,6 +409,55 @@ impl<E: Engine> Replica<E> {
         Ok(vec![EntryResponse::default(); entries])
     }
 
+    /// A checkpoint was applied (the state is now at its cut): the leader takes its
+    /// part of the backup and answers whoever proposed it.
+    fn checkpoint_applied(&mut self, checkpoint: CheckpointApplied) {
+        let CheckpointApplied {
+            backup_id,
+            timestamp,
+            outcome,
+        } = checkpoint;
+        match outcome {
+            CheckpointOutcome::Created {
+                position,
+                log_index,
+            } => {
+                tracing::info!(backup = backup_id, %position, log_index, "checkpoint recorded");
+                if self.leadership.is_leader()
+                    && let Some(store) = &self.backup_store
+                {
+                    crate::backup::start_backup(
+                        BackupJob {
+                            store: store.clone(),
+                            backup_id,
+                            partition_id: self.partition().get(),
+                            node_id: self.config.node_id.0,
+                            partition_count: self.partition_count,
+                            checkpoint_position: position.get(),
+                            log_index,
+                            checkpoint_timestamp: timestamp,
+                        },
+                        self.state.current(),
+                    );
+                }
+            }
+            CheckpointOutcome::Refused { latest } => {
+                tracing::info!(
+                    backup = backup_id,
+                    latest,
+                    "checkpoint refused: its id is not above the latest"
+                );
+            }
+        }
+        let (answered, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_checkpoints)
+            .into_iter()
+            .partition(|(id, _)| *id == backup_id);
+        self.pending_checkpoints = waiting;
+        for (_, reply) in answered {
+            let _ = reply.send(Ok(outcome));
+        }
+    }
+
     pub(super) fn on_raft_started(&mut self, raft: Raft) {
         self.raft = Some(raft);
         // Raft's views come after this, so leadership normally starts there.
@@ -396,6 +493,9 @@ impl<E: Engine> Replica<E> {
             for request in self.leadership.step_down() {
                 self.requests.not_applied(request, self.view.leader);
             }
+            // A checkpoint proposed in the lost term may still be applied; whoever asked
+            // is told now that it was not confirmed (the backup's status shows the rest).
+            self.pending_checkpoints.clear();
             self.requests
                 .step_down(term, last_log_index, self.applied_index, self.view.leader);
         }

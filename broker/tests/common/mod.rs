@@ -44,6 +44,7 @@ pub fn test_config(
         command_limits: Default::default(),
         joining: false,
         priority_rank: None,
+        backup: rill_config::BackupConfig::default(),
     }
 }
 

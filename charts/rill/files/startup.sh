@@ -25,4 +25,9 @@ while [ "$index" != "0" ] && [ "${index#0}" != "$index" ]; do
 done
 export RILL_CLUSTER__NODE_ID="$index"
 echo "rill startup: node id $RILL_CLUSTER__NODE_ID" >&2
+# `startup.sh restore --backup-id N`: the restore init container, as this broker's node.
+if [ "${1:-}" = "restore" ]; then
+  shift
+  exec rill restore "$@"
+fi
 exec rill broker "$@"

@@ -489,3 +489,13 @@ scale Jobs talk to those brokers, before this release changes their settings.
       key: {{ .secretKey | quote }}
 {{- end }}
 {{- end }}
+
+{{/* The backup store's settings: the mounted backup volume, when there is one. */}}
+{{- define "rill.backupEnv" -}}
+{{- if .Values.backup.existingClaim }}
+- name: RILL_BACKUP__STORE
+  value: filesystem
+- name: RILL_BACKUP__FILESYSTEM__BASE_PATH
+  value: {{ .Values.backup.mountPath | quote }}
+{{- end }}
+{{- end }}
