@@ -8,8 +8,8 @@
 //! worker receives a job whose deadline has passed; acknowledged creates never pause
 //! for more than 1 s while some partition has a leader; a killed leader's partitions
 //! have a new leader, on a live broker, within 3 s of the kill; no two brokers say they
-//! lead one partition in the same raft term (each broker's `GET /actuator/cluster`), and
-//! each broker's `rill_raft_term` gauge shows the term its management API shows.
+//! lead one partition in the same raft term (each broker's `GET /actuator/partitions`),
+//! and each broker's `rill_raft_term` gauge shows the term its management API shows.
 //!
 //! Each run prints one `FAILOVER-SUMMARY {json}` line on stderr with what it measured;
 //! `scripts/failover-runs N` collects them over N runs.
@@ -231,7 +231,7 @@ async fn leaders(brokers: &Brokers, nodes: &[usize]) -> BTreeMap<u64, BTreeSet<u
 type TermLeaders = BTreeMap<(u64, u64), BTreeSet<usize>>;
 
 /// The partitions broker `node` hosts, with the raft term and role its own
-/// `GET /actuator/cluster` reports; `None` if it does not answer.
+/// `GET /actuator/partitions` reports; `None` if it does not answer.
 async fn actuator_terms(brokers: &Brokers, node: usize) -> Option<Vec<(u64, u64, String)>> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
@@ -239,7 +239,7 @@ async fn actuator_terms(brokers: &Brokers, node: usize) -> Option<Vec<(u64, u64,
         .ok()?;
     let body: Value = client
         .get(format!(
-            "{}/actuator/cluster",
+            "{}/actuator/partitions",
             brokers.nodes[node].monitoring()
         ))
         .send()
@@ -248,17 +248,12 @@ async fn actuator_terms(brokers: &Brokers, node: usize) -> Option<Vec<(u64, u64,
         .json()
         .await
         .ok()?;
-    let own = body["brokers"]
-        .as_array()?
-        .iter()
-        .find(|b| b["id"] == node as u64)?;
     Some(
-        own["partitions"]
-            .as_array()?
+        body.as_object()?
             .iter()
-            .filter_map(|p| {
+            .filter_map(|(id, p)| {
                 Some((
-                    p["id"].as_u64()?,
+                    id.parse().ok()?,
                     p["term"].as_u64()?,
                     p["role"].as_str()?.to_owned(),
                 ))
@@ -285,7 +280,7 @@ async fn term_gauges_match(brokers: &Brokers) -> Result<(), String> {
         let gauges = brokers.nodes[node].metric("rill_raft_term").await;
         let Some(reported) = actuator_terms(brokers, node).await else {
             return Err(format!(
-                "broker {node} did not answer GET /actuator/cluster"
+                "broker {node} did not answer GET /actuator/partitions"
             ));
         };
         if reported.is_empty() {
@@ -296,7 +291,7 @@ async fn term_gauges_match(brokers: &Brokers) -> Result<(), String> {
             if gauge != Some(term as f64) {
                 return Err(format!(
                     "broker {node}, partition {partition}: rill_raft_term {gauge:?}, \
-                     GET /actuator/cluster term {term}"
+                     GET /actuator/partitions term {term}"
                 ));
             }
         }

@@ -223,24 +223,19 @@ fn api_with_timeout(base: String, timeout: Duration) -> Api {
 }
 
 /// Each partition broker `node` hosts: (partition, term, role), from its own
-/// `GET /actuator/cluster`; `None` if it does not answer.
+/// `GET /actuator/partitions`; `None` if it does not answer.
 async fn replicas(brokers: &Brokers, node: usize) -> Option<Vec<(u64, u64, String)>> {
     let api = api_with_timeout(brokers.nodes[node].monitoring(), Duration::from_secs(2));
-    let (status, body) = api.get("/actuator/cluster").await.ok()?;
+    let (status, body) = api.get("/actuator/partitions").await.ok()?;
     if status != 200 {
         return None;
     }
-    let own = body["brokers"]
-        .as_array()?
-        .iter()
-        .find(|b| b["id"] == node as u64)?;
     Some(
-        own["partitions"]
-            .as_array()?
+        body.as_object()?
             .iter()
-            .filter_map(|p| {
+            .filter_map(|(id, p)| {
                 Some((
-                    p["id"].as_u64()?,
+                    id.parse().ok()?,
                     p["term"].as_u64()?,
                     p["role"].as_str()?.to_owned(),
                 ))

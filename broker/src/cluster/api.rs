@@ -5,7 +5,9 @@
 //!   count and the replication factor;
 //! - `POST /actuator/cluster/brokers` (the brokers the cluster should have),
 //!   `POST|DELETE /actuator/cluster/brokers/{id}` (add or remove one);
-//! - `GET /actuator/partitions`: the replicas this broker hosts, with role and term;
+//! - `GET /actuator/partitions`: the replicas this broker hosts, with their raft role
+//!   and term (the one per-broker answer: `/actuator/cluster` is the same from every
+//!   broker);
 //! - `DELETE /actuator/cluster/changes/{changeId}`: cancels the change in progress (the
 //!   steps done stay done, the others never run) and answers the topology after; 404
 //!   for a change never heard of, 409 for one that is not in progress.
@@ -39,22 +41,11 @@ pub type LocalReplicas = Arc<dyn Fn() -> Vec<PartitionStatus> + Send + Sync>;
 
 /// The routes of the cluster management API.
 pub fn router(cluster: ClusterState, local: LocalReplicas) -> Router {
-    let for_partitions = local.clone();
     Router::new()
-        .route(
-            "/actuator/cluster",
-            get(move |State(cluster): State<ClusterState>| async move {
-                let mut body = view::topology(&cluster.current());
-                view::add_local_replicas(&mut body, cluster.node_id(), &local());
-                json_response(StatusCode::OK, body)
-            })
-            .patch(patch_cluster),
-        )
+        .route("/actuator/cluster", get(topology).patch(patch_cluster))
         .route(
             "/actuator/partitions",
-            get(move || async move {
-                json_response(StatusCode::OK, view::partitions(&for_partitions()))
-            }),
+            get(move || async move { json_response(StatusCode::OK, view::partitions(&local())) }),
         )
         .route("/actuator/cluster/brokers", post(scale_brokers))
         .route(
@@ -84,6 +75,10 @@ fn problem(status: StatusCode, title: &str, message: impl Into<String>) -> Respo
 
 fn bad_request(message: impl Into<String>) -> Response {
     problem(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
+}
+
+async fn topology(State(cluster): State<ClusterState>) -> Response {
+    json_response(StatusCode::OK, view::topology(&cluster.current()))
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {

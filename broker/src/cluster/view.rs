@@ -6,8 +6,6 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use rill_protocol::NodeId;
-
 use super::configuration::{ClusterConfiguration, Operation};
 use crate::partition::{PartitionStatus, Role};
 
@@ -98,30 +96,6 @@ pub fn topology(config: &ClusterConfiguration) -> Value {
         });
     }
     body
-}
-
-/// Adds to `node`'s own entry of a topology what its replicas know now: each hosted
-/// partition's raft role and term. Each broker answers for itself, so asking every
-/// broker shows who leads which partition in which term.
-pub fn add_local_replicas(body: &mut Value, node: NodeId, replicas: &[PartitionStatus]) {
-    let Some(brokers) = body["brokers"].as_array_mut() else {
-        return;
-    };
-    let Some(own) = brokers.iter_mut().find(|b| b["id"] == node.0) else {
-        return;
-    };
-    let Some(partitions) = own["partitions"].as_array_mut() else {
-        return;
-    };
-    for entry in partitions {
-        if let Some(replica) = replicas
-            .iter()
-            .find(|r| entry["id"] == r.partition_id.get())
-        {
-            entry["role"] = json!(role_name(replica.role));
-            entry["term"] = json!(replica.term.0);
-        }
-    }
 }
 
 /// `GET /actuator/partitions`: each partition hosted here, by id, as Zeebe's
@@ -236,9 +210,9 @@ mod tests {
     fn replica(partition: u16, role: Role, term: u64) -> PartitionStatus {
         PartitionStatus {
             partition_id: rill_protocol::PartitionId(partition),
-            node_id: NodeId(1),
+            node_id: rill_protocol::NodeId(1),
             role,
-            leader: (role == Role::Leader).then_some(NodeId(1)),
+            leader: (role == Role::Leader).then_some(rill_protocol::NodeId(1)),
             term: rill_protocol::Term(term),
             applied_index: 7,
             last_position: rill_protocol::Position(5),
@@ -251,25 +225,12 @@ mod tests {
     }
 
     #[test]
-    fn each_broker_shows_its_own_replicas_roles_and_terms() {
-        let mut settings = RillConfig::default();
-        settings.cluster.size = 3;
-        settings.cluster.partitions_count = 2;
-        settings.cluster.replication_factor = 3;
-        let mut body = topology(&ClusterConfiguration::initial(&settings));
+    fn a_broker_lists_its_replicas_with_role_and_term() {
         let replicas = [replica(1, Role::Leader, 4), replica(2, Role::Follower, 9)];
-        add_local_replicas(&mut body, NodeId(1), &replicas);
-        let own = &body["brokers"][1];
-        assert_eq!(own["id"], 1);
-        assert_eq!(own["partitions"][0]["role"], "LEADER");
-        assert_eq!(own["partitions"][0]["term"], 4);
-        assert_eq!(own["partitions"][1]["role"], "FOLLOWER");
-        assert_eq!(own["partitions"][1]["term"], 9);
-        // Other brokers answer for themselves.
-        assert!(body["brokers"][0]["partitions"][0].get("term").is_none());
-
         let listed = partitions(&replicas);
         assert_eq!(listed["1"]["role"], "LEADER");
+        assert_eq!(listed["1"]["term"], 4);
+        assert_eq!(listed["2"]["role"], "FOLLOWER");
         assert_eq!(listed["1"]["leader"], 1);
         assert_eq!(listed["2"]["term"], 9);
         assert_eq!(listed["2"]["processedPosition"], 5);
