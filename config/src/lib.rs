@@ -12,6 +12,8 @@ mod model;
 mod render;
 mod schema;
 mod validate;
+#[cfg(test)]
+mod unread;
 
 pub use bytesize::ByteSize;
 pub use error::{ConfigError, Problem, Result, SourceProblem};

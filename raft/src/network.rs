@@ -340,11 +340,16 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     }
 }
 
+/// Says why this node stores no more log entries from leaders, while it does not (its
+/// disk is past the replication watermark).
+pub type StorageGate = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// Serves raft RPCs for the partitions hosted on this node.
 #[derive(Clone, Default)]
 pub struct RaftService {
     rafts: Arc<RwLock<BTreeMap<PartitionId, Raft>>>,
     better_log: Arc<RwLock<BTreeMap<PartitionId, Arc<BetterLog>>>>,
+    storage_gate: Arc<RwLock<Option<StorageGate>>>,
 }
 
 /// This replica refused its vote to a candidate whose log is behind its own (see
@@ -379,6 +384,17 @@ impl RaftService {
         self.rafts.write().insert(partition, raft);
     }
 
+    /// Refuses append requests that carry entries while `gate` gives a reason: the
+    /// leader retries them after a backoff. Heartbeats still pass, so the refusing
+    /// follower does not stand for election.
+    pub fn set_storage_gate(&self, gate: StorageGate) {
+        *self.storage_gate.write() = Some(gate);
+    }
+
+    fn storage_refusal(&self) -> Option<String> {
+        self.storage_gate.read().as_ref().and_then(|gate| gate())
+    }
+
     pub fn unregister(&self, partition: PartitionId) {
         self.rafts.write().remove(&partition);
         self.better_log.write().remove(&partition);
@@ -399,14 +415,30 @@ impl RaftService {
     /// Handles one encoded request for `partition` and returns the encoded reply. An
     /// `Err` is a request that could not be handled at all (unknown partition, garbage).
     pub async fn handle(&self, partition: PartitionId, payload: Bytes) -> Result<Bytes, String> {
+        let rpc: RaftRpc = codec::decode(&payload).map_err(|e| format!("bad raft request: {e}"))?;
+        let reply = match &rpc {
+            RaftRpc::AppendEntries(req) if !req.entries.is_empty() => self
+                .storage_refusal()
+                .map(|reason| RaftRpcReply::AppendEntries(Err(reason))),
+            _ => None,
+        };
+        let reply = match reply {
+            Some(refused) => refused,
+            None => self.answer(partition, rpc).await?,
+        };
+        codec::encode(&reply)
+            .map(Bytes::from)
+            .map_err(|e| format!("cannot encode raft reply: {e}"))
+    }
+
+    async fn answer(&self, partition: PartitionId, rpc: RaftRpc) -> Result<RaftRpcReply, String> {
         let raft = self
             .rafts
             .read()
             .get(&partition)
             .cloned()
             .ok_or_else(|| format!("partition {partition} is not hosted here"))?;
-        let rpc: RaftRpc = codec::decode(&payload).map_err(|e| format!("bad raft request: {e}"))?;
-        let reply = match rpc {
+        Ok(match rpc {
             RaftRpc::AppendEntries(req) => RaftRpcReply::AppendEntries(
                 raft.append_entries(req).await.map_err(|e| e.to_string()),
             ),
@@ -431,10 +463,7 @@ impl RaftService {
                     },
                 ))
             }
-        };
-        codec::encode(&reply)
-            .map(Bytes::from)
-            .map_err(|e| format!("cannot encode raft reply: {e}"))
+        })
     }
 }
 
@@ -445,6 +474,49 @@ fn fatal_text(f: &Fatal<RaftNodeId>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn past_the_storage_gate_entries_are_refused_and_heartbeats_pass() {
+        use std::sync::atomic::AtomicBool;
+
+        let service = RaftService::new();
+        let full = Arc::new(AtomicBool::new(true));
+        let gate = full.clone();
+        service.set_storage_gate(Arc::new(move || {
+            gate.load(Ordering::SeqCst)
+                .then(|| "the disk is 99.5% full".to_owned())
+        }));
+        let append = |entries: Vec<crate::types::Entry>| {
+            let request = AppendEntriesRequest::<TypeConfig> {
+                vote: Vote::new_committed(1, 0),
+                prev_log_id: None,
+                entries,
+                leader_commit: None,
+            };
+            Bytes::from(codec::encode(&RaftRpc::AppendEntries(request)).unwrap())
+        };
+        let entry = crate::types::Entry {
+            log_id: crate::types::log_id(Term(1), 0, 1),
+            payload: openraft::EntryPayload::Blank,
+        };
+        let reply = service
+            .handle(PartitionId(1), append(vec![entry.clone()]))
+            .await
+            .expect("an answer");
+        match codec::decode::<RaftRpcReply>(&reply).unwrap() {
+            RaftRpcReply::AppendEntries(Err(reason)) => {
+                assert_eq!(reason, "the disk is 99.5% full")
+            }
+            _ => panic!("entries taken past the gate"),
+        }
+        // A heartbeat goes on to the partition (which this test does not host).
+        let heartbeat = service.handle(PartitionId(1), append(Vec::new())).await;
+        assert_eq!(heartbeat.err().as_deref(), Some("partition 1 is not hosted here"));
+        // Below the watermark, entries go on too.
+        full.store(false, Ordering::SeqCst);
+        let taken = service.handle(PartitionId(1), append(vec![entry])).await;
+        assert_eq!(taken.err().as_deref(), Some("partition 1 is not hosted here"));
+    }
 
     #[test]
     fn a_snapshot_chunk_encodes_as_openrafts_request_did() {
