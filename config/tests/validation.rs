@@ -390,3 +390,18 @@ fn an_issuer_without_oidc_is_not_accepted_and_ignored() {
     config.security.authentication.oidc.issuer_uri = Some("https://idp.example.com".to_owned());
     only_problem(&config, "security.authentication.oidc.issuer-uri");
 }
+
+#[test]
+fn the_replication_watermark_is_a_fraction_at_or_above_the_command_one() {
+    let mut config = RillConfig::default();
+    config.data.disk_usage_replication_watermark = 0.9;
+    let problem = only_problem(&config, "data.disk-usage-replication-watermark");
+    assert!(
+        problem.message.contains("below data.disk-usage-command-watermark (0.97)"),
+        "{problem:?}"
+    );
+    config.data.disk_usage_replication_watermark = 1.5;
+    only_problem(&config, "data.disk-usage-replication-watermark");
+    config.data.disk_usage_replication_watermark = 0.97;
+    assert!(problems(&config).is_empty(), "equal to the command watermark is fine");
+}
