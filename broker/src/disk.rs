@@ -217,14 +217,24 @@ mod tests {
         usage.record(0.5, 100 << 20);
         assert_eq!(usage.command_refusal(), None);
         usage.record(0.92, 8 << 20);
-        let refusal = usage.command_refusal().expect("above the command watermark");
+        let refusal = usage
+            .command_refusal()
+            .expect("above the command watermark");
         assert!(refusal.contains("/var/lib/rill"), "{refusal}");
         assert!(refusal.contains("92.0% full"), "{refusal}");
-        assert!(refusal.contains("data.disk-usage-command-watermark (0.9)"), "{refusal}");
+        assert!(
+            refusal.contains("data.disk-usage-command-watermark (0.9)"),
+            "{refusal}"
+        );
         assert_eq!(usage.replication_refusal(), None, "below 0.95");
         usage.record(0.95, 1 << 20);
-        let refusal = usage.replication_refusal().expect("at the replication watermark");
-        assert!(refusal.contains("data.disk-usage-replication-watermark (0.95)"), "{refusal}");
+        let refusal = usage
+            .replication_refusal()
+            .expect("at the replication watermark");
+        assert!(
+            refusal.contains("data.disk-usage-replication-watermark (0.95)"),
+            "{refusal}"
+        );
     }
 
     #[test]
@@ -234,6 +244,9 @@ mod tests {
         assert_eq!(usage.command_refusal(), None);
         let ratio = usage.sample().expect("statvfs of the parent");
         assert!((0.0..=1.0).contains(&ratio), "{ratio}");
-        assert!(ratio > 0.0, "a disk holding a temporary directory has something on it");
+        assert!(
+            ratio > 0.0,
+            "a disk holding a temporary directory has something on it"
+        );
     }
 }

@@ -509,7 +509,10 @@ mod tests {
             .collect();
         let finishing = limiter.try_acquire(true, now).expect("never rejected");
         assert_eq!(limiter.inflight(), 2, "not counted");
-        assert!(limiter.try_acquire(false, now).is_some(), "room for new work");
+        assert!(
+            limiter.try_acquire(false, now).is_some(),
+            "room for new work"
+        );
         limiter.release(finishing, now, false);
         assert_eq!(limiter.inflight(), 3);
     }

@@ -318,7 +318,10 @@ fn a_partition_survives_enospc_and_serves_again_once_space_returns() {
             logs()
         );
         let page = metrics(&rill).await;
-        assert_eq!(support::gauge(&page, "rill_storage_write_failing", 1), Some(0));
+        assert_eq!(
+            support::gauge(&page, "rill_storage_write_failing", 1),
+            Some(0)
+        );
         assert_all_present(&api, &acknowledged, logs).await;
         assert!(rill.terminate(Duration::from_secs(30)), "clean shutdown");
     });

@@ -214,7 +214,10 @@ mod tests {
                 reason: "the disk is full".to_owned(),
             },
         );
-        assert!(refused.to_string().ends_with("(the disk is full)"), "{refused}");
+        assert!(
+            refused.to_string().ends_with("(the disk is full)"),
+            "{refused}"
+        );
         assert!(matches!(
             Error::from_api(p, ApiError::Timeout),
             Error::Timeout

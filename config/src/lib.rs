@@ -11,9 +11,9 @@ mod load;
 mod model;
 mod render;
 mod schema;
-mod validate;
 #[cfg(test)]
 mod unread;
+mod validate;
 
 pub use bytesize::ByteSize;
 pub use error::{ConfigError, Problem, Result, SourceProblem};

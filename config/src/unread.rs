@@ -22,14 +22,12 @@ use crate::schema::{LIST_INDEX, OPTIONS};
 
 /// Options accepted today and read by nothing but the validation, each with why and
 /// until when. The test fails as soon as one of them is read, so the list only shrinks.
-const NOT_READ_YET: &[(&str, &str)] = &[
-    (
-        "security.authentication.oidc.",
-        "`security.authentication.method = \"oidc\"` is refused at start until token \
+const NOT_READ_YET: &[(&str, &str)] = &[(
+    "security.authentication.oidc.",
+    "`security.authentication.method = \"oidc\"` is refused at start until token \
          validation lands (issue 42, authentication); without it these options are never \
          used, and the validation says so",
-    ),
-];
+)];
 
 fn not_read_yet(path: &str) -> bool {
     NOT_READ_YET
@@ -112,7 +110,10 @@ fn reader_of(path: &str, structs: &BTreeMap<String, BTreeMap<String, String>>) -
     if ty == "RecordFilterConfig" && !fields.contains_key(leaf) {
         return Reader::ValueTypeSwitch;
     }
-    assert!(fields.contains_key(leaf), "{path}: {ty} has no field {leaf}");
+    assert!(
+        fields.contains_key(leaf),
+        "{path}: {ty} has no field {leaf}"
+    );
     Reader::Field {
         section,
         section_type: ty,
@@ -134,8 +135,15 @@ fn product_sources() -> Vec<(PathBuf, String)> {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
                 let skipped = name.starts_with('.')
-                    || ["target", "tests", "benches", "fuzz", "config", "node_modules"]
-                        .contains(&name);
+                    || [
+                        "target",
+                        "tests",
+                        "benches",
+                        "fuzz",
+                        "config",
+                        "node_modules",
+                    ]
+                    .contains(&name);
                 if !skipped {
                     dirs.push(path);
                 }

@@ -280,15 +280,12 @@ impl RillConfig {
             request.gradient2.long_window.into(),
         );
         let write = &self.flow_control.write;
-        let throttling = &write.throttling;
-        if throttling.enabled {
-            if !write.enabled {
-                found.add(
-                    "flow-control.write.throttling.enabled",
-                    "is true, but flow-control.write.enabled is false",
-                    "enable flow-control.write too, or turn throttling off",
-                );
-            }
+        if write.throttling.enabled && !write.enabled {
+            found.add(
+                "flow-control.write.throttling.enabled",
+                "is true, but flow-control.write.enabled is false",
+                "enable flow-control.write too, or turn throttling off",
+            );
         }
     }
 

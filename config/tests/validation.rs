@@ -397,11 +397,16 @@ fn the_replication_watermark_is_a_fraction_at_or_above_the_command_one() {
     config.data.disk_usage_replication_watermark = 0.9;
     let problem = only_problem(&config, "data.disk-usage-replication-watermark");
     assert!(
-        problem.message.contains("below data.disk-usage-command-watermark (0.97)"),
+        problem
+            .message
+            .contains("below data.disk-usage-command-watermark (0.97)"),
         "{problem:?}"
     );
     config.data.disk_usage_replication_watermark = 1.5;
     only_problem(&config, "data.disk-usage-replication-watermark");
     config.data.disk_usage_replication_watermark = 0.97;
-    assert!(problems(&config).is_empty(), "equal to the command watermark is fine");
+    assert!(
+        problems(&config).is_empty(),
+        "equal to the command watermark is fine"
+    );
 }

@@ -159,7 +159,11 @@ mod tests {
                         let failing = failing.expect("reported while failing");
                         assert!(failing.contains("append log entries"), "{failing}");
                     }
-                    if attempt < 3 { Err(disk_full()) } else { Ok(attempt) }
+                    if attempt < 3 {
+                        Err(disk_full())
+                    } else {
+                        Ok(attempt)
+                    }
                 }
             })
             .await

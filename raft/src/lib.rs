@@ -23,8 +23,7 @@ pub use error::{Error, Result};
 pub use faults::WriteFaults;
 pub use log_store::{LogReader, LogStats, LogStore};
 pub use network::{
-    BetterLog, NetworkFactory, PeerClient, RaftRpcKind, RaftService, RaftTransport,
-    StorageGate,
+    BetterLog, NetworkFactory, PeerClient, RaftRpcKind, RaftService, RaftTransport, StorageGate,
     TransportFailure,
 };
 pub use snapshot::{SnapshotFile, SnapshotStore};

@@ -203,9 +203,7 @@ impl LogStore {
         let mut first = Some(batch);
         self.faults
             .retry(action, || {
-                let batch = first
-                    .take()
-                    .unwrap_or_else(|| WriteBatch::from_data(&data));
+                let batch = first.take().unwrap_or_else(|| WriteBatch::from_data(&data));
                 let written = self
                     .db
                     .write_opt(batch, &WriteOptions::default())
@@ -275,7 +273,8 @@ fn sync_loop(
         waiting.extend(rx.try_iter());
         let result = faults
             .retry_blocking("sync the raft log", || {
-                db.flush_wal(true).map_err(Error::rocks("sync the raft log"))
+                db.flush_wal(true)
+                    .map_err(Error::rocks("sync the raft log"))
             })
             .map_err(|e| e.to_string());
         stats.syncs.fetch_add(1, Ordering::Relaxed);

@@ -511,11 +511,17 @@ mod tests {
         }
         // A heartbeat goes on to the partition (which this test does not host).
         let heartbeat = service.handle(PartitionId(1), append(Vec::new())).await;
-        assert_eq!(heartbeat.err().as_deref(), Some("partition 1 is not hosted here"));
+        assert_eq!(
+            heartbeat.err().as_deref(),
+            Some("partition 1 is not hosted here")
+        );
         // Below the watermark, entries go on too.
         full.store(false, Ordering::SeqCst);
         let taken = service.handle(PartitionId(1), append(vec![entry])).await;
-        assert_eq!(taken.err().as_deref(), Some("partition 1 is not hosted here"));
+        assert_eq!(
+            taken.err().as_deref(),
+            Some("partition 1 is not hosted here")
+        );
     }
 
     #[test]

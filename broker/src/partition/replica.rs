@@ -203,10 +203,7 @@ impl<E: Engine> Replica<E> {
             }));
             return;
         }
-        let Some(request) = self
-            .requests
-            .admit(reply, timeout, never_rejected, now)
-        else {
+        let Some(request) = self.requests.admit(reply, timeout, never_rejected, now) else {
             self.metrics.dropped.inc();
             return;
         };
