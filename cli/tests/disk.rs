@@ -1,9 +1,10 @@
-//! A full disk, with a real `rill standalone` whose data directory is a small tmpfs
-//! (docs/decisions/disk-full.md): new commands are refused before the disk is full,
-//! naming the disk and the setting, while commands that complete work still pass; a
-//! write that fails with ENOSPC stops the partition's intake but not the partition; and
+//! A full disk, with real `rill` processes whose data directories are small tmpfs
+//! mounts (docs/decisions/disk-full.md): new commands are refused before the disk is
+//! full, naming the disk and the setting, while commands that complete work still pass;
+//! a write that fails with ENOSPC stops the partition's intake but not the partition;
 //! once the tmpfs is grown, the partition serves again without a restart, with every
-//! acknowledged instance still there.
+//! acknowledged instance still there; and in a cluster, a follower past the replication
+//! watermark takes no entries until its disk has room, then catches up.
 //!
 //! Mounting a tmpfs needs root (CI runs the suite as root).
 
@@ -14,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Api, Standalone, deploy, metrics};
+use support::{Api, Brokers, Standalone, deploy, gauge, metrics};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -24,24 +25,31 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// A tmpfs mounted on a temporary directory, unmounted when dropped (whatever the test
-/// did meanwhile).
+/// A tmpfs, unmounted when dropped (whatever the test did meanwhile).
 struct Tmpfs {
     mount_point: PathBuf,
-    _dir: tempfile::TempDir,
+    /// The temporary directory it is mounted in, if it made one.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Tmpfs {
+    /// A tmpfs of `megabytes` on a temporary directory of its own.
     fn mount(megabytes: u32) -> Tmpfs {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mount_point = dir.path().join("volume");
-        std::fs::create_dir(&mount_point).expect("mount point");
+        let mut tmpfs = Tmpfs::mount_at(&dir.path().join("volume"), megabytes);
+        tmpfs._dir = Some(dir);
+        tmpfs
+    }
+
+    /// A tmpfs of `megabytes` on `mount_point` (created).
+    fn mount_at(mount_point: &Path, megabytes: u32) -> Tmpfs {
+        std::fs::create_dir_all(mount_point).expect("mount point");
         run(Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
-            .arg(&mount_point));
+            .arg(mount_point));
         Tmpfs {
-            mount_point,
-            _dir: dir,
+            mount_point: mount_point.to_path_buf(),
+            _dir: None,
         }
     }
 
@@ -325,4 +333,107 @@ fn a_partition_survives_enospc_and_serves_again_once_space_returns() {
         assert_all_present(&api, &acknowledged, logs).await;
         assert!(rill.terminate(Duration::from_secs(30)), "clean shutdown");
     });
+}
+
+/// The applied index of partition 1 on `broker` (`None` while it does not answer).
+async fn applied(brokers: &Brokers, broker: usize) -> Option<i64> {
+    gauge(
+        &metrics(&brokers.nodes[broker]).await,
+        "rill_raft_applied_index",
+        1,
+    )
+}
+
+/// Three brokers, each on a tmpfs of its own. Broker 2's watermarks are so low that its
+/// disk is past them: as a follower it refuses the leader's entries (without standing
+/// for election), while the other two commit every create. Once its tmpfs is grown far
+/// enough, it takes the entries again and catches up, with no restart.
+#[test]
+fn a_follower_past_the_replication_watermark_takes_no_entries_until_its_disk_has_room() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let volumes: Vec<Tmpfs> = (0..3)
+        .map(|i| Tmpfs::mount_at(&dir.path().join(format!("broker-{i}")), 128))
+        .collect();
+    runtime().block_on(async {
+        let mut brokers = Brokers::start_with(dir.path(), 3, 1, 3, &[], |i| {
+            if i == 2 {
+                vec![
+                    "data.disk-usage-command-watermark=0.05".to_owned(),
+                    "data.disk-usage-replication-watermark=0.05".to_owned(),
+                ]
+            } else {
+                Vec::new()
+            }
+        });
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        let logs = || brokers.logs();
+        let leader = brokers
+            .wait_leader(1, Duration::from_secs(30))
+            .await
+            .expect("a leader");
+        assert_ne!(leader, 2, "broker 2 stands last in the priority order");
+        let api = brokers.api(leader as usize);
+        deploy(&api, &["two-rest-calls.bpmn"]).await;
+
+        // Enough for broker 2's tmpfs to be past 5% by the time most entries come.
+        let mut acknowledged = Vec::new();
+        for n in 0..300 {
+            let (status, body) = create(&api, n).await;
+            assert_eq!(status, 200, "create {n}: {body}\n{}", logs());
+            acknowledged.push(body["processInstanceKey"].as_str().unwrap().to_owned());
+        }
+        let page = metrics(&brokers.nodes[2]).await;
+        let usage = plain_gauge(&page, "rill_disk_usage_ratio").expect("usage gauge");
+        assert!(usage >= 0.05, "broker 2's disk is only {usage} full");
+        let (ahead, behind) = (
+            applied(&brokers, leader as usize)
+                .await
+                .expect("leader's index"),
+            applied(&brokers, 2).await.expect("broker 2's index"),
+        );
+        assert!(
+            behind + 100 < ahead,
+            "broker 2 applied up to {behind}, the leader {ahead}: it took the entries\n{}",
+            logs()
+        );
+        assert_eq!(
+            gauge(&page, "rill_raft_role", 1),
+            Some(1),
+            "broker 2 stays a follower"
+        );
+        eprintln!(
+            "broker 2 at {:.1}% stopped at index {behind}; the leader is at {ahead}",
+            usage * 100.0
+        );
+
+        // Room again: broker 2 catches up by itself.
+        volumes[2].resize(64 * 1024);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let target = applied(&brokers, leader as usize).await.unwrap_or(i64::MAX);
+            if applied(&brokers, 2)
+                .await
+                .is_some_and(|index| index >= target)
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "broker 2 did not catch up: {:?} of {target}\n{}",
+                applied(&brokers, 2).await,
+                logs()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(
+            brokers.wait_leader(1, Duration::from_secs(5)).await,
+            Some(leader),
+            "no election on the way"
+        );
+        assert_all_present(&api, &acknowledged, logs).await;
+        for node in &mut brokers.nodes {
+            assert!(node.terminate(Duration::from_secs(30)), "clean shutdown");
+        }
+    });
+    drop(volumes);
 }

@@ -350,6 +350,8 @@ pub struct RaftService {
     rafts: Arc<RwLock<BTreeMap<PartitionId, Raft>>>,
     better_log: Arc<RwLock<BTreeMap<PartitionId, Arc<BetterLog>>>>,
     storage_gate: Arc<RwLock<Option<StorageGate>>>,
+    /// Entries are being refused (for a log line when it starts and stops).
+    refusing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// This replica refused its vote to a candidate whose log is behind its own (see
@@ -385,14 +387,22 @@ impl RaftService {
     }
 
     /// Refuses append requests that carry entries while `gate` gives a reason: the
-    /// leader retries them after a backoff. Heartbeats still pass, so the refusing
-    /// follower does not stand for election.
+    /// leader retries them after a backoff. Heartbeats still pass, and so does a refused
+    /// request stripped of its entries, so the refusing follower keeps hearing from its
+    /// leader and does not stand for election.
     pub fn set_storage_gate(&self, gate: StorageGate) {
         *self.storage_gate.write() = Some(gate);
     }
 
     fn storage_refusal(&self) -> Option<String> {
-        self.storage_gate.read().as_ref().and_then(|gate| gate())
+        let refusal = self.storage_gate.read().as_ref().and_then(|gate| gate());
+        let was_refusing = self.refusing.swap(refusal.is_some(), Ordering::Relaxed);
+        match (&refusal, was_refusing) {
+            (Some(reason), false) => tracing::warn!(%reason, "refusing log entries from leaders"),
+            (None, true) => tracing::info!("taking log entries from leaders again"),
+            _ => {}
+        }
+        refusal
     }
 
     pub fn unregister(&self, partition: PartitionId) {
@@ -416,15 +426,24 @@ impl RaftService {
     /// `Err` is a request that could not be handled at all (unknown partition, garbage).
     pub async fn handle(&self, partition: PartitionId, payload: Bytes) -> Result<Bytes, String> {
         let rpc: RaftRpc = codec::decode(&payload).map_err(|e| format!("bad raft request: {e}"))?;
-        let reply = match &rpc {
-            RaftRpc::AppendEntries(req) if !req.entries.is_empty() => self
-                .storage_refusal()
-                .map(|reason| RaftRpcReply::AppendEntries(Err(reason))),
-            _ => None,
-        };
-        let reply = match reply {
-            Some(refused) => refused,
-            None => self.answer(partition, rpc).await?,
+        let reply = match rpc {
+            RaftRpc::AppendEntries(mut req) if !req.entries.is_empty() => {
+                match self.storage_refusal() {
+                    Some(reason) => {
+                        // Heard as a heartbeat: this follower keeps its leader, and what
+                        // raft says about the heartbeat (a conflict, a higher vote) holds
+                        // for the request too. The entries are refused.
+                        req.entries.clear();
+                        match self.answer(partition, RaftRpc::AppendEntries(req)).await {
+                            Ok(RaftRpcReply::AppendEntries(Ok(AppendEntriesResponse::Success)))
+                            | Err(_) => RaftRpcReply::AppendEntries(Err(reason)),
+                            Ok(other) => other,
+                        }
+                    }
+                    None => self.answer(partition, RaftRpc::AppendEntries(req)).await?,
+                }
+            }
+            rpc => self.answer(partition, rpc).await?,
         };
         codec::encode(&reply)
             .map(Bytes::from)
