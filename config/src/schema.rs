@@ -200,7 +200,7 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("flow-control.request.vegas", "Limit adjusted from queueing delay, as in TCP Vegas."),
     ("flow-control.request.gradient", "Limit adjusted from the gradient between short and long round-trip times."),
     ("flow-control.request.gradient2", "Gradient with an averaged long window."),
-    ("flow-control.write", "Write-rate limit: records per second a partition accepts."),
+    ("flow-control.write", "Write-rate limit: commands per second a partition leader admits (Zeebe counts the records written; Rill admits commands, each of which writes its records)."),
     ("flow-control.write.throttling", "Refuses new work while exporters fall behind, and accepts it again as they catch up."),
     ("engine", "Process engine behaviour."),
     ("history", "The history store each partition keeps, so that searches need no other service."),
