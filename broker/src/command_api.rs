@@ -70,6 +70,9 @@ impl From<&Error> for ApiError {
                 leader: leader.map(|l| l.0),
             },
             Error::ResourceExhausted { limit, .. } => ApiError::ResourceExhausted { limit: *limit },
+            Error::Refused { reason, .. } => ApiError::Refused {
+                reason: reason.clone(),
+            },
             Error::Timeout { .. } => ApiError::Timeout,
             Error::ShuttingDown { .. } => ApiError::ShuttingDown,
             Error::HistoryDisabled => ApiError::HistoryDisabled,

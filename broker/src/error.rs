@@ -19,6 +19,17 @@ pub enum Error {
         "RESOURCE_EXHAUSTED: partition {partition} has {limit} requests in flight, its current limit; retry after a short backoff"
     )]
     ResourceExhausted { partition: PartitionId, limit: u32 },
+    /// Not applied: the partition refuses new commands for `reason` (its disk is past
+    /// `data.disk-usage-command-watermark`, or it cannot write to disk); retry after a
+    /// backoff.
+    #[error("RESOURCE_EXHAUSTED: partition {partition} refuses the command: {reason}")]
+    Refused {
+        partition: PartitionId,
+        reason: String,
+    },
+    /// The state write of an applied batch failed; nothing of the batch was written.
+    #[error("cannot write the applied state: {0}")]
+    StateWrite(#[source] rill_raft::Error),
     #[error(
         "request to partition {partition} timed out after {timeout:?}; it may or may not have been applied"
     )]
@@ -109,7 +120,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::NotLeader { .. } => "NOT_LEADER",
-            Error::ResourceExhausted { .. } => "RESOURCE_EXHAUSTED",
+            Error::ResourceExhausted { .. } | Error::Refused { .. } => "RESOURCE_EXHAUSTED",
             Error::Timeout { .. } => "DEADLINE_EXCEEDED",
             Error::ShuttingDown { .. } => "UNAVAILABLE",
             _ => "INTERNAL",
@@ -147,7 +158,7 @@ impl Error {
     pub fn is_definitely_not_applied(&self) -> bool {
         matches!(
             self,
-            Error::NotLeader { .. } | Error::ResourceExhausted { .. }
+            Error::NotLeader { .. } | Error::ResourceExhausted { .. } | Error::Refused { .. }
         )
     }
 }
@@ -163,6 +174,7 @@ mod tests {
         let exhausted = rill_client::Error::ResourceExhausted {
             partition: target,
             limit: 12,
+            reason: None,
         };
         assert!(matches!(
             Error::delivery(target, timeout, exhausted),

@@ -270,6 +270,95 @@ impl Limit for Gradient2Limit {
     }
 }
 
+/// The write-rate limit of a partition leader (`flow-control.write`): commands it admits
+/// per second, ramping up linearly over `ramp_up` from when it starts leading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteRate {
+    pub per_second: u64,
+    pub ramp_up: Duration,
+}
+
+impl WriteRate {
+    /// The write-rate limit `flow-control.write` asks for; `None` when it is off or
+    /// unlimited.
+    pub fn from_config(config: &rill_config::WriteLimitConfig) -> Option<WriteRate> {
+        (config.enabled && config.limit > 0).then_some(WriteRate {
+            per_second: config.limit,
+            ramp_up: config.ramp_up,
+        })
+    }
+}
+
+/// A token bucket holding at most one second of the current rate. Commands that complete
+/// work are never refused and not counted (as for the request limiter).
+pub struct WriteRateLimiter {
+    rate: WriteRate,
+    started: Instant,
+    tokens: f64,
+    refilled: Instant,
+}
+
+impl WriteRateLimiter {
+    /// The rate never falls below this while ramping up, so a new leader is never at a
+    /// standstill.
+    const MIN_RATE: f64 = 1.0;
+
+    pub fn new(rate: WriteRate, now: Instant) -> Self {
+        WriteRateLimiter {
+            rate,
+            started: now,
+            tokens: 1.0,
+            refilled: now,
+        }
+    }
+
+    /// Commands per second admitted at `now`.
+    pub fn rate(&self, now: Instant) -> f64 {
+        let full = self.rate.per_second as f64;
+        let ramped = if self.rate.ramp_up.is_zero() {
+            full
+        } else {
+            let elapsed = now.saturating_duration_since(self.started).as_secs_f64();
+            full * (elapsed / self.rate.ramp_up.as_secs_f64()).min(1.0)
+        };
+        ramped.max(Self::MIN_RATE)
+    }
+
+    /// Admits one command if the rate allows it now.
+    #[must_use]
+    pub fn try_acquire(&mut self, now: Instant) -> bool {
+        let rate = self.rate(now);
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        self.tokens = (self.tokens + rate * elapsed).min(rate.max(1.0));
+        // Tolerates the rounding of many small refills.
+        if self.tokens >= 1.0 - 1e-9 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Why a command is refused at `now` (after [`WriteRateLimiter::try_acquire`] said no).
+    pub fn refusal(&self, now: Instant) -> String {
+        let rate = self.rate(now);
+        let ramping = if rate < self.rate.per_second as f64 {
+            format!(
+                ", {rate:.0} per second while it ramps up over flow-control.write.ramp-up ({})",
+                humantime::format_duration(self.rate.ramp_up)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "its write rate limit is reached (flow-control.write.limit = {} commands per \
+             second{ramping})",
+            self.rate.per_second
+        )
+    }
+}
+
 /// Builds the configured algorithm.
 pub fn limit_from_config(config: &RequestLimitConfig) -> Box<dyn Limit> {
     match config.algorithm {
@@ -287,11 +376,16 @@ pub fn limit_from_config(config: &RequestLimitConfig) -> Box<dyn Limit> {
 pub struct Permit {
     started: Instant,
     inflight_at_start: u32,
+    /// Counted in flight (every request, but a command that finishes work only with
+    /// `use-windowed`).
+    counted: bool,
 }
 
 /// The per-partition in-flight request limiter.
 pub struct RequestLimiter {
     enabled: bool,
+    /// Count commands that finish work in flight (`flow-control.request.use-windowed`).
+    count_never_rejected: bool,
     limit: Box<dyn Limit>,
     inflight: u32,
     peak: u32,
@@ -301,6 +395,7 @@ impl RequestLimiter {
     pub fn new(config: &RequestLimitConfig) -> Self {
         RequestLimiter {
             enabled: config.enabled,
+            count_never_rejected: config.use_windowed,
             limit: limit_from_config(config),
             inflight: 0,
             peak: 0,
@@ -308,22 +403,33 @@ impl RequestLimiter {
     }
 
     /// Admits a request if below the limit. Commands that finish work are always
-    /// admitted (and counted, so they take room from new work).
+    /// admitted (and with `use-windowed` counted, so they take room from new work).
     #[must_use]
     pub fn try_acquire(&mut self, never_rejected: bool, now: Instant) -> Option<Permit> {
         if self.enabled && !never_rejected && self.inflight >= self.limit.limit() {
             return None;
+        }
+        if never_rejected && !self.count_never_rejected {
+            return Some(Permit {
+                started: now,
+                inflight_at_start: self.inflight,
+                counted: false,
+            });
         }
         self.inflight += 1;
         self.peak = self.peak.max(self.inflight);
         Some(Permit {
             started: now,
             inflight_at_start: self.inflight,
+            counted: true,
         })
     }
 
     /// The request of `permit` finished (answered, or `dropped` without an answer).
     pub fn release(&mut self, permit: Permit, now: Instant, dropped: bool) {
+        if !permit.counted {
+            return;
+        }
         self.inflight = self.inflight.saturating_sub(1);
         let rtt = now.saturating_duration_since(permit.started);
         self.limit.on_sample(rtt, permit.inflight_at_start, dropped);
@@ -392,6 +498,67 @@ mod tests {
         limiter.release(extra, now, false);
         limiter.release(permits[0], now, false);
         assert!(limiter.try_acquire(false, now).is_some());
+
+        // Without use-windowed, commands that finish work take no room.
+        let mut limiter = RequestLimiter::new(&RequestLimitConfig {
+            use_windowed: false,
+            ..config
+        });
+        let _permits: Vec<_> = (0..2)
+            .map(|_| limiter.try_acquire(false, now).unwrap())
+            .collect();
+        let finishing = limiter.try_acquire(true, now).expect("never rejected");
+        assert_eq!(limiter.inflight(), 2, "not counted");
+        assert!(
+            limiter.try_acquire(false, now).is_some(),
+            "room for new work"
+        );
+        limiter.release(finishing, now, false);
+        assert_eq!(limiter.inflight(), 3);
+    }
+
+    #[test]
+    fn the_write_rate_holds_at_its_limit_and_ramps_up_from_a_start() {
+        let start = Instant::now();
+        let steady = WriteRate {
+            per_second: 100,
+            ramp_up: Duration::ZERO,
+        };
+        let mut limiter = WriteRateLimiter::new(steady, start);
+        // Over ten seconds in steps of 1 ms: 100 per second and one at the start.
+        let admitted = (0..10_000)
+            .filter(|ms| limiter.try_acquire(start + MS * *ms))
+            .count();
+        assert!((1000..=1001).contains(&admitted), "{admitted}");
+
+        let ramping = WriteRate {
+            per_second: 1000,
+            ramp_up: Duration::from_secs(10),
+        };
+        let mut limiter = WriteRateLimiter::new(ramping, start);
+        assert_eq!(limiter.rate(start), WriteRateLimiter::MIN_RATE);
+        assert_eq!(limiter.rate(start + Duration::from_secs(5)), 500.0);
+        assert_eq!(limiter.rate(start + Duration::from_secs(60)), 1000.0);
+        let first_second = (0..1000)
+            .filter(|ms| limiter.try_acquire(start + MS * *ms))
+            .count();
+        // The rate grows from 1 to 100 per second over the first second: about 50.
+        assert!((40..=60).contains(&first_second), "{first_second}");
+        let refusal = limiter.refusal(start + Duration::from_secs(1));
+        assert!(
+            refusal.contains("flow-control.write.limit = 1000")
+                && refusal.contains("100 per second while it ramps up"),
+            "{refusal}"
+        );
+        assert_eq!(
+            WriteRate::from_config(&rill_config::WriteLimitConfig {
+                enabled: true,
+                limit: 0,
+                ..Default::default()
+            }),
+            None,
+            "0 is unlimited"
+        );
     }
 
     #[test]

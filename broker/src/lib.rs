@@ -9,6 +9,7 @@ pub mod cluster;
 mod command_api;
 mod data_format;
 mod delivery;
+mod disk;
 mod error;
 mod export;
 mod flow_control;
@@ -32,11 +33,12 @@ pub use command_api::{
 };
 pub use data_format::{DATA_FORMAT, prepare_data_directory};
 pub use delivery::{DEFAULT_WINDOW, LocalRouter, PartitionRouter};
+pub use disk::DiskUsage;
 pub use error::{ActorError, Error, NetworkError, Result};
 pub use export::ExporterFactory;
 pub use flow_control::{
     AimdLimit, FixedLimit, Gradient2Limit, GradientLimit, Limit, Permit, RequestLimiter,
-    VegasLimit, limit_from_config,
+    VegasLimit, WriteRate, WriteRateLimiter, limit_from_config,
 };
 pub use history::{CfHistory, HistorySettings, answer as answer_history};
 pub use job_push::{JOBS_PUSHED, JobPushes, OPEN_STREAMS};

@@ -32,6 +32,12 @@ pub const LAST_POSITION: &str = "rill_stream_processor_last_position";
 pub const EXPORT_BACKLOG: &str = "rill_exporter_backlog_records";
 pub const HISTORY_EXPIRED: &str = "rill_history_expired_entries_total";
 pub const STATE_CACHE_USAGE: &str = "rill_state_cache_usage_bytes";
+pub const WRITE_FAILING: &str = "rill_storage_write_failing";
+// Node-wide, without a partition label (see `disk`).
+pub const DISK_USAGE: &str = "rill_disk_usage_ratio";
+pub const DISK_FREE: &str = "rill_disk_free_bytes";
+pub const COMMAND_WATERMARK: &str = "rill_disk_command_watermark_ratio";
+pub const REPLICATION_WATERMARK: &str = "rill_disk_replication_watermark_ratio";
 
 /// Role gauge values (Zeebe's `atomix_role` idea): follower 1, candidate 2, leader 3.
 pub const ROLE_FOLLOWER: i64 = 1;
@@ -74,6 +80,7 @@ pub struct BrokerMetrics {
     last_position: IntGaugeVec,
     export_backlog: IntGaugeVec,
     history_expired: IntCounterVec,
+    write_failing: IntGaugeVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounterVec> {
@@ -242,6 +249,13 @@ impl BrokerMetrics {
                 HISTORY_EXPIRED,
                 "History store entries removed past history.retention",
             )?,
+            write_failing: gauge(
+                registry,
+                WRITE_FAILING,
+                "1 while a disk write of the partition (log append or sync, applied state, \
+                 snapshot) fails and is retried: the partition takes no commands and reports \
+                 unhealthy until it succeeds",
+            )?,
         })
     }
 
@@ -295,6 +309,7 @@ impl BrokerMetrics {
             last_position: self.last_position.with_label_values(&l),
             export_backlog: self.export_backlog.with_label_values(&l),
             history_expired: self.history_expired.with_label_values(&l),
+            write_failing: self.write_failing.with_label_values(&l),
             label,
         }
     }
@@ -325,6 +340,7 @@ pub(crate) struct PartitionMetrics {
     pub last_position: IntGauge,
     pub export_backlog: IntGauge,
     pub history_expired: IntCounter,
+    pub write_failing: IntGauge,
     events: IntCounterVec,
     label: String,
 }

@@ -471,6 +471,10 @@ impl<E: Engine> BrokerNode<E> {
             usize::try_from(config.data.state_cache_size.bytes()).unwrap_or(usize::MAX),
         );
         metrics.register_state_cache(state_options.clone())?;
+        let disk = crate::disk::DiskUsage::from_config(&config);
+        disk.start_sampling(runtimes.io(), registry)?;
+        let gate = disk.clone();
+        raft_service.set_storage_gate(Arc::new(move || gate.replication_refusal()));
         let network = if config.cluster.size > 1 {
             let started =
                 RaftNetwork::start_for_node(&config, &addresses, raft_service.clone(), registry);
@@ -489,6 +493,7 @@ impl<E: Engine> BrokerNode<E> {
             metrics: metrics.clone(),
             exporters,
             state: state_options,
+            disk,
         };
         let cluster = match &network {
             Some(network) if !ClusterState::is_stored(&config)? => {

@@ -114,8 +114,9 @@ impl<E: Engine> Applied<E> {
     }
 }
 
-/// Applies `batch` to `db` and advances `cursor`. A returned error is fatal for the
-/// partition (storage failure or an entry no replica can read); nothing was written then.
+/// Applies `batch` to `db` and advances `cursor`. Nothing was written when it returns an
+/// error: [`Error::StateWrite`] is a failed disk write, applied again later; any other is
+/// fatal for the partition (an entry no replica can read, a broken state).
 /// With `keep_records`, the records written are returned in [`Applied::written`].
 pub(crate) fn apply_batch<E: Engine>(
     engine: &mut E,
@@ -284,7 +285,7 @@ pub(crate) fn apply_batch<E: Engine>(
     }
     next.write(&mut write);
     batch.mark_applied(&mut write)?;
-    db.write(write)?;
+    db.write(write).map_err(Error::StateWrite)?;
     *cursor = next;
     Ok(applied)
 }

@@ -126,6 +126,7 @@ fn pools_have_the_configured_sizes_and_partitions_run_on_cpu() {
         metrics: BrokerMetrics::unregistered(),
         exporters: None,
         state: rill_raft::StateOptions::default(),
+        disk: rill_broker::DiskUsage::unsampled(std::env::temp_dir()),
     };
     let test_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -21,8 +21,13 @@ pub enum Error {
     },
     /// Flow control rejected the command, with `limit` requests in flight; the client
     /// should back off and retry.
-    #[error("partition {partition} is overloaded ({limit} requests in flight)")]
-    ResourceExhausted { partition: PartitionId, limit: u32 },
+    /// `reason` says why, when it is not the in-flight limit (a full disk).
+    #[error("partition {partition} is overloaded ({})", reason.clone().unwrap_or_else(|| format!("{limit} requests in flight")))]
+    ResourceExhausted {
+        partition: PartitionId,
+        limit: u32,
+        reason: Option<String>,
+    },
     /// No answer within the timeout. The command may or may not have been applied.
     #[error("the request timed out")]
     Timeout,
@@ -58,7 +63,16 @@ impl Error {
     pub fn from_api(partition: PartitionId, error: ApiError) -> Error {
         match error {
             ApiError::NotLeader { .. } => Error::NotLeader { partition },
-            ApiError::ResourceExhausted { limit } => Error::ResourceExhausted { partition, limit },
+            ApiError::ResourceExhausted { limit } => Error::ResourceExhausted {
+                partition,
+                limit,
+                reason: None,
+            },
+            ApiError::Refused { reason } => Error::ResourceExhausted {
+                partition,
+                limit: 0,
+                reason: Some(reason),
+            },
             ApiError::Timeout => Error::Timeout,
             ApiError::ShuttingDown => Error::Shutdown,
             ApiError::HistoryDisabled => Error::HistoryDisabled { partition },
@@ -192,8 +206,18 @@ mod tests {
         ));
         assert!(matches!(
             Error::from_api(p, ApiError::ResourceExhausted { limit: 9 }),
-            Error::ResourceExhausted { partition, limit: 9 } if partition == p
+            Error::ResourceExhausted { partition, limit: 9, reason: None } if partition == p
         ));
+        let refused = Error::from_api(
+            p,
+            ApiError::Refused {
+                reason: "the disk is full".to_owned(),
+            },
+        );
+        assert!(
+            refused.to_string().ends_with("(the disk is full)"),
+            "{refused}"
+        );
         assert!(matches!(
             Error::from_api(p, ApiError::Timeout),
             Error::Timeout

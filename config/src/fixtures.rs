@@ -81,6 +81,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.data.directory = "/var/lib/rill".into();
     config.data.snapshot_period = Duration::from_secs(600);
     config.data.disk_usage_command_watermark = 0.8;
+    config.data.disk_usage_replication_watermark = 0.9;
     config.data.state_cache_size = crate::ByteSize(64 << 20);
     config.threads.cpu_thread_count = 4;
     config.threads.io_thread_count = 3;
@@ -117,8 +118,6 @@ pub(crate) fn nothing_default() -> RillConfig {
     write.ramp_up = Duration::from_secs(30);
     write.throttling.enabled = true;
     write.throttling.acceptable_backlog = 10;
-    write.throttling.minimum_limit = 50;
-    write.throttling.resolution = Duration::from_secs(5);
     config.engine.max_records_per_command = 50_000;
     config.engine.max_bytes_per_command = crate::ByteSize(48 << 20);
     config.history.enabled = false;

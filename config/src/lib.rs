@@ -11,6 +11,8 @@ mod load;
 mod model;
 mod render;
 mod schema;
+#[cfg(test)]
+mod unread;
 mod validate;
 
 pub use bytesize::ByteSize;

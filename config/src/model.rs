@@ -87,6 +87,8 @@ pub struct DataConfig {
     pub snapshot_period: Duration,
     /// Stop accepting new commands once this fraction of the disk is used (0..=1).
     pub disk_usage_command_watermark: f64,
+    /// Stop taking log entries from leaders once this fraction of the disk is used.
+    pub disk_usage_replication_watermark: f64,
     /// The block cache the state databases of all this broker's partitions share.
     pub state_cache_size: ByteSize,
 }
@@ -97,6 +99,7 @@ impl Default for DataConfig {
             directory: PathBuf::from("./data"),
             snapshot_period: Duration::from_secs(5 * 60),
             disk_usage_command_watermark: 0.97,
+            disk_usage_replication_watermark: 0.99,
             state_cache_size: ByteSize(512 * 1024 * 1024),
         }
     }
@@ -300,8 +303,9 @@ impl Default for Gradient2Config {
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct WriteLimitConfig {
     pub enabled: bool,
-    /// Records per second (0 = unlimited).
+    /// Commands per second a partition leader admits (0 = unlimited).
     pub limit: u64,
+    /// The limit grows linearly to `limit` over this long after a leader starts.
     #[serde(with = "humantime_serde")]
     pub ramp_up: Duration,
     pub throttling: ThrottlingConfig,
@@ -321,13 +325,10 @@ impl Default for WriteLimitConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct ThrottlingConfig {
+    /// Refuse new work while the exporter backlog is above `acceptable_backlog`.
     pub enabled: bool,
     /// Exporter backlog (records not yet exported) that is acceptable.
     pub acceptable_backlog: u64,
-    /// The write limit never falls below this (records per second).
-    pub minimum_limit: u64,
-    #[serde(with = "humantime_serde")]
-    pub resolution: Duration,
 }
 
 impl Default for ThrottlingConfig {
@@ -335,8 +336,6 @@ impl Default for ThrottlingConfig {
         ThrottlingConfig {
             enabled: false,
             acceptable_backlog: 100_000,
-            minimum_limit: 100,
-            resolution: Duration::from_secs(15),
         }
     }
 }

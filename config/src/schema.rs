@@ -103,11 +103,27 @@ pub(crate) fn find(path: &str) -> Option<&'static OptionSpec> {
 
 /// Options that were removed, with what to do instead: setting one is refused with this
 /// advice rather than as an unknown option (and never accepted and ignored).
-const REMOVED: &[(&str, &str)] = &[(
-    "engine.instance-retention",
-    "the engine keeps no finished instances for reads any more; the history store answers \
-     every read, and `history.retention` says how long it keeps a finished instance",
-)];
+const REMOVED: &[(&str, &str)] = &[
+    (
+        "engine.instance-retention",
+        "the engine keeps no finished instances for reads any more; the history store \
+         answers every read, and `history.retention` says how long it keeps a finished \
+         instance",
+    ),
+    (
+        "flow-control.write.throttling.minimum-limit",
+        "Rill's throttling does not lower a write rate: it refuses new work while the \
+         exporter backlog is above `flow-control.write.throttling.acceptable-backlog`, and \
+         admits it again as soon as the backlog is below; use `flow-control.write.limit` for \
+         a rate limit",
+    ),
+    (
+        "flow-control.write.throttling.resolution",
+        "Rill's throttling compares the exporter backlog with \
+         `flow-control.write.throttling.acceptable-backlog` on every command; there is no \
+         period to set",
+    ),
+];
 
 /// Why `path` is refused, if it names a removed option.
 pub(crate) fn removed(path: &str) -> Option<String> {
@@ -176,7 +192,7 @@ pub(crate) const LIMIT_ALGORITHMS: &[&str] = &["aimd", "fixed", "vegas", "gradie
 pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("cluster", "Who this broker is, how many brokers and partitions there are, and its ports."),
     ("cluster.tls", "Mutual TLS on the internal and command ports: every broker and gateway presents a certificate issued by `cluster.tls.ca` and checks that its peer's is. All members of a cluster have it on, or none (docs/security.md)."),
-    ("data", "Where a broker keeps its data, and when it snapshots."),
+    ("data", "Where a broker keeps its data, when it snapshots, and how full its disk may get (docs/decisions/disk-full.md)."),
     ("threads", "The two thread pools of a broker."),
     ("raft", "Replication of each partition's log."),
     ("flow-control.request", "The per-partition in-flight request limiter on the leader. Defaults are Zeebe's."),
@@ -185,7 +201,7 @@ pub(crate) const SECTIONS: &[(&str, &str)] = &[
     ("flow-control.request.vegas", "Limit adjusted from queueing delay, as in TCP Vegas."),
     ("flow-control.request.gradient", "Limit adjusted from the gradient between short and long round-trip times."),
     ("flow-control.request.gradient2", "Gradient with an averaged long window."),
-    ("flow-control.write", "Write-rate limit: records per second a partition accepts."),
+    ("flow-control.write", "Write-rate limit: commands per second a partition leader admits (Zeebe counts the records written; Rill admits commands, each of which writes its records)."),
     ("flow-control.write.throttling", "Refuses new work while exporters fall behind, and accepts it again as they catch up."),
     ("engine", "Process engine behaviour."),
     ("history", "The history store each partition keeps, so that searches need no other service."),
@@ -258,7 +274,8 @@ const SETTINGS: &[OptionSpec] = &[
     // data
     OptionSpec { path: "data.directory", kind: Kind::Path, description: "Where partitions keep their raft log, state and snapshots." },
     OptionSpec { path: "data.snapshot-period", kind: Kind::Duration, description: "How often a partition takes a snapshot and may purge its log." },
-    OptionSpec { path: "data.disk-usage-command-watermark", kind: Kind::Float, description: "Stop accepting new commands when this fraction of the disk is used (above 0, at most 1)." },
+    OptionSpec { path: "data.disk-usage-command-watermark", kind: Kind::Float, description: "Used fraction of the data directory's disk (sampled every second, metric `rill_disk_usage_ratio`) at or above which partition leaders refuse new commands with RESOURCE_EXHAUSTED (gRPC) or 503 (REST), naming the disk and this setting. Commands that finish work or let instances end (job activation, completion and failure, user task completion, cancelation, incident resolution, resource deletion) still pass. Above 0, at most 1." },
+    OptionSpec { path: "data.disk-usage-replication-watermark", kind: Kind::Float, description: "Used fraction of the disk at or above which this broker refuses log entries from leaders (they retry), so that a follower never takes what it cannot store. At least `data.disk-usage-command-watermark`, at most 1." },
     OptionSpec { path: "data.state-cache-size", kind: Kind::Size, description: "Block cache of the partitions' state databases, shared by all partitions of the broker: what RocksDB keeps in memory of the state it reads (engine state, history, large variables). The write buffers (memtables) are not part of it." },
     // threads
     OptionSpec { path: "threads.cpu-thread-count", kind: Kind::Usize, description: "Threads of the runtime that runs partition actors (stream processing)." },
@@ -292,13 +309,11 @@ const SETTINGS: &[OptionSpec] = &[
     OptionSpec { path: "flow-control.request.gradient2.rtt-tolerance", kind: Kind::Float, description: "How much slower than the long-term round trip a request may be before the limit shrinks (at least 1)." },
     OptionSpec { path: "flow-control.request.gradient2.long-window", kind: Kind::U32, description: "Samples averaged into the long-term round trip." },
     // flow-control.write
-    OptionSpec { path: "flow-control.write.enabled", kind: Kind::Bool, description: "Limit the rate of records written per partition." },
-    OptionSpec { path: "flow-control.write.limit", kind: Kind::U64, description: "Records per second (0 = unlimited)." },
-    OptionSpec { path: "flow-control.write.ramp-up", kind: Kind::Duration, description: "Time over which the limit ramps up after a start (0 = none)." },
-    OptionSpec { path: "flow-control.write.throttling.enabled", kind: Kind::Bool, description: "Refuse new work (RESOURCE_EXHAUSTED; completions still pass) while the exporter backlog is above the acceptable size." },
+    OptionSpec { path: "flow-control.write.enabled", kind: Kind::Bool, description: "Limit the rate of commands each partition leader admits to `flow-control.write.limit`. Above it, new commands are refused with RESOURCE_EXHAUSTED (gRPC) or 503 (REST); commands that complete work still pass and are not counted." },
+    OptionSpec { path: "flow-control.write.limit", kind: Kind::U64, description: "Commands per second a partition leader admits (each becomes one or more log records; 0 = unlimited)." },
+    OptionSpec { path: "flow-control.write.ramp-up", kind: Kind::Duration, description: "After a replica becomes leader, its limit grows linearly from 1 per second to `flow-control.write.limit` over this long (0 = the full limit at once)." },
+    OptionSpec { path: "flow-control.write.throttling.enabled", kind: Kind::Bool, description: "Refuse new work (RESOURCE_EXHAUSTED; completions still pass) while the exporter backlog is above the acceptable size. Needs `flow-control.write.enabled` (with `flow-control.write.limit = 0` there is no rate limit)." },
     OptionSpec { path: "flow-control.write.throttling.acceptable-backlog", kind: Kind::U64, description: "Records not yet exported that are acceptable." },
-    OptionSpec { path: "flow-control.write.throttling.minimum-limit", kind: Kind::U64, description: "The throttled write limit never falls below this (records per second)." },
-    OptionSpec { path: "flow-control.write.throttling.resolution", kind: Kind::Duration, description: "How often the throttled limit is recomputed." },
     // engine
     OptionSpec { path: "engine.max-records-per-command", kind: Kind::U32, description: "Records one command may write (its own, its follow-ups, and every in-line step it causes). Past it, the element about to be entered stops with a MESSAGE_SIZE_EXCEEDED incident (resolve it to go on); at twice it, the command is rolled back and rejected. Bounds loops that deploy-time validation cannot see. The leader's value travels in each log entry." },
     OptionSpec { path: "engine.max-bytes-per-command", kind: Kind::Size, description: "Encoded bytes of the records one command may write, bounded as engine.max-records-per-command is (at least twice gateway.max-message-size, so that a command carrying a payload of the largest size fits)." },

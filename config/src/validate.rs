@@ -131,6 +131,23 @@ impl RillConfig {
                 "use a fraction above 0 and at most 1, e.g. 0.97",
             );
         }
+        let replication = self.data.disk_usage_replication_watermark;
+        if !(replication > 0.0 && replication <= 1.0) {
+            found.add(
+                "data.disk-usage-replication-watermark",
+                format!("is {replication}"),
+                "use a fraction above 0 and at most 1, e.g. 0.99",
+            );
+        } else if replication < watermark {
+            found.add(
+                "data.disk-usage-replication-watermark",
+                format!(
+                    "is {replication}, below data.disk-usage-command-watermark ({watermark}): \
+                     followers would refuse entries their leader still accepts commands for"
+                ),
+                "set it at or above data.disk-usage-command-watermark, e.g. 0.99",
+            );
+        }
         at_least_one(
             found,
             "data.state-cache-size",
@@ -264,30 +281,12 @@ impl RillConfig {
             request.gradient2.long_window.into(),
         );
         let write = &self.flow_control.write;
-        let throttling = &write.throttling;
-        if throttling.enabled {
-            positive(
-                found,
-                "flow-control.write.throttling.resolution",
-                throttling.resolution,
+        if write.throttling.enabled && !write.enabled {
+            found.add(
+                "flow-control.write.throttling.enabled",
+                "is true, but flow-control.write.enabled is false",
+                "enable flow-control.write too, or turn throttling off",
             );
-            if write.limit > 0 && throttling.minimum_limit > write.limit {
-                found.add(
-                    "flow-control.write.throttling.minimum-limit",
-                    format!(
-                        "({}) is above flow-control.write.limit ({})",
-                        throttling.minimum_limit, write.limit
-                    ),
-                    "make the minimum at most the write limit",
-                );
-            }
-            if !write.enabled {
-                found.add(
-                    "flow-control.write.throttling.enabled",
-                    "is true, but flow-control.write.enabled is false",
-                    "enable flow-control.write too, or turn throttling off",
-                );
-            }
         }
     }
 

@@ -312,6 +312,30 @@ fn a_removed_option_is_refused_naming_what_replaces_it() {
 }
 
 #[test]
+fn the_removed_throttling_options_are_refused_naming_what_to_use() {
+    for (option, instead) in [
+        (
+            "flow-control.write.throttling.minimum-limit=50",
+            "flow-control.write.limit",
+        ),
+        (
+            "flow-control.write.throttling.resolution=15s",
+            "flow-control.write.throttling.acceptable-backlog",
+        ),
+    ] {
+        let problems = problems_of(
+            ConfigLoader::new()
+                .overrides([option])
+                .load()
+                .expect_err(option),
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("was removed"), "{}", problems[0]);
+        assert!(problems[0].contains(instead), "{}", problems[0]);
+    }
+}
+
+#[test]
 fn files_are_read_from_disk() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("rill.toml");

@@ -440,3 +440,23 @@ fn backup_settings_are_refused_unless_they_are_used() {
             .is_err()
     );
 }
+
+#[test]
+fn the_replication_watermark_is_a_fraction_at_or_above_the_command_one() {
+    let mut config = RillConfig::default();
+    config.data.disk_usage_replication_watermark = 0.9;
+    let problem = only_problem(&config, "data.disk-usage-replication-watermark");
+    assert!(
+        problem
+            .message
+            .contains("below data.disk-usage-command-watermark (0.97)"),
+        "{problem:?}"
+    );
+    config.data.disk_usage_replication_watermark = 1.5;
+    only_problem(&config, "data.disk-usage-replication-watermark");
+    config.data.disk_usage_replication_watermark = 0.97;
+    assert!(
+        problems(&config).is_empty(),
+        "equal to the command watermark is fine"
+    );
+}

@@ -221,9 +221,21 @@ def dashboard():
                      quantiles("rill_exporter_flush_duration_seconds", PART, ", exporter", " {{exporter}}"), unit="s"), 12, 8)
 
     g.row("Storage")
+    g.add(timeseries("Data disk used, against the watermarks",
+                     "What each broker samples of its data directory's disk every second, and the "
+                     "watermarks it compares it with: at data.disk-usage-command-watermark new "
+                     "commands are refused, at data.disk-usage-replication-watermark log entries "
+                     "from leaders.",
+                     [(f"max by (pod) (rill_disk_usage_ratio{{{SEL}}})", "{{pod}}"),
+                      (f"min(rill_disk_command_watermark_ratio{{{SEL}}})", "command watermark"),
+                      (f"min(rill_disk_replication_watermark_ratio{{{SEL}}})", "replication watermark")],
+                     unit="percentunit"), 12, 8)
+    g.add(timeseries("Failing disk writes",
+                     "Partitions whose disk writes fail and are retried: they take no commands "
+                     "and report unhealthy until a write succeeds (docs/decisions/disk-full.md).",
+                     [(f"sum by (pod) (rill_storage_write_failing{{{PART}}})", "{{pod}}")]), 12, 8)
     g.add(timeseries("Data volume used",
-                     "Kubelet volume statistics of the brokers' PersistentVolumeClaims. Brokers "
-                     "stop accepting commands at data.disk-usage-command-watermark (0.97).",
+                     "Kubelet volume statistics of the brokers' PersistentVolumeClaims.",
                      [('max by (persistentvolumeclaim) (kubelet_volume_stats_used_bytes{namespace=~"$namespace", persistentvolumeclaim=~"data-.+-broker-[0-9]+"} / '
                        'kubelet_volume_stats_capacity_bytes{namespace=~"$namespace", persistentvolumeclaim=~"data-.+-broker-[0-9]+"})',
                        "{{persistentvolumeclaim}}")], unit="percentunit"), 24, 8)

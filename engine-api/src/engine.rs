@@ -230,6 +230,12 @@ pub trait Engine: Send + 'static {
     /// True for commands that finish admitted work; flow control never rejects them.
     fn is_never_rejected(command: &Self::Command) -> bool;
 
+    /// True for commands a leader takes while its disk is past the command watermark:
+    /// those that finish work or let instances end (docs/decisions/disk-full.md).
+    fn passes_disk_watermark(command: &Self::Command) -> bool {
+        Self::is_never_rejected(command)
+    }
+
     /// The command that tells this (the sending) partition that `target` has taken
     /// `sent`, given the target's `response`: proposing it removes `sent` from the
     /// outbox. `None` when the response does not show that the target applied it (the

@@ -210,6 +210,10 @@ impl Engine for BpmnEngine {
         command.is_never_rejected()
     }
 
+    fn passes_disk_watermark(command: &Command) -> bool {
+        command.passes_disk_watermark()
+    }
+
     fn record_event(record: &RecordDraft) -> Option<EngineEvent> {
         crate::metrics::record_event(record)
     }

@@ -490,6 +490,22 @@ impl Command {
         )
     }
 
+    /// Whether a leader takes this command while its disk is past
+    /// `data.disk-usage-command-watermark`: the commands that finish work
+    /// ([`Command::is_never_rejected`]) and those that let instances end, so that state
+    /// shrinks (job activation, which job completion needs; cancelation; incident
+    /// resolution; resource deletion), as Zeebe lets them through.
+    pub fn passes_disk_watermark(&self) -> bool {
+        self.is_never_rejected()
+            || matches!(
+                self.inner(),
+                Command::ActivateJobs(_)
+                    | Command::CancelProcessInstance { .. }
+                    | Command::ResolveIncident { .. }
+                    | Command::DeleteResource { .. }
+            )
+    }
+
     /// The partition-routing key of a command addressed to an existing entity.
     pub fn target_key(&self) -> Option<Key> {
         match self.inner() {

@@ -88,6 +88,12 @@ pub enum ApiError {
          (history.enabled = false)"
     )]
     HistoryDisabled,
+    /// Not applied: the partition refuses new commands for a reason other than its
+    /// in-flight limit, which `reason` names (its disk is past
+    /// `data.disk-usage-command-watermark`, or it cannot write to disk). Clients back
+    /// off and retry, as on `ResourceExhausted`. (Appended, as above.)
+    #[error("{reason}")]
+    Refused { reason: String },
 }
 
 /// The role of a broker for one partition, as it reports it.

@@ -31,6 +31,10 @@ pub enum Error {
     Task(String),
     #[error("the state machine handler failed: {0}")]
     Handler(String),
+    /// The handler could not write an applied batch to disk (an I/O error, such as a
+    /// full disk); nothing of it was written, and it is applied again.
+    #[error("cannot write to disk: {0}")]
+    DiskWrite(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -43,6 +47,22 @@ impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { path, source }
+    }
+
+    /// An I/O error of a write that may succeed when tried again (a full disk, a
+    /// transient device error): RocksDB recovers from it in the background.
+    pub fn is_retryable_write_failure(&self) -> bool {
+        match self {
+            Error::Rocks { source, .. } => matches!(
+                source.kind(),
+                rocksdb::ErrorKind::IOError
+                    | rocksdb::ErrorKind::Busy
+                    | rocksdb::ErrorKind::TryAgain
+                    | rocksdb::ErrorKind::Incomplete
+            ),
+            Error::Io { .. } | Error::DiskWrite(_) => true,
+            _ => false,
+        }
     }
 
     pub(crate) fn corrupt(what: impl Into<String>, reason: impl Into<String>) -> Error {

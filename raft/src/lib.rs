@@ -8,6 +8,7 @@ mod archive;
 mod closing;
 mod config;
 mod error;
+mod faults;
 mod log_store;
 mod network;
 mod snapshot;
@@ -19,9 +20,10 @@ mod types;
 pub use closing::AllClosed;
 pub use config::{leader_lease, openraft_config};
 pub use error::{Error, Result};
+pub use faults::WriteFaults;
 pub use log_store::{LogReader, LogStats, LogStore};
 pub use network::{
-    BetterLog, NetworkFactory, PeerClient, RaftRpcKind, RaftService, RaftTransport,
+    BetterLog, NetworkFactory, PeerClient, RaftRpcKind, RaftService, RaftTransport, StorageGate,
     TransportFailure,
 };
 pub use snapshot::{SnapshotFile, SnapshotStore};

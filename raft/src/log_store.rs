@@ -11,6 +11,11 @@
 //! a thread of its own: handing it to the io runtime's blocking pool from a task woke two
 //! more threads per sync. The vote is written with a synchronous WAL write before
 //! `save_vote` returns.
+//!
+//! A write or sync that fails with an I/O error (a full disk) is retried until it
+//! succeeds, and reported meanwhile through [`WriteFaults`]: an error returned to
+//! openraft would stop the raft group for good (docs/decisions/disk-full.md). Nothing
+//! is reported durable before its sync succeeded.
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
@@ -29,6 +34,7 @@ use tokio::runtime::Handle;
 
 use crate::closing::{AllClosed, OpenDatabases, OpenToken};
 use crate::error::{Error, Result, storage};
+use crate::faults::WriteFaults;
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 const CF_LOG: &str = "log";
@@ -76,6 +82,8 @@ pub struct LogStore {
     stats: Arc<LogStats>,
     /// A reclaim of purged entries' disk space runs.
     reclaiming: Arc<AtomicBool>,
+    /// Writes that fail and are retried.
+    faults: WriteFaults,
 }
 
 /// A reader of the log for openraft's replication tasks.
@@ -89,6 +97,8 @@ pub struct LogReader {
 /// process exits and its statics are torn down).
 impl Drop for LogStore {
     fn drop(&mut self) {
+        // A sync still retrying gives up: nothing waits for it any more.
+        self.faults.close();
         self.flush_tx = None;
         if let Some(thread) = self.sync_thread.take() {
             let _ = thread.join();
@@ -116,11 +126,12 @@ impl LogStore {
         });
         let stats = Arc::new(LogStats::default());
         let (flush_tx, flush_rx) = std::sync::mpsc::channel();
-        let (sync_db, sync_stats) = (db.clone(), stats.clone());
+        let faults = WriteFaults::default();
+        let (sync_db, sync_stats, sync_faults) = (db.clone(), stats.clone(), faults.clone());
         // Ends when the store (the only sender) is dropped, which then waits for it.
         let sync_thread = std::thread::Builder::new()
             .name("rill-log-sync".to_owned())
-            .spawn(move || sync_loop(&sync_db, &flush_rx, &sync_stats))
+            .spawn(move || sync_loop(&sync_db, &flush_rx, &sync_stats, &sync_faults))
             .map_err(|e| Error::Task(format!("start the log-sync thread: {e}")))?;
         Ok(LogStore {
             db,
@@ -130,11 +141,18 @@ impl LogStore {
             sync_thread: Some(sync_thread),
             stats,
             reclaiming: Arc::default(),
+            faults,
         })
     }
 
     pub fn stats(&self) -> Arc<LogStats> {
         self.stats.clone()
+    }
+
+    /// The log's failing writes, shared with whoever reports the partition's health
+    /// (and with its state machine, which retries its own writes through it).
+    pub fn faults(&self) -> WriteFaults {
+        self.faults.clone()
     }
 
     /// Tells when the database has been closed: every user (this store, its readers,
@@ -178,23 +196,39 @@ impl LogStore {
         });
     }
 
-    fn write(&self, batch: WriteBatch, action: &'static str) -> Result<()> {
-        self.db
-            .write_opt(batch, &WriteOptions::default())
-            .map_err(Error::rocks(action))
-    }
-
-    /// Writes `batch` with a synced WAL, on the io runtime.
-    async fn write_synced(&self, batch: WriteBatch, action: &'static str) -> Result<()> {
-        let db = self.db.clone();
-        self.io
-            .spawn_blocking(move || {
-                let mut opts = WriteOptions::default();
-                opts.set_sync(true);
-                db.write_opt(batch, &opts).map_err(Error::rocks(action))
+    /// Writes `batch`, retrying while it fails with an I/O error.
+    async fn write(&self, batch: WriteBatch, action: &'static str) -> Result<()> {
+        // The batch is consumed by a write: a retry writes a copy.
+        let data = batch.data().to_vec();
+        let mut first = Some(batch);
+        self.faults
+            .retry(action, || {
+                let batch = first.take().unwrap_or_else(|| WriteBatch::from_data(&data));
+                let written = self
+                    .db
+                    .write_opt(batch, &WriteOptions::default())
+                    .map_err(Error::rocks(action));
+                std::future::ready(written)
             })
             .await
-            .map_err(|e| Error::Task(e.to_string()))?
+    }
+
+    /// Writes `batch` with a synced WAL, on the io runtime, retrying while it fails with
+    /// an I/O error.
+    async fn write_synced(&self, batch: WriteBatch, action: &'static str) -> Result<()> {
+        let data = Arc::new(batch.data().to_vec());
+        self.faults
+            .retry(action, || {
+                let (db, data) = (self.db.clone(), data.clone());
+                let written = self.io.spawn_blocking(move || {
+                    let mut opts = WriteOptions::default();
+                    opts.set_sync(true);
+                    db.write_opt(WriteBatch::from_data(&data), &opts)
+                        .map_err(Error::rocks(action))
+                });
+                async move { written.await.map_err(|e| Error::Task(e.to_string()))? }
+            })
+            .await
     }
 }
 
@@ -225,13 +259,24 @@ fn put_meta<T: serde::Serialize>(
     Ok(())
 }
 
-/// Syncs the WAL for waiting appends, all that arrived since the last sync at once.
-fn sync_loop(db: &LogDb, rx: &std::sync::mpsc::Receiver<LogFlushed<TypeConfig>>, stats: &LogStats) {
+/// Syncs the WAL for waiting appends, all that arrived since the last sync at once. A
+/// failing sync is retried: the appends are reported durable only once it succeeds.
+fn sync_loop(
+    db: &LogDb,
+    rx: &std::sync::mpsc::Receiver<LogFlushed<TypeConfig>>,
+    stats: &LogStats,
+    faults: &WriteFaults,
+) {
     let mut waiting = Vec::new();
     while let Ok(first) = rx.recv() {
         waiting.push(first);
         waiting.extend(rx.try_iter());
-        let result = db.flush_wal(true).map_err(|e| e.to_string());
+        let result = faults
+            .retry_blocking("sync the raft log", || {
+                db.flush_wal(true)
+                    .map_err(Error::rocks("sync the raft log"))
+            })
+            .map_err(|e| e.to_string());
         stats.syncs.fetch_add(1, Ordering::Relaxed);
         stats
             .appends
@@ -372,6 +417,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut batch = WriteBatch::default();
         put_meta(&self.db, &mut batch, KEY_COMMITTED, &committed).map_err(storage::write_logs)?;
         self.write(batch, "save the committed log id")
+            .await
             .map_err(storage::write_logs)
     }
 
@@ -398,6 +444,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             batch.put_cf(log, index_key(entry.get_log_id().index), &buf);
         }
         self.write(batch, "append log entries")
+            .await
             .map_err(storage::write_logs)?;
         // Durable once the log-sync thread has synced the WAL.
         let queued = self
@@ -417,6 +464,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(log, index_key(log_id.index), index_key(u64::MAX));
         self.write(batch, "truncate the log")
+            .await
             .map_err(storage::write_logs)
     }
 
@@ -430,6 +478,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         );
         put_meta(&self.db, &mut batch, KEY_LAST_PURGED, &log_id).map_err(storage::write_logs)?;
         self.write(batch, "purge the log")
+            .await
             .map_err(storage::write_logs)?;
         self.stats.purged.fetch_max(log_id.index, Ordering::Relaxed);
         self.reclaim(log_id.index);

@@ -340,11 +340,18 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     }
 }
 
+/// Says why this node stores no more log entries from leaders, while it does not (its
+/// disk is past the replication watermark).
+pub type StorageGate = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// Serves raft RPCs for the partitions hosted on this node.
 #[derive(Clone, Default)]
 pub struct RaftService {
     rafts: Arc<RwLock<BTreeMap<PartitionId, Raft>>>,
     better_log: Arc<RwLock<BTreeMap<PartitionId, Arc<BetterLog>>>>,
+    storage_gate: Arc<RwLock<Option<StorageGate>>>,
+    /// Entries are being refused (for a log line when it starts and stops).
+    refusing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// This replica refused its vote to a candidate whose log is behind its own (see
@@ -379,6 +386,25 @@ impl RaftService {
         self.rafts.write().insert(partition, raft);
     }
 
+    /// Refuses append requests that carry entries while `gate` gives a reason: the
+    /// leader retries them after a backoff. Heartbeats still pass, and so does a refused
+    /// request stripped of its entries, so the refusing follower keeps hearing from its
+    /// leader and does not stand for election.
+    pub fn set_storage_gate(&self, gate: StorageGate) {
+        *self.storage_gate.write() = Some(gate);
+    }
+
+    fn storage_refusal(&self) -> Option<String> {
+        let refusal = self.storage_gate.read().as_ref().and_then(|gate| gate());
+        let was_refusing = self.refusing.swap(refusal.is_some(), Ordering::Relaxed);
+        match (&refusal, was_refusing) {
+            (Some(reason), false) => tracing::warn!(%reason, "refusing log entries from leaders"),
+            (None, true) => tracing::info!("taking log entries from leaders again"),
+            _ => {}
+        }
+        refusal
+    }
+
     pub fn unregister(&self, partition: PartitionId) {
         self.rafts.write().remove(&partition);
         self.better_log.write().remove(&partition);
@@ -399,14 +425,39 @@ impl RaftService {
     /// Handles one encoded request for `partition` and returns the encoded reply. An
     /// `Err` is a request that could not be handled at all (unknown partition, garbage).
     pub async fn handle(&self, partition: PartitionId, payload: Bytes) -> Result<Bytes, String> {
+        let rpc: RaftRpc = codec::decode(&payload).map_err(|e| format!("bad raft request: {e}"))?;
+        let reply = match rpc {
+            RaftRpc::AppendEntries(mut req) if !req.entries.is_empty() => {
+                match self.storage_refusal() {
+                    Some(reason) => {
+                        // Heard as a heartbeat: this follower keeps its leader, and what
+                        // raft says about the heartbeat (a conflict, a higher vote) holds
+                        // for the request too. The entries are refused.
+                        req.entries.clear();
+                        match self.answer(partition, RaftRpc::AppendEntries(req)).await {
+                            Ok(RaftRpcReply::AppendEntries(Ok(AppendEntriesResponse::Success)))
+                            | Err(_) => RaftRpcReply::AppendEntries(Err(reason)),
+                            Ok(other) => other,
+                        }
+                    }
+                    None => self.answer(partition, RaftRpc::AppendEntries(req)).await?,
+                }
+            }
+            rpc => self.answer(partition, rpc).await?,
+        };
+        codec::encode(&reply)
+            .map(Bytes::from)
+            .map_err(|e| format!("cannot encode raft reply: {e}"))
+    }
+
+    async fn answer(&self, partition: PartitionId, rpc: RaftRpc) -> Result<RaftRpcReply, String> {
         let raft = self
             .rafts
             .read()
             .get(&partition)
             .cloned()
             .ok_or_else(|| format!("partition {partition} is not hosted here"))?;
-        let rpc: RaftRpc = codec::decode(&payload).map_err(|e| format!("bad raft request: {e}"))?;
-        let reply = match rpc {
+        Ok(match rpc {
             RaftRpc::AppendEntries(req) => RaftRpcReply::AppendEntries(
                 raft.append_entries(req).await.map_err(|e| e.to_string()),
             ),
@@ -431,10 +482,7 @@ impl RaftService {
                     },
                 ))
             }
-        };
-        codec::encode(&reply)
-            .map(Bytes::from)
-            .map_err(|e| format!("cannot encode raft reply: {e}"))
+        })
     }
 }
 
@@ -445,6 +493,55 @@ fn fatal_text(f: &Fatal<RaftNodeId>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn past_the_storage_gate_entries_are_refused_and_heartbeats_pass() {
+        use std::sync::atomic::AtomicBool;
+
+        let service = RaftService::new();
+        let full = Arc::new(AtomicBool::new(true));
+        let gate = full.clone();
+        service.set_storage_gate(Arc::new(move || {
+            gate.load(Ordering::SeqCst)
+                .then(|| "the disk is 99.5% full".to_owned())
+        }));
+        let append = |entries: Vec<crate::types::Entry>| {
+            let request = AppendEntriesRequest::<TypeConfig> {
+                vote: Vote::new_committed(1, 0),
+                prev_log_id: None,
+                entries,
+                leader_commit: None,
+            };
+            Bytes::from(codec::encode(&RaftRpc::AppendEntries(request)).unwrap())
+        };
+        let entry = crate::types::Entry {
+            log_id: crate::types::log_id(Term(1), 0, 1),
+            payload: openraft::EntryPayload::Blank,
+        };
+        let reply = service
+            .handle(PartitionId(1), append(vec![entry.clone()]))
+            .await
+            .expect("an answer");
+        match codec::decode::<RaftRpcReply>(&reply).unwrap() {
+            RaftRpcReply::AppendEntries(Err(reason)) => {
+                assert_eq!(reason, "the disk is 99.5% full")
+            }
+            _ => panic!("entries taken past the gate"),
+        }
+        // A heartbeat goes on to the partition (which this test does not host).
+        let heartbeat = service.handle(PartitionId(1), append(Vec::new())).await;
+        assert_eq!(
+            heartbeat.err().as_deref(),
+            Some("partition 1 is not hosted here")
+        );
+        // Below the watermark, entries go on too.
+        full.store(false, Ordering::SeqCst);
+        let taken = service.handle(PartitionId(1), append(vec![entry])).await;
+        assert_eq!(
+            taken.err().as_deref(),
+            Some("partition 1 is not hosted here")
+        );
+    }
 
     #[test]
     fn a_snapshot_chunk_encodes_as_openrafts_request_did() {

@@ -11,6 +11,7 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder};
 use rocksdb::WriteBatch;
 
 use crate::error::{Error, Result, storage};
+use crate::faults::WriteFaults;
 use crate::snapshot::{SnapshotFile, SnapshotStore};
 use crate::state_store::{StateStore, put_applied};
 use crate::types::{
@@ -26,7 +27,7 @@ pub struct CommittedEntry {
 }
 
 /// Committed entries to apply, in log order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ApplyBatch {
     pub entries: Vec<CommittedEntry>,
     last_applied: LogId,
@@ -87,6 +88,8 @@ impl ApplyBatch {
 pub trait ApplyHandler: Send + Sync + 'static {
     /// Applies the batch: writes its state changes together with
     /// [`ApplyBatch::mark_applied`] in one write, and returns one response per entry.
+    /// [`Error::DiskWrite`] says that nothing was written for an I/O error: the same
+    /// batch comes again after a backoff.
     fn apply(&self, batch: ApplyBatch) -> BoxFuture<'static, Result<Vec<EntryResponse>>>;
 
     /// The state database was replaced by a snapshot: reload whatever was derived from it.
@@ -98,6 +101,7 @@ pub struct PartitionStateMachine {
     state: Arc<StateStore>,
     snapshots: Arc<SnapshotStore>,
     handler: Arc<dyn ApplyHandler>,
+    faults: WriteFaults,
 }
 
 impl PartitionStateMachine {
@@ -110,7 +114,14 @@ impl PartitionStateMachine {
             state,
             snapshots,
             handler,
+            faults: WriteFaults::default(),
         }
+    }
+
+    /// Reports (and retries) failing writes through `faults`, the log's.
+    pub fn with_faults(mut self, faults: WriteFaults) -> Self {
+        self.faults = faults;
+        self
     }
 }
 
@@ -118,13 +129,18 @@ impl PartitionStateMachine {
 pub struct SnapshotBuilder {
     state: Arc<StateStore>,
     snapshots: Arc<SnapshotStore>,
+    faults: WriteFaults,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    /// A build that fails with an I/O error is tried again (an error here stops raft).
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
         let (meta, file) = self
-            .snapshots
-            .build(&self.state)
+            .faults
+            .retry("build a snapshot", || {
+                let (snapshots, state) = (self.snapshots.clone(), self.state.clone());
+                async move { snapshots.build(&state).await }
+            })
             .await
             .map_err(storage::write_snapshot)?;
         Ok(Snapshot {
@@ -166,7 +182,12 @@ impl RaftStateMachine<TypeConfig> for PartitionStateMachine {
         let Some(batch) = ApplyBatch::new(committed, membership) else {
             return Ok(Vec::new());
         };
-        let responses = self.handler.apply(batch).await.map_err(storage::write_sm)?;
+        let handler = &self.handler;
+        let responses = self
+            .faults
+            .retry("apply committed entries", || handler.apply(batch.clone()))
+            .await
+            .map_err(storage::write_sm)?;
         if responses.len() != count {
             return Err(storage::write_sm(Error::Handler(format!(
                 "{} responses for {count} entries",
@@ -180,13 +201,15 @@ impl RaftStateMachine<TypeConfig> for PartitionStateMachine {
         SnapshotBuilder {
             state: self.state.clone(),
             snapshots: self.snapshots.clone(),
+            faults: self.faults.clone(),
         }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, StorageError> {
+        let snapshots = &self.snapshots;
         let file = self
-            .snapshots
-            .begin_receiving()
+            .faults
+            .retry("receive a snapshot", move || snapshots.begin_receiving())
             .await
             .map_err(storage::write_snapshot)?;
         Ok(Box::new(file))

@@ -15,6 +15,8 @@ use crate::state_store::{StateOptions, StateStore};
 
 /// Everything a partition keeps on disk, opened.
 pub struct PartitionStorage {
+    /// Failing disk writes of the log and the state machine (see `faults`).
+    pub faults: crate::faults::WriteFaults,
     pub log: LogStore,
     pub state: Arc<StateStore>,
     pub snapshots: Arc<SnapshotStore>,
@@ -29,6 +31,7 @@ impl PartitionStorage {
         let state = Arc::new(StateStore::open_with(&dir.join("state"), state)?);
         let snapshots = Arc::new(SnapshotStore::open(&dir.join("snapshots"), io)?);
         Ok(PartitionStorage {
+            faults: log.faults(),
             log,
             state,
             snapshots,

@@ -299,7 +299,8 @@ def test_flow_control_options_reach_the_brokers(render):
     # YAML numbers reach templates as floats: no 1e+06 for Rill to choke on.
     assert env_value(container, "RILL_FLOW_CONTROL__REQUEST__GRADIENT2__LONG_WINDOW") == "1000000"
     assert env_value(container, "RILL_FLOW_CONTROL__WRITE__LIMIT") == "20000"
-    assert env_value(container, "RILL_FLOW_CONTROL__WRITE__THROTTLING__RESOLUTION") == "30s"
+    assert env_value(container, "RILL_FLOW_CONTROL__WRITE__RAMP_UP") == "30s"
+    assert env_value(container, "RILL_FLOW_CONTROL__WRITE__THROTTLING__ACCEPTABLE_BACKLOG") == "250000"
     # Options not set keep Rill's defaults: nothing is sent for them.
     assert "RILL_FLOW_CONTROL__REQUEST__AIMD__INITIAL_LIMIT" not in container_env(container)
     # The user's own variables come last, so they can override.

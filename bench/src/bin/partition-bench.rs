@@ -107,6 +107,7 @@ async fn run(
             request_timeout: Duration::from_secs(30),
             max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
             export_backlog_limit: None,
+            write_rate: None,
             history: rill_broker::HistorySettings::default(),
             command_limits: Default::default(),
             joining: false,
@@ -121,6 +122,7 @@ async fn run(
             metrics: BrokerMetrics::unregistered(),
             exporters: None,
             state: rill_raft::StateOptions::default(),
+            disk: rill_broker::DiskUsage::unsampled(std::env::temp_dir()),
         };
         let partition = Partition::start(config, ListEngine, env).await?;
         net.connect(NodeId(i), service);

@@ -59,6 +59,7 @@ fn main() -> anyhow::Result<()> {
         metrics: BrokerMetrics::unregistered(),
         exporters: None,
         state: rill_raft::StateOptions::default(),
+        disk: rill_broker::DiskUsage::unsampled(std::env::temp_dir()),
     };
     runtimes.io().block_on(async move {
         let partition = Partition::start(partition_config, ListEngine, env)

@@ -49,6 +49,8 @@ pub struct PartitionConfig {
     /// Refuse new work (not its completion) while more records than this wait for
     /// export (`flow-control.write.throttling`); `None` never refuses.
     pub export_backlog_limit: Option<u64>,
+    /// Commands per second a leader admits (`flow-control.write`); `None`: unlimited.
+    pub write_rate: Option<crate::flow_control::WriteRate>,
     /// The history store (`history.*`).
     pub history: HistorySettings,
     /// The bounds on one command's work this replica stamps into the entries it
@@ -102,6 +104,7 @@ impl PartitionConfig {
                 .throttling
                 .enabled
                 .then_some(config.flow_control.write.throttling.acceptable_backlog),
+            write_rate: crate::flow_control::WriteRate::from_config(&config.flow_control.write),
             history: HistorySettings::from_config(config),
             command_limits: rill_engine_api::CommandLimits {
                 max_records: config.engine.max_records_per_command,

@@ -294,6 +294,7 @@ mod tests {
             request_timeout: Duration::from_secs(10),
             max_inflight_proposals: 2,
             export_backlog_limit: None,
+            write_rate: None,
             history: crate::HistorySettings::default(),
             command_limits: Default::default(),
             joining: false,

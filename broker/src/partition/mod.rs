@@ -64,6 +64,9 @@ pub struct PartitionEnv {
     pub exporters: Option<ExporterFactory>,
     /// What the state databases of this broker's partitions share (their block cache).
     pub state: rill_raft::StateOptions,
+    /// The data directory's disk usage: past its command watermark, leaders refuse new
+    /// commands.
+    pub disk: crate::disk::DiskUsage,
 }
 
 /// The raft role of this replica.
@@ -91,7 +94,8 @@ pub struct PartitionStatus {
     /// Every exporter has the records up to here (replicated; the export backlog is
     /// `last_position - exported`).
     pub exported: Position,
-    /// False once the partition stopped on a fatal error.
+    /// False once the partition stopped on a fatal error, and while a disk write fails
+    /// (and is retried).
     pub healthy: bool,
     pub inflight: u32,
     /// The most requests that were ever in flight at once.
@@ -123,6 +127,8 @@ pub struct Partition<E: Engine> {
     env: PartitionEnv,
     closed: Arc<rill_raft::ClosedSignal>,
     log_stats: Arc<rill_raft::LogStats>,
+    /// Disk writes that fail and are retried; retrying stops at shutdown.
+    faults: rill_raft::WriteFaults,
     /// `partition`, under the span of the node that started it.
     span: tracing::Span,
 }
@@ -138,6 +144,7 @@ impl<E: Engine> Clone for Partition<E> {
             env: self.env.clone(),
             closed: self.closed.clone(),
             log_stats: self.log_stats.clone(),
+            faults: self.faults.clone(),
             span: self.span.clone(),
         }
     }
@@ -180,6 +187,7 @@ impl<E: Engine> Partition<E> {
             .map_err(|e| Error::Actor(ActorError::Task(e)))??;
         let closed = Arc::new(storage.closed_signal());
         let log_stats = storage.log.stats();
+        let faults = storage.faults.clone();
         let (jobs, _) = broadcast::channel(1024);
         let (status_tx, status) = watch::channel(PartitionStatus {
             partition_id: config.partition_id,
@@ -222,6 +230,7 @@ impl<E: Engine> Partition<E> {
             env,
             closed,
             log_stats,
+            faults,
             span,
         };
         match started_rx.await {
@@ -468,6 +477,8 @@ impl<E: Engine> Partition<E> {
             .ok()
             .flatten();
         self.env.raft_service.unregister(self.config.partition_id);
+        // A write retried while the disk is full would hold raft's shutdown forever.
+        self.faults.close();
         if let Some(raft) = raft
             && let Err(e) = raft.shutdown().await
         {

@@ -120,7 +120,8 @@ async fn open<E: Engine>(
 ) -> Result<Raft, Error> {
     let raft_config =
         rill_raft::openraft_config(&config.raft, &format!("partition-{}", config.partition_id))?;
-    let sm = PartitionStateMachine::new(storage.state.clone(), storage.snapshots.clone(), handler);
+    let sm = PartitionStateMachine::new(storage.state.clone(), storage.snapshots.clone(), handler)
+        .with_faults(storage.faults.clone());
     let network = NetworkFactory::new(
         config.partition_id,
         env.transport.clone(),

@@ -26,7 +26,7 @@ use crate::clock;
 use crate::delivery::PartitionRouter;
 use crate::error::{Error, Result};
 use crate::export::ExportDirector;
-use crate::flow_control::RequestLimiter;
+use crate::flow_control::{RequestLimiter, WriteRateLimiter};
 use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
 use crate::state::{
@@ -40,6 +40,8 @@ pub(crate) struct Replica<E: Engine> {
     info: PartitionInfo,
     engine: E,
     state: Arc<StateStore>,
+    /// Disk writes of the log and the state machine that fail and are retried.
+    faults: rill_raft::WriteFaults,
     /// Log, and the state machine's snapshot store, until raft takes them over.
     pub(super) startup: Option<PartitionStorage>,
     pub(super) raft: Option<Raft>,
@@ -53,6 +55,8 @@ pub(crate) struct Replica<E: Engine> {
     applied_index: u64,
     requests: RequestBook<E::Response>,
     leadership: Leadership<E>,
+    /// The write-rate limit of this leadership (`flow-control.write`), if any.
+    write_limiter: Option<WriteRateLimiter>,
     last_proposed: Timestamp,
     router: Option<Arc<dyn PartitionRouter<E>>>,
     /// Told every cluster configuration this replica's state stores (partition 1).
@@ -118,6 +122,7 @@ impl<E: Engine> Replica<E> {
             ),
             engine: args.engine,
             state,
+            faults: args.storage.faults.clone(),
             startup: Some(args.storage),
             raft: None,
             env: args.env,
@@ -127,6 +132,7 @@ impl<E: Engine> Replica<E> {
             cursor,
             applied_index,
             leadership: Leadership::Follower,
+            write_limiter: None,
             last_proposed: Timestamp(0),
             router: None,
             cluster_sink: None,
@@ -178,15 +184,33 @@ impl<E: Engine> Replica<E> {
             return;
         }
         let never_rejected = E::is_never_rejected(&command);
+        if let Some(reason) = self.intake_refusal(E::passes_disk_watermark(&command)) {
+            self.metrics.dropped.inc();
+            let _ = reply.send(Err(Error::Refused {
+                partition: self.partition(),
+                reason,
+            }));
+            return;
+        }
         if !never_rejected && self.export_backlog_exceeded() {
             self.metrics.dropped.inc();
             let _ = reply.send(Err(self.requests.exhausted()));
             return;
         }
-        let Some(request) = self
-            .requests
-            .admit(reply, timeout, never_rejected, Instant::now())
-        else {
+        let now = Instant::now();
+        let partition = self.partition();
+        if !never_rejected
+            && let Some(limiter) = &mut self.write_limiter
+            && !limiter.try_acquire(now)
+        {
+            self.metrics.dropped.inc();
+            let _ = reply.send(Err(Error::Refused {
+                partition,
+                reason: limiter.refusal(now),
+            }));
+            return;
+        }
+        let Some(request) = self.requests.admit(reply, timeout, never_rejected, now) else {
             self.metrics.dropped.inc();
             return;
         };
@@ -194,6 +218,23 @@ impl<E: Engine> Replica<E> {
             leader.enqueue(Some(request), QueuedCommand::Engine(command));
             leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
         }
+    }
+
+    /// Why the disk refuses the command, if it does: while a disk write fails, every
+    /// command (it could not be written either); while the disk is past the command
+    /// watermark, those that do not finish work or let instances end. Decided here,
+    /// before the log, so the engine never sees the disk.
+    fn intake_refusal(&self, passes_watermark: bool) -> Option<String> {
+        if let Some(failing) = self.faults.failing() {
+            return Some(format!(
+                "it cannot write to disk ({failing}); it resumes by itself once writes \
+                 succeed again"
+            ));
+        }
+        if passes_watermark {
+            return None;
+        }
+        self.env.disk.command_refusal()
     }
 
     /// The engine's answer from applied state, for a command that then needs no log entry
@@ -318,6 +359,13 @@ impl<E: Engine> Replica<E> {
             keep_records,
         ) {
             Ok(applied) => applied,
+            Err(Error::StateWrite(e)) if e.is_retryable_write_failure() => {
+                // Nothing of the batch was written: caches may hold what it would have.
+                // Raft's state machine hands the same batch again after a backoff.
+                self.engine.reset_caches();
+                self.publish_status();
+                return Err(rill_raft::Error::DiskWrite(e.to_string()));
+            }
             Err(e) => {
                 // Nothing of the batch was written: caches may hold what it would have.
                 self.engine.reset_caches();
@@ -536,6 +584,11 @@ impl<E: Engine> Replica<E> {
             leader.set_router(self.partition(), router.clone(), self.env.io.clone());
         }
         self.leadership = Leadership::Leader(Box::new(leader));
+        // The write rate ramps up anew with each leadership.
+        self.write_limiter = self
+            .config
+            .write_rate
+            .map(|rate| WriteRateLimiter::new(rate, Instant::now()));
     }
 
     /// Where to deliver commands for other partitions; a leader's couriers start anew.
@@ -662,6 +715,8 @@ impl<E: Engine> Replica<E> {
 
     pub(super) fn publish_status(&self) {
         let limiter = self.requests.limiter();
+        let write_failing = self.faults.failing().is_some();
+        self.metrics.write_failing.set(i64::from(write_failing));
         let status = PartitionStatus {
             partition_id: self.partition(),
             node_id: self.config.node_id,
@@ -675,7 +730,7 @@ impl<E: Engine> Replica<E> {
             applied_index: self.applied_index,
             last_position: self.cursor.last_position,
             exported: self.exported,
-            healthy: self.requests.failure().is_none(),
+            healthy: self.requests.failure().is_none() && !write_failing,
             inflight: limiter.inflight(),
             peak_inflight: limiter.peak_inflight(),
             limit: limiter.limit(),

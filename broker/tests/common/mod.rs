@@ -40,6 +40,7 @@ pub fn test_config(
         request_timeout: Duration::from_secs(5),
         max_inflight_proposals: rill_broker::DEFAULT_MAX_INFLIGHT_PROPOSALS,
         export_backlog_limit: None,
+        write_rate: None,
         history: rill_broker::HistorySettings::default(),
         command_limits: Default::default(),
         joining: false,
@@ -103,6 +104,7 @@ impl Cluster {
             metrics: self.metrics.clone(),
             exporters: self.exporters.clone(),
             state: rill_raft::StateOptions::default(),
+            disk: rill_broker::DiskUsage::unsampled(std::env::temp_dir()),
         };
         let partition = Partition::start(self.configs[i].clone(), ListEngine, env)
             .await

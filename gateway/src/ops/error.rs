@@ -42,8 +42,12 @@ pub enum ClientError {
     },
     /// The gateway or the node cannot serve the request right now.
     Unavailable { detail: String },
-    /// Flow control refused the command: back off and retry.
-    ResourceExhausted { partition: PartitionId },
+    /// Flow control refused the command: back off and retry. `reason` says why when it
+    /// is not the in-flight limit (the broker's disk is past a watermark).
+    ResourceExhausted {
+        partition: PartitionId,
+        reason: Option<String>,
+    },
     /// No answer in time: the command may or may not have been applied.
     DeadlineExceeded,
     /// A read, and the partition's history store (which answers every read) is off:
@@ -190,10 +194,21 @@ impl fmt::Display for ClientError {
                 "Expected to handle the request, but partition {partition} is unavailable: \
                  {reason}"
             ),
-            ClientError::ResourceExhausted { partition } => write!(
+            ClientError::ResourceExhausted {
+                partition,
+                reason: None,
+            } => write!(
                 f,
                 "Expected to handle the request, but partition {partition} is overloaded \
                  (backpressure); retry after a back-off"
+            ),
+            ClientError::ResourceExhausted {
+                partition,
+                reason: Some(reason),
+            } => write!(
+                f,
+                "Expected to handle the request, but partition {partition} refuses it: \
+                 {reason}; retry after a back-off"
             ),
             ClientError::DeadlineExceeded => f.write_str(
                 "Expected to handle the request, but it timed out between gateway and broker; \
@@ -242,9 +257,9 @@ impl From<rill_client::Error> for ClientError {
                     reason: Some(reason),
                 }
             }
-            rill_client::Error::ResourceExhausted { partition, .. } => {
-                ClientError::ResourceExhausted { partition }
-            }
+            rill_client::Error::ResourceExhausted {
+                partition, reason, ..
+            } => ClientError::ResourceExhausted { partition, reason },
             rill_client::Error::Timeout => ClientError::DeadlineExceeded,
             rill_client::Error::HistoryDisabled { partition } => {
                 ClientError::HistoryDisabled { partition }
@@ -335,7 +350,10 @@ pub(crate) fn one_of_each() -> Vec<ClientError> {
         ClientError::Unavailable {
             detail: "The node is shutting down".to_owned(),
         },
-        ClientError::ResourceExhausted { partition },
+        ClientError::ResourceExhausted {
+            partition,
+            reason: None,
+        },
         ClientError::DeadlineExceeded,
         ClientError::HistoryDisabled { partition },
         ClientError::Unauthenticated {
@@ -397,9 +415,24 @@ mod tests {
         assert_eq!(
             ClientError::from(rill_client::Error::ResourceExhausted {
                 partition,
-                limit: 7
+                limit: 7,
+                reason: None,
             }),
-            ClientError::ResourceExhausted { partition }
+            ClientError::ResourceExhausted {
+                partition,
+                reason: None
+            }
+        );
+        let disk_full = ClientError::from(rill_client::Error::ResourceExhausted {
+            partition,
+            limit: 0,
+            reason: Some("the disk of the data directory /data is 98.0% full".to_owned()),
+        });
+        assert!(
+            disk_full
+                .to_string()
+                .contains("refuses it: the disk of the data directory /data is 98.0% full"),
+            "{disk_full}"
         );
         assert_eq!(
             ClientError::from(rill_client::Error::Timeout),

@@ -235,6 +235,7 @@ mod tests {
     fn back_pressure_says_when_to_retry() {
         let response = ClientError::ResourceExhausted {
             partition: rill_protocol::PartitionId(1),
+            reason: None,
         }
         .into_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);

@@ -520,6 +520,7 @@ async fn backpressure_is_503_resource_exhausted_with_retry_after() {
         Err(rill_client::Error::ResourceExhausted {
             partition,
             limit: 8,
+            reason: None,
         })
     });
     let gateway = TestGateway::start(backend.clone()).await;

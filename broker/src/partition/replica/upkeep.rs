@@ -38,6 +38,8 @@ impl<E: Engine> Replica<E> {
         {
             self.snapshots.trigger(self.raft.as_ref());
         }
+        // A disk write failing or succeeding again changes the health.
+        self.publish_status();
         let limiter = self.requests.limiter();
         self.metrics.inflight.set(i64::from(limiter.inflight()));
         self.metrics
