@@ -464,7 +464,11 @@ pub fn broker(config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some((cluster.clone(), local_replicas(&partitions), partitions.clone())),
+                Some((
+                    cluster.clone(),
+                    local_replicas(&partitions),
+                    partitions.clone(),
+                )),
                 authenticator,
                 stop_rx,
             )
