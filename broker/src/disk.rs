@@ -126,7 +126,7 @@ impl DiskUsage {
         })
     }
 
-    /// Samples the disk every [`SAMPLE_PERIOD`] on `io`, and reports it in `registry`.
+    /// Samples the disk every second on `io`, and reports it in `registry`.
     pub fn start_sampling(&self, io: &Handle, registry: &Registry) -> Result<()> {
         let gauges = DiskGauges::register(registry)?;
         gauges.command.set(self.0.command_watermark);

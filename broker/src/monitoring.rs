@@ -16,6 +16,7 @@ use futures::future::BoxFuture;
 use prometheus::{Encoder, Registry, TextEncoder};
 use rill_config::TlsConfig;
 use rill_tls::{ALPN_HTTP, IdentityFiles, ReloadingIdentity, TlsAcceptor, TlsListener};
+use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use crate::error::{Error, Result};
@@ -209,4 +210,33 @@ async fn ready(State(state): State<MonitoringState>) -> Response {
 
 async fn health_probe(State(state): State<MonitoringState>) -> Response {
     probe(state.health.healthy(), "healthy")
+}
+
+/// An error answer of the management API: an RFC 9457 problem document that also
+/// carries Zeebe's `message`.
+pub(crate) fn problem(status: StatusCode, title: &str, message: impl Into<String>) -> Response {
+    let message = message.into();
+    let body = json!({
+        "type": "about:blank",
+        "title": title,
+        "status": status.as_u16(),
+        "detail": message,
+        "message": message,
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/problem+json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// A JSON answer of the management API.
+pub(crate) fn json_response(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }

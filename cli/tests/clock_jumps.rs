@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Api, Brokers, Workload, deploy};
+use support::{Api, Brokers, Workload, deploy, replica_roles};
 
 const LIBFAKETIME: &[&str] = &[
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
@@ -81,15 +81,14 @@ fn runtime() -> tokio::runtime::Runtime {
 async fn leader(brokers: &Brokers, claims: &mut BTreeMap<u64, BTreeSet<usize>>) -> Option<usize> {
     let mut found = None;
     for node in 0..brokers.nodes.len() {
-        let api = Api::new(brokers.nodes[node].monitoring());
-        let Ok((200, partitions)) = api.get("/actuator/partitions").await else {
-            continue;
-        };
-        if partitions["1"]["role"] == "LEADER"
-            && let Some(term) = partitions["1"]["term"].as_u64()
+        for (partition, term, role) in replica_roles(&brokers.nodes[node])
+            .await
+            .unwrap_or_default()
         {
-            claims.entry(term).or_default().insert(node);
-            found = Some(node);
+            if partition == 1 && role == "LEADER" {
+                claims.entry(term).or_default().insert(node);
+                found = Some(node);
+            }
         }
     }
     found

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use support::{Api, Brokers, deploy, job_completions};
+use support::{Api, Brokers, deploy, job_completions, replica_roles};
 
 /// The bars.
 const NEW_LEADER_BAR: Duration = Duration::from_secs(3);
@@ -230,42 +230,13 @@ async fn leaders(brokers: &Brokers, nodes: &[usize]) -> BTreeMap<u64, BTreeSet<u
 /// The brokers that said they led, by partition and raft term.
 type TermLeaders = BTreeMap<(u64, u64), BTreeSet<usize>>;
 
-/// The partitions broker `node` hosts, with the raft term and role its own
-/// `GET /actuator/partitions` reports; `None` if it does not answer.
-async fn actuator_terms(brokers: &Brokers, node: usize) -> Option<Vec<(u64, u64, String)>> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .ok()?;
-    let body: Value = client
-        .get(format!(
-            "{}/actuator/partitions",
-            brokers.nodes[node].monitoring()
-        ))
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    Some(
-        body.as_object()?
-            .iter()
-            .filter_map(|(id, p)| {
-                Some((
-                    id.parse().ok()?,
-                    p["term"].as_u64()?,
-                    p["role"].as_str()?.to_owned(),
-                ))
-            })
-            .collect(),
-    )
-}
-
 /// Adds the leaders `nodes` report now to `seen`.
 async fn note_term_leaders(brokers: &Brokers, nodes: &[usize], seen: &mut TermLeaders) {
     for &node in nodes {
-        for (partition, term, role) in actuator_terms(brokers, node).await.unwrap_or_default() {
+        for (partition, term, role) in replica_roles(&brokers.nodes[node])
+            .await
+            .unwrap_or_default()
+        {
             if role == "LEADER" {
                 seen.entry((partition, term)).or_default().insert(node);
             }
@@ -278,7 +249,7 @@ async fn note_term_leaders(brokers: &Brokers, nodes: &[usize], seen: &mut TermLe
 async fn term_gauges_match(brokers: &Brokers) -> Result<(), String> {
     for node in running(brokers) {
         let gauges = brokers.nodes[node].metric("rill_raft_term").await;
-        let Some(reported) = actuator_terms(brokers, node).await else {
+        let Some(reported) = replica_roles(&brokers.nodes[node]).await else {
             return Err(format!(
                 "broker {node} did not answer GET /actuator/partitions"
             ));

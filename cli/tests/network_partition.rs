@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Api, Brokers};
+use support::{Api, Brokers, replica_roles};
 
 /// The bridge's subnet: it exists only inside the test's namespaces.
 const SUBNET: &str = "10.77.0";
@@ -222,28 +222,6 @@ fn api_with_timeout(base: String, timeout: Duration) -> Api {
     }
 }
 
-/// Each partition broker `node` hosts: (partition, term, role), from its own
-/// `GET /actuator/partitions`; `None` if it does not answer.
-async fn replicas(brokers: &Brokers, node: usize) -> Option<Vec<(u64, u64, String)>> {
-    let api = api_with_timeout(brokers.nodes[node].monitoring(), Duration::from_secs(2));
-    let (status, body) = api.get("/actuator/partitions").await.ok()?;
-    if status != 200 {
-        return None;
-    }
-    Some(
-        body.as_object()?
-            .iter()
-            .filter_map(|(id, p)| {
-                Some((
-                    id.parse().ok()?,
-                    p["term"].as_u64()?,
-                    p["role"].as_str()?.to_owned(),
-                ))
-            })
-            .collect(),
-    )
-}
-
 /// Who says it leads partition 1, with its term, among `nodes`; notes every claim in
 /// `claims` (by term).
 async fn leaders(
@@ -253,7 +231,10 @@ async fn leaders(
 ) -> Vec<(usize, u64)> {
     let mut found = Vec::new();
     for &node in nodes {
-        for (partition, term, role) in replicas(brokers, node).await.unwrap_or_default() {
+        for (partition, term, role) in replica_roles(&brokers.nodes[node])
+            .await
+            .unwrap_or_default()
+        {
             if partition == 1 && role == "LEADER" {
                 claims.entry(term).or_default().insert(node);
                 found.push((node, term));
@@ -373,7 +354,10 @@ fn cut_the_leader_off(cut: Cut) {
             {
                 new_leader = Some((node, term, cut_at.elapsed()));
             }
-            for (partition, term, role) in replicas(&brokers, leader).await.unwrap_or_default() {
+            for (partition, term, role) in replica_roles(&brokers.nodes[leader])
+                .await
+                .unwrap_or_default()
+            {
                 if partition == 1 {
                     isolated_roles.insert(format!("{role} in term {term}"));
                 }
@@ -453,7 +437,9 @@ fn cut_the_leader_off(cut: Cut) {
         acknowledged.push(key);
         let deadline = healed_at + HEAL_BAR + Duration::from_secs(5);
         loop {
-            let said = replicas(&brokers, leader).await.unwrap_or_default();
+            let said = replica_roles(&brokers.nodes[leader])
+                .await
+                .unwrap_or_default();
             if said.iter().any(|(p, term, _)| *p == 1 && *term >= new_term) {
                 break;
             }

@@ -15,13 +15,15 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::future::BoxFuture;
 use rill_protocol::PartitionId;
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::monitoring::{json_response, problem};
 
 use super::CheckpointOutcome;
 use super::store::{BackupState, FilesystemStore, PartitionBackupStatus, overall_state};
@@ -50,32 +52,6 @@ pub fn router(store: Option<FilesystemStore>, partitions: Arc<dyn BackupPartitio
         .route("/actuator/backups", get(list).post(take))
         .route("/actuator/backups/{id}", get(status).delete(delete))
         .with_state(BackupApi { store, partitions })
-}
-
-fn problem(status: StatusCode, title: &str, message: impl Into<String>) -> Response {
-    let message = message.into();
-    let body = json!({
-        "type": "about:blank",
-        "title": title,
-        "status": status.as_u16(),
-        "detail": message,
-        "message": message,
-    });
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/problem+json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
-fn json_response(status: StatusCode, body: Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
 }
 
 fn no_store() -> Response {

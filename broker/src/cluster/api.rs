@@ -23,11 +23,12 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{delete, get, post};
 use serde::Deserialize;
-use serde_json::{Value, json};
+
+use crate::monitoring::{json_response, problem};
 
 use super::{ChangeRequest, ClusterState, Operation, plan, view};
 use crate::partition::PartitionStatus;
@@ -56,38 +57,12 @@ pub fn router(cluster: ClusterState, local: LocalReplicas) -> Router {
         .with_state(cluster)
 }
 
-fn problem(status: StatusCode, title: &str, message: impl Into<String>) -> Response {
-    let message = message.into();
-    let body = json!({
-        "type": "about:blank",
-        "title": title,
-        "status": status.as_u16(),
-        "detail": message,
-        "message": message,
-    });
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/problem+json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
 fn bad_request(message: impl Into<String>) -> Response {
     problem(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
 }
 
 async fn topology(State(cluster): State<ClusterState>) -> Response {
     json_response(StatusCode::OK, view::topology(&cluster.current()))
-}
-
-fn json_response(status: StatusCode, body: Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
 }
 
 /// `?dryRun=true|false`; anything else is named as wrong.

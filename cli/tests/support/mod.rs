@@ -288,6 +288,36 @@ impl RillProcess {
     }
 }
 
+/// The replicas `node` hosts as its own `GET /actuator/partitions` reports them:
+/// (partition, raft term, role); `None` if it does not answer (a cut or stopped broker).
+pub async fn replica_roles(node: &RillProcess) -> Option<Vec<(u64, u64, String)>> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .ok()?;
+    let response = client
+        .get(format!("{}/actuator/partitions", node.monitoring()))
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let body: Value = response.json().await.ok()?;
+    Some(
+        body.as_object()?
+            .iter()
+            .filter_map(|(id, p)| {
+                Some((
+                    id.parse().ok()?,
+                    p["term"].as_u64()?,
+                    p["role"].as_str()?.to_owned(),
+                ))
+            })
+            .collect(),
+    )
+}
+
 /// The samples of `name` in Prometheus text, by their `partition` label.
 pub fn parse_metric(text: &str, name: &str) -> std::collections::BTreeMap<String, f64> {
     let mut values = std::collections::BTreeMap::new();
