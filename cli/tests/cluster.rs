@@ -55,6 +55,13 @@ fn a_broker_catches_up_from_a_snapshot_and_after_a_network_cut() {
         let mut brokers = Brokers::start(dir.path(), 3, 2, 3, &options);
         brokers.wait_ready(Duration::from_secs(60)).await;
         deploy(&brokers.api(0), &["two-rest-calls.bpmn"]).await;
+        // The deployment must be on both partitions before the load: until it reaches
+        // partition 2, creates meant for it land on partition 1, and a fast load could
+        // leave partition 2 with nothing to purge.
+        brokers
+            .api(0)
+            .create_on_every_partition("two-rest-calls", 2, 2, || brokers.logs())
+            .await;
 
         // Where broker 2's replicas stand when it goes down (the deployment is applied
         // on every partition, so each has its gauge).
