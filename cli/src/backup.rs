@@ -99,7 +99,7 @@ pub fn restore(args: RestoreArgs) -> Result<String> {
 }
 
 pub async fn run(args: BackupArgs, ca_certificate: Option<&Path>) -> Result<String> {
-    let client = crate::client::http_client(ca_certificate)?;
+    let client = crate::client::http_client(ca_certificate).await?;
     let endpoint = url(&args.management, "/actuator/backups");
     match args.command {
         BackupCommand::Take { id, wait, timeout } => {

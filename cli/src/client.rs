@@ -214,10 +214,21 @@ fn listing(command: ClientCommand) -> Result<(Listing, ListArgs), ClientCommand>
 
 /// An HTTP client that also trusts the CA certificates in `ca_certificate` (a PEM file),
 /// for a gateway or management port whose certificate a private CA issued.
-pub fn http_client(ca_certificate: Option<&Path>) -> Result<reqwest::Client> {
-    let mut builder = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .default_headers(crate::security::client_headers()?);
+/// It sends the credentials in the environment (`security::client_headers`) with every
+/// request; OAuth client credentials are exchanged for a token first, through a client
+/// that trusts the same certificates.
+pub async fn http_client(ca_certificate: Option<&Path>) -> Result<reqwest::Client> {
+    let builder = trusting(ca_certificate)?;
+    let token_client = builder.build().context("building the HTTP client")?;
+    let headers = crate::security::client_headers(&token_client).await?;
+    trusting(ca_certificate)?
+        .default_headers(headers)
+        .build()
+        .context("building the HTTP client")
+}
+
+fn trusting(ca_certificate: Option<&Path>) -> Result<reqwest::ClientBuilder> {
+    let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(5));
     if let Some(path) = ca_certificate {
         let pem = std::fs::read(path)
             .with_context(|| format!("--ca-certificate: cannot read {}", path.display()))?;
@@ -237,7 +248,7 @@ pub fn http_client(ca_certificate: Option<&Path>) -> Result<reqwest::Client> {
             builder = builder.add_root_certificate(certificate);
         }
     }
-    builder.build().context("building the HTTP client")
+    Ok(builder)
 }
 
 /// Talks to one gateway's REST API.
@@ -247,12 +258,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(address: &str, ca_certificate: Option<&Path>) -> Result<Client> {
+    pub async fn new(address: &str, ca_certificate: Option<&Path>) -> Result<Client> {
         let base = address.trim_end_matches('/').to_owned();
         if !base.starts_with("http://") && !base.starts_with("https://") {
             bail!("the gateway address must start with http:// or https://, got '{address}'");
         }
-        let http = http_client(ca_certificate)?;
+        let http = http_client(ca_certificate).await?;
         Ok(Client { http, base })
     }
 
@@ -502,9 +513,9 @@ mod tests {
         assert!(err.contains("not valid JSON"), "{err}");
     }
 
-    #[test]
-    fn address_needs_a_scheme() {
-        assert!(Client::new("localhost:8080", None).is_err());
-        assert!(Client::new("http://localhost:8080/", None).is_ok());
+    #[tokio::test]
+    async fn address_needs_a_scheme() {
+        assert!(Client::new("localhost:8080", None).await.is_err());
+        assert!(Client::new("http://localhost:8080/", None).await.is_ok());
     }
 }

@@ -166,8 +166,11 @@ fn run(cli: Cli) -> Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            let client = Client::new(&cli.address, cli.ca_certificate.as_deref())?;
-            match runtime.block_on(client.run(command))? {
+            let output = runtime.block_on(async {
+                let client = Client::new(&cli.address, cli.ca_certificate.as_deref()).await?;
+                client.run(command).await
+            })?;
+            match output {
                 Output::Value(value) => println!("{}", serde_json::to_string_pretty(&value)?),
                 Output::Text(text) => print!("{text}"),
             }

@@ -87,7 +87,7 @@ pub(crate) async fn body(response: reqwest::Response) -> Result<Value> {
 }
 
 pub async fn run(args: ClusterArgs, ca_certificate: Option<&Path>) -> Result<String> {
-    let client = crate::client::http_client(ca_certificate)?;
+    let client = crate::client::http_client(ca_certificate).await?;
     let endpoint = url(&args.management, "/actuator/cluster");
     match args.command {
         ClusterCommand::Status { json } => {

@@ -49,43 +49,159 @@ fn is_loopback(host: &str) -> bool {
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Credentials the `rill` client commands send (`rill cluster ...`, `rill deploy ...`):
-/// `RILL_USERNAME` and `RILL_PASSWORD` from the environment (both or neither), or
-/// `RILL_TOKEN` (an OIDC access token), as an `Authorization` header sent with every
-/// request.
-pub fn client_headers() -> Result<reqwest::header::HeaderMap> {
-    use base64::Engine;
+/// The credentials the `rill` client commands send (`rill cluster ...`, `rill deploy ...`),
+/// from the environment: one kind of them, or none.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ClientCredentials {
+    None,
+    /// `RILL_USERNAME` and `RILL_PASSWORD` (basic authentication).
+    Basic { username: String, password: String },
+    /// `RILL_TOKEN`: an access token the caller got itself (oidc).
+    Token(String),
+    /// `RILL_CLIENT_ID`, `RILL_CLIENT_SECRET` and `RILL_OAUTH_URL` (the provider's token
+    /// endpoint), with `RILL_TOKEN_AUDIENCE` optional: an OAuth client-credentials grant,
+    /// as Camunda's SDKs make it, asked for once per command.
+    OAuth {
+        client_id: String,
+        client_secret: String,
+        token_url: String,
+        audience: Option<String>,
+    },
+}
 
-    let mut headers = reqwest::header::HeaderMap::new();
-    let username = std::env::var("RILL_USERNAME").ok();
-    let password = std::env::var("RILL_PASSWORD").ok();
-    if let Ok(token) = std::env::var("RILL_TOKEN") {
-        if username.is_some() || password.is_some() {
+impl ClientCredentials {
+    /// Reads them with `var` (the process environment in [`client_headers`]); more than
+    /// one kind, or half of one, is an error naming the variables.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<ClientCredentials> {
+        let basic = (var("RILL_USERNAME"), var("RILL_PASSWORD"));
+        let token = var("RILL_TOKEN");
+        let oauth = (
+            var("RILL_CLIENT_ID"),
+            var("RILL_CLIENT_SECRET"),
+            var("RILL_OAUTH_URL"),
+        );
+        let kinds = [
+            basic.0.is_some() || basic.1.is_some(),
+            token.is_some(),
+            oauth.0.is_some() || oauth.1.is_some() || oauth.2.is_some(),
+        ];
+        if kinds.iter().filter(|set| **set).count() > 1 {
             anyhow::bail!(
-                "RILL_TOKEN and RILL_USERNAME/RILL_PASSWORD are both set: use one kind of \
-                 credentials"
+                "more than one kind of credentials is set (RILL_USERNAME/RILL_PASSWORD, \
+                 RILL_TOKEN, RILL_CLIENT_ID/RILL_CLIENT_SECRET/RILL_OAUTH_URL): use one"
             );
         }
-        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.trim()))
-            .map_err(|_| anyhow::anyhow!("RILL_TOKEN makes no header: it is not a token"))?;
-        value.set_sensitive(true);
-        headers.insert(reqwest::header::AUTHORIZATION, value);
-        return Ok(headers);
+        if let Some(token) = token {
+            return Ok(ClientCredentials::Token(token.trim().to_owned()));
+        }
+        match oauth {
+            (Some(client_id), Some(client_secret), Some(token_url)) => {
+                if !token_url.starts_with("https://") && !token_url.starts_with("http://") {
+                    anyhow::bail!("RILL_OAUTH_URL must be an http(s) URL, got '{token_url}'");
+                }
+                return Ok(ClientCredentials::OAuth {
+                    client_id,
+                    client_secret,
+                    token_url,
+                    audience: var("RILL_TOKEN_AUDIENCE").filter(|a| !a.is_empty()),
+                });
+            }
+            (None, None, None) => {}
+            (id, secret, url) => {
+                let missing: Vec<&str> = [
+                    ("RILL_CLIENT_ID", id.is_none()),
+                    ("RILL_CLIENT_SECRET", secret.is_none()),
+                    ("RILL_OAUTH_URL", url.is_none()),
+                ]
+                .into_iter()
+                .filter_map(|(name, missing)| missing.then_some(name))
+                .collect();
+                anyhow::bail!(
+                    "OAuth client credentials are incomplete: {} not set",
+                    missing.join(" and ")
+                );
+            }
+        }
+        match basic {
+            (None, None) => Ok(ClientCredentials::None),
+            (Some(username), Some(password)) => Ok(ClientCredentials::Basic { username, password }),
+            (Some(_), None) => anyhow::bail!("RILL_USERNAME is set but RILL_PASSWORD is not"),
+            (None, Some(_)) => anyhow::bail!("RILL_PASSWORD is set but RILL_USERNAME is not"),
+        }
     }
-    match (username, password) {
-        (None, None) => {}
-        (Some(username), Some(password)) => {
+}
+
+/// The `Authorization` header for the credentials in the environment
+/// ([`ClientCredentials::from_env`]), sent with every request of a command. OAuth
+/// credentials are exchanged for a token here, through `http`.
+pub async fn client_headers(http: &reqwest::Client) -> Result<reqwest::header::HeaderMap> {
+    use base64::Engine;
+
+    let credentials = ClientCredentials::from_env(|name| std::env::var(name).ok())?;
+    let value = match credentials {
+        ClientCredentials::None => return Ok(reqwest::header::HeaderMap::new()),
+        ClientCredentials::Basic { username, password } => {
             let encoded =
                 base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
-            let mut value = reqwest::header::HeaderValue::from_str(&format!("Basic {encoded}"))
-                .map_err(|_| anyhow::anyhow!("RILL_USERNAME and RILL_PASSWORD make no header"))?;
-            value.set_sensitive(true);
-            headers.insert(reqwest::header::AUTHORIZATION, value);
+            format!("Basic {encoded}")
         }
-        (Some(_), None) => anyhow::bail!("RILL_USERNAME is set but RILL_PASSWORD is not"),
-        (None, Some(_)) => anyhow::bail!("RILL_PASSWORD is set but RILL_USERNAME is not"),
-    }
+        ClientCredentials::Token(token) => format!("Bearer {token}"),
+        ClientCredentials::OAuth {
+            client_id,
+            client_secret,
+            token_url,
+            audience,
+        } => {
+            let token = fetch_token(http, &client_id, &client_secret, &token_url, audience).await?;
+            format!("Bearer {token}")
+        }
+    };
+    let mut value = reqwest::header::HeaderValue::from_str(&value)
+        .map_err(|_| anyhow::anyhow!("the credentials in the environment make no HTTP header"))?;
+    value.set_sensitive(true);
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(reqwest::header::AUTHORIZATION, value);
     Ok(headers)
+}
+
+/// An access token from `token_url` by the client-credentials grant (RFC 6749 4.4), the
+/// secret in the form (`client_secret_post`), as Camunda's SDKs send it.
+async fn fetch_token(
+    http: &reqwest::Client,
+    client_id: &str,
+    client_secret: &str,
+    token_url: &str,
+    audience: Option<String>,
+) -> Result<String> {
+    let mut form = vec![
+        ("grant_type", "client_credentials".to_owned()),
+        ("client_id", client_id.to_owned()),
+        ("client_secret", client_secret.to_owned()),
+    ];
+    if let Some(audience) = audience {
+        form.push(("audience", audience));
+    }
+    let response = http
+        .post(token_url)
+        .timeout(std::time::Duration::from_secs(30))
+        .form(&form)
+        .send()
+        .await
+        .map_err(|error| anyhow::anyhow!("RILL_OAUTH_URL {token_url}: {error}"))?;
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    if !status.is_success() {
+        // The provider's error code and description, never the secret.
+        anyhow::bail!(
+            "RILL_OAUTH_URL {token_url} refused client {client_id}: {status} {} {}",
+            body["error"].as_str().unwrap_or(""),
+            body["error_description"].as_str().unwrap_or("")
+        );
+    }
+    match body["access_token"].as_str() {
+        Some(token) if !token.is_empty() => Ok(token.to_owned()),
+        _ => anyhow::bail!("RILL_OAUTH_URL {token_url} answered {status} without an access_token"),
+    }
 }
 
 /// The management port's guard: the client APIs' authentication.
@@ -101,6 +217,68 @@ impl RequestGuard for ManagementGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
+    }
+
+    #[test]
+    fn client_credentials_come_in_one_kind() {
+        assert_eq!(
+            ClientCredentials::from_env(env(&[])).unwrap(),
+            ClientCredentials::None
+        );
+        assert_eq!(
+            ClientCredentials::from_env(env(&[("RILL_USERNAME", "demo"), ("RILL_PASSWORD", "p")]))
+                .unwrap(),
+            ClientCredentials::Basic {
+                username: "demo".into(),
+                password: "p".into()
+            }
+        );
+        assert_eq!(
+            ClientCredentials::from_env(env(&[
+                ("RILL_CLIENT_ID", "ops"),
+                ("RILL_CLIENT_SECRET", "s"),
+                ("RILL_OAUTH_URL", "https://idp/token"),
+                ("RILL_TOKEN_AUDIENCE", "rill-api"),
+            ]))
+            .unwrap(),
+            ClientCredentials::OAuth {
+                client_id: "ops".into(),
+                client_secret: "s".into(),
+                token_url: "https://idp/token".into(),
+                audience: Some("rill-api".into())
+            }
+        );
+        let mixed = ClientCredentials::from_env(env(&[
+            ("RILL_TOKEN", "t"),
+            ("RILL_CLIENT_ID", "ops"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(mixed.contains("more than one kind"), "{mixed}");
+        let half = ClientCredentials::from_env(env(&[("RILL_CLIENT_ID", "ops")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            half.contains("RILL_CLIENT_SECRET and RILL_OAUTH_URL not set"),
+            "{half}"
+        );
+        let url = ClientCredentials::from_env(env(&[
+            ("RILL_CLIENT_ID", "ops"),
+            ("RILL_CLIENT_SECRET", "s"),
+            ("RILL_OAUTH_URL", "idp/token"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(url.contains("RILL_OAUTH_URL must be an http(s) URL"), "{url}");
+    }
 
     #[test]
     fn loopback_hosts() {

@@ -352,26 +352,54 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
             .await
             .unwrap();
         assert_eq!(ready.status().as_u16(), 200);
-        // `rill cluster status` sends RILL_TOKEN.
-        let cluster_status = |token: Option<&str>| {
+        // `rill cluster status` sends RILL_TOKEN, or gets a token itself with OAuth
+        // client credentials (RILL_CLIENT_ID, RILL_CLIENT_SECRET, RILL_OAUTH_URL).
+        let cluster_status = |env: &[(&str, &str)]| {
             let mut command = Command::new(support::rill_binary());
             command
                 .args(["cluster", "status", "--management", &monitoring])
                 .env_remove("RILL_USERNAME")
                 .env_remove("RILL_PASSWORD")
-                .env_remove("RILL_TOKEN");
-            if let Some(token) = token {
-                command.env("RILL_TOKEN", token);
-            }
+                .env_remove("RILL_TOKEN")
+                .env_remove("RILL_CLIENT_ID")
+                .env_remove("RILL_CLIENT_SECRET")
+                .env_remove("RILL_OAUTH_URL")
+                .env_remove("RILL_TOKEN_AUDIENCE")
+                .envs(env.iter().copied());
             command.output().expect("run rill cluster status")
         };
-        let refused = cluster_status(None);
+        let refused = cluster_status(&[]);
         assert!(
             !refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("401"),
             "{refused:?}"
         );
-        let shown = cluster_status(Some(&token));
+        let shown = cluster_status(&[("RILL_TOKEN", &token)]);
         assert!(shown.status.success(), "{shown:?}");
+        let token_url = provider.token_url();
+        let oauth = cluster_status(&[
+            ("RILL_CLIENT_ID", "rill-client"),
+            ("RILL_CLIENT_SECRET", "rill-client-secret"),
+            ("RILL_OAUTH_URL", &token_url),
+            ("RILL_TOKEN_AUDIENCE", AUDIENCE),
+        ]);
+        assert!(oauth.status.success(), "{oauth:?}");
+        assert!(
+            String::from_utf8_lossy(&oauth.stdout).contains("BROKER"),
+            "{oauth:?}"
+        );
+        let wrong_secret = cluster_status(&[
+            ("RILL_CLIENT_ID", "rill-client"),
+            ("RILL_CLIENT_SECRET", "not-the-secret"),
+            ("RILL_OAUTH_URL", &token_url),
+        ]);
+        let said = String::from_utf8_lossy(&wrong_secret.stderr);
+        assert!(
+            !wrong_secret.status.success()
+                && said.contains("RILL_OAUTH_URL")
+                && said.contains("invalid_client")
+                && !said.contains("not-the-secret"),
+            "{wrong_secret:?}"
+        );
 
         // Refused tokens, each with its reason. A refused deployment deploys nothing.
         let other_audience = provider.token("rill-client", Some("urn:other-api")).await;

@@ -188,7 +188,7 @@ def test_no_job_credentials_without_authentication(release):
 
 
 @pytest.mark.parametrize("values, words", [
-    ({"authentication": {"method": "oidc"}}, ["/authentication/method"]),
+    ({"authentication": {"method": "oidc"}}, ["authentication.oidc.issuerUri is empty"]),
     ({"authentication": {"method": "ldap"}}, ["/authentication/method"]),
     ({"authentication": {"username": "a:b"}}, ["/authentication/username"]),
     ({"authentication": {"username": "$(whoami)"}}, ["/authentication/username"]),
@@ -266,3 +266,151 @@ def test_reused_values_from_before_authentication_must_choose_a_method(chart_bef
     rendered = chart_before_authentication({"authentication": {"method": "none"}})
     assert security_env(workload_envs(rendered)[BROKER]) == {}
     assert rendered.all("Secret") == []
+
+
+# --- OpenID Connect -------------------------------------------------------------------
+
+OIDC_CLIENT_SECRET = "rill-ops-client"
+OIDC = {
+    "method": "oidc",
+    "oidc": {
+        "issuerUri": "https://login.example.com/realms/camunda",
+        "audiences": ["rill-api", "zeebe-api"],
+        "clientIdClaim": "azp",
+        "groupsClaim": "groups",
+        "client": {"id": "rill-ops", "existingSecret": OIDC_CLIENT_SECRET,
+                   "tokenUrl": "https://login.example.com/realms/camunda/protocol/openid-connect/token",
+                   "audience": "rill-api"},
+    },
+}
+
+
+def oidc_values(**changes):
+    values = {**OIDC, "oidc": {**OIDC["oidc"], "client": {**OIDC["oidc"]["client"]}}}
+    for key, value in changes.items():
+        if key in ("id", "existingSecret", "secretKey", "tokenUrl", "audience"):
+            values["oidc"]["client"][key] = value
+        else:
+            values["oidc"][key] = value
+    return {"authentication": values}
+
+
+def oidc_job_credentials(secret=OIDC_CLIENT_SECRET, key="client-secret", audience="rill-api"):
+    expected = {
+        "RILL_CLIENT_ID": "rill-ops",
+        "RILL_CLIENT_SECRET": SecretKeyRef(secret, key),
+        "RILL_OAUTH_URL": "https://login.example.com/realms/camunda/protocol/openid-connect/token",
+    }
+    if audience:
+        expected["RILL_TOKEN_AUDIENCE"] = audience
+    return expected
+
+
+def oauth_env(env):
+    names = ("RILL_CLIENT_ID", "RILL_CLIENT_SECRET", "RILL_OAUTH_URL", "RILL_TOKEN_AUDIENCE",
+             "RILL_USERNAME", "RILL_PASSWORD")
+    return {name: env[name] for name in names if name in env}
+
+
+def test_oidc_settings_reach_brokers_and_gateways_and_no_password_is_made(render):
+    rendered = render({**oidc_values(), "gateway": {"embedded": False}})
+    envs = workload_envs(rendered)
+    assert set(envs) == {BROKER, GATEWAY}
+    for env in envs.values():
+        assert {name: entry["value"] for name, entry in security_env(env).items()} == {
+            METHOD: "oidc",
+            "RILL_SECURITY__AUTHENTICATION__OIDC__ISSUER_URI": "https://login.example.com/realms/camunda",
+            "RILL_SECURITY__AUTHENTICATION__OIDC__AUDIENCES": "rill-api,zeebe-api",
+            "RILL_SECURITY__AUTHENTICATION__OIDC__USERNAME_CLAIM": "sub",
+            "RILL_SECURITY__AUTHENTICATION__OIDC__CLIENT_ID_CLAIM": "azp",
+            "RILL_SECURITY__AUTHENTICATION__OIDC__GROUPS_CLAIM": "groups",
+            "RILL_SECURITY__AUTHENTICATION__OIDC__CLOCK_SKEW": "60s",
+        }
+    assert not [doc for doc in rendered.docs if doc["kind"] == "Secret"]
+
+
+def test_unset_oidc_claims_are_not_sent(render):
+    rendered = render(oidc_values(clientIdClaim="", groupsClaim="", clockSkew="5s"))
+    env = workload_envs(rendered)[BROKER]
+    assert "RILL_SECURITY__AUTHENTICATION__OIDC__CLIENT_ID_CLAIM" not in env
+    assert "RILL_SECURITY__AUTHENTICATION__OIDC__GROUPS_CLAIM" not in env
+    assert env["RILL_SECURITY__AUTHENTICATION__OIDC__CLOCK_SKEW"]["value"] == "5s"
+
+
+def test_scale_jobs_get_tokens_with_the_oidc_client(release):
+    deployed = release(oidc_values(), secrets={OIDC_CLIENT_SECRET: {"client-secret": "s"}})
+    jobs = scale_jobs(deployed.upgrade({**oidc_values(), "clusterSize": 4}))
+    assert set(jobs) == {"pre-upgrade", "post-upgrade"}
+    for _, env, _ in jobs.values():
+        assert oauth_env(env) == oidc_job_credentials()
+
+    # Without an audience, none is asked for.
+    values = oidc_values(audience="", secretKey="token.secret")
+    deployed = release(values, secrets={OIDC_CLIENT_SECRET: {"token.secret": "s"}})
+    (_, env, _), = scale_jobs(deployed.upgrade({**values, "clusterSize": 2, "replicationFactor": 1})).values()
+    assert oauth_env(env) == oidc_job_credentials(key="token.secret", audience="")
+
+
+def test_jobs_switching_between_basic_and_oidc_use_what_the_brokers_run(release):
+    # basic -> oidc: the pre-upgrade Job still talks to brokers with basic.
+    deployed = release(secrets={OIDC_CLIENT_SECRET: {"client-secret": "s"}})
+    jobs = scale_jobs(deployed.upgrade({**oidc_values(), "clusterSize": 4}))
+    assert oauth_env(jobs["pre-upgrade"][1]) == {
+        "RILL_USERNAME": "admin", "RILL_PASSWORD": SecretKeyRef(ADMIN_SECRET, "password")}
+    assert oauth_env(jobs["post-upgrade"][1]) == oidc_job_credentials()
+
+    # oidc -> basic: the running brokers take tokens of the oidc client.
+    deployed = release(oidc_values(), secrets={OIDC_CLIENT_SECRET: {"client-secret": "s"}})
+    upgrade = {"clusterSize": 4, "authentication": {**oidc_values()["authentication"], "method": "basic"}}
+    jobs = scale_jobs(deployed.upgrade(upgrade))
+    assert oauth_env(jobs["pre-upgrade"][1]) == oidc_job_credentials()
+    assert oauth_env(jobs["post-upgrade"][1]) == {
+        "RILL_USERNAME": "admin", "RILL_PASSWORD": SecretKeyRef(ADMIN_SECRET, "password")}
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"issuerUri": ""}, ["authentication.oidc.issuerUri is empty"]),
+    ({"issuerUri": "http://keycloak:8080/realms/camunda"}, ["is not https://", "loopback"]),
+    ({"issuerUri": "login.example.com"}, ["/authentication/oidc/issuerUri"]),
+    ({"audiences": []}, ["authentication.oidc.audiences is empty"]),
+    ({"audiences": ["a,b"]}, ["/authentication/oidc/audiences"]),
+    ({"id": ""}, ["authentication.oidc.client.id is empty", "client credentials"]),
+    ({"existingSecret": ""}, ["authentication.oidc.client.existingSecret is empty"]),
+    ({"tokenUrl": ""}, ["authentication.oidc.client.tokenUrl is empty"]),
+    ({"clockSkew": "a minute"}, ["/authentication/oidc/clockSkew"]),
+], ids=["no-issuer", "http-issuer", "not-a-url", "no-audience", "comma", "no-client", "no-secret",
+        "no-token-url", "bad-skew"])
+def test_invalid_oidc_values_are_refused(render, changes, words):
+    with pytest.raises(helm.HelmError) as refused:
+        render(oidc_values(**changes))
+    for word in words:
+        assert word in str(refused.value), str(refused.value)
+
+
+def test_an_admin_secret_with_oidc_is_refused(render):
+    values = oidc_values()
+    values["authentication"]["existingSecret"] = "team-rill"
+    with pytest.raises(helm.HelmError) as refused:
+        render(values)
+    assert "authentication.method is oidc: nothing would read the password" in str(refused.value)
+
+
+def test_an_oidc_client_secret_without_its_key_is_refused(release):
+    with pytest.raises(helm.HelmError) as refused:
+        release(oidc_values(), secrets={OIDC_CLIENT_SECRET: {"secret": "s"}})
+    assert ("authentication.oidc.client.existingSecret rill-ops-client has no key client-secret"
+            in str(refused.value)), str(refused.value)
+
+
+def test_notes_say_how_to_get_a_token(release):
+    deployed = release(oidc_values(), secrets={OIDC_CLIENT_SECRET: {"client-secret": "s"}})
+    text = notes(deployed, oidc_values(), is_upgrade=True)
+    assert "access tokens of https://login.example.com/realms/camunda" in text, text
+    assert (f"get secret {OIDC_CLIENT_SECRET} -o jsonpath='{{.data.client-secret}}' | base64 -d" in text), text
+    assert ("curl -s https://login.example.com/realms/camunda/protocol/openid-connect/token "
+            "-d grant_type=client_credentials -d client_id=rill-ops") in text, text
+    assert "-d audience=rill-api" in text, text
+    assert 'curl -H "Authorization: Bearer $RILL_TOKEN" http://localhost:8080/v2/topology' in text, text
+    assert "RILL_PASSWORD" not in text and "WARNING: authentication.method is none" not in text
+    scaled = notes(deployed, {**oidc_values(), "clusterSize": 4}, is_upgrade=True)
+    assert "RILL_CLIENT_ID='rill-ops' RILL_OAUTH_URL=" in scaled, scaled

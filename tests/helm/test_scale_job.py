@@ -26,7 +26,7 @@ import urllib.request
 
 import pytest
 
-from conftest import CHART, SecretKeyRef, container_env, rill_binary, scale_jobs
+from conftest import CHART, ROOT, SecretKeyRef, container_env, rill_binary, scale_jobs
 
 pytestmark = pytest.mark.skipif(rill_binary() is None, reason="no rill binary: set RILL_BIN")
 
@@ -455,3 +455,97 @@ def test_a_path_without_the_cli_fails_at_once(up_jobs, tmp_path):
     assert done.returncode == 127
     assert "the rill CLI is not on PATH" in done.stderr
     assert time.monotonic() - started < 10
+
+
+# --- With OpenID Connect, against a real provider -----------------------------------------
+
+OIDC_PROVIDER = ROOT / "tests" / "clients" / "oidc-provider" / "run.sh"
+
+
+@pytest.fixture
+def oidc_provider(tmp_path):
+    """npm oidc-provider (tests/clients/oidc-provider) on loopback: its issuer URL. Its
+    client `rill-client` has the secret `rill-client-secret` and gets tokens for `rill-api`."""
+    keys = tmp_path / "provider-key.json"
+    subprocess.run(["bash", str(OIDC_PROVIDER), "keys", str(keys), "helm-key"], check=True, timeout=620,
+                   capture_output=True)
+    log = tmp_path / "provider.log"
+    with open(log, "w") as out:
+        provider = subprocess.Popen(["bash", str(OIDC_PROVIDER), "provider", str(free_port()), str(keys)],
+                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while "issuer http://" not in log.read_text():
+            assert provider.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        yield log.read_text().split("issuer ", 1)[1].split()[0]
+    finally:
+        provider.kill()
+        provider.wait()
+
+
+def test_the_jobs_oidc_client_gets_a_token_that_real_brokers_accept(release, path_with_rill, tmp_path,
+                                                                      oidc_provider):
+    """The chart's oidc settings on a real broker, and the scale Jobs' client credentials
+    with the real `rill` CLI: it gets a token from the provider and the management API
+    takes it. The chart accepts only an https issuer, which no test here can serve: the
+    rendered issuer is swapped for the loopback provider's, as the one setting not taken
+    from the chart."""
+    values = {"authentication": {"method": "oidc", "oidc": {
+        "issuerUri": "https://login.example.com", "audiences": ["rill-api"], "clientIdClaim": "client_id",
+        "client": {"id": "rill-client", "existingSecret": "rill-oidc-client", "secretKey": "secret",
+                   "tokenUrl": f"{oidc_provider}/token", "audience": "rill-api"}}}}
+    deployed = release(values, secrets={"rill-oidc-client": {"secret": "rill-client-secret"}})
+    rendered = deployed.upgrade({**values, "clusterSize": 4})
+    auth = security_settings(rendered, deployed.secrets())
+    assert auth.pop("RILL_SECURITY__AUTHENTICATION__OIDC__ISSUER_URI") == "https://login.example.com"
+    auth["RILL_SECURITY__AUTHENTICATION__OIDC__ISSUER_URI"] = oidc_provider
+
+    monitoring_port = free_port()
+    log = tmp_path / "standalone.log"
+    arguments = [str(rill_binary()), "standalone", "--data-dir", str(tmp_path / "data")]
+    for option in ["monitoring.host=127.0.0.1", f"monitoring.port={monitoring_port}", "gateway.host=127.0.0.1",
+                   f"gateway.rest-port={free_port()}", f"gateway.grpc-port={free_port()}"]:
+        arguments += ["--set", option]
+    with open(log, "w") as out:
+        standalone = subprocess.Popen(arguments, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      env={**os.environ, "RILL_LOG": "info,openraft=warn", **auth})
+    management = f"http://127.0.0.1:{monitoring_port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert standalone.poll() is None, log.read_text()
+            try:
+                with urllib.request.urlopen(f"{management}/ready", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{management}/actuator/cluster", timeout=5)
+        assert refused.value.code == 401
+
+        for hook, (_, env, _) in scale_jobs(rendered).items():
+            resolved = {name: deployed.secrets()[(value.name, value.key)] if isinstance(value, SecretKeyRef)
+                        else value for name, value in env.items()}
+            credentials = {name: value for name, value in resolved.items()
+                           if name.startswith("RILL_") and not name.startswith("RILL_SCALE_")}
+            assert set(credentials) == {"RILL_CLIENT_ID", "RILL_CLIENT_SECRET", "RILL_OAUTH_URL",
+                                        "RILL_TOKEN_AUDIENCE"}, hook
+            shown = subprocess.run(["rill", "cluster", "status", "--management", management],
+                                   env={"PATH": path_with_rill, **credentials}, capture_output=True, text=True,
+                                   timeout=60)
+            assert shown.returncode == 0, (hook, shown.stdout, shown.stderr)
+            assert "BROKER" in shown.stdout, shown.stdout
+        assert "rill-client-secret" not in log.read_text()
+    finally:
+        standalone.terminate()
+        try:
+            standalone.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            standalone.kill()
+            standalone.wait()

@@ -256,8 +256,30 @@ names the value at fault and the fix.
 {{- end }}
 {{- end }}
 {{- $auth := include "rill.authentication" . | fromJson -}}
-{{- if and (eq $auth.method "none") $auth.existingSecret }}
-{{- fail (printf "authentication.existingSecret is %s but authentication.method is none: nothing would read the password. Set authentication.method to basic, or clear existingSecret." $auth.existingSecret) }}
+{{- if and (ne $auth.method "basic") $auth.existingSecret }}
+{{- fail (printf "authentication.existingSecret is %s but authentication.method is %s: nothing would read the password. Set authentication.method to basic, or clear existingSecret." $auth.existingSecret $auth.method) }}
+{{- end }}
+{{- if eq $auth.method "oidc" }}
+{{- $oidc := $auth.oidc }}
+{{- if not $oidc.issuerUri }}
+{{- fail "authentication.method is oidc but authentication.oidc.issuerUri is empty: set the provider's issuer URL (the tokens' iss)." }}
+{{- end }}
+{{- if not (hasPrefix "https://" $oidc.issuerUri) }}
+{{- fail (printf "authentication.oidc.issuerUri %s is not https://: Rill accepts http:// only on a loopback address, which the pods' provider cannot be." $oidc.issuerUri) }}
+{{- end }}
+{{- if not $oidc.audiences }}
+{{- fail "authentication.method is oidc but authentication.oidc.audiences is empty: list the audiences (aud) the tokens for Rill carry." }}
+{{- end }}
+{{- range $key := list "id" "existingSecret" "tokenUrl" }}
+{{- if not (get $oidc.client $key) }}
+{{- fail (printf "authentication.method is oidc but authentication.oidc.client.%s is empty: the chart's scale Jobs call the management API with a token of this OAuth client (client credentials grant); set client.id, client.existingSecret (holding the secret under client.secretKey) and client.tokenUrl." $key) }}
+{{- end }}
+{{- end }}
+{{- with lookup "v1" "Secret" .Release.Namespace $oidc.client.existingSecret }}
+{{- if not (hasKey (.data | default dict) $oidc.client.secretKey) }}
+{{- fail (printf "authentication.oidc.client.existingSecret %s has no key %s (authentication.oidc.client.secretKey): it has %s." $oidc.client.existingSecret $oidc.client.secretKey (keys (.data | default dict) | sortAlpha | join ", " | default "none")) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if and (eq $auth.method "basic") $auth.existingSecret }}
 {{- /* Only a Secret `lookup` finds can be checked: it finds none without the cluster. */ -}}
@@ -413,7 +435,23 @@ installed with, which may predate authentication: then the method must be chosen
 {{- if not $auth.method }}
 {{- fail "authentication.method is not set: the release's values come from a chart without authentication (helm upgrade --reuse-values keeps them). Upgrade with --reset-then-reuse-values to take the new default, basic authentication with a generated admin password, or add --set authentication.method=basic (or none to keep the API open)." }}
 {{- end }}
-{{- toJson (dict "method" $auth.method "username" ($auth.username | default "admin") "existingSecret" ($auth.existingSecret | default "") "passwordKey" ($auth.passwordKey | default "password")) -}}
+{{- $oidc := $auth.oidc | default dict -}}
+{{- $client := $oidc.client | default dict -}}
+{{- $oidcValues := dict "issuerUri" ($oidc.issuerUri | default "") "audiences" ($oidc.audiences | default list) "usernameClaim" ($oidc.usernameClaim | default "sub") "clientIdClaim" ($oidc.clientIdClaim | default "") "groupsClaim" ($oidc.groupsClaim | default "") "clockSkew" ($oidc.clockSkew | default "60s") "client" (dict "id" ($client.id | default "") "existingSecret" ($client.existingSecret | default "") "secretKey" ($client.secretKey | default "client-secret") "tokenUrl" ($client.tokenUrl | default "") "audience" ($client.audience | default "")) -}}
+{{- toJson (dict "method" $auth.method "username" ($auth.username | default "admin") "existingSecret" ($auth.existingSecret | default "") "passwordKey" ($auth.passwordKey | default "password") "oidc" $oidcValues) -}}
+{{- end }}
+
+{{/*
+The credentials of the OAuth client the scale Jobs use with oidc, in the form of
+rill.credentials, or {} when authentication.oidc.client is not set.
+*/}}
+{{- define "rill.oidcClientCredentials" -}}
+{{- $client := (include "rill.authentication" . | fromJson).oidc.client -}}
+{{- if and $client.id $client.existingSecret $client.tokenUrl -}}
+{{- toJson (dict "method" "oidc" "clientId" $client.id "secretName" $client.existingSecret "secretKey" $client.secretKey "tokenUrl" $client.tokenUrl "audience" $client.audience) -}}
+{{- else -}}
+{{- toJson dict -}}
+{{- end -}}
 {{- end }}
 
 {{- define "rill.adminSecretName" -}}
@@ -422,13 +460,16 @@ installed with, which may predate authentication: then the method must be chosen
 {{- end }}
 
 {{/*
-The credentials clients of this release use, as JSON: {"username", "secretName",
-"secretKey"}, or {} with authentication.method none.
+The credentials clients of this release use, as JSON: {"method": "basic", "username",
+"secretName", "secretKey"}; {"method": "oidc", "clientId", "secretName", "secretKey",
+"tokenUrl", "audience"} (the Jobs' OAuth client); or {} with authentication.method none.
 */}}
 {{- define "rill.credentials" -}}
 {{- $auth := include "rill.authentication" . | fromJson -}}
 {{- if eq $auth.method "basic" -}}
-{{- toJson (dict "username" $auth.username "secretName" (include "rill.adminSecretName" .) "secretKey" $auth.passwordKey) -}}
+{{- toJson (dict "method" "basic" "username" $auth.username "secretName" (include "rill.adminSecretName" .) "secretKey" $auth.passwordKey) -}}
+{{- else if eq $auth.method "oidc" -}}
+{{- include "rill.oidcClientCredentials" . -}}
 {{- else -}}
 {{- toJson dict -}}
 {{- end -}}
@@ -456,14 +497,43 @@ scale Jobs talk to those brokers, before this release changes their settings.
 {{- $password := get (get $env "RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD" | default dict) "valueFrom" | default dict -}}
 {{- $ref := get $password "secretKeyRef" | default dict -}}
 {{- if and (eq $method "basic") $username $ref.name $ref.key }}
-{{- $found = dict "username" $username "secretName" $ref.name "secretKey" $ref.key -}}
+{{- $found = dict "method" "basic" "username" $username "secretName" $ref.name "secretKey" $ref.key -}}
+{{- else if eq $method "oidc" }}
+{{- /* Running brokers with oidc accept the provider's tokens: the Jobs' client gets one. */ -}}
+{{- $found = include "rill.oidcClientCredentials" . | fromJson -}}
 {{- end }}
 {{- end }}
 {{- toJson $found -}}
 {{- end }}
 
-{{/* A pod's authentication settings, from rill.credentials: the admin user is Rill's first user. */}}
+{{/*
+A pod's authentication settings. basic, from rill.credentials: the admin user is Rill's
+first user. oidc: the provider's settings.
+*/}}
 {{- define "rill.authEnv" -}}
+{{- $auth := include "rill.authentication" . | fromJson -}}
+{{- if eq $auth.method "oidc" }}
+{{- with $auth.oidc }}
+- name: RILL_SECURITY__AUTHENTICATION__METHOD
+  value: "oidc"
+- name: RILL_SECURITY__AUTHENTICATION__OIDC__ISSUER_URI
+  value: {{ .issuerUri | quote }}
+- name: RILL_SECURITY__AUTHENTICATION__OIDC__AUDIENCES
+  value: {{ join "," .audiences | quote }}
+- name: RILL_SECURITY__AUTHENTICATION__OIDC__USERNAME_CLAIM
+  value: {{ .usernameClaim | quote }}
+{{- if .clientIdClaim }}
+- name: RILL_SECURITY__AUTHENTICATION__OIDC__CLIENT_ID_CLAIM
+  value: {{ .clientIdClaim | quote }}
+{{- end }}
+{{- if .groupsClaim }}
+- name: RILL_SECURITY__AUTHENTICATION__OIDC__GROUPS_CLAIM
+  value: {{ .groupsClaim | quote }}
+{{- end }}
+- name: RILL_SECURITY__AUTHENTICATION__OIDC__CLOCK_SKEW
+  value: {{ .clockSkew | quote }}
+{{- end }}
+{{- else if eq $auth.method "basic" }}
 {{- with include "rill.credentials" . | fromJson }}
 - name: RILL_SECURITY__AUTHENTICATION__METHOD
   value: "basic"
@@ -476,9 +546,29 @@ scale Jobs talk to those brokers, before this release changes their settings.
       key: {{ .secretKey | quote }}
 {{- end }}
 {{- end }}
+{{- end }}
 
-{{/* RILL_USERNAME and RILL_PASSWORD for the `rill` CLI, from credentials in the form of rill.credentials. */}}
+{{/*
+The `rill` CLI's credentials, from credentials in the form of rill.credentials: basic,
+RILL_USERNAME and RILL_PASSWORD; oidc, the client the CLI gets a token with
+(RILL_CLIENT_ID, RILL_CLIENT_SECRET, RILL_OAUTH_URL, RILL_TOKEN_AUDIENCE).
+*/}}
 {{- define "rill.cliCredentialsEnv" -}}
+{{- if eq (.method | default "") "oidc" }}
+- name: RILL_CLIENT_ID
+  value: {{ .clientId | quote }}
+- name: RILL_CLIENT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .secretKey | quote }}
+- name: RILL_OAUTH_URL
+  value: {{ .tokenUrl | quote }}
+{{- if .audience }}
+- name: RILL_TOKEN_AUDIENCE
+  value: {{ .audience | quote }}
+{{- end }}
+{{- else }}
 {{- with . }}
 - name: RILL_USERNAME
   value: {{ .username | quote }}
@@ -487,6 +577,7 @@ scale Jobs talk to those brokers, before this release changes their settings.
     secretKeyRef:
       name: {{ .secretName }}
       key: {{ .secretKey | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
