@@ -75,18 +75,47 @@ pub struct InstanceView {
     pub state: String,
 }
 
+/// What a client needs for a gateway with TLS and basic authentication (`--secure`).
+#[derive(Clone, Debug)]
+pub struct ClientSecurity {
+    /// The CA that issued the gateway's certificate, PEM.
+    pub ca_pem: String,
+    pub username: String,
+    pub password: String,
+}
+
+impl ClientSecurity {
+    fn headers(&self) -> Result<reqwest::header::HeaderMap> {
+        use base64::Engine;
+        let credentials = base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", self.username, self.password));
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Basic {credentials}"))?;
+        value.set_sensitive(true);
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        Ok(headers)
+    }
+}
+
 const BACKOFF_START: Duration = Duration::from_millis(10);
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 const MAX_TRANSPORT_RETRIES: u32 = 20;
 
 impl Api {
-    pub fn new(base: &str, connections: usize) -> Result<Api> {
-        let http = reqwest::Client::builder()
+    /// A client of the REST API at `base`; with `security`, over TLS trusting its CA and
+    /// with its basic credentials on every request.
+    pub fn new(base: &str, connections: usize, security: Option<&ClientSecurity>) -> Result<Api> {
+        let mut builder = reqwest::Client::builder()
             .http1_only()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(connections)
-            .timeout(Duration::from_secs(60))
-            .build()?;
+            .timeout(Duration::from_secs(60));
+        if let Some(security) = security {
+            builder = builder
+                .add_root_certificate(reqwest::Certificate::from_pem(security.ca_pem.as_bytes())?)
+                .default_headers(security.headers()?);
+        }
+        let http = builder.build()?;
         Ok(Api {
             http,
             base: base.trim_end_matches('/').to_owned(),

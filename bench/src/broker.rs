@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::api::Api;
+use crate::api::{Api, ClientSecurity};
 
 /// Unit of the times in `/proc/<pid>/stat`: the kernel reports them in USER_HZ
 /// ticks, which Linux fixes at 100 on every architecture it exports them for.
@@ -42,7 +42,12 @@ pub struct StandaloneOptions {
     /// More `--set key=value` overrides.
     pub overrides: Vec<String>,
     pub keep_data: bool,
+    /// TLS on the gateway (a certificate made for the run) and basic authentication.
+    pub secure: bool,
 }
+
+/// The benchmark user of a `--secure` broker.
+const BENCH_USER: &str = "bench";
 
 /// A running `rill standalone`; stopped (SIGTERM, then SIGKILL) when dropped.
 pub struct Standalone {
@@ -53,6 +58,8 @@ pub struct Standalone {
     pub monitoring_url: String,
     pub data_dir: PathBuf,
     pub export_file: Option<PathBuf>,
+    /// How a client reaches a `--secure` broker's gateway.
+    pub security: Option<ClientSecurity>,
     _temp: Option<tempfile::TempDir>,
     kept: Option<PathBuf>,
 }
@@ -116,6 +123,36 @@ impl Standalone {
         if let Some(file) = &export_file {
             sets.push(format!("exporters.jsonl.path={}", file.display()));
         }
+        let mut environment = Vec::new();
+        let security = if options.secure {
+            let ca = rill_tls::testing::TestCa::new("rill-bench CA");
+            let (certificate, key) = ca
+                .issue(&["localhost", "127.0.0.1"])
+                .write(temp.path(), "gateway");
+            sets.extend([
+                "gateway.tls.enabled=true".to_owned(),
+                format!("gateway.tls.certificate={}", certificate.display()),
+                format!("gateway.tls.private-key={}", key.display()),
+                "security.authentication.method=basic".to_owned(),
+            ]);
+            // A password as long as a generated one; argon2 cost is the broker's default.
+            let password = format!("bench-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+            environment.push((
+                "RILL_SECURITY__INITIALIZATION__USERS__0__USERNAME",
+                BENCH_USER.to_owned(),
+            ));
+            environment.push((
+                "RILL_SECURITY__INITIALIZATION__USERS__0__PASSWORD",
+                password.clone(),
+            ));
+            Some(ClientSecurity {
+                ca_pem: ca.pem().to_owned(),
+                username: BENCH_USER.to_owned(),
+                password,
+            })
+        } else {
+            None
+        };
         sets.extend(options.overrides.iter().cloned());
 
         let log_path = temp.path().join("rill.log");
@@ -130,6 +167,7 @@ impl Standalone {
                 "RILL_LOG",
                 std::env::var("RILL_LOG").unwrap_or_else(|_| "warn".into()),
             )
+            .envs(environment)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
@@ -144,11 +182,16 @@ impl Standalone {
         };
         Ok(Standalone {
             child,
-            rest_url: format!("http://127.0.0.1:{rest_port}"),
+            rest_url: if security.is_some() {
+                format!("https://localhost:{rest_port}")
+            } else {
+                format!("http://127.0.0.1:{rest_port}")
+            },
             grpc_url: format!("http://127.0.0.1:{grpc_port}"),
             monitoring_url: format!("http://127.0.0.1:{monitoring_port}"),
             data_dir,
             export_file,
+            security,
             _temp: temp,
             kept,
         })

@@ -169,6 +169,10 @@ struct RunArgs {
     /// Keep each run's data directory and broker log.
     #[arg(long)]
     keep_data: bool,
+    /// TLS on the started standalone's gateway (a certificate made for the run) and basic
+    /// authentication, the load's REST client using both (`--api rest` only).
+    #[arg(long, conflicts_with = "url")]
+    secure: bool,
     /// More `--set KEY=VALUE` for the started standalone (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     broker_set: Vec<String>,
@@ -229,6 +233,9 @@ fn default_rill_binary() -> PathBuf {
 async fn bench(args: RunArgs) -> Result<()> {
     if args.instances == 0 || args.starters == 0 || args.workers == 0 || args.runs == 0 {
         bail!("--instances, --starters, --workers and --runs must be at least 1");
+    }
+    if args.secure && args.api.iter().any(|mode| *mode != ApiMode::Rest) {
+        bail!("--secure runs the REST load only (--api rest)");
     }
     let milestones = match &args.milestones {
         Some(list) => {
@@ -306,6 +313,7 @@ async fn bench(args: RunArgs) -> Result<()> {
                             args.broker_set.clone()
                         },
                         keep_data: args.keep_data,
+                        secure: args.secure,
                     })?;
                     let urls = (started.rest_url.clone(), Some(started.grpc_url.clone()));
                     let pid = started.pid();
@@ -313,7 +321,8 @@ async fn bench(args: RunArgs) -> Result<()> {
                     (urls.0, urls.1, Some(pid))
                 }
             };
-            let api = Api::new(&base, connections)?;
+            let security = standalone.as_ref().and_then(|s| s.security.clone());
+            let api = Api::new(&base, connections, security.as_ref())?;
             if let Some(standalone) = standalone.as_mut() {
                 standalone.wait_ready(&api).await?;
             }
