@@ -670,22 +670,7 @@ fn the_camunda_npm_sdk_authenticates_with_oauth() {
 
 /// Runs `tests/clients/{script}` with `env`, expecting "all checks passed".
 fn run_client(script: &str, env: &[(&str, String)], rill: &Standalone) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/clients")
-        .join(script);
-    let output = Command::new("bash")
-        .arg(&path)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .unwrap_or_else(|e| panic!("run {} (needs bash): {e}", path.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("all checks passed"),
-        "{script} failed ({}):\n{stdout}\n{stderr}\n{}",
-        output.status,
-        rill.log_text()
-    );
+    support::assert_client_passes(script, env, || rill.log_text());
 }
 
 /// Zeebe's gRPC clients, unmodified, with OAuth as their READMEs show, against a

@@ -973,6 +973,31 @@ pub fn run_client_script(script: &str, install_var: &str, install_dir: &str) {
     run_client_script_with(script, install_var, install_dir, &[], &[]);
 }
 
+/// Runs `tests/clients/{script}` with `env` and expects it to print "all checks passed";
+/// a failure shows the script's output and `server_log()`.
+pub fn assert_client_passes(
+    script: &str,
+    env: &[(&str, String)],
+    server_log: impl FnOnce() -> String,
+) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/clients")
+        .join(script);
+    let output = Command::new("bash")
+        .arg(&path)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap_or_else(|e| panic!("run {} (needs bash): {e}", path.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("all checks passed"),
+        "{script} failed ({}):\n{stdout}\n{stderr}\n{}",
+        output.status,
+        server_log()
+    );
+}
+
 /// Like [`run_client_script`], with `settings` for the standalone and `env` for the
 /// script (e.g. the credentials a client authenticates with).
 pub fn run_client_script_with(
@@ -989,27 +1014,18 @@ pub fn run_client_script_with(
         .build()
         .expect("runtime")
         .block_on(rill.wait_ready(Duration::from_secs(30)));
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/clients")
-        .join(script);
-    let output = Command::new("bash")
-        .arg(&path)
-        .env("RILL_REST_ADDRESS", rill.rest())
-        .env("RILL_GRPC_ADDRESS", format!("127.0.0.1:{}", rill.grpc_port))
-        .env(
+    let mut script_env = vec![
+        ("RILL_REST_ADDRESS", rill.rest()),
+        ("RILL_GRPC_ADDRESS", format!("127.0.0.1:{}", rill.grpc_port)),
+        (
             install_var,
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(install_dir),
-        )
-        .envs(env.iter().copied())
-        .output()
-        .unwrap_or_else(|e| panic!("run {} (needs bash): {e}", path.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("all checks passed"),
-        "{script} failed ({}):\n{stdout}\n{stderr}\n{}",
-        output.status,
-        rill.log_text()
-    );
+            Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(install_dir)
+                .display()
+                .to_string(),
+        ),
+    ];
+    script_env.extend(env.iter().map(|(k, v)| (*k, v.to_string())));
+    assert_client_passes(script, &script_env, || rill.log_text());
     assert!(rill.terminate(Duration::from_secs(20)));
 }
