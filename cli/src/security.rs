@@ -55,7 +55,10 @@ fn is_loopback(host: &str) -> bool {
 pub enum ClientCredentials {
     None,
     /// `RILL_USERNAME` and `RILL_PASSWORD` (basic authentication).
-    Basic { username: String, password: String },
+    Basic {
+        username: String,
+        password: String,
+    },
     /// `RILL_TOKEN`: an access token the caller got itself (oidc).
     Token(String),
     /// `RILL_CLIENT_ID`, `RILL_CLIENT_SECRET` and `RILL_OAUTH_URL` (the provider's token
@@ -256,12 +259,10 @@ mod tests {
                 audience: Some("rill-api".into())
             }
         );
-        let mixed = ClientCredentials::from_env(env(&[
-            ("RILL_TOKEN", "t"),
-            ("RILL_CLIENT_ID", "ops"),
-        ]))
-        .unwrap_err()
-        .to_string();
+        let mixed =
+            ClientCredentials::from_env(env(&[("RILL_TOKEN", "t"), ("RILL_CLIENT_ID", "ops")]))
+                .unwrap_err()
+                .to_string();
         assert!(mixed.contains("more than one kind"), "{mixed}");
         let half = ClientCredentials::from_env(env(&[("RILL_CLIENT_ID", "ops")]))
             .unwrap_err()
@@ -277,7 +278,10 @@ mod tests {
         ]))
         .unwrap_err()
         .to_string();
-        assert!(url.contains("RILL_OAUTH_URL must be an http(s) URL"), "{url}");
+        assert!(
+            url.contains("RILL_OAUTH_URL must be an http(s) URL"),
+            "{url}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rill_gateway::grpc::proto::gateway_client::GatewayClient;
 use rill_gateway::grpc::proto::{ActivateJobsRequest, TopologyRequest};
-use support::{Standalone, examples};
+use support::Standalone;
 use tonic::Code;
 
 const PASSWORD: &str = "pässwörd";
@@ -75,18 +75,8 @@ fn basic_authentication_guards_rest_grpc_and_the_management_api() {
         assert_eq!(status.status().as_u16(), 204);
 
         // With credentials (a non-ASCII password), the API works and knows the caller.
-        let deploy = http
-            .post(format!("{rest}/v2/deployments"))
+        let deploy = support::deployment_request(&http, &rest, "two-rest-calls.bpmn")
             .basic_auth("demo", Some(PASSWORD))
-            .multipart(
-                reqwest::multipart::Form::new().part(
-                    "resources",
-                    reqwest::multipart::Part::bytes(
-                        std::fs::read(examples().join("two-rest-calls.bpmn")).expect("model"),
-                    )
-                    .file_name("two-rest-calls.bpmn"),
-                ),
-            )
             .send()
             .await
             .expect("answer");

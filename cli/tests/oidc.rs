@@ -282,18 +282,8 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
             .expect("JSON");
         assert_eq!(me["username"], "rill-client", "{me}");
         assert_eq!(me["groups"], json!(["engineers"]), "{me}");
-        let deploy = http
-            .post(format!("{rest}/v2/deployments"))
+        let deploy = support::deployment_request(&http, &rest, "two-rest-calls.bpmn")
             .bearer_auth(&token)
-            .multipart(
-                reqwest::multipart::Form::new().part(
-                    "resources",
-                    reqwest::multipart::Part::bytes(
-                        std::fs::read(examples().join("two-rest-calls.bpmn")).expect("model"),
-                    )
-                    .file_name("two-rest-calls.bpmn"),
-                ),
-            )
             .send()
             .await
             .unwrap();
@@ -446,18 +436,8 @@ fn tokens_of_a_real_provider_guard_rest_grpc_and_the_management_api() {
             ),
             ("not a JWT", "abc.def", "not a valid JWT"),
         ] {
-            let deploy = http
-                .post(format!("{rest}/v2/deployments"))
+            let deploy = support::deployment_request(&http, &rest, "wait-timer.bpmn")
                 .bearer_auth(bad)
-                .multipart(
-                    reqwest::multipart::Form::new().part(
-                        "resources",
-                        reqwest::multipart::Part::bytes(
-                            std::fs::read(examples().join("wait-timer.bpmn")).expect("model"),
-                        )
-                        .file_name("wait-timer.bpmn"),
-                    ),
-                )
                 .send()
                 .await
                 .unwrap();

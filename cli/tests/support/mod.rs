@@ -465,19 +465,10 @@ impl Api {
     }
 
     pub async fn deploy(&self, files: &[&Path]) -> reqwest::Result<(u16, Value)> {
-        let mut form = reqwest::multipart::Form::new();
-        for file in files {
-            let bytes = std::fs::read(file).expect("read model");
-            let name = file.file_name().unwrap().to_string_lossy().into_owned();
-            form = form.part(
-                "resources",
-                reqwest::multipart::Part::bytes(bytes).file_name(name),
-            );
-        }
         let response = self
             .http
             .post(format!("{}/v2/deployments", self.base))
-            .multipart(form)
+            .multipart(deployment_form(files))
             .send()
             .await?;
         let status = response.status().as_u16();
@@ -920,6 +911,30 @@ impl Workload {
         );
         keys
     }
+}
+
+/// The multipart body of `POST /v2/deployments` with `files`.
+pub fn deployment_form(files: &[&Path]) -> reqwest::multipart::Form {
+    let mut form = reqwest::multipart::Form::new();
+    for file in files {
+        let bytes = std::fs::read(file).expect("read model");
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        form = form.part(
+            "resources",
+            reqwest::multipart::Part::bytes(bytes).file_name(name),
+        );
+    }
+    form
+}
+
+/// `POST {rest}/v2/deployments` of `examples/{file}`, for the caller to add credentials.
+pub fn deployment_request(
+    http: &reqwest::Client,
+    rest: &str,
+    file: &str,
+) -> reqwest::RequestBuilder {
+    http.post(format!("{rest}/v2/deployments"))
+        .multipart(deployment_form(&[&examples().join(file)]))
 }
 
 pub async fn deploy(api: &Api, files: &[&str]) {
