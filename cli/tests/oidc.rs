@@ -19,7 +19,7 @@ use base64::Engine;
 use rill_gateway::grpc::proto::gateway_client::GatewayClient;
 use rill_gateway::grpc::proto::{StreamActivatedJobsRequest, TopologyRequest};
 use serde_json::{Value, json};
-use support::{Standalone, examples, free_port};
+use support::{Standalone, free_port};
 use tonic::Code;
 
 const AUDIENCE: &str = "rill-api";
