@@ -18,7 +18,7 @@ use std::time::Duration;
 use rill_config::{BackupConfig, BackupRetentionConfig, CronSchedule};
 use rill_protocol::PartitionId;
 
-use super::api::{BackupPartitions, take_backup};
+use super::api::{BackupPartitions, blocking, take_backup};
 use super::store::{BackupState, Store, overall_state};
 use crate::metrics::BackupMetrics;
 
@@ -76,9 +76,13 @@ async fn run(
             continue;
         }
         match take_backup(store.clone(), partitions.clone(), next as u64).await {
-            Ok(_) => {
+            Ok(count) => {
                 metrics.operation("schedule", true);
                 tracing::info!(backup = next, "scheduled backup started");
+                // The retention counts this backup once it completed: wait for it, at
+                // most until the next time of the schedule.
+                let until = schedule.next_after(next).unwrap_or(next + 3600) * 1000;
+                settle(&store, next as u64, count, until).await;
             }
             Err(refused) => {
                 metrics.operation("schedule", false);
@@ -104,6 +108,23 @@ async fn run(
             Ok(Err(e)) => tracing::warn!(error = %e, "the backup retention cannot read the store"),
             Err(e) => tracing::warn!(error = %e, "the backup retention stopped"),
         }
+    }
+}
+
+/// Waits until backup `id` is no longer in progress, or the wall clock reaches
+/// `until_ms`.
+async fn settle(store: &Store, id: u64, partition_count: u16, until_ms: i64) {
+    while now_millis() < until_ms {
+        let store = store.clone();
+        let state = blocking(move || {
+            super::api::backup_json(store.as_ref(), id, partition_count).map(|(state, _)| state)
+        })
+        .await;
+        match state {
+            Ok(BackupState::InProgress) => {}
+            Ok(_) | Err(_) => return,
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
