@@ -101,7 +101,9 @@ pub struct BackupMetrics {
 }
 
 /// A part of a backup takes from a second (a small state) to minutes (gigabytes to S3).
-const BACKUP_BUCKETS: &[f64] = &[0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0];
+const BACKUP_BUCKETS: &[f64] = &[
+    0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,
+];
 
 impl std::fmt::Debug for BackupMetrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -13,8 +13,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use prometheus::Registry;
 use rill_broker::cluster::api::LocalReplicas;
-use rill_broker::metrics::BackupMetrics;
 use rill_broker::cluster::{Announce, ClusterState};
+use rill_broker::metrics::BackupMetrics;
 use rill_broker::{
     BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobPushes, JobsFeed, MonitoringServer,
 };

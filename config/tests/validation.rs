@@ -471,7 +471,10 @@ fn backup_settings_are_refused_unless_they_are_used() {
     ]));
     let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
     assert_eq!(paths, ["backup.s3.bucket", "backup.s3.secret-key"]);
-    assert!(found.iter().all(|p| p.message.contains("ignored")), "{found:?}");
+    assert!(
+        found.iter().all(|p| p.message.contains("ignored")),
+        "{found:?}"
+    );
     assert!(
         found.iter().all(|p| !p.to_string().contains("shh")),
         "a secret never appears in a problem"
@@ -497,7 +500,10 @@ fn backup_settings_are_refused_unless_they_are_used() {
     );
     assert!(problem.message.contains("hour field"), "{problem}");
     let problem = only_problem(&load(&["backup.schedule=0 2 * * *"]), "backup.schedule");
-    assert!(problem.message.contains("backup.store is none"), "{problem}");
+    assert!(
+        problem.message.contains("backup.store is none"),
+        "{problem}"
+    );
     let found = problems(&load(&[
         "backup.retention.window=30d",
         "backup.retention.max-backups=3",

@@ -298,14 +298,18 @@ impl BackupStore for S3Store {
         checked.map_err(|e| {
             let setting = match e.code() {
                 "NoSuchBucket" => "backup.s3.bucket",
-                "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "AccessDenied"
-                | "InvalidClientTokenId" | "ExpiredToken" | "Forbidden" => {
+                "InvalidAccessKeyId"
+                | "SignatureDoesNotMatch"
+                | "AccessDenied"
+                | "InvalidClientTokenId"
+                | "ExpiredToken"
+                | "Forbidden" => {
                     "backup.s3.access-key and backup.s3.secret-key (or AWS_ACCESS_KEY_ID and \
                      AWS_SECRET_ACCESS_KEY)"
                 }
-                "AuthorizationHeaderMalformed" | "PermanentRedirect" | "IllegalLocationConstraintException" => {
-                    "backup.s3.region"
-                }
+                "AuthorizationHeaderMalformed"
+                | "PermanentRedirect"
+                | "IllegalLocationConstraintException" => "backup.s3.region",
                 "Unreachable" => "backup.s3.endpoint",
                 _ => "backup.s3.*",
             };
