@@ -526,6 +526,15 @@ fn scheduled_backups_take_growing_ids_and_the_retention_deletes_old_ones() {
                 .unwrap_or(0.0);
             if deleted >= 2.0 {
                 assert!(page.contains("rill_backup_store_configured 1"), "{page}");
+                let last_completed = page
+                    .lines()
+                    .find_map(|l| l.strip_prefix("rill_backup_last_completed_timestamp_seconds "))
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .unwrap_or(0.0);
+                assert!(
+                    last_completed + 5.0 >= started as f64,
+                    "the last completed backup's time is recent: {last_completed}"
+                );
                 assert!(
                     page.contains(
                         r#"rill_backup_operations_total{operation="schedule",result="completed"}"#
