@@ -38,6 +38,11 @@ pub const DISK_USAGE: &str = "rill_disk_usage_ratio";
 pub const DISK_FREE: &str = "rill_disk_free_bytes";
 pub const COMMAND_WATERMARK: &str = "rill_disk_command_watermark_ratio";
 pub const REPLICATION_WATERMARK: &str = "rill_disk_replication_watermark_ratio";
+// Node-wide backup series (see `BackupMetrics`).
+pub const BACKUP_OPERATIONS: &str = "rill_backup_operations_total";
+pub const BACKUP_LAST_COMPLETED: &str = "rill_backup_last_completed_timestamp_seconds";
+pub const BACKUP_DURATION: &str = "rill_backup_duration_seconds";
+pub const BACKUP_CONFIGURED: &str = "rill_backup_store_configured";
 
 /// Role gauge values (Zeebe's `atomix_role` idea): follower 1, candidate 2, leader 3.
 pub const ROLE_FOLLOWER: i64 = 1;
@@ -81,6 +86,109 @@ pub struct BrokerMetrics {
     export_backlog: IntGaugeVec,
     history_expired: IntCounterVec,
     write_failing: IntGaugeVec,
+    backup: BackupMetrics,
+}
+
+/// The backups this node takes and deletes, without a partition label: a part is taken
+/// by whichever broker leads its partition, so the cluster's view is the max or sum over
+/// brokers.
+#[derive(Clone)]
+pub struct BackupMetrics {
+    operations: IntCounterVec,
+    last_completed: IntGauge,
+    duration: HistogramVec,
+    configured: IntGauge,
+}
+
+/// A part of a backup takes from a second (a small state) to minutes (gigabytes to S3).
+const BACKUP_BUCKETS: &[f64] = &[
+    0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,
+];
+
+impl std::fmt::Debug for BackupMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackupMetrics")
+    }
+}
+
+impl BackupMetrics {
+    fn new(registry: &Registry) -> Result<BackupMetrics> {
+        let operations = IntCounterVec::new(
+            Opts::new(
+                BACKUP_OPERATIONS,
+                "Backup operations this broker ran: `take` (one partition's part), `delete` \
+                 (by the API or the retention), `schedule` (a scheduled backup asked for); \
+                 result `completed` or `failed`",
+            ),
+            &["operation", "result"],
+        )
+        .map_err(metrics_error)?;
+        let last_completed = IntGauge::new(
+            BACKUP_LAST_COMPLETED,
+            "When the latest completed backup part in the store was written (epoch \
+             seconds): read from the store at start, then set by every part this broker \
+             completes; 0 if there is none",
+        )
+        .map_err(metrics_error)?;
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                BACKUP_DURATION,
+                "Time to write one partition's part of a backup into the store, from the \
+                 pinned state to the COMPLETED (or FAILED) status",
+            )
+            .buckets(BACKUP_BUCKETS.to_vec()),
+            &["operation"],
+        )
+        .map_err(metrics_error)?;
+        let configured = IntGauge::new(
+            BACKUP_CONFIGURED,
+            "1 when this broker has a backup store (backup.store is not none)",
+        )
+        .map_err(metrics_error)?;
+        for metric in [
+            Box::new(operations.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(last_completed.clone()),
+            Box::new(duration.clone()),
+            Box::new(configured.clone()),
+        ] {
+            registry.register(metric).map_err(metrics_error)?;
+        }
+        Ok(BackupMetrics {
+            operations,
+            last_completed,
+            duration,
+            configured,
+        })
+    }
+
+    /// Counts an operation that ended.
+    pub fn operation(&self, operation: &str, completed: bool) {
+        let result = if completed { "completed" } else { "failed" };
+        self.operations
+            .with_label_values(&[operation, result])
+            .inc();
+    }
+
+    /// A part this broker took ended: counted, timed and, completed, its time kept.
+    pub fn part_taken(&self, completed: bool, seconds: f64, now_epoch_seconds: i64) {
+        self.operation("take", completed);
+        self.duration.with_label_values(&["take"]).observe(seconds);
+        if completed {
+            self.completed_at(now_epoch_seconds);
+        }
+    }
+
+    /// A completed part was written at this time (epoch seconds); the gauge only moves
+    /// forward.
+    pub fn completed_at(&self, epoch_seconds: i64) {
+        if epoch_seconds > self.last_completed.get() {
+            self.last_completed.set(epoch_seconds);
+        }
+    }
+
+    pub fn set_configured(&self, configured: bool) {
+        self.configured.set(i64::from(configured));
+    }
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounterVec> {
@@ -256,7 +364,13 @@ impl BrokerMetrics {
                  snapshot) fails and is retried: the partition takes no commands and reports \
                  unhealthy until it succeeds",
             )?,
+            backup: BackupMetrics::new(registry)?,
         })
+    }
+
+    /// The node's backup series.
+    pub fn backup(&self) -> &BackupMetrics {
+        &self.backup
     }
 
     /// Reports what the state databases' shared block cache holds, read at each scrape.

@@ -117,10 +117,13 @@ impl MonitoringServer {
     /// [`MonitoringServer::guarded`], so the guard covers it.
     pub fn with_backups(
         mut self,
-        store: Option<crate::backup::FilesystemStore>,
+        store: Option<crate::backup::Store>,
         partitions: Arc<dyn crate::backup::BackupPartitions>,
+        metrics: crate::metrics::BackupMetrics,
     ) -> MonitoringServer {
-        self.router = self.router.merge(crate::backup::router(store, partitions));
+        self.router = self
+            .router
+            .merge(crate::backup::router(store, partitions, metrics));
         self
     }
 

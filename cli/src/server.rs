@@ -14,6 +14,7 @@ use clap::Args;
 use prometheus::Registry;
 use rill_broker::cluster::api::LocalReplicas;
 use rill_broker::cluster::{Announce, ClusterState};
+use rill_broker::metrics::BackupMetrics;
 use rill_broker::{
     BrokerNode, ClusterRouter, CommandApi, HealthCheck, JobPushes, JobsFeed, MonitoringServer,
 };
@@ -125,6 +126,18 @@ fn create_data_directory(config: &RillConfig) -> Result<()> {
         .map_err(anyhow::Error::msg)
 }
 
+/// A broker with a backup store starts only if it can use it (an S3 bucket that is
+/// missing or refuses the credentials is found now, not at the first backup).
+fn check_backup_store(config: &RillConfig) -> Result<()> {
+    let store =
+        rill_broker::backup::configured_store(&config.backup).map_err(anyhow::Error::msg)?;
+    if let Some(store) = store {
+        store.check().map_err(anyhow::Error::msg)?;
+        tracing::info!(store = %store.location(), "backup store reachable");
+    }
+    Ok(())
+}
+
 /// Runs a single-node broker with its gateway until SIGTERM or SIGINT.
 pub fn standalone(mut config: RillConfig) -> Result<()> {
     // Standalone is a one-node cluster that hosts every partition and the gateway.
@@ -142,6 +155,7 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
     }
     let authenticator = security::authenticator(&config)?;
     create_data_directory(&config)?;
+    check_backup_store(&config)?;
 
     let started_at = std::time::Instant::now();
     let registry = Registry::new();
@@ -208,7 +222,12 @@ pub fn standalone(mut config: RillConfig) -> Result<()> {
                 &config,
                 registry,
                 health,
-                Some((cluster, local_replicas(&partitions), partitions.clone())),
+                Some((
+                    cluster,
+                    local_replicas(&partitions),
+                    partitions.clone(),
+                    node.metrics().backup().clone(),
+                )),
                 authenticator,
                 stop_rx.clone(),
             )
@@ -334,6 +353,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
     let config = validated(config)?;
     let authenticator = security::authenticator(&config)?;
     create_data_directory(&config)?;
+    check_backup_store(&config)?;
     let addresses = cluster_addresses(&config)?;
     // A taken port stops the broker; better before its partitions start and elect.
     let cluster_host = config.cluster.host.trim_matches(['[', ']']);
@@ -389,6 +409,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
         started: AtomicBool::new(false),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
+    let backup_metrics = node.metrics().backup().clone();
 
     let servers = io.block_on({
         let config = config.clone();
@@ -468,6 +489,7 @@ pub fn broker(config: RillConfig) -> Result<()> {
                     cluster.clone(),
                     local_replicas(&partitions),
                     partitions.clone(),
+                    backup_metrics.clone(),
                 )),
                 authenticator,
                 stop_rx,
@@ -731,7 +753,7 @@ async fn serve_monitoring(
     config: &RillConfig,
     registry: Registry,
     health: Arc<dyn HealthCheck>,
-    broker: Option<(ClusterState, LocalReplicas, Partitions)>,
+    broker: Option<(ClusterState, LocalReplicas, Partitions, BackupMetrics)>,
     authenticator: Arc<Authenticator>,
     stop: watch::Receiver<bool>,
 ) -> Result<(
@@ -745,21 +767,30 @@ async fn serve_monitoring(
     )
     .await?
     .with_tls(&config.monitoring.tls)?;
-    let store = rill_broker::backup::FilesystemStore::from_config(&config.backup);
-    if let (Some(store), Some(_)) = (&store, &broker) {
-        fail_interrupted_backups(store.clone(), config.cluster.node_id).await;
+    let store =
+        rill_broker::backup::configured_store(&config.backup).map_err(anyhow::Error::msg)?;
+    if let (Some(store), Some((_, _, _, metrics))) = (&store, &broker) {
+        metrics.set_configured(true);
+        backups_at_start(store.clone(), config.cluster.node_id, metrics.clone()).await;
     }
     // Every route is added before the guard, so that it covers them all.
     let monitoring = match broker {
-        Some((cluster, local, partitions)) => monitoring
-            .with_cluster(cluster.clone(), local)
-            .with_backups(
-                store,
-                Arc::new(rill_broker::backup::LocalPartitions {
-                    partitions,
-                    cluster,
-                }),
-            ),
+        Some((cluster, local, partitions, metrics)) => {
+            let backup_partitions = Arc::new(rill_broker::backup::LocalPartitions {
+                partitions,
+                cluster: cluster.clone(),
+            });
+            // Runs until the runtime stops with the broker.
+            let _scheduler = rill_broker::backup::spawn_scheduler(
+                &config.backup,
+                store.clone(),
+                backup_partitions.clone(),
+                metrics.clone(),
+            );
+            monitoring
+                .with_cluster(cluster, local)
+                .with_backups(store, backup_partitions, metrics)
+        }
         None => monitoring,
     };
     let monitoring = if authenticator.is_enabled() {
@@ -778,19 +809,30 @@ fn local_replicas(partitions: &Partitions) -> LocalReplicas {
 }
 
 /// A broker that starts runs no backup upload: the parts it left in progress failed.
-async fn fail_interrupted_backups(store: rill_broker::backup::FilesystemStore, node: u32) {
+/// The time of the latest completed part in the store starts the metric the backup
+/// alert watches.
+async fn backups_at_start(store: rill_broker::backup::Store, node: u32, metrics: BackupMetrics) {
     #[allow(clippy::disallowed_methods)] // shown to operators as the status's time
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    match tokio::task::spawn_blocking(move || store.fail_interrupted(node, now)).await {
-        Ok(Ok(marked)) => {
+    let checked = tokio::task::spawn_blocking(move || {
+        let marked = store.fail_interrupted(node, now)?;
+        let latest = rill_broker::backup::latest_completed(store.as_ref())?;
+        Ok::<_, String>((marked, latest))
+    })
+    .await;
+    match checked {
+        Ok(Ok((marked, latest))) => {
             for (backup, partition) in marked {
                 tracing::warn!(
                     backup,
                     partition,
                     "a backup part this broker was taking when it stopped is marked failed"
                 );
+            }
+            if let Some(millis) = latest {
+                metrics.completed_at(millis / 1000);
             }
         }
         Ok(Err(e)) => {

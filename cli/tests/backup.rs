@@ -485,3 +485,116 @@ fn a_backup_interrupted_by_kill_9_is_failed_and_the_data_is_intact() {
         assert!(rill_process.terminate(Duration::from_secs(30)));
     });
 }
+
+/// `backup.schedule` every two seconds with `backup.retention.max-backups = 2`: the
+/// standalone takes backups by itself, their ids are the scheduled times in epoch
+/// seconds, and only the two newest completed ones (and any newer in progress) stay.
+#[test]
+fn scheduled_backups_take_growing_ids_and_the_retention_deletes_old_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("backups");
+    let settings = [
+        "backup.store=filesystem".to_owned(),
+        format!("backup.filesystem.base-path={}", store.display()),
+        "backup.schedule=*/2 * * * * *".to_owned(),
+        "backup.retention.max-backups=2".to_owned(),
+    ];
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut rill_process = Standalone::start(&dir.path().join("data"), &settings);
+        rill_process.wait_ready(Duration::from_secs(60)).await;
+        let management = rill_process.monitoring();
+        let http = reqwest::Client::new();
+        #[allow(clippy::disallowed_methods)] // compared with ids taken from the wall clock
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let deleted_line = r#"rill_backup_operations_total{operation="delete",result="completed"}"#;
+        loop {
+            let page = support::metrics(&rill_process).await;
+            let deleted = page
+                .lines()
+                .find_map(|l| l.strip_prefix(deleted_line))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0);
+            if deleted >= 2.0 {
+                assert!(page.contains("rill_backup_store_configured 1"), "{page}");
+                let last_completed = page
+                    .lines()
+                    .find_map(|l| l.strip_prefix("rill_backup_last_completed_timestamp_seconds "))
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .unwrap_or(0.0);
+                assert!(
+                    last_completed + 5.0 >= started as f64,
+                    "the last completed backup's time is recent: {last_completed}"
+                );
+                assert!(
+                    page.contains(
+                        r#"rill_backup_operations_total{operation="schedule",result="completed"}"#
+                    ),
+                    "{page}"
+                );
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the retention deleted no backups within 30 s\n{}",
+                rill_process.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let backups: serde_json::Value = http
+            .get(format!("{management}/actuator/backups"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let listed: Vec<(u64, String)> = backups
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["backupId"].as_u64().unwrap(),
+                    b["state"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let completed = listed.iter().filter(|(_, s)| s == "COMPLETED").count();
+        assert!(
+            (1..=2).contains(&completed) && listed.len() <= 3,
+            "the retention keeps two completed backups: {listed:?}"
+        );
+        for (id, _) in &listed {
+            assert!(
+                id % 2 == 0 && *id + 5 >= started && *id <= started + 60,
+                "ids are the schedule's times in epoch seconds: {listed:?} (started {started})"
+            );
+        }
+        assert!(listed.windows(2).all(|w| w[0].0 < w[1].0), "{listed:?}");
+        // The store holds only what is listed.
+        let mut on_disk: Vec<u64> = std::fs::read_dir(&store)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        on_disk.sort_unstable();
+        let ids: Vec<u64> = listed.iter().map(|(id, _)| *id).collect();
+        assert!(
+            on_disk
+                .iter()
+                .all(|id| ids.contains(id) || *id > *ids.last().unwrap()),
+            "deleted backups are gone from the store: {on_disk:?} listed {ids:?}"
+        );
+        assert!(rill_process.terminate(Duration::from_secs(30)));
+    });
+}

@@ -39,6 +39,8 @@ pub(crate) fn everything_set() -> RillConfig {
         access_key: Some("key".to_owned()),
         secret_key: Some("s3-private".to_owned()),
     };
+    config.backup.schedule = Some("0 2 * * *".to_owned());
+    config.backup.retention.window = Some(Duration::from_secs(14 * 24 * 3600));
     let oidc = &mut config.security.authentication.oidc;
     oidc.issuer_uri = Some("https://login.example/realms/rill".to_owned());
     oidc.client_id_claim = Some("azp".to_owned());
@@ -121,6 +123,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.engine.max_records_per_command = 50_000;
     config.engine.max_bytes_per_command = crate::ByteSize(48 << 20);
     config.history.enabled = false;
+    config.backup.retention.max_backups = 5;
     config.history.retention = Duration::from_secs(3600);
     config.gateway.enabled = false;
     config.gateway.host = "127.0.0.1".to_owned();

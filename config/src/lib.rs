@@ -4,6 +4,7 @@
 //! problem at once; [`reference_markdown`] documents every option.
 
 mod bytesize;
+mod cron;
 mod error;
 #[cfg(test)]
 mod fixtures;
@@ -16,6 +17,7 @@ mod unread;
 mod validate;
 
 pub use bytesize::ByteSize;
+pub use cron::CronSchedule;
 pub use error::{ConfigError, Problem, Result, SourceProblem};
 pub use load::ConfigLoader;
 pub use model::*;

@@ -766,6 +766,20 @@ pub struct BackupConfig {
     pub store: BackupStoreKind,
     pub filesystem: FilesystemBackupConfig,
     pub s3: S3BackupConfig,
+    /// Backups the cluster takes by itself: a cron schedule (UTC), unset for none.
+    pub schedule: Option<String>,
+    pub retention: BackupRetentionConfig,
+}
+
+/// Which backups the scheduler deletes after each scheduled backup.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct BackupRetentionConfig {
+    /// Backups older than this are deleted (unset = kept).
+    #[serde(with = "humantime_serde")]
+    pub window: Option<Duration>,
+    /// At most this many completed backups are kept (0 = no limit).
+    pub max_backups: u32,
 }
 
 /// Which kind of store backups are written to.
@@ -777,7 +791,7 @@ pub enum BackupStoreKind {
     None,
     /// A directory (a mounted volume or NFS share) that every broker reaches.
     Filesystem,
-    /// S3-compatible object storage (not available yet: refused at start).
+    /// S3-compatible object storage (`backup.s3.*`).
     S3,
 }
 
@@ -798,8 +812,8 @@ pub struct FilesystemBackupConfig {
     pub base_path: Option<PathBuf>,
 }
 
-/// S3 settings, declared so that configurations naming them are understood; S3 itself
-/// is not available yet, and any of them set is refused at start.
+/// An S3-compatible bucket; credentials and region fall back to the standard AWS
+/// environment variables.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct S3BackupConfig {

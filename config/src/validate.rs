@@ -605,19 +605,86 @@ impl RillConfig {
             ),
             _ => {}
         }
-        if backup.store == BackupStoreKind::S3 {
-            found.add(
-                "backup.store",
-                "is s3, which this version of Rill does not support yet",
-                "use backup.store = \"filesystem\" with a mounted volume, or none",
-            );
+        if let Some(schedule) = &backup.schedule {
+            if let Err(e) = crate::CronSchedule::parse(schedule) {
+                found.add(
+                    "backup.schedule",
+                    e,
+                    "write a cron schedule, e.g. `0 2 * * *`",
+                );
+            } else if backup.store == BackupStoreKind::None {
+                found.add(
+                    "backup.schedule",
+                    "is set, but backup.store is none, so no backup could be taken",
+                    "set backup.store (and its settings), or remove the schedule",
+                );
+            }
         }
-        for path in backup.s3.set_options() {
-            found.add(
-                path,
-                "is set, but S3 backup stores are not supported yet",
-                "remove it, and use backup.store = \"filesystem\" with a mounted volume",
-            );
+        let retention = &backup.retention;
+        if backup.schedule.is_none() {
+            if retention.window.is_some() {
+                found.add(
+                    "backup.retention.window",
+                    "is set, but backup.schedule is not, so it would be ignored",
+                    "set backup.schedule (retention runs after each scheduled backup), or \
+                     remove it",
+                );
+            }
+            if retention.max_backups > 0 {
+                found.add(
+                    "backup.retention.max-backups",
+                    "is set, but backup.schedule is not, so it would be ignored",
+                    "set backup.schedule (retention runs after each scheduled backup), or \
+                     remove it",
+                );
+            }
+        }
+        let s3 = &backup.s3;
+        if backup.store == BackupStoreKind::S3 {
+            if s3.bucket.as_deref().is_none_or(|b| b.trim().is_empty()) {
+                found.add(
+                    "backup.s3.bucket",
+                    "is not set, but backup.store is s3",
+                    "set it to the bucket backups go to (it must exist)",
+                );
+            }
+            match (&s3.access_key, &s3.secret_key) {
+                (Some(_), None) => found.add(
+                    "backup.s3.secret-key",
+                    "is not set, but backup.s3.access-key is",
+                    "set both, or neither to take AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY from the environment",
+                ),
+                (None, Some(_)) => found.add(
+                    "backup.s3.access-key",
+                    "is not set, but backup.s3.secret-key is",
+                    "set both, or neither to take AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY from the environment",
+                ),
+                _ => {}
+            }
+            if let Some(endpoint) = &s3.endpoint {
+                let scheme_ok = endpoint.starts_with("http://") || endpoint.starts_with("https://");
+                if !scheme_ok || endpoint.contains('?') || endpoint.contains('#') {
+                    found.add(
+                        "backup.s3.endpoint",
+                        format!("`{endpoint}` is not an http:// or https:// URL"),
+                        "set it to the S3-compatible server's URL, e.g. http://minio:9000, or \
+                         remove it for AWS",
+                    );
+                }
+            }
+        } else {
+            for path in s3.set_options() {
+                found.add(
+                    path,
+                    format!(
+                        "is set, but backup.store is {}, so it would be ignored",
+                        backup.store.name()
+                    ),
+                    "set backup.store = \"s3\", or remove the backup.s3 settings",
+                );
+            }
         }
     }
 

@@ -419,8 +419,50 @@ fn backup_settings_are_refused_unless_they_are_used() {
         "backup.filesystem.base-path",
     );
     assert!(problem.message.contains("ignored"), "{problem}");
-    let problem = only_problem(&load(&["backup.store=s3"]), "backup.store");
-    assert!(problem.message.contains("does not support"), "{problem}");
+    let problem = only_problem(&load(&["backup.store=s3"]), "backup.s3.bucket");
+    assert!(problem.message.contains("not set"), "{problem}");
+    assert!(
+        problems(&load(&[
+            "backup.store=s3",
+            "backup.s3.bucket=rill",
+            "backup.s3.base-path=cluster-a",
+            "backup.s3.endpoint=http://127.0.0.1:9000",
+            "backup.s3.region=eu-west-1",
+            "backup.s3.access-key=key",
+            "backup.s3.secret-key=shh",
+        ]))
+        .is_empty()
+    );
+    // Credentials from the environment: no key at all is fine.
+    assert!(problems(&load(&["backup.store=s3", "backup.s3.bucket=rill"])).is_empty());
+    let problem = only_problem(
+        &load(&[
+            "backup.store=s3",
+            "backup.s3.bucket=rill",
+            "backup.s3.secret-key=shh",
+        ]),
+        "backup.s3.access-key",
+    );
+    assert!(problem.message.contains("not set"), "{problem}");
+    assert!(!problem.to_string().contains("shh"), "{problem}");
+    let problem = only_problem(
+        &load(&[
+            "backup.store=s3",
+            "backup.s3.bucket=rill",
+            "backup.s3.endpoint=minio:9000",
+        ]),
+        "backup.s3.endpoint",
+    );
+    assert!(problem.message.contains("not an http"), "{problem}");
+    let problem = only_problem(
+        &load(&[
+            "backup.store=s3",
+            "backup.s3.bucket=rill",
+            "backup.filesystem.base-path=/mnt/backups",
+        ]),
+        "backup.filesystem.base-path",
+    );
+    assert!(problem.message.contains("ignored"), "{problem}");
     let found = problems(&load(&[
         "backup.store=filesystem",
         "backup.filesystem.base-path=/mnt/backups",
@@ -430,8 +472,46 @@ fn backup_settings_are_refused_unless_they_are_used() {
     let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
     assert_eq!(paths, ["backup.s3.bucket", "backup.s3.secret-key"]);
     assert!(
+        found.iter().all(|p| p.message.contains("ignored")),
+        "{found:?}"
+    );
+    assert!(
         found.iter().all(|p| !p.to_string().contains("shh")),
         "a secret never appears in a problem"
+    );
+    // A schedule needs a store and a valid expression; retention needs a schedule.
+    assert!(
+        problems(&load(&[
+            "backup.store=filesystem",
+            "backup.filesystem.base-path=/mnt/backups",
+            "backup.schedule=0 2 * * *",
+            "backup.retention.window=30d",
+            "backup.retention.max-backups=7",
+        ]))
+        .is_empty()
+    );
+    let problem = only_problem(
+        &load(&[
+            "backup.store=filesystem",
+            "backup.filesystem.base-path=/mnt/backups",
+            "backup.schedule=0 24 * * *",
+        ]),
+        "backup.schedule",
+    );
+    assert!(problem.message.contains("hour field"), "{problem}");
+    let problem = only_problem(&load(&["backup.schedule=0 2 * * *"]), "backup.schedule");
+    assert!(
+        problem.message.contains("backup.store is none"),
+        "{problem}"
+    );
+    let found = problems(&load(&[
+        "backup.retention.window=30d",
+        "backup.retention.max-backups=3",
+    ]));
+    let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["backup.retention.window", "backup.retention.max-backups"]
     );
     assert!(
         ConfigLoader::new()

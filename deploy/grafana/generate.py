@@ -240,6 +240,24 @@ def dashboard():
                        'kubelet_volume_stats_capacity_bytes{namespace=~"$namespace", persistentvolumeclaim=~"data-.+-broker-[0-9]+"})',
                        "{{persistentvolumeclaim}}")], unit="percentunit"), 24, 8)
 
+    g.row("Backups")
+    g.add(stat("Since the last completed backup",
+               "Time since the newest completed backup part in the store was written "
+               "(docs/operations.md); the alert RillNoRecentBackup fires past 26 hours.",
+               f"time() - max(rill_backup_last_completed_timestamp_seconds{{{SEL}}} > 0)", unit="s",
+               thresholds=[{"color": "green", "value": None},
+                           {"color": "orange", "value": 26 * 3600}]), 8, 8)
+    g.add(timeseries("Backup operations",
+                     "Parts taken, backups deleted (API or retention) and scheduled backups "
+                     "asked for, by result.",
+                     [(f"sum by (operation, result) (increase(rill_backup_operations_total{{{SEL}}}[$__rate_interval]))",
+                       "{{operation}} {{result}}")]), 8, 8)
+    g.add(timeseries("Backup part duration",
+                     "Time to write one partition's part into the store.",
+                     [(f"max by (pod) (rate(rill_backup_duration_seconds_sum{{{SEL}}}[$__rate_interval]) / "
+                       f"rate(rill_backup_duration_seconds_count{{{SEL}}}[$__rate_interval]))", "{{pod}}")],
+                     unit="s"), 8, 8)
+
     g.row("Transport")
     g.add(timeseries("Open connections",
                      "Connections between brokers and from gateways, by direction.",
@@ -257,7 +275,7 @@ def dashboard():
     return {
         "uid": "rill-cluster",
         "title": "Rill cluster",
-        "description": "Throughput, latency, flow control, raft health, exporters and storage of a Rill cluster.",
+        "description": "Throughput, latency, flow control, raft health, exporters, storage and backups of a Rill cluster.",
         "tags": ["rill", "bpmn"],
         "editable": True,
         "graphTooltip": 1,

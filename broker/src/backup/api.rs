@@ -23,10 +23,11 @@ use rill_protocol::PartitionId;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::metrics::BackupMetrics;
 use crate::monitoring::{json_response, problem};
 
 use super::CheckpointOutcome;
-use super::store::{BackupState, FilesystemStore, PartitionBackupStatus, overall_state};
+use super::store::{BackupState, BackupStore, PartitionBackupStatus, Store, overall_state};
 
 /// How a broker reaches its partitions' leaders to record a checkpoint.
 pub trait BackupPartitions: Send + Sync + 'static {
@@ -38,20 +39,32 @@ pub trait BackupPartitions: Send + Sync + 'static {
         partition: PartitionId,
         backup_id: u64,
     ) -> BoxFuture<'static, Result<CheckpointOutcome, String>>;
+    /// Whether this broker's replica of `partition` leads it now (the scheduler runs on
+    /// the broker that leads partition 1).
+    fn leads(&self, partition: PartitionId) -> bool;
 }
 
 #[derive(Clone)]
 struct BackupApi {
-    store: Option<FilesystemStore>,
+    store: Option<Store>,
     partitions: Arc<dyn BackupPartitions>,
+    metrics: BackupMetrics,
 }
 
 /// The routes of the backup management API.
-pub fn router(store: Option<FilesystemStore>, partitions: Arc<dyn BackupPartitions>) -> Router {
+pub fn router(
+    store: Option<Store>,
+    partitions: Arc<dyn BackupPartitions>,
+    metrics: BackupMetrics,
+) -> Router {
     Router::new()
         .route("/actuator/backups", get(list).post(take))
         .route("/actuator/backups/{id}", get(status).delete(delete))
-        .with_state(BackupApi { store, partitions })
+        .with_state(BackupApi {
+            store,
+            partitions,
+            metrics,
+        })
 }
 
 fn no_store() -> Response {
@@ -59,7 +72,8 @@ fn no_store() -> Response {
         StatusCode::BAD_REQUEST,
         "BACKUP_NOT_CONFIGURED",
         "no backup store is configured (backup.store = none): set backup.store = \
-         \"filesystem\" and backup.filesystem.base-path on every broker",
+         \"filesystem\" and backup.filesystem.base-path, or backup.store = \"s3\" and \
+         backup.s3.bucket, on every broker",
     )
 }
 
@@ -75,7 +89,7 @@ fn backup_id(id: &str) -> Result<u64, Box<Response>> {
 }
 
 /// Runs blocking store work off the server's threads; the error is the answer to give.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, Box<Response>> {
     let failed = match tokio::task::spawn_blocking(work).await {
@@ -103,45 +117,51 @@ struct TakeBody {
 /// How long each partition may take to record the checkpoint.
 const CHECKPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 
-async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
-    let Some(store) = api.store.clone() else {
-        return no_store();
-    };
-    let id = match serde_json::from_slice::<TakeBody>(&body) {
-        Ok(body) if body.backup_id > 0 => body.backup_id,
-        Ok(_) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "INVALID_ARGUMENT",
-                "backupId: must be above 0",
-            );
+/// Why a backup was not taken.
+pub(crate) enum TakeRefused {
+    /// The store has a backup with this id.
+    Exists,
+    /// Partitions have a checkpoint with an id as high (each named with it).
+    NotGreater(Vec<String>),
+    /// Partitions did not confirm the checkpoint (each named with why).
+    Unavailable(Vec<String>),
+    /// The store cannot be read.
+    Store(Box<Response>),
+}
+
+impl TakeRefused {
+    /// The reason, for a log line.
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            TakeRefused::Exists => "a backup with this id exists".to_owned(),
+            TakeRefused::NotGreater(refused) => {
+                format!("backup ids must grow, and {}", refused.join(", "))
+            }
+            TakeRefused::Unavailable(failed) => format!(
+                "not every partition confirmed the checkpoint: {}",
+                failed.join("; ")
+            ),
+            TakeRefused::Store(_) => "the backup store cannot be read".to_owned(),
         }
-        Err(e) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "INVALID_ARGUMENT",
-                format!("request body: {e} (expected {{\"backupId\": <number>}})"),
-            );
-        }
-    };
-    let exists = {
-        let store = store.clone();
-        blocking(move || store.partitions(id).map(|parts| !parts.is_empty())).await
-    };
+    }
+}
+
+/// Records checkpoint `id` in every partition (the parts are then taken in the
+/// background): the API's `POST` and the scheduler both take backups this way.
+pub(crate) async fn take_backup(
+    store: Store,
+    partitions: Arc<dyn BackupPartitions>,
+    id: u64,
+) -> Result<u16, TakeRefused> {
+    let exists = blocking(move || store.partitions(id).map(|parts| !parts.is_empty())).await;
     match exists {
-        Err(response) => return *response,
-        Ok(true) => {
-            return problem(
-                StatusCode::CONFLICT,
-                "ALREADY_EXISTS",
-                format!("backup {id} exists already: take a backup with a higher id"),
-            );
-        }
+        Err(response) => return Err(TakeRefused::Store(response)),
+        Ok(true) => return Err(TakeRefused::Exists),
         Ok(false) => {}
     }
-    let count = api.partitions.partition_count();
+    let count = partitions.partition_count();
     let asked = (1..=count).map(|p| {
-        let partitions = api.partitions.clone();
+        let partitions = partitions.clone();
         async move {
             let outcome = tokio::time::timeout(
                 CHECKPOINT_TIMEOUT,
@@ -177,17 +197,65 @@ async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
         })
         .collect();
     if !refused.is_empty() {
-        return problem(
+        return Err(TakeRefused::NotGreater(refused));
+    }
+    if !failed.is_empty() {
+        return Err(TakeRefused::Unavailable(failed));
+    }
+    tracing::info!(
+        backup = id,
+        partitions = count,
+        "backup checkpoint recorded"
+    );
+    Ok(count)
+}
+
+async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
+    let Some(store) = api.store.clone() else {
+        return no_store();
+    };
+    let id = match serde_json::from_slice::<TakeBody>(&body) {
+        Ok(body) if body.backup_id > 0 => body.backup_id,
+        Ok(_) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "backupId: must be above 0",
+            );
+        }
+        Err(e) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                format!("request body: {e} (expected {{\"backupId\": <number>}})"),
+            );
+        }
+    };
+    match take_backup(store, api.partitions.clone(), id).await {
+        Ok(_) => json_response(
+            StatusCode::ACCEPTED,
+            json!({
+                "message": format!(
+                    "A backup with id {id} has been scheduled. Use GET /actuator/backups/{id} \
+                     to monitor its status."
+                ),
+            }),
+        ),
+        Err(TakeRefused::Store(response)) => *response,
+        Err(TakeRefused::Exists) => problem(
+            StatusCode::CONFLICT,
+            "ALREADY_EXISTS",
+            format!("backup {id} exists already: take a backup with a higher id"),
+        ),
+        Err(TakeRefused::NotGreater(refused)) => problem(
             StatusCode::CONFLICT,
             "BACKUP_ID_NOT_GREATER",
             format!(
                 "backup ids must grow, and {}: take the backup with a higher id",
                 refused.join(", ")
             ),
-        );
-    }
-    if !failed.is_empty() {
-        return problem(
+        ),
+        Err(TakeRefused::Unavailable(failed)) => problem(
             StatusCode::SERVICE_UNAVAILABLE,
             "UNAVAILABLE",
             format!(
@@ -196,22 +264,8 @@ async fn take(State(api): State<BackupApi>, body: Bytes) -> Response {
                  higher id can be taken",
                 failed.join("; ")
             ),
-        );
+        ),
     }
-    tracing::info!(
-        backup = id,
-        partitions = count,
-        "backup checkpoint recorded"
-    );
-    json_response(
-        StatusCode::ACCEPTED,
-        json!({
-            "message": format!(
-                "A backup with id {id} has been scheduled. Use GET /actuator/backups/{id} to \
-                 monitor its status."
-            ),
-        }),
-    )
 }
 
 fn rfc3339(millis: i64) -> String {
@@ -239,8 +293,8 @@ fn part_json(part: &PartitionBackupStatus) -> Value {
 
 /// A backup as Zeebe's `BackupInfo`, from the store: partitions `1..=count`, and any
 /// above that the store has.
-fn backup_json(
-    store: &FilesystemStore,
+pub(crate) fn backup_json(
+    store: &dyn BackupStore,
     id: u64,
     count: u16,
 ) -> Result<(BackupState, Value), String> {
@@ -285,7 +339,7 @@ async fn status(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
         Err(response) => return *response,
     };
     let count = api.partitions.partition_count();
-    match blocking(move || backup_json(&store, id, count)).await {
+    match blocking(move || backup_json(store.as_ref(), id, count)).await {
         Ok((BackupState::DoesNotExist, _)) => problem(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
@@ -305,7 +359,7 @@ async fn list(State(api): State<BackupApi>) -> Response {
         store
             .backup_ids()?
             .into_iter()
-            .map(|id| backup_json(&store, id, count).map(|(_, body)| body))
+            .map(|id| backup_json(store.as_ref(), id, count).map(|(_, body)| body))
             .collect::<Result<Vec<Value>, String>>()
     })
     .await;
@@ -326,7 +380,7 @@ async fn delete(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
     let count = api.partitions.partition_count();
     let found = {
         let store = store.clone();
-        blocking(move || backup_json(&store, id, count)).await
+        blocking(move || backup_json(store.as_ref(), id, count)).await
     };
     match found {
         Err(response) => *response,
@@ -342,10 +396,14 @@ async fn delete(State(api): State<BackupApi>, Path(id): Path<String>) -> Respons
         ),
         Ok(_) => match blocking(move || store.delete(id)).await {
             Ok(_) => {
+                api.metrics.operation("delete", true);
                 tracing::info!(backup = id, "backup deleted");
                 StatusCode::NO_CONTENT.into_response()
             }
-            Err(response) => *response,
+            Err(response) => {
+                api.metrics.operation("delete", false);
+                *response
+            }
         },
     }
 }

@@ -7,7 +7,8 @@
 //!                │ state (a backup id not above the latest is refused)
 //!                ▼ the leader, right after writing the entry that carries it
 //!   take: a RocksDB snapshot of the state at the cut (no stall: no flush, no copy)
-//!        └─► a thread of its own writes every column family into the store:
+//!        └─► a thread of its own writes every column family into the store (a
+//!            directory or S3, `store::BackupStore`):
 //!            <base>/<backupId>/partition-<p>/  status.json  manifest.json  *.kv
 //!   restore (`rill restore`): checks the backup's shape and every file's checksum,
 //!        loads the state into empty data directories, the log starting after the cut
@@ -16,6 +17,9 @@
 pub mod api;
 mod format;
 mod restore;
+mod s3;
+mod schedule;
+mod sigv4;
 mod store;
 mod take;
 
@@ -23,8 +27,11 @@ use rill_protocol::{Position, Timestamp};
 
 pub use api::{BackupPartitions, router};
 pub use restore::{RestoreError, Restored, RestoredPartition, restore};
+pub use s3::{Environment as S3Environment, S3Store};
+pub use schedule::spawn as spawn_scheduler;
 pub use store::{
-    BackupState, FileEntry, FilesystemStore, PartitionBackupStatus, PartitionManifest,
+    BackupState, BackupStore, FileEntry, FileSink, FilesystemStore, PartitionBackupStatus,
+    PartitionManifest, Store, configured_store, latest_completed,
 };
 pub(crate) use take::{BackupJob, start as start_backup};
 
@@ -83,5 +90,11 @@ impl<E: rill_engine_api::Engine> api::BackupPartitions for LocalPartitions<E> {
                 )),
             }
         })
+    }
+
+    fn leads(&self, partition: rill_protocol::PartitionId) -> bool {
+        self.partitions
+            .get(&partition)
+            .is_some_and(|p| p.status().role == crate::partition::Role::Leader)
     }
 }

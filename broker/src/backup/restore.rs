@@ -17,7 +17,7 @@ use rill_raft::{PartitionStorage, RaftTerm, StateOptions};
 use rocksdb::WriteBatch;
 
 use super::format::{read_file, verify};
-use super::store::{BackupState, FilesystemStore, PartitionManifest};
+use super::store::{BackupState, BackupStore, PartitionManifest};
 use super::take::COLUMN_FAMILIES;
 
 /// Why a restore was refused or failed; the message says what to do.
@@ -62,22 +62,25 @@ pub fn restore(
             partitions: Vec::new(),
         });
     }
-    let store = FilesystemStore::from_config(&config.backup).ok_or_else(|| {
-        fail(format!(
-            "backup.store is {}: set backup.store = \"filesystem\" and \
-             backup.filesystem.base-path to the store the backup was taken to",
-            config.backup.store.name()
-        ))
-    })?;
+    let store = super::store::configured_store(&config.backup)
+        .map_err(fail)?
+        .ok_or_else(|| {
+            fail(format!(
+                "backup.store is {}: set backup.store (and its settings) to the store the \
+                 backup was taken to",
+                config.backup.store.name()
+            ))
+        })?;
     check_empty(data_dir)?;
-    let manifests = check_backup(&store, config, backup_id)?;
+    store.check().map_err(fail)?;
+    let store = store.as_ref();
+    let manifests = check_backup(store, config, backup_id)?;
     let node = NodeId(config.cluster.node_id);
     let hosted = crate::partitions_of(node, config);
     for partition in &hosted {
         let manifest = &manifests[usize::from(partition.get()) - 1];
-        let dir = store.partition_dir(backup_id, partition.get());
         for file in &manifest.files {
-            verify(&dir, file).map_err(|e| {
+            verify(store, backup_id, partition.get(), file).map_err(|e| {
                 fail(format!(
                     "backup {backup_id}, partition {partition}: {e}; nothing was restored"
                 ))
@@ -86,11 +89,10 @@ pub fn restore(
     }
     std::fs::create_dir_all(data_dir)
         .map_err(|e| fail(format!("cannot create {}: {e}", data_dir.display())))?;
-    let result =
-        lay_out(&store, backup_id, data_dir, node, &hosted, &manifests).and_then(|parts| {
-            write_marker(data_dir, backup_id)?;
-            Ok(parts)
-        });
+    let result = lay_out(store, data_dir, node, &hosted, &manifests).and_then(|parts| {
+        write_marker(data_dir, backup_id)?;
+        Ok(parts)
+    });
     match result {
         Ok(partitions) => Ok(Restored {
             already: false,
@@ -113,8 +115,7 @@ fn write_marker(data_dir: &Path, backup_id: u64) -> Result<(), RestoreError> {
 }
 
 fn lay_out(
-    store: &FilesystemStore,
-    backup_id: u64,
+    store: &dyn BackupStore,
     data_dir: &Path,
     node: NodeId,
     hosted: &[PartitionId],
@@ -130,11 +131,10 @@ fn lay_out(
     let mut restored = Vec::new();
     for partition in hosted {
         let manifest = &manifests[usize::from(partition.get()) - 1];
-        let from = store.partition_dir(backup_id, partition.get());
         let to = data_dir.join(format!("partition-{partition}"));
         let bytes = runtime
             .block_on(restore_partition(
-                &from,
+                store,
                 &to,
                 manifest,
                 node,
@@ -158,7 +158,7 @@ fn lay_out(
 }
 
 async fn restore_partition(
-    from: &Path,
+    store: &dyn BackupStore,
     to: &Path,
     manifest: &PartitionManifest,
     node: NodeId,
@@ -181,14 +181,21 @@ async fn restore_partition(
             .cf_handle(cf_name)
             .ok_or_else(|| format!("the state database has no column family {cf_name}"))?;
         let mut batch = WriteBatch::default();
-        read_file(&from.join(&file.name), |key, value| {
-            batch.put_cf(cf, key, value);
-            if batch.size_in_bytes() >= 4 << 20 {
-                db.write(std::mem::take(&mut batch))
-                    .map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        })?;
+        // Blocking reads on the restore's own thread (`block_on`), verified as read.
+        read_file(
+            store,
+            manifest.backup_id,
+            manifest.partition_id,
+            file,
+            |key, value| {
+                batch.put_cf(cf, key, value);
+                if batch.size_in_bytes() >= 4 << 20 {
+                    db.write(std::mem::take(&mut batch))
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            },
+        )?;
         db.write(batch).map_err(|e| e.to_string())?;
         bytes += file.size;
     }
@@ -266,7 +273,7 @@ fn check_empty(data_dir: &Path) -> Result<(), RestoreError> {
 /// Checks that the backup is complete and has the shape of the cluster `config`
 /// describes; returns the manifests of partitions `1..=count`.
 fn check_backup(
-    store: &FilesystemStore,
+    store: &dyn BackupStore,
     config: &RillConfig,
     backup_id: u64,
 ) -> Result<Vec<PartitionManifest>, RestoreError> {
@@ -276,7 +283,7 @@ fn check_backup(
     if parts.is_empty() {
         return Err(fail(format!(
             "there is no backup {backup_id} in {} (`rill backup list` shows the backups)",
-            store.base().display()
+            store.location()
         )));
     }
     if let Some(extra) = parts.iter().find(|p| **p == 0 || **p > count) {

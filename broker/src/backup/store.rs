@@ -1,14 +1,16 @@
-//! The filesystem backup store: one directory per backup, one per partition in it.
+//! Backup stores: what taking, restoring and the API need of a place backups are kept
+//! ([`BackupStore`]), with a directory ([`FilesystemStore`]) and S3-compatible object
+//! storage (`super::s3::S3Store`) behind it. Both lay a backup out the same way:
 //!
 //! ```text
-//! <backup.filesystem.base-path>/<backupId>/partition-<p>/
+//! <base>/<backupId>/partition-<p>/
 //!   status.json     state (IN_PROGRESS, COMPLETED, FAILED), failure reason, sizes
 //!   manifest.json   the cut, the cluster's shape, every data file with size and SHA-256
 //!   <cf>-<n>.kv     the state's column families at the cut (see `format`)
 //! ```
-//! Files are written under a temporary name and renamed, so a reader sees a whole file
-//! or none. `status.json` is written last as COMPLETED, after the manifest and the data
-//! are synced.
+//! A reader sees a whole file or none (a rename in a directory, one object in S3).
+//! `status.json` is written last as COMPLETED, after the manifest and the data are
+//! stored.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -81,127 +83,73 @@ pub struct PartitionBackupStatus {
     pub broker_version: String,
 }
 
-const STATUS: &str = "status.json";
-const MANIFEST: &str = "manifest.json";
+pub(super) const STATUS: &str = "status.json";
+pub(super) const MANIFEST: &str = "manifest.json";
 
-/// Backups under one directory (`backup.filesystem.base-path`).
-#[derive(Clone, Debug)]
-pub struct FilesystemStore {
-    base: PathBuf,
-}
+/// A backup store as taking, restoring and the API use it.
+pub type Store = std::sync::Arc<dyn BackupStore>;
 
-impl FilesystemStore {
-    pub fn new(base: impl Into<PathBuf>) -> FilesystemStore {
-        FilesystemStore { base: base.into() }
-    }
+/// What taking, restoring and the backup API need of a place backups are kept. Errors
+/// are messages that name the file or object and what went wrong.
+///
+/// Calls block: they run on the backup's own threads, `spawn_blocking` or the restore's
+/// thread, never on a runtime's worker.
+pub trait BackupStore: Send + Sync + std::fmt::Debug {
+    /// Where the backups are, for messages: a directory, or `s3://bucket/prefix`.
+    fn location(&self) -> String;
 
-    /// The configured store, if any (`backup.store`).
-    pub fn from_config(config: &rill_config::BackupConfig) -> Option<FilesystemStore> {
-        match config.store {
-            rill_config::BackupStoreKind::Filesystem => config
-                .filesystem
-                .base_path
-                .clone()
-                .map(FilesystemStore::new),
-            // S3 is refused by validation; none takes no backups.
-            rill_config::BackupStoreKind::None | rill_config::BackupStoreKind::S3 => None,
-        }
-    }
+    /// Checks that the store can be used (at start): the error names the setting to fix.
+    fn check(&self) -> Result<(), String>;
 
-    pub fn base(&self) -> &Path {
-        &self.base
-    }
+    /// Writes a part's status; with `sync`, durably before it returns.
+    fn write_status(&self, status: &PartitionBackupStatus, sync: bool) -> Result<(), String>;
 
-    pub fn backup_dir(&self, backup_id: u64) -> PathBuf {
-        self.base.join(backup_id.to_string())
-    }
+    /// Writes a part's manifest, durably.
+    fn write_manifest(&self, manifest: &PartitionManifest) -> Result<(), String>;
 
-    pub fn partition_dir(&self, backup_id: u64, partition: u16) -> PathBuf {
-        self.backup_dir(backup_id)
-            .join(format!("partition-{partition}"))
-    }
-
-    pub fn write_status(&self, status: &PartitionBackupStatus, sync: bool) -> Result<(), String> {
-        let dir = self.partition_dir(status.backup_id, status.partition_id);
-        write_json(&dir, STATUS, status, sync)
-    }
-
-    pub fn write_manifest(&self, manifest: &PartitionManifest) -> Result<(), String> {
-        let dir = self.partition_dir(manifest.backup_id, manifest.partition_id);
-        write_json(&dir, MANIFEST, manifest, true)
-    }
-
-    pub fn status(
+    fn status(
         &self,
         backup_id: u64,
         partition: u16,
-    ) -> Result<Option<PartitionBackupStatus>, String> {
-        read_json(&self.partition_dir(backup_id, partition).join(STATUS))
-    }
+    ) -> Result<Option<PartitionBackupStatus>, String>;
 
-    pub fn manifest(
-        &self,
-        backup_id: u64,
-        partition: u16,
-    ) -> Result<Option<PartitionManifest>, String> {
-        read_json(&self.partition_dir(backup_id, partition).join(MANIFEST))
-    }
+    fn manifest(&self, backup_id: u64, partition: u16)
+    -> Result<Option<PartitionManifest>, String>;
 
     /// The ids of the backups in the store, ascending.
-    pub fn backup_ids(&self) -> Result<Vec<u64>, String> {
-        let entries = match std::fs::read_dir(&self.base) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("cannot list {}: {e}", self.base.display())),
-        };
-        let mut ids: Vec<u64> = entries
-            .flatten()
-            .filter(|entry| entry.path().is_dir())
-            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-            .collect();
-        ids.sort_unstable();
-        Ok(ids)
-    }
+    fn backup_ids(&self) -> Result<Vec<u64>, String>;
 
     /// The partitions that have a part of `backup_id`, ascending.
-    pub fn partitions(&self, backup_id: u64) -> Result<Vec<u16>, String> {
-        let dir = self.backup_dir(backup_id);
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
-        };
-        let mut partitions: Vec<u16> = entries
-            .flatten()
-            .filter_map(|entry| {
-                entry
-                    .file_name()
-                    .to_str()?
-                    .strip_prefix("partition-")?
-                    .parse()
-                    .ok()
-            })
-            .collect();
-        partitions.sort_unstable();
-        Ok(partitions)
-    }
+    fn partitions(&self, backup_id: u64) -> Result<Vec<u16>, String>;
 
     /// Removes a backup. Returns whether there was one.
-    pub fn delete(&self, backup_id: u64) -> Result<bool, String> {
-        let dir = self.backup_dir(backup_id);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
-        }
-    }
-}
+    fn delete(&self, backup_id: u64) -> Result<bool, String>;
 
-impl FilesystemStore {
+    /// A new data file of a part: written in order, stored whole by `finish`.
+    fn create_file(
+        &self,
+        backup_id: u64,
+        partition: u16,
+        name: &str,
+    ) -> Result<Box<dyn FileSink>, String>;
+
+    /// Reads a data file of a part, in order. `what` is how errors name it.
+    fn open_file(
+        &self,
+        backup_id: u64,
+        partition: u16,
+        name: &str,
+    ) -> Result<(Box<dyn std::io::Read + Send>, String), String>;
+
+    /// Every data file of a part is finished: makes them durable together.
+    fn files_finished(&self, _backup_id: u64, _partition: u16) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Marks the parts `node` left `IN_PROGRESS` as `FAILED`: called when the broker
     /// starts, when none of its parts can still be running (an upload does not survive
     /// a restart: the state it read is gone). Returns the parts marked.
-    pub fn fail_interrupted(&self, node: u32, now: i64) -> Result<Vec<(u64, u16)>, String> {
+    fn fail_interrupted(&self, node: u32, now: i64) -> Result<Vec<(u64, u16)>, String> {
         let mut marked = Vec::new();
         for backup_id in self.backup_ids()? {
             for partition in self.partitions(backup_id)? {
@@ -221,6 +169,204 @@ impl FilesystemStore {
             }
         }
         Ok(marked)
+    }
+}
+
+/// A data file being written into a store.
+pub trait FileSink: Send {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String>;
+    /// Stores the file whole: no reader sees a part of it.
+    fn finish(self: Box<Self>) -> Result<(), String>;
+}
+
+/// The configured store, if any (`backup.store`). The S3 store is checked for access
+/// only by [`BackupStore::check`].
+pub fn configured_store(config: &rill_config::BackupConfig) -> Result<Option<Store>, String> {
+    Ok(match config.store {
+        rill_config::BackupStoreKind::Filesystem => config
+            .filesystem
+            .base_path
+            .clone()
+            .map(|base| std::sync::Arc::new(FilesystemStore::new(base)) as Store),
+        rill_config::BackupStoreKind::S3 => Some(std::sync::Arc::new(
+            super::s3::S3Store::from_config(&config.s3, &super::s3::Environment::process())?,
+        ) as Store),
+        rill_config::BackupStoreKind::None => None,
+    })
+}
+
+/// Backups under one directory (`backup.filesystem.base-path`).
+#[derive(Clone, Debug)]
+pub struct FilesystemStore {
+    base: PathBuf,
+}
+
+impl FilesystemStore {
+    pub fn new(base: impl Into<PathBuf>) -> FilesystemStore {
+        FilesystemStore { base: base.into() }
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    pub fn backup_dir(&self, backup_id: u64) -> PathBuf {
+        self.base.join(backup_id.to_string())
+    }
+
+    pub fn partition_dir(&self, backup_id: u64, partition: u16) -> PathBuf {
+        self.backup_dir(backup_id)
+            .join(format!("partition-{partition}"))
+    }
+}
+
+impl BackupStore for FilesystemStore {
+    fn location(&self) -> String {
+        self.base.display().to_string()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        // Created when the first backup is written; a path that exists must be a
+        // directory.
+        match std::fs::metadata(&self.base) {
+            Ok(meta) if !meta.is_dir() => Err(format!(
+                "backup.filesystem.base-path: {} is not a directory",
+                self.base.display()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn write_status(&self, status: &PartitionBackupStatus, sync: bool) -> Result<(), String> {
+        let dir = self.partition_dir(status.backup_id, status.partition_id);
+        write_json(&dir, STATUS, status, sync)
+    }
+
+    fn write_manifest(&self, manifest: &PartitionManifest) -> Result<(), String> {
+        let dir = self.partition_dir(manifest.backup_id, manifest.partition_id);
+        write_json(&dir, MANIFEST, manifest, true)
+    }
+
+    fn status(
+        &self,
+        backup_id: u64,
+        partition: u16,
+    ) -> Result<Option<PartitionBackupStatus>, String> {
+        read_json(&self.partition_dir(backup_id, partition).join(STATUS))
+    }
+
+    fn manifest(
+        &self,
+        backup_id: u64,
+        partition: u16,
+    ) -> Result<Option<PartitionManifest>, String> {
+        read_json(&self.partition_dir(backup_id, partition).join(MANIFEST))
+    }
+
+    fn backup_ids(&self) -> Result<Vec<u64>, String> {
+        let entries = match std::fs::read_dir(&self.base) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("cannot list {}: {e}", self.base.display())),
+        };
+        let mut ids: Vec<u64> = entries
+            .flatten()
+            .filter(|entry| entry.path().is_dir())
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn partitions(&self, backup_id: u64) -> Result<Vec<u16>, String> {
+        let dir = self.backup_dir(backup_id);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
+        };
+        let mut partitions: Vec<u16> = entries
+            .flatten()
+            .filter_map(|entry| parse_partition(entry.file_name().to_str()?))
+            .collect();
+        partitions.sort_unstable();
+        Ok(partitions)
+    }
+
+    fn delete(&self, backup_id: u64) -> Result<bool, String> {
+        let dir = self.backup_dir(backup_id);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+        }
+    }
+
+    fn create_file(
+        &self,
+        backup_id: u64,
+        partition: u16,
+        name: &str,
+    ) -> Result<Box<dyn FileSink>, String> {
+        let dir = self.partition_dir(backup_id, partition);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let temporary = dir.join(format!(".{name}.tmp"));
+        let file = std::fs::File::create(&temporary)
+            .map_err(|e| format!("cannot create {}: {e}", temporary.display()))?;
+        Ok(Box::new(DirectoryFile {
+            path: dir.join(name),
+            temporary,
+            out: std::io::BufWriter::with_capacity(1 << 20, file),
+        }))
+    }
+
+    fn open_file(
+        &self,
+        backup_id: u64,
+        partition: u16,
+        name: &str,
+    ) -> Result<(Box<dyn std::io::Read + Send>, String), String> {
+        let path = self.partition_dir(backup_id, partition).join(name);
+        let what = path.display().to_string();
+        let file = std::fs::File::open(&path).map_err(|e| format!("cannot read {what}: {e}"))?;
+        Ok((Box::new(file), what))
+    }
+
+    fn files_finished(&self, backup_id: u64, partition: u16) -> Result<(), String> {
+        sync_dir(&self.partition_dir(backup_id, partition))
+    }
+}
+
+/// `partition-<p>` as `p`.
+pub(super) fn parse_partition(name: &str) -> Option<u16> {
+    name.strip_prefix("partition-")?.parse().ok()
+}
+
+/// A data file written under a temporary name, synced and renamed when finished.
+struct DirectoryFile {
+    path: PathBuf,
+    temporary: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+impl FileSink for DirectoryFile {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.out
+            .write_all(bytes)
+            .map_err(|e| format!("cannot write {}: {e}", self.temporary.display()))
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), String> {
+        let DirectoryFile {
+            path,
+            temporary,
+            mut out,
+        } = *self;
+        let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        out.flush().map_err(fail)?;
+        out.get_ref().sync_all().map_err(fail)?;
+        std::fs::rename(&temporary, &path).map_err(fail)
     }
 }
 
@@ -266,6 +412,21 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, Str
     }
 }
 
+/// When the latest completed part in `store` was written (epoch milliseconds).
+pub fn latest_completed(store: &dyn BackupStore) -> Result<Option<i64>, String> {
+    let mut latest = None;
+    for backup_id in store.backup_ids()?.into_iter().rev() {
+        for partition in store.partitions(backup_id)? {
+            if let Some(status) = store.status(backup_id, partition)?
+                && status.state == BackupState::Completed
+            {
+                latest = latest.max(Some(status.last_updated));
+            }
+        }
+    }
+    Ok(latest)
+}
+
 /// The state of a whole backup from its partitions' states (`None`: no part), as Zeebe
 /// sums them up.
 pub fn overall_state(parts: &[Option<BackupState>]) -> BackupState {
@@ -276,9 +437,10 @@ pub fn overall_state(parts: &[Option<BackupState>]) -> BackupState {
         BackupState::Failed
     } else if present.len() == parts.len() && present.iter().all(|s| *s == BackupState::Completed) {
         BackupState::Completed
-    } else if present.contains(&BackupState::InProgress) {
+    } else if present.len() == parts.len() && present.contains(&BackupState::InProgress) {
         BackupState::InProgress
     } else {
+        // A part missing (Camunda 8.10's rule: before in progress), or mixed states.
         BackupState::Incomplete
     }
 }
@@ -296,7 +458,11 @@ mod tests {
             Completed
         );
         assert_eq!(overall_state(&[Some(Completed), None]), Incomplete);
-        assert_eq!(overall_state(&[Some(InProgress), None]), InProgress);
+        assert_eq!(overall_state(&[Some(InProgress), None]), Incomplete);
+        assert_eq!(
+            overall_state(&[Some(InProgress), Some(Completed)]),
+            InProgress
+        );
         assert_eq!(overall_state(&[Some(InProgress), Some(Failed)]), Failed);
     }
 

@@ -13,9 +13,7 @@ use rill_raft::{CF_EXPORT, CF_HISTORY, StateDb};
 use rocksdb::ReadOptions;
 
 use super::format::{FILE_LIMIT, KvWriter};
-use super::store::{
-    BackupState, FileEntry, FilesystemStore, PartitionBackupStatus, PartitionManifest,
-};
+use super::store::{BackupState, FileEntry, PartitionBackupStatus, PartitionManifest, Store};
 
 /// The column families of the state database, in the order they are written.
 pub(super) const COLUMN_FAMILIES: &[&str] = &["default", CF_EXPORT, CF_HISTORY];
@@ -23,7 +21,8 @@ pub(super) const COLUMN_FAMILIES: &[&str] = &["default", CF_EXPORT, CF_HISTORY];
 /// A partition's part of a backup, to be taken.
 #[derive(Clone, Debug)]
 pub(crate) struct BackupJob {
-    pub store: FilesystemStore,
+    pub store: Store,
+    pub metrics: crate::metrics::BackupMetrics,
     pub backup_id: u64,
     pub partition_id: u16,
     pub node_id: u32,
@@ -52,27 +51,32 @@ impl BackupJob {
 }
 
 /// Starts taking `job` from `db` (the state as the checkpoint's entry left it) and
-/// returns once the state is pinned; the rest runs on a thread of its own.
-pub(crate) fn start(job: BackupJob, db: Arc<StateDb>) {
+/// returns once the state is pinned; the rest runs on a thread of its own, which calls
+/// `recorded` once the part's status says IN_PROGRESS in the store (a store may be a
+/// network away: the partition does not wait for that).
+pub(crate) fn start(job: BackupJob, db: Arc<StateDb>, recorded: Box<dyn FnOnce() + Send>) {
     let pausing = std::time::Instant::now();
     let (pinned_tx, pinned_rx) = std::sync::mpsc::sync_channel::<()>(1);
     let thread_job = job.clone();
     let spawned = std::thread::Builder::new()
         .name(format!("rill-backup-{}", job.partition_id))
-        .spawn(move || {
-            let job = thread_job;
-            let snapshot = db.db().snapshot();
-            // Not synced: a reader may see it at once; COMPLETED is synced.
-            if let Err(e) = job.store.write_status(&job.status(BackupState::InProgress, &[]), false)
-            {
-                tracing::warn!(backup = job.backup_id, error = %e, "cannot record the backup as in progress");
+        .spawn({
+            move || {
+                let job = thread_job;
+                let snapshot = db.db().snapshot();
+                let _ = pinned_tx.send(());
+                let started = std::time::Instant::now();
+                // Not synced: a reader may see it at once; COMPLETED is synced.
+                let in_progress = job.status(BackupState::InProgress, &[]);
+                if let Err(e) = job.store.write_status(&in_progress, false) {
+                    tracing::warn!(backup = job.backup_id, error = %e, "cannot record the backup as in progress");
+                }
+                recorded();
+                let result = write_part(&job, &db, &snapshot);
+                drop(snapshot);
+                drop(db);
+                finish(&job, result, started);
             }
-            let _ = pinned_tx.send(());
-            let started = std::time::Instant::now();
-            let result = write_part(&job, &db, &snapshot);
-            drop(snapshot);
-            drop(db);
-            finish(&job, result, started);
         });
     match spawned {
         Ok(_) => {
@@ -84,15 +88,20 @@ pub(crate) fn start(job: BackupJob, db: Arc<StateDb>) {
                 "backup state pinned; processing goes on"
             );
         }
-        Err(e) => finish(
-            &job,
-            Err(format!("cannot start the backup thread: {e}")),
-            std::time::Instant::now(),
-        ),
+        Err(e) => {
+            finish(
+                &job,
+                Err(format!("cannot start the backup thread: {e}")),
+                std::time::Instant::now(),
+            );
+            // `recorded` went with the thread that did not start: whoever waits for
+            // it is answered that the partition dropped the request.
+        }
     }
 }
 
 fn finish(job: &BackupJob, result: Result<Vec<FileEntry>, String>, started: std::time::Instant) {
+    let completed = result.is_ok();
     let status = match result {
         Ok(files) => {
             tracing::info!(
@@ -112,9 +121,15 @@ fn finish(job: &BackupJob, result: Result<Vec<FileEntry>, String>, started: std:
             status
         }
     };
-    if let Err(e) = job.store.write_status(&status, true) {
+    let recorded = job.store.write_status(&status, true);
+    if let Err(e) = &recorded {
         tracing::error!(backup = job.backup_id, error = %e, "cannot record the backup's outcome");
     }
+    job.metrics.part_taken(
+        completed && recorded.is_ok(),
+        started.elapsed().as_secs_f64(),
+        status.last_updated / 1000,
+    );
 }
 
 /// Writes every column family at `snapshot`, then the manifest.
@@ -123,8 +138,6 @@ fn write_part(
     db: &StateDb,
     snapshot: &rocksdb::Snapshot<'_>,
 ) -> Result<Vec<FileEntry>, String> {
-    let dir = job.store.partition_dir(job.backup_id, job.partition_id);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut files = Vec::new();
     for name in COLUMN_FAMILIES {
         let cf = db
@@ -137,7 +150,13 @@ fn write_part(
         options.fill_cache(false);
         let mut iter = db.db().raw_iterator_cf_opt(cf, options);
         iter.seek_to_first();
-        let mut writer = KvWriter::new(&dir, name, FILE_LIMIT);
+        let mut writer = KvWriter::new(
+            job.store.as_ref(),
+            job.backup_id,
+            job.partition_id,
+            name,
+            FILE_LIMIT,
+        );
         while iter.valid() {
             let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
                 break;
@@ -149,6 +168,7 @@ fn write_part(
             .map_err(|e| format!("cannot read column family {name}: {e}"))?;
         files.extend(writer.finish()?);
     }
+    job.store.files_finished(job.backup_id, job.partition_id)?;
     job.store.write_manifest(&PartitionManifest {
         backup_id: job.backup_id,
         partition_id: job.partition_id,

@@ -81,7 +81,7 @@ pub(crate) struct Replica<E: Engine> {
     pub(super) metrics: PartitionMetrics,
     pub(super) started: Option<oneshot::Sender<std::result::Result<(), String>>>,
     /// Where this replica takes its part of a backup when it leads at a checkpoint.
-    backup_store: Option<crate::backup::FilesystemStore>,
+    backup_store: Option<crate::backup::Store>,
     /// Checkpoints this leader proposed, waiting to be applied, by backup id.
     pending_checkpoints: Vec<(u64, oneshot::Sender<Result<CheckpointOutcome>>)>,
 }
@@ -148,7 +148,12 @@ impl<E: Engine> Replica<E> {
             snapshots: Snapshots::new(),
             next_history_expiry: Instant::now(),
             history_expiry_proposed: None,
-            backup_store: crate::backup::FilesystemStore::from_config(&args.config.backup),
+            backup_store: crate::backup::configured_store(&args.config.backup).unwrap_or_else(
+                |e| {
+                    tracing::error!(error = %e, "the backup store cannot be used: this replica takes no backups");
+                    None
+                },
+            ),
             pending_checkpoints: Vec::new(),
             jobs: args.jobs,
             status: args.status,
@@ -465,6 +470,15 @@ impl<E: Engine> Replica<E> {
             timestamp,
             outcome,
         } = checkpoint;
+        let (answered, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_checkpoints)
+            .into_iter()
+            .partition(|(id, _)| *id == backup_id);
+        self.pending_checkpoints = waiting;
+        let answer = move || {
+            for (_, reply) in answered {
+                let _ = reply.send(Ok(outcome));
+            }
+        };
         match outcome {
             CheckpointOutcome::Created {
                 position,
@@ -474,9 +488,11 @@ impl<E: Engine> Replica<E> {
                 if self.leadership.is_leader()
                     && let Some(store) = &self.backup_store
                 {
+                    // Answered once the part shows in the store as in progress.
                     crate::backup::start_backup(
                         BackupJob {
                             store: store.clone(),
+                            metrics: self.env.metrics.backup().clone(),
                             backup_id,
                             partition_id: self.partition().get(),
                             node_id: self.config.node_id.0,
@@ -486,7 +502,9 @@ impl<E: Engine> Replica<E> {
                             checkpoint_timestamp: timestamp,
                         },
                         self.state.current(),
+                        Box::new(answer),
                     );
+                    return;
                 }
             }
             CheckpointOutcome::Refused { latest } => {
@@ -497,13 +515,7 @@ impl<E: Engine> Replica<E> {
                 );
             }
         }
-        let (answered, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_checkpoints)
-            .into_iter()
-            .partition(|(id, _)| *id == backup_id);
-        self.pending_checkpoints = waiting;
-        for (_, reply) in answered {
-            let _ = reply.send(Ok(outcome));
-        }
+        answer();
     }
 
     pub(super) fn on_raft_started(&mut self, raft: Raft) {

@@ -581,12 +581,45 @@ RILL_USERNAME and RILL_PASSWORD; oidc, the client the CLI gets a token with
 {{- end }}
 {{- end }}
 
-{{/* The backup store's settings: the mounted backup volume, when there is one. */}}
+{{/* The backup store's settings: the mounted backup volume or the S3 bucket, when there is one. */}}
 {{- define "rill.backupEnv" -}}
+{{- $s3 := .Values.backup.s3 }}
+{{- if and .Values.backup.existingClaim $s3.bucket }}
+{{- fail "backup.existingClaim and backup.s3.bucket are both set: choose one backup store" }}
+{{- end }}
 {{- if .Values.backup.existingClaim }}
 - name: RILL_BACKUP__STORE
   value: filesystem
 - name: RILL_BACKUP__FILESYSTEM__BASE_PATH
   value: {{ .Values.backup.mountPath | quote }}
+{{- else if $s3.bucket }}
+- name: RILL_BACKUP__STORE
+  value: s3
+- name: RILL_BACKUP__S3__BUCKET
+  value: {{ $s3.bucket | quote }}
+{{- with $s3.basePath }}
+- name: RILL_BACKUP__S3__BASE_PATH
+  value: {{ . | quote }}
+{{- end }}
+{{- with $s3.endpoint }}
+- name: RILL_BACKUP__S3__ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- with $s3.region }}
+- name: RILL_BACKUP__S3__REGION
+  value: {{ . | quote }}
+{{- end }}
+{{- with $s3.existingSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $s3.accessKeyIdKey | quote }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $s3.secretAccessKeyKey | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
