@@ -311,3 +311,75 @@ async fn aimd_rejects_a_burst_and_stays_within_its_limits() {
         ListQueryResult::Count(ok as u64)
     );
 }
+
+/// A command another partition delivers carries that partition's latest checkpoint id:
+/// a partition that has not recorded it records it first, through its own log, and its
+/// leader takes its part of that backup as if the backup's request had reached it; the
+/// command is applied after the cut, and the answer carries the checkpoint id. The
+/// backup's own checkpoint arriving later is refused as not above the latest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivered_command_records_the_checkpoint_it_carries_first() {
+    let timeout = Duration::from_secs(5);
+    let backups = tempfile::tempdir().unwrap();
+    let base = backups.path().to_owned();
+    let cluster = single(move |config| {
+        config.backup.store = rill_config::BackupStoreKind::Filesystem;
+        config.backup.filesystem.base_path = Some(base.clone());
+    })
+    .await;
+    let p = cluster.node(0);
+    p.submit(ListCommand::Append { id: 1 }).await.unwrap();
+    assert_eq!(p.status().checkpoint_id, 0);
+
+    let (answered, checkpoint_id) = p
+        .deliver_now(ListCommand::Append { id: 2 }, 5, timeout)
+        .await
+        .unwrap();
+    assert!(
+        matches!(answered.response, ListResponse::Appended { seq: 2, .. }),
+        "{answered:?}"
+    );
+    assert_eq!(checkpoint_id, 5, "the answer carries the checkpoint");
+    assert_eq!(p.status().checkpoint_id, 5);
+
+    // The part of backup 5 was taken at the cut: after the first command's records,
+    // before the delivered one's.
+    let store = rill_broker::backup::FilesystemStore::new(backups.path());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let manifest = loop {
+        if let Some(manifest) = store.manifest(5, 1).unwrap() {
+            break manifest;
+        }
+        assert!(std::time::Instant::now() < deadline, "no part of backup 5");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(manifest.checkpoint_position, 2);
+    let records = p.read_records(Position(3), 10).await.unwrap();
+    assert_eq!(records.len(), 2, "the delivered command's records");
+    assert!(records.iter().all(|r| r.position.get() > 2));
+
+    // The backup's own checkpoint comes later: refused, with the same id as the latest.
+    assert_eq!(
+        p.checkpoint(5).await.unwrap(),
+        rill_broker::backup::CheckpointOutcome::Refused { latest: 5 }
+    );
+    // A command carrying a lower id needs no checkpoint; the answer carries the latest.
+    let (_, checkpoint_id) = p
+        .deliver_now(ListCommand::Append { id: 3 }, 4, timeout)
+        .await
+        .unwrap();
+    assert_eq!(checkpoint_id, 5);
+    assert!(matches!(
+        p.checkpoint(6).await.unwrap(),
+        rill_broker::backup::CheckpointOutcome::Created { .. }
+    ));
+    let (_, checkpoint_id) = p
+        .deliver_now(ListCommand::Append { id: 4 }, 0, timeout)
+        .await
+        .unwrap();
+    assert_eq!(checkpoint_id, 6);
+    assert_eq!(
+        p.query(ListQuery::Count).await.unwrap(),
+        ListQueryResult::Count(4)
+    );
+}

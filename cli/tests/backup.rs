@@ -485,3 +485,208 @@ fn a_backup_interrupted_by_kill_9_is_failed_and_the_data_is_intact() {
         assert!(rill_process.terminate(Duration::from_secs(30)));
     });
 }
+
+/// Waits at a message `go` correlated by the `key` variable.
+const AWAIT_GO: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="d" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="await-go" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="wait" />
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition messageRef="go" /></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="e" />
+    <bpmn:endEvent id="e" />
+  </bpmn:process>
+  <bpmn:message id="go" name="go"><bpmn:extensionElements><zeebe:subscription correlationKey="=key" /></bpmn:extensionElements></bpmn:message>
+</bpmn:definitions>"#;
+
+async fn publish_go(api: &Api, key: &str) {
+    let (status, body) = api
+        .post(
+            "/v2/messages/publication",
+            json!({"name": "go", "correlationKey": key, "timeToLive": 600_000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "publish {key}: {body}");
+}
+
+async fn instance_state(api: &Api, key: &str) -> Option<String> {
+    let (status, body) = api
+        .get(&format!("/v2/process-instances/{key}"))
+        .await
+        .unwrap();
+    assert!(status == 200 || status == 404, "{status}: {body}");
+    (status == 200).then(|| body["state"].as_str().unwrap_or_default().to_owned())
+}
+
+/// The checkpoint id each partition's replica reports on `/actuator/partitions`.
+async fn checkpoint_ids(management: &str) -> Vec<(String, u64)> {
+    let partitions: serde_json::Value = reqwest::get(format!("{management}/actuator/partitions"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    partitions
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(id, p)| (id.clone(), p["checkpointId"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Backups taken while messages cross partitions (each instance subscribes on the
+/// partition of its correlation key's hash; each message correlates to an instance on
+/// either partition): every subscription, correlation and acknowledgement in flight at
+/// a cut lands on the same side of it on both partitions, so the restored cluster has
+/// no instance that waits for a subscription the other partition never opened. Every
+/// restored instance either completed or takes a message published after the restore.
+#[test]
+fn a_backup_cut_through_messages_crossing_partitions_leaves_no_instance_stuck() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("backups");
+    let data = dir.path().join("data");
+    let settings = [
+        "backup.store=filesystem".to_owned(),
+        format!("backup.filesystem.base-path={}", store.display()),
+    ];
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    let model = dir.path().join("await-go.bpmn");
+    std::fs::write(&model, AWAIT_GO).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut rill_process = Standalone::start(&data, &settings);
+        rill_process.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(rill_process.rest());
+        let management = rill_process.monitoring();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match api.deploy(&[model.as_path()]).await {
+                Ok((200, _)) => break,
+                other => assert!(Instant::now() < deadline, "deploy failed: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // The load: instances waiting for `go` with their own key, each message
+        // published a few instances later, so subscriptions are being opened, messages
+        // correlated and acknowledgements recorded across the partitions all the time.
+        let created: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let load = {
+            let (api, created, stop) = (api.clone(), created.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let correlation = format!("order-{n}");
+                    let key = api
+                        .create("await-go", json!({"key": correlation}))
+                        .await;
+                    created.lock().await.push((key, correlation));
+                    if n >= 3 {
+                        publish_go(&api, &format!("order-{}", n - 3)).await;
+                    }
+                    n += 1;
+                }
+            })
+        };
+        for backup in 1..=3u64 {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let (ok, out, err) = rill(&[
+                "backup",
+                "take",
+                &backup.to_string(),
+                "--wait",
+                "--timeout",
+                "60s",
+                "--management",
+                &management,
+            ]);
+            assert!(
+                ok && out.contains(&format!("backup {backup}: COMPLETED")),
+                "backup {backup}: {out}{err}\n{}",
+                rill_process.log_text()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.store(true, Ordering::Relaxed);
+        load.await.unwrap();
+        let created = created.lock().await.clone();
+        assert!(created.len() > 20, "the load ran: {} instances", created.len());
+        let partitions: std::collections::BTreeSet<u64> = created
+            .iter()
+            .map(|(key, _)| key.parse::<u64>().unwrap() >> 51)
+            .collect();
+        assert_eq!(partitions.len(), 2, "instances on both partitions");
+        // Every partition agrees on the latest checkpoint.
+        let ids = checkpoint_ids(&management).await;
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert!(ids.iter().all(|(_, id)| *id == 3), "{ids:?}");
+        assert!(rill_process.terminate(Duration::from_secs(30)));
+
+        // Restore the backup taken in the middle of the load.
+        std::fs::remove_dir_all(&data).unwrap();
+        let (ok, out, err) = restore(&store, &data, 2);
+        assert!(ok, "restore failed: {out}{err}");
+        let mut restored = Standalone::start(&data, &settings);
+        restored.wait_ready(Duration::from_secs(60)).await;
+        let api = Api::new(restored.rest());
+        let management = restored.monitoring();
+
+        // The restored partitions' checkpoint ids agree: both cut at backup 2.
+        let ids = checkpoint_ids(&management).await;
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert!(ids.iter().all(|(_, id)| *id == 2), "{ids:?}");
+        let lower = reqwest::Client::new()
+            .post(format!("{management}/actuator/backups"))
+            .json(&json!({"backupId": 1}))
+            .send()
+            .await
+            .unwrap();
+        let refusal = lower.text().await.unwrap();
+        assert!(
+            refusal.contains("partition 1 has backup 2") && refusal.contains("partition 2 has backup 2"),
+            "{refusal}"
+        );
+
+        // Nothing is stuck: a waiting instance takes a message published now.
+        let mut waiting = Vec::new();
+        let mut completed = 0;
+        for (key, correlation) in &created {
+            match instance_state(&api, key).await.as_deref() {
+                // Created after the cut.
+                None => {}
+                Some("COMPLETED") => completed += 1,
+                Some("ACTIVE") => waiting.push((key, correlation)),
+                Some(other) => panic!("instance {key} is {other}"),
+            }
+        }
+        assert!(
+            !waiting.is_empty() && completed > 0,
+            "the backup holds instances waiting and completed: {} waiting, {completed} completed",
+            waiting.len()
+        );
+        for (_, correlation) in &waiting {
+            publish_go(&api, correlation).await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for (key, correlation) in &waiting {
+            loop {
+                let state = instance_state(&api, key).await;
+                if state.as_deref() == Some("COMPLETED") {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "instance {key} ({correlation}) is stuck: {state:?}\n{}",
+                    restored.log_text()
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        assert!(restored.terminate(Duration::from_secs(30)));
+    });
+}
