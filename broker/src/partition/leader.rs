@@ -182,20 +182,16 @@ impl<E: Engine> LeaderState<E> {
     /// checkpoint itself when the partition has neither recorded (`recorded`) nor
     /// proposed one as high: the command is then applied after this partition's cut for
     /// that backup, and this leader takes its part as if the backup's `POST` had reached
-    /// it (docs/decisions/backup.md).
+    /// it (docs/decisions/backup.md). True if it queued the checkpoint.
     pub(crate) fn enqueue_after_checkpoint(
         &mut self,
         request: Option<RequestId>,
         checkpoint_id: u64,
         recorded: u64,
         command: E::Command,
-    ) {
-        if checkpoint_id > recorded.max(self.checkpoint_proposed) {
-            tracing::info!(
-                backup = checkpoint_id,
-                recorded,
-                "a command from another partition carries a later checkpoint: recording it first"
-            );
+    ) -> bool {
+        let checkpoint_first = checkpoint_id > recorded.max(self.checkpoint_proposed);
+        if checkpoint_first {
             self.enqueue_checkpoint(checkpoint_id);
         }
         self.enqueue(
@@ -205,6 +201,7 @@ impl<E: Engine> LeaderState<E> {
                 command,
             },
         );
+        checkpoint_first
     }
 
     /// Queues checkpoint `backup_id`.

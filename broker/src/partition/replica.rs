@@ -257,12 +257,23 @@ impl<E: Engine> Replica<E> {
         if let Some(leader) = self.leadership.leader() {
             match carried_checkpoint {
                 None => leader.enqueue(Some(request), QueuedCommand::Engine(command)),
-                Some(carried) => leader.enqueue_after_checkpoint(
-                    Some(request),
-                    carried,
-                    self.checkpoint_id,
-                    command,
-                ),
+                Some(carried) => {
+                    if leader.enqueue_after_checkpoint(
+                        Some(request),
+                        carried,
+                        self.checkpoint_id,
+                        command,
+                    ) {
+                        // Per command: no span is entered here (see `actor`); name it.
+                        tracing::info!(
+                            parent: &self.span,
+                            backup = carried,
+                            recorded = self.checkpoint_id,
+                            "a command from another partition carries a later checkpoint: \
+                             recording it first"
+                        );
+                    }
+                }
             }
             leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
         }
@@ -274,7 +285,13 @@ impl<E: Engine> Replica<E> {
     /// it by this partition's cut for the same backup).
     pub(super) fn acknowledged(&mut self, command: E::Command, checkpoint_id: u64) {
         if let Some(leader) = self.leadership.leader() {
-            leader.enqueue_after_checkpoint(None, checkpoint_id, self.checkpoint_id, command);
+            if leader.enqueue_after_checkpoint(None, checkpoint_id, self.checkpoint_id, command) {
+                tracing::info!(
+                    backup = checkpoint_id,
+                    recorded = self.checkpoint_id,
+                    "another partition acknowledged after a later checkpoint: recording it first"
+                );
+            }
             leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
         }
     }
