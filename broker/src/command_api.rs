@@ -274,11 +274,8 @@ impl<E: ProtocolEngine> CommandApi<E> {
                 checkpoint_id,
                 timeout_ms,
             } => {
-                let delivered = target.deliver_now(
-                    command,
-                    checkpoint_id,
-                    Duration::from_millis(timeout_ms),
-                );
+                let delivered =
+                    target.deliver_now(command, checkpoint_id, Duration::from_millis(timeout_ms));
                 Box::pin(async move {
                     match delivered.await {
                         Ok((answered, checkpoint_id)) => ApiAnswer::Delivered {

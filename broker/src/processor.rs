@@ -332,11 +332,8 @@ mod tests {
     use crate::testing::{ListCommand, ListEngine};
 
     fn entry(index: u64, build: impl FnOnce(&mut BatchBuilder)) -> CommittedEntry {
-        let mut builder = BatchBuilder::new(
-            Timestamp(index as i64),
-            Term(1),
-            CommandLimits::default(),
-        );
+        let mut builder =
+            BatchBuilder::new(Timestamp(index as i64), Term(1), CommandLimits::default());
         build(&mut builder);
         CommittedEntry {
             log_id: rill_raft::log_id(Term(1), 0, index),
@@ -405,16 +402,29 @@ mod tests {
         let [checkpoint] = applied.checkpoints[..] else {
             panic!("one checkpoint: {:?}", applied.checkpoints);
         };
-        let CheckpointOutcome::Created { position, log_index } = checkpoint.outcome else {
+        let CheckpointOutcome::Created {
+            position,
+            log_index,
+        } = checkpoint.outcome
+        else {
             panic!("recorded: {checkpoint:?}");
         };
         assert_eq!((checkpoint.backup_id, log_index), (4, 2));
-        assert_eq!(position, Position(2), "after the plain command's two records");
+        assert_eq!(
+            position,
+            Position(2),
+            "after the plain command's two records"
+        );
         assert_eq!(applied.commands, 2);
         assert_eq!(applied.responses.len(), 1);
         assert_eq!(applied.responses[0].0, RequestId(8));
         assert_eq!(applied.written.len(), 4);
-        assert!(applied.written.iter().all(|record| record.position > position));
+        assert!(
+            applied
+                .written
+                .iter()
+                .all(|record| record.position > position)
+        );
         assert_eq!(
             latest_checkpoint(&RocksState::new(&db)).unwrap(),
             Some((4, position))

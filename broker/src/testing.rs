@@ -5,8 +5,8 @@
 use std::ops::ControlFlow;
 
 use rill_engine_api::{
-    Action, Engine, EngineError, EngineResult, ProcessingContext, ProcessingError, ProcessingOutput,
-    StateError, StateRead, StateTxn, keys, state_digest,
+    Action, Engine, EngineError, EngineResult, ProcessingContext, ProcessingError,
+    ProcessingOutput, StateError, StateRead, StateTxn, keys, state_digest,
 };
 use rill_protocol::value::VariableRecord;
 use rill_protocol::{Intent, Key, PartitionId, RecordDraft, RecordValue, RejectionType, Timestamp};
@@ -50,6 +50,8 @@ pub enum ListResponse {
         seq: u64,
         id: Option<u64>,
     },
+    /// `Append { id }` is on its way to another partition.
+    Sent { id: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -170,6 +172,7 @@ impl Engine for ListEngine {
                     partition: PartitionId(*partition),
                     command: ListCommand::Append { id: *id },
                 });
+                out.response = Some(ListResponse::Sent { id: *id });
                 Ok(())
             }
             ListCommand::Lookup { seq } => {

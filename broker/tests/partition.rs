@@ -400,7 +400,7 @@ async fn sends_and_acknowledgements_carry_checkpoints_both_ways() {
     .await;
     let receiver = single(|config| config.partition_id = PartitionId(2)).await;
     let (a, b) = (sender.node(0), receiver.node(0));
-    let map = rill_broker::PartitionMap::new(
+    let map = rill_broker::Partitions::new(
         [(PartitionId(1), a.clone()), (PartitionId(2), b.clone())].into(),
     );
     let router = Arc::new(rill_broker::LocalRouter::new(map));
@@ -426,7 +426,9 @@ async fn sends_and_acknowledgements_carry_checkpoints_both_ways() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(
-        b.query(ListQuery::Items { from: 1, limit: 10 }).await.unwrap(),
+        b.query(ListQuery::Items { from: 1, limit: 10 })
+            .await
+            .unwrap(),
         ListQueryResult::Items(vec![42])
     );
     assert_eq!(a.status().checkpoint_id, 7);

@@ -582,9 +582,7 @@ fn a_backup_cut_through_messages_crossing_partitions_leaves_no_instance_stuck() 
                 let mut n = 0;
                 while !stop.load(Ordering::Relaxed) {
                     let correlation = format!("order-{n}");
-                    let key = api
-                        .create("await-go", json!({"key": correlation}))
-                        .await;
+                    let key = api.create("await-go", json!({"key": correlation})).await;
                     created.lock().await.push((key, correlation));
                     if n >= 3 {
                         publish_go(&api, &format!("order-{}", n - 3)).await;
@@ -615,7 +613,11 @@ fn a_backup_cut_through_messages_crossing_partitions_leaves_no_instance_stuck() 
         stop.store(true, Ordering::Relaxed);
         load.await.unwrap();
         let created = created.lock().await.clone();
-        assert!(created.len() > 20, "the load ran: {} instances", created.len());
+        assert!(
+            created.len() > 20,
+            "the load ran: {} instances",
+            created.len()
+        );
         let partitions: std::collections::BTreeSet<u64> = created
             .iter()
             .map(|(key, _)| key.parse::<u64>().unwrap() >> 51)
@@ -648,7 +650,8 @@ fn a_backup_cut_through_messages_crossing_partitions_leaves_no_instance_stuck() 
             .unwrap();
         let refusal = lower.text().await.unwrap();
         assert!(
-            refusal.contains("partition 1 has backup 2") && refusal.contains("partition 2 has backup 2"),
+            refusal.contains("partition 1 has backup 2")
+                && refusal.contains("partition 2 has backup 2"),
             "{refusal}"
         );
 

@@ -187,8 +187,7 @@ pub fn stream_answer(partition: PartitionId, answer: ApiAnswer) -> Result<Option
         }),
         ApiAnswer::Error(error) => Err(Error::from_api(partition, error)),
         ApiAnswer::QueryResult(_) | ApiAnswer::Delivered { .. } => Err(Error::Internal(
-            "a broker answered a job stream with a query result or a delivery's answer"
-                .to_owned(),
+            "a broker answered a job stream with a query result or a delivery's answer".to_owned(),
         )),
     }
 }

@@ -89,7 +89,10 @@ pub(crate) enum QueuedCommand<C> {
     Core(CoreCommand),
     /// An engine command that carries the other partition's checkpoint id
     /// (`batch::Item::AfterCheckpoint`).
-    AfterCheckpoint { checkpoint_id: u64, command: C },
+    AfterCheckpoint {
+        checkpoint_id: u64,
+        command: C,
+    },
 }
 
 struct Queued<C> {
@@ -207,7 +210,10 @@ impl<E: Engine> LeaderState<E> {
     /// Queues checkpoint `backup_id`.
     pub(crate) fn enqueue_checkpoint(&mut self, backup_id: u64) {
         self.checkpoint_proposed = self.checkpoint_proposed.max(backup_id);
-        self.enqueue(None, QueuedCommand::Core(CoreCommand::Checkpoint { backup_id }));
+        self.enqueue(
+            None,
+            QueuedCommand::Core(CoreCommand::Checkpoint { backup_id }),
+        );
     }
 
     /// Commands were refused for a checkpoint this leadership proposed but that was not

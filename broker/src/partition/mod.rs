@@ -372,12 +372,12 @@ impl<E: Engine> Partition<E> {
             if !sent {
                 return Err(Error::ShuttingDown { partition });
             }
-            let answered = match tokio::time::timeout(timeout + Duration::from_millis(500), rx).await
-            {
-                Ok(Ok(answer)) => answer?,
-                Ok(Err(_)) => return Err(Error::ShuttingDown { partition }),
-                Err(_) => return Err(Error::Timeout { partition, timeout }),
-            };
+            let answered =
+                match tokio::time::timeout(timeout + Duration::from_millis(500), rx).await {
+                    Ok(Ok(answer)) => answer?,
+                    Ok(Err(_)) => return Err(Error::ShuttingDown { partition }),
+                    Err(_) => return Err(Error::Timeout { partition, timeout }),
+                };
             // Read after the answer: the id the command was applied after, or a later one.
             let checkpoint_id = status.borrow().checkpoint_id;
             Ok((answered, checkpoint_id))

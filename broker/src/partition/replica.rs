@@ -254,28 +254,29 @@ impl<E: Engine> Replica<E> {
             self.metrics.dropped.inc();
             return;
         };
+        let mut checkpoint_first = false;
         if let Some(leader) = self.leadership.leader() {
             match carried_checkpoint {
                 None => leader.enqueue(Some(request), QueuedCommand::Engine(command)),
                 Some(carried) => {
-                    if leader.enqueue_after_checkpoint(
+                    checkpoint_first = leader.enqueue_after_checkpoint(
                         Some(request),
                         carried,
                         self.checkpoint_id,
                         command,
-                    ) {
-                        // Per command: no span is entered here (see `actor`); name it.
-                        tracing::info!(
-                            parent: &self.span,
-                            backup = carried,
-                            recorded = self.checkpoint_id,
-                            "a command from another partition carries a later checkpoint: \
-                             recording it first"
-                        );
-                    }
+                    );
                 }
             }
             leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
+        if checkpoint_first {
+            // Per command: no span is entered here (see `actor`); name it.
+            tracing::info!(
+                parent: &self.span,
+                backup = carried_checkpoint,
+                recorded = self.checkpoint_id,
+                "a command from another partition carries a later checkpoint: recording it first"
+            );
         }
     }
 
@@ -792,8 +793,8 @@ impl<E: Engine> Replica<E> {
         self.partition_count = stored_partition_count(&RocksState::new(&db))
             .map_err(|e| rill_raft::Error::Handler(e.to_string()))?
             .unwrap_or(self.info.partition_count);
-        self.checkpoint_id = stored_checkpoint_id(&db)
-            .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
+        self.checkpoint_id =
+            stored_checkpoint_id(&db).map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
         self.update_position_metrics();
         self.engine.reset_caches();
         self.offer_stored_cluster_configuration();
