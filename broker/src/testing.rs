@@ -51,7 +51,9 @@ pub enum ListResponse {
         id: Option<u64>,
     },
     /// `Append { id }` is on its way to another partition.
-    Sent { id: u64 },
+    Sent {
+        id: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
