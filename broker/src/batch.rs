@@ -11,7 +11,10 @@
 //!   per command: u64 request id (0 = none) | u32 length | command (rill codec)
 //! ```
 //! The kind tells an engine command (0) from one of the partition core's own (1, e.g.
-//! the exporters' positions); version 1 has engine commands only. The limits are the
+//! the exporters' positions) and from an engine command that may only be applied once
+//! the partition has recorded a backup checkpoint (2: a command from another partition
+//! or an acknowledgement, with the other side's checkpoint id as a u64 before the
+//! command; docs/decisions/backup.md); version 1 has engine commands only. The limits are the
 //! leader's bounds on one command's work (`engine.max-*-per-command`): they travel in
 //! the entry so every replica stops a command at the same record; entries of versions
 //! 1 and 2 apply under the default limits.
@@ -39,6 +42,7 @@ const V1: u8 = 1;
 const V1_HEADER: usize = 1 + 8 + 4;
 const KIND_ENGINE: u8 = 0;
 const KIND_CORE: u8 = 1;
+const KIND_AFTER_CHECKPOINT: u8 = 2;
 
 /// One command of an entry.
 #[derive(Debug)]
@@ -47,6 +51,16 @@ pub(crate) enum Item<C> {
     Engine(Option<RequestId>, C),
     /// For the partition core itself.
     Core(CoreCommand),
+    /// For the engine, but only once the partition's latest checkpoint is at least
+    /// `checkpoint_id`: a command from another partition, or the acknowledgement of one
+    /// this partition sent, with the other side's checkpoint id. Every replica refuses
+    /// it alike if the partition has not recorded that checkpoint yet (the leader
+    /// proposes the checkpoint ahead of it, so this is a safeguard).
+    AfterCheckpoint {
+        request: Option<RequestId>,
+        checkpoint_id: u64,
+        command: C,
+    },
 }
 
 /// Commands the partition core proposes for itself and applies without the engine.
@@ -107,18 +121,34 @@ impl BatchBuilder {
         request: Option<RequestId>,
         command: &C,
     ) -> Result<(), Error> {
-        self.push_kind(KIND_ENGINE, request, command)
+        self.push_kind(KIND_ENGINE, request, None, command)
     }
 
     /// Appends a command of the partition core.
     pub fn push_core(&mut self, command: &CoreCommand) -> Result<(), Error> {
-        self.push_kind(KIND_CORE, None, command)
+        self.push_kind(KIND_CORE, None, None, command)
+    }
+
+    /// Appends an engine command to be applied only once the partition has recorded
+    /// checkpoint `checkpoint_id` ([`Item::AfterCheckpoint`]); with 0 (no backup taken
+    /// anywhere yet), a plain engine command, which any version reads.
+    pub fn push_after_checkpoint<C: Serialize>(
+        &mut self,
+        request: Option<RequestId>,
+        checkpoint_id: u64,
+        command: &C,
+    ) -> Result<(), Error> {
+        if checkpoint_id == 0 {
+            return self.push(request, command);
+        }
+        self.push_kind(KIND_AFTER_CHECKPOINT, request, Some(checkpoint_id), command)
     }
 
     fn push_kind<C: Serialize>(
         &mut self,
         kind: u8,
         request: Option<RequestId>,
+        checkpoint_id: Option<u64>,
         command: &C,
     ) -> Result<(), Error> {
         let start = self.buf.len();
@@ -127,6 +157,9 @@ impl BatchBuilder {
             .extend_from_slice(&request.map_or(0, |r| r.0).to_le_bytes());
         self.buf.extend_from_slice(&0u32.to_le_bytes());
         let body = self.buf.len();
+        if let Some(checkpoint_id) = checkpoint_id {
+            self.buf.extend_from_slice(&checkpoint_id.to_le_bytes());
+        }
         if let Err(e) = codec::encode_into(command, &mut self.buf) {
             self.buf.truncate(start);
             return Err(e.into());
@@ -318,6 +351,16 @@ impl<'a> BatchView<'a> {
                 codec::decode(command)?,
             )),
             KIND_CORE => Ok(Item::Core(codec::decode(command)?)),
+            KIND_AFTER_CHECKPOINT => {
+                let Some((id, command)) = command.split_first_chunk::<8>() else {
+                    return Err(corrupt("a command without its checkpoint id"));
+                };
+                Ok(Item::AfterCheckpoint {
+                    request: (request != 0).then_some(RequestId(request)),
+                    checkpoint_id: u64::from_le_bytes(*id),
+                    command: codec::decode(command)?,
+                })
+            }
             other => Err(corrupt(format!("unknown command kind {other}"))),
         }
     }
@@ -330,6 +373,9 @@ impl<'a> BatchView<'a> {
         self.next_item().map(|item| match item? {
             Item::Engine(request, command) => Ok((request, command)),
             Item::Core(core) => Err(corrupt(format!("a core command {core:?}"))),
+            Item::AfterCheckpoint { checkpoint_id, .. } => Err(corrupt(format!(
+                "a command after checkpoint {checkpoint_id}"
+            ))),
         })
     }
 }
@@ -357,6 +403,48 @@ mod tests {
         );
         assert!(matches!(view.next_item::<String>(), Some(Ok(Item::Core(c))) if c == exported));
         assert!(view.next_item::<String>().is_none());
+    }
+
+    #[test]
+    fn a_command_after_a_checkpoint_carries_its_id_and_none_is_a_plain_command() {
+        let mut b = BatchBuilder::new(Timestamp(5), Term(3), CommandLimits::default());
+        b.push_after_checkpoint(Some(RequestId(9)), 12, &"delivered".to_owned())
+            .unwrap();
+        b.push_after_checkpoint(None, 0, &"before any backup".to_owned())
+            .unwrap();
+        b.push_after_checkpoint(None, u64::MAX, &"ack".to_owned())
+            .unwrap();
+        let bytes = b.finish();
+        assert_eq!(
+            BatchView::parse(&bytes).unwrap().requests().unwrap(),
+            vec![RequestId(9)]
+        );
+        assert!(!BatchView::parse(&bytes).unwrap().has_checkpoint().unwrap());
+        let mut view = BatchView::parse(&bytes).unwrap();
+        assert!(matches!(
+            view.next_item::<String>(),
+            Some(Ok(Item::AfterCheckpoint { request: Some(RequestId(9)), checkpoint_id: 12, command }))
+                if command == "delivered"
+        ));
+        assert!(
+            matches!(view.next_item::<String>(), Some(Ok(Item::Engine(None, c))) if c == "before any backup")
+        );
+        assert!(matches!(
+            view.next_item::<String>(),
+            Some(Ok(Item::AfterCheckpoint { request: None, checkpoint_id: u64::MAX, command }))
+                if command == "ack"
+        ));
+        assert!(view.next_item::<String>().is_none());
+
+        // Cut anywhere, it is an error, never a panic.
+        for cut in HEADER..bytes.len() {
+            let mut view = BatchView::parse(&bytes[..cut]).unwrap();
+            while let Some(item) = view.next_item::<String>() {
+                if item.is_err() {
+                    break;
+                }
+            }
+        }
     }
 
     #[test]

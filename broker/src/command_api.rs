@@ -33,7 +33,7 @@ use rill_transport::{Handler, ServiceId};
 use tokio::sync::{broadcast, watch};
 
 use crate::cluster::ClusterState;
-use crate::delivery::{DEFAULT_WINDOW, PartitionRouter};
+use crate::delivery::{DEFAULT_WINDOW, Delivered, PartitionRouter, deliver_here};
 use crate::error::{Error, Result};
 use crate::job_push::JobPushes;
 use crate::partition::{JobsAvailable, Partition, PartitionMap, Role};
@@ -269,6 +269,24 @@ impl<E: ProtocolEngine> CommandApi<E> {
                     }
                 })
             }
+            ApiRequest::Deliver {
+                command,
+                checkpoint_id,
+                timeout_ms,
+            } => {
+                let delivered =
+                    target.deliver_now(command, checkpoint_id, Duration::from_millis(timeout_ms));
+                Box::pin(async move {
+                    match delivered.await {
+                        Ok((answered, checkpoint_id)) => ApiAnswer::Delivered {
+                            response: answered.response,
+                            term: answered.term,
+                            checkpoint_id,
+                        },
+                        Err(e) => ApiAnswer::Error(e.into()),
+                    }
+                })
+            }
             ApiRequest::StreamJobs { stream, wait_ms } => {
                 self.push
                     .stream(partition, stream, Duration::from_millis(wait_ms))
@@ -438,20 +456,22 @@ impl<E: ProtocolEngine> PartitionRouter<E> for ClusterRouter<E> {
         &self,
         target: PartitionId,
         command: E::Command,
+        checkpoint_id: u64,
         timeout: Duration,
-    ) -> BoxFuture<'static, Result<E::Response>> {
+    ) -> BoxFuture<'static, Result<Delivered<E::Response>>> {
         match self.led_here(target) {
-            Some(partition) => {
-                let answered = partition.submit_now(command, timeout);
-                Box::pin(async move { answered.await.map(|a| a.response) })
-            }
+            Some(partition) => Box::pin(deliver_here(&partition, command, checkpoint_id, timeout)),
             None => {
                 let client = self.client.clone();
                 Box::pin(async move {
-                    client
-                        .submit(target, command, timeout)
+                    let (response, checkpoint_id) = client
+                        .deliver(target, command, checkpoint_id, timeout)
                         .await
-                        .map_err(|error| Error::delivery(target, timeout, error))
+                        .map_err(|error| Error::delivery(target, timeout, error))?;
+                    Ok(Delivered {
+                        response,
+                        checkpoint_id,
+                    })
                 })
             }
         }

@@ -12,6 +12,11 @@
 //! change, timeout, a command that arrived out of order) is delivered again from
 //! [`Engine::pending_sends`]. The receiver applies each command once, in order, so a
 //! second delivery is harmless.
+//!
+//! Backups: every delivery carries the sender's latest checkpoint id, and every answer
+//! the receiver's. Each side applies the command, or the acknowledgement, only after
+//! recording the other's checkpoint, so no backup's cut falls between the two sides of
+//! an exchange (docs/decisions/backup.md).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,17 +41,26 @@ pub const DEFAULT_WINDOW: usize = 64;
 /// How long one delivery may wait for the target's answer.
 pub(crate) const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The target's answer to a delivery.
+#[derive(Clone, Debug)]
+pub struct Delivered<R> {
+    pub response: R,
+    /// The target's latest checkpoint id once it applied the command (or a later one).
+    pub checkpoint_id: u64,
+}
+
 /// Finds the leader of a partition and submits a command to it.
 pub trait PartitionRouter<E: Engine>: Send + Sync + 'static {
-    /// Submits `command` to the leader of `target`. The command is on its way when this
-    /// returns, so commands to one target arrive in the order of the calls; the future
-    /// yields the target's answer.
+    /// Delivers `command` to the leader of `target`, with the sender's latest checkpoint
+    /// id. The command is on its way when this returns, so commands to one target arrive
+    /// in the order of the calls; the future yields the target's answer.
     fn deliver(
         &self,
         target: PartitionId,
         command: E::Command,
+        checkpoint_id: u64,
         timeout: Duration,
-    ) -> BoxFuture<'static, Result<E::Response>>;
+    ) -> BoxFuture<'static, Result<Delivered<E::Response>>>;
 
     /// How many commands to `target` may be in flight at once. Above 1 only if calls
     /// arrive in order (see [`PartitionRouter::deliver`]).
@@ -71,13 +85,11 @@ impl<E: Engine> PartitionRouter<E> for LocalRouter<E> {
         &self,
         target: PartitionId,
         command: E::Command,
+        checkpoint_id: u64,
         timeout: Duration,
-    ) -> BoxFuture<'static, Result<E::Response>> {
+    ) -> BoxFuture<'static, Result<Delivered<E::Response>>> {
         match self.partitions.get(&target) {
-            Some(partition) => {
-                let answered = partition.submit_now(command, timeout);
-                Box::pin(async move { answered.await.map(|a| a.response) })
-            }
+            Some(partition) => Box::pin(deliver_here(&partition, command, checkpoint_id, timeout)),
             None => Box::pin(async move {
                 Err(Error::Config(format!(
                     "partition {target} is not hosted by this node"
@@ -87,12 +99,30 @@ impl<E: Engine> PartitionRouter<E> for LocalRouter<E> {
     }
 }
 
+/// Delivers to a partition of this process.
+pub(crate) fn deliver_here<E: Engine>(
+    partition: &crate::partition::Partition<E>,
+    command: E::Command,
+    checkpoint_id: u64,
+    timeout: Duration,
+) -> impl Future<Output = Result<Delivered<E::Response>>> + Send + 'static {
+    let answered = partition.deliver_now(command, checkpoint_id, timeout);
+    async move {
+        let (answered, checkpoint_id) = answered.await?;
+        Ok(Delivered {
+            response: answered.response,
+            checkpoint_id,
+        })
+    }
+}
+
 /// The couriers of one leading partition: one task per target partition.
 pub(crate) struct Couriers<E: Engine> {
     source: PartitionId,
     router: Arc<dyn PartitionRouter<E>>,
     runtime: Handle,
-    targets: BTreeMap<PartitionId, mpsc::UnboundedSender<E::Command>>,
+    /// Each command with the checkpoint id it carries.
+    targets: BTreeMap<PartitionId, mpsc::UnboundedSender<(E::Command, u64)>>,
     /// Deliveries handed to a courier and not answered yet.
     busy: Arc<AtomicUsize>,
     /// A delivery failed or was not acknowledged since the last redelivery.
@@ -115,13 +145,15 @@ impl<E: Engine> Couriers<E> {
         }
     }
 
-    /// Hands `command` to the courier of `target`; `acknowledge` is called with the
-    /// engine's acknowledgement once the target has taken it.
+    /// Hands `command` to the courier of `target`, carrying the sender's latest
+    /// checkpoint id; `acknowledge` is called with the engine's acknowledgement and the
+    /// target's checkpoint id once the target has taken it.
     pub(crate) fn send(
         &mut self,
         target: PartitionId,
         command: E::Command,
-        acknowledge: &Arc<dyn Fn(E::Command) + Send + Sync>,
+        checkpoint_id: u64,
+        acknowledge: &Arc<dyn Fn(E::Command, u64) + Send + Sync>,
     ) {
         let sender = self.targets.entry(target).or_insert_with(|| {
             let (tx, rx) = mpsc::unbounded_channel();
@@ -139,7 +171,7 @@ impl<E: Engine> Couriers<E> {
             tx
         });
         self.busy.fetch_add(1, Ordering::Relaxed);
-        if sender.send(command).is_err() {
+        if sender.send((command, checkpoint_id)).is_err() {
             self.busy.fetch_sub(1, Ordering::Relaxed);
             self.trouble.store(true, Ordering::Relaxed);
         }
@@ -160,20 +192,25 @@ struct Courier<E: Engine> {
     router: Arc<dyn PartitionRouter<E>>,
     busy: Arc<AtomicUsize>,
     trouble: Arc<AtomicBool>,
-    acknowledge: Arc<dyn Fn(E::Command) + Send + Sync>,
+    acknowledge: Arc<dyn Fn(E::Command, u64) + Send + Sync>,
     window: usize,
 }
 
 impl<E: Engine> Courier<E> {
     /// Delivers in order, up to `window` at once, until the partition stops leading
     /// (the sender is dropped); what is in flight then is abandoned.
-    async fn run(self, mut commands: mpsc::UnboundedReceiver<E::Command>) {
+    async fn run(self, mut commands: mpsc::UnboundedReceiver<(E::Command, u64)>) {
         let mut in_flight = FuturesOrdered::new();
         loop {
             tokio::select! {
                 next = commands.recv(), if in_flight.len() < self.window => {
-                    let Some(command) = next else { break };
-                    let answer = self.router.deliver(self.target, command.clone(), DELIVERY_TIMEOUT);
+                    let Some((command, checkpoint_id)) = next else { break };
+                    let answer = self.router.deliver(
+                        self.target,
+                        command.clone(),
+                        checkpoint_id,
+                        DELIVERY_TIMEOUT,
+                    );
                     in_flight.push_back(async move { (command, answer.await) });
                 }
                 Some((command, answer)) = in_flight.next(), if !in_flight.is_empty() => {
@@ -185,13 +222,14 @@ impl<E: Engine> Courier<E> {
         self.busy.fetch_sub(in_flight.len(), Ordering::Relaxed);
     }
 
-    fn answered(&self, command: &E::Command, answer: Result<E::Response>) {
+    fn answered(&self, command: &E::Command, answer: Result<Delivered<E::Response>>) {
         let acknowledgement = match &answer {
-            Ok(response) => E::acknowledgement(self.target, command, response),
+            Ok(delivered) => E::acknowledgement(self.target, command, &delivered.response)
+                .map(|ack| (ack, delivered.checkpoint_id)),
             Err(_) => None,
         };
         match acknowledgement {
-            Some(ack) => (self.acknowledge)(ack),
+            Some((ack, checkpoint_id)) => (self.acknowledge)(ack, checkpoint_id),
             None => {
                 tracing::debug!(
                     from = %self.source,

@@ -32,7 +32,7 @@ pub use command_api::{
     ClusterRouter, CommandApi, JobsFeed, Partitions, ProtocolEngine, forward_jobs_available,
 };
 pub use data_format::{DATA_FORMAT, prepare_data_directory};
-pub use delivery::{DEFAULT_WINDOW, LocalRouter, PartitionRouter};
+pub use delivery::{DEFAULT_WINDOW, Delivered, LocalRouter, PartitionRouter};
 pub use disk::DiskUsage;
 pub use error::{ActorError, Error, NetworkError, Result};
 pub use export::ExporterFactory;

@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::history::CfHistory;
 use crate::state::{
     Cursor, RocksState, apply_checkpoint, apply_cluster_configuration, apply_exported,
-    apply_partition_count, write_changes,
+    apply_partition_count, latest_checkpoint, write_changes,
 };
 
 /// Which partition is applying.
@@ -77,6 +77,10 @@ pub(crate) struct Applied<E: Engine> {
     pub partition_count: Option<u16>,
     /// The checkpoints this batch carried, in order, and what became of each.
     pub checkpoints: Vec<crate::backup::CheckpointApplied>,
+    /// Commands refused because they carried a checkpoint id above the partition's
+    /// latest (see [`Item::AfterCheckpoint`]): the highest id, and their requests.
+    pub behind_checkpoint: Option<u64>,
+    pub refused_behind_checkpoint: Vec<RequestId>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -97,6 +101,8 @@ impl<E: Engine> Default for Applied<E> {
             cluster: None,
             partition_count: None,
             checkpoints: Vec::new(),
+            behind_checkpoint: None,
+            refused_behind_checkpoint: Vec::new(),
         }
     }
 }
@@ -155,6 +161,28 @@ pub(crate) fn apply_batch<E: Engine>(
         while let Some(item) = view.next_item::<E::Command>() {
             match item? {
                 Item::Engine(request, command) => commands.push((request, command)),
+                Item::AfterCheckpoint {
+                    request,
+                    checkpoint_id,
+                    command,
+                } => {
+                    // The other side's cut is past this command: it may only be applied
+                    // after this partition's cut for the same backup, or a restore of
+                    // that backup would hold one side of the exchange and not the other.
+                    let latest = latest_checkpoint(&state)?.map_or(0, |(id, _)| id);
+                    if checkpoint_id <= latest {
+                        commands.push((request, command));
+                    } else {
+                        tracing::debug!(
+                            checkpoint_id,
+                            latest,
+                            "refused a command that carries a checkpoint not recorded here"
+                        );
+                        applied.behind_checkpoint =
+                            Some(applied.behind_checkpoint.unwrap_or(0).max(checkpoint_id));
+                        applied.refused_behind_checkpoint.extend(request);
+                    }
+                }
                 Item::Core(CoreCommand::Exported { positions }) => {
                     let floor = apply_exported(&mut state, &positions, next.last_position)?;
                     if floor > Position::ZERO {
@@ -288,4 +316,118 @@ pub(crate) fn apply_batch<E: Engine>(
     db.write(write).map_err(Error::StateWrite)?;
     *cursor = next;
     Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use rill_engine_api::CommandLimits;
+    use rill_protocol::Term;
+    use rill_raft::{CommittedEntry, StateStore};
+
+    use super::*;
+    use crate::backup::CheckpointOutcome;
+    use crate::batch::BatchBuilder;
+    use crate::state::latest_checkpoint;
+    use crate::testing::{ListCommand, ListEngine};
+
+    fn entry(index: u64, build: impl FnOnce(&mut BatchBuilder)) -> CommittedEntry {
+        let mut builder =
+            BatchBuilder::new(Timestamp(index as i64), Term(1), CommandLimits::default());
+        build(&mut builder);
+        CommittedEntry {
+            log_id: rill_raft::log_id(Term(1), 0, index),
+            data: Some(Bytes::from(builder.finish())),
+        }
+    }
+
+    fn append(id: u64) -> ListCommand {
+        ListCommand::Append { id }
+    }
+
+    /// A command from another partition carries that partition's checkpoint id: every
+    /// replica refuses it until this partition recorded that checkpoint, and applies it
+    /// after the checkpoint once it has, so it falls after this partition's cut too.
+    #[test]
+    fn a_command_carrying_a_checkpoint_is_applied_only_after_that_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(dir.path()).unwrap();
+        let db = store.current();
+        let mut engine = ListEngine;
+        let info = PartitionInfo {
+            partition_id: PartitionId(2),
+            partition_count: 2,
+            message_partition_count: 2,
+            history: false,
+        };
+        let mut cursor = Cursor::load(&RocksState::new(&db)).unwrap();
+
+        // Checkpoint 4 is not recorded here: refused on every replica, nothing written.
+        let batch = ApplyBatch::new(
+            vec![entry(1, |b| {
+                b.push(None, &append(1)).unwrap();
+                b.push_after_checkpoint(Some(RequestId(7)), 4, &append(10))
+                    .unwrap();
+            })],
+            None,
+        )
+        .unwrap();
+        let applied = apply_batch(&mut engine, &db, info, &mut cursor, &batch, true).unwrap();
+        assert_eq!(applied.refused_behind_checkpoint, vec![RequestId(7)]);
+        assert_eq!(applied.behind_checkpoint, Some(4));
+        assert_eq!(applied.commands, 1, "only the plain command");
+        assert!(applied.responses.is_empty());
+        assert_eq!(latest_checkpoint(&RocksState::new(&db)).unwrap(), None);
+
+        // The checkpoint the leader proposes ahead of it, then the command again, and
+        // one that carries a lower id (recorded already): both applied after the cut.
+        let batch = ApplyBatch::new(
+            vec![
+                entry(2, |b| {
+                    b.push_core(&CoreCommand::Checkpoint { backup_id: 4 })
+                        .unwrap()
+                }),
+                entry(3, |b| {
+                    b.push_after_checkpoint(Some(RequestId(8)), 4, &append(10))
+                        .unwrap();
+                    b.push_after_checkpoint(None, 3, &append(11)).unwrap();
+                }),
+            ],
+            None,
+        )
+        .unwrap();
+        let applied = apply_batch(&mut engine, &db, info, &mut cursor, &batch, true).unwrap();
+        assert!(applied.refused_behind_checkpoint.is_empty());
+        assert_eq!(applied.behind_checkpoint, None);
+        let [checkpoint] = applied.checkpoints[..] else {
+            panic!("one checkpoint: {:?}", applied.checkpoints);
+        };
+        let CheckpointOutcome::Created {
+            position,
+            log_index,
+        } = checkpoint.outcome
+        else {
+            panic!("recorded: {checkpoint:?}");
+        };
+        assert_eq!((checkpoint.backup_id, log_index), (4, 2));
+        assert_eq!(
+            position,
+            Position(2),
+            "after the plain command's two records"
+        );
+        assert_eq!(applied.commands, 2);
+        assert_eq!(applied.responses.len(), 1);
+        assert_eq!(applied.responses[0].0, RequestId(8));
+        assert_eq!(applied.written.len(), 4);
+        assert!(
+            applied
+                .written
+                .iter()
+                .all(|record| record.position > position)
+        );
+        assert_eq!(
+            latest_checkpoint(&RocksState::new(&db)).unwrap(),
+            Some((4, position))
+        );
+    }
 }

@@ -5,8 +5,8 @@
 use std::ops::ControlFlow;
 
 use rill_engine_api::{
-    Engine, EngineError, EngineResult, ProcessingContext, ProcessingError, ProcessingOutput,
-    StateError, StateRead, StateTxn, keys, state_digest,
+    Action, Engine, EngineError, EngineResult, ProcessingContext, ProcessingError,
+    ProcessingOutput, StateError, StateRead, StateTxn, keys, state_digest,
 };
 use rill_protocol::value::VariableRecord;
 use rill_protocol::{Intent, Key, PartitionId, RecordDraft, RecordValue, RejectionType, Timestamp};
@@ -27,6 +27,11 @@ pub enum ListCommand {
     /// What is at `seq`? Answered from state when it is there; otherwise it goes through
     /// the log (one command record) and is answered there.
     Lookup { seq: u64 },
+    /// Sends `Append { id }` to `partition` (one command record here). There is no
+    /// outbox: a send lost on the way is not sent again.
+    SendTo { partition: u16, id: u64 },
+    /// `partition` took the `Append { id }` this partition sent: appends `id` here.
+    Acknowledged { partition: u16, id: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,6 +49,10 @@ pub enum ListResponse {
     Found {
         seq: u64,
         id: Option<u64>,
+    },
+    /// `Append { id }` is on its way to another partition.
+    Sent {
+        id: u64,
     },
 }
 
@@ -152,8 +161,21 @@ impl Engine for ListEngine {
         out: &mut ProcessingOutput<ListCommand, ListResponse>,
     ) -> EngineResult<()> {
         match command {
-            ListCommand::Append { id } | ListCommand::Finish { id } => {
-                self.append(ctx, state, *id, out)
+            ListCommand::Append { id }
+            | ListCommand::Finish { id }
+            | ListCommand::Acknowledged { id, .. } => self.append(ctx, state, *id, out),
+            ListCommand::SendTo { partition, id } => {
+                out.records.push(RecordDraft::command(
+                    Key::NONE,
+                    Intent::Create,
+                    value(*id, ctx),
+                ));
+                out.actions.push(Action::Send {
+                    partition: PartitionId(*partition),
+                    command: ListCommand::Append { id: *id },
+                });
+                out.response = Some(ListResponse::Sent { id: *id });
+                Ok(())
             }
             ListCommand::Lookup { seq } => {
                 out.records.push(RecordDraft::command(
@@ -186,7 +208,9 @@ impl Engine for ListEngine {
         let id = match command {
             ListCommand::Append { id }
             | ListCommand::FailAfterWriting { id }
-            | ListCommand::Finish { id } => *id,
+            | ListCommand::Finish { id }
+            | ListCommand::SendTo { id, .. }
+            | ListCommand::Acknowledged { id, .. } => *id,
             ListCommand::Lookup { seq } => *seq,
         };
         RecordDraft::rejection(
@@ -264,7 +288,26 @@ impl Engine for ListEngine {
     }
 
     fn is_never_rejected(command: &ListCommand) -> bool {
-        matches!(command, ListCommand::Finish { .. })
+        matches!(
+            command,
+            ListCommand::Finish { .. } | ListCommand::Acknowledged { .. }
+        )
+    }
+
+    fn acknowledgement(
+        target: PartitionId,
+        sent: &ListCommand,
+        response: &ListResponse,
+    ) -> Option<ListCommand> {
+        match (sent, response) {
+            (ListCommand::Append { id }, ListResponse::Appended { .. }) => {
+                Some(ListCommand::Acknowledged {
+                    partition: target.get(),
+                    id: *id,
+                })
+            }
+            _ => None,
+        }
     }
 }
 

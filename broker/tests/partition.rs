@@ -311,3 +311,177 @@ async fn aimd_rejects_a_burst_and_stays_within_its_limits() {
         ListQueryResult::Count(ok as u64)
     );
 }
+
+/// A command another partition delivers carries that partition's latest checkpoint id:
+/// a partition that has not recorded it records it first, through its own log, and its
+/// leader takes its part of that backup as if the backup's request had reached it; the
+/// command is applied after the cut, and the answer carries the checkpoint id. The
+/// backup's own checkpoint arriving later is refused as not above the latest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivered_command_records_the_checkpoint_it_carries_first() {
+    let timeout = Duration::from_secs(5);
+    let backups = tempfile::tempdir().unwrap();
+    let base = backups.path().to_owned();
+    let cluster = single(move |config| {
+        config.backup.store = rill_config::BackupStoreKind::Filesystem;
+        config.backup.filesystem.base_path = Some(base.clone());
+    })
+    .await;
+    let p = cluster.node(0);
+    p.submit(ListCommand::Append { id: 1 }).await.unwrap();
+    assert_eq!(p.status().checkpoint_id, 0);
+
+    let (answered, checkpoint_id) = p
+        .deliver_now(ListCommand::Append { id: 2 }, 5, timeout)
+        .await
+        .unwrap();
+    assert!(
+        matches!(answered.response, ListResponse::Appended { seq: 2, .. }),
+        "{answered:?}"
+    );
+    assert_eq!(checkpoint_id, 5, "the answer carries the checkpoint");
+    assert_eq!(p.status().checkpoint_id, 5);
+
+    // The part of backup 5 was taken at the cut: after the first command's records,
+    // before the delivered one's.
+    let store = rill_broker::backup::FilesystemStore::new(backups.path());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let manifest = loop {
+        if let Some(manifest) = store.manifest(5, 1).unwrap() {
+            break manifest;
+        }
+        assert!(std::time::Instant::now() < deadline, "no part of backup 5");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(manifest.checkpoint_position, 2);
+    let records = p.read_records(Position(3), 10).await.unwrap();
+    assert_eq!(records.len(), 2, "the delivered command's records");
+    assert!(records.iter().all(|r| r.position.get() > 2));
+
+    // The backup's own checkpoint comes later: refused, with the same id as the latest.
+    assert_eq!(
+        p.checkpoint(5).await.unwrap(),
+        rill_broker::backup::CheckpointOutcome::Refused { latest: 5 }
+    );
+    // A command carrying a lower id needs no checkpoint; the answer carries the latest.
+    let (_, checkpoint_id) = p
+        .deliver_now(ListCommand::Append { id: 3 }, 4, timeout)
+        .await
+        .unwrap();
+    assert_eq!(checkpoint_id, 5);
+    assert!(matches!(
+        p.checkpoint(6).await.unwrap(),
+        rill_broker::backup::CheckpointOutcome::Created { .. }
+    ));
+    let (_, checkpoint_id) = p
+        .deliver_now(ListCommand::Append { id: 4 }, 0, timeout)
+        .await
+        .unwrap();
+    assert_eq!(checkpoint_id, 6);
+    assert_eq!(
+        p.query(ListQuery::Count).await.unwrap(),
+        ListQueryResult::Count(4)
+    );
+}
+
+/// Two partitions in one process, delivering to each other through their couriers: a
+/// send carries the sender's checkpoint id and the answer the receiver's, and each side
+/// records the other's checkpoint before it applies the command or the acknowledgement.
+/// The sender here has a backup store and takes its part when an acknowledgement brings
+/// it the checkpoint; the receiver has none and only records the id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_and_acknowledgements_carry_checkpoints_both_ways() {
+    let backups = tempfile::tempdir().unwrap();
+    let base = backups.path().to_owned();
+    let sender = single(move |config| {
+        config.backup.store = rill_config::BackupStoreKind::Filesystem;
+        config.backup.filesystem.base_path = Some(base.clone());
+    })
+    .await;
+    let receiver = single(|config| config.partition_id = PartitionId(2)).await;
+    let (a, b) = (sender.node(0), receiver.node(0));
+    let map = rill_broker::Partitions::new(
+        [(PartitionId(1), a.clone()), (PartitionId(2), b.clone())].into(),
+    );
+    let router = Arc::new(rill_broker::LocalRouter::new(map));
+    a.set_router(router.clone());
+    b.set_router(router);
+    a.submit(ListCommand::Append { id: 1 }).await.unwrap();
+
+    // The receiver took backup 7; the sender has none. Its acknowledgement of what
+    // the receiver took after its cut comes after the sender's own cut for backup 7.
+    assert!(matches!(
+        b.checkpoint(7).await.unwrap(),
+        rill_broker::backup::CheckpointOutcome::Created { .. }
+    ));
+    a.submit(ListCommand::SendTo {
+        partition: 2,
+        id: 42,
+    })
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while a.query(ListQuery::Count).await.unwrap() != ListQueryResult::Count(2) {
+        assert!(std::time::Instant::now() < deadline, "no acknowledgement");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        b.query(ListQuery::Items { from: 1, limit: 10 })
+            .await
+            .unwrap(),
+        ListQueryResult::Items(vec![42])
+    );
+    assert_eq!(a.status().checkpoint_id, 7);
+    let store = rill_broker::backup::FilesystemStore::new(backups.path());
+    let manifest = loop {
+        if let Some(manifest) = store.manifest(7, 1).unwrap() {
+            break manifest;
+        }
+        assert!(std::time::Instant::now() < deadline, "no part of backup 7");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Append 1 and SendTo: three records before the cut; the acknowledgement after.
+    assert_eq!(manifest.checkpoint_position, 3);
+    let acknowledgement = a.read_records(Position(4), 10).await.unwrap();
+    assert_eq!(acknowledgement.len(), 2, "{acknowledgement:?}");
+
+    // The sender takes backup 9 first: the receiver records it before the command.
+    assert!(matches!(
+        a.checkpoint(9).await.unwrap(),
+        rill_broker::backup::CheckpointOutcome::Created { .. }
+    ));
+    a.submit(ListCommand::SendTo {
+        partition: 2,
+        id: 43,
+    })
+    .await
+    .unwrap();
+    while a.query(ListQuery::Count).await.unwrap() != ListQueryResult::Count(3) {
+        assert!(std::time::Instant::now() < deadline, "no acknowledgement");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(b.status().checkpoint_id, 9);
+    assert_eq!(a.status().checkpoint_id, 9);
+    assert!(
+        store.partitions(9).unwrap() == vec![1],
+        "no store on the receiver: it takes no part"
+    );
+    // The receiver's checkpoint came before the command's records: after append 42's
+    // two records, and append 43's two after it.
+    let records = b.read_records(Position(1), 10).await.unwrap();
+    assert_eq!(records.len(), 4, "two appends: {records:?}");
+    let position = b
+        .query(ListQuery::Raw {
+            key: b"\x00core/checkpoint/position".to_vec(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        position,
+        ListQueryResult::Raw(Some(2u64.to_be_bytes().to_vec()))
+    );
+    assert_eq!(
+        b.checkpoint(9).await.unwrap(),
+        rill_broker::backup::CheckpointOutcome::Refused { latest: 9 }
+    );
+}

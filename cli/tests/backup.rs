@@ -598,3 +598,361 @@ fn scheduled_backups_take_growing_ids_and_the_retention_deletes_old_ones() {
         assert!(rill_process.terminate(Duration::from_secs(30)));
     });
 }
+
+/// Waits at a message `go` correlated by the `key` variable.
+const AWAIT_GO: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="d" targetNamespace="http://bpmn.io/schema/bpmn">
+  <bpmn:process id="await-go" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="wait" />
+    <bpmn:intermediateCatchEvent id="wait"><bpmn:messageEventDefinition messageRef="go" /></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="e" />
+    <bpmn:endEvent id="e" />
+  </bpmn:process>
+  <bpmn:message id="go" name="go"><bpmn:extensionElements><zeebe:subscription correlationKey="=key" /></bpmn:extensionElements></bpmn:message>
+</bpmn:definitions>"#;
+
+async fn publish_go(api: &Api, key: &str) {
+    let (status, body) = api
+        .post(
+            "/v2/messages/publication",
+            json!({"name": "go", "correlationKey": key, "timeToLive": 600_000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "publish {key}: {body}");
+}
+
+/// Creates an instance of `await-go` waiting for `correlation`, through `api`, until a
+/// partition with a leader takes it.
+async fn create_retrying(api: &Api, correlation: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = api
+            .post(
+                "/v2/process-instances",
+                json!({"processDefinitionId": "await-go", "variables": {"key": correlation}}),
+            )
+            .await
+            .unwrap();
+        if status == 200 {
+            return body["processInstanceKey"].as_str().unwrap().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "create {correlation}: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn instance_state(api: &Api, key: &str) -> Option<String> {
+    let (status, body) = api
+        .get(&format!("/v2/process-instances/{key}"))
+        .await
+        .unwrap();
+    assert!(status == 200 || status == 404, "{status}: {body}");
+    (status == 200).then(|| body["state"].as_str().unwrap_or_default().to_owned())
+}
+
+/// The checkpoint id each partition's leader reports on its broker's
+/// `/actuator/partitions`, by partition.
+async fn checkpoint_ids(brokers: &support::Brokers) -> Vec<(u64, u64)> {
+    let mut ids = Vec::new();
+    for node in &brokers.nodes {
+        let partitions: serde_json::Value =
+            reqwest::get(format!("{}/actuator/partitions", node.monitoring()))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+        for (id, partition) in partitions.as_object().unwrap() {
+            if partition["role"] == "LEADER" {
+                ids.push((
+                    id.parse().unwrap(),
+                    partition["checkpointId"].as_u64().unwrap(),
+                ));
+            }
+        }
+    }
+    ids.sort_unstable();
+    ids
+}
+
+/// Backups taken while messages cross partitions, on two brokers that each lead one of
+/// the two partitions (so cross-partition commands travel between processes, and the
+/// backup's checkpoint reaches partition 2 through broker 0's forwarding): each instance
+/// subscribes on the partition of its correlation key's hash, each message correlates to
+/// an instance on either partition. Every subscription, correlation and acknowledgement
+/// in flight at a cut lands on the same side of it on both partitions, so the restored
+/// cluster has no instance that waits for a subscription the other partition never
+/// opened: every restored instance either completed or takes a message published after
+/// the restore, and both partitions report the restored backup's checkpoint id.
+#[test]
+fn a_backup_cut_through_messages_crossing_partitions_leaves_no_instance_stuck() {
+    const LOAD_CLIENTS: usize = 6;
+    const BACKUPS: [u64; 5] = [10, 20, 30, 40, 50];
+    /// Asked while partition 2 is down; partition 2 records it from a delivery.
+    const DELIVERED: u64 = 60;
+    /// Taken in the middle of the load.
+    const UNDER_LOAD: u64 = 30;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("backups");
+    let store_settings = [
+        "backup.store=filesystem".to_owned(),
+        format!("backup.filesystem.base-path={}", store.display()),
+    ];
+    let extra: Vec<&str> = store_settings.iter().map(String::as_str).collect();
+    let model = dir.path().join("await-go.bpmn");
+    std::fs::write(&model, AWAIT_GO).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut brokers = support::Brokers::start(dir.path(), 2, 2, 1, &extra);
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        let apis = [brokers.api(0), brokers.api(1)];
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match apis[0].deploy(&[model.as_path()]).await {
+                Ok((200, _)) => break,
+                other => assert!(Instant::now() < deadline, "deploy failed: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // Until the deployment reaches partition 2, creates meant for it fail there.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+
+        // The load: instances waiting for `go` with their own key, each message
+        // published a few instances later, so subscriptions are being opened, messages
+        // correlated and acknowledgements recorded across the partitions all the time.
+        // Several clients at once, through both brokers' gateways.
+        let created: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let loads: Vec<_> = (0..LOAD_CLIENTS)
+            .map(|client| {
+                let api = apis[client % 2].clone();
+                let (created, stop) = (created.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let correlation = format!("order-{client}-{n}");
+                        let key = api.create("await-go", json!({"key": correlation})).await;
+                        created.lock().await.push((key, correlation));
+                        if n >= 3 {
+                            publish_go(&api, &format!("order-{client}-{}", n - 3)).await;
+                        }
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        let management = brokers.nodes[0].monitoring();
+        for backup in BACKUPS {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let (ok, out, err) = rill(&[
+                "backup",
+                "take",
+                &backup.to_string(),
+                "--wait",
+                "--timeout",
+                "60s",
+                "--management",
+                &management,
+            ]);
+            assert!(
+                ok && out.contains(&format!("backup {backup}: COMPLETED")),
+                "backup {backup}: {out}{err}\n{}",
+                brokers.logs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.store(true, Ordering::Relaxed);
+        for load in loads {
+            load.await.unwrap();
+        }
+        let created = created.lock().await.clone();
+        let partitions: std::collections::BTreeSet<u64> = created
+            .iter()
+            .map(|(key, _)| key.parse::<u64>().unwrap() >> 51)
+            .collect();
+        assert_eq!(partitions.len(), 2, "instances on both partitions");
+        // Every partition agrees on the latest checkpoint.
+        let ids = checkpoint_ids(&brokers).await;
+        assert_eq!(ids, vec![(1, BACKUPS[4]), (2, BACKUPS[4])]);
+        let logs = brokers.logs();
+        eprintln!(
+            "{} instances; checkpoints a partition recorded first for a command from the \
+             other: {}, for an acknowledgement: {}; found recorded when the backup asked: {}",
+            created.len(),
+            logs.matches("a command from another partition carries a later checkpoint")
+                .count(),
+            logs.matches("another partition acknowledged after a later checkpoint")
+                .count(),
+            logs.matches("checkpoint recorded already").count(),
+        );
+
+        // A partition the backup's request cannot reach records the checkpoint from the
+        // first command the other partition delivers to it, and takes its part then:
+        // broker 1 (partition 2) is down while backup 60 is asked for, and instances on
+        // partition 1 wait to open their subscriptions on partition 2 meanwhile.
+        assert!(brokers.nodes[1].terminate(Duration::from_secs(30)));
+        let mut late = Vec::new();
+        for n in 0..20 {
+            let correlation = format!("late-{n}");
+            let key = create_retrying(&apis[0], &correlation).await;
+            late.push((key, correlation));
+        }
+        let asked = reqwest::Client::new()
+            .post(format!("{management}/actuator/backups"))
+            .json(&json!({"backupId": DELIVERED}))
+            .send()
+            .await
+            .unwrap();
+        let status = asked.status().as_u16();
+        let answer = asked.text().await.unwrap();
+        assert!(
+            status == 503 && answer.contains("partition 2"),
+            "{status}: {answer}"
+        );
+        brokers.nodes[1].launch();
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status: serde_json::Value =
+                reqwest::get(format!("{management}/actuator/backups/{DELIVERED}"))
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+            if status["state"] == "COMPLETED" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "backup {DELIVERED} not completed: {status}\n{}",
+                brokers.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // Through a command partition 1 delivered, or the answer to one partition 2
+        // delivered again after its restart: whichever came first.
+        let log = brokers.nodes[1].log_text();
+        assert!(
+            log.contains("a command from another partition carries a later checkpoint")
+                || log.contains("another partition acknowledged after a later checkpoint"),
+            "{}",
+            brokers.logs()
+        );
+        let ids = checkpoint_ids(&brokers).await;
+        assert_eq!(ids, vec![(1, DELIVERED), (2, DELIVERED)]);
+        let created: Vec<(String, String)> = created.into_iter().chain(late).collect();
+
+        // Restore a backup taken under the load, then the one whose part of partition 2
+        // was taken at a delivery.
+        restore_and_check(&mut brokers, UNDER_LOAD, &created).await;
+        restore_and_check(&mut brokers, DELIVERED, &created).await;
+        for node in &mut brokers.nodes {
+            assert!(node.terminate(Duration::from_secs(30)));
+        }
+    });
+}
+
+/// Stops `brokers`, restores `backup` into their emptied data directories (each with
+/// its own settings) and starts them; then checks that both partitions report the
+/// backup's checkpoint id and that no instance of `created` is stuck: each one there
+/// either completed or completes on a message published now.
+async fn restore_and_check(
+    brokers: &mut support::Brokers,
+    backup: u64,
+    created: &[(String, String)],
+) {
+    for node in &mut brokers.nodes {
+        assert!(node.terminate(Duration::from_secs(30)));
+    }
+    for (i, node) in brokers.nodes.iter().enumerate() {
+        std::fs::remove_dir_all(&node.data_dir).unwrap();
+        let mut args = vec![
+            "restore".to_owned(),
+            "--backup-id".to_owned(),
+            backup.to_string(),
+            "--data-dir".to_owned(),
+            node.data_dir.display().to_string(),
+        ];
+        for option in &brokers.options[i] {
+            args.push("--set".to_owned());
+            args.push(option.clone());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, out, err) = rill(&args);
+        assert!(ok, "restore of broker {i} failed: {out}{err}");
+    }
+    for node in &mut brokers.nodes {
+        node.launch();
+    }
+    brokers.wait_ready(Duration::from_secs(90)).await;
+    let api = brokers.api(0);
+
+    // The restored partitions' checkpoint ids agree: both cut at the restored backup.
+    let ids = checkpoint_ids(brokers).await;
+    assert_eq!(ids, vec![(1, backup), (2, backup)]);
+    let lower = reqwest::Client::new()
+        .post(format!(
+            "{}/actuator/backups",
+            brokers.nodes[0].monitoring()
+        ))
+        .json(&json!({"backupId": backup - 5}))
+        .send()
+        .await
+        .unwrap();
+    let refusal = lower.text().await.unwrap();
+    assert!(
+        refusal.contains(&format!("partition 1 has backup {backup}"))
+            && refusal.contains(&format!("partition 2 has backup {backup}")),
+        "{refusal}"
+    );
+
+    // Nothing is stuck: a waiting instance takes a message published now.
+    let mut waiting = Vec::new();
+    let mut completed = 0;
+    for (key, correlation) in created {
+        match instance_state(&api, key).await.as_deref() {
+            // Created after the cut.
+            None => {}
+            Some("COMPLETED") => completed += 1,
+            Some("ACTIVE") => waiting.push((key, correlation)),
+            Some(other) => panic!("instance {key} is {other}"),
+        }
+    }
+    eprintln!(
+        "backup {backup} restored: {} waiting, {completed} completed",
+        waiting.len()
+    );
+    assert!(
+        !waiting.is_empty() && completed > 0,
+        "the backup holds instances waiting and completed: {} waiting, {completed} completed",
+        waiting.len()
+    );
+    for (_, correlation) in &waiting {
+        publish_go(&api, correlation).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for (key, correlation) in &waiting {
+        loop {
+            let state = instance_state(&api, key).await;
+            if state.as_deref() == Some("COMPLETED") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "instance {key} ({correlation}) of backup {backup} is stuck: {state:?}\n{}",
+                brokers.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -541,7 +541,7 @@ impl CommandClient {
         answer: ApiAnswer,
     ) -> Result<ApiAnswer, Error> {
         match answer {
-            ApiAnswer::Response { term, .. } => {
+            ApiAnswer::Response { term, .. } | ApiAnswer::Delivered { term, .. } => {
                 // Read first: nearly every answer is from the term already known.
                 let later = self
                     .view
@@ -606,6 +606,31 @@ impl CommandClient {
                 response,
                 term: Some(term),
             }),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Delivers a command of a partition's outbox to the leader of `partition`, with the
+    /// sender's latest backup checkpoint id: the response, and the receiver's latest
+    /// checkpoint id (docs/decisions/backup.md).
+    pub async fn deliver(
+        &self,
+        partition: PartitionId,
+        command: Command,
+        checkpoint_id: u64,
+        timeout: Duration,
+    ) -> Result<(CommandResponse, u64), Error> {
+        let request = ApiRequest::Deliver {
+            command,
+            checkpoint_id,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.call(partition, request, timeout).await? {
+            ApiAnswer::Delivered {
+                response,
+                checkpoint_id,
+                ..
+            } => Ok((response, checkpoint_id)),
             other => Err(unexpected(other)),
         }
     }

@@ -186,8 +186,8 @@ pub fn stream_answer(partition: PartitionId, answer: ApiAnswer) -> Result<Option
             reason: ApiError::ShuttingDown.to_string(),
         }),
         ApiAnswer::Error(error) => Err(Error::from_api(partition, error)),
-        ApiAnswer::QueryResult(_) => Err(Error::Internal(
-            "a broker answered a job stream with a query result".to_owned(),
+        ApiAnswer::QueryResult(_) | ApiAnswer::Delivered { .. } => Err(Error::Internal(
+            "a broker answered a job stream with a query result or a delivery's answer".to_owned(),
         )),
     }
 }

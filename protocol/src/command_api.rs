@@ -42,6 +42,16 @@ pub enum ApiRequest {
         stream: ActivateJobs,
         wait_ms: u64,
     },
+    /// A command one partition sends another through its outbox (a broker's courier),
+    /// with the sender's latest backup checkpoint id (0: none). A leader whose own
+    /// checkpoint is lower records that checkpoint before it applies the command, and
+    /// answers with [`ApiAnswer::Delivered`] (docs/decisions/backup.md). (Appended: the
+    /// variant order is the wire's encoding.)
+    Deliver {
+        command: Command,
+        checkpoint_id: u64,
+        timeout_ms: u64,
+    },
 }
 
 /// A broker's answer.
@@ -59,6 +69,14 @@ pub enum ApiAnswer {
     Error(ApiError),
     /// A job stream's wait passed with no job for it.
     StreamIdle,
+    /// The answer to [`ApiRequest::Deliver`]: the command's response and term, with the
+    /// receiving partition's latest checkpoint id, which the sender records before it
+    /// records the acknowledgement. (Appended: the variant order is the wire's encoding.)
+    Delivered {
+        response: CommandResponse,
+        term: Term,
+        checkpoint_id: u64,
+    },
 }
 
 /// Why a broker did not answer a request with a result.

@@ -178,10 +178,29 @@ pub(crate) async fn take_backup(
         }
     });
     let outcomes = futures::future::join_all(asked).await;
+    // A partition may have recorded this very checkpoint already, when a command from a
+    // partition past it carried it (docs/decisions/backup.md): its part is then in the
+    // store, and the checkpoint counts as recorded.
+    let carried: Vec<u16> = outcomes
+        .iter()
+        .filter_map(|(p, outcome)| match outcome {
+            Ok(CheckpointOutcome::Refused { latest }) if *latest == id => Some(*p),
+            _ => None,
+        })
+        .collect();
+    let taken = if carried.is_empty() {
+        Vec::new()
+    } else {
+        let store = store.clone();
+        match blocking(move || store.partitions(id)).await {
+            Ok(taken) => taken,
+            Err(response) => return *response,
+        }
+    };
     let refused: Vec<String> = outcomes
         .iter()
         .filter_map(|(p, outcome)| match outcome {
-            Ok(CheckpointOutcome::Refused { latest }) => {
+            Ok(CheckpointOutcome::Refused { latest }) if *latest != id || !taken.contains(p) => {
                 Some(format!("partition {p} has backup {latest}"))
             }
             _ => None,

@@ -3,6 +3,8 @@
 //! ```text
 //!   POST /actuator/backups {backupId} ── api ──► each partition's leader:
 //!        CoreCommand::Checkpoint{backup_id} through the partition's log
+//!        (also proposed by a leader that takes a command from another partition, or
+//!        an acknowledgement, carrying a checkpoint id above its own: ahead of it)
 //!                │ applied on every replica: latest checkpoint id and position in
 //!                │ state (a backup id not above the latest is refused)
 //!                ▼ the leader, right after writing the entry that carries it

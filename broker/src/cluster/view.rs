@@ -113,6 +113,7 @@ pub fn partitions(replicas: &[PartitionStatus]) -> Value {
                 "processedPosition": replica.last_position.get(),
                 "exportedPosition": replica.exported.get(),
                 "health": if replica.healthy { "HEALTHY" } else { "DEAD" },
+                "checkpointId": replica.checkpoint_id,
             }),
         );
     }
@@ -221,6 +222,7 @@ mod tests {
             inflight: 0,
             peak_inflight: 0,
             limit: 1,
+            checkpoint_id: 3,
         }
     }
 
@@ -236,5 +238,6 @@ mod tests {
         assert_eq!(listed["2"]["processedPosition"], 5);
         assert_eq!(listed["2"]["exportedPosition"], 4);
         assert_eq!(listed["2"]["health"], "HEALTHY");
+        assert_eq!(listed["2"]["checkpointId"], 3);
     }
 }

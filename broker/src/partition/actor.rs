@@ -37,8 +37,8 @@
 //! leadership again), answering its requests with `NotLeader`. And the barrier fails
 //! only requests proposed in the terms it closes, not those of the new leadership.
 //!
-//! Tracing: each message but `Submit` and `Query` is handled in the partition's span.
-//! Those two come once per command, where even entering a span costs, so their rare
+//! Tracing: each message but `Submit`, `Deliver` and `Query` is handled in the
+//! partition's span. Those come once per command, where even entering a span costs, so their rare
 //! log lines name the span themselves.
 
 use std::marker::PhantomData;
@@ -74,6 +74,14 @@ pub(crate) enum Msg<E: Engine> {
         timeout: Duration,
         reply: Reply<E::Response>,
     },
+    /// A command another partition sends through its outbox, with the sender's latest
+    /// checkpoint id (docs/decisions/backup.md).
+    Deliver {
+        command: E::Command,
+        checkpoint_id: u64,
+        timeout: Duration,
+        reply: Reply<E::Response>,
+    },
     Query {
         query: E::Query,
         reply: oneshot::Sender<Result<E::QueryResult>>,
@@ -103,8 +111,12 @@ pub(crate) enum Msg<E: Engine> {
     SetRouter(Arc<dyn PartitionRouter<E>>),
     /// Whom to tell the cluster configurations this partition's state stores.
     FollowCluster(super::ClusterSink),
-    /// A target took a command this partition sent: propose the engine's acknowledgement.
-    Acknowledge(E::Command),
+    /// A target took a command this partition sent: propose the engine's acknowledgement,
+    /// after the target's latest checkpoint (`checkpoint_id`).
+    Acknowledge {
+        command: E::Command,
+        checkpoint_id: u64,
+    },
     /// A command of the partition core (from the exporter director) to propose.
     ProposeCore(CoreCommand),
     TakeSnapshot {
@@ -142,7 +154,7 @@ impl<E: Engine> Msg<E> {
     fn once_per_command(&self) -> bool {
         matches!(
             self,
-            Msg::Submit { .. } | Msg::Query { .. } | Msg::HistoryDb { .. }
+            Msg::Submit { .. } | Msg::Deliver { .. } | Msg::Query { .. } | Msg::HistoryDb { .. }
         )
     }
 }
@@ -237,6 +249,12 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
             timeout,
             reply,
         } => st.submit(command, timeout, reply),
+        Msg::Deliver {
+            command,
+            checkpoint_id,
+            timeout,
+            reply,
+        } => st.deliver(command, checkpoint_id, timeout, reply),
         Msg::Query { query, reply } => {
             let _ = reply.send(st.query(&query));
         }
@@ -266,7 +284,10 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         Msg::Tick => st.tick(),
         Msg::SetRouter(router) => st.set_router(router),
         Msg::FollowCluster(sink) => st.follow_cluster(sink),
-        Msg::Acknowledge(command) => st.propose_own(QueuedCommand::Engine(command)),
+        Msg::Acknowledge {
+            command,
+            checkpoint_id,
+        } => st.acknowledged(command, checkpoint_id),
         Msg::ProposeCore(command) => st.propose_own(QueuedCommand::Core(command)),
         Msg::TakeSnapshot { reply } => st.take_snapshot(reply),
         Msg::Digest { reply } => {

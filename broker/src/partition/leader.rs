@@ -33,8 +33,9 @@ const SEND_LIMIT: usize = 1000;
 /// How often the leader looks for sends to deliver again (if any may be lost).
 const REDELIVERY_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Sends a command back to the partition actor (for the couriers' acknowledgements).
-pub(crate) type Acknowledge<C> = Arc<dyn Fn(C) + Send + Sync>;
+/// Sends a command back to the partition actor (for the couriers' acknowledgements),
+/// with the checkpoint id the target answered with.
+pub(crate) type Acknowledge<C> = Arc<dyn Fn(C, u64) + Send + Sync>;
 
 pub(crate) enum Leadership<E: Engine> {
     Follower,
@@ -86,6 +87,12 @@ impl<E: Engine> Leadership<E> {
 pub(crate) enum QueuedCommand<C> {
     Engine(C),
     Core(CoreCommand),
+    /// An engine command that carries the other partition's checkpoint id
+    /// (`batch::Item::AfterCheckpoint`).
+    AfterCheckpoint {
+        checkpoint_id: u64,
+        command: C,
+    },
 }
 
 struct Queued<C> {
@@ -119,6 +126,8 @@ pub(crate) struct LeaderState<E: Engine> {
     acknowledge: Acknowledge<E::Command>,
     /// Present if the node runs exporters.
     director: Option<ExportDirector>,
+    /// The highest checkpoint this leadership proposed (0: none).
+    checkpoint_proposed: u64,
 }
 
 impl<E: Engine> LeaderState<E> {
@@ -143,6 +152,7 @@ impl<E: Engine> LeaderState<E> {
             last_redelivery: None,
             acknowledge,
             director,
+            checkpoint_proposed: 0,
         }
     }
 
@@ -171,15 +181,58 @@ impl<E: Engine> LeaderState<E> {
         });
     }
 
+    /// Queues `command`, which carries the other side's checkpoint id, behind the
+    /// checkpoint itself when the partition has neither recorded (`recorded`) nor
+    /// proposed one as high: the command is then applied after this partition's cut for
+    /// that backup, and this leader takes its part as if the backup's `POST` had reached
+    /// it (docs/decisions/backup.md). True if it queued the checkpoint.
+    pub(crate) fn enqueue_after_checkpoint(
+        &mut self,
+        request: Option<RequestId>,
+        checkpoint_id: u64,
+        recorded: u64,
+        command: E::Command,
+    ) -> bool {
+        let checkpoint_first = checkpoint_id > recorded.max(self.checkpoint_proposed);
+        if checkpoint_first {
+            self.enqueue_checkpoint(checkpoint_id);
+        }
+        self.enqueue(
+            request,
+            QueuedCommand::AfterCheckpoint {
+                checkpoint_id,
+                command,
+            },
+        );
+        checkpoint_first
+    }
+
+    /// Queues checkpoint `backup_id`.
+    pub(crate) fn enqueue_checkpoint(&mut self, backup_id: u64) {
+        self.checkpoint_proposed = self.checkpoint_proposed.max(backup_id);
+        self.enqueue(
+            None,
+            QueuedCommand::Core(CoreCommand::Checkpoint { backup_id }),
+        );
+    }
+
+    /// Commands were refused for a checkpoint this leadership proposed but that was not
+    /// applied before them (lost, or overtaken): the next that carries it proposes it
+    /// again.
+    pub(crate) fn checkpoint_not_ahead(&mut self, recorded: u64) {
+        self.checkpoint_proposed = recorded;
+    }
+
     /// Due work asks to be looked for at `due`.
     pub(crate) fn wake_at(&mut self, due: Timestamp) {
         self.next_wake = Some(self.next_wake.map_or(due, |w| w.min(due)));
     }
 
-    /// Hands a command for another partition to its courier.
-    pub(crate) fn send(&mut self, target: PartitionId, command: E::Command) {
+    /// Hands a command for another partition to its courier, with this partition's
+    /// latest checkpoint id.
+    pub(crate) fn send(&mut self, target: PartitionId, command: E::Command, checkpoint_id: u64) {
         if let Some(couriers) = &mut self.couriers {
-            couriers.send(target, command, &self.acknowledge);
+            couriers.send(target, command, checkpoint_id, &self.acknowledge);
         }
     }
 
@@ -222,6 +275,10 @@ impl<E: Engine> LeaderState<E> {
                 let pushed = match &queued.command {
                     QueuedCommand::Engine(command) => builder.push(queued.request, command),
                     QueuedCommand::Core(command) => builder.push_core(command),
+                    QueuedCommand::AfterCheckpoint {
+                        checkpoint_id,
+                        command,
+                    } => builder.push_after_checkpoint(queued.request, *checkpoint_id, command),
                 };
                 match pushed {
                     Ok(()) => {
@@ -316,8 +373,9 @@ impl<E: Engine> LeaderState<E> {
         true
     }
 
-    /// Hands the outbox to the couriers again when sends may have been lost.
-    pub(crate) fn redeliver(&mut self, engine: &mut E, db: &StateDb) {
+    /// Hands the outbox to the couriers again when sends may have been lost, with this
+    /// partition's latest checkpoint id.
+    pub(crate) fn redeliver(&mut self, engine: &mut E, db: &StateDb, checkpoint_id: u64) {
         let Some(couriers) = &mut self.couriers else {
             return;
         };
@@ -333,7 +391,7 @@ impl<E: Engine> LeaderState<E> {
             return;
         }
         for (target, command) in sends {
-            couriers.send(target, command, &self.acknowledge);
+            couriers.send(target, command, checkpoint_id, &self.acknowledge);
         }
     }
 }

@@ -101,6 +101,8 @@ pub struct PartitionStatus {
     /// The most requests that were ever in flight at once.
     pub peak_inflight: u32,
     pub limit: u32,
+    /// The latest backup checkpoint id in this replica's applied state (0: none).
+    pub checkpoint_id: u64,
 }
 
 /// Jobs of a type became available on a partition: long-polling workers should ask.
@@ -202,6 +204,7 @@ impl<E: Engine> Partition<E> {
             inflight: 0,
             peak_inflight: 0,
             limit: 0,
+            checkpoint_id: 0,
         });
         let (started_tx, started_rx) = oneshot::channel();
         let args = StartArgs {
@@ -340,6 +343,44 @@ impl<E: Engine> Partition<E> {
                 Ok(Err(_)) => Err(Error::ShuttingDown { partition }),
                 Err(_) => Err(Error::Timeout { partition, timeout }),
             }
+        }
+    }
+
+    /// Hands the partition a command another partition sent, with the sender's latest
+    /// checkpoint id; like [`Partition::submit_now`], it is in the mailbox when this
+    /// returns. The answer carries this replica's latest checkpoint id once the command
+    /// was applied (never below the one it was applied after).
+    pub fn deliver_now(
+        &self,
+        command: E::Command,
+        checkpoint_id: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<(Answered<E::Response>, u64)>> + Send + 'static {
+        let partition = self.config.partition_id;
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .actor
+            .send_message(Msg::Deliver {
+                command,
+                checkpoint_id,
+                timeout,
+                reply,
+            })
+            .is_ok();
+        let status = self.status.clone();
+        async move {
+            if !sent {
+                return Err(Error::ShuttingDown { partition });
+            }
+            let answered =
+                match tokio::time::timeout(timeout + Duration::from_millis(500), rx).await {
+                    Ok(Ok(answer)) => answer?,
+                    Ok(Err(_)) => return Err(Error::ShuttingDown { partition }),
+                    Err(_) => return Err(Error::Timeout { partition, timeout }),
+                };
+            // Read after the answer: the id the command was applied after, or a later one.
+            let checkpoint_id = status.borrow().checkpoint_id;
+            Ok((answered, checkpoint_id))
         }
     }
 

@@ -30,9 +30,14 @@ use crate::flow_control::{RequestLimiter, WriteRateLimiter};
 use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
 use crate::state::{
-    Cursor, RocksState, cluster_configuration, exported_floor,
+    Cursor, RocksState, cluster_configuration, exported_floor, latest_checkpoint,
     partition_count as stored_partition_count, read_records,
 };
+
+/// The latest checkpoint id in `db`'s state (0: none).
+fn stored_checkpoint_id(db: &rill_raft::StateDb) -> Result<u64> {
+    Ok(latest_checkpoint(&RocksState::new(db))?.map_or(0, |(id, _)| id))
+}
 
 /// The partition actor's state (see `actor` for how messages reach it).
 pub(crate) struct Replica<E: Engine> {
@@ -84,6 +89,9 @@ pub(crate) struct Replica<E: Engine> {
     backup_store: Option<crate::backup::Store>,
     /// Checkpoints this leader proposed, waiting to be applied, by backup id.
     pending_checkpoints: Vec<(u64, oneshot::Sender<Result<CheckpointOutcome>>)>,
+    /// The partition's latest checkpoint id in applied state (0: none): every command
+    /// this partition sends, and every answer it gives to one sent to it, carries it.
+    checkpoint_id: u64,
 }
 
 impl<E: Engine> Replica<E> {
@@ -97,6 +105,7 @@ impl<E: Engine> Replica<E> {
         let exported = exported_floor(&state.current(), &cursor)?;
         let partition_count = stored_partition_count(&RocksState::new(&state.current()))?
             .unwrap_or(args.config.partition_count);
+        let checkpoint_id = stored_checkpoint_id(&state.current())?;
         let metrics = args.env.metrics.partition(args.config.partition_id.get());
         metrics.last_position.set(cursor.last_position.get() as i64);
         metrics
@@ -136,8 +145,11 @@ impl<E: Engine> Replica<E> {
             last_proposed: Timestamp(0),
             router: None,
             cluster_sink: None,
-            acknowledge: Arc::new(move |command| {
-                let _ = ack.send_message(Msg::Acknowledge(command));
+            acknowledge: Arc::new(move |command, checkpoint_id| {
+                let _ = ack.send_message(Msg::Acknowledge {
+                    command,
+                    checkpoint_id,
+                });
             }),
             propose_core: Arc::new(move |command| {
                 let _ = core.send_message(Msg::ProposeCore(command));
@@ -155,6 +167,7 @@ impl<E: Engine> Replica<E> {
                 },
             ),
             pending_checkpoints: Vec::new(),
+            checkpoint_id,
             jobs: args.jobs,
             status: args.status,
             metrics,
@@ -178,12 +191,39 @@ impl<E: Engine> Replica<E> {
         timeout: Duration,
         reply: Reply<E::Response>,
     ) {
+        self.take(command, None, timeout, reply);
+    }
+
+    /// Takes a command another partition sent, with the sender's latest checkpoint id:
+    /// applied only once this partition has recorded that checkpoint, which the leader
+    /// proposes first if it has not (docs/decisions/backup.md).
+    pub(super) fn deliver(
+        &mut self,
+        command: E::Command,
+        checkpoint_id: u64,
+        timeout: Duration,
+        reply: Reply<E::Response>,
+    ) {
+        self.take(command, Some(checkpoint_id), timeout, reply);
+    }
+
+    /// A command from a client (`carried_checkpoint` none) or from another partition.
+    fn take(
+        &mut self,
+        command: E::Command,
+        carried_checkpoint: Option<u64>,
+        timeout: Duration,
+        reply: Reply<E::Response>,
+    ) {
         self.metrics.received.inc();
         let Some(term) = self.leadership.term() else {
             let _ = reply.send(Err(self.refusal()));
             return;
         };
-        if let Some(response) = self.answer_from_state(&command) {
+        // A delivered command always goes through the log, after the checkpoint it carries.
+        if carried_checkpoint.is_none()
+            && let Some(response) = self.answer_from_state(&command)
+        {
             self.metrics.answered_from_state.inc();
             let _ = reply.send(Ok(Answered { response, term }));
             return;
@@ -219,8 +259,45 @@ impl<E: Engine> Replica<E> {
             self.metrics.dropped.inc();
             return;
         };
+        let mut checkpoint_first = false;
         if let Some(leader) = self.leadership.leader() {
-            leader.enqueue(Some(request), QueuedCommand::Engine(command));
+            match carried_checkpoint {
+                None => leader.enqueue(Some(request), QueuedCommand::Engine(command)),
+                Some(carried) => {
+                    checkpoint_first = leader.enqueue_after_checkpoint(
+                        Some(request),
+                        carried,
+                        self.checkpoint_id,
+                        command,
+                    );
+                }
+            }
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
+        if checkpoint_first {
+            // Per command: no span is entered here (see `actor`); name it.
+            tracing::info!(
+                parent: &self.span,
+                backup = carried_checkpoint,
+                recorded = self.checkpoint_id,
+                "a command from another partition carries a later checkpoint: recording it first"
+            );
+        }
+    }
+
+    /// A courier's target took a command this partition sent: proposes the engine's
+    /// acknowledgement, after the target's latest checkpoint `checkpoint_id` (so that
+    /// a target whose cut came before it took the command is not recorded as having
+    /// it by this partition's cut for the same backup).
+    pub(super) fn acknowledged(&mut self, command: E::Command, checkpoint_id: u64) {
+        if let Some(leader) = self.leadership.leader() {
+            if leader.enqueue_after_checkpoint(None, checkpoint_id, self.checkpoint_id, command) {
+                tracing::info!(
+                    backup = checkpoint_id,
+                    recorded = self.checkpoint_id,
+                    "another partition acknowledged after a later checkpoint: recording it first"
+                );
+            }
             leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
         }
     }
@@ -317,7 +394,10 @@ impl<E: Engine> Replica<E> {
             return;
         }
         self.pending_checkpoints.push((backup_id, reply));
-        self.propose_own(QueuedCommand::Core(CoreCommand::Checkpoint { backup_id }));
+        if let Some(leader) = self.leadership.leader() {
+            leader.enqueue_checkpoint(backup_id);
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
     }
 
     /// Applies what raft committed. A batch carrying a checkpoint is applied and written
@@ -400,6 +480,27 @@ impl<E: Engine> Replica<E> {
         for checkpoint in std::mem::take(&mut applied.checkpoints) {
             self.checkpoint_applied(checkpoint);
         }
+        if let Some(carried) = applied.behind_checkpoint {
+            tracing::info!(
+                carried,
+                recorded = self.checkpoint_id,
+                "commands carrying a checkpoint not recorded here were refused; they come again"
+            );
+            if let Some(leader) = self.leadership.leader() {
+                leader.checkpoint_not_ahead(self.checkpoint_id);
+            }
+        }
+        for request in std::mem::take(&mut applied.refused_behind_checkpoint) {
+            self.requests.reject(
+                request,
+                Error::Refused {
+                    partition: self.partition(),
+                    reason: "it carries a backup checkpoint this partition had not recorded \
+                             yet; deliver it again"
+                        .to_owned(),
+                },
+            );
+        }
         if let Some(count) = applied.partition_count {
             tracing::info!(count, "partition count raised");
             self.partition_count = count;
@@ -430,6 +531,7 @@ impl<E: Engine> Replica<E> {
         // One notification per job type and batch: each wakes a waiting activation, and
         // the first activation after this batch finds all of the batch's jobs.
         let mut available: Vec<String> = Vec::new();
+        let checkpoint_id = self.checkpoint_id;
         let mut leader = self.leadership.leader();
         for action in applied.actions {
             match (action, &mut leader) {
@@ -442,7 +544,7 @@ impl<E: Engine> Replica<E> {
                 }
                 (Action::WakeAt { due }, Some(leader)) => leader.wake_at(due),
                 (Action::Send { partition, command }, Some(leader)) => {
-                    leader.send(partition, command)
+                    leader.send(partition, command, checkpoint_id)
                 }
                 _ => {}
             }
@@ -485,6 +587,7 @@ impl<E: Engine> Replica<E> {
                 log_index,
             } => {
                 tracing::info!(backup = backup_id, %position, log_index, "checkpoint recorded");
+                self.checkpoint_id = backup_id;
                 if self.leadership.is_leader()
                     && let Some(store) = &self.backup_store
                 {
@@ -506,6 +609,10 @@ impl<E: Engine> Replica<E> {
                     );
                     return;
                 }
+            }
+            // Recorded before, when a command from another partition carried it.
+            CheckpointOutcome::Refused { latest } if latest == backup_id => {
+                tracing::info!(backup = backup_id, "checkpoint recorded already");
             }
             CheckpointOutcome::Refused { latest } => {
                 tracing::info!(
@@ -698,6 +805,8 @@ impl<E: Engine> Replica<E> {
         self.partition_count = stored_partition_count(&RocksState::new(&db))
             .map_err(|e| rill_raft::Error::Handler(e.to_string()))?
             .unwrap_or(self.info.partition_count);
+        self.checkpoint_id =
+            stored_checkpoint_id(&db).map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
         self.update_position_metrics();
         self.engine.reset_caches();
         self.offer_stored_cluster_configuration();
@@ -746,6 +855,7 @@ impl<E: Engine> Replica<E> {
             inflight: limiter.inflight(),
             peak_inflight: limiter.peak_inflight(),
             limit: limiter.limit(),
+            checkpoint_id: self.checkpoint_id,
         };
         self.status.send_if_modified(|current| {
             if *current == status {

@@ -208,7 +208,8 @@ impl<R> RequestBook<R> {
         }
     }
 
-    /// Answers with `error` (the command could not be put into an entry).
+    /// Answers with `error`: the command could not be put into an entry, or every
+    /// replica refused it alike (one that carries a checkpoint not recorded yet).
     pub(crate) fn reject(&mut self, RequestId(id): RequestId, error: Error) {
         if let Some(p) = self.pending.remove(&id) {
             finish(&mut self.limiter, p, Err(error));

@@ -27,7 +27,7 @@ impl<E: Engine> Replica<E> {
             if leader.queue_due_work(&mut self.engine, &db) {
                 leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
             }
-            leader.redeliver(&mut self.engine, &db);
+            leader.redeliver(&mut self.engine, &db, self.checkpoint_id);
         }
         self.propose_history_expiry(now);
         self.propose_partition_count(now);
