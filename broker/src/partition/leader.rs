@@ -119,6 +119,10 @@ pub(crate) struct LeaderState<E: Engine> {
     acknowledge: Acknowledge<E::Command>,
     /// Present if the node runs exporters.
     director: Option<ExportDirector>,
+    /// While leadership is handed over, nothing is proposed until then: the successor's
+    /// log must catch up with this one's (`transfer.rs`). A deadline, so that a
+    /// hand-over that never finishes cannot stop the partition.
+    paused_until: Option<Instant>,
 }
 
 impl<E: Engine> LeaderState<E> {
@@ -143,7 +147,13 @@ impl<E: Engine> LeaderState<E> {
             last_redelivery: None,
             acknowledge,
             director,
+            paused_until: None,
         }
+    }
+
+    /// Stops proposing until `until`, or resumes (`None`): a hand-over of leadership.
+    pub(crate) fn pause(&mut self, until: Option<Instant>) {
+        self.paused_until = until;
     }
 
     /// Couriers for `router`, replacing any of an earlier one; they start with a
@@ -192,6 +202,12 @@ impl<E: Engine> LeaderState<E> {
         requests: &mut RequestBook<E::Response>,
         last_proposed: &mut Timestamp,
     ) {
+        if self
+            .paused_until
+            .is_some_and(|until| Instant::now() < until)
+        {
+            return;
+        }
         let max_commands = config.raft.max_batch_commands.max(1);
         let max_bytes = config.raft.max_batch_size.0 as usize;
         while self.proposals.len() < config.max_inflight_proposals.max(1) && !self.queue.is_empty()
