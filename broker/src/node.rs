@@ -415,7 +415,8 @@ impl<E: Engine> LocalCluster for NodeCluster<E> {
             // What one append request carries: the successor catches up in a round trip.
             max_lag: raft.max_append_entries.max(1),
             catch_up: raft.election_timeout / 2,
-            election: raft.election_timeout,
+            // A second try after the lease, for partitions of more than three replicas.
+            election: raft.election_timeout + rill_raft::leader_lease(raft),
             automatic: raft.auto_rebalance,
         }
     }

@@ -10,6 +10,8 @@
 //!   no acknowledged instance.
 //! - With the default (`raft.auto-rebalance` on), a broker that restarts leads its
 //!   partition again within 30 s, with no one asking.
+//! - With five replicas (one partition), the preferred replica needs votes beyond the
+//!   old leader's: it stands again once the other voters' leases ran out, and leads.
 //! - A standalone answers that its partitions are led where they should be, and a bad
 //!   `dryRun` is refused with the parameter named.
 
@@ -437,5 +439,57 @@ fn a_standalone_is_balanced_and_a_bad_dry_run_is_named() {
                 .contains("dryRun"),
             "{body}"
         );
+    });
+}
+
+#[test]
+fn with_five_replicas_the_preferred_one_takes_over_once_the_leases_ran_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let mut brokers = Brokers::start(dir.path(), 5, 1, 5, &["raft.auto-rebalance=false"]);
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        let apis: Vec<_> = (0..5).map(|i| brokers.api(i)).collect();
+        deploy_probe(&apis[0], dir.path()).await;
+        let load = Load::start(&apis);
+        load.progress(20, Duration::from_secs(60), &brokers).await;
+
+        // Broker 0, partition 1's preferred replica, restarts: another one leads.
+        assert!(brokers.nodes[0].terminate(Duration::from_secs(30)));
+        let moved = Instant::now();
+        loop {
+            if leaders(&brokers)
+                .await
+                .get(&1)
+                .is_some_and(|l| !l.is_empty())
+            {
+                break;
+            }
+            assert!(moved.elapsed() < Duration::from_secs(30));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        brokers.nodes[0].launch();
+        brokers.wait_ready(Duration::from_secs(60)).await;
+        load.progress(20, Duration::from_secs(60), &brokers).await;
+
+        let asked_at = Instant::now();
+        let done = rebalance(&brokers, 3, false).await;
+        let answered_at = Instant::now();
+        load.progress(20, Duration::from_secs(60), &brokers).await;
+        let gap = load.largest_gap(asked_at, answered_at);
+        eprintln!(
+            "REBALANCE five replicas: answer after {:?}, largest create gap {gap:?}: {done}",
+            answered_at.duration_since(asked_at)
+        );
+        assert_eq!(
+            result_of(&done, 1),
+            "TRANSFERRED",
+            "{done}\n{}",
+            brokers.logs()
+        );
+        let found = leaders(&brokers).await;
+        assert_eq!(found.get(&1), Some(&vec![0]), "{found:?}");
+        // One lease (half of the 1 s election timeout), not a failover.
+        assert!(gap < Duration::from_secs(3), "creates paused {gap:?}");
+        load.finish(&apis[0]).await;
     });
 }

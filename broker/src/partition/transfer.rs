@@ -158,12 +158,30 @@ impl<E: Engine> Partition<E> {
     }
 
     /// The successor's part of a hand-over: stands for election now (in the term after
-    /// its own, which the old leader voted in) and answers whether it leads within
-    /// `timeout`, with its term.
+    /// its own, which the old leader voted in) and answers its term if it leads within
+    /// `timeout`. Voters that heard the old leader within their lease refuse; with three
+    /// replicas the old leader's vote is enough, with more this replica stands again once
+    /// those leases have run out.
     pub async fn stand_for_election(&self, timeout: Duration) -> Result<Option<Term>> {
         let raft = self.raft().await?;
-        let state = raft.metrics().borrow().state;
-        if state != ServerState::Leader {
+        let lease = rill_raft::leader_lease(&self.config.raft);
+        let deadline = tokio::time::Instant::now() + timeout;
+        for attempt in 0.. {
+            let (state, term, other_leader) = {
+                let m = raft.metrics();
+                let m = m.borrow();
+                let other = m.current_leader.is_some_and(|leader| leader != m.id);
+                (m.state, m.term(), other)
+            };
+            if state == ServerState::Leader {
+                return Ok(Some(term));
+            }
+            let now = tokio::time::Instant::now();
+            // Before the first try the leader known is the one that handed over; after
+            // it, another one won: never stand against it.
+            if now >= deadline || (attempt > 0 && other_leader) {
+                return Ok(None);
+            }
             tracing::info!(
                 partition = %self.config.partition_id,
                 "the leader handed leadership over; standing for election"
@@ -172,12 +190,15 @@ impl<E: Engine> Partition<E> {
                 tracing::debug!(error = %e, "election not started");
                 return Ok(None);
             }
+            let wait = lease.min(deadline - now);
+            if let Ok(m) = raft
+                .wait(Some(wait))
+                .state(ServerState::Leader, "leading after a hand-over")
+                .await
+            {
+                return Ok(Some(m.term()));
+            }
         }
-        Ok(raft
-            .wait(Some(timeout))
-            .state(ServerState::Leader, "leading after a hand-over")
-            .await
-            .ok()
-            .map(|m| m.term()))
+        Ok(None)
     }
 }
