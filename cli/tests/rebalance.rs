@@ -4,10 +4,10 @@
 //!
 //! - With `raft.auto-rebalance=false`, a rolling restart leaves partitions led by
 //!   brokers that are not their preferred replica. `POST /actuator/rebalance?dryRun=true`
-//!   answers the plan and moves nothing; `POST /actuator/rebalance` moves each such
-//!   partition to its preferred broker and says so (TRANSFERRED); afterwards every
-//!   partition is led by its preferred broker. A load runs through all of it and loses
-//!   no acknowledged instance.
+//!   (and `rill cluster rebalance --dry-run`) answers the plan and moves nothing;
+//!   `POST /actuator/rebalance` moves each such partition to its preferred broker and
+//!   says so (TRANSFERRED); afterwards every partition is led by its preferred broker.
+//!   A load runs through all of it and loses no acknowledged instance.
 //! - With the default (`raft.auto-rebalance` on), a broker that restarts leads its
 //!   partition again within 30 s, with no one asking.
 //! - With five replicas (one partition), the preferred replica needs votes beyond the
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Api, Brokers, RillProcess, replica_roles};
+use support::{Api, Brokers, RillProcess, replica_roles, rill_cluster};
 
 const BROKERS: usize = 3;
 const PARTITIONS: u64 = 3;
@@ -314,6 +314,10 @@ fn a_rebalance_after_a_rolling_restart_puts_every_leader_back_and_loses_nothing(
             };
             assert_eq!(result_of(&plan, p), want, "partition {p}: {plan}");
         }
+        // The same through `rill cluster rebalance --dry-run`.
+        let (ok, out, err) = rill_cluster(&brokers.nodes[2], &["rebalance", "--dry-run"]);
+        assert!(ok, "{out}{err}");
+        assert!(out.contains("PLANNED") && out.contains("dry run"), "{out}");
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(
             settled_leaders(&brokers, Duration::from_secs(10)).await,
