@@ -8,6 +8,7 @@
 //!       ├─ further behind than one append ............. LAG_TOO_HIGH
 //!       ├─ dry run .................................... PLANNED
 //!       ├─ the preferred broker does not answer ....... UNREACHABLE
+//!       ├─ the leader is younger than its lease ....... LEADER_INITIALIZING
 //!       └─ stop intake, let it catch up, step down ──► preferred broker (CLUSTER: Stand)
 //!            stands and wins ........................... TRANSFERRED (with its term)
 //!            did not win in time ....................... STEPPED_DOWN (the election
@@ -66,6 +67,8 @@ pub enum RebalanceResult {
     SteppedDown,
     /// The preferred replica is too far behind (or did not catch up in time).
     LagTooHigh,
+    /// The leader was elected less than a lease ago and cannot step down yet.
+    LeaderInitializing,
     /// The preferred replica's broker did not answer.
     Unreachable,
     /// The preferred replica is not a voter of the partition.
@@ -251,6 +254,10 @@ impl ClusterState {
                 line.result = RebalanceResult::SteppedDown;
                 return Ok(HandOverAnswer::Led(line));
             }
+            HandOver::LeaderInitializing => {
+                line.result = RebalanceResult::LeaderInitializing;
+                return Ok(HandOverAnswer::Led(line));
+            }
             HandOver::Planned { lag } => lag,
         };
         line.lag = Some(lag);
@@ -278,6 +285,10 @@ impl ClusterState {
             }
             HandOver::AlreadyLeader => {
                 line.result = RebalanceResult::AlreadyLeader;
+                return Ok(HandOverAnswer::Led(line));
+            }
+            HandOver::LeaderInitializing => {
+                line.result = RebalanceResult::LeaderInitializing;
                 return Ok(HandOverAnswer::Led(line));
             }
             HandOver::NotMember | HandOver::Planned { .. } => {
@@ -365,8 +376,10 @@ impl ClusterState {
                 match self.hand_over_here(partition, desired, false).await {
                     Ok(HandOverAnswer::Led(line)) => match line.result {
                         RebalanceResult::Transferred | RebalanceResult::AlreadyLeader => {}
-                        // Not caught up yet: looked at again next time.
-                        RebalanceResult::LagTooHigh | RebalanceResult::Unreachable => {}
+                        // Not caught up yet, or a leader too new: looked at again next time.
+                        RebalanceResult::LagTooHigh
+                        | RebalanceResult::Unreachable
+                        | RebalanceResult::LeaderInitializing => {}
                         _ => {
                             tracing::info!(%partition, result = ?line.result, "automatic rebalancing backs off");
                             backoff.insert(partition, Instant::now() + AUTO_BACKOFF);

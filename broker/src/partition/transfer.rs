@@ -48,6 +48,9 @@ pub enum HandOver {
     /// The successor is further behind than the limit allows (or did not catch up in
     /// time while intake was stopped): nothing changed.
     LagTooHigh { lag: u64 },
+    /// The successor caught up, but raft refused to step down: a leader elected less
+    /// than a lease ago turns every vote down (its own too). Nothing changed.
+    LeaderInitializing,
     /// This replica stopped leading `term` and voted for the successor in the next.
     SteppedDown { term: Term },
 }
@@ -140,8 +143,11 @@ impl<E: Engine> Partition<E> {
                         m.current_leader.map(|id| NodeId(id as u32)),
                     ));
                 }
-                Ok(HandOver::LagTooHigh {
-                    lag: lag_of(&m).unwrap_or(u64::MAX),
+                Ok(match lag_of(&m) {
+                    Some(0) => HandOver::LeaderInitializing,
+                    lag => HandOver::LagTooHigh {
+                        lag: lag.unwrap_or(u64::MAX),
+                    },
                 })
             }
         }
