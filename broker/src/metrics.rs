@@ -20,6 +20,7 @@ pub const SNAPSHOTS_INSTALLED: &str = "rill_raft_snapshots_installed_total";
 pub const SNAPSHOT_INDEX: &str = "rill_raft_snapshot_index";
 pub const PURGED_INDEX: &str = "rill_raft_purged_index";
 pub const LEADER_CHANGES: &str = "rill_raft_leader_changes_total";
+pub const STEP_DOWNS: &str = "rill_raft_step_downs_total";
 pub const LEADERLESS_DURATION: &str = "rill_raft_leaderless_duration_seconds";
 pub const LEADERLESS: &str = "rill_raft_leaderless_seconds";
 pub const INFLIGHT: &str = "rill_backpressure_inflight_requests_count";
@@ -74,6 +75,7 @@ pub struct BrokerMetrics {
     snapshot_index: IntGaugeVec,
     purged_index: IntGaugeVec,
     leader_changes: IntCounterVec,
+    step_downs: IntCounterVec,
     leaderless_duration: HistogramVec,
     leaderless: GaugeVec,
     inflight: IntGaugeVec,
@@ -295,6 +297,12 @@ impl BrokerMetrics {
                 "Leaders this replica has seen take over the partition (a new leader or a new \
                  term)",
             )?,
+            step_downs: counter(
+                registry,
+                STEP_DOWNS,
+                "Times this replica gave up leading on its own: no quorum acknowledged it for \
+                 an election timeout, or it handed leadership to the preferred replica",
+            )?,
             leaderless_duration: histogram_with(
                 registry,
                 LEADERLESS_DURATION,
@@ -412,6 +420,7 @@ impl BrokerMetrics {
             snapshot_index: self.snapshot_index.with_label_values(&l),
             purged_index: self.purged_index.with_label_values(&l),
             leader_changes: self.leader_changes.with_label_values(&l),
+            step_downs: self.step_downs.with_label_values(&l),
             leaderless_duration: self.leaderless_duration.with_label_values(&l),
             leaderless: self.leaderless.with_label_values(&l),
             inflight: self.inflight.with_label_values(&l),
@@ -444,6 +453,7 @@ pub(crate) struct PartitionMetrics {
     pub snapshot_index: IntGauge,
     pub purged_index: IntGauge,
     pub leader_changes: IntCounter,
+    pub step_downs: IntCounter,
     pub leaderless_duration: Histogram,
     pub leaderless: Gauge,
     pub inflight: IntGauge,

@@ -20,15 +20,15 @@ use rill_raft::{RaftService, RaftTransport};
 use tracing::Instrument;
 
 use crate::cluster::{
-    ClusterConfiguration, ClusterState, Discovered, Discovering, INITIAL_VERSION, LocalCluster,
-    MEMBERSHIP_TIMEOUT, MembershipRequest, Operation, discover, may_initialize,
+    ClusterConfiguration, ClusterState, Discovered, Discovering, HandOverLimits, INITIAL_VERSION,
+    LocalCluster, MEMBERSHIP_TIMEOUT, MembershipRequest, Operation, discover, may_initialize,
 };
 use crate::delivery::LocalRouter;
 use crate::error::{Error, Result};
 use crate::export::ExporterFactory;
 use crate::metrics::BrokerMetrics;
 use crate::partition::{
-    Partition, PartitionConfig, PartitionEnv, PartitionMap, PartitionStatus, Role,
+    HandOver, Partition, PartitionConfig, PartitionEnv, PartitionMap, PartitionStatus, Role,
 };
 use crate::raft_network::RaftNetwork;
 use crate::runtime::Runtimes;
@@ -407,6 +407,72 @@ impl<E: Engine> LocalCluster for NodeCluster<E> {
                 .await
                 .map_err(|e| e.to_string())
         })
+    }
+
+    fn hand_over_limits(&self) -> HandOverLimits {
+        let raft = &self.shared.config.raft;
+        HandOverLimits {
+            // What one append request carries: the successor catches up in a round trip.
+            max_lag: raft.max_append_entries.max(1),
+            catch_up: raft.election_timeout / 2,
+            // A second try after the lease, for partitions of more than three replicas.
+            election: raft.election_timeout + rill_raft::leader_lease(raft),
+            automatic: raft.auto_rebalance,
+        }
+    }
+
+    fn hand_over(
+        &self,
+        partition_id: PartitionId,
+        to: NodeId,
+        limits: HandOverLimits,
+        dry_run: bool,
+    ) -> BoxFuture<'static, std::result::Result<HandOver, String>> {
+        let partition = self.shared.partitions.get(&partition_id);
+        Box::pin(async move {
+            let partition =
+                partition.ok_or_else(|| format!("partition {partition_id} has no replica here"))?;
+            partition
+                .hand_over(to, limits.max_lag, limits.catch_up, dry_run)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn stand(
+        &self,
+        partition_id: PartitionId,
+        check_only: bool,
+        timeout: Duration,
+    ) -> BoxFuture<'static, std::result::Result<Option<u64>, String>> {
+        let partition = self.shared.partitions.get(&partition_id);
+        Box::pin(async move {
+            let partition =
+                partition.ok_or_else(|| format!("partition {partition_id} has no replica here"))?;
+            if check_only {
+                return match partition.status().role {
+                    Role::Inactive => Err(format!(
+                        "partition {partition_id}'s replica here does not vote (yet)"
+                    )),
+                    _ => Ok(None),
+                };
+            }
+            partition
+                .stand_for_election(timeout)
+                .await
+                .map(|term| term.map(|t| t.0))
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn led_here(&self) -> Vec<PartitionId> {
+        self.shared
+            .partitions
+            .values()
+            .into_iter()
+            .filter(|p| p.status().role == Role::Leader)
+            .map(|p| p.id())
+            .collect()
     }
 }
 

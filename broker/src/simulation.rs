@@ -138,6 +138,7 @@ pub fn election_driver(
         jitter,
         tick: settings.heartbeat_interval / 2,
         shared_rank: None,
+        successor: None,
     };
     let metrics = BrokerMetrics::unregistered().partition(1);
     drive_elections(raft, plan, better_log, metrics)

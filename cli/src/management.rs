@@ -1,5 +1,5 @@
 //! `rill cluster ...`: the cluster management API of a broker's monitoring port
-//! (`/actuator/cluster`, Zeebe's paths and shapes).
+//! (`/actuator/cluster` and `/actuator/rebalance`, Zeebe's paths and shapes).
 
 use std::io::Write;
 use std::path::Path;
@@ -62,6 +62,17 @@ pub enum ClusterCommand {
     Cancel {
         /// The change id (`rill cluster status` shows it).
         id: u64,
+    },
+    /// Move each partition's leadership to its preferred replica (the first in its
+    /// replica list), one partition at a time (Zeebe's POST /actuator/rebalance), and
+    /// print what was done per partition.
+    Rebalance {
+        /// Only show what would be moved.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -147,6 +158,21 @@ pub async fn run(args: ClusterArgs, ca_certificate: Option<&Path>) -> Result<Str
                 .context("the answer names no changeId")?;
             wait_for_change(&client, &endpoint, id, timeout).await
         }
+        ClusterCommand::Rebalance { dry_run, json } => {
+            let url = url(&args.management, "/actuator/rebalance");
+            let response = client
+                .post(&url)
+                .query(&[("dryRun", dry_run)])
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {url}"))?;
+            let answer = body(response).await?;
+            Ok(if json {
+                format!("{}\n", serde_json::to_string_pretty(&answer)?)
+            } else {
+                rebalance_table(&answer)
+            })
+        }
         ClusterCommand::Cancel { id } => {
             let url = url(&args.management, &format!("/actuator/cluster/changes/{id}"));
             let response = client
@@ -161,6 +187,31 @@ pub async fn run(args: ClusterArgs, ca_certificate: Option<&Path>) -> Result<Str
             ))
         }
     }
+}
+
+/// A rebalance answer, one line per partition.
+fn rebalance_table(answer: &Value) -> String {
+    let leader = |v: &Value| v.as_u64().map_or("-".to_owned(), |id| id.to_string());
+    let mut out = String::from("PARTITION  LEADER  PREFERRED  RESULT\n");
+    for line in answer["partitions"].as_array().into_iter().flatten() {
+        let mut result = line["result"].as_str().unwrap_or("?").to_owned();
+        if let Some(term) = line["term"].as_u64() {
+            result.push_str(&format!(" (term {term})"));
+        }
+        if let Some(detail) = line["detail"].as_str() {
+            result.push_str(&format!(": {detail}"));
+        }
+        out.push_str(&format!(
+            "{:<10} {:<7} {:<10} {result}\n",
+            leader(&line["partitionId"]),
+            leader(&line["currentLeader"]),
+            leader(&line["desiredLeader"]),
+        ));
+    }
+    if answer["dryRun"] == true {
+        out.push_str("(dry run: nothing was moved)\n");
+    }
+    out
 }
 
 /// How often `--wait` asks for the configuration.

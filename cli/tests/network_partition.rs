@@ -6,9 +6,12 @@
 //!
 //! Asserted, for a leader cut off from both followers: the majority has a leader in a
 //! later term within 6 s and takes writes; the cut-off broker acknowledges nothing while
-//! cut; no two brokers lead one partition in the same term; after the heal, the cut-off
-//! broker's gateway takes writes again within 5 s and follows the new term; every
-//! acknowledged instance is there.
+//! cut; it stops reporting itself leader (check-quorum: no quorum acknowledged it for an
+//! election timeout) within [`step_down_bar`], counts the step-down in
+//! `rill_raft_step_downs_total` and logs it with the partition and term; once that bar
+//! passed, at most one broker reports LEADER for the partition; no two brokers lead one
+//! partition in the same term; after the heal, the cut-off broker's gateway takes writes
+//! again within 5 s and follows the new term; every acknowledged instance is there.
 
 mod support;
 
@@ -27,6 +30,18 @@ const TEST_HOST: &str = "10.77.0.254";
 
 const NEW_LEADER_BAR: Duration = Duration::from_secs(6);
 const HEAL_BAR: Duration = Duration::from_secs(5);
+
+/// How long after the cut the cut-off leader may still say it leads, from the raft
+/// settings the brokers run with (the defaults): it steps down once no quorum
+/// acknowledged it for an election timeout. Its last acknowledgement can be up to a
+/// heartbeat older than the cut (plus the round trip), and its election driver looks
+/// every half heartbeat at metrics up to one turn of raft's loop old: two heartbeats
+/// cover both. Then a second for the status to reach `/actuator/partitions` and for
+/// this test's polling.
+fn step_down_bar() -> Duration {
+    let raft = rill_config::RaftConfig::default();
+    raft.election_timeout + raft.heartbeat_interval * 2 + Duration::from_secs(1)
+}
 
 /// Runs a command to set up or cut the network; anything but success fails the test
 /// with its output.
@@ -244,6 +259,25 @@ async fn leaders(
     found
 }
 
+/// `text` without the terminal colour codes the log may carry.
+fn without_colours(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An escape sequence runs to its final letter (`m` for colours).
+            for end in chars.by_ref() {
+                if end.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
 /// Creates one probe instance through `api`: its key if acknowledged.
 async fn create(api: &Api) -> Option<String> {
     match api
@@ -346,6 +380,7 @@ fn cut_the_leader_off(cut: Cut) {
         });
 
         let mut new_leader = None;
+        let mut stepped_down = None;
         let mut isolated_roles = BTreeSet::new();
         while cut_at.elapsed() < NEW_LEADER_BAR + Duration::from_secs(4) {
             let found = leaders(&brokers, &majority, &mut claims).await;
@@ -354,19 +389,40 @@ fn cut_the_leader_off(cut: Cut) {
             {
                 new_leader = Some((node, term, cut_at.elapsed()));
             }
-            for (partition, term, role) in replica_roles(&brokers.nodes[leader])
-                .await
-                .unwrap_or_default()
-            {
+            let said = replica_roles(&brokers.nodes[leader]).await;
+            for (partition, term, role) in said.clone().unwrap_or_default() {
                 if partition == 1 {
                     isolated_roles.insert(format!("{role} in term {term}"));
                 }
             }
-            if new_leader.is_some() {
+            // The cut-off broker answered, and not as partition 1's leader.
+            if stepped_down.is_none()
+                && let Some(said) = said
+                && !said
+                    .iter()
+                    .any(|(partition, _, role)| *partition == 1 && role == "LEADER")
+            {
+                stepped_down = Some(cut_at.elapsed());
+            }
+            if new_leader.is_some() && stepped_down.is_some() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let stepped_down = stepped_down.unwrap_or_else(|| {
+            panic!(
+                "the cut-off broker {leader} still says it leads partition 1 {:?} after the \
+                 cut ({isolated_roles:?})\n{}",
+                cut_at.elapsed(),
+                brokers.logs()
+            )
+        });
+        assert!(
+            stepped_down <= step_down_bar(),
+            "the cut-off broker {leader} stopped saying it leads only {stepped_down:?} after \
+             the cut (bar {:?})",
+            step_down_bar()
+        );
         let (new_node, new_term, took) = new_leader.unwrap_or_else(|| {
             panic!(
                 "the majority {majority:?} had no leader in a term after {old_term} within \
@@ -410,6 +466,38 @@ fn cut_the_leader_off(cut: Cut) {
             late.is_empty(),
             "the cut-off broker {leader} acknowledged writes while cut: {late:?}"
         );
+
+        // Past the step-down bar, one broker at most says it leads partition 1, and the
+        // cut-off one counted and logged its step-down.
+        let bar_passed = cut_at + step_down_bar();
+        tokio::time::sleep(bar_passed.saturating_duration_since(Instant::now())).await;
+        for _ in 0..10 {
+            let mut seen = BTreeMap::new();
+            let now = leaders(&brokers, &all, &mut seen).await;
+            assert!(
+                now.len() <= 1,
+                "{:?} after the cut, several brokers say they lead partition 1: {now:?}",
+                cut_at.elapsed()
+            );
+            for (term, nodes) in seen {
+                claims.entry(term).or_default().extend(nodes);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let step_downs = brokers.nodes[leader]
+            .metric("rill_raft_step_downs_total")
+            .await;
+        assert!(
+            step_downs.get("1").copied().unwrap_or(0.0) >= 1.0,
+            "rill_raft_step_downs_total of the cut-off broker: {step_downs:?}"
+        );
+        let log = without_colours(&brokers.nodes[leader].log_text());
+        let logged = format!("stepping down as leader of term {old_term}");
+        assert!(
+            log.lines()
+                .any(|line| line.contains(&logged) && line.contains("partition=1")),
+            "the cut-off broker's log has no line with \"{logged}\" for partition 1"
+        );
         eprintln!(
             "PARTITION-SUMMARY {}",
             json!({
@@ -419,6 +507,7 @@ fn cut_the_leader_off(cut: Cut) {
                 "new_leader": new_node,
                 "new_term": new_term,
                 "new_leader_ms": took.as_millis() as u64,
+                "stepped_down_ms": stepped_down.as_millis() as u64,
                 "cut_off_broker_said": isolated_roles,
             })
         );

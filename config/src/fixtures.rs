@@ -90,6 +90,7 @@ pub(crate) fn nothing_default() -> RillConfig {
     config.raft.heartbeat_interval = Duration::from_millis(100);
     config.raft.election_timeout = Duration::from_millis(1500);
     config.raft.priority_election = false;
+    config.raft.auto_rebalance = false;
     config.raft.max_append_entries = 64;
     config.raft.max_batch_commands = 32;
     config.raft.max_batch_size = crate::ByteSize(1 << 20);

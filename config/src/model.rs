@@ -134,6 +134,10 @@ pub struct RaftConfig {
     /// Replicas stand for election in the order of their priority, so each broker
     /// leads the partitions it is the first replica of (Zeebe's priority election).
     pub priority_election: bool,
+    /// A leader hands each partition back to its preferred replica (the first in its
+    /// replica list) once that one is up and caught up: after a rolling restart every
+    /// broker leads its own share again, without an operator's `POST /actuator/rebalance`.
+    pub auto_rebalance: bool,
     /// Most entries sent in one append request.
     pub max_append_entries: u64,
     /// Most commands batched into one log entry.
@@ -150,6 +154,7 @@ impl Default for RaftConfig {
             heartbeat_interval: Duration::from_millis(250),
             election_timeout: Duration::from_millis(2500),
             priority_election: true,
+            auto_rebalance: true,
             max_append_entries: 256,
             max_batch_commands: 256,
             max_batch_size: ByteSize(4 * 1024 * 1024),

@@ -10,7 +10,10 @@
 //!   broker);
 //! - `DELETE /actuator/cluster/changes/{changeId}`: cancels the change in progress (the
 //!   steps done stay done, the others never run) and answers the topology after; 404
-//!   for a change never heard of, 409 for one that is not in progress.
+//!   for a change never heard of, 409 for one that is not in progress;
+//! - `POST /actuator/rebalance`: moves each partition's leadership to its preferred
+//!   replica, one partition at a time, and answers 200 with what it did per partition
+//!   (`?dryRun=true`: what it would do, changing nothing; see `super::rebalance`).
 //!
 //! Every change request takes `?dryRun=true`, which answers 202 with the plan and
 //! changes nothing. Without it the change is started through partition 1's leader and
@@ -42,6 +45,7 @@ pub type LocalReplicas = Arc<dyn Fn() -> Vec<PartitionStatus> + Send + Sync>;
 
 /// The routes of the cluster management API.
 pub fn router(cluster: ClusterState, local: LocalReplicas) -> Router {
+    let replicas = local.clone();
     Router::new()
         .route("/actuator/cluster", get(topology).patch(patch_cluster))
         .route(
@@ -54,6 +58,15 @@ pub fn router(cluster: ClusterState, local: LocalReplicas) -> Router {
             post(add_broker).delete(remove_broker),
         )
         .route("/actuator/cluster/changes/{id}", delete(cancel_change))
+        .route(
+            "/actuator/rebalance",
+            post(
+                move |State(cluster): State<ClusterState>,
+                      Query(query): Query<HashMap<String, String>>| {
+                    rebalance(cluster, query, replicas.clone())
+                },
+            ),
+        )
         .with_state(cluster)
 }
 
@@ -77,6 +90,40 @@ fn dry_run(query: &HashMap<String, String>) -> Result<bool, String> {
         Some("true") => Ok(true),
         Some(other) => Err(format!("dryRun: expected true or false, got `{other}`")),
     }
+}
+
+/// Hands each partition's leadership to its preferred replica (or plans it).
+async fn rebalance(
+    cluster: ClusterState,
+    query: HashMap<String, String>,
+    local: LocalReplicas,
+) -> Response {
+    let dry_run = match dry_run(&query) {
+        Ok(dry_run) => dry_run,
+        Err(e) => return bad_request(e),
+    };
+    if !cluster.runs_changes() {
+        // A broker on its own (standalone): its replicas are all there is.
+        return json_response(
+            StatusCode::OK,
+            serde_json::json!({ "dryRun": dry_run, "partitions": cluster.rebalance_alone(&local()) }),
+        );
+    }
+    // In a task of its own: a client that goes away must not cut a hand-over short.
+    let partitions = match tokio::spawn(async move { cluster.rebalance(dry_run).await }).await {
+        Ok(partitions) => partitions,
+        Err(e) => {
+            return problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                format!("the rebalance failed: {e}"),
+            );
+        }
+    };
+    json_response(
+        StatusCode::OK,
+        serde_json::json!({ "dryRun": dry_run, "partitions": partitions }),
+    )
 }
 
 /// Answers a change request once both the query and the body are understood.

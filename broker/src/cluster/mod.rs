@@ -19,6 +19,7 @@ mod configuration;
 mod coordinator;
 mod discovery;
 mod plan;
+mod rebalance;
 mod requests;
 mod store;
 pub mod view;
@@ -43,6 +44,7 @@ pub use configuration::{
 };
 pub use discovery::{Discovered, Discovering, NOT_CONFIGURED, discover};
 pub use plan::{ChangeRequest, InvalidRequest, MAX_PARTITIONS, plan};
+pub use rebalance::{HandOverLimits, PartitionRebalance, RebalanceResult};
 pub use requests::{Announce, LocalCluster, MEMBERSHIP_TIMEOUT, MembershipRequest};
 
 use crate::error::{Error, Result};
@@ -197,8 +199,12 @@ impl ClusterState {
     /// change while this broker leads partition 1 (on the current runtime). Only the
     /// first call counts.
     pub fn attach(&self, transport: Transport, local: Arc<dyn LocalCluster>) {
+        let automatic = local.hand_over_limits().automatic;
         if self.inner.attached.set((transport, local)).is_ok() {
             tokio::spawn(coordinator::run(self.clone()).in_current_span());
+            if automatic {
+                tokio::spawn(self.clone().rebalance_automatically().in_current_span());
+            }
         }
     }
 

@@ -12,7 +12,9 @@ use rill_protocol::{NodeId, PartitionId};
 use rill_transport::{ServiceId, TransportError};
 use serde::{Deserialize, Serialize};
 
+use super::rebalance::HandOverLimits;
 use super::{ClusterConfiguration, ClusterState};
+use crate::partition::HandOver;
 
 /// How long a proposal to another broker may take to be handed on.
 const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -74,6 +76,15 @@ pub(super) enum ClusterRequest {
     Bootstrapped { partition: u16 },
     /// "Record checkpoint `backup_id` in a partition you lead" (docs/decisions/backup.md).
     Checkpoint { partition: u16, backup_id: u64 },
+    /// "Hand a partition you lead over to node `to`" (rebalancing, `rebalance`).
+    HandOver {
+        partition: u16,
+        to: u32,
+        dry_run: bool,
+    },
+    /// "Stand for election in a partition whose leader handed it to you" (or, with
+    /// `check_only`, "do you run a replica of it?").
+    Stand { partition: u16, check_only: bool },
 }
 
 pub(super) fn encode(request: &ClusterRequest) -> Bytes {
@@ -119,6 +130,27 @@ pub trait LocalCluster: Send + Sync + 'static {
         &self,
         first: PartitionId,
     ) -> BoxFuture<'static, Result<(u16, usize), String>>;
+    /// The limits of a leadership hand-over, from this broker's settings.
+    fn hand_over_limits(&self) -> HandOverLimits;
+    /// Hands this broker's replica's leadership of `partition` to `to` (see
+    /// `Partition::hand_over`); an error when there is no replica here.
+    fn hand_over(
+        &self,
+        partition: PartitionId,
+        to: NodeId,
+        limits: HandOverLimits,
+        dry_run: bool,
+    ) -> BoxFuture<'static, Result<HandOver, String>>;
+    /// This broker's replica of `partition` stands for election and answers its term
+    /// if it leads within `timeout` (with `check_only`, only whether it runs here).
+    fn stand(
+        &self,
+        partition: PartitionId,
+        check_only: bool,
+        timeout: Duration,
+    ) -> BoxFuture<'static, Result<Option<u64>, String>>;
+    /// The partitions this broker's replicas lead.
+    fn led_here(&self) -> Vec<PartitionId>;
 }
 
 impl ClusterState {
@@ -175,6 +207,37 @@ impl ClusterState {
                         serde_json::to_vec(&outcome)
                             .map(Bytes::from)
                             .map_err(|e| format!("cannot encode the outcome: {e}"))
+                    })
+                }
+                None => {
+                    Box::pin(async { Err("this broker does not run cluster changes".to_owned()) })
+                }
+            },
+            ClusterRequest::HandOver {
+                partition,
+                to,
+                dry_run,
+            } => {
+                let state = self.clone();
+                Box::pin(async move {
+                    let answer = state
+                        .hand_over_here(PartitionId(partition), NodeId(to), dry_run)
+                        .await?;
+                    super::rebalance::encode_answer(&answer)
+                })
+            }
+            ClusterRequest::Stand {
+                partition,
+                check_only,
+            } => match self.attached() {
+                Some((_, local)) => {
+                    let timeout = local.hand_over_limits().election;
+                    let stood = local.stand(PartitionId(partition), check_only, timeout);
+                    Box::pin(async move {
+                        let term = stood.await?;
+                        serde_json::to_vec(&term)
+                            .map(Bytes::from)
+                            .map_err(|e| format!("cannot encode the term: {e}"))
                     })
                 }
                 None => {
@@ -339,7 +402,7 @@ impl ClusterState {
     }
 
     /// The other brokers holding a replica of `partition`, as the configuration has it.
-    fn replica_nodes(&self, partition: PartitionId) -> BTreeSet<NodeId> {
+    pub(super) fn replica_nodes(&self, partition: PartitionId) -> BTreeSet<NodeId> {
         let mut nodes: BTreeSet<NodeId> = self
             .current()
             .replicas_of(partition)
@@ -351,7 +414,7 @@ impl ClusterState {
     }
 }
 
-fn reason(error: TransportError) -> String {
+pub(super) fn reason(error: TransportError) -> String {
     match error {
         TransportError::Remote(reason) => reason,
         other => other.to_string(),

@@ -143,6 +143,12 @@ pub(crate) enum Msg<E: Engine> {
         backup_id: u64,
         reply: oneshot::Sender<Result<crate::backup::CheckpointOutcome>>,
     },
+    /// Stops proposing until a deadline (or resumes: `None`) while leading, for a
+    /// hand-over; answers whether this replica leads.
+    PauseIntake {
+        until: Option<std::time::Instant>,
+        reply: oneshot::Sender<bool>,
+    },
     /// This replica's raft, once it runs (membership changes).
     Raft {
         reply: oneshot::Sender<Option<Raft>>,
@@ -298,6 +304,9 @@ fn dispatch<E: Engine>(st: &mut Replica<E>, msg: Msg<E>) {
         }
         Msg::Raft { reply } => {
             let _ = reply.send(st.raft.clone());
+        }
+        Msg::PauseIntake { until, reply } => {
+            let _ = reply.send(st.pause_intake(until));
         }
         Msg::Checkpoint { backup_id, reply } => st.checkpoint(backup_id, reply),
         Msg::Redistribution { first, reply } => {

@@ -8,6 +8,11 @@
 //! gone. A replica that refuses its vote to a candidate because its own log is further
 //! along stands at once, as soon as its leader lease has expired: the candidate could
 //! not win, and it can. docs/decisions/elections.md has the timings and measurements.
+//!
+//! The driver also gives leadership up (check-quorum, which openraft 0.9 lacks): a leader
+//! that no quorum of voters acknowledged for `raft.election-timeout` steps down, so a
+//! leader cut off from its followers stops taking (and stalling) requests and stops
+//! claiming the partition while the majority elects another. See [`step_down`].
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
@@ -15,8 +20,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use openraft::ServerState;
+use openraft::raft::VoteRequest;
 use rill_protocol::Term;
-use rill_raft::{BetterLog, Raft, RaftTerm};
+use rill_raft::{BetterLog, Raft, RaftNodeId, RaftTerm, Vote};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -38,6 +44,9 @@ pub(crate) struct ElectionPlan {
     pub tick: Duration,
     /// The rank as the cluster configuration has it now, read before every decision.
     pub shared_rank: Option<Arc<std::sync::atomic::AtomicU32>>,
+    /// Whom a leader that lost its quorum votes for as it steps down: the preferred
+    /// replica when that is another one (any other voter otherwise).
+    pub successor: Option<RaftNodeId>,
 }
 
 impl ElectionPlan {
@@ -63,6 +72,10 @@ impl ElectionPlan {
             jitter,
             tick: raft.heartbeat_interval / 2,
             shared_rank,
+            successor: config
+                .preferred_leader
+                .filter(|&preferred| preferred != config.node_id)
+                .map(|preferred| u64::from(preferred.0)),
         }
     }
 
@@ -148,6 +161,69 @@ impl LeaderWatch {
     }
 }
 
+/// How long a leader has gone without a quorum's acknowledgement. openraft reports the
+/// time since the last acknowledged heartbeat; before the first one of a term it reports
+/// nothing, and then the silence counts from when this driver saw the term begin.
+#[derive(Default)]
+struct QuorumWatch {
+    term_seen: Option<(Term, Instant)>,
+}
+
+impl QuorumWatch {
+    fn silence(&mut self, now: Instant, term: Term, millis_since_ack: Option<u64>) -> Duration {
+        let since = match self.term_seen {
+            Some((seen, at)) if seen == term => at,
+            _ => {
+                self.term_seen = Some((term, now));
+                now
+            }
+        };
+        match millis_since_ack {
+            Some(millis) => Duration::from_millis(millis),
+            None => now.saturating_duration_since(since),
+        }
+    }
+}
+
+/// Makes this replica stop leading: it votes for `successor` in the term after its own,
+/// which a leader accepts like any vote request once its own lease from its election has
+/// run out (openraft 0.9 has no other way down but a greater vote). The vote is a real
+/// one, but it gives `successor` nothing it could not get anyway: `successor`'s own
+/// request for that vote is still checked against this replica's log. Returns the term
+/// left, or `None` when raft refused (not leading, leading for less than a lease, or
+/// stopped).
+pub(crate) async fn step_down(raft: &Raft, successor: RaftNodeId, why: &str) -> Option<Term> {
+    for _ in 0..3 {
+        let (state, term, node) = {
+            let m = raft.metrics();
+            let m = m.borrow();
+            (m.state, m.term(), m.id)
+        };
+        if state != ServerState::Leader || successor == node {
+            return None;
+        }
+        let last_log_id = raft.data_metrics().borrow().last_log;
+        let request = VoteRequest::new(Vote::new(term.0 + 1, successor), last_log_id);
+        match raft.vote(request).await {
+            Ok(answer) if answer.vote_granted => {
+                tracing::warn!(
+                    %term,
+                    successor,
+                    "{why}: stepping down as leader of term {term}"
+                );
+                return Some(term);
+            }
+            // A log entry appended since the read: read again.
+            Ok(_) => tokio::task::yield_now().await,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot step down");
+                return None;
+            }
+        }
+    }
+    None
+}
+
 /// Runs until raft stops.
 pub(crate) async fn drive(
     raft: Raft,
@@ -166,24 +242,55 @@ pub(crate) async fn drive(
         alive_at: started,
     };
     let watched = raft.metrics();
+    let mut quorum = QuorumWatch::default();
     loop {
         if let Some(shared) = &plan.shared_rank {
             plan.rank = shared.load(Ordering::Relaxed);
         }
-        let (state, leader, term, voters, is_voter) = {
+        // Asking raft first makes it publish fresh metrics (it does on every turn of its
+        // loop), so the quorum's last acknowledgement read below is at most a tick old.
+        let Ok((contact, _)) = own_vote(&raft).await else {
+            return;
+        };
+        let (state, leader, term, voters, is_voter, successor, quorum_ack) = {
             let m = watched.borrow();
             let membership = m.membership_config.membership();
             let voters = membership.voter_ids().count();
             let is_voter = membership.voter_ids().any(|id| id == m.id);
-            (m.state, m.current_leader, m.term(), voters, is_voter)
+            let successor = membership.voter_ids().find(|&id| id != m.id);
+            (
+                m.state,
+                m.current_leader,
+                m.term(),
+                voters,
+                is_voter,
+                successor,
+                m.millis_since_quorum_ack,
+            )
         };
         if state == ServerState::Shutdown {
             return;
         }
-        let Ok((contact, _)) = own_vote(&raft).await else {
-            return;
-        };
         let now = Instant::now();
+        if state == ServerState::Leader
+            && voters > 1
+            && quorum.silence(now, term, quorum_ack) >= plan.timeout
+            && let Some(successor) = plan.successor.or(successor)
+        {
+            let why = format!(
+                "no quorum of voters acknowledged this leader for {}ms",
+                quorum.silence(now, term, quorum_ack).as_millis()
+            );
+            if step_down(&raft, successor, &why).await.is_some() {
+                metrics.step_downs.inc();
+                quorum = QuorumWatch::default();
+                stood = Some(Instant::now());
+                continue;
+            }
+        }
+        if state != ServerState::Leader {
+            quorum = QuorumWatch::default();
+        }
         let heard = contact.unwrap_or(started).max(stood.unwrap_or(started));
         let silence = now.saturating_duration_since(heard);
         // A committed vote names a leader: then the last contact was that leader's.
@@ -323,6 +430,38 @@ mod tests {
         assert_eq!(last.patience(), Duration::from_millis(2750));
         // Every silent voter's lease has expired when the first candidate stands.
         assert!(next.lease < preferred.patience());
+    }
+
+    #[test]
+    fn a_leaders_silence_counts_from_its_term_until_a_quorum_acknowledged_it() {
+        let mut watch = QuorumWatch::default();
+        let start = Instant::now();
+        let later = |ms| start + Duration::from_millis(ms);
+        assert_eq!(watch.silence(start, Term(3), None), Duration::ZERO);
+        assert_eq!(
+            watch.silence(later(2000), Term(3), None),
+            Duration::from_millis(2000)
+        );
+        // openraft's own count once a quorum acknowledged something.
+        assert_eq!(
+            watch.silence(later(2000), Term(3), Some(120)),
+            Duration::from_millis(120)
+        );
+        // A new term counts anew.
+        assert_eq!(watch.silence(later(3000), Term(4), None), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_leader_that_lost_its_quorum_votes_for_the_preferred_replica() {
+        assert_eq!(
+            ElectionPlan::of(&config(1, Some(0), &[0, 1, 2])).successor,
+            Some(0)
+        );
+        // The preferred replica itself leaves the choice to the membership.
+        assert_eq!(
+            ElectionPlan::of(&config(0, Some(0), &[0, 1, 2])).successor,
+            None
+        );
     }
 
     #[test]

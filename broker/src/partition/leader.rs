@@ -128,6 +128,10 @@ pub(crate) struct LeaderState<E: Engine> {
     director: Option<ExportDirector>,
     /// The highest checkpoint this leadership proposed (0: none).
     checkpoint_proposed: u64,
+    /// While leadership is handed over, nothing is proposed until then: the successor's
+    /// log must catch up with this one's (`transfer.rs`). A deadline, so that a
+    /// hand-over that never finishes cannot stop the partition.
+    paused_until: Option<Instant>,
 }
 
 impl<E: Engine> LeaderState<E> {
@@ -153,7 +157,13 @@ impl<E: Engine> LeaderState<E> {
             acknowledge,
             director,
             checkpoint_proposed: 0,
+            paused_until: None,
         }
+    }
+
+    /// Stops proposing until `until`, or resumes (`None`): a hand-over of leadership.
+    pub(crate) fn pause(&mut self, until: Option<Instant>) {
+        self.paused_until = until;
     }
 
     /// Couriers for `router`, replacing any of an earlier one; they start with a
@@ -245,6 +255,12 @@ impl<E: Engine> LeaderState<E> {
         requests: &mut RequestBook<E::Response>,
         last_proposed: &mut Timestamp,
     ) {
+        if self
+            .paused_until
+            .is_some_and(|until| Instant::now() < until)
+        {
+            return;
+        }
         let max_commands = config.raft.max_batch_commands.max(1);
         let max_bytes = config.raft.max_batch_size.0 as usize;
         while self.proposals.len() < config.max_inflight_proposals.max(1) && !self.queue.is_empty()

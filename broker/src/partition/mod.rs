@@ -23,6 +23,7 @@ mod raft;
 mod replica;
 mod requests;
 mod snapshots;
+mod transfer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +44,7 @@ use actor::{Msg, PartitionActor, StartArgs};
 pub use config::{DEFAULT_MAX_INFLIGHT_PROPOSALS, PartitionConfig};
 pub use map::PartitionMap;
 pub use requests::Answered;
+pub use transfer::HandOver;
 
 /// Told each cluster configuration (JSON) a partition's state stores, as it applies it.
 pub type ClusterSink = Arc<dyn Fn(String) + Send + Sync>;

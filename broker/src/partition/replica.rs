@@ -710,6 +710,19 @@ impl<E: Engine> Replica<E> {
             .map(|rate| WriteRateLimiter::new(rate, Instant::now()));
     }
 
+    /// Stops proposing until `until` (or resumes, `None`) while this replica leads: a
+    /// hand-over of leadership. False when it does not lead.
+    pub(super) fn pause_intake(&mut self, until: Option<Instant>) -> bool {
+        let Some(leader) = self.leadership.leader() else {
+            return false;
+        };
+        leader.pause(until);
+        if until.is_none() {
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
+        }
+        true
+    }
+
     /// Where to deliver commands for other partitions; a leader's couriers start anew.
     pub(super) fn set_router(&mut self, router: Arc<dyn PartitionRouter<E>>) {
         if let Some(leader) = self.leadership.leader() {

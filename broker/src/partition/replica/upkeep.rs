@@ -24,9 +24,10 @@ impl<E: Engine> Replica<E> {
         self.requests.expire(now);
         if let Some(leader) = self.leadership.leader() {
             let db = self.state.current();
-            if leader.queue_due_work(&mut self.engine, &db) {
-                leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
-            }
+            // Due work, and whatever waited out a hand-over's pause that ended without
+            // one (otherwise every command is proposed as it comes).
+            let _looked = leader.queue_due_work(&mut self.engine, &db);
+            leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
             leader.redeliver(&mut self.engine, &db, self.checkpoint_id);
         }
         self.propose_history_expiry(now);
