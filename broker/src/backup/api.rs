@@ -194,7 +194,7 @@ pub(crate) async fn take_backup(
         let store = store.clone();
         match blocking(move || store.partitions(id)).await {
             Ok(taken) => taken,
-            Err(response) => return *response,
+            Err(response) => return Err(TakeRefused::Store(response)),
         }
     };
     let refused: Vec<String> = outcomes
