@@ -251,20 +251,11 @@ impl<'a> HistoryWriter<'a> {
             name: value.name.clone(),
             email: value.email.clone(),
         };
-        match record.intent {
-            Intent::Created => {
-                if self.get::<HistoricUser>(record.key)?.is_none() {
-                    self.create(&user)?;
-                }
-            }
-            Intent::Updated => {
-                self.update::<HistoricUser>(record.key, |kept| *kept = user)?;
-            }
-            Intent::Deleted => {
-                if let Some(kept) = self.get::<HistoricUser>(record.key)? {
-                    self.remove(&kept);
-                }
-            }
+        let kept = self.get::<HistoricUser>(record.key)?;
+        match (record.intent, kept) {
+            (Intent::Created, None) => self.create(&user)?,
+            (Intent::Updated, Some(kept)) => self.replace(Some(&kept), &user)?,
+            (Intent::Deleted, Some(kept)) => self.remove(&kept),
             _ => {}
         }
         Ok(())

@@ -4,7 +4,7 @@
 
 use rill_engine_api::{Action, Engine};
 use rill_history::search;
-use rill_protocol::history::{Condition, FieldValue, HistoricUser, Search, SortBy, UserField};
+use rill_protocol::history::{Condition, HistoricUser, Search, SortBy, UserField};
 use rill_protocol::value::{PasswordHash, UserRecord};
 use rill_protocol::{
     Command, Intent, PartitionId, Position, Query, QueryResult, RecordType, RecordValue,
