@@ -144,7 +144,8 @@ pub async fn get_user(state: &AppState, username: &str) -> Result<HistoricUser, 
 /// (every partition holds every user).
 pub struct Directory(pub Weak<AppState>);
 
-/// How long a login waits for a partition to answer before trying the next.
+/// How long a login waits for the partitions to answer (partition 1 first, then the
+/// others) before the configured users decide.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl UserDirectory for Directory {
@@ -158,15 +159,21 @@ impl UserDirectory for Directory {
                     detail: "the gateway is shutting down".into(),
                 });
             };
-            let timeout = state.settings.request_timeout.min(LOOKUP_TIMEOUT);
+            // One bound for the whole lookup, however many partitions are asked.
+            let deadline =
+                tokio::time::Instant::now() + state.settings.request_timeout.min(LOOKUP_TIMEOUT);
             let mut last = None;
             for partition in 1..=state.dispatch.partition_count() {
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if remaining.is_zero() {
+                    break;
+                }
                 let query = Query::UserCredentials {
                     username: username.to_owned(),
                 };
                 match state
                     .dispatch
-                    .query(PartitionId(partition), query, timeout)
+                    .query(PartitionId(partition), query, remaining)
                     .await
                 {
                     Ok(QueryResult::UserCredentials(user)) => return Ok(user),
