@@ -1,7 +1,8 @@
 //! Authentication on the real `rill standalone` binary, with basic authentication and a
 //! user from the configuration: REST and gRPC with and without credentials, malformed
 //! and oversized headers, a wrong password, the management port, and the rate limit on
-//! failed logins. Also: the warning of an open node. OIDC is tested in `oidc.rs`.
+//! failed logins. Also: the warning of an open node; users made through `/v2/users`
+//! logging in on every broker of a cluster. OIDC is tested in `oidc.rs`.
 
 mod support;
 
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use rill_gateway::grpc::proto::gateway_client::GatewayClient;
 use rill_gateway::grpc::proto::{ActivateJobsRequest, TopologyRequest};
-use support::Standalone;
+use support::{Brokers, Standalone, examples};
 use tonic::Code;
 
 const PASSWORD: &str = "pässwörd";
@@ -339,4 +340,167 @@ fn the_camunda_npm_sdk_authenticates_with_basic() {
             ("RILL_CLIENT_PASSWORD", PASSWORD),
         ],
     );
+}
+
+/// `GET /v2/authentication/me` as `username`: the status.
+async fn login_status(http: &reqwest::Client, rest: &str, username: &str, password: &str) -> u16 {
+    http.get(format!("{rest}/v2/authentication/me"))
+        .basic_auth(username, Some(password))
+        .send()
+        .await
+        .map(|r| r.status().as_u16())
+        .unwrap_or(0)
+}
+
+/// Users made through `/v2/users` are replicated: a user created on one broker's gateway
+/// logs in on every broker, survives a restart, and once deleted is refused everywhere
+/// within the credential cache's bound (10 s). The password and its hash appear in no
+/// answer, exported record or log line.
+#[test]
+fn users_created_through_the_api_log_in_on_every_broker() {
+    const JANE: &str = "jane-s3cret-pw";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exports: Vec<std::path::PathBuf> = (0..3)
+        .map(|i| dir.path().join(format!("records-{i}.jsonl")))
+        .collect();
+    let settings = basic_settings();
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    runtime().block_on(async {
+        let mut brokers = Brokers::start_with(dir.path(), 3, 2, 3, &settings, |i| {
+            vec![
+                format!("exporters.jsonl.path={}", exports[i as usize].display()),
+                "exporters.jsonl.flush-delay=100ms".to_owned(),
+            ]
+        });
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        let http = reqwest::Client::new();
+        let rests: Vec<String> = brokers.nodes.iter().map(|n| n.rest()).collect();
+
+        // The configured user is seeded into the replicated users at start (every broker
+        // tries; one creates it).
+        let mut seeded = false;
+        for _ in 0..150 {
+            let reply = http
+                .get(format!("{}/v2/users/demo", rests[0]))
+                .basic_auth("demo", Some(PASSWORD))
+                .send()
+                .await;
+            if reply.is_ok_and(|r| r.status().as_u16() == 200) {
+                seeded = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(seeded, "demo was not seeded:\n{}", brokers.logs());
+
+        let created = http
+            .post(format!("{}/v2/users", rests[0]))
+            .basic_auth("demo", Some(PASSWORD))
+            .json(&serde_json::json!({"username": "jane", "password": JANE, "name": "Jane Doe"}))
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(created.status().as_u16(), 201);
+        let created = created.text().await.expect("body");
+        assert!(
+            !created.contains(JANE) && !created.contains("argon2"),
+            "{created}"
+        );
+
+        for rest in &rests {
+            assert_eq!(login_status(&http, rest, "jane", JANE).await, 200, "{rest}");
+            assert_eq!(
+                login_status(&http, rest, "jane", "wrong").await,
+                401,
+                "{rest}"
+            );
+        }
+        let search = http
+            .post(format!("{}/v2/users/search", rests[1]))
+            .basic_auth("jane", Some(JANE))
+            .json(&serde_json::json!({"sort": [{"field": "username"}]}))
+            .send()
+            .await
+            .expect("answer")
+            .text()
+            .await
+            .expect("body");
+        assert!(
+            search.contains("\"jane\"") && search.contains("\"demo\""),
+            "{search}"
+        );
+        assert!(
+            !search.contains("argon2") && !search.contains(JANE),
+            "{search}"
+        );
+
+        // A restart keeps the user.
+        let mut logs = brokers.logs();
+        brokers.nodes[0].restart();
+        brokers.wait_ready(Duration::from_secs(90)).await;
+        let mut back = false;
+        for _ in 0..100 {
+            if login_status(&http, &rests[0], "jane", JANE).await == 200 {
+                back = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(
+            back,
+            "jane cannot log in after the restart:\n{}",
+            brokers.logs()
+        );
+
+        // Deleted through broker 1: refused there at once; on brokers 0 and 2 (which
+        // have the credentials cached) within the cache's bound, 10 s after the delete.
+        assert_eq!(login_status(&http, &rests[2], "jane", JANE).await, 200);
+        let deleted = http
+            .delete(format!("{}/v2/users/jane", rests[1]))
+            .basic_auth("demo", Some(PASSWORD))
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(deleted.status().as_u16(), 204);
+        let at = std::time::Instant::now();
+        assert_eq!(login_status(&http, &rests[1], "jane", JANE).await, 401);
+        for broker in [0, 2] {
+            loop {
+                if login_status(&http, &rests[broker], "jane", JANE).await == 401 {
+                    break;
+                }
+                assert!(
+                    at.elapsed() < Duration::from_secs(13),
+                    "a deleted user still logs in on broker {broker} after {:?}",
+                    at.elapsed()
+                );
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+
+        // No secret in the exported records or the logs. The user's records are there.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        logs.push_str(&brokers.logs());
+        let mut user_records = 0;
+        for export in &exports {
+            let text = std::fs::read_to_string(export).unwrap_or_default();
+            assert!(
+                !text.contains("argon2") && !text.contains(JANE),
+                "{}",
+                export.display()
+            );
+            user_records += text
+                .lines()
+                .filter(|l| l.contains("\"valueType\":\"USER\"") && l.contains("\"jane\""))
+                .count();
+        }
+        assert!(user_records > 0, "no USER record of jane was exported");
+        assert!(
+            !logs.contains("argon2") && !logs.contains(JANE),
+            "a secret in the logs"
+        );
+        for node in &mut brokers.nodes {
+            node.terminate(Duration::from_secs(10));
+        }
+    });
 }

@@ -74,6 +74,13 @@ impl Serialize for ValueDocument<'_> {
             RecordValue::ProcessInstanceCreation(v) => {
                 CreationDocument::from(v).serialize(serializer)
             }
+            RecordValue::User(v) => UserDocument {
+                user_key: v.user_key,
+                username: &v.username,
+                name: &v.name,
+                email: &v.email,
+            }
+            .serialize(serializer),
             RecordValue::Form(_)
             | RecordValue::Resource(_)
             | RecordValue::Deployment(_)
@@ -87,6 +94,17 @@ impl Serialize for ValueDocument<'_> {
             value => value.serialize_untagged(serializer),
         }
     }
+}
+
+/// A user without its `password`: records never carry the hash (the field is always
+/// empty), and the document leaves the field out altogether.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UserDocument<'a> {
+    user_key: i64,
+    username: &'a str,
+    name: &'a str,
+    email: &'a str,
 }
 
 /// A creation record without Rill's `awaitRequestId`, borrowed: its variables are the

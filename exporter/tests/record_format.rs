@@ -358,6 +358,8 @@ fn zeebe_value_fields(value_type: ValueType) -> BTreeSet<String> {
             "deploymentKey",
             "resourceProp",
         ],
+        // No `password`: records never carry the hash, and documents leave the field out.
+        ValueType::User => &["userKey", "username", "name", "email"],
     })
 }
 

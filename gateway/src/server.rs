@@ -51,7 +51,7 @@ pub(crate) fn shared_state(
     metrics: GatewayMetrics,
     shutdown: watch::Receiver<bool>,
 ) -> SharedState {
-    Arc::new(AppState {
+    let state = Arc::new(AppState {
         authenticator,
         job_waiters: JobWaiters::new(backend.clone()),
         dispatch: Dispatcher::new(backend),
@@ -64,7 +64,9 @@ pub(crate) fn shared_state(
         },
         metrics,
         shutdown,
-    })
+    });
+    crate::ops::start_users(&state);
+    state
 }
 
 fn rest_router(state: SharedState) -> Router {

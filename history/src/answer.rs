@@ -52,6 +52,7 @@ pub fn answer<R: HistoryRead + ?Sized>(store: &R, query: &Query) -> Result<Query
             HistoryQuery::Form { key } => HistoryResult::Form(get(store, *key)?),
             HistoryQuery::SearchForms(s) => HistoryResult::Forms(search(store, s)?),
             HistoryQuery::Resource { key } => HistoryResult::Resource(get(store, *key)?),
+            HistoryQuery::SearchUsers(s) => HistoryResult::Users(search(store, s)?),
             HistoryQuery::SearchDecisionDefinitions(s) => {
                 HistoryResult::DecisionDefinitions(search(store, s)?)
             }

@@ -61,6 +61,8 @@
 //! 83 | key                          -> the DMN resource (bytes as deployed)
 //! 84 | key                          -> HistoricDecisionInstance
 //! 85 | process instance key | key   -> ()
+//! B0 | key                          -> HistoricUser (never a password or its hash)
+//! B1 | username | key              -> ()
 //! ```
 //! Keys and numbers are 8 bytes, sign-flipped; texts (ids, states, types) their length
 //! (u16) and bytes, so no text is a prefix of another.
@@ -128,6 +130,8 @@ pub(crate) mod keys {
     pub const DECISION_XML: u8 = 0x83;
     pub const DECISION_INSTANCE: u8 = 0x84;
     pub const DECISION_INSTANCE_BY_INSTANCE: u8 = 0x85;
+    pub const USER: u8 = 0xB0;
+    pub const USER_BY_USERNAME: u8 = 0xB1;
 
     /// A signed number whose bytes sort in numeric order.
     pub fn int(value: i64) -> [u8; 8] {

@@ -7,12 +7,12 @@ use rill_protocol::history::{
     ElementState, HistoricDecisionDefinition, HistoricDecisionInstance,
     HistoricDecisionRequirements, HistoricElementInstance, HistoricForm, HistoricIncident,
     HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition, HistoricProcessInstance,
-    HistoricResource, HistoricUserTask, HistoricVariable, IncidentState, JobState,
+    HistoricResource, HistoricUser, HistoricUserTask, HistoricVariable, IncidentState, JobState,
     MessageSubscriptionState, UserTaskState,
 };
 use rill_protocol::value::{
-    BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord, UserTaskRecord,
-    is_engine_variable,
+    BpmnElementType, JobRecord, ProcessMessageSubscriptionRecord, ProcessRecord, UserRecord,
+    UserTaskRecord, is_engine_variable,
 };
 use rill_protocol::{
     Intent, Key, ProcessInstanceState, Record, RecordType, RecordValue, Timestamp, codec,
@@ -242,6 +242,25 @@ impl<'a> HistoryWriter<'a> {
         Ok(())
     }
 
+    /// A user's record (keyed by its user key): created, changed, deleted. Only what
+    /// Camunda answers is kept; records carry no password hash, and none is read here.
+    fn index_user(&mut self, record: &Record, value: &UserRecord) -> Result<()> {
+        let user = HistoricUser {
+            key: record.key,
+            username: value.username.clone(),
+            name: value.name.clone(),
+            email: value.email.clone(),
+        };
+        let kept = self.get::<HistoricUser>(record.key)?;
+        match (record.intent, kept) {
+            (Intent::Created, None) => self.create(&user)?,
+            (Intent::Updated, Some(kept)) => self.replace(Some(&kept), &user)?,
+            (Intent::Deleted, Some(kept)) => self.remove(&kept),
+            _ => {}
+        }
+        Ok(())
+    }
+
     fn remove<T: Table>(&mut self, entry: &T) {
         let primary = keys::entry(T::PRIMARY, entry.key());
         let fresh = self.fresh.remove(&primary);
@@ -462,6 +481,7 @@ impl<'a> HistoryWriter<'a> {
                     self.create(&resource)?;
                 }
             }
+            RecordValue::User(value) => self.index_user(record, value)?,
             RecordValue::JobBatch(batch) if record.intent == Intent::Activated => {
                 for (key, job) in batch.job_keys.iter().zip(&batch.jobs) {
                     self.index_job(record, Key(*key), job)?;

@@ -7,9 +7,9 @@ use rill_protocol::history::{
     ElementInstanceField, FieldValue, FormField, Historic, HistoricDecisionDefinition,
     HistoricDecisionInstance, HistoricDecisionRequirements, HistoricElementInstance, HistoricForm,
     HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
-    HistoricProcessInstance, HistoricResource, HistoricUserTask, HistoricVariable, IncidentField,
-    JobField, MessageSubscriptionField, ProcessDefinitionField, ProcessInstanceField,
-    ResourceField, UserTaskField, VariableField,
+    HistoricProcessInstance, HistoricResource, HistoricUser, HistoricUserTask, HistoricVariable,
+    IncidentField, JobField, MessageSubscriptionField, ProcessDefinitionField,
+    ProcessInstanceField, ResourceField, UserField, UserTaskField, VariableField,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -285,6 +285,19 @@ impl Table for HistoricResource {
 
     fn indexes() -> &'static [Index<ResourceField>] {
         &[]
+    }
+}
+
+impl Table for HistoricUser {
+    const PRIMARY: u8 = keys::USER;
+    const KEY_FIELD: UserField = UserField::UserKey;
+    const TIME_FIELD: Option<UserField> = None;
+
+    fn indexes() -> &'static [Index<UserField>] {
+        &[Index {
+            table: keys::USER_BY_USERNAME,
+            fields: &[UserField::Username],
+        }]
     }
 }
 

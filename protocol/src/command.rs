@@ -262,6 +262,47 @@ pub struct ActivateAdHocSubProcessActivities {
     pub cancel_remaining_instances: bool,
 }
 
+/// A client's command on a user of basic authentication (Camunda's `/v2/users`). Made
+/// on the deployment partition, which distributes the result to every partition. The
+/// gateway hashes passwords before the command is written: the engine never sees one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum UserCommand {
+    Create {
+        username: String,
+        name: String,
+        email: String,
+        password: crate::value::PasswordHash,
+    },
+    /// Changes what is given (`None`: unchanged).
+    Update {
+        username: String,
+        name: Option<String>,
+        email: Option<String>,
+        password: Option<crate::value::PasswordHash>,
+    },
+    Delete {
+        username: String,
+    },
+}
+
+impl UserCommand {
+    pub fn intent(&self) -> Intent {
+        match self {
+            UserCommand::Create { .. } => Intent::Create,
+            UserCommand::Update { .. } => Intent::Update,
+            UserCommand::Delete { .. } => Intent::Delete,
+        }
+    }
+
+    pub fn username(&self) -> &str {
+        match self {
+            UserCommand::Create { username, .. }
+            | UserCommand::Update { username, .. }
+            | UserCommand::Delete { username } => username,
+        }
+    }
+}
+
 /// Everything an engine can be asked to do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Command {
@@ -360,6 +401,10 @@ pub enum Command {
         operation_reference: u64,
         command: Box<Command>,
     },
+    // --- from clients (added later; variants keep their encoding index) ---
+    /// Create, update or delete a user (on the deployment partition, which passes the
+    /// result on to every partition).
+    User(UserCommand),
 }
 
 impl Command {
@@ -428,6 +473,7 @@ impl Command {
             Command::MigrateProcessInstance(_) => Intent::Migrate,
             Command::ActivateAdHocSubProcessActivities(_) => Intent::Activate,
             Command::YieldJob { .. } => Intent::Yield,
+            Command::User(c) => c.intent(),
             // Not reached: `inner()` is never a wrapper.
             Command::Referenced { .. } => Intent::Create,
         }
@@ -464,6 +510,7 @@ impl Command {
             Command::DeleteResource { .. } => ValueType::ResourceDeletion,
             Command::MigrateProcessInstance(_) => ValueType::ProcessInstanceMigration,
             Command::ActivateAdHocSubProcessActivities(_) => ValueType::AdHocSubProcessInstruction,
+            Command::User(_) => ValueType::User,
             // Not reached: `inner()` is never a wrapper.
             Command::Referenced { .. } => ValueType::CommandDistribution,
         }
@@ -841,6 +888,33 @@ mod tests {
                 Intent::Activate,
             ),
             (Command::YieldJob { job_key: key }, V::Job, Intent::Yield),
+            (
+                Command::User(UserCommand::Create {
+                    username: "u".into(),
+                    name: String::new(),
+                    email: String::new(),
+                    password: Default::default(),
+                }),
+                V::User,
+                Intent::Create,
+            ),
+            (
+                Command::User(UserCommand::Update {
+                    username: "u".into(),
+                    name: None,
+                    email: None,
+                    password: None,
+                }),
+                V::User,
+                Intent::Update,
+            ),
+            (
+                Command::User(UserCommand::Delete {
+                    username: "u".into(),
+                }),
+                V::User,
+                Intent::Delete,
+            ),
         ]
     }
 
@@ -848,15 +922,17 @@ mod tests {
     fn every_command_names_the_value_type_and_intent_of_its_record() {
         let commands = every_command();
         // Every variant is here: their encoding indexes (after the format byte) are
-        // 0 to the last, `Referenced`, which wraps the others.
+        // 0 to the last, but for `Referenced`, which wraps the others.
         let mut indexes: Vec<u8> = commands
             .iter()
             .map(|(command, ..)| codec::encode(command).unwrap()[1])
             .collect();
+        let referenced = codec::encode(&commands[0].0.clone().referenced(Some(1))).unwrap()[1];
+        indexes.push(referenced);
         indexes.sort_unstable();
         indexes.dedup();
-        let referenced = codec::encode(&commands[0].0.clone().referenced(Some(1))).unwrap()[1];
-        assert_eq!(indexes, (0..referenced).collect::<Vec<u8>>());
+        let last = *indexes.last().unwrap();
+        assert_eq!(indexes, (0..=last).collect::<Vec<u8>>());
 
         for (command, value_type, intent) in commands {
             assert_eq!(command.value_type(), value_type, "{command:?}");
@@ -876,6 +952,11 @@ mod tests {
         let referenced =
             codec::encode(&Command::YieldJob { job_key: Key(1) }.referenced(Some(5))).unwrap();
         assert_eq!(referenced[1], 27);
+        let user = codec::encode(&Command::User(UserCommand::Delete {
+            username: "u".into(),
+        }))
+        .unwrap();
+        assert_eq!(user[1], 28);
         let deploy = codec::encode(&Command::Deploy {
             resources: Vec::new(),
         })

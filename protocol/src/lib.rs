@@ -19,8 +19,8 @@ pub use command::{
     ActivateAdHocSubProcessActivities, ActivateInstruction, ActivateJobs, BroadcastSignal, Command,
     CommandResponse, CreateProcessInstance, DecisionSelector, EvaluateDecision, FailJob,
     InterPartitionCommand, MigrateProcessInstance, ModifyProcessInstance, ProcessSelector,
-    PublishMessage, Rejection, Resource, SetVariables, ThrowError, UpdateJob, UserTaskChanges,
-    UserTaskCommand, VariableInstruction,
+    PublishMessage, Rejection, Resource, SetVariables, ThrowError, UpdateJob, UserCommand,
+    UserTaskChanges, UserTaskCommand, VariableInstruction,
 };
 pub use command_api::{
     ApiAnswer, ApiError, ApiRequest, JOBS_POLL_TIMEOUT, JobsNews, JobsPoll, NodeTopology,

@@ -11,7 +11,7 @@ use crate::history::{
     ProcessInstanceSearch,
 };
 use crate::ids::{Key, Timestamp};
-use crate::value::IncidentRecord;
+use crate::value::{IncidentRecord, UserRecord};
 
 /// A read a gateway sends a partition. The partition's history store answers every
 /// read (`history.enabled`); the engine answers none. The variant order is the wire's
@@ -33,6 +33,10 @@ pub enum Query {
     HistoricProcessInstance { key: Key },
     /// (History store) Jobs, incidents, and the entries to come.
     History(HistoryQuery),
+    /// (Engine) A user of basic authentication with its password hash, for a gateway
+    /// to verify credentials with: an internal read, never a client's answer (the
+    /// history store answers clients' user reads, without the hash). Appended.
+    UserCredentials { username: String },
 }
 
 impl Query {
@@ -56,6 +60,8 @@ pub enum QueryResult {
     ProcessInstancePage(ProcessInstancePage),
     HistoricProcessInstance(Option<HistoricProcessInstance>),
     History(HistoryResult),
+    /// The user with its password hash (see [`Query::UserCredentials`]).
+    UserCredentials(Option<UserRecord>),
 }
 
 /// The state of a process instance as readers see it.

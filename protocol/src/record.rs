@@ -258,15 +258,17 @@ impl RecordDraft {
         self.value.value_type()
     }
 
-    /// Completes the draft into a record.
+    /// Completes the draft into a record, without the secrets a draft may carry for
+    /// the appliers (a user's password hash): records never hold them.
     pub fn into_record(
-        self,
+        mut self,
         position: Position,
         source_record_position: Option<Position>,
         timestamp: Timestamp,
         partition_id: PartitionId,
         broker_version: &str,
     ) -> Record {
+        self.value.strip_secrets();
         Record {
             position,
             source_record_position,
@@ -306,6 +308,30 @@ mod tests {
         assert_eq!(record.operation_reference, 12);
         let json = serde_json::to_value(&record).unwrap();
         assert_eq!(json["operationReference"], 12);
+    }
+
+    #[test]
+    fn a_written_record_never_carries_a_password_hash() {
+        let hash =
+            crate::value::PasswordHash("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into());
+        let user = crate::value::UserRecord {
+            user_key: 5,
+            username: "jane".into(),
+            name: "Jane".into(),
+            email: String::new(),
+            password: hash.clone(),
+        };
+        let draft = RecordDraft::event(Key(5), Intent::Created, user);
+        assert!(!format!("{draft:?}").contains("argon2"), "Debug hides it");
+        let record = draft.into_record(Position(1), None, Timestamp(0), PartitionId(1), "x");
+        let RecordValue::User(written) = &record.value else {
+            panic!("{record:?}");
+        };
+        assert!(written.password.is_empty());
+        assert_eq!(written.username, "jane");
+        assert!(!serde_json::to_string(&record).unwrap().contains("argon2"));
+        let bytes = crate::codec::encode(&record).unwrap();
+        assert!(!bytes.windows(6).any(|w| w == b"argon2"));
     }
 
     #[test]

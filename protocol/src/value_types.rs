@@ -94,6 +94,10 @@ macro_rules! value_types {
             /// A deployed resource other than a process, decision or form: an RPA
             /// script (`.rpa`).
             Resource(ResourceRecord): "RESOURCE", "resource", resource;
+            /// A user of basic authentication (`CREATE`/`CREATED`, `UPDATE`/`UPDATED`,
+            /// `DELETE`/`DELETED`), made on the deployment partition and distributed to
+            /// every partition. Its records never carry the password hash.
+            User(UserRecord): "USER", "user", user;
         }
     };
 }

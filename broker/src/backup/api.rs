@@ -153,7 +153,8 @@ pub(crate) async fn take_backup(
     partitions: Arc<dyn BackupPartitions>,
     id: u64,
 ) -> Result<u16, TakeRefused> {
-    let exists = blocking(move || store.partitions(id).map(|parts| !parts.is_empty())).await;
+    let reading = store.clone();
+    let exists = blocking(move || reading.partitions(id).map(|parts| !parts.is_empty())).await;
     match exists {
         Err(response) => return Err(TakeRefused::Store(response)),
         Ok(true) => return Err(TakeRefused::Exists),

@@ -32,6 +32,16 @@ pub(super) fn distributing(
                 )));
             }
         },
+        // A user goes with its password hash, as it is in state now (a deletion queues
+        // its distribution before the user is removed).
+        ValueType::User => match ctx.state.read().user_by_key(key)? {
+            Some(user) => Some(RecordValue::User(user)),
+            None => {
+                return Err(inconsistent(format!(
+                    "user {key} to distribute is not known"
+                )));
+            }
+        },
         _ => None,
     };
     ctx.state.push_outbox(

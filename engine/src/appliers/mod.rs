@@ -19,6 +19,7 @@ mod migration;
 mod process_instance;
 mod signal;
 mod timer;
+mod user;
 mod user_task;
 mod variable;
 
@@ -221,6 +222,8 @@ pub(crate) fn registered(value_type: ValueType, intent: Intent) -> Versions {
             &[(1, applier!(migration::signal_subscription_migrated))]
         }
         (V::ResourceDeletion, I::Deleting) => &[(1, applier!(decision::resource_deleting))],
+        (V::User, I::Created | I::Updated) => &[(1, applier!(user::stored))],
+        (V::User, I::Deleted) => &[(1, applier!(user::deleted))],
         (V::AdHocSubProcessInstruction, I::Completed) => {
             &[(1, applier!(process_instance::ad_hoc_completion_fulfilled))]
         }

@@ -9,7 +9,7 @@
 //!
 //! The partition core delivers what `pending_sends` lists (again until acknowledged)
 //! and proposes `AcknowledgeSend` on the sender once the receiver applied it. Carried:
-//! deployments, resource deletions, signals, and the open/correlate/close commands of message subscriptions whose
+//! deployments, resource deletions, signals, users, and the open/correlate/close commands of message subscriptions whose
 //! two sides live on different partitions.
 
 use rill_engine_api::Action;
@@ -162,6 +162,9 @@ pub(super) fn from_partition(
         }
         (RecordValue::ResourceDeletion(deletion), _, Intent::Delete) => {
             super::resource_deletion::apply_distributed(p, command.key, deletion)?;
+        }
+        (RecordValue::User(user), ValueType::User, intent) => {
+            super::users::apply_distributed(p, intent, user)?;
         }
         _ => {}
     }

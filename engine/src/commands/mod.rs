@@ -21,6 +21,7 @@ mod rpa_resources;
 mod signals;
 mod timers;
 mod user_tasks;
+mod users;
 mod variables;
 
 use rill_protocol::value::DEFAULT_TENANT;
@@ -77,6 +78,7 @@ pub(crate) fn process(p: &mut Processing<'_>, command: &Command) -> Result<()> {
         }
         Command::MigrateProcessInstance(migrate) => migration::migrate(p, migrate),
         Command::ActivateAdHocSubProcessActivities(activate) => ad_hoc::activate(p, activate),
+        Command::User(command) => users::process(p, command),
         Command::Referenced {
             operation_reference,
             command,
@@ -274,6 +276,7 @@ fn placeholder(command: &Command) -> (Key, rill_protocol::RecordValue) {
             c.ad_hoc_sub_process_instance_key,
             ad_hoc::placeholder(c).into(),
         ),
+        Command::User(c) => (Key::NONE, users::placeholder(c).into()),
         // Not reached for `Referenced`: `inner()` is never a wrapper.
         Command::FromPartition(_)
         | Command::AcknowledgeSend { .. }

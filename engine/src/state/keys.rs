@@ -126,6 +126,10 @@ pub(crate) mod table {
     /// (deployment key, resource id) -> the resource key that deployment deployed (a new
     /// version, or the existing one for a duplicate).
     pub const DEPLOYMENT_RESOURCE: u8 = 0xCE;
+    /// Username -> USER record with its password hash (the one place it is kept).
+    pub const USER: u8 = 0xD0;
+    /// User key -> username.
+    pub const USER_BY_KEY: u8 = 0xD1;
 }
 
 /// A key argument of a state accessor: the engine's [`Key`], or a key field of a record

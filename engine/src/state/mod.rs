@@ -28,6 +28,7 @@ mod signals;
 mod timers;
 mod types;
 mod user_tasks;
+mod users;
 mod variables;
 
 use std::ops::ControlFlow;

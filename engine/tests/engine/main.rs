@@ -37,6 +37,7 @@ mod tags;
 mod task_listeners;
 mod tree_path;
 mod user_tasks;
+mod users;
 mod zeebe_accepts;
 
 pub use harness::*;

@@ -597,6 +597,12 @@ fn value_properties(value_type: ValueType) -> Value {
             ("versionTag", keyword()),
         ]),
         ValueType::Resource => resource_properties(true),
+        ValueType::User => object(&[
+            ("userKey", long()),
+            ("username", keyword()),
+            ("name", keyword()),
+            ("email", keyword()),
+        ]),
     }
 }
 

@@ -474,6 +474,14 @@ pub fn value_of(value_type: ValueType) -> RecordValue {
             resource_prop: r#"{"id":"book-invoice"}"#.into(),
         }
         .into(),
+        ValueType::User => UserRecord {
+            user_key: key(11),
+            username: "jane".into(),
+            name: "Jane Doe".into(),
+            email: "jane@example.com".into(),
+            password: Default::default(),
+        }
+        .into(),
     }
 }
 

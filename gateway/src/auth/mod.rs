@@ -8,8 +8,11 @@
 //! request ─► credentials? ─► too many failures from this source? ─► 429 / RESOURCE_EXHAUSTED
 //!                │                                   │ no
 //!                │ none / malformed ─► 401           ▼
-//!                │                    cached as verified (60 s)? ─► Principal
+//!                │                    cached as verified (10 s)? ─► Principal
 //!                │                                   │ no
+//!                │                    the replicated user (deployment partition's state),
+//!                │                    or a configured one not seeded yet
+//!                │                                   │
 //!                │                    Argon2id verify (blocking pool, bounded) ─► Principal
 //!                │                                   │ wrong
 //!                └──────────────────────────► count the failure ─► 401, same answer
@@ -25,6 +28,7 @@
 
 mod basic;
 mod oidc;
+mod password;
 mod throttle;
 
 use std::net::IpAddr;
@@ -35,7 +39,9 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use rill_config::{AuthenticationMethod, SecurityConfig};
 
 use self::basic::BasicUsers;
+pub(crate) use self::basic::{Seed, UserDirectory};
 use self::oidc::OidcVerifier;
+pub(crate) use self::password::hash_password;
 use self::throttle::FailedLogins;
 use crate::error::GatewayError;
 use crate::ops::ClientError;
@@ -126,6 +132,36 @@ impl Authenticator {
                 users: Arc::new(BasicUsers::new(users).expect("valid users")),
                 failures: FailedLogins::new(policy),
             },
+        }
+    }
+
+    /// Basic authentication reads the replicated users from `directory` from now on.
+    pub(crate) fn attach_users(&self, directory: Arc<dyn UserDirectory>) {
+        if let Method::Basic { users, .. } = &self.method {
+            users.attach(directory);
+        }
+    }
+
+    /// The configured users still to create in the replicated users (none unless the
+    /// method is basic).
+    pub(crate) fn unseeded_users(&self) -> Vec<Seed> {
+        match &self.method {
+            Method::Basic { users, .. } => users.unseeded(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A configured user is in the replicated users now.
+    pub(crate) fn user_seeded(&self, username: &str) {
+        if let Method::Basic { users, .. } = &self.method {
+            users.seeded(username);
+        }
+    }
+
+    /// Forgets what is cached of a user changed or deleted through this gateway.
+    pub(crate) fn forget_user(&self, username: &str) {
+        if let Method::Basic { users, .. } = &self.method {
+            users.forget(username);
         }
     }
 

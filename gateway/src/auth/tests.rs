@@ -5,6 +5,8 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use base64::Engine;
 use rill_config::InitialUser;
 
+use rill_protocol::value::UserRecord;
+
 use super::throttle::Policy;
 use super::*;
 
@@ -213,6 +215,103 @@ async fn verified_credentials_are_cached_and_wrong_ones_are_not() {
         users.verify("ghost", b"demo".to_vec()).await,
         Err(basic::Mismatch::UnknownUser)
     );
+}
+
+/// Replicated users as a map; `None` makes every lookup fail (no partition answers).
+struct MapDirectory(parking_lot::Mutex<Option<std::collections::HashMap<String, UserRecord>>>);
+
+impl UserDirectory for MapDirectory {
+    fn lookup<'a>(
+        &'a self,
+        username: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Option<UserRecord>, ClientError>> {
+        let answer = match &*self.0.lock() {
+            Some(users) => Ok(users.get(username).cloned()),
+            None => Err(ClientError::Unavailable {
+                detail: "no leader".into(),
+            }),
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+fn replicated(username: &str, password: &str) -> UserRecord {
+    UserRecord {
+        user_key: 1,
+        username: username.into(),
+        name: "Jane".into(),
+        email: String::new(),
+        password: hash_password(password).expect("hash"),
+    }
+}
+
+#[tokio::test]
+async fn the_replicated_users_decide_once_a_configured_user_is_seeded() {
+    let users = Arc::new(BasicUsers::new(&[user("demo", "demo")]).expect("users"));
+    let directory = Arc::new(MapDirectory(parking_lot::Mutex::new(Some(
+        [("jane".to_owned(), replicated("jane", "jane-pw"))].into(),
+    ))));
+    users.attach(directory.clone());
+
+    let jane = users
+        .verify("jane", b"jane-pw".to_vec())
+        .await
+        .expect("jane");
+    assert_eq!(jane.username.as_deref(), Some("jane"));
+    assert_eq!(jane.name.as_deref(), Some("Jane"));
+    assert_eq!(jane.email, None);
+    assert_eq!(
+        users.verify("jane", b"demo".to_vec()).await,
+        Err(basic::Mismatch::WrongPassword)
+    );
+
+    // Not seeded yet: the configured user is accepted with its configured password.
+    assert!(users.verify("demo", b"demo".to_vec()).await.is_ok());
+    let seeds = users.unseeded();
+    assert_eq!(seeds.len(), 1);
+    assert!(seeds[0].password.0.starts_with("$argon2id$"));
+    users.seeded("demo");
+    assert!(users.unseeded().is_empty());
+    users.forget("demo");
+    // Seeded, and not in the replicated users (deleted): refused.
+    assert_eq!(
+        users.verify("demo", b"demo".to_vec()).await,
+        Err(basic::Mismatch::UnknownUser)
+    );
+
+    // A changed password: the cached old one works until forgotten (or the bound).
+    directory
+        .0
+        .lock()
+        .as_mut()
+        .unwrap()
+        .insert("jane".into(), replicated("jane", "new-pw"));
+    assert!(
+        users.verify("jane", b"jane-pw".to_vec()).await.is_ok(),
+        "cached"
+    );
+    users.forget("jane");
+    assert_eq!(
+        users.verify("jane", b"jane-pw".to_vec()).await,
+        Err(basic::Mismatch::WrongPassword)
+    );
+    assert!(users.verify("jane", b"new-pw".to_vec()).await.is_ok());
+
+    // A stored hash that cannot be read is no way in.
+    let mut broken = replicated("bob", "bob-pw");
+    broken.password = rill_protocol::value::PasswordHash("bob-pw".into());
+    directory
+        .0
+        .lock()
+        .as_mut()
+        .unwrap()
+        .insert("bob".into(), broken);
+    assert!(users.verify("bob", b"bob-pw".to_vec()).await.is_err());
+
+    // The replicated users unreadable: the configured users decide.
+    *directory.0.lock() = None;
+    assert!(users.verify("demo", b"demo".to_vec()).await.is_ok());
+    assert!(users.verify("bob", b"bob-pw".to_vec()).await.is_err());
 }
 
 #[test]

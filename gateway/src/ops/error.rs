@@ -311,6 +311,7 @@ fn command_intent(command: &Command) -> String {
         Command::RedistributeDeployments { .. } => "DISTRIBUTE",
         Command::MigrateProcessInstance(_) => "MIGRATE",
         Command::ActivateAdHocSubProcessActivities(_) => "ACTIVATE",
+        Command::User(c) => return c.intent().name(),
         // Not reached: `inner()` looks through every wrapper.
         Command::Referenced { .. } => "UNKNOWN",
     };

@@ -20,6 +20,7 @@ mod jobs;
 mod messages;
 mod reads;
 mod user_tasks;
+mod users;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -55,6 +56,9 @@ pub use self::reads::{
 };
 pub use self::user_tasks::{
     assign_user_task, complete_user_task, unassign_user_task, update_user_task,
+};
+pub use self::users::{
+    NewUser, UserChanges, create_user, delete_user, get_user, start_users, update_user,
 };
 use crate::auth::Authenticator;
 use crate::metrics::GatewayMetrics;

@@ -7,8 +7,8 @@ use rill_protocol::history::{
     Condition, ElementStatistics, FieldValue, FormField, Historic, HistoricDecisionDefinition,
     HistoricDecisionInstance, HistoricDecisionRequirements, HistoricElementInstance, HistoricForm,
     HistoricIncident, HistoricJob, HistoricMessageSubscription, HistoricProcessDefinition,
-    HistoricProcessInstance, HistoricResource, HistoricUserTask, HistoricVariable, HistoryQuery,
-    HistoryResult, Page, ProcessInstanceField, Search, SortBy,
+    HistoricProcessInstance, HistoricResource, HistoricUser, HistoricUserTask, HistoricVariable,
+    HistoryQuery, HistoryResult, Page, ProcessInstanceField, Search, SortBy,
 };
 use rill_protocol::{Key, PartitionId, Query, QueryResult};
 
@@ -104,6 +104,8 @@ searchable!(HistoricUserTask, "user task", "SearchUserTasks", search_user_tasks,
     QueryResult::History(HistoryResult::UserTasks(page)) => page);
 searchable!(HistoricVariable, "variable", "SearchVariables", search_variables,
     QueryResult::History(HistoryResult::Variables(page)) => page);
+searchable!(HistoricUser, "user", "SearchUsers", search_users,
+    QueryResult::History(HistoryResult::Users(page)) => page, deployment_partition);
 
 fn search_process_definitions(
     search: Search<<HistoricProcessDefinition as Historic>::Field>,
@@ -141,6 +143,9 @@ fn search_message_subscriptions(
 }
 fn search_user_tasks(search: Search<<HistoricUserTask as Historic>::Field>) -> Query {
     history(HistoryQuery::SearchUserTasks(search))
+}
+fn search_users(search: Search<<HistoricUser as Historic>::Field>) -> Query {
+    history(HistoryQuery::SearchUsers(search))
 }
 fn search_variables(search: Search<<HistoricVariable as Historic>::Field>) -> Query {
     history(HistoryQuery::SearchVariables(search))

@@ -30,6 +30,7 @@ mod process_instances;
 mod resources;
 mod signals;
 mod user_tasks;
+mod users;
 mod variables;
 
 use std::time::{Duration, UNIX_EPOCH};
@@ -201,6 +202,12 @@ pub fn routes() -> Router<SharedState> {
         )
         .route("/v2/variables/search", post(variables::search))
         .route("/v2/variables/{variableKey}", get(variables::get))
+        .route("/v2/users", post(users::create))
+        .route("/v2/users/search", post(users::search))
+        .route(
+            "/v2/users/{username}",
+            get(users::get).put(users::update).delete(users::delete),
+        )
         .route("/v2/topology", get(cluster::topology))
         .route("/v2/status", get(cluster::status))
 }

@@ -19,3 +19,4 @@ mod support;
 mod tags;
 mod tls;
 mod user_tasks;
+mod users;

@@ -813,6 +813,8 @@ pub enum HistoryQuery {
     Resource {
         key: Key,
     },
+    // Appended, so that the variants above keep their encoding on the command API.
+    SearchUsers(Search<UserField>),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -844,4 +846,5 @@ pub enum HistoryResult {
     DecisionInstance(Option<HistoricDecisionInstance>),
     Forms(Page<HistoricForm>),
     Resource(Option<HistoricResource>),
+    Users(Page<HistoricUser>),
 }

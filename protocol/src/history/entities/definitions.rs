@@ -322,3 +322,41 @@ impl Historic for HistoricResource {
         }
     }
 }
+
+fields! {
+    /// The fields of a user that searches filter and sort by (Camunda's `UserFilter`,
+    /// and the user's key, which makes a sort total).
+    UserField {
+        UserKey = "userKey",
+        Username = "username",
+        Name = "name",
+        Email = "email",
+    }
+}
+
+/// A user of basic authentication (on every partition: users are distributed like
+/// deployments). Camunda's `UserResult`; never the password or its hash.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoricUser {
+    pub key: Key,
+    pub username: String,
+    pub name: String,
+    pub email: String,
+}
+
+impl Historic for HistoricUser {
+    type Field = UserField;
+
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn field(&self, field: UserField) -> Option<FieldValue> {
+        match field {
+            UserField::UserKey => int(self.key.get()),
+            UserField::Username => text(&self.username),
+            UserField::Name => text(&self.name),
+            UserField::Email => text(&self.email),
+        }
+    }
+}
