@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rill_gateway::grpc::proto::gateway_client::GatewayClient;
 use rill_gateway::grpc::proto::{ActivateJobsRequest, TopologyRequest};
-use support::{Brokers, Standalone, examples};
+use support::{Brokers, Standalone};
 use tonic::Code;
 
 const PASSWORD: &str = "pässwörd";
