@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::Cluster;
 use rill_broker::Error;
+use rill_broker::backup::BackupStore;
 use rill_broker::testing::{ListCommand, ListQuery, ListQueryResult, ListResponse};
 use rill_config::{FixedLimitConfig, LimitAlgorithm, RequestLimitConfig};
 use rill_protocol::{Intent, PartitionId, Position, RecordType, RejectionType};
