@@ -77,6 +77,8 @@ pub(crate) struct Applied<E: Engine> {
     pub partition_count: Option<u16>,
     /// The checkpoints this batch carried, in order, and what became of each.
     pub checkpoints: Vec<crate::backup::CheckpointApplied>,
+    /// The engine version this batch raised the partition to, if it did.
+    pub engine_version: Option<u32>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -97,6 +99,7 @@ impl<E: Engine> Default for Applied<E> {
             cluster: None,
             partition_count: None,
             checkpoints: Vec::new(),
+            engine_version: None,
         }
     }
 }
@@ -152,8 +155,25 @@ pub(crate) fn apply_batch<E: Engine>(
         }
         let timestamp = view.timestamp.max(next.last_timestamp);
         next.last_timestamp = timestamp;
+        let supported = rill_protocol::version::supported_engine_versions();
         while let Some(item) = view.next_item::<E::Command>() {
-            match item? {
+            let item = item?;
+            // A command of an engine version this build does not apply: stop here,
+            // before anything of the batch is written, rather than diverge.
+            let required = match &item {
+                Item::Engine(_, command) => E::required_engine_version(command),
+                Item::Core(CoreCommand::RaiseEngineVersion { version }) => *version,
+                Item::Core(command) => command.required_engine_version(),
+            };
+            if required > supported.max {
+                return Err(Error::EngineVersionUnsupported {
+                    partition: info.partition_id,
+                    log_index: entry.log_id.index,
+                    required,
+                    supported,
+                });
+            }
+            match item {
                 Item::Engine(request, command) => commands.push((request, command)),
                 Item::Core(CoreCommand::Exported { positions }) => {
                     let floor = apply_exported(&mut state, &positions, next.last_position)?;
@@ -202,6 +222,12 @@ pub(crate) fn apply_batch<E: Engine>(
                         timestamp,
                         outcome,
                     });
+                }
+                Item::Core(CoreCommand::RaiseEngineVersion { version }) => {
+                    if version > next.engine_version {
+                        next.engine_version = version;
+                        applied.engine_version = Some(version);
+                    }
                 }
                 Item::Core(CoreCommand::ExpireHistory { before }) => {
                     if let Some(history) = &mut history {

@@ -469,6 +469,20 @@ impl Command {
         }
     }
 
+    /// The engine version a partition's log must be at before this command may be
+    /// written to it: commands added since the first release need
+    /// [`ENGINE_VERSION_2`](crate::version::ENGINE_VERSION_2), since a replica of that
+    /// release could not read them (docs/decisions/versions.md).
+    pub fn required_engine_version(&self) -> u32 {
+        use crate::version::{ENGINE_VERSION_1, ENGINE_VERSION_2};
+        match self {
+            Command::Referenced { .. }
+            | Command::YieldJob { .. }
+            | Command::ActivateAdHocSubProcessActivities(_) => ENGINE_VERSION_2,
+            _ => ENGINE_VERSION_1,
+        }
+    }
+
     /// Commands that finish or advance work already admitted. Flow control never
     /// rejects them: rejecting a completion only makes the backlog larger.
     pub fn is_never_rejected(&self) -> bool {

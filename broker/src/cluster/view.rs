@@ -112,6 +112,7 @@ pub fn partitions(replicas: &[PartitionStatus]) -> Value {
                 "appliedIndex": replica.applied_index,
                 "processedPosition": replica.last_position.get(),
                 "exportedPosition": replica.exported.get(),
+                "engineVersion": replica.engine_version,
                 "health": if replica.healthy { "HEALTHY" } else { "DEAD" },
             }),
         );
@@ -216,6 +217,7 @@ mod tests {
             term: rill_protocol::Term(term),
             applied_index: 7,
             last_position: rill_protocol::Position(5),
+            engine_version: 2,
             exported: rill_protocol::Position(4),
             healthy: true,
             inflight: 0,
