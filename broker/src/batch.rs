@@ -94,6 +94,26 @@ pub(crate) enum CoreCommand {
     /// ends an entry after a checkpoint, and the replica applies and writes the entries
     /// up to it apart from the rest of the batch (docs/decisions/backup.md).
     Checkpoint { backup_id: u64 },
+    /// Raises the partition's replicated engine version to `version` (never lowers it),
+    /// proposed by the leader once every broker of the cluster announced that it
+    /// applies `version` (docs/decisions/versions.md). A replica that does not stops
+    /// the partition instead of diverging. (Appended: variants keep their encoding.)
+    RaiseEngineVersion { version: u32 },
+}
+
+impl CoreCommand {
+    /// The engine version the log must be at before a leader writes this command: the
+    /// ones a replica of the first release cannot read need version 2.
+    pub(crate) fn required_engine_version(&self) -> u32 {
+        use rill_protocol::version::{ENGINE_VERSION_1, ENGINE_VERSION_2};
+        match self {
+            CoreCommand::ExpireHistory { .. } | CoreCommand::Checkpoint { .. } => ENGINE_VERSION_2,
+            CoreCommand::Exported { .. }
+            | CoreCommand::ClusterConfiguration { .. }
+            | CoreCommand::PartitionCount { .. }
+            | CoreCommand::RaiseEngineVersion { .. } => ENGINE_VERSION_1,
+        }
+    }
 }
 
 /// Builds the bytes of one entry.

@@ -76,6 +76,12 @@ impl From<&Error> for ApiError {
             Error::Timeout { .. } => ApiError::Timeout,
             Error::ShuttingDown { .. } => ApiError::ShuttingDown,
             Error::HistoryDisabled => ApiError::HistoryDisabled,
+            Error::EngineVersionTooLow {
+                required, current, ..
+            } => ApiError::EngineVersionTooLow {
+                required: *required,
+                current: *current,
+            },
             // The error's type does not cross the wire; its message does.
             other => ApiError::Failed(other.to_string()),
         }

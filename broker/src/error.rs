@@ -39,6 +39,34 @@ pub enum Error {
     },
     #[error("partition {partition} is shutting down; retry on its next leader")]
     ShuttingDown { partition: PartitionId },
+    /// Not written: the command needs the partition's log at engine version
+    /// `required`, and it is at `current` (a broker of the cluster does not support
+    /// `required` yet).
+    #[error(
+        "partition {partition} refuses the command: it needs engine version {required}, and \
+         the cluster runs engine version {current}; it rises once every broker runs a \
+         release that supports it (finish the rolling upgrade)"
+    )]
+    EngineVersionTooLow {
+        partition: PartitionId,
+        required: u32,
+        current: u32,
+    },
+    /// The log holds a command of an engine version this build does not apply: the
+    /// partition stops rather than diverge from the replicas that apply it.
+    #[error(
+        "partition {partition}: the log entry at index {log_index} needs engine version \
+         {required}, and this broker (Rill {}) applies engine versions {supported}: the \
+         partition stops here rather than diverge; run a release that supports engine \
+         version {required} (a broker is never downgraded once the engine version rose)",
+        rill_protocol::BROKER_VERSION
+    )]
+    EngineVersionUnsupported {
+        partition: PartitionId,
+        log_index: u64,
+        required: u32,
+        supported: rill_protocol::version::EngineVersions,
+    },
     #[error("partition {partition}: membership change failed: {reason}")]
     Membership {
         partition: PartitionId,
@@ -121,6 +149,7 @@ impl Error {
         match self {
             Error::NotLeader { .. } => "NOT_LEADER",
             Error::ResourceExhausted { .. } | Error::Refused { .. } => "RESOURCE_EXHAUSTED",
+            Error::EngineVersionTooLow { .. } => "FAILED_PRECONDITION",
             Error::Timeout { .. } => "DEADLINE_EXCEEDED",
             Error::ShuttingDown { .. } => "UNAVAILABLE",
             _ => "INTERNAL",
@@ -146,6 +175,13 @@ impl Error {
                 timeout,
             },
             Client::Shutdown => Error::ShuttingDown { partition: target },
+            Client::EngineVersionTooLow {
+                required, current, ..
+            } => Error::EngineVersionTooLow {
+                partition: target,
+                required,
+                current,
+            },
             other => Error::Delivery {
                 partition: target,
                 source: Box::new(other),
@@ -158,7 +194,10 @@ impl Error {
     pub fn is_definitely_not_applied(&self) -> bool {
         matches!(
             self,
-            Error::NotLeader { .. } | Error::ResourceExhausted { .. } | Error::Refused { .. }
+            Error::NotLeader { .. }
+                | Error::ResourceExhausted { .. }
+                | Error::Refused { .. }
+                | Error::EngineVersionTooLow { .. }
         )
     }
 }

@@ -34,6 +34,7 @@ pub const EXPORT_BACKLOG: &str = "rill_exporter_backlog_records";
 pub const HISTORY_EXPIRED: &str = "rill_history_expired_entries_total";
 pub const STATE_CACHE_USAGE: &str = "rill_state_cache_usage_bytes";
 pub const WRITE_FAILING: &str = "rill_storage_write_failing";
+pub const ENGINE_VERSION: &str = "rill_engine_version";
 // Node-wide, without a partition label (see `disk`).
 pub const DISK_USAGE: &str = "rill_disk_usage_ratio";
 pub const DISK_FREE: &str = "rill_disk_free_bytes";
@@ -88,6 +89,7 @@ pub struct BrokerMetrics {
     export_backlog: IntGaugeVec,
     history_expired: IntCounterVec,
     write_failing: IntGaugeVec,
+    engine_version: IntGaugeVec,
     backup: BackupMetrics,
 }
 
@@ -349,6 +351,12 @@ impl BrokerMetrics {
                     .map_err(metrics_error)?;
                 c
             },
+            engine_version: gauge(
+                registry,
+                ENGINE_VERSION,
+                "The partition's replicated engine version: what may be written to its log \
+                 (it rises once every broker of the cluster supports the next one)",
+            )?,
             last_position: gauge(
                 registry,
                 LAST_POSITION,
@@ -433,6 +441,7 @@ impl BrokerMetrics {
             export_backlog: self.export_backlog.with_label_values(&l),
             history_expired: self.history_expired.with_label_values(&l),
             write_failing: self.write_failing.with_label_values(&l),
+            engine_version: self.engine_version.with_label_values(&l),
             label,
         }
     }
@@ -465,6 +474,7 @@ pub(crate) struct PartitionMetrics {
     pub export_backlog: IntGauge,
     pub history_expired: IntCounter,
     pub write_failing: IntGauge,
+    pub engine_version: IntGauge,
     events: IntCounterVec,
     label: String,
 }

@@ -121,6 +121,9 @@ struct Shared<E: Engine> {
     /// The partition count of the cluster configuration: each hosted partition's
     /// leader raises its state's count to it.
     partition_count: Arc<AtomicU16>,
+    /// The highest engine version every broker of the cluster announced that it applies
+    /// (0 while one has not): each hosted partition's leader raises its state's to it.
+    engine_version: Arc<AtomicU32>,
     /// Held while replicas start or stop, so that they do so one at a time.
     changing: tokio::sync::Mutex<()>,
     stopping: AtomicBool,
@@ -199,6 +202,10 @@ impl<E: Engine> Shared<E> {
         partition_config.partition_count = config.routing.message_partitions;
         partition_config.message_partition_count = config.routing.message_partitions;
         partition_config.cluster_partition_count = Some(self.partition_count.clone());
+        // A broker with no peers has none to wait for (the build's own version).
+        if self.network.is_some() {
+            partition_config.cluster_engine_version = Some(self.engine_version.clone());
+        }
         let rank = Arc::new(AtomicU32::new(config.rank_of(partition_id, self.node_id)));
         partition_config.priority_rank = Some(rank.clone());
         let engine = (self.make_engine)(partition_id);
@@ -476,6 +483,71 @@ impl<E: Engine> LocalCluster for NodeCluster<E> {
     }
 }
 
+/// How often the node looks at what the cluster's brokers announced (a map read, but
+/// for a broker not heard from yet).
+const ENGINE_VERSION_WATCH_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a broker not heard from yet is given to answer the version request.
+const ANNOUNCE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Keeps [`Shared::engine_version`] at the highest engine version every broker of the
+/// cluster configuration applies, from what each announced in the version handshake (a
+/// broker not heard from yet is asked). One that has not announced, or one of a release
+/// before the handshake, holds it at what it applies (docs/decisions/versions.md).
+async fn watch_engine_versions<E: Engine>(shared: Arc<Shared<E>>) {
+    let Some(network) = shared.network.clone() else {
+        return;
+    };
+    let transport = network.transport().clone();
+    let own = transport.announcement().engine.map_or(0, |e| e.max);
+    let mut ticker = tokio::time::interval(ENGINE_VERSION_WATCH_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut reported = None;
+    loop {
+        ticker.tick().await;
+        if shared.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let brokers: Vec<NodeId> = shared
+            .cluster
+            .current()
+            .brokers
+            .keys()
+            .map(|&id| NodeId(id))
+            .filter(|&node| node != shared.node_id)
+            .collect();
+        let mut lowest = own;
+        let mut holding = Vec::new();
+        for node in brokers {
+            let announced = match transport.peer_version(node) {
+                Some(announced) => Some(announced),
+                None => transport.announce(node, ANNOUNCE_TIMEOUT).await.ok(),
+            };
+            let max = announced.and_then(|a| a.engine).map_or(0, |e| e.max);
+            if max < own {
+                holding.push(node.0);
+            }
+            lowest = lowest.min(max);
+        }
+        shared.engine_version.store(lowest, Ordering::Relaxed);
+        if reported != Some(lowest) {
+            reported = Some(lowest);
+            if holding.is_empty() {
+                tracing::info!(
+                    version = lowest,
+                    "every broker of the cluster applies engine version {lowest}"
+                );
+            } else {
+                tracing::info!(
+                    version = lowest,
+                    brokers = ?holding,
+                    "the cluster's engine version stays at most {lowest} while brokers {holding:?} \
+                     do not announce that they apply {own} (older releases, or not reached yet)"
+                );
+            }
+        }
+    }
+}
+
 /// A running broker node. Dropping it without [`BrokerNode::shutdown`] stops the
 /// runtimes abruptly (as a crash would; the data on disk stays consistent).
 pub struct BrokerNode<E: Engine> {
@@ -611,6 +683,7 @@ impl<E: Engine> BrokerNode<E> {
             network: network.clone(),
             cluster: cluster.clone(),
             partition_count: Arc::new(AtomicU16::new(configuration.partitions_count())),
+            engine_version: Arc::new(AtomicU32::new(0)),
             changing: tokio::sync::Mutex::new(()),
             stopping: AtomicBool::new(false),
             span: span.clone(),
@@ -636,6 +709,9 @@ impl<E: Engine> BrokerNode<E> {
             runtimes
                 .io()
                 .spawn(follow_configuration(shared.clone()).instrument(span.clone()));
+            runtimes
+                .io()
+                .spawn(watch_engine_versions(shared.clone()).instrument(span.clone()));
         }
         drop(entered);
         Ok(BrokerNode {

@@ -81,6 +81,8 @@ pub(crate) struct Applied<E: Engine> {
     /// latest (see [`Item::AfterCheckpoint`]): the highest id, and their requests.
     pub behind_checkpoint: Option<u64>,
     pub refused_behind_checkpoint: Vec<RequestId>,
+    /// The engine version this batch raised the partition to, if it did.
+    pub engine_version: Option<u32>,
 }
 
 impl<E: Engine> Default for Applied<E> {
@@ -103,6 +105,7 @@ impl<E: Engine> Default for Applied<E> {
             checkpoints: Vec::new(),
             behind_checkpoint: None,
             refused_behind_checkpoint: Vec::new(),
+            engine_version: None,
         }
     }
 }
@@ -158,8 +161,25 @@ pub(crate) fn apply_batch<E: Engine>(
         }
         let timestamp = view.timestamp.max(next.last_timestamp);
         next.last_timestamp = timestamp;
+        let supported = rill_protocol::version::supported_engine_versions();
         while let Some(item) = view.next_item::<E::Command>() {
-            match item? {
+            let item = item?;
+            // A command of an engine version this build does not apply: stop here,
+            // before anything of the batch is written, rather than diverge.
+            let required = match &item {
+                Item::Engine(_, command) => E::required_engine_version(command),
+                Item::Core(CoreCommand::RaiseEngineVersion { version }) => *version,
+                Item::Core(command) => command.required_engine_version(),
+            };
+            if required > supported.max {
+                return Err(Error::EngineVersionUnsupported {
+                    partition: info.partition_id,
+                    log_index: entry.log_id.index,
+                    required,
+                    supported,
+                });
+            }
+            match item {
                 Item::Engine(request, command) => commands.push((request, command)),
                 Item::AfterCheckpoint {
                     request,
@@ -230,6 +250,12 @@ pub(crate) fn apply_batch<E: Engine>(
                         timestamp,
                         outcome,
                     });
+                }
+                Item::Core(CoreCommand::RaiseEngineVersion { version }) => {
+                    if version > next.engine_version {
+                        next.engine_version = version;
+                        applied.engine_version = Some(version);
+                    }
                 }
                 Item::Core(CoreCommand::ExpireHistory { before }) => {
                     if let Some(history) = &mut history {

@@ -16,6 +16,10 @@ const KEY_LAST_TIMESTAMP: &[u8] = b"\x00core/last-timestamp";
 /// The replicated engine version.
 const KEY_ENGINE_VERSION: &[u8] = b"\x00core/engine-version";
 
+/// The data format the state was written in (`crate::DATA_FORMAT`): a snapshot carries
+/// it to the replica that installs it.
+const KEY_DATA_FORMAT: &[u8] = b"\x00core/data-format";
+
 /// The engine version a new partition starts with.
 pub const INITIAL_ENGINE_VERSION: u32 = 1;
 
@@ -106,6 +110,24 @@ impl Cursor {
             KEY_ENGINE_VERSION,
             u64::from(self.engine_version).to_be_bytes(),
         );
+        batch.put(KEY_DATA_FORMAT, u64::from(crate::DATA_FORMAT).to_be_bytes());
+    }
+}
+
+/// Refuses state (of a data directory, or of a snapshot from another replica) written
+/// in another data format than this build's: `what` names it. State without the mark
+/// was written by a build of this format before the mark existed.
+pub(crate) fn check_data_format(state: &dyn StateRead, what: &str) -> Result<(), String> {
+    let found = read_u64(state, KEY_DATA_FORMAT).map_err(|e| e.to_string())?;
+    match found {
+        Some(found) if found != u64::from(crate::DATA_FORMAT) => Err(format!(
+            "{what} is in data format {found}, and this broker (Rill {}) reads data format \
+             {} only: run the Rill version that wrote it, or start this broker on an empty \
+             data.directory (docs/decisions/data-format.md)",
+            rill_protocol::BROKER_VERSION,
+            crate::DATA_FORMAT
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -420,5 +442,27 @@ mod tests {
             Ok(())
         );
         assert_eq!(latest_checkpoint(&state).unwrap(), Some((6, Position(43))));
+    }
+
+    #[test]
+    fn state_of_another_data_format_is_refused_naming_both() {
+        let base = rill_engine_api::MemoryState::default();
+        let mut state = rill_engine_api::Overlay::new(&base);
+        // Unmarked: written by this format before the mark existed.
+        assert_eq!(check_data_format(&state, "the state"), Ok(()));
+        state.put(
+            KEY_DATA_FORMAT,
+            &u64::from(crate::DATA_FORMAT).to_be_bytes(),
+        );
+        assert_eq!(check_data_format(&state, "the state"), Ok(()));
+        let newer = u64::from(crate::DATA_FORMAT) + 1;
+        state.put(KEY_DATA_FORMAT, &newer.to_be_bytes());
+        let error = check_data_format(&state, "the snapshot of partition 1").unwrap_err();
+        assert!(
+            error.starts_with(&format!(
+                "the snapshot of partition 1 is in data format {newer}"
+            )) && error.contains(&format!("reads data format {} only", crate::DATA_FORMAT)),
+            "{error}"
+        );
     }
 }

@@ -46,6 +46,14 @@ pub enum Error {
     /// read, is off on its broker (`history.enabled = false`).
     #[error("partition {partition}: {}", ApiError::HistoryDisabled)]
     HistoryDisabled { partition: PartitionId },
+    /// The command needs a higher engine version than the cluster runs (a rolling
+    /// upgrade is not finished): nothing was written.
+    #[error("partition {partition}: {}", ApiError::EngineVersionTooLow { required: *required, current: *current })]
+    EngineVersionTooLow {
+        partition: PartitionId,
+        required: u32,
+        current: u32,
+    },
     /// A command API message could not be encoded or decoded.
     #[error("{what}: {source}")]
     Codec {
@@ -76,6 +84,11 @@ impl Error {
             ApiError::Timeout => Error::Timeout,
             ApiError::ShuttingDown => Error::Shutdown,
             ApiError::HistoryDisabled => Error::HistoryDisabled { partition },
+            ApiError::EngineVersionTooLow { required, current } => Error::EngineVersionTooLow {
+                partition,
+                required,
+                current,
+            },
             ApiError::Failed(_) => Error::Failed {
                 partition,
                 source: Box::new(error),

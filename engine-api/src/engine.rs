@@ -236,6 +236,13 @@ pub trait Engine: Send + 'static {
         Self::is_never_rejected(command)
     }
 
+    /// The engine version a partition's log must be at before a leader writes
+    /// `command` to it (a replica of an older release could not read it); the leader
+    /// refuses it until then (docs/decisions/versions.md).
+    fn required_engine_version(_command: &Self::Command) -> u32 {
+        1
+    }
+
     /// The command that tells this (the sending) partition that `target` has taken
     /// `sent`, given the target's `response`: proposing it removes `sent` from the
     /// outbox. `None` when the response does not show that the target applied it (the

@@ -215,6 +215,10 @@ impl Engine for BpmnEngine {
         command.passes_disk_watermark()
     }
 
+    fn required_engine_version(command: &Command) -> u32 {
+        command.required_engine_version()
+    }
+
     fn record_event(record: &RecordDraft) -> Option<EngineEvent> {
         crate::metrics::record_event(record)
     }

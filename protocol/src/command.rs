@@ -516,6 +516,32 @@ impl Command {
         }
     }
 
+    /// The engine version a partition's log must be at before this command may be
+    /// written to it: commands added since the first release need
+    /// [`ENGINE_VERSION_2`](crate::version::ENGINE_VERSION_2), since a replica of that
+    /// release could not read them (docs/decisions/versions.md).
+    /// A command wrapped in `Referenced` needs what the command it carries needs.
+    pub fn required_engine_version(&self) -> u32 {
+        self.own_engine_version()
+            .max(self.inner().own_engine_version())
+    }
+
+    fn own_engine_version(&self) -> u32 {
+        use crate::version::{ENGINE_VERSION_1, ENGINE_VERSION_2};
+        match self {
+            Command::Referenced { .. }
+            | Command::YieldJob { .. }
+            | Command::ActivateAdHocSubProcessActivities(_)
+            | Command::User(_) => ENGINE_VERSION_2,
+            // A user distributed to another partition carries a record value the first
+            // release has no variant for.
+            Command::FromPartition(carried) if carried.value_type == ValueType::User => {
+                ENGINE_VERSION_2
+            }
+            _ => ENGINE_VERSION_1,
+        }
+    }
+
     /// Commands that finish or advance work already admitted. Flow control never
     /// rejects them: rejecting a completion only makes the backlog larger.
     pub fn is_never_rejected(&self) -> bool {
@@ -916,6 +942,38 @@ mod tests {
                 Intent::Delete,
             ),
         ]
+    }
+
+    /// What a replica of the first release cannot read waits for engine version 2: the
+    /// user commands, a user distributed to another partition, and anything wrapped in
+    /// `Referenced`; the rest is written at version 1.
+    #[test]
+    fn commands_added_since_the_first_release_need_engine_version_2() {
+        let user = Command::User(UserCommand::Delete {
+            username: "demo".to_owned(),
+        });
+        assert_eq!(user.required_engine_version(), 2);
+        let plain = every_command()
+            .into_iter()
+            .map(|(command, ..)| command)
+            .find(|command| matches!(command, Command::CreateProcessInstance(_)))
+            .expect("a create");
+        assert_eq!(plain.required_engine_version(), 1);
+        assert_eq!(plain.clone().referenced(Some(3)).required_engine_version(), 2);
+        let carried = every_command()
+            .into_iter()
+            .find_map(|(command, ..)| match command {
+                Command::FromPartition(carried) => Some(carried),
+                _ => None,
+            })
+            .expect("a command from another partition");
+        let distributed = |value_type| {
+            let mut carried = carried.clone();
+            carried.value_type = value_type;
+            Command::FromPartition(carried)
+        };
+        assert_eq!(distributed(ValueType::User).required_engine_version(), 2);
+        assert_eq!(distributed(ValueType::Deployment).required_engine_version(), 1);
     }
 
     #[test]

@@ -112,6 +112,15 @@ pub enum ApiError {
     /// off and retry, as on `ResourceExhausted`. (Appended, as above.)
     #[error("{reason}")]
     Refused { reason: String },
+    /// Not applied: the command needs the partition's log at engine version `required`,
+    /// and the cluster still runs `current` because a broker does not support `required`
+    /// yet (a rolling upgrade in progress). (Appended, as above.)
+    #[error(
+        "the command needs engine version {required}, and the cluster runs engine version \
+         {current}: it rises once every broker runs a release that supports it (finish the \
+         rolling upgrade)"
+    )]
+    EngineVersionTooLow { required: u32, current: u32 },
 }
 
 /// The role of a broker for one partition, as it reports it.

@@ -13,6 +13,7 @@ mod record;
 pub mod tags;
 pub mod value;
 mod value_types;
+pub mod version;
 
 pub use codec::CodecError;
 pub use command::{

@@ -54,6 +54,9 @@ pub struct TransportConfig {
     /// Mutual TLS on every connection, both ways (`cluster.tls.*`); `None`: plain TCP.
     /// All members of a cluster have it or none: a plain peer and a TLS one cannot talk.
     pub tls: Option<rill_tls::ClusterTls>,
+    /// What this node announces in the version handshake on every connection (its
+    /// release, wire and engine versions); peers it is not compatible with are refused.
+    pub announcement: rill_protocol::version::Announcement,
 }
 
 impl TransportConfig {
@@ -78,6 +81,7 @@ impl TransportConfig {
             shutdown_grace: Duration::from_secs(1),
             metrics_name: "internal".to_owned(),
             tls: None,
+            announcement: rill_protocol::version::Announcement::this_build(),
         }
     }
 

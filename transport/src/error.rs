@@ -61,6 +61,11 @@ pub enum TransportError {
     #[error("peer speaks transport protocol version {theirs}, this node speaks {ours}")]
     VersionMismatch { theirs: u8, ours: u8 },
 
+    /// The version handshake found the peer too old or too new to talk to; `reason`
+    /// names both sides' versions.
+    #[error("{reason}")]
+    Incompatible { reason: String },
+
     #[error("invalid frame: {reason}")]
     InvalidFrame { reason: String },
 

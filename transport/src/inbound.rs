@@ -20,7 +20,7 @@ use crate::metrics::{Direction, GaugeGuard};
 use crate::stream::{Reader, WriteHalf, reader, split_any, split_tcp};
 use crate::transport::{Shared, duplicate_node_id};
 use crate::writer::write_frames;
-use crate::{Result, TransportError};
+use crate::{Result, ServiceId, TransportError};
 
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
@@ -275,6 +275,9 @@ async fn read_requests(
     shared: &Arc<Shared>,
 ) {
     let metrics = &shared.metrics;
+    // Whether the peer has announced its versions (or shown it is a build before the
+    // handshake by sending something else first).
+    let mut announced = false;
     loop {
         let limit = shared.config.keepalive_timeout;
         let next = tokio::select! {
@@ -307,6 +310,21 @@ async fn read_requests(
             metrics.invalid_frames.inc();
             warn!(%remote, node = %from, kind = ?request.kind, "protocol violation; closing");
             return;
+        }
+        if request.service == ServiceId::VERSION {
+            announced = true;
+            let (answer, keep) = crate::version::answer(shared, from, &request);
+            // A refusal goes out before the connection closes.
+            if responses.send(answer).await.is_err() || !keep {
+                return;
+            }
+            continue;
+        }
+        if !announced {
+            announced = true;
+            if crate::version::judge_legacy(shared, from).is_err() {
+                return;
+            }
         }
         let slot = tokio::select! {
             biased;

@@ -15,6 +15,7 @@ mod outbound;
 mod service;
 mod stream;
 mod transport;
+mod version;
 mod writer;
 
 pub use config::TransportConfig;

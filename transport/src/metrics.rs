@@ -33,6 +33,11 @@ const INVALID_FRAMES: (&str, &str) = (
     "rill_transport_invalid_frames_total",
     "Connections closed because a peer sent a garbage, oversized or truncated frame.",
 );
+const INCOMPATIBLE_PEERS: (&str, &str) = (
+    "rill_transport_incompatible_peers_total",
+    "Connections refused by the version handshake: the peer runs a Rill release too old \
+     or too new to talk to (both versions are in the log line).",
+);
 const DIRECTION: &str = "direction";
 
 /// Counters of one transport instance; every metric carries a `transport` label.
@@ -49,6 +54,7 @@ pub struct TransportMetrics {
     connections_open: IntGaugeVec,
     pub(crate) connect_failures: IntCounter,
     pub(crate) invalid_frames: IntCounter,
+    pub(crate) incompatible_peers: IntCounter,
 }
 
 /// A point-in-time copy of the counters, for tests and logs.
@@ -67,6 +73,7 @@ pub struct TransportStats {
     pub inbound_connections_open: i64,
     pub connect_failures: u64,
     pub invalid_frames: u64,
+    pub incompatible_peers: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -101,6 +108,7 @@ impl TransportMetrics {
             connections_open: IntGaugeVec::new(opts(CONNECTIONS_OPEN), &[DIRECTION])?,
             connect_failures: IntCounter::with_opts(opts(CONNECT_FAILURES))?,
             invalid_frames: IntCounter::with_opts(opts(INVALID_FRAMES))?,
+            incompatible_peers: IntCounter::with_opts(opts(INCOMPATIBLE_PEERS))?,
         })
     }
 
@@ -117,6 +125,7 @@ impl TransportMetrics {
         registry.register(Box::new(self.connections_open.clone()))?;
         registry.register(Box::new(self.connect_failures.clone()))?;
         registry.register(Box::new(self.invalid_frames.clone()))?;
+        registry.register(Box::new(self.incompatible_peers.clone()))?;
         Ok(())
     }
 
@@ -141,6 +150,7 @@ impl TransportMetrics {
             inbound_connections_open: open(Direction::Inbound),
             connect_failures: self.connect_failures.get(),
             invalid_frames: self.invalid_frames.get(),
+            incompatible_peers: self.incompatible_peers.get(),
         }
     }
 

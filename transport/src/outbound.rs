@@ -393,6 +393,7 @@ pub(crate) async fn connect(
         let node = handshake(&mut reader, &mut writer, shared, expected)
             .await
             .map_err(|e| format!("handshake failed: {e}"))?;
+        exchange_versions(&mut reader, &mut writer, shared, node).await?;
         Ok((reader, writer, node))
     };
     let limit = shared.config.connect_timeout;
@@ -454,6 +455,39 @@ async fn handshake(
         kind => Err(TransportError::InvalidFrame {
             reason: format!("expected a hello reply (protocol {PROTOCOL_VERSION}), got {kind:?}"),
         }),
+    }
+}
+
+/// The version handshake after the hello (see `crate::version`): `Err` is why the two
+/// do not talk (logged already), or why the exchange failed.
+async fn exchange_versions(
+    reader: &mut Reader,
+    writer: &mut WriteHalf,
+    shared: &Shared,
+    node: NodeId,
+) -> std::result::Result<(), String> {
+    let failed = |e: &dyn std::fmt::Display| format!("version handshake failed: {e}");
+    let mut buf = BytesMut::new();
+    crate::version::request(shared).encode(&mut buf);
+    writer.write_all(&buf).await.map_err(|e| failed(&e))?;
+    writer.flush().await.map_err(|e| failed(&e))?;
+    shared.metrics.control_frame_sent(buf.len());
+    loop {
+        let frame = match reader.next().await {
+            Some(Ok(frame)) => frame,
+            Some(Err(error)) => return Err(failed(&error)),
+            None => return Err(failed(&"the peer closed the connection")),
+        };
+        shared.metrics.frame_received(frame.wire_len());
+        match frame.kind {
+            FrameKind::Heartbeat => continue,
+            FrameKind::Response | FrameKind::Failure
+                if frame.request_id == crate::version::VERSION_REQUEST_ID =>
+            {
+                return crate::version::read_answer(shared, node, frame.kind, &frame.payload);
+            }
+            kind => return Err(failed(&format!("unexpected {kind:?} frame"))),
+        }
     }
 }
 

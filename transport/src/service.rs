@@ -27,6 +27,10 @@ impl ServiceId {
     pub const JOBS_AVAILABLE: ServiceId = ServiceId(19);
     /// The cluster configuration between brokers: a broker asks a peer for a newer one.
     pub const CLUSTER: ServiceId = ServiceId(20);
+    /// The version handshake: the request and its response carry each side's
+    /// [`Announcement`](rill_protocol::version::Announcement). Served by the transport
+    /// itself, never by a handler; a build before it answers "unknown service".
+    pub const VERSION: ServiceId = ServiceId(21);
 
     pub const fn get(self) -> u16 {
         self.0
@@ -44,6 +48,7 @@ impl ServiceId {
             ServiceId::PARTITION_SEND => "partition-send",
             ServiceId::JOBS_AVAILABLE => "jobs-available",
             ServiceId::CLUSTER => "cluster",
+            ServiceId::VERSION => "version",
             _ => return None,
         })
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::RwLock;
+use rill_protocol::version::{Announcement, REFUSAL_PREFIX};
 use rill_protocol::{NodeId, PartitionId};
 use tokio::net::TcpListener;
 use tokio::runtime::Handle;
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     /// The address configured for each peer (see [`Transport::set_peer`]), so a peer
     /// that connects from elsewhere can be noticed.
     pub peer_addrs: RwLock<HashMap<NodeId, SocketAddr>>,
+    /// What each peer announced in its latest version handshake (either direction).
+    pub peer_versions: RwLock<HashMap<NodeId, Announcement>>,
 }
 
 impl Shared {
@@ -54,6 +57,7 @@ impl Shared {
             runtime: Handle::current(),
             instance: instance_id(),
             peer_addrs: RwLock::new(HashMap::new()),
+            peer_versions: RwLock::new(HashMap::new()),
         }
     }
 }
@@ -209,6 +213,51 @@ impl Transport {
         match connect(&shared, None, addr).await {
             Ok((_reader, _writer, node)) => Ok(node),
             Err(reason) => Err(TransportError::Probe { addr, reason }),
+        }
+    }
+
+    /// What `node` announced in its latest version handshake with this node (on a
+    /// connection either side opened), if it has connected since this transport started.
+    pub fn peer_version(&self, node: NodeId) -> Option<Announcement> {
+        self.inner.shared.peer_versions.read().get(&node).cloned()
+    }
+
+    /// What every peer announced, by node id.
+    pub fn peer_versions(&self) -> HashMap<NodeId, Announcement> {
+        self.inner.shared.peer_versions.read().clone()
+    }
+
+    /// What this node announces.
+    pub fn announcement(&self) -> &Announcement {
+        &self.inner.shared.config.announcement
+    }
+
+    /// Asks `node` for its versions now (connecting first if need be), and records the
+    /// answer. [`TransportError::Incompatible`] when the two do not talk.
+    pub async fn announce(&self, node: NodeId, timeout: Duration) -> Result<Announcement> {
+        let ours = Bytes::from(self.inner.shared.config.announcement.encode());
+        let shared = &self.inner.shared;
+        match self
+            .request(node, ServiceId::VERSION, PartitionId(0), ours, timeout)
+            .await
+        {
+            Ok(answer) => {
+                let theirs = Announcement::decode(&answer)
+                    .map_err(|reason| TransportError::InvalidFrame { reason })?;
+                crate::version::judge(shared, node, theirs.clone())
+                    .map_err(|reason| TransportError::Incompatible { reason })?;
+                Ok(theirs)
+            }
+            Err(TransportError::Remote(message)) if message.starts_with(REFUSAL_PREFIX) => {
+                Err(TransportError::Incompatible { reason: message })
+            }
+            // A build before the handshake does not know the service.
+            Err(TransportError::Remote(_)) => {
+                crate::version::judge_legacy(shared, node)
+                    .map_err(|reason| TransportError::Incompatible { reason })?;
+                Ok(Announcement::legacy())
+            }
+            Err(error) => Err(error),
         }
     }
 

@@ -163,8 +163,8 @@ async fn thousands_of_concurrent_requests_share_one_connection() {
         "{server_stats:?}"
     );
     assert_eq!(
-        client_stats.frames_sent, 5001,
-        "5000 requests and the hello"
+        client_stats.frames_sent, 5002,
+        "5000 requests, the hello and the version request"
     );
     assert_eq!(client_stats.requests_in_flight, 0);
     assert!(
@@ -1100,7 +1100,8 @@ fn keepalive(mut config: TransportConfig) -> TransportConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_goes_silent_after_the_handshake_is_dropped_by_the_keepalive() {
-    // Completes the handshake as node 1, then reads and ignores everything.
+    // Completes the handshake as node 1 (answering the version request as a build before
+    // the version handshake does), then reads and ignores everything.
     let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let silent_addr = silent.local_addr().expect("addr");
     let hung = tokio::spawn(async move {
@@ -1113,6 +1114,18 @@ async fn a_peer_that_goes_silent_after_the_handshake_is_dropped_by_the_keepalive
             .write_all(&raw_frame(1, 2, 0, &ack))
             .await
             .expect("ack");
+        let mut header = [0u8; 24];
+        stream
+            .read_exact(&mut header)
+            .await
+            .expect("version request");
+        let len = u32::from_be_bytes(header[16..20].try_into().expect("4 bytes"));
+        let mut payload = vec![0u8; len as usize];
+        stream.read_exact(&mut payload).await.expect("announcement");
+        stream
+            .write_all(&raw_frame(1, 6, 0, b"unknown service service-21"))
+            .await
+            .expect("failure");
         let mut sink = Vec::new();
         let _ = stream.read_to_end(&mut sink).await;
     });

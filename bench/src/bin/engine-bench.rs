@@ -103,7 +103,7 @@ impl Driver {
             partition_count: 1,
             position: Position(self.position),
             timestamp: Timestamp(self.now),
-            engine_version: 1,
+            engine_version: rill_protocol::version::ENGINE_VERSION_2,
             request: None,
             message_partition_count: 1,
             limits: Default::default(),

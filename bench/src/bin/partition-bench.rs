@@ -89,6 +89,7 @@ async fn run(
             partition_count: 1,
             message_partition_count: 1,
             cluster_partition_count: None,
+            cluster_engine_version: None,
             node_id: NodeId(i),
             members: members.clone(),
             preferred_leader: None,

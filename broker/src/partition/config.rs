@@ -26,6 +26,11 @@ pub struct PartitionConfig {
     /// The partition count the cluster configuration gives, as it changes: a leader
     /// whose state has a lower one proposes it (`CoreCommand::PartitionCount`).
     pub cluster_partition_count: Option<Arc<std::sync::atomic::AtomicU16>>,
+    /// The highest engine version every broker of the cluster announced it applies (0
+    /// while one has not announced itself), kept by the node: a leader whose state has
+    /// a lower one raises it (`CoreCommand::RaiseEngineVersion`). `None`: no other
+    /// broker to wait for, the build's own.
+    pub cluster_engine_version: Option<Arc<std::sync::atomic::AtomicU32>>,
     /// This node.
     pub node_id: NodeId,
     /// The replicas (including this node) and their internal addresses.
@@ -80,6 +85,7 @@ impl PartitionConfig {
             partition_count: config.cluster.partitions_count,
             message_partition_count: config.cluster.partitions_count,
             cluster_partition_count: None,
+            cluster_engine_version: None,
             node_id,
             members,
             preferred_leader: crate::node::replicas_of(

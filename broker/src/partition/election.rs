@@ -388,6 +388,7 @@ mod tests {
             partition_count: 1,
             message_partition_count: 1,
             cluster_partition_count: None,
+            cluster_engine_version: None,
             node_id: NodeId(node),
             members: members
                 .iter()

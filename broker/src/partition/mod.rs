@@ -93,6 +93,8 @@ pub struct PartitionStatus {
     pub applied_index: u64,
     /// Position of the last record written.
     pub last_position: Position,
+    /// The partition's replicated engine version (what may be written to its log).
+    pub engine_version: u32,
     /// Every exporter has the records up to here (replicated; the export backlog is
     /// `last_position - exported`).
     pub exported: Position,
@@ -201,6 +203,7 @@ impl<E: Engine> Partition<E> {
             term: Term::ZERO,
             applied_index: 0,
             last_position: Position::ZERO,
+            engine_version: crate::INITIAL_ENGINE_VERSION,
             exported: Position::ZERO,
             healthy: true,
             inflight: 0,

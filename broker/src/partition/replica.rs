@@ -30,7 +30,8 @@ use crate::flow_control::{RequestLimiter, WriteRateLimiter};
 use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
 use crate::state::{
-    Cursor, RocksState, cluster_configuration, exported_floor, latest_checkpoint,
+    Cursor, RocksState, check_data_format, cluster_configuration, exported_floor,
+    latest_checkpoint,
     partition_count as stored_partition_count, read_records,
 };
 
@@ -76,6 +77,8 @@ pub(crate) struct Replica<E: Engine> {
     partition_count: u16,
     /// When this leader proposed a higher partition count not yet applied.
     partition_count_proposed: Option<Instant>,
+    /// When this leader proposed a higher engine version not yet applied.
+    engine_version_proposed: Option<(Instant, Term)>,
     snapshots: Snapshots,
     /// When the leader next looks for history entries past `history.retention`.
     next_history_expiry: Instant,
@@ -101,6 +104,26 @@ impl<E: Engine> Replica<E> {
     ) -> std::result::Result<Replica<E>, ractor::ActorProcessingErr> {
         let state = args.storage.state.clone();
         let cursor = Cursor::load(&RocksState::new(&state.current()))?;
+        let what = format!(
+            "the state of partition {} in {}",
+            args.config.partition_id,
+            args.config.directory.display()
+        );
+        check_data_format(&RocksState::new(&state.current()), &what)?;
+        let supported = rill_protocol::version::supported_engine_versions();
+        if cursor.engine_version > supported.max {
+            // A downgrade below the engine version the cluster rose to.
+            return Err(format!(
+                "partition {}: its state is at engine version {}, and this broker (Rill {}) \
+                 applies engine versions {supported}: a broker cannot go back to a release \
+                 before the engine version rose; run a release that supports engine version {}",
+                args.config.partition_id,
+                cursor.engine_version,
+                rill_protocol::BROKER_VERSION,
+                cursor.engine_version
+            )
+            .into());
+        }
         let applied_index = state.applied_state()?.0.map_or(0, |id| id.index);
         let exported = exported_floor(&state.current(), &cursor)?;
         let partition_count = stored_partition_count(&RocksState::new(&state.current()))?
@@ -108,6 +131,7 @@ impl<E: Engine> Replica<E> {
         let checkpoint_id = stored_checkpoint_id(&state.current())?;
         let metrics = args.env.metrics.partition(args.config.partition_id.get());
         metrics.last_position.set(cursor.last_position.get() as i64);
+        metrics.engine_version.set(i64::from(cursor.engine_version));
         metrics
             .export_backlog
             .set(cursor.last_position.get().saturating_sub(exported.get()) as i64);
@@ -157,6 +181,7 @@ impl<E: Engine> Replica<E> {
             exported,
             partition_count,
             partition_count_proposed: None,
+            engine_version_proposed: None,
             snapshots: Snapshots::new(),
             next_history_expiry: Instant::now(),
             history_expiry_proposed: None,
@@ -220,6 +245,11 @@ impl<E: Engine> Replica<E> {
             let _ = reply.send(Err(self.refusal()));
             return;
         };
+        if let Err(refused) = self.engine_version_allows(E::required_engine_version(&command)) {
+            self.metrics.dropped.inc();
+            let _ = reply.send(Err(refused));
+            return;
+        }
         // A delivered command always goes through the log, after the checkpoint it carries.
         if carried_checkpoint.is_none()
             && let Some(response) = self.answer_from_state(&command)
@@ -300,6 +330,27 @@ impl<E: Engine> Replica<E> {
             }
             leader.propose(&self.config, &mut self.requests, &mut self.last_proposed);
         }
+    }
+
+    /// Refuses what needs a higher engine version than the partition's log is at, or
+    /// will be at once the raise this leader queues ahead of it is applied: a replica of
+    /// an older release could not read it (docs/decisions/versions.md). A raise the
+    /// cluster allows goes into the log ahead of any command, so that a command sent
+    /// right after a start is applied under the version the cluster runs.
+    fn engine_version_allows(&mut self, required: u32) -> Result<()> {
+        let current = self.cursor.engine_version;
+        let raisable = self.raisable_engine_version();
+        if raisable > current {
+            self.propose_engine_version(Instant::now(), true);
+        }
+        if required > current.max(raisable) {
+            return Err(Error::EngineVersionTooLow {
+                partition: self.partition(),
+                required,
+                current,
+            });
+        }
+        Ok(())
     }
 
     /// Why the disk refuses the command, if it does: while a disk write fails, every
@@ -391,6 +442,11 @@ impl<E: Engine> Replica<E> {
     ) {
         if !self.leadership.is_leader() {
             let _ = reply.send(Err(self.refusal()));
+            return;
+        }
+        let checkpoint = CoreCommand::Checkpoint { backup_id };
+        if let Err(refused) = self.engine_version_allows(checkpoint.required_engine_version()) {
+            let _ = reply.send(Err(refused));
             return;
         }
         self.pending_checkpoints.push((backup_id, reply));
@@ -501,6 +557,16 @@ impl<E: Engine> Replica<E> {
                 },
             );
         }
+        if let Some(version) = applied.engine_version {
+            tracing::info!(
+                version,
+                "engine version raised to {version}: commands that need it are taken from now on"
+            );
+            self.engine_version_proposed = None;
+        }
+        self.metrics
+            .engine_version
+            .set(i64::from(self.cursor.engine_version));
         if let Some(count) = applied.partition_count {
             tracing::info!(count, "partition count raised");
             self.partition_count = count;
@@ -808,6 +874,15 @@ impl<E: Engine> Replica<E> {
     /// The state database was replaced by a snapshot.
     pub(super) fn reload_after_snapshot(&mut self) -> rill_raft::Result<()> {
         let db = self.state.current();
+        let what = format!(
+            "the snapshot of partition {} installed from the leader",
+            self.partition()
+        );
+        if let Err(reason) = check_data_format(&RocksState::new(&db), &what) {
+            tracing::error!(%reason, "partition stopped");
+            self.fail(reason.clone());
+            return Err(rill_raft::Error::Handler(reason));
+        }
         self.cursor = Cursor::load(&RocksState::new(&db))
             .map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
         self.applied_index = db.applied_state()?.0.map_or(0, |id| id.index);
@@ -821,6 +896,9 @@ impl<E: Engine> Replica<E> {
         self.checkpoint_id =
             stored_checkpoint_id(&db).map_err(|e| rill_raft::Error::Handler(e.to_string()))?;
         self.update_position_metrics();
+        self.metrics
+            .engine_version
+            .set(i64::from(self.cursor.engine_version));
         self.engine.reset_caches();
         self.offer_stored_cluster_configuration();
         self.requests.snapshot_installed(self.applied_index);
@@ -863,6 +941,7 @@ impl<E: Engine> Replica<E> {
             term: self.view.term,
             applied_index: self.applied_index,
             last_position: self.cursor.last_position,
+            engine_version: self.cursor.engine_version,
             exported: self.exported,
             healthy: self.requests.failure().is_none() && !write_failing,
             inflight: limiter.inflight(),

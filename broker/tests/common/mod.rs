@@ -26,6 +26,7 @@ pub fn test_config(
         partition_count: 1,
         message_partition_count: 1,
         cluster_partition_count: None,
+        cluster_engine_version: None,
         node_id: node,
         members,
         preferred_leader: None,

@@ -63,6 +63,8 @@ pub struct RillProcess {
     host: String,
     /// What runs `rill` (e.g. `ip netns exec NAME`); empty: started directly.
     launcher: Vec<String>,
+    /// Environment variables set for the process (from its next start on).
+    pub env: Vec<(String, String)>,
 }
 
 impl RillProcess {
@@ -92,6 +94,7 @@ impl RillProcess {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             host: "127.0.0.1".to_owned(),
             launcher: Vec::new(),
+            env: Vec::new(),
         }
     }
 
@@ -179,6 +182,7 @@ impl RillProcess {
         for option in &self.extra {
             command.args(["--set", option]);
         }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
         self.child = Some(command.spawn().expect("start rill standalone"));
     }
 

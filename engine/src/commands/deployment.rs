@@ -210,6 +210,57 @@ fn deployment_bound_form(task: &UserTaskDefinition) -> Option<&str> {
     }
 }
 
+/// What a model needs of the partition's engine version, with the element that needs
+/// it: ad-hoc subprocesses and canceling task listeners came after the first release,
+/// whose replicas refuse them at deploy (docs/decisions/versions.md).
+fn engine_version_needed(model: &ProcessModel) -> Option<(u32, String)> {
+    use rill_protocol::version::ENGINE_VERSION_2;
+    model
+        .elements
+        .iter()
+        .find_map(|element| match &element.kind {
+            ElementKind::AdHocSubProcess(_) => Some((
+                ENGINE_VERSION_2,
+                format!("the ad-hoc subprocess '{}'", element.id),
+            )),
+            ElementKind::UserTask(task) => match task.as_ref() {
+                UserTaskDefinition::Camunda(task) if !task.listeners.canceling.is_empty() => {
+                    Some((
+                        ENGINE_VERSION_2,
+                        format!("the canceling task listener of user task '{}'", element.id),
+                    ))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+}
+
+/// Refuses a deployment whose models need a higher engine version than the partition
+/// runs: every replica, whatever its release, then rejects it alike.
+fn check_engine_version(
+    engine_version: u32,
+    parsed: &[ParsedResource],
+) -> std::result::Result<(), Rejection> {
+    for resource in parsed {
+        for model in &resource.processes {
+            if let Some((required, what)) = engine_version_needed(model)
+                && required > engine_version.max(1)
+            {
+                return Err(Rejection::invalid_state(format!(
+                    "Expected to deploy process '{}', but {what} needs engine version \
+                     {required}, and the cluster runs engine version {}: it rises once \
+                     every broker runs a release that supports it (finish the rolling \
+                     upgrade)",
+                    model.bpmn_process_id,
+                    engine_version.max(1)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<()> {
     let mut record = DeploymentRecord {
         resources: resources
@@ -243,6 +294,10 @@ pub(super) fn deploy(p: &mut Processing<'_>, resources: &[Resource]) -> Result<(
         return Ok(());
     }
     if let Err(rejection) = check_deployment_bindings(&parsed, &decisions, &forms) {
+        p.reject(Key::NONE, Intent::Create, record, rejection);
+        return Ok(());
+    }
+    if let Err(rejection) = check_engine_version(p.ctx.engine_version, &parsed) {
         p.reject(Key::NONE, Intent::Create, record, rejection);
         return Ok(());
     }

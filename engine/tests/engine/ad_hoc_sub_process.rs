@@ -764,3 +764,30 @@ fn input_mappings_feed_the_collection_and_output_mappings_read_the_outputs() {
     assert!(variables.get("answer").is_none(), "{variables}");
     rule.assert_replay_matches();
 }
+
+/// Under engine version 1 (a cluster with a broker of the first release, which refuses
+/// ad-hoc subprocesses at deploy) every replica refuses the deployment alike, naming
+/// the element and the engine version it needs; under 2 it deploys.
+#[test]
+fn an_ad_hoc_subprocess_needs_engine_version_2() {
+    let mut rule = EngineRule::new();
+    rule.engine_version = rill_protocol::version::ENGINE_VERSION_1;
+    let outcome = rule.deploy(&[("test.bpmn", CAUGHT.as_bytes().to_vec())]);
+    let (kind, reason) = rejection_of(&outcome);
+    assert_eq!(kind, rill_protocol::RejectionType::InvalidState);
+    assert!(
+        reason.contains("the ad-hoc subprocess 'work' needs engine version 2")
+            && reason.contains("runs engine version 1"),
+        "{reason}"
+    );
+    assert!(
+        !rule
+            .records()
+            .of_type(rill_protocol::ValueType::Process)
+            .exists()
+    );
+
+    rule.engine_version = rill_protocol::version::ENGINE_VERSION_2;
+    let outcome = rule.deploy_xml(CAUGHT);
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}

@@ -858,3 +858,20 @@ fn the_instance_ends_only_when_every_held_up_task_is_canceled() {
     assert_eq!(state(&mut rule, instance), ProcessInstanceState::Terminated);
     rule.assert_replay_matches();
 }
+
+/// Canceling listeners came after the first release: under engine version 1 the
+/// deployment is refused, naming the task.
+#[test]
+fn canceling_listeners_need_engine_version_2() {
+    let mut rule = EngineRule::new();
+    rule.engine_version = rill_protocol::version::ENGINE_VERSION_1;
+    let outcome = rule.deploy(&[("test.bpmn", simple(&["on-cancel"]).into_bytes())]);
+    let (_, reason) = rejection_of(&outcome);
+    assert!(
+        reason.contains("the canceling task listener of user task 'Review' needs engine version 2"),
+        "{reason}"
+    );
+    // A user task without one deploys under engine version 1.
+    let outcome = rule.deploy_xml(&simple(&[]));
+    assert!(!outcome.is_rejected(), "{:?}", outcome.response);
+}

@@ -63,8 +63,9 @@ impl Outcome {
     }
 }
 
-/// The replicated engine version the rule processes and replays under.
-pub const ENGINE_VERSION: u32 = 1;
+/// The replicated engine version the rule processes and replays under, unless a test
+/// sets [`EngineRule::engine_version`]: everything this build writes.
+pub const ENGINE_VERSION: u32 = rill_protocol::version::ENGINE_VERSION_2;
 
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -88,6 +89,8 @@ pub struct EngineRule {
     pub limits: CommandLimits,
     /// The partition's history store, fed with every record: what the reads answer from.
     pub history: MemoryHistory,
+    /// The replicated engine version commands are processed under.
+    pub engine_version: u32,
 }
 
 impl Default for EngineRule {
@@ -109,6 +112,7 @@ impl EngineRule {
             log: Vec::new(),
             limits: CommandLimits::default(),
             history: MemoryHistory::new(),
+            engine_version: ENGINE_VERSION,
         }
     }
 
@@ -139,7 +143,7 @@ impl EngineRule {
             partition_count: self.partition_count,
             position: Position(self.position + 1),
             timestamp: Timestamp(self.now),
-            engine_version: ENGINE_VERSION,
+            engine_version: self.engine_version,
             request,
             message_partition_count: self.partition_count,
             limits: self.limits,
@@ -544,7 +548,7 @@ impl EngineRule {
         let mut engine = BpmnEngine::default();
         for (_, record) in &self.log {
             engine
-                .apply_record(&mut replayed, record, ENGINE_VERSION)
+                .apply_record(&mut replayed, record, self.engine_version)
                 .expect("replay");
         }
         let live = without_key_counter(&self.state);

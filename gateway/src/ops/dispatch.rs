@@ -297,6 +297,14 @@ fn accepted(
     match result {
         Ok(CommandResponse::Accepted { key, value, .. }) => Ok(Accepted { key, value }),
         Ok(CommandResponse::Rejected(rejection)) => Err(ClientError::rejected(command, &rejection)),
+        // Refused before the log, as the engine would reject a command in the wrong state.
+        Err(error @ rill_client::Error::EngineVersionTooLow { .. }) => Err(ClientError::rejected(
+            command,
+            &rill_protocol::Rejection::new(
+                rill_protocol::RejectionType::InvalidState,
+                error.to_string(),
+            ),
+        )),
         Err(error) => Err(ClientError::from(error)),
     }
 }

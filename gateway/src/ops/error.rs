@@ -264,6 +264,9 @@ impl From<rill_client::Error> for ClientError {
             rill_client::Error::HistoryDisabled { partition } => {
                 ClientError::HistoryDisabled { partition }
             }
+            error @ rill_client::Error::EngineVersionTooLow { .. } => ClientError::Unavailable {
+                detail: error.to_string(),
+            },
             rill_client::Error::Shutdown => ClientError::Unavailable {
                 detail: "The node is shutting down".to_owned(),
             },

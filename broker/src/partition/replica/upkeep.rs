@@ -32,6 +32,7 @@ impl<E: Engine> Replica<E> {
         }
         self.propose_history_expiry(now);
         self.propose_partition_count(now);
+        self.propose_engine_version(now, false);
         if !self.config.snapshot_period.is_zero()
             && self
                 .snapshots
@@ -57,6 +58,11 @@ impl<E: Engine> Replica<E> {
         let settings = self.config.history;
         if !settings.enabled || now < self.next_history_expiry || self.leadership.leader().is_none()
         {
+            return;
+        }
+        // A replica of the first release could not read it.
+        let expiry = CoreCommand::ExpireHistory { before: 0 };
+        if self.cursor.engine_version < expiry.required_engine_version() {
             return;
         }
         // A proposal lost with a leader change is never applied: retry after a while.
@@ -101,6 +107,50 @@ impl<E: Engine> Replica<E> {
         }
         self.partition_count_proposed = Some(now);
         self.propose_own(QueuedCommand::Core(CoreCommand::PartitionCount { count }));
+    }
+
+    /// The engine version the partition's log may be raised to now: the highest that
+    /// every broker of the cluster announced it applies, and this build does.
+    pub(super) fn raisable_engine_version(&self) -> u32 {
+        let supported = rill_protocol::version::supported_engine_versions().max;
+        match &self.config.cluster_engine_version {
+            Some(cluster) => cluster
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .min(supported),
+            None => supported,
+        }
+    }
+
+    /// On the leader: once every broker of the cluster announced that it applies a
+    /// higher engine version than the partition's state holds (and this build does),
+    /// proposes it: on the tick (again after a while if it was lost with a leader
+    /// change), or at once (`ahead_of_a_command`, once per leadership) so that the raise
+    /// goes into the log before a command that arrives meanwhile.
+    pub(super) fn propose_engine_version(&mut self, now: Instant, ahead_of_a_command: bool) {
+        let version = self.raisable_engine_version();
+        let current = self.cursor.engine_version;
+        let Some(term) = self.leadership.term() else {
+            return;
+        };
+        let proposed = self.engine_version_proposed;
+        let pending = if ahead_of_a_command {
+            proposed.is_some_and(|(_, in_term)| in_term == term)
+        } else {
+            proposed.is_some_and(|(at, _)| now.duration_since(at) < EXPIRY_RETRY)
+        };
+        if version <= current || pending {
+            return;
+        }
+        tracing::info!(
+            from = current,
+            to = version,
+            "every broker of the cluster applies engine version {version}: raising the \
+             partition's engine version from {current}"
+        );
+        self.engine_version_proposed = Some((now, term));
+        self.propose_own(QueuedCommand::Core(CoreCommand::RaiseEngineVersion {
+            version,
+        }));
     }
 
     /// `commands` `ExpireHistory` commands were applied and removed `removed` entries:

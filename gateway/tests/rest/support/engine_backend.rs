@@ -142,7 +142,7 @@ impl EngineBackend {
             partition_count: self.partitions.len() as u16,
             position: Position(part.position),
             timestamp: self.now(),
-            engine_version: 1,
+            engine_version: rill_protocol::version::ENGINE_VERSION_2,
             request,
             message_partition_count: self.partitions.len() as u16,
             limits: Default::default(),
