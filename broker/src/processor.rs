@@ -168,6 +168,9 @@ pub(crate) fn apply_batch<E: Engine>(
             // before anything of the batch is written, rather than diverge.
             let required = match &item {
                 Item::Engine(_, command) => E::required_engine_version(command),
+                // Written only after a backup checkpoint, which needs version 2.
+                Item::AfterCheckpoint { command, .. } => E::required_engine_version(command)
+                    .max(rill_protocol::version::ENGINE_VERSION_2),
                 Item::Core(CoreCommand::RaiseEngineVersion { version }) => *version,
                 Item::Core(command) => command.required_engine_version(),
             };

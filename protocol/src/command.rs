@@ -959,7 +959,10 @@ mod tests {
             .find(|command| matches!(command, Command::CreateProcessInstance(_)))
             .expect("a create");
         assert_eq!(plain.required_engine_version(), 1);
-        assert_eq!(plain.clone().referenced(Some(3)).required_engine_version(), 2);
+        assert_eq!(
+            plain.clone().referenced(Some(3)).required_engine_version(),
+            2
+        );
         let carried = every_command()
             .into_iter()
             .find_map(|(command, ..)| match command {
@@ -973,7 +976,10 @@ mod tests {
             Command::FromPartition(carried)
         };
         assert_eq!(distributed(ValueType::User).required_engine_version(), 2);
-        assert_eq!(distributed(ValueType::Deployment).required_engine_version(), 1);
+        assert_eq!(
+            distributed(ValueType::Deployment).required_engine_version(),
+            1
+        );
     }
 
     #[test]

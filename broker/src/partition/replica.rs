@@ -31,8 +31,7 @@ use crate::metrics::{self, PartitionMetrics};
 use crate::processor::{PartitionInfo, apply_batch};
 use crate::state::{
     Cursor, RocksState, check_data_format, cluster_configuration, exported_floor,
-    latest_checkpoint,
-    partition_count as stored_partition_count, read_records,
+    latest_checkpoint, partition_count as stored_partition_count, read_records,
 };
 
 /// The latest checkpoint id in `db`'s state (0: none).
