@@ -358,29 +358,7 @@ fn a_restored_cluster_of_three_brokers_holds_what_was_acknowledged_before_the_ch
         ]);
         assert!(ok && out.contains("backup 11: COMPLETED"), "{out}");
 
-        for node in &mut brokers.nodes {
-            assert!(node.terminate(Duration::from_secs(30)));
-        }
-        for (i, node) in brokers.nodes.iter().enumerate() {
-            std::fs::remove_dir_all(&node.data_dir).unwrap();
-            let mut args = vec![
-                "restore".to_owned(),
-                "--backup-id".to_owned(),
-                "11".to_owned(),
-                "--data-dir".to_owned(),
-                node.data_dir.display().to_string(),
-            ];
-            for option in &brokers.options[i] {
-                args.push("--set".to_owned());
-                args.push(option.clone());
-            }
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let (ok, out, err) = rill(&args);
-            assert!(ok, "restore of broker {i} failed: {out}{err}");
-        }
-        for node in &mut brokers.nodes {
-            node.launch();
-        }
+        brokers.restore_all(11);
         brokers.wait_ready(Duration::from_secs(90)).await;
         let api = brokers.api(1);
         for key in &before {
@@ -871,29 +849,7 @@ async fn restore_and_check(
     backup: u64,
     created: &[(String, String)],
 ) {
-    for node in &mut brokers.nodes {
-        assert!(node.terminate(Duration::from_secs(30)));
-    }
-    for (i, node) in brokers.nodes.iter().enumerate() {
-        std::fs::remove_dir_all(&node.data_dir).unwrap();
-        let mut args = vec![
-            "restore".to_owned(),
-            "--backup-id".to_owned(),
-            backup.to_string(),
-            "--data-dir".to_owned(),
-            node.data_dir.display().to_string(),
-        ];
-        for option in &brokers.options[i] {
-            args.push("--set".to_owned());
-            args.push(option.clone());
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (ok, out, err) = rill(&args);
-        assert!(ok, "restore of broker {i} failed: {out}{err}");
-    }
-    for node in &mut brokers.nodes {
-        node.launch();
-    }
+    brokers.restore_all(backup);
     brokers.wait_ready(Duration::from_secs(90)).await;
     let api = brokers.api(0);
 

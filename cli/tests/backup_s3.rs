@@ -617,20 +617,7 @@ fn a_cluster_under_load_backed_up_to_s3_is_restored_from_it() {
         );
         assert!(ok && out.contains("backup 21: COMPLETED"), "{out}");
 
-        for node in &mut brokers.nodes {
-            assert!(node.terminate(Duration::from_secs(30)));
-        }
-        for (i, node) in brokers.nodes.iter().enumerate() {
-            std::fs::remove_dir_all(&node.data_dir).unwrap();
-            let mut args = strings(&["restore", "--backup-id", "21", "--data-dir"]);
-            args.push(node.data_dir.display().to_string());
-            args.extend(as_args(&brokers.options[i]));
-            let (ok, out, err) = rill(&args, &[]);
-            assert!(ok, "restore of broker {i} failed: {out}{err}");
-        }
-        for node in &mut brokers.nodes {
-            node.launch();
-        }
+        brokers.restore_all(21);
         brokers.wait_ready(Duration::from_secs(90)).await;
         let api = brokers.api(2);
         for key in before

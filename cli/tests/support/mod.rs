@@ -517,6 +517,40 @@ pub struct Brokers {
 }
 
 impl Brokers {
+    /// Stops every broker, wipes its data directory, restores backup `backup_id` into it
+    /// with `rill restore` and the broker's own settings, and starts it again (the
+    /// caller waits for readiness).
+    pub fn restore_all(&mut self, backup_id: u64) {
+        for node in &mut self.nodes {
+            assert!(node.terminate(Duration::from_secs(30)));
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            std::fs::remove_dir_all(&node.data_dir).unwrap();
+            let mut command = Command::new(rill_binary());
+            command
+                .args([
+                    "restore",
+                    "--backup-id",
+                    &backup_id.to_string(),
+                    "--data-dir",
+                ])
+                .arg(&node.data_dir);
+            for option in &self.options[i] {
+                command.args(["--set", option]);
+            }
+            let output = command.output().expect("run rill restore");
+            assert!(
+                output.status.success(),
+                "restore of broker {i} failed: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        for node in &mut self.nodes {
+            node.launch();
+        }
+    }
+
     /// Starts `size` brokers with data under `dir`, plus `--set` overrides for all.
     pub fn start(
         dir: &Path,
