@@ -7,6 +7,8 @@
 //! three-letter names. Sunday is 0 or 7. When both day fields are restricted, a day
 //! matching either runs (as classic cron does).
 
+use rill_protocol::civil_from_days;
+
 /// A parsed schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CronSchedule {
@@ -194,26 +196,6 @@ fn parse_field(field: &str, min: u32, max: u32, names: &[&str]) -> Result<u64, S
         }
     }
     Ok(mask)
-}
-
-/// Year, month (1-12) and day (1-31) of a day counted from 1970-01-01 (the proleptic
-/// Gregorian calendar, by eras of 400 years).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

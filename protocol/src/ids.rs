@@ -139,6 +139,27 @@ impl fmt::Display for Term {
     }
 }
 
+/// (year, month 1-12, day 1-31) of a day count since 1970-01-01, in the proleptic
+/// Gregorian calendar: days are counted in 400-year eras of 146,097 days that start on
+/// March 1st, so that a leap day is the last day of its era year.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468; // days from 0000-03-01 to 1970-01-01
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 /// Milliseconds since the Unix epoch. Inside the engine this only ever comes from a log
 /// entry (stamped by the leader), never from the machine clock.
 #[derive(

@@ -29,6 +29,7 @@ pub use command_api::{
 };
 pub use ids::{
     KEY_LOCAL_BITS, Key, MAX_PARTITION_ID, NodeId, PartitionId, Position, Term, Timestamp,
+    civil_from_days,
 };
 pub use json::{Blob, JsonTextError, JsonValue, MAX_JSON_DEPTH};
 pub use query::{IncidentView, ProcessInstanceState, ProcessInstanceView, Query, QueryResult};

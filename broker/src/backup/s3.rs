@@ -12,6 +12,8 @@
 //! small runtime of its own and waits for it, so that it can be called from the
 //! backup's threads, from `spawn_blocking` and from inside the restore's runtime alike.
 
+mod error;
+
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -22,6 +24,7 @@ use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use self::error::{Failure, S3Error, error_of};
 use super::sigv4::{self, Credentials, SignedRequest, uri_encode};
 use super::store::{
     BackupStore, FileSink, MANIFEST, PartitionBackupStatus, PartitionManifest, STATUS,
@@ -772,72 +775,6 @@ impl Inner {
     }
 }
 
-/// A request that failed: what was asked (the operation and `s3://bucket/key`) and how.
-#[derive(Debug)]
-struct S3Error {
-    what: String,
-    failure: Failure,
-    /// S3 or the network failed on its side: worth another try.
-    retry: bool,
-}
-
-#[derive(Debug)]
-enum Failure {
-    NoCredentials,
-    Unreachable(String),
-    Transport(String),
-    /// S3 answered with an error: its HTTP status, error code and message.
-    Answer {
-        status: u16,
-        code: String,
-        message: String,
-    },
-}
-
-impl S3Error {
-    /// S3's error code, `Unreachable` when the endpoint was not reached.
-    fn code(&self) -> &str {
-        match &self.failure {
-            Failure::NoCredentials => "NoCredentials",
-            Failure::Unreachable(_) => "Unreachable",
-            Failure::Transport(_) => "Transport",
-            Failure::Answer { code, .. } => code,
-        }
-    }
-
-    fn is_not_found(&self) -> bool {
-        matches!(&self.failure, Failure::Answer { status: 404, code, .. } if code != "NoSuchBucket")
-    }
-}
-
-impl std::fmt::Display for S3Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = &self.what;
-        match &self.failure {
-            Failure::NoCredentials => write!(f, "{what}: no credentials"),
-            Failure::Unreachable(detail) | Failure::Transport(detail) => {
-                write!(f, "{what}: {detail}")
-            }
-            Failure::Answer {
-                status,
-                code,
-                message,
-            } if message.is_empty() => write!(f, "{what}: {code} ({status})"),
-            Failure::Answer {
-                status,
-                code,
-                message,
-            } => write!(f, "{what}: {code} ({status}): {message}"),
-        }
-    }
-}
-
-impl From<S3Error> for String {
-    fn from(error: S3Error) -> String {
-        error.to_string()
-    }
-}
-
 /// The order a backup's objects are deleted in: statuses, manifests, data.
 fn delete_stage(key: &str) -> u8 {
     if key.ends_with(STATUS) {
@@ -853,24 +790,6 @@ fn child_text(node: roxmltree::Node<'_, '_>, name: &str) -> Option<String> {
     node.children()
         .find(|n| n.is_element() && n.tag_name().name() == name)
         .map(|n| n.text().unwrap_or("").to_owned())
-}
-
-/// S3's `<Error><Code>..</Code><Message>..</Message></Error>`, if the body is one.
-fn error_of(body: &[u8]) -> (String, String) {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return (String::new(), String::new());
-    };
-    let Ok(document) = roxmltree::Document::parse(text) else {
-        return (String::new(), String::new());
-    };
-    let root = document.root_element();
-    if root.tag_name().name() != "Error" {
-        return (String::new(), String::new());
-    }
-    (
-        child_text(root, "Code").unwrap_or_default(),
-        child_text(root, "Message").unwrap_or_default(),
-    )
 }
 
 fn xml_escape(text: &str) -> String {
@@ -1041,88 +960,4 @@ impl std::io::Read for ObjectReader {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(endpoint: Option<&str>, bucket: &str) -> rill_config::S3BackupConfig {
-        rill_config::S3BackupConfig {
-            bucket: Some(bucket.to_owned()),
-            base_path: Some("/cluster-a/".to_owned()),
-            endpoint: endpoint.map(str::to_owned),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn custom_endpoints_are_path_style_and_aws_is_virtual_hosted() {
-        let env = Environment::of(&[("AWS_REGION", "eu-west-1")]);
-        let store =
-            S3Store::from_config(&config(Some("http://127.0.0.1:9000"), "rill"), &env).unwrap();
-        assert_eq!(
-            store.inner.bucket_url.as_str(),
-            "http://127.0.0.1:9000/rill/"
-        );
-        assert_eq!(store.inner.host, "127.0.0.1:9000");
-        assert_eq!(store.inner.region, "eu-west-1");
-        assert_eq!(store.location(), "s3://rill/cluster-a/");
-        assert_eq!(
-            store.part_key(7, 2, STATUS),
-            "cluster-a/7/partition-2/status.json"
-        );
-        let aws = S3Store::from_config(&config(None, "rill"), &env).unwrap();
-        assert_eq!(
-            aws.inner.bucket_url.as_str(),
-            "https://rill.s3.eu-west-1.amazonaws.com/"
-        );
-        assert_eq!(aws.inner.host, "rill.s3.eu-west-1.amazonaws.com");
-        let dotted = S3Store::from_config(&config(None, "a.b"), &Environment::default()).unwrap();
-        assert_eq!(
-            dotted.inner.bucket_url.as_str(),
-            "https://s3.us-east-1.amazonaws.com/a.b/"
-        );
-        let error = S3Store::from_config(&config(Some("ftp://x"), "rill"), &env).unwrap_err();
-        assert!(error.starts_with("backup.s3.endpoint"), "{error}");
-    }
-
-    #[test]
-    fn credentials_come_from_the_settings_else_the_environment() {
-        let env = Environment::of(&[
-            ("AWS_ACCESS_KEY_ID", "from-env"),
-            ("AWS_SECRET_ACCESS_KEY", "env-secret"),
-            ("AWS_SESSION_TOKEN", "token"),
-        ]);
-        let mut settings = config(Some("http://127.0.0.1:9000"), "rill");
-        let store = S3Store::from_config(&settings, &env).unwrap();
-        let credentials = store.inner.credentials.clone().unwrap();
-        assert_eq!(credentials.access_key, "from-env");
-        assert_eq!(credentials.session_token.as_deref(), Some("token"));
-        assert!(!format!("{store:?}").contains("env-secret"));
-        settings.access_key = Some("from-settings".to_owned());
-        settings.secret_key = Some("settings-secret".to_owned());
-        let store = S3Store::from_config(&settings, &env).unwrap();
-        let credentials = store.inner.credentials.clone().unwrap();
-        assert_eq!(credentials.access_key, "from-settings");
-        assert_eq!(credentials.session_token, None);
-        let none = S3Store::from_config(
-            &config(Some("http://127.0.0.1:9000"), "rill"),
-            &Environment::default(),
-        )
-        .unwrap();
-        let error = none.check().unwrap_err();
-        assert!(error.contains("AWS_ACCESS_KEY_ID"), "{error}");
-    }
-
-    #[test]
-    fn s3_errors_are_read_from_their_body() {
-        let body = b"<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code>\
-                     <Message>The specified bucket does not exist</Message></Error>";
-        assert_eq!(
-            error_of(body),
-            (
-                "NoSuchBucket".to_owned(),
-                "The specified bucket does not exist".to_owned()
-            )
-        );
-        assert_eq!(error_of(b"not xml"), (String::new(), String::new()));
-    }
-}
+mod tests;

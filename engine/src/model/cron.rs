@@ -6,6 +6,8 @@
 //! Sunday. Day-of-month and day-of-week must both match. `L`, `W` and `#` are not
 //! supported.
 
+use rill_protocol::civil_from_days;
+
 /// A parsed cron expression: the allowed values of each field as bit sets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CronSchedule {
@@ -81,6 +83,7 @@ impl CronSchedule {
                 0
             };
             let (_, month, dom) = civil_from_days(day);
+            let (month, dom) = (i64::from(month), i64::from(dom));
             let weekday = (day + 4).rem_euclid(7);
             if bit(self.months, month)
                 && bit(self.days_of_month, dom)
@@ -191,20 +194,6 @@ fn field(
         return Err(format!("the {what} field '{text}' is empty"));
     }
     Ok(set)
-}
-
-/// (year, month 1-12, day 1-31) of a day count since 1970-01-01 (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

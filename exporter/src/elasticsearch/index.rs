@@ -8,7 +8,7 @@
 //!   `<prefix>_<value-type>_<version>_*`; component template: `<prefix>`;
 //! * document id `<partitionId>-<position>`, routing `<partitionId>`.
 
-use rill_protocol::{Record, ValueType};
+use rill_protocol::{Record, ValueType, civil_from_days};
 
 #[derive(Clone, Debug)]
 pub struct IndexRouter {
@@ -119,26 +119,6 @@ pub fn utc_date(millis: i64) -> String {
     let days = millis.div_euclid(MILLIS_PER_DAY);
     let (year, month, day) = civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// Days since 1970-01-01 to a civil date, by counting 400-year eras of 146,097 days that
-/// start on March 1st (so the leap day is the last day of an era year).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let shifted = days + 719_468; // days from 0000-03-01 to 1970-01-01
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
